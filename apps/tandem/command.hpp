@@ -1,0 +1,34 @@
+// Subcommands and demo parts register themselves from their own files, so adding a capability
+// to the CLI touches no shared file.
+#pragma once
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+namespace tandem::cli {
+
+// setup() adds options to the subcommand and returns the action to run once parsing succeeded.
+// The action returns the exit code; exceptions are mapped by main (UsageError/InputError -> 2).
+struct Command {
+  std::string name;
+  std::string description;
+  std::function<std::function<int()>(CLI::App&)> setup;
+};
+
+bool register_command(Command c);
+const std::vector<Command>& commands();
+
+// A part of `tandem demo`: runs the capability on generated data, prints what ran where, how
+// long it took and whether the result checked out. Returns false when the check failed.
+struct DemoPart {
+  int order;          // parts run in increasing order
+  std::string name;
+  std::function<bool()> run;
+};
+
+bool register_demo_part(DemoPart p);
+const std::vector<DemoPart>& demo_parts();
+
+}  // namespace tandem::cli

@@ -1,0 +1,116 @@
+#include "harness.hpp"
+
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+
+#include <fmt/format.h>
+
+#include "tandem/device.hpp"
+#include "tandem/format.hpp"
+
+namespace tandem::bench {
+
+Bench::Bench(std::string name, int argc, char** argv) : name_(std::move(name)) {
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto next = [&]() -> std::string {
+      if (i + 1 >= argc) {
+        std::cerr << name_ << ": option " << a << " needs a value\n";
+        std::exit(2);
+      }
+      return argv[++i];
+    };
+    if (a == "--reps") reps_ = std::max(1, std::atoi(next().c_str()));
+    else if (a == "--warmup") warmup_ = std::max(0, std::atoi(next().c_str()));
+    else if (a == "--json") json_path_ = next();
+    else if (a == "--quick") quick_ = true;
+    else if (a.rfind("--", 0) == 0 && i + 1 < argc && std::string(argv[i + 1]).rfind("--", 0) != 0) extra_[a] = next();
+    else if (a.rfind("--", 0) == 0) extra_[a] = "1";
+    else {
+      std::cerr << name_ << ": unexpected argument " << a << '\n';
+      std::exit(2);
+    }
+  }
+  const auto s = system_info();
+  std::cout << fmt::format("# {}: CPU {} ({} cores)", name_, s.cpu.model, s.cpu.physical_cores);
+  for (const auto& g : s.gpus) std::cout << fmt::format("; GPU{} {}", g.index, g.name);
+  std::cout << fmt::format("; reps {}{}\n", reps_, quick_ ? " (quick)" : "");
+}
+
+long long Bench::get_int(const std::string& key, long long def) const {
+  auto it = extra_.find(key);
+  return it == extra_.end() ? def : std::atoll(it->second.c_str());
+}
+double Bench::get_double(const std::string& key, double def) const {
+  auto it = extra_.find(key);
+  return it == extra_.end() ? def : std::atof(it->second.c_str());
+}
+std::string Bench::get(const std::string& key, const std::string& def) const {
+  auto it = extra_.find(key);
+  return it == extra_.end() ? def : it->second;
+}
+bool Bench::has_flag(const std::string& key) const { return extra_.count(key) > 0; }
+
+Stats Bench::measure(const std::function<double()>& f) const {
+  for (int i = 0; i < warmup_; ++i) f();
+  std::vector<double> s;
+  for (int i = 0; i < reps_; ++i) s.push_back(f());
+  return summarize(std::move(s));
+}
+
+Stats Bench::time(const std::function<void()>& f) const {
+  return measure([&] {
+    Stopwatch w;
+    f();
+    return w.seconds();
+  });
+}
+
+void Bench::record(const std::string& case_name, const std::string& method, const Stats& s, double work,
+                   const std::string& unit, bool ok, const nlohmann::json& extra) {
+  const double rate = s.median > 0 ? work / s.median : 0;
+  std::cout << fmt::format("{:<34} {:<30} median {:>10}  min {:>10}  max {:>10}  {:>14}  {}\n", case_name, method,
+                           human_seconds(s.median), human_seconds(s.min), human_seconds(s.max),
+                           human_rate(rate, unit.c_str()), ok ? "ok" : "WRONG");
+  if (!ok) fail(fmt::format("{} / {}: result differs from the reference", case_name, method));
+  rows_.push_back({{"case", case_name}, {"method", method}, {"median_s", s.median}, {"min_s", s.min},
+                   {"max_s", s.max}, {"samples", s.samples}, {"work", work}, {"unit", unit},
+                   {"rate", rate}, {"ok", ok}, {"extra", extra}});
+}
+
+bool Bench::goal(const std::string& what, double value, double goal, bool higher_is_better, const std::string& unit) {
+  const bool pass = higher_is_better ? value >= goal : value <= goal;
+  std::cout << fmt::format("SUMMARY|{}|{}|{:.3g}{}|{}{:.3g}{}|{}\n", name_, what, value, unit,
+                           higher_is_better ? ">=" : "<=", goal, unit, pass ? "PASS" : "MISS");
+  goals_.push_back({{"what", what}, {"value", value}, {"goal", goal}, {"higher_is_better", higher_is_better},
+                    {"unit", unit}, {"pass", pass}});
+  return pass;
+}
+
+void Bench::info(const std::string& what, double value, const std::string& unit) {
+  std::cout << fmt::format("SUMMARY|{}|{}|{:.4g}{}|-|INFO\n", name_, what, value, unit);
+  goals_.push_back({{"what", what}, {"value", value}, {"unit", unit}, {"info", true}});
+}
+
+void Bench::fail(const std::string& why) {
+  failures_.push_back(why);
+  std::cout << "CHECK FAILED: " << why << '\n';
+}
+
+int Bench::finish() {
+  if (!json_path_.empty()) {
+    std::ofstream out(json_path_);
+    out << nlohmann::json({{"bench", name_}, {"system", nlohmann::json(system_info())}, {"reps", reps_},
+                           {"rows", rows_}, {"goals", goals_}, {"failures", failures_}})
+               .dump(1)
+        << '\n';
+  }
+  if (!failures_.empty()) {
+    std::cout << fmt::format("SUMMARY|{}|result checks|{} failed|0|FAIL\n", name_, failures_.size());
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace tandem::bench

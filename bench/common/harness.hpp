@@ -1,0 +1,65 @@
+// The small harness every benchmark uses: warm-up, repetitions, median/min/max, a table on
+// stdout, JSON to a file, checked results and ratios against the anchor measured in the same run.
+//
+// Command line shared by all benchmarks:
+//   --reps N      timed repetitions (default 5)     --warmup N   untimed runs first (default 1)
+//   --json FILE   write every measurement as JSON  --quick      small sizes (CI, smoke runs)
+//   --max-log2 K  largest problem size 2^K          any other --name value pair: args.get(...)
+// A benchmark prints "SUMMARY|<bench>|<what>|<value>|<goal>|PASS/MISS/INFO" lines that
+// scripts/gpu-check gathers into its final table.
+#pragma once
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "tandem/timing.hpp"
+
+namespace tandem::bench {
+
+class Bench {
+ public:
+  Bench(std::string name, int argc, char** argv);
+
+  int reps() const { return reps_; }
+  int warmup() const { return warmup_; }
+  bool quick() const { return quick_; }
+  // Extra options: --key value, with a default.
+  long long get_int(const std::string& key, long long def) const;
+  double get_double(const std::string& key, double def) const;
+  std::string get(const std::string& key, const std::string& def) const;
+  bool has_flag(const std::string& key) const;
+
+  // Runs f (which returns its own time in seconds: GPU events or a stopwatch) warmup + reps times.
+  Stats measure(const std::function<double()>& f) const;
+  // Runs f warmup + reps times under a stopwatch.
+  Stats time(const std::function<void()>& f) const;
+
+  // One row: `work` units (bytes, keys, ...) done per run; `ok` says the result was checked.
+  void record(const std::string& case_name, const std::string& method, const Stats& s, double work,
+              const std::string& unit, bool ok, const nlohmann::json& extra = {});
+  // A goal line: value compared with goal (higher_is_better or not). Returns pass.
+  bool goal(const std::string& what, double value, double goal, bool higher_is_better = true,
+            const std::string& unit = "x");
+  void info(const std::string& what, double value, const std::string& unit = "");
+  // Marks the run failed (a result did not match its reference).
+  void fail(const std::string& why);
+
+  // Prints the table, writes JSON, returns the process exit code (1 if any check failed).
+  int finish();
+
+ private:
+  std::string name_;
+  int reps_{5};
+  int warmup_{1};
+  bool quick_{false};
+  std::string json_path_;
+  std::map<std::string, std::string> extra_;
+  std::vector<nlohmann::json> rows_;
+  std::vector<nlohmann::json> goals_;
+  std::vector<std::string> failures_;
+};
+
+}  // namespace tandem::bench

@@ -1,0 +1,35 @@
+# Decides whether CUDA is built (TANDEM_HAS_CUDA 0/1) and sets the defaults for it.
+set(TANDEM_HAS_CUDA 0)
+if(NOT TANDEM_CUDA STREQUAL "OFF")
+  if(NOT CMAKE_CUDA_COMPILER AND NOT DEFINED ENV{CUDACXX} AND EXISTS /usr/local/cuda/bin/nvcc)
+    set(CMAKE_CUDA_COMPILER /usr/local/cuda/bin/nvcc)
+  endif()
+  include(CheckLanguage)
+  check_language(CUDA)
+  if(CMAKE_CUDA_COMPILER)
+    if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES OR CMAKE_CUDA_ARCHITECTURES STREQUAL "")
+      set(CMAKE_CUDA_ARCHITECTURES 90 CACHE STRING "CUDA architectures (90 = H100/H200)")
+    endif()
+    enable_language(CUDA)
+    find_package(CUDAToolkit REQUIRED)
+    # CMake 3.25 does not know that nvcc 12+ takes C++20; newer CMake sets these itself.
+    if(NOT CMAKE_CUDA20_STANDARD_COMPILE_OPTION)
+      set(CMAKE_CUDA20_STANDARD_COMPILE_OPTION "-std=c++20")
+      set(CMAKE_CUDA20_EXTENSION_COMPILE_OPTION "-std=c++20")
+    endif()
+    set(TANDEM_HAS_CUDA 1)
+  elseif(TANDEM_CUDA STREQUAL "ON")
+    message(FATAL_ERROR "TANDEM_CUDA=ON but no CUDA compiler (nvcc) was found")
+  endif()
+endif()
+message(STATUS "tandem: CUDA ${TANDEM_HAS_CUDA} (TANDEM_CUDA=${TANDEM_CUDA}, architectures ${CMAKE_CUDA_ARCHITECTURES})")
+
+
+# Options every target with CUDA sources gets.
+function(tandem_cuda_target target)
+  if(TANDEM_HAS_CUDA)
+    target_compile_options(${target} PRIVATE
+      $<$<COMPILE_LANGUAGE:CUDA>:--expt-relaxed-constexpr --extended-lambda -lineinfo -Xcompiler=-fopenmp>)
+    target_link_libraries(${target} PUBLIC CUDA::cudart)
+  endif()
+endfunction()

@@ -1,0 +1,31 @@
+// What an operation did: the stages it ran, where, how long, and notes on its choices.
+// Every public operation returns one; the CLI prints it for --explain.
+#pragma once
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace tandem {
+
+struct Stage {
+  std::string name;    // "H2D copy", "GPU sort", "CPU merge"
+  std::string where;   // "cpu", "gpu0", "cpu+gpu0"
+  double seconds{0};
+  std::string detail;  // free text: sizes, parameters
+};
+
+struct Report {
+  std::string operation;           // "sort", "wordcount", ...
+  std::vector<Stage> stages;
+  std::vector<std::string> notes;  // choices and why ("GPU-only: k=0.004 below break-even")
+  nlohmann::json details = nlohmann::json::object();  // structured extras for --json
+
+  void add(std::string name, std::string where, double seconds, std::string detail = {});
+  void note(std::string text);
+  double total_seconds() const;
+  std::string explain() const;     // a readable table of stages and the notes
+  nlohmann::json to_json() const;
+};
+
+}  // namespace tandem

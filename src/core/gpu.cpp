@@ -1,0 +1,105 @@
+#include <cstdio>
+#if TANDEM_HAS_CUDA
+#include "tandem/gpu.hpp"
+
+#include <fmt/format.h>
+
+#include "tandem/device.hpp"
+
+namespace tandem::gpu {
+
+void throw_cuda(cudaError_t err, const char* what, const char* file, int line) {
+  cudaGetLastError();  // clear a sticky-free error so later calls can proceed
+  const std::string msg =
+      fmt::format("CUDA error in {} at {}:{}: {} ({})", what, file, line, cudaGetErrorString(err), cudaGetErrorName(err));
+  if (err == cudaErrorMemoryAllocation) throw OutOfMemoryError(msg);
+  if (err == cudaErrorNoDevice || err == cudaErrorInsufficientDriver) throw NoDeviceError(msg);
+  throw CudaError(msg);
+}
+
+bool available() { return gpu_count() > 0; }
+
+void require() {
+  if (!available()) throw NoDeviceError("a GPU is required but none is usable: " + system_info().cuda_status);
+}
+
+DeviceGuard::DeviceGuard(int device) {
+  TANDEM_CUDA(cudaGetDevice(&previous_));
+  if (device != previous_) TANDEM_CUDA(cudaSetDevice(device));
+}
+DeviceGuard::~DeviceGuard() { cudaSetDevice(previous_); }
+
+Stream::Stream() { TANDEM_CUDA(cudaStreamCreateWithFlags(&s_, cudaStreamNonBlocking)); }
+Stream::~Stream() {
+  if (s_) cudaStreamDestroy(s_);
+}
+Stream& Stream::operator=(Stream&& o) noexcept {
+  std::swap(s_, o.s_);
+  return *this;
+}
+void Stream::sync() const { TANDEM_CUDA(cudaStreamSynchronize(s_)); }
+
+Event::Event(bool timing) {
+  TANDEM_CUDA(cudaEventCreateWithFlags(&e_, timing ? cudaEventDefault : cudaEventDisableTiming));
+}
+Event::~Event() {
+  if (e_) cudaEventDestroy(e_);
+}
+Event& Event::operator=(Event&& o) noexcept {
+  std::swap(e_, o.e_);
+  return *this;
+}
+void Event::record(cudaStream_t s) { TANDEM_CUDA(cudaEventRecord(e_, s)); }
+void Event::sync() const { TANDEM_CUDA(cudaEventSynchronize(e_)); }
+double Event::seconds_since(const Event& start) const {
+  float ms = 0;
+  TANDEM_CUDA(cudaEventElapsedTime(&ms, start.e_, e_));
+  return ms * 1e-3;
+}
+
+void* device_alloc(std::size_t bytes) {
+  void* p = nullptr;
+  const cudaError_t err = cudaMalloc(&p, bytes);
+  if (err != cudaSuccess) {
+    cudaGetLastError();
+    if (err == cudaErrorMemoryAllocation) {
+      auto [free_b, total_b] = memory_info();
+      throw OutOfMemoryError(fmt::format("GPU out of memory: asked for {} bytes, {} of {} free", bytes, free_b, total_b));
+    }
+    throw_cuda(err, "cudaMalloc", __FILE__, __LINE__);
+  }
+  return p;
+}
+void device_free(void* p) noexcept {
+  if (p) cudaFree(p);
+}
+void* pinned_alloc(std::size_t bytes) {
+  void* p = nullptr;
+  const cudaError_t err = cudaHostAlloc(&p, bytes, cudaHostAllocDefault);
+  if (err != cudaSuccess) {
+    cudaGetLastError();
+    throw OutOfMemoryError(fmt::format("cannot allocate {} bytes of pinned host memory: {}", bytes, cudaGetErrorString(err)));
+  }
+  return p;
+}
+void pinned_free(void* p) noexcept {
+  if (p) cudaFreeHost(p);
+}
+
+std::pair<std::size_t, std::size_t> memory_info() {
+  std::size_t f = 0, t = 0;
+  TANDEM_CUDA(cudaMemGetInfo(&f, &t));
+  return {f, t};
+}
+
+bool is_pinned(const void* p) {
+  cudaPointerAttributes a{};
+  if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
+    cudaGetLastError();
+    return false;
+  }
+  return a.type == cudaMemoryTypeHost;
+}
+
+}  // namespace tandem::gpu
+#endif

@@ -1,0 +1,39 @@
+#include "tandem/report.hpp"
+
+#include <fmt/format.h>
+
+#include "tandem/format.hpp"
+
+namespace tandem {
+
+void Report::add(std::string name, std::string where, double seconds, std::string detail) {
+  stages.push_back({std::move(name), std::move(where), seconds, std::move(detail)});
+}
+
+void Report::note(std::string text) { notes.push_back(std::move(text)); }
+
+double Report::total_seconds() const {
+  double t = 0;
+  for (const auto& s : stages) t += s.seconds;
+  return t;
+}
+
+std::string Report::explain() const {
+  std::string out = fmt::format("{}:\n", operation.empty() ? "operation" : operation);
+  for (const auto& n : notes) out += fmt::format("  - {}\n", n);
+  if (!stages.empty()) {
+    out += fmt::format("  {:<28} {:<10} {:>10}  {}\n", "stage", "where", "time", "detail");
+    for (const auto& s : stages)
+      out += fmt::format("  {:<28} {:<10} {:>10}  {}\n", s.name, s.where, human_seconds(s.seconds), s.detail);
+  }
+  return out;
+}
+
+nlohmann::json Report::to_json() const {
+  nlohmann::json st = nlohmann::json::array();
+  for (const auto& s : stages)
+    st.push_back({{"name", s.name}, {"where", s.where}, {"seconds", s.seconds}, {"detail", s.detail}});
+  return {{"operation", operation}, {"stages", st}, {"notes", notes}, {"details", details}};
+}
+
+}  // namespace tandem

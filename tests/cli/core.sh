@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# The CLI's foundation: help, info, exit codes for bad usage.
+set -u
+T=$1
+fails=0
+check() {  # check NAME EXPECTED_CODE CMD...
+  local name=$1 want=$2; shift 2
+  "$@" >/tmp/tandem-cli-out.$$ 2>&1
+  local got=$?
+  if [ "$got" != "$want" ]; then
+    echo "FAIL $name: exit $got, expected $want"; cat /tmp/tandem-cli-out.$$; fails=$((fails+1))
+  else
+    echo "ok   $name"
+  fi
+}
+check help 0 "$T" --help
+check info 0 "$T" info
+check info-json 0 "$T" info --json
+"$T" info --json | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["cpu"]["physical_cores"]>=1' \
+  || { echo "FAIL info-json content"; fails=$((fails+1)); }
+check no-subcommand 2 "$T"
+check unknown-subcommand 2 "$T" frobnicate
+check unknown-option 2 "$T" info --frob
+check calibrate-bad-size 2 "$T" calibrate --mib 0
+check calibrate-small 0 "$T" calibrate --mib 8 --repetitions 1 --no-tune
+check demo-unknown-part 2 "$T" demo --only no-such-part
+rm -f /tmp/tandem-cli-out.$$
+[ $fails -eq 0 ]
