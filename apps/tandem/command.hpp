@@ -20,6 +20,10 @@ struct Command {
 bool register_command(Command c);
 const std::vector<Command>& commands();
 
+// Data generators appear as `tandem gen <name>` (e.g. `tandem gen topk`, `tandem gen zipf`).
+bool register_generator(Command c);
+const std::vector<Command>& generators();
+
 // A part of `tandem demo`: runs the capability on generated data, prints what ran where, how
 // long it took and whether the result checked out. Returns false when the check failed.
 struct DemoPart {

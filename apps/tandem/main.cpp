@@ -14,6 +14,10 @@ std::vector<Command>& command_list() {
   static std::vector<Command> v;
   return v;
 }
+std::vector<Command>& generator_list() {
+  static std::vector<Command> v;
+  return v;
+}
 std::vector<DemoPart>& demo_list() {
   static std::vector<DemoPart> v;
   return v;
@@ -25,6 +29,12 @@ bool register_command(Command c) {
   return true;
 }
 const std::vector<Command>& commands() { return command_list(); }
+
+bool register_generator(Command c) {
+  generator_list().push_back(std::move(c));
+  return true;
+}
+const std::vector<Command>& generators() { return generator_list(); }
 
 bool register_demo_part(DemoPart p) {
   auto& v = demo_list();
@@ -48,6 +58,17 @@ int main(int argc, char** argv) {
     CLI::App* sub = app.add_subcommand(c.name, c.description);
     auto run = c.setup(*sub);
     sub->callback([&action, run] { action = run; });
+  }
+  if (!generators().empty()) {
+    CLI::App* gen = app.add_subcommand("gen", "Generate test data sets");
+    gen->require_subcommand(1);
+    auto gens = generators();
+    std::sort(gens.begin(), gens.end(), [](const Command& a, const Command& b) { return a.name < b.name; });
+    for (const auto& g : gens) {
+      CLI::App* sub = gen->add_subcommand(g.name, g.description);
+      auto run = g.setup(*sub);
+      sub->callback([&action, run] { action = run; });
+    }
   }
   try {
     app.parse(argc, argv);
