@@ -235,3 +235,23 @@ TEST(Parallel, CopyMatchesForOddSizes) {
     EXPECT_EQ(a, b) << n;
   }
 }
+
+#include "tandem/calibrate.hpp"
+
+TEST(Calibrate, MeasuresHostAndStoresForCostModels) {
+  CalibrateOptions o;
+  o.bytes = 2 << 20;
+  o.repetitions = 1;
+  o.tune_staging = false;
+  const Bandwidths b = calibrate(o);
+  EXPECT_GT(b.host_memcpy_1t, 0);
+  EXPECT_GT(b.host_memcpy_mt, 0);
+  if (gpu_count() == 0) {
+    EXPECT_EQ(b.pinned_h2d, 0);
+    EXPECT_TRUE(b.gpu.empty());
+  }
+  auto cached = cached_bandwidths();
+  ASSERT_TRUE(cached.has_value());
+  EXPECT_DOUBLE_EQ(cached->host_memcpy_mt, b.host_memcpy_mt);
+  EXPECT_NE(describe(b).find("host memcpy"), std::string::npos);
+}
