@@ -1,0 +1,230 @@
+// tandem's fast paths: carry iteration with several 16-byte chunks per thread and wide loads and
+// stores (crop of bytes, broadcast add), device generation of packed tables, test-data helpers.
+#include "index/k_common.cuh"
+
+namespace tandem::index::kernels {
+
+namespace {
+
+constexpr int kUnroll = 2;  // 16-byte chunks in flight per thread per iteration
+
+// 16 bytes from any address: two aligned 16-byte loads and a byte shift. The aligned words hold
+// at least one byte of [p, p + 16), so they stay inside any allocation rounded up to 16 bytes.
+__device__ __forceinline__ uint4 load16(const std::uint8_t* p) {
+  const std::uintptr_t a = reinterpret_cast<std::uintptr_t>(p);
+  const std::uint32_t r = std::uint32_t(a & 15u);
+  const uint4* q = reinterpret_cast<const uint4*>(a - r);
+  const uint4 lo = __ldg(q);
+  if (r == 0) return lo;
+  const uint4 hi = __ldg(q + 1);
+  const std::uint32_t w[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+  const std::uint32_t sh = (r & 3u) * 8u;
+  std::uint32_t t[7];
+#pragma unroll
+  for (int i = 0; i < 7; ++i) t[i] = __funnelshift_r(w[i], w[i + 1], sh);
+  const std::uint32_t k = r >> 2;
+  auto pick = [&](int i) { return k == 0 ? t[i] : k == 1 ? t[i + 1] : k == 2 ? t[i + 2] : t[i + 3]; };
+  return make_uint4(pick(0), pick(1), pick(2), pick(3));
+}
+
+// Bytes j < k from a, the others from b.
+__device__ __forceinline__ uint4 merge16(uint4 a, uint4 b, std::uint32_t k) {
+  auto word = [&](std::uint32_t wa, std::uint32_t wb, std::uint32_t i) {
+    // bytes of word i are j = 4i .. 4i+3; take from a where j < k.
+    const std::int32_t m = std::int32_t(k) - std::int32_t(4 * i);
+    if (m <= 0) return wb;
+    if (m >= 4) return wa;
+    const std::uint32_t mask = (1u << (8 * m)) - 1u;
+    return (wa & mask) | (wb & ~mask);
+  };
+  return make_uint4(word(a.x, b.x, 0), word(a.y, b.y, 1), word(a.z, b.z, 2), word(a.w, b.w, 3));
+}
+
+struct WideCrop {
+  Plan3 chunk;           // step: grid * block chunks of 16 bytes
+  Plan3 one;             // step: 1 byte
+  std::int64_t base;     // source offset of the crop's first byte
+  std::int64_t row, plane;  // source strides of y and z in bytes
+  std::uint64_t total;   // bytes of the crop
+};
+
+__global__ void __launch_bounds__(256) k_crop_wide(const std::uint8_t* __restrict__ src, std::uint8_t* __restrict__ dst,
+                                                    WideCrop p) {
+  const std::uint64_t step = std::uint64_t(gridDim.x) * blockDim.x * 16;
+  std::uint64_t n = global_thread() * 16;
+  Iter3 it = Iter3::at(p.chunk, n);
+  const std::uint32_t R = p.chunk.ext[0], dy = p.chunk.ext[1];
+  while (it.valid(p.chunk)) {
+    uint4 v[kUnroll];
+    bool full[kUnroll];
+    Iter3 cur[kUnroll];
+    std::uint64_t at[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      cur[u] = it;
+      at[u] = n;
+      full[u] = false;
+      if (it.valid(p.chunk) && n + 16 <= p.total) {
+        const std::uint32_t x = it.idx[0];
+        const std::int64_t s = p.base + it.off;
+        if (x + 16 <= R) {  // one source row
+          v[u] = load16(src + s);
+          full[u] = true;
+        } else if (16 - (R - x) <= R) {  // two source rows: the tail of this one, the head of the next
+          const std::uint32_t k = R - x;
+          const std::int64_t row_start = s - x;
+          const std::int64_t next = it.idx[1] + 1 < dy ? row_start + p.row : row_start - std::int64_t(dy - 1) * p.row + p.plane;
+          v[u] = merge16(load16(src + s), load16(src + next - k), k);
+          full[u] = true;
+        }
+      }
+      it.advance(p.chunk);
+      n += step;
+    }
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      if (full[u]) {
+        *reinterpret_cast<uint4*>(dst + at[u]) = v[u];
+      } else if (cur[u].valid(p.chunk)) {  // rows shorter than 16 bytes, or the last chunk: byte by byte
+        Iter3 b = cur[u];
+        for (std::uint64_t j = at[u]; j < at[u] + 16 && j < p.total; ++j, b.advance(p.one)) dst[j] = src[p.base + b.off];
+      }
+    }
+  }
+}
+
+struct WideAdd {
+  Plan3 chunk;  // step: grid * block chunks of 4 floats
+  Plan3 one;    // step: 1 element (strides of b)
+  std::uint64_t total;
+};
+
+__global__ void __launch_bounds__(256) k_broadcast_add_wide(const float* __restrict__ a, const float* __restrict__ b,
+                                                             float* __restrict__ out, WideAdd p) {
+  const std::uint64_t step = std::uint64_t(gridDim.x) * blockDim.x * 4;
+  std::uint64_t n = global_thread() * 4;
+  Iter3 it = Iter3::at(p.chunk, n);
+  while (it.valid(p.chunk)) {
+    float4 va[kUnroll], vb[kUnroll];
+    std::uint64_t at[kUnroll];
+    Iter3 cur[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      at[u] = n;
+      cur[u] = it;
+      if (it.valid(p.chunk) && n + 4 <= p.total) {
+        va[u] = __ldg(reinterpret_cast<const float4*>(a + n));
+        Iter3 e = it;  // b's offsets by steps of 1 element: carries, no division
+        vb[u].x = __ldg(b + e.off);
+        e.advance(p.one);
+        vb[u].y = __ldg(b + e.off);
+        e.advance(p.one);
+        vb[u].z = __ldg(b + e.off);
+        e.advance(p.one);
+        vb[u].w = __ldg(b + e.off);
+      }
+      it.advance(p.chunk);
+      n += step;
+    }
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      if (!cur[u].valid(p.chunk)) continue;
+      if (at[u] + 4 <= p.total) {
+        *reinterpret_cast<float4*>(out + at[u]) =
+            make_float4(va[u].x + vb[u].x, va[u].y + vb[u].y, va[u].z + vb[u].z, va[u].w + vb[u].w);
+      } else {
+        Iter3 e = cur[u];
+        for (std::uint64_t j = at[u]; j < p.total; ++j, e.advance(p.one)) out[j] = a[j] + b[e.off];
+      }
+    }
+  }
+}
+
+template <class Word>
+__global__ void k_generate_table(Word* table, Plan3 p, PackLayout l) {
+  std::uint64_t n = global_thread();
+  const std::uint64_t step = std::uint64_t(gridDim.x) * blockDim.x;
+  for (Iter3 it = Iter3::at(p, n); it.valid(p); it.advance(p), n += step)
+    table[n] = Word(pack(Index3<std::uint32_t>{it.idx[0], it.idx[1], it.idx[2]}, l));
+}
+
+__global__ void k_fill_bytes(std::uint8_t* p, std::uint64_t n, std::uint32_t seed) {
+  for (std::uint64_t i = global_thread(); i < n; i += std::uint64_t(gridDim.x) * blockDim.x)
+    p[i] = std::uint8_t(hash32(i, seed));
+}
+__global__ void k_fill_floats(float* p, std::uint64_t n, std::uint32_t seed) {
+  for (std::uint64_t i = global_thread(); i < n; i += std::uint64_t(gridDim.x) * blockDim.x) p[i] = hash_float(i, seed);
+}
+__global__ void k_count_diff(const std::uint8_t* a, const std::uint8_t* b, std::uint64_t n, unsigned long long* out) {
+  unsigned long long c = 0;
+  for (std::uint64_t i = global_thread(); i < n; i += std::uint64_t(gridDim.x) * blockDim.x) c += a[i] != b[i];
+  if (c) atomicAdd(out, c);
+}
+
+Plan3 plan3(Dims3 d, std::int64_t sx, std::int64_t sy, std::int64_t sz, std::uint64_t step) {
+  return make_carry_plan<3>(std::array<std::uint32_t, 3>{d.x, d.y, d.z}, std::array<std::int64_t, 3>{sx, sy, sz}, step);
+}
+
+}  // namespace
+
+void crop_wide(const std::uint8_t* src, std::uint8_t* dst, const Walk& w, cudaStream_t s) {
+  const std::uint64_t total = w.dims.count();
+  if (total == 0) return;
+  if (w.sx != 1) throw UsageError("wide crop walks rows of contiguous bytes (x stride 1)");
+  const std::uint64_t chunks = (total + 15) / 16;
+  const unsigned grid = w.grid ? w.grid : grid_for(chunks, 256);
+  WideCrop p{plan3(w.dims, 1, w.sy, w.sz, std::uint64_t(grid) * 256 * 16), plan3(w.dims, 1, w.sy, w.sz, 1), w.base, w.sy,
+             w.sz, total};
+  k_crop_wide<<<grid, 256, 0, s>>>(src, dst, p);
+  TANDEM_CUDA_LAUNCH("k_crop_wide");
+}
+
+void broadcast_add_wide(const float* a, const float* b, float* out, const Walk& w, cudaStream_t s) {
+  const std::uint64_t total = w.dims.count();
+  if (total == 0) return;
+  if (reinterpret_cast<std::uintptr_t>(a) % 16 || reinterpret_cast<std::uintptr_t>(out) % 16)
+    throw UsageError("wide broadcast add needs 16-byte aligned a and out");
+  const unsigned grid = w.grid ? w.grid : grid_for((total + 3) / 4, 256);
+  WideAdd p{plan3(w.dims, w.sx, w.sy, w.sz, std::uint64_t(grid) * 256 * 4), plan3(w.dims, w.sx, w.sy, w.sz, 1), total};
+  k_broadcast_add_wide<<<grid, 256, 0, s>>>(a, b, out, p);
+  TANDEM_CUDA_LAUNCH("k_broadcast_add_wide");
+}
+
+void generate_table(void* table, Dims3 d, PackLayout l, cudaStream_t s) {
+  const std::uint64_t total = d.count();
+  if (total == 0) return;
+  const unsigned grid = grid_for(total, 256);
+  const Plan3 p = plan3(d, 1, 0, 0, std::uint64_t(grid) * 256);
+  if (l.word_bits == 16) k_generate_table<<<grid, 256, 0, s>>>(static_cast<std::uint16_t*>(table), p, l);
+  else if (l.word_bits == 32) k_generate_table<<<grid, 256, 0, s>>>(static_cast<std::uint32_t*>(table), p, l);
+  else throw UsageError("packed tables on the GPU use 16- or 32-bit words");
+  TANDEM_CUDA_LAUNCH("k_generate_table");
+}
+
+void fill_bytes(std::uint8_t* p, std::uint64_t n, std::uint32_t seed, cudaStream_t s) {
+  if (!n) return;
+  k_fill_bytes<<<grid_for(n, 256), 256, 0, s>>>(p, n, seed);
+  TANDEM_CUDA_LAUNCH("k_fill_bytes");
+}
+
+void fill_floats(float* p, std::uint64_t n, std::uint32_t seed, cudaStream_t s) {
+  if (!n) return;
+  k_fill_floats<<<grid_for(n, 256), 256, 0, s>>>(p, n, seed);
+  TANDEM_CUDA_LAUNCH("k_fill_floats");
+}
+
+std::uint64_t count_differences(const void* a, const void* b, std::uint64_t bytes, cudaStream_t s) {
+  gpu::DeviceBuffer<unsigned long long> c(1);
+  TANDEM_CUDA(cudaMemsetAsync(c.data(), 0, sizeof(unsigned long long), s));
+  if (bytes) {
+    k_count_diff<<<grid_for(bytes, 256), 256, 0, s>>>(static_cast<const std::uint8_t*>(a),
+                                                      static_cast<const std::uint8_t*>(b), bytes, c.data());
+    TANDEM_CUDA_LAUNCH("k_count_diff");
+  }
+  unsigned long long h = 0;
+  TANDEM_CUDA(cudaMemcpyAsync(&h, c.data(), sizeof(h), cudaMemcpyDeviceToHost, s));
+  TANDEM_CUDA(cudaStreamSynchronize(s));
+  return h;
+}
+
+}  // namespace tandem::index::kernels
