@@ -35,7 +35,6 @@ KernelArgs make_args(const Walk& w) {
   a.layout = w.layout;
   a.wide_words = w.layout.word_bits > 16;
   if (w.layout.word_bits > 32) throw UsageError("packed tables on the GPU use 16- or 32-bit words");
-  if (w.dims.y > 65535 * 8 || w.dims.z > 65535) throw UsageError("plain 3-D launch: y or z extent beyond the grid limit");
   return a;
 }
 

@@ -161,6 +161,17 @@ __global__ void k_count_diff(const std::uint8_t* a, const std::uint8_t* b, std::
   if (c) atomicAdd(out, c);
 }
 
+// One full wave: resident blocks per SM (from the kernel's registers) times the SMs, capped by the work.
+template <class K>
+unsigned wave_grid(K kernel, std::uint64_t work_items) {
+  int dev = 0, sms = 0, per_sm = 0;
+  TANDEM_CUDA(cudaGetDevice(&dev));
+  TANDEM_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  TANDEM_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, 256, 0));
+  const std::uint64_t need = (work_items + 255) / 256;
+  return unsigned(std::max<std::uint64_t>(1, std::min<std::uint64_t>(need, std::uint64_t(sms) * std::max(1, per_sm))));
+}
+
 Plan3 plan3(Dims3 d, std::int64_t sx, std::int64_t sy, std::int64_t sz, std::uint64_t step) {
   return make_carry_plan<3>(std::array<std::uint32_t, 3>{d.x, d.y, d.z}, std::array<std::int64_t, 3>{sx, sy, sz}, step);
 }
@@ -172,7 +183,7 @@ void crop_wide(const std::uint8_t* src, std::uint8_t* dst, const Walk& w, cudaSt
   if (total == 0) return;
   if (w.sx != 1) throw UsageError("wide crop walks rows of contiguous bytes (x stride 1)");
   const std::uint64_t chunks = (total + 15) / 16;
-  const unsigned grid = w.grid ? w.grid : grid_for(chunks, 256);
+  const unsigned grid = w.grid ? w.grid : wave_grid(k_crop_wide, (chunks + kUnroll - 1) / kUnroll);
   WideCrop p{plan3(w.dims, 1, w.sy, w.sz, std::uint64_t(grid) * 256 * 16), plan3(w.dims, 1, w.sy, w.sz, 1), w.base, w.sy,
              w.sz, total};
   k_crop_wide<<<grid, 256, 0, s>>>(src, dst, p);
@@ -184,7 +195,7 @@ void broadcast_add_wide(const float* a, const float* b, float* out, const Walk& 
   if (total == 0) return;
   if (reinterpret_cast<std::uintptr_t>(a) % 16 || reinterpret_cast<std::uintptr_t>(out) % 16)
     throw UsageError("wide broadcast add needs 16-byte aligned a and out");
-  const unsigned grid = w.grid ? w.grid : grid_for((total + 3) / 4, 256);
+  const unsigned grid = w.grid ? w.grid : wave_grid(k_broadcast_add_wide, (total + 4 * kUnroll - 1) / (4 * kUnroll));
   WideAdd p{plan3(w.dims, w.sx, w.sy, w.sz, std::uint64_t(grid) * 256 * 4), plan3(w.dims, w.sx, w.sy, w.sz, 1), total};
   k_broadcast_add_wide<<<grid, 256, 0, s>>>(a, b, out, p);
   TANDEM_CUDA_LAUNCH("k_broadcast_add_wide");
