@@ -151,6 +151,12 @@ void bench_crop(Ctx& c, Dims3 d, int elem, const kernels::Walk& base_walk, Histo
   wb.base = w.base * elem;
   wb.grid = 0;
   vs.push_back({"tandem wide", [&c, &s, &o, wb] { kernels::crop_wide(s.data(), o.data(), wb, c.s); }});
+  if (elem == 1)
+    for (int u : {1, 2}) {  // fewer 16-byte chunks in flight per thread than the default (4)
+      Walk wu = wb;
+      wu.unroll = u;
+      vs.push_back({fmt::format("tandem wide, {} chunk(s)/iteration", u), [&c, &s, &o, wu] { kernels::crop_wide(s.data(), o.data(), wu, c.s); }});
+    }
   auto check = [&](const void* host) {
     const std::uint8_t* h = static_cast<const std::uint8_t*>(host);
     long long bad = 0;

@@ -6,23 +6,29 @@ namespace tandem::index::kernels {
 
 namespace {
 
-constexpr int kUnroll = 2;  // 16-byte chunks in flight per thread per iteration
+constexpr int kCropUnroll = 4;  // 16-byte chunks per thread per iteration (crop)
+constexpr int kUnroll = 2;  // 16-byte chunks in flight per thread per iteration (broadcast add)
 
-// 16 bytes from any address: two aligned 16-byte loads and a byte shift. The aligned words hold
-// at least one byte of [p, p + 16), so they stay inside any allocation rounded up to 16 bytes.
-__device__ __forceinline__ uint4 load16(const std::uint8_t* p) {
+// An unaligned 16-byte window is read as two aligned 16-byte words (the second only where the
+// address is not aligned: it repeats the first otherwise, so nothing past the bytes used is read).
+// Both loads are issued before any data is used; shift16 then extracts the window.
+struct Raw16 {
+  uint4 lo, hi;
+  std::uint32_t r;  // address mod 16
+};
+__device__ __forceinline__ Raw16 load_raw16(const std::uint8_t* p) {
   const std::uintptr_t a = reinterpret_cast<std::uintptr_t>(p);
   const std::uint32_t r = std::uint32_t(a & 15u);
   const uint4* q = reinterpret_cast<const uint4*>(a - r);
-  const uint4 lo = __ldg(q);
-  if (r == 0) return lo;
-  const uint4 hi = __ldg(q + 1);
-  const std::uint32_t w[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
-  const std::uint32_t sh = (r & 3u) * 8u;
+  return {__ldg(q), __ldg(q + (r != 0)), r};
+}
+__device__ __forceinline__ uint4 shift16(const Raw16& v) {
+  const std::uint32_t w[8] = {v.lo.x, v.lo.y, v.lo.z, v.lo.w, v.hi.x, v.hi.y, v.hi.z, v.hi.w};
+  const std::uint32_t sh = (v.r & 3u) * 8u;
   std::uint32_t t[7];
 #pragma unroll
   for (int i = 0; i < 7; ++i) t[i] = __funnelshift_r(w[i], w[i + 1], sh);
-  const std::uint32_t k = r >> 2;
+  const std::uint32_t k = v.r >> 2;
   auto pick = [&](int i) { return k == 0 ? t[i] : k == 1 ? t[i + 1] : k == 2 ? t[i + 2] : t[i + 3]; };
   return make_uint4(pick(0), pick(1), pick(2), pick(3));
 }
@@ -48,6 +54,11 @@ struct WideCrop {
   std::uint64_t total;   // bytes of the crop
 };
 
+// U chunks of 16 output bytes per thread per iteration: phase 1 walks the chunks by carries and
+// issues every load, phase 2 shifts, merges and stores. A chunk inside one source row takes one
+// window; across a row end, the row's tail and the next row's head (two windows, merged); rows
+// shorter than 16 bytes and the last partial chunk go byte by byte.
+template <int U>
 __global__ void __launch_bounds__(256) k_crop_wide(const std::uint8_t* __restrict__ src, std::uint8_t* __restrict__ dst,
                                                     WideCrop p) {
   const std::uint64_t step = std::uint64_t(gridDim.x) * blockDim.x * 16;
@@ -55,39 +66,42 @@ __global__ void __launch_bounds__(256) k_crop_wide(const std::uint8_t* __restric
   Iter3 it = Iter3::at(p.chunk, n);
   const std::uint32_t R = p.chunk.ext[0], dy = p.chunk.ext[1];
   while (it.valid(p.chunk)) {
-    uint4 v[kUnroll];
-    bool full[kUnroll];
-    Iter3 cur[kUnroll];
-    std::uint64_t at[kUnroll];
+    Raw16 a[U], b[U];
+    std::uint32_t k[U];  // bytes from the first window: 16 = one row, 1..15 = two rows, 0 = byte path
+    Iter3 cur[U];
+    std::uint64_t at[U];
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
+    for (int u = 0; u < U; ++u) {
       cur[u] = it;
       at[u] = n;
-      full[u] = false;
+      k[u] = 0;
       if (it.valid(p.chunk) && n + 16 <= p.total) {
         const std::uint32_t x = it.idx[0];
         const std::int64_t s = p.base + it.off;
-        if (x + 16 <= R) {  // one source row
-          v[u] = load16(src + s);
-          full[u] = true;
-        } else if (16 - (R - x) <= R) {  // two source rows: the tail of this one, the head of the next
-          const std::uint32_t k = R - x;
+        if (x + 16 <= R) {
+          k[u] = 16;
+          a[u] = load_raw16(src + s);
+        } else if (16 - (R - x) <= R) {
+          const std::uint32_t kk = R - x;
           const std::int64_t row_start = s - x;
           const std::int64_t next = it.idx[1] + 1 < dy ? row_start + p.row : row_start - std::int64_t(dy - 1) * p.row + p.plane;
-          v[u] = merge16(load16(src + s), load16(src + next - k), k);
-          full[u] = true;
+          k[u] = kk;
+          a[u] = load_raw16(src + s);
+          b[u] = load_raw16(src + next - kk);
         }
       }
       it.advance(p.chunk);
       n += step;
     }
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-      if (full[u]) {
-        *reinterpret_cast<uint4*>(dst + at[u]) = v[u];
-      } else if (cur[u].valid(p.chunk)) {  // rows shorter than 16 bytes, or the last chunk: byte by byte
-        Iter3 b = cur[u];
-        for (std::uint64_t j = at[u]; j < at[u] + 16 && j < p.total; ++j, b.advance(p.one)) dst[j] = src[p.base + b.off];
+    for (int u = 0; u < U; ++u) {
+      if (k[u]) {
+        uint4 v = shift16(a[u]);
+        if (k[u] < 16) v = merge16(v, shift16(b[u]), k[u]);
+        *reinterpret_cast<uint4*>(dst + at[u]) = v;
+      } else if (cur[u].valid(p.chunk)) {
+        Iter3 e = cur[u];
+        for (std::uint64_t j = at[u]; j < at[u] + 16 && j < p.total; ++j, e.advance(p.one)) dst[j] = src[p.base + e.off];
       }
     }
   }
@@ -178,16 +192,27 @@ Plan3 plan3(Dims3 d, std::int64_t sx, std::int64_t sy, std::int64_t sz, std::uin
 
 }  // namespace
 
+template <int U>
+void launch_crop_wide(const std::uint8_t* src, std::uint8_t* dst, const Walk& w, std::uint64_t total, cudaStream_t s) {
+  const std::uint64_t chunks = (total + 15) / 16;
+  const unsigned grid = w.grid ? w.grid : wave_grid(k_crop_wide<U>, (chunks + U - 1) / U);
+  WideCrop p{plan3(w.dims, 1, w.sy, w.sz, std::uint64_t(grid) * 256 * 16), plan3(w.dims, 1, w.sy, w.sz, 1), w.base, w.sy,
+             w.sz, total};
+  k_crop_wide<U><<<grid, 256, 0, s>>>(src, dst, p);
+  TANDEM_CUDA_LAUNCH("k_crop_wide");
+}
+
 void crop_wide(const std::uint8_t* src, std::uint8_t* dst, const Walk& w, cudaStream_t s) {
   const std::uint64_t total = w.dims.count();
   if (total == 0) return;
   if (w.sx != 1) throw UsageError("wide crop walks rows of contiguous bytes (x stride 1)");
-  const std::uint64_t chunks = (total + 15) / 16;
-  const unsigned grid = w.grid ? w.grid : wave_grid(k_crop_wide, (chunks + kUnroll - 1) / kUnroll);
-  WideCrop p{plan3(w.dims, 1, w.sy, w.sz, std::uint64_t(grid) * 256 * 16), plan3(w.dims, 1, w.sy, w.sz, 1), w.base, w.sy,
-             w.sz, total};
-  k_crop_wide<<<grid, 256, 0, s>>>(src, dst, p);
-  TANDEM_CUDA_LAUNCH("k_crop_wide");
+  if (reinterpret_cast<std::uintptr_t>(dst) % 16) throw UsageError("wide crop needs a 16-byte aligned destination");
+  switch (w.unroll ? w.unroll : kCropUnroll) {
+    case 1: launch_crop_wide<1>(src, dst, w, total, s); break;
+    case 2: launch_crop_wide<2>(src, dst, w, total, s); break;
+    case 4: launch_crop_wide<4>(src, dst, w, total, s); break;
+    default: throw UsageError("wide crop unroll must be 1, 2 or 4");
+  }
 }
 
 void broadcast_add_wide(const float* a, const float* b, float* out, const Walk& w, cudaStream_t s) {

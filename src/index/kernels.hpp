@@ -20,6 +20,7 @@ struct Walk {
   const void* table{nullptr};  // packed table (Method::packed): 16- or 32-bit words
   PackLayout layout{};
   unsigned grid{0}, block{256};  // grid-stride launch (plain3d ignores these)
+  int unroll{0};                 // wide kernels: chunks per thread per iteration (0 = default)
 };
 
 // Grid for grid-stride kernels: enough blocks to fill the device, no more than the work needs.
