@@ -120,26 +120,35 @@ OpTimes run_variants(Ctx& c, const std::string& case_name, double bytes, void* o
   return ot;
 }
 
+// A walk over d with source strides (sx, sy, sz) and the packed table of d from the cache.
+Walk make_walk(Dims3 d, std::int64_t base, std::int64_t sx, std::int64_t sy, std::int64_t sz, HistoryCache& cache,
+               const std::string& kernel, HistoryCache::Result& hit) {
+  Walk w;
+  w.dims = d;
+  w.base = base;
+  w.sx = sx;
+  w.sy = sy;
+  w.sz = sz;
+  hit = cache.request(kernel, d);
+  const auto& table = HistoryCache::as<DeviceTable>(hit);
+  w.table = table.buf.data();
+  w.layout = table.layout;
+  w.grid = kernels::grid_for(d.count(), 256);
+  return w;
+}
+
 std::string shape_name(Dims3 d) { return to_string(d); }
 
-void bench_crop(Ctx& c, Dims3 d, int elem, const kernels::Walk& base_walk, HistoryCache& cache, bool last) {
+void bench_crop(Ctx& c, Dims3 d, int elem, HistoryCache& cache, bool last) {
   const Dims3 src{d.x + 6, d.y + 5, d.z + 3};
   const std::int64_t ox = 3, oy = 2, oz = 1;
   const std::uint64_t n = d.count();
   const std::size_t src_bytes = std::size_t(src.count()) * elem, out_bytes = std::size_t(n) * elem;
   gpu::DeviceBuffer<std::uint8_t> s(src_bytes + 64), o(out_bytes + 64);
   kernels::fill_bytes(s.data(), src_bytes, 11, c.s);
-  Walk w = base_walk;
-  w.dims = d;
-  w.sx = 1;
-  w.sy = src.x;
-  w.sz = std::int64_t(src.x) * src.y;
-  w.base = ox + oy * w.sy + oz * w.sz;
-  const auto hit = cache.request("crop", d);
-  const auto& table = HistoryCache::as<DeviceTable>(hit);
-  w.table = table.buf.data();
-  w.layout = table.layout;
-  w.grid = kernels::grid_for(n, 256);
+  const std::int64_t sy = src.x, sz = std::int64_t(src.x) * src.y;
+  HistoryCache::Result hit;
+  const Walk w = make_walk(d, ox + oy * sy + oz * sz, 1, sy, sz, cache, "crop", hit);
   std::vector<Variant> vs;
   for (Method m : kMethods)
     vs.push_back({std::string(to_string(m)), [&c, m, elem, &s, &o, w] { kernels::crop(m, elem, s.data(), o.data(), w, c.s); }});
@@ -193,22 +202,13 @@ void bench_crop(Ctx& c, Dims3 d, int elem, const kernels::Walk& base_walk, Histo
   }
 }
 
-void bench_broadcast(Ctx& c, Dims3 d, const Walk& base_walk, HistoryCache& cache, bool last) {
+void bench_broadcast(Ctx& c, Dims3 d, HistoryCache& cache, bool last) {
   const std::uint64_t n = d.count(), nb = std::uint64_t(d.x) * d.z;
   gpu::DeviceBuffer<float> a(n), b(nb), o(n);
   kernels::fill_floats(a.data(), n, 21, c.s);
   kernels::fill_floats(b.data(), nb, 22, c.s);
-  Walk w = base_walk;
-  w.dims = d;
-  w.sx = 1;
-  w.sy = 0;  // b broadcast along y
-  w.sz = d.x;
-  w.base = 0;
-  const auto hit = cache.request("broadcast", d);
-  const auto& table = HistoryCache::as<DeviceTable>(hit);
-  w.table = table.buf.data();
-  w.layout = table.layout;
-  w.grid = kernels::grid_for(n, 256);
+  HistoryCache::Result hit;
+  const Walk w = make_walk(d, 0, 1, 0, d.x, cache, "broadcast", hit);  // b broadcast along y
   std::vector<Variant> vs;
   for (Method m : kMethods)
     vs.push_back({std::string(to_string(m)), [&c, m, &a, &b, &o, w] { kernels::broadcast_add(m, a.data(), b.data(), o.data(), w, c.s); }});
@@ -244,21 +244,12 @@ void bench_broadcast(Ctx& c, Dims3 d, const Walk& base_walk, HistoryCache& cache
   }
 }
 
-void bench_stencil(Ctx& c, Dims3 d, const Walk& base_walk, HistoryCache& cache, bool last) {
+void bench_stencil(Ctx& c, Dims3 d, HistoryCache& cache, bool last) {
   const std::uint64_t n = d.count();
   gpu::DeviceBuffer<float> in(n), o(n);
   kernels::fill_floats(in.data(), n, 31, c.s);
-  Walk w = base_walk;
-  w.dims = d;
-  w.sx = 1;
-  w.sy = d.x;
-  w.sz = std::int64_t(d.x) * d.y;
-  w.base = 0;
-  const auto hit = cache.request("stencil", d);
-  const auto& table = HistoryCache::as<DeviceTable>(hit);
-  w.table = table.buf.data();
-  w.layout = table.layout;
-  w.grid = kernels::grid_for(n, 256);
+  HistoryCache::Result hit;
+  const Walk w = make_walk(d, 0, 1, d.x, std::int64_t(d.x) * d.y, cache, "stencil", hit);
   std::vector<Variant> vs;
   for (Method m : kMethods)
     vs.push_back({std::string(to_string(m)), [&c, m, &in, &o, w] { kernels::stencil7(m, in.data(), o.data(), w, c.s); }});
@@ -290,23 +281,14 @@ void bench_stencil(Ctx& c, Dims3 d, const Walk& base_walk, HistoryCache& cache, 
   }
 }
 
-void bench_permute(Ctx& c, Dims3 d, const Walk& base_walk, HistoryCache& cache, bool last) {
+void bench_permute(Ctx& c, Dims3 d, HistoryCache& cache, bool last) {
   // Input contiguous with extents (A, B, C) = (d.y, d.z, d.x); output x runs over C (stride A*B).
   const std::uint64_t n = d.count();
   const std::int64_t A = d.y, B = d.z;
   gpu::DeviceBuffer<float> in(n), o(n);
   kernels::fill_floats(in.data(), n, 41, c.s);
-  Walk w = base_walk;
-  w.dims = d;
-  w.sx = A * B;
-  w.sy = 1;
-  w.sz = A;
-  w.base = 0;
-  const auto hit = cache.request("permute", d);
-  const auto& table = HistoryCache::as<DeviceTable>(hit);
-  w.table = table.buf.data();
-  w.layout = table.layout;
-  w.grid = kernels::grid_for(n, 256);
+  HistoryCache::Result hit;
+  const Walk w = make_walk(d, 0, A * B, 1, A, cache, "permute", hit);
   std::vector<Variant> vs;
   for (Method m : kMethods)
     vs.push_back({std::string(to_string(m)), [&c, m, &in, &o, w] { kernels::permute(m, in.data(), o.data(), w, c.s); }});
@@ -342,15 +324,14 @@ BenchResult run_gpu_benchmarks(const BenchOptions& o, const std::function<void(c
   const std::vector<Dims3> shapes = o.quick ? std::vector<Dims3>{{5, 70, 10}, {67, 33, 17}}
                                             : std::vector<Dims3>{{5, 70, 10}, {257, 131, 67}, {511, 509, 513}};
   HistoryCache cache = make_device_cache(c.s);
-  Walk base;
   for (std::size_t i = 0; i < shapes.size(); ++i) {
     const bool last = i + 1 == shapes.size();
     const Dims3 d = shapes[i];
     try {
-      for (int elem : {1, 2, 4}) bench_crop(c, d, elem, base, cache, last);
-      bench_broadcast(c, d, base, cache, last);
-      bench_stencil(c, d, base, cache, last);
-      bench_permute(c, d, base, cache, last);
+      for (int elem : {1, 2, 4}) bench_crop(c, d, elem, cache, last);
+      bench_broadcast(c, d, cache, last);
+      bench_stencil(c, d, cache, last);
+      bench_permute(c, d, cache, last);
     } catch (const OutOfMemoryError& e) {
       info(c, fmt::format("{}: skipped, out of GPU memory", to_string(d)), 0, "");
     }
