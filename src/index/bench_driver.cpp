@@ -161,7 +161,7 @@ void bench_crop(Ctx& c, Dims3 d, int elem, HistoryCache& cache, bool last) {
   wb.grid = 0;
   vs.push_back({"tandem wide", [&c, &s, &o, wb] { kernels::crop_wide(s.data(), o.data(), wb, c.s); }});
   if (elem == 1)
-    for (int u : {1, 2}) {  // fewer 16-byte chunks in flight per thread than the default (4)
+    for (int u : {1, 2, 4}) {  // 16-byte chunks per thread per iteration (the default is one of them)
       Walk wu = wb;
       wu.unroll = u;
       vs.push_back({fmt::format("tandem wide, {} chunk(s)/iteration", u), [&c, &s, &o, wu] { kernels::crop_wide(s.data(), o.data(), wu, c.s); }});

@@ -6,7 +6,7 @@ namespace tandem::index::kernels {
 
 namespace {
 
-constexpr int kCropUnroll = 4;  // 16-byte chunks per thread per iteration (crop)
+constexpr int kCropUnroll = 1;  // 16-byte chunks per thread per iteration (crop): best on an H200
 constexpr int kUnroll = 2;  // 16-byte chunks in flight per thread per iteration (broadcast add)
 
 // An unaligned 16-byte window is read as two aligned 16-byte words (the second only where the
@@ -46,30 +46,34 @@ __device__ __forceinline__ uint4 merge16(uint4 a, uint4 b, std::uint32_t k) {
   return make_uint4(word(a.x, b.x, 0), word(a.y, b.y, 1), word(a.z, b.z, 2), word(a.w, b.w, 3));
 }
 
+// Off/Num: 32-bit offsets and counters where the source and the crop fit (fewer registers, more
+// threads resident), 64-bit otherwise.
+template <class Off, class Num>
 struct WideCrop {
-  Plan3 chunk;           // step: grid * block chunks of 16 bytes
-  Plan3 one;             // step: 1 byte
-  std::int64_t base;     // source offset of the crop's first byte
-  std::int64_t row, plane;  // source strides of y and z in bytes
-  std::uint64_t total;   // bytes of the crop
+  CarryPlan<3, std::uint32_t, Off> chunk;  // step: grid * block chunks of 16 bytes
+  CarryPlan<3, std::uint32_t, Off> one;    // step: 1 byte
+  Off base;                                // source offset of the crop's first byte
+  Off row, plane;                          // source strides of y and z in bytes
+  Num total;                               // bytes of the crop
 };
 
 // U chunks of 16 output bytes per thread per iteration: phase 1 walks the chunks by carries and
 // issues every load, phase 2 shifts, merges and stores. A chunk inside one source row takes one
 // window; across a row end, the row's tail and the next row's head (two windows, merged); rows
 // shorter than 16 bytes and the last partial chunk go byte by byte.
-template <int U>
+template <int U, class Off, class Num>
 __global__ void __launch_bounds__(256) k_crop_wide(const std::uint8_t* __restrict__ src, std::uint8_t* __restrict__ dst,
-                                                    WideCrop p) {
-  const std::uint64_t step = std::uint64_t(gridDim.x) * blockDim.x * 16;
-  std::uint64_t n = global_thread() * 16;
-  Iter3 it = Iter3::at(p.chunk, n);
+                                                    WideCrop<Off, Num> p) {
+  using It = CarryIter<3, std::uint32_t, Off>;
+  const Num step = Num(gridDim.x) * blockDim.x * 16;
+  Num n = Num(global_thread() * 16);
+  It it = It::at(p.chunk, n);
   const std::uint32_t R = p.chunk.ext[0], dy = p.chunk.ext[1];
   while (it.valid(p.chunk)) {
     Raw16 a[U], b[U];
     std::uint32_t k[U];  // bytes from the first window: 16 = one row, 1..15 = two rows, 0 = byte path
-    Iter3 cur[U];
-    std::uint64_t at[U];
+    It cur[U];
+    Num at[U];
 #pragma unroll
     for (int u = 0; u < U; ++u) {
       cur[u] = it;
@@ -77,14 +81,14 @@ __global__ void __launch_bounds__(256) k_crop_wide(const std::uint8_t* __restric
       k[u] = 0;
       if (it.valid(p.chunk) && n + 16 <= p.total) {
         const std::uint32_t x = it.idx[0];
-        const std::int64_t s = p.base + it.off;
+        const Off s = p.base + it.off;
         if (x + 16 <= R) {
           k[u] = 16;
           a[u] = load_raw16(src + s);
         } else if (16 - (R - x) <= R) {
           const std::uint32_t kk = R - x;
-          const std::int64_t row_start = s - x;
-          const std::int64_t next = it.idx[1] + 1 < dy ? row_start + p.row : row_start - std::int64_t(dy - 1) * p.row + p.plane;
+          const Off row_start = s - Off(x);
+          const Off next = it.idx[1] + 1 < dy ? row_start + p.row : row_start - Off(dy - 1) * p.row + p.plane;
           k[u] = kk;
           a[u] = load_raw16(src + s);
           b[u] = load_raw16(src + next - kk);
@@ -100,8 +104,8 @@ __global__ void __launch_bounds__(256) k_crop_wide(const std::uint8_t* __restric
         if (k[u] < 16) v = merge16(v, shift16(b[u]), k[u]);
         *reinterpret_cast<uint4*>(dst + at[u]) = v;
       } else if (cur[u].valid(p.chunk)) {
-        Iter3 e = cur[u];
-        for (std::uint64_t j = at[u]; j < at[u] + 16 && j < p.total; ++j, e.advance(p.one)) dst[j] = src[p.base + e.off];
+        It e = cur[u];
+        for (Num j = at[u]; j < at[u] + 16 && j < p.total; ++j, e.advance(p.one)) dst[j] = src[p.base + e.off];
       }
     }
   }
@@ -192,14 +196,26 @@ Plan3 plan3(Dims3 d, std::int64_t sx, std::int64_t sy, std::int64_t sz, std::uin
 
 }  // namespace
 
-template <int U>
+template <int U, class Off, class Num>
 void launch_crop_wide(const std::uint8_t* src, std::uint8_t* dst, const Walk& w, std::uint64_t total, cudaStream_t s) {
   const std::uint64_t chunks = (total + 15) / 16;
-  const unsigned grid = w.grid ? w.grid : wave_grid(k_crop_wide<U>, (chunks + U - 1) / U);
-  WideCrop p{plan3(w.dims, 1, w.sy, w.sz, std::uint64_t(grid) * 256 * 16), plan3(w.dims, 1, w.sy, w.sz, 1), w.base, w.sy,
-             w.sz, total};
-  k_crop_wide<U><<<grid, 256, 0, s>>>(src, dst, p);
+  const unsigned grid = w.grid ? w.grid : wave_grid(k_crop_wide<U, Off, Num>, (chunks + U - 1) / U);
+  const std::array<std::uint32_t, 3> ext{w.dims.x, w.dims.y, w.dims.z};
+  const std::array<Off, 3> st{Off(1), Off(w.sy), Off(w.sz)};
+  WideCrop<Off, Num> p{make_carry_plan<3, std::uint32_t, Off>(ext, st, std::uint64_t(grid) * 256 * 16),
+                       make_carry_plan<3, std::uint32_t, Off>(ext, st, 1), Off(w.base), Off(w.sy), Off(w.sz), Num(total)};
+  k_crop_wide<U, Off, Num><<<grid, 256, 0, s>>>(src, dst, p);
   TANDEM_CUDA_LAUNCH("k_crop_wide");
+}
+
+template <int U>
+void launch_crop_wide(const std::uint8_t* src, std::uint8_t* dst, const Walk& w, std::uint64_t total, cudaStream_t s) {
+  // 32-bit arithmetic when every source offset the walk reaches, and the crop's bytes plus one
+  // grid step, stay below 2^31.
+  const std::int64_t last = w.base + std::int64_t(w.dims.x) + std::int64_t(w.dims.y) * w.sy + std::int64_t(w.dims.z) * w.sz;
+  const bool small = w.base >= 0 && w.sy >= 0 && w.sz >= 0 && last < (std::int64_t(1) << 30) && total < (std::uint64_t(1) << 30);
+  if (small) launch_crop_wide<U, std::int32_t, std::uint32_t>(src, dst, w, total, s);
+  else launch_crop_wide<U, std::int64_t, std::uint64_t>(src, dst, w, total, s);
 }
 
 void crop_wide(const std::uint8_t* src, std::uint8_t* dst, const Walk& w, cudaStream_t s) {
