@@ -137,6 +137,29 @@ Walk make_walk(Dims3 d, std::int64_t base, std::int64_t sx, std::int64_t sy, std
   return w;
 }
 
+// ok_at(x, y, z, e) holds for every element (e the flat element number); OpenMP threads.
+template <class F>
+bool check_all(Dims3 d, F&& ok_at) {
+  long long bad = 0;
+#pragma omp parallel for reduction(+ : bad) schedule(static)
+  for (std::int64_t z = 0; z < std::int64_t(d.z); ++z)
+    for (std::uint32_t y = 0; y < d.y; ++y)
+      for (std::uint32_t x = 0; x < d.x; ++x)
+        bad += !ok_at(x, y, std::uint32_t(z), (z * d.y + y) * std::int64_t(d.x) + x);
+  return bad == 0;
+}
+
+// Every float of a host copy of the output equals want(x, y, z, e).
+template <class F>
+bool check_floats(const void* host, Dims3 d, F&& want) {
+  const std::uint8_t* h = static_cast<const std::uint8_t*>(host);
+  return check_all(d, [&](std::uint32_t x, std::uint32_t y, std::uint32_t z, std::int64_t e) {
+    float v;
+    std::memcpy(&v, h + e * 4, 4);
+    return v == want(x, y, z, e);
+  });
+}
+
 std::string shape_name(Dims3 d) { return to_string(d); }
 
 void bench_crop(Ctx& c, Dims3 d, int elem, HistoryCache& cache, bool last) {
@@ -168,16 +191,12 @@ void bench_crop(Ctx& c, Dims3 d, int elem, HistoryCache& cache, bool last) {
     }
   auto check = [&](const void* host) {
     const std::uint8_t* h = static_cast<const std::uint8_t*>(host);
-    long long bad = 0;
-#pragma omp parallel for reduction(+ : bad) schedule(static)
-    for (std::int64_t z = 0; z < std::int64_t(d.z); ++z)
-      for (std::uint32_t y = 0; y < d.y; ++y)
-        for (std::uint32_t x = 0; x < d.x; ++x) {
-          const std::uint64_t e = (std::uint64_t(z) * d.y + y) * d.x + x;
-          const std::uint64_t se = std::uint64_t(w.base) + x + y * std::uint64_t(w.sy) + std::uint64_t(z) * w.sz;
-          for (int b = 0; b < elem; ++b) bad += h[e * elem + b] != std::uint8_t(kernels::hash32(se * elem + b, 11));
-        }
-    return bad == 0;
+    return check_all(d, [&](std::uint32_t x, std::uint32_t y, std::uint32_t z, std::int64_t e) {
+      const std::uint64_t se = std::uint64_t(w.base) + x + y * std::uint64_t(w.sy) + std::uint64_t(z) * w.sz;
+      for (int b = 0; b < elem; ++b)
+        if (h[e * elem + b] != std::uint8_t(kernels::hash32(se * elem + b, 11))) return false;
+      return true;
+    });
   };
   const std::string cn = fmt::format("crop {} {}", elem == 1 ? "u8" : elem == 2 ? "u16" : "f32", shape_name(d));
   const double bytes = 2.0 * double(out_bytes);
@@ -216,17 +235,9 @@ void bench_broadcast(Ctx& c, Dims3 d, HistoryCache& cache, bool last) {
   ww.grid = 0;
   vs.push_back({"tandem wide", [&c, &a, &b, &o, ww] { kernels::broadcast_add_wide(a.data(), b.data(), o.data(), ww, c.s); }});
   auto check = [&](const void* host) {
-    std::vector<float> h(n);
-    std::memcpy(h.data(), host, n * sizeof(float));
-    long long bad = 0;
-#pragma omp parallel for reduction(+ : bad) schedule(static)
-    for (std::int64_t z = 0; z < std::int64_t(d.z); ++z)
-      for (std::uint32_t y = 0; y < d.y; ++y)
-        for (std::uint32_t x = 0; x < d.x; ++x) {
-          const std::uint64_t e = (std::uint64_t(z) * d.y + y) * d.x + x;
-          bad += h[e] != kernels::hash_float(e, 21) + kernels::hash_float(x + std::uint64_t(z) * d.x, 22);
-        }
-    return bad == 0;
+    return check_floats(host, d, [&](std::uint32_t x, std::uint32_t, std::uint32_t z, std::int64_t e) {
+      return kernels::hash_float(std::uint64_t(e), 21) + kernels::hash_float(x + std::uint64_t(z) * d.x, 22);
+    });
   };
   const std::string cn = fmt::format("broadcast add f32 {}", shape_name(d));
   const double bytes = 8.0 * double(n) + 4.0 * double(nb);
@@ -254,23 +265,12 @@ void bench_stencil(Ctx& c, Dims3 d, HistoryCache& cache, bool last) {
   for (Method m : kMethods)
     vs.push_back({std::string(to_string(m)), [&c, m, &in, &o, w] { kernels::stencil7(m, in.data(), o.data(), w, c.s); }});
   auto check = [&](const void* host) {
-    std::vector<float> h(n);
-    std::memcpy(h.data(), host, n * sizeof(float));
-    auto v = [&](std::int64_t e) { return kernels::hash_float(std::uint64_t(e), 31); };
-    long long bad = 0;
-#pragma omp parallel for reduction(+ : bad) schedule(static)
-    for (std::int64_t z = 0; z < std::int64_t(d.z); ++z)
-      for (std::uint32_t y = 0; y < d.y; ++y)
-        for (std::uint32_t x = 0; x < d.x; ++x) {
-          const std::int64_t e = (z * d.y + y) * std::int64_t(d.x) + x;
-          float want = v(e);
-          if (!(x == 0 || y == 0 || z == 0 || x + 1 >= d.x || y + 1 >= d.y || z + 1 >= std::int64_t(d.z))) {
-            const float s = (v(e - 1) + v(e + 1)) + (v(e - w.sy) + v(e + w.sy)) + (v(e - w.sz) + v(e + w.sz));
-            want = 0.5f * want + 0.0625f * s;
-          }
-          bad += h[std::size_t(e)] != want;
-        }
-    return bad == 0;
+    auto v = [](std::int64_t e) { return kernels::hash_float(std::uint64_t(e), 31); };
+    return check_floats(host, d, [&](std::uint32_t x, std::uint32_t y, std::uint32_t z, std::int64_t e) {
+      if (x == 0 || y == 0 || z == 0 || x + 1 >= d.x || y + 1 >= d.y || z + 1 >= d.z) return v(e);
+      const float s = (v(e - 1) + v(e + 1)) + (v(e - w.sy) + v(e + w.sy)) + (v(e - w.sz) + v(e + w.sz));
+      return 0.5f * v(e) + 0.0625f * s;
+    });
   };
   const std::string cn = fmt::format("stencil7 f32 {}", shape_name(d));
   auto t = run_variants(c, cn, 8.0 * double(n), o.data(), n * sizeof(float), vs, check, {{"table_bytes", hit.bytes}});
@@ -293,17 +293,9 @@ void bench_permute(Ctx& c, Dims3 d, HistoryCache& cache, bool last) {
   for (Method m : kMethods)
     vs.push_back({std::string(to_string(m)), [&c, m, &in, &o, w] { kernels::permute(m, in.data(), o.data(), w, c.s); }});
   auto check = [&](const void* host) {
-    std::vector<float> h(n);
-    std::memcpy(h.data(), host, n * sizeof(float));
-    long long bad = 0;
-#pragma omp parallel for reduction(+ : bad) schedule(static)
-    for (std::int64_t z = 0; z < std::int64_t(d.z); ++z)
-      for (std::uint32_t y = 0; y < d.y; ++y)
-        for (std::uint32_t x = 0; x < d.x; ++x) {
-          const std::uint64_t e = (std::uint64_t(z) * d.y + y) * d.x + x;
-          bad += h[e] != kernels::hash_float(std::uint64_t(x * A * B + y + z * A), 41);
-        }
-    return bad == 0;
+    return check_floats(host, d, [&](std::uint32_t x, std::uint32_t y, std::uint32_t z, std::int64_t) {
+      return kernels::hash_float(std::uint64_t(x * A * B + y + z * A), 41);
+    });
   };
   const std::string cn = fmt::format("permute f32 {}", shape_name(d));
   auto t = run_variants(c, cn, 8.0 * double(n), o.data(), n * sizeof(float), vs, check, {{"table_bytes", hit.bytes}});
