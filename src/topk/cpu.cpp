@@ -109,26 +109,14 @@ Result scan_cpu(const Lists& l, std::uint64_t k, const Aggregate& agg, const Opt
     auto& heap = part[omp_get_thread_num()];  // max-heap by key_lt: the worst kept key on top
 #pragma omp for schedule(static)
     for (std::int64_t id = 0; id < m; ++id) {
-      const Key96 key = make_key(acc[id], std::uint32_t(id));
-      if (heap.size() < k) {
-        heap.push_back(key);
-        std::push_heap(heap.begin(), heap.end(), key_lt);
-      } else if (key_less(key, heap.front())) {
-        std::pop_heap(heap.begin(), heap.end(), key_lt);
-        heap.back() = key;
-        std::push_heap(heap.begin(), heap.end(), key_lt);
-      }
+      push_bounded(heap, make_key(acc[id], std::uint32_t(id)), k, key_lt);
     }
   }
   std::vector<Key96> top;
   for (auto& p : part) merge_top(top, p, k);
   r.report.add("select top k", where_cpu(threads), w.seconds(), fmt::format("k = {}", k));
   r.items = items_of(top);
-  r.stats.algo = "scan";
-  r.stats.where = where_cpu(threads);
-  r.stats.depth.assign(l.n, l.m);
-  r.stats.rounds = 1;
-  describe(r, l.m);
+  finish(r, "scan", where_cpu(threads), l.n, l.m, l.m, 0, 1, false, true);
   return r;
 }
 
@@ -249,15 +237,8 @@ Result nra_cpu(const Lists& l, std::uint64_t k, const Aggregate& agg, const Opti
   }
   r.report.add("NRA phase 1 (collect candidates)", where_cpu(threads), t1, fmt::format("{} rounds", rounds1));
   r.report.add("NRA phase 2 (upper bounds only)", where_cpu(threads), t2, fmt::format("{} rounds", rounds - rounds1));
-  r.stats.algo = "nra";
-  r.stats.where = where_cpu(threads);
-  r.stats.depth.assign(n, d);
-  r.stats.candidates = peak;
-  r.stats.rounds = rounds;
-  r.stats.adaptive = adaptive;
-  r.stats.finished = done;
   if (done) r.items = items_of(top);
-  describe(r, m);
+  finish(r, "nra", where_cpu(threads), n, m, d, peak, rounds, adaptive, done);
   return r;
 }
 
@@ -308,30 +289,16 @@ Result ta_cpu(const Lists& l, std::uint64_t k, const Aggregate& agg, const Optio
       ++scored;
       double s = agg_identity(a.kind);
       for (std::uint32_t j = 0; j < n; ++j) s = agg_combine(a.kind, s, agg_value(a, j, ix[std::size_t(j) * m + x.id]));
-      const Key96 key = make_key(s, x.id);
-      if (heap.size() < k) {
-        heap.push_back(key);
-        std::push_heap(heap.begin(), heap.end(), key_lt);
-      } else if (key_less(key, heap.front())) {
-        std::pop_heap(heap.begin(), heap.end(), key_lt);
-        heap.back() = key;
-        std::push_heap(heap.begin(), heap.end(), key_lt);
-      }
+      push_bounded(heap, make_key(s, x.id), k, key_lt);
     }
     // Every object not read yet scores at most tagg; with an unknown id it must fall strictly below.
     if (p + 1 == m || (heap.size() == k && !unseen_may_beat(tagg, heap.front()))) done = true;
   }
   std::sort(heap.begin(), heap.end(), key_lt);
   r.report.add("TA sorted + random access", "cpu", w.seconds(), fmt::format("{} objects scored", scored));
-  r.stats.algo = "ta";
-  r.stats.where = "cpu";
-  r.stats.depth.assign(n, p);
-  r.stats.candidates = scored;
-  r.stats.rounds = p;
   r.stats.stride = 1;
-  r.stats.finished = done;
   if (done) r.items = items_of(heap);
-  describe(r, m);
+  finish(r, "ta", "cpu", n, m, p, scored, p, false, done);
   return r;
 }
 

@@ -150,6 +150,26 @@ __global__ void k_nra_prune(const std::uint32_t* in, std::uint64_t count, const 
   }
 }
 
+// Merging a handful of entrants into the running top k: one block sorts up to kSmallSort keys in
+// shared memory (one launch) instead of the device radix sort's dozen passes over 96-bit keys.
+constexpr int kSmallThreads = 256;
+constexpr int kSmallItems = 8;
+constexpr std::uint64_t kSmallSort = kSmallThreads * kSmallItems;
+
+struct KeyLess {
+  __device__ bool operator()(const Key96& a, const Key96& b) const { return key_less(a, b); }
+};
+
+__global__ void __launch_bounds__(kSmallThreads) k_small_sort(const Key96* in, Key96* out, int count) {
+  using Sort = cub::BlockMergeSort<Key96, kSmallThreads, kSmallItems>;
+  __shared__ typename Sort::TempStorage tmp;
+  Key96 items[kSmallItems];
+  const Key96 pad{~0ull, 0xffffffffu, 0};
+  cub::LoadDirectBlocked(int(threadIdx.x), in, items, count, pad);
+  Sort(tmp).Sort(items, KeyLess{}, count, pad);
+  cub::StoreDirectBlocked(int(threadIdx.x), out, items, count);
+}
+
 __global__ void k_set_kth(const Key96* top, std::uint64_t k, DevState* st) {
   st->kth = top[k - 1];
   st->have_kth = 1;
@@ -204,10 +224,20 @@ __global__ void k_select_hist(const double* acc, std::uint64_t m, std::uint64_t 
   for (int b = threadIdx.x; b < kBins; b += blockDim.x) h[b] = 0;
   __syncthreads();
   const unsigned mask = (1u << width) - 1;
-  for (std::uint64_t id = blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x; id < m; id += std::uint64_t(gridDim.x) * blockDim.x) {
-    const std::uint64_t key = order_key(acc[id]);
-    if (bits > 0 && (key >> (64 - bits)) != prefix) continue;
-    atomicAdd(&h[unsigned(key >> (64 - bits - width)) & mask], 1u);
+  const std::uint64_t stride = std::uint64_t(gridDim.x) * blockDim.x;
+  // Every lane of a warp runs the same number of iterations, so the warp can aggregate its
+  // increments (scores cluster in few bins: plain shared atomics would serialise).
+  const std::uint64_t first = blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x;
+  const std::uint64_t warp_first = first - (threadIdx.x & 31);
+  for (std::uint64_t base = warp_first; base < m; base += stride) {
+    const std::uint64_t id = base + (threadIdx.x & 31);
+    int bin = -1;
+    if (id < m) {
+      const std::uint64_t key = order_key(acc[id]);
+      if (bits == 0 || (key >> (64 - bits)) == prefix) bin = int(unsigned(key >> (64 - bits - width)) & mask);
+    }
+    const unsigned peers = __match_any_sync(0xffffffffu, bin);
+    if (bin >= 0 && (threadIdx.x & 31) == unsigned(__ffs(peers) - 1)) atomicAdd(&h[bin], unsigned(__popc(peers)));
   }
   __syncthreads();
   for (int b = threadIdx.x; b < kBins; b += blockDim.x)
@@ -355,7 +385,12 @@ struct TopK {
   void merge(std::uint64_t entrants) {
     if (entrants == 0) return;
     const std::uint64_t items = top + entrants;
-    d.sort_keys(d.merge_a.data(), d.merge_b.data(), items);
+    if (items <= kSmallSort) {
+      k_small_sort<<<1, kSmallThreads, 0, d.stream>>>(d.merge_a.data(), d.merge_b.data(), int(items));
+      TANDEM_CUDA_LAUNCH("k_small_sort");
+    } else {
+      d.sort_keys(d.merge_a.data(), d.merge_b.data(), items);
+    }
     std::swap(d.merge_a, d.merge_b);
     top = std::min(k, items);
     if (top == k) {
@@ -474,14 +509,7 @@ Result nra_gpu(DeviceLists& dl, std::uint64_t k, const Aggregate& agg, const Opt
   r.report.add("NRA phase 1 (collect candidates)", where, t1, fmtx("{} rounds", rounds1));
   r.report.add("NRA phase 2 (upper bounds only)", where, t2, fmtx("{} rounds", rounds - rounds1));
   r.report.add("results D2H + state reset", where, w.seconds(), fmtx("{} objects touched", touched));
-  r.stats.algo = "nra";
-  r.stats.where = where;
-  r.stats.depth.assign(n, dpt);
-  r.stats.candidates = peak;
-  r.stats.rounds = rounds;
-  r.stats.adaptive = adaptive;
-  r.stats.finished = done;
-  describe(r, m);
+  finish(r, "nra", where, n, m, dpt, peak, rounds, adaptive, done);
   return r;
 }
 
@@ -537,14 +565,7 @@ Result ta_gpu(DeviceLists& dl, std::uint64_t k, const Aggregate& agg, const Opti
   d.reset_touched(touched);
   d.stream.sync();
   r.report.add("TA sorted + random access", where, w.seconds(), fmtx("{} rounds, {} objects scored", rounds, touched));
-  r.stats.algo = "ta";
-  r.stats.where = where;
-  r.stats.depth.assign(n, dpt);
-  r.stats.candidates = touched;
-  r.stats.rounds = rounds;
-  r.stats.adaptive = adaptive;
-  r.stats.finished = done;
-  describe(r, m);
+  finish(r, "ta", where, n, m, dpt, touched, rounds, adaptive, done);
   return r;
 }
 
@@ -612,11 +633,7 @@ Result scan_gpu(DeviceLists& dl, std::uint64_t k, const Aggregate& agg, const Op
   for (const auto& key : h) r.items.push_back(Item{key.id, key_score(key.hi)});
   r.report.add("aggregate every object", where, e1.seconds_since(e0), fmtx("{} lists x {} objects", n, m));
   r.report.add("radix select + sort", where, e2.seconds_since(e1), fmtx("{} passes, {} objects sorted", passes, count));
-  r.stats.algo = "scan";
-  r.stats.where = where;
-  r.stats.depth.assign(n, m);
-  r.stats.rounds = std::uint64_t(passes);
-  describe(r, m);
+  finish(r, "scan", where, n, m, m, 0, std::uint64_t(passes), false, true);
   return r;
 }
 
