@@ -1,0 +1,640 @@
+// Top-k on the GPU: NRA (seed 004's phase 1 / phase 2 in batches of STRIDE levels), TA and the full
+// scan. Design (see docs/topk.md): per-object state lives in a dense array indexed by id
+// (partial aggregate + bitmap of lists seen), so a round is one pass over its batch with atomics;
+// fully known objects that beat the current k-th enter a running top k (the paper's tmp) through a
+// small radix sort; phase 2 prunes the candidate list by upper bound. Per round the host reads back
+// one small status struct (counts and the batch's last scores) and decides.
+#include <cub/cub.cuh>
+#include <cuda/std/tuple>
+
+#include <algorithm>
+#include <cstring>
+
+#include <sstream>
+#include <string_view>
+
+#include "internal.hpp"
+#include "tandem/error.hpp"
+#include "tandem/format.hpp"
+#include "tandem/gpu.hpp"
+#include "tandem/parallel.hpp"
+#include "tandem/timing.hpp"
+#include "tandem/transfer.hpp"
+
+namespace tandem::topk {
+
+using namespace detail;
+
+namespace {
+
+struct Slot {
+  double acc;
+  unsigned long long mask;
+};
+static_assert(sizeof(Slot) == 16);
+
+// What the host reads back each round.
+struct DevState {
+  unsigned long long touched;    // objects first seen (phase 1 / TA)
+  unsigned long long completed;  // objects whose every list was read this round
+  unsigned long long entrants;   // completed objects that beat the k-th
+  unsigned long long remaining;  // phase-2 candidates kept by the last prune
+  Key96 kth;
+  int have_kth;
+  int pad;
+  float thr[kMaxLists];          // last score read in each list this round
+};
+
+struct Key96Decomposer {
+  __host__ __device__ ::cuda::std::tuple<std::uint64_t&, std::uint32_t&> operator()(Key96& k) const {
+    return {k.hi, k.id};
+  }
+};
+
+constexpr int kBlock = 256;
+
+// fmt's headers do not get through nvcc's host pass here: a minimal "{}" formatter instead.
+template <class... A>
+std::string fmtx(std::string_view f, const A&... a) {
+  std::ostringstream os;
+  std::size_t pos = 0;
+  auto one = [&](const auto& v) {
+    const std::size_t at = f.find("{}", pos);
+    if (at == std::string_view::npos) return;
+    os << f.substr(pos, at - pos) << v;
+    pos = at + 2;
+  };
+  (one(a), ...);
+  os << f.substr(pos);
+  return os.str();
+}
+
+unsigned grid_for(std::uint64_t items) {
+  const std::uint64_t b = (items + kBlock - 1) / kBlock;
+  return unsigned(std::clamp<std::uint64_t>(b, 1, 65535ull * 16));
+}
+
+__device__ void atomic_combine(int kind, double* p, double v) {
+  if (kind == kSum || kind == kWsum) {
+    atomicAdd(p, v);
+    return;
+  }
+  auto* u = reinterpret_cast<unsigned long long*>(p);
+  unsigned long long old = *reinterpret_cast<volatile unsigned long long*>(u);
+  while (true) {
+    const double cur = __longlong_as_double(static_cast<long long>(old));
+    if (agg_combine(kind, cur, v) == cur) return;
+    const unsigned long long got = atomicCAS(u, old, static_cast<unsigned long long>(__double_as_longlong(v)));
+    if (got == old) return;
+    old = got;
+  }
+}
+
+__global__ void k_init_slots(Slot* s, std::uint64_t m, double ident) {
+  for (std::uint64_t i = blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x; i < m; i += std::uint64_t(gridDim.x) * blockDim.x)
+    s[i] = Slot{ident, 0ull};
+}
+
+__global__ void k_reset_slots(const std::uint32_t* ids, std::uint64_t count, Slot* s, std::uint64_t m, double ident) {
+  for (std::uint64_t i = blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x; i < count; i += std::uint64_t(gridDim.x) * blockDim.x) {
+    const std::uint32_t id = ids[i];
+    if (id < m) s[id] = Slot{ident, 0ull};
+  }
+}
+
+// One NRA batch: levels [d, d + width) of every list. Thread q reads list q / width, level q % width
+// (consecutive threads read consecutive entries of one list).
+__global__ void k_nra_scatter(const Entry* L, std::uint64_t m, std::uint32_t n, std::uint64_t d, std::uint64_t width,
+                              AggSpec a, Slot* s, unsigned long long full, int phase2, std::uint32_t* touched,
+                              std::uint32_t* completed, DevState* st) {
+  const std::uint64_t total = width * n;
+  for (std::uint64_t q = blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x; q < total; q += std::uint64_t(gridDim.x) * blockDim.x) {
+    const auto i = static_cast<std::uint32_t>(q / width);
+    const std::uint64_t p = d + q % width;
+    const Entry x = L[std::uint64_t(i) * m + p];
+    if (p == d + width - 1) st->thr[i] = x.score;
+    if (x.id >= m) continue;  // validated input never has this; stay in bounds regardless
+    Slot* o = s + x.id;
+    // Phase 2 ignores objects never seen: they cannot enter the top k any more.
+    if (phase2 && *reinterpret_cast<volatile unsigned long long*>(&o->mask) == 0ull) continue;
+    atomic_combine(a.kind, &o->acc, agg_value(a, i, x.score));
+    const unsigned long long bit = 1ull << i;
+    const unsigned long long old = atomicOr(&o->mask, bit);
+    if (old == 0ull) touched[atomicAdd(&st->touched, 1ull)] = x.id;
+    if ((old | bit) == full) completed[atomicAdd(&st->completed, 1ull)] = x.id;
+  }
+}
+
+// Completed objects better than the current k-th go to `out` (after the running top k).
+__global__ void k_nra_entrants(const std::uint32_t* completed, const Slot* s, DevState* st, Key96* out) {
+  const unsigned long long count = st->completed;
+  for (std::uint64_t q = blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x; q < count; q += std::uint64_t(gridDim.x) * blockDim.x) {
+    const std::uint32_t id = completed[q];
+    const Key96 key = make_key(s[id].acc, id);
+    if (!st->have_kth || key_less(key, st->kth)) out[atomicAdd(&st->entrants, 1ull)] = key;
+  }
+}
+
+// Phase 2: keep candidates not fully known whose upper bound may still beat the k-th.
+__global__ void k_nra_prune(const std::uint32_t* in, std::uint64_t count, const Slot* s, AggSpec a,
+                            unsigned long long full, DevState* st, std::uint32_t* out) {
+  __shared__ double tval[kMaxLists];
+  for (std::uint32_t i = threadIdx.x; i < a.n; i += blockDim.x) tval[i] = agg_value(a, i, st->thr[i]);
+  __syncthreads();
+  const Key96 kth = st->kth;
+  for (std::uint64_t q = blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x; q < count; q += std::uint64_t(gridDim.x) * blockDim.x) {
+    const std::uint32_t id = in[q];
+    const Slot o = s[id];
+    if (o.mask != full && may_beat(upper_bound(a.kind, o.acc, o.mask, full, tval), id, kth))
+      out[atomicAdd(&st->remaining, 1ull)] = id;
+  }
+}
+
+// Merging a handful of entrants into the running top k: one block sorts up to kSmallSort keys in
+// shared memory (one launch) instead of the device radix sort's dozen passes over 96-bit keys.
+constexpr int kSmallThreads = 256;
+constexpr int kSmallItems = 8;
+constexpr std::uint64_t kSmallSort = kSmallThreads * kSmallItems;
+
+struct KeyLess {
+  __device__ bool operator()(const Key96& a, const Key96& b) const { return key_less(a, b); }
+};
+
+__global__ void __launch_bounds__(kSmallThreads) k_small_sort(const Key96* in, Key96* out, int count) {
+  using Sort = cub::BlockMergeSort<Key96, kSmallThreads, kSmallItems>;
+  __shared__ typename Sort::TempStorage tmp;
+  Key96 items[kSmallItems];
+  const Key96 pad{~0ull, 0xffffffffu, 0};
+  cub::LoadDirectBlocked(int(threadIdx.x), in, items, count, pad);
+  Sort(tmp).Sort(items, KeyLess{}, count, pad);
+  cub::StoreDirectBlocked(int(threadIdx.x), out, items, count);
+}
+
+__global__ void k_set_kth(const Key96* top, std::uint64_t k, DevState* st) {
+  st->kth = top[k - 1];
+  st->have_kth = 1;
+}
+
+// TA: index[i * m + id] = score of id in list i.
+__global__ void k_ta_index(const Entry* L, std::uint64_t m, std::uint32_t n, float* ix) {
+  const std::uint64_t total = m * n;
+  for (std::uint64_t q = blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x; q < total; q += std::uint64_t(gridDim.x) * blockDim.x) {
+    const Entry x = L[q];
+    if (x.id < m) ix[(q / m) * m + x.id] = x.score;
+  }
+}
+
+// TA batch: each object met for the first time is scored by random access, in list order.
+__global__ void k_ta_round(const Entry* L, std::uint64_t m, std::uint32_t n, std::uint64_t d, std::uint64_t width,
+                           AggSpec a, const float* ix, Slot* s, std::uint32_t* touched, DevState* st, Key96* out) {
+  const std::uint64_t total = width * n;
+  for (std::uint64_t q = blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x; q < total; q += std::uint64_t(gridDim.x) * blockDim.x) {
+    const auto i = static_cast<std::uint32_t>(q / width);
+    const std::uint64_t p = d + q % width;
+    const Entry x = L[std::uint64_t(i) * m + p];
+    if (p == d + width - 1) st->thr[i] = x.score;
+    if (x.id >= m) continue;
+    if (atomicOr(&s[x.id].mask, 1ull) != 0ull) continue;
+    touched[atomicAdd(&st->touched, 1ull)] = x.id;
+    double v = agg_identity(a.kind);
+    for (std::uint32_t j = 0; j < n; ++j) v = agg_combine(a.kind, v, agg_value(a, j, ix[std::uint64_t(j) * m + x.id]));
+    const Key96 key = make_key(v, x.id);
+    if (!st->have_kth || key_less(key, st->kth)) out[atomicAdd(&st->entrants, 1ull)] = key;
+  }
+}
+
+// Scan: list i adds its scores. Ids are distinct within a list, so no atomics, and every object
+// combines its lists in list order (bit-identical to the CPU reference).
+__global__ void k_scan_list(const Entry* L, std::uint64_t m, AggSpec a, std::uint32_t i, double* acc) {
+  for (std::uint64_t p = blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x; p < m; p += std::uint64_t(gridDim.x) * blockDim.x) {
+    const Entry x = L[p];
+    if (x.id >= m) continue;
+    const double v = agg_value(a, i, x.score);
+    acc[x.id] = agg_combine(a.kind, i == 0 ? agg_identity(a.kind) : acc[x.id], v);
+  }
+}
+
+constexpr int kDigitBits = 11;
+constexpr int kBins = 1 << kDigitBits;
+
+// Radix select: histogram of the next `width` key bits among objects whose top `bits` bits equal `prefix`.
+__global__ void k_select_hist(const double* acc, std::uint64_t m, std::uint64_t prefix, int bits, int width,
+                              unsigned long long* hist) {
+  __shared__ unsigned int h[kBins];
+  for (int b = threadIdx.x; b < kBins; b += blockDim.x) h[b] = 0;
+  __syncthreads();
+  const unsigned mask = (1u << width) - 1;
+  const std::uint64_t stride = std::uint64_t(gridDim.x) * blockDim.x;
+  // Every lane of a warp runs the same number of iterations, so the warp can aggregate its
+  // increments (scores cluster in few bins: plain shared atomics would serialise).
+  const std::uint64_t first = blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x;
+  const std::uint64_t warp_first = first - (threadIdx.x & 31);
+  for (std::uint64_t base = warp_first; base < m; base += stride) {
+    const std::uint64_t id = base + (threadIdx.x & 31);
+    int bin = -1;
+    if (id < m) {
+      const std::uint64_t key = order_key(acc[id]);
+      if (bits == 0 || (key >> (64 - bits)) == prefix) bin = int(unsigned(key >> (64 - bits - width)) & mask);
+    }
+    const unsigned peers = __match_any_sync(0xffffffffu, bin);
+    if (bin >= 0 && (threadIdx.x & 31) == unsigned(__ffs(peers) - 1)) atomicAdd(&h[bin], unsigned(__popc(peers)));
+  }
+  __syncthreads();
+  for (int b = threadIdx.x; b < kBins; b += blockDim.x)
+    if (h[b]) atomicAdd(&hist[b], static_cast<unsigned long long>(h[b]));
+}
+
+// Objects whose top `bits` key bits are <= prefix (all of the top k, plus ties of the last digit).
+__global__ void k_select_compact(const double* acc, std::uint64_t m, std::uint64_t prefix, int bits, Key96* out,
+                                 std::uint64_t cap, unsigned long long* count) {
+  for (std::uint64_t id = blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x; id < m; id += std::uint64_t(gridDim.x) * blockDim.x) {
+    const std::uint64_t key = order_key(acc[id]);
+    if (bits > 0 && (key >> (64 - bits)) > prefix) continue;
+    const unsigned long long at = atomicAdd(count, 1ull);
+    if (at < cap) out[at] = Key96{key, std::uint32_t(id), 0};
+  }
+}
+
+template <class T>
+void ensure(gpu::DeviceBuffer<T>& b, std::size_t n) {
+  if (b.size() < n) {
+    b = gpu::DeviceBuffer<T>();
+    b = gpu::DeviceBuffer<T>(n);
+  }
+}
+
+std::string where_gpu() {
+  int dev = 0;
+  cudaGetDevice(&dev);
+  return fmtx("gpu{}", dev);
+}
+
+}  // namespace
+
+struct DeviceLists::Impl {
+  std::uint32_t n{0};
+  std::uint64_t m{0};
+  Memory memory{Memory::device};
+  gpu::DeviceBuffer<Entry> dev_entries;
+  Entry* managed{nullptr};
+  const Entry* L{nullptr};
+  gpu::Stream stream;
+
+  gpu::DeviceBuffer<Slot> slots;
+  bool slots_clean{false};
+  double slots_ident{0};
+  gpu::DeviceBuffer<std::uint32_t> touched, cand_a, cand_b, completed;
+  gpu::DeviceBuffer<Key96> merge_a, merge_b;
+  gpu::DeviceBuffer<unsigned char> cub_temp;
+  gpu::DeviceBuffer<double> acc;
+  gpu::DeviceBuffer<float> ta_index;
+  bool ta_built{false};
+  gpu::DeviceBuffer<DevState> state;
+  gpu::DeviceBuffer<unsigned long long> hist;
+  gpu::DeviceBuffer<unsigned long long> counter;
+  gpu::PinnedBuffer<DevState> host_state{1};
+  gpu::PinnedBuffer<Key96> host_key{1};
+  gpu::PinnedBuffer<unsigned long long> host_hist{kBins};
+
+  ~Impl() {
+    if (managed) cudaFree(managed);
+  }
+
+  // Slots at {identity, 0} for this aggregate kind.
+  void prepare_slots(double ident) {
+    ensure(slots, m);
+    if (!slots_clean || slots_ident != ident) {
+      k_init_slots<<<grid_for(m), kBlock, 0, stream>>>(slots.data(), m, ident);
+      TANDEM_CUDA_LAUNCH("k_init_slots");
+      slots_ident = ident;
+    }
+    slots_clean = false;  // until the query resets what it touched
+  }
+  void reset_touched(std::uint64_t count) {
+    if (count) {
+      k_reset_slots<<<grid_for(count), kBlock, 0, stream>>>(touched.data(), count, slots.data(), m, slots_ident);
+      TANDEM_CUDA_LAUNCH("k_reset_slots");
+    }
+    slots_clean = true;
+  }
+  void sort_keys(const Key96* in, Key96* out, std::uint64_t items) {
+    std::size_t bytes = 0;
+    TANDEM_CUDA(cub::DeviceRadixSort::SortKeys(nullptr, bytes, in, out, items, Key96Decomposer{}, 0, 96, stream.get()));
+    ensure(cub_temp, bytes);
+    TANDEM_CUDA(cub::DeviceRadixSort::SortKeys(cub_temp.data(), bytes, in, out, items, Key96Decomposer{}, 0, 96,
+                                               stream.get()));
+  }
+  void fetch_state() {
+    TANDEM_CUDA(cudaMemcpyAsync(host_state.data(), state.data(), sizeof(DevState), cudaMemcpyDeviceToHost, stream));
+    stream.sync();
+  }
+};
+
+DeviceLists::DeviceLists(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+DeviceLists::~DeviceLists() = default;
+std::uint32_t DeviceLists::n() const { return impl_->n; }
+std::uint64_t DeviceLists::m() const { return impl_->m; }
+Memory DeviceLists::memory() const { return impl_->memory; }
+
+std::unique_ptr<DeviceLists> upload(const Lists& l, Memory memory, Report* rep) {
+  gpu::require();
+  auto impl = std::make_unique<DeviceLists::Impl>();
+  impl->n = l.n;
+  impl->m = l.m;
+  impl->memory = memory;
+  const std::size_t bytes = l.entries.size() * sizeof(Entry);
+  Stopwatch w;
+  if (memory == Memory::managed) {
+    const auto [free, total] = gpu::memory_info();
+    const std::size_t margin = std::size_t{256} << 20;
+    if (bytes + margin > free)
+      throw OutOfMemoryError(fmtx("managed memory for the lists: {} needed, {} free on the GPU (plus {} margin)",
+                                         human_bytes(bytes), human_bytes(free), human_bytes(margin)));
+    if (bytes) {
+      void* p = nullptr;
+      TANDEM_CUDA(cudaMallocManaged(&p, bytes, cudaMemAttachGlobal));
+      impl->managed = static_cast<Entry*>(p);
+      parallel_copy(p, l.entries.data(), bytes);  // the host writes; pages move to the GPU when touched
+    }
+    impl->L = impl->managed;
+  } else {
+    impl->dev_entries = gpu::DeviceBuffer<Entry>(l.entries.size());
+    if (bytes) copy_to_device(impl->dev_entries.data(), l.entries.data(), bytes, impl->stream);
+    impl->L = impl->dev_entries.data();
+  }
+  impl->state = gpu::DeviceBuffer<DevState>(1);
+  impl->hist = gpu::DeviceBuffer<unsigned long long>(kBins);
+  impl->counter = gpu::DeviceBuffer<unsigned long long>(1);
+  if (rep)
+    rep->add(memory == Memory::managed ? "lists into managed memory" : "H2D lists", "cpu->" + where_gpu(), w.seconds(),
+             human_bytes(bytes));
+  return std::make_unique<DeviceLists>(std::move(impl));
+}
+
+namespace {
+
+// The running top k on the device (merge_a[0, top)), fed by entrants written right after it.
+struct TopK {
+  DeviceLists::Impl& d;
+  std::uint64_t k;
+  std::uint64_t top{0};
+  Key96 kth{};
+  bool full{false};
+
+  // After a round: sorts top + entrants, keeps k, publishes the k-th to the device and the host.
+  void merge(std::uint64_t entrants) {
+    if (entrants == 0) return;
+    const std::uint64_t items = top + entrants;
+    if (items <= kSmallSort) {
+      k_small_sort<<<1, kSmallThreads, 0, d.stream>>>(d.merge_a.data(), d.merge_b.data(), int(items));
+      TANDEM_CUDA_LAUNCH("k_small_sort");
+    } else {
+      d.sort_keys(d.merge_a.data(), d.merge_b.data(), items);
+    }
+    std::swap(d.merge_a, d.merge_b);
+    top = std::min(k, items);
+    if (top == k) {
+      k_set_kth<<<1, 1, 0, d.stream>>>(d.merge_a.data(), k, d.state.data());
+      TANDEM_CUDA_LAUNCH("k_set_kth");
+      TANDEM_CUDA(cudaMemcpyAsync(d.host_key.data(), d.merge_a.data() + (k - 1), sizeof(Key96),
+                                  cudaMemcpyDeviceToHost, d.stream));
+      d.stream.sync();
+      kth = d.host_key[0];
+      full = true;
+    }
+  }
+  std::vector<Item> items() {
+    std::vector<Key96> h(top);
+    if (top)
+      TANDEM_CUDA(cudaMemcpyAsync(h.data(), d.merge_a.data(), top * sizeof(Key96), cudaMemcpyDeviceToHost, d.stream));
+    d.stream.sync();
+    std::vector<Item> out;
+    for (const auto& key : h) out.push_back(Item{key.id, key_score(key.hi)});
+    return out;
+  }
+};
+
+void prepare_common(DeviceLists::Impl& d, std::uint64_t k) {
+  ensure(d.touched, d.m);
+  ensure(d.completed, d.m);
+  ensure(d.cand_a, d.m);
+  ensure(d.cand_b, d.m);
+  ensure(d.merge_a, k + d.m);
+  ensure(d.merge_b, k + d.m);
+  TANDEM_CUDA(cudaMemsetAsync(d.state.data(), 0, sizeof(DevState), d.stream));
+}
+
+double t_agg(const AggSpec& a, const float* thr) {
+  double t = agg_identity(a.kind);
+  for (std::uint32_t i = 0; i < a.n; ++i) t = agg_combine(a.kind, t, agg_value(a, i, thr[i]));
+  return t;
+}
+
+}  // namespace
+
+Result nra_gpu(DeviceLists& dl, std::uint64_t k, const Aggregate& agg, const Options& opts) {
+  auto& d = dl.impl();
+  const std::uint32_t n = d.n;
+  const std::uint64_t m = d.m;
+  if (k < 1 || k > m) throw UsageError(fmtx("k = {} must be between 1 and {}", k, m));
+  const auto a = spec_of(agg, n);
+  const unsigned long long full = full_mask(n);
+  Result r;
+  r.report.operation = "topk";
+  const std::string where = where_gpu();
+  Stopwatch w;
+  prepare_common(d, k);
+  d.prepare_slots(agg_identity(a.kind));
+  d.stream.sync();
+  r.report.add("NRA init", where, w.seconds(), "state + buffers");
+
+  TopK top{d, k};
+  const bool adaptive = opts.stride == 0;
+  const std::uint64_t floor = 4096;
+  std::uint64_t stride = adaptive ? first_stride(k, floor) : opts.stride;
+  r.stats.stride = stride;
+  std::uint64_t dpt = 0, rounds = 0, rounds1 = 0, peak = 0, cands = 0, touched = 0;
+  bool phase2 = false, done = false, pruned_once = false;
+  double t1 = 0, t2 = 0;
+  while (!done) {
+    if (opts.max_depth && dpt >= opts.max_depth) break;
+    std::uint64_t e = std::min(m, dpt + stride);
+    if (opts.max_depth) e = std::min(e, std::max(opts.max_depth, dpt + 1));
+    const std::uint64_t width = e - dpt;
+    const bool in_phase2 = phase2;
+    w.reset();
+    TANDEM_CUDA(cudaMemsetAsync(&d.state.data()->completed, 0, 2 * sizeof(unsigned long long), d.stream));
+    k_nra_scatter<<<grid_for(width * n), kBlock, 0, d.stream>>>(d.L, m, n, dpt, width, a, d.slots.data(), full,
+                                                                in_phase2, d.touched.data(), d.completed.data(),
+                                                                d.state.data());
+    TANDEM_CUDA_LAUNCH("k_nra_scatter");
+    k_nra_entrants<<<grid_for(std::min(m, width * n)), kBlock, 0, d.stream>>>(d.completed.data(), d.slots.data(),
+                                                                              d.state.data(), d.merge_a.data() + top.top);
+    TANDEM_CUDA_LAUNCH("k_nra_entrants");
+    d.fetch_state();
+    const DevState st = d.host_state[0];
+    touched = st.touched;
+    top.merge(st.entrants);
+    dpt = e;
+    ++rounds;
+    if (dpt == m) {
+      done = true;
+    } else if (top.full) {
+      if (!phase2 && !unseen_may_beat(t_agg(a, st.thr), top.kth)) phase2 = true;
+      if (phase2) {
+        const std::uint32_t* in = pruned_once ? d.cand_a.data() : d.touched.data();
+        const std::uint64_t count = pruned_once ? cands : touched;
+        TANDEM_CUDA(cudaMemsetAsync(&d.state.data()->remaining, 0, sizeof(unsigned long long), d.stream));
+        if (count) {
+          k_nra_prune<<<grid_for(count), kBlock, 0, d.stream>>>(in, count, d.slots.data(), a, full, d.state.data(),
+                                                                d.cand_b.data());
+          TANDEM_CUDA_LAUNCH("k_nra_prune");
+        }
+        d.fetch_state();
+        cands = d.host_state[0].remaining;
+        std::swap(d.cand_a, d.cand_b);
+        pruned_once = true;
+        done = cands == 0;
+      }
+    }
+    peak = std::max(peak, pruned_once ? cands : touched);
+    (in_phase2 ? t2 : t1) += w.seconds();
+    rounds1 += !in_phase2;
+    if (adaptive) stride = next_stride(stride, dpt, phase2, floor);
+  }
+  w.reset();
+  if (done) r.items = top.items();
+  d.reset_touched(touched);
+  d.stream.sync();
+  r.report.add("NRA phase 1 (collect candidates)", where, t1, fmtx("{} rounds", rounds1));
+  r.report.add("NRA phase 2 (upper bounds only)", where, t2, fmtx("{} rounds", rounds - rounds1));
+  r.report.add("results D2H + state reset", where, w.seconds(), fmtx("{} objects touched", touched));
+  finish(r, "nra", where, n, m, dpt, peak, rounds, adaptive, done);
+  return r;
+}
+
+Result ta_gpu(DeviceLists& dl, std::uint64_t k, const Aggregate& agg, const Options& opts) {
+  auto& d = dl.impl();
+  const std::uint32_t n = d.n;
+  const std::uint64_t m = d.m;
+  if (k < 1 || k > m) throw UsageError(fmtx("k = {} must be between 1 and {}", k, m));
+  const auto a = spec_of(agg, n);
+  Result r;
+  r.report.operation = "topk";
+  const std::string where = where_gpu();
+  Stopwatch w;
+  if (!d.ta_built) {
+    ensure(d.ta_index, std::size_t(n) * m);
+    k_ta_index<<<grid_for(std::uint64_t(n) * m), kBlock, 0, d.stream>>>(d.L, m, n, d.ta_index.data());
+    TANDEM_CUDA_LAUNCH("k_ta_index");
+    d.stream.sync();
+    d.ta_built = true;
+    r.report.add("TA index build (id -> score per list)", where, w.seconds(),
+                 human_bytes(std::uint64_t(n) * m * sizeof(float)));
+  }
+  w.reset();
+  prepare_common(d, k);
+  d.prepare_slots(0.0);
+  TopK top{d, k};
+  const bool adaptive = opts.stride == 0;
+  const std::uint64_t floor = 4096;
+  std::uint64_t stride = adaptive ? first_stride(k, floor) : opts.stride;
+  r.stats.stride = stride;
+  std::uint64_t dpt = 0, rounds = 0, touched = 0;
+  bool done = false;
+  while (!done) {
+    if (opts.max_depth && dpt >= opts.max_depth) break;
+    std::uint64_t e = std::min(m, dpt + stride);
+    if (opts.max_depth) e = std::min(e, std::max(opts.max_depth, dpt + 1));
+    const std::uint64_t width = e - dpt;
+    TANDEM_CUDA(cudaMemsetAsync(&d.state.data()->completed, 0, 2 * sizeof(unsigned long long), d.stream));
+    k_ta_round<<<grid_for(width * n), kBlock, 0, d.stream>>>(d.L, m, n, dpt, width, a, d.ta_index.data(),
+                                                             d.slots.data(), d.touched.data(), d.state.data(),
+                                                             d.merge_a.data() + top.top);
+    TANDEM_CUDA_LAUNCH("k_ta_round");
+    d.fetch_state();
+    const DevState st = d.host_state[0];
+    touched = st.touched;
+    top.merge(st.entrants);
+    dpt = e;
+    ++rounds;
+    done = dpt == m || (top.full && !unseen_may_beat(t_agg(a, st.thr), top.kth));
+    if (adaptive) stride = std::max(stride * 2, floor);
+  }
+  if (done) r.items = top.items();
+  d.reset_touched(touched);
+  d.stream.sync();
+  r.report.add("TA sorted + random access", where, w.seconds(), fmtx("{} rounds, {} objects scored", rounds, touched));
+  finish(r, "ta", where, n, m, dpt, touched, rounds, adaptive, done);
+  return r;
+}
+
+Result scan_gpu(DeviceLists& dl, std::uint64_t k, const Aggregate& agg, const Options&) {
+  auto& d = dl.impl();
+  const std::uint32_t n = d.n;
+  const std::uint64_t m = d.m;
+  if (k < 1 || k > m) throw UsageError(fmtx("k = {} must be between 1 and {}", k, m));
+  const auto a = spec_of(agg, n);
+  Result r;
+  r.report.operation = "topk";
+  const std::string where = where_gpu();
+  ensure(d.acc, m);
+  gpu::Event e0, e1, e2;
+  e0.record(d.stream);
+  for (std::uint32_t i = 0; i < n; ++i) {
+    k_scan_list<<<grid_for(m), kBlock, 0, d.stream>>>(d.L + std::uint64_t(i) * m, m, a, i, d.acc.data());
+    TANDEM_CUDA_LAUNCH("k_scan_list");
+  }
+  e1.record(d.stream);
+  // Radix select on the 64-bit score key, 11 bits at a time, until few enough objects remain.
+  const std::uint64_t cap = std::max<std::uint64_t>(2 * k, 1 << 16);
+  std::uint64_t prefix = 0, less = 0, eq = m;
+  int bits = 0, passes = 0;
+  while (bits < 64 && less + eq > cap) {
+    const int width = std::min(kDigitBits, 64 - bits);
+    TANDEM_CUDA(cudaMemsetAsync(d.hist.data(), 0, kBins * sizeof(unsigned long long), d.stream));
+    k_select_hist<<<std::min<unsigned>(grid_for(m), 132 * 8), kBlock, 0, d.stream>>>(d.acc.data(), m, prefix, bits,
+                                                                                    width, d.hist.data());
+    TANDEM_CUDA_LAUNCH("k_select_hist");
+    TANDEM_CUDA(cudaMemcpyAsync(d.host_hist.data(), d.hist.data(), kBins * sizeof(unsigned long long),
+                                cudaMemcpyDeviceToHost, d.stream));
+    d.stream.sync();
+    const std::uint64_t need = k - less;
+    std::uint64_t cum = 0;
+    int b = 0;
+    for (; b < (1 << width); ++b) {
+      if (cum + d.host_hist[b] >= need) break;
+      cum += d.host_hist[b];
+    }
+    if (b == (1 << width)) throw Error("top-k scan: radix select lost objects (internal error)");
+    less += cum;
+    eq = d.host_hist[b];
+    prefix = (prefix << width) | std::uint64_t(b);
+    bits += width;
+    ++passes;
+  }
+  const std::uint64_t count = less + eq;
+  ensure(d.merge_a, count);
+  ensure(d.merge_b, count);
+  TANDEM_CUDA(cudaMemsetAsync(d.counter.data(), 0, sizeof(unsigned long long), d.stream));
+  k_select_compact<<<grid_for(m), kBlock, 0, d.stream>>>(d.acc.data(), m, prefix, bits, d.merge_a.data(), count,
+                                                         d.counter.data());
+  TANDEM_CUDA_LAUNCH("k_select_compact");
+  unsigned long long got = 0;
+  TANDEM_CUDA(cudaMemcpyAsync(&got, d.counter.data(), sizeof got, cudaMemcpyDeviceToHost, d.stream));
+  d.stream.sync();
+  if (got != count)
+    throw Error(fmtx("top-k scan: select kept {} objects, expected {} (internal error)", got, count));
+  d.sort_keys(d.merge_a.data(), d.merge_b.data(), count);
+  e2.record(d.stream);
+  std::vector<Key96> h(k);
+  TANDEM_CUDA(cudaMemcpyAsync(h.data(), d.merge_b.data(), k * sizeof(Key96), cudaMemcpyDeviceToHost, d.stream));
+  d.stream.sync();
+  for (const auto& key : h) r.items.push_back(Item{key.id, key_score(key.hi)});
+  r.report.add("aggregate every object", where, e1.seconds_since(e0), fmtx("{} lists x {} objects", n, m));
+  r.report.add("radix select + sort", where, e2.seconds_since(e1), fmtx("{} passes, {} objects sorted", passes, count));
+  finish(r, "scan", where, n, m, m, 0, std::uint64_t(passes), false, true);
+  return r;
+}
+
+}  // namespace tandem::topk

@@ -1,0 +1,62 @@
+// Helpers shared by the top-k sources (CPU and CUDA); not part of the public API.
+#pragma once
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "bounds.hpp"
+#include "tandem/topk.hpp"
+
+namespace tandem::topk::detail {
+
+inline AggSpec spec_of(const Aggregate& a, std::uint32_t n) {
+  AggSpec s;
+  s.n = n;
+  switch (a.kind) {
+    case AggKind::sum: s.kind = kSum; break;
+    case AggKind::wsum: s.kind = kWsum; break;
+    case AggKind::min: s.kind = kMin; break;
+    case AggKind::max: s.kind = kMax; break;
+  }
+  for (std::size_t i = 0; i < a.weights.size() && i < 64; ++i) s.w[i] = a.weights[i];
+  return s;
+}
+
+// Adaptive stride: the first batch, and the next one after a batch of `stride` ending at `depth`.
+// Phase 1 doubles; phase 2 grows with the depth read (at most a quarter more), bounding overshoot.
+inline std::uint64_t first_stride(std::uint64_t k, std::uint64_t floor) { return std::max<std::uint64_t>(floor, k); }
+inline std::uint64_t next_stride(std::uint64_t stride, std::uint64_t depth, bool phase2, std::uint64_t floor) {
+  if (!phase2) return std::max(stride * 2, floor);
+  return std::max(floor, depth / 4);
+}
+
+// Writes stats into the report (details + a line per list when few).
+void describe(Result& r, std::uint64_t m);
+
+// Fills r.stats for a run that read `depth` levels of each of n lists, then describe().
+inline void finish(Result& r, const char* algo, std::string where, std::uint32_t n, std::uint64_t m,
+                   std::uint64_t depth, std::uint64_t candidates, std::uint64_t rounds, bool adaptive, bool finished) {
+  r.stats.algo = algo;
+  r.stats.where = std::move(where);
+  r.stats.depth.assign(n, depth);
+  r.stats.candidates = candidates;
+  r.stats.rounds = rounds;
+  r.stats.adaptive = adaptive;
+  r.stats.finished = finished;
+  describe(r, m);
+}
+
+// Keeps the k best keys in a max-heap (worst on top) ordered by `less`.
+template <class Key, class Less>
+void push_bounded(std::vector<Key>& heap, const Key& key, std::uint64_t k, Less less) {
+  if (heap.size() < k) {
+    heap.push_back(key);
+    std::push_heap(heap.begin(), heap.end(), less);
+  } else if (less(key, heap.front())) {
+    std::pop_heap(heap.begin(), heap.end(), less);
+    heap.back() = key;
+    std::push_heap(heap.begin(), heap.end(), less);
+  }
+}
+
+}  // namespace tandem::topk::detail

@@ -1,0 +1,91 @@
+// Top-k on the GPU: NRA (fixed and adaptive stride, device and managed memory), TA and the scan
+// against the CPU brute force, on awkward sizes, ties and every aggregate.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+
+#include "tandem/device.hpp"
+#include "tandem/topk.hpp"
+#include "test_util.hpp"
+
+using namespace tandem;
+using namespace tandem::topk;
+
+namespace {
+bool sanitizer() { return std::getenv("TANDEM_SANITIZER") != nullptr; }
+
+void check_gpu_paths(DeviceLists& d, const Lists& l, std::uint64_t k, const Aggregate& agg) {
+  const auto ref = reference(l, k, agg);
+  Options o;
+  for (std::uint64_t stride : {std::uint64_t{0}, std::uint64_t{100}, std::uint64_t{1}}) {
+    if (stride == 1 && l.m > 5000) continue;
+    o.stride = stride;
+    auto r = nra_gpu(d, k, agg, o);
+    EXPECT_TRUE(r.stats.finished);
+    EXPECT_EQ(r.items, ref) << "nra stride " << stride;
+    EXPECT_EQ(ta_gpu(d, k, agg, o).items, ref) << "ta stride " << stride;
+  }
+  EXPECT_EQ(scan_gpu(d, k, agg, o).items, ref) << "scan";
+}
+}  // namespace
+
+TEST(GpuTopk, AllPathsMatchBruteForce) {
+  TANDEM_REQUIRE_GPU();
+  const std::uint64_t m = sanitizer() ? 3001 : 200003;
+  for (auto dist : {Dist::uniform, Dist::correlated, Dist::anticorrelated, Dist::zipf}) {
+    SCOPED_TRACE(std::string(to_string(dist)));
+    GenOptions g;
+    g.objects = m;
+    g.lists = 4;
+    g.dist = dist;
+    const auto l = generate(g);
+    auto d = upload(l);
+    for (const char* agg : {"sum", "min", "max", "wsum:1,0.5,0,2"}) {
+      SCOPED_TRACE(agg);
+      check_gpu_paths(*d, l, 100, Aggregate::parse(agg, 4));
+    }
+    check_gpu_paths(*d, l, 1, {});
+    check_gpu_paths(*d, l, m, {});  // k = m
+  }
+}
+
+TEST(GpuTopk, TinyTiesAndManyLists) {
+  TANDEM_REQUIRE_GPU();
+  for (std::uint64_t m : {1ull, 2ull, 7ull, 1000ull}) {
+    GenOptions g;
+    g.objects = m;
+    g.lists = 3;
+    auto l = generate(g);
+    for (auto& e : l.entries) e.score = 0.5f;  // every object ties: the answer is ids 0..k-1
+    auto d = upload(l);
+    check_gpu_paths(*d, l, std::min<std::uint64_t>(m, 5), {});
+  }
+  GenOptions g;
+  g.objects = sanitizer() ? 500 : 20000;
+  g.lists = 64;
+  const auto l = generate(g);
+  auto d = upload(l);
+  check_gpu_paths(*d, l, 10, {});
+  check_gpu_paths(*d, l, 10, Aggregate::parse("min", 64));
+}
+
+TEST(GpuTopk, ManagedMemoryAndQuery) {
+  TANDEM_REQUIRE_GPU();
+  GenOptions g;
+  g.objects = sanitizer() ? 2000 : 100000;
+  g.lists = 4;
+  const auto l = generate(g);
+  auto d = upload(l, Memory::managed);
+  check_gpu_paths(*d, l, 50, {});
+  Options o;
+  o.device = Device::gpu;
+  for (auto algo : {Algo::nra, Algo::ta, Algo::scan, Algo::auto_}) {
+    o.algo = algo;
+    auto r = query(l, 50, {}, o);
+    EXPECT_EQ(r.items, reference(l, 50)) << to_string(algo);
+    EXPECT_EQ(r.stats.where.rfind("gpu", 0), 0u);
+  }
+  o.memory = Memory::managed;
+  o.algo = Algo::nra;
+  EXPECT_EQ(query(l, 50, {}, o).items, reference(l, 50));
+}

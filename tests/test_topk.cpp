@@ -1,0 +1,298 @@
+// Top-k on the CPU: file format and validation, generators, aggregates, bounds, and every CPU path
+// (NRA 1 thread and many, TA, scan, auto) against the brute-force reference.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <limits>
+
+#include "tandem/device.hpp"
+#include "tandem/error.hpp"
+#include "tandem/topk.hpp"
+#include "test_util.hpp"
+#include "topk/bounds.hpp"
+
+using namespace tandem;
+using namespace tandem::topk;
+
+namespace {
+
+Lists make(std::uint32_t n, std::vector<std::vector<std::pair<std::uint32_t, float>>> lists) {
+  Lists l;
+  l.n = n;
+  l.m = lists.empty() ? 0 : lists[0].size();
+  for (auto& li : lists)
+    for (auto [id, s] : li) l.entries.push_back(Entry{id, s});
+  return l;
+}
+
+// Lists from per-object scores: scores[o][i]; each list sorted desc (ties by id desc to differ from
+// the generator's order).
+Lists from_scores(const std::vector<std::vector<float>>& scores) {
+  Lists l;
+  l.m = scores.size();
+  l.n = scores.empty() ? 1 : std::uint32_t(scores[0].size());
+  for (std::uint32_t i = 0; i < l.n; ++i) {
+    std::vector<Entry> li;
+    for (std::uint32_t o = 0; o < l.m; ++o) li.push_back(Entry{o, scores[o][i]});
+    std::sort(li.begin(), li.end(), [](const Entry& a, const Entry& b) { return a.score > b.score || (a.score == b.score && a.id > b.id); });
+    l.entries.insert(l.entries.end(), li.begin(), li.end());
+  }
+  return l;
+}
+
+std::vector<Item> run(Algo algo, const Lists& l, std::uint64_t k, const Aggregate& agg = {}, int threads = 1,
+                      std::uint64_t stride = 0) {
+  Options o;
+  o.algo = algo;
+  o.device = Device::cpu;
+  o.threads = threads;
+  o.stride = stride;
+  auto r = query(l, k, agg, o);
+  EXPECT_TRUE(r.stats.finished);
+  return r.items;
+}
+
+void expect_all_paths(const Lists& l, std::uint64_t k, const Aggregate& agg = {}) {
+  const auto ref = reference(l, k, agg);
+  ASSERT_EQ(ref.size(), std::min<std::uint64_t>(k, l.m));
+  for (std::size_t i = 1; i < ref.size(); ++i) ASSERT_TRUE(better(ref[i - 1], ref[i]));
+  EXPECT_EQ(run(Algo::nra, l, k, agg, 1), ref) << "nra 1 thread";
+  EXPECT_EQ(run(Algo::nra, l, k, agg, 1, 1), ref) << "nra stride 1";
+  EXPECT_EQ(run(Algo::nra, l, k, agg, 1, 100), ref) << "nra stride 100";
+  EXPECT_EQ(run(Algo::nra, l, k, agg, 3, 7), ref) << "nra 3 threads";
+  EXPECT_EQ(run(Algo::ta, l, k, agg, 1), ref) << "ta";
+  EXPECT_EQ(run(Algo::scan, l, k, agg, 3), ref) << "scan";
+  EXPECT_EQ(run(Algo::auto_, l, k, agg, 2), ref) << "auto";
+}
+
+}  // namespace
+
+TEST(TopkBounds, OrderKeyIsDescendingScoreAndMergesSignedZero) {
+  using namespace tandem::topk::detail;
+  const double v[] = {-std::numeric_limits<double>::infinity(), -3.5, -1e-300, 0.0, 1e-300, 2.0, 7.25};
+  for (std::size_t i = 1; i < std::size(v); ++i) EXPECT_GT(order_key(v[i - 1]), order_key(v[i]));
+  EXPECT_EQ(order_key(-0.0), order_key(0.0));
+  for (double x : v) EXPECT_EQ(key_score(order_key(x)), x);
+  EXPECT_FALSE(std::signbit(key_score(order_key(-0.0))));
+}
+
+TEST(TopkBounds, UpperBoundAndTies) {
+  using namespace tandem::topk::detail;
+  const double tval[3] = {0.5, 0.25, 0.125};
+  EXPECT_EQ(upper_bound(kSum, 1.0, 0b001, 0b111, tval), 1.375);
+  EXPECT_EQ(upper_bound(kMin, 0.3, 0b010, 0b111, tval), 0.125);
+  EXPECT_EQ(upper_bound(kMax, 0.3, 0b010, 0b111, tval), 0.5);
+  const Key96 kth = make_key(2.0, 10);
+  EXPECT_TRUE(may_beat(2.0, 9, kth));    // same bound, smaller id: could still rank first
+  EXPECT_FALSE(may_beat(2.0, 11, kth));
+  EXPECT_FALSE(unseen_may_beat(1.5, kth));
+  EXPECT_TRUE(unseen_may_beat(2.0, kth));  // an unseen object could tie with a smaller id
+}
+
+TEST(TopkFormat, RoundTripAndValidation) {
+  TempDir t;
+  GenOptions g;
+  g.objects = 1000;
+  g.lists = 3;
+  const auto l = generate(g);
+  write_lists(t.file("a.tkl"), l);
+  const auto back = read_lists(t.file("a.tkl"));
+  EXPECT_EQ(back.n, 3u);
+  EXPECT_EQ(back.m, 1000u);
+  EXPECT_EQ(std::memcmp(back.entries.data(), l.entries.data(), l.entries.size() * 8), 0);
+
+  auto expect_error = [](Lists bad, const std::string& needle) {
+    try {
+      validate(bad);
+      ADD_FAILURE() << "no error for " << needle;
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+  };
+  Lists unsorted = make(1, {{{0, 0.5f}, {1, 0.7f}}});
+  expect_error(unsorted, "list 0, position 1: not sorted");
+  expect_error(make(2, {{{0, 0.5f}, {1, 0.4f}}, {{0, 0.5f}, {2, 0.4f}}}), "list 1, position 1: id 2 is out of range");
+  expect_error(make(1, {{{1, 0.5f}, {1, 0.4f}}}), "list 0, position 1: id 1 is duplicated (first at position 0); id 0 is missing");
+  expect_error(make(1, {{{0, std::nanf("")}, {1, 0.4f}}}), "list 0, position 0: score is NaN");
+  expect_error(make(1, {{{0, std::numeric_limits<float>::infinity()}, {1, 0.4f}}}), "score is infinite");
+  Lists none;
+  none.n = 0;
+  expect_error(none, "0 lists");
+  // -0.0 after +0.0 is not an inversion
+  EXPECT_NO_THROW(validate(make(1, {{{0, 0.0f}, {1, -0.0f}, {2, -1.0f}}})));
+
+  // Truncated, wrong magic, trailing bytes.
+  {
+    std::ofstream f(t.file("trunc.tkl"), std::ios::binary);
+    std::uint32_t n = 2;
+    std::uint64_t m = 3;
+    f.write("TKL1", 4);
+    f.write(reinterpret_cast<char*>(&n), 4);
+    f.write(reinterpret_cast<char*>(&m), 8);
+    Entry e{0, 1.0f};
+    for (int i = 0; i < 4; ++i) f.write(reinterpret_cast<char*>(&e), 8);
+  }
+  try {
+    read_lists(t.file("trunc.tkl"));
+    ADD_FAILURE();
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("truncated in list 1 at position 1"), std::string::npos) << e.what();
+  }
+  {
+    std::ofstream f(t.file("magic.tkl"), std::ios::binary);
+    f.write("TKL2xxxxxxxxxxxx", 16);
+  }
+  EXPECT_THROW(read_lists(t.file("magic.tkl")), InputError);
+  EXPECT_THROW(read_lists(t.file("missing.tkl")), InputError);
+}
+
+TEST(TopkGenerate, DeterministicAndValid) {
+  for (auto dist : {Dist::uniform, Dist::correlated, Dist::anticorrelated, Dist::zipf}) {
+    GenOptions g;
+    g.objects = 3001;
+    g.lists = 5;
+    g.dist = dist;
+    g.seed = 42;
+    g.threads = 1;
+    const auto a = generate(g);
+    g.threads = 3;
+    const auto b = generate(g);
+    EXPECT_NO_THROW(validate(a));
+    EXPECT_EQ(std::memcmp(a.entries.data(), b.entries.data(), a.entries.size() * 8), 0) << to_string(dist);
+    g.seed = 43;
+    const auto c = generate(g);
+    EXPECT_NE(std::memcmp(a.entries.data(), c.entries.data(), a.entries.size() * 8), 0);
+    for (const auto& e : a.entries) {
+      ASSERT_GE(e.score, 0.0f);
+      ASSERT_LT(e.score, 1.0f);
+      ASSERT_EQ(std::ldexp(double(e.score), 24), std::floor(std::ldexp(double(e.score), 24)));
+    }
+  }
+}
+
+TEST(TopkAggregate, Parse) {
+  EXPECT_EQ(Aggregate::parse("sum", 3).kind, AggKind::sum);
+  EXPECT_EQ(Aggregate::parse("min", 3).kind, AggKind::min);
+  const auto w = Aggregate::parse("wsum:1,0.5,2", 3);
+  EXPECT_EQ(w.weights, (std::vector<double>{1, 0.5, 2}));
+  EXPECT_EQ(w.to_string(), "wsum:1,0.5,2");
+  EXPECT_THROW(Aggregate::parse("wsum:1,2", 3), UsageError);
+  EXPECT_THROW(Aggregate::parse("wsum:1,-2,1", 3), UsageError);
+  EXPECT_THROW(Aggregate::parse("wsum:1,x,1", 3), UsageError);
+  EXPECT_THROW(Aggregate::parse("wsum:1,nan,1", 3), UsageError);
+  EXPECT_THROW(Aggregate::parse("avg", 3), UsageError);
+  EXPECT_THROW(parse_algo("fa"), UsageError);
+  EXPECT_THROW(parse_memory("host"), UsageError);
+  EXPECT_THROW(parse_dist("normal"), UsageError);
+}
+
+TEST(TopkQuery, RejectsBadK) {
+  const auto l = make(1, {{{0, 1.0f}, {1, 0.5f}}});
+  EXPECT_THROW(query(l, 0), UsageError);
+  EXPECT_THROW(query(l, 3), UsageError);
+  Lists empty;
+  empty.n = 2;
+  EXPECT_THROW(query(empty, 1), UsageError);
+}
+
+TEST(TopkQuery, TinyCases) {
+  // One object, one list.
+  expect_all_paths(make(1, {{{0, 0.25f}}}), 1);
+  // One list: the answer is its prefix (ties by smaller id).
+  expect_all_paths(from_scores({{0.5f}, {0.5f}, {0.75f}, {0.5f}, {0.0f}}), 3);
+  // k = m.
+  expect_all_paths(from_scores({{0.1f, 0.9f}, {0.2f, 0.2f}, {0.3f, 0.0f}}), 3);
+}
+
+TEST(TopkQuery, TiesAndSignedZeroAreDeterministic) {
+  // Every object ties: the answer is ids 0..k-1 on every path.
+  std::vector<std::vector<float>> same(37, std::vector<float>{0.5f, 0.25f, 0.0f});
+  const auto l = from_scores(same);
+  const auto ref = reference(l, 5);
+  for (std::uint32_t i = 0; i < 5; ++i) EXPECT_EQ(ref[i].id, i);
+  expect_all_paths(l, 5);
+  // Negative zero equals zero.
+  std::vector<std::vector<float>> z;
+  for (int o = 0; o < 20; ++o) z.push_back({o % 2 ? -0.0f : 0.0f, o % 3 ? -0.0f : 0.0f});
+  const auto lz = from_scores(z);
+  expect_all_paths(lz, 7);
+  for (const auto& it : reference(lz, 7)) EXPECT_FALSE(std::signbit(it.score));
+}
+
+TEST(TopkQuery, NegativeScoresAndAggregates) {
+  std::vector<std::vector<float>> s;
+  for (int o = 0; o < 257; ++o)
+    s.push_back({float((o * 37) % 101) - 50.0f, float((o * 53) % 89) * -0.5f, float((o * 11) % 7)});
+  const auto l = from_scores(s);
+  for (const char* agg : {"sum", "min", "max", "wsum:1,0,2.5"}) {
+    SCOPED_TRACE(agg);
+    expect_all_paths(l, 10, Aggregate::parse(agg, 3));
+    expect_all_paths(l, 1, Aggregate::parse(agg, 3));
+    expect_all_paths(l, 257, Aggregate::parse(agg, 3));
+  }
+}
+
+TEST(TopkQuery, GeneratedDistributions) {
+  for (auto dist : {Dist::uniform, Dist::correlated, Dist::anticorrelated, Dist::zipf}) {
+    SCOPED_TRACE(std::string(to_string(dist)));
+    GenOptions g;
+    g.objects = 5003;  // not a power of two
+    g.lists = 4;
+    g.dist = dist;
+    const auto l = generate(g);
+    expect_all_paths(l, 10);
+    expect_all_paths(l, 1, Aggregate::parse("max", 4));
+    expect_all_paths(l, 64, Aggregate::parse("wsum:0.5,1,2,0", 4));
+  }
+}
+
+TEST(TopkQuery, ManyLists) {
+  GenOptions g;
+  g.objects = 700;
+  g.lists = 64;
+  expect_all_paths(generate(g), 20);
+  expect_all_paths(generate(g), 20, Aggregate::parse("min", 64));
+}
+
+TEST(TopkQuery, DepthAndAutoChoices) {
+  GenOptions g;
+  g.objects = 20000;
+  g.lists = 4;
+  g.dist = Dist::correlated;
+  const auto cor = generate(g);
+  Options o;
+  o.device = Device::cpu;
+  o.algo = Algo::nra;
+  o.stride = 50;
+  auto r = query(cor, 10, {}, o);
+  EXPECT_LT(r.stats.mean_depth(), 0.2 * 20000);  // correlated: NRA stops early
+  EXPECT_EQ(r.stats.depth.size(), 4u);
+  EXPECT_GT(r.stats.rounds, 0u);
+  g.dist = Dist::anticorrelated;
+  const auto anti = generate(g);
+  o.algo = Algo::auto_;
+  auto ra = query(anti, 10, {}, o);
+  EXPECT_EQ(ra.stats.algo, "scan");
+  EXPECT_EQ(ra.items, reference(anti, 10));
+  EXPECT_LT(estimate_overlap(anti).ratio(), 0.3);
+  EXPECT_GT(estimate_overlap(cor).ratio(), 3.0);
+  // A depth cap that is too small leaves NRA unfinished (and auto falls back to the scan).
+  o.algo = Algo::nra;
+  o.max_depth = 10;
+  o.stride = 0;
+  auto capped = nra_cpu(anti, 10, {}, o);
+  EXPECT_FALSE(capped.stats.finished);
+  EXPECT_TRUE(capped.items.empty());
+}
+
+TEST(TopkGpu, CpuOnlyBuildReportsNoDevice) {
+  if (gpu_count() > 0) GTEST_SKIP() << "a GPU is present";
+  const auto l = make(1, {{{0, 1.0f}, {1, 0.5f}}});
+  Options o;
+  o.device = Device::gpu;
+  EXPECT_THROW(query(l, 1, {}, o), NoDeviceError);
+  o.device = Device::auto_;
+  EXPECT_EQ(query(l, 1, {}, o).items.size(), 1u);
+}
