@@ -1,0 +1,168 @@
+// The controller (the seed's performance control): profile a minority of the blocks under
+// successive candidate schedules, run the majority remainder under the fastest, cache the choice.
+//
+// Chunks are bands of whole block rows, in order from the top: chunk i covers rows
+// [i*c, (i+1)*c) and is run as its own launch with candidate i ordering the W x c band; the
+// remainder rows run in one launch. Every block runs exactly once whatever the choice, so the
+// result is the same; chunks are timed with events recorded between back-to-back launches on one
+// stream (a launch starts only after the previous one drained, so each interval holds one chunk).
+#include "tandem/schedule/kernels.hpp"
+
+#include <fmt/format.h>
+
+#include "tandem/device.hpp"
+#include "tandem/error.hpp"
+#include "tandem/tune.hpp"
+
+#if TANDEM_HAS_CUDA
+#include "tandem/gpu.hpp"
+#endif
+
+namespace tandem::schedule {
+
+#if TANDEM_HAS_CUDA
+
+namespace {
+
+std::string device_key() {
+  int dev = 0;
+  TANDEM_CUDA(cudaGetDevice(&dev));
+  const auto g = gpu_info();
+  for (const auto& i : g)
+    if (i.index == dev) return i.key();
+  return fmt::format("gpu{}", dev);
+}
+
+}  // namespace
+
+ControllerResult run_controlled(BandLauncher& k, const ControllerOptions& o) {
+  gpu::require();
+  const Grid g = k.grid();
+  auto st = static_cast<cudaStream_t>(k.stream());
+  TuningCache& cache = o.cache ? *o.cache : TuningCache::global();
+  const std::string op = "schedule/" + k.name();
+  const std::string cls = fmt::format("{}x{}", g.w, g.h);
+  const std::string dev = device_key();
+  ControllerResult r;
+  r.report.operation = "schedule " + k.name();
+
+  auto run_whole = [&](const Schedule& s, const std::string& source) {
+    gpu::Event e0, e1;
+    e0.record(st);
+    k.launch(s, 0, g.h);
+    e1.record(st);
+    e1.sync();
+    r.chosen = s;
+    r.source = source;
+    r.remainder_seconds = r.total_seconds = e1.seconds_since(e0);
+    r.report.add("run " + to_string(s), "gpu", r.total_seconds, fmt::format("{} blocks, {}", g.count(), source));
+    return r;
+  };
+
+  if (o.use_cache) {
+    if (auto hit = cache.get(op, dev, cls); hit && hit->contains("schedule")) {
+      try {
+        const Schedule s = parse_schedule(hit->at("schedule").get<std::string>());
+        if (fits(s, g)) {
+          r.report.note(fmt::format("cached choice for {} on {} ({}): {}", k.name(), cls, dev, to_string(s)));
+          return run_whole(s, "cache");
+        }
+      } catch (const std::exception&) {
+        // A stale or foreign entry: profile again and overwrite it.
+      }
+    }
+  }
+
+  const std::uint32_t min_chunk = o.min_chunk_blocks ? o.min_chunk_blocks : 2 * default_window();
+  const ProfilePlan plan = plan_profile(g, o, min_chunk);
+  if (plan.candidates.empty()) {
+    const Schedule s = o.fallback && fits(*o.fallback, g) ? *o.fallback : Schedule::sequential();
+    r.report.note("not profiled: " + plan.why_not + "; ran " + to_string(s));
+    return run_whole(s, "not profiled: " + plan.why_not);
+  }
+
+  const std::uint32_t c = plan.chunk_rows;
+  const Grid band{g.w, c};
+  std::uint32_t y = 0;
+  std::vector<gpu::Event> ev;
+  ev.reserve(plan.candidates.size() + plan.refine_chunks + 3);
+  ev.emplace_back();
+  ev.back().record(st);
+  for (const Schedule& s : plan.candidates) {
+    k.launch(s, y, c);
+    ev.emplace_back();
+    ev.back().record(st);
+    r.profile.push_back({s, y, c, 0, 0});
+    y += c;
+  }
+  ev.back().sync();
+  std::size_t best = 0;
+  for (std::size_t i = 0; i < r.profile.size(); ++i) {
+    r.profile[i].seconds = ev[i + 1].seconds_since(ev[i]);
+    r.profile[i].per_block = r.profile[i].seconds / double(band.count());
+    if (r.profile[i].seconds < r.profile[best].seconds) best = i;
+  }
+  // Refinement: neighbours of a parameterised winner, in the chunks left in the budget.
+  if (plan.refine_chunks) {
+    auto around = refinements(r.profile[best].schedule, band);
+    if (around.size() > plan.refine_chunks) around.resize(plan.refine_chunks);
+    const std::size_t first = r.profile.size();
+    for (const Schedule& s : around) {
+      k.launch(s, y, c);
+      ev.emplace_back();
+      ev.back().record(st);
+      r.profile.push_back({s, y, c, 0, 0});
+      y += c;
+    }
+    ev.back().sync();
+    for (std::size_t i = first; i < r.profile.size(); ++i) {
+      r.profile[i].seconds = ev[i + 1].seconds_since(ev[i]);
+      r.profile[i].per_block = r.profile[i].seconds / double(band.count());
+      if (r.profile[i].seconds < r.profile[best].seconds) best = i;
+    }
+  }
+  r.profile_seconds = ev.back().seconds_since(ev.front());
+  Schedule chosen = r.profile[best].schedule;
+  const Grid rest{g.w, g.h - y};
+  if (rest.h > 0) {
+    if (!fits(chosen, rest)) chosen = Schedule::sequential();
+    gpu::Event e0, e1;
+    e0.record(st);
+    k.launch(chosen, y, rest.h);
+    e1.record(st);
+    e1.sync();
+    r.remainder_seconds = e1.seconds_since(e0);
+    r.total_seconds = e1.seconds_since(ev.front());
+  } else {
+    r.total_seconds = r.profile_seconds;
+  }
+  r.chosen = chosen;
+  r.source = "profiled";
+  for (const auto& p : r.profile)
+    r.report.add("profile " + to_string(p.schedule), "gpu", p.seconds,
+                 fmt::format("rows {}..{}, {:.3f} us/1000 blocks{}", p.y0, p.y0 + p.rows, p.per_block * 1e9,
+                             p.schedule == r.profile[best].schedule ? "  <- best" : ""));
+  r.report.add("remainder " + to_string(chosen), "gpu", r.remainder_seconds,
+               fmt::format("rows {}..{} ({} blocks)", y, g.h, rest.count()));
+  r.report.note(fmt::format("profiled {} of {} block rows ({:.1f}%) in chunks of {} rows; chose {}; total incl. "
+                            "profiling and host sync {:.3f} ms",
+                            y, g.h, 100.0 * y / g.h, c, to_string(chosen), r.total_seconds * 1e3));
+  if (o.use_cache) {
+    nlohmann::json j;
+    j["schedule"] = to_string(chosen);
+    j["profile"] = nlohmann::json::array();
+    for (const auto& p : r.profile) j["profile"].push_back({to_string(p.schedule), p.per_block});
+    cache.put(op, dev, cls, j);
+  }
+  return r;
+}
+
+#else  // CPU-only build
+
+ControllerResult run_controlled(BandLauncher&, const ControllerOptions&) {
+  throw NoDeviceError("running schedule kernels needs a GPU (this build has no CUDA)");
+}
+
+#endif
+
+}  // namespace tandem::schedule
