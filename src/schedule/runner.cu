@@ -3,9 +3,8 @@
 // which blocks ran before it: outputs are identical under every schedule.
 #include <cuda_runtime.h>
 
+#include <string>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "tandem/error.hpp"
 #include "tandem/gpu.hpp"
@@ -225,7 +224,8 @@ void KernelRunner::launch(const Schedule& s, std::uint32_t y0, std::uint32_t row
   const Grid g = grid();
   if (rows == 0) return;
   if (y0 >= g.h || rows > g.h - y0)
-    throw UsageError(fmt::format(fmt::runtime("band of rows [{}, {}) outside the {}x{} grid"), y0, y0 + rows, g.w, g.h));
+    throw UsageError("band of rows [" + std::to_string(y0) + ", " + std::to_string(y0 + rows) + ") outside the " +
+                     std::to_string(g.w) + "x" + std::to_string(g.h) + " grid");
   auto& im = *impl_;
   const ScheduleView v = im.launcher.view(s, Grid{g.w, rows}, y0, im.stream.get());
   const dim3 threads(kTX, kTY);
@@ -251,7 +251,7 @@ void KernelRunner::launch(const Schedule& s, std::uint32_t y0, std::uint32_t row
     copy_col_kernel<<<blocks, threads, 0, st>>>(v, im.a.data(), im.out.data(), im.n);
     TANDEM_CUDA_LAUNCH("copy_col_kernel");
   } else {
-    throw UsageError(fmt::format(fmt::runtime("kernel {} has no GPU implementation"), k));
+    throw UsageError("kernel " + k + " has no GPU implementation");
   }
 }
 

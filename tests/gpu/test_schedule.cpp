@@ -6,6 +6,7 @@
 #include <cstdlib>
 
 #include "tandem/device.hpp"
+#include "tandem/error.hpp"
 #include "tandem/schedule/kernels.hpp"
 #include "tandem/tune.hpp"
 #include "test_util.hpp"

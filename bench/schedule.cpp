@@ -64,7 +64,7 @@ double cublas_sgemm_seconds(bench::Bench& b, std::uint32_t n, const std::vector<
   TANDEM_CUDA(cudaMemcpy(c.data(), dc.data(), e * 4, cudaMemcpyDeviceToHost));
   cublasDestroy(h);
   const double err = max_rel_error(c, ours);  // cuBLAS sums in another order: tolerance
-  b.record(fmt::format("matmul {}", n), "cuBLAS sgemm (reference)", s, 2.0 * n * n * double(n), "flop", err < 1e-3,
+  b.record(fmt::format(fmt::runtime("matmul {}"), n), "cuBLAS sgemm (reference)", s, 2.0 * n * n * double(n), "flop", err < 1e-3,
            {{"max_rel_diff_vs_tiled", err}});
   return s.median;
 }
@@ -110,16 +110,16 @@ int main(int argc, char** argv) {
       r.time_full(s);
       ok &= max_rel_error(r.output(), want) <= 1e-5;
     }
-    if (!ok) b.fail(fmt::format("{} at 512^2 differs from the CPU reference under some schedule", k.name));
+    if (!ok) b.fail(fmt::format(fmt::runtime("{} at 512^2 differs from the CPU reference under some schedule"), k.name));
   }
 
   const std::string cache_path =
-      (std::filesystem::temp_directory_path() / fmt::format("tandem-bench-schedule-{}.json", ::getpid())).string();
+      (std::filesystem::temp_directory_path() / fmt::format(fmt::runtime("tandem-bench-schedule-{}.json"), ::getpid())).string();
   int agree = 0, near = 0, total_cases = 0;
   for (const auto& [name, n] : cases) {
     if (!only.empty() && name != only) continue;
     const KernelSpec& k = kernel_spec(name);
-    const std::string c = fmt::format("{} {}", name, n);
+    const std::string c = fmt::format(fmt::runtime("{} {}"), name, n);
     KernelRunner r(k, n);
     const Grid g = r.grid();
     const double work = name == "matmul" ? k.flops(n) : k.min_bytes(n);
@@ -138,7 +138,7 @@ int main(int argc, char** argv) {
         first = std::move(out);
       else
         ok = out == first;
-      if (!ok) b.fail(fmt::format("{} under {} differs from sequential", c, to_string(s)));
+      if (!ok) b.fail(fmt::format(fmt::runtime("{} under {} differs from sequential"), c, to_string(s)));
       b.record(c, to_string(s), st, work, unit, ok);
       med[to_string(s)] = st.median;
       if (s == Schedule::sequential()) seq = st.median;
@@ -157,7 +157,7 @@ int main(int argc, char** argv) {
       return last.total_seconds;
     });
     const bool ctl_ok = r.output() == first;
-    if (!ctl_ok) b.fail(fmt::format("{} under the controller differs from sequential", c));
+    if (!ctl_ok) b.fail(fmt::format(fmt::runtime("{} under the controller differs from sequential"), c));
     b.record(c, "controller (first call, incl. profiling)", ctl, work, unit, ctl_ok,
              {{"chosen", to_string(last.chosen)}, {"source", last.source}, {"profile_seconds", last.profile_seconds},
               {"chunks", last.profile.size()}});
@@ -170,25 +170,25 @@ int main(int argc, char** argv) {
     const Stats cached = b.measure([&] { return run_controlled(r, oc).total_seconds; });
     b.record(c, "controller (cached choice)", cached, work, unit, r.output() == first);
 
-    b.goal(fmt::format("controller total / best exhaustive, {}", c), ctl.median / best, 1.05, false);
-    b.info(fmt::format("best {} speedup over sequential, {}", to_string(best_s), c), seq / best, "x");
+    b.goal(fmt::format(fmt::runtime("controller total / best exhaustive, {}"), c), ctl.median / best, 1.05, false);
+    b.info(fmt::format(fmt::runtime("best {} speedup over sequential, {}"), to_string(best_s), c), seq / best, "x");
     const double st_time = med.count(to_string(stc.best)) ? med[to_string(stc.best)] : 0;
-    b.info(fmt::format("static choice {} time / best, {}", to_string(stc.best), c), st_time / best, "x");
-    b.info(fmt::format("controller chose {} ({}), {}", to_string(last.chosen), last.source, c),
+    b.info(fmt::format(fmt::runtime("static choice {} time / best, {}"), to_string(stc.best), c), st_time / best, "x");
+    b.info(fmt::format(fmt::runtime("controller chose {} ({}), {}"), to_string(last.chosen), last.source, c),
            med.count(to_string(last.chosen)) ? med[to_string(last.chosen)] / best : 0, "x best");
     ++total_cases;
     agree += stc.best == best_s;
     near += st_time <= 1.05 * best;
     if (name == "matmul" && n <= 8192) {
       const double cb = cublas_sgemm_seconds(b, n, r.input(0), r.input(1), first);
-      b.info(fmt::format("cuBLAS sgemm speedup over the best-scheduled tiled kernel, {}", c), best / cb, "x");
+      b.info(fmt::format(fmt::runtime("cuBLAS sgemm speedup over the best-scheduled tiled kernel, {}"), c), best / cb, "x");
     }
   }
   std::error_code ec;
   std::filesystem::remove(cache_path, ec);
   if (total_cases) {
-    b.info("static choice = best exhaustive schedule (cases)", agree, fmt::format("of {}", total_cases));
-    b.info("static choice within 5% of the best (cases)", near, fmt::format("of {}", total_cases));
+    b.info("static choice = best exhaustive schedule (cases)", agree, fmt::format(fmt::runtime("of {}"), total_cases));
+    b.info("static choice within 5% of the best (cases)", near, fmt::format(fmt::runtime("of {}"), total_cases));
   }
   return b.finish();
 #endif
