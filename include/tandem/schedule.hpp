@@ -210,8 +210,8 @@ std::string draw(const Schedule& s, Grid g);
 std::string order_json(const Schedule& s, Grid g);
 
 // The candidates the controller tries, in order (outer loop styles, inner loop parameters in a
-// geometric progression), all valid for g: sequential, zigzag, tiled K x K for K = 2, 4, ...,
-// max_tile, strided column-major (S = W, G = 1) and hilbert. `exhaustive` adds more parameters
+// geometric progression), all valid for g: sequential, zigzag, tiled K x K for K = 4, 16, ...,
+// max_tile (ratio 4), strided column-major (S = W, G = 1) and hilbert. `exhaustive` adds more parameters
 // (rectangular tiles, CUTLASS-style strips, strided groups) for benchmarks.
 std::vector<Schedule> candidates(Grid g, bool exhaustive = false, std::uint32_t max_tile = 16);
 // Neighbours of `best` for the refinement step (tiles with one side doubled or halved,

@@ -216,7 +216,7 @@ Grid KernelRunner::grid() const { return impl_->spec->grid(impl_->n); }
 void* KernelRunner::stream() const { return impl_->stream.get(); }
 void KernelRunner::set_ticket(bool on) { impl_->launcher.set_ticket(on); }
 void KernelRunner::set_hilbert_table(std::optional<bool> on) {
-  impl_->launcher.set_table_threshold(!on ? (1u << 14) : (*on ? 1 : 0));
+  impl_->launcher.set_table_threshold(!on || *on ? 1 : 0);
 }
 const std::vector<float>& KernelRunner::input(int i) const { return i == 0 ? impl_->host_a : impl_->host_b; }
 

@@ -192,7 +192,9 @@ std::vector<Schedule> candidates(Grid g, bool exhaustive, std::uint32_t max_tile
   };
   add(Schedule::sequential());
   add(Schedule::zigzag());
-  for (std::uint32_t k = 2; k <= max_tile; k *= 2) add(Schedule::tiled(k, k));
+  // Few candidates by default (the controller must profile cheaply): tiles in a geometric
+  // progression of ratio 4; the exhaustive list has every power of two.
+  for (std::uint32_t k = exhaustive ? 2 : 4; k <= max_tile; k *= exhaustive ? 2 : 4) add(Schedule::tiled(k, k));
   if (exhaustive) {
     for (std::uint32_t k = max_tile * 2; k <= 32; k *= 2) add(Schedule::tiled(k, k));
     for (std::uint32_t k = 2; k <= 16; k *= 4) {

@@ -109,7 +109,7 @@ class KernelRunner : public BandLauncher {
   void* stream() const override;
   // Dispatch order from an atomic ticket instead of blockIdx (exact launch order).
   void set_ticket(bool on);
-  // Evaluate Hilbert positions from a precomputed device table (default: grids of >= 2^14 blocks).
+  // Hilbert positions from a precomputed device table (default, nullopt or true) or evaluated per block.
   void set_hilbert_table(std::optional<bool> on);
   // One launch of the whole grid under s, timed with events (seconds).
   double time_full(const Schedule& s);
@@ -125,7 +125,7 @@ class KernelRunner : public BandLauncher {
 struct ControllerOptions {
   double profile_fraction{0.10};  // at most this share of the blocks runs under trial schedules
   std::uint32_t min_chunk_blocks{0};  // smallest profiling chunk; 0: 2 waves (2 x default_window())
-  bool refine{true};              // try neighbours of the best parameterised schedule
+  bool refine{false};             // try neighbours of the best parameterised schedule (costs a host round trip)
   bool use_cache{true};           // reuse / store the choice in the tuning cache
   bool exhaustive{false};         // profile the exhaustive candidate list
   std::optional<Schedule> fallback;  // used when the grid is too small to profile (default: sequential)

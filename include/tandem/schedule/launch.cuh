@@ -59,8 +59,10 @@ struct ScheduleView {
 // Owns what views point to: Hilbert tables per band size and the ticket counter.
 class Launcher {
  public:
-  // Hilbert positions come from a table when the band has at least this many blocks (its
-  // per-block evaluation walks ~2 log2(max(W, H)) levels); 0 disables tables.
+  // Hilbert positions come from a table when the band has at least this many blocks; 0 disables
+  // tables. Default 1 (always): measured on an H200, evaluating the curve in every block made a
+  // 512x10-block band of copy-row ~5x slower (103 us against 19 us), while a table costs one
+  // cached 8-byte load per block (built once per band size on the host and kept).
   void set_table_threshold(std::uint64_t blocks) { table_threshold_ = blocks; }
   void set_ticket(bool on) { use_ticket_ = on; }
 
@@ -68,7 +70,7 @@ class Launcher {
   ScheduleView view(const Schedule& s, Grid band, std::uint32_t y0, cudaStream_t stream);
 
  private:
-  std::uint64_t table_threshold_{1u << 14};
+  std::uint64_t table_threshold_{1};
   bool use_ticket_{false};
   std::map<std::pair<std::uint32_t, std::uint32_t>, gpu::DeviceBuffer<uint2>> tables_;
   gpu::DeviceBuffer<unsigned int> ticket_;
