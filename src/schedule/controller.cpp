@@ -8,6 +8,8 @@
 // stream (a launch starts only after the previous one drained, so each interval holds one chunk).
 #include "tandem/schedule/kernels.hpp"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "tandem/device.hpp"
@@ -112,9 +114,13 @@ ControllerResult run_controlled(BandLauncher& k, const ControllerOptions& o) {
   }
   y += bridge_rows;
   r.profile_seconds = ev[profiled_events - 1].seconds_since(ev.front());
+  std::vector<double> times;
+  for (const auto& p : r.profile) times.push_back(p.seconds);
+  std::nth_element(times.begin(), times.begin() + times.size() / 2, times.end());
+  const bool too_short = times[times.size() / 2] < o.min_chunk_seconds;
   // Refinement: neighbours of a parameterised winner, in the chunks left in the budget (one more
   // host round trip, not hidden).
-  if (plan.refine_chunks) {
+  if (plan.refine_chunks && !too_short) {
     auto around = refinements(r.profile[best].schedule, band);
     if (around.size() > plan.refine_chunks) around.resize(plan.refine_chunks);
     std::vector<gpu::Event> rev(around.size() + 1);
@@ -136,6 +142,12 @@ ControllerResult run_controlled(BandLauncher& k, const ControllerOptions& o) {
   }
   Schedule chosen = r.profile[best].schedule;
   const Grid rest{g.w, g.h - y};
+  if (too_short) {
+    chosen = o.fallback && fits(*o.fallback, rest) ? *o.fallback : Schedule::sequential();
+    r.report.note(fmt::format("profile not trusted: median chunk {:.1f} us < {:.1f} us (launch and tail dominate); "
+                              "ran the rest under {}",
+                              times[times.size() / 2] * 1e6, o.min_chunk_seconds * 1e6, to_string(chosen)));
+  }
   if (rest.h > 0) {
     if (!fits(chosen, rest)) chosen = Schedule::sequential();
     gpu::Event e0, e1;
@@ -149,7 +161,7 @@ ControllerResult run_controlled(BandLauncher& k, const ControllerOptions& o) {
     r.total_seconds = r.profile_seconds;
   }
   r.chosen = chosen;
-  r.source = "profiled";
+  r.source = too_short ? "profile too short to trust: fallback" : "profiled";
   for (const auto& p : r.profile)
     r.report.add("profile " + to_string(p.schedule), "gpu", p.seconds,
                  fmt::format("rows {}..{}, {:.3f} us/1000 blocks{}", p.y0, p.y0 + p.rows, p.per_block * 1e9,

@@ -105,11 +105,12 @@ StaticChoice static_select(const KernelSpec& k, std::uint32_t n, const std::vect
   const Grid g = k.grid(n);
   StaticChoice out;
   out.window = std::max<std::uint32_t>(1, std::min<std::uint64_t>(window, g.count()));
-  // Count footprints in square units of `unit` elements: 32 (one 4 KiB f32 tile) up to 4096,
-  // coarser for larger sizes so a window stays cheap to score.
-  out.unit = 32 * std::max<std::uint32_t>(1, n / 4096);
+  // Count footprints in square units of 32 x 32 elements (4 KiB of f32, one block's tile). Coarser
+  // units were tried and mislead: a unit holding several blocks' tiles makes streaming kernels
+  // (copies) look as if neighbouring blocks shared data. Large sizes sample fewer windows instead.
+  out.unit = 32;
   const std::uint32_t units_x = (n + out.unit - 1) / out.unit;
-  const int windows = 6;
+  const int windows = n >= 8192 ? 2 : 6;
   std::vector<Rect> rects;
   std::vector<std::uint64_t> ids;
   double best = -1;

@@ -129,6 +129,9 @@ struct ControllerOptions {
   bool use_cache{true};           // reuse / store the choice in the tuning cache
   bool exhaustive{false};         // profile the exhaustive candidate list
   std::optional<Schedule> fallback;  // used when the grid is too small to profile (default: sequential)
+  // Chunks shorter than this (median) are dominated by launch, ramp-up and tail: the profile is
+  // not trusted, the rest runs under the fallback and that decision is cached.
+  double min_chunk_seconds{30e-6};
   TuningCache* cache{nullptr};    // nullptr: TuningCache::global()
 };
 
