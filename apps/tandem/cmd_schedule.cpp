@@ -1,0 +1,204 @@
+// tandem schedule: draw block schedules, pick one statically, or run a benchmark kernel under a
+// schedule / under the controller that picks one by measurement.
+#include <iostream>
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "command.hpp"
+#include "tandem/device.hpp"
+#include "tandem/error.hpp"
+#include "tandem/format.hpp"
+#include "tandem/schedule.hpp"
+#include "tandem/schedule/kernels.hpp"
+
+namespace {
+
+using namespace tandem;
+using namespace tandem::schedule;
+
+struct Args {
+  std::string show, style{"auto"}, kernel;
+  std::uint32_t size{0};
+  double fraction{0.10};
+  bool exhaustive{false}, explain{false}, json{false}, no_cache{false}, ticket{false};
+  std::uint32_t window{0};
+};
+
+void print_static(const StaticChoice& c, std::uint32_t n, const KernelSpec& k) {
+  std::cout << fmt::format("static choice for {} at {}^2 (grid {}x{}, window {} co-resident blocks, unit {}x{}): {}\n",
+                           k.name, n, k.grid(n).w, k.grid(n).h, c.window, c.unit, c.unit, to_string(c.best));
+  for (const auto& s : c.scores)
+    std::cout << fmt::format("  {:<16} reuse {:.3f}{}\n", to_string(s.schedule), s.score,
+                             s.schedule == c.best ? "  <- static choice" : "");
+}
+
+// Output checked against the CPU reference on small sizes, else against `ref` (another schedule).
+bool check_output(KernelRunner& r, const KernelSpec& k, std::uint32_t n, std::vector<float>* ref, std::string& how) {
+  const auto out = r.output();
+  if (n <= 1024) {
+    const auto want = reference(k, n, r.input(0), r.input(1));
+    const double e = max_rel_error(out, want);
+    how = fmt::format("max relative error vs CPU reference {:.2e}", e);
+    return e <= 1e-4;
+  }
+  if (ref->empty()) {
+    *ref = out;
+    how = "reference for the other schedules";
+    return true;
+  }
+  how = "identical to the first schedule";
+  return out == *ref;
+}
+
+int run_kernel(const Args& a) {
+  const KernelSpec& k = kernel_spec(a.kernel);
+  check_size(a.size);
+  const Grid g = k.grid(a.size);
+  const std::uint32_t window = a.window ? a.window : default_window();
+  std::optional<StaticChoice> st;
+  if (a.style == "static" || a.exhaustive || a.explain)
+    st = static_select(k, a.size, candidates(g, a.exhaustive), window);
+  if (a.style == "static") print_static(*st, a.size, k);
+  std::optional<Schedule> fixed;
+  if (a.style != "auto" && a.style != "static") {
+    fixed = parse_schedule(a.style);
+    validate(*fixed, g);
+  }
+  if (gpu_count() == 0) {
+    if (a.style == "static" && !a.exhaustive) {
+      std::cout << "no GPU: the static choice was not run (timings need a GPU)\n";
+      return 0;
+    }
+    throw NoDeviceError(fmt::format("running kernel '{}' needs a GPU and none is usable", k.name));
+  }
+  KernelRunner r(k, a.size);
+  r.set_ticket(a.ticket);
+  std::vector<float> ref;
+  bool ok = true;
+  auto rate = [&](double s) {
+    return k.flops(a.size) > 0 && k.name == "matmul" ? fmt::format("{:.0f} GFLOP/s", k.flops(a.size) / s * 1e-9)
+                                                     : fmt::format("{:.0f} GB/s", k.min_bytes(a.size) / s * 1e-9);
+  };
+  std::cout << fmt::format("{} ({}), {}^2 f32, grid {}x{} blocks\n", k.name, k.description, a.size, g.w, g.h);
+  if (a.exhaustive) {
+    r.time_full(Schedule::sequential());  // warm-up
+    double seq = 0, best = 1e30;
+    Schedule best_s;
+    for (const Schedule& s : candidates(g, true)) {
+      r.poison_output();
+      double t = 1e30;
+      for (int i = 0; i < 3; ++i) t = std::min(t, r.time_full(s));
+      std::string how;
+      const bool good = check_output(r, k, a.size, &ref, how);
+      ok &= good;
+      if (s == Schedule::sequential()) seq = t;
+      if (t < best) best = t, best_s = s;
+      std::cout << fmt::format("  {:<16} {:>10}  {:>14}  {}{}\n", to_string(s), human_seconds(t), rate(t),
+                               good ? "ok" : "WRONG: ", good ? "" : how);
+    }
+    std::cout << fmt::format("best {} ({:.3f}x sequential); static choice {}\n", to_string(best_s), seq / best,
+                             to_string(st->best));
+  }
+  if (fixed || a.style == "static") {
+    const Schedule s = fixed ? *fixed : st->best;
+    r.poison_output();
+    const double t = r.time_full(s);
+    std::string how;
+    const bool good = check_output(r, k, a.size, &ref, how);
+    ok &= good;
+    std::cout << fmt::format("{}: {} ({}), {}\n", to_string(s), human_seconds(t), rate(t), how);
+  } else {
+    ControllerOptions o;
+    o.profile_fraction = a.fraction;
+    o.use_cache = !a.no_cache;
+    if (st) o.fallback = st->best;
+    r.poison_output();
+    const auto res = run_controlled(r, o);
+    std::string how;
+    const bool good = check_output(r, k, a.size, &ref, how);
+    ok &= good;
+    std::cout << fmt::format("controller: {} ({}), total {} ({}) incl. profiling {}; {}\n", to_string(res.chosen),
+                             res.source, human_seconds(res.total_seconds), rate(res.total_seconds),
+                             human_seconds(res.profile_seconds), how);
+    if (a.explain) std::cout << res.report.explain();
+  }
+  if (a.explain && st && a.style != "static") print_static(*st, a.size, k);
+  if (!ok) std::cerr << "tandem: error: a result did not match its reference\n";
+  return ok ? 0 : 1;
+}
+
+const bool registered = tandem::cli::register_command({
+    "schedule", "Block schedules: draw one, pick one statically, or run a kernel under the measuring controller",
+    [](CLI::App& app) -> std::function<int()> {
+      auto a = std::make_shared<Args>();
+      app.add_option("--show", a->show, "Draw the order on a WxH grid (e.g. 8x6) instead of running a kernel");
+      app.add_option("--style", a->style,
+                     "auto (controller) | static | sequential | strided:S:G | zigzag | tiled:WxH | hilbert")
+          ->capture_default_str();
+      app.add_option("--kernel", a->kernel, "intimg-row | intimg-col | conv11 | matmul | copy-row | copy-col");
+      app.add_option("--size", a->size, "Matrix side N (multiple of 256)");
+      app.add_option("--profile-fraction", a->fraction, "Share of the blocks profiled by the controller")
+          ->check(CLI::Range(0.001, 0.5))
+          ->capture_default_str();
+      app.add_option("--window", a->window, "Co-resident blocks for the static selector (default: from the GPU)");
+      app.add_flag("--exhaustive", a->exhaustive, "Time the kernel under every schedule first");
+      app.add_flag("--explain", a->explain, "Print the controller's profile and the static scores");
+      app.add_flag("--json", a->json, "With --show: print the list of [x, y] in launch order");
+      app.add_flag("--no-cache", a->no_cache, "Profile even when a choice is cached, and store nothing");
+      app.add_flag("--ticket", a->ticket, "Dispatch blocks through an atomic ticket (exact launch order)");
+      return [a]() -> int {
+        if (!a->show.empty()) {
+          if (!a->kernel.empty()) throw UsageError("--show draws a schedule; it takes no --kernel");
+          if (a->style == "auto" || a->style == "static")
+            throw UsageError("--show needs a concrete --style (sequential, strided:S:G, zigzag, tiled:WxH, hilbert)");
+          const Grid g = parse_grid(a->show);
+          const Schedule s = parse_schedule(a->style);
+          validate(s, g);
+          if (a->json)
+            std::cout << order_json(s, g) << '\n';
+          else
+            std::cout << draw(s, g);
+          return 0;
+        }
+        if (a->kernel.empty()) throw UsageError("give --kernel NAME --size N, or --show WxH --style S");
+        if (a->size == 0) throw UsageError("--kernel needs --size N (a multiple of 256)");
+        if (a->json) throw UsageError("--json goes with --show");
+        return run_kernel(*a);
+      };
+    }});
+
+const bool demo = tandem::cli::register_demo_part({40, "block schedules", [] {
+  std::cout << "Schedules on a 8x4 grid (launch position of each block):\n";
+  for (const char* s : {"sequential", "zigzag", "tiled:4x2", "strided:8:1", "hilbert"})
+    std::cout << s << ":\n" << draw(parse_schedule(s), Grid{8, 4});
+  bool ok = true;
+  const std::uint32_t n = gpu_count() ? 4096 : 2048;
+  for (const char* name : {"matmul", "copy-col"}) {
+    const KernelSpec& k = kernel_spec(name);
+    const auto st = static_select(k, n, candidates(k.grid(n)), default_window());
+    std::cout << fmt::format("{} {}^2: static choice {}\n", name, n, to_string(st.best));
+    if (gpu_count() == 0) continue;
+    KernelRunner r(k, n);
+    ControllerOptions o;
+    o.use_cache = false;
+    o.fallback = st.best;
+    const double seq = r.time_full(Schedule::sequential());
+    const auto want = r.output();
+    r.poison_output();
+    const auto res = run_controlled(r, o);
+    const bool same = r.output() == want;
+    ok &= same;
+    std::cout << fmt::format("{} on gpu0: controller chose {} ({}), total {} incl. profiling {}; sequential {}; "
+                             "output {}\n",
+                             name, to_string(res.chosen), res.source, human_seconds(res.total_seconds),
+                             human_seconds(res.profile_seconds), human_seconds(seq),
+                             same ? "identical to sequential" : "DIFFERS from sequential");
+  }
+  if (gpu_count() == 0) std::cout << "no GPU: kernels not run (the controller's timings need a GPU)\n";
+  // The orders themselves are checked here too (cheap): every drawn schedule is a bijection.
+  for (const auto& s : candidates(Grid{37, 23}, true)) ok &= ranks(s, Grid{37, 23}).size() == 37u * 23u;
+  return ok;
+}});
+
+}  // namespace

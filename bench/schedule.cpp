@@ -1,0 +1,195 @@
+// Block schedules on the six kernels of seed 002: every schedule timed (exhaustive), the
+// controller's choice and its total time including profiling (goal: within 5% of the best
+// exhaustive schedule), the static choice and how often it agrees with measurement, and the best
+// schedule's speedup over sequential. cuBLAS sgemm is the absolute reference for matmul.
+//
+// Floors (H100 SXM: ~3.35 TB/s HBM3 in the data sheet, ~3 TB/s reachable for a copy; 67 TFLOP/s
+// f32 FMA peak, 50 MB L2):
+//   copy-row / copy-col   8 n^2 bytes (read + write)          16384^2: 2.1 GB -> ~0.7 ms
+//   intimg-row / -col     8 n^2 bytes at least (the naive carry re-reads ~n/512 x more, mostly
+//                         from L2 when blocks sharing it run together) 16384^2: >= 0.7 ms
+//   conv11                8 n^2 bytes, 242 n^2 flop            8192^2: 16 GFLOP -> >= 0.25 ms
+//   matmul                2 n^3 flop                           4096^2: 137 GFLOP -> >= 2.0 ms
+//                         (cuBLAS reaches ~70-80% of it; the simple tiled kernel far less)
+// Default: a representative subset (about a minute at most on an H100); --full: every kernel at
+// 1024^2 .. 16384^2; --quick: 512^2 only (and an info line without a GPU).
+#include <algorithm>
+#include <filesystem>
+#include <map>
+
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include "harness.hpp"
+#include "tandem/device.hpp"
+#include "tandem/schedule.hpp"
+#include "tandem/schedule/kernels.hpp"
+#include "tandem/tune.hpp"
+#if TANDEM_HAS_CUDA
+#include <cublas_v2.h>
+
+#include "tandem/gpu.hpp"
+#endif
+
+using namespace tandem;
+using namespace tandem::schedule;
+
+#if TANDEM_HAS_CUDA
+namespace {
+
+double cublas_sgemm_seconds(bench::Bench& b, std::uint32_t n, const std::vector<float>& a, const std::vector<float>& bm,
+                            const std::vector<float>& ours) {
+  cublasHandle_t h;
+  if (cublasCreate(&h) != CUBLAS_STATUS_SUCCESS) throw CudaError("cublasCreate failed");
+  const std::size_t e = std::size_t(n) * n;
+  gpu::DeviceBuffer<float> da(e), db(e), dc(e);
+  TANDEM_CUDA(cudaMemcpy(da.data(), a.data(), e * 4, cudaMemcpyHostToDevice));
+  TANDEM_CUDA(cudaMemcpy(db.data(), bm.data(), e * 4, cudaMemcpyHostToDevice));
+  dc.poison();
+  const float one = 1, zero = 0;
+  // Row-major C = A B is column-major C^T = B^T A^T.
+  auto run = [&] {
+    gpu::Event e0, e1;
+    e0.record();
+    if (cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, int(n), int(n), int(n), &one, db.data(), int(n), da.data(), int(n), &zero,
+                    dc.data(), int(n)) != CUBLAS_STATUS_SUCCESS)
+      throw CudaError("cublasSgemm failed");
+    e1.record();
+    e1.sync();
+    return e1.seconds_since(e0);
+  };
+  const Stats s = b.measure(run);
+  std::vector<float> c(e);
+  TANDEM_CUDA(cudaMemcpy(c.data(), dc.data(), e * 4, cudaMemcpyDeviceToHost));
+  cublasDestroy(h);
+  const double err = max_rel_error(c, ours);  // cuBLAS sums in another order: tolerance
+  b.record(fmt::format(fmt::runtime("matmul {}"), n), "cuBLAS sgemm (reference)", s, 2.0 * n * n * double(n), "flop", err < 1e-3,
+           {{"max_rel_diff_vs_tiled", err}});
+  return s.median;
+}
+
+}  // namespace
+#endif
+
+int main(int argc, char** argv) {
+  bench::Bench b("schedule", argc, argv);
+#if !TANDEM_HAS_CUDA
+  b.info("no CUDA in this build: schedule benchmark skipped", 0);
+  return b.finish();
+#else
+  if (!gpu::available()) {
+    b.info("no GPU: schedule benchmark skipped (timings need a GPU)", 0);
+    return b.finish();
+  }
+  const bool full = b.has_flag("--full");
+  const double fraction = b.get_double("--profile-fraction", 0.10);
+  std::vector<std::pair<std::string, std::uint32_t>> cases;
+  if (b.quick()) {
+    for (const auto& k : kernel_specs()) cases.push_back({k.name, 512});
+  } else if (full) {
+    for (const auto& k : kernel_specs())
+      for (std::uint32_t n : {1024u, 2048u, 4096u, 8192u, 16384u}) cases.push_back({k.name, n});
+  } else {
+    cases = {{"intimg-row", 8192}, {"intimg-col", 8192}, {"conv11", 8192},   {"matmul", 4096},
+             {"matmul", 8192},     {"copy-row", 16384},  {"copy-col", 16384}, {"copy-col", 4096}};
+  }
+  const std::string only = b.get("--kernel", "");
+  const std::uint32_t window = default_window();
+  b.info("co-resident blocks assumed by the static selector", window, "blocks");
+
+  // Correctness on a small size: every kernel, every schedule against the CPU reference.
+  for (const auto& k : kernel_specs()) {
+    if (!only.empty() && k.name != only) continue;
+    const std::uint32_t n = 512;
+    KernelRunner r(k, n);
+    const auto want = reference(k, n, r.input(0), r.input(1));
+    bool ok = true;
+    for (const Schedule& s : candidates(r.grid(), true)) {
+      r.poison_output();
+      r.time_full(s);
+      ok &= max_rel_error(r.output(), want) <= 1e-5;
+    }
+    if (!ok) b.fail(fmt::format(fmt::runtime("{} at 512^2 differs from the CPU reference under some schedule"), k.name));
+  }
+
+  const std::string cache_path =
+      (std::filesystem::temp_directory_path() / fmt::format(fmt::runtime("tandem-bench-schedule-{}.json"), ::getpid())).string();
+  int agree = 0, near = 0, total_cases = 0;
+  for (const auto& [name, n] : cases) {
+    if (!only.empty() && name != only) continue;
+    const KernelSpec& k = kernel_spec(name);
+    const std::string c = fmt::format(fmt::runtime("{} {}"), name, n);
+    KernelRunner r(k, n);
+    const Grid g = r.grid();
+    const double work = name == "matmul" ? k.flops(n) : k.min_bytes(n);
+    const std::string unit = name == "matmul" ? "flop" : "B";
+    r.time_full(Schedule::sequential());
+    std::vector<float> first;
+    std::map<std::string, double> med;
+    double best = 1e30, seq = 0;
+    Schedule best_s;
+    for (const Schedule& s : candidates(g, true)) {
+      r.poison_output();
+      const Stats st = b.measure([&] { return r.time_full(s); });
+      auto out = r.output();
+      bool ok = true;
+      if (first.empty())
+        first = std::move(out);
+      else
+        ok = out == first;
+      if (!ok) b.fail(fmt::format(fmt::runtime("{} under {} differs from sequential"), c, to_string(s)));
+      b.record(c, to_string(s), st, work, unit, ok);
+      med[to_string(s)] = st.median;
+      if (s == Schedule::sequential()) seq = st.median;
+      if (st.median < best) best = st.median, best_s = s;
+    }
+    // The controller, uncached: every call profiles, then runs the rest under its choice.
+    ControllerOptions o;
+    o.use_cache = false;
+    o.profile_fraction = fraction;
+    const auto stc = static_select(k, n, candidates(g, true), window);
+    o.fallback = stc.best;
+    ControllerResult last;
+    r.poison_output();
+    const Stats ctl = b.measure([&] {
+      last = run_controlled(r, o);
+      return last.total_seconds;
+    });
+    const bool ctl_ok = r.output() == first;
+    if (!ctl_ok) b.fail(fmt::format(fmt::runtime("{} under the controller differs from sequential"), c));
+    b.record(c, "controller (first call, incl. profiling)", ctl, work, unit, ctl_ok,
+             {{"chosen", to_string(last.chosen)}, {"source", last.source}, {"profile_seconds", last.profile_seconds},
+              {"chunks", last.profile.size()}});
+    // The controller, cached: the next call runs the whole grid under the stored choice.
+    TuningCache cache(cache_path);
+    ControllerOptions oc = o;
+    oc.use_cache = true;
+    oc.cache = &cache;
+    run_controlled(r, oc);
+    const Stats cached = b.measure([&] { return run_controlled(r, oc).total_seconds; });
+    b.record(c, "controller (cached choice)", cached, work, unit, r.output() == first);
+
+    b.goal(fmt::format(fmt::runtime("controller total / best exhaustive, {}"), c), ctl.median / best, 1.05, false);
+    b.info(fmt::format(fmt::runtime("best {} speedup over sequential, {}"), to_string(best_s), c), seq / best, "x");
+    const double st_time = med.count(to_string(stc.best)) ? med[to_string(stc.best)] : 0;
+    b.info(fmt::format(fmt::runtime("static choice {} time / best, {}"), to_string(stc.best), c), st_time / best, "x");
+    b.info(fmt::format(fmt::runtime("controller chose {} ({}), {}"), to_string(last.chosen), last.source, c),
+           med.count(to_string(last.chosen)) ? med[to_string(last.chosen)] / best : 0, "x best");
+    ++total_cases;
+    agree += stc.best == best_s;
+    near += st_time <= 1.05 * best;
+    if (name == "matmul" && n <= 8192) {
+      const double cb = cublas_sgemm_seconds(b, n, r.input(0), r.input(1), first);
+      b.info(fmt::format(fmt::runtime("cuBLAS sgemm speedup over the best-scheduled tiled kernel, {}"), c), best / cb, "x");
+    }
+  }
+  std::error_code ec;
+  std::filesystem::remove(cache_path, ec);
+  if (total_cases) {
+    b.info("static choice = best exhaustive schedule (cases)", agree, fmt::format(fmt::runtime("of {}"), total_cases));
+    b.info("static choice within 5% of the best (cases)", near, fmt::format(fmt::runtime("of {}"), total_cases));
+  }
+  return b.finish();
+#endif
+}

@@ -1,0 +1,101 @@
+// Schedule kernels on the GPU: every kernel under every schedule (ticket and Hilbert table
+// included) gives the CPU reference's result, identical across schedules; the controller runs
+// every block once and reuses its cached choice.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+
+#include "tandem/device.hpp"
+#include "tandem/error.hpp"
+#include "tandem/schedule/kernels.hpp"
+#include "tandem/tune.hpp"
+#include "test_util.hpp"
+
+using namespace tandem;
+using namespace tandem::schedule;
+
+namespace {
+bool sanitizer() { return std::getenv("TANDEM_SANITIZER") != nullptr; }
+}  // namespace
+
+TEST(GpuSchedule, EveryKernelEverySchedule) {
+  TANDEM_REQUIRE_GPU();
+  const std::vector<std::uint32_t> sizes = sanitizer() ? std::vector<std::uint32_t>{256} : std::vector<std::uint32_t>{256, 768};
+  for (const auto& k : kernel_specs())
+    for (std::uint32_t n : sizes) {
+      KernelRunner r(k, n);
+      const auto want = reference(k, n, r.input(0), r.input(1));
+      std::vector<float> first;
+      auto scheds = candidates(r.grid(), true);
+      if (sanitizer()) scheds.resize(std::min<std::size_t>(scheds.size(), 3));
+      for (const Schedule& s : scheds)
+        for (int mode = 0; mode < 3; ++mode) {
+          r.set_ticket(mode == 1);
+          r.set_hilbert_table(mode == 2 ? std::optional<bool>(true) : std::optional<bool>(false));
+          r.poison_output();
+          r.time_full(s);
+          const auto out = r.output();
+          const double tol = k.name.rfind("intimg", 0) == 0 ? 1e-5 : 0.0;  // others are bit-exact
+          ASSERT_LE(max_rel_error(out, want), tol) << k.name << " " << n << " " << to_string(s) << " mode " << mode;
+          if (first.empty())
+            first = out;
+          else
+            ASSERT_EQ(out, first) << k.name << " " << n << " " << to_string(s) << " mode " << mode;
+        }
+    }
+}
+
+TEST(GpuSchedule, BandsCoverTheGridOnce) {
+  TANDEM_REQUIRE_GPU();
+  const KernelSpec& k = kernel_spec("conv11");
+  KernelRunner r(k, 512);  // 16x16 blocks
+  const auto want = reference(k, 512, r.input(0), {});
+  r.poison_output();
+  r.launch(Schedule::hilbert(), 0, 3);
+  r.launch(Schedule::tiled(4, 2), 3, 2);
+  r.launch(Schedule::strided(16, 1), 5, 11);
+  EXPECT_EQ(r.output(), want);
+  EXPECT_THROW(r.launch(Schedule::sequential(), 10, 7), UsageError);
+  EXPECT_THROW(r.launch(Schedule::tiled(4, 4), 0, 2), UsageError);
+}
+
+TEST(GpuSchedule, ControllerIdenticalAndCached) {
+  TANDEM_REQUIRE_GPU();
+  TempDir dir;
+  TuningCache cache(dir.file("tuning.json"));
+  for (const char* name : {"matmul", "copy-col", "intimg-row"}) {
+    const KernelSpec& k = kernel_spec(name);
+    const std::uint32_t n = sanitizer() ? 512 : 2048;
+    KernelRunner r(k, n);
+    r.time_full(Schedule::sequential());
+    const auto want = r.output();
+    ControllerOptions o;
+    o.cache = &cache;
+    o.min_chunk_blocks = 64;  // small chunks so that this grid can be profiled
+    o.profile_fraction = 0.25;
+    o.min_chunk_seconds = 0;  // trust any chunk: this test is about coverage, not timing
+    r.poison_output();
+    const auto first = run_controlled(r, o);
+    EXPECT_EQ(first.source, "profiled") << name;
+    EXPECT_GE(first.profile.size(), 2u);
+    EXPECT_EQ(r.output(), want) << name;
+    std::uint32_t rows = 0;
+    for (const auto& p : first.profile) rows += p.rows;
+    EXPECT_LE(rows, r.grid().h / 4);
+    r.poison_output();
+    const auto second = run_controlled(r, o);
+    EXPECT_EQ(second.source, "cache");
+    EXPECT_EQ(second.chosen, first.chosen);
+    EXPECT_EQ(r.output(), want);
+    // Not enough rows to profile: the fallback runs the whole grid.
+    ControllerOptions tiny;
+    tiny.use_cache = false;
+    tiny.min_chunk_blocks = 1u << 30;
+    tiny.fallback = Schedule::zigzag();
+    r.poison_output();
+    const auto fb = run_controlled(r, tiny);
+    EXPECT_EQ(fb.chosen, Schedule::zigzag());
+    EXPECT_NE(fb.source.find("not profiled"), std::string::npos);
+    EXPECT_EQ(r.output(), want);
+  }
+}
