@@ -213,6 +213,17 @@ struct GroupByJob {
       agg_reduce(into, v);
     }
   }
+  // The value that changes nothing when reduced (GPU engine: preloaded hot keys). NaN is the
+  // identity of min/max in agg_less's order, -0.0 that of a float sum.
+  TANDEM_HD value_type identity() const {
+    if constexpr (std::is_void_v<V>) {
+      return 0;
+    } else if constexpr (std::is_floating_point_v<V>) {
+      return value_type{-0.0, __builtin_nan(""), __builtin_nan(""), 0};
+    } else {
+      return value_type{0, INT64_MAX, INT64_MIN, 0};
+    }
+  }
 };
 
 // Word count on the CPU: keys are views into the text (any length).
