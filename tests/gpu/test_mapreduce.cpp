@@ -74,8 +74,10 @@ TEST(GpuMapReduce, TinyBuffersForceSpillGrowRetry) {
     o.sample_fraction = 0.05;
     auto g = mr::groupby(DType::u32, keys.data(), n, DType::f64, nullptr, 0, false, o);
     expect_counts(g, keys, block ? "block" : "direct");
-    EXPECT_GT(g.gpu.retries, 0u);
-    EXPECT_GT(g.gpu.result_grows + g.gpu.spilled, 0u);
+    // Block mode: 8-entry pools and a 16-entry spill list overflow, so the job is rerun with larger
+    // buffers. Direct mode: the 4-entry result is grown before the passes and merges.
+    if (block) EXPECT_GT(g.gpu.retries, 0u);
+    EXPECT_GT(g.gpu.result_grows, 0u);
   }
 }
 

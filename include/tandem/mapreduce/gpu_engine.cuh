@@ -215,12 +215,12 @@ __device__ __forceinline__ K load_key(const K* p) {
 // Finds k in the chain at `head`, reducing v into it. Returns true if found.
 template <bool SharedMem, bool Count, class Job, class K, class V>
 __device__ __forceinline__ bool chain_find(const Job& job, Entry<K, V>* pool, std::uint32_t r, std::uint32_t stop, const K& k,
-                                           const V& v) {
+                                           const V& v, std::uint32_t w = 1) {
   while (r != stop && r != kNil) {
     Entry<K, V>& e = pool[r & ~kSharedFlag];
     if (job_equal(job, load_key<SharedMem>(&e.key), k)) {
       job_atomic_reduce(job, &e.value, v);
-      if constexpr (Count) atomicAdd(&e.count, 1u);
+      if constexpr (Count) atomicAdd(&e.count, w);
       return true;
     }
     r = load_ref<SharedMem>(&e.next);
@@ -243,7 +243,7 @@ __device__ __forceinline__ bool chain_publish(const Job& job, std::uint32_t* hea
     else __threadfence();
     const std::uint32_t old = atomicCAS(head, seen, ref);
     if (old == seen) return true;
-    if (chain_find<SharedMem, Count>(job, pool, old, seen, k, v)) return false;
+    if (chain_find<SharedMem, Count>(job, pool, old, seen, k, v, count)) return false;
     seen = old;
   }
 }
@@ -380,26 +380,45 @@ __global__ void pass_kernel(Job job, State<typename Job::key_type, typename Job:
     return kNil;
   };
 
-  auto emit = [&](const K& k, const V& v) {
+  auto emit = [&](const K& k0, const V& v0) {
+    K k = k0;
+    V v = v0;
+    std::uint32_t w = 1;  // pairs this call stands for
+    if constexpr (std::is_integral_v<K> && std::is_trivially_copyable_v<V> && sizeof(V) % 4 == 0 && sizeof(V) <= 32) {
+      // Warp aggregation: lanes holding the same key reduce their values with shuffles and only
+      // the lowest of them touches the table (hot keys would otherwise serialise on one atomic).
+      const unsigned active = __activemask();
+      const unsigned peers = __match_any_sync(active, k);
+      const int lane = int(threadIdx.x & 31u);
+      const int leader = __ffs(peers) - 1;
+      if (peers != (1u << lane)) {
+        V acc = v;
+        for (unsigned rest = active; rest; rest &= rest - 1) {
+          const int src = __ffs(rest) - 1;
+          V x;
+          const unsigned* from = reinterpret_cast<const unsigned*>(&v);
+          unsigned* to = reinterpret_cast<unsigned*>(&x);
+#pragma unroll
+          for (int q = 0; q < int(sizeof(V) / 4); ++q) to[q] = __shfl_sync(active, from[q], src);
+          if (lane == leader && src != lane && ((peers >> src) & 1u)) job.reduce(acc, x);
+        }
+        if (lane != leader) return;
+        v = acc;
+        w = static_cast<std::uint32_t>(__popc(peers));
+      }
+    }
     const std::uint64_t h = job_hash(job, k);
     if constexpr (UseShared) {
       std::uint32_t* shead = &sbuckets[std::uint32_t(h) & (s.sm_nb - 1)];
       const std::uint32_t sseen = load_ref<true>(shead);
       if (sseen != kNil && chain_find<true, false>(job, sm_pool, sseen, kNil, k, v)) {
-        ++my_shared;
+        my_shared += w;
         return;
       }
-      if (s.direct) {
-        // look in the result table first: an existing key must not take shared space
-        std::uint32_t* head = &s.result.buckets[h & s.result.mask];
-        if (chain_find<false, false>(job, s.result.pool, load_ref<false>(head), kNil, k, v)) {
-          ++my_global;
-          return;
-        }
-      } else {
+      if (!s.direct) {
         std::uint32_t* head = &gbuckets[std::uint32_t(h >> 32) & (s.block_nb - 1)];
         if (chain_find<false, false>(job, gpool, load_ref<false>(head), kNil, k, v)) {
-          ++my_global;
+          my_global += w;
           return;
         }
       }
@@ -416,33 +435,33 @@ __global__ void pass_kernel(Job job, State<typename Job::key_type, typename Job:
         spare_s = kNil;
         if (i != kNil) {
           if (!chain_publish<true, false>(job, shead, sm_pool, i, i | kSharedFlag, sseen, k, v, 0u)) spare_s = i;
-          ++my_shared;
+          my_shared += w;
           return;
         }
       }
     }
     // global memory (3-21): the block table, or the result table in direct mode
     if (s.direct) {
-      if (!result_upsert_counted<Sampling>(job, s, k, v, 1u, h)) {
-        spill_pair(s, k, v, 1u);
+      if (!result_upsert_counted<Sampling>(job, s, k, v, w, h)) {
+        spill_pair(s, k, v, w);
         return;
       }
-      ++my_global;
+      my_global += w;
       return;
     }
     std::uint32_t* head = &gbuckets[std::uint32_t(h >> 32) & (s.block_nb - 1)];
     const std::uint32_t seen = load_ref<false>(head);
-    if (!UseShared && chain_find<false, Sampling>(job, gpool, seen, kNil, k, v)) {
-      ++my_global;
+    if (!UseShared && chain_find<false, Sampling>(job, gpool, seen, kNil, k, v, w)) {
+      my_global += w;
       return;
     }
     const std::uint32_t i = alloc_global();
     if (i == kNil) {
-      spill_pair(s, k, v, 1u);
+      spill_pair(s, k, v, w);
       return;
     }
-    if (!chain_publish<false, Sampling>(job, head, gpool, i, i, seen, k, v, 1u)) spare_g = i;
-    ++my_global;
+    if (!chain_publish<false, Sampling>(job, head, gpool, i, i, seen, k, v, w)) spare_g = i;
+    my_global += w;
   };
 
   const std::uint64_t stride = std::uint64_t(N) * Bs;
