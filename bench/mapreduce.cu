@@ -149,8 +149,8 @@ int main(int argc, char** argv) {
   };
 
   mr::Options block_hot, direct_hot, block_cold, direct_cold;
-  block_hot.block_tables = true;
-  direct_hot.block_tables = false;
+  block_hot.tables = mr::Options::Tables::block;
+  direct_hot.tables = mr::Options::Tables::direct;
   block_cold = block_hot;
   block_cold.hot_keys = false;
   direct_cold = direct_hot;
@@ -210,7 +210,7 @@ int main(int argc, char** argv) {
     for (int mode = 0; mode < 2; ++mode) {
       mr::Options o;
       o.device = Device::gpu;
-      o.block_tables = mode;
+      o.tables = mode ? mr::Options::Tables::block : mr::Options::Tables::direct;
       mr::EngineStats st;
       Report rep;
       std::vector<std::pair<std::string, std::uint64_t>> words;

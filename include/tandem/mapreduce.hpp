@@ -50,13 +50,17 @@ struct Options {
   double sample_fraction{-1};          // p, in [0, 1)
   double hot_fraction{-1};             // share of the sampled distinct keys preloaded as hot (0.05..0.10)
   bool hot_keys{true};                 // false: no shared-memory pool at all (the "off" case)
-  bool block_tables{true};             // true: per-block global tables (seed); false: cold keys go
-                                       // straight into the global result table
+  // Global tier: per-block global tables (the seed), or cold keys straight into the global result
+  // table ("direct"). auto_: the tuner measures both on the first job of a problem class and
+  // caches the winner (TuningCache, op "mapreduce.tables"); without tuning, direct.
+  enum class Tables { auto_, block, direct };
+  Tables tables{Tables::auto_};
   std::size_t shared_entries{0};       // sm_pool entries per block (0: what fits in shared memory)
   std::size_t block_pool_entries{0};   // gm_pool entries per block (0: from the sampling estimate)
   std::size_t spill_entries{0};        // global spill list (0: sized from the input)
   std::size_t result_entries{0};       // initial global result pool (0: from the sampling estimate)
   bool tune{true};                     // measure candidates on first use of a problem class
+  std::uint64_t tune_min_records{std::uint64_t{1} << 22};  // smaller jobs are not worth tuning
 };
 
 // What the GPU engine did, for --explain and the tests.

@@ -68,7 +68,7 @@ void explain_stats(Report& r, const EngineStats& s) {
   r.note(fmt::format("GPU engine: Bs={} blocks x N={} threads; p={:.3g}% sampled ({} records); hot fraction {:.3g}; "
                      "hot-key path {}; {} tables",
                      s.blocks, s.block_threads, s.sample_fraction * 100, s.sampled_records, s.hot_fraction,
-                     s.hot_path ? "on" : "off", s.block_tables ? "per-block global" : "direct global"));
+                     s.hot_path ? "on" : "off", s.block_tables ? "per-block global" : "direct global (result)"));
   r.note(fmt::format("sampling: H={} hot keys holding {:.1f}% of the sampled pairs", s.hot_keys, s.hot_share * 100));
   r.note(fmt::format("sizes: sm_pool {} entries/block, gm_pool {} entries/block, spill list {} entries", s.shared_entries,
                      s.block_pool_entries, s.spill_entries));

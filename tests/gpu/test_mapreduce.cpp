@@ -48,7 +48,7 @@ TEST(GpuMapReduce, GroupByCountsAllModes) {
       for (int mode = 0; mode < 4; ++mode) {
         auto o = gpu_opts();
         o.hot_keys = mode & 1;
-        o.block_tables = mode & 2;
+        o.tables = (mode & 2) ? mr::Options::Tables::block : mr::Options::Tables::direct;
         auto g = mr::groupby(DType::u32, keys.data(), n, DType::f64, nullptr, 0, false, o);
         expect_counts(g, keys, "s=" + std::to_string(s) + " d=" + std::to_string(distinct) + " mode=" + std::to_string(mode));
         EXPECT_EQ(g.gpu.records, n);
@@ -64,7 +64,7 @@ TEST(GpuMapReduce, TinyBuffersForceSpillGrowRetry) {
   auto keys = mr::zipf_keys_u32(n, 20000, 0.8, 11);
   for (bool block : {true, false}) {
     auto o = gpu_opts();
-    o.block_tables = block;
+    o.tables = block ? mr::Options::Tables::block : mr::Options::Tables::direct;
     o.blocks = 3;
     o.block_threads = 64;
     o.shared_entries = 4;
@@ -111,7 +111,7 @@ TEST(GpuMapReduce, GroupByAggregatesFloatAndInt) {
   dv[5] = -0.0;
   for (int mode = 0; mode < 2; ++mode) {
     auto o = gpu_opts();
-    o.block_tables = mode;
+    o.tables = mode ? mr::Options::Tables::block : mr::Options::Tables::direct;
     auto gd = mr::groupby(DType::u64, keys.data(), n, DType::f64, dv.data(), n, true, o);
     auto gi = mr::groupby(DType::u64, keys.data(), n, DType::i64, iv.data(), n, true, o);
     o.device = Device::cpu;
@@ -132,6 +132,21 @@ TEST(GpuMapReduce, GroupByAggregatesFloatAndInt) {
   }
 }
 
+TEST(GpuMapReduce, TunedTableModeIsCachedAndCorrect) {
+  TANDEM_REQUIRE_GPU();
+  const std::size_t n = sanitizer() ? 30000 : 1 << 20;
+  auto keys = mr::zipf_keys_u32(n, 10000, 1.0, 21);
+  auto o = gpu_opts();
+  o.tune_min_records = 1;  // tune even this small job
+  auto g1 = mr::groupby(DType::u32, keys.data(), n, DType::f64, nullptr, 0, false, o);
+  auto g2 = mr::groupby(DType::u32, keys.data(), n, DType::f64, nullptr, 0, false, o);
+  expect_counts(g1, keys, "tuned");
+  expect_counts(g2, keys, "cached");
+  bool from_cache = false;
+  for (const auto& note : g2.report.notes) from_cache = from_cache || note.find("tuning cache") != std::string::npos;
+  EXPECT_TRUE(from_cache);
+}
+
 TEST(GpuMapReduce, WordCountMatchesReference) {
   TANDEM_REQUIRE_GPU();
   auto vocab = mr::make_vocabulary(3000, 2);
@@ -143,7 +158,7 @@ TEST(GpuMapReduce, WordCountMatchesReference) {
   for (int mode = 0; mode < 2; ++mode) {
     mr::WordCountOptions o;
     o.engine = gpu_opts();
-    o.engine.block_tables = mode;
+    o.engine.tables = mode ? mr::Options::Tables::block : mr::Options::Tables::direct;
     o.engine.shared_entries = mode ? 0 : 16;
     o.engine.block_pool_entries = mode ? 0 : 64;
     auto r = mr::wordcount(text, o);

@@ -41,6 +41,7 @@
 #include "tandem/gpu.hpp"
 #include "tandem/mapreduce.hpp"
 #include "tandem/timing.hpp"
+#include "tandem/tune.hpp"
 
 namespace tandem::mr::gpu_engine {
 
@@ -607,8 +608,46 @@ class Engine {
     return {keys_out_, values_out_, n_out_};
   }
 
-  std::vector<std::pair<K, V>> run(const Job& job, std::uint64_t M, const Options& o, EngineStats& st, Report& rep) {
+  // Picks the table mode for Tables::auto_: cached, else measured (both modes once, the job run
+  // twice more) when the job is large enough, else direct.
+  Options resolve(const Job& job, std::uint64_t M, const Options& o, Report& rep, cudaStream_t stream) {
+    Options r = o;
+    if (o.tables != Options::Tables::auto_) return r;
+    r.tables = Options::Tables::direct;
+    if (!o.tune || M < o.tune_min_records) return r;
+    int dev = 0;
+    TANDEM_CUDA(cudaGetDevice(&dev));
+    const auto gpus = gpu_info();
+    const std::string gkey = dev < int(gpus.size()) ? gpus[dev].key() : std::string("gpu");
+    const std::string cls = fmtr("k{}v{}/{}/hot{}", sizeof(K), sizeof(V), size_class(M), o.hot_keys ? 1 : 0);
+    auto& cache = TuningCache::global();
+    if (auto c = cache.get("mapreduce.tables", gkey, cls); c && c->contains("tables")) {
+      r.tables = (*c)["tables"].get<std::string>() == "block" ? Options::Tables::block : Options::Tables::direct;
+      rep.note(fmtr("table mode {} from the tuning cache ({})", (*c)["tables"].get<std::string>(), cls));
+      return r;
+    }
+    std::vector<Candidate> cands{{"tables=direct", {{"tables", "direct"}}}, {"tables=block", {{"tables", "block"}}}};
+    auto res = Tuner().repetitions(1).warmup(0).run(cands, [&](const Candidate& c) {
+      Options t = o;
+      t.tables = c.params["tables"].get<std::string>() == "block" ? Options::Tables::block : Options::Tables::direct;
+      EngineStats st;
+      Report scratch;
+      TANDEM_CUDA(cudaStreamSynchronize(stream));
+      Stopwatch w;
+      run_device(job, M, t, st, scratch, stream);
+      TANDEM_CUDA(cudaStreamSynchronize(stream));
+      return w.seconds();
+    });
+    const auto& win = res.winner();
+    r.tables = win.candidate.params["tables"].get<std::string>() == "block" ? Options::Tables::block : Options::Tables::direct;
+    cache.put("mapreduce.tables", gkey, cls, win.candidate.params);
+    rep.note(fmtr("tuned table mode ({}): {}", cls, res.report()));
+    return r;
+  }
+
+  std::vector<std::pair<K, V>> run(const Job& job, std::uint64_t M, const Options& o_in, EngineStats& st, Report& rep) {
     gpu::Stream stream;
+    const Options o = resolve(job, M, o_in, rep, stream);
     auto d = run_device(job, M, o, st, rep, stream);
     Stopwatch w;
     std::vector<K> k(d.n);
@@ -638,7 +677,7 @@ class Engine {
     pl.threads = o.block_threads > 0 ? (o.block_threads + 31) / 32 * 32 : 512;
     pl.threads = std::min(pl.threads, prop.maxThreadsPerBlock);
     pl.hot = o.hot_keys;
-    pl.direct = !o.block_tables;
+    pl.direct = o.tables != Options::Tables::block;
     pl.p = o.sample_fraction >= 0 ? std::min(o.sample_fraction, 0.5) : 0.01;
     pl.hot_fraction = o.hot_fraction >= 0 ? std::min(o.hot_fraction, 1.0) : 0.10;
     // Shared pool: what fits in ~96 KiB (two blocks of 512 threads per SM), or as asked.
