@@ -59,6 +59,8 @@ struct Options {
   std::size_t block_pool_entries{0};   // gm_pool entries per block (0: from the sampling estimate)
   std::size_t spill_entries{0};        // global spill list (0: sized from the input)
   std::size_t result_entries{0};       // initial global result pool (0: from the sampling estimate)
+  bool warp_aggregate{false};          // experimental, not yet run on a GPU: lanes with equal integer
+                                       // keys combine their values before one of them updates a table
   bool tune{true};                     // measure candidates on first use of a problem class
   std::uint64_t tune_min_records{std::uint64_t{1} << 22};  // smaller jobs are not worth tuning
 };
