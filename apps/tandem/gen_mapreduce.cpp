@@ -1,0 +1,139 @@
+// `tandem gen zipf` and `tandem gen text`, and the word count / group-by parts of `tandem demo`.
+#include <iostream>
+#include <memory>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "command.hpp"
+#include "tandem/error.hpp"
+#include "tandem/format.hpp"
+#include "tandem/io.hpp"
+#include "tandem/mapreduce.hpp"
+#include "tandem/timing.hpp"
+
+namespace {
+
+struct ZipfArgs {
+  std::size_t n{1 << 20};
+  std::uint64_t distinct{1 << 20};
+  double exponent{1.0};
+  std::uint64_t seed{1};
+  std::string type{"u32"}, out, values, value_type{"f64"};
+};
+
+const bool gen_zipf = tandem::cli::register_generator({
+    "zipf", "Zipf-distributed integer keys (and optional random values) for group-by",
+    [](CLI::App& app) -> std::function<int()> {
+      auto a = std::make_shared<ZipfArgs>();
+      app.add_option("--n", a->n, "Number of keys")->capture_default_str();
+      app.add_option("--distinct", a->distinct, "Number of distinct keys")->capture_default_str();
+      app.add_option("--exponent", a->exponent, "Zipf exponent s (0: uniform)")->capture_default_str();
+      app.add_option("--seed", a->seed, "Random seed")->capture_default_str();
+      app.add_option("--type", a->type, "Key type: u32, u64, i32 or i64")->capture_default_str();
+      app.add_option("--out", a->out, "Keys file (raw, or .npy by suffix)")->required();
+      app.add_option("--values", a->values, "Also write a values file (uniform in [0, 1000))");
+      app.add_option("--value-type", a->value_type, "f32, f64, i32 or i64")->capture_default_str();
+      return [a] {
+        const auto kt = tandem::parse_dtype(a->type);
+        if (kt == tandem::DType::u32 || kt == tandem::DType::i32) {
+          if (a->distinct > (std::uint64_t{1} << 32)) throw tandem::UsageError("--distinct: at most 2^32 for 32-bit keys");
+          auto k = tandem::mr::zipf_keys_u32(a->n, a->distinct, a->exponent, a->seed);
+          tandem::io::write_array(a->out, kt, k.data(), k.size());
+        } else if (kt == tandem::DType::u64 || kt == tandem::DType::i64) {
+          auto k = tandem::mr::zipf_keys_u64(a->n, a->distinct, a->exponent, a->seed);
+          tandem::io::write_array(a->out, kt, k.data(), k.size());
+        } else {
+          throw tandem::UsageError(fmt::format("--type {}: expected u32, u64, i32 or i64", a->type));
+        }
+        if (!a->values.empty()) {
+          const auto vt = tandem::parse_dtype(a->value_type);
+          auto r = tandem::mr::zipf_ranks(a->n, 1000000, 0.0, a->seed + 17);
+          tandem::visit_dtype(vt, [&](auto t) {
+            using T = decltype(t);
+            if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_same_v<T, std::int32_t> ||
+                          std::is_same_v<T, std::int64_t>) {
+              std::vector<T> v(a->n);
+              for (std::size_t i = 0; i < a->n; ++i) v[i] = static_cast<T>(double(r[i]) / 1000.0);
+              tandem::io::write_array(a->values, vt, v.data(), v.size());
+            } else {
+              throw tandem::UsageError(fmt::format("--value-type {}: expected f32, f64, i32 or i64", a->value_type));
+            }
+          });
+        }
+        return 0;
+      };
+    }});
+
+struct TextArgs {
+  std::size_t bytes{1 << 20}, vocab{10000};
+  double exponent{1.0};
+  std::uint64_t seed{1};
+  std::string out;
+};
+
+const bool gen_text = tandem::cli::register_generator({
+    "text", "Text whose words follow a Zipf law over a generated vocabulary (for wordcount)",
+    [](CLI::App& app) -> std::function<int()> {
+      auto a = std::make_shared<TextArgs>();
+      app.add_option("--bytes", a->bytes, "Size of the text")->capture_default_str();
+      app.add_option("--vocab", a->vocab, "Distinct words in the vocabulary")->capture_default_str()->check(CLI::PositiveNumber);
+      app.add_option("--exponent", a->exponent, "Zipf exponent s (0: uniform)")->capture_default_str();
+      app.add_option("--seed", a->seed, "Random seed")->capture_default_str();
+      app.add_option("--out", a->out, "Output file ('-' for standard output)")->required();
+      return [a] {
+        const auto vocab = tandem::mr::make_vocabulary(a->vocab, a->seed);
+        const auto t = tandem::mr::zipf_text(a->bytes, vocab, a->exponent, a->seed);
+        tandem::io::AtomicOutput out(a->out);
+        out.stream().write(t.data(), static_cast<std::streamsize>(t.size()));
+        out.commit();
+        return 0;
+      };
+    }});
+
+const bool demo_wc = tandem::cli::register_demo_part({50, "word count", [] {
+  const auto vocab = tandem::mr::make_vocabulary(20000, 5);
+  const auto text = tandem::mr::zipf_text(std::size_t{16} << 20, vocab, 1.0, 5);
+  tandem::Stopwatch w;
+  auto r = tandem::mr::wordcount(text);
+  const double t = w.seconds();
+  std::unordered_map<std::string_view, std::uint64_t> ref;
+  tandem::mr::for_each_word(text.data(), text.size(), 0, text.size(),
+                            [&](std::size_t b, std::size_t n) { ++ref[std::string_view(text.data() + b, n)]; });
+  bool ok = ref.size() == r.words.size();
+  for (const auto& [wd, c] : r.words) ok = ok && ref.count(wd) && ref[wd] == c;
+  std::cout << r.report.explain();
+  std::cout << fmt::format("word count of {} Zipf text: {} words, {} distinct, {} ({}); top word '{}' x{}; {} std::unordered_map reference\n",
+                           tandem::human_bytes(text.size()), r.total_words, r.words.size(), tandem::human_seconds(t),
+                           tandem::human_rate(text.size() / t, "B/s"), r.words.empty() ? "" : r.words[0].first,
+                           r.words.empty() ? 0 : r.words[0].second, ok ? "matches the" : "DIFFERS FROM the");
+  return ok;
+}});
+
+const bool demo_gb = tandem::cli::register_demo_part({51, "group-by", [] {
+  const std::size_t n = std::size_t{1} << 22;
+  const auto keys = tandem::mr::zipf_keys_u32(n, 100000, 1.0, 9);
+  std::vector<double> vals(n);
+  for (std::size_t i = 0; i < n; ++i) vals[i] = double(i % 1000);
+  tandem::Stopwatch w;
+  auto g = tandem::mr::groupby(tandem::DType::u32, keys.data(), n, tandem::DType::f64, vals.data(), n, true);
+  const double t = w.seconds();
+  std::unordered_map<std::uint32_t, std::pair<double, std::uint64_t>> ref;
+  for (std::size_t i = 0; i < n; ++i) {
+    auto& e = ref[keys[i]];
+    e.first += vals[i];
+    ++e.second;
+  }
+  bool ok = ref.size() == g.rows.size();
+  for (const auto& row : g.rows) {
+    auto it = ref.find(static_cast<std::uint32_t>(row.key_bits));
+    ok = ok && it != ref.end() && it->second.second == row.count && it->second.first == row.dsum;
+  }
+  std::cout << g.report.explain();
+  std::cout << fmt::format("group-by sum,count of {} u32 keys (Zipf 1.0 over 100000) with f64 values: {} groups, {} ({}); {} std::unordered_map reference\n",
+                           n, g.rows.size(), tandem::human_seconds(t), tandem::human_rate(n / t, "keys/s"),
+                           ok ? "matches the" : "DIFFERS FROM the");
+  return ok;
+}});
+
+}  // namespace

@@ -1,0 +1,479 @@
+// tandem::mr — MapReduce on the CPU and the GPU (seed 001: unified shared/global memory management).
+//
+// A job is a type with
+//   key_type, value_type
+//   template <class Emit> void map(std::size_t record, Emit&& emit) const;   // emit(key, value), 0..n times
+//   void reduce(value_type& into, const value_type& v) const;                // associative, commutative
+// Records are numbered 0..M-1; the job reads its own data for record i (a chunk of text, a row).
+// The CPU engine (cpu_mapreduce below) runs any such job with OpenMP threads, each with a local
+// open-addressing table that spills into hash partitions when it reaches a size limit, followed by
+// a partitioned parallel merge. The GPU engine (tandem/mapreduce/gpu_engine.cuh, for .cu files)
+// runs jobs whose map/reduce are __host__ __device__ and whose keys are fixed-width: sampling pass,
+// hot keys preloaded into a shared-memory pool, per-block global tables, final merge.
+//
+// Shipped jobs: word count (words of text) and group-by (integer keys, numeric values).
+#pragma once
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "tandem/report.hpp"
+#include "tandem/types.hpp"
+
+#if defined(__CUDACC__)
+#define TANDEM_HD __host__ __device__
+#else
+#define TANDEM_HD
+#endif
+
+namespace tandem::mr {
+
+// ---------------------------------------------------------------------------------------------
+// Options shared by the engines. Zero / negative means "tuned or default".
+struct Options {
+  Device device{Device::auto_};
+  int threads{0};                      // CPU threads (0: default_threads())
+  std::size_t cpu_table_limit{0};      // CPU: entries per thread-local table before it spills (0: none)
+  // GPU (seed 001). All 0/-1: chosen by the tuner and cached.
+  int blocks{0};                       // Bs
+  int block_threads{0};                // N (multiple of 32)
+  double sample_fraction{-1};          // p, in [0, 1)
+  double hot_fraction{-1};             // share of the sampled distinct keys preloaded as hot (0.05..0.10)
+  bool hot_keys{true};                 // false: no shared-memory pool at all (the "off" case)
+  // Global tier: per-block global tables (the seed), or cold keys straight into the global result
+  // table ("direct"). auto_: the tuner measures both on the first job of a problem class and
+  // caches the winner (TuningCache, op "mapreduce.tables"); without tuning, direct.
+  enum class Tables { auto_, block, direct };
+  Tables tables{Tables::auto_};
+  std::size_t shared_entries{0};       // sm_pool entries per block (0: what fits in shared memory)
+  std::size_t block_pool_entries{0};   // gm_pool entries per block (0: from the sampling estimate)
+  std::size_t spill_entries{0};        // global spill list (0: sized from the input)
+  std::size_t result_entries{0};       // initial global result pool (0: from the sampling estimate)
+  bool warp_aggregate{false};          // experimental, not yet run on a GPU: lanes with equal integer
+                                       // keys combine their values before one of them updates a table
+  bool tune{true};                     // measure candidates on first use of a problem class
+  std::uint64_t tune_min_records{std::uint64_t{1} << 22};  // smaller jobs are not worth tuning
+};
+
+// What the GPU engine did, for --explain and the tests.
+struct EngineStats {
+  std::uint64_t records{0};
+  std::uint64_t sampled_records{0};
+  std::uint64_t hot_keys{0};           // H
+  double hot_share{0};                 // share of the sampled pairs whose key is hot
+  std::uint64_t shared_hits{0};        // pairs reduced into the shared-memory pool
+  std::uint64_t global_hits{0};        // pairs reduced into global memory (block tables / result)
+  std::uint64_t spilled{0};            // pairs that went to the spill list
+  std::uint64_t result_grows{0};       // times the global result table was grown
+  std::uint64_t retries{0};            // whole-job retries with larger buffers
+  std::uint64_t distinct{0};
+  int blocks{0}, block_threads{0};
+  double sample_fraction{0}, hot_fraction{0};
+  std::size_t shared_entries{0}, block_pool_entries{0}, spill_entries{0};
+  bool block_tables{true}, hot_path{true};
+};
+
+// ---------------------------------------------------------------------------------------------
+// Hashing (same function on both sides so tests can reason about buckets).
+TANDEM_HD inline std::uint64_t mix64(std::uint64_t x) {
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdULL;
+  x ^= x >> 33;
+  x *= 0xc4ceb9fe1a85ec53ULL;
+  x ^= x >> 33;
+  return x;
+}
+
+TANDEM_HD inline std::uint64_t hash_bytes(const char* p, std::size_t n) {
+  std::uint64_t h = 0x9E3779B97F4A7C15ULL ^ n;
+  std::size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    std::uint64_t w;
+    std::memcpy(&w, p + i, 8);
+    h = mix64(h ^ w) + 0x9E3779B97F4A7C15ULL;
+  }
+  std::uint64_t w = 0;
+  for (std::size_t j = 0; i + j < n; ++j) w |= std::uint64_t(static_cast<unsigned char>(p[i + j])) << (8 * j);
+  return mix64(h ^ w);
+}
+
+template <class K>
+struct Hash {
+  TANDEM_HD std::uint64_t operator()(const K& k) const {
+    if constexpr (std::is_integral_v<K>) {
+      return mix64(static_cast<std::uint64_t>(k));
+    } else {
+      return std::hash<K>{}(k);
+    }
+  }
+};
+template <>
+struct Hash<std::string_view> {
+  std::uint64_t operator()(std::string_view s) const { return hash_bytes(s.data(), s.size()); }
+};
+
+// ---------------------------------------------------------------------------------------------
+// Word tokenisation: maximal runs of ASCII letters, digits, '\'', '_' and bytes >= 0x80.
+TANDEM_HD inline bool is_word_byte(unsigned char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '\'' ||
+         c == '_' || c >= 0x80;
+}
+TANDEM_HD inline unsigned char ascii_lower(unsigned char c) { return (c >= 'A' && c <= 'Z') ? c + 32 : c; }
+
+// Calls f(begin, length) for every word that *starts* inside [first, last) of text[0, n): a word
+// crossing `last` is finished past it; a word crossing `first` belongs to the previous chunk.
+template <class F>
+TANDEM_HD void for_each_word(const char* text, std::size_t n, std::size_t first, std::size_t last, F&& f) {
+  std::size_t i = first;
+  if (i > 0 && i < n && is_word_byte(static_cast<unsigned char>(text[i - 1])))
+    while (i < n && is_word_byte(static_cast<unsigned char>(text[i]))) ++i;  // skip the tail of a word
+  while (i < last) {
+    while (i < last && !is_word_byte(static_cast<unsigned char>(text[i]))) ++i;
+    if (i >= last) break;
+    const std::size_t b = i;
+    while (i < n && is_word_byte(static_cast<unsigned char>(text[i]))) ++i;
+    f(b, i - b);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Group-by accumulators. A is double (float inputs) or int64 (integer inputs). min/max use a total
+// order on -0.0 < +0.0 and ignore NaN (NaN only if every value was NaN); sum propagates NaN.
+template <class A>
+struct Agg {
+  A sum;
+  A min;
+  A max;
+  std::uint64_t count;
+};
+
+template <class A>
+TANDEM_HD inline bool agg_less(A a, A b) {
+  if constexpr (std::is_floating_point_v<A>) {
+    if (a != a) return false;           // NaN is never smaller
+    if (b != b) return true;            // any number is smaller than NaN
+    if (a == b) return std::signbit(a) && !std::signbit(b);
+    return a < b;
+  } else {
+    return a < b;
+  }
+}
+template <class A>
+TANDEM_HD inline bool agg_greater(A a, A b) {
+  if constexpr (std::is_floating_point_v<A>) {
+    if (a != a) return false;
+    if (b != b) return true;
+    if (a == b) return !std::signbit(a) && std::signbit(b);
+    return a > b;
+  } else {
+    return a > b;
+  }
+}
+
+template <class A, class V>
+TANDEM_HD inline Agg<A> agg_of(V v) {
+  const A a = static_cast<A>(v);
+  return Agg<A>{a, a, a, 1};
+}
+template <class A>
+TANDEM_HD inline void agg_reduce(Agg<A>& into, const Agg<A>& v) {
+  into.sum += v.sum;
+  if (agg_less(v.min, into.min)) into.min = v.min;
+  if (agg_greater(v.max, into.max)) into.max = v.max;
+  into.count += v.count;
+}
+
+template <class V>
+using agg_acc_t = std::conditional_t<std::is_floating_point_v<V>, double, std::int64_t>;
+
+// Group-by job: keys[i] with values[i] (V = void: counts only).
+template <class K, class V>
+struct GroupByJob {
+  using key_type = K;
+  using value_type = std::conditional_t<std::is_void_v<V>, std::uint64_t, Agg<agg_acc_t<std::conditional_t<std::is_void_v<V>, int, V>>>>;
+  const K* keys{nullptr};
+  const std::conditional_t<std::is_void_v<V>, char, V>* values{nullptr};
+
+  template <class Emit>
+  TANDEM_HD void map(std::size_t i, Emit&& emit) const {
+    if constexpr (std::is_void_v<V>) {
+      emit(keys[i], value_type{1});
+    } else {
+      emit(keys[i], agg_of<agg_acc_t<V>>(values[i]));
+    }
+  }
+  TANDEM_HD void reduce(value_type& into, const value_type& v) const {
+    if constexpr (std::is_void_v<V>) {
+      into += v;
+    } else {
+      agg_reduce(into, v);
+    }
+  }
+  // The value that changes nothing when reduced (GPU engine: preloaded hot keys). NaN is the
+  // identity of min/max in agg_less's order, -0.0 that of a float sum.
+  TANDEM_HD value_type identity() const {
+    if constexpr (std::is_void_v<V>) {
+      return 0;
+    } else if constexpr (std::is_floating_point_v<V>) {
+      return value_type{-0.0, __builtin_nan(""), __builtin_nan(""), 0};
+    } else {
+      return value_type{0, INT64_MAX, INT64_MIN, 0};
+    }
+  }
+};
+
+// Word count on the CPU: keys are views into the text (any length).
+struct WordCountCpuJob {
+  using key_type = std::string_view;
+  using value_type = std::uint64_t;
+  const char* text{nullptr};
+  std::size_t size{0};
+  std::size_t chunk{1 << 16};
+
+  std::size_t records() const { return (size + chunk - 1) / chunk; }
+  template <class Emit>
+  void map(std::size_t i, Emit&& emit) const {
+    const std::size_t first = i * chunk, last = std::min(size, first + chunk);
+    for_each_word(text, size, first, last, [&](std::size_t b, std::size_t len) { emit(std::string_view(text + b, len), value_type{1}); });
+  }
+  void reduce(value_type& into, const value_type& v) const { into += v; }
+};
+
+// ---------------------------------------------------------------------------------------------
+// CPU engine.
+
+// Open-addressing table with linear probing (power-of-two capacity, load <= 1/2).
+template <class K, class V, class H = Hash<K>>
+class LocalTable {
+ public:
+  explicit LocalTable(std::size_t expected = 16) { rehash(std::max<std::size_t>(16, std::bit_ceil(expected * 2))); }
+
+  template <class R>
+  void upsert(const K& k, const V& v, std::uint64_t h, R&& reduce) {
+    std::size_t i = h & mask_;
+    while (used_[i]) {
+      if (hashes_[i] == h && keys_[i] == k) {
+        reduce(vals_[i], v);
+        return;
+      }
+      i = (i + 1) & mask_;
+    }
+    used_[i] = 1;
+    hashes_[i] = h;
+    keys_[i] = k;
+    vals_[i] = v;
+    if (++size_ * 2 > keys_.size()) rehash(keys_.size() * 2);
+  }
+  std::size_t size() const { return size_; }
+  template <class F>
+  void for_each(F&& f) const {
+    for (std::size_t i = 0; i < keys_.size(); ++i)
+      if (used_[i]) f(keys_[i], vals_[i], hashes_[i]);
+  }
+  void clear() {
+    std::fill(used_.begin(), used_.end(), 0);
+    size_ = 0;
+  }
+
+ private:
+  void rehash(std::size_t cap) {
+    std::vector<K> k(cap);
+    std::vector<V> v(cap);
+    std::vector<std::uint64_t> h(cap);
+    std::vector<unsigned char> u(cap, 0);
+    const std::size_t m = cap - 1;
+    for (std::size_t i = 0; i < keys_.size(); ++i) {
+      if (!used_[i]) continue;
+      std::size_t j = hashes_[i] & m;
+      while (u[j]) j = (j + 1) & m;
+      u[j] = 1;
+      k[j] = std::move(keys_[i]);
+      v[j] = std::move(vals_[i]);
+      h[j] = hashes_[i];
+    }
+    keys_.swap(k);
+    vals_.swap(v);
+    hashes_.swap(h);
+    used_.swap(u);
+    mask_ = m;
+  }
+
+  std::vector<K> keys_;
+  std::vector<V> vals_;
+  std::vector<std::uint64_t> hashes_;
+  std::vector<unsigned char> used_;
+  std::size_t mask_{0};
+  std::size_t size_{0};
+};
+
+struct CpuStats {
+  int threads{1};
+  std::uint64_t pairs{0};      // pairs emitted by map
+  std::uint64_t spills{0};     // times a thread-local table reached the limit and was drained
+  std::uint64_t spilled_entries{0};
+};
+
+int cpu_threads(const Options& o);  // o.threads or default_threads()
+namespace detail {
+int omp_thread_num();  // omp_get_thread_num() (0 without OpenMP)
+}
+
+// Runs `job` over records [0, records) on CPU threads; returns one (key, value) per distinct key,
+// in no particular order.
+template <class Job>
+std::vector<std::pair<typename Job::key_type, typename Job::value_type>> cpu_mapreduce(
+    const Job& job, std::size_t records, const Options& opts, CpuStats* stats = nullptr) {
+  using K = typename Job::key_type;
+  using V = typename Job::value_type;
+  using Pair = std::pair<K, V>;
+  const int T = std::max(1, std::min<int>(cpu_threads(opts), static_cast<int>(std::max<std::size_t>(1, records))));
+  const int P = T;  // merge partitions
+  auto reducer = [&job](V& a, const V& b) { job.reduce(a, b); };
+  Hash<K> hasher;
+  // parts[t][p]: entries drained by thread t that belong to partition p, with their hashes.
+  std::vector<std::vector<std::vector<std::pair<Pair, std::uint64_t>>>> parts(T, std::vector<std::vector<std::pair<Pair, std::uint64_t>>>(P));
+  std::vector<std::uint64_t> pairs(T, 0), spills(T, 0), spilled(T, 0);
+  const std::size_t limit = opts.cpu_table_limit;
+  const std::size_t grain = std::max<std::size_t>(1, std::min<std::size_t>(64, records / (std::size_t(T) * 8) + 1));
+
+#pragma omp parallel num_threads(T)
+  {
+    const int t = detail::omp_thread_num();
+    LocalTable<K, V> table(limit ? limit : 1024);
+    auto drain = [&] {
+      table.for_each([&](const K& k, const V& v, std::uint64_t h) { parts[t][(h >> 40) % P].push_back({{k, v}, h}); });
+      table.clear();
+    };
+#pragma omp for schedule(dynamic, 1)
+    for (std::int64_t g = 0; g < static_cast<std::int64_t>((records + grain - 1) / grain); ++g) {
+      const std::size_t b = std::size_t(g) * grain, e = std::min(records, b + grain);
+      for (std::size_t i = b; i < e; ++i) {
+        job.map(i, [&](const K& k, const V& v) {
+          ++pairs[t];
+          table.upsert(k, v, hasher(k), reducer);
+          if (limit && table.size() >= limit) {
+            ++spills[t];
+            spilled[t] += table.size();
+            drain();
+          }
+        });
+      }
+    }
+    drain();
+  }
+  // Partitioned merge: partition p reduces every thread's entries of p.
+  std::vector<std::vector<Pair>> merged(P);
+#pragma omp parallel for num_threads(T) schedule(dynamic, 1)
+  for (int p = 0; p < P; ++p) {
+    std::size_t n = 0;
+    for (int t = 0; t < T; ++t) n += parts[t][p].size();
+    LocalTable<K, V> table(n / 2 + 1);
+    for (int t = 0; t < T; ++t)
+      for (const auto& [kv, h] : parts[t][p]) table.upsert(kv.first, kv.second, h, reducer);
+    merged[p].reserve(table.size());
+    table.for_each([&](const K& k, const V& v, std::uint64_t) { merged[p].emplace_back(k, v); });
+  }
+  std::vector<Pair> out;
+  std::size_t total = 0;
+  for (auto& m : merged) total += m.size();
+  out.reserve(total);
+  for (auto& m : merged) out.insert(out.end(), std::make_move_iterator(m.begin()), std::make_move_iterator(m.end()));
+  if (stats) {
+    stats->threads = T;
+    stats->pairs = stats->spills = stats->spilled_entries = 0;
+    for (int t = 0; t < T; ++t) {
+      stats->pairs += pairs[t];
+      stats->spills += spills[t];
+      stats->spilled_entries += spilled[t];
+    }
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The shipped jobs, with device dispatch (auto: GPU when present and the input is large enough).
+
+struct WordCountOptions {
+  bool lowercase{false};
+  Options engine;
+};
+
+struct WordCount {
+  std::vector<std::pair<std::string, std::uint64_t>> words;  // sorted: count desc, then word bytewise
+  std::uint64_t total_words{0};
+  EngineStats gpu;
+  Report report;
+};
+
+// Counts the words of `text`. With lowercase, ASCII letters are folded first.
+WordCount wordcount(std::string_view text, const WordCountOptions& opts = {});
+
+// Sorts (word, count) pairs as the CLI prints them.
+void sort_word_counts(std::vector<std::pair<std::string, std::uint64_t>>& v);
+
+enum class AggKind { sum, count, min, max, mean };
+std::vector<AggKind> parse_aggs(std::string_view list);  // "sum,count" ; UsageError on bad names
+std::string_view to_string(AggKind a);
+
+// One group: the key (as its bit pattern widened to 64 bits, see key_type) and the accumulators.
+// Integer values accumulate in int64 (isum/imin/imax), float values in double (dsum/dmin/dmax).
+struct GroupRow {
+  std::uint64_t key_bits{0};
+  std::uint64_t count{0};
+  double dsum{0}, dmin{0}, dmax{0};
+  std::int64_t isum{0}, imin{0}, imax{0};
+};
+
+struct GroupBy {
+  DType key_type{DType::u32};
+  DType value_type{DType::f64};
+  bool has_values{false};
+  std::vector<GroupRow> rows;  // sorted by key (numeric order of key_type)
+  EngineStats gpu;
+  Report report;
+};
+
+// keys/values are raw arrays of key_type / value_type (values may be empty when only counts are
+// wanted: pass value_count 0 and has_values false). Throws InputError when the lengths differ.
+GroupBy groupby(DType key_type, const void* keys, std::size_t n, DType value_type, const void* values,
+                std::size_t value_count, bool has_values, const Options& opts = {});
+
+// CSV as the CLI writes it: header "key,<aggs...>", one row per key.
+void write_groupby_csv(std::ostream& os, const GroupBy& g, const std::vector<AggKind>& aggs);
+
+// ---------------------------------------------------------------------------------------------
+// Data generators (also behind `tandem gen zipf` and `tandem gen text`).
+
+// n Zipf-distributed ranks in [0, distinct): P(rank r) ~ 1/(r+1)^exponent (exponent 0: uniform).
+// Deterministic for a seed, whatever the thread count.
+std::vector<std::uint64_t> zipf_ranks(std::size_t n, std::uint64_t distinct, double exponent, std::uint64_t seed);
+// Ranks turned into keys scattered over the key range by a bijection (rank 0 is not key 0).
+std::vector<std::uint32_t> zipf_keys_u32(std::size_t n, std::uint64_t distinct, double exponent, std::uint64_t seed);
+std::vector<std::uint64_t> zipf_keys_u64(std::size_t n, std::uint64_t distinct, double exponent, std::uint64_t seed);
+TANDEM_HD inline std::uint32_t scatter32(std::uint32_t x) {  // a bijection on 32 bits
+  x ^= x >> 16;
+  x *= 0x7feb352dU;
+  x ^= x >> 15;
+  x *= 0x846ca68bU;
+  x ^= x >> 16;
+  return x;
+}
+// A vocabulary of `words` distinct pseudo-words (lengths 1..14, every 101st word 40..60 bytes long)
+// and ~`bytes` of text drawing them Zipf(exponent), separated by spaces, punctuation and newlines.
+std::vector<std::string> make_vocabulary(std::size_t words, std::uint64_t seed);
+std::string zipf_text(std::size_t bytes, const std::vector<std::string>& vocab, double exponent, std::uint64_t seed);
+
+// Engine stats as readable lines (for Report notes / --explain).
+void explain_stats(Report& r, const EngineStats& s);
+
+}  // namespace tandem::mr

@@ -1,0 +1,42 @@
+// GPU group-by: GroupByJob on the seed-001 engine. One engine per (key width, value kind).
+#include "mapreduce/gpu_jobs.hpp"
+#include "tandem/mapreduce/gpu_engine.cuh"
+#include "tandem/transfer.hpp"
+
+namespace tandem::mr::detail {
+using gpu_engine::fmtr;
+
+template <class K, class V>
+std::vector<std::pair<K, typename GroupByJob<K, V>::value_type>> gpu_groupby(const K* keys, const V* values, std::size_t n,
+                                                                            const Options& o, EngineStats& st, Report& r) {
+  gpu::require();
+  using Job = GroupByJob<K, V>;
+  using VIn = std::conditional_t<std::is_void_v<V>, char, V>;
+  static gpu_engine::Engine<Job> engine;  // keeps its scratch buffers between calls
+  if (n == 0) {
+    r.note("empty input");
+    return {};
+  }
+  Stopwatch w;
+  gpu::DeviceBuffer<K> dk(n);
+  gpu::DeviceBuffer<VIn> dv(std::is_void_v<V> ? 0 : n);
+  gpu::Stream s;
+  copy_to_device(dk.data(), keys, n * sizeof(K), s);
+  if constexpr (!std::is_void_v<V>) copy_to_device(dv.data(), values, n * sizeof(V), s);
+  s.sync();
+  r.add("H2D input", "gpu0", w.seconds(), fmtr("{} keys", n));
+  Job job{dk.data(), dv.data()};
+  return engine.run(job, n, o, st, r);
+}
+
+#define TANDEM_GPU_GROUPBY(K, V)                                                                             \
+  template std::vector<std::pair<K, typename GroupByJob<K, V>::value_type>> gpu_groupby<K, V>(             \
+      const K*, const V*, std::size_t, const Options&, EngineStats&, Report&);
+TANDEM_GPU_GROUPBY(std::uint32_t, void)
+TANDEM_GPU_GROUPBY(std::uint32_t, double)
+TANDEM_GPU_GROUPBY(std::uint32_t, std::int64_t)
+TANDEM_GPU_GROUPBY(std::uint64_t, void)
+TANDEM_GPU_GROUPBY(std::uint64_t, double)
+TANDEM_GPU_GROUPBY(std::uint64_t, std::int64_t)
+
+}  // namespace tandem::mr::detail

@@ -1,0 +1,27 @@
+// Entry points of the GPU engine for the shipped jobs (defined in the .cu files of this folder).
+#pragma once
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "tandem/mapreduce.hpp"
+
+namespace tandem::mr::detail {
+
+#if TANDEM_HAS_CUDA
+// Word count of `text` (already lower-cased when asked). Throws NoDeviceError/OutOfMemoryError.
+std::vector<std::pair<std::string, std::uint64_t>> gpu_wordcount(std::string_view text, const Options& o,
+                                                                 EngineStats& st, Report& r);
+// Word count of text already in device memory (d_text, n bytes): the benchmark's entry point.
+std::vector<std::pair<std::string, std::uint64_t>> gpu_wordcount_device(const char* d_text, std::string_view host_text,
+                                                                        const Options& o, EngineStats& st, Report& r);
+
+// Group-by on the GPU. K is u32 or u64 (signed keys are passed as their bit patterns); V is void
+// (counts), double or int64 (other value types are widened on the host first).
+template <class K, class V>
+std::vector<std::pair<K, typename GroupByJob<K, V>::value_type>> gpu_groupby(const K* keys, const V* values, std::size_t n,
+                                                                            const Options& o, EngineStats& st, Report& r);
+#endif
+
+}  // namespace tandem::mr::detail

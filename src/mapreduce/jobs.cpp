@@ -1,0 +1,355 @@
+// The shipped MapReduce jobs (word count, group-by): device dispatch, CPU engine, output formats.
+#include <algorithm>
+#include <iostream>
+#include <ostream>
+
+#include <fmt/format.h>
+
+#include "mapreduce/gpu_jobs.hpp"
+#include "tandem/device.hpp"
+#include "tandem/error.hpp"
+#include "tandem/mapreduce.hpp"
+#include "tandem/parallel.hpp"
+#include "tandem/timing.hpp"
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+namespace tandem::mr {
+
+namespace detail {
+int omp_thread_num() {
+#ifdef _OPENMP
+  return omp_get_thread_num();
+#else
+  return 0;
+#endif
+}
+}  // namespace detail
+
+int cpu_threads(const Options& o) { return o.threads > 0 ? o.threads : default_threads(); }
+
+namespace {
+
+#if TANDEM_HAS_CUDA
+// auto: the GPU when one is usable and the input is big enough to pay for the transfer.
+bool want_gpu(const Options& o, std::size_t bytes, Report& r) {
+  if (o.device == Device::cpu) return false;
+  const bool have = gpu_count() > 0;
+  if (o.device == Device::gpu || o.device == Device::hybrid) {
+    if (!have) throw NoDeviceError("--device gpu: no usable GPU (CPU-only build or no device)");
+    return true;
+  }
+  if (!have) {
+    r.note("no GPU: CPU engine");
+    return false;
+  }
+  if (bytes < (std::size_t{1} << 20)) {
+    r.note(fmt::format("input {} bytes: below 1 MiB the CPU engine is faster than a GPU round trip", bytes));
+    return false;
+  }
+  return true;
+}
+#endif
+
+void note_cpu(Report& r, const CpuStats& s) {
+  r.note(fmt::format("CPU engine: {} threads, {} pairs emitted, {} table spill(s) ({} entries)", s.threads, s.pairs,
+                     s.spills, s.spilled_entries));
+}
+
+template <class K>
+DType key_dtype_of() {
+  return dtype_of<K>();
+}
+
+}  // namespace
+
+void explain_stats(Report& r, const EngineStats& s) {
+  r.note(fmt::format("GPU engine: Bs={} blocks x N={} threads; p={:.3g}% sampled ({} records); hot fraction {:.3g}; "
+                     "hot-key path {}; {} tables",
+                     s.blocks, s.block_threads, s.sample_fraction * 100, s.sampled_records, s.hot_fraction,
+                     s.hot_path ? "on" : "off", s.block_tables ? "per-block global" : "direct global (result)"));
+  r.note(fmt::format("sampling: H={} hot keys holding {:.1f}% of the sampled pairs", s.hot_keys, s.hot_share * 100));
+  r.note(fmt::format("sizes: sm_pool {} entries/block, gm_pool {} entries/block, spill list {} entries", s.shared_entries,
+                     s.block_pool_entries, s.spill_entries));
+  const double all = double(s.shared_hits + s.global_hits + s.spilled);
+  r.note(fmt::format("pairs: {} shared-memory ({:.1f}%), {} global-memory, {} spilled; {} result grow(s), {} retr{}; "
+                     "{} distinct keys",
+                     s.shared_hits, all > 0 ? 100.0 * s.shared_hits / all : 0.0, s.global_hits, s.spilled, s.result_grows,
+                     s.retries, s.retries == 1 ? "y" : "ies", s.distinct));
+}
+
+void sort_word_counts(std::vector<std::pair<std::string, std::uint64_t>>& v) {
+  std::sort(v.begin(), v.end(), [](const auto& a, const auto& b) {
+    if (a.second != b.second) return a.second > b.second;
+    return a.first < b.first;  // std::string compares bytes as unsigned char via char_traits
+  });
+}
+
+WordCount wordcount(std::string_view text_in, const WordCountOptions& opts) {
+  WordCount out;
+  out.report.operation = "wordcount";
+  std::string lowered;
+  std::string_view text = text_in;
+  if (opts.lowercase) {
+    Stopwatch w;
+    lowered.assign(text_in);
+    for (auto& c : lowered) c = static_cast<char>(ascii_lower(static_cast<unsigned char>(c)));
+    text = lowered;
+    out.report.add("lowercase", "cpu", w.seconds(), fmt::format("{} bytes", text.size()));
+  }
+  bool done = false;
+#if TANDEM_HAS_CUDA
+  if (want_gpu(opts.engine, text.size(), out.report)) {
+    try {
+      Stopwatch w;
+      out.words = detail::gpu_wordcount(text, opts.engine, out.gpu, out.report);
+      explain_stats(out.report, out.gpu);
+      done = true;
+    } catch (const OutOfMemoryError& e) {
+      if (opts.engine.device == Device::gpu) throw;
+      std::cerr << "tandem: notice: GPU out of memory (" << e.what() << "); word count runs on the CPU\n";
+      out.report.note("GPU out of memory: fell back to the CPU engine");
+    }
+  }
+#else
+  if (opts.engine.device == Device::gpu || opts.engine.device == Device::hybrid)
+    throw NoDeviceError("--device gpu: this build has no CUDA support");
+  if (opts.engine.device == Device::auto_) out.report.note("CPU-only build: CPU engine");
+#endif
+  if (!done) {
+    Stopwatch w;
+    WordCountCpuJob job{text.data(), text.size(), std::size_t{1} << 16};
+    CpuStats cs;
+    auto pairs = cpu_mapreduce(job, job.records(), opts.engine, &cs);
+    out.words.reserve(pairs.size());
+    for (auto& [k, v] : pairs) out.words.emplace_back(std::string(k), v);
+    out.report.add("CPU map+reduce+merge", "cpu", w.seconds(), fmt::format("{} bytes, {} distinct", text.size(), pairs.size()));
+    note_cpu(out.report, cs);
+  }
+  Stopwatch w;
+  for (const auto& p : out.words) out.total_words += p.second;
+  sort_word_counts(out.words);
+  out.report.add("sort output", "cpu", w.seconds(), fmt::format("{} words", out.words.size()));
+  return out;
+}
+
+std::vector<AggKind> parse_aggs(std::string_view list) {
+  std::vector<AggKind> out;
+  std::size_t i = 0;
+  while (i <= list.size()) {
+    std::size_t j = list.find(',', i);
+    if (j == std::string_view::npos) j = list.size();
+    const auto name = list.substr(i, j - i);
+    if (name == "sum") out.push_back(AggKind::sum);
+    else if (name == "count") out.push_back(AggKind::count);
+    else if (name == "min") out.push_back(AggKind::min);
+    else if (name == "max") out.push_back(AggKind::max);
+    else if (name == "mean") out.push_back(AggKind::mean);
+    else throw UsageError(fmt::format("--agg: unknown aggregate '{}' (expected sum, count, min, max, mean)", name));
+    i = j + 1;
+  }
+  if (out.empty()) throw UsageError("--agg: no aggregate named");
+  return out;
+}
+
+std::string_view to_string(AggKind a) {
+  switch (a) {
+    case AggKind::sum: return "sum";
+    case AggKind::count: return "count";
+    case AggKind::min: return "min";
+    case AggKind::max: return "max";
+    case AggKind::mean: break;
+  }
+  return "mean";
+}
+
+namespace {
+
+template <class K, class V>
+void fill_rows(GroupBy& g, std::vector<std::pair<K, typename GroupByJob<K, V>::value_type>>& pairs) {
+  g.rows.resize(pairs.size());
+  for (std::size_t i = 0; i < pairs.size(); ++i) {
+    GroupRow& r = g.rows[i];
+    const auto& [k, v] = pairs[i];
+    std::uint64_t bits = 0;
+    std::memcpy(&bits, &k, sizeof(K));
+    r.key_bits = bits;
+    if constexpr (std::is_void_v<V>) {
+      r.count = v;
+    } else if constexpr (std::is_floating_point_v<V>) {
+      r.count = v.count;
+      r.dsum = v.sum;
+      r.dmin = v.min;
+      r.dmax = v.max;
+    } else {
+      r.count = v.count;
+      r.isum = v.sum;
+      r.imin = v.min;
+      r.imax = v.max;
+    }
+  }
+}
+
+// Key order for the output: numeric order of the key type.
+template <class K>
+void sort_rows(std::vector<GroupRow>& rows) {
+  std::sort(rows.begin(), rows.end(), [](const GroupRow& a, const GroupRow& b) {
+    K x, y;
+    std::memcpy(&x, &a.key_bits, sizeof(K));
+    std::memcpy(&y, &b.key_bits, sizeof(K));
+    return x < y;
+  });
+}
+
+template <class To, class From>
+std::vector<To> widen(const From* p, std::size_t n) {
+  std::vector<To> v(n);
+  for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<To>(p[i]);
+  return v;
+}
+
+template <class K, class VIn>
+void run_groupby(GroupBy& g, const K* keys, std::size_t n, const VIn* values, const Options& o) {
+  // The engines see V = void (counts), double or int64; narrower value types are widened.
+  using V = std::conditional_t<std::is_void_v<VIn>, void, std::conditional_t<std::is_floating_point_v<std::conditional_t<std::is_void_v<VIn>, int, VIn>>, double, std::int64_t>>;
+  std::vector<std::conditional_t<std::is_void_v<V>, char, V>> wide;
+  const std::conditional_t<std::is_void_v<V>, char, V>* vals = nullptr;
+  if constexpr (!std::is_void_v<V>) {
+    if constexpr (std::is_same_v<V, VIn>) {
+      vals = values;
+    } else {
+      Stopwatch w;
+      wide = widen<V>(values, n);
+      vals = wide.data();
+      g.report.add("widen values", "cpu", w.seconds(), fmt::format("{} values", n));
+    }
+  }
+  using Job = GroupByJob<K, V>;
+  std::vector<std::pair<K, typename Job::value_type>> pairs;
+  bool done = false;
+#if TANDEM_HAS_CUDA
+  if (want_gpu(o, n * (sizeof(K) + (std::is_void_v<V> ? 0 : 8)), g.report)) {
+    try {
+      // Signed keys travel as their unsigned bit patterns: hashing and equality are the same.
+      using U = std::make_unsigned_t<K>;
+      auto up = detail::gpu_groupby<U, V>(reinterpret_cast<const U*>(keys),
+                                          reinterpret_cast<const std::conditional_t<std::is_void_v<V>, void, V>*>(vals), n, o,
+                                          g.gpu, g.report);
+      pairs.resize(up.size());
+      for (std::size_t i = 0; i < up.size(); ++i) {
+        std::memcpy(&pairs[i].first, &up[i].first, sizeof(K));
+        pairs[i].second = up[i].second;
+      }
+      explain_stats(g.report, g.gpu);
+      done = true;
+    } catch (const OutOfMemoryError& e) {
+      if (o.device == Device::gpu) throw;
+      std::cerr << "tandem: notice: GPU out of memory (" << e.what() << "); group-by runs on the CPU\n";
+      g.report.note("GPU out of memory: fell back to the CPU engine");
+    }
+  }
+#else
+  if (o.device == Device::gpu || o.device == Device::hybrid) throw NoDeviceError("--device gpu: this build has no CUDA support");
+  if (o.device == Device::auto_) g.report.note("CPU-only build: CPU engine");
+#endif
+  if (!done) {
+    Stopwatch w;
+    Job job{keys, vals};
+    CpuStats cs;
+    pairs = cpu_mapreduce(job, n, o, &cs);
+    g.report.add("CPU map+reduce+merge", "cpu", w.seconds(), fmt::format("{} records, {} groups", n, pairs.size()));
+    note_cpu(g.report, cs);
+  }
+  Stopwatch w;
+  fill_rows<K, V>(g, pairs);
+  sort_rows<K>(g.rows);
+  g.report.add("sort groups", "cpu", w.seconds(), fmt::format("{} groups", g.rows.size()));
+}
+
+template <class K>
+void dispatch_values(GroupBy& g, const K* keys, std::size_t n, DType vt, const void* values, bool has_values, const Options& o) {
+  if (!has_values) return run_groupby<K, void>(g, keys, n, nullptr, o);
+  switch (vt) {
+    case DType::f32: return run_groupby<K, float>(g, keys, n, static_cast<const float*>(values), o);
+    case DType::f64: return run_groupby<K, double>(g, keys, n, static_cast<const double*>(values), o);
+    case DType::i32: return run_groupby<K, std::int32_t>(g, keys, n, static_cast<const std::int32_t*>(values), o);
+    case DType::i64: return run_groupby<K, std::int64_t>(g, keys, n, static_cast<const std::int64_t*>(values), o);
+    default: break;
+  }
+  throw UsageError(fmt::format("--value-type {}: expected f32, f64, i32 or i64", to_string(vt)));
+}
+
+}  // namespace
+
+GroupBy groupby(DType key_type, const void* keys, std::size_t n, DType value_type, const void* values,
+                std::size_t value_count, bool has_values, const Options& opts) {
+  GroupBy g;
+  g.report.operation = "groupby";
+  g.key_type = key_type;
+  g.value_type = value_type;
+  g.has_values = has_values;
+  if (has_values && value_count != n)
+    throw InputError(fmt::format("keys and values differ in length: {} keys but {} values", n, value_count));
+  switch (key_type) {
+    case DType::u32: dispatch_values(g, static_cast<const std::uint32_t*>(keys), n, value_type, values, has_values, opts); break;
+    case DType::u64: dispatch_values(g, static_cast<const std::uint64_t*>(keys), n, value_type, values, has_values, opts); break;
+    case DType::i32: dispatch_values(g, static_cast<const std::int32_t*>(keys), n, value_type, values, has_values, opts); break;
+    case DType::i64: dispatch_values(g, static_cast<const std::int64_t*>(keys), n, value_type, values, has_values, opts); break;
+    default: throw UsageError(fmt::format("--key-type {}: expected u32, u64, i32 or i64", to_string(key_type)));
+  }
+  return g;
+}
+
+namespace {
+std::string key_text(DType t, std::uint64_t bits) {
+  switch (t) {
+    case DType::i32: {
+      std::int32_t v;
+      std::uint32_t b = static_cast<std::uint32_t>(bits);
+      std::memcpy(&v, &b, 4);
+      return fmt::format("{}", v);
+    }
+    case DType::i64: {
+      std::int64_t v;
+      std::memcpy(&v, &bits, 8);
+      return fmt::format("{}", v);
+    }
+    default: return fmt::format("{}", bits);
+  }
+}
+std::string float_text(double v, bool as_f32) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  if (as_f32) return fmt::format("{}", static_cast<float>(v));
+  return fmt::format("{}", v);
+}
+}  // namespace
+
+void write_groupby_csv(std::ostream& os, const GroupBy& g, const std::vector<AggKind>& aggs) {
+  os << "key";
+  for (auto a : aggs) os << ',' << to_string(a);
+  os << '\n';
+  const bool fl = dtype_is_float(g.value_type);
+  const bool f32 = g.value_type == DType::f32;
+  std::string line;
+  for (const auto& r : g.rows) {
+    line = key_text(g.key_type, r.key_bits);
+    for (auto a : aggs) {
+      line += ',';
+      switch (a) {
+        case AggKind::count: line += fmt::format("{}", r.count); break;
+        case AggKind::sum: line += fl ? float_text(r.dsum, false) : fmt::format("{}", r.isum); break;
+        case AggKind::min: line += fl ? float_text(r.dmin, f32) : fmt::format("{}", r.imin); break;
+        case AggKind::max: line += fl ? float_text(r.dmax, f32) : fmt::format("{}", r.imax); break;
+        case AggKind::mean:
+          line += float_text(r.count ? (fl ? r.dsum : double(r.isum)) / double(r.count) : 0.0, false);
+          break;
+      }
+    }
+    line += '\n';
+    os << line;
+  }
+}
+
+}  // namespace tandem::mr

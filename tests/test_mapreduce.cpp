@@ -1,0 +1,224 @@
+// MapReduce on the CPU: the engine against std::unordered_map references, spill paths with tiny
+// tables, the shipped jobs' edge cases, output formats and generators.
+#include <gtest/gtest.h>
+
+#include <sstream>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "tandem/error.hpp"
+#include "tandem/mapreduce.hpp"
+#include "test_util.hpp"
+
+using namespace tandem;
+
+namespace {
+mr::Options cpu(int threads = 3, std::size_t limit = 0) {
+  mr::Options o;
+  o.device = Device::cpu;
+  o.threads = threads;
+  o.cpu_table_limit = limit;
+  return o;
+}
+
+std::unordered_map<std::string, std::uint64_t> ref_words(const std::string& t) {
+  std::unordered_map<std::string, std::uint64_t> m;
+  std::string w;
+  auto flush = [&] {
+    if (!w.empty()) ++m[w];
+    w.clear();
+  };
+  for (unsigned char c : t) {
+    if (std::isalnum(c) || c == '\'' || c == '_' || c >= 0x80) w += char(c);
+    else flush();
+  }
+  flush();
+  return m;
+}
+
+void expect_words(const mr::WordCount& r, const std::unordered_map<std::string, std::uint64_t>& ref) {
+  ASSERT_EQ(r.words.size(), ref.size());
+  for (const auto& [w, c] : r.words) {
+    auto it = ref.find(w);
+    ASSERT_NE(it, ref.end()) << w;
+    EXPECT_EQ(it->second, c) << w;
+  }
+}
+// A user job: key = x % 1000 (signed), value = {sum, count} struct via GroupByJob-like reduce.
+struct ModJob {
+  using key_type = std::int64_t;
+  using value_type = std::pair<std::int64_t, std::uint64_t>;
+  const std::vector<std::int64_t>* data;
+  template <class Emit>
+  void map(std::size_t i, Emit&& emit) const {
+    const auto x = (*data)[i];
+    emit(x % 1000, value_type{x, 1});
+    if (x % 7 == 0) emit(-1, value_type{1, 1});  // a second pair for some records
+  }
+  void reduce(value_type& a, const value_type& b) const {
+    a.first += b.first;
+    a.second += b.second;
+  }
+};
+}  // namespace
+
+TEST(MapReduceCpu, GenericJobMatchesReferenceWithEverySpillPath) {
+  std::vector<std::int64_t> d(100003);
+  for (std::size_t i = 0; i < d.size(); ++i) d[i] = std::int64_t(mr::mix64(i) % 20000) - 10000;
+  std::unordered_map<std::int64_t, std::pair<std::int64_t, std::uint64_t>> ref;
+  for (auto x : d) {
+    auto& e = ref[x % 1000];
+    e.first += x;
+    ++e.second;
+    if (x % 7 == 0) {
+      ++ref[-1].first;
+      ++ref[-1].second;
+    }
+  }
+  for (std::size_t limit : {std::size_t{0}, std::size_t{1}, std::size_t{2}, std::size_t{17}}) {
+    for (int threads : {1, 3}) {
+      mr::CpuStats st;
+      auto out = mr::cpu_mapreduce(ModJob{&d}, d.size(), cpu(threads, limit), &st);
+      ASSERT_EQ(out.size(), ref.size()) << limit;
+      for (const auto& [k, v] : out) EXPECT_EQ(ref.at(k), v) << "key " << k << " limit " << limit;
+      if (limit) EXPECT_GT(st.spills, 0u);
+      EXPECT_EQ(st.threads, threads);
+    }
+  }
+}
+
+TEST(MapReduceCpu, EmptyAndSingleRecord) {
+  mr::GroupByJob<std::uint32_t, void> job{nullptr, nullptr};
+  EXPECT_TRUE(mr::cpu_mapreduce(job, 0, cpu()).empty());
+  std::uint32_t k = 7;
+  mr::GroupByJob<std::uint32_t, void> one{&k, nullptr};
+  auto out = mr::cpu_mapreduce(one, 1, cpu(4, 1));
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].first, 7u);
+  EXPECT_EQ(out[0].second, 1u);
+}
+
+TEST(MapReduceWords, TokenizerBoundariesAndChunks) {
+  const std::string t = "Hello, world! it's snake_case  héllo\tHello\n42 a-b";
+  auto r = mr::wordcount(t, {false, cpu()});
+  expect_words(r, ref_words(t));
+  EXPECT_EQ(r.words[0].first, "Hello");
+  EXPECT_EQ(r.words[0].second, 2u);
+  mr::WordCountOptions lo{true, cpu()};
+  auto l = mr::wordcount("Apple APPLE apple ÄPPLE", lo);
+  ASSERT_EQ(l.words.size(), 2u);
+  EXPECT_EQ(l.words[0].first, "apple");
+  EXPECT_EQ(l.words[0].second, 3u);
+  EXPECT_EQ(l.words[1].first, "\xc3\x84pple");  // non-ASCII bytes are kept as they are
+}
+
+TEST(MapReduceWords, LongWordsGarbageAndChunkCrossing) {
+  std::string t;
+  for (int i = 0; i < 5000; ++i) {
+    t += std::string(1 + i % 90, char('a' + i % 26));  // words up to 90 bytes, many crossing chunks
+    t += (i % 3) ? " " : "\x01\x02,";
+  }
+  t += std::string(200000, 'z');  // one word longer than a whole CPU chunk (64 KiB)
+  t += "\n\xff\xfe garbage\x7f\x80 end";
+  for (std::size_t limit : {std::size_t{0}, std::size_t{3}}) {
+    auto r = mr::wordcount(t, {false, cpu(3, limit)});
+    expect_words(r, ref_words(t));
+  }
+  auto empty = mr::wordcount("", {false, cpu()});
+  EXPECT_TRUE(empty.words.empty());
+  auto blank = mr::wordcount(" ,.\n\t!", {false, cpu()});
+  EXPECT_TRUE(blank.words.empty());
+}
+
+TEST(MapReduceWords, SortOrderCountThenBytes) {
+  std::vector<std::pair<std::string, std::uint64_t>> v{{"b", 2}, {"\xc3\xa9", 2}, {"a", 2}, {"z", 5}, {"B", 2}};
+  mr::sort_word_counts(v);
+  EXPECT_EQ(v[0].first, "z");
+  EXPECT_EQ(v[1].first, "B");
+  EXPECT_EQ(v[2].first, "a");
+  EXPECT_EQ(v[3].first, "b");
+  EXPECT_EQ(v[4].first, "\xc3\xa9");  // bytes >= 0x80 sort after ASCII
+}
+
+TEST(MapReduceGroupBy, AggregatesMatchReference) {
+  const std::size_t n = 50001;
+  auto keys = mr::zipf_keys_u32(n, 700, 1.2, 4);
+  std::vector<float> vals(n);
+  for (std::size_t i = 0; i < n; ++i) vals[i] = float(int(mr::mix64(i) % 200) - 100) * 0.5f;
+  vals[3] = -0.0f;
+  std::unordered_map<std::uint32_t, std::vector<float>> ref;
+  for (std::size_t i = 0; i < n; ++i) ref[keys[i]].push_back(vals[i]);
+  for (std::size_t limit : {std::size_t{0}, std::size_t{5}}) {
+    auto g = mr::groupby(DType::u32, keys.data(), n, DType::f32, vals.data(), n, true, cpu(3, limit));
+    ASSERT_EQ(g.rows.size(), ref.size());
+    for (std::size_t i = 1; i < g.rows.size(); ++i) EXPECT_LT(g.rows[i - 1].key_bits, g.rows[i].key_bits);
+    for (const auto& r : g.rows) {
+      const auto& v = ref.at(std::uint32_t(r.key_bits));
+      double s = 0, mn = v[0], mx = v[0];
+      for (float x : v) {
+        s += x;
+        mn = std::min<double>(mn, x);
+        mx = std::max<double>(mx, x);
+      }
+      EXPECT_EQ(r.count, v.size());
+      EXPECT_EQ(r.dsum, s);  // halves of small integers: exact in any order
+      EXPECT_EQ(r.dmin, mn);
+      EXPECT_EQ(r.dmax, mx);
+    }
+  }
+}
+
+TEST(MapReduceGroupBy, SignedKeysNaNAndNegativeZero) {
+  std::vector<std::int32_t> k{-5, 3, -5, 3, 0, -5};
+  std::vector<double> v{1.0, std::nan(""), -0.0, 2.0, -0.0, 0.0};
+  auto g = mr::groupby(DType::i32, k.data(), k.size(), DType::f64, v.data(), v.size(), true, cpu());
+  ASSERT_EQ(g.rows.size(), 3u);
+  std::ostringstream os;
+  mr::write_groupby_csv(os, g, mr::parse_aggs("sum,count,min,max,mean"));
+  EXPECT_EQ(os.str(),
+            "key,sum,count,min,max,mean\n"
+            "-5,1,3,-0,1,0.3333333333333333\n"
+            "0,-0,1,-0,-0,-0\n"
+            "3,nan,2,2,2,nan\n");
+  std::vector<std::int64_t> iv{10, -3, 4, 8, 1, -7};
+  auto gi = mr::groupby(DType::i32, k.data(), k.size(), DType::i64, iv.data(), iv.size(), true, cpu());
+  std::ostringstream oi;
+  mr::write_groupby_csv(oi, gi, mr::parse_aggs("min,max,sum"));
+  EXPECT_EQ(oi.str(), "key,min,max,sum\n-5,-7,10,7\n0,1,1,1\n3,-3,8,5\n");
+}
+
+TEST(MapReduceGroupBy, Errors) {
+  std::vector<std::uint64_t> k{1, 2, 3};
+  std::vector<double> v{1, 2};
+  EXPECT_THROW(mr::groupby(DType::u64, k.data(), 3, DType::f64, v.data(), 2, true, cpu()), InputError);
+  EXPECT_THROW(mr::groupby(DType::f32, k.data(), 3, DType::f64, v.data(), 3, true, cpu()), UsageError);
+  EXPECT_THROW(mr::parse_aggs("sum,median"), UsageError);
+  EXPECT_THROW(mr::parse_aggs(""), UsageError);
+  auto counts = mr::groupby(DType::u64, k.data(), 3, DType::f64, nullptr, 0, false, cpu());
+  EXPECT_EQ(counts.rows.size(), 3u);
+  auto empty = mr::groupby(DType::u64, k.data(), 0, DType::f64, nullptr, 0, false, cpu());
+  EXPECT_TRUE(empty.rows.empty());
+}
+
+TEST(MapReduceGenerators, ZipfShapeAndDeterminism) {
+  auto a = mr::zipf_ranks(100000, 1000, 1.0, 9);
+  auto b = mr::zipf_ranks(100000, 1000, 1.0, 9);
+  EXPECT_EQ(a, b);
+  std::vector<std::size_t> h(1000, 0);
+  for (auto r : a) {
+    ASSERT_LT(r, 1000u);
+    ++h[r];
+  }
+  EXPECT_GT(h[0], h[9] * 5);  // ~10x under Zipf 1
+  auto u = mr::zipf_ranks(100000, 10, 0.0, 1);
+  std::vector<std::size_t> hu(10, 0);
+  for (auto r : u) ++hu[r];
+  for (auto c : hu) EXPECT_NEAR(double(c), 10000.0, 600.0);
+  EXPECT_THROW(mr::zipf_ranks(10, 0, 1.0, 1), UsageError);
+  auto vocab = mr::make_vocabulary(500, 3);
+  auto t = mr::zipf_text(100000, vocab, 1.0, 3);
+  EXPECT_EQ(t.size(), 100000u);
+  auto r = mr::wordcount(t, {false, cpu()});
+  EXPECT_LE(r.words.size(), 501u);  // the vocabulary (+ a word cut at the end)
+}
