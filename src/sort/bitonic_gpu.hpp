@@ -52,6 +52,11 @@ double gpu_time_sort(const U* host, std::uint64_t padded, const GpuConfig& cfg);
 template <class U>
 void hybrid_execute(U* host, const Plan& plan, const GpuConfig& cfg, int threads, Report& r);
 
+// Anchors for the benchmark (bitonic_anchors.cu). temp == nullptr: *temp_bytes receives the size.
+void cub_radix_sort_u32(const std::uint32_t* d_in, std::uint32_t* d_out, std::uint64_t n, void* temp,
+                        std::size_t* temp_bytes, void* stream);
+void cub_merge_sort_u32(std::uint32_t* d_keys, std::uint64_t n, void* temp, std::size_t* temp_bytes, void* stream);
+
 void* pinned_alloc(std::size_t bytes);  // throws OutOfMemoryError
 void pinned_free(void* p) noexcept;
 #endif

@@ -12,6 +12,7 @@
 #include <iostream>
 #include <limits>
 #include <memory>
+#include <mutex>
 #include <vector>
 
 #include <fmt/format.h>
@@ -34,6 +35,23 @@ namespace {
 
 using detail::u128;
 
+#if TANDEM_HAS_CUDA
+// One pinned block kept between sorts: pinning costs ~40 ms per GiB, more than a GPU sort of it.
+struct PinnedCache {
+  std::mutex m;
+  void* p{nullptr};
+  std::size_t bytes{0};
+  bool busy{false};
+  ~PinnedCache() {
+    if (p) detail::pinned_free(p);
+  }
+};
+PinnedCache& pinned_cache() {
+  static PinnedCache c;
+  return c;
+}
+#endif
+
 // The padded working array: pinned when a GPU will copy it, else ordinary memory.
 template <class U>
 class WorkBuffer {
@@ -41,12 +59,24 @@ class WorkBuffer {
   WorkBuffer(std::uint64_t n, bool pinned, Report& r) : n_(n) {
 #if TANDEM_HAS_CUDA
     if (pinned && n) {
-      try {
-        p_ = static_cast<U*>(detail::pinned_alloc(n * sizeof(U)));
-        pinned_ = true;
-        return;
-      } catch (const OutOfMemoryError&) {
-        r.note("pinned host memory unavailable: copies use pageable memory");
+      auto& c = pinned_cache();
+      std::lock_guard<std::mutex> lock(c.m);
+      if (!c.busy) {
+        try {
+          if (c.bytes < n * sizeof(U)) {
+            if (c.p) detail::pinned_free(c.p);
+            c.p = nullptr;
+            c.bytes = 0;
+            c.p = detail::pinned_alloc(n * sizeof(U));
+            c.bytes = n * sizeof(U);
+          }
+          c.busy = true;
+          p_ = static_cast<U*>(c.p);
+          pinned_ = true;
+          return;
+        } catch (const OutOfMemoryError&) {
+          r.note("pinned host memory unavailable: copies use pageable memory");
+        }
       }
     }
 #else
@@ -58,7 +88,11 @@ class WorkBuffer {
   }
   ~WorkBuffer() {
 #if TANDEM_HAS_CUDA
-    if (pinned_) detail::pinned_free(p_);
+    if (pinned_) {
+      auto& c = pinned_cache();
+      std::lock_guard<std::mutex> lock(c.m);
+      c.busy = false;
+    }
 #endif
   }
   WorkBuffer(const WorkBuffer&) = delete;
@@ -169,12 +203,16 @@ Decision decide(const U* data, std::uint64_t n, std::uint64_t padded, const Sort
     d.plan.decided_by = "--device gpu";
     return d;
   }
-  Capability cap;
-  if (o.k >= 0) {
+  if (o.k >= 0 && o.min_interior_run >= 0) {  // k given and the rule decides: nothing to measure
+    d.plan = make_plan(n, o.k, o.policy, o.min_interior_run);
+    r.note(fmt::format("k = {:.4g} (given)", o.k));
+    return d;
+  }
+  Capability cap = measure_k(data, n, padded, threads, d.gpu, r);
+  if (o.k >= 0) {  // k given: keep the measured GPU step time, scale the CPU's to match
     cap.k = o.k;
-    cap.source = "given";
-  } else {
-    cap = measure_k(data, n, padded, threads, d.gpu, r);
+    cap.cpu_step_s = o.k > 0 ? cap.gpu_step_s / o.k : 1.0;
+    cap.source = "given; GPU step time measured";
   }
   CostModel cm;
   cm.element_bytes = sizeof(U);
@@ -184,10 +222,6 @@ Decision decide(const U* data, std::uint64_t n, std::uint64_t padded, const Sort
   } else {
     cm.h2d_bytes_per_s = cm.d2h_bytes_per_s = 25e9;
     r.note("no calibration cached (run `tandem calibrate`): assuming 25 GB/s each way for the cost model");
-  }
-  if (cap.gpu_step_s <= 0) {  // k given: step times relative to an assumed GPU rate
-    cap.gpu_step_s = 1e-12;
-    cap.cpu_step_s = cap.k > 0 ? cap.gpu_step_s / cap.k : 1.0;
   }
   cm.step_seconds = {cap.cpu_step_s, cap.gpu_step_s};
   r.note(fmt::format("k = {:.4g} ({})", cap.k, cap.source));
