@@ -5,8 +5,15 @@
 #include <span>
 #include <string>
 
+#include "sort/cpu_radix.hpp"
 #include "tandem/report.hpp"
 #include "tandem/sort.hpp"
+#if TANDEM_HAS_CUDA
+#include <mutex>
+#include <type_traits>
+
+#include "tandem/gpu.hpp"
+#endif
 
 namespace tandem::detail {
 
@@ -28,6 +35,37 @@ constexpr std::size_t out_of_core_chunk(std::size_t budget, std::size_t per_elem
 }
 
 #if TANDEM_HAS_CUDA
+// Device memory kept between sorts on one device: CUB's temporary storage, the alternate (double)
+// buffers, and the host pipeline's copy of the data. `done` marks its last use on any stream, so
+// the next user's stream waits for it on the device (no host sync). Never destroyed (CUDA may be
+// torn down before static destructors run); release_sort_workspace() frees the buffers.
+struct SortWorkspace {
+  gpu::DeviceBuffer<char> temp, alt_keys, alt_values, keys, values;
+  cudaEvent_t done{nullptr};
+  bool pending{false};
+  std::mutex mu;
+  void begin(cudaStream_t s);  // s waits for the previous use
+  void end(cudaStream_t s);    // records this use
+};
+SortWorkspace& sort_workspace();  // of the current device
+// Grows b to at least `bytes` (contents are lost) and returns its data.
+char* grow(gpu::DeviceBuffer<char>& b, std::size_t bytes);
+
+// Kernels and CUB calls (device_radix*.cu). Keys are mapped in place to tandem's ordered bits
+// (inverted when descending) and back; unsigned ascending keys need no mapping.
+template <class K>
+constexpr bool needs_mapping(bool descending) {
+  return descending || std::is_signed_v<K> || std::is_floating_point_v<K>;
+}
+template <class K>
+void map_to_bits(void* d, std::size_t n, bool descending, cudaStream_t s);
+template <class K>
+void map_from_bits(void* d, std::size_t n, bool descending, cudaStream_t s);
+// Ascending, stable sort of unsigned bits (values may be NoValue*/nullptr) with CUB radix sort,
+// or CUB merge sort when `merge`; the result ends in k/v. n <= INT32_MAX.
+template <class U, class V>
+void sort_bits(U* k, V* v, std::size_t n, bool merge, SortWorkspace& ws, cudaStream_t s);
+
 // GPU memory this process may use for a sort: opts.gpu_memory_limit if set, else 90% of free.
 std::size_t gpu_sort_budget(const SortOptions& opts);
 
