@@ -183,6 +183,18 @@ TEST(BitonicEngine, ScalarAndSimdAgree) {
 // Runs a plan on the CPU alone, each concurrent step as separate calls on every share (as the
 // devices would), gathered steps on the whole array: the result must be sorted. A wrong
 // independence mark (a comparator crossing a share boundary) would leave it unsorted.
+template <class U>
+void run_plan_share_by_share(const bitonic::Plan& p, std::vector<U>& v) {
+  for (const auto& r : p.runs()) {
+    if (r.mode == bitonic::kConcurrent) {
+      for (const auto& d : p.devices)
+        if (d.count) bitonic::detail::cpu_steps(v.data(), d.offset, d.offset + d.count, r.first, r.last, 1);
+    } else {
+      bitonic::detail::cpu_steps(v.data(), 0, p.padded(), r.first, r.last, 1);
+    }
+  }
+}
+
 TEST(BitonicEngine, PlansExecutedShareByShareSort) {
   std::mt19937_64 rng(13);
   for (int log2n : {4, 7, 12})
@@ -192,14 +204,7 @@ TEST(BitonicEngine, PlansExecutedShareByShareSort) {
           const bitonic::Plan p = bitonic::make_plan(std::uint64_t{1} << log2n, k, policy, mir);
           std::vector<std::uint32_t> v(p.padded());
           for (auto& x : v) x = std::uint32_t(rng() % 1000);
-          for (const auto& r : p.runs()) {
-            if (r.mode == bitonic::kConcurrent) {
-              for (const auto& d : p.devices)
-                if (d.count) bitonic::detail::cpu_steps(v.data(), d.offset, d.offset + d.count, r.first, r.last, 1);
-            } else {
-              bitonic::detail::cpu_steps(v.data(), 0, p.padded(), r.first, r.last, 1);
-            }
-          }
+          run_plan_share_by_share(p, v);
           EXPECT_TRUE(std::is_sorted(v.begin(), v.end())) << "log2n=" << log2n << " k=" << k << " policy " << policy;
         }
   // Three devices too.
@@ -208,14 +213,7 @@ TEST(BitonicEngine, PlansExecutedShareByShareSort) {
     const bitonic::Plan p = bitonic::make_multi_plan(1 << 11, devs, policy);
     std::vector<std::uint64_t> v(p.padded());
     for (auto& x : v) x = rng();
-    for (const auto& r : p.runs()) {
-      if (r.mode == bitonic::kConcurrent) {
-        for (const auto& d : p.devices)
-          if (d.count) bitonic::detail::cpu_steps(v.data(), d.offset, d.offset + d.count, r.first, r.last, 1);
-      } else {
-        bitonic::detail::cpu_steps(v.data(), 0, p.padded(), r.first, r.last, 1);
-      }
-    }
+    run_plan_share_by_share(p, v);
     EXPECT_TRUE(std::is_sorted(v.begin(), v.end())) << policy;
   }
 }

@@ -1,13 +1,10 @@
 // GPU bitonic kernels: the fused tile kernel (registers + shared memory), the register pass for
 // large strides, and the naive global-memory bitonic used as the benchmark anchor.
 //
-// Floor (u32, 2^28 keys = 1 GiB): the network has 406 steps. With tiles of T = 2^12..2^13
-// elements sorted and merged in shared memory and 4 global strides fused per register pass, the
-// data cross device memory once per pass: 1 tile sort + per merge level above T one tile pass and
-// ceil(g/4) register passes (g = global strides of that level): about 57 passes for T = 2^12, each
-// reading and writing 1 GiB. At ~3.3 TB/s of achievable copy bandwidth (read + write counted) a
-// pass costs ~0.65 ms, so the floor is ~37 ms (~7 Gkeys/s); the naive network (one pass per
-// global step, 136 of them, plus 16+1 shared passes) is bound near 100+ ms.
+// Floor (u32, 2^28 keys = 1 GiB; details in docs/sort-bitonic.md): 406 network steps; with tiles
+// of 2^12 elements and 5 global strides per register pass the data cross device memory ~50 times,
+// each pass reading and writing 1 GiB: ~27 ms at ~4 TB/s (~10 Gkeys/s). The naive network needs
+// one pass per global step (136) plus 17 shared passes. Measured on an H200: 44 ms vs 139 ms.
 #include <algorithm>
 #include <bit>
 #include <cstdint>
@@ -37,70 +34,105 @@ __host__ __device__ __forceinline__ void step_pj(int t, int& p, int& j) {
 
 // Shared-memory index with one pad word per 32: thread-owned runs of E consecutive words and
 // coalesced rows both stay free of bank conflicts.
-__device__ __forceinline__ std::uint64_t pad(std::uint64_t i) { return i + (i >> 5); }
+__device__ __forceinline__ std::uint32_t pad(std::uint32_t i) { return i + (i >> 5); }
 
-// Steps with compile-time stride S < E on the E elements a thread holds in registers
-// (elements gbase .. gbase+E-1 of the network).
+// Direction of element i (tile-local) in a merge of `size`: merges of at least a tile take
+// the direction of the whole tile (tile_asc); smaller ones read the tile-local index.
+__device__ __forceinline__ bool ascending(std::uint32_t i, std::uint64_t size, std::uint32_t T, bool tile_asc) {
+  return size >= T ? tile_asc : (i & std::uint32_t(size)) == 0;
+}
+
+// Steps with compile-time stride S < E on the E consecutive elements a thread owns (tile-local
+// indices own .. own+E-1).
 template <class U, int E, int S>
-__device__ __forceinline__ void reg_step(U (&v)[E], std::uint64_t gbase, std::uint64_t size) {
+__device__ __forceinline__ void reg_step(U (&v)[E], std::uint32_t own, std::uint64_t size, std::uint32_t T, bool tile_asc) {
 #pragma unroll
   for (int m = 0; m < E; ++m)
-    if ((m & S) == 0) cx(v[m], v[m | S], ((gbase + m) & size) == 0);
+    if ((m & S) == 0) cx(v[m], v[m | S], ascending(own + m, size, T, tile_asc));
 }
 
 template <class U, int E>
-__device__ __forceinline__ void reg_step_dispatch(U (&v)[E], std::uint64_t gbase, std::uint64_t size, std::uint64_t s) {
-  if constexpr (E > 1) { if (s == 1) { reg_step<U, E, 1>(v, gbase, size); return; } }
-  if constexpr (E > 2) { if (s == 2) { reg_step<U, E, 2>(v, gbase, size); return; } }
-  if constexpr (E > 4) { if (s == 4) { reg_step<U, E, 4>(v, gbase, size); return; } }
-  if constexpr (E > 8) { if (s == 8) { reg_step<U, E, 8>(v, gbase, size); return; } }
+__device__ __forceinline__ void reg_step_dispatch(U (&v)[E], std::uint32_t own, std::uint64_t size, std::uint32_t st,
+                                                  std::uint32_t T, bool tile_asc) {
+  if constexpr (E > 1) { if (st == 1) { reg_step<U, E, 1>(v, own, size, T, tile_asc); return; } }
+  if constexpr (E > 2) { if (st == 2) { reg_step<U, E, 2>(v, own, size, T, tile_asc); return; } }
+  if constexpr (E > 4) { if (st == 4) { reg_step<U, E, 4>(v, own, size, T, tile_asc); return; } }
+  if constexpr (E > 8) { if (st == 8) { reg_step<U, E, 8>(v, own, size, T, tile_asc); return; } }
 }
 
+// R consecutive steps of one merge (strides 2^top .. 2^(top-R+1)) on a tile in shared memory:
+// each thread takes groups of 2^R elements that differ only in those index bits, runs the R
+// steps in registers, and writes them back: one shared round trip and one barrier for R steps.
+template <class U, int R>
+__device__ __forceinline__ void shared_group(U* s, std::uint32_t T, int top, std::uint64_t size, bool tile_asc) {
+  constexpr int M = 1 << R;
+  const int low = top - R + 1;
+  const std::uint32_t low_mask = (1u << low) - 1;
+  for (std::uint32_t g = threadIdx.x; g < T / M; g += blockDim.x) {
+    const std::uint32_t i0 = ((g & ~low_mask) << R) | (g & low_mask);
+    const bool asc = ascending(i0, size, T, tile_asc);
+    U v[M];
+#pragma unroll
+    for (int m = 0; m < M; ++m) v[m] = s[pad(i0 + (std::uint32_t(m) << low))];
+#pragma unroll
+    for (int r = R - 1; r >= 0; --r)
+#pragma unroll
+      for (int m = 0; m < M; ++m)
+        if ((m & (1 << r)) == 0) cx(v[m], v[m | (1 << r)], asc);
+#pragma unroll
+    for (int m = 0; m < M; ++m) s[pad(i0 + (std::uint32_t(m) << low))] = v[m];
+  }
+}
+
+template <class U, int E>
+__device__ __forceinline__ void shared_group_dispatch(int r, U* s, std::uint32_t T, int top, std::uint64_t size, bool tile_asc) {
+  if constexpr (E >= 16) { if (r >= 4) { shared_group<U, 4>(s, T, top, size, tile_asc); return; } }
+  if constexpr (E >= 8) { if (r >= 3) { shared_group<U, 3>(s, T, top, size, tile_asc); return; } }
+  if constexpr (E >= 4) { if (r >= 2) { shared_group<U, 2>(s, T, top, size, tile_asc); return; } }
+  shared_group<U, 1>(s, T, top, size, tile_asc);
+}
+
+constexpr int log2_const(int e) { return e <= 1 ? 0 : 1 + log2_const(e / 2); }
+
 // One block per tile of T = blockDim.x * E elements (persistent: tiles strided by gridDim.x).
-// Runs steps first..last, all with stride < T: strides >= E through shared memory (each thread
-// E/2 comparators), strides < E in registers on the E consecutive elements each thread owns.
+// Runs steps first..last, all with stride < T: strides >= E in groups of up to log2(E) steps
+// through shared memory, strides < E in registers on the E consecutive elements a thread owns
+// (several subsets' small strides in one go, no barrier between them).
 template <class U, int E>
 __global__ void tile_kernel(U* __restrict__ data, std::uint64_t lo, std::uint64_t ntiles, int first, int last) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
   U* s = reinterpret_cast<U*>(smem_raw);
-  const int B = blockDim.x;
-  const int tid = threadIdx.x;
-  const std::uint64_t T = std::uint64_t(B) * E;
+  constexpr int LOGE = log2_const(E);
+  const std::uint32_t B = blockDim.x;
+  const std::uint32_t tid = threadIdx.x;
+  const std::uint32_t T = B * E;
   for (std::uint64_t tile = blockIdx.x; tile < ntiles; tile += gridDim.x) {
     const std::uint64_t base = lo + tile * T;
 #pragma unroll
-    for (int m = 0; m < E; ++m) s[pad(std::uint64_t(m) * B + tid)] = data[base + std::uint64_t(m) * B + tid];
+    for (int m = 0; m < E; ++m) s[pad(std::uint32_t(m) * B + tid)] = data[base + std::uint64_t(m) * B + tid];
     __syncthreads();
     int p, j;
     step_pj(first, p, j);
     int t = first;
     while (t <= last) {
-      const std::uint64_t size = std::uint64_t{1} << p;
-      const std::uint64_t st = std::uint64_t{1} << (p - j);
-      if (st >= E) {
-#pragma unroll
-        for (int c = 0; c < E / 2; ++c) {
-          const std::uint64_t q = std::uint64_t(c) * B + tid;
-          const std::uint64_t i = ((q & ~(st - 1)) << 1) | (q & (st - 1));
-          U a = s[pad(i)], b = s[pad(i + st)];
-          cx(a, b, ((base + i) & size) == 0);
-          s[pad(i)] = a;
-          s[pad(i + st)] = b;
-        }
+      const int top = p - j;
+      if (top >= LOGE) {
+        // Up to log2(E) steps of this merge, all with stride >= E.
+        const int r = min(min(LOGE, top - LOGE + 1), last - t + 1);
+        const std::uint64_t size = std::uint64_t{1} << p;
+        shared_group_dispatch<U, E>(r, s, T, top, size, (base & size) == 0);
         __syncthreads();
-        ++t;
-        if (++j > p) { ++p; j = 1; }
+        t += r;
+        j += r;
+        if (j > p) { ++p; j = 1; }
       } else {
-        // A run of register steps: strides < E, until the next stride >= E or `last`.
         U v[E];
-        const std::uint64_t own = std::uint64_t(tid) * E;
+        const std::uint32_t own = tid * E;
 #pragma unroll
         for (int m = 0; m < E; ++m) v[m] = s[pad(own + m)];
-        while (t <= last) {
-          const std::uint64_t sz = std::uint64_t{1} << p;
-          const std::uint64_t sst = std::uint64_t{1} << (p - j);
-          if (sst >= E) break;
-          reg_step_dispatch<U, E>(v, base + own, sz, sst);
+        while (t <= last && p - j < LOGE) {
+          const std::uint64_t size = std::uint64_t{1} << p;
+          reg_step_dispatch<U, E>(v, own, size, 1u << (p - j), T, (base & size) == 0);
           ++t;
           if (++j > p) { ++p; j = 1; }
         }
@@ -110,7 +142,7 @@ __global__ void tile_kernel(U* __restrict__ data, std::uint64_t lo, std::uint64_
       }
     }
 #pragma unroll
-    for (int m = 0; m < E; ++m) data[base + std::uint64_t(m) * B + tid] = s[pad(std::uint64_t(m) * B + tid)];
+    for (int m = 0; m < E; ++m) data[base + std::uint64_t(m) * B + tid] = s[pad(std::uint32_t(m) * B + tid)];
     __syncthreads();
   }
 }
@@ -222,7 +254,11 @@ void launch_global(int R, U* d, std::uint64_t lo, std::uint64_t count, int subse
     case 1: global_pass_kernel<U, 1><<<grid, kThreads, 0, s>>>(d, lo, groups, subset, top); break;
     case 2: global_pass_kernel<U, 2><<<grid, kThreads, 0, s>>>(d, lo, groups, subset, top); break;
     case 3: global_pass_kernel<U, 3><<<grid, kThreads, 0, s>>>(d, lo, groups, subset, top); break;
-    default: global_pass_kernel<U, 4><<<grid, kThreads, 0, s>>>(d, lo, groups, subset, top); break;
+    case 4: global_pass_kernel<U, 4><<<grid, kThreads, 0, s>>>(d, lo, groups, subset, top); break;
+    default:
+      if constexpr (sizeof(U) <= 8) global_pass_kernel<U, 5><<<grid, kThreads, 0, s>>>(d, lo, groups, subset, top);
+      else global_pass_kernel<U, 4><<<grid, kThreads, 0, s>>>(d, lo, groups, subset, top);
+      break;
   }
   TANDEM_CUDA_LAUNCH("bitonic global_pass_kernel");
 }
@@ -239,7 +275,7 @@ void gpu_steps(U* d, std::uint64_t lo, std::uint64_t hi, int first, int last, co
   int e = cfg.elems > 0 ? cfg.elems : 8;
   if (sizeof(U) > 8 && e > 8) e = 8;
   int block = cfg.block > 0 ? cfg.block : 512;
-  const int fuse = std::clamp(cfg.fuse > 0 ? cfg.fuse : 4, 1, 4);
+  const int fuse = std::clamp(cfg.fuse > 0 ? cfg.fuse : 5, 1, sizeof(U) <= 8 ? 5 : 4);
   // The tile must divide the range and be aligned with it.
   std::uint64_t tile = std::uint64_t(block) * e;
   tile = std::min({tile, lowest_bit(lo | hi | (std::uint64_t{1} << 62)), len});
@@ -247,6 +283,9 @@ void gpu_steps(U* d, std::uint64_t lo, std::uint64_t hi, int first, int last, co
     while (e > 2 && tile < std::uint64_t(e) * 2) e >>= 1;
     block = int(std::max<std::uint64_t>(1, tile / e));
   }
+  // A range aligned only to a few elements (policy a's share) would give blocks of a few threads:
+  // run those steps as register passes over the whole range instead (no tiles at all).
+  if (tile < 256 && tile < len) tile = 1;
   int t = first;
   while (t <= last) {
     const NetStep st = net_step(t);

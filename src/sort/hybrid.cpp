@@ -289,6 +289,16 @@ K decode_key(ordered_bits_t<K> b, bool descending) {
   return from_ordered<K>(descending ? ordered_bits_t<K>(~b) : b);
 }
 
+// Fills the padded words (real elements through `word(i)`, then all-ones sentinels) and sorts them.
+template <class U, class F>
+void encode_and_run(U* p, std::uint64_t n, std::uint64_t padded, const SortOptions& o, Report& r, int threads, F&& word) {
+  Stopwatch sw;
+#pragma omp parallel for num_threads(threads) schedule(static) if (n > (1u << 16))
+  for (std::int64_t i = 0; i < std::int64_t(padded); ++i) p[i] = std::uint64_t(i) < n ? word(std::uint64_t(i)) : ~U{0};
+  r.add("encode + pad", "cpu", sw.seconds(), fmt::format("{} -> {} words ({})", n, padded, word_name<U>()));
+  run_words(p, n, padded, o, r);
+}
+
 template <class K>
 Report sort_keys(std::span<K> keys, const SortOptions& o) {
   using U = ordered_bits_t<K>;
@@ -301,15 +311,10 @@ Report sort_keys(std::span<K> keys, const SortOptions& o) {
   }
   const std::uint64_t padded = std::uint64_t{1} << ceil_log2(n);
   WorkBuffer<U> w(padded, o.device != Device::cpu && gpu_count() > 0, r);
-  Stopwatch sw;
   const int threads = o.threads > 0 ? o.threads : default_threads();
   U* p = w.data();
-#pragma omp parallel for num_threads(threads) schedule(static) if (n > (1u << 16))
-  for (std::int64_t i = 0; i < std::int64_t(padded); ++i)
-    p[i] = std::uint64_t(i) < n ? encode_key<K, U>(keys[i], o.descending) : ~U{0};
-  r.add("encode + pad", "cpu", sw.seconds(), fmt::format("{} -> {} words", n, padded));
-  run_words(p, n, padded, o, r);
-  sw.reset();
+  encode_and_run(p, n, padded, o, r, threads, [&](std::uint64_t i) { return encode_key<K, U>(keys[i], o.descending); });
+  Stopwatch sw;
 #pragma omp parallel for num_threads(threads) schedule(static) if (n > (1u << 16))
   for (std::int64_t i = 0; i < std::int64_t(n); ++i) keys[i] = decode_key<K>(p[i], o.descending);
   r.add("decode", "cpu", sw.seconds());
@@ -324,15 +329,12 @@ Report sort_pairs_as(std::span<K> keys, std::span<V> values, const SortOptions& 
   const std::uint64_t n = keys.size();
   const std::uint64_t padded = std::uint64_t{1} << ceil_log2(n);
   WorkBuffer<U> w(padded, o.device != Device::cpu && gpu_count() > 0, r);
-  Stopwatch sw;
   const int threads = o.threads > 0 ? o.threads : default_threads();
   U* p = w.data();
-#pragma omp parallel for num_threads(threads) schedule(static) if (n > (1u << 16))
-  for (std::int64_t i = 0; i < std::int64_t(padded); ++i)
-    p[i] = std::uint64_t(i) < n ? U((U(encode_key<K, ordered_bits_t<K>>(keys[i], o.descending)) << shift) | U(i)) : ~U{0};
-  r.add("encode + pad", "cpu", sw.seconds(), fmt::format("{} pairs -> {} words ({})", n, padded, word_name<U>()));
-  run_words(p, n, padded, o, r);
-  sw.reset();
+  encode_and_run(p, n, padded, o, r, threads, [&](std::uint64_t i) {
+    return U((U(encode_key<K, ordered_bits_t<K>>(keys[i], o.descending)) << shift) | U(i));
+  });
+  Stopwatch sw;
   std::vector<V> v2(values.begin(), values.end());
   const U low = (U{1} << shift) - 1;
 #pragma omp parallel for num_threads(threads) schedule(static) if (n > (1u << 16))

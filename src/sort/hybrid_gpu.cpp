@@ -60,13 +60,15 @@ double time_device_sort(U* d, const U* src_d, std::uint64_t padded, const GpuCon
 
 template <class U>
 GpuConfig gpu_config(std::uint64_t padded, GpuConfig want, std::string* tune_report) {
-  if (want.fuse <= 0) want.fuse = 4;
+  if (want.fuse <= 0) want.fuse = sizeof(U) <= 8 ? 5 : 4;
   if (want.block > 0 && want.elems > 0) return want;
   const auto gi = gpu_info();
   const std::string dev = gi.empty() ? "gpu" : gi.front().key();
   // Tuned on up to 2^24 elements; the class is the word type and the (capped) size.
   const std::uint64_t n = std::min<std::uint64_t>(std::max<std::uint64_t>(padded, 1 << 12), std::uint64_t{1} << 24);
-  const std::string cls = fmt::format("{}/{}/smlimit{}", word_name<U>(), size_class(n), want.sm_limit);
+  // Tuned on the whole GPU: --gpu-sm-limit runs reuse the shape (tuning on one block would take
+  // seconds and is not what the limit is for).
+  const std::string cls = fmt::format("{}/{}", word_name<U>(), size_class(n));
   if (auto j = TuningCache::global().get("bitonic.gpu", dev, cls)) {
     try {
       want.block = j->at("block").get<int>();
@@ -99,6 +101,7 @@ GpuConfig gpu_config(std::uint64_t padded, GpuConfig want, std::string* tune_rep
   TANDEM_CUDA(cudaMemcpyAsync(src.data(), h.data(), n * sizeof(U), cudaMemcpyHostToDevice, s));
   TuneResult tr = Tuner().repetitions(3).warmup(0).run(cands, [&](const Candidate& c) {
     GpuConfig g = want;
+    g.sm_limit = 0;
     g.block = c.params.at("block").get<int>();
     g.elems = c.params.at("elems").get<int>();
     return time_device_sort<U>(d.data(), src.data(), n, g, s, 1);

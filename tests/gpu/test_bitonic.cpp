@@ -9,6 +9,7 @@
 #include <random>
 #include <vector>
 
+#include "sort/bitonic_engine.hpp"
 #include "sort/bitonic_gpu.hpp"
 #include "test_util.hpp"
 #include "tandem/bitonic.hpp"
