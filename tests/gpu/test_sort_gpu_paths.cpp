@@ -81,7 +81,7 @@ void host_paths() {
         o.descending = desc;
         const auto in = keys_for<K>(n, shape, n + shape);
         auto k = in;
-        const Report r = sort(std::span<K>(k), o);
+        const Report r = tandem::sort(std::span<K>(k), o);
         expect_keys(in, k, desc);
         if (n > 1) {
           EXPECT_EQ(r.details.value("path", ""), "gpu-pipeline");
@@ -130,7 +130,7 @@ TEST(GpuSortHost, PinnedSource) {
   std::copy(in.begin(), in.end(), p.data());
   SortOptions o;
   o.device = Device::gpu;
-  sort(p.span(), o);
+  tandem::sort(p.span(), o);
   expect_keys(in, std::vector<float>(p.data(), p.data() + n), false);
 }
 
@@ -145,7 +145,7 @@ TEST(GpuSortHost, OutOfCoreWithSmallMemoryLimit) {
     o.gpu_memory_limit = std::size_t{64} << 20;
     const auto in = keys_for<double>(n, 0, 5);
     auto k = in;
-    const Report r = sort(std::span<double>(k), o);
+    const Report r = tandem::sort(std::span<double>(k), o);
     EXPECT_EQ(r.details.value("path", ""), "gpu-out-of-core");
     EXPECT_GE(r.details.value("chunks", 0), 2);
     expect_keys(in, k, desc);
@@ -203,7 +203,7 @@ TEST(GpuSortHost, AutoPicksAndReportsAPath) {
   const std::size_t n = small() ? 3000 : 1u << 22;
   auto in = keys_for<std::uint32_t>(n, 0, 77);
   auto k = in;
-  const Report r = sort(std::span<std::uint32_t>(k), {});
+  const Report r = tandem::sort(std::span<std::uint32_t>(k), SortOptions{});
   const std::string path = r.details.value("path", "");
   EXPECT_TRUE(path == "gpu-pipeline" || path == "cpu-radix") << path;
   EXPECT_FALSE(r.stages.empty());
