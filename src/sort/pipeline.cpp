@@ -209,23 +209,9 @@ TANDEM_GPU_HOST_ALL(double)
 
 }  // namespace detail
 
-template <class K>
-void sort_device(K* d_keys, std::size_t n, const SortOptions& opts, cudaStream_t stream) {
-  using U = ordered_bits_t<K>;
-  if (n < 2) return;
-  auto& ws = detail::sort_workspace();
-  std::lock_guard lock(ws.mu);
-  ws.begin(stream);
-  const bool map = detail::needs_mapping<K>(opts.descending);
-  if (map) detail::map_to_bits<K>(d_keys, n, opts.descending, stream);
-  detail::sort_bits<U, detail::NoValue>(reinterpret_cast<U*>(d_keys), nullptr, n, opts.algorithm == SortAlgorithm::merge,
-                                        ws, stream);
-  if (map) detail::map_from_bits<K>(d_keys, n, opts.descending, stream);
-  ws.end(stream);
-}
-
+namespace {
 template <class K, class V>
-void sort_pairs_device(K* d_keys, V* d_values, std::size_t n, const SortOptions& opts, cudaStream_t stream) {
+void device_sort(K* d_keys, V* d_values, std::size_t n, const SortOptions& opts, cudaStream_t stream) {
   using U = ordered_bits_t<K>;
   if (n < 2) return;
   auto& ws = detail::sort_workspace();
@@ -236,6 +222,17 @@ void sort_pairs_device(K* d_keys, V* d_values, std::size_t n, const SortOptions&
   detail::sort_bits<U, V>(reinterpret_cast<U*>(d_keys), d_values, n, opts.algorithm == SortAlgorithm::merge, ws, stream);
   if (map) detail::map_from_bits<K>(d_keys, n, opts.descending, stream);
   ws.end(stream);
+}
+}  // namespace
+
+template <class K>
+void sort_device(K* d_keys, std::size_t n, const SortOptions& opts, cudaStream_t stream) {
+  device_sort<K, detail::NoValue>(d_keys, nullptr, n, opts, stream);
+}
+
+template <class K, class V>
+void sort_pairs_device(K* d_keys, V* d_values, std::size_t n, const SortOptions& opts, cudaStream_t stream) {
+  device_sort<K, V>(d_keys, d_values, n, opts, stream);
 }
 
 void release_sort_workspace() {
