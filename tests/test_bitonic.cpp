@@ -104,6 +104,22 @@ TYPED_TEST(BitonicKeys, PairsAreStable) {
     }
 }
 
+TEST(Bitonic, OversubscribedThreadsAreTuned) {
+  // More threads than physical cores: the thread count is tuned on a sample (seed [0036]).
+  std::mt19937_64 rng(21);
+  auto keys = make_keys<std::uint32_t>(70001, 0, rng);
+  auto want = keys;
+  std::sort(want.begin(), want.end());
+  SortOptions o;
+  o.device = Device::cpu;
+  o.threads = 4 * std::max(1, cpu_info().physical_cores);
+  const Report r = bitonic::sort(std::span<std::uint32_t>(keys), o);
+  EXPECT_EQ(keys, want);
+  bool tuned = false;
+  for (const auto& n : r.notes) tuned = tuned || n.find("physical cores") != std::string::npos;
+  EXPECT_TRUE(tuned) << r.explain();
+}
+
 TEST(Bitonic, MultiThreadedLargeMatchesStd) {
   std::mt19937_64 rng(3);
   // Above the serial threshold and the fused block size: both the block and the stride paths run.

@@ -244,10 +244,40 @@ Decision decide(const U* data, std::uint64_t n, std::uint64_t padded, const Sort
   return d;
 }
 
+// The seed's CPU thread tuning [0036]: asked for more threads than physical cores, time thread
+// counts 1..cores (powers of two and the core count) on a sample and keep the fastest (cached).
+template <class U>
+int cpu_threads(const U* data, std::uint64_t padded, int asked, Report& r) {
+  const int cores = std::max(1, cpu_info().physical_cores);
+  if (asked <= cores) return asked;
+  const std::string cls = fmt::format("{}/{}", word_name<U>(), size_class(padded));
+  if (auto j = TuningCache::global().get("bitonic.cpu_threads", cpu_key(), cls)) {
+    const int t = j->value("threads", 0);
+    if (t >= 1 && t <= cores) {
+      r.note(fmt::format("{} threads asked, {} physical cores: using {} (tuned, cached)", asked, cores, t));
+      return t;
+    }
+  }
+  const std::uint64_t S = std::min<std::uint64_t>(padded, std::uint64_t{1} << 18);
+  std::vector<U> sample(data, data + S), work(S);
+  std::vector<Candidate> cands;
+  for (auto t : geometric(1, cores)) cands.push_back({fmt::format("threads={}", t), {{"threads", t}}});
+  const TuneResult tr = Tuner().repetitions(3).run(cands, [&](const Candidate& c) {
+    std::copy(sample.begin(), sample.end(), work.begin());
+    Stopwatch w;
+    detail::cpu_sort(work.data(), S, c.params.at("threads").get<int>());
+    return w.seconds();
+  });
+  const int best = tr.winner().candidate.params.at("threads").get<int>();
+  TuningCache::global().put("bitonic.cpu_threads", cpu_key(), cls, {{"threads", best}, {"results", tr.to_json()}});
+  r.note(fmt::format("{} threads asked, {} physical cores: thread counts tuned on {} words:\n{}", asked, cores, S, tr.report()));
+  return best;
+}
+
 // Sorts the encoded, padded words in place and fills the report.
 template <class U>
 void run_words(U* w, std::uint64_t n, std::uint64_t padded, const SortOptions& o, Report& r) {
-  const int threads = o.threads > 0 ? o.threads : default_threads();
+  const int threads = cpu_threads(w, padded, o.threads > 0 ? o.threads : default_threads(), r);
   Decision d = decide(w, n, padded, o, threads, r);
   r.details["plan"] = to_json(d.plan);
   r.note(fmt::format("plan: CPU {} / GPU {} elements of {} (policy {}, k={:.4g}, N={}); concurrent steps {}; decided by {}",
