@@ -32,6 +32,16 @@ __host__ __device__ __forceinline__ void step_pj(int t, int& p, int& j) {
   j = t - (p - 1) * p / 2;
 }
 
+// R steps (strides 2^(R-1) .. 1 in register space) on the 2^R elements a thread holds, one direction.
+template <class U, int R>
+__device__ __forceinline__ void reg_merge(U (&v)[1 << R], bool asc) {
+#pragma unroll
+  for (int r = R - 1; r >= 0; --r)
+#pragma unroll
+    for (int m = 0; m < (1 << R); ++m)
+      if ((m & (1 << r)) == 0) cx(v[m], v[m | (1 << r)], asc);
+}
+
 // Shared-memory index with one pad word per 32: thread-owned runs of E consecutive words and
 // coalesced rows both stay free of bank conflicts.
 __device__ __forceinline__ std::uint32_t pad(std::uint32_t i) { return i + (i >> 5); }
@@ -74,11 +84,7 @@ __device__ __forceinline__ void shared_group(U* s, std::uint32_t T, int top, std
     U v[M];
 #pragma unroll
     for (int m = 0; m < M; ++m) v[m] = s[pad(i0 + (std::uint32_t(m) << low))];
-#pragma unroll
-    for (int r = R - 1; r >= 0; --r)
-#pragma unroll
-      for (int m = 0; m < M; ++m)
-        if ((m & (1 << r)) == 0) cx(v[m], v[m | (1 << r)], asc);
+    reg_merge<U, R>(v, asc);
 #pragma unroll
     for (int m = 0; m < M; ++m) s[pad(i0 + (std::uint32_t(m) << low))] = v[m];
   }
@@ -162,11 +168,7 @@ __global__ void global_pass_kernel(U* __restrict__ data, std::uint64_t lo, std::
     U v[M];
 #pragma unroll
     for (int m = 0; m < M; ++m) v[m] = data[i0 + (std::uint64_t(m) << low)];
-#pragma unroll
-    for (int r = R - 1; r >= 0; --r)
-#pragma unroll
-      for (int m = 0; m < M; ++m)
-        if ((m & (1 << r)) == 0) cx(v[m], v[m | (1 << r)], asc);
+    reg_merge<U, R>(v, asc);
 #pragma unroll
     for (int m = 0; m < M; ++m) data[i0 + (std::uint64_t(m) << low)] = v[m];
   }
