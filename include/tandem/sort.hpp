@@ -42,4 +42,33 @@ Report sort(std::span<K> keys, const SortOptions& opts = {});
 template <class K, class V>
 Report sort_pairs(std::span<K> keys, std::span<V> values, const SortOptions& opts = {});
 
+// The paths tandem::sort can take for host data, as the Report names them.
+enum class SortPath { cpu_radix, cpu_comparison, gpu_pipeline, gpu_out_of_core, bitonic };
+std::string_view to_string(SortPath p);
+
 }  // namespace tandem
+
+#if TANDEM_HAS_CUDA
+#include <cuda_runtime_api.h>
+
+namespace tandem {
+
+// Device-resident data: sorts d_keys[0, n) in place on `stream`, asynchronously (no host
+// synchronisation; errors of the launch are thrown, faults surface at the caller's next sync).
+// CUB radix sort (algorithm auto/radix; keys of every type in tandem's key order, descending
+// too) or CUB merge sort (algorithm merge). Temporary storage and the alternate buffer are kept
+// between calls (one workspace per device, grown when needed; release_sort_workspace() frees it);
+// calls on different streams are ordered through an event, never a host sync.
+template <class K>
+void sort_device(K* d_keys, std::size_t n, const SortOptions& opts = {}, cudaStream_t stream = nullptr);
+
+// Pairs on the device, stable (equal keys keep their input order), ascending or descending.
+template <class K, class V>
+void sort_pairs_device(K* d_keys, V* d_values, std::size_t n, const SortOptions& opts = {},
+                       cudaStream_t stream = nullptr);
+
+// Frees the device workspace kept by sort_device and the host pipeline.
+void release_sort_workspace();
+
+}  // namespace tandem
+#endif

@@ -1,18 +1,26 @@
-// tandem::sort dispatcher. Paths: bitonic (seed 000, incl. hybrid) and the CPU comparison sort.
+// tandem::sort dispatcher: picks the path for the caller's data from measured costs, runs it,
+// and falls back to the CPU when the GPU fails (device=auto) or reports a clean error (device=gpu).
 #include "tandem/sort.hpp"
 
 #include <algorithm>
 #include <array>
-#include <numeric>
+#include <cmath>
 #include <utility>
-#include <vector>
 
 #include <fmt/format.h>
 
+#include "sort/cpu_radix.hpp"
+#include "sort/device_sort.hpp"
 #include "tandem/bitonic.hpp"
+#include "tandem/calibrate.hpp"
+#include "tandem/device.hpp"
 #include "tandem/error.hpp"
-#include "tandem/key_order.hpp"
+#include "tandem/format.hpp"
+#include "tandem/parallel.hpp"
 #include "tandem/timing.hpp"
+#if TANDEM_HAS_CUDA
+#include "tandem/gpu.hpp"
+#endif
 
 namespace tandem {
 namespace {
@@ -21,28 +29,129 @@ constexpr std::array<std::pair<std::string_view, SortAlgorithm>, 4> kAlgorithms{
     {"auto", SortAlgorithm::auto_}, {"bitonic", SortAlgorithm::bitonic},
     {"radix", SortAlgorithm::radix}, {"merge", SortAlgorithm::merge}}};
 
-template <class K>
-auto comparator(bool descending) {
-  return [descending](const K& a, const K& b) { return descending ? key_less(b, a) : key_less(a, b); };
+constexpr std::array<std::pair<std::string_view, SortPath>, 5> kPaths{{
+    {"cpu-radix", SortPath::cpu_radix}, {"cpu-comparison", SortPath::cpu_comparison},
+    {"gpu-pipeline", SortPath::gpu_pipeline}, {"gpu-out-of-core", SortPath::gpu_out_of_core},
+    {"bitonic", SortPath::bitonic}}};
+
+// Runs the CPU path chosen and records it.
+template <class K, class V>
+void run_cpu(std::span<K> keys, std::span<V> values, const SortOptions& opts, SortPath path, Report& r) {
+  const int threads = opts.threads > 0 ? opts.threads : default_threads();
+  Stopwatch w;
+  if (path == SortPath::cpu_comparison) {
+    detail::cpu_comparison_sort(keys, values, opts.descending, threads);
+    r.add("CPU comparison sort", "cpu", w.seconds(),
+          fmt::format("{} elements, __gnu_parallel::{}sort, {} threads", keys.size(),
+                      values.empty() ? "" : "stable_", threads));
+  } else {
+    detail::cpu_radix_sort(keys, values, opts.descending, threads);
+    r.add("CPU radix sort", "cpu", w.seconds(),
+          fmt::format("{} elements, LSD 8-bit digits, {} threads", keys.size(), threads));
+  }
 }
 
 template <class K, class V>
-void cpu_stable_sort_pairs(std::span<K> keys, std::span<V> values, bool descending) {
-  std::vector<std::size_t> idx(keys.size());
-  std::iota(idx.begin(), idx.end(), std::size_t{0});
-  auto less = comparator<K>(descending);
-  std::stable_sort(idx.begin(), idx.end(), [&](std::size_t a, std::size_t b) { return less(keys[a], keys[b]); });
-  std::vector<K> k2(keys.size());
-  std::vector<V> v2(values.size());
-  for (std::size_t i = 0; i < idx.size(); ++i) {
-    k2[i] = keys[idx[i]];
-    v2[i] = values[idx[i]];
+Report dispatch(std::span<K> keys, std::span<V> values, const SortOptions& opts) {
+  Report r;
+  r.operation = "sort";
+  detail::PathInputs in;
+  in.n = keys.size();
+  in.key_bytes = sizeof(K);
+  in.value_bytes = values.empty() ? 0 : sizeof(V);
+  in.threads = opts.threads > 0 ? opts.threads : default_threads();
+  in.algorithm = opts.algorithm;
+  in.device = opts.device;
+  if (auto b = cached_bandwidths()) in.host_bw = b->host_memcpy_mt;
+#if TANDEM_HAS_CUDA
+  std::string gpu_problem;
+  try {
+    in.gpu = opts.device != Device::cpu && gpu_count() > 0;
+    if (in.gpu && !keys.empty()) {
+      in.pinned = gpu::is_pinned(keys.data());
+      in.gpu_budget = detail::gpu_sort_budget(opts);
+      if (auto b = cached_bandwidths()) in.link_bw = in.pinned ? b->pinned_both : b->staged_both;
+    }
+  } catch (const CudaError& e) {
+    in.gpu = false;
+    gpu_problem = e.what();
   }
-  std::copy(k2.begin(), k2.end(), keys.begin());
-  std::copy(v2.begin(), v2.end(), values.begin());
+  if (opts.device == Device::gpu && !in.gpu)
+    throw NoDeviceError(gpu_problem.empty() ? "sort: --device gpu but no usable GPU" : "sort: " + gpu_problem);
+#else
+  if (opts.device == Device::gpu) throw NoDeviceError("sort: --device gpu but this build has no CUDA support");
+#endif
+  const detail::PathChoice c = detail::choose_sort_path(in);
+  r.note(fmt::format("path {}: {}", to_string(c.path), c.why));
+  r.details["path"] = std::string(to_string(c.path));
+  r.details["estimate_cpu_s"] = c.est_cpu_s;
+  r.details["estimate_gpu_s"] = c.est_gpu_s;
+  if (keys.size() < 2) return r;
+#if TANDEM_HAS_CUDA
+  if (c.path == SortPath::gpu_pipeline || c.path == SortPath::gpu_out_of_core) {
+    try {
+      detail::gpu_sort_host(keys, values, opts, r);
+      return r;
+    } catch (const CudaError& e) {  // OutOfMemoryError included
+      if (opts.device == Device::gpu) throw;
+      r.note(fmt::format("GPU failed ({}); sorted on the CPU instead", e.what()));
+    } catch (const NoDeviceError& e) {
+      if (opts.device == Device::gpu) throw;
+      r.note(fmt::format("no GPU ({}); sorted on the CPU instead", e.what()));
+    }
+    const SortPath cpu = opts.algorithm == SortAlgorithm::merge ? SortPath::cpu_comparison : SortPath::cpu_radix;
+    r.details["path"] = std::string(to_string(cpu));
+    run_cpu(keys, values, opts, cpu, r);
+    return r;
+  }
+#endif
+  run_cpu(keys, values, opts, c.path, r);
+  return r;
 }
 
 }  // namespace
+
+namespace detail {
+
+PathChoice choose_sort_path(const PathInputs& in) {
+  PathChoice c;
+  const bool merge = in.algorithm == SortAlgorithm::merge;
+  const SortPath cpu = merge ? SortPath::cpu_comparison : SortPath::cpu_radix;
+  const double n = static_cast<double>(in.n);
+  const std::size_t per_elem = in.key_bytes + in.value_bytes;
+  const double bytes = n * static_cast<double>(per_elem);
+  // CPU estimate. Radix: (1 + 3 digits) passes over the data at about half the memcpy rate
+  // (scattered writes); comparison: n log2 n compares at ~8 ns each per thread.
+  const double host_bw = in.host_bw > 0 ? in.host_bw : std::min(20e9, 3e9 * std::max(1, in.threads));
+  const double digits = static_cast<double>(in.key_bytes);
+  c.est_cpu_s = merge ? n * std::log2(std::max(2.0, n)) * 8e-9 / std::max(1, in.threads)
+                      : (1 + 3 * digits) * bytes / (0.5 * host_bw);
+  if (in.device == Device::cpu || !in.gpu) {
+    c.path = cpu;
+    c.why = in.device == Device::cpu ? "device=cpu" : "no usable GPU";
+    return c;
+  }
+  const bool fits = gpu_bytes_needed(in.n, per_elem) <= in.gpu_budget;
+  // GPU estimate: the copies dominate (in and out at the link rate: staged pageable or pinned),
+  // plus ~1 ms of fixed costs; out of core adds a CPU multiway merge (read + write of the data,
+  // ~2 passes at the memcpy rate).
+  const double link = in.link_bw > 0 ? in.link_bw : (in.pinned ? 40e9 : std::min(30e9, 0.8 * host_bw));
+  c.est_gpu_s = 2 * bytes / link + 1e-3 + (fits ? 0.0 : 2 * bytes / (0.5 * host_bw));
+  const SortPath gpu = fits ? SortPath::gpu_pipeline : SortPath::gpu_out_of_core;
+  const std::string mem = fmt::format("{} needed in one piece, {} budget", human_bytes(gpu_bytes_needed(in.n, per_elem)),
+                                      human_bytes(in.gpu_budget));
+  if (in.device == Device::gpu) {
+    c.path = gpu;
+    c.why = fmt::format("device=gpu; {}", mem);
+    return c;
+  }
+  c.path = c.est_gpu_s < c.est_cpu_s ? gpu : cpu;
+  c.why = fmt::format("estimated CPU {} vs GPU {} ({}); {}", human_seconds(c.est_cpu_s), human_seconds(c.est_gpu_s),
+                      fits ? "fits on the GPU" : "larger than the GPU budget: chunks + CPU merge", mem);
+  return c;
+}
+
+}  // namespace detail
 
 SortAlgorithm parse_sort_algorithm(std::string_view name) {
   for (auto [n, a] : kAlgorithms)
@@ -56,15 +165,16 @@ std::string_view to_string(SortAlgorithm a) {
   return "?";
 }
 
+std::string_view to_string(SortPath p) {
+  for (auto [n, v] : kPaths)
+    if (v == p) return n;
+  return "?";
+}
+
 template <class K>
 Report sort(std::span<K> keys, const SortOptions& opts) {
   if (opts.algorithm == SortAlgorithm::bitonic || opts.device == Device::hybrid) return bitonic::sort(keys, opts);
-  Report r;
-  r.operation = "sort";
-  Stopwatch w;
-  std::sort(keys.begin(), keys.end(), comparator<K>(opts.descending));
-  r.add("CPU comparison sort", "cpu", w.seconds(), fmt::format("{} keys", keys.size()));
-  return r;
+  return dispatch(keys, std::span<detail::NoValue>{}, opts);
 }
 
 template <class K, class V>
@@ -73,12 +183,7 @@ Report sort_pairs(std::span<K> keys, std::span<V> values, const SortOptions& opt
     throw UsageError(fmt::format("sort_pairs: {} keys but {} values", keys.size(), values.size()));
   if (opts.algorithm == SortAlgorithm::bitonic || opts.device == Device::hybrid)
     return bitonic::sort_pairs(keys, values, opts);
-  Report r;
-  r.operation = "sort";
-  Stopwatch w;
-  cpu_stable_sort_pairs(keys, values, opts.descending);
-  r.add("CPU stable comparison sort", "cpu", w.seconds(), fmt::format("{} pairs", keys.size()));
-  return r;
+  return dispatch(keys, values, opts);
 }
 
 #define TANDEM_SORT_KEYS(K) template Report sort<K>(std::span<K>, const SortOptions&);

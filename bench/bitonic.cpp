@@ -1,0 +1,295 @@
+// The bitonic sort of seed 000, measured:
+//  1. GPU kernels on device-resident u32 keys, 2^20..2^28: tandem's fused bitonic against the naive
+//     global-memory bitonic (one kernel per step for strides >= 1024, shared memory below), with
+//     CUB radix sort and CUB merge sort in the same run. Goal: fused >= 3x naive.
+//  2. Host data (2^22..2^24 by default), hybrid vs the better single device (CPU bitonic, GPU bitonic with copies), with k
+//     measured on this machine: hybrid must not be slower than the better one by more than 3%.
+//  3. Co-execution itself: the GPU limited to a few blocks (--gpu-sm-limit) until k >= 0.3; there
+//     the hybrid must take <= 0.9x the better single device and land within 15% of the cost
+//     model's prediction (model inputs: the single-device step times and the measured link).
+//     Policies a, b, c side by side.
+// Every result is compared with a sorted reference (std::sort on chunks, merged).
+//
+// Floors (H100/H200, u32): see docs/sort-bitonic.md. A fused pass
+// reads and writes the array once; ~50 passes at 2^28 give ~27 ms at ~4 TB/s (~10 Gkeys/s); CUB
+// radix needs ~4 passes (~5.4 ms measured). Host data add 2 x 4 bytes per key over PCIe
+// (~55 GB/s each way pinned): ~39 ms for 2^28 round trip.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include <fmt/format.h>
+#include <omp.h>
+
+#include "harness.hpp"
+#include "sort/bitonic_gpu.hpp"
+#include "tandem/bitonic.hpp"
+#include "tandem/bitonic_plan.hpp"
+#include "tandem/calibrate.hpp"
+#include "tandem/device.hpp"
+#if TANDEM_HAS_CUDA
+#include "tandem/gpu.hpp"
+#endif
+#include "tandem/parallel.hpp"
+
+using namespace tandem;
+using tandem::bitonic::ceil_log2;
+namespace bd = tandem::bitonic::detail;
+
+namespace {
+
+std::vector<std::uint32_t> random_keys(std::size_t n, std::uint64_t seed) {
+  std::vector<std::uint32_t> v(n);
+#pragma omp parallel
+  {
+    std::mt19937_64 rng(seed * 7919 + omp_get_thread_num());
+#pragma omp for schedule(static)
+    for (std::int64_t i = 0; i < std::int64_t(n); ++i) v[i] = std::uint32_t(rng() >> 17);
+  }
+  return v;
+}
+
+// Sorted copy: chunks sorted by threads, then merged pairwise.
+std::vector<std::uint32_t> reference_sort(const std::vector<std::uint32_t>& in) {
+  std::vector<std::uint32_t> a = in, b(in.size());
+  const std::size_t n = a.size();
+  int parts = 1;
+  while (parts < omp_get_max_threads() && parts < 64) parts *= 2;
+  auto bound = [&](int i, int p) { return n * std::size_t(i) / std::size_t(p); };
+#pragma omp parallel for schedule(static)
+  for (int i = 0; i < parts; ++i) std::sort(a.begin() + bound(i, parts), a.begin() + bound(i + 1, parts));
+  for (int p = parts; p > 1; p /= 2) {
+#pragma omp parallel for schedule(static)
+    for (int i = 0; i < p; i += 2)
+      std::merge(a.begin() + bound(i, p), a.begin() + bound(i + 1, p), a.begin() + bound(i + 1, p),
+                 a.begin() + bound(i + 2, p), b.begin() + bound(i, p));
+    std::swap(a, b);
+  }
+  return a;
+}
+
+#if TANDEM_HAS_CUDA
+bool device_equals(const std::uint32_t* d, const std::vector<std::uint32_t>& want) {
+  std::vector<std::uint32_t> h(want.size());
+  TANDEM_CUDA(cudaMemcpy(h.data(), d, want.size() * 4, cudaMemcpyDeviceToHost));
+  return h == want;
+}
+
+double event_time(cudaStream_t s, const std::function<void()>& f) {
+  gpu::Event e0, e1;
+  e0.record(s);
+  f();
+  e1.record(s);
+  e1.sync();
+  return e1.seconds_since(e0);
+}
+#endif
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  bench::Bench b("bitonic", argc, argv);
+#if !TANDEM_HAS_CUDA
+  {
+    // CPU-only build: the CPU bitonic against std::sort, small, so --quick runs anywhere.
+    const std::size_t n = std::size_t{1} << int(b.get_int("--max-log2", 20));
+    const auto keys = random_keys(n, 1);
+    const auto want = reference_sort(keys);
+    std::vector<std::uint32_t> v;
+    SortOptions o;
+    o.algorithm = SortAlgorithm::bitonic;
+    o.device = Device::cpu;
+    auto st = b.time([&] {
+      v = keys;
+      bitonic::sort(std::span<std::uint32_t>(v), o);
+    });
+    b.record(fmt::format("2^{} u32 on host", ceil_log2(n)), "CPU bitonic", st, double(n), "keys", v == want);
+    auto ss = b.time([&] {
+      v = keys;
+      std::sort(v.begin(), v.end());
+    });
+    b.record(fmt::format("2^{} u32 on host", ceil_log2(n)), "std::sort", ss, double(n), "keys", v == want);
+    b.info("CPU-only build: GPU bitonic benchmarks need CUDA", 0);
+    return b.finish();
+  }
+#else
+  if (!gpu::available()) {
+    b.info("no GPU: bitonic GPU benchmarks skipped", 0);
+    return b.finish();
+  }
+  const int min_log2 = int(b.get_int("--min-log2", 20));
+  const int max_log2 = int(b.get_int("--max-log2", b.quick() ? 22 : 28));
+  const int step_log2 = int(b.get_int("--step-log2", 2));
+  const int hybrid_min = int(b.get_int("--hybrid-min-log2", b.quick() ? 20 : 22));
+  const int hybrid_max = int(b.get_int("--hybrid-max-log2", b.quick() ? 20 : 24));
+  gpu::Stream s;
+  Stopwatch whole;
+
+  // ---- 1. GPU kernels, device-resident data ------------------------------------------------------
+  for (int lg = min_log2; lg <= max_log2; lg += step_log2) {
+    const std::size_t n = std::size_t{1} << lg;
+    const auto keys = random_keys(n, lg);
+    const auto want = reference_sort(keys);
+    const std::string c = fmt::format("2^{} u32 on device", lg);
+    gpu::DeviceBuffer<std::uint32_t> src(n), d(n), alt(n);
+    TANDEM_CUDA(cudaMemcpy(src.data(), keys.data(), n * 4, cudaMemcpyHostToDevice));
+    auto reload = [&] { TANDEM_CUDA(cudaMemcpyAsync(d.data(), src.data(), n * 4, cudaMemcpyDeviceToDevice, s)); };
+
+    bd::GpuConfig cfg = bd::gpu_config<std::uint32_t>(n, {});
+    auto fused = b.measure([&] {
+      reload();
+      return event_time(s, [&] { bd::gpu_steps(d.data(), 0, n, 1, bitonic::step_count(lg), cfg, s.get()); });
+    });
+    b.record(c, "tandem bitonic (fused)", fused, double(n), "keys", device_equals(d.data(), want),
+             bd::to_json(cfg));
+    // The scalar variant (one comparator per thread per shared step) for the seed's comparison.
+    bd::GpuConfig scalar = cfg;
+    scalar.elems = 2;
+    scalar.block = 1024;
+    auto sc = b.measure([&] {
+      reload();
+      return event_time(s, [&] { bd::gpu_steps(d.data(), 0, n, 1, bitonic::step_count(lg), scalar, s.get()); });
+    });
+    b.record(c, "tandem bitonic (scalar kernel)", sc, double(n), "keys", device_equals(d.data(), want));
+    auto naive = b.measure([&] {
+      reload();
+      return event_time(s, [&] { bd::gpu_naive_sort(d.data(), n, s.get()); });
+    });
+    b.record(c, "naive bitonic (anchor)", naive, double(n), "keys", device_equals(d.data(), want));
+
+    std::size_t tmp_bytes = 0, tmp2 = 0;
+    bd::cub_radix_sort_u32(src.data(), d.data(), n, nullptr, &tmp_bytes, s.get());
+    bd::cub_merge_sort_u32(d.data(), n, nullptr, &tmp2, s.get());
+    gpu::DeviceBuffer<unsigned char> tmp(std::max(tmp_bytes, tmp2));
+    auto radix = b.measure([&] {
+      return event_time(s, [&] { bd::cub_radix_sort_u32(src.data(), d.data(), n, tmp.data(), &tmp_bytes, s.get()); });
+    });
+    b.record(c, "CUB radix sort", radix, double(n), "keys", device_equals(d.data(), want));
+    auto merge = b.measure([&] {
+      reload();
+      return event_time(s, [&] { bd::cub_merge_sort_u32(d.data(), n, tmp.data(), &tmp2, s.get()); });
+    });
+    b.record(c, "CUB merge sort", merge, double(n), "keys", device_equals(d.data(), want));
+    const double ratio = naive.median / fused.median;
+    if (lg >= 26 || lg == max_log2) b.goal(fmt::format("GPU bitonic / naive bitonic, 2^{}", lg), ratio, 3.0);
+    else b.info(fmt::format("GPU bitonic / naive bitonic, 2^{}", lg), ratio, "x");
+    b.info(fmt::format("GPU bitonic Gkeys/s, 2^{}", lg), n / fused.median / 1e9);
+    b.info(fmt::format("GPU bitonic time / CUB radix time, 2^{}", lg), fused.median / radix.median, "x");
+    b.info(fmt::format("GPU bitonic time / CUB merge time, 2^{}", lg), fused.median / merge.median, "x");
+  }
+
+  // ---- 2. Host data: hybrid with the real k vs the better single device ----------------------
+  auto host_sort = [&](std::vector<std::uint32_t>& v, SortOptions o, Report* rep) {
+    Stopwatch w;
+    Report r = bitonic::sort(std::span<std::uint32_t>(v), o);
+    const double t = w.seconds();
+    if (rep) *rep = std::move(r);
+    return t;
+  };
+  const auto bw = cached_bandwidths();
+  for (int lg = hybrid_min; lg <= hybrid_max; lg += step_log2) {
+    const std::size_t n = std::size_t{1} << lg;
+    const auto keys = random_keys(n, 100 + lg);
+    const auto want = reference_sort(keys);
+    const std::string c = fmt::format("2^{} u32 on host", lg);
+    auto timed = [&](SortOptions o, const std::string& name, Report* rep = nullptr, bool record = true) {
+      std::vector<std::uint32_t> v;
+      bool ok = true;
+      auto st = b.time([&] {
+        v = keys;
+        host_sort(v, o, rep);
+      });
+      ok = v == want;
+      if (record) b.record(c, name, st, double(n), "keys", ok);
+      else if (!ok) b.fail(name + ": result differs from the reference");
+      return st.median;
+    };
+    SortOptions o;
+    o.algorithm = SortAlgorithm::bitonic;
+    o.device = Device::cpu;
+    const double t_cpu = timed(o, "CPU bitonic");
+    o.device = Device::gpu;
+    const double t_gpu = timed(o, "GPU bitonic (with copies)");
+    o.device = Device::auto_;
+    Report rep;
+    const double t_hyb = timed(o, "hybrid, k measured", &rep);
+    const double best = std::min(t_cpu, t_gpu);
+    b.goal(fmt::format("hybrid (real k) / best single device, 2^{}", lg), t_hyb / best, 1.03, false);
+    for (const auto& note : rep.notes)
+      if (note.rfind("k = ", 0) == 0) b.info(fmt::format("{} (2^{})", note.substr(0, note.find(' ', 4)), lg), 0);
+
+    // ---- 3. co-execution: a GPU limited to a few blocks -------------------------------------------
+    // Pick the block limit whose k (from the two single-device times) is nearest 1 with k >= 0.3:
+    // co-execution can at best halve the time at k = 1.
+    int limit = 0;
+    double k = 0;
+    for (int sm : {16, 8, 4, 2, 1}) {
+      SortOptions g;
+      g.algorithm = SortAlgorithm::bitonic;
+      g.device = Device::gpu;
+      g.gpu_sm_limit = sm;
+      std::vector<std::uint32_t> v = keys;
+      host_sort(v, g, nullptr);  // warm-up and tuning of this limit
+      v = keys;
+      const double t = host_sort(v, g, nullptr);
+      if (v != want) b.fail(fmt::format("GPU bitonic with --gpu-sm-limit {} is wrong", sm));
+      const double ks = t / t_cpu;
+      if (limit == 0 || k < 0.3 || std::fabs(std::log(ks)) < std::fabs(std::log(k))) {
+        limit = sm;
+        k = ks;
+      }
+      if (ks >= 1.0) break;  // fewer blocks only move k further from 1
+    }
+    b.info(fmt::format("--gpu-sm-limit chosen (2^{})", lg), limit);
+    b.info(fmt::format("k with --gpu-sm-limit {} (2^{})", limit, lg), k);
+    SortOptions g;
+    g.algorithm = SortAlgorithm::bitonic;
+    g.device = Device::gpu;
+    g.gpu_sm_limit = limit;
+    const double t_gpu_l = timed(g, fmt::format("GPU bitonic, --gpu-sm-limit {}", limit));
+    const double best_l = std::min(t_cpu, t_gpu_l);
+    // The model's inputs: per-element step times from the single-device runs, the link from
+    // `tandem calibrate` (or measured now).
+    const int steps = bitonic::step_count(lg);
+    bitonic::CostModel cm;
+    cm.element_bytes = 4;
+    double h2d = bw && bw->pinned_h2d > 0 ? bw->pinned_h2d : 0, d2h = bw && bw->pinned_d2h > 0 ? bw->pinned_d2h : 0;
+    if (h2d == 0) {
+      gpu::PinnedBuffer<std::uint32_t> p(n);
+      gpu::DeviceBuffer<std::uint32_t> dd(n);
+      h2d = n * 4.0 / event_time(s, [&] { TANDEM_CUDA(cudaMemcpyAsync(dd.data(), p.data(), n * 4, cudaMemcpyHostToDevice, s)); });
+      d2h = n * 4.0 / event_time(s, [&] { TANDEM_CUDA(cudaMemcpyAsync(p.data(), dd.data(), n * 4, cudaMemcpyDeviceToHost, s)); });
+    }
+    cm.h2d_bytes_per_s = h2d;
+    cm.d2h_bytes_per_s = d2h;
+    const double gpu_compute = std::max(1e-9, t_gpu_l - n * 4.0 / h2d - n * 4.0 / d2h);
+    cm.step_seconds = {t_cpu / (double(n) * steps), gpu_compute / (double(n) * steps)};
+    const double k_model = gpu_compute / t_cpu;
+    double best_policy = 1e30, best_pred = 0;
+    for (char pol : {'a', 'b', 'c'}) {
+      SortOptions h = g;
+      h.device = Device::hybrid;
+      h.k = k_model;
+      h.policy = pol;
+      h.min_interior_run = 0;  // the seed's plan as it stands: the driver and the model run the same plan
+      Report hr;
+      const double t = timed(h, fmt::format("hybrid policy {}, --gpu-sm-limit {}", pol, limit), &hr);
+      const bitonic::Plan plan = bitonic::make_plan(n, k_model, pol, 0);
+      const double pred = bitonic::predict(plan, cm).total;
+      b.info(fmt::format("policy {} (2^{}): concurrent steps {} | measured {:.2f} ms, model {:.2f} ms", pol, lg,
+                         plan.concurrent_ranges(), t * 1e3, pred * 1e3), t / best_l, "x best single");
+      if (t < best_policy) {
+        best_policy = t;
+        best_pred = pred;
+      }
+    }
+    b.goal(fmt::format("hybrid / best single device, GPU limited to {} blocks, k={:.2f}, 2^{}", limit, k, lg),
+           best_policy / best_l, 0.9, false);
+    b.goal(fmt::format("hybrid |measured/predicted - 1|, 2^{}", lg), std::fabs(best_policy / best_pred - 1), 0.15, false);
+  }
+  b.info("bench_bitonic wall seconds", whole.seconds(), "s");
+  return b.finish();
+#endif
+}

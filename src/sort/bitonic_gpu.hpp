@@ -1,0 +1,64 @@
+// Internal: the GPU side of the bitonic sort (kernels in bitonic_kernels.cu, driver pieces in
+// hybrid_gpu.cu). No CUDA types here, so the host driver (hybrid.cpp) includes it as plain C++;
+// everything is defined only when TANDEM_HAS_CUDA is 1.
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "tandem/bitonic_plan.hpp"
+#include "tandem/report.hpp"
+
+namespace tandem::bitonic::detail {
+
+// Launch shape of the fused GPU bitonic. A tile of block*elems elements is sorted (or merged) in
+// registers and shared memory per block; larger strides run in register passes of `fuse` steps.
+struct GpuConfig {
+  int block{0};     // threads per block; 0: tuned (cached)
+  int elems{0};     // elements per thread ("vector length"): 1 = the scalar kernel; 0: tuned
+  int fuse{0};      // global steps per register pass (1..4); 0: 4
+  int sm_limit{0};  // launch at most this many blocks (persistent-style loops); 0: no limit
+  int device{0};
+  std::string describe() const;
+};
+
+nlohmann::json to_json(const GpuConfig& c);
+
+#if TANDEM_HAS_CUDA
+// Runs network steps first..last on device elements [lo, hi) (global indexing) on `stream`
+// (a cudaStream_t). Asynchronous.
+template <class U>
+void gpu_steps(U* d_data, std::uint64_t lo, std::uint64_t hi, int first, int last, const GpuConfig& cfg, void* stream);
+
+// The benchmark anchor: one global kernel per step for strides >= 1024, a shared-memory kernel
+// for the strides below (2048-element tiles). Asynchronous on `stream`.
+template <class U>
+void gpu_naive_sort(U* d_data, std::uint64_t padded, void* stream);
+
+// Fills in block/elems (from the tuning cache, else by measuring candidates on `padded` random
+// elements and storing the winner), fuse defaults. tune_report receives the tuner's table.
+template <class U>
+GpuConfig gpu_config(std::uint64_t padded, GpuConfig want, std::string* tune_report = nullptr);
+
+// Device-resident sort time of `padded` elements copied from `host` (median of a few runs,
+// transfers excluded): what k is measured from.
+template <class U>
+double gpu_time_sort(const U* host, std::uint64_t padded, const GpuConfig& cfg);
+
+// Executes a plan on the padded host array (pinned when possible): concurrent runs on CPU and GPU
+// at once, gathered runs on the gathering device, with the copies between them. Times per run go
+// into the report.
+template <class U>
+void hybrid_execute(U* host, const Plan& plan, const GpuConfig& cfg, int threads, Report& r);
+
+// Anchors for the benchmark (bitonic_anchors.cu). temp == nullptr: *temp_bytes receives the size.
+void cub_radix_sort_u32(const std::uint32_t* d_in, std::uint32_t* d_out, std::uint64_t n, void* temp,
+                        std::size_t* temp_bytes, void* stream);
+void cub_merge_sort_u32(std::uint32_t* d_keys, std::uint64_t n, void* temp, std::size_t* temp_bytes, void* stream);
+
+void* pinned_alloc(std::size_t bytes);  // throws OutOfMemoryError
+void pinned_free(void* p) noexcept;
+#endif
+
+}  // namespace tandem::bitonic::detail

@@ -1,0 +1,106 @@
+// Internal interface between the sort dispatcher (sort.cpp) and the GPU paths (*.cu).
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+
+#include "sort/cpu_radix.hpp"
+#include "tandem/report.hpp"
+#include "tandem/sort.hpp"
+#if TANDEM_HAS_CUDA
+#include <mutex>
+#include <type_traits>
+
+#include "tandem/gpu.hpp"
+#endif
+
+namespace tandem::detail {
+
+// Pure sizing, tested on the CPU. per_elem: bytes of one key plus its value; a one-piece GPU sort
+// holds the data twice (CUB's double buffer) plus CUB's temporary storage (~temp_per_elem bytes
+// per element, a margin over what CUB asks at 2^20..2^30) and a fixed slack.
+constexpr std::size_t kGpuSlackBytes = std::size_t{64} << 20;
+constexpr std::size_t gpu_bytes_needed(std::size_t n, std::size_t per_elem) {
+  return n * (2 * per_elem + per_elem / 2 + 1) + kGpuSlackBytes;
+}
+// Elements per chunk when the data does not fit in `budget` bytes of GPU memory (at least 1 Mi
+// elements, a multiple of 2^20 so chunks stay aligned for the copy engines).
+constexpr std::size_t out_of_core_chunk(std::size_t budget, std::size_t per_elem) {
+  const std::size_t unit = std::size_t{1} << 20;
+  const std::size_t avail = budget > kGpuSlackBytes ? budget - kGpuSlackBytes : 0;
+  std::size_t c = avail / (2 * per_elem + per_elem / 2 + 1);
+  c = c / unit * unit;
+  return c < unit ? unit : c;
+}
+
+#if TANDEM_HAS_CUDA
+// Device memory kept between sorts on one device: CUB's temporary storage, the alternate (double)
+// buffers, and the host pipeline's copy of the data. `done` marks its last use on any stream, so
+// the next user's stream waits for it on the device (no host sync). Never destroyed (CUDA may be
+// torn down before static destructors run); release_sort_workspace() frees the buffers.
+struct SortWorkspace {
+  gpu::DeviceBuffer<char> temp, alt_keys, alt_values, keys, values;
+  cudaEvent_t done{nullptr};
+  bool pending{false};
+  std::mutex mu;
+  void begin(cudaStream_t s);  // s waits for the previous use
+  void end(cudaStream_t s);    // records this use
+};
+SortWorkspace& sort_workspace();  // of the current device
+// Grows b to at least `bytes` (contents are lost) and returns its data.
+char* grow(gpu::DeviceBuffer<char>& b, std::size_t bytes);
+
+// Kernels and CUB calls (device_radix*.cu). Keys are mapped in place to tandem's ordered bits
+// (inverted when descending) and back; unsigned ascending keys need no mapping.
+template <class K>
+constexpr bool needs_mapping(bool descending) {
+  return descending || std::is_signed_v<K> || std::is_floating_point_v<K>;
+}
+template <class K>
+void map_to_bits(void* d, std::size_t n, bool descending, cudaStream_t s);
+template <class K>
+void map_from_bits(void* d, std::size_t n, bool descending, cudaStream_t s);
+// Ascending, stable sort of unsigned bits (values may be NoValue*/nullptr) with CUB radix sort,
+// or CUB merge sort when `merge`; the result ends in k/v. n <= INT32_MAX.
+template <class U, class V>
+void sort_bits(U* k, V* v, std::size_t n, bool merge, SortWorkspace& ws, cudaStream_t s);
+
+// GPU memory this process may use for a sort: opts.gpu_memory_limit if set, else 90% of free.
+std::size_t gpu_sort_budget(const SortOptions& opts);
+
+// Host data on the GPU: the staged pipeline when it fits in the budget, GPU chunk sorts with a
+// parallel CPU multiway merge otherwise. Throws CudaError / OutOfMemoryError / NoDeviceError.
+template <class K, class V>
+void gpu_sort_host(std::span<K> keys, std::span<V> values, const SortOptions& opts, Report& r);
+#endif
+
+}  // namespace tandem::detail
+
+namespace tandem::detail {
+
+// What the dispatcher knows when it picks a path (pure inputs, so the choice is testable).
+struct PathInputs {
+  std::size_t n{0};
+  std::size_t key_bytes{4};
+  std::size_t value_bytes{0};
+  bool gpu{false};              // a GPU is usable
+  bool pinned{false};           // the caller's memory is page-locked
+  std::size_t gpu_budget{0};    // bytes of GPU memory the sort may use
+  double host_bw{0};            // multi-threaded host memcpy, bytes/s (0: unknown)
+  double link_bw{0};            // host<->device each way for this memory, bytes/s (0: unknown)
+  int threads{1};
+  SortAlgorithm algorithm{SortAlgorithm::auto_};
+  Device device{Device::auto_};
+};
+
+struct PathChoice {
+  SortPath path{SortPath::cpu_radix};
+  std::string why;
+  double est_cpu_s{0};
+  double est_gpu_s{0};
+};
+
+PathChoice choose_sort_path(const PathInputs& in);
+
+}  // namespace tandem::detail

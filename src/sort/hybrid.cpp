@@ -1,0 +1,412 @@
+// The hybrid CPU+GPU bitonic sort (seed 000): encode keys into tandem's order, pad to a power of
+// two with sentinels, measure (or read) k, plan, execute on the CPU, the GPU or both, decode.
+//
+// Keys become unsigned words whose order is the key order (descending: complemented). Pairs sort
+// (key bits, original index) as one wider word (u64 for 32-bit keys, u128 for 64-bit keys), which
+// makes the network stable; values are gathered by index afterwards. Padding words are all ones:
+// they sort after every real element (for pairs their index exceeds every real index) and are
+// dropped before decoding, so they never reach the output.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <iostream>
+#include <limits>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "sort/bitonic_engine.hpp"
+#include "sort/bitonic_gpu.hpp"
+#include "tandem/bitonic.hpp"
+#include "tandem/bitonic_plan.hpp"
+#include "tandem/calibrate.hpp"
+#include "tandem/device.hpp"
+#include "tandem/error.hpp"
+#include "tandem/format.hpp"
+#include "tandem/key_order.hpp"
+#include "tandem/parallel.hpp"
+#include "tandem/timing.hpp"
+#include "tandem/tune.hpp"
+
+namespace tandem::bitonic {
+namespace {
+
+using detail::u128;
+
+#if TANDEM_HAS_CUDA
+// One pinned block kept between sorts: pinning costs ~40 ms per GiB, more than a GPU sort of it.
+struct PinnedCache {
+  std::mutex m;
+  void* p{nullptr};
+  std::size_t bytes{0};
+  bool busy{false};
+  ~PinnedCache() {
+    if (p) detail::pinned_free(p);
+  }
+};
+PinnedCache& pinned_cache() {
+  static PinnedCache c;
+  return c;
+}
+#endif
+
+// The padded working array: pinned when a GPU will copy it, else ordinary memory.
+template <class U>
+class WorkBuffer {
+ public:
+  WorkBuffer(std::uint64_t n, bool pinned, Report& r) : n_(n) {
+#if TANDEM_HAS_CUDA
+    if (pinned && n) {
+      auto& c = pinned_cache();
+      std::lock_guard<std::mutex> lock(c.m);
+      if (!c.busy) {
+        try {
+          if (c.bytes < n * sizeof(U)) {
+            if (c.p) detail::pinned_free(c.p);
+            c.p = nullptr;
+            c.bytes = 0;
+            c.p = detail::pinned_alloc(n * sizeof(U));
+            c.bytes = n * sizeof(U);
+          }
+          c.busy = true;
+          p_ = static_cast<U*>(c.p);
+          pinned_ = true;
+          return;
+        } catch (const OutOfMemoryError&) {
+          r.note("pinned host memory unavailable: copies use pageable memory");
+        }
+      }
+    }
+#else
+    (void)pinned;
+    (void)r;
+#endif
+    v_.resize(n);
+    p_ = v_.data();
+  }
+  ~WorkBuffer() {
+#if TANDEM_HAS_CUDA
+    if (pinned_) {
+      auto& c = pinned_cache();
+      std::lock_guard<std::mutex> lock(c.m);
+      c.busy = false;
+    }
+#endif
+  }
+  WorkBuffer(const WorkBuffer&) = delete;
+  WorkBuffer& operator=(const WorkBuffer&) = delete;
+  U* data() const { return p_; }
+  std::uint64_t size() const { return n_; }
+
+ private:
+  std::uint64_t n_;
+  U* p_{nullptr};
+  bool pinned_{false};
+  std::vector<U> v_;
+};
+
+template <class U>
+std::string word_name() {
+  if constexpr (sizeof(U) == 4) return "u32";
+  else if constexpr (sizeof(U) == 8) return "u64";
+  else return "u128";
+}
+
+struct Decision {
+  Plan plan;
+  bool use_gpu{false};
+  detail::GpuConfig gpu;
+};
+
+struct Capability {
+  double k{-1};
+  double cpu_step_s{0};  // seconds per element per step
+  double gpu_step_s{0};
+  std::string source;
+};
+
+#if TANDEM_HAS_CUDA
+// k = CPU speed / GPU speed, measured on a power-of-two sample of the real input (seed step 201)
+// and cached per device pair, word type, size class and SM limit.
+template <class U>
+Capability measure_k(const U* data, std::uint64_t n_real, std::uint64_t padded, int threads,
+                     const detail::GpuConfig& gc, Report& r) {
+  const std::string dev = fmt::format("{}+{}/smlimit{}", cpu_key(), gpu_info().front().key(), gc.sm_limit);
+  const std::string cls = fmt::format("{}/{}/t{}", word_name<U>(), size_class(padded), threads);
+  Capability c;
+  if (auto j = TuningCache::global().get("bitonic.k", dev, cls)) {
+    try {
+      c.k = j->at("k").get<double>();
+      c.cpu_step_s = j->at("cpu_step_s").get<double>();
+      c.gpu_step_s = j->at("gpu_step_s").get<double>();
+      c.source = "cached";
+      if (c.k > 0 && c.cpu_step_s > 0 && c.gpu_step_s > 0) return c;
+    } catch (const std::exception&) {
+    }
+  }
+  const std::uint64_t S = std::min<std::uint64_t>(padded, std::uint64_t{1} << 22);
+  std::vector<U> sample(S), work(S);
+  for (std::uint64_t i = 0; i < S; ++i) sample[i] = data[std::min(n_real - 1, i * n_real / S)];
+  const int steps = step_count(ceil_log2(S));
+  double t_cpu = std::numeric_limits<double>::max();
+  for (int rep = 0; rep < 2; ++rep) {
+    std::copy(sample.begin(), sample.end(), work.begin());
+    Stopwatch w;
+    detail::cpu_sort(work.data(), S, threads);
+    t_cpu = std::min(t_cpu, w.seconds());
+  }
+  const double t_gpu = detail::gpu_time_sort(sample.data(), S, gc);
+  c.k = t_gpu / t_cpu;
+  c.cpu_step_s = t_cpu / (double(S) * steps);
+  c.gpu_step_s = t_gpu / (double(S) * steps);
+  c.source = fmt::format("measured on a sample of {} (CPU {}, GPU {})", S, human_seconds(t_cpu), human_seconds(t_gpu));
+  TuningCache::global().put("bitonic.k", dev, cls,
+                            {{"k", c.k}, {"cpu_step_s", c.cpu_step_s}, {"gpu_step_s", c.gpu_step_s}, {"sample", S}});
+  r.add("measure k", "cpu+gpu0", t_cpu + t_gpu, c.source);
+  return c;
+}
+#endif
+
+template <class U>
+Decision decide(const U* data, std::uint64_t n, std::uint64_t padded, const SortOptions& o, int threads, Report& r) {
+  Decision d;
+  const bool want_gpu = o.device != Device::cpu;
+  const bool have_gpu = want_gpu && gpu_count() > 0;
+  if (o.device == Device::gpu && !have_gpu)
+    throw NoDeviceError(TANDEM_HAS_CUDA ? "bitonic sort: --device gpu but no usable GPU"
+                                        : "bitonic sort: --device gpu but this build has no CUDA");
+  const bool over_limit = o.gpu_memory_limit > 0 && padded * sizeof(U) > o.gpu_memory_limit;
+  if (have_gpu && over_limit) {
+    if (o.device == Device::gpu)
+      throw UsageError(fmt::format("bitonic sort: {} of keys exceed --gpu-memory-limit {}", human_bytes(padded * sizeof(U)),
+                                   human_bytes(o.gpu_memory_limit)));
+    r.note(fmt::format("{} exceed the GPU memory limit {}: the CPU sorts alone", human_bytes(padded * sizeof(U)),
+                       human_bytes(o.gpu_memory_limit)));
+  }
+  if (!have_gpu || over_limit) {
+    if (o.device == Device::hybrid && !have_gpu) r.note("no usable GPU: the hybrid sort runs on the CPU alone");
+    d.plan = make_plan(n, std::numeric_limits<double>::infinity(), o.policy, o.min_interior_run);
+    d.plan.decided_by = have_gpu ? "GPU memory limit" : "no GPU";
+    return d;
+  }
+#if TANDEM_HAS_CUDA
+  detail::GpuConfig want;
+  want.sm_limit = o.gpu_sm_limit;
+  std::string tune;
+  d.gpu = detail::gpu_config<U>(padded, want, &tune);
+  if (!tune.empty()) r.note("GPU tuning:\n" + tune);
+  d.use_gpu = true;
+  if (o.device == Device::gpu) {
+    d.plan = make_plan(n, 0.0, o.policy, o.min_interior_run);
+    d.plan.decided_by = "--device gpu";
+    return d;
+  }
+  if (o.k >= 0 && o.min_interior_run >= 0) {  // k given and the rule decides: nothing to measure
+    d.plan = make_plan(n, o.k, o.policy, o.min_interior_run);
+    r.note(fmt::format("k = {:.4g} (given)", o.k));
+    return d;
+  }
+  Capability cap = measure_k(data, n, padded, threads, d.gpu, r);
+  if (o.k >= 0) {  // k given: keep the measured GPU step time, scale the CPU's to match
+    cap.k = o.k;
+    cap.cpu_step_s = o.k > 0 ? cap.gpu_step_s / o.k : 1.0;
+    cap.source = "given; GPU step time measured";
+  }
+  CostModel cm;
+  cm.element_bytes = sizeof(U);
+  if (auto bw = cached_bandwidths(); bw && bw->pinned_h2d > 0) {
+    cm.h2d_bytes_per_s = bw->pinned_h2d;
+    cm.d2h_bytes_per_s = bw->pinned_d2h;
+  } else {
+    cm.h2d_bytes_per_s = cm.d2h_bytes_per_s = 25e9;
+    r.note("no calibration cached (run `tandem calibrate`): assuming 25 GB/s each way for the cost model");
+  }
+  cm.step_seconds = {cap.cpu_step_s, cap.gpu_step_s};
+  r.note(fmt::format("k = {:.4g} ({})", cap.k, cap.source));
+  d.plan = make_plan(n, cap.k, o.policy, -1);
+  if (o.min_interior_run >= 0) {
+    apply_min_interior_run(d.plan, o.min_interior_run);
+  } else {
+    // auto: the model may decline co-execution; hybrid asked for explicitly keeps the split.
+    optimise(d.plan, cm, o.device != Device::hybrid);
+  }
+  const PlanCost pc = predict(d.plan, cm);
+  r.details["predicted_seconds"] = pc.total;
+  r.note(fmt::format("cost model predicts {} ({} compute, {} transfers)", human_seconds(pc.total),
+                     human_seconds(pc.compute), human_seconds(pc.transfer)));
+#else
+  (void)data;
+  (void)threads;
+  (void)padded;
+#endif
+  return d;
+}
+
+// The seed's CPU thread tuning [0036]: asked for more threads than physical cores, time thread
+// counts 1..cores (powers of two and the core count) on a sample and keep the fastest (cached).
+template <class U>
+int cpu_threads(const U* data, std::uint64_t padded, int asked, Report& r) {
+  const int cores = std::max(1, cpu_info().physical_cores);
+  if (asked <= cores) return asked;
+  const std::string cls = fmt::format("{}/{}", word_name<U>(), size_class(padded));
+  if (auto j = TuningCache::global().get("bitonic.cpu_threads", cpu_key(), cls)) {
+    const int t = j->value("threads", 0);
+    if (t >= 1 && t <= cores) {
+      r.note(fmt::format("{} threads asked, {} physical cores: using {} (tuned, cached)", asked, cores, t));
+      return t;
+    }
+  }
+  const std::uint64_t S = std::min<std::uint64_t>(padded, std::uint64_t{1} << 18);
+  std::vector<U> sample(data, data + S), work(S);
+  std::vector<Candidate> cands;
+  for (auto t : geometric(1, cores)) cands.push_back({fmt::format("threads={}", t), {{"threads", t}}});
+  const TuneResult tr = Tuner().repetitions(3).run(cands, [&](const Candidate& c) {
+    std::copy(sample.begin(), sample.end(), work.begin());
+    Stopwatch w;
+    detail::cpu_sort(work.data(), S, c.params.at("threads").get<int>());
+    return w.seconds();
+  });
+  const int best = tr.winner().candidate.params.at("threads").get<int>();
+  TuningCache::global().put("bitonic.cpu_threads", cpu_key(), cls, {{"threads", best}, {"results", tr.to_json()}});
+  r.note(fmt::format("{} threads asked, {} physical cores: thread counts tuned on {} words:\n{}", asked, cores, S, tr.report()));
+  return best;
+}
+
+// Sorts the encoded, padded words in place and fills the report.
+template <class U>
+void run_words(U* w, std::uint64_t n, std::uint64_t padded, const SortOptions& o, Report& r) {
+  const int threads = cpu_threads(w, padded, o.threads > 0 ? o.threads : default_threads(), r);
+  Decision d = decide(w, n, padded, o, threads, r);
+  r.details["plan"] = to_json(d.plan);
+  r.note(fmt::format("plan: CPU {} / GPU {} elements of {} (policy {}, k={:.4g}, N={}); concurrent steps {}; decided by {}",
+                     d.plan.share("cpu"), d.plan.share("gpu"), padded, d.plan.policy, d.plan.k, d.plan.N,
+                     d.plan.concurrent_ranges(), d.plan.decided_by));
+  for (const auto& note : d.plan.notes) r.note(note);
+  if (!d.use_gpu) {
+    Stopwatch sw;
+    detail::cpu_sort(w, padded, threads);
+    r.add("CPU bitonic network", "cpu", sw.seconds(),
+          fmt::format("{} x {}, {} threads, {}", padded, word_name<U>(), threads, detail::cpu_simd()));
+    return;
+  }
+#if TANDEM_HAS_CUDA
+  r.details["gpu_config"] = to_json(d.gpu);
+  r.note("GPU kernels: " + d.gpu.describe());
+  try {
+    detail::hybrid_execute(w, d.plan, d.gpu, threads, r);
+  } catch (const OutOfMemoryError& e) {
+    if (o.device == Device::gpu) throw;
+    // Nothing ran yet (the device buffer is taken before the first step): the CPU sorts it all.
+    std::cerr << "tandem: notice: " << e.what() << "; sorting on the CPU\n";
+    r.note(std::string("GPU memory: ") + e.what() + "; fell back to the CPU");
+    Stopwatch sw;
+    detail::cpu_sort(w, padded, threads);
+    r.add("CPU bitonic network (fallback)", "cpu", sw.seconds(), fmt::format("{} words", padded));
+  }
+#endif
+}
+
+template <class K, class U>
+U encode_key(K k, bool descending) {
+  const auto b = to_ordered(k);
+  return U(descending ? decltype(b)(~b) : b);
+}
+
+template <class K>
+K decode_key(ordered_bits_t<K> b, bool descending) {
+  return from_ordered<K>(descending ? ordered_bits_t<K>(~b) : b);
+}
+
+// Fills the padded words (real elements through `word(i)`, then all-ones sentinels) and sorts them.
+template <class U, class F>
+void encode_and_run(U* p, std::uint64_t n, std::uint64_t padded, const SortOptions& o, Report& r, int threads, F&& word) {
+  Stopwatch sw;
+#pragma omp parallel for num_threads(threads) schedule(static) if (n > (1u << 16))
+  for (std::int64_t i = 0; i < std::int64_t(padded); ++i) p[i] = std::uint64_t(i) < n ? word(std::uint64_t(i)) : ~U{0};
+  r.add("encode + pad", "cpu", sw.seconds(), fmt::format("{} -> {} words ({})", n, padded, word_name<U>()));
+  run_words(p, n, padded, o, r);
+}
+
+template <class K>
+Report sort_keys(std::span<K> keys, const SortOptions& o) {
+  using U = ordered_bits_t<K>;
+  Report r;
+  r.operation = "sort (bitonic)";
+  const std::uint64_t n = keys.size();
+  if (n < 2) {
+    r.note(fmt::format("{} key(s): nothing to sort", n));
+    return r;
+  }
+  const std::uint64_t padded = std::uint64_t{1} << ceil_log2(n);
+  WorkBuffer<U> w(padded, o.device != Device::cpu && gpu_count() > 0, r);
+  const int threads = o.threads > 0 ? o.threads : default_threads();
+  U* p = w.data();
+  encode_and_run(p, n, padded, o, r, threads, [&](std::uint64_t i) { return encode_key<K, U>(keys[i], o.descending); });
+  Stopwatch sw;
+#pragma omp parallel for num_threads(threads) schedule(static) if (n > (1u << 16))
+  for (std::int64_t i = 0; i < std::int64_t(n); ++i) keys[i] = decode_key<K>(p[i], o.descending);
+  r.add("decode", "cpu", sw.seconds());
+  return r;
+}
+
+template <class K, class V, class U>
+Report sort_pairs_as(std::span<K> keys, std::span<V> values, const SortOptions& o) {
+  constexpr int shift = sizeof(U) * 8 / 2;  // key bits in the high half, index in the low half
+  Report r;
+  r.operation = "sort pairs (bitonic)";
+  const std::uint64_t n = keys.size();
+  const std::uint64_t padded = std::uint64_t{1} << ceil_log2(n);
+  WorkBuffer<U> w(padded, o.device != Device::cpu && gpu_count() > 0, r);
+  const int threads = o.threads > 0 ? o.threads : default_threads();
+  U* p = w.data();
+  encode_and_run(p, n, padded, o, r, threads, [&](std::uint64_t i) {
+    return U((U(encode_key<K, ordered_bits_t<K>>(keys[i], o.descending)) << shift) | U(i));
+  });
+  Stopwatch sw;
+  std::vector<V> v2(values.begin(), values.end());
+  const U low = (U{1} << shift) - 1;
+#pragma omp parallel for num_threads(threads) schedule(static) if (n > (1u << 16))
+  for (std::int64_t i = 0; i < std::int64_t(n); ++i) {
+    keys[i] = decode_key<K>(static_cast<ordered_bits_t<K>>(p[i] >> shift), o.descending);
+    values[i] = v2[static_cast<std::uint64_t>(p[i] & low)];
+  }
+  r.add("decode + gather values", "cpu", sw.seconds());
+  return r;
+}
+
+}  // namespace
+
+template <class K>
+Report sort(std::span<K> keys, const SortOptions& opts) {
+  return sort_keys(keys, opts);
+}
+
+template <class K, class V>
+Report sort_pairs(std::span<K> keys, std::span<V> values, const SortOptions& opts) {
+  if (keys.size() != values.size())
+    throw UsageError(fmt::format("bitonic sort_pairs: {} keys but {} values", keys.size(), values.size()));
+  if (keys.size() < 2) {
+    Report r;
+    r.operation = "sort pairs (bitonic)";
+    r.note(fmt::format("{} pair(s): nothing to sort", keys.size()));
+    return r;
+  }
+  // 32-bit keys with an index below 2^32 - 1 fit one u64 (the all-ones padding index stays apart).
+  if (sizeof(K) == 4 && keys.size() < 0xFFFFFFFFull) return sort_pairs_as<K, V, std::uint64_t>(keys, values, opts);
+  return sort_pairs_as<K, V, u128>(keys, values, opts);
+}
+
+#define TANDEM_BITONIC_KEYS(K) template Report sort<K>(std::span<K>, const SortOptions&);
+#define TANDEM_BITONIC_PAIRS(K, V) template Report sort_pairs<K, V>(std::span<K>, std::span<V>, const SortOptions&);
+#define TANDEM_BITONIC_ALL(K) \
+  TANDEM_BITONIC_KEYS(K) TANDEM_BITONIC_PAIRS(K, std::uint32_t) TANDEM_BITONIC_PAIRS(K, std::uint64_t)
+TANDEM_BITONIC_ALL(std::uint32_t)
+TANDEM_BITONIC_ALL(std::int32_t)
+TANDEM_BITONIC_ALL(std::uint64_t)
+TANDEM_BITONIC_ALL(std::int64_t)
+TANDEM_BITONIC_ALL(float)
+TANDEM_BITONIC_ALL(double)
+
+}  // namespace tandem::bitonic

@@ -1,0 +1,127 @@
+#!/usr/bin/env bash
+# tandem sort: the hybrid bitonic plan (--plan) and file sorting, with bad input giving exit 2 and
+# no half-written output.
+set -u
+T=$1
+fails=0
+D=$(mktemp -d /tmp/tandem-cli-sort.XXXXXX)
+trap 'rm -rf "$D"' EXIT
+check() {  # check NAME EXPECTED_CODE CMD...
+  local name=$1 want=$2; shift 2
+  "$@" >"$D/out.txt" 2>&1
+  local got=$?
+  if [ "$got" != "$want" ]; then
+    echo "FAIL $name: exit $got, expected $want"; cat "$D/out.txt"; fails=$((fails+1))
+  else
+    echo "ok   $name"
+  fi
+}
+fail() { echo "FAIL $1"; fails=$((fails+1)); }
+
+# --- the plan of the seed's example -------------------------------------------------------------
+plan_concurrent() {  # prints the concurrent steps of a --plan --json run, comma separated
+  "$T" sort --plan --json "$@" | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+print(",".join(str(s["step"]) for s in d["steps"] if s["mode"] == "concurrent"))'
+}
+[ "$(plan_concurrent --n 16 --k 0.6 --policy c)" = "1,2,3,4,5,6,8,9,10" ] || fail "plan c"
+[ "$(plan_concurrent --n 16 --k 0.6 --policy b)" = "1,2,3,5,6,9,10" ] || fail "plan b"
+[ "$(plan_concurrent --n 16 --k 0.6 --policy b --min-interior-run 3)" = "1,2,3,9,10" ] || fail "plan b rule"
+[ "$(plan_concurrent --n 16 --k 0.6 --policy a)" = "1,3,6,10" ] || fail "plan a"
+[ "$(plan_concurrent --n 16 --k 0.6 --policy a --min-interior-run 3)" = "1,10" ] || fail "plan a rule"
+"$T" sort --plan --json --n 16 --k 0.6 --policy c | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+assert d["n"] == 16 and d["N"] == 1 and d["policy"] == "c", d
+assert d["cpu_elements"] == 8 and d["gpu_elements"] == 8, d
+assert abs(d["k"] - 0.6) < 1e-12
+s7 = d["steps"][6]
+assert s7 == {"step": 7, "subset": 4, "stride": 8, "mode": "gpu"}, s7
+' || fail "plan json fields"
+check plan-text 0 "$T" sort --plan --n 16 --k 0.6 --policy c
+grep -q "1-6, 8-10" "$D/out.txt" || fail "plan text shows 1-6, 8-10"
+check plan-no-k 2 "$T" sort --plan --n 16
+check plan-bad-policy 2 "$T" sort --plan --n 16 --k 0.6 --policy d
+check plan-negative-k 2 "$T" sort --plan --n 16 --k -1
+
+# --- sorting files -------------------------------------------------------------------------------
+python3 - "$D" <<'EOF'
+import random, struct, sys
+d = sys.argv[1]
+random.seed(3)
+n = 5003
+keys = [random.randrange(0, 1000) for _ in range(n)]
+open(f"{d}/k.u32", "wb").write(struct.pack(f"<{n}I", *keys))
+open(f"{d}/v.u32", "wb").write(struct.pack(f"<{n}I", *range(n)))
+fl = [random.uniform(-5, 5) for _ in range(n - 6)] + [float("nan"), -0.0, 0.0, float("-inf"), float("inf"), -float("nan")]
+open(f"{d}/k.f64", "wb").write(struct.pack(f"<{n}d", *fl))
+open(f"{d}/bad.u32", "wb").write(b"\x01\x02\x03\x04\x05")  # 5 bytes: not a multiple of 4
+# a .npy of int64
+hdr = "{'descr': '<i8', 'fortran_order': False, 'shape': (%d,), }" % n
+hdr = hdr + " " * (63 - (len(hdr) + 10) % 64) + "\n"
+ints = [random.randrange(-2**40, 2**40) for _ in range(n)]
+open(f"{d}/k.npy", "wb").write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(hdr)) + hdr.encode() + struct.pack(f"<{n}q", *ints))
+EOF
+for dev in cpu auto hybrid; do
+  check "sort-u32-$dev" 0 "$T" sort --type u32 --in "$D/k.u32" --out "$D/s.u32" --algorithm bitonic --device $dev
+  python3 -c '
+import struct, sys
+a = open(sys.argv[1], "rb").read(); b = open(sys.argv[2], "rb").read()
+x = struct.unpack(f"<{len(a)//4}I", a); y = struct.unpack(f"<{len(b)//4}I", b)
+assert list(y) == sorted(x)' "$D/k.u32" "$D/s.u32" || fail "sorted u32 ($dev)"
+done
+check sort-pairs-desc 0 "$T" sort --type u32 --in "$D/k.u32" --out "$D/s.u32" --values "$D/v.u32" --values-out "$D/sv.u32" --descending --algorithm bitonic --explain
+grep -q "plan:" "$D/out.txt" || fail "--explain prints the plan"
+python3 -c '
+import struct, sys
+k = struct.unpack("<5003I", open(sys.argv[1], "rb").read())
+sk = struct.unpack("<5003I", open(sys.argv[2], "rb").read())
+sv = struct.unpack("<5003I", open(sys.argv[3], "rb").read())
+want = sorted(range(5003), key=lambda i: -k[i])  # stable: equal keys keep input order
+assert list(sv) == want and list(sk) == [k[i] for i in want]' "$D/k.u32" "$D/s.u32" "$D/sv.u32" || fail "stable descending pairs"
+check sort-f64 0 "$T" sort --type f64 --in "$D/k.f64" --out "$D/s.f64" --algorithm bitonic
+python3 -c '
+import struct, sys, math
+y = struct.unpack("<5003d", open(sys.argv[1], "rb").read())
+assert math.isnan(y[0]) and math.copysign(1, y[0]) < 0, y[0]       # -NaN first
+assert math.isnan(y[-1]) and math.copysign(1, y[-1]) > 0, y[-1]    # +NaN last
+assert y[1] == float("-inf") and y[-2] == float("inf")
+z = [i for i, v in enumerate(y) if v == 0.0]
+assert math.copysign(1, y[z[0]]) < 0 and math.copysign(1, y[z[1]]) > 0
+mid = y[1:-1]
+assert all(mid[i] <= mid[i+1] for i in range(len(mid)-1))' "$D/s.f64" || fail "f64 total order"
+check sort-npy 0 "$T" sort --type i64 --in "$D/k.npy" --out "$D/s.npy" --algorithm bitonic
+python3 -c '
+import struct, sys
+def load(p):
+    b = open(p, "rb").read(); hl = struct.unpack("<H", b[8:10])[0]; body = b[10+hl:]
+    return struct.unpack(f"<{len(body)//8}q", body)
+assert list(load(sys.argv[2])) == sorted(load(sys.argv[1]))' "$D/k.npy" "$D/s.npy" || fail "npy i64 sorted"
+: > "$D/empty.u32"
+check sort-empty 0 "$T" sort --type u32 --in "$D/empty.u32" --out "$D/s-empty.u32" --algorithm bitonic
+[ -f "$D/s-empty.u32" ] && [ ! -s "$D/s-empty.u32" ] || fail "empty output exists and is empty"
+printf '\x07\x00\x00\x00' > "$D/one.u32"
+check sort-one 0 "$T" sort --type u32 --in "$D/one.u32" --out "$D/s-one.u32" --algorithm bitonic
+cmp -s "$D/one.u32" "$D/s-one.u32" || fail "one element unchanged"
+
+# --- bad input: exit 2, nothing written ----------------------------------------------------------
+check bad-size 2 "$T" sort --type u32 --in "$D/bad.u32" --out "$D/x1.u32" --algorithm bitonic
+[ -e "$D/x1.u32" ] && fail "bad-size left an output file"
+check npy-type-mismatch 2 "$T" sort --type u32 --in "$D/k.npy" --out "$D/x2.npy" --algorithm bitonic
+[ -e "$D/x2.npy" ] && fail "type mismatch left an output file"
+check unknown-type 2 "$T" sort --type u128 --in "$D/k.u32" --out "$D/x3.u32"
+check unsupported-type 2 "$T" sort --type u8 --in "$D/k.u32" --out "$D/x3.u32"
+check missing-input 2 "$T" sort --type u32 --in "$D/nope.u32" --out "$D/x4.u32"
+[ -e "$D/x4.u32" ] && fail "missing input left an output file"
+check unwritable-output 2 "$T" sort --type u32 --in "$D/k.u32" --out "$D/no/such/dir/x.u32" --algorithm bitonic
+check values-count-mismatch 2 "$T" sort --type u32 --in "$D/k.u32" --out "$D/x5.u32" --values "$D/one.u32" --values-out "$D/x5v.u32" --algorithm bitonic
+[ -e "$D/x5.u32" ] || [ -e "$D/x5v.u32" ] && fail "values mismatch left an output file"
+check values-without-out 2 "$T" sort --type u32 --in "$D/k.u32" --out "$D/x6.u32" --values "$D/v.u32"
+check bad-device 2 "$T" sort --type u32 --in "$D/k.u32" --out "$D/x7.u32" --device tpu
+check bad-algorithm 2 "$T" sort --type u32 --in "$D/k.u32" --out "$D/x7.u32" --algorithm quick
+check bad-policy 2 "$T" sort --type u32 --in "$D/k.u32" --out "$D/x7.u32" --policy z
+check no-type 2 "$T" sort --in "$D/k.u32" --out "$D/x8.u32"
+[ -e "$D/x7.u32" ] && fail "bad options left an output file"
+
+exit $((fails > 0))

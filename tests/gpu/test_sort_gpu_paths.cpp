@@ -1,0 +1,212 @@
+// GPU paths of tandem::sort against std::stable_sort in tandem's key order: the device-resident
+// API, the host pipeline (pageable and pinned), and the out-of-core path forced by a small
+// gpu_memory_limit (chunks sorted on the GPU, merged on the CPU).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <limits>
+#include <numeric>
+#include <random>
+#include <vector>
+
+#include "tandem/device.hpp"
+#include "tandem/gpu.hpp"
+#include "tandem/key_order.hpp"
+#include "tandem/sort.hpp"
+#include "test_util.hpp"
+
+using namespace tandem;
+
+namespace {
+
+bool small() { return std::getenv("TANDEM_SANITIZER") != nullptr; }
+
+template <class K>
+std::vector<K> keys_for(std::size_t n, int shape, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<K> v(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    std::uint64_t r = rng();
+    if (shape == 1) r %= 7;  // few distinct
+    if constexpr (std::is_floating_point_v<K>) {
+      v[i] = static_cast<K>(static_cast<std::int64_t>(r % 20001) - 10000) / K(4);
+      if (i % 61 == 0) v[i] = std::numeric_limits<K>::quiet_NaN();
+      if (i % 67 == 0) v[i] = -std::numeric_limits<K>::quiet_NaN();
+      if (i % 11 == 0) v[i] = (i & 1) ? K(-0.0) : K(0.0);
+    } else {
+      v[i] = static_cast<K>(r);
+    }
+  }
+  auto less = [](K a, K b) { return key_less(a, b); };
+  if (shape == 2) std::sort(v.begin(), v.end(), less);
+  if (shape == 3) std::sort(v.begin(), v.end(), [&](K a, K b) { return less(b, a); });
+  return v;
+}
+
+template <class K, class V>
+void expect_pairs(const std::vector<K>& in, const std::vector<K>& k, const std::vector<V>& v, bool desc) {
+  std::vector<std::size_t> idx(in.size());
+  std::iota(idx.begin(), idx.end(), std::size_t{0});
+  std::stable_sort(idx.begin(), idx.end(), [&](std::size_t a, std::size_t b) {
+    return desc ? key_less(in[b], in[a]) : key_less(in[a], in[b]);
+  });
+  for (std::size_t i = 0; i < in.size(); ++i) {
+    ASSERT_EQ(to_ordered(k[i]), to_ordered(in[idx[i]])) << "key at " << i << " of " << in.size();
+    ASSERT_EQ(v[i], static_cast<V>(idx[i])) << "value at " << i << " of " << in.size();
+  }
+}
+
+template <class K>
+void expect_keys(const std::vector<K>& in, const std::vector<K>& got, bool desc) {
+  auto want = in;
+  std::stable_sort(want.begin(), want.end(), [&](K a, K b) { return desc ? key_less(b, a) : key_less(a, b); });
+  ASSERT_EQ(got.size(), want.size());
+  for (std::size_t i = 0; i < want.size(); ++i) ASSERT_EQ(to_ordered(got[i]), to_ordered(want[i])) << "at " << i;
+}
+
+std::vector<std::size_t> sizes() {
+  if (small()) return {0, 1, 2, 1000, 4097};
+  return {0, 1, 2, 3, 1023, 1025, (1u << 16) + 1, (1u << 20) - 1, 3000017};
+}
+
+template <class K>
+void host_paths() {
+  for (std::size_t n : sizes())
+    for (int shape : {0, 1, 2, 3})
+      for (bool desc : {false, true}) {
+        SCOPED_TRACE(testing::Message() << "n=" << n << " shape=" << shape << " desc=" << desc);
+        SortOptions o;
+        o.device = Device::gpu;
+        o.descending = desc;
+        const auto in = keys_for<K>(n, shape, n + shape);
+        auto k = in;
+        const Report r = tandem::sort(std::span<K>(k), o);
+        expect_keys(in, k, desc);
+        if (n > 1) {
+          EXPECT_EQ(r.details.value("path", ""), "gpu-pipeline");
+        }
+        if (shape > 1) continue;
+        k = in;
+        std::vector<std::uint32_t> v(n);
+        std::iota(v.begin(), v.end(), 0u);
+        sort_pairs(std::span<K>(k), std::span<std::uint32_t>(v), o);
+        expect_pairs(in, k, v, desc);
+      }
+}
+
+}  // namespace
+
+TEST(GpuSortHost, U32) {
+  TANDEM_REQUIRE_GPU();
+  host_paths<std::uint32_t>();
+}
+TEST(GpuSortHost, I32) {
+  TANDEM_REQUIRE_GPU();
+  host_paths<std::int32_t>();
+}
+TEST(GpuSortHost, U64) {
+  TANDEM_REQUIRE_GPU();
+  host_paths<std::uint64_t>();
+}
+TEST(GpuSortHost, I64) {
+  TANDEM_REQUIRE_GPU();
+  host_paths<std::int64_t>();
+}
+TEST(GpuSortHost, F32) {
+  TANDEM_REQUIRE_GPU();
+  host_paths<float>();
+}
+TEST(GpuSortHost, F64) {
+  TANDEM_REQUIRE_GPU();
+  host_paths<double>();
+}
+
+TEST(GpuSortHost, PinnedSource) {
+  TANDEM_REQUIRE_GPU();
+  const std::size_t n = small() ? 5000 : (1u << 22) + 5;
+  const auto in = keys_for<float>(n, 0, 9);
+  gpu::PinnedBuffer<float> p(n);
+  std::copy(in.begin(), in.end(), p.data());
+  SortOptions o;
+  o.device = Device::gpu;
+  tandem::sort(p.span(), o);
+  expect_keys(in, std::vector<float>(p.data(), p.data() + n), false);
+}
+
+TEST(GpuSortHost, OutOfCoreWithSmallMemoryLimit) {
+  TANDEM_REQUIRE_GPU();
+  // 64 MiB budget: chunks of 2^20 elements (the smallest), so 3 Mi + 7 keys make 4 runs.
+  const std::size_t n = small() ? (1u << 20) + 7 : (3u << 20) + 7;
+  for (bool desc : {false, true}) {
+    SortOptions o;
+    o.device = Device::gpu;
+    o.descending = desc;
+    o.gpu_memory_limit = std::size_t{64} << 20;
+    const auto in = keys_for<double>(n, 0, 5);
+    auto k = in;
+    const Report r = tandem::sort(std::span<double>(k), o);
+    EXPECT_EQ(r.details.value("path", ""), "gpu-out-of-core");
+    EXPECT_GE(r.details.value("chunks", 0), 2);
+    expect_keys(in, k, desc);
+    const auto few = keys_for<std::uint32_t>(n, 1, 6);
+    auto fk = few;
+    std::vector<std::uint64_t> v(n);
+    std::iota(v.begin(), v.end(), std::uint64_t{0});
+    sort_pairs(std::span<std::uint32_t>(fk), std::span<std::uint64_t>(v), o);
+    expect_pairs(few, fk, v, desc);
+  }
+}
+
+TEST(GpuSortDevice, KeysAndPairsInPlace) {
+  TANDEM_REQUIRE_GPU();
+  gpu::Stream s;
+  for (std::size_t n : sizes())
+    for (bool desc : {false, true})
+      for (auto alg : {SortAlgorithm::radix, SortAlgorithm::merge}) {
+        SCOPED_TRACE(testing::Message() << "n=" << n << " desc=" << desc << " alg=" << to_string(alg));
+        SortOptions o;
+        o.descending = desc;
+        o.algorithm = alg;
+        const auto in = keys_for<float>(n, 0, n * 3 + 1);
+        gpu::DeviceBuffer<float> d(n);
+        if (n) TANDEM_CUDA(cudaMemcpy(d.data(), in.data(), n * sizeof(float), cudaMemcpyHostToDevice));
+        sort_device(d.data(), n, o, s);
+        std::vector<float> got(n);
+        s.sync();
+        if (n) TANDEM_CUDA(cudaMemcpy(got.data(), d.data(), n * sizeof(float), cudaMemcpyDeviceToHost));
+        expect_keys(in, got, desc);
+
+        const auto ik = keys_for<std::int64_t>(n, 1, n + 2);
+        gpu::DeviceBuffer<std::int64_t> dk(n);
+        gpu::DeviceBuffer<std::uint32_t> dv(n);
+        std::vector<std::uint32_t> iv(n);
+        std::iota(iv.begin(), iv.end(), 0u);
+        if (n) {
+          TANDEM_CUDA(cudaMemcpy(dk.data(), ik.data(), n * 8, cudaMemcpyHostToDevice));
+          TANDEM_CUDA(cudaMemcpy(dv.data(), iv.data(), n * 4, cudaMemcpyHostToDevice));
+        }
+        sort_pairs_device(dk.data(), dv.data(), n, o, s);
+        s.sync();
+        std::vector<std::int64_t> gk(n);
+        std::vector<std::uint32_t> gv(n);
+        if (n) {
+          TANDEM_CUDA(cudaMemcpy(gk.data(), dk.data(), n * 8, cudaMemcpyDeviceToHost));
+          TANDEM_CUDA(cudaMemcpy(gv.data(), dv.data(), n * 4, cudaMemcpyDeviceToHost));
+        }
+        expect_pairs(ik, gk, gv, desc);
+      }
+}
+
+TEST(GpuSortHost, AutoPicksAndReportsAPath) {
+  TANDEM_REQUIRE_GPU();
+  const std::size_t n = small() ? 3000 : 1u << 22;
+  auto in = keys_for<std::uint32_t>(n, 0, 77);
+  auto k = in;
+  const Report r = tandem::sort(std::span<std::uint32_t>(k), SortOptions{});
+  const std::string path = r.details.value("path", "");
+  EXPECT_TRUE(path == "gpu-pipeline" || path == "cpu-radix") << path;
+  EXPECT_FALSE(r.stages.empty());
+  expect_keys(in, k, false);
+  release_sort_workspace();
+}

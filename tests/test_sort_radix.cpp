@@ -1,0 +1,214 @@
+// The CPU paths of tandem::sort (parallel LSD radix, parallel comparison sort) and the path
+// choice, against std::stable_sort in tandem's key order.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <numeric>
+#include <random>
+#include <vector>
+
+#include "sort/cpu_radix.hpp"
+#include "sort/device_sort.hpp"
+#include "tandem/device.hpp"
+#include "tandem/error.hpp"
+#include "tandem/key_order.hpp"
+#include "tandem/sort.hpp"
+
+using namespace tandem;
+
+namespace {
+
+enum class Shape { uniform, sorted, reverse, equal, few, skewed };
+
+template <class K>
+std::vector<K> make_keys(std::size_t n, Shape s, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<K> v(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    std::uint64_t r = rng();
+    if (s == Shape::few) r %= 5;
+    if (s == Shape::skewed) r = static_cast<std::uint64_t>(std::pow(static_cast<double>(r % 1000000) / 1e6, 8) * 1000);
+    if (s == Shape::equal) r = 42;
+    if constexpr (std::is_floating_point_v<K>) {
+      v[i] = static_cast<K>(static_cast<std::int64_t>(r % 2001) - 1000) / K(8);
+      if (s == Shape::uniform && i % 97 == 0) v[i] = std::numeric_limits<K>::quiet_NaN();
+      if (s == Shape::uniform && i % 89 == 0) v[i] = -std::numeric_limits<K>::quiet_NaN();
+      if (s == Shape::uniform && i % 13 == 0) v[i] = (i % 2) ? K(-0.0) : K(0.0);
+      if (s == Shape::uniform && i % 101 == 0) v[i] = -std::numeric_limits<K>::infinity();
+    } else {
+      v[i] = static_cast<K>(r);
+    }
+  }
+  auto less = [](K a, K b) { return key_less(a, b); };
+  if (s == Shape::sorted) std::sort(v.begin(), v.end(), less);
+  if (s == Shape::reverse) std::sort(v.begin(), v.end(), [&](K a, K b) { return less(b, a); });
+  return v;
+}
+
+// Sorts with fn(keys, values) and checks keys and values against std::stable_sort of (key, index).
+template <class K, class V, class F>
+void check_pairs(const std::vector<K>& in, bool descending, F&& fn) {
+  std::vector<std::size_t> idx(in.size());
+  std::iota(idx.begin(), idx.end(), std::size_t{0});
+  std::stable_sort(idx.begin(), idx.end(), [&](std::size_t a, std::size_t b) {
+    return descending ? key_less(in[b], in[a]) : key_less(in[a], in[b]);
+  });
+  std::vector<K> k = in;
+  std::vector<V> v(in.size());
+  for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<V>(i);
+  fn(std::span<K>(k), std::span<V>(v));
+  for (std::size_t i = 0; i < in.size(); ++i) {
+    ASSERT_EQ(to_ordered(k[i]), to_ordered(in[idx[i]])) << "key at " << i << " of " << in.size();
+    ASSERT_EQ(v[i], static_cast<V>(idx[i])) << "value at " << i << " of " << in.size();
+  }
+}
+
+template <class K>
+void check_keys(const std::vector<K>& in, bool descending, const std::function<void(std::span<K>)>& fn) {
+  auto want = in;
+  std::stable_sort(want.begin(), want.end(), [&](K a, K b) { return descending ? key_less(b, a) : key_less(a, b); });
+  auto got = in;
+  fn(std::span<K>(got));
+  for (std::size_t i = 0; i < in.size(); ++i) ASSERT_EQ(to_ordered(got[i]), to_ordered(want[i])) << "at " << i << " of " << in.size();
+}
+
+const std::vector<std::size_t> kSizes{0, 1, 2, 63, 64, 65, 255, 257, 4097, 65537, 200003};
+const std::vector<Shape> kShapes{Shape::uniform, Shape::sorted, Shape::reverse, Shape::equal, Shape::few, Shape::skewed};
+
+template <class K>
+void radix_all_cases() {
+  for (std::size_t n : kSizes)
+    for (Shape s : kShapes)
+      for (bool desc : {false, true})
+        for (int threads : {1, 3}) {
+          // Several threads only split inputs of >= 2^17 elements: the large size covers them.
+          if ((n > 70000) != (threads == 3)) continue;
+          if (n > 70000 && s != Shape::uniform && s != Shape::few) continue;
+          SCOPED_TRACE(testing::Message() << "n=" << n << " shape=" << int(s) << " desc=" << desc << " threads=" << threads);
+          const auto in = make_keys<K>(n, s, n * 7 + int(s));
+          check_keys<K>(in, desc, [&](std::span<K> k) {
+            detail::cpu_radix_sort(k, std::span<detail::NoValue>{}, desc, threads);
+          });
+          check_pairs<K, std::uint32_t>(in, desc, [&](std::span<K> k, std::span<std::uint32_t> v) {
+            detail::cpu_radix_sort(k, v, desc, threads);
+          });
+        }
+}
+
+}  // namespace
+
+TEST(CpuRadix, U32) { radix_all_cases<std::uint32_t>(); }
+TEST(CpuRadix, I32) { radix_all_cases<std::int32_t>(); }
+TEST(CpuRadix, U64) { radix_all_cases<std::uint64_t>(); }
+TEST(CpuRadix, I64) { radix_all_cases<std::int64_t>(); }
+TEST(CpuRadix, F32) { radix_all_cases<float>(); }
+TEST(CpuRadix, F64) { radix_all_cases<double>(); }
+
+TEST(CpuRadix, U64ValuesAndExtremes) {
+  std::vector<std::int64_t> in{std::numeric_limits<std::int64_t>::max(), std::numeric_limits<std::int64_t>::min(), 0, -1, 1,
+                               std::numeric_limits<std::int64_t>::min(), 5};
+  in.resize(5000, 7);  // past the insertion-sort cutoff, with a long run of equal keys
+  for (bool desc : {false, true})
+    check_pairs<std::int64_t, std::uint64_t>(in, desc, [&](auto k, auto v) { detail::cpu_radix_sort(k, v, desc, 2); });
+}
+
+TEST(CpuRadix, FloatSpecialValuesInOrder) {
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  std::vector<float> v;
+  for (int i = 0; i < 100; ++i) v.insert(v.end(), {nan, 0.0f, -0.0f, -nan, 1.0f, -inf, inf, -1.0f});
+  detail::cpu_radix_sort(std::span<float>(v), std::span<detail::NoValue>{}, false, 2);
+  EXPECT_TRUE(std::isnan(v.front()) && std::signbit(v.front()));
+  EXPECT_TRUE(std::isnan(v.back()) && !std::signbit(v.back()));
+  const auto neg_zero = std::find_if(v.begin(), v.end(), [](float f) { return f == 0.0f; });
+  ASSERT_NE(neg_zero, v.end());
+  EXPECT_TRUE(std::signbit(*neg_zero));              // -0.0 before +0.0
+  EXPECT_FALSE(std::signbit(*(neg_zero + 100)));     // 100 of each
+}
+
+TEST(CpuComparison, KeysAndStablePairs) {
+  for (std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{1025}, std::size_t{100001}})
+    for (bool desc : {false, true}) {
+      const auto in = make_keys<float>(n, Shape::uniform, n);
+      check_keys<float>(in, desc, [&](std::span<float> k) {
+        detail::cpu_comparison_sort(k, std::span<detail::NoValue>{}, desc, 2);
+      });
+      const auto few = make_keys<std::uint64_t>(n, Shape::few, n);
+      check_pairs<std::uint64_t, std::uint32_t>(few, desc, [&](auto k, auto v) {
+        detail::cpu_comparison_sort(k, v, desc, 2);
+      });
+    }
+}
+
+TEST(SortEntry, EveryAlgorithmOnTheCpu) {
+  for (auto alg : {SortAlgorithm::auto_, SortAlgorithm::radix, SortAlgorithm::merge})
+    for (std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{65535}, std::size_t{65537}}) {
+      SortOptions o;
+      o.algorithm = alg;
+      o.device = Device::cpu;
+      o.threads = 2;
+      const auto in = make_keys<double>(n, Shape::uniform, 3);
+      check_keys<double>(in, false, [&](std::span<double> k) { sort(k, o); });
+      const auto few = make_keys<std::int32_t>(n, Shape::few, 4);
+      o.descending = true;
+      check_pairs<std::int32_t, std::uint64_t>(few, true, [&](auto k, auto v) {
+        const Report r = sort_pairs(k, v, o);
+        if (n > 1) {
+          EXPECT_EQ(r.details.value("path", ""), alg == SortAlgorithm::merge ? "cpu-comparison" : "cpu-radix");
+        }
+      });
+    }
+}
+
+TEST(SortEntry, DeviceGpuWithoutGpuIsACleanError) {
+  if (gpu_count() > 0) GTEST_SKIP() << "a GPU is present";
+  std::vector<std::uint32_t> v{3, 1, 2};
+  SortOptions o;
+  o.device = Device::gpu;
+  EXPECT_THROW(sort(std::span<std::uint32_t>(v), o), NoDeviceError);
+  EXPECT_EQ(v, (std::vector<std::uint32_t>{3, 1, 2}));  // untouched
+  o.device = Device::auto_;
+  const Report r = sort(std::span<std::uint32_t>(v), o);
+  EXPECT_EQ(v, (std::vector<std::uint32_t>{1, 2, 3}));
+  EXPECT_EQ(r.details.value("path", ""), "cpu-radix");
+}
+
+TEST(SortPathChoice, FromCosts) {
+  detail::PathInputs in;
+  in.n = std::size_t{1} << 28;
+  in.key_bytes = 4;
+  in.threads = 16;
+  in.host_bw = 38e9;
+  in.link_bw = 33e9;
+  in.gpu = false;
+  EXPECT_EQ(detail::choose_sort_path(in).path, SortPath::cpu_radix);
+  in.algorithm = SortAlgorithm::merge;
+  EXPECT_EQ(detail::choose_sort_path(in).path, SortPath::cpu_comparison);
+  in.algorithm = SortAlgorithm::auto_;
+  in.gpu = true;
+  in.gpu_budget = std::size_t{70} << 30;
+  auto c = detail::choose_sort_path(in);
+  EXPECT_EQ(c.path, SortPath::gpu_pipeline) << c.why;
+  EXPECT_LT(c.est_gpu_s, c.est_cpu_s);
+  in.gpu_budget = std::size_t{256} << 20;  // forced small GPU memory: chunks and a CPU merge
+  EXPECT_EQ(detail::choose_sort_path(in).path, SortPath::gpu_out_of_core);
+  in.n = 1000;  // tiny: the fixed GPU costs lose
+  EXPECT_EQ(detail::choose_sort_path(in).path, SortPath::cpu_radix);
+  in.device = Device::gpu;
+  EXPECT_EQ(detail::choose_sort_path(in).path, SortPath::gpu_pipeline);
+  in.device = Device::cpu;
+  EXPECT_EQ(detail::choose_sort_path(in).path, SortPath::cpu_radix);
+}
+
+TEST(SortPathChoice, OutOfCoreSizing) {
+  // Sizes past 2^32 elements are computed in 64 bits.
+  const std::size_t n = (std::size_t{1} << 32) + 3;
+  EXPECT_GT(detail::gpu_bytes_needed(n, 4), std::size_t{32} << 30);
+  const std::size_t c = detail::out_of_core_chunk(std::size_t{1} << 30, 4);
+  EXPECT_EQ(c % (std::size_t{1} << 20), 0u);
+  EXPECT_LE(detail::gpu_bytes_needed(c, 4), std::size_t{1} << 30);
+  EXPECT_EQ(detail::out_of_core_chunk(0, 8), std::size_t{1} << 20);  // never zero
+}
