@@ -23,6 +23,7 @@
 #include <fmt/format.h>
 #include <omp.h>
 
+#include "event_time.hpp"
 #include "harness.hpp"
 #include "sort/bitonic_gpu.hpp"
 #include "tandem/bitonic.hpp"
@@ -77,14 +78,7 @@ bool device_equals(const std::uint32_t* d, const std::vector<std::uint32_t>& wan
   return h == want;
 }
 
-double event_time(cudaStream_t s, const std::function<void()>& f) {
-  gpu::Event e0, e1;
-  e0.record(s);
-  f();
-  e1.record(s);
-  e1.sync();
-  return e1.seconds_since(e0);
-}
+using bench::event_time;
 #endif
 
 }  // namespace

@@ -23,6 +23,7 @@
 #include <parallel/algorithm>
 #include <vector>
 
+#include "event_time.hpp"
 #include "harness.hpp"
 #include "sort/cpu_radix.hpp"
 #include "tandem/gpu.hpp"
@@ -76,14 +77,7 @@ bool same(const std::vector<K>& a, const K* b) {
   return std::memcmp(a.data(), b, a.size() * sizeof(K)) == 0;
 }
 
-double event_time(cudaStream_t s, const std::function<void()>& f) {
-  gpu::Event e0, e1;
-  e0.record(s);
-  f();
-  e1.record(s);
-  e1.sync();
-  return e1.seconds_since(e0);
-}
+using bench::event_time;
 
 struct Figures {
   double cub{0}, ours_dev{0}, pipe{0}, pipe_pinned{0}, staged_rt{0}, pinned_rt{0}, naive{0}, ooc{0}, gnu{0};

@@ -5,11 +5,7 @@
 #include <cstdint>
 #include <type_traits>
 
-#if defined(__CUDACC__)
-#define TANDEM_HD __host__ __device__ __forceinline__
-#else
-#define TANDEM_HD inline
-#endif
+#include "tandem/hd.hpp"
 
 namespace tandem {
 

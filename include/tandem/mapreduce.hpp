@@ -30,11 +30,7 @@
 #include "tandem/report.hpp"
 #include "tandem/types.hpp"
 
-#if defined(__CUDACC__)
-#define TANDEM_HD __host__ __device__
-#else
-#define TANDEM_HD
-#endif
+#include "tandem/hd.hpp"
 
 namespace tandem::mr {
 
@@ -85,7 +81,7 @@ struct EngineStats {
 
 // ---------------------------------------------------------------------------------------------
 // Hashing (same function on both sides so tests can reason about buckets).
-TANDEM_HD inline std::uint64_t mix64(std::uint64_t x) {
+TANDEM_HD std::uint64_t mix64(std::uint64_t x) {
   x ^= x >> 33;
   x *= 0xff51afd7ed558ccdULL;
   x ^= x >> 33;
@@ -94,7 +90,7 @@ TANDEM_HD inline std::uint64_t mix64(std::uint64_t x) {
   return x;
 }
 
-TANDEM_HD inline std::uint64_t hash_bytes(const char* p, std::size_t n) {
+TANDEM_HD std::uint64_t hash_bytes(const char* p, std::size_t n) {
   std::uint64_t h = 0x9E3779B97F4A7C15ULL ^ n;
   std::size_t i = 0;
   for (; i + 8 <= n; i += 8) {
@@ -124,11 +120,11 @@ struct Hash<std::string_view> {
 
 // ---------------------------------------------------------------------------------------------
 // Word tokenisation: maximal runs of ASCII letters, digits, '\'', '_' and bytes >= 0x80.
-TANDEM_HD inline bool is_word_byte(unsigned char c) {
+TANDEM_HD bool is_word_byte(unsigned char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '\'' ||
          c == '_' || c >= 0x80;
 }
-TANDEM_HD inline unsigned char ascii_lower(unsigned char c) { return (c >= 'A' && c <= 'Z') ? c + 32 : c; }
+TANDEM_HD unsigned char ascii_lower(unsigned char c) { return (c >= 'A' && c <= 'Z') ? c + 32 : c; }
 
 // Calls f(begin, length) for every word that *starts* inside [first, last) of text[0, n): a word
 // crossing `last` is finished past it; a word crossing `first` belongs to the previous chunk.
@@ -158,7 +154,7 @@ struct Agg {
 };
 
 template <class A>
-TANDEM_HD inline bool agg_less(A a, A b) {
+TANDEM_HD bool agg_less(A a, A b) {
   if constexpr (std::is_floating_point_v<A>) {
     if (a != a) return false;           // NaN is never smaller
     if (b != b) return true;            // any number is smaller than NaN
@@ -169,7 +165,7 @@ TANDEM_HD inline bool agg_less(A a, A b) {
   }
 }
 template <class A>
-TANDEM_HD inline bool agg_greater(A a, A b) {
+TANDEM_HD bool agg_greater(A a, A b) {
   if constexpr (std::is_floating_point_v<A>) {
     if (a != a) return false;
     if (b != b) return true;
@@ -181,12 +177,12 @@ TANDEM_HD inline bool agg_greater(A a, A b) {
 }
 
 template <class A, class V>
-TANDEM_HD inline Agg<A> agg_of(V v) {
+TANDEM_HD Agg<A> agg_of(V v) {
   const A a = static_cast<A>(v);
   return Agg<A>{a, a, a, 1};
 }
 template <class A>
-TANDEM_HD inline void agg_reduce(Agg<A>& into, const Agg<A>& v) {
+TANDEM_HD void agg_reduce(Agg<A>& into, const Agg<A>& v) {
   into.sum += v.sum;
   if (agg_less(v.min, into.min)) into.min = v.min;
   if (agg_greater(v.max, into.max)) into.max = v.max;
@@ -460,7 +456,7 @@ std::vector<std::uint64_t> zipf_ranks(std::size_t n, std::uint64_t distinct, dou
 // Ranks turned into keys scattered over the key range by a bijection (rank 0 is not key 0).
 std::vector<std::uint32_t> zipf_keys_u32(std::size_t n, std::uint64_t distinct, double exponent, std::uint64_t seed);
 std::vector<std::uint64_t> zipf_keys_u64(std::size_t n, std::uint64_t distinct, double exponent, std::uint64_t seed);
-TANDEM_HD inline std::uint32_t scatter32(std::uint32_t x) {  // a bijection on 32 bits
+TANDEM_HD std::uint32_t scatter32(std::uint32_t x) {  // a bijection on 32 bits
   x ^= x >> 16;
   x *= 0x7feb352dU;
   x ^= x >> 15;

@@ -23,11 +23,7 @@
 #include <string>
 #include <vector>
 
-#if defined(__CUDACC__)
-#define TANDEM_HD __host__ __device__
-#else
-#define TANDEM_HD
-#endif
+#include "tandem/hd.hpp"
 
 namespace tandem::schedule {
 

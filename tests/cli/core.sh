@@ -2,17 +2,7 @@
 # The CLI's foundation: help, info, exit codes for bad usage.
 set -u
 T=$1
-fails=0
-check() {  # check NAME EXPECTED_CODE CMD...
-  local name=$1 want=$2; shift 2
-  "$@" >/tmp/tandem-cli-out.$$ 2>&1
-  local got=$?
-  if [ "$got" != "$want" ]; then
-    echo "FAIL $name: exit $got, expected $want"; cat /tmp/tandem-cli-out.$$; fails=$((fails+1))
-  else
-    echo "ok   $name"
-  fi
-}
+source "$(dirname "$0")/lib.bash"
 check help 0 "$T" --help
 check info 0 "$T" info
 check info-json 0 "$T" info --json
@@ -24,5 +14,4 @@ check unknown-option 2 "$T" info --frob
 check calibrate-bad-size 2 "$T" calibrate --mib 0
 check calibrate-small 0 "$T" calibrate --mib 8 --repetitions 1 --no-tune
 check demo-unknown-part 2 "$T" demo --only no-such-part
-rm -f /tmp/tandem-cli-out.$$
 [ $fails -eq 0 ]

@@ -3,18 +3,7 @@
 # --bench without a GPU exits 1 with a message, the demo part.
 set -u
 T=$1
-fails=0
-out=/tmp/tandem-cli-index.$$
-check() {  # check NAME EXPECTED_CODE CMD...
-  local name=$1 want=$2; shift 2
-  "$@" >$out 2>&1
-  local got=$?
-  if [ "$got" != "$want" ]; then
-    echo "FAIL $name: exit $got, expected $want"; cat $out; fails=$((fails+1))
-  else
-    echo "ok   $name"
-  fi
-}
+source "$(dirname "$0")/lib.bash"
 check basic 0 "$T" index --dims 5x70x10
 grep -q "carry and div/mod agree" $out || { echo "FAIL basic: no agreement line"; fails=$((fails+1)); }
 check packed 0 "$T" index --dims 33x31x1 --step 7 --show 5 --packed
@@ -64,5 +53,4 @@ if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L >/dev/null 2>&1; t
 fi
 check demo 0 "$T" demo --only "index generation"
 grep -q "matches the reference" $out || { echo "FAIL demo output"; fails=$((fails+1)); }
-rm -f $out
 [ $fails -eq 0 ]

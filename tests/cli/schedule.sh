@@ -2,18 +2,7 @@
 # tandem schedule: drawing orders, JSON orders, the static selector, and exit codes.
 set -u
 T=$1
-fails=0
-out=/tmp/tandem-cli-sched.$$
-check() {  # check NAME EXPECTED_CODE CMD...
-  local name=$1 want=$2; shift 2
-  "$@" >$out 2>&1
-  local got=$?
-  if [ "$got" != "$want" ]; then
-    echo "FAIL $name: exit $got, expected $want"; cat $out; fails=$((fails+1))
-  else
-    echo "ok   $name"
-  fi
-}
+source "$(dirname "$0")/lib.bash"
 expect() {  # expect NAME EXPECTED_OUTPUT CMD...
   local name=$1 want=$2; shift 2
   local got
@@ -63,5 +52,4 @@ else
   check needs-gpu-style 1 "$T" schedule --kernel copy-col --size 1024 --style tiled:4x4
 fi
 check demo 0 "$T" demo --only "block schedules"
-rm -f $out
 [ $fails -eq 0 ]

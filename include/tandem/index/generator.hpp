@@ -14,13 +14,7 @@
 #pragma once
 #include <cstdint>
 
-#ifndef TANDEM_HD  // also defined, identically, by other host+device headers
-#if defined(__CUDACC__)
-#define TANDEM_HD __host__ __device__ __forceinline__
-#else
-#define TANDEM_HD inline
-#endif
-#endif
+#include "tandem/hd.hpp"
 
 namespace tandem::index {
 
