@@ -432,16 +432,28 @@ double t_agg(const AggSpec& a, const float* thr) {
 
 }  // namespace
 
-Result nra_gpu(DeviceLists& dl, std::uint64_t k, const Aggregate& agg, const Options& opts) {
-  auto& d = dl.impl();
-  const std::uint32_t n = d.n;
-  const std::uint64_t m = d.m;
-  if (k < 1 || k > m) throw UsageError(fmtx("k = {} must be between 1 and {}", k, m));
-  const auto a = spec_of(agg, n);
-  const unsigned long long full = full_mask(n);
+// What every GPU query starts from: the lists, the checked k, the aggregate and an empty result.
+struct Query {
+  DeviceLists::Impl& d;
+  const std::uint32_t n;
+  const std::uint64_t m;
+  const AggSpec a;
+  const std::string where;
   Result r;
-  r.report.operation = "topk";
-  const std::string where = where_gpu();
+};
+
+static Query start_query(DeviceLists& dl, std::uint64_t k, const Aggregate& agg) {
+  auto& d = dl.impl();
+  if (k < 1 || k > d.m) throw UsageError(fmtx("k = {} must be between 1 and {}", k, d.m));
+  Query q{d, d.n, d.m, spec_of(agg, d.n), where_gpu(), {}};
+  q.r.report.operation = "topk";
+  return q;
+}
+
+Result nra_gpu(DeviceLists& dl, std::uint64_t k, const Aggregate& agg, const Options& opts) {
+  auto q = start_query(dl, k, agg);
+  auto& [d, n, m, a, where, r] = q;
+  const unsigned long long full = full_mask(n);
   Stopwatch w;
   prepare_common(d, k);
   d.prepare_slots(agg_identity(a.kind));
@@ -510,18 +522,12 @@ Result nra_gpu(DeviceLists& dl, std::uint64_t k, const Aggregate& agg, const Opt
   r.report.add("NRA phase 2 (upper bounds only)", where, t2, fmtx("{} rounds", rounds - rounds1));
   r.report.add("results D2H + state reset", where, w.seconds(), fmtx("{} objects touched", touched));
   finish(r, "nra", where, n, m, dpt, peak, rounds, adaptive, done);
-  return r;
+  return std::move(q.r);
 }
 
 Result ta_gpu(DeviceLists& dl, std::uint64_t k, const Aggregate& agg, const Options& opts) {
-  auto& d = dl.impl();
-  const std::uint32_t n = d.n;
-  const std::uint64_t m = d.m;
-  if (k < 1 || k > m) throw UsageError(fmtx("k = {} must be between 1 and {}", k, m));
-  const auto a = spec_of(agg, n);
-  Result r;
-  r.report.operation = "topk";
-  const std::string where = where_gpu();
+  auto q = start_query(dl, k, agg);
+  auto& [d, n, m, a, where, r] = q;
   Stopwatch w;
   if (!d.ta_built) {
     ensure(d.ta_index, std::size_t(n) * m);
@@ -566,18 +572,12 @@ Result ta_gpu(DeviceLists& dl, std::uint64_t k, const Aggregate& agg, const Opti
   d.stream.sync();
   r.report.add("TA sorted + random access", where, w.seconds(), fmtx("{} rounds, {} objects scored", rounds, touched));
   finish(r, "ta", where, n, m, dpt, touched, rounds, adaptive, done);
-  return r;
+  return std::move(q.r);
 }
 
 Result scan_gpu(DeviceLists& dl, std::uint64_t k, const Aggregate& agg, const Options&) {
-  auto& d = dl.impl();
-  const std::uint32_t n = d.n;
-  const std::uint64_t m = d.m;
-  if (k < 1 || k > m) throw UsageError(fmtx("k = {} must be between 1 and {}", k, m));
-  const auto a = spec_of(agg, n);
-  Result r;
-  r.report.operation = "topk";
-  const std::string where = where_gpu();
+  auto q = start_query(dl, k, agg);
+  auto& [d, n, m, a, where, r] = q;
   ensure(d.acc, m);
   gpu::Event e0, e1, e2;
   e0.record(d.stream);
@@ -634,7 +634,7 @@ Result scan_gpu(DeviceLists& dl, std::uint64_t k, const Aggregate& agg, const Op
   r.report.add("aggregate every object", where, e1.seconds_since(e0), fmtx("{} lists x {} objects", n, m));
   r.report.add("radix select + sort", where, e2.seconds_since(e1), fmtx("{} passes, {} objects sorted", passes, count));
   finish(r, "scan", where, n, m, m, 0, std::uint64_t(passes), false, true);
-  return r;
+  return std::move(q.r);
 }
 
 }  // namespace tandem::topk
