@@ -234,6 +234,7 @@ int main(int argc, char** argv) {
     std::printf("ZIPF_TABLE|%.2f|%.2f|%.2f|%s\n", r.s, n / r.anchor / 1e9, n / r.hash / 1e9,
                 r.seed > 0 ? fmtr("{}", n / r.seed / 1e9).c_str() : "-");
 
+  if (b.has_flag("--groupby-only")) return b.finish();
   // Word count.
   const std::size_t tbytes = b.quick() ? (std::size_t{8} << 20) : (std::size_t{512} << 20);
   auto vocab = mr::make_vocabulary(100000, 7);
