@@ -1,4 +1,4 @@
-// GPU MapReduce engine (seed 001) against std::unordered_map references, with tiny buffers that force
+// GPU MapReduce engine (seed 001, Options::mode = seed) against std::unordered_map references, with tiny buffers that force
 // every spill, grow and retry path, with the hot-key path on and off, in block and direct modes.
 #include <gtest/gtest.h>
 
@@ -32,9 +32,12 @@ void expect_counts(const mr::GroupBy& g, const std::vector<std::uint32_t>& keys,
   }
 }
 
+// These tests cover the seed engine (group-by's default GPU path is the hash path: see
+// test_mapreduce_hash.cpp).
 mr::Options gpu_opts() {
   mr::Options o;
   o.device = Device::gpu;
+  o.mode = mr::Options::Mode::seed;
   return o;
 }
 }  // namespace
