@@ -51,10 +51,10 @@ struct Options {
   // caches the winner (TuningCache, op "mapreduce.tables"); without tuning, direct.
   enum class Tables { auto_, block, direct };
   Tables tables{Tables::auto_};
-  std::size_t shared_entries{0};       // sm_pool entries per block (0: what fits in shared memory)
+  std::size_t shared_entries{0};       // sm_pool entries per block; hash: most hot keys (0: what fits)
   std::size_t block_pool_entries{0};   // gm_pool entries per block (0: from the sampling estimate)
-  std::size_t spill_entries{0};        // global spill list (0: sized from the input)
-  std::size_t result_entries{0};       // initial global result pool (0: from the sampling estimate)
+  std::size_t spill_entries{0};        // global spill list; hash: overflow list (0: sized from the input)
+  std::size_t result_entries{0};       // initial global result pool; hash: table slots (0: from the sample)
   // Group-by engine: the seed's (chained per-block tables, sm_pool with mem_flag; also the only
   // engine for word count) or the open-addressing hash path (integer keys, hot keys in a shared
   // open-addressing table, key and aggregate in one global slot). auto_: hash for group-by.

@@ -555,6 +555,7 @@ class HashGroupBy {
     add(256, 8, 0.01, 0.10, 24 * 1024);
     add(512, 4, 0.003, 0.10, 48 * 1024);
     add(512, 4, 0.03, 0.05, 48 * 1024);
+    add(512, 4, 0.01, 0.50, 48 * 1024);
     auto res = Tuner().repetitions(2).warmup(1).run(cands, [&](const Candidate& c) {
       EngineStats st;
       Report scratch;
