@@ -3,15 +3,17 @@
 // .cu files only. The seed-exact engine (gpu_engine.cuh) stays the reference and the "seed" mode.
 //
 //   1. Sampling pass over the first p% of the records (the seed's step 2): aggregate them into a
-//      sample table (never overflows: 2x the sample size), compact it to arrays, count the keys
-//      seen once and twice (f1, f2). One host round trip here: the sizes below need the counts.
-//   2. The global table is sized 3x the distinct estimate (Chao1: D_s + f1^2/2f2) and the sample's
-//      aggregates are merged into it: every record is reduced exactly once.
+//      sample table (never overflows: 2x the sample size), compact it to arrays with each key's
+//      sampled count and a histogram of the counts. One host round trip here: the sizes below
+//      need the counts.
+//   2. The global table is sized 3x the distinct estimate (Chao1: D_s + f1^2/2f2 from the
+//      histogram) and the sample's aggregates are merged into it: every record is reduced once.
 //   3. Hot keys: when every sampled key fits in shared memory (low cardinality) all of them are hot
 //      (then the block aggregates almost entirely in shared memory, in per-warp sub-tables when they
-//      fit, to cut shared atomic contention); else the top H by sampled count (CUB radix sort on the
-//      counts, H = hot fraction of the sampled distinct keys, at most what shared memory holds).
-//      A one-block kernel drops the hot table when the hot keys hold less than 3% of the sample.
+//      fit, to cut shared atomic contention); else the top H by sampled count, H = hot fraction of
+//      the sampled distinct keys, at most what shared memory holds, picked by a count threshold
+//      read off the histogram (no sort; CUB radix sort only when more than H keys share the top
+//      bin). When the hot keys hold less than 3% of the sample there is no shared table at all.
 //   4. Main pass over the rest, grid = SMs x blocks per SM looping over the input with 16-byte
 //      streaming loads: each block preloads the hot keys into a shared open-addressing table; a key
 //      found there is reduced with a shared atomic, any other goes straight to the global table:
@@ -65,9 +67,11 @@ template <class K, class V>
 using slot_t = std::conditional_t<Traits<K, V>::kPacked, unsigned long long, Pair<K, typename Traits<K, V>::Acc>>;
 
 struct Ctr {
-  unsigned long long shared_hits, global_hits, lost, hot_pairs;
-  unsigned int overflow_n, out_n, f1, f2, hot_n, pad;
+  unsigned long long shared_hits, global_hits, lost, big_pairs;  // big_pairs: sampled pairs of keys in the last bin
+  unsigned int overflow_n, out_n, sel_gt, sel_eq;
 };
+// Histogram of the sampled counts: bin c holds the keys seen c times, the last bin those seen more.
+constexpr std::uint32_t kBins = 4096;
 
 // ---- device helpers ------------------------------------------------------------------------------
 template <class K>
@@ -242,7 +246,8 @@ struct PassArgs {
   std::uint32_t limit;   // probes before an insert gives up (overflow list)
   Sink<K, V> sink;
   Ctr* ctr;
-  const K* hot;          // hot keys (device); their number is ctr->hot_n
+  const K* hot;          // hot keys (device)
+  std::uint32_t hot_n;   // their number (0: the shared table stays empty)
   std::uint32_t S;       // shared table slots (hot path only)
   std::uint32_t copies;  // accumulator copies per block (warp w uses copy w % copies)
 };
@@ -265,7 +270,7 @@ __global__ void __launch_bounds__(1024) pass_kernel(PassArgs<K, V> a) {
   SAcc* mine = nullptr;
   std::uint32_t H = 0;
   if constexpr (Hot) {
-    H = a.ctr->hot_n;  // same for every thread
+    H = a.hot_n;
     const std::uint32_t S = a.S, C = a.copies;
     for (std::uint32_t i = tid; i < S; i += N) skeys[i] = T::kEmpty;
     SAcc id;
@@ -368,12 +373,17 @@ __global__ void merge_kernel(TableRef<K, V> t, const K* keys, const typename Tra
     if (!upsert(t, keys[i], accs[i], limit)) sink.push(keys[i], accs[i]);
 }
 
-// Table -> arrays (and, for the sample, the number of keys seen once and twice). Slot `cap` stands
+// Table -> arrays; for the sample (Stats) also the counts and their histogram. Slot `cap` stands
 // for the all-ones key. The loop is uniform per block (ballots need every lane).
-template <class K, class V>
+template <class K, class V, bool Stats>
 __global__ void compact_kernel(TableRef<K, V> t, K* ok, typename Traits<K, V>::Acc* oa, std::uint32_t* oc, std::uint32_t out_cap,
-                               Ctr* ctr) {
+                               Ctr* ctr, std::uint32_t* hist) {
   using T = Traits<K, V>;
+  __shared__ std::uint32_t sh[Stats ? kBins : 1];
+  if constexpr (Stats) {
+    for (std::uint32_t i = threadIdx.x; i < kBins; i += blockDim.x) sh[i] = 0;
+    __syncthreads();
+  }
   const unsigned lane = threadIdx.x & 31u;
   for (std::uint64_t base = std::uint64_t(blockIdx.x) * blockDim.x; base <= t.cap; base += std::uint64_t(gridDim.x) * blockDim.x) {
     const std::uint64_t i = base + threadIdx.x;
@@ -399,38 +409,52 @@ __global__ void compact_kernel(TableRef<K, V> t, K* ok, typename Traits<K, V>::A
     unsigned pos = 0;
     if (lane == 0 && m) pos = atomicAdd(&ctr->out_n, unsigned(__popc(m)));
     pos = __shfl_sync(0xffffffffu, pos, 0);
-    const std::uint64_t c = have ? count_of(v) : 0;
     if (have) {
       const unsigned o = pos + __popc(m & ((1u << lane) - 1u));
       if (o < out_cap) {
         ok[o] = k;
         oa[o] = v;
-        if (oc) oc[o] = c > 0xffffffffull ? 0xffffffffu : static_cast<std::uint32_t>(c);
+      }
+      if constexpr (Stats) {
+        const std::uint64_t c = count_of(v);
+        if (o < out_cap) oc[o] = c > 0xffffffffull ? 0xffffffffu : static_cast<std::uint32_t>(c);
+        atomicAdd(&sh[c < kBins ? c : kBins - 1], 1u);
+        if (c >= kBins - 1) atomicAdd(&ctr->big_pairs, static_cast<unsigned long long>(c));
       }
     }
-    if (oc) {
-      const unsigned m1 = __ballot_sync(0xffffffffu, c == 1), m2 = __ballot_sync(0xffffffffu, c == 2);
-      if (lane == 0 && m1) atomicAdd(&ctr->f1, unsigned(__popc(m1)));
-      if (lane == 0 && m2) atomicAdd(&ctr->f2, unsigned(__popc(m2)));
-    }
+  }
+  if constexpr (Stats) {
+    __syncthreads();
+    for (std::uint32_t i = threadIdx.x; i < kBins; i += blockDim.x)
+      if (sh[i]) atomicAdd(&hist[i], sh[i]);
   }
 }
 
-// One block: the share of the sample held by the first H entries of `counts`; keeps them hot only
-// when it reaches min_share (else hot_n = 0 and the main pass skips the shared table).
-__global__ void hot_select_kernel(const std::uint32_t* counts, std::uint32_t H, std::uint64_t sampled, double min_share, Ctr* ctr) {
-  __shared__ unsigned long long part[32];
-  unsigned long long s = 0;
-  for (std::uint32_t i = threadIdx.x; i < H; i += blockDim.x) s += counts[i];
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) s += __shfl_down_sync(0xffffffffu, s, o);
-  if ((threadIdx.x & 31u) == 0) part[threadIdx.x / 32] = s;
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    unsigned long long t = 0;
-    for (unsigned w = 0; w < blockDim.x / 32; ++w) t += part[w];
-    ctr->hot_pairs = t;
-    ctr->hot_n = (sampled && double(t) >= min_share * double(sampled)) ? H : 0u;
+// The hot keys without sorting: every key seen more than t times, and `need_eq` of those seen
+// exactly t times (t below the last histogram bin, so counts compare exactly). Uniform loop.
+template <class K>
+__global__ void select_hot_kernel(const K* keys, const std::uint32_t* counts, std::uint32_t n, std::uint32_t t,
+                                  std::uint32_t above, std::uint32_t need_eq, K* hot, Ctr* ctr) {
+  const unsigned lane = threadIdx.x & 31u;
+  const unsigned lt = (1u << lane) - 1u;
+  for (std::uint64_t base = std::uint64_t(blockIdx.x) * blockDim.x; base < n; base += std::uint64_t(gridDim.x) * blockDim.x) {
+    const std::uint64_t i = base + threadIdx.x;
+    const std::uint32_t c = i < n ? counts[i] : 0u;
+    const bool gt = i < n && c > t, eq = i < n && c == t && need_eq > 0;
+    const unsigned mg = __ballot_sync(0xffffffffu, gt), me = __ballot_sync(0xffffffffu, eq);
+    unsigned pg = 0, pe = 0;
+    if (lane == 0 && mg) pg = atomicAdd(&ctr->sel_gt, unsigned(__popc(mg)));
+    if (lane == 0 && me) pe = atomicAdd(&ctr->sel_eq, unsigned(__popc(me)));
+    pg = __shfl_sync(0xffffffffu, pg, 0);
+    pe = __shfl_sync(0xffffffffu, pe, 0);
+    if (gt) {
+      const unsigned j = pg + __popc(mg & lt);
+      if (j < above) hot[j] = keys[i];
+    }
+    if (eq) {
+      const unsigned j = pe + __popc(me & lt);
+      if (j < need_eq) hot[above + j] = keys[i];
+    }
   }
 }
 
@@ -573,10 +597,15 @@ class HashGroupBy {
 
   static int grid_for(std::uint64_t n) { return static_cast<int>(std::clamp<std::uint64_t>((n + 255) / 256, 1, 4096)); }
 
-  // The counters, through pinned memory (a pageable copy costs more than the small kernels).
-  Ctr read_ctr(cudaStream_t stream) {
+  // The counters (and with `hist`, the sample's count histogram into hist_host_), through pinned
+  // memory: a pageable copy costs more than the small kernels.
+  Ctr read_ctr(cudaStream_t stream, const std::uint32_t* hist = nullptr) {
     if (!pinned_.data()) pinned_ = gpu::PinnedBuffer<Ctr>(1);
     TANDEM_CUDA(cudaMemcpyAsync(pinned_.data(), ctr_, sizeof(Ctr), cudaMemcpyDeviceToHost, stream));
+    if (hist) {
+      if (!hist_host_.data()) hist_host_ = gpu::PinnedBuffer<std::uint32_t>(kBins);
+      TANDEM_CUDA(cudaMemcpyAsync(hist_host_.data(), hist, kBins * sizeof(std::uint32_t), cudaMemcpyDeviceToHost, stream));
+    }
     TANDEM_CUDA(cudaStreamSynchronize(stream));
     return pinned_[0];
   }
@@ -603,8 +632,8 @@ class HashGroupBy {
     TANDEM_CUDA_LAUNCH("hash group-by: init table");
   }
 
-  void compact(const TableRef<K, V>& t, K* ok, Acc* oa, std::uint32_t* oc, std::uint32_t out_cap, cudaStream_t stream) {
-    compact_kernel<K, V><<<grid_for(std::uint64_t(t.cap) + 1), 256, 0, stream>>>(t, ok, oa, oc, out_cap, ctr_);
+  void compact(const TableRef<K, V>& t, K* ok, Acc* oa, std::uint32_t out_cap, cudaStream_t stream) {
+    compact_kernel<K, V, false><<<grid_for(std::uint64_t(t.cap) + 1), 256, 0, stream>>>(t, ok, oa, nullptr, out_cap, ctr_, nullptr);
     TANDEM_CUDA_LAUNCH("hash group-by: compact");
   }
 
@@ -623,9 +652,9 @@ class HashGroupBy {
     const std::uint32_t cap = static_cast<std::uint32_t>(2 * m + 16);
     TableRef<K, V> t{sample_slots_.get<Slot>(cap), cap, sentinel_.get<Acc>(2)};
     init_table(t, stream);
-    PassArgs<K, V> a{keys, values, 0, m, t, cap, Sink<K, V>{nullptr, nullptr, 0, ctr_}, ctr_, nullptr, 0, 1};
+    PassArgs<K, V> a{keys, values, 0, m, t, cap, Sink<K, V>{nullptr, nullptr, 0, ctr_}, ctr_, nullptr, 0, 0, 1};
     launch_pass<false>(a, grid_for(m / 4 + 1), 256, 0, stream);
-    compact(t, sample_keys_.get<K>(cap + 1), sample_accs_.get<Acc>(cap + 1), nullptr, cap + 1, stream);
+    compact(t, sample_keys_.get<K>(cap + 1), sample_accs_.get<Acc>(cap + 1), cap + 1, stream);
     return read_ctr(stream).out_n;
   }
 
@@ -660,13 +689,18 @@ class HashGroupBy {
     K* sk = sample_keys_.get<K>(std::size_t(cap_s) + 1);
     Acc* sa = sample_accs_.get<Acc>(std::size_t(cap_s) + 1);
     std::uint32_t* sc = sample_counts_.get<std::uint32_t>(2 * (std::size_t(cap_s) + 1));
+    std::uint32_t* hist = hist_.get<std::uint32_t>(kBins);
+    TANDEM_CUDA(cudaMemsetAsync(hist, 0, kBins * sizeof(std::uint32_t), stream));
     init_table(ts, stream);
     {
-      PassArgs<K, V> a{keys, values, 0, Ms, ts, cap_s, sink, ctr_, nullptr, 0, 1};
+      PassArgs<K, V> a{keys, values, 0, Ms, ts, cap_s, sink, ctr_, nullptr, 0, 0, 1};
       launch_pass<false>(a, sms * 8, 256, 0, stream);
     }
-    compact(ts, sk, sa, sc, cap_s + 1, stream);
-    const Ctr c1 = read_ctr(stream);
+    compact_kernel<K, V, true><<<grid_for(std::uint64_t(cap_s) + 1), 256, 0, stream>>>(ts, sk, sa, sc, cap_s + 1, ctr_, hist);
+    TANDEM_CUDA_LAUNCH("hash group-by: compact sample");
+    const Ctr c1 = read_ctr(stream, hist);
+    const std::uint32_t* hh = hist_host_.data();
+    const double f1 = hh[1], f2 = hh[2];
     if (c1.overflow_n || c1.lost || c1.out_n > cap_s + 1) throw Error("hash group-by: internal error, the sample table overflowed");
     const std::uint32_t Ds = c1.out_n;
     TANDEM_CUDA(cudaMemsetAsync(ctr_, 0, sizeof(Ctr), stream));
@@ -674,7 +708,7 @@ class HashGroupBy {
 
     // 2. global table: 3x Chao1's distinct estimate, the sample merged in
     double est = Ds;
-    if (Ms < M) est = double(Ds) + double(c1.f1) * (double(c1.f1) - 1) / (2.0 * (double(c1.f2) + 1));
+    if (Ms < M) est = double(Ds) + f1 * std::max(0.0, f1 - 1) / (2.0 * (f2 + 1));
     est = std::clamp(est, double(Ds), double(Ds) + double(M - Ms));
     st.sampled_distinct = Ds;
     st.distinct_estimate = static_cast<std::uint64_t>(est);
@@ -708,31 +742,62 @@ class HashGroupBy {
         Hmax = static_cast<std::uint32_t>(opts_.shared_entries);
       }
       const bool all = Ds <= Hmax;
-      H = all ? Ds : std::min<std::uint32_t>(Hmax, static_cast<std::uint32_t>(std::ceil(pl.hot_fraction * Ds)));
+      std::uint32_t want = all ? Ds : std::min<std::uint32_t>(Hmax, static_cast<std::uint32_t>(std::ceil(pl.hot_fraction * Ds)));
+      double share = 1.0;
+      if (all) {
+        hot = sk;  // every sampled key
+      } else if (want) {
+        // Threshold t from the histogram: the `above` keys seen more than t times plus need_eq of
+        // those seen exactly t times make `want`. No sort.
+        std::uint64_t above = 0, pairs = 0;
+        std::uint32_t t = kBins - 1;
+        if (hh[kBins - 1] < want) {
+          above = hh[kBins - 1];
+          pairs = c1.big_pairs;
+          for (t = kBins - 2; t > 1; --t) {
+            if (above + hh[t] >= want) break;
+            above += hh[t];
+            pairs += std::uint64_t(hh[t]) * t;
+          }
+          // t == 1 here means: every key seen more than once is in, the rest from those seen once
+        }
+        if (t == kBins - 1) {  // more than `want` keys in the last bin: sort the counts
+          std::uint32_t* counts_sorted = sc + (cap_s + 1);
+          K* sorted = hot_keys_.get<K>(Ds);
+          const int end_bit = std::max(1, int(std::bit_width(static_cast<std::uint64_t>(Ms))));
+          std::size_t temp = 0;
+          TANDEM_CUDA(cub::DeviceRadixSort::SortPairsDescending(nullptr, temp, sc, counts_sorted, sk, sorted, int(Ds), 0, end_bit, stream));
+          void* tmp = temp_.get<unsigned char>(temp);
+          TANDEM_CUDA(cub::DeviceRadixSort::SortPairsDescending(tmp, temp, sc, counts_sorted, sk, sorted, int(Ds), 0, end_bit, stream));
+          hot = sorted;
+          share = double(c1.big_pairs) * want / std::max<double>(1, hh[kBins - 1]) / double(Ms);  // average key of the last bin
+        } else {
+          const std::uint32_t need_eq = static_cast<std::uint32_t>(std::min<std::uint64_t>(want - above, hh[t]));
+          want = static_cast<std::uint32_t>(above + need_eq);
+          pairs += std::uint64_t(need_eq) * t;
+          share = double(pairs) / double(Ms);
+          if (share >= kMinHotShare && want) {
+            K* dst = hot_keys_.get<K>(want);
+            select_hot_kernel<K><<<grid_for(Ds), 256, 0, stream>>>(sk, sc, Ds, t, static_cast<std::uint32_t>(above), need_eq, dst, ctr_);
+            TANDEM_CUDA_LAUNCH("hash group-by: select hot keys");
+            hot = dst;
+          } else {
+            want = 0;  // the hot keys hold too little of the sample: no shared table
+          }
+        }
+      }
+      H = want;
+      st.hot_share = H ? share : 0.0;
       if (H) {
         S = 2 * H + 1;
         const std::size_t cap_bytes = budget ? budget : bytes(S, 1);
         while (C * 2 <= warps && bytes(S, C * 2) <= cap_bytes) C *= 2;
         smem = bytes(S, C);
-        if (smem > prop.optin) throw UsageError(fmtr("hot table of {} keys needs {} bytes of shared memory; the GPU has {}",
-                                                                      H, smem, prop.optin));
-        std::uint32_t* counts = sc;
-        hot = sk;
-        if (!all) {  // top H by sampled count
-          std::uint32_t* counts_sorted = sc + (cap_s + 1);
-          K* keys_sorted = hot_keys_.get<K>(Ds);
-          const int end_bit = std::max(1, int(std::bit_width(static_cast<std::uint64_t>(Ms))));
-          std::size_t temp = 0;
-          TANDEM_CUDA(cub::DeviceRadixSort::SortPairsDescending(nullptr, temp, sc, counts_sorted, sk, keys_sorted, int(Ds), 0, end_bit, stream));
-          void* tmp = temp_.get<unsigned char>(temp);
-          TANDEM_CUDA(cub::DeviceRadixSort::SortPairsDescending(tmp, temp, sc, counts_sorted, sk, keys_sorted, int(Ds), 0, end_bit, stream));
-          counts = counts_sorted;
-          hot = keys_sorted;
-        }
-        hot_select_kernel<<<1, 1024, 0, stream>>>(counts, H, Ms, all ? 0.0 : kMinHotShare, ctr_);
-        TANDEM_CUDA_LAUNCH("hash group-by: hot share");
+        if (smem > prop.optin)
+          throw UsageError(fmtr("hot table of {} keys needs {} bytes of shared memory; the GPU has {}", H, smem, prop.optin));
       }
     }
+    st.hot_keys = H;
     st.shared_entries = S;
     st.sub_tables = C;
     t2.record(stream);
@@ -748,7 +813,7 @@ class HashGroupBy {
     const int blocks = opts_.blocks > 0 ? opts_.blocks : sms * std::max(1, std::min(per_sm, pl.blocks_per_sm));
     st.blocks = blocks;
     if (Ms < M) {
-      PassArgs<K, V> a{keys, values, Ms, M, t, limit, sink, ctr_, hot, S, C};
+      PassArgs<K, V> a{keys, values, Ms, M, t, limit, sink, ctr_, hot, H, S, C};
       if (hot_pass) launch_pass<true>(a, blocks, pl.threads, smem, stream);
       else launch_pass<false>(a, blocks, pl.threads, 0, stream);
     }
@@ -758,12 +823,10 @@ class HashGroupBy {
     int o = cur_;
     out_keys_ = out_k_[o].get<K>(std::size_t(cap) + 1);
     out_accs_ = out_a_[o].get<Acc>(std::size_t(cap) + 1);
-    compact(t, out_keys_, out_accs_, nullptr, cap + 1, stream);
+    compact(t, out_keys_, out_accs_, cap + 1, stream);
     Ctr c = read_ctr(stream);
     st.shared_hits = c.shared_hits;
     st.global_hits = c.global_hits + Ms;  // the sample went to the sample table in global memory
-    st.hot_keys = c.hot_n;
-    st.hot_share = Ms ? double(c.hot_pairs) / double(Ms) : 0;
     if (c.lost) return false;
     std::uint32_t n = c.out_n;
     if (c.overflow_n) {
@@ -783,7 +846,7 @@ class HashGroupBy {
       TANDEM_CUDA(cudaMemsetAsync(&ctr_->out_n, 0, sizeof(unsigned), stream));
       out_keys_ = out_k_[nx].get<K>(std::size_t(cap2) + 1);
       out_accs_ = out_a_[nx].get<Acc>(std::size_t(cap2) + 1);
-      compact(t2, out_keys_, out_accs_, nullptr, cap2 + 1, stream);
+      compact(t2, out_keys_, out_accs_, cap2 + 1, stream);
       c = read_ctr(stream);
       if (c.lost) return false;
       n = c.out_n;
@@ -806,8 +869,9 @@ class HashGroupBy {
   Options opts_{};
   Dev dev_{};
   gpu::PinnedBuffer<Ctr> pinned_;
+  gpu::PinnedBuffer<std::uint32_t> hist_host_;
   Ctr* ctr_{nullptr};
-  Scratch ctr_buf_, sentinel_, sample_slots_, sample_keys_, sample_accs_, sample_counts_, hot_keys_, temp_, ovf_keys_, ovf_accs_;
+  Scratch ctr_buf_, hist_, sentinel_, sample_slots_, sample_keys_, sample_accs_, sample_counts_, hot_keys_, temp_, ovf_keys_, ovf_accs_;
   Scratch table_[2], out_k_[2], out_a_[2];
   int cur_{0};
   K* out_keys_{nullptr};
