@@ -86,14 +86,18 @@ TEST(GpuMapReduce, TinyBuffersForceSpillGrowRetry) {
 
 TEST(GpuMapReduce, EdgeCases) {
   TANDEM_REQUIRE_GPU();
-  std::vector<std::uint32_t> empty;
-  auto g0 = mr::groupby(DType::u32, empty.data(), 0, DType::f64, nullptr, 0, false, gpu_opts());
-  EXPECT_TRUE(g0.rows.empty());
-  std::vector<std::uint32_t> one{42};
-  auto g1 = mr::groupby(DType::u32, one.data(), 1, DType::f64, nullptr, 0, false, gpu_opts());
-  ASSERT_EQ(g1.rows.size(), 1u);
-  EXPECT_EQ(g1.rows[0].key_bits, 42u);
-  EXPECT_EQ(g1.rows[0].count, 1u);
+  for (auto mode : {mr::Options::Mode::seed, mr::Options::Mode::hash}) {  // both engines
+    auto o = gpu_opts();
+    o.mode = mode;
+    std::vector<std::uint32_t> empty;
+    auto g0 = mr::groupby(DType::u32, empty.data(), 0, DType::f64, nullptr, 0, false, o);
+    EXPECT_TRUE(g0.rows.empty());
+    std::vector<std::uint32_t> one{42};
+    auto g1 = mr::groupby(DType::u32, one.data(), 1, DType::f64, nullptr, 0, false, o);
+    ASSERT_EQ(g1.rows.size(), 1u);
+    EXPECT_EQ(g1.rows[0].key_bits, 42u);
+    EXPECT_EQ(g1.rows[0].count, 1u);
+  }
   // all distinct, non-power-of-two size
   std::vector<std::uint32_t> all(77777);
   for (std::size_t i = 0; i < all.size(); ++i) all[i] = mr::scatter32(static_cast<std::uint32_t>(i));

@@ -131,14 +131,7 @@ TEST(GpuHashGroupBy, TinyTableGrowsAndOverflowRetries) {
 
 TEST(GpuHashGroupBy, EdgeCasesAndEmptyMarkerKey) {
   TANDEM_REQUIRE_GPU();
-  std::vector<std::uint32_t> empty;
-  auto g0 = mr::groupby(DType::u32, empty.data(), 0, DType::f64, nullptr, 0, false, hash_opts());
-  EXPECT_TRUE(g0.rows.empty());
-  std::vector<std::uint32_t> one{42};
-  auto g1 = mr::groupby(DType::u32, one.data(), 1, DType::f64, nullptr, 0, false, hash_opts());
-  ASSERT_EQ(g1.rows.size(), 1u);
-  EXPECT_EQ(g1.rows[0].key_bits, 42u);
-  EXPECT_EQ(g1.rows[0].count, 1u);
+  // (empty input and one record: GpuMapReduce.EdgeCases runs them on both engines)
   const std::size_t n = sanitizer() ? 30001 : 777777;
   // one key only, many times
   std::vector<std::uint32_t> same_key(n, 7);

@@ -539,6 +539,23 @@ struct DeviceResult {
   std::size_t n{0};
 };
 
+// Copies a device result to (key, value) pairs on the host.
+template <class K, class V>
+std::vector<std::pair<K, V>> to_host(const DeviceResult<K, V>& d, Report& rep, cudaStream_t stream) {
+  Stopwatch w;
+  std::vector<K> k(d.n);
+  std::vector<V> v(d.n);
+  if (d.n) {
+    TANDEM_CUDA(cudaMemcpyAsync(k.data(), d.keys, d.n * sizeof(K), cudaMemcpyDeviceToHost, stream));
+    TANDEM_CUDA(cudaMemcpyAsync(v.data(), d.values, d.n * sizeof(V), cudaMemcpyDeviceToHost, stream));
+  }
+  TANDEM_CUDA(cudaStreamSynchronize(stream));
+  std::vector<std::pair<K, V>> out(d.n);
+  for (std::size_t i = 0; i < d.n; ++i) out[i] = {k[i], v[i]};
+  rep.add("D2H result", "gpu0", w.seconds(), fmtr("{} groups", d.n));
+  return out;
+}
+
 struct Plan {
   int blocks, threads;
   double p, hot_fraction;
@@ -625,19 +642,7 @@ class Engine {
   std::vector<std::pair<K, V>> run(const Job& job, std::uint64_t M, const Options& o_in, EngineStats& st, Report& rep) {
     gpu::Stream stream;
     const Options o = resolve(job, M, o_in, rep, stream);
-    auto d = run_device(job, M, o, st, rep, stream);
-    Stopwatch w;
-    std::vector<K> k(d.n);
-    std::vector<V> v(d.n);
-    if (d.n) {
-      TANDEM_CUDA(cudaMemcpyAsync(k.data(), d.keys, d.n * sizeof(K), cudaMemcpyDeviceToHost, stream));
-      TANDEM_CUDA(cudaMemcpyAsync(v.data(), d.values, d.n * sizeof(V), cudaMemcpyDeviceToHost, stream));
-    }
-    stream.sync();
-    std::vector<std::pair<K, V>> out(d.n);
-    for (std::size_t i = 0; i < d.n; ++i) out[i] = {k[i], v[i]};
-    rep.add("D2H result", "gpu0", w.seconds(), fmtr("{} groups", d.n));
-    return out;
+    return to_host(run_device(job, M, o, st, rep, stream), rep, stream);
   }
 
  private:

@@ -248,7 +248,10 @@ struct PassArgs {
   Ctr* ctr;
   const K* hot;          // hot keys (device)
   std::uint32_t hot_n;   // their number (0: the shared table stays empty)
-  std::uint32_t S;       // shared table slots (hot path only)
+  const K* top;          // kHot with counts: up to 8 keys combined per warp first
+  const std::uint32_t* top_n;  // their number (device)
+  std::uint32_t dyn_limit;     // kDynamic: most keys inserted into the shared table
+  std::uint32_t S;       // shared table slots
   std::uint32_t copies;  // accumulator copies per block (warp w uses copy w % copies)
 };
 
@@ -257,31 +260,57 @@ __host__ __device__ constexpr std::size_t shared_acc_offset(std::uint32_t S) {
   return (std::size_t(S) * sizeof(K) + 15) & ~std::size_t(15);
 }
 
+// Hash for the shared tables (multiplicative: cheap; the global table uses hash32).
+template <class K>
+__device__ __forceinline__ std::uint32_t shash(K k) {
+  if constexpr (sizeof(K) == 4) return static_cast<std::uint32_t>(k) * 0x9E3779B1u;
+  else return static_cast<std::uint32_t>((static_cast<std::uint64_t>(k) * 0x9E3779B97F4A7C15ull) >> 32);
+}
+
 // Shared memory: skeys[S], then copies x (S + 1) accumulators (slot S: the all-ones key).
-template <class K, class V, bool Hot>
+// Mode kGlobal: no shared table. kHot: the hot keys preloaded, read-only during the pass; with
+// counts, the keys holding >= 1/16 of the sample ("top" keys) are also combined per warp with a
+// ballot first (one shared atomic per warp instead of many on one address). kDynamic (the sampling
+// pass): the table starts empty and new keys take slots until `dyn_limit` are used (the seed's
+// "shared memory until it is full"), so heavy hitters never hammer one global address.
+enum PassMode : int { kGlobal = 0, kHot = 1, kDynamic = 2 };
+
+template <class K, class V, int Mode>
 __global__ void __launch_bounds__(1024) pass_kernel(PassArgs<K, V> a) {
   using T = Traits<K, V>;
   using Acc = typename T::Acc;
   using SAcc = typename T::SAcc;
+  constexpr bool kShared = Mode != kGlobal;
+  constexpr bool kTop = Mode == kHot && T::kCount;
   extern __shared__ __align__(16) unsigned char smem[];
-  const std::uint32_t tid = threadIdx.x, N = blockDim.x;
+  __shared__ K s_top[8];
+  __shared__ std::uint32_t s_topn, s_fill;
+  const std::uint32_t tid = threadIdx.x, N = blockDim.x, lane = tid & 31u;
   K* skeys = reinterpret_cast<K*>(smem);
   SAcc* sacc = reinterpret_cast<SAcc*>(smem + shared_acc_offset<K, V>(a.S));
   SAcc* mine = nullptr;
-  std::uint32_t H = 0;
-  if constexpr (Hot) {
-    H = a.hot_n;
-    const std::uint32_t S = a.S, C = a.copies;
+  if constexpr (kShared) {
+    const std::uint32_t S = a.S, C = a.copies, H = a.hot_n;
     for (std::uint32_t i = tid; i < S; i += N) skeys[i] = T::kEmpty;
     SAcc id;
     if constexpr (T::kCount) id = 0;
     else id = typename T::Job{}.identity();
     for (std::uint32_t i = tid; i < C * (S + 1); i += N) sacc[i] = id;
+    if (tid == 0) {
+      s_fill = H;
+      std::uint32_t tn = 0;
+      if constexpr (kTop) {
+        tn = a.top_n ? *a.top_n : 0u;
+        tn = tn < 8u ? tn : 8u;
+        for (std::uint32_t t = 0; t < tn; ++t) s_top[t] = a.top[t];
+      }
+      s_topn = tn;
+    }
     __syncthreads();
     for (std::uint32_t h = tid; h < H; h += N) {
       const K k = a.hot[h];
       if (k == T::kEmpty) continue;  // has its own accumulator
-      std::uint32_t j = slot_of(hash32(k), S);
+      std::uint32_t j = slot_of(shash(k), S);
       while (true) {  // H <= S/2: a free slot exists
         const K old = cas_key(&skeys[j], T::kEmpty, k);
         if (old == T::kEmpty || old == k) break;
@@ -292,49 +321,86 @@ __global__ void __launch_bounds__(1024) pass_kernel(PassArgs<K, V> a) {
     mine = sacc + std::size_t((tid / 32) % C) * (S + 1);
   }
   unsigned long long n_shared = 0, n_global = 0;
-  auto process = [&](K k, const Acc& v) {
-    if constexpr (Hot) {
+  // Reduces (k, v), standing for w pairs.
+  auto process = [&](K k, const Acc& v, unsigned w) {
+    if constexpr (kShared) {
       if (k == T::kEmpty) {
         sacc_atomic(&mine[a.S], v);
-        ++n_shared;
+        n_shared += w;
         return;
       }
-      if (H) {
-        std::uint32_t j = slot_of(hash32(k), a.S);
-        while (true) {
-          const K s = skeys[j];
-          if (s == k) {
-            sacc_atomic(&mine[j], v);
-            ++n_shared;
-            return;
+      std::uint32_t j = slot_of(shash(k), a.S);
+      while (true) {
+        K s;
+        if constexpr (Mode == kDynamic) s = *reinterpret_cast<volatile K*>(&skeys[j]);
+        else s = skeys[j];
+        if (s == k) {
+          sacc_atomic(&mine[j], v);
+          n_shared += w;
+          return;
+        }
+        if (s == T::kEmpty) {
+          if constexpr (Mode == kDynamic) {
+            if (*reinterpret_cast<volatile std::uint32_t*>(&s_fill) >= a.dyn_limit) break;
+            if (atomicAdd(&s_fill, 1u) >= a.dyn_limit) break;  // occupancy stays <= dyn_limit <= S/2
+            const K old = cas_key(&skeys[j], T::kEmpty, k);
+            if (old == T::kEmpty || old == k) {
+              sacc_atomic(&mine[j], v);
+              n_shared += w;
+              return;
+            }
+            // another key took the slot: probe on
+          } else {
+            break;
           }
-          if (s == T::kEmpty) break;
-          if (++j == a.S) j = 0;
+        }
+        if (++j == a.S) j = 0;
+      }
+    }
+    n_global += w;
+    if (!upsert(a.table, k, v, a.limit)) a.sink.push(k, v);
+  };
+  // One key of the warp-uniform body; `valid` false for lanes past the end.
+  auto step = [&](K k, bool valid, std::uint64_t idx) {
+    if constexpr (kTop) {
+      const std::uint32_t tn = s_topn;
+      for (std::uint32_t t = 0; t < tn; ++t) {  // uniform: every lane runs the ballots
+        const bool mine_t = valid && k == s_top[t];
+        const unsigned m = __ballot_sync(0xffffffffu, mine_t);
+        if (mine_t) {
+          valid = false;
+          if (lane == static_cast<std::uint32_t>(__ffs(m) - 1)) process(k, Acc(__popc(m)), static_cast<unsigned>(__popc(m)));
         }
       }
     }
-    ++n_global;
-    if (!upsert(a.table, k, v, a.limit)) a.sink.push(k, v);
+    if (valid) process(k, acc_at<K, V>(a.values, idx), 1u);
   };
 
   const std::uint64_t gtid = std::uint64_t(blockIdx.x) * N + tid, gstride = std::uint64_t(gridDim.x) * N;
   constexpr unsigned kVec = 16 / sizeof(K);
   const K* keys = a.keys;
   const std::uint64_t b = a.begin, e = a.end;
-  // scalar head up to a 16-byte boundary, uint4 body, scalar tail
+  // scalar head up to a 16-byte boundary, uint4 body (two vectors per thread in flight, a loop
+  // whose trip count is the same for every lane of a warp), scalar tail
   const std::uint64_t mis = (reinterpret_cast<std::uintptr_t>(keys + b) & 15u) / sizeof(K);
   const std::uint64_t body = std::min<std::uint64_t>(e, mis ? b + (kVec - mis) : b);
-  for (std::uint64_t i = b + gtid; i < body; i += gstride) process(keys[i], acc_at<K, V>(a.values, i));
+  for (std::uint64_t i = b + gtid; i < body; i += gstride) process(keys[i], acc_at<K, V>(a.values, i), 1u);
   const std::uint64_t nv = (e - body) / kVec;
   const uint4* vp = reinterpret_cast<const uint4*>(keys + body);
-  for (std::uint64_t j = gtid; j < nv; j += gstride) {
-    const uint4 q = __ldcs(vp + j);
-    K ks[kVec];
-    memcpy(ks, &q, 16);
+  for (std::uint64_t jb = gtid - lane; jb < nv; jb += 2 * gstride) {
+    const std::uint64_t j0 = jb + lane, j1 = j0 + gstride;
+    uint4 q0 = make_uint4(0, 0, 0, 0), q1 = q0;
+    if (j0 < nv) q0 = __ldcs(vp + j0);
+    if (j1 < nv) q1 = __ldcs(vp + j1);
+    K k0[kVec], k1[kVec];
+    memcpy(k0, &q0, 16);
+    memcpy(k1, &q1, 16);
 #pragma unroll
-    for (unsigned u = 0; u < kVec; ++u) process(ks[u], acc_at<K, V>(a.values, body + j * kVec + u));
+    for (unsigned u = 0; u < kVec; ++u) step(k0[u], j0 < nv, body + j0 * kVec + u);
+#pragma unroll
+    for (unsigned u = 0; u < kVec; ++u) step(k1[u], j1 < nv, body + j1 * kVec + u);
   }
-  for (std::uint64_t i = body + nv * kVec + gtid; i < e; i += gstride) process(keys[i], acc_at<K, V>(a.values, i));
+  for (std::uint64_t i = body + nv * kVec + gtid; i < e; i += gstride) process(keys[i], acc_at<K, V>(a.values, i), 1u);
 
   // hit counters: every thread of the block gets here (block size is a multiple of 32)
 #pragma unroll
@@ -342,13 +408,13 @@ __global__ void __launch_bounds__(1024) pass_kernel(PassArgs<K, V> a) {
     n_shared += __shfl_down_sync(0xffffffffu, n_shared, o);
     n_global += __shfl_down_sync(0xffffffffu, n_global, o);
   }
-  if ((tid & 31u) == 0) {
+  if (lane == 0) {
     if (n_shared) atomicAdd(&a.ctr->shared_hits, n_shared);
     if (n_global) atomicAdd(&a.ctr->global_hits, n_global);
   }
-  if constexpr (Hot) {
+  if constexpr (kShared) {
     __syncthreads();
-    // flush: one global update per hot key the block touched
+    // flush: one global update per key the block holds in shared memory
     for (std::uint32_t j = tid; j <= a.S; j += N) {
       const K k = j < a.S ? skeys[j] : T::kEmpty;
       if (j < a.S && k == T::kEmpty) continue;
@@ -377,7 +443,7 @@ __global__ void merge_kernel(TableRef<K, V> t, const K* keys, const typename Tra
 // for the all-ones key. The loop is uniform per block (ballots need every lane).
 template <class K, class V, bool Stats>
 __global__ void compact_kernel(TableRef<K, V> t, K* ok, typename Traits<K, V>::Acc* oa, std::uint32_t* oc, std::uint32_t out_cap,
-                               Ctr* ctr, std::uint32_t* hist) {
+                               Ctr* ctr, std::uint32_t* hist, std::uint64_t top_min, K* top, std::uint32_t* top_n) {
   using T = Traits<K, V>;
   __shared__ std::uint32_t sh[Stats ? kBins : 1];
   if constexpr (Stats) {
@@ -420,6 +486,10 @@ __global__ void compact_kernel(TableRef<K, V> t, K* ok, typename Traits<K, V>::A
         if (o < out_cap) oc[o] = c > 0xffffffffull ? 0xffffffffu : static_cast<std::uint32_t>(c);
         atomicAdd(&sh[c < kBins ? c : kBins - 1], 1u);
         if (c >= kBins - 1) atomicAdd(&ctr->big_pairs, static_cast<unsigned long long>(c));
+        if (c >= top_min) {
+          const std::uint32_t q = atomicAdd(top_n, 1u);
+          if (q < 8) top[q] = k;
+        }
       }
     }
   }
@@ -503,19 +573,7 @@ class HashGroupBy {
 
   std::vector<std::pair<K, Acc>> run(const K* keys, const VIn* values, std::uint64_t M, const Options& o, EngineStats& st,
                                      Report& rep, cudaStream_t stream) {
-    auto d = run_device(keys, values, M, o, st, rep, stream);
-    Stopwatch w;
-    std::vector<K> k(d.n);
-    std::vector<Acc> v(d.n);
-    if (d.n) {
-      TANDEM_CUDA(cudaMemcpyAsync(k.data(), d.keys, d.n * sizeof(K), cudaMemcpyDeviceToHost, stream));
-      TANDEM_CUDA(cudaMemcpyAsync(v.data(), d.values, d.n * sizeof(Acc), cudaMemcpyDeviceToHost, stream));
-    }
-    TANDEM_CUDA(cudaStreamSynchronize(stream));
-    std::vector<std::pair<K, Acc>> out(d.n);
-    for (std::size_t i = 0; i < d.n; ++i) out[i] = {k[i], v[i]};
-    rep.add("D2H result", "gpu0", w.seconds(), fmtr("{} groups", d.n));
-    return out;
+    return gpu_engine::to_host(run_device(keys, values, M, o, st, rep, stream), rep, stream);
   }
 
   // The plan from the options alone (no tuning).
@@ -544,7 +602,7 @@ class HashGroupBy {
     // The problem class includes the cardinality seen by a small sample (first 2^16 records).
     const std::uint64_t m = std::min<std::uint64_t>(M, 1u << 16);
     const std::uint64_t ds = sample_distinct(keys, values, m, stream);
-    const int card = ds * 8 < m ? 0 : (ds * 2 < m ? 1 : 2);  // few / some / many distinct keys
+    const int card = ds <= 1024 ? 0 : (ds * 8 < m ? 1 : (ds * 2 < m ? 2 : 3));  // few ... many distinct keys
     int dev = 0;
     TANDEM_CUDA(cudaGetDevice(&dev));
     const auto gpus = gpu_info();
@@ -633,13 +691,14 @@ class HashGroupBy {
   }
 
   void compact(const TableRef<K, V>& t, K* ok, Acc* oa, std::uint32_t out_cap, cudaStream_t stream) {
-    compact_kernel<K, V, false><<<grid_for(std::uint64_t(t.cap) + 1), 256, 0, stream>>>(t, ok, oa, nullptr, out_cap, ctr_, nullptr);
+    compact_kernel<K, V, false><<<grid_for(std::uint64_t(t.cap) + 1), 256, 0, stream>>>(t, ok, oa, nullptr, out_cap, ctr_, nullptr, 0,
+                                                                                         nullptr, nullptr);
     TANDEM_CUDA_LAUNCH("hash group-by: compact");
   }
 
-  template <bool Hot>
+  template <int Mode>
   void launch_pass(const PassArgs<K, V>& args, int blocks, int threads, std::size_t smem, cudaStream_t stream) {
-    auto k = pass_kernel<K, V, Hot>;
+    auto k = pass_kernel<K, V, Mode>;
     TANDEM_CUDA(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
     k<<<blocks, threads, smem, stream>>>(args);
     TANDEM_CUDA_LAUNCH("hash group-by: pass");
@@ -652,8 +711,8 @@ class HashGroupBy {
     const std::uint32_t cap = static_cast<std::uint32_t>(2 * m + 16);
     TableRef<K, V> t{sample_slots_.get<Slot>(cap), cap, sentinel_.get<Acc>(2)};
     init_table(t, stream);
-    PassArgs<K, V> a{keys, values, 0, m, t, cap, Sink<K, V>{nullptr, nullptr, 0, ctr_}, ctr_, nullptr, 0, 0, 1};
-    launch_pass<false>(a, grid_for(m / 4 + 1), 256, 0, stream);
+    PassArgs<K, V> a{keys, values, 0, m, t, cap, Sink<K, V>{nullptr, nullptr, 0, ctr_}, ctr_, nullptr, 0, nullptr, nullptr, 0, 0, 1};
+    launch_pass<kGlobal>(a, grid_for(m / 4 + 1), 256, 0, stream);
     compact(t, sample_keys_.get<K>(cap + 1), sample_accs_.get<Acc>(cap + 1), cap + 1, stream);
     return read_ctr(stream).out_n;
   }
@@ -692,11 +751,22 @@ class HashGroupBy {
     std::uint32_t* hist = hist_.get<std::uint32_t>(kBins);
     TANDEM_CUDA(cudaMemsetAsync(hist, 0, kBins * sizeof(std::uint32_t), stream));
     init_table(ts, stream);
+    K* top = top_keys_.get<K>(8);
+    std::uint32_t* top_n = top_n_.get<std::uint32_t>(1);
+    TANDEM_CUDA(cudaMemsetAsync(top_n, 0, sizeof(std::uint32_t), stream));
     {
-      PassArgs<K, V> a{keys, values, 0, Ms, ts, cap_s, sink, ctr_, nullptr, 0, 0, 1};
-      launch_pass<false>(a, sms * 8, 256, 0, stream);
+      // small dynamic shared tables (256 keys per block): heavy hitters of the sample stay in
+      // shared memory; each block flushes at most 256 keys
+      constexpr std::uint32_t kSampleKeys = 256, kSampleSlots = 2 * kSampleKeys + 1;
+      const std::size_t ssm = shared_acc_offset<K, V>(kSampleSlots) + (kSampleSlots + 1) * sizeof(typename T::SAcc);
+      PassArgs<K, V> a{keys, values, 0, Ms, ts, cap_s, sink, ctr_, nullptr, 0, nullptr, nullptr, kSampleKeys, kSampleSlots, 1};
+      if (pl.hot) launch_pass<kDynamic>(a, sms * 4, 512, ssm, stream);
+      else launch_pass<kGlobal>(a, sms * 8, 256, 0, stream);
     }
-    compact_kernel<K, V, true><<<grid_for(std::uint64_t(cap_s) + 1), 256, 0, stream>>>(ts, sk, sa, sc, cap_s + 1, ctr_, hist);
+    // keys holding >= 1/16 of the sample are combined per warp in the main pass
+    const std::uint64_t top_min = std::max<std::uint64_t>(2, Ms / 16);
+    compact_kernel<K, V, true><<<grid_for(std::uint64_t(cap_s) + 1), 256, 0, stream>>>(ts, sk, sa, sc, cap_s + 1, ctr_, hist, top_min,
+                                                                                         top, top_n);
     TANDEM_CUDA_LAUNCH("hash group-by: compact sample");
     const Ctr c1 = read_ctr(stream, hist);
     const std::uint32_t* hh = hist_host_.data();
@@ -806,16 +876,16 @@ class HashGroupBy {
     const bool hot_pass = H > 0;
     int per_sm = 1;
     {
-      const void* kf = hot_pass ? reinterpret_cast<const void*>(pass_kernel<K, V, true>) : reinterpret_cast<const void*>(pass_kernel<K, V, false>);
+      const void* kf = hot_pass ? reinterpret_cast<const void*>(pass_kernel<K, V, kHot>) : reinterpret_cast<const void*>(pass_kernel<K, V, kGlobal>);
       TANDEM_CUDA(cudaFuncSetAttribute(kf, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
       TANDEM_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kf, pl.threads, smem));
     }
     const int blocks = opts_.blocks > 0 ? opts_.blocks : sms * std::max(1, std::min(per_sm, pl.blocks_per_sm));
     st.blocks = blocks;
     if (Ms < M) {
-      PassArgs<K, V> a{keys, values, Ms, M, t, limit, sink, ctr_, hot, H, S, C};
-      if (hot_pass) launch_pass<true>(a, blocks, pl.threads, smem, stream);
-      else launch_pass<false>(a, blocks, pl.threads, 0, stream);
+      PassArgs<K, V> a{keys, values, Ms, M, t, limit, sink, ctr_, hot, H, top, top_n, 0, S, C};
+      if (hot_pass) launch_pass<kHot>(a, blocks, pl.threads, smem, stream);
+      else launch_pass<kGlobal>(a, blocks, pl.threads, 0, stream);
     }
     t3.record(stream);
 
@@ -871,7 +941,7 @@ class HashGroupBy {
   gpu::PinnedBuffer<Ctr> pinned_;
   gpu::PinnedBuffer<std::uint32_t> hist_host_;
   Ctr* ctr_{nullptr};
-  Scratch ctr_buf_, hist_, sentinel_, sample_slots_, sample_keys_, sample_accs_, sample_counts_, hot_keys_, temp_, ovf_keys_, ovf_accs_;
+  Scratch ctr_buf_, hist_, top_keys_, top_n_, sentinel_, sample_slots_, sample_keys_, sample_accs_, sample_counts_, hot_keys_, temp_, ovf_keys_, ovf_accs_;
   Scratch table_[2], out_k_[2], out_a_[2];
   int cur_{0};
   K* out_keys_{nullptr};
