@@ -6,7 +6,7 @@
 //      sample table (never overflows: 2x the sample size), compact it to arrays with each key's
 //      sampled count and a histogram of the counts. One host round trip here: the sizes below
 //      need the counts.
-//   2. The global table is sized 3x the distinct estimate (Chao1: D_s + f1^2/2f2 from the
+//   2. The global table is sized 3x (tuned: 2x or 3x) the distinct estimate (Chao1: D_s + f1^2/2f2 from the
 //      histogram) and the sample's aggregates are merged into it: every record is reduced once.
 //   3. Hot keys: when every sampled key fits in shared memory (low cardinality) all of them are hot
 //      (then the block aggregates almost entirely in shared memory, in per-warp sub-tables when they
@@ -535,11 +535,13 @@ struct HashPlan {
   double p{0.01};
   double hot_fraction{0.10};
   std::size_t smem_budget{48 * 1024};  // shared bytes per block for the hot table
-  std::uint64_t table_entries{0};      // 0: 3x the distinct estimate
+  std::uint64_t table_entries{0};      // 0: table_factor x the distinct estimate
+  double table_factor{3.0};
   std::uint32_t overflow_cap{0};       // 0: from the input size
   bool hot{true};
   std::string label() const {
-    return fmtr("N={} blocks/SM={} p={} hot={} smem={}K", threads, blocks_per_sm, p, hot_fraction, smem_budget / 1024);
+    return fmtr("N={} blocks/SM={} p={} hot={} smem={}K table={}x", threads, blocks_per_sm, p, hot_fraction, smem_budget / 1024,
+                table_factor);
   }
 };
 
@@ -615,6 +617,7 @@ class HashGroupBy {
       p.p = j.at("p").get<double>();
       p.hot_fraction = j.at("hot").get<double>();
       p.smem_budget = j.at("smem").get<std::size_t>();
+      p.table_factor = j.value("tf", 3.0);
       return p;
     };
     auto& cache = TuningCache::global();
@@ -628,8 +631,8 @@ class HashGroupBy {
       }
     }
     std::vector<Candidate> cands;
-    auto add = [&](int N, int bps, double p, double hf, std::size_t smem) {
-      nlohmann::json j{{"N", N}, {"bps", bps}, {"p", p}, {"hot", hf}, {"smem", smem}};
+    auto add = [&](int N, int bps, double p, double hf, std::size_t smem, double tf = 3.0) {
+      nlohmann::json j{{"N", N}, {"bps", bps}, {"p", p}, {"hot", hf}, {"smem", smem}, {"tf", tf}};
       cands.push_back({from(j).label(), j});
     };
     add(512, 4, 0.01, 0.10, 48 * 1024);
@@ -638,6 +641,7 @@ class HashGroupBy {
     add(512, 4, 0.003, 0.10, 48 * 1024);
     add(512, 4, 0.03, 0.05, 48 * 1024);
     add(512, 4, 0.01, 0.50, 48 * 1024);
+    add(512, 4, 0.01, 0.10, 48 * 1024, 2.0);
     auto res = Tuner().repetitions(2).warmup(1).run(cands, [&](const Candidate& c) {
       EngineStats st;
       Report scratch;
@@ -782,7 +786,7 @@ class HashGroupBy {
     est = std::clamp(est, double(Ds), double(Ds) + double(M - Ms));
     st.sampled_distinct = Ds;
     st.distinct_estimate = static_cast<std::uint64_t>(est);
-    const std::uint64_t want = pl.table_entries ? pl.table_entries : static_cast<std::uint64_t>(3 * est) + 1024;
+    const std::uint64_t want = pl.table_entries ? pl.table_entries : static_cast<std::uint64_t>(pl.table_factor * est) + 1024;
     const std::uint32_t cap = static_cast<std::uint32_t>(std::clamp<std::uint64_t>(want, 2, 0x7fffffffull));
     st.table_slots = cap;
     TableRef<K, V> t{table_[cur_].get<Slot>(cap), cap, sent};
