@@ -2,6 +2,9 @@
 // tables, the shipped jobs' edge cases, output formats and generators.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+#include <random>
 #include <sstream>
 #include <string>
 #include <unordered_map>
@@ -221,4 +224,29 @@ TEST(MapReduceGenerators, ZipfShapeAndDeterminism) {
   EXPECT_EQ(t.size(), 100000u);
   auto r = mr::wordcount(t, {false, cpu()});
   EXPECT_LE(r.words.size(), 501u);  // the vocabulary (+ a word cut at the end)
+}
+
+// The generator's guide table must not change a single rank: compare with a full binary search
+// over the CDF, drawing the same random numbers (one chunk of 2^16 records: one RNG stream).
+TEST(MapReduceGenerators, ZipfGuideTableEqualsFullSearch) {
+  const std::vector<std::pair<std::uint64_t, double>> cases{{1, 0.0},      {7, 1.0},      {1000, 0.0}, {1000, 1.5},
+                                                             {100000, 1.0}, {100000, 2.0}, {65537, 0.5}};
+  for (const auto& [distinct, s] : cases) {
+    const std::size_t n = 20000;
+    const std::uint64_t seed = 17;
+    const auto got = mr::zipf_ranks(n, distinct, s, seed);
+    std::vector<double> cdf(distinct);
+    double acc = 0;
+    for (std::uint64_t r = 0; r < distinct; ++r) {
+      acc += s == 0 ? 1.0 : std::pow(double(r + 1), -s);
+      cdf[r] = acc;
+    }
+    for (auto& c : cdf) c /= acc;
+    std::mt19937_64 rng(mr::mix64(seed * 0x9E3779B97F4A7C15ULL + 0));
+    for (std::size_t i = 0; i < n; ++i) {
+      const double u = double(rng() >> 11) * 0x1.0p-53;
+      const auto want = std::min<std::uint64_t>(distinct - 1, std::uint64_t(std::upper_bound(cdf.begin(), cdf.end(), u) - cdf.begin()));
+      ASSERT_EQ(got[i], want) << "distinct " << distinct << " s " << s << " i " << i;
+    }
+  }
 }

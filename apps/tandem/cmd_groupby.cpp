@@ -14,7 +14,7 @@
 namespace {
 
 struct Args {
-  std::string keys, values, key_type{"u32"}, value_type{"f64"}, agg{"sum,count"}, out{"-"}, device{"auto"};
+  std::string keys, values, key_type{"u32"}, value_type{"f64"}, agg{"sum,count"}, out{"-"}, device{"auto"}, engine{"auto"};
   bool explain{false};
 };
 
@@ -29,6 +29,9 @@ const bool registered = tandem::cli::register_command({
       app.add_option("--agg", a->agg, "Comma-separated aggregates, in output order: sum,count,min,max,mean")->capture_default_str();
       app.add_option("--out", a->out, "Output CSV ('-' for standard output)")->capture_default_str();
       app.add_option("--device", a->device, "auto, cpu or gpu")->capture_default_str();
+      app.add_option("--engine", a->engine,
+                     "GPU engine: auto, hash (open addressing, hot keys in shared memory) or seed (the seed's chained tables)")
+          ->capture_default_str();
       app.add_flag("--explain", a->explain, "Print what ran where, the GPU engine's parameters and hit counts (stderr)");
       return [a] {
         const auto aggs = tandem::mr::parse_aggs(a->agg);
@@ -44,6 +47,10 @@ const bool registered = tandem::cli::register_command({
             throw tandem::UsageError(fmt::format("--agg {} needs --values", tandem::mr::to_string(g)));
         tandem::mr::Options o;
         o.device = tandem::parse_device(a->device);
+        if (a->engine == "auto") o.mode = tandem::mr::Options::Mode::auto_;
+        else if (a->engine == "hash") o.mode = tandem::mr::Options::Mode::hash;
+        else if (a->engine == "seed") o.mode = tandem::mr::Options::Mode::seed;
+        else throw tandem::UsageError(fmt::format("--engine {}: expected auto, hash or seed", a->engine));
         tandem::Stopwatch w;
         auto keys = tandem::io::read_array(a->keys, kt);
         tandem::io::Array values;

@@ -51,12 +51,15 @@ struct Options {
   // caches the winner (TuningCache, op "mapreduce.tables"); without tuning, direct.
   enum class Tables { auto_, block, direct };
   Tables tables{Tables::auto_};
-  std::size_t shared_entries{0};       // sm_pool entries per block (0: what fits in shared memory)
+  std::size_t shared_entries{0};       // sm_pool entries per block; hash: most hot keys (0: what fits)
   std::size_t block_pool_entries{0};   // gm_pool entries per block (0: from the sampling estimate)
-  std::size_t spill_entries{0};        // global spill list (0: sized from the input)
-  std::size_t result_entries{0};       // initial global result pool (0: from the sampling estimate)
-  bool warp_aggregate{false};          // experimental, not yet run on a GPU: lanes with equal integer
-                                       // keys combine their values before one of them updates a table
+  std::size_t spill_entries{0};        // global spill list; hash: overflow list (0: sized from the input)
+  std::size_t result_entries{0};       // initial global result pool; hash: table slots (0: from the sample)
+  // Group-by engine: the seed's (chained per-block tables, sm_pool with mem_flag; also the only
+  // engine for word count) or the open-addressing hash path (integer keys, hot keys in a shared
+  // open-addressing table, key and aggregate in one global slot). auto_: hash for group-by.
+  enum class Mode { auto_, seed, hash };
+  Mode mode{Mode::auto_};
   bool tune{true};                     // measure candidates on first use of a problem class
   std::uint64_t tune_min_records{std::uint64_t{1} << 22};  // smaller jobs are not worth tuning
 };
@@ -77,6 +80,12 @@ struct EngineStats {
   double sample_fraction{0}, hot_fraction{0};
   std::size_t shared_entries{0}, block_pool_entries{0}, spill_entries{0};
   bool block_tables{true}, hot_path{true};
+  // hash path
+  std::string engine{"seed"};          // "seed" or "hash"
+  std::uint64_t sampled_distinct{0};   // distinct keys in the sample
+  std::uint64_t distinct_estimate{0};  // Chao1 estimate from the sample
+  std::uint64_t table_slots{0};        // global table slots (after any grow)
+  std::uint32_t sub_tables{1};         // accumulator copies per block in shared memory
 };
 
 // ---------------------------------------------------------------------------------------------

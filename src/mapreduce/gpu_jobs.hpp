@@ -7,6 +7,10 @@
 
 #include "tandem/mapreduce.hpp"
 
+#if TANDEM_HAS_CUDA
+#include <cuda_runtime.h>
+#endif
+
 namespace tandem::mr::detail {
 
 #if TANDEM_HAS_CUDA
@@ -22,6 +26,12 @@ std::vector<std::pair<std::string, std::uint64_t>> gpu_wordcount_device(const ch
 template <class K, class V>
 std::vector<std::pair<K, typename GroupByJob<K, V>::value_type>> gpu_groupby(const K* keys, const V* values, std::size_t n,
                                                                             const Options& o, EngineStats& st, Report& r);
+
+// The hash path on device-resident columns (d_values unused for V = void).
+template <class K, class V>
+std::vector<std::pair<K, typename GroupByJob<K, V>::value_type>> gpu_groupby_hash(const K* d_keys, const V* d_values, std::size_t n,
+                                                                                 const Options& o, EngineStats& st, Report& r,
+                                                                                 cudaStream_t stream);
 #endif
 
 }  // namespace tandem::mr::detail

@@ -49,6 +49,11 @@ check gb 0 "$T" groupby --keys "$d/k.u32" --key-type u32 --values "$d/v.f64" --v
 same gb-out "$d/out" "$(printf 'key,sum,count,min,max,mean\n1,6,2,2,4,3\n2,-1,1,-1,-1,-1\n5,4,3,0,2.5,1.3333333333333333')"
 check gb-count-only 0 "$T" groupby --keys "$d/k.u32" --agg count --out "$d/c.csv"
 same gb-count-out "$d/c.csv" "$(printf 'key,count\n1,2\n2,1\n5,3')"
+for eng in hash seed auto; do
+  check gb-engine-$eng 0 "$T" groupby --keys "$d/k.u32" --agg count --engine $eng --out "$d/c-$eng.csv"
+  same gb-engine-$eng-out "$d/c-$eng.csv" "$(printf 'key,count\n1,2\n2,1\n5,3')"
+done
+check gb-bad-engine 2 "$T" groupby --keys "$d/k.u32" --agg count --engine turbo
 check gb-length-mismatch 2 "$T" groupby --keys "$d/k.u32" --values "$d/v5.f64" --agg sum
 grep -q "same length" "$d/err" || { echo "FAIL gb-length-mismatch message"; cat "$d/err"; fails=$((fails+1)); }
 check gb-bad-agg 2 "$T" groupby --keys "$d/k.u32" --values "$d/v.f64" --agg median

@@ -1,4 +1,4 @@
-// GPU MapReduce engine (seed 001) against std::unordered_map references, with tiny buffers that force
+// GPU MapReduce engine (seed 001, Options::mode = seed) against std::unordered_map references, with tiny buffers that force
 // every spill, grow and retry path, with the hot-key path on and off, in block and direct modes.
 #include <gtest/gtest.h>
 
@@ -32,9 +32,12 @@ void expect_counts(const mr::GroupBy& g, const std::vector<std::uint32_t>& keys,
   }
 }
 
+// These tests cover the seed engine (group-by's default GPU path is the hash path: see
+// test_mapreduce_hash.cpp).
 mr::Options gpu_opts() {
   mr::Options o;
   o.device = Device::gpu;
+  o.mode = mr::Options::Mode::seed;
   return o;
 }
 }  // namespace
@@ -83,14 +86,18 @@ TEST(GpuMapReduce, TinyBuffersForceSpillGrowRetry) {
 
 TEST(GpuMapReduce, EdgeCases) {
   TANDEM_REQUIRE_GPU();
-  std::vector<std::uint32_t> empty;
-  auto g0 = mr::groupby(DType::u32, empty.data(), 0, DType::f64, nullptr, 0, false, gpu_opts());
-  EXPECT_TRUE(g0.rows.empty());
-  std::vector<std::uint32_t> one{42};
-  auto g1 = mr::groupby(DType::u32, one.data(), 1, DType::f64, nullptr, 0, false, gpu_opts());
-  ASSERT_EQ(g1.rows.size(), 1u);
-  EXPECT_EQ(g1.rows[0].key_bits, 42u);
-  EXPECT_EQ(g1.rows[0].count, 1u);
+  for (auto mode : {mr::Options::Mode::seed, mr::Options::Mode::hash}) {  // both engines
+    auto o = gpu_opts();
+    o.mode = mode;
+    std::vector<std::uint32_t> empty;
+    auto g0 = mr::groupby(DType::u32, empty.data(), 0, DType::f64, nullptr, 0, false, o);
+    EXPECT_TRUE(g0.rows.empty());
+    std::vector<std::uint32_t> one{42};
+    auto g1 = mr::groupby(DType::u32, one.data(), 1, DType::f64, nullptr, 0, false, o);
+    ASSERT_EQ(g1.rows.size(), 1u);
+    EXPECT_EQ(g1.rows[0].key_bits, 42u);
+    EXPECT_EQ(g1.rows[0].count, 1u);
+  }
   // all distinct, non-power-of-two size
   std::vector<std::uint32_t> all(77777);
   for (std::size_t i = 0; i < all.size(); ++i) all[i] = mr::scatter32(static_cast<std::uint32_t>(i));

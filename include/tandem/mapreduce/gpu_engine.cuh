@@ -185,7 +185,6 @@ struct State {
   std::uint32_t sm_n;               // sm_pool entries
   std::uint32_t sm_nb;              // shared buckets (power of two)
   bool direct;                      // cold keys straight into the result table
-  bool aggregate;                   // warp-aggregate equal integer keys before touching a table
 };
 
 template <bool SharedMem>
@@ -383,34 +382,9 @@ __global__ void pass_kernel(Job job, State<typename Job::key_type, typename Job:
   };
 
   auto emit = [&](const K& k0, const V& v0) {
-    K k = k0;
-    V v = v0;
-    std::uint32_t w = 1;  // pairs this call stands for
-    if constexpr (std::is_integral_v<K> && std::is_trivially_copyable_v<V> && sizeof(V) % 4 == 0 && sizeof(V) <= 32) {
-      // Warp aggregation: lanes holding the same key reduce their values with shuffles and only
-      // the lowest of them touches the table (hot keys would otherwise serialise on one atomic).
-      // Off by default (Options::warp_aggregate): written after the last GPU run, not yet run on one.
-      const unsigned active = s.aggregate ? __activemask() : 0u;
-      const unsigned peers = s.aggregate ? __match_any_sync(active, k) : 0u;
-      const int lane = int(threadIdx.x & 31u);
-      const int leader = __ffs(peers) - 1;
-      // The decision must be the same for every lane of `active`: all of them run the shuffles.
-      if (s.aggregate && __any_sync(active, peers != (1u << lane))) {
-        V acc = v;
-        for (unsigned rest = active; rest; rest &= rest - 1) {
-          const int src = __ffs(rest) - 1;
-          V x;
-          const unsigned* from = reinterpret_cast<const unsigned*>(&v);
-          unsigned* to = reinterpret_cast<unsigned*>(&x);
-#pragma unroll
-          for (int q = 0; q < int(sizeof(V) / 4); ++q) to[q] = __shfl_sync(active, from[q], src);
-          if (lane == leader && src != lane && ((peers >> src) & 1u)) job.reduce(acc, x);
-        }
-        if (lane != leader) return;
-        v = acc;
-        w = static_cast<std::uint32_t>(__popc(peers));
-      }
-    }
+    const K& k = k0;
+    const V& v = v0;
+    constexpr std::uint32_t w = 1;  // pairs this call stands for
     const std::uint64_t h = job_hash(job, k);
     if constexpr (UseShared) {
       std::uint32_t* shead = &sbuckets[std::uint32_t(h) & (s.sm_nb - 1)];
@@ -565,6 +539,23 @@ struct DeviceResult {
   std::size_t n{0};
 };
 
+// Copies a device result to (key, value) pairs on the host.
+template <class K, class V>
+std::vector<std::pair<K, V>> to_host(const DeviceResult<K, V>& d, Report& rep, cudaStream_t stream) {
+  Stopwatch w;
+  std::vector<K> k(d.n);
+  std::vector<V> v(d.n);
+  if (d.n) {
+    TANDEM_CUDA(cudaMemcpyAsync(k.data(), d.keys, d.n * sizeof(K), cudaMemcpyDeviceToHost, stream));
+    TANDEM_CUDA(cudaMemcpyAsync(v.data(), d.values, d.n * sizeof(V), cudaMemcpyDeviceToHost, stream));
+  }
+  TANDEM_CUDA(cudaStreamSynchronize(stream));
+  std::vector<std::pair<K, V>> out(d.n);
+  for (std::size_t i = 0; i < d.n; ++i) out[i] = {k[i], v[i]};
+  rep.add("D2H result", "gpu0", w.seconds(), fmtr("{} groups", d.n));
+  return out;
+}
+
 struct Plan {
   int blocks, threads;
   double p, hot_fraction;
@@ -573,7 +564,7 @@ struct Plan {
   std::uint32_t block_pool_n, block_nb;
   std::uint32_t spill_cap;
   std::uint32_t result_cap, result_nb;
-  bool hot, direct, aggregate;
+  bool hot, direct;
 };
 
 template <class K, class V>
@@ -651,19 +642,7 @@ class Engine {
   std::vector<std::pair<K, V>> run(const Job& job, std::uint64_t M, const Options& o_in, EngineStats& st, Report& rep) {
     gpu::Stream stream;
     const Options o = resolve(job, M, o_in, rep, stream);
-    auto d = run_device(job, M, o, st, rep, stream);
-    Stopwatch w;
-    std::vector<K> k(d.n);
-    std::vector<V> v(d.n);
-    if (d.n) {
-      TANDEM_CUDA(cudaMemcpyAsync(k.data(), d.keys, d.n * sizeof(K), cudaMemcpyDeviceToHost, stream));
-      TANDEM_CUDA(cudaMemcpyAsync(v.data(), d.values, d.n * sizeof(V), cudaMemcpyDeviceToHost, stream));
-    }
-    stream.sync();
-    std::vector<std::pair<K, V>> out(d.n);
-    for (std::size_t i = 0; i < d.n; ++i) out[i] = {k[i], v[i]};
-    rep.add("D2H result", "gpu0", w.seconds(), fmtr("{} groups", d.n));
-    return out;
+    return to_host(run_device(job, M, o, st, rep, stream), rep, stream);
   }
 
  private:
@@ -681,7 +660,6 @@ class Engine {
     pl.threads = std::min(pl.threads, prop.maxThreadsPerBlock);
     pl.hot = o.hot_keys;
     pl.direct = o.tables != Options::Tables::block;
-    pl.aggregate = o.warp_aggregate;
     pl.p = o.sample_fraction >= 0 ? std::min(o.sample_fraction, 0.5) : 0.01;
     pl.hot_fraction = o.hot_fraction >= 0 ? std::min(o.hot_fraction, 1.0) : 0.10;
     // Shared pool: what fits in ~96 KiB (two blocks of 512 threads per SM), or as asked.
@@ -731,7 +709,6 @@ class Engine {
     s_.sm_n = pl.sm_n;
     s_.sm_nb = pl.sm_nb;
     s_.direct = pl.direct;
-    s_.aggregate = pl.aggregate;
   }
 
   void alloc_result(std::uint32_t cap, std::uint32_t nb, bool second) {

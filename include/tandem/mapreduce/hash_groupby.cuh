@@ -1,0 +1,956 @@
+// Fast GPU group-by for fixed-width integer keys (u32/u64): open addressing in which the key and
+// its aggregate share one slot, with the seed's hot-key idea (CN103714009A) on top. Include from
+// .cu files only. The seed-exact engine (gpu_engine.cuh) stays the reference and the "seed" mode.
+//
+//   1. Sampling pass over the first p% of the records (the seed's step 2): aggregate them into a
+//      sample table (never overflows: 2x the sample size), compact it to arrays with each key's
+//      sampled count and a histogram of the counts. One host round trip here: the sizes below
+//      need the counts.
+//   2. The global table is sized 3x (tuned: 2x or 3x) the distinct estimate (Chao1: D_s + f1^2/2f2 from the
+//      histogram) and the sample's aggregates are merged into it: every record is reduced once.
+//   3. Hot keys: when every sampled key fits in shared memory (low cardinality) all of them are hot
+//      (then the block aggregates almost entirely in shared memory, in per-warp sub-tables when they
+//      fit, to cut shared atomic contention); else the top H by sampled count, H = hot fraction of
+//      the sampled distinct keys, at most what shared memory holds, picked by a count threshold
+//      read off the histogram (no sort; CUB radix sort only when more than H keys share the top
+//      bin). When the hot keys hold less than 3% of the sample there is no shared table at all.
+//   4. Main pass over the rest, grid = SMs x blocks per SM looping over the input with 16-byte
+//      streaming loads: each block preloads the hot keys into a shared open-addressing table; a key
+//      found there is reduced with a shared atomic, any other goes straight to the global table:
+//      one read of the slot (L1 allowed: keys never change once set), then one atomicCAS (new key) or one atomic update (u32 keys with
+//      counts pack key and count into one 64-bit word). At the end each block flushes its shared
+//      aggregates into the global table.
+//   5. Compact the table to arrays. Second host round trip: the counters (overflow, entries).
+// Nothing is lost: an insert that finds no slot within the probe limit goes to an overflow list;
+// after the pass the table is grown (rehashed into one large enough for everything) and the list
+// merged. Only if the overflow list itself fills is the whole job rerun with a table and list 4x
+// larger (reported as a retry). The all-ones key (the empty marker) has its own accumulator.
+#pragma once
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include <cub/device/device_radix_sort.cuh>
+
+#include "tandem/mapreduce/gpu_engine.cuh"
+
+namespace tandem::mr::hash_groupby {
+using gpu_engine::DeviceResult;
+using gpu_engine::fmtr;
+using gpu_engine::Scratch;
+
+template <class K, class V>
+struct Traits {
+  static_assert(std::is_same_v<K, std::uint32_t> || std::is_same_v<K, std::uint64_t>, "keys: u32 or u64 bit patterns");
+  static constexpr bool kCount = std::is_void_v<V>;
+  using Job = GroupByJob<K, V>;
+  using Acc = typename Job::value_type;                       // u64 count, Agg<double>, Agg<int64>
+  using SAcc = std::conditional_t<kCount, std::uint32_t, Acc>;  // shared accumulator (per block)
+  using VIn = std::conditional_t<kCount, char, V>;
+  static constexpr bool kPacked = kCount && sizeof(K) == 4;  // slot = key << 32 | count
+  static constexpr K kEmpty = static_cast<K>(~K(0));
+};
+
+template <class K, class Acc>
+struct alignas(16) Pair {
+  K key;
+  Acc acc;
+};
+
+template <class K, class V>
+using slot_t = std::conditional_t<Traits<K, V>::kPacked, unsigned long long, Pair<K, typename Traits<K, V>::Acc>>;
+
+struct Ctr {
+  unsigned long long shared_hits, global_hits, lost, big_pairs;  // big_pairs: sampled pairs of keys in the last bin
+  unsigned int overflow_n, out_n, sel_gt, sel_eq;
+};
+// Histogram of the sampled counts: bin c holds the keys seen c times, the last bin those seen more.
+constexpr std::uint32_t kBins = 4096;
+
+// ---- device helpers ------------------------------------------------------------------------------
+template <class K>
+__device__ __forceinline__ std::uint32_t hash32(K k) {
+  if constexpr (sizeof(K) == 4) {
+    std::uint32_t x = k;  // murmur3 fmix32
+    x ^= x >> 16;
+    x *= 0x85ebca6bu;
+    x ^= x >> 13;
+    x *= 0xc2b2ae35u;
+    x ^= x >> 16;
+    return x;
+  } else {
+    return static_cast<std::uint32_t>(mix64(k) >> 32);
+  }
+}
+// Range reduction without a power-of-two size (Lemire): h * n / 2^32.
+__device__ __forceinline__ std::uint32_t slot_of(std::uint32_t h, std::uint32_t n) {
+  return static_cast<std::uint32_t>((std::uint64_t(h) * n) >> 32);
+}
+
+template <class K>
+using word_t = std::conditional_t<sizeof(K) == 4, unsigned int, unsigned long long>;
+// Keys change once (empty -> key) and never again, so a probe may read them through L1: a stale
+// "empty" only sends the thread to the atomicCAS, which returns the truth.
+template <class K>
+__device__ __forceinline__ K ld_key_ca(const K* p) {
+  return static_cast<K>(__ldca(reinterpret_cast<const word_t<K>*>(p)));
+}
+template <class K>
+__device__ __forceinline__ K cas_key(K* p, K cmp, K val) {
+  return static_cast<K>(atomicCAS(reinterpret_cast<word_t<K>*>(p), word_t<K>(cmp), word_t<K>(val)));
+}
+
+template <class Acc>
+__device__ __forceinline__ std::uint64_t count_of(const Acc& a) {
+  if constexpr (std::is_same_v<Acc, std::uint64_t> || std::is_same_v<Acc, std::uint32_t>) return a;
+  else return a.count;
+}
+template <class Acc>
+__device__ __forceinline__ void combine(Acc& a, const Acc& b) {
+  if constexpr (std::is_same_v<Acc, std::uint64_t>) a += b;
+  else agg_reduce(a, b);
+}
+// Atomic reduce of v into *p (global or shared memory through a generic pointer).
+template <class Acc>
+__device__ __forceinline__ void acc_atomic(Acc* p, const Acc& v) {
+  if constexpr (std::is_same_v<Acc, std::uint64_t>) {
+    atomicAdd(reinterpret_cast<unsigned long long*>(p), static_cast<unsigned long long>(v));
+  } else if constexpr (std::is_same_v<Acc, Agg<double>>) {
+    atomicAdd(&p->sum, v.sum);
+    gpu_engine::atomic_min_f64(&p->min, v.min);
+    gpu_engine::atomic_max_f64(&p->max, v.max);
+    atomicAdd(reinterpret_cast<unsigned long long*>(&p->count), static_cast<unsigned long long>(v.count));
+  } else {
+    static_assert(std::is_same_v<Acc, Agg<std::int64_t>>);
+    atomicAdd(reinterpret_cast<unsigned long long*>(&p->sum), static_cast<unsigned long long>(v.sum));
+    atomicMin(reinterpret_cast<long long*>(&p->min), static_cast<long long>(v.min));
+    atomicMax(reinterpret_cast<long long*>(&p->max), static_cast<long long>(v.max));
+    atomicAdd(reinterpret_cast<unsigned long long*>(&p->count), static_cast<unsigned long long>(v.count));
+  }
+}
+template <class SAcc, class Acc>
+__device__ __forceinline__ void sacc_atomic(SAcc* p, const Acc& v) {
+  if constexpr (std::is_same_v<SAcc, std::uint32_t>) atomicAdd(reinterpret_cast<unsigned int*>(p), static_cast<unsigned int>(v));
+  else acc_atomic(p, v);
+}
+
+template <class V>
+__device__ __forceinline__ V ld_stream(const V* p) {
+  if constexpr (std::is_same_v<V, double>) return __ldcs(p);
+  else return static_cast<V>(__ldcs(reinterpret_cast<const long long*>(p)));
+}
+
+// The aggregate of record i.
+template <class K, class V>
+__device__ __forceinline__ typename Traits<K, V>::Acc acc_at(const typename Traits<K, V>::VIn* values, std::uint64_t i) {
+  if constexpr (Traits<K, V>::kCount) {
+    (void)values;
+    (void)i;
+    return 1;
+  } else {
+    return agg_of<agg_acc_t<V>>(ld_stream(values + i));
+  }
+}
+
+template <class K, class V>
+struct TableRef {
+  slot_t<K, V>* slots;
+  std::uint32_t cap;
+  typename Traits<K, V>::Acc* sentinel;  // aggregate of the key Traits::kEmpty
+};
+
+// Overflow list: keys and aggregates that found no slot. cap 0: every failure counts as lost.
+template <class K, class V>
+struct Sink {
+  K* keys;
+  typename Traits<K, V>::Acc* accs;
+  std::uint32_t cap;
+  Ctr* ctr;
+  __device__ void push(K k, const typename Traits<K, V>::Acc& a) const {
+    const unsigned i = atomicAdd(&ctr->overflow_n, 1u);
+    if (i < cap) {
+      keys[i] = k;
+      accs[i] = a;
+    } else {
+      atomicAdd(&ctr->lost, 1ull);
+    }
+  }
+};
+
+// Reduces (k, a) into the table; false when no slot was found within `limit` probes.
+template <class K, class V>
+__device__ __forceinline__ bool upsert(const TableRef<K, V>& t, K k, const typename Traits<K, V>::Acc& a, std::uint32_t limit) {
+  using T = Traits<K, V>;
+  if (k == T::kEmpty) {
+    acc_atomic(t.sentinel, a);
+    return true;
+  }
+  std::uint32_t i = slot_of(hash32(k), t.cap);
+  for (std::uint32_t p = 0; p < limit; ++p) {
+    if constexpr (T::kPacked) {
+      unsigned long long* s = t.slots + i;
+      unsigned long long cur = __ldca(s);  // only the key half is used: a stale count is harmless
+      if (cur == ~0ull) {
+        cur = atomicCAS(s, ~0ull, (static_cast<unsigned long long>(k) << 32) | static_cast<unsigned long long>(a));
+        if (cur == ~0ull) return true;
+      }
+      if (static_cast<std::uint32_t>(cur >> 32) == k) {
+        atomicAdd(s, static_cast<unsigned long long>(a));  // counts stay below 2^32 (M < 2^32)
+        return true;
+      }
+    } else {
+      K* kp = &t.slots[i].key;
+      K cur = ld_key_ca(kp);
+      if (cur == T::kEmpty) {
+        cur = cas_key(kp, T::kEmpty, k);
+        if (cur == T::kEmpty) cur = k;
+      }
+      if (cur == k) {
+        acc_atomic(&t.slots[i].acc, a);  // initialised to the identity with the table
+        return true;
+      }
+    }
+    if (++i == t.cap) i = 0;
+  }
+  return false;
+}
+
+// ---- kernels ---------------------------------------------------------------------------------------
+template <class K, class V>
+__global__ void init_table_kernel(TableRef<K, V> t) {
+  using T = Traits<K, V>;
+  const typename T::Acc id = typename T::Job{}.identity();
+  for (std::uint64_t i = blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x; i < t.cap; i += std::uint64_t(gridDim.x) * blockDim.x) {
+    if constexpr (T::kPacked) {
+      t.slots[i] = ~0ull;
+    } else {
+      t.slots[i].key = T::kEmpty;
+      t.slots[i].acc = id;
+    }
+  }
+  if (blockIdx.x == 0 && threadIdx.x == 0) *t.sentinel = id;
+}
+
+template <class K, class V>
+struct PassArgs {
+  const K* keys;
+  const typename Traits<K, V>::VIn* values;
+  std::uint64_t begin, end;
+  TableRef<K, V> table;
+  std::uint32_t limit;   // probes before an insert gives up (overflow list)
+  Sink<K, V> sink;
+  Ctr* ctr;
+  const K* hot;          // hot keys (device)
+  std::uint32_t hot_n;   // their number (0: the shared table stays empty)
+  const K* top;          // kHot with counts: up to 8 keys combined per warp first
+  const std::uint32_t* top_n;  // their number (device)
+  std::uint32_t dyn_limit;     // kDynamic: most keys inserted into the shared table
+  std::uint32_t S;       // shared table slots
+  std::uint32_t copies;  // accumulator copies per block (warp w uses copy w % copies)
+};
+
+template <class K, class V>
+__host__ __device__ constexpr std::size_t shared_acc_offset(std::uint32_t S) {
+  return (std::size_t(S) * sizeof(K) + 15) & ~std::size_t(15);
+}
+
+// Hash for the shared tables (multiplicative: cheap; the global table uses hash32).
+template <class K>
+__device__ __forceinline__ std::uint32_t shash(K k) {
+  if constexpr (sizeof(K) == 4) return static_cast<std::uint32_t>(k) * 0x9E3779B1u;
+  else return static_cast<std::uint32_t>((static_cast<std::uint64_t>(k) * 0x9E3779B97F4A7C15ull) >> 32);
+}
+
+// Shared memory: skeys[S], then copies x (S + 1) accumulators (slot S: the all-ones key).
+// Mode kGlobal: no shared table. kHot: the hot keys preloaded, read-only during the pass; with
+// counts, the keys holding >= 1/16 of the sample ("top" keys) are also combined per warp with a
+// ballot first (one shared atomic per warp instead of many on one address). kDynamic (the sampling
+// pass): the table starts empty and new keys take slots until `dyn_limit` are used (the seed's
+// "shared memory until it is full"), so heavy hitters never hammer one global address.
+enum PassMode : int { kGlobal = 0, kHot = 1, kDynamic = 2 };
+
+template <class K, class V, int Mode>
+__global__ void __launch_bounds__(1024) pass_kernel(PassArgs<K, V> a) {
+  using T = Traits<K, V>;
+  using Acc = typename T::Acc;
+  using SAcc = typename T::SAcc;
+  constexpr bool kShared = Mode != kGlobal;
+  constexpr bool kTop = Mode == kHot && T::kCount;
+  extern __shared__ __align__(16) unsigned char smem[];
+  __shared__ K s_top[8];
+  __shared__ std::uint32_t s_topn, s_fill;
+  const std::uint32_t tid = threadIdx.x, N = blockDim.x, lane = tid & 31u;
+  K* skeys = reinterpret_cast<K*>(smem);
+  SAcc* sacc = reinterpret_cast<SAcc*>(smem + shared_acc_offset<K, V>(a.S));
+  SAcc* mine = nullptr;
+  if constexpr (kShared) {
+    const std::uint32_t S = a.S, C = a.copies, H = a.hot_n;
+    for (std::uint32_t i = tid; i < S; i += N) skeys[i] = T::kEmpty;
+    SAcc id;
+    if constexpr (T::kCount) id = 0;
+    else id = typename T::Job{}.identity();
+    for (std::uint32_t i = tid; i < C * (S + 1); i += N) sacc[i] = id;
+    if (tid == 0) {
+      s_fill = H;
+      std::uint32_t tn = 0;
+      if constexpr (kTop) {
+        tn = a.top_n ? *a.top_n : 0u;
+        tn = tn < 8u ? tn : 8u;
+        for (std::uint32_t t = 0; t < tn; ++t) s_top[t] = a.top[t];
+      }
+      s_topn = tn;
+    }
+    __syncthreads();
+    for (std::uint32_t h = tid; h < H; h += N) {
+      const K k = a.hot[h];
+      if (k == T::kEmpty) continue;  // has its own accumulator
+      std::uint32_t j = slot_of(shash(k), S);
+      while (true) {  // H <= S/2: a free slot exists
+        const K old = cas_key(&skeys[j], T::kEmpty, k);
+        if (old == T::kEmpty || old == k) break;
+        if (++j == S) j = 0;
+      }
+    }
+    __syncthreads();
+    mine = sacc + std::size_t((tid / 32) % C) * (S + 1);
+  }
+  unsigned long long n_shared = 0, n_global = 0;
+  // Reduces (k, v), standing for w pairs.
+  auto process = [&](K k, const Acc& v, unsigned w) {
+    if constexpr (kShared) {
+      if (k == T::kEmpty) {
+        sacc_atomic(&mine[a.S], v);
+        n_shared += w;
+        return;
+      }
+      std::uint32_t j = slot_of(shash(k), a.S);
+      while (true) {
+        K s;
+        if constexpr (Mode == kDynamic) s = *reinterpret_cast<volatile K*>(&skeys[j]);
+        else s = skeys[j];
+        if (s == k) {
+          sacc_atomic(&mine[j], v);
+          n_shared += w;
+          return;
+        }
+        if (s == T::kEmpty) {
+          if constexpr (Mode == kDynamic) {
+            if (*reinterpret_cast<volatile std::uint32_t*>(&s_fill) >= a.dyn_limit) break;
+            if (atomicAdd(&s_fill, 1u) >= a.dyn_limit) break;  // occupancy stays <= dyn_limit <= S/2
+            const K old = cas_key(&skeys[j], T::kEmpty, k);
+            if (old == T::kEmpty || old == k) {
+              sacc_atomic(&mine[j], v);
+              n_shared += w;
+              return;
+            }
+            // another key took the slot: probe on
+          } else {
+            break;
+          }
+        }
+        if (++j == a.S) j = 0;
+      }
+    }
+    n_global += w;
+    if (!upsert(a.table, k, v, a.limit)) a.sink.push(k, v);
+  };
+  // One key of the warp-uniform body; `valid` false for lanes past the end.
+  auto step = [&](K k, bool valid, std::uint64_t idx) {
+    if constexpr (kTop) {
+      const std::uint32_t tn = s_topn;
+      for (std::uint32_t t = 0; t < tn; ++t) {  // uniform: every lane runs the ballots
+        const bool mine_t = valid && k == s_top[t];
+        const unsigned m = __ballot_sync(0xffffffffu, mine_t);
+        if (mine_t) {
+          valid = false;
+          if (lane == static_cast<std::uint32_t>(__ffs(m) - 1)) process(k, Acc(__popc(m)), static_cast<unsigned>(__popc(m)));
+        }
+      }
+    }
+    if (valid) process(k, acc_at<K, V>(a.values, idx), 1u);
+  };
+
+  const std::uint64_t gtid = std::uint64_t(blockIdx.x) * N + tid, gstride = std::uint64_t(gridDim.x) * N;
+  constexpr unsigned kVec = 16 / sizeof(K);
+  const K* keys = a.keys;
+  const std::uint64_t b = a.begin, e = a.end;
+  // scalar head up to a 16-byte boundary, uint4 body (two vectors per thread in flight, a loop
+  // whose trip count is the same for every lane of a warp), scalar tail
+  const std::uint64_t mis = (reinterpret_cast<std::uintptr_t>(keys + b) & 15u) / sizeof(K);
+  const std::uint64_t body = std::min<std::uint64_t>(e, mis ? b + (kVec - mis) : b);
+  for (std::uint64_t i = b + gtid; i < body; i += gstride) process(keys[i], acc_at<K, V>(a.values, i), 1u);
+  const std::uint64_t nv = (e - body) / kVec;
+  const uint4* vp = reinterpret_cast<const uint4*>(keys + body);
+  for (std::uint64_t jb = gtid - lane; jb < nv; jb += 2 * gstride) {
+    const std::uint64_t j0 = jb + lane, j1 = j0 + gstride;
+    uint4 q0 = make_uint4(0, 0, 0, 0), q1 = q0;
+    if (j0 < nv) q0 = __ldcs(vp + j0);
+    if (j1 < nv) q1 = __ldcs(vp + j1);
+    K k0[kVec], k1[kVec];
+    memcpy(k0, &q0, 16);
+    memcpy(k1, &q1, 16);
+#pragma unroll
+    for (unsigned u = 0; u < kVec; ++u) step(k0[u], j0 < nv, body + j0 * kVec + u);
+#pragma unroll
+    for (unsigned u = 0; u < kVec; ++u) step(k1[u], j1 < nv, body + j1 * kVec + u);
+  }
+  for (std::uint64_t i = body + nv * kVec + gtid; i < e; i += gstride) process(keys[i], acc_at<K, V>(a.values, i), 1u);
+
+  // hit counters: every thread of the block gets here (block size is a multiple of 32)
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) {
+    n_shared += __shfl_down_sync(0xffffffffu, n_shared, o);
+    n_global += __shfl_down_sync(0xffffffffu, n_global, o);
+  }
+  if (lane == 0) {
+    if (n_shared) atomicAdd(&a.ctr->shared_hits, n_shared);
+    if (n_global) atomicAdd(&a.ctr->global_hits, n_global);
+  }
+  if constexpr (kShared) {
+    __syncthreads();
+    // flush: one global update per key the block holds in shared memory
+    for (std::uint32_t j = tid; j <= a.S; j += N) {
+      const K k = j < a.S ? skeys[j] : T::kEmpty;
+      if (j < a.S && k == T::kEmpty) continue;
+      Acc tot = typename T::Job{}.identity();
+      for (std::uint32_t c = 0; c < a.copies; ++c) {
+        const SAcc& x = sacc[std::size_t(c) * (a.S + 1) + j];
+        if constexpr (T::kCount) tot += x;
+        else combine(tot, x);
+      }
+      if (count_of(tot) == 0) continue;
+      if (j == a.S) acc_atomic(a.table.sentinel, tot);
+      else if (!upsert(a.table, k, tot, a.limit)) a.sink.push(k, tot);
+    }
+  }
+}
+
+// Merges n (key, aggregate) pairs into the table.
+template <class K, class V>
+__global__ void merge_kernel(TableRef<K, V> t, const K* keys, const typename Traits<K, V>::Acc* accs, std::uint32_t n,
+                             std::uint32_t limit, Sink<K, V> sink) {
+  for (std::uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
+    if (!upsert(t, keys[i], accs[i], limit)) sink.push(keys[i], accs[i]);
+}
+
+// Table -> arrays; for the sample (Stats) also the counts and their histogram. Slot `cap` stands
+// for the all-ones key. The loop is uniform per block (ballots need every lane).
+template <class K, class V, bool Stats>
+__global__ void compact_kernel(TableRef<K, V> t, K* ok, typename Traits<K, V>::Acc* oa, std::uint32_t* oc, std::uint32_t out_cap,
+                               Ctr* ctr, std::uint32_t* hist, std::uint64_t top_min, K* top, std::uint32_t* top_n) {
+  using T = Traits<K, V>;
+  __shared__ std::uint32_t sh[Stats ? kBins : 1];
+  if constexpr (Stats) {
+    for (std::uint32_t i = threadIdx.x; i < kBins; i += blockDim.x) sh[i] = 0;
+    __syncthreads();
+  }
+  const unsigned lane = threadIdx.x & 31u;
+  for (std::uint64_t base = std::uint64_t(blockIdx.x) * blockDim.x; base <= t.cap; base += std::uint64_t(gridDim.x) * blockDim.x) {
+    const std::uint64_t i = base + threadIdx.x;
+    bool have = false;
+    K k = T::kEmpty;
+    typename T::Acc v{};
+    if (i < t.cap) {
+      if constexpr (T::kPacked) {
+        const unsigned long long s = t.slots[i];
+        have = s != ~0ull;
+        k = static_cast<K>(s >> 32);
+        v = s & 0xffffffffull;
+      } else {
+        k = t.slots[i].key;
+        have = k != T::kEmpty;
+        v = t.slots[i].acc;
+      }
+    } else if (i == t.cap) {
+      v = *t.sentinel;
+      have = count_of(v) > 0;
+    }
+    const unsigned m = __ballot_sync(0xffffffffu, have);
+    unsigned pos = 0;
+    if (lane == 0 && m) pos = atomicAdd(&ctr->out_n, unsigned(__popc(m)));
+    pos = __shfl_sync(0xffffffffu, pos, 0);
+    if (have) {
+      const unsigned o = pos + __popc(m & ((1u << lane) - 1u));
+      if (o < out_cap) {
+        ok[o] = k;
+        oa[o] = v;
+      }
+      if constexpr (Stats) {
+        const std::uint64_t c = count_of(v);
+        if (o < out_cap) oc[o] = c > 0xffffffffull ? 0xffffffffu : static_cast<std::uint32_t>(c);
+        atomicAdd(&sh[c < kBins ? c : kBins - 1], 1u);
+        if (c >= kBins - 1) atomicAdd(&ctr->big_pairs, static_cast<unsigned long long>(c));
+        if (c >= top_min) {
+          const std::uint32_t q = atomicAdd(top_n, 1u);
+          if (q < 8) top[q] = k;
+        }
+      }
+    }
+  }
+  if constexpr (Stats) {
+    __syncthreads();
+    for (std::uint32_t i = threadIdx.x; i < kBins; i += blockDim.x)
+      if (sh[i]) atomicAdd(&hist[i], sh[i]);
+  }
+}
+
+// The hot keys without sorting: every key seen more than t times, and `need_eq` of those seen
+// exactly t times (t below the last histogram bin, so counts compare exactly). Uniform loop.
+template <class K>
+__global__ void select_hot_kernel(const K* keys, const std::uint32_t* counts, std::uint32_t n, std::uint32_t t,
+                                  std::uint32_t above, std::uint32_t need_eq, K* hot, Ctr* ctr) {
+  const unsigned lane = threadIdx.x & 31u;
+  const unsigned lt = (1u << lane) - 1u;
+  for (std::uint64_t base = std::uint64_t(blockIdx.x) * blockDim.x; base < n; base += std::uint64_t(gridDim.x) * blockDim.x) {
+    const std::uint64_t i = base + threadIdx.x;
+    const std::uint32_t c = i < n ? counts[i] : 0u;
+    const bool gt = i < n && c > t, eq = i < n && c == t && need_eq > 0;
+    const unsigned mg = __ballot_sync(0xffffffffu, gt), me = __ballot_sync(0xffffffffu, eq);
+    unsigned pg = 0, pe = 0;
+    if (lane == 0 && mg) pg = atomicAdd(&ctr->sel_gt, unsigned(__popc(mg)));
+    if (lane == 0 && me) pe = atomicAdd(&ctr->sel_eq, unsigned(__popc(me)));
+    pg = __shfl_sync(0xffffffffu, pg, 0);
+    pe = __shfl_sync(0xffffffffu, pe, 0);
+    if (gt) {
+      const unsigned j = pg + __popc(mg & lt);
+      if (j < above) hot[j] = keys[i];
+    }
+    if (eq) {
+      const unsigned j = pe + __popc(me & lt);
+      if (j < need_eq) hot[above + j] = keys[i];
+    }
+  }
+}
+
+// ---- host side -------------------------------------------------------------------------------------
+struct HashPlan {
+  int threads{512};
+  int blocks_per_sm{4};
+  double p{0.01};
+  double hot_fraction{0.10};
+  std::size_t smem_budget{48 * 1024};  // shared bytes per block for the hot table
+  std::uint64_t table_entries{0};      // 0: table_factor x the distinct estimate
+  double table_factor{3.0};
+  std::uint32_t overflow_cap{0};       // 0: from the input size
+  bool hot{true};
+  std::string label() const {
+    return fmtr("N={} blocks/SM={} p={} hot={} smem={}K table={}x", threads, blocks_per_sm, p, hot_fraction, smem_budget / 1024,
+                table_factor);
+  }
+};
+
+template <class K, class V>
+class HashGroupBy {
+ public:
+  using T = Traits<K, V>;
+  using Acc = typename T::Acc;
+  using VIn = typename T::VIn;
+  using Slot = slot_t<K, V>;
+  static constexpr double kMinHotShare = 0.03;
+
+  // Group-by of keys[0, M) (values[0, M) unless counting) already on the device. The result stays
+  // on the device until the next call.
+  DeviceResult<K, Acc> run_device(const K* keys, const VIn* values, std::uint64_t M, const Options& o, EngineStats& st,
+                                  Report& rep, cudaStream_t stream) {
+    if (M >= (std::uint64_t{1} << 32)) throw UsageError("hash group-by: 2^32 records or more (use the seed engine)");
+    HashPlan pl = resolve(keys, values, M, o, rep, stream);
+    for (int attempt = 0;; ++attempt) {
+      if (attempt > 12) throw Error("hash group-by: the table kept overflowing after 12 retries");
+      if (attempt_once(keys, values, M, pl, st, rep, stream)) {
+        st.retries = attempt;
+        return {out_keys_, out_accs_, n_out_};
+      }
+      rep.note(fmtr("retry {}: the overflow list filled (table {} slots, list {}); rerunning with both 4x larger", attempt + 1,
+                    st.table_slots, st.spill_entries));
+      pl.table_entries = std::max<std::uint64_t>(st.table_slots, 16) * 4;
+      pl.overflow_cap = static_cast<std::uint32_t>(std::min<std::uint64_t>(std::uint64_t(st.spill_entries) * 4, 1u << 30));
+    }
+  }
+
+  std::vector<std::pair<K, Acc>> run(const K* keys, const VIn* values, std::uint64_t M, const Options& o, EngineStats& st,
+                                     Report& rep, cudaStream_t stream) {
+    return gpu_engine::to_host(run_device(keys, values, M, o, st, rep, stream), rep, stream);
+  }
+
+  // The plan from the options alone (no tuning).
+  static HashPlan plan_from(const Options& o) {
+    HashPlan pl;
+    if (o.block_threads > 0) pl.threads = std::clamp((o.block_threads + 31) / 32 * 32, 32, 1024);
+    if (o.sample_fraction >= 0) pl.p = std::min(o.sample_fraction, 0.5);
+    if (o.hot_fraction >= 0) pl.hot_fraction = std::min(o.hot_fraction, 1.0);
+    pl.hot = o.hot_keys;
+    pl.table_entries = o.result_entries;
+    pl.overflow_cap = static_cast<std::uint32_t>(std::min<std::size_t>(o.spill_entries, 1u << 30));
+    if (o.shared_entries) pl.smem_budget = 0;  // sized from shared_entries below
+    return pl;
+  }
+
+ private:
+  // Tuning (Tuner + TuningCache, op "mapreduce.hash"): on the first large job of a problem class,
+  // a few (N, blocks per SM, shared budget, p, hot fraction) sets are each timed on the whole job.
+  HashPlan resolve(const K* keys, const VIn* values, std::uint64_t M, const Options& o, Report& rep, cudaStream_t stream) {
+    HashPlan base = plan_from(o);
+    base.smem_budget = o.shared_entries ? 0 : base.smem_budget;
+    opts_ = o;
+    const bool fixed = o.block_threads > 0 || o.blocks > 0 || o.sample_fraction >= 0 || o.hot_fraction >= 0 || o.shared_entries ||
+                       o.result_entries || o.spill_entries;
+    if (!o.tune || fixed || M < o.tune_min_records) return base;
+    // The problem class includes the cardinality seen by a small sample (first 2^16 records).
+    const std::uint64_t m = std::min<std::uint64_t>(M, 1u << 16);
+    const std::uint64_t ds = sample_distinct(keys, values, m, stream);
+    const int card = ds <= 1024 ? 0 : (ds * 8 < m ? 1 : (ds * 2 < m ? 2 : 3));  // few ... many distinct keys
+    int dev = 0;
+    TANDEM_CUDA(cudaGetDevice(&dev));
+    const auto gpus = gpu_info();
+    const std::string gkey = dev < int(gpus.size()) ? gpus[dev].key() : std::string("gpu");
+    const std::string cls = fmtr("k{}v{}/{}/card{}/hot{}", sizeof(K), sizeof(Acc), size_class(M), card, o.hot_keys ? 1 : 0);
+    auto from = [&](const nlohmann::json& j) {
+      HashPlan p = base;
+      p.threads = j.at("N").get<int>();
+      p.blocks_per_sm = j.at("bps").get<int>();
+      p.p = j.at("p").get<double>();
+      p.hot_fraction = j.at("hot").get<double>();
+      p.smem_budget = j.at("smem").get<std::size_t>();
+      p.table_factor = j.value("tf", 3.0);
+      return p;
+    };
+    auto& cache = TuningCache::global();
+    if (auto c = cache.get("mapreduce.hash", gkey, cls); c && c->contains("N")) {
+      try {
+        HashPlan p = from(*c);
+        rep.note(fmtr("hash group-by parameters from the tuning cache ({}): {}", cls, p.label()));
+        return p;
+      } catch (const std::exception&) {
+        // a stale entry: tune again
+      }
+    }
+    std::vector<Candidate> cands;
+    auto add = [&](int N, int bps, double p, double hf, std::size_t smem, double tf = 3.0) {
+      nlohmann::json j{{"N", N}, {"bps", bps}, {"p", p}, {"hot", hf}, {"smem", smem}, {"tf", tf}};
+      cands.push_back({from(j).label(), j});
+    };
+    add(512, 4, 0.01, 0.10, 48 * 1024);
+    add(1024, 2, 0.01, 0.10, 96 * 1024);
+    add(256, 8, 0.01, 0.10, 24 * 1024);
+    add(512, 4, 0.003, 0.10, 48 * 1024);
+    add(512, 4, 0.03, 0.05, 48 * 1024);
+    add(512, 4, 0.01, 0.50, 48 * 1024);
+    add(512, 4, 0.01, 0.10, 48 * 1024, 2.0);
+    auto res = Tuner().repetitions(2).warmup(1).run(cands, [&](const Candidate& c) {
+      EngineStats st;
+      Report scratch;
+      const HashPlan p = from(c.params);
+      TANDEM_CUDA(cudaStreamSynchronize(stream));
+      Stopwatch w;
+      if (!attempt_once(keys, values, M, p, st, scratch, stream)) return 1e9;  // overflowed: not a winner
+      return w.seconds();
+    });
+    const auto& win = res.winner();
+    cache.put("mapreduce.hash", gkey, cls, win.candidate.params);
+    rep.note(fmtr("tuned hash group-by ({}):\n{}", cls, res.report()));
+    return from(win.candidate.params);
+  }
+
+  static int grid_for(std::uint64_t n) { return static_cast<int>(std::clamp<std::uint64_t>((n + 255) / 256, 1, 4096)); }
+
+  // The counters (and with `hist`, the sample's count histogram into hist_host_), through pinned
+  // memory: a pageable copy costs more than the small kernels.
+  Ctr read_ctr(cudaStream_t stream, const std::uint32_t* hist = nullptr) {
+    if (!pinned_.data()) pinned_ = gpu::PinnedBuffer<Ctr>(1);
+    TANDEM_CUDA(cudaMemcpyAsync(pinned_.data(), ctr_, sizeof(Ctr), cudaMemcpyDeviceToHost, stream));
+    if (hist) {
+      if (!hist_host_.data()) hist_host_ = gpu::PinnedBuffer<std::uint32_t>(kBins);
+      TANDEM_CUDA(cudaMemcpyAsync(hist_host_.data(), hist, kBins * sizeof(std::uint32_t), cudaMemcpyDeviceToHost, stream));
+    }
+    TANDEM_CUDA(cudaStreamSynchronize(stream));
+    return pinned_[0];
+  }
+
+  struct Dev {
+    int id{-1}, sms{0};
+    std::size_t optin{0};
+  };
+  // Device attributes, cached (cudaGetDeviceProperties is slow).
+  const Dev& dev() {
+    int id = 0;
+    TANDEM_CUDA(cudaGetDevice(&id));
+    if (dev_.id != id) {
+      int sms = 0, optin = 0;
+      TANDEM_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, id));
+      TANDEM_CUDA(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, id));
+      dev_ = Dev{id, sms, static_cast<std::size_t>(optin)};
+    }
+    return dev_;
+  }
+
+  void init_table(const TableRef<K, V>& t, cudaStream_t stream) {
+    init_table_kernel<K, V><<<grid_for(t.cap), 256, 0, stream>>>(t);
+    TANDEM_CUDA_LAUNCH("hash group-by: init table");
+  }
+
+  void compact(const TableRef<K, V>& t, K* ok, Acc* oa, std::uint32_t out_cap, cudaStream_t stream) {
+    compact_kernel<K, V, false><<<grid_for(std::uint64_t(t.cap) + 1), 256, 0, stream>>>(t, ok, oa, nullptr, out_cap, ctr_, nullptr, 0,
+                                                                                         nullptr, nullptr);
+    TANDEM_CUDA_LAUNCH("hash group-by: compact");
+  }
+
+  template <int Mode>
+  void launch_pass(const PassArgs<K, V>& args, int blocks, int threads, std::size_t smem, cudaStream_t stream) {
+    auto k = pass_kernel<K, V, Mode>;
+    TANDEM_CUDA(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+    k<<<blocks, threads, smem, stream>>>(args);
+    TANDEM_CUDA_LAUNCH("hash group-by: pass");
+  }
+
+  // Distinct keys among the first m records (for the tuning class): a small table, one round trip.
+  std::uint64_t sample_distinct(const K* keys, const VIn* values, std::uint64_t m, cudaStream_t stream) {
+    ctr_ = ctr_buf_.get<Ctr>(1);
+    TANDEM_CUDA(cudaMemsetAsync(ctr_, 0, sizeof(Ctr), stream));
+    const std::uint32_t cap = static_cast<std::uint32_t>(2 * m + 16);
+    TableRef<K, V> t{sample_slots_.get<Slot>(cap), cap, sentinel_.get<Acc>(2)};
+    init_table(t, stream);
+    PassArgs<K, V> a{keys, values, 0, m, t, cap, Sink<K, V>{nullptr, nullptr, 0, ctr_}, ctr_, nullptr, 0, nullptr, nullptr, 0, 0, 1};
+    launch_pass<kGlobal>(a, grid_for(m / 4 + 1), 256, 0, stream);
+    compact(t, sample_keys_.get<K>(cap + 1), sample_accs_.get<Acc>(cap + 1), cap + 1, stream);
+    return read_ctr(stream).out_n;
+  }
+
+  bool attempt_once(const K* keys, const VIn* values, std::uint64_t M, const HashPlan& pl, EngineStats& st, Report& rep,
+                    cudaStream_t stream) {
+    const Dev& prop = dev();
+    gpu::Event t0, t1, t2, t3, t4;
+    t0.record(stream);
+    st = EngineStats{};
+    st.engine = "hash";
+    st.records = M;
+    st.block_threads = pl.threads;
+    st.sample_fraction = pl.p;
+    st.hot_fraction = pl.hot_fraction;
+    st.hot_path = pl.hot;
+    st.block_tables = false;
+    ctr_ = ctr_buf_.get<Ctr>(1);
+    TANDEM_CUDA(cudaMemsetAsync(ctr_, 0, sizeof(Ctr), stream));
+    Acc* sent = sentinel_.get<Acc>(2);
+    const std::uint32_t ovf_cap = pl.overflow_cap ? pl.overflow_cap
+                                                  : static_cast<std::uint32_t>(std::clamp<std::uint64_t>(M / 32, 4096, 1u << 24));
+    st.spill_entries = ovf_cap;
+    Sink<K, V> sink{ovf_keys_.get<K>(ovf_cap), ovf_accs_.get<Acc>(ovf_cap), ovf_cap, ctr_};
+    const int sms = prop.sms;
+
+    // 1. sampling pass over the first p% (all of a small input)
+    std::uint64_t Ms = M;
+    if (M > 4096) Ms = std::clamp<std::uint64_t>(static_cast<std::uint64_t>(std::ceil(double(M) * pl.p)), 4096, M);
+    st.sampled_records = Ms;
+    const std::uint32_t cap_s = static_cast<std::uint32_t>(2 * Ms + 16);
+    TableRef<K, V> ts{sample_slots_.get<Slot>(cap_s), cap_s, sent + 1};
+    K* sk = sample_keys_.get<K>(std::size_t(cap_s) + 1);
+    Acc* sa = sample_accs_.get<Acc>(std::size_t(cap_s) + 1);
+    std::uint32_t* sc = sample_counts_.get<std::uint32_t>(2 * (std::size_t(cap_s) + 1));
+    std::uint32_t* hist = hist_.get<std::uint32_t>(kBins);
+    TANDEM_CUDA(cudaMemsetAsync(hist, 0, kBins * sizeof(std::uint32_t), stream));
+    init_table(ts, stream);
+    K* top = top_keys_.get<K>(8);
+    std::uint32_t* top_n = top_n_.get<std::uint32_t>(1);
+    TANDEM_CUDA(cudaMemsetAsync(top_n, 0, sizeof(std::uint32_t), stream));
+    {
+      // small dynamic shared tables (256 keys per block): heavy hitters of the sample stay in
+      // shared memory; each block flushes at most 256 keys
+      constexpr std::uint32_t kSampleKeys = 256, kSampleSlots = 2 * kSampleKeys + 1;
+      const std::size_t ssm = shared_acc_offset<K, V>(kSampleSlots) + (kSampleSlots + 1) * sizeof(typename T::SAcc);
+      PassArgs<K, V> a{keys, values, 0, Ms, ts, cap_s, sink, ctr_, nullptr, 0, nullptr, nullptr, kSampleKeys, kSampleSlots, 1};
+      if (pl.hot) launch_pass<kDynamic>(a, sms * 4, 512, ssm, stream);
+      else launch_pass<kGlobal>(a, sms * 8, 256, 0, stream);
+    }
+    // keys holding >= 1/16 of the sample are combined per warp in the main pass
+    const std::uint64_t top_min = std::max<std::uint64_t>(2, Ms / 16);
+    compact_kernel<K, V, true><<<grid_for(std::uint64_t(cap_s) + 1), 256, 0, stream>>>(ts, sk, sa, sc, cap_s + 1, ctr_, hist, top_min,
+                                                                                         top, top_n);
+    TANDEM_CUDA_LAUNCH("hash group-by: compact sample");
+    const Ctr c1 = read_ctr(stream, hist);
+    const std::uint32_t* hh = hist_host_.data();
+    const double f1 = hh[1], f2 = hh[2];
+    if (c1.overflow_n || c1.lost || c1.out_n > cap_s + 1) throw Error("hash group-by: internal error, the sample table overflowed");
+    const std::uint32_t Ds = c1.out_n;
+    TANDEM_CUDA(cudaMemsetAsync(ctr_, 0, sizeof(Ctr), stream));
+    t1.record(stream);
+
+    // 2. global table: 3x Chao1's distinct estimate, the sample merged in
+    double est = Ds;
+    if (Ms < M) est = double(Ds) + f1 * std::max(0.0, f1 - 1) / (2.0 * (f2 + 1));
+    est = std::clamp(est, double(Ds), double(Ds) + double(M - Ms));
+    st.sampled_distinct = Ds;
+    st.distinct_estimate = static_cast<std::uint64_t>(est);
+    const std::uint64_t want = pl.table_entries ? pl.table_entries : static_cast<std::uint64_t>(pl.table_factor * est) + 1024;
+    const std::uint32_t cap = static_cast<std::uint32_t>(std::clamp<std::uint64_t>(want, 2, 0x7fffffffull));
+    st.table_slots = cap;
+    TableRef<K, V> t{table_[cur_].get<Slot>(cap), cap, sent};
+    const std::uint32_t limit = std::min<std::uint32_t>(cap, 512);
+    init_table(t, stream);
+    if (Ds) {
+      merge_kernel<K, V><<<grid_for(Ds), 256, 0, stream>>>(t, sk, sa, Ds, limit, sink);
+      TANDEM_CUDA_LAUNCH("hash group-by: merge sample");
+    }
+
+    // 3. hot keys
+    std::uint32_t S = 0, C = 1, H = 0;
+    std::size_t smem = 0;
+    const K* hot = nullptr;
+    const bool hot_possible = pl.hot && Ms < M && Ds > 0;
+    if (hot_possible) {
+      const std::size_t budget = pl.smem_budget ? std::min<std::size_t>(pl.smem_budget, prop.optin - 1024) : 0;
+      const std::uint32_t warps = std::uint32_t(pl.threads / 32);
+      auto bytes = [&](std::uint32_t s, std::uint32_t c) {
+        return shared_acc_offset<K, V>(s) + std::size_t(c) * (s + 1) * sizeof(typename T::SAcc);
+      };
+      std::uint32_t Hmax;
+      if (budget) {
+        const std::uint32_t smax = static_cast<std::uint32_t>((budget - 16 - sizeof(typename T::SAcc)) / (sizeof(K) + sizeof(typename T::SAcc)));
+        Hmax = smax / 2;
+      } else {
+        Hmax = static_cast<std::uint32_t>(opts_.shared_entries);
+      }
+      const bool all = Ds <= Hmax;
+      std::uint32_t want = all ? Ds : std::min<std::uint32_t>(Hmax, static_cast<std::uint32_t>(std::ceil(pl.hot_fraction * Ds)));
+      double share = 1.0;
+      if (all) {
+        hot = sk;  // every sampled key
+      } else if (want) {
+        // Threshold t from the histogram: the `above` keys seen more than t times plus need_eq of
+        // those seen exactly t times make `want`. No sort.
+        std::uint64_t above = 0, pairs = 0;
+        std::uint32_t t = kBins - 1;
+        if (hh[kBins - 1] < want) {
+          above = hh[kBins - 1];
+          pairs = c1.big_pairs;
+          for (t = kBins - 2; t > 1; --t) {
+            if (above + hh[t] >= want) break;
+            above += hh[t];
+            pairs += std::uint64_t(hh[t]) * t;
+          }
+          // t == 1 here means: every key seen more than once is in, the rest from those seen once
+        }
+        if (t == kBins - 1) {  // more than `want` keys in the last bin: sort the counts
+          std::uint32_t* counts_sorted = sc + (cap_s + 1);
+          K* sorted = hot_keys_.get<K>(Ds);
+          const int end_bit = std::max(1, int(std::bit_width(static_cast<std::uint64_t>(Ms))));
+          std::size_t temp = 0;
+          TANDEM_CUDA(cub::DeviceRadixSort::SortPairsDescending(nullptr, temp, sc, counts_sorted, sk, sorted, int(Ds), 0, end_bit, stream));
+          void* tmp = temp_.get<unsigned char>(temp);
+          TANDEM_CUDA(cub::DeviceRadixSort::SortPairsDescending(tmp, temp, sc, counts_sorted, sk, sorted, int(Ds), 0, end_bit, stream));
+          hot = sorted;
+          share = double(c1.big_pairs) * want / std::max<double>(1, hh[kBins - 1]) / double(Ms);  // average key of the last bin
+        } else {
+          const std::uint32_t need_eq = static_cast<std::uint32_t>(std::min<std::uint64_t>(want - above, hh[t]));
+          want = static_cast<std::uint32_t>(above + need_eq);
+          pairs += std::uint64_t(need_eq) * t;
+          share = double(pairs) / double(Ms);
+          if (share >= kMinHotShare && want) {
+            K* dst = hot_keys_.get<K>(want);
+            select_hot_kernel<K><<<grid_for(Ds), 256, 0, stream>>>(sk, sc, Ds, t, static_cast<std::uint32_t>(above), need_eq, dst, ctr_);
+            TANDEM_CUDA_LAUNCH("hash group-by: select hot keys");
+            hot = dst;
+          } else {
+            want = 0;  // the hot keys hold too little of the sample: no shared table
+          }
+        }
+      }
+      H = want;
+      st.hot_share = H ? share : 0.0;
+      if (H) {
+        S = 2 * H + 1;
+        const std::size_t cap_bytes = budget ? budget : bytes(S, 1);
+        while (C * 2 <= warps && bytes(S, C * 2) <= cap_bytes) C *= 2;
+        smem = bytes(S, C);
+        if (smem > prop.optin)
+          throw UsageError(fmtr("hot table of {} keys needs {} bytes of shared memory; the GPU has {}", H, smem, prop.optin));
+      }
+    }
+    st.hot_keys = H;
+    st.shared_entries = S;
+    st.sub_tables = C;
+    t2.record(stream);
+
+    // 4. main pass
+    const bool hot_pass = H > 0;
+    int per_sm = 1;
+    {
+      const void* kf = hot_pass ? reinterpret_cast<const void*>(pass_kernel<K, V, kHot>) : reinterpret_cast<const void*>(pass_kernel<K, V, kGlobal>);
+      TANDEM_CUDA(cudaFuncSetAttribute(kf, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+      TANDEM_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kf, pl.threads, smem));
+    }
+    const int blocks = opts_.blocks > 0 ? opts_.blocks : sms * std::max(1, std::min(per_sm, pl.blocks_per_sm));
+    st.blocks = blocks;
+    if (Ms < M) {
+      PassArgs<K, V> a{keys, values, Ms, M, t, limit, sink, ctr_, hot, H, top, top_n, 0, S, C};
+      if (hot_pass) launch_pass<kHot>(a, blocks, pl.threads, smem, stream);
+      else launch_pass<kGlobal>(a, blocks, pl.threads, 0, stream);
+    }
+    t3.record(stream);
+
+    // 5. compact (speculatively: an overflow below compacts again)
+    int o = cur_;
+    out_keys_ = out_k_[o].get<K>(std::size_t(cap) + 1);
+    out_accs_ = out_a_[o].get<Acc>(std::size_t(cap) + 1);
+    compact(t, out_keys_, out_accs_, cap + 1, stream);
+    Ctr c = read_ctr(stream);
+    st.shared_hits = c.shared_hits;
+    st.global_hits = c.global_hits + Ms;  // the sample went to the sample table in global memory
+    if (c.lost) return false;
+    std::uint32_t n = c.out_n;
+    if (c.overflow_n) {
+      // grow: everything (the compacted table + the overflow list) into a table 2x what it holds
+      const std::uint32_t ovf = c.overflow_n;
+      st.spilled = ovf;
+      const std::uint64_t need = 2 * (std::uint64_t(n) + ovf) + 1024;
+      const std::uint32_t cap2 = static_cast<std::uint32_t>(std::min<std::uint64_t>(std::max<std::uint64_t>(need, std::uint64_t(cap) * 2), 0x7fffffffull));
+      const int nx = 1 - cur_;
+      TableRef<K, V> t2{table_[nx].get<Slot>(cap2), cap2, sent + 1};
+      init_table(t2, stream);
+      const Sink<K, V> none{nullptr, nullptr, 0, ctr_};
+      merge_kernel<K, V><<<grid_for(n), 256, 0, stream>>>(t2, out_keys_, out_accs_, n, cap2, none);
+      TANDEM_CUDA_LAUNCH("hash group-by: grow (table)");
+      merge_kernel<K, V><<<grid_for(ovf), 256, 0, stream>>>(t2, sink.keys, sink.accs, ovf, cap2, none);
+      TANDEM_CUDA_LAUNCH("hash group-by: grow (overflow list)");
+      TANDEM_CUDA(cudaMemsetAsync(&ctr_->out_n, 0, sizeof(unsigned), stream));
+      out_keys_ = out_k_[nx].get<K>(std::size_t(cap2) + 1);
+      out_accs_ = out_a_[nx].get<Acc>(std::size_t(cap2) + 1);
+      compact(t2, out_keys_, out_accs_, cap2 + 1, stream);
+      c = read_ctr(stream);
+      if (c.lost) return false;
+      n = c.out_n;
+      cur_ = nx;
+      st.table_slots = cap2;
+      st.result_grows = 1;
+      rep.note(fmtr("table grown from {} to {} slots: {} pairs overflowed the probe limit", cap, cap2, ovf));
+    }
+    t4.record(stream);
+    TANDEM_CUDA(cudaStreamSynchronize(stream));
+    n_out_ = n;
+    st.distinct = n;
+    rep.add("GPU sampling pass", "gpu0", t1.seconds_since(t0), fmtr("{} records, {} distinct", Ms, Ds));
+    rep.add("GPU table init + sample merge + hot keys", "gpu0", t2.seconds_since(t1), fmtr("{} slots, H={}", cap, st.hot_keys));
+    rep.add("GPU main pass", "gpu0", t3.seconds_since(t2), fmtr("{} records, {} blocks x {}", M - Ms, blocks, pl.threads));
+    rep.add("GPU compact", "gpu0", t4.seconds_since(t3), fmtr("{} groups", n));
+    return true;
+  }
+
+  Options opts_{};
+  Dev dev_{};
+  gpu::PinnedBuffer<Ctr> pinned_;
+  gpu::PinnedBuffer<std::uint32_t> hist_host_;
+  Ctr* ctr_{nullptr};
+  Scratch ctr_buf_, hist_, top_keys_, top_n_, sentinel_, sample_slots_, sample_keys_, sample_accs_, sample_counts_, hot_keys_, temp_, ovf_keys_, ovf_accs_;
+  Scratch table_[2], out_k_[2], out_a_[2];
+  int cur_{0};
+  K* out_keys_{nullptr};
+  Acc* out_accs_{nullptr};
+  std::size_t n_out_{0};
+};
+
+}  // namespace tandem::mr::hash_groupby

@@ -1,0 +1,222 @@
+// GPU group-by, hash path (open addressing, hot keys in a shared-memory table): counts against
+// std::unordered_map and every aggregate against the CPU engine, with tiny tables that force the
+// grow and retry paths, all-distinct keys, one key, the all-ones key (the table's empty marker),
+// sizes that are not multiples of the 16-byte vector loads, and the tuned parameters.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "tandem/device.hpp"
+#include "tandem/mapreduce.hpp"
+#include "test_util.hpp"
+
+using namespace tandem;
+
+namespace {
+bool sanitizer() { return std::getenv("TANDEM_SANITIZER") != nullptr; }
+
+template <class K>
+void expect_counts(const mr::GroupBy& g, const std::vector<K>& keys, const std::string& what) {
+  std::unordered_map<K, std::uint64_t> ref;
+  for (auto x : keys) ++ref[x];
+  ASSERT_EQ(g.rows.size(), ref.size()) << what;
+  for (const auto& r : g.rows) {
+    K k;
+    std::memcpy(&k, &r.key_bits, sizeof(K));
+    auto it = ref.find(k);
+    ASSERT_NE(it, ref.end()) << what << " key " << r.key_bits;
+    EXPECT_EQ(r.count, it->second) << what << " key " << r.key_bits;
+  }
+  EXPECT_EQ(g.gpu.engine, "hash") << what;
+}
+
+mr::Options hash_opts() {
+  mr::Options o;
+  o.device = Device::gpu;
+  o.mode = mr::Options::Mode::hash;
+  return o;
+}
+
+// Equal as stored: NaN equals NaN, -0.0 differs from +0.0.
+bool same(double a, double b) {
+  if (std::isnan(a) || std::isnan(b)) return std::isnan(a) && std::isnan(b);
+  return a == b && std::signbit(a) == std::signbit(b);
+}
+
+void expect_same_rows(const mr::GroupBy& gpu, const mr::GroupBy& cpu, const std::string& what) {
+  ASSERT_EQ(gpu.rows.size(), cpu.rows.size()) << what;
+  for (std::size_t i = 0; i < gpu.rows.size(); ++i) {
+    const auto& a = gpu.rows[i];
+    const auto& b = cpu.rows[i];
+    ASSERT_EQ(a.key_bits, b.key_bits) << what << " row " << i;
+    EXPECT_EQ(a.count, b.count) << what << " key " << a.key_bits;
+    EXPECT_TRUE(same(a.dsum, b.dsum)) << what << " key " << a.key_bits << " sum " << a.dsum << " vs " << b.dsum;
+    EXPECT_TRUE(same(a.dmin, b.dmin)) << what << " key " << a.key_bits << " min " << a.dmin << " vs " << b.dmin;
+    EXPECT_TRUE(same(a.dmax, b.dmax)) << what << " key " << a.key_bits << " max " << a.dmax << " vs " << b.dmax;
+    EXPECT_EQ(a.isum, b.isum) << what << " key " << a.key_bits;
+    EXPECT_EQ(a.imin, b.imin) << what << " key " << a.key_bits;
+    EXPECT_EQ(a.imax, b.imax) << what << " key " << a.key_bits;
+  }
+}
+}  // namespace
+
+TEST(GpuHashGroupBy, CountsZipfCardinalityHotOnOff) {
+  TANDEM_REQUIRE_GPU();
+  const std::size_t n = sanitizer() ? 20001 : 1000003;  // not a multiple of 4
+  for (double s : {0.0, 1.0, 1.5}) {
+    for (std::uint64_t distinct : {std::uint64_t{1}, std::uint64_t{100}, std::uint64_t{5000}, std::uint64_t{200000}}) {
+      auto keys = mr::zipf_keys_u32(n, distinct, s, 3 + distinct);
+      for (bool hot : {true, false}) {
+        auto o = hash_opts();
+        o.hot_keys = hot;
+        auto g = mr::groupby(DType::u32, keys.data(), n, DType::f64, nullptr, 0, false, o);
+        const std::string what = "s=" + std::to_string(s) + " d=" + std::to_string(distinct) + " hot=" + std::to_string(hot);
+        expect_counts(g, keys, what);
+        EXPECT_EQ(g.gpu.shared_hits + g.gpu.global_hits, n) << what;
+        if (!hot) {
+          EXPECT_EQ(g.gpu.shared_hits, 0u) << what;
+        }
+        // low cardinality: every key is hot and nearly every pair stays in shared memory
+        if (hot && distinct <= 100) {
+          EXPECT_GT(g.gpu.shared_hits, n / 2) << what;
+        }
+      }
+    }
+  }
+}
+
+TEST(GpuHashGroupBy, SmallSizesAndOffsets) {
+  TANDEM_REQUIRE_GPU();
+  // sizes around the vector width and the sampling threshold (4096 records)
+  for (std::size_t n : {std::size_t{1}, std::size_t{2}, std::size_t{3}, std::size_t{5}, std::size_t{7}, std::size_t{4095},
+                        std::size_t{4097}, std::size_t{8191}, std::size_t{12347}, std::size_t{400009}, std::size_t{400011}}) {
+    auto keys = mr::zipf_keys_u32(n, 37, 0.7, n);
+    auto o = hash_opts();
+    o.sample_fraction = 0.013;  // the main pass then starts at an unaligned record
+    auto g = mr::groupby(DType::u32, keys.data(), n, DType::f64, nullptr, 0, false, o);
+    expect_counts(g, keys, "n=" + std::to_string(n));
+  }
+}
+
+TEST(GpuHashGroupBy, TinyTableGrowsAndOverflowRetries) {
+  TANDEM_REQUIRE_GPU();
+  const std::size_t n = sanitizer() ? 6001 : 200003;
+  auto keys = mr::zipf_keys_u32(n, 20000, 0.8, 11);
+  {
+    auto o = hash_opts();
+    o.result_entries = 64;         // far too small: inserts overflow, the table is grown after the pass
+    o.spill_entries = 1u << 20;    // the overflow list holds them all
+    auto g = mr::groupby(DType::u32, keys.data(), n, DType::f64, nullptr, 0, false, o);
+    expect_counts(g, keys, "grow");
+    EXPECT_GT(g.gpu.result_grows, 0u);
+    EXPECT_EQ(g.gpu.retries, 0u);
+  }
+  {
+    auto o = hash_opts();
+    o.result_entries = 16;
+    o.spill_entries = 16;          // the overflow list fills too: the whole job reruns, larger
+    o.shared_entries = 8;
+    o.blocks = 3;
+    o.block_threads = 64;
+    auto g = mr::groupby(DType::u32, keys.data(), n, DType::f64, nullptr, 0, false, o);
+    expect_counts(g, keys, "retry");
+    EXPECT_GT(g.gpu.retries, 0u);
+  }
+}
+
+TEST(GpuHashGroupBy, EdgeCasesAndEmptyMarkerKey) {
+  TANDEM_REQUIRE_GPU();
+  // (empty input and one record: GpuMapReduce.EdgeCases runs them on both engines)
+  const std::size_t n = sanitizer() ? 30001 : 777777;
+  // one key only, many times
+  std::vector<std::uint32_t> same_key(n, 7);
+  expect_counts(mr::groupby(DType::u32, same_key.data(), n, DType::f64, nullptr, 0, false, hash_opts()), same_key, "one key");
+  // all distinct
+  std::vector<std::uint32_t> all(n);
+  for (std::size_t i = 0; i < n; ++i) all[i] = mr::scatter32(static_cast<std::uint32_t>(i));
+  expect_counts(mr::groupby(DType::u32, all.data(), n, DType::f64, nullptr, 0, false, hash_opts()), all, "all distinct");
+  // the all-ones key (the tables' empty marker), hot and cold, u32 and u64
+  auto mixed = mr::zipf_keys_u32(n, 1000, 1.0, 9);
+  for (std::size_t i = 0; i < n; i += 3) mixed[i] = 0xffffffffu;
+  expect_counts(mr::groupby(DType::u32, mixed.data(), n, DType::f64, nullptr, 0, false, hash_opts()), mixed, "all-ones u32");
+  auto mixed64 = mr::zipf_keys_u64(n, 1000, 1.0, 9);
+  mixed64[n / 2] = ~std::uint64_t{0};
+  mixed64[n - 1] = ~std::uint64_t{0};
+  expect_counts(mr::groupby(DType::u64, mixed64.data(), n, DType::f64, nullptr, 0, false, hash_opts()), mixed64, "all-ones u64");
+  auto o = hash_opts();
+  o.hot_keys = false;
+  expect_counts(mr::groupby(DType::u32, mixed.data(), n, DType::f64, nullptr, 0, false, o), mixed, "all-ones u32, no hot keys");
+}
+
+TEST(GpuHashGroupBy, EveryAggregateEveryValueTypeMatchesCpu) {
+  TANDEM_REQUIRE_GPU();
+  const std::size_t n = sanitizer() ? 10001 : 300007;
+  for (std::uint64_t distinct : {std::uint64_t{50}, std::uint64_t{3000}, std::uint64_t{100000}}) {
+    auto k64 = mr::zipf_keys_u64(n, distinct, 1.1, 5 + distinct);
+    auto k32 = mr::zipf_keys_u32(n, distinct, 1.1, 5 + distinct);
+    std::vector<std::int32_t> ki(n);
+    for (std::size_t i = 0; i < n; ++i) ki[i] = static_cast<std::int32_t>(k32[i]);  // negative keys too
+    std::vector<double> f64(n);
+    std::vector<float> f32(n);
+    std::vector<std::int64_t> i64(n);
+    std::vector<std::int32_t> i32(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      f64[i] = double(std::int64_t(mr::mix64(i) % 2001) - 1000);  // integers: exact sums in any order
+      f32[i] = float(std::int64_t(mr::mix64(i + 3) % 201) - 100);
+      i64[i] = std::int64_t(mr::mix64(i + 7) % 2000001) - 1000000;
+      i32[i] = std::int32_t(mr::mix64(i + 9) % 20001) - 10000;
+    }
+    f64[5] = -0.0;
+    f64[6] = std::nan("");
+    f32[7] = -0.0f;
+    for (int kt = 0; kt < 3; ++kt) {
+      const DType key_t = kt == 0 ? DType::u32 : (kt == 1 ? DType::u64 : DType::i32);
+      const void* keys = kt == 0 ? static_cast<const void*>(k32.data()) : (kt == 1 ? static_cast<const void*>(k64.data()) : ki.data());
+      for (int vt = 0; vt < 4; ++vt) {
+        const DType val_t = vt == 0 ? DType::f64 : (vt == 1 ? DType::f32 : (vt == 2 ? DType::i64 : DType::i32));
+        const void* vals = vt == 0 ? static_cast<const void*>(f64.data())
+                                   : (vt == 1 ? static_cast<const void*>(f32.data()) : (vt == 2 ? static_cast<const void*>(i64.data()) : i32.data()));
+        auto o = hash_opts();
+        auto g = mr::groupby(key_t, keys, n, val_t, vals, n, true, o);
+        o.device = Device::cpu;
+        auto c = mr::groupby(key_t, keys, n, val_t, vals, n, true, o);
+        expect_same_rows(g, c, "d=" + std::to_string(distinct) + " key " + std::to_string(kt) + " value " + std::to_string(vt));
+        EXPECT_EQ(g.gpu.engine, "hash");
+      }
+    }
+  }
+}
+
+TEST(GpuHashGroupBy, SeedModeStillSelectable) {
+  TANDEM_REQUIRE_GPU();
+  const std::size_t n = sanitizer() ? 5000 : 100001;
+  auto keys = mr::zipf_keys_u32(n, 1000, 1.0, 4);
+  auto o = hash_opts();
+  o.mode = mr::Options::Mode::seed;
+  auto g = mr::groupby(DType::u32, keys.data(), n, DType::f64, nullptr, 0, false, o);
+  std::unordered_map<std::uint32_t, std::uint64_t> ref;
+  for (auto x : keys) ++ref[x];
+  ASSERT_EQ(g.rows.size(), ref.size());
+  for (const auto& r : g.rows) EXPECT_EQ(r.count, ref[static_cast<std::uint32_t>(r.key_bits)]);
+  EXPECT_EQ(g.gpu.engine, "seed");
+}
+
+TEST(GpuHashGroupBy, TunedParametersAreCachedAndCorrect) {
+  TANDEM_REQUIRE_GPU();
+  const std::size_t n = sanitizer() ? 30000 : 1 << 20;
+  auto keys = mr::zipf_keys_u32(n, 10000, 1.0, 21);
+  auto o = hash_opts();
+  o.tune_min_records = 1;  // tune even this small job
+  auto g1 = mr::groupby(DType::u32, keys.data(), n, DType::f64, nullptr, 0, false, o);
+  auto g2 = mr::groupby(DType::u32, keys.data(), n, DType::f64, nullptr, 0, false, o);
+  expect_counts(g1, keys, "tuned");
+  expect_counts(g2, keys, "cached");
+  bool from_cache = false;
+  for (const auto& note : g2.report.notes) from_cache = from_cache || note.find("tuning cache") != std::string::npos;
+  EXPECT_TRUE(from_cache);
+}
