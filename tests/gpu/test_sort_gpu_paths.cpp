@@ -71,7 +71,7 @@ void expect_keys(const std::vector<K>& in, const std::vector<K>& got, bool desc)
 
 std::vector<std::size_t> sizes() {
   if (small()) return {0, 1, 2, 1000, 4097};
-  return {0, 1, 2, 3, 1023, 1025, (1u << 16) + 1, (1u << 20) - 1, 3000017};
+  return {0, 1, 2, 3, 1023, 1025, (1u << 16) + 1, (1u << 20) - 1};
 }
 
 template <class K>
@@ -228,10 +228,12 @@ template <class K>
 void split_paths() {
   SplitMin lower(4096);
   std::vector<std::size_t> ns{4095, 4097, 65537};
-  if (!small()) ns.insert(ns.end(), {(1u << 20) + 1, (1u << 22) + 3});
+  // The default threshold, uniform keys, one 32-bit and one 64-bit type (the reference is slow).
+  if (!small() && (std::is_same_v<K, std::uint32_t> || std::is_same_v<K, double>)) ns.push_back((1u << 22) + 3);
   for (std::size_t n : ns)
     for (int shape : {0, 1, 2, 3, 4, 5})
       for (bool desc : {false, true}) {
+        if (n > 100000 && shape != 0) continue;
         SCOPED_TRACE(testing::Message() << "n=" << n << " shape=" << shape << " desc=" << desc);
         SortOptions o;
         o.device = Device::gpu;
