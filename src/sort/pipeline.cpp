@@ -246,12 +246,13 @@ void fit_sort(const K* src_k, const V* src_v, K* dst_k, V* dst_v, std::size_t n,
 
 // The fit path's stages in the Report.
 void add_fit_stages(Report& r, const StageTimes& t, const std::string& what, const SortOptions& opts) {
-  r.add("H2D copy + key mapping + top-digit histogram", "cpu+gpu0", t.h2d, what);
-  r.add("GPU sort before the first D2H", "gpu0", t.exposed,
+  r.add("H2D copy + map + histogram", "cpu+gpu0", t.h2d, what);
+  r.add("GPU sort before first D2H", "gpu0", t.exposed,
         fmt::format("{}; device time: MSD pass {}, {} sort(s) {}", opts.algorithm == SortAlgorithm::merge ? "CUB merge sort" : "CUB radix",
                     human_seconds(t.msd), t.groups_n, human_seconds(t.groups)));
-  r.add("D2H copy (overlaps the remaining group sorts)", "cpu+gpu0", t.d2h,
-        fmt::format("{} piece(s) split by the top 8 bits, {} whole", t.split_pieces, t.whole_pieces));
+  r.add("D2H copy (overlaps sorts)", "cpu+gpu0", t.d2h,
+        fmt::format("after each group's sort; {} piece(s) split by the top 8 bits, {} sorted whole", t.split_pieces,
+                    t.whole_pieces));
   r.note(t.why);
   r.details["gpu_split"] = t.split_pieces > 0;
   r.details["gpu_groups"] = t.groups_n;
@@ -317,12 +318,12 @@ void out_of_core(std::span<K> keys, std::span<V> values, const SortOptions& opts
     progress.line(fmt::format("{:.0f}% sorted ({} of {} elements; pieces on the GPU)", 100.0 * double(done) / double(all),
                               done, all));
   });
-  r.add("CPU MSD partition (histogram + scatter)", "cpu", st.partition_s,
-        fmt::format("{} threads, {} level(s) of 8-bit digits, pieces of <= {} elements{}", T, st.levels, C,
+  r.add("CPU MSD partition", "cpu", st.partition_s,
+        fmt::format("histogram + scatter, {} threads, {} level(s) of 8-bit digits, pieces <= {} elements{}", T, st.levels, C,
                     st.copied ? fmt::format(", {} equal keys left in place", st.copied) : std::string()));
   add_fit_stages(r, t, fmt::format("{} pieces (largest {})", st.pieces, st.max_piece), opts);
   if (!failure.empty()) {
-    r.add("CPU sort of the remaining pieces", "cpu", cpu_s, fmt::format("{} pieces", cpu_pieces));
+    r.add("CPU sort after GPU failure", "cpu", cpu_s, fmt::format("{} pieces", cpu_pieces));
     r.note(fmt::format("GPU failed ({}); the remaining {} pieces were sorted on the CPU", failure, cpu_pieces));
   }
   r.details["pieces"] = st.pieces;
