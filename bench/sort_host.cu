@@ -183,9 +183,13 @@ void run_case(bench::Bench& b, const char* tname, std::size_t n, int dist, bool 
   std::vector<std::uint32_t> wv(vin.size());
   SortOptions gpu_opts;
   gpu_opts.device = Device::gpu;
+  Report last;  // of the last timed run: its stages are printed for the largest u32 uniform case
   auto host_sort = [&](K* k, std::uint32_t* v, const SortOptions& o) {
-    if constexpr (Pairs) sort_pairs(std::span<K>(k, n), std::span<std::uint32_t>(v, n), o);
-    else sort(std::span<K>(k, n), o);
+    if constexpr (Pairs) last = sort_pairs(std::span<K>(k, n), std::span<std::uint32_t>(v, n), o);
+    else last = sort(std::span<K>(k, n), o);
+  };
+  auto show = [&](const char* what) {
+    if (full && plotted && n >= (std::size_t{1} << 26)) std::printf("--- %s, %s: %s", c.c_str(), what, last.explain().c_str());
   };
   {
     auto st = b.measure([&] {
@@ -197,6 +201,7 @@ void run_case(bench::Bench& b, const char* tname, std::size_t n, int dist, bool 
     });
     ok = same(ref, w.data()) && (!Pairs || wv == vref);
     f.pipe = st.median;
+    show("pageable pipeline");
     rec("tandem::sort pageable (pipeline)", st, ok);
     if (!ok) b.fail(c + ": pipeline differs");
   }
@@ -230,6 +235,7 @@ void run_case(bench::Bench& b, const char* tname, std::size_t n, int dist, bool 
     });
     ok = same(ref, p.data());
     f.pipe_pinned = pp.median;
+    show("pinned pipeline");
     rec("tandem::sort pinned (pipeline)", pp, ok);
     if (!ok) b.fail(c + ": pinned pipeline differs");
   }
@@ -256,7 +262,8 @@ void run_case(bench::Bench& b, const char* tname, std::size_t n, int dist, bool 
     });
     ok = same(ref, w.data()) && (!Pairs || wv == vref);
     f.ooc = st.median;
-    rec("tandem out-of-core (limit 1/4 of the data)", st, ok);
+    show("out of core");
+    rec("tandem out-of-core (limit max(data/4, 96 MiB))", st, ok);
     if (!ok) b.fail(c + ": out-of-core differs");
     parallel_copy(w.data(), in.data(), n * sizeof(K));
     Stopwatch sw;
@@ -286,12 +293,39 @@ int main(int argc, char** argv) {
   std::vector<int> sizes;
   for (int lg = b.quick() ? 14 : 20; lg < max_log2; lg += 2) sizes.push_back(lg);
   sizes.push_back(max_log2);
+  // The plot's data: one line per method, throughput vs size (u32 uniform, complete once the
+  // largest size has run, printed then so it survives a run cut short).
+  auto print_plot = [&] {
+    std::printf("\nplot data: u32 uniform keys, Gkeys/s (median), one row per method\n%-52s", "method");
+    for (int lg : sizes) std::printf(" %7s", ("2^" + std::to_string(lg)).c_str());
+    std::printf("\n");
+    for (const auto& m : plot_order()) {
+      std::printf("%-52s", m.c_str());
+      for (int lg : sizes) {
+        auto it = plot()[m].find(lg);
+        if (it == plot()[m].end()) std::printf(" %7s", "-");
+        else std::printf(" %7.3f", it->second);
+      }
+      std::printf("\n");
+    }
+    std::fflush(stdout);
+  };
   Figures f, big;
   for (int lg : sizes) {
     const std::size_t n = std::size_t{1} << lg;
     const bool top = lg == max_log2;
     run_case<std::uint32_t, false>(b, "u32", n, 0, true, f);
-    if (top) big = f;
+    if (top) {  // the goal lines first, so they survive a run cut short
+      big = f;
+      const std::string at = "2^" + std::to_string(max_log2) + " u32";
+      b.goal("device API / CUB radix, " + at, big.cub / big.ours_dev, 0.97);
+      b.goal("pageable end-to-end / staged round trip, " + at, big.pipe / big.staged_rt, 1.15, false);
+      b.goal("naive thrust / pageable pipeline, " + at, big.naive / big.pipe, 4.0);
+      b.goal("pinned end-to-end / pinned round trip, " + at, big.pipe_pinned / big.pinned_rt, 1.15, false);
+      b.goal("out-of-core speedup over __gnu_parallel::sort, " + at, big.gnu / big.ooc, 4.0);
+      b.info("pageable pipeline Gkeys/s, " + at, (double(std::size_t{1} << max_log2) / big.pipe) / 1e9);
+      print_plot();
+    }
     if (lg != 24 && !top) continue;
     for (int dist = 1; dist < 5; ++dist) run_case<std::uint32_t, false>(b, "u32", n, dist, false, f);
     for (int dist : {0, 3, 4}) {
@@ -300,26 +334,5 @@ int main(int argc, char** argv) {
       run_case<std::uint32_t, true>(b, "u32/u32", n >> (top ? 1 : 0), dist, false, f);
     }
   }
-  // The plot's data: one line per method, throughput vs size.
-  std::printf("\nplot data: u32 uniform keys, Gkeys/s (median), one row per method\n%-52s", "method");
-  for (int lg : sizes) std::printf(" %7s", ("2^" + std::to_string(lg)).c_str());
-  std::printf("\n");
-  for (const auto& m : plot_order()) {
-    std::printf("%-52s", m.c_str());
-    for (int lg : sizes) {
-      auto it = plot()[m].find(lg);
-      if (it == plot()[m].end()) std::printf(" %7s", "-");
-      else std::printf(" %7.3f", it->second);
-    }
-    std::printf("\n");
-  }
-  std::fflush(stdout);
-  const std::string at = "2^" + std::to_string(max_log2) + " u32";
-  b.goal("device API / CUB radix, " + at, big.cub / big.ours_dev, 0.97);
-  b.goal("pageable end-to-end / staged round trip, " + at, big.pipe / big.staged_rt, 1.15, false);
-  b.goal("naive thrust / pageable pipeline, " + at, big.naive / big.pipe, 4.0);
-  b.goal("pinned end-to-end / pinned round trip, " + at, big.pipe_pinned / big.pinned_rt, 1.15, false);
-  b.goal("out-of-core speedup over __gnu_parallel::sort, " + at, big.gnu / big.ooc, 4.0);
-  b.info("pageable pipeline Gkeys/s, " + at, (double(std::size_t{1} << max_log2) / big.pipe) / 1e9);
   return b.finish();
 }
