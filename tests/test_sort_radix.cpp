@@ -219,8 +219,13 @@ TEST(SortPathChoice, OutOfCoreSizing) {
 TEST(MsdSplit, GroupBuckets) {
   using detail::ElementRange;
   const std::vector<std::uint64_t> counts{3, 0, 20, 4, 4, 0, 1};
-  EXPECT_EQ(detail::group_buckets(counts, 10),
-            (std::vector<ElementRange>{{0, 3}, {3, 23}, {23, 32}}));
+  const auto g10 = detail::group_buckets(counts, 10);
+  EXPECT_EQ(g10, (std::vector<ElementRange>{{0, 3}, {3, 23}, {23, 32}}));
+  ASSERT_EQ(g10.size(), 3u);
+  EXPECT_EQ(g10[0].buckets, 1);
+  EXPECT_EQ(g10[1].buckets, 1);
+  EXPECT_EQ(g10[2].buckets, 3);
+  EXPECT_EQ(detail::group_buckets(counts, 1000).front().buckets, 5);
   EXPECT_EQ(detail::group_buckets(counts, 1000), (std::vector<ElementRange>{{0, 32}}));
   EXPECT_EQ(detail::group_buckets(counts, 1),
             (std::vector<ElementRange>{{0, 3}, {3, 23}, {23, 27}, {27, 31}, {31, 32}}));
@@ -243,31 +248,71 @@ TEST(MsdSplit, GroupBuckets) {
   }
 }
 
+std::vector<std::uint64_t> digit_hist(const std::vector<std::uint32_t>& keys) {
+  std::vector<std::uint64_t> h(4 * 256);
+  for (auto x : keys)
+    for (int d = 0; d < 4; ++d) ++h[d * 256 + ((x >> (8 * d)) & 255)];
+  return h;
+}
+
 TEST(MsdSplit, PlanForTheGpu) {
-  const std::size_t n = std::size_t{1} << 24;
-  std::vector<std::uint64_t> uniform(256, n / 256);
-  auto p = detail::plan_gpu_split(uniform, n);
+  const std::size_t n = 1 << 16, min = 1000;
+  std::mt19937_64 rng(4);
+  std::vector<std::uint32_t> k(n);
+  auto plan = [&] { return detail::plan_gpu_split(digit_hist(k), n, 32, min); };
+  // Uniform keys: split on the top digit into 16 groups that tile [0, n).
+  for (auto& x : k) x = static_cast<std::uint32_t>(rng());
+  auto p = plan();
   ASSERT_TRUE(p.split) << p.why;
-  EXPECT_EQ(p.groups.size(), static_cast<std::size_t>(detail::kGpuSplitGroups));
-  EXPECT_EQ(p.groups.front().begin, 0u);
-  EXPECT_EQ(p.groups.back().end, n);
-  // Small inputs, skewed inputs (one bucket over half the keys) and broken histograms: one sort.
-  EXPECT_FALSE(detail::plan_gpu_split(uniform, n / 8, n).split);
-  std::vector<std::uint64_t> skewed(256, 0);
-  skewed[7] = n;
-  p = detail::plan_gpu_split(skewed, n);
+  EXPECT_EQ(p.msd_shift, 24);
+  EXPECT_EQ(p.sort_bits, 32);
+  EXPECT_GE(p.groups.size(), static_cast<std::size_t>(detail::kGpuSplitGroups));  // ~n/16 each, never above
+  EXPECT_LE(p.groups.size(), static_cast<std::size_t>(2 * detail::kGpuSplitGroups));
+  std::size_t pos = 0;
+  for (const auto& g : p.groups) {
+    EXPECT_EQ(g.begin, pos);
+    EXPECT_LE(g.size(), n / detail::kGpuSplitGroups);
+    pos = g.end;
+  }
+  EXPECT_EQ(pos, n);
+  EXPECT_FALSE(detail::plan_gpu_split(digit_hist(k), n, 32, n + 1).split);  // below the threshold
+  EXPECT_EQ(detail::plan_gpu_split(digit_hist(k), n, 32, n + 1).sort_bits, 32);
+  EXPECT_FALSE(detail::plan_gpu_split({}, n, 32, min).split);               // nothing counted
+  EXPECT_EQ(detail::plan_gpu_split({}, n, 32, min).sort_bits, 32);
+  EXPECT_FALSE(detail::plan_gpu_split(digit_hist(k), n + 1, 32, min).split);  // counts do not add up
+  // Small integers: the top two digits agree and are skipped; split on digit 1.
+  for (auto& x : k) x = static_cast<std::uint32_t>(rng() % 60000);
+  p = plan();
+  ASSERT_TRUE(p.split) << p.why;
+  EXPECT_EQ(p.msd_shift, 8);
+  EXPECT_EQ(p.sort_bits, 16);
+  EXPECT_NE(p.why.find("skipped"), std::string::npos) << p.why;
+  // 16 distinct small keys: the split on digit 0 is the whole sort (groups sort no bits).
+  for (auto& x : k) x = static_cast<std::uint32_t>(rng() % 16);
+  p = plan();
+  ASSERT_TRUE(p.split) << p.why;
+  EXPECT_EQ(p.msd_shift, 0);
+  // All equal: nothing to sort.
+  std::fill(k.begin(), k.end(), 0xABCD1234u);
+  p = plan();
   EXPECT_FALSE(p.split);
+  EXPECT_EQ(p.sort_bits, 0);
+  // Skewed (2/3 of the keys share the top digit): one whole sort of all bits.
+  for (auto& x : k) x = rng() % 3 ? 5u : static_cast<std::uint32_t>(rng());
+  p = plan();
+  EXPECT_FALSE(p.split);
+  EXPECT_EQ(p.sort_bits, 32);
   EXPECT_NE(p.why.find("skewed"), std::string::npos) << p.why;
-  skewed[7] = n / 2 + 1;
-  skewed[9] = n / 2 - 1;
-  EXPECT_FALSE(detail::plan_gpu_split(skewed, n).split);
-  skewed[7] = n / 2;
-  skewed[9] = n / 2;
-  p = detail::plan_gpu_split(skewed, n);
-  EXPECT_TRUE(p.split);
+  // Skewed below agreeing top digits: one sort of the low 16 bits.
+  for (auto& x : k) x = rng() % 3 ? 7u : static_cast<std::uint32_t>(rng() % 65536);
+  p = plan();
+  EXPECT_FALSE(p.split);
+  EXPECT_EQ(p.sort_bits, 16);
+  // Exactly half in each of two buckets: split into those two.
+  for (std::size_t i = 0; i < n; ++i) k[i] = i % 2 ? 0xFF000000u + static_cast<std::uint32_t>(i) : static_cast<std::uint32_t>(i);
+  p = plan();
+  ASSERT_TRUE(p.split) << p.why;
   EXPECT_EQ(p.groups, (std::vector<detail::ElementRange>{{0, n / 2}, {n / 2, n}}));
-  EXPECT_FALSE(detail::plan_gpu_split(uniform, n + 1).split);  // counts do not add up to n
-  EXPECT_FALSE(detail::plan_gpu_split({}, 100).split);
 }
 
 template <class K, class V>

@@ -35,33 +35,37 @@ void launch_map(void* d, std::size_t n, bool descending, cudaStream_t s) {
   TANDEM_CUDA_LAUNCH("sort key mapping");
 }
 
-// Histogram of one 8-bit digit of ordered bits: per-block counts in shared memory, then one
-// atomic add per bucket and block into the 256 global counters.
+// Histograms of every 8-bit digit of ordered bits: per-block counts in shared memory, then one
+// atomic add per bucket and block into the global counters (digit k at hist[k * 256]).
 template <class U>
-__global__ void digit_histogram_kernel(const U* __restrict__ d, std::size_t n, int shift, unsigned long long* hist) {
-  __shared__ unsigned int local[kMsdBuckets];
-  for (int b = threadIdx.x; b < kMsdBuckets; b += blockDim.x) local[b] = 0;
+__global__ void digit_histogram_kernel(const U* __restrict__ d, std::size_t n, unsigned long long* hist) {
+  constexpr int kDigits = static_cast<int>(sizeof(U));
+  __shared__ unsigned int local[kDigits * kMsdBuckets];
+  for (int b = threadIdx.x; b < kDigits * kMsdBuckets; b += blockDim.x) local[b] = 0;
   __syncthreads();
   const std::size_t stride = std::size_t(gridDim.x) * blockDim.x;
-  for (std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride)
-    atomicAdd(&local[(d[i] >> shift) & (kMsdBuckets - 1)], 1u);
+  for (std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
+    const U x = d[i];
+#pragma unroll
+    for (int k = 0; k < kDigits; ++k) atomicAdd(&local[k * kMsdBuckets + int((x >> (8 * k)) & (kMsdBuckets - 1))], 1u);
+  }
   __syncthreads();
-  for (int b = threadIdx.x; b < kMsdBuckets; b += blockDim.x)
+  for (int b = threadIdx.x; b < kDigits * kMsdBuckets; b += blockDim.x)
     if (local[b]) atomicAdd(&hist[b], static_cast<unsigned long long>(local[b]));
 }
 
 }  // namespace
 
 template <class U>
-void digit_histogram(const U* d, std::size_t n, int shift, unsigned long long* hist, cudaStream_t s) {
+void digit_histogram(const U* d, std::size_t n, unsigned long long* hist, cudaStream_t s) {
   if (n == 0) return;
   // A block counts about n / blocks keys (at most ~2^20 for n < 2^31): no shared counter overflows.
   const unsigned blocks = static_cast<unsigned>(std::min<std::size_t>((n + 1023) / 1024, 132 * 16));
-  digit_histogram_kernel<U><<<blocks, 256, 0, s>>>(d, n, shift, hist);
-  TANDEM_CUDA_LAUNCH("sort top-digit histogram");
+  digit_histogram_kernel<U><<<blocks, 256, 0, s>>>(d, n, hist);
+  TANDEM_CUDA_LAUNCH("sort digit histograms");
 }
-template void digit_histogram<std::uint32_t>(const std::uint32_t*, std::size_t, int, unsigned long long*, cudaStream_t);
-template void digit_histogram<std::uint64_t>(const std::uint64_t*, std::size_t, int, unsigned long long*, cudaStream_t);
+template void digit_histogram<std::uint32_t>(const std::uint32_t*, std::size_t, unsigned long long*, cudaStream_t);
+template void digit_histogram<std::uint64_t>(const std::uint64_t*, std::size_t, unsigned long long*, cudaStream_t);
 
 void SortWorkspace::begin(cudaStream_t s) {
   if (pending) TANDEM_CUDA(cudaStreamWaitEvent(s, done, 0));

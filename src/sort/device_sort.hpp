@@ -42,7 +42,7 @@ constexpr std::size_t out_of_core_chunk(std::size_t budget, std::size_t per_elem
 // torn down before static destructors run); release_sort_workspace() frees the buffers.
 struct SortWorkspace {
   gpu::DeviceBuffer<char> temp, alt_keys, alt_values, keys, values;
-  gpu::DeviceBuffer<unsigned long long> hist;      // top-digit histogram of the pipeline's upload
+  gpu::DeviceBuffer<unsigned long long> hist;      // digit histograms of the pipeline's upload (8 x 256)
   gpu::PinnedBuffer<unsigned long long> hist_host;
   std::vector<gpu::PinnedBuffer<char>> d2h_slots;  // the pipeline's staged D2H copies
   std::vector<gpu::Event> d2h_done;
@@ -71,9 +71,10 @@ void map_from_bits(void* d, std::size_t n, bool descending, cudaStream_t s);
 template <class U, class V>
 void sort_bits(U* k, V* v, std::size_t n, bool merge, SortWorkspace& ws, cudaStream_t s);
 
-// Histogram of the 8-bit digit at `shift` of n ordered bits, added into hist[256] (not cleared).
+// Histograms of every 8-bit digit of n ordered bits, added into hist[sizeof(U) * 256] (digit k,
+// least significant first, at hist[k * 256]; not cleared).
 template <class U>
-void digit_histogram(const U* d, std::size_t n, int shift, unsigned long long* hist, cudaStream_t s);
+void digit_histogram(const U* d, std::size_t n, unsigned long long* hist, cudaStream_t s);
 // CUB radix sort of bits [begin_bit, end_bit) over the double buffers (k, k_alt), (v, v_alt);
 // returns true when the result ended in the alternate buffers. radix_temp_bytes: CUB's temporary
 // storage for n elements and those bits.

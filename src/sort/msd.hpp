@@ -25,27 +25,35 @@ constexpr int kMsdBuckets = 1 << kMsdBits;
 
 struct ElementRange {
   std::size_t begin{0}, end{0};
+  int buckets{1};  // non-empty buckets in the range (group_buckets)
   std::size_t size() const { return end - begin; }
-  bool operator==(const ElementRange&) const = default;
+  bool operator==(const ElementRange& o) const { return begin == o.begin && end == o.end; }
 };
 
 // Consecutive non-empty buckets gathered into ranges of at most `target` elements; a bucket
-// larger than `target` forms a range of its own. Ranges cover [0, sum(counts)) in order.
+// larger than `target` forms a range of its own. Ranges cover [0, sum(counts)) in order, and say
+// how many non-empty buckets they hold.
 std::vector<ElementRange> group_buckets(std::span<const std::uint64_t> counts, std::size_t target);
 
-// The GPU pipeline's choice: split (MSD pass on the top 8 bits, then `groups` sorted on the
-// remaining bits, each copied back as soon as it is sorted) or one whole-array sort.
+// The GPU pipeline's choice, from the histograms of every 8-bit digit of the ordered key bits
+// (counted on the GPU during the upload). High digits where all keys agree need no sorting at all;
+// d is the highest digit where they differ. Split: one CUB pass on digit d (bits [msd_shift,
+// msd_shift+8)), then `groups` of consecutive buckets sorted on bits [0, msd_shift) one after the
+// other, each copied back while the next sorts. Whole: one CUB sort of bits [0, sort_bits).
 struct GpuSplitPlan {
   bool split{false};
   std::string why;
   std::vector<ElementRange> groups;  // when split
+  int msd_shift{0};                  // when split
+  int sort_bits{0};                  // whole: bits [0, sort_bits) are sorted (0: all keys equal)
 };
 constexpr std::size_t kGpuSplitMinElements = std::size_t{1} << 22;
 constexpr int kGpuSplitGroups = 16;
-// counts: the 256 bucket sizes of the top digit of n keys. Not split below `min_elements` (the
-// sort is short there) or when one bucket holds more than half the keys (skewed data: the split
-// would hide little and cost a pass).
-GpuSplitPlan plan_gpu_split(std::span<const std::uint64_t> counts, std::size_t n,
+// digit_counts: key_bits/8 histograms of 256 counts, least significant digit first (empty: none
+// counted, one whole sort). Not split below `min_elements` (the sort is short there) or when one
+// bucket of digit d holds more than half the keys (skewed: the split would hide little and cost a
+// pass); the whole sort then still skips the agreeing high digits.
+GpuSplitPlan plan_gpu_split(std::span<const std::uint64_t> digit_counts, std::size_t n, int key_bits,
                             std::size_t min_elements = kGpuSplitMinElements, int groups = kGpuSplitGroups);
 
 // What the host partition did.

@@ -28,58 +28,87 @@ namespace tandem::detail {
 std::vector<ElementRange> group_buckets(std::span<const std::uint64_t> counts, std::size_t target) {
   std::vector<ElementRange> out;
   std::size_t pos = 0;
-  ElementRange cur{0, 0};
+  ElementRange cur{0, 0, 0};
   for (const std::uint64_t c64 : counts) {
     const auto c = static_cast<std::size_t>(c64);
     if (c == 0) continue;
     if (cur.size() > 0 && cur.size() + c > target) {
       out.push_back(cur);
-      cur = {pos, pos};
+      cur = {pos, pos, 0};
     }
-    if (cur.size() == 0) cur = {pos, pos};
     cur.end += c;
+    cur.buckets += 1;
     pos += c;
     if (cur.size() >= target) {  // a full (or oversized single-bucket) group
       out.push_back(cur);
-      cur = {pos, pos};
+      cur = {pos, pos, 0};
     }
   }
   if (cur.size() > 0) out.push_back(cur);
   return out;
 }
 
-GpuSplitPlan plan_gpu_split(std::span<const std::uint64_t> counts, std::size_t n, std::size_t min_elements,
-                            int groups) {
+GpuSplitPlan plan_gpu_split(std::span<const std::uint64_t> digit_counts, std::size_t n, int key_bits,
+                            std::size_t min_elements, int groups) {
   GpuSplitPlan p;
-  if (n < min_elements) {
+  p.sort_bits = key_bits;
+  const int digits = key_bits / kMsdBits;
+  if (digit_counts.size() != static_cast<std::size_t>(digits) * kMsdBuckets) {
     p.why = fmt::format("{} elements, below the split threshold of {}: one whole-array sort", n, min_elements);
     return p;
   }
-  std::uint64_t biggest = 0, total = 0;
-  for (auto c : counts) {
-    biggest = std::max(biggest, c);
-    total += c;
+  // The highest digit where the keys differ; the counts of each digit must add up to n.
+  int d = -1;
+  for (int k = digits - 1; k >= 0; --k) {
+    std::uint64_t total = 0, biggest = 0;
+    for (int b = 0; b < kMsdBuckets; ++b) {
+      total += digit_counts[static_cast<std::size_t>(k) * kMsdBuckets + b];
+      biggest = std::max(biggest, digit_counts[static_cast<std::size_t>(k) * kMsdBuckets + b]);
+    }
+    if (total != n) {  // cannot happen unless the histogram is broken: never trust it then
+      p.why = fmt::format("histogram counted {} of {} keys: one whole-array sort", total, n);
+      return p;
+    }
+    if (biggest != n) {
+      d = k;
+      break;
+    }
   }
-  if (total != n) {  // cannot happen unless the histogram is broken: never trust it then
-    p.why = fmt::format("histogram counted {} of {} keys: one whole-array sort", total, n);
+  if (d < 0) {
+    p.sort_bits = 0;
+    p.why = "all keys are equal: nothing to sort";
+    return p;
+  }
+  p.sort_bits = (d + 1) * kMsdBits;
+  const std::string skip = p.sort_bits < key_bits ? fmt::format(" (the top {} bits agree: skipped)", key_bits - p.sort_bits)
+                                                  : std::string();
+  const std::span<const std::uint64_t> counts = digit_counts.subspan(static_cast<std::size_t>(d) * kMsdBuckets, kMsdBuckets);
+  const std::uint64_t biggest = *std::max_element(counts.begin(), counts.end());
+  if (n < min_elements) {
+    p.why = fmt::format("{} elements, below the split threshold of {}: one sort of bits 0..{}{}", n, min_elements,
+                        p.sort_bits - 1, skip);
     return p;
   }
   if (biggest * 2 > n) {
-    p.why = fmt::format("skewed: {:.0f}% of the keys share their top 8 bits: one whole-array sort",
-                        100.0 * double(biggest) / double(n));
+    p.why = fmt::format("skewed: {:.0f}% of the keys share bits {}..{}: one sort of bits 0..{}{}",
+                        100.0 * double(biggest) / double(n), d * kMsdBits, p.sort_bits - 1, p.sort_bits - 1, skip);
     return p;
   }
   const std::size_t target = (n + static_cast<std::size_t>(groups) - 1) / static_cast<std::size_t>(groups);
   p.groups = group_buckets(counts, target);
-  p.split = p.groups.size() > 1;
-  p.why = p.split ? fmt::format("MSD split: top 8 bits, {} groups of <= {} elements sorted on the remaining bits, "
-                                "each copied back while the next sorts (largest bucket {:.1f}%)",
-                                p.groups.size(), std::max_element(p.groups.begin(), p.groups.end(),
-                                                                  [](auto& a, auto& b) { return a.size() < b.size(); })
-                                                     ->size(),
-                                100.0 * double(biggest) / double(n))
-                  : "one group: one whole-array sort";
-  if (!p.split) p.groups.clear();
+  if (p.groups.size() < 2) {
+    p.groups.clear();
+    p.why = "one group: one whole-array sort" + skip;
+    return p;
+  }
+  p.split = true;
+  p.msd_shift = d * kMsdBits;
+  std::size_t largest = 0;
+  for (const auto& g : p.groups) largest = std::max(largest, g.size());
+  p.why = fmt::format("MSD split on bits {}..{}{}: {} groups of <= {} elements sorted on bits below {}, each copied "
+                      "back while the next sorts (largest bucket {:.1f}%)",
+                      p.msd_shift, p.sort_bits - 1, skip, p.groups.size(), largest, p.msd_shift,
+                      100.0 * double(biggest) / double(n));
   return p;
 }
 

@@ -42,7 +42,8 @@ struct StageTimes {
   double exposed{0};    // device: from the last chunk's arrival to the first group sorted
   double msd{0};        // device: the MSD pass on the top 8 bits
   double groups{0};     // device: the sorts of the groups (or the whole-array sort)
-  double d2h{0};        // wall: the rest, D2H copies overlapping the remaining group sorts
+  double setup{0};      // wall: histogram readback, plan, enqueueing the sorts (host)
+  double d2h{0};        // wall: the D2H copies, overlapping the remaining group sorts
   std::size_t split_pieces{0}, whole_pieces{0}, groups_n{0};
   std::string why;      // the split decision of the last (largest) piece
 };
@@ -76,6 +77,13 @@ void ensure_slots(SortWorkspace& ws, const TransferOptions& to) {
   }
 }
 
+// The digit histograms of the upload, on the device and for reading them on the host.
+void ensure_hist(SortWorkspace& ws) {
+  constexpr std::size_t kMax = 8 * kMsdBuckets;
+  if (!ws.hist.data()) ws.hist = gpu::DeviceBuffer<unsigned long long>(kMax);
+  if (!ws.hist_host.data()) ws.hist_host = gpu::PinnedBuffer<unsigned long long>(kMax);
+}
+
 // Allocates what fit_sort needs for pieces of up to m elements, so an out-of-memory error comes
 // before the out-of-core path has moved any of the caller's data.
 template <class K, class V>
@@ -91,8 +99,7 @@ void reserve_fit(SortWorkspace& ws, std::size_t m, bool merge) {
     grow(ws.temp, std::max({radix_temp_bytes<U, V>(m, 0, kBits), radix_temp_bytes<U, V>(m, kBits - kMsdBits, kBits),
                             std::size_t{1}}));
   }
-  if (!ws.hist.data()) ws.hist = gpu::DeviceBuffer<unsigned long long>(kMsdBuckets);
-  if (!ws.hist_host.data()) ws.hist_host = gpu::PinnedBuffer<unsigned long long>(kMsdBuckets);
+  ensure_hist(ws);
   ensure_slots(ws, transfer_options());
 }
 
@@ -135,9 +142,10 @@ void copy_back(const std::vector<D2HPiece>& pieces, SortWorkspace& ws, const Tra
 
 // One piece that fits on the GPU: src -> device (keys mapped to ordered bits and their top 8 bits
 // counted per chunk while the next chunk is copied) -> sort -> dst (dst may be src). The sort is
-// an MSD split when the histogram allows (plan_gpu_split): one CUB pass on the top 8 bits, then
-// groups of buckets sorted on the remaining bits one after the other, each group's D2H copy
-// starting as soon as it is sorted; otherwise one CUB sort of the whole array. The caller holds ws.mu.
+// an MSD split when the histograms allow (plan_gpu_split): one CUB pass on the highest digit where
+// the keys differ, then groups of buckets sorted on the bits below one after the other, each
+// group's D2H copy starting as soon as it is sorted; otherwise one CUB sort of the whole array
+// (of the bits below the agreeing high digits). The caller holds ws.mu.
 template <class K, class V>
 void fit_sort(const K* src_k, const V* src_v, K* dst_k, V* dst_v, std::size_t n, const SortOptions& opts,
               SortWorkspace& ws, cudaStream_t s, StageTimes& t) {
@@ -158,17 +166,31 @@ void fit_sort(const K* src_k, const V* src_v, K* dst_k, V* dst_v, std::size_t n,
     ak = reinterpret_cast<U*>(grow(ws.alt_keys, n * sizeof(U)));
     if constexpr (kValues) av = reinterpret_cast<V*>(grow(ws.alt_values, n * sizeof(V)));
   }
-  if (!ws.hist.data()) ws.hist = gpu::DeviceBuffer<unsigned long long>(kMsdBuckets);
-  if (!ws.hist_host.data()) ws.hist_host = gpu::PinnedBuffer<unsigned long long>(kMsdBuckets);
-  gpu::Stream staged, direct;
+  ensure_hist(ws);
+  gpu::Stream staged, direct, side;
+  gpu::Event arrived(false), side_done(false);
   Stopwatch w;
   ws.begin(s);
-  if (count) TANDEM_CUDA(cudaMemsetAsync(ws.hist.data(), 0, kMsdBuckets * sizeof(unsigned long long), s));
+  constexpr std::size_t kHist = sizeof(U) * kMsdBuckets;  // one histogram per 8-bit digit
+  if (count) TANDEM_CUDA(cudaMemsetAsync(ws.hist.data(), 0, kHist * sizeof(unsigned long long), s));
   char* dkb = reinterpret_cast<char*>(dk);
+  // Per chunk, once its copy has landed: map and count on a side stream, so the copy engine never
+  // waits for a kernel before the next chunk.
+  if (map || count) {
+    side_done.record(s);  // the side stream starts after what s holds (the memset, earlier users)
+    TANDEM_CUDA(cudaStreamWaitEvent(side, side_done.get(), 0));
+  }
   copy_to_device_chunked(dk, src_k, n * sizeof(K), s, to, [&](std::size_t off, std::size_t len, cudaStream_t st) {
-    if (map) map_to_bits<K>(dkb + off, len / sizeof(K), opts.descending, st);
-    if (count) digit_histogram<U>(reinterpret_cast<const U*>(dkb + off), len / sizeof(K), kBits - kMsdBits, ws.hist.data(), st);
+    if (!map && !count) return;
+    arrived.record(st);
+    TANDEM_CUDA(cudaStreamWaitEvent(side, arrived.get(), 0));
+    if (map) map_to_bits<K>(dkb + off, len / sizeof(K), opts.descending, side);
+    if (count) digit_histogram<U>(reinterpret_cast<const U*>(dkb + off), len / sizeof(K), ws.hist.data(), side);
   });
+  if (map || count) {
+    side_done.record(side);
+    TANDEM_CUDA(cudaStreamWaitEvent(s, side_done.get(), 0));
+  }
   if constexpr (kValues) copy_to_device(dv, src_v, n * sizeof(V), s, to);
   t.h2d += w.seconds();
   w.reset();
@@ -177,14 +199,14 @@ void fit_sort(const K* src_k, const V* src_v, K* dst_k, V* dst_v, std::size_t n,
   if (merge) {
     plan.why = "algorithm=merge: one CUB merge sort";
   } else if (count) {
-    TANDEM_CUDA(cudaMemcpyAsync(ws.hist_host.data(), ws.hist.data(), kMsdBuckets * sizeof(unsigned long long),
+    TANDEM_CUDA(cudaMemcpyAsync(ws.hist_host.data(), ws.hist.data(), kHist * sizeof(unsigned long long),
                                 cudaMemcpyDeviceToHost, s));
     TANDEM_CUDA(cudaStreamSynchronize(s));
-    std::array<std::uint64_t, kMsdBuckets> counts{};
-    for (int b = 0; b < kMsdBuckets; ++b) counts[b] = ws.hist_host[b];
-    plan = plan_gpu_split(counts, n, split_min);
+    std::array<std::uint64_t, kHist> counts{};
+    for (std::size_t b = 0; b < kHist; ++b) counts[b] = ws.hist_host[b];
+    plan = plan_gpu_split(counts, n, kBits, split_min);
   } else {
-    plan = plan_gpu_split({}, n, split_min);
+    plan = plan_gpu_split({}, n, kBits, split_min);
   }
   // Enqueue every sort on s (asynchronous), one event per group; then copy the groups back.
   gpu::Event e_start, e_msd, e_end;
@@ -207,38 +229,43 @@ void fit_sort(const K* src_k, const V* src_v, K* dst_k, V* dst_v, std::size_t n,
     e_msd.record(s);
     sort_bits<U, V>(dk, dv, n, true, ws, s);
     add_group(groups[0], dk, dv);
-  } else if (!plan.split) {
-    const std::size_t temp = radix_temp_bytes<U, V>(n, 0, kBits);
+  } else if (!plan.split) {  // bits above sort_bits agree for every key (0: all keys are equal)
+    const std::size_t temp = plan.sort_bits > 0 ? radix_temp_bytes<U, V>(n, 0, plan.sort_bits) : 0;
     char* tp = grow(ws.temp, std::max<std::size_t>(temp, 1));
     e_msd.record(s);
-    const bool alt = sort_bits_range<U, V>(dk, ak, dv, av, n, 0, kBits, tp, temp, s);
+    const bool alt = sort_bits_range<U, V>(dk, ak, dv, av, n, 0, plan.sort_bits, tp, temp, s);
     add_group(groups[0], alt ? ak : dk, alt ? av : dv);
   } else {
-    std::size_t temp = radix_temp_bytes<U, V>(n, kBits - kMsdBits, kBits);
-    for (const ElementRange& g : groups) temp = std::max(temp, radix_temp_bytes<U, V>(g.size(), 0, kBits - kMsdBits));
+    // The MSD pass sorts bits [lo, hi); a group of one bucket then needs bits [0, lo) sorted, a
+    // group of several buckets bits [0, hi) (its buckets are in order, but a sort of the low bits
+    // alone would interleave them). CUB's temporary storage for n elements and all hi bits
+    // bounds every call.
+    const int lo = plan.msd_shift, hi = lo + kMsdBits;
+    const std::size_t temp = std::max(radix_temp_bytes<U, V>(n, 0, hi), radix_temp_bytes<U, V>(n, lo, hi));
     char* tp = grow(ws.temp, std::max<std::size_t>(temp, 1));
-    const bool alt = sort_bits_range<U, V>(dk, ak, dv, av, n, kBits - kMsdBits, kBits, tp, temp, s);
+    const bool alt = sort_bits_range<U, V>(dk, ak, dv, av, n, lo, hi, tp, temp, s);
     e_msd.record(s);
     U* ck = alt ? ak : dk;
     U* ok = alt ? dk : ak;
     V* cv = alt ? av : dv;
     V* ov = alt ? dv : av;
     for (const ElementRange& g : groups) {
+      const int bits = g.buckets > 1 ? hi : lo;
       const bool a2 = sort_bits_range<U, V>(ck + g.begin, ok + g.begin, kValues ? cv + g.begin : nullptr,
-                                            kValues ? ov + g.begin : nullptr, g.size(), 0, kBits - kMsdBits, tp, temp, s);
+                                            kValues ? ov + g.begin : nullptr, g.size(), 0, bits, tp, temp, s);
       add_group(g, a2 ? ok : ck, a2 ? ov : cv);
     }
   }
   e_end.record(s);
+  t.setup += w.seconds();
+  w.reset();
   copy_back(pieces, ws, to, staged, direct);
   TANDEM_CUDA(cudaStreamSynchronize(s));
   ws.end(s);
-  const double wall = w.seconds();
-  const double exposed = ready.front().seconds_since(e_start);
-  t.exposed += exposed;
+  t.d2h += w.seconds();
+  t.exposed += ready.front().seconds_since(e_start);
   t.msd += e_msd.seconds_since(e_start);
   t.groups += e_end.seconds_since(e_msd);
-  t.d2h += std::max(0.0, wall - exposed);
   (plan.split ? t.split_pieces : t.whole_pieces) += 1;
   t.groups_n += groups.size();
   t.why = plan.why;
@@ -248,8 +275,9 @@ void fit_sort(const K* src_k, const V* src_v, K* dst_k, V* dst_v, std::size_t n,
 void add_fit_stages(Report& r, const StageTimes& t, const std::string& what, const SortOptions& opts) {
   r.add("H2D copy + map + histogram", "cpu+gpu0", t.h2d, what);
   r.add("GPU sort before first D2H", "gpu0", t.exposed,
-        fmt::format("{}; device time: MSD pass {}, {} sort(s) {}", opts.algorithm == SortAlgorithm::merge ? "CUB merge sort" : "CUB radix",
-                    human_seconds(t.msd), t.groups_n, human_seconds(t.groups)));
+        fmt::format("{}; device time: MSD pass {}, {} sort(s) {}; host plan + enqueue {}",
+                    opts.algorithm == SortAlgorithm::merge ? "CUB merge sort" : "CUB radix", human_seconds(t.msd), t.groups_n,
+                    human_seconds(t.groups), human_seconds(t.setup)));
   r.add("D2H copy (overlaps sorts)", "cpu+gpu0", t.d2h,
         fmt::format("after each group's sort; {} piece(s) split by the top 8 bits, {} sorted whole", t.split_pieces,
                     t.whole_pieces));

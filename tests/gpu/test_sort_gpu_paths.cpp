@@ -33,6 +33,7 @@ std::vector<K> keys_for(std::size_t n, int shape, std::uint64_t seed) {
     if (shape == 1) r %= 7;                           // few distinct: one top-8-bit bucket holds all
     if (shape == 4) r = (r % 3 == 0) ? r : r % 1000;  // 2/3 of the keys in one top bucket (skewed)
     if (shape == 5) r = (r & 1) ? ~std::uint64_t{0} - r % 77 : r % 77;  // two far-apart top buckets
+    if (shape == 6) r = 12345;                                          // all equal
     if constexpr (std::is_floating_point_v<K>) {
       v[i] = static_cast<K>(static_cast<std::int64_t>(r % 20001) - 10000) / K(4);
       if (i % 61 == 0) v[i] = std::numeric_limits<K>::quiet_NaN();
@@ -231,7 +232,7 @@ void split_paths() {
   // The default threshold, uniform keys, one 32-bit and one 64-bit type (the reference is slow).
   if (!small() && (std::is_same_v<K, std::uint32_t> || std::is_same_v<K, double>)) ns.push_back((1u << 22) + 3);
   for (std::size_t n : ns)
-    for (int shape : {0, 1, 2, 3, 4, 5})
+    for (int shape : {0, 1, 2, 3, 4, 5, 6})
       for (bool desc : {false, true}) {
         if (n > 100000 && shape != 0) continue;
         SCOPED_TRACE(testing::Message() << "n=" << n << " shape=" << shape << " desc=" << desc);
@@ -244,11 +245,11 @@ void split_paths() {
         expect_keys(in, k, desc);
         EXPECT_EQ(r.details.value("path", ""), "gpu-pipeline");
         const bool split = r.details.value("gpu_split", false);
-        if (n < 4096 || shape == 1 || shape == 4) {
-          EXPECT_FALSE(split) << "small or skewed: one whole-array sort";
+        if (n < 4096 || shape == 4 || shape == 6) {
+          EXPECT_FALSE(split) << "small, skewed or all equal: one whole-array sort (or none)";
         }
-        if (n >= 4096 && shape == 0 && std::is_integral_v<K>) {
-          EXPECT_TRUE(split);
+        if (n >= 4096 && (shape == 0 || shape == 1) && std::is_integral_v<K>) {
+          EXPECT_TRUE(split) << "uniform: top digit; few distinct: split on the lowest digit";
         }
         if (shape == 2 || shape == 3) continue;
         k = in;
