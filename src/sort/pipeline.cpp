@@ -103,12 +103,21 @@ void reserve_fit(SortWorkspace& ws, std::size_t m, bool merge) {
   ensure_slots(ws, transfer_options());
 }
 
-// Copies the pieces back in order: pinned destinations by direct DMA on `direct`, pageable ones
-// through the workspace's pinned slots (CPU threads copy chunk i out of its slot while the DMA
-// engine fills the next), each chunk's DMA waiting on the device for its group's event only.
+// Copies the pieces back: pinned destinations by direct DMA on `direct`, pageable ones through
+// the workspace's pinned slots (CPU threads copy chunk i out of its slot while the DMA engine
+// fills the next). Pageable pieces that continue one another on both sides (the groups of one
+// array) are chunked as one run, so no chunk is cut short at a group boundary; each chunk's DMA
+// waits on the device for the event of the last piece it touches (the events complete in the
+// order of the pieces of a run: the sorts run in order on one stream).
 void copy_back(const std::vector<D2HPiece>& pieces, SortWorkspace& ws, const TransferOptions& to, cudaStream_t staged,
                cudaStream_t direct) {
-  std::vector<D2HPiece> chunks;
+  struct Run {
+    const char* src;
+    char* dst;
+    std::size_t bytes;
+    std::vector<std::pair<std::size_t, cudaEvent_t>> ends;  // (end offset of a piece, its event)
+  };
+  std::vector<Run> runs;
   for (const D2HPiece& p : pieces) {
     if (p.bytes == 0) continue;
     if (gpu::is_pinned(p.dst)) {
@@ -116,9 +125,20 @@ void copy_back(const std::vector<D2HPiece>& pieces, SortWorkspace& ws, const Tra
       TANDEM_CUDA(cudaMemcpyAsync(p.dst, p.src, p.bytes, cudaMemcpyDeviceToHost, direct));
       continue;
     }
-    for (std::size_t off = 0; off < p.bytes; off += to.chunk_bytes)
-      chunks.push_back({p.src + off, p.dst + off, std::min(to.chunk_bytes, p.bytes - off), p.ready});
+    auto r = std::find_if(runs.begin(), runs.end(),
+                          [&](const Run& x) { return x.src + x.bytes == p.src && x.dst + x.bytes == p.dst; });
+    if (r == runs.end()) r = runs.insert(runs.end(), Run{p.src, p.dst, 0, {}});
+    r->bytes += p.bytes;
+    r->ends.emplace_back(r->bytes, p.ready);
   }
+  std::vector<D2HPiece> chunks;
+  for (const Run& r : runs)
+    for (std::size_t off = 0; off < r.bytes; off += to.chunk_bytes) {
+      const std::size_t len = std::min(to.chunk_bytes, r.bytes - off);
+      const auto last = std::lower_bound(r.ends.begin(), r.ends.end(), off + len,
+                                         [](const auto& e, std::size_t v) { return e.first < v; });
+      chunks.push_back({r.src + off, r.dst + off, len, last->second});
+    }
   if (!chunks.empty()) {
     const std::size_t S = static_cast<std::size_t>(to.slots);
     ensure_slots(ws, to);
