@@ -100,31 +100,85 @@ void host_paths() {
       }
 }
 
+// Lowers the split threshold for the scope, so small inputs take the MSD split too.
+struct SplitMin {
+  std::size_t saved;
+  explicit SplitMin(std::size_t v) : saved(detail::gpu_split_min_elements()) { detail::gpu_split_min_elements() = v; }
+  ~SplitMin() { detail::gpu_split_min_elements() = saved; }
+};
+
+template <class K>
+void split_paths() {
+  SplitMin lower(4096);
+  std::vector<std::size_t> ns{4095, 4097, 65537};
+  // The default threshold, uniform keys, one 32-bit and one 64-bit type (the reference is slow).
+  if (!small() && (std::is_same_v<K, std::uint32_t> || std::is_same_v<K, double>)) ns.push_back((1u << 22) + 3);
+  for (std::size_t n : ns)
+    for (int shape : {0, 1, 2, 3, 4, 5, 6})
+      for (bool desc : {false, true}) {
+        if (n > 100000 && shape != 0) continue;
+        SCOPED_TRACE(testing::Message() << "n=" << n << " shape=" << shape << " desc=" << desc);
+        SortOptions o;
+        o.device = Device::gpu;
+        o.descending = desc;
+        const auto in = keys_for<K>(n, shape, n * 5 + shape);
+        auto k = in;
+        const Report r = tandem::sort(std::span<K>(k), o);
+        expect_keys(in, k, desc);
+        EXPECT_EQ(r.details.value("path", ""), "gpu-pipeline");
+        const bool split = r.details.value("gpu_split", false);
+        if (n < 4096 || shape == 4 || shape == 6) {
+          EXPECT_FALSE(split) << "small, skewed or all equal: one whole-array sort (or none)";
+        }
+        if (n >= 4096 && (shape == 0 || shape == 1) && std::is_integral_v<K>) {
+          EXPECT_TRUE(split) << "uniform: top digit; few distinct: split on the lowest digit";
+        }
+        if (shape == 2 || shape == 3) continue;
+        k = in;
+        std::vector<std::uint32_t> v(n);
+        std::iota(v.begin(), v.end(), 0u);
+        sort_pairs(std::span<K>(k), std::span<std::uint32_t>(v), o);
+        expect_pairs(in, k, v, desc);
+        k = in;
+        std::vector<std::uint64_t> v64(n);
+        std::iota(v64.begin(), v64.end(), std::uint64_t{0});
+        sort_pairs(std::span<K>(k), std::span<std::uint64_t>(v64), o);
+        expect_pairs(in, k, v64, desc);
+      }
+}
+
+
 }  // namespace
 
 TEST(GpuSortHost, U32) {
   TANDEM_REQUIRE_GPU();
   host_paths<std::uint32_t>();
+  split_paths<std::uint32_t>();
 }
 TEST(GpuSortHost, I32) {
   TANDEM_REQUIRE_GPU();
   host_paths<std::int32_t>();
+  split_paths<std::int32_t>();
 }
 TEST(GpuSortHost, U64) {
   TANDEM_REQUIRE_GPU();
   host_paths<std::uint64_t>();
+  split_paths<std::uint64_t>();
 }
 TEST(GpuSortHost, I64) {
   TANDEM_REQUIRE_GPU();
   host_paths<std::int64_t>();
+  split_paths<std::int64_t>();
 }
 TEST(GpuSortHost, F32) {
   TANDEM_REQUIRE_GPU();
   host_paths<float>();
+  split_paths<float>();
 }
 TEST(GpuSortHost, F64) {
   TANDEM_REQUIRE_GPU();
   host_paths<double>();
+  split_paths<double>();
 }
 
 TEST(GpuSortHost, PinnedSource) {
@@ -216,81 +270,7 @@ TEST(GpuSortHost, AutoPicksAndReportsAPath) {
   release_sort_workspace();
 }
 
-namespace {
 
-// Lowers the split threshold for the scope, so small inputs take the MSD split too.
-struct SplitMin {
-  std::size_t saved;
-  explicit SplitMin(std::size_t v) : saved(detail::gpu_split_min_elements()) { detail::gpu_split_min_elements() = v; }
-  ~SplitMin() { detail::gpu_split_min_elements() = saved; }
-};
-
-template <class K>
-void split_paths() {
-  SplitMin lower(4096);
-  std::vector<std::size_t> ns{4095, 4097, 65537};
-  // The default threshold, uniform keys, one 32-bit and one 64-bit type (the reference is slow).
-  if (!small() && (std::is_same_v<K, std::uint32_t> || std::is_same_v<K, double>)) ns.push_back((1u << 22) + 3);
-  for (std::size_t n : ns)
-    for (int shape : {0, 1, 2, 3, 4, 5, 6})
-      for (bool desc : {false, true}) {
-        if (n > 100000 && shape != 0) continue;
-        SCOPED_TRACE(testing::Message() << "n=" << n << " shape=" << shape << " desc=" << desc);
-        SortOptions o;
-        o.device = Device::gpu;
-        o.descending = desc;
-        const auto in = keys_for<K>(n, shape, n * 5 + shape);
-        auto k = in;
-        const Report r = tandem::sort(std::span<K>(k), o);
-        expect_keys(in, k, desc);
-        EXPECT_EQ(r.details.value("path", ""), "gpu-pipeline");
-        const bool split = r.details.value("gpu_split", false);
-        if (n < 4096 || shape == 4 || shape == 6) {
-          EXPECT_FALSE(split) << "small, skewed or all equal: one whole-array sort (or none)";
-        }
-        if (n >= 4096 && (shape == 0 || shape == 1) && std::is_integral_v<K>) {
-          EXPECT_TRUE(split) << "uniform: top digit; few distinct: split on the lowest digit";
-        }
-        if (shape == 2 || shape == 3) continue;
-        k = in;
-        std::vector<std::uint32_t> v(n);
-        std::iota(v.begin(), v.end(), 0u);
-        sort_pairs(std::span<K>(k), std::span<std::uint32_t>(v), o);
-        expect_pairs(in, k, v, desc);
-        k = in;
-        std::vector<std::uint64_t> v64(n);
-        std::iota(v64.begin(), v64.end(), std::uint64_t{0});
-        sort_pairs(std::span<K>(k), std::span<std::uint64_t>(v64), o);
-        expect_pairs(in, k, v64, desc);
-      }
-}
-
-}  // namespace
-
-TEST(GpuSortSplit, U32) {
-  TANDEM_REQUIRE_GPU();
-  split_paths<std::uint32_t>();
-}
-TEST(GpuSortSplit, I32) {
-  TANDEM_REQUIRE_GPU();
-  split_paths<std::int32_t>();
-}
-TEST(GpuSortSplit, U64) {
-  TANDEM_REQUIRE_GPU();
-  split_paths<std::uint64_t>();
-}
-TEST(GpuSortSplit, I64) {
-  TANDEM_REQUIRE_GPU();
-  split_paths<std::int64_t>();
-}
-TEST(GpuSortSplit, F32) {
-  TANDEM_REQUIRE_GPU();
-  split_paths<float>();
-}
-TEST(GpuSortSplit, F64) {
-  TANDEM_REQUIRE_GPU();
-  split_paths<double>();
-}
 
 TEST(GpuSortSplit, PinnedKeysPageableValues) {
   TANDEM_REQUIRE_GPU();
