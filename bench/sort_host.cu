@@ -328,7 +328,10 @@ int main(int argc, char** argv) {
     }
     if (lg != 24 && !top) continue;
     for (int dist = 1; dist < 5; ++dist) run_case<std::uint32_t, false>(b, "u32", n, dist, false, f);
+    // The other types: uniform, few-distinct and Zipf at 2^24, uniform only at the largest size
+    // (each case there allocates and faults in several GiB: the default run stays < 90 s).
     for (int dist : {0, 3, 4}) {
+      if (top && dist != 0) continue;
       run_case<std::uint64_t, false>(b, "u64", n >> (top ? 1 : 0), dist, false, f);
       run_case<float, false>(b, "f32", n, dist, false, f);
       run_case<std::uint32_t, true>(b, "u32/u32", n >> (top ? 1 : 0), dist, false, f);
