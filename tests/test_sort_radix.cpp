@@ -13,6 +13,7 @@
 
 #include "sort/cpu_radix.hpp"
 #include "sort/device_sort.hpp"
+#include "sort/msd.hpp"
 #include "tandem/device.hpp"
 #include "tandem/error.hpp"
 #include "tandem/key_order.hpp"
@@ -211,4 +212,191 @@ TEST(SortPathChoice, OutOfCoreSizing) {
   EXPECT_EQ(c % (std::size_t{1} << 20), 0u);
   EXPECT_LE(detail::gpu_bytes_needed(c, 4), std::size_t{1} << 30);
   EXPECT_EQ(detail::out_of_core_chunk(0, 8), std::size_t{1} << 20);  // never zero
+}
+
+// ---- MSD split (msd.hpp): the GPU pipeline's split plan and the host partition of the out-of-core path.
+
+TEST(MsdSplit, GroupBuckets) {
+  using detail::ElementRange;
+  const std::vector<std::uint64_t> counts{3, 0, 20, 4, 4, 0, 1};
+  const auto g10 = detail::group_buckets(counts, 10);
+  EXPECT_EQ(g10, (std::vector<ElementRange>{{0, 3}, {3, 23}, {23, 32}}));
+  ASSERT_EQ(g10.size(), 3u);
+  EXPECT_EQ(g10[0].buckets, 1);
+  EXPECT_EQ(g10[1].buckets, 1);
+  EXPECT_EQ(g10[2].buckets, 3);
+  EXPECT_EQ(detail::group_buckets(counts, 1000).front().buckets, 5);
+  EXPECT_EQ(detail::group_buckets(counts, 1000), (std::vector<ElementRange>{{0, 32}}));
+  EXPECT_EQ(detail::group_buckets(counts, 1),
+            (std::vector<ElementRange>{{0, 3}, {3, 23}, {23, 27}, {27, 31}, {31, 32}}));
+  EXPECT_TRUE(detail::group_buckets(std::vector<std::uint64_t>(256, 0), 10).empty());
+  // Ranges always tile [0, total) in order, whatever the target.
+  std::mt19937_64 rng(5);
+  for (int rep = 0; rep < 50; ++rep) {
+    std::vector<std::uint64_t> c(256);
+    std::uint64_t total = 0;
+    for (auto& x : c) total += x = (rng() % 4 == 0) ? 0 : rng() % 1000;
+    const std::size_t target = 1 + rng() % 5000;
+    const auto g = detail::group_buckets(c, target);
+    std::size_t pos = 0;
+    for (const auto& r : g) {
+      EXPECT_EQ(r.begin, pos);
+      EXPECT_GT(r.size(), 0u);
+      pos = r.end;
+    }
+    EXPECT_EQ(pos, total);
+  }
+}
+
+std::vector<std::uint64_t> digit_hist(const std::vector<std::uint32_t>& keys) {
+  std::vector<std::uint64_t> h(4 * 256);
+  for (auto x : keys)
+    for (int d = 0; d < 4; ++d) ++h[d * 256 + ((x >> (8 * d)) & 255)];
+  return h;
+}
+
+TEST(MsdSplit, PlanForTheGpu) {
+  const std::size_t n = 1 << 16, min = 1000;
+  std::mt19937_64 rng(4);
+  std::vector<std::uint32_t> k(n);
+  auto plan = [&] { return detail::plan_gpu_split(digit_hist(k), n, 32, min); };
+  // Uniform keys: split on the top digit into 16 groups that tile [0, n).
+  for (auto& x : k) x = static_cast<std::uint32_t>(rng());
+  auto p = plan();
+  ASSERT_TRUE(p.split) << p.why;
+  EXPECT_EQ(p.msd_shift, 24);
+  EXPECT_EQ(p.sort_bits, 32);
+  EXPECT_GE(p.groups.size(), static_cast<std::size_t>(detail::kGpuSplitGroups));  // ~n/16 each, never above
+  EXPECT_LE(p.groups.size(), static_cast<std::size_t>(2 * detail::kGpuSplitGroups));
+  std::size_t pos = 0;
+  for (const auto& g : p.groups) {
+    EXPECT_EQ(g.begin, pos);
+    EXPECT_LE(g.size(), n / detail::kGpuSplitGroups);
+    pos = g.end;
+  }
+  EXPECT_EQ(pos, n);
+  EXPECT_FALSE(detail::plan_gpu_split(digit_hist(k), n, 32, n + 1).split);  // below the threshold
+  EXPECT_EQ(detail::plan_gpu_split(digit_hist(k), n, 32, n + 1).sort_bits, 32);
+  EXPECT_FALSE(detail::plan_gpu_split({}, n, 32, min).split);               // nothing counted
+  EXPECT_EQ(detail::plan_gpu_split({}, n, 32, min).sort_bits, 32);
+  EXPECT_FALSE(detail::plan_gpu_split(digit_hist(k), n + 1, 32, min).split);  // counts do not add up
+  // Small integers: the top two digits agree and are skipped; split on digit 1.
+  for (auto& x : k) x = static_cast<std::uint32_t>(rng() % 60000);
+  p = plan();
+  ASSERT_TRUE(p.split) << p.why;
+  EXPECT_EQ(p.msd_shift, 8);
+  EXPECT_EQ(p.sort_bits, 16);
+  EXPECT_NE(p.why.find("skipped"), std::string::npos) << p.why;
+  // 16 distinct small keys: the split on digit 0 is the whole sort (groups sort no bits).
+  for (auto& x : k) x = static_cast<std::uint32_t>(rng() % 16);
+  p = plan();
+  ASSERT_TRUE(p.split) << p.why;
+  EXPECT_EQ(p.msd_shift, 0);
+  // All equal: nothing to sort.
+  std::fill(k.begin(), k.end(), 0xABCD1234u);
+  p = plan();
+  EXPECT_FALSE(p.split);
+  EXPECT_EQ(p.sort_bits, 0);
+  // Skewed (2/3 of the keys share the top digit): one whole sort of all bits.
+  for (auto& x : k) x = rng() % 3 ? 5u : static_cast<std::uint32_t>(rng());
+  p = plan();
+  EXPECT_FALSE(p.split);
+  EXPECT_EQ(p.sort_bits, 32);
+  EXPECT_NE(p.why.find("skewed"), std::string::npos) << p.why;
+  // Skewed below agreeing top digits: one sort of the low 16 bits.
+  for (auto& x : k) x = rng() % 3 ? 7u : static_cast<std::uint32_t>(rng() % 65536);
+  p = plan();
+  EXPECT_FALSE(p.split);
+  EXPECT_EQ(p.sort_bits, 16);
+  // Exactly half in each of two buckets: split into those two.
+  for (std::size_t i = 0; i < n; ++i) k[i] = i % 2 ? 0xFF000000u + static_cast<std::uint32_t>(i) : static_cast<std::uint32_t>(i);
+  p = plan();
+  ASSERT_TRUE(p.split) << p.why;
+  EXPECT_EQ(p.groups, (std::vector<detail::ElementRange>{{0, n / 2}, {n / 2, n}}));
+}
+
+template <class K, class V>
+void msd_case(const std::vector<K>& in, bool desc, std::size_t cap, int threads) {
+  std::size_t pieces = 0;
+  auto run = [&](std::span<K> k, std::span<V> v) {
+    const detail::PieceSort<K, V> piece = [&](const K* sk, const V* sv, K* dk, V* dv, std::size_t len) {
+      ASSERT_LE(len, cap);
+      ++pieces;
+      if (sk != dk) std::copy(sk, sk + len, dk);
+      if constexpr (!std::is_same_v<V, detail::NoValue>)
+        if (sv != dv) std::copy(sv, sv + len, dv);
+      if constexpr (std::is_same_v<V, detail::NoValue>) detail::cpu_radix_sort(std::span<K>(dk, len), std::span<V>{}, desc, 1);
+      else detail::cpu_radix_sort(std::span<K>(dk, len), std::span<V>(dv, len), desc, 1);
+    };
+    std::size_t last = 0;
+    const auto st = detail::msd_partition_sort<K, V>(k, v, desc, cap, threads, piece, [&](std::size_t done, std::size_t all) {
+      EXPECT_GE(done, last);
+      EXPECT_LE(done, all);
+      last = done;
+    });
+    EXPECT_EQ(st.pieces, pieces);
+    if (k.size() > 1) {
+      EXPECT_EQ(last, k.size());
+    }
+  };
+  if constexpr (std::is_same_v<V, detail::NoValue>)
+    check_keys<K>(in, desc, [&](std::span<K> k) { run(k, std::span<V>{}); });
+  else
+    check_pairs<K, V>(in, desc, run);
+}
+
+template <class K>
+void msd_all_cases() {
+  for (std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{2}, std::size_t{1023}, std::size_t{1025}, std::size_t{70001}})
+    for (Shape s : kShapes)
+      for (bool desc : {false, true})
+        for (std::size_t cap : {std::size_t{1}, std::size_t{100}, std::size_t{4096}, std::size_t{1} << 20}) {
+          if (cap <= 100 && n > 2000) continue;  // many tiny pieces: right, but slow
+          SCOPED_TRACE(testing::Message() << "n=" << n << " shape=" << int(s) << " desc=" << desc << " cap=" << cap);
+          const auto in = make_keys<K>(n, s, n * 3 + int(s));
+          const int threads = n > 65536 ? 3 : 1;
+          msd_case<K, detail::NoValue>(in, desc, cap, threads);
+          msd_case<K, std::uint32_t>(in, desc, cap, threads);
+        }
+}
+
+TEST(MsdPartition, U32) { msd_all_cases<std::uint32_t>(); }
+TEST(MsdPartition, I64) { msd_all_cases<std::int64_t>(); }
+TEST(MsdPartition, F32) { msd_all_cases<float>(); }
+TEST(MsdPartition, F64) { msd_all_cases<double>(); }
+
+TEST(MsdPartition, PiecesAndLevels) {
+  // Uniform u32 keys with a cap of 1/20 of the data: one level, pieces within the cap.
+  const auto in = make_keys<std::uint32_t>(100000, Shape::uniform, 9);
+  auto k = in;
+  std::size_t biggest = 0;
+  const detail::PieceSort<std::uint32_t, detail::NoValue> piece = [&](const std::uint32_t* sk, const detail::NoValue*,
+                                                                      std::uint32_t* dk, detail::NoValue*, std::size_t len) {
+    biggest = std::max(biggest, len);
+    std::copy(sk, sk + len, dk);
+    std::sort(dk, dk + len);
+  };
+  auto st = detail::msd_partition_sort<std::uint32_t, detail::NoValue>(std::span<std::uint32_t>(k), {}, false, 5000, 2, piece);
+  EXPECT_TRUE(std::is_sorted(k.begin(), k.end()));
+  EXPECT_EQ(st.levels, 1);
+  EXPECT_GE(st.pieces, 20u);
+  EXPECT_LE(biggest, 5000u);
+  // Keys that agree on their top 24 bits: the partition skips those digits (one level, no
+  // scatter of the agreeing digits); all-equal keys are left in place without any piece.
+  std::vector<std::uint64_t> low(30000);
+  for (std::size_t i = 0; i < low.size(); ++i) low[i] = 0xABCDEF0000000000ull + (i * 2654435761u) % 1000003;
+  auto lk = low;
+  const detail::PieceSort<std::uint64_t, detail::NoValue> piece64 = [&](const std::uint64_t* sk, const detail::NoValue*,
+                                                                        std::uint64_t* dk, detail::NoValue*, std::size_t len) {
+    std::copy(sk, sk + len, dk);
+    std::sort(dk, dk + len);
+  };
+  st = detail::msd_partition_sort<std::uint64_t, detail::NoValue>(std::span<std::uint64_t>(lk), {}, false, 1000, 2, piece64);
+  std::sort(low.begin(), low.end());
+  EXPECT_EQ(lk, low);
+  std::vector<std::uint64_t> eq(5000, 7);
+  st = detail::msd_partition_sort<std::uint64_t, detail::NoValue>(std::span<std::uint64_t>(eq), {}, false, 100, 2, piece64);
+  EXPECT_EQ(st.pieces, 0u);
+  EXPECT_EQ(st.copied, 5000u);
+  EXPECT_EQ(eq, std::vector<std::uint64_t>(5000, 7));
 }

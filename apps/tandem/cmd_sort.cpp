@@ -90,6 +90,7 @@ int run_file(const Args& a) {
   o.gpu_memory_limit = a.gpu_memory_limit;
   o.gpu_sm_limit = a.gpu_sm_limit;
   o.threads = a.threads;
+  o.progress = true;  // a progress line on stderr for long out-of-core sorts, only when stderr is a terminal
 
   tandem::Stopwatch total;
   tandem::io::Array keys = tandem::io::read_array(a.in, t);

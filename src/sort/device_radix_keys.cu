@@ -4,6 +4,7 @@
 #include <map>
 #include <memory>
 
+#include "sort/msd.hpp"
 #include "tandem/key_order.hpp"
 
 namespace tandem::detail {
@@ -34,7 +35,37 @@ void launch_map(void* d, std::size_t n, bool descending, cudaStream_t s) {
   TANDEM_CUDA_LAUNCH("sort key mapping");
 }
 
+// Histograms of every 8-bit digit of ordered bits: per-block counts in shared memory, then one
+// atomic add per bucket and block into the global counters (digit k at hist[k * 256]).
+template <class U>
+__global__ void digit_histogram_kernel(const U* __restrict__ d, std::size_t n, unsigned long long* hist) {
+  constexpr int kDigits = static_cast<int>(sizeof(U));
+  __shared__ unsigned int local[kDigits * kMsdBuckets];
+  for (int b = threadIdx.x; b < kDigits * kMsdBuckets; b += blockDim.x) local[b] = 0;
+  __syncthreads();
+  const std::size_t stride = std::size_t(gridDim.x) * blockDim.x;
+  for (std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
+    const U x = d[i];
+#pragma unroll
+    for (int k = 0; k < kDigits; ++k) atomicAdd(&local[k * kMsdBuckets + int((x >> (8 * k)) & (kMsdBuckets - 1))], 1u);
+  }
+  __syncthreads();
+  for (int b = threadIdx.x; b < kDigits * kMsdBuckets; b += blockDim.x)
+    if (local[b]) atomicAdd(&hist[b], static_cast<unsigned long long>(local[b]));
+}
+
 }  // namespace
+
+template <class U>
+void digit_histogram(const U* d, std::size_t n, unsigned long long* hist, cudaStream_t s) {
+  if (n == 0) return;
+  // A block counts about n / blocks keys (at most ~2^20 for n < 2^31): no shared counter overflows.
+  const unsigned blocks = static_cast<unsigned>(std::min<std::size_t>((n + 1023) / 1024, 132 * 16));
+  digit_histogram_kernel<U><<<blocks, 256, 0, s>>>(d, n, hist);
+  TANDEM_CUDA_LAUNCH("sort digit histograms");
+}
+template void digit_histogram<std::uint32_t>(const std::uint32_t*, std::size_t, unsigned long long*, cudaStream_t);
+template void digit_histogram<std::uint64_t>(const std::uint64_t*, std::size_t, unsigned long long*, cudaStream_t);
 
 void SortWorkspace::begin(cudaStream_t s) {
   if (pending) TANDEM_CUDA(cudaStreamWaitEvent(s, done, 0));
@@ -84,6 +115,12 @@ TANDEM_MAP(std::int64_t)
 TANDEM_MAP(float)
 TANDEM_MAP(double)
 
+template std::size_t radix_temp_bytes<std::uint32_t, NoValue>(std::size_t, int, int);
+template std::size_t radix_temp_bytes<std::uint64_t, NoValue>(std::size_t, int, int);
+template bool sort_bits_range<std::uint32_t, NoValue>(std::uint32_t*, std::uint32_t*, NoValue*, NoValue*, std::size_t, int,
+                                                      int, void*, std::size_t, cudaStream_t);
+template bool sort_bits_range<std::uint64_t, NoValue>(std::uint64_t*, std::uint64_t*, NoValue*, NoValue*, std::size_t, int,
+                                                      int, void*, std::size_t, cudaStream_t);
 template void sort_bits<std::uint32_t, NoValue>(std::uint32_t*, NoValue*, std::size_t, bool, SortWorkspace&, cudaStream_t);
 template void sort_bits<std::uint64_t, NoValue>(std::uint64_t*, NoValue*, std::size_t, bool, SortWorkspace&, cudaStream_t);
 

@@ -11,6 +11,7 @@
 #if TANDEM_HAS_CUDA
 #include <mutex>
 #include <type_traits>
+#include <vector>
 
 #include "tandem/gpu.hpp"
 #endif
@@ -41,6 +42,10 @@ constexpr std::size_t out_of_core_chunk(std::size_t budget, std::size_t per_elem
 // torn down before static destructors run); release_sort_workspace() frees the buffers.
 struct SortWorkspace {
   gpu::DeviceBuffer<char> temp, alt_keys, alt_values, keys, values;
+  gpu::DeviceBuffer<unsigned long long> hist;      // digit histograms of the pipeline's upload (8 x 256)
+  gpu::PinnedBuffer<unsigned long long> hist_host;
+  std::vector<gpu::PinnedBuffer<char>> d2h_slots;  // the pipeline's staged D2H copies
+  std::vector<gpu::Event> d2h_done;
   cudaEvent_t done{nullptr};
   bool pending{false};
   std::mutex mu;
@@ -65,6 +70,23 @@ void map_from_bits(void* d, std::size_t n, bool descending, cudaStream_t s);
 // or CUB merge sort when `merge`; the result ends in k/v. n <= INT32_MAX.
 template <class U, class V>
 void sort_bits(U* k, V* v, std::size_t n, bool merge, SortWorkspace& ws, cudaStream_t s);
+
+// Histograms of every 8-bit digit of n ordered bits, added into hist[sizeof(U) * 256] (digit k,
+// least significant first, at hist[k * 256]; not cleared).
+template <class U>
+void digit_histogram(const U* d, std::size_t n, unsigned long long* hist, cudaStream_t s);
+// CUB radix sort of bits [begin_bit, end_bit) over the double buffers (k, k_alt), (v, v_alt);
+// returns true when the result ended in the alternate buffers. radix_temp_bytes: CUB's temporary
+// storage for n elements and those bits.
+template <class U, class V>
+std::size_t radix_temp_bytes(std::size_t n, int begin_bit, int end_bit);
+template <class U, class V>
+bool sort_bits_range(U* k, U* k_alt, V* v, V* v_alt, std::size_t n, int begin_bit, int end_bit, void* temp,
+                     std::size_t temp_bytes, cudaStream_t s);
+
+// Inputs below this many elements are sorted whole on the GPU, not MSD split (default
+// kGpuSplitMinElements; tests lower it to cover the split at small sizes).
+std::size_t& gpu_split_min_elements();
 
 // GPU memory this process may use for a sort: opts.gpu_memory_limit if set, else 90% of free.
 std::size_t gpu_sort_budget(const SortOptions& opts);

@@ -1,29 +1,31 @@
-// Host data through the GPU (CUDA builds only): the staged pipeline for data that fits, GPU chunk
-// sorts with a parallel CPU multiway merge for data that does not, and the device-resident API.
+// Host data through the GPU (CUDA builds only): the staged pipeline with an MSD split for data
+// that fits, a host MSD partition into GPU-sized pieces for data that does not, and the
+// device-resident API.
 //
 // Floor, 2^28 u32 (1 GiB) from a pageable std::vector on an H200 box: the bytes must cross host
 // memory twice each way (user buffer <-> pinned slot, by CPU threads at ~38 GB/s) and PCIe once
-// each way (~55 GB/s pinned), so a staged round trip with no sort is ~61 ms; the CUB sort on the
-// device takes ~5.4 ms (+ ~0.5 ms per key mapping pass for signed/float/descending keys, run per
-// chunk during the upload), so end-to-end >= ~66 ms (1.09x the round trip). From pinned memory:
-// ~39 ms round trip + 5.4 ms = 1.14x. The naive path (thrust::device_vector from the vector,
-// plain pageable cudaMemcpy at ~8 GB/s each way) is ~260 ms.
+// each way (~55 GB/s pinned), so a staged round trip with no sort is ~61 ms. The CUB sort on the
+// device takes ~5.4 ms; run after the upload it gives >= ~66 ms (1.09x the round trip), pinned
+// ~39 + 5.4 ms = 1.14x. With the MSD split only the top-8-bit pass (~1/4 of the sort) and the
+// first of 16 groups (~1/20) stay in front of the D2H copy: ~1.6 ms, so ~1.03x staged and ~1.04x
+// pinned. The naive path (thrust::device_vector from the vector, plain pageable cudaMemcpy at
+// ~8 GB/s each way) is ~260 ms.
 #include "sort/device_sort.hpp"
 
 #if TANDEM_HAS_CUDA
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <climits>
 #include <cstdio>
 #include <memory>
-#include <parallel/algorithm>
-#include <parallel/multiway_merge.h>
 #include <utility>
 #include <vector>
 
 #include <fmt/format.h>
 
+#include "sort/msd.hpp"
 #include "tandem/format.hpp"
 #include "tandem/key_order.hpp"
 #include "tandem/parallel.hpp"
@@ -34,46 +36,274 @@ namespace tandem {
 namespace detail {
 namespace {
 
+// Times of the fit path's stages, summed over pieces out of core.
 struct StageTimes {
-  double h2d{0}, sort{0}, d2h{0};
+  double h2d{0};        // wall: staged H2D + key mapping + top-digit histogram, per chunk
+  double exposed{0};    // device: from the last chunk's arrival to the first group sorted
+  double msd{0};        // device: the MSD pass on the top 8 bits
+  double groups{0};     // device: the sorts of the groups (or the whole-array sort)
+  double setup{0};      // wall: histogram readback, plan, enqueueing the sorts (host)
+  double d2h{0};        // wall: the D2H copies, overlapping the remaining group sorts
+  std::size_t split_pieces{0}, whole_pieces{0}, groups_n{0};
+  std::string why;      // the split decision of the last (largest) piece
 };
 
 TransferOptions transfer_options() {
   TransferOptions to = calibrated_transfer_options();
   // Chunks stay multiples of 4 KiB, so each holds whole keys for the per-chunk mapping kernel.
   to.chunk_bytes = std::max<std::size_t>(std::size_t{1} << 20, to.chunk_bytes / 4096 * 4096);
+  if (to.threads <= 0) to.threads = std::min(16, default_threads());
+  to.slots = std::max(2, to.slots);
   return to;
 }
 
-// One piece that fits on the GPU: src -> device (keys mapped per chunk while the next chunk is
-// copied) -> CUB sort -> dst. dst may be src. The caller holds ws.mu.
+// One device-to-host copy that may start once `ready` has completed on the device.
+struct D2HPiece {
+  const char* src;
+  char* dst;
+  std::size_t bytes;
+  cudaEvent_t ready;
+};
+
+// The pinned slots of the staged D2H copies, kept in the workspace.
+void ensure_slots(SortWorkspace& ws, const TransferOptions& to) {
+  const std::size_t S = static_cast<std::size_t>(to.slots);
+  if (ws.d2h_slots.size() == S && ws.d2h_slots.front().size() == to.chunk_bytes) return;
+  ws.d2h_slots.clear();
+  ws.d2h_done.clear();
+  for (std::size_t i = 0; i < S; ++i) {
+    ws.d2h_slots.emplace_back(to.chunk_bytes);
+    ws.d2h_done.emplace_back(false);
+  }
+}
+
+// The digit histograms of the upload, on the device and for reading them on the host.
+void ensure_hist(SortWorkspace& ws) {
+  constexpr std::size_t kMax = 8 * kMsdBuckets;
+  if (!ws.hist.data()) ws.hist = gpu::DeviceBuffer<unsigned long long>(kMax);
+  if (!ws.hist_host.data()) ws.hist_host = gpu::PinnedBuffer<unsigned long long>(kMax);
+}
+
+// Allocates what fit_sort needs for pieces of up to m elements, so an out-of-memory error comes
+// before the out-of-core path has moved any of the caller's data.
+template <class K, class V>
+void reserve_fit(SortWorkspace& ws, std::size_t m, bool merge) {
+  using U = ordered_bits_t<K>;
+  constexpr bool kValues = !std::is_same_v<V, NoValue>;
+  constexpr int kBits = static_cast<int>(sizeof(U)) * 8;
+  grow(ws.keys, m * sizeof(K));
+  if constexpr (kValues) grow(ws.values, m * sizeof(V));
+  if (!merge) {
+    grow(ws.alt_keys, m * sizeof(U));
+    if constexpr (kValues) grow(ws.alt_values, m * sizeof(V));
+    grow(ws.temp, std::max({radix_temp_bytes<U, V>(m, 0, kBits), radix_temp_bytes<U, V>(m, kBits - kMsdBits, kBits),
+                            std::size_t{1}}));
+  }
+  ensure_hist(ws);
+  ensure_slots(ws, transfer_options());
+}
+
+// Copies the pieces back: pinned destinations by direct DMA on `direct`, pageable ones through
+// the workspace's pinned slots (CPU threads copy chunk i out of its slot while the DMA engine
+// fills the next). Pageable pieces that continue one another on both sides (the groups of one
+// array) are chunked as one run, so no chunk is cut short at a group boundary; each chunk's DMA
+// waits on the device for the event of the last piece it touches (the events complete in the
+// order of the pieces of a run: the sorts run in order on one stream).
+void copy_back(const std::vector<D2HPiece>& pieces, SortWorkspace& ws, const TransferOptions& to, cudaStream_t staged,
+               cudaStream_t direct) {
+  struct Run {
+    const char* src;
+    char* dst;
+    std::size_t bytes;
+    std::vector<std::pair<std::size_t, cudaEvent_t>> ends;  // (end offset of a piece, its event)
+  };
+  std::vector<Run> runs;
+  for (const D2HPiece& p : pieces) {
+    if (p.bytes == 0) continue;
+    if (gpu::is_pinned(p.dst)) {
+      TANDEM_CUDA(cudaStreamWaitEvent(direct, p.ready, 0));
+      TANDEM_CUDA(cudaMemcpyAsync(p.dst, p.src, p.bytes, cudaMemcpyDeviceToHost, direct));
+      continue;
+    }
+    auto r = std::find_if(runs.begin(), runs.end(),
+                          [&](const Run& x) { return x.src + x.bytes == p.src && x.dst + x.bytes == p.dst; });
+    if (r == runs.end()) r = runs.insert(runs.end(), Run{p.src, p.dst, 0, {}});
+    r->bytes += p.bytes;
+    r->ends.emplace_back(r->bytes, p.ready);
+  }
+  std::vector<D2HPiece> chunks;
+  for (const Run& r : runs)
+    for (std::size_t off = 0; off < r.bytes; off += to.chunk_bytes) {
+      const std::size_t len = std::min(to.chunk_bytes, r.bytes - off);
+      const auto last = std::lower_bound(r.ends.begin(), r.ends.end(), off + len,
+                                         [](const auto& e, std::size_t v) { return e.first < v; });
+      chunks.push_back({r.src + off, r.dst + off, len, last->second});
+    }
+  if (!chunks.empty()) {
+    const std::size_t S = static_cast<std::size_t>(to.slots);
+    ensure_slots(ws, to);
+    auto issue = [&](std::size_t c) {
+      const std::size_t slot = c % S;
+      TANDEM_CUDA(cudaStreamWaitEvent(staged, chunks[c].ready, 0));
+      TANDEM_CUDA(cudaMemcpyAsync(ws.d2h_slots[slot].data(), chunks[c].src, chunks[c].bytes, cudaMemcpyDeviceToHost, staged));
+      ws.d2h_done[slot].record(staged);
+    };
+    for (std::size_t c = 0; c < std::min(S, chunks.size()); ++c) issue(c);
+    for (std::size_t c = 0; c < chunks.size(); ++c) {
+      const std::size_t slot = c % S;
+      ws.d2h_done[slot].sync();
+      parallel_copy(chunks[c].dst, ws.d2h_slots[slot].data(), chunks[c].bytes, to.threads);
+      if (c + S < chunks.size()) issue(c + S);
+    }
+  }
+  TANDEM_CUDA(cudaStreamSynchronize(direct));
+  TANDEM_CUDA(cudaStreamSynchronize(staged));
+}
+
+// One piece that fits on the GPU: src -> device (keys mapped to ordered bits and their top 8 bits
+// counted per chunk while the next chunk is copied) -> sort -> dst (dst may be src). The sort is
+// an MSD split when the histograms allow (plan_gpu_split): one CUB pass on the highest digit where
+// the keys differ, then groups of buckets sorted on the bits below one after the other, each
+// group's D2H copy starting as soon as it is sorted; otherwise one CUB sort of the whole array
+// (of the bits below the agreeing high digits). The caller holds ws.mu.
 template <class K, class V>
 void fit_sort(const K* src_k, const V* src_v, K* dst_k, V* dst_v, std::size_t n, const SortOptions& opts,
               SortWorkspace& ws, cudaStream_t s, StageTimes& t) {
   using U = ordered_bits_t<K>;
   constexpr bool kValues = !std::is_same_v<V, NoValue>;
+  constexpr int kBits = static_cast<int>(sizeof(U)) * 8;
   const bool map = needs_mapping<K>(opts.descending);
+  const bool merge = opts.algorithm == SortAlgorithm::merge;
+  const std::size_t split_min = gpu_split_min_elements();
+  const bool count = !merge && n >= split_min;
   const TransferOptions to = transfer_options();
-  char* dk = grow(ws.keys, n * sizeof(K));
+  U* dk = reinterpret_cast<U*>(grow(ws.keys, n * sizeof(K)));
   V* dv = nullptr;
   if constexpr (kValues) dv = reinterpret_cast<V*>(grow(ws.values, n * sizeof(V)));
+  U* ak = nullptr;
+  V* av = nullptr;
+  if (!merge) {
+    ak = reinterpret_cast<U*>(grow(ws.alt_keys, n * sizeof(U)));
+    if constexpr (kValues) av = reinterpret_cast<V*>(grow(ws.alt_values, n * sizeof(V)));
+  }
+  ensure_hist(ws);
+  gpu::Stream staged, direct, side;
+  gpu::Event arrived(false), side_done(false);
   Stopwatch w;
   ws.begin(s);
+  constexpr std::size_t kHist = sizeof(U) * kMsdBuckets;  // one histogram per 8-bit digit
+  if (count) TANDEM_CUDA(cudaMemsetAsync(ws.hist.data(), 0, kHist * sizeof(unsigned long long), s));
+  char* dkb = reinterpret_cast<char*>(dk);
+  // Per chunk, once its copy has landed: map and count on a side stream, so the copy engine never
+  // waits for a kernel before the next chunk.
+  if (map || count) {
+    side_done.record(s);  // the side stream starts after what s holds (the memset, earlier users)
+    TANDEM_CUDA(cudaStreamWaitEvent(side, side_done.get(), 0));
+  }
   copy_to_device_chunked(dk, src_k, n * sizeof(K), s, to, [&](std::size_t off, std::size_t len, cudaStream_t st) {
-    if (map) map_to_bits<K>(dk + off, len / sizeof(K), opts.descending, st);
+    if (!map && !count) return;
+    arrived.record(st);
+    TANDEM_CUDA(cudaStreamWaitEvent(side, arrived.get(), 0));
+    if (map) map_to_bits<K>(dkb + off, len / sizeof(K), opts.descending, side);
+    if (count) digit_histogram<U>(reinterpret_cast<const U*>(dkb + off), len / sizeof(K), ws.hist.data(), side);
   });
+  if (map || count) {
+    side_done.record(side);
+    TANDEM_CUDA(cudaStreamWaitEvent(s, side_done.get(), 0));
+  }
   if constexpr (kValues) copy_to_device(dv, src_v, n * sizeof(V), s, to);
   t.h2d += w.seconds();
   w.reset();
-  sort_bits<U, V>(reinterpret_cast<U*>(dk), dv, n, opts.algorithm == SortAlgorithm::merge, ws, s);
-  if (map) map_from_bits<K>(dk, n, opts.descending, s);
-  TANDEM_CUDA(cudaStreamSynchronize(s));
-  t.sort += w.seconds();
+
+  GpuSplitPlan plan;
+  if (merge) {
+    plan.why = "algorithm=merge: one CUB merge sort";
+  } else if (count) {
+    TANDEM_CUDA(cudaMemcpyAsync(ws.hist_host.data(), ws.hist.data(), kHist * sizeof(unsigned long long),
+                                cudaMemcpyDeviceToHost, s));
+    TANDEM_CUDA(cudaStreamSynchronize(s));
+    std::array<std::uint64_t, kHist> counts{};
+    for (std::size_t b = 0; b < kHist; ++b) counts[b] = ws.hist_host[b];
+    plan = plan_gpu_split(counts, n, kBits, split_min);
+  } else {
+    plan = plan_gpu_split({}, n, kBits, split_min);
+  }
+  // Enqueue every sort on s (asynchronous), one event per group; then copy the groups back.
+  gpu::Event e_start, e_msd, e_end;
+  std::vector<ElementRange> groups = plan.split ? plan.groups : std::vector<ElementRange>{{0, n}};
+  std::vector<gpu::Event> ready;
+  ready.reserve(groups.size());
+  std::vector<D2HPiece> pieces;
+  auto add_group = [&](const ElementRange& g, U* rk, V* rv) {
+    if (map) map_from_bits<K>(rk + g.begin, g.size(), opts.descending, s);
+    ready.emplace_back(true);
+    ready.back().record(s);
+    pieces.push_back({reinterpret_cast<const char*>(rk + g.begin), reinterpret_cast<char*>(dst_k + g.begin),
+                      g.size() * sizeof(K), ready.back().get()});
+    if constexpr (kValues)
+      pieces.push_back({reinterpret_cast<const char*>(rv + g.begin), reinterpret_cast<char*>(dst_v + g.begin),
+                        g.size() * sizeof(V), ready.back().get()});
+  };
+  e_start.record(s);
+  if (merge) {
+    e_msd.record(s);
+    sort_bits<U, V>(dk, dv, n, true, ws, s);
+    add_group(groups[0], dk, dv);
+  } else if (!plan.split) {  // bits above sort_bits agree for every key (0: all keys are equal)
+    const std::size_t temp = plan.sort_bits > 0 ? radix_temp_bytes<U, V>(n, 0, plan.sort_bits) : 0;
+    char* tp = grow(ws.temp, std::max<std::size_t>(temp, 1));
+    e_msd.record(s);
+    const bool alt = sort_bits_range<U, V>(dk, ak, dv, av, n, 0, plan.sort_bits, tp, temp, s);
+    add_group(groups[0], alt ? ak : dk, alt ? av : dv);
+  } else {
+    // The MSD pass sorts bits [lo, hi); a group of one bucket then needs bits [0, lo) sorted, a
+    // group of several buckets bits [0, hi) (its buckets are in order, but a sort of the low bits
+    // alone would interleave them). CUB's temporary storage for n elements and all hi bits
+    // bounds every call.
+    const int lo = plan.msd_shift, hi = lo + kMsdBits;
+    const std::size_t temp = std::max(radix_temp_bytes<U, V>(n, 0, hi), radix_temp_bytes<U, V>(n, lo, hi));
+    char* tp = grow(ws.temp, std::max<std::size_t>(temp, 1));
+    const bool alt = sort_bits_range<U, V>(dk, ak, dv, av, n, lo, hi, tp, temp, s);
+    e_msd.record(s);
+    U* ck = alt ? ak : dk;
+    U* ok = alt ? dk : ak;
+    V* cv = alt ? av : dv;
+    V* ov = alt ? dv : av;
+    for (const ElementRange& g : groups) {
+      const int bits = g.buckets > 1 ? hi : lo;
+      const bool a2 = sort_bits_range<U, V>(ck + g.begin, ok + g.begin, kValues ? cv + g.begin : nullptr,
+                                            kValues ? ov + g.begin : nullptr, g.size(), 0, bits, tp, temp, s);
+      add_group(g, a2 ? ok : ck, a2 ? ov : cv);
+    }
+  }
+  e_end.record(s);
+  t.setup += w.seconds();
   w.reset();
-  copy_to_host(dst_k, dk, n * sizeof(K), s, to);
-  if constexpr (kValues) copy_to_host(dst_v, dv, n * sizeof(V), s, to);
+  copy_back(pieces, ws, to, staged, direct);
+  TANDEM_CUDA(cudaStreamSynchronize(s));
   ws.end(s);
   t.d2h += w.seconds();
+  t.exposed += ready.front().seconds_since(e_start);
+  t.msd += e_msd.seconds_since(e_start);
+  t.groups += e_end.seconds_since(e_msd);
+  (plan.split ? t.split_pieces : t.whole_pieces) += 1;
+  t.groups_n += groups.size();
+  t.why = plan.why;
+}
+
+// The fit path's stages in the Report.
+void add_fit_stages(Report& r, const StageTimes& t, const std::string& what, const SortOptions& opts) {
+  r.add("H2D copy + map + histogram", "cpu+gpu0", t.h2d, what);
+  r.add("GPU sort before first D2H", "gpu0", t.exposed,
+        fmt::format("{}; device time: MSD pass {}, {} sort(s) {}; host plan + enqueue {}",
+                    opts.algorithm == SortAlgorithm::merge ? "CUB merge sort" : "CUB radix", human_seconds(t.msd), t.groups_n,
+                    human_seconds(t.groups), human_seconds(t.setup)));
+  r.add("D2H copy (overlaps sorts)", "cpu+gpu0", t.d2h,
+        fmt::format("after each group's sort; {} piece(s) split by the top 8 bits, {} sorted whole", t.split_pieces,
+                    t.whole_pieces));
+  r.note(t.why);
+  r.details["gpu_split"] = t.split_pieces > 0;
+  r.details["gpu_groups"] = t.groups_n;
 }
 
 class Progress {
@@ -90,73 +320,71 @@ class Progress {
   bool on_;
 };
 
-// Larger than the budget: chunks of C elements sorted on the GPU (each through the staged
-// pipeline), then one parallel multiway merge of the sorted runs on the CPU threads.
+// Larger than the budget: a stable MSD partition on the host (all CPU threads) into pieces that
+// fit on the GPU, each sorted there through fit_sort straight into its final place: no merge.
 template <class K, class V>
 void out_of_core(std::span<K> keys, std::span<V> values, const SortOptions& opts, std::size_t budget,
                  SortWorkspace& ws, cudaStream_t s, Report& r) {
   constexpr bool kValues = !std::is_same_v<V, NoValue>;
   const std::size_t n = keys.size();
   const std::size_t per = sizeof(K) + (kValues ? sizeof(V) : 0);
-  const std::size_t cap = std::size_t{1} << 30;  // CUB takes int sizes; 2^30 keeps chunks aligned
+  const std::size_t cap = std::size_t{1} << 30;  // CUB takes int sizes
   const std::size_t C = std::min(out_of_core_chunk(budget, per), cap);
-  const std::size_t runs = (n + C - 1) / C;
   const int T = opts.threads > 0 ? opts.threads : default_threads();
   Progress progress(opts.progress && n * per >= (std::size_t{1} << 30));
+  progress.line(fmt::format("partitioning {} on {} CPU threads", human_bytes(n * per), T));
+  reserve_fit<K, V>(ws, std::min(C, n), opts.algorithm == SortAlgorithm::merge);
   StageTimes t;
-  const bool desc = opts.descending;
-  auto less = [desc](const K& a, const K& b) { return desc ? key_less(b, a) : key_less(a, b); };
-  double merge_s = 0;
-  if constexpr (!kValues) {
-    auto buf = std::make_unique_for_overwrite<K[]>(n);
-    std::vector<std::pair<K*, K*>> seqs;
-    for (std::size_t c = 0; c < runs; ++c) {
-      const std::size_t off = c * C, len = std::min(C, n - off);
-      progress.line(fmt::format("GPU chunk {}/{}", c + 1, runs));
-      fit_sort<K, V>(keys.data() + off, nullptr, buf.get() + off, nullptr, len, opts, ws, s, t);
-      seqs.emplace_back(buf.get() + off, buf.get() + off + len);
+  // Pieces are independent: if the GPU fails on one (device=auto), it and the rest are sorted on
+  // the CPU from their source (a piece sorted in place may be lost if the failure hits its D2H copy).
+  std::string failure;
+  double cpu_s = 0;
+  std::size_t cpu_pieces = 0;
+  const PieceSort<K, V> piece = [&](const K* sk, const V* sv, K* dk, V* dv, std::size_t len) {
+    if (failure.empty()) {
+      try {
+        fit_sort<K, V>(sk, sv, dk, dv, len, opts, ws, s, t);
+        return;
+      } catch (const CudaError& e) {
+        if (opts.device == Device::gpu) throw;
+        failure = e.what();
+      }
     }
-    progress.line(fmt::format("merging {} runs on {} CPU threads", runs, T));
     Stopwatch w;
-    __gnu_parallel::multiway_merge(seqs.begin(), seqs.end(), keys.begin(), n, less, __gnu_parallel::parallel_tag(T));
-    merge_s = w.seconds();
-  } else {
-    struct Item {
-      K k;
-      V v;
-    };
-    for (std::size_t c = 0; c < runs; ++c) {
-      const std::size_t off = c * C, len = std::min(C, n - off);
-      progress.line(fmt::format("GPU chunk {}/{}", c + 1, runs));
-      fit_sort<K, V>(keys.data() + off, values.data() + off, keys.data() + off, values.data() + off, len, opts, ws, s, t);
+    if (sk != dk) parallel_copy(dk, sk, len * sizeof(K), T);
+    std::span<V> vs;
+    if constexpr (kValues) {
+      if (sv != dv) parallel_copy(dv, sv, len * sizeof(V), T);
+      vs = std::span<V>(dv, len);
     }
-    progress.line(fmt::format("merging {} runs on {} CPU threads", runs, T));
-    Stopwatch w;
-    auto a = std::make_unique_for_overwrite<Item[]>(n);
-    auto b = std::make_unique_for_overwrite<Item[]>(n);
-#pragma omp parallel for num_threads(T) schedule(static)
-    for (std::size_t i = 0; i < n; ++i) a[i] = {keys[i], values[i]};
-    std::vector<std::pair<Item*, Item*>> seqs;
-    for (std::size_t c = 0; c < runs; ++c) seqs.emplace_back(a.get() + c * C, a.get() + std::min(n, (c + 1) * C));
-    __gnu_parallel::stable_multiway_merge(seqs.begin(), seqs.end(), b.get(), n,
-                                          [&](const Item& x, const Item& y) { return less(x.k, y.k); },
-                                          __gnu_parallel::parallel_tag(T));
-#pragma omp parallel for num_threads(T) schedule(static)
-    for (std::size_t i = 0; i < n; ++i) {
-      keys[i] = b[i].k;
-      values[i] = b[i].v;
-    }
-    merge_s = w.seconds();
+    if (opts.algorithm == SortAlgorithm::merge) cpu_comparison_sort(std::span<K>(dk, len), vs, opts.descending, T);
+    else cpu_radix_sort(std::span<K>(dk, len), vs, opts.descending, T);
+    cpu_s += w.seconds();
+    ++cpu_pieces;
+  };
+  const MsdStats st = msd_partition_sort<K, V>(keys, values, opts.descending, C, T, piece, [&](std::size_t done, std::size_t all) {
+    progress.line(fmt::format("{:.0f}% sorted ({} of {} elements; pieces on the GPU)", 100.0 * double(done) / double(all),
+                              done, all));
+  });
+  r.add("CPU MSD partition", "cpu", st.partition_s,
+        fmt::format("histogram + scatter, {} threads, {} level(s) of 8-bit digits, pieces <= {} elements{}", T, st.levels, C,
+                    st.copied ? fmt::format(", {} equal keys left in place", st.copied) : std::string()));
+  add_fit_stages(r, t, fmt::format("{} pieces (largest {})", st.pieces, st.max_piece), opts);
+  if (!failure.empty()) {
+    r.add("CPU sort after GPU failure", "cpu", cpu_s, fmt::format("{} pieces", cpu_pieces));
+    r.note(fmt::format("GPU failed ({}); the remaining {} pieces were sorted on the CPU", failure, cpu_pieces));
   }
-  r.add("H2D staged copies", "cpu+gpu0", t.h2d, fmt::format("{} chunks of up to {} elements", runs, C));
-  r.add("GPU chunk sorts (CUB)", "gpu0", t.sort, std::string(opts.algorithm == SortAlgorithm::merge ? "merge sort" : "radix sort"));
-  r.add("D2H staged copies", "cpu+gpu0", t.d2h, "");
-  r.add("CPU multiway merge", "cpu", merge_s, fmt::format("{} runs, {} threads{}", runs, T, kValues ? ", stable" : ""));
-  r.details["chunks"] = runs;
-  r.details["chunk_elements"] = C;
+  r.details["pieces"] = st.pieces;
+  r.details["piece_elements"] = C;
+  r.details["partition_levels"] = st.levels;
 }
 
 }  // namespace
+
+std::size_t& gpu_split_min_elements() {
+  static std::size_t v = kGpuSplitMinElements;
+  return v;
+}
 
 std::size_t gpu_sort_budget(const SortOptions& opts) {
   auto [free, total] = gpu::memory_info();
@@ -188,11 +416,9 @@ void gpu_sort_host(std::span<K> keys, std::span<V> values, const SortOptions& op
     StageTimes t;
     fit_sort<K, V>(keys.data(), kValues ? values.data() : nullptr, keys.data(), kValues ? values.data() : nullptr, n, opts,
                    ws, s, t);
-    const std::string how = pinned ? "pinned, direct DMA" : "pageable, staged through pinned slots";
-    r.add("H2D copy + key mapping", "cpu+gpu0", t.h2d, fmt::format("{} ({})", human_bytes(n * per), how));
-    r.add(opts.algorithm == SortAlgorithm::merge ? "GPU merge sort (CUB)" : "GPU radix sort (CUB)", "gpu0", t.sort,
-          fmt::format("{} elements", n));
-    r.add("D2H copy", "cpu+gpu0", t.d2h, how);
+    add_fit_stages(r, t, fmt::format("{} ({})", human_bytes(n * per),
+                                     pinned ? "pinned, direct DMA" : "pageable, staged through pinned slots"),
+                   opts);
   } else {
     out_of_core(keys, values, opts, budget, ws, s, r);
   }
@@ -244,6 +470,10 @@ void release_sort_workspace() {
   ws.alt_values = {};
   ws.keys = {};
   ws.values = {};
+  ws.hist = {};
+  ws.hist_host = {};
+  ws.d2h_slots.clear();
+  ws.d2h_done.clear();
 }
 
 #define TANDEM_SORT_DEVICE(K)                                                                            \

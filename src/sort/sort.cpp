@@ -133,10 +133,11 @@ PathChoice choose_sort_path(const PathInputs& in) {
   }
   const bool fits = gpu_bytes_needed(in.n, per_elem) <= in.gpu_budget;
   // GPU estimate: the copies dominate (in and out at the link rate: staged pageable or pinned),
-  // plus ~1 ms of fixed costs; out of core adds a CPU multiway merge (read + write of the data,
-  // ~2 passes at the memcpy rate).
+  // plus ~1 ms of fixed costs (the sort itself hides behind the D2H copy: MSD split); out of
+  // core adds the host MSD partition (a histogram read, then a read and a scattered write: ~3
+  // passes at about half the memcpy rate) and the pieces go through pageable staging.
   const double link = in.link_bw > 0 ? in.link_bw : (in.pinned ? 40e9 : std::min(30e9, 0.8 * host_bw));
-  c.est_gpu_s = 2 * bytes / link + 1e-3 + (fits ? 0.0 : 2 * bytes / (0.5 * host_bw));
+  c.est_gpu_s = 2 * bytes / link + 1e-3 + (fits ? 0.0 : 3 * bytes / (0.5 * host_bw));
   const SortPath gpu = fits ? SortPath::gpu_pipeline : SortPath::gpu_out_of_core;
   const std::string mem = fmt::format("{} needed in one piece, {} budget", human_bytes(gpu_bytes_needed(in.n, per_elem)),
                                       human_bytes(in.gpu_budget));
@@ -147,7 +148,7 @@ PathChoice choose_sort_path(const PathInputs& in) {
   }
   c.path = c.est_gpu_s < c.est_cpu_s ? gpu : cpu;
   c.why = fmt::format("estimated CPU {} vs GPU {} ({}); {}", human_seconds(c.est_cpu_s), human_seconds(c.est_gpu_s),
-                      fits ? "fits on the GPU" : "larger than the GPU budget: chunks + CPU merge", mem);
+                      fits ? "fits on the GPU" : "larger than the GPU budget: host MSD partition into GPU-sized pieces", mem);
   return c;
 }
 

@@ -1,6 +1,7 @@
 // GPU paths of tandem::sort against std::stable_sort in tandem's key order: the device-resident
-// API, the host pipeline (pageable and pinned), and the out-of-core path forced by a small
-// gpu_memory_limit (chunks sorted on the GPU, merged on the CPU).
+// API, the host pipeline (pageable and pinned; whole-array sort and MSD split with groups copied
+// back while the next sorts, skewed data falling back), and the out-of-core path forced by a small
+// gpu_memory_limit (host MSD partition, pieces sorted on the GPU).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -10,6 +11,7 @@
 #include <random>
 #include <vector>
 
+#include "sort/device_sort.hpp"
 #include "tandem/device.hpp"
 #include "tandem/gpu.hpp"
 #include "tandem/key_order.hpp"
@@ -28,7 +30,10 @@ std::vector<K> keys_for(std::size_t n, int shape, std::uint64_t seed) {
   std::vector<K> v(n);
   for (std::size_t i = 0; i < n; ++i) {
     std::uint64_t r = rng();
-    if (shape == 1) r %= 7;  // few distinct
+    if (shape == 1) r %= 7;                           // few distinct: one top-8-bit bucket holds all
+    if (shape == 4) r = (r % 3 == 0) ? r : r % 1000;  // 2/3 of the keys in one top bucket (skewed)
+    if (shape == 5) r = (r & 1) ? ~std::uint64_t{0} - r % 77 : r % 77;  // two far-apart top buckets
+    if (shape == 6) r = 12345;                                          // all equal
     if constexpr (std::is_floating_point_v<K>) {
       v[i] = static_cast<K>(static_cast<std::int64_t>(r % 20001) - 10000) / K(4);
       if (i % 61 == 0) v[i] = std::numeric_limits<K>::quiet_NaN();
@@ -67,7 +72,7 @@ void expect_keys(const std::vector<K>& in, const std::vector<K>& got, bool desc)
 
 std::vector<std::size_t> sizes() {
   if (small()) return {0, 1, 2, 1000, 4097};
-  return {0, 1, 2, 3, 1023, 1025, (1u << 16) + 1, (1u << 20) - 1, 3000017};
+  return {0, 1, 2, 3, 1023, 1025, (1u << 16) + 1, (1u << 20) - 1};
 }
 
 template <class K>
@@ -95,31 +100,85 @@ void host_paths() {
       }
 }
 
+// Lowers the split threshold for the scope, so small inputs take the MSD split too.
+struct SplitMin {
+  std::size_t saved;
+  explicit SplitMin(std::size_t v) : saved(detail::gpu_split_min_elements()) { detail::gpu_split_min_elements() = v; }
+  ~SplitMin() { detail::gpu_split_min_elements() = saved; }
+};
+
+template <class K>
+void split_paths() {
+  SplitMin lower(4096);
+  std::vector<std::size_t> ns{4095, 4097, 65537};
+  // The default threshold, uniform keys, one 32-bit and one 64-bit type (the reference is slow).
+  if (!small() && (std::is_same_v<K, std::uint32_t> || std::is_same_v<K, double>)) ns.push_back((1u << 22) + 3);
+  for (std::size_t n : ns)
+    for (int shape : {0, 1, 2, 3, 4, 5, 6})
+      for (bool desc : {false, true}) {
+        if (n > 100000 && shape != 0) continue;
+        SCOPED_TRACE(testing::Message() << "n=" << n << " shape=" << shape << " desc=" << desc);
+        SortOptions o;
+        o.device = Device::gpu;
+        o.descending = desc;
+        const auto in = keys_for<K>(n, shape, n * 5 + shape);
+        auto k = in;
+        const Report r = tandem::sort(std::span<K>(k), o);
+        expect_keys(in, k, desc);
+        EXPECT_EQ(r.details.value("path", ""), "gpu-pipeline");
+        const bool split = r.details.value("gpu_split", false);
+        if (n < 4096 || shape == 4 || shape == 6) {
+          EXPECT_FALSE(split) << "small, skewed or all equal: one whole-array sort (or none)";
+        }
+        if (n >= 4096 && (shape == 0 || shape == 1) && std::is_integral_v<K>) {
+          EXPECT_TRUE(split) << "uniform: top digit; few distinct: split on the lowest digit";
+        }
+        if (shape == 2 || shape == 3) continue;
+        k = in;
+        std::vector<std::uint32_t> v(n);
+        std::iota(v.begin(), v.end(), 0u);
+        sort_pairs(std::span<K>(k), std::span<std::uint32_t>(v), o);
+        expect_pairs(in, k, v, desc);
+        k = in;
+        std::vector<std::uint64_t> v64(n);
+        std::iota(v64.begin(), v64.end(), std::uint64_t{0});
+        sort_pairs(std::span<K>(k), std::span<std::uint64_t>(v64), o);
+        expect_pairs(in, k, v64, desc);
+      }
+}
+
+
 }  // namespace
 
 TEST(GpuSortHost, U32) {
   TANDEM_REQUIRE_GPU();
   host_paths<std::uint32_t>();
+  split_paths<std::uint32_t>();
 }
 TEST(GpuSortHost, I32) {
   TANDEM_REQUIRE_GPU();
   host_paths<std::int32_t>();
+  split_paths<std::int32_t>();
 }
 TEST(GpuSortHost, U64) {
   TANDEM_REQUIRE_GPU();
   host_paths<std::uint64_t>();
+  split_paths<std::uint64_t>();
 }
 TEST(GpuSortHost, I64) {
   TANDEM_REQUIRE_GPU();
   host_paths<std::int64_t>();
+  split_paths<std::int64_t>();
 }
 TEST(GpuSortHost, F32) {
   TANDEM_REQUIRE_GPU();
   host_paths<float>();
+  split_paths<float>();
 }
 TEST(GpuSortHost, F64) {
   TANDEM_REQUIRE_GPU();
   host_paths<double>();
+  split_paths<double>();
 }
 
 TEST(GpuSortHost, PinnedSource) {
@@ -147,7 +206,7 @@ TEST(GpuSortHost, OutOfCoreWithSmallMemoryLimit) {
     auto k = in;
     const Report r = tandem::sort(std::span<double>(k), o);
     EXPECT_EQ(r.details.value("path", ""), "gpu-out-of-core");
-    EXPECT_GE(r.details.value("chunks", 0), 2);
+    EXPECT_GE(r.details.value("pieces", 0), 2);
     expect_keys(in, k, desc);
     const auto few = keys_for<std::uint32_t>(n, 1, 6);
     auto fk = few;
@@ -209,4 +268,53 @@ TEST(GpuSortHost, AutoPicksAndReportsAPath) {
   EXPECT_FALSE(r.stages.empty());
   expect_keys(in, k, false);
   release_sort_workspace();
+}
+
+
+
+TEST(GpuSortSplit, PinnedKeysPageableValues) {
+  TANDEM_REQUIRE_GPU();
+  SplitMin lower(4096);
+  // Keys go back by direct DMA, values through the staged slots: both wait per group.
+  const std::size_t n = small() ? 70001 : (1u << 22) + 9;
+  for (bool desc : {false, true}) {
+    const auto in = keys_for<std::int64_t>(n, 0, 31 + desc);
+    gpu::PinnedBuffer<std::int64_t> p(n);
+    std::copy(in.begin(), in.end(), p.data());
+    std::vector<std::uint32_t> v(n);
+    std::iota(v.begin(), v.end(), 0u);
+    SortOptions o;
+    o.device = Device::gpu;
+    o.descending = desc;
+    const Report r = sort_pairs(p.span(), std::span<std::uint32_t>(v), o);
+    EXPECT_TRUE(r.details.value("gpu_split", false));
+    expect_pairs(in, std::vector<std::int64_t>(p.data(), p.data() + n), v, desc);
+  }
+}
+
+TEST(GpuSortHost, OutOfCoreSkewedAndEqual) {
+  TANDEM_REQUIRE_GPU();
+  // Keys that agree on their top bits (the partition skips those digits and recurses), all-equal
+  // keys (left in input order, values included), and u64 pairs, with a 64 MiB budget.
+  const std::size_t n = small() ? (1u << 20) + 3 : (5u << 20) + 3;
+  SortOptions o;
+  o.device = Device::gpu;
+  o.gpu_memory_limit = std::size_t{64} << 20;
+  for (bool desc : {false, true}) {
+    o.descending = desc;
+    auto in = keys_for<std::uint64_t>(n, 0, 8);
+    for (auto& x : in) x = 0x1234000000000000ull | (x >> 40);
+    auto k = in;
+    std::vector<std::uint32_t> v(n);
+    std::iota(v.begin(), v.end(), 0u);
+    Report r = sort_pairs(std::span<std::uint64_t>(k), std::span<std::uint32_t>(v), o);
+    EXPECT_EQ(r.details.value("path", ""), "gpu-out-of-core");
+    expect_pairs(in, k, v, desc);
+    std::vector<float> eq(n, 2.5f);
+    std::vector<std::uint64_t> ev(n);
+    std::iota(ev.begin(), ev.end(), std::uint64_t{0});
+    r = sort_pairs(std::span<float>(eq), std::span<std::uint64_t>(ev), o);
+    EXPECT_EQ(r.details.value("pieces", -1), 0);
+    expect_pairs(std::vector<float>(n, 2.5f), eq, ev, desc);
+  }
 }
