@@ -166,20 +166,32 @@ TEST(ScheduleKernels, ChunkSizingStopsWhenChunksCannotBeTrusted) {
   auto a = size_chunks(g, p, 100e-6, o);
   EXPECT_EQ(a.width, p.piece_w);
   EXPECT_EQ(a.candidates, 3u);
-  // 15 us: chunks twice as wide, one pair fits what is left of the budget.
-  auto b = size_chunks(g, p, 15e-6, o);
+  // 15 us: chunks twice as wide, one pair fits what is left of the budget (launch overhead not
+  // limited here).
+  ControllerOptions free = o;
+  free.max_overhead = 1;
+  auto b = size_chunks(g, p, 15e-6, free);
   EXPECT_EQ(b.width, 2 * p.piece_w);
   EXPECT_EQ(b.candidates, 1u);
+  EXPECT_NEAR(b.estimated_total, 15e-6 * 512 * 512 / (p.piece_w * p.piece_h), 1e-12);
+  // With it limited (2% of a ~1 ms grid is ~21 us: fewer than 5 launches of 5 us): stop.
+  auto b2 = size_chunks(g, p, 15e-6, o);
+  EXPECT_EQ(b2.candidates, 0u);
+  EXPECT_NE(b2.why.find("launches"), std::string::npos) << b2.why;
+  // A longer grid affords some launches: 30 us probes (~2.1 ms grid, 42 us allowed): 2 candidates
+  // of the 3 the budget holds.
+  EXPECT_EQ(size_chunks(g, p, 30e-6, o).candidates, 2u);
   // 5 us (a fast copy): a trustworthy chunk would take more than the budget: stop after the probe.
-  auto c = size_chunks(g, p, 5e-6, o);
+  auto c = size_chunks(g, p, 5e-6, free);
   EXPECT_EQ(c.candidates, 0u);
+  EXPECT_NE(c.why.find("budget"), std::string::npos) << c.why;
   // Even a full-width strip is too short: stop.
   auto d = size_chunks(g, p, 1e-9, o);
   EXPECT_EQ(d.candidates, 0u);
   EXPECT_LE(d.width, g.w);
   // Budget holds probe + pairs: never more blocks than the budget.
   for (double t : {1e-6, 10e-6, 20e-6, 29e-6, 31e-6, 1e-3}) {
-    const auto s = size_chunks(g, p, t, o);
+    const auto s = size_chunks(g, p, t, free);
     EXPECT_LE(std::uint64_t(p.piece_w) * p.piece_h + 2ull * s.candidates * s.width * p.piece_h, p.budget_blocks) << t;
   }
 }

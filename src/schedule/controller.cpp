@@ -185,12 +185,9 @@ ControllerResult run_controlled(BandLauncher& k, const ControllerOptions& o) {
   const double t0 = r.profile[0].seconds;
   const ChunkSizing cs = size_chunks(g, plan, t0, o);
   if (cs.candidates == 0) {
-    r.source = "probe: chunks too short to trust, kept " + to_string(inc);
-    r.report.note(fmt::format(
-        "probe: {} blocks took {:.1f} us; chunks of >= {:.0f} us would need {} columns of {} rows each and the "
-        "budget ({} blocks) holds no (candidate, incumbent) pair of them: stopped after one chunk, kept {}",
-        plan.piece_w * std::uint64_t(plan.piece_h), t0 * 1e6, o.min_chunk_seconds * 1e6, cs.width, plan.piece_h,
-        plan.budget_blocks, to_string(inc)));
+    r.source = "probe: profiling cannot pay, kept " + to_string(inc);
+    r.report.note(fmt::format("probe: {} blocks took {:.1f} us; {}: stopped after one chunk, kept {}",
+                              plan.piece_w * std::uint64_t(plan.piece_h), t0 * 1e6, cs.why, to_string(inc)));
   } else {
     std::vector<Schedule> cands(plan.candidates.begin() + 1, plan.candidates.begin() + 1 + cs.candidates);
     chosen = round(inc, cands, cs.width, "candidate");

@@ -300,10 +300,24 @@ ChunkSizing size_chunks(Grid g, const ProfilePlan& p, double probe_seconds, cons
   if (probe_seconds < o.min_chunk_seconds) width = std::ceil(p.piece_w * o.min_chunk_seconds / std::max(probe_seconds, 1e-9));
   cs.width = std::uint32_t(std::min<double>(width, g.w));
   const std::uint64_t c1 = std::uint64_t(cs.width) * p.piece_h;
+  cs.estimated_total = probe_seconds * double(g.count()) / double(c0);
   // Even a full-width strip of piece_h rows is too short: chunks cannot be trusted.
-  if (probe_seconds * double(c1) / double(c0) < o.min_chunk_seconds * 0.999) return cs;
+  if (probe_seconds * double(c1) / double(c0) < o.min_chunk_seconds * 0.999) {
+    cs.why = fmt::format("even {}x{} blocks would take under {:.0f} us", cs.width, p.piece_h, o.min_chunk_seconds * 1e6);
+    return cs;
+  }
   const std::uint64_t left = p.budget_blocks > c0 ? p.budget_blocks - c0 : 0;
-  cs.candidates = std::uint32_t(std::min<std::uint64_t>(p.candidates.size() - 1, left / (2 * c1)));
+  const std::uint64_t by_budget = std::min<std::uint64_t>(p.candidates.size() - 1, left / (2 * c1));
+  // Launches added: 2 per candidate and about 3 for bridges and strip ends.
+  const double allowed = o.max_overhead * cs.estimated_total / std::max(o.launch_seconds, 1e-12);
+  const std::uint64_t by_overhead = allowed >= 5 ? std::uint64_t((allowed - 3) / 2) : 0;
+  cs.candidates = std::uint32_t(std::min(by_budget, by_overhead));
+  if (by_budget == 0)
+    cs.why = fmt::format("chunks of {}x{} blocks (>= {:.0f} us): the budget left ({} blocks) holds no (candidate, "
+                         "incumbent) pair", cs.width, p.piece_h, o.min_chunk_seconds * 1e6, left);
+  else if (by_overhead == 0)
+    cs.why = fmt::format("the grid takes about {:.0f} us: the launches profiling adds (~{:.0f} us each) would cost "
+                         "more than {:.0f}% of it", cs.estimated_total * 1e6, o.launch_seconds * 1e6, o.max_overhead * 100);
   return cs;
 }
 

@@ -158,6 +158,12 @@ struct ControllerOptions {
   // chunk is shorter, chunks grow to reach it; when the budget then holds no candidate pair, the
   // controller stops profiling after that one chunk and runs the rest under the incumbent.
   double min_chunk_seconds{30e-6};
+  // Whether profiling can pay, judged from the probe: the whole grid is estimated to take
+  // probe time x blocks / probe blocks, and the launches profiling adds (two per candidate, three
+  // for bridges and strip ends) cost about launch_seconds each (launch gap and a partly filled last
+  // wave). Candidates are dropped until that cost is at most max_overhead of the estimate.
+  double launch_seconds{5e-6};
+  double max_overhead{0.02};
   TuningCache* cache{nullptr};    // nullptr: TuningCache::global()
 };
 
@@ -197,10 +203,13 @@ ProfilePlan plan_profile(Grid g, const ControllerOptions& o, std::uint32_t min_c
 
 // After the probe chunk (piece_w x piece_h blocks in probe_seconds): the chunk width every further
 // chunk uses (wide enough to take min_chunk_seconds at the probe's rate) and how many candidates
-// fit the budget left, two chunks each (candidate, incumbent). 0 candidates: stop profiling.
+// fit the budget left, two chunks each (candidate, incumbent), and the launch overhead allowed
+// (max_overhead). 0 candidates: stop profiling; `why` says which limit stopped it.
 struct ChunkSizing {
   std::uint32_t width{0};
   std::uint32_t candidates{0};
+  double estimated_total{0};  // seconds for the whole grid at the probe's rate
+  std::string why;
 };
 ChunkSizing size_chunks(Grid g, const ProfilePlan& p, double probe_seconds, const ControllerOptions& o);
 
