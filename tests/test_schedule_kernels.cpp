@@ -143,8 +143,8 @@ TEST(ScheduleKernels, ProfilePlanRespectsBudget) {
                Schedule::tiled(16, 16), Schedule::sequential()};
   auto ranked = plan_profile(g, o, 2112);
   ASSERT_TRUE(ranked.why_not.empty());
-  EXPECT_EQ(ranked.candidates, (std::vector<Schedule>{Schedule::hilbert(), Schedule::tiled(4, 4),
-                                                      Schedule::strided(512, 1), Schedule::sequential()}));
+  EXPECT_EQ(ranked.candidates, (std::vector<Schedule>{Schedule::hilbert(), Schedule::sequential(),
+                                                      Schedule::tiled(4, 4), Schedule::strided(512, 1)}));
   o.max_candidates = 2;
   EXPECT_EQ(plan_profile(g, o, 2112).candidates, (std::vector<Schedule>{Schedule::hilbert(), Schedule::sequential()}));
   // A fallback that does not fit the grid is ignored.
@@ -162,14 +162,13 @@ TEST(ScheduleKernels, ChunkSizingStopsWhenChunksCannotBeTrusted) {
   const Grid g{512, 512};
   const auto p = plan_profile(g, o, 2112);
   ASSERT_TRUE(p.why_not.empty());
+  ControllerOptions free = o;  // launch overhead not limited
+  free.max_overhead = 1;
   // A probe of 100 us: chunks keep their width, every candidate fits (probe + 3 pairs <= budget).
-  auto a = size_chunks(g, p, 100e-6, o);
+  auto a = size_chunks(g, p, 100e-6, free);
   EXPECT_EQ(a.width, p.piece_w);
   EXPECT_EQ(a.candidates, 3u);
-  // 15 us: chunks twice as wide, one pair fits what is left of the budget (launch overhead not
-  // limited here).
-  ControllerOptions free = o;
-  free.max_overhead = 1;
+  // 15 us: chunks twice as wide, one pair fits what is left of the budget.
   auto b = size_chunks(g, p, 15e-6, free);
   EXPECT_EQ(b.width, 2 * p.piece_w);
   EXPECT_EQ(b.candidates, 1u);
@@ -178,9 +177,11 @@ TEST(ScheduleKernels, ChunkSizingStopsWhenChunksCannotBeTrusted) {
   auto b2 = size_chunks(g, p, 15e-6, o);
   EXPECT_EQ(b2.candidates, 0u);
   EXPECT_NE(b2.why.find("launches"), std::string::npos) << b2.why;
-  // A longer grid affords some launches: 30 us probes (~2.1 ms grid, 42 us allowed): 2 candidates
-  // of the 3 the budget holds.
-  EXPECT_EQ(size_chunks(g, p, 30e-6, o).candidates, 2u);
+  // A longer grid affords some launches: 100 us probes (~7 ms grid, 141 us allowed; a launch costs
+  // 5 us + half a block lifetime, 14 us): 2 candidates of the 3 the budget holds.
+  const auto e = size_chunks(g, p, 100e-6, o);
+  EXPECT_NEAR(e.launch_cost, 5e-6 + 0.5 * 100e-6 / (p.piece_w * p.piece_h) * 1056, 1e-12);
+  EXPECT_EQ(e.candidates, 2u);
   // 5 us (a fast copy): a trustworthy chunk would take more than the budget: stop after the probe.
   auto c = size_chunks(g, p, 5e-6, free);
   EXPECT_EQ(c.candidates, 0u);

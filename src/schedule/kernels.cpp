@@ -244,6 +244,7 @@ ProfilePlan plan_profile(Grid g, const ControllerOptions& o, std::uint32_t min_c
   const std::uint64_t budget = std::uint64_t(std::floor(o.profile_fraction * double(g.count())));
   plan.budget_blocks = budget;
   const std::uint64_t min_chunk = std::max<std::uint32_t>(1, min_chunk_blocks);
+  plan.resident = std::max<std::uint32_t>(1, min_chunk_blocks / 2);
   // The probe and one (candidate, incumbent) pair at least.
   if (budget < 3 * min_chunk) {
     plan.why_not = fmt::format("grid {}x{}: {:.0f}% of it ({} blocks) holds fewer than 3 chunks of >= {} blocks", g.w,
@@ -278,13 +279,10 @@ ProfilePlan plan_profile(Grid g, const ControllerOptions& o, std::uint32_t min_c
     plan.candidates.push_back(s);
   };
   if (!o.ranking.empty()) {
-    // The static selector's top few, and sequential as the plain reference.
-    const bool need_seq = !(inc == Schedule::sequential());
-    for (const Schedule& s : o.ranking) {
-      if (plan.candidates.size() + (need_seq ? 1 : 0) >= K) break;
-      if (!(s == Schedule::sequential())) add(s);
-    }
+    // Sequential first (the plain reference: when the budget holds one candidate, the static
+    // choice is checked against it), then the static selector's top few.
     add(Schedule::sequential());
+    for (const Schedule& s : o.ranking) add(s);
   } else {
     for (const Schedule& s : candidates(g, o.exhaustive)) add(s);
   }
@@ -309,7 +307,8 @@ ChunkSizing size_chunks(Grid g, const ProfilePlan& p, double probe_seconds, cons
   const std::uint64_t left = p.budget_blocks > c0 ? p.budget_blocks - c0 : 0;
   const std::uint64_t by_budget = std::min<std::uint64_t>(p.candidates.size() - 1, left / (2 * c1));
   // Launches added: 2 per candidate and about 3 for bridges and strip ends.
-  const double allowed = o.max_overhead * cs.estimated_total / std::max(o.launch_seconds, 1e-12);
+  cs.launch_cost = o.launch_seconds + 0.5 * probe_seconds / double(c0) * p.resident;
+  const double allowed = o.max_overhead * cs.estimated_total / std::max(cs.launch_cost, 1e-12);
   const std::uint64_t by_overhead = allowed >= 5 ? std::uint64_t((allowed - 3) / 2) : 0;
   cs.candidates = std::uint32_t(std::min(by_budget, by_overhead));
   if (by_budget == 0)
@@ -317,7 +316,7 @@ ChunkSizing size_chunks(Grid g, const ProfilePlan& p, double probe_seconds, cons
                          "incumbent) pair", cs.width, p.piece_h, o.min_chunk_seconds * 1e6, left);
   else if (by_overhead == 0)
     cs.why = fmt::format("the grid takes about {:.0f} us: the launches profiling adds (~{:.0f} us each) would cost "
-                         "more than {:.0f}% of it", cs.estimated_total * 1e6, o.launch_seconds * 1e6, o.max_overhead * 100);
+                         "more than {:.0f}% of it", cs.estimated_total * 1e6, cs.launch_cost * 1e6, o.max_overhead * 100);
   return cs;
 }
 
