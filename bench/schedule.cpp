@@ -13,7 +13,7 @@
 //                         (cuBLAS reaches ~70-80% of it; the simple tiled kernel far less)
 // Default: a representative subset (8 cases, well under a minute on an H200: clearly bad schedules
 // are timed once, runs over 20 ms three times, outputs compared on the GPU); --full: every kernel
-// at 1024^2 .. 16384^2 (minutes); --quick: 512^2 only (and an info line without a GPU).
+// at 1024^2 .. 16384^2 (minutes); --kernel NAME [--size N]: one kernel (one case); --quick: 512^2 only (and an info line without a GPU).
 // Prints a goal line per case, the static selector's agreement with measurement, and "heat|" lines:
 // a kernel x schedule table of time relative to sequential (schedules named with W, H for the
 // grid's sides so that columns line up across sizes).
@@ -118,6 +118,8 @@ int main(int argc, char** argv) {
              {"matmul", 8192},     {"copy-row", 16384},  {"copy-col", 16384}, {"copy-col", 4096}};
   }
   const std::string only = b.get("--kernel", "");
+  // --kernel NAME --size N: that one case.
+  if (const long long sz = b.get_int("--size", 0); sz > 0 && !only.empty()) cases = {{only, std::uint32_t(sz)}};
   const std::uint32_t window = default_window();
   b.info("co-resident blocks assumed by the static selector", window, "blocks");
 

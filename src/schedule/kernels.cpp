@@ -225,6 +225,12 @@ double max_rel_error(const std::vector<float>& got, const std::vector<float>& wa
   return m;
 }
 
+namespace {
+// Launches profiling adds besides two per candidate: the probe, two bridges, a strip end, and the
+// rest in two parts instead of one.
+constexpr int kExtraLaunches = 5;
+}  // namespace
+
 ProfilePlan plan_profile(Grid g, const ControllerOptions& o, std::uint32_t min_chunk_blocks) {
   ProfilePlan plan;
   if (!(o.profile_fraction > 0 && o.profile_fraction < 1))
@@ -249,6 +255,18 @@ ProfilePlan plan_profile(Grid g, const ControllerOptions& o, std::uint32_t min_c
   if (budget < 3 * min_chunk) {
     plan.why_not = fmt::format("grid {}x{}: {:.0f}% of it ({} blocks) holds fewer than 3 chunks of >= {} blocks", g.w,
                                g.h, o.profile_fraction * 100, budget, min_chunk);
+    return plan;
+  }
+  // Before any launch: every launch profiling adds costs at least the tail of a launch, about half
+  // a block lifetime, which is resident / count of the whole grid's time whatever the kernel's
+  // speed. One candidate means 2 + kExtraLaunches more launches; when they cost more than
+  // max_overhead, the grid runs in one launch under the incumbent.
+  const double tail_share = 0.5 * double(plan.resident) / double(g.count());
+  if ((2 + kExtraLaunches) * tail_share > o.max_overhead) {
+    plan.why_not = fmt::format("grid {}x{} ({:.0f} waves): each added launch costs about {:.2f}% of it (half a block "
+                               "lifetime), one candidate needs {} launches, more than {:.0f}%",
+                               g.w, g.h, double(g.count()) / plan.resident, tail_share * 100, 2 + kExtraLaunches,
+                               o.max_overhead * 100);
     return plan;
   }
   const std::uint32_t K = std::max<std::uint32_t>(2, o.max_candidates);
@@ -306,10 +324,11 @@ ChunkSizing size_chunks(Grid g, const ProfilePlan& p, double probe_seconds, cons
   }
   const std::uint64_t left = p.budget_blocks > c0 ? p.budget_blocks - c0 : 0;
   const std::uint64_t by_budget = std::min<std::uint64_t>(p.candidates.size() - 1, left / (2 * c1));
-  // Launches added: 2 per candidate and about 3 for bridges and strip ends.
+  // Launches added: 2 per candidate and kExtraLaunches for the probe, bridges, a strip end and
+  // the rest in two parts.
   cs.launch_cost = o.launch_seconds + 0.5 * probe_seconds / double(c0) * p.resident;
   const double allowed = o.max_overhead * cs.estimated_total / std::max(cs.launch_cost, 1e-12);
-  const std::uint64_t by_overhead = allowed >= 5 ? std::uint64_t((allowed - 3) / 2) : 0;
+  const std::uint64_t by_overhead = allowed >= 2 + kExtraLaunches ? std::uint64_t((allowed - kExtraLaunches) / 2) : 0;
   cs.candidates = std::uint32_t(std::min(by_budget, by_overhead));
   if (by_budget == 0)
     cs.why = fmt::format("chunks of {}x{} blocks (>= {:.0f} us): the budget left ({} blocks) holds no (candidate, "

@@ -161,11 +161,13 @@ struct ControllerOptions {
   // chunk is shorter, chunks grow to reach it; when the budget then holds no candidate pair, the
   // controller stops profiling after that one chunk and runs the rest under the incumbent.
   double min_chunk_seconds{30e-6};
-  // Whether profiling can pay, judged from the probe: the whole grid is estimated to take
-  // probe time x blocks / probe blocks, and the launches profiling adds (two per candidate, three
-  // for bridges and strip ends) cost launch_seconds each plus the tail of a launch: half a block's
-  // lifetime (probe time per block x resident blocks), while the last wave drains and the GPU is
-  // partly idle. Candidates are dropped until that cost is at most max_overhead of the estimate.
+  // Whether profiling can pay. Every launch profiling adds (two per candidate, five for the probe,
+  // bridges, a strip end and the split rest) costs launch_seconds plus the tail of a launch: half
+  // a block's lifetime, while the last wave drains and the GPU is partly idle. Before any launch:
+  // the tail alone is resident / (2 x blocks) of the grid's time, whatever the kernel; if one
+  // candidate's launches cost more than max_overhead, nothing is profiled. After the probe: the
+  // grid is estimated to take probe time x blocks / probe blocks, and candidates are dropped until
+  // their launches cost at most max_overhead of that.
   double launch_seconds{5e-6};
   double max_overhead{0.02};
   TuningCache* cache{nullptr};    // nullptr: TuningCache::global()
