@@ -117,25 +117,155 @@ TEST(ScheduleKernels, StaticSelectorPrefersSharing) {
 
 TEST(ScheduleKernels, ProfilePlanRespectsBudget) {
   ControllerOptions o;
-  // 512x512 grid, 10%: 51 rows; chunks of >= 2112 blocks = 5 rows -> 10 chunks.
-  auto p = plan_profile(Grid{512, 512}, o, 2112);
-  ASSERT_FALSE(p.candidates.empty());
-  EXPECT_GE(p.chunk_rows, 5u);
-  EXPECT_LE((p.candidates.size() + p.refine_chunks) * p.chunk_rows, 51u);
+  // 512x512 grid, 10%: 26214 blocks; probe + 3 pairs of >= 2112 blocks -> chunks of 3744 blocks,
+  // shaped like the (square) grid.
+  const Grid g{512, 512};
+  auto p = plan_profile(g, o, 2112);
+  ASSERT_TRUE(p.why_not.empty()) << p.why_not;
+  EXPECT_EQ(p.budget_blocks, 26214u);
+  EXPECT_EQ(p.candidates.size(), 4u);
   EXPECT_EQ(p.candidates.front(), Schedule::sequential());
-  for (const auto& s : p.candidates) EXPECT_TRUE(fits(s, Grid{512, p.chunk_rows}));
-  // Too small to profile: 32x32 grid, 3 rows of budget, chunks of 2112 blocks.
+  EXPECT_GE(std::uint64_t(p.piece_w) * p.piece_h, 2112u);
+  EXPECT_LE(std::uint64_t(p.piece_w) * p.piece_h * 7, p.budget_blocks + 7u * p.piece_h);
+  EXPECT_NEAR(double(p.piece_w) / p.piece_h, 1.0, 0.1);  // square pieces on a square grid
+  for (const auto& s : p.candidates) EXPECT_TRUE(fits(rescale(s, g, {p.piece_w, p.piece_h}), {p.piece_w, p.piece_h}));
+  // A wide grid gets wide pieces.
+  auto wide = plan_profile(Grid{2048, 128}, o, 2112);
+  ASSERT_TRUE(wide.why_not.empty());
+  EXPECT_GT(wide.piece_w, 8u * wide.piece_h);
+  // 256x256 blocks (62 waves): a launch's tail is ~0.8% of the grid's time; the 7 launches of one
+  // candidate would cost more than 2%: not profiled, before any launch.
+  auto few_waves = plan_profile(Grid{256, 256}, o, 2112);
+  EXPECT_NE(few_waves.why_not.find("waves"), std::string::npos) << few_waves.why_not;
+  ControllerOptions lax = o;
+  lax.max_overhead = 0.1;
+  EXPECT_TRUE(plan_profile(Grid{256, 256}, lax, 2112).why_not.empty());
+  // Too small to profile: 32x32 grid, 102 blocks of budget, chunks of 2112 blocks.
   auto q = plan_profile(Grid{32, 32}, o, 2112);
-  EXPECT_TRUE(q.candidates.empty());
   EXPECT_FALSE(q.why_not.empty());
-  // A larger fraction admits more candidates.
-  o.profile_fraction = 0.3;
-  auto r = plan_profile(Grid{512, 512}, o, 2112);
-  EXPECT_GE(r.candidates.size(), p.candidates.size());
+  ASSERT_EQ(q.candidates.size(), 1u);  // the incumbent only
+  // The incumbent is the fallback, and with a ranking only its top few and sequential are profiled.
+  o.fallback = Schedule::hilbert();
+  o.ranking = {Schedule::hilbert(), Schedule::tiled(4, 4), Schedule::strided(512, 1), Schedule::zigzag(),
+               Schedule::tiled(16, 16), Schedule::sequential()};
+  auto ranked = plan_profile(g, o, 2112);
+  ASSERT_TRUE(ranked.why_not.empty());
+  EXPECT_EQ(ranked.candidates, (std::vector<Schedule>{Schedule::hilbert(), Schedule::sequential(),
+                                                      Schedule::tiled(4, 4), Schedule::strided(512, 1)}));
+  o.max_candidates = 2;
+  EXPECT_EQ(plan_profile(g, o, 2112).candidates, (std::vector<Schedule>{Schedule::hilbert(), Schedule::sequential()}));
+  // A fallback that does not fit the grid is ignored.
+  o.fallback = Schedule::tiled(1024, 1);
+  o.ranking.clear();
+  EXPECT_EQ(plan_profile(g, o, 2112).candidates.front(), Schedule::sequential());
   o.profile_fraction = 0;
-  EXPECT_THROW(plan_profile(Grid{512, 512}, o, 2112), UsageError);
+  EXPECT_THROW(plan_profile(g, o, 2112), UsageError);
   o.profile_fraction = 1.5;
-  EXPECT_THROW(plan_profile(Grid{512, 512}, o, 2112), UsageError);
+  EXPECT_THROW(plan_profile(g, o, 2112), UsageError);
+}
+
+TEST(ScheduleKernels, ChunkSizingStopsWhenChunksCannotBeTrusted) {
+  ControllerOptions o;
+  const Grid g{512, 512};
+  const auto p = plan_profile(g, o, 2112);
+  ASSERT_TRUE(p.why_not.empty());
+  ControllerOptions free = o;  // launch overhead not limited
+  free.max_overhead = 1;
+  // A probe of 100 us: chunks keep their width, every candidate fits (probe + 3 pairs <= budget).
+  auto a = size_chunks(g, p, 100e-6, free);
+  EXPECT_EQ(a.width, p.piece_w);
+  EXPECT_EQ(a.candidates, 3u);
+  // 15 us: chunks twice as wide, one pair fits what is left of the budget.
+  auto b = size_chunks(g, p, 15e-6, free);
+  EXPECT_EQ(b.width, 2 * p.piece_w);
+  EXPECT_EQ(b.candidates, 1u);
+  EXPECT_NEAR(b.estimated_total, 15e-6 * 512 * 512 / (p.piece_w * p.piece_h), 1e-12);
+  // With it limited (2% of a ~1 ms grid is ~21 us: fewer than 5 launches of 5 us): stop.
+  auto b2 = size_chunks(g, p, 15e-6, o);
+  EXPECT_EQ(b2.candidates, 0u);
+  EXPECT_NE(b2.why.find("launches"), std::string::npos) << b2.why;
+  // A longer grid affords some launches: 1 ms probes (~70 ms grid, 1.4 ms allowed; a launch costs
+  // 5 us + half a block lifetime, 147 us; 5 launches besides the pairs): 2 candidates of 3.
+  const auto e = size_chunks(g, p, 1e-3, o);
+  EXPECT_NEAR(e.launch_cost, 5e-6 + 0.5 * 1e-3 / (p.piece_w * p.piece_h) * 1056, 1e-12);
+  EXPECT_EQ(e.candidates, 2u);
+  EXPECT_EQ(size_chunks(g, p, 100e-6, o).candidates, 1u);  // ~7 ms grid: one
+  // 5 us (a fast copy): a trustworthy chunk would take more than the budget: stop after the probe.
+  auto c = size_chunks(g, p, 5e-6, free);
+  EXPECT_EQ(c.candidates, 0u);
+  EXPECT_NE(c.why.find("budget"), std::string::npos) << c.why;
+  // Even a full-width strip is too short: stop.
+  auto d = size_chunks(g, p, 1e-9, o);
+  EXPECT_EQ(d.candidates, 0u);
+  EXPECT_LE(d.width, g.w);
+  // Budget holds probe + pairs: never more blocks than the budget.
+  for (double t : {1e-6, 10e-6, 20e-6, 29e-6, 31e-6, 1e-3}) {
+    const auto s = size_chunks(g, p, t, free);
+    EXPECT_LE(std::uint64_t(p.piece_w) * p.piece_h + 2ull * s.candidates * s.width * p.piece_h, p.budget_blocks) << t;
+  }
+}
+
+TEST(ScheduleKernels, PieceLayoutCoversEveryBlockOnce) {
+  for (const Grid g : {Grid{512, 512}, Grid{37, 23}, Grid{5, 40}, Grid{1, 1}, Grid{64, 3}})
+    for (std::uint32_t h : {1u, 2u, 3u, 7u, 50u})
+      for (const std::vector<std::uint32_t> widths :
+           {std::vector<std::uint32_t>{3, 6, 3, 3}, {1}, {100, 1, 100}, {7, 7, 7, 7, 7, 7, 7, 7, 7, 7}}) {
+        PieceLayout L(g, h);
+        std::vector<int> seen(g.count(), 0);
+        auto mark = [&](const BlockRect& r) {
+          ASSERT_LE(std::uint64_t(r.x0) + r.w, g.w);
+          ASSERT_LE(std::uint64_t(r.y0) + r.h, g.h);
+          for (std::uint32_t y = r.y0; y < r.y0 + r.h; ++y)
+            for (std::uint32_t x = r.x0; x < r.x0 + r.w; ++x) ++seen[std::uint64_t(y) * g.w + x];
+        };
+        for (std::uint32_t w : widths) {
+          BlockRect piece;
+          std::vector<BlockRect> skipped;
+          const bool could = L.can_take(w);
+          const bool took = L.take(w, piece, skipped);
+          ASSERT_EQ(could, took);
+          if (!took) {
+            EXPECT_TRUE(skipped.empty());
+            continue;
+          }
+          EXPECT_EQ(piece.w, std::min(w, g.w));
+          EXPECT_EQ(piece.h, std::min(h, g.h));
+          for (const auto& s : skipped) mark(s);
+          mark(piece);
+        }
+        for (const auto& r : L.rest()) mark(r);
+        for (std::size_t i = 0; i < seen.size(); ++i)
+          ASSERT_EQ(seen[i], 1) << g.w << "x" << g.h << " h " << h << " block " << i;
+      }
+}
+
+TEST(ScheduleKernels, RescaleKeepsTheOrderShape) {
+  const Grid g{512, 512}, piece{61, 60};
+  EXPECT_EQ(rescale(Schedule::strided(512, 1), g, piece), Schedule::strided(61, 1));  // column-major
+  EXPECT_EQ(rescale(Schedule::strided(2, 512), g, piece), Schedule::strided(2, 61));
+  EXPECT_EQ(rescale(Schedule::strided(64, 8), g, piece), Schedule::strided(7, 8));
+  EXPECT_EQ(rescale(Schedule::tiled(8, 512), g, piece), Schedule::tiled(8, 60));  // CUTLASS strips
+  EXPECT_EQ(rescale(Schedule::tiled(128, 4), g, piece), Schedule::tiled(61, 4));  // clipped
+  EXPECT_EQ(rescale(Schedule::hilbert(), g, piece), Schedule::hilbert());
+  EXPECT_EQ(rescale(Schedule::tiled(16, 16), g, g), Schedule::tiled(16, 16));
+  // Column-major rescaled to pieces of any size fits them and visits them column by column.
+  for (const Grid p : {Grid{61, 60}, Grid{3, 2}, Grid{1, 9}, Grid{100, 1}})
+    for (const auto& s : candidates(g, true)) {
+      const Schedule r = rescale(s, g, p);
+      if (s.style != Style::strided || s.a != g.w) continue;
+      ASSERT_TRUE(fits(r, p)) << to_string(s) << " on " << p.w << "x" << p.h;
+      const auto ord = order(r, p);
+      for (std::uint64_t i = 0; i < ord.size(); ++i) ASSERT_EQ(ord[i], (Block{std::uint32_t(i / p.h), std::uint32_t(i % p.h)}));
+    }
+}
+
+TEST(ScheduleKernels, StaticRankingBestFirst) {
+  StaticChoice c;
+  c.scores = {{Schedule::sequential(), 1.0}, {Schedule::zigzag(), 3.0}, {Schedule::hilbert(), 2.0},
+              {Schedule::tiled(4, 4), 3.0}};
+  EXPECT_EQ(static_ranking(c), (std::vector<Schedule>{Schedule::zigzag(), Schedule::tiled(4, 4), Schedule::hilbert(),
+                                                      Schedule::sequential()}));
+  EXPECT_TRUE(static_ranking(StaticChoice{}).empty());
 }
 
 #if !TANDEM_HAS_CUDA

@@ -72,6 +72,8 @@ int run_kernel(const Args& a) {
     }
     throw NoDeviceError(fmt::format("running kernel '{}' needs a GPU and none is usable", k.name));
   }
+  // The controller starts from the static choice and profiles only the static top few.
+  if (a.style == "auto" && !st) st = static_select(k, a.size, candidates(g, false), window);
   KernelRunner r(k, a.size);
   r.set_ticket(a.ticket);
   std::vector<float> ref;
@@ -112,14 +114,18 @@ int run_kernel(const Args& a) {
     ControllerOptions o;
     o.profile_fraction = a.fraction;
     o.use_cache = !a.no_cache;
-    if (st) o.fallback = st->best;
+    if (st) {
+      o.fallback = st->best;  // the incumbent, kept unless measured clearly slower
+      o.ranking = static_ranking(*st);  // only the static top few and sequential are profiled
+    }
     r.poison_output();
     const auto res = run_controlled(r, o);
     std::string how;
     const bool good = check_output(r, k, a.size, &ref, how);
     ok &= good;
-    std::cout << fmt::format("controller: {} ({}), total {} ({}) incl. profiling {}; {}\n", to_string(res.chosen),
-                             res.source, human_seconds(res.total_seconds), rate(res.total_seconds),
+    std::cout << fmt::format("controller: {} ({}; static choice {}), total {} ({}) incl. profiling {}; {}\n",
+                             to_string(res.chosen), res.source, to_string(res.incumbent),
+                             human_seconds(res.total_seconds), rate(res.total_seconds),
                              human_seconds(res.profile_seconds), how);
     if (a.explain) std::cout << res.report.explain();
   }
@@ -183,6 +189,7 @@ const bool demo = tandem::cli::register_demo_part({40, "block schedules", [] {
     ControllerOptions o;
     o.use_cache = false;
     o.fallback = st.best;
+    o.ranking = static_ranking(st);
     const double seq = r.time_full(Schedule::sequential());
     const auto want = r.output();
     r.poison_output();

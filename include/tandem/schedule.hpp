@@ -210,6 +210,11 @@ std::string order_json(const Schedule& s, Grid g);
 // max_tile (ratio 4), strided column-major (S = W, G = 1) and hilbert. `exhaustive` adds more parameters
 // (rectangular tiles, CUTLASS-style strips, strided groups) for benchmarks.
 std::vector<Schedule> candidates(Grid g, bool exhaustive = false, std::uint32_t max_tile = 16);
+// The same order for another grid: parameters tied to the grid's size follow it (strided:W:1 stays
+// column-major, strided:2:W stays even-then-odd rows, strided:W/8:8 stays 8-wide column strips,
+// tiled:KxH stays full-height strips); tiles larger than `to` are clipped to it. Used to run a
+// full-grid schedule on a sub-rectangle. The result may still not fit `to` (check with fits()).
+Schedule rescale(const Schedule& s, Grid from, Grid to);
 // Neighbours of `best` for the refinement step (tiles with one side doubled or halved,
 // neighbouring strides), valid for g and different from best.
 std::vector<Schedule> refinements(const Schedule& best, Grid g);

@@ -3,6 +3,7 @@
 // which blocks ran before it: outputs are identical under every schedule.
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -15,9 +16,9 @@ namespace tandem::schedule {
 
 // ---------------------------------------------------------------- launcher
 
-ScheduleView Launcher::view(const Schedule& s, Grid band, std::uint32_t y0, cudaStream_t stream) {
+ScheduleView Launcher::view(const Schedule& s, Grid band, std::uint32_t x0, std::uint32_t y0, cudaStream_t stream) {
   validate(s, band);
-  ScheduleView v{s, band, y0, nullptr, nullptr};
+  ScheduleView v{s, band, x0, y0, nullptr, nullptr};
   if (s.style == Style::hilbert && table_threshold_ && band.count() >= table_threshold_) {
     auto key = std::make_pair(band.w, band.h);
     auto it = tables_.find(key);
@@ -172,6 +173,15 @@ __global__ void copy_col_kernel(ScheduleView v, const float* __restrict__ in, fl
   }
 }
 
+// Counts elements whose bits differ (outputs must be identical under every schedule).
+__global__ void count_differences_kernel(const unsigned* __restrict__ a, const unsigned* __restrict__ b, std::size_t n,
+                                         unsigned long long* count) {
+  unsigned long long local = 0;
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x)
+    local += a[i] != b[i];
+  if (local) atomicAdd(count, local);
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------- runner
@@ -180,7 +190,8 @@ struct KernelRunner::Impl {
   const KernelSpec* spec;
   std::uint32_t n;
   std::vector<float> host_a, host_b;
-  gpu::DeviceBuffer<float> a, b, out;
+  gpu::DeviceBuffer<float> a, b, out, kept;
+  gpu::DeviceBuffer<unsigned long long> diff_count;
   gpu::Stream stream;
   Launcher launcher;
 };
@@ -220,14 +231,15 @@ void KernelRunner::set_hilbert_table(std::optional<bool> on) {
 }
 const std::vector<float>& KernelRunner::input(int i) const { return i == 0 ? impl_->host_a : impl_->host_b; }
 
-void KernelRunner::launch(const Schedule& s, std::uint32_t y0, std::uint32_t rows) {
+void KernelRunner::launch_rect(const Schedule& s, BlockRect r) {
   const Grid g = grid();
-  if (rows == 0) return;
-  if (y0 >= g.h || rows > g.h - y0)
-    throw UsageError("band of rows [" + std::to_string(y0) + ", " + std::to_string(y0 + rows) + ") outside the " +
+  if (r.w == 0 || r.h == 0) return;
+  if (r.x0 >= g.w || r.w > g.w - r.x0 || r.y0 >= g.h || r.h > g.h - r.y0)
+    throw UsageError("blocks [" + std::to_string(r.x0) + ", " + std::to_string(std::uint64_t(r.x0) + r.w) + ") x [" +
+                     std::to_string(r.y0) + ", " + std::to_string(std::uint64_t(r.y0) + r.h) + ") outside the " +
                      std::to_string(g.w) + "x" + std::to_string(g.h) + " grid");
   auto& im = *impl_;
-  const ScheduleView v = im.launcher.view(s, Grid{g.w, rows}, y0, im.stream.get());
+  const ScheduleView v = im.launcher.view(s, r.grid(), r.x0, r.y0, im.stream.get());
   const dim3 threads(kTX, kTY);
   const unsigned blocks = v.blocks();
   const std::string& k = im.spec->name;
@@ -267,6 +279,31 @@ double KernelRunner::time_full(const Schedule& s) {
 void KernelRunner::poison_output() {
   impl_->out.poison(impl_->stream.get());
   impl_->stream.sync();
+}
+
+void KernelRunner::keep_output() {
+  auto& im = *impl_;
+  if (!im.kept.size()) im.kept = gpu::DeviceBuffer<float>(im.out.size());
+  TANDEM_CUDA(cudaMemcpyAsync(im.kept.data(), im.out.data(), im.out.bytes(), cudaMemcpyDeviceToDevice, im.stream.get()));
+  im.stream.sync();
+}
+
+std::uint64_t KernelRunner::output_differences() const {
+  auto& im = *impl_;
+  if (!im.kept.size()) return im.out.size();
+  if (!im.diff_count.size()) im.diff_count = gpu::DeviceBuffer<unsigned long long>(1);
+  cudaStream_t st = im.stream.get();
+  TANDEM_CUDA(cudaMemsetAsync(im.diff_count.data(), 0, sizeof(unsigned long long), st));
+  const std::size_t n = im.out.size();
+  const unsigned blocks = unsigned(std::min<std::size_t>((n + 255) / 256, 4096));
+  count_differences_kernel<<<blocks, 256, 0, st>>>(reinterpret_cast<const unsigned*>(im.out.data()),
+                                                   reinterpret_cast<const unsigned*>(im.kept.data()), n,
+                                                   im.diff_count.data());
+  TANDEM_CUDA_LAUNCH("count_differences_kernel");
+  unsigned long long h = 0;
+  TANDEM_CUDA(cudaMemcpyAsync(&h, im.diff_count.data(), sizeof h, cudaMemcpyDeviceToHost, st));
+  im.stream.sync();
+  return h;
 }
 
 std::vector<float> KernelRunner::output() const {

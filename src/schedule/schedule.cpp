@@ -213,6 +213,25 @@ std::vector<Schedule> candidates(Grid g, bool exhaustive, std::uint32_t max_tile
   return c;
 }
 
+Schedule rescale(const Schedule& s, Grid from, Grid to) {
+  if (from == to) return s;
+  Schedule r = s;
+  if (s.style == Style::strided) {
+    if (s.a == from.w && s.b == 1)
+      r.a = to.w;
+    else if (s.b == from.w)
+      r.b = to.w;
+    else if (s.b == 8 && s.a == std::max(1u, from.w / 8))
+      r.a = std::max(1u, to.w / 8);
+  } else if (s.style == Style::tiled) {
+    r.a = s.a == from.w ? to.w : std::min(s.a, to.w);
+    r.b = s.b == from.h ? to.h : std::min(s.b, to.h);
+    if (r.a == 0) r.a = 1;
+    if (r.b == 0) r.b = 1;
+  }
+  return r;
+}
+
 std::vector<Schedule> refinements(const Schedule& best, Grid g) {
   std::vector<Schedule> c;
   auto add = [&](Schedule s) {

@@ -57,6 +57,52 @@ TEST(GpuSchedule, BandsCoverTheGridOnce) {
   EXPECT_EQ(r.output(), want);
   EXPECT_THROW(r.launch(Schedule::sequential(), 10, 7), UsageError);
   EXPECT_THROW(r.launch(Schedule::tiled(4, 4), 0, 2), UsageError);
+  EXPECT_THROW(r.launch_rect(Schedule::sequential(), {10, 0, 7, 1}), UsageError);
+}
+
+// Pieces of a layout, each under another (rescaled) schedule, the skipped strip ends and the rest
+// cover the grid once: the controller's way of running a grid.
+TEST(GpuSchedule, PiecesCoverTheGridOnce) {
+  TANDEM_REQUIRE_GPU();
+  for (const char* name : {"intimg-row", "copy-col"}) {
+    const KernelSpec& k = kernel_spec(name);
+    const std::uint32_t n = 768;
+    KernelRunner r(k, n);
+    const Grid g = r.grid();
+    const auto want = reference(k, n, r.input(0), {});
+    const auto cands = candidates(g, true);
+    r.poison_output();
+    PieceLayout L(g, 2);
+    std::size_t i = 0;
+    auto run = [&](const BlockRect& rc) {
+      Schedule s = rescale(cands[i++ % cands.size()], g, rc.grid());
+      if (!fits(s, rc.grid())) s = Schedule::sequential();
+      r.launch_rect(s, rc);
+    };
+    for (std::uint32_t w : {3u, 5u, 2u, 7u, 1u}) {
+      BlockRect pc;
+      std::vector<BlockRect> skipped;
+      if (!L.take(w, pc, skipped)) break;
+      for (const auto& sk : skipped) run(sk);
+      run(pc);
+    }
+    for (const auto& rc : L.rest()) run(rc);
+    const double tol = k.name.rfind("intimg", 0) == 0 ? 1e-5 : 0.0;
+    EXPECT_LE(max_rel_error(r.output(), want), tol) << name;
+  }
+}
+
+TEST(GpuSchedule, OutputDifferencesOnTheDevice) {
+  TANDEM_REQUIRE_GPU();
+  KernelRunner r(kernel_spec("copy-row"), 256);
+  r.poison_output();
+  EXPECT_EQ(r.output_differences(), 256u * 256u);  // nothing kept yet: all differ
+  r.time_full(Schedule::sequential());
+  r.keep_output();
+  EXPECT_EQ(r.output_differences(), 0u);
+  r.poison_output();
+  r.launch(Schedule::zigzag(), 0, 3);  // 3 of 8 block rows: 3 x 32 x 256 elements written
+  EXPECT_EQ(r.output_differences(), 256u * 256u - 3u * 32u * 256u);
 }
 
 TEST(GpuSchedule, ControllerIdenticalAndCached) {
@@ -67,27 +113,44 @@ TEST(GpuSchedule, ControllerIdenticalAndCached) {
     const KernelSpec& k = kernel_spec(name);
     const std::uint32_t n = sanitizer() ? 512 : 2048;
     KernelRunner r(k, n);
+    const Grid g = r.grid();
     r.time_full(Schedule::sequential());
     const auto want = r.output();
     ControllerOptions o;
     o.cache = &cache;
-    o.min_chunk_blocks = 64;  // small chunks so that this grid can be profiled
-    o.profile_fraction = 0.25;
-    o.min_chunk_seconds = 0;  // trust any chunk: this test is about coverage, not timing
+    o.min_chunk_blocks = sanitizer() ? 2 : 16;  // small chunks so that this grid can be profiled
+    o.profile_fraction = sanitizer() ? 0.45 : 0.25;
+    o.min_chunk_seconds = 0;  // trust any chunk and afford any launch: this test is about coverage,
+    o.max_overhead = 1e9;     // not timing
+    const auto st = static_select(k, n, candidates(g), 256);
+    o.fallback = st.best;
+    o.ranking = static_ranking(st);
     r.poison_output();
     const auto first = run_controlled(r, o);
     EXPECT_EQ(first.source, "profiled") << name;
-    EXPECT_GE(first.profile.size(), 2u);
+    EXPECT_EQ(first.incumbent, st.best) << name;
+    EXPECT_GE(first.profile.size(), 3u) << name;  // probe, candidate, incumbent
     EXPECT_EQ(r.output(), want) << name;
-    std::uint32_t rows = 0;
-    for (const auto& p : first.profile) rows += p.rows;
-    EXPECT_LE(rows, r.grid().h / 4);
+    EXPECT_LE(first.profiled_blocks, std::uint64_t(o.profile_fraction * double(g.count()))) << name;
+    std::uint64_t blocks = 0;
+    for (const auto& p : first.profile) blocks += p.rect.count();
+    EXPECT_EQ(blocks, first.profiled_blocks);
     r.poison_output();
     const auto second = run_controlled(r, o);
     EXPECT_EQ(second.source, "cache");
     EXPECT_EQ(second.chosen, first.chosen);
     EXPECT_EQ(r.output(), want);
-    // Not enough rows to profile: the fallback runs the whole grid.
+    // Chunks that could never be trusted: one probe chunk under the incumbent, then the rest.
+    ControllerOptions slow = o;
+    slow.use_cache = false;
+    slow.min_chunk_seconds = 1e3;
+    r.poison_output();
+    const auto pr = run_controlled(r, slow);
+    EXPECT_EQ(pr.chosen, st.best) << name;
+    EXPECT_EQ(pr.profile.size(), 1u) << name;
+    EXPECT_EQ(pr.source.rfind("probe", 0), 0u) << pr.source;
+    EXPECT_EQ(r.output(), want) << name;
+    // Not enough blocks to profile: the fallback runs the whole grid.
     ControllerOptions tiny;
     tiny.use_cache = false;
     tiny.min_chunk_blocks = 1u << 30;

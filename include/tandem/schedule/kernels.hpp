@@ -86,15 +86,27 @@ std::vector<float> reference(const KernelSpec& k, std::uint32_t n, const std::ve
 double max_rel_error(const std::vector<float>& got, const std::vector<float>& want);
 
 // ---- GPU side ----
-// Something whose grid can be run in bands of whole block rows under any schedule (the
-// controller's view of a kernel). launch() is asynchronous on stream().
+// A rectangle of blocks of a grid: columns [x0, x0 + w), rows [y0, y0 + h).
+struct BlockRect {
+  std::uint32_t x0{0}, y0{0}, w{0}, h{0};
+  Grid grid() const { return {w, h}; }
+  std::uint64_t count() const { return std::uint64_t(w) * h; }
+  friend bool operator==(const BlockRect& a, const BlockRect& b) {
+    return a.x0 == b.x0 && a.y0 == b.y0 && a.w == b.w && a.h == b.h;
+  }
+};
+
+// Something whose grid can be run in sub-rectangles under any schedule (the controller's view of a
+// kernel). Launches are asynchronous on stream().
 class BandLauncher {
  public:
   virtual ~BandLauncher() = default;
   virtual std::string name() const = 0;
   virtual Grid grid() const = 0;
-  // Runs the blocks of rows [y0, y0 + rows) of the grid, ordered by s on the W x rows band.
-  virtual void launch(const Schedule& s, std::uint32_t y0, std::uint32_t rows) = 0;
+  // Runs the blocks of r (inside the grid), ordered by s on the r.w x r.h grid.
+  virtual void launch_rect(const Schedule& s, BlockRect r) = 0;
+  // Runs the blocks of rows [y0, y0 + rows), all columns.
+  void launch(const Schedule& s, std::uint32_t y0, std::uint32_t rows) { launch_rect(s, {0, y0, grid().w, rows}); }
   virtual void* stream() const = 0;  // cudaStream_t
 };
 
@@ -105,7 +117,7 @@ class KernelRunner : public BandLauncher {
   ~KernelRunner() override;
   std::string name() const override;
   Grid grid() const override;
-  void launch(const Schedule& s, std::uint32_t y0, std::uint32_t rows) override;
+  void launch_rect(const Schedule& s, BlockRect r) override;
   void* stream() const override;
   // Dispatch order from an atomic ticket instead of blockIdx (exact launch order).
   void set_ticket(bool on);
@@ -116,6 +128,10 @@ class KernelRunner : public BandLauncher {
   void poison_output();
   std::vector<float> output() const;
   const std::vector<float>& input(int i) const;
+  // Keeps a device copy of the current output, and counts the elements of the current output
+  // whose bits differ from it (on the GPU: no copy to the host). Without a kept copy: all.
+  void keep_output();
+  std::uint64_t output_differences() const;
 
  private:
   struct Impl;
@@ -123,46 +139,108 @@ class KernelRunner : public BandLauncher {
 };
 
 struct ControllerOptions {
-  double profile_fraction{0.10};  // at most this share of the blocks runs under trial schedules
+  double profile_fraction{0.10};  // at most this share of the blocks runs in measured chunks
   std::uint32_t min_chunk_blocks{0};  // smallest profiling chunk; 0: 2 waves (2 x default_window())
-  bool refine{false};             // try neighbours of the best parameterised schedule (costs a host round trip)
+  bool refine{false};             // try neighbours of a parameterised winner (one more round trip)
   bool use_cache{true};           // reuse / store the choice in the tuning cache
-  bool exhaustive{false};         // profile the exhaustive candidate list
-  std::optional<Schedule> fallback;  // used when the grid is too small to profile (default: sequential)
-  // Chunks shorter than this (median) are dominated by launch, ramp-up and tail: the profile is
-  // not trusted, the rest runs under the fallback and that decision is cached.
+  bool exhaustive{false};         // without a ranking: profile from the exhaustive candidate list
+  // The incumbent: run when nothing is profiled, and kept unless a candidate beats it by
+  // switch_margin (default: ranking.front(), else sequential).
+  std::optional<Schedule> fallback;
+  // Candidates best first, e.g. the static selector's scores sorted (static_ranking()). When
+  // given, only the incumbent, sequential (first: the plain reference) and the top
+  // max_candidates - 2 others are profiled.
+  std::vector<Schedule> ranking;
+  std::uint32_t max_candidates{4};  // incumbent included
+  // A candidate replaces the incumbent only when its chunk time is below (1 - switch_margin) x the
+  // mean of the incumbent's chunks on either side of it. 4%: a piece shows an order's effect on
+  // the full grid only to within a few percent (H200, copy-col 16384: tiles measured 0.973x
+  // sequential on 61x61 pieces and cost 1.025x on the full grid).
+  double switch_margin{0.04};
+  // Chunks shorter than this are dominated by launch, ramp-up and tail. When the first (probe)
+  // chunk is shorter, chunks grow to reach it; when the budget then holds no candidate pair, the
+  // controller stops profiling after that one chunk and runs the rest under the incumbent.
   double min_chunk_seconds{30e-6};
+  // Whether profiling can pay. Every launch profiling adds (two per candidate, five for the probe,
+  // bridges, a strip end and the split rest) costs launch_seconds plus the tail of a launch: half
+  // a block's lifetime, while the last wave drains and the GPU is partly idle. Before any launch:
+  // the tail alone is resident / (2 x blocks) of the grid's time, whatever the kernel; if one
+  // candidate's launches cost more than max_overhead, nothing is profiled. After the probe: the
+  // grid is estimated to take probe time x blocks / probe blocks, and candidates are dropped until
+  // their launches cost at most max_overhead of that.
+  double launch_seconds{5e-6};
+  double max_overhead{0.02};
   TuningCache* cache{nullptr};    // nullptr: TuningCache::global()
 };
 
 struct ProfileEntry {
   Schedule schedule;
-  std::uint32_t y0, rows;
-  double seconds;
-  double per_block;
+  BlockRect rect;
+  double seconds{0};
+  double per_block{0};
+  std::string role;  // "probe", "candidate", "incumbent", "refine"
+  double ratio{0};   // candidates: seconds / mean of the incumbent's neighbouring chunks
 };
 
 struct ControllerResult {
   Schedule chosen;
-  std::string source;  // "profiled", "cache", "not profiled: ..."
+  Schedule incumbent;
+  std::string source;  // "profiled", "cache", "not profiled: ...", "probe: ..."
   std::vector<ProfileEntry> profile;
   double profile_seconds{0}, remainder_seconds{0}, total_seconds{0};
+  std::uint64_t profiled_blocks{0};
   Report report;
 };
 
-// Profiles a minority of the grid's block rows in consecutive chunks, one candidate each, runs the
-// rest under the fastest, and caches the choice per kernel, grid and device. Every block runs
-// exactly once, so the output is the same whatever is chosen.
+// Profiles a minority of the grid's blocks in sub-rectangles shaped like the grid, the incumbent
+// interleaved with each candidate (I C1 I C2 I ...), runs the rest under the winner, and caches
+// the choice per kernel, grid and device. Every block runs exactly once, so the output is the same
+// whatever is chosen.
 ControllerResult run_controlled(BandLauncher& k, const ControllerOptions& o = {});
 
-// The controller's profiling plan for a grid (pure; exposed for tests): the candidates that fit a
-// chunk and the rows per chunk. Empty when the budget holds fewer than two chunks.
+// The controller's profiling plan for a grid (pure; exposed for tests).
 struct ProfilePlan {
-  std::vector<Schedule> candidates;
-  std::uint32_t chunk_rows{0};
-  std::uint32_t refine_chunks{0};
-  std::string why_not;  // set when empty
+  std::vector<Schedule> candidates;  // incumbent first; all fit a piece_w x piece_h grid
+  std::uint32_t piece_w{0}, piece_h{0};  // the probe chunk; the height is kept for every chunk
+  std::uint64_t budget_blocks{0};
+  std::uint32_t resident{0};  // co-resident blocks (min_chunk_blocks / 2), for the launch tail
+  std::string why_not;  // set when nothing is profiled (candidates then holds the incumbent only)
 };
 ProfilePlan plan_profile(Grid g, const ControllerOptions& o, std::uint32_t min_chunk_blocks);
+
+// After the probe chunk (piece_w x piece_h blocks in probe_seconds): the chunk width every further
+// chunk uses (wide enough to take min_chunk_seconds at the probe's rate) and how many candidates
+// fit the budget left, two chunks each (candidate, incumbent), and the launch overhead allowed
+// (max_overhead). 0 candidates: stop profiling; `why` says which limit stopped it.
+struct ChunkSizing {
+  std::uint32_t width{0};
+  std::uint32_t candidates{0};
+  double estimated_total{0};  // seconds for the whole grid at the probe's rate
+  double launch_cost{0};      // seconds one added launch is estimated to cost
+  std::string why;
+};
+ChunkSizing size_chunks(Grid g, const ProfilePlan& p, double probe_seconds, const ControllerOptions& o);
+
+// Cuts pieces of a fixed height from the top of a grid, left to right in strips; what is cut
+// before a piece to make room (the end of a strip too narrow for it) and what is left at the end
+// (rest()) together with the pieces cover every block exactly once.
+class PieceLayout {
+ public:
+  PieceLayout(Grid g, std::uint32_t piece_h);
+  // A piece of w columns (fewer when the grid is narrower). `skipped` receives the end of the
+  // current strip when the piece does not fit there. False when no strip of full height is left.
+  bool take(std::uint32_t w, BlockRect& piece, std::vector<BlockRect>& skipped);
+  // Whether a piece of w columns can still be taken.
+  bool can_take(std::uint32_t w) const;
+  // Everything not yet handed out: the end of the current strip and the rows below it.
+  std::vector<BlockRect> rest() const;
+
+ private:
+  Grid g_;
+  std::uint32_t h_, x_{0}, y_{0};
+};
+
+// The candidates of a static choice, best score first (stable for ties).
+std::vector<Schedule> static_ranking(const StaticChoice& c);
 
 }  // namespace tandem::schedule

@@ -7,7 +7,7 @@
 //     ...
 //   }
 //   tandem::schedule::Launcher L;
-//   auto v = L.view(schedule, Grid{W, rows}, y0, stream);
+//   auto v = L.view(schedule, Grid{w, h}, x0, y0, stream);   // the w x h blocks at (x0, y0)
 //   k<<<v.blocks(), threads, 0, stream>>>(v, ...);
 //
 // CUDA only (include from .cu files).
@@ -24,8 +24,8 @@ namespace tandem::schedule {
 
 struct ScheduleView {
   Schedule schedule;
-  Grid band;                     // the grid the schedule orders (W x rows)
-  std::uint32_t y0{0};           // first block row of the band in the full grid
+  Grid band;                     // the grid the schedule orders (w x h blocks)
+  std::uint32_t x0{0}, y0{0};    // the band's first block column and row in the full grid
   const uint2* table{nullptr};   // precomputed order (Hilbert on large grids), or null
   unsigned int* ticket{nullptr}; // dispatch counter (zeroed before the launch), or null
 
@@ -50,6 +50,7 @@ struct ScheduleView {
     } else {
       b = schedule.at(p, band);
     }
+    b.x += x0;
     b.y += y0;
     return b;
   }
@@ -67,7 +68,7 @@ class Launcher {
   void set_ticket(bool on) { use_ticket_ = on; }
 
   // Validates s on band (UsageError) and prepares the view; zeroes the ticket on `stream`.
-  ScheduleView view(const Schedule& s, Grid band, std::uint32_t y0, cudaStream_t stream);
+  ScheduleView view(const Schedule& s, Grid band, std::uint32_t x0, std::uint32_t y0, cudaStream_t stream);
 
  private:
   std::uint64_t table_threshold_{1};
