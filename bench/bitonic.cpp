@@ -297,6 +297,7 @@ int main(int argc, char** argv) {
     SortOptions o;
     o.algorithm = SortAlgorithm::bitonic;
     o.device = Device::gpu;
+    o.min_interior_run = 0;  // the seed's plan as it stands: every independent step concurrent
     auto multi = [&](const std::vector<int>& gpus, const std::string& name) {
       std::vector<std::uint32_t> v;
       Report rep;
@@ -317,12 +318,14 @@ int main(int argc, char** argv) {
         if (note.rfind("multi-device run", 0) == 0 || note.rfind("k per GPU", 0) == 0) b.info(note, 0);
       SortOptions h = o;
       h.device = Device::auto_;
+      h.min_interior_run = -1;  // the cost model decides
       Report rk;
       std::vector<std::uint32_t> v = keys;
       rk = bitonic::sort(std::span<std::uint32_t>(v), h, {0, 1});
       if (v != want) b.fail("auto sort on GPUs {0,1} is wrong");
       for (const auto& note : rk.notes)
-        if (note.rfind("k per GPU", 0) == 0) b.info(note, 0);
+        if (note.rfind("k per GPU", 0) == 0 || note.rfind("GPU links", 0) == 0 || note.rfind("plan:", 0) == 0)
+          b.info(note, 0);
     } else {
       b.info("2 GPUs / 1 GPU: one GPU present, skipped", 0);
     }

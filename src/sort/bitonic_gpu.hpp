@@ -66,6 +66,10 @@ void multi_execute(U* host, const Plan& plan, const std::vector<GpuConfig>& gpus
 // cannot reach the other (copies between them are then staged through host memory).
 bool enable_peer_access(int a, int b);
 
+// Bytes per second of a copy from GPU a to GPU b (a == b: a device-to-device copy on that GPU),
+// timed once per pair and process on 64 MiB; 0 when b cannot reach a (copies are then staged).
+double gpu_link_bandwidth(int a, int b);
+
 // Anchors for the benchmark (bitonic_anchors.cu). temp == nullptr: *temp_bytes receives the size.
 void cub_radix_sort_u32(const std::uint32_t* d_in, std::uint32_t* d_out, std::uint64_t n, void* temp,
                         std::size_t* temp_bytes, void* stream);

@@ -14,6 +14,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <vector>
 
@@ -220,11 +221,34 @@ void decide_multi(Decision& d, const U* data, std::uint64_t n, std::uint64_t pad
   CostModel cm = link_model(sizeof(U), r);
   std::vector<DeviceShare> devs{{"cpu", cpu_on ? 1.0 / cpu_step : 0.0, 0, 0}};
   cm.step_seconds = {cpu_on ? cpu_step : 1e30};
+  cm.alone_step_seconds = cm.step_seconds;
+  cm.gpu_of = {-1};
   for (std::size_t e = 0; e < gpus.size(); ++e) {
-    const double step = cap[gpus[e]].gpu_step_s * entries[gpus[e]];
+    const double step = cap[gpus[e]].gpu_step_s * entries[gpus[e]];  // while the entries run together
     devs.push_back({fmt::format("gpu{}", e), 1.0 / step, 0, 0});
     cm.step_seconds.push_back(step);
+    cm.alone_step_seconds.push_back(cap[gpus[e]].gpu_step_s);
+    cm.gpu_of.push_back(gpus[e]);
   }
+  // GPU-to-GPU links, measured (the slowest pair stands for all): copies on one GPU, peers.
+  std::string links;
+  double same = 0, peer = 0;
+  bool staged = false;
+  for (const auto& [a, ca] : entries)
+    for (const auto& [b, cb] : entries) {
+      if (a == b && ca < 2) continue;  // one entry on this GPU: no copies within it
+      if (a > b) continue;
+      const double bw = a == b ? detail::gpu_link_bandwidth(a, a)
+                               : std::min(detail::gpu_link_bandwidth(a, b), detail::gpu_link_bandwidth(b, a));
+      if (a == b) same = same > 0 ? std::min(same, bw) : bw;
+      else if (bw <= 0) staged = true;
+      else peer = peer > 0 ? std::min(peer, bw) : bw;
+      links += fmt::format("{}GPU {} <-> {}: {}", links.empty() ? "" : "; ", a, b,
+                           bw > 0 ? human_bytes(std::uint64_t(bw)) + "/s" : std::string("no peer access (staged)"));
+    }
+  cm.same_gpu_bytes_per_s = same;
+  cm.peer_bytes_per_s = staged ? 0 : peer;
+  if (!links.empty()) r.note("GPU links: " + links);
   d.plan = make_multi_plan(n, devs, o.policy, -1);
   if (o.min_interior_run >= 0) {
     apply_min_interior_run(d.plan, o.min_interior_run);
@@ -417,10 +441,20 @@ void run_words(U* w, std::uint64_t n, std::uint64_t padded, const SortOptions& o
   const AffinityMapping aff = cpu_idle || asked > std::max(1, cpu_info().physical_cores)
                                   ? AffinityMapping{"none", {}}
                                   : cpu_affinity(w, padded, threads, r);
-  const AffinityScope bind(aff, threads);
-  if (!bind.ok()) r.note(fmt::format("CPU affinity {} not applied: {}", aff.name, bind.error()));
   r.details["cpu_affinity"] = to_json(aff);
   Decision d = decide(w, n, padded, o, threads, gpus, r);
+  // The threads are bound only when the CPU runs steps (binding costs two parallel regions).
+  std::optional<AffinityScope> bind;
+  auto bind_cpu = [&] {
+    if (bind || !aff.bound()) return;
+    bind.emplace(aff, threads);
+    if (!bind->ok()) r.note(fmt::format("CPU affinity {} not applied: {}", aff.name, bind->error()));
+  };
+  const auto& pd = d.plan.devices;
+  if (!d.use_gpu || std::any_of(d.plan.steps.begin(), d.plan.steps.end(), [&](const PlanStep& st) {
+        return st.mode == 0 || (st.mode == kConcurrent && !pd.empty() && pd[0].count > 0);
+      }))
+    bind_cpu();
   r.details["plan"] = to_json(d.plan);
   std::string shares;
   for (const auto& dv : d.plan.devices) shares += fmt::format("{}{} {}", shares.empty() ? "" : " / ", dv.name, dv.count);
@@ -452,6 +486,7 @@ void run_words(U* w, std::uint64_t n, std::uint64_t padded, const SortOptions& o
     if (o.device == Device::gpu) throw;
     // Nothing ran yet (the device buffer is taken before the first step): the CPU sorts it all.
     std::cerr << "tandem: notice: " << e.what() << "; sorting on the CPU\n";
+    bind_cpu();
     r.note(std::string("GPU memory: ") + e.what() + "; fell back to the CPU");
     Stopwatch sw;
     detail::cpu_sort(w, padded, threads);

@@ -52,6 +52,35 @@ bool enable_peer_access(int a, int b) {
   return ok;
 }
 
+double gpu_link_bandwidth(int a, int b) {
+  if (a != b && !enable_peer_access(a, b)) return 0;
+  static std::mutex m;
+  static std::map<std::pair<int, int>, double> known;
+  std::lock_guard<std::mutex> lock(m);
+  if (auto it = known.find({a, b}); it != known.end()) return it->second;
+  const std::size_t bytes = std::size_t{64} << 20;
+  auto alloc_on = [&](int dev) {
+    const gpu::DeviceGuard g(dev);
+    return gpu::DeviceBuffer<unsigned char>(bytes);
+  };
+  gpu::DeviceBuffer<unsigned char> src = alloc_on(a), dst = alloc_on(b);
+  const gpu::DeviceGuard g(b);
+  gpu::Stream s;
+  gpu::Event e0, e1;
+  auto copy = [&] {
+    if (a == b) TANDEM_CUDA(cudaMemcpyAsync(dst.data(), src.data(), bytes, cudaMemcpyDeviceToDevice, s));
+    else TANDEM_CUDA(cudaMemcpyPeerAsync(dst.data(), b, src.data(), a, bytes, s));
+  };
+  copy();  // warm-up
+  e0.record(s);
+  for (int i = 0; i < 3; ++i) copy();
+  e1.record(s);
+  e1.sync();
+  const double bw = 3.0 * double(bytes) / std::max(1e-9, e1.seconds_since(e0));
+  known[{a, b}] = bw;
+  return bw;
+}
+
 namespace {
 
 constexpr int kHost = -1;  // location of data in host memory
