@@ -8,6 +8,8 @@
 //     the hybrid must take <= 0.9x the better single device and land within 15% of the cost
 //     model's prediction (model inputs: the single-device step times and the measured link).
 //     Policies a, b, c side by side.
+//  4. Several GPU entries: two shares on GPU 0 ({0,0}) and, when present, GPUs 0 and 1 against
+//     GPU 0 alone (info lines; --multi-log2, default 2^26).
 // Every result is compared with a sorted reference (std::sort on chunks, merged).
 //
 // Floors (H100/H200, u32): see docs/sort-bitonic.md. A fused pass
@@ -282,6 +284,51 @@ int main(int argc, char** argv) {
     b.goal(fmt::format("hybrid / best single device, GPU limited to {} blocks, k={:.2f}, 2^{}", limit, k, lg),
            best_policy / best_l, 0.9, false);
     b.goal(fmt::format("hybrid |measured/predicted - 1|, 2^{}", lg), std::fabs(best_policy / best_pred - 1), 0.15, false);
+  }
+  // ---- 4. several GPU entries (seed [0019]): GPU-only plans on host data -------------------------
+  // {0, 0}: two shares on GPU 0 (the multi-device driver's overhead on one GPU); {0, 1} when two
+  // GPUs are present (2 GPUs vs 1: ideally close to 0.5 plus the peer copies of the gathered step).
+  {
+    const int lg = int(b.get_int("--multi-log2", b.quick() ? 20 : 26));
+    const std::size_t n = std::size_t{1} << lg;
+    const auto keys = random_keys(n, 300 + lg);
+    const auto want = reference_sort(keys);
+    const std::string c = fmt::format("2^{} u32 on host, GPUs only", lg);
+    SortOptions o;
+    o.algorithm = SortAlgorithm::bitonic;
+    o.device = Device::gpu;
+    o.min_interior_run = 0;  // the seed's plan as it stands: every independent step concurrent
+    auto multi = [&](const std::vector<int>& gpus, const std::string& name) {
+      std::vector<std::uint32_t> v;
+      Report rep;
+      auto st = b.time([&] {
+        v = keys;
+        rep = bitonic::sort(std::span<std::uint32_t>(v), o, gpus);
+      });
+      b.record(c, name, st, double(n), "keys", v == want);
+      return std::pair{st.median, rep};
+    };
+    const double t1 = multi({0}, "GPU 0").first;
+    const double t00 = multi({0, 0}, "2 shares on GPU 0 ({0,0})").first;
+    b.info(fmt::format("2 shares on GPU 0 / GPU 0 alone, 2^{} (driver overhead)", lg), t00 / t1, "x");
+    if (gpu_count() >= 2) {
+      const auto [t01, r01] = multi({0, 1}, "GPUs 0 and 1");
+      b.info(fmt::format("2 GPUs / 1 GPU, 2^{}", lg), t01 / t1, "x");
+      for (const auto& note : r01.notes)
+        if (note.rfind("multi-device run", 0) == 0 || note.rfind("k per GPU", 0) == 0) b.info(note, 0);
+      SortOptions h = o;
+      h.device = Device::auto_;
+      h.min_interior_run = -1;  // the cost model decides
+      Report rk;
+      std::vector<std::uint32_t> v = keys;
+      rk = bitonic::sort(std::span<std::uint32_t>(v), h, {0, 1});
+      if (v != want) b.fail("auto sort on GPUs {0,1} is wrong");
+      for (const auto& note : rk.notes)
+        if (note.rfind("k per GPU", 0) == 0 || note.rfind("GPU links", 0) == 0 || note.rfind("plan:", 0) == 0)
+          b.info(note, 0);
+    } else {
+      b.info("2 GPUs / 1 GPU: one GPU present, skipped", 0);
+    }
   }
   b.info("bench_bitonic wall seconds", whole.seconds(), "s");
   return b.finish();

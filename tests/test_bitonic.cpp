@@ -223,13 +223,28 @@ TEST(BitonicEngine, PlansExecutedShareByShareSort) {
           run_plan_share_by_share(p, v);
           EXPECT_TRUE(std::is_sorted(v.begin(), v.end())) << "log2n=" << log2n << " k=" << k << " policy " << policy;
         }
-  // Three devices too.
-  std::vector<bitonic::DeviceShare> devs{{"cpu", 1, 0, 0}, {"gpu0", 3, 0, 0}, {"gpu1", 4, 0, 0}};
-  for (char policy : {'a', 'b', 'c'}) {
-    const bitonic::Plan p = bitonic::make_multi_plan(1 << 11, devs, policy);
-    std::vector<std::uint64_t> v(p.padded());
-    for (auto& x : v) x = rng();
-    run_plan_share_by_share(p, v);
-    EXPECT_TRUE(std::is_sorted(v.begin(), v.end())) << policy;
-  }
+  // Three devices too, including the shapes the multi-device driver gets for {0, 0} (two entries
+  // with half a GPU each): a GPU gathers (weak CPU), or the CPU gathers holding no share (k = 0.6:
+  // 0.6 > 0.5 per entry, and the two entries' rounded-up shares take the whole array).
+  for (const std::vector<bitonic::DeviceShare>& devs :
+       {std::vector<bitonic::DeviceShare>{{"cpu", 1, 0, 0}, {"gpu0", 3, 0, 0}, {"gpu1", 4, 0, 0}},
+        std::vector<bitonic::DeviceShare>{{"cpu", 0.05, 0, 0}, {"gpu0", 0.5, 0, 0}, {"gpu1", 0.5, 0, 0}},
+        std::vector<bitonic::DeviceShare>{{"cpu", 0.6, 0, 0}, {"gpu0", 0.5, 0, 0}, {"gpu1", 0.5, 0, 0}},
+        std::vector<bitonic::DeviceShare>{{"cpu", 0, 0, 0}, {"gpu0", 1, 0, 0}, {"gpu1", 1, 0, 0}, {"gpu2", 1, 0, 0}}})
+    for (char policy : {'a', 'b', 'c'})
+      for (std::uint64_t n : {std::uint64_t{1} << 11, std::uint64_t{1000}}) {
+        const bitonic::Plan p = bitonic::make_multi_plan(n, devs, policy);
+        std::uint64_t total = 0;
+        for (const auto& d : p.devices) total += d.count;
+        EXPECT_EQ(total, p.padded());
+        std::vector<std::uint64_t> v(p.padded());
+        for (auto& x : v) x = rng();
+        run_plan_share_by_share(p, v);
+        EXPECT_TRUE(std::is_sorted(v.begin(), v.end())) << policy << " " << devs.size() << " devices, cpu " << devs[0].capability;
+      }
+  const bitonic::Plan cpu_gathers = bitonic::make_multi_plan(
+      1 << 10, {{"cpu", 0.6, 0, 0}, {"gpu0", 0.5, 0, 0}, {"gpu1", 0.5, 0, 0}}, 'c');
+  EXPECT_EQ(cpu_gathers.gather, 0);
+  EXPECT_EQ(cpu_gathers.devices[0].count, 0u);
+  EXPECT_GT(cpu_gathers.concurrent_steps(), 0);
 }

@@ -202,6 +202,30 @@ TEST(SortPlan, PredictCountsComputeAndTransfers) {
   EXPECT_THROW(predict(p, bad), UsageError);
 }
 
+TEST(SortPlan, PredictWithEntriesSharingAGpu) {
+  // CPU + two entries on one GPU: concurrent, each entry runs at half the GPU's speed; gathered,
+  // the entry has the GPU alone. Copies between the entries use the same-GPU rate.
+  const Plan p = make_multi_plan(16, {{"cpu", 0, 0, 0}, {"gpu0", 1, 0, 0}, {"gpu1", 1, 0, 0}}, 'c');
+  ASSERT_EQ(p.devices[2].count, 8u);  // gpu1 [0, 8), gpu0 [8, 16): concurrent 1-6, 8-10; 7 on gpu0
+  CostModel c;
+  c.step_seconds = {1e30, 2.0, 2.0};
+  c.alone_step_seconds = {1e30, 1.0, 1.0};
+  c.gpu_of = {-1, 0, 0};
+  c.h2d_bytes_per_s = c.d2h_bytes_per_s = 4.0;  // one element per second
+  c.same_gpu_bytes_per_s = 8.0;                 // two elements per second
+  c.element_bytes = 4;
+  const PlanCost pc = predict(p, c);
+  // Compute: 9 concurrent steps * 8 * 2 + 1 gathered step * 16 * 1 = 144 + 16.
+  EXPECT_DOUBLE_EQ(pc.compute, 160.0);
+  // Transfers: 8 + 8 up, gather 8 (gpu1 -> gpu0) at 2/s, split 8 back at 2/s, 8 + 8 down.
+  EXPECT_DOUBLE_EQ(pc.transfer, 16 + 4 + 4 + 16.0);
+  c.gpu_of = {-1, 0, 1};  // two GPUs: a peer link at 4 elements per second
+  c.peer_bytes_per_s = 16.0;
+  EXPECT_DOUBLE_EQ(predict(p, c).transfer, 16 + 2 + 2 + 16.0);
+  c.peer_bytes_per_s = 0;  // no peer access: about one host link
+  EXPECT_DOUBLE_EQ(predict(p, c).transfer, 16 + 8 + 8 + 16.0);
+}
+
 TEST(SortPlan, MultiDevice) {
   // CPU + two GPUs, GPU1 the fastest: the weaker devices get power-of-two shares (policy c),
   // laid out larger first; a step is independent only if every split point allows it.

@@ -37,6 +37,7 @@ struct Args {
   std::uint64_t gpu_memory_limit{0};
   int gpu_sm_limit{0};
   int threads{0};
+  std::vector<int> gpus;
   bool explain{false};
 };
 
@@ -91,6 +92,7 @@ int run_file(const Args& a) {
   o.gpu_sm_limit = a.gpu_sm_limit;
   o.threads = a.threads;
   o.progress = true;  // a progress line on stderr for long out-of-core sorts, only when stderr is a terminal
+  if (!a.gpus.empty()) tandem::bitonic::set_default_gpus(a.gpus);
 
   tandem::Stopwatch total;
   tandem::io::Array keys = tandem::io::read_array(a.in, t);
@@ -143,6 +145,8 @@ const bool registered = tandem::cli::register_command({
       app.add_option("--gpu-sm-limit", a->gpu_sm_limit, "Bitonic: launch on at most this many SMs (0: all)")
           ->check(CLI::Range(0, 1 << 16));
       app.add_option("--threads", a->threads, "CPU threads (0: physical cores)")->check(CLI::Range(0, 4096));
+      app.add_option("--gpus", a->gpus, "Bitonic: GPUs sharing the work, e.g. 0,1 (repeats: 0,0 = two shares on GPU 0)")
+          ->delimiter(',');
       app.add_flag("--explain", a->explain, "Print what ran where, with the plan and the time of each stage");
       return [a] { return a->plan ? run_plan(*a) : run_file(*a); };
     }});

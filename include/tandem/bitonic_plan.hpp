@@ -91,6 +91,14 @@ struct CostModel {
   std::size_t element_bytes{4};
   bool data_on_host{true};           // input starts and result ends in host memory
   int host_device{0};                // index of the CPU device in Plan::devices (-1: none)
+  // Several GPU entries: per device, the step time when it runs alone (a gathered run; entries
+  // sharing one GPU are slower only while they run together; empty: step_seconds), the GPU each
+  // device runs on (-1 for the host; empty: every device its own), and the GPU-to-GPU links
+  // (0: the slower host link).
+  std::vector<double> alone_step_seconds;
+  std::vector<int> gpu_of;
+  double same_gpu_bytes_per_s{0};    // between entries on one GPU (device-to-device copy)
+  double peer_bytes_per_s{0};        // between two GPUs
 };
 
 struct PlanCost {

@@ -4,6 +4,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -19,7 +20,7 @@ struct GpuConfig {
   int elems{0};     // elements per thread ("vector length"): 1 = the scalar kernel; 0: tuned
   int fuse{0};      // global steps per register pass (1..4); 0: 4
   int sm_limit{0};  // launch at most this many blocks (persistent-style loops); 0: no limit
-  int device{0};
+  int device{0};    // CUDA device the steps run on
   std::string describe() const;
 };
 
@@ -48,9 +49,26 @@ double gpu_time_sort(const U* host, std::uint64_t padded, const GpuConfig& cfg);
 
 // Executes a plan on the padded host array (pinned when possible): concurrent runs on CPU and GPU
 // at once, gathered runs on the gathering device, with the copies between them. Times per run go
-// into the report.
+// into the report. Two devices: the CPU (plan index 0) and the GPU cfg.device (index 1).
 template <class U>
 void hybrid_execute(U* host, const Plan& plan, const GpuConfig& cfg, int threads, Report& r);
+
+// Executes a plan over the CPU (plan index 0) and several GPU entries (index e + 1 runs on
+// gpus[e].device; entries may repeat a device: {0, 0} is two shares on GPU 0, each with its own
+// streams and buffer). Concurrent runs: every device sorts its share at once. Gathered runs: the
+// shares move to the gathering device (peer copies where the GPUs can reach each other, D2D on one
+// GPU, otherwise staged through the pinned host array). Throws OutOfMemoryError before any step
+// runs when a GPU cannot hold what the plan gives it.
+template <class U>
+void multi_execute(U* host, const Plan& plan, const std::vector<GpuConfig>& gpus, int threads, Report& r);
+
+// Enables peer access between two CUDA devices both ways (once per pair); false when either
+// cannot reach the other (copies between them are then staged through host memory).
+bool enable_peer_access(int a, int b);
+
+// Bytes per second of a copy from GPU a to GPU b (a == b: a device-to-device copy on that GPU),
+// timed once per pair and process on 64 MiB; 0 when b cannot reach a (copies are then staged).
+double gpu_link_bandwidth(int a, int b);
 
 // Anchors for the benchmark (bitonic_anchors.cu). temp == nullptr: *temp_bytes receives the size.
 void cub_radix_sort_u32(const std::uint32_t* d_in, std::uint32_t* d_out, std::uint64_t n, void* temp,

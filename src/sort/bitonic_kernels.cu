@@ -223,13 +223,21 @@ int grid_for(std::uint64_t work_blocks, int sm_limit) {
 template <class U, int E>
 void launch_tile(U* d, std::uint64_t lo, std::uint64_t ntiles, int block, int first, int last, int sm_limit, cudaStream_t s) {
   const std::size_t shmem = tile_shared_bytes(std::uint64_t(block) * E, sizeof(U));
-  static std::once_flag once;
-  std::call_once(once, [] {
-    int dev = 0, optin = 0;
-    TANDEM_CUDA(cudaGetDevice(&dev));
-    TANDEM_CUDA(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
-    TANDEM_CUDA(cudaFuncSetAttribute(tile_kernel<U, E>, cudaFuncAttributeMaxDynamicSharedMemorySize, optin));
-  });
+  // The shared-memory opt-in is a per-device attribute of the kernel: set once per device.
+  static std::mutex m;
+  static std::uint64_t done = 0;  // bit d: set on device d
+  int dev = 0;
+  TANDEM_CUDA(cudaGetDevice(&dev));
+  {
+    std::lock_guard<std::mutex> lock(m);
+    const std::uint64_t bit = std::uint64_t{1} << (dev & 63);
+    if (!(done & bit)) {
+      int optin = 0;
+      TANDEM_CUDA(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+      TANDEM_CUDA(cudaFuncSetAttribute(tile_kernel<U, E>, cudaFuncAttributeMaxDynamicSharedMemorySize, optin));
+      done |= bit;
+    }
+  }
   tile_kernel<U, E><<<grid_for(ntiles, sm_limit), block, shmem, s>>>(d, lo, ntiles, first, last);
   TANDEM_CUDA_LAUNCH("bitonic tile_kernel");
 }

@@ -11,8 +11,11 @@
 #include <cstring>
 #include <iostream>
 #include <limits>
+#include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <stdexcept>
 #include <vector>
 
 #include <fmt/format.h>
@@ -20,6 +23,7 @@
 #include "sort/bitonic_engine.hpp"
 #include "sort/bitonic_gpu.hpp"
 #include "tandem/bitonic.hpp"
+#include "tandem/bitonic_affinity.hpp"
 #include "tandem/bitonic_plan.hpp"
 #include "tandem/calibrate.hpp"
 #include "tandem/device.hpp"
@@ -118,6 +122,7 @@ struct Decision {
   Plan plan;
   bool use_gpu{false};
   detail::GpuConfig gpu;
+  std::vector<detail::GpuConfig> multi;  // several GPU entries: plan devices 1.. run on these
 };
 
 struct Capability {
@@ -133,7 +138,7 @@ struct Capability {
 template <class U>
 Capability measure_k(const U* data, std::uint64_t n_real, std::uint64_t padded, int threads,
                      const detail::GpuConfig& gc, Report& r) {
-  const std::string dev = fmt::format("{}+{}/smlimit{}", cpu_key(), gpu_info().front().key(), gc.sm_limit);
+  const std::string dev = fmt::format("{}+{}/smlimit{}", cpu_key(), gpu_info().at(gc.device).key(), gc.sm_limit);
   const std::string cls = fmt::format("{}/{}/t{}", word_name<U>(), size_class(padded), threads);
   Capability c;
   if (auto j = TuningCache::global().get("bitonic.k", dev, cls)) {
@@ -164,13 +169,117 @@ Capability measure_k(const U* data, std::uint64_t n_real, std::uint64_t padded, 
   c.source = fmt::format("measured on a sample of {} (CPU {}, GPU {})", S, human_seconds(t_cpu), human_seconds(t_gpu));
   TuningCache::global().put("bitonic.k", dev, cls,
                             {{"k", c.k}, {"cpu_step_s", c.cpu_step_s}, {"gpu_step_s", c.gpu_step_s}, {"sample", S}});
-  r.add("measure k", "cpu+gpu0", t_cpu + t_gpu, c.source);
+  r.add("measure k", fmt::format("cpu+gpu{}", gc.device), t_cpu + t_gpu, c.source);
   return c;
 }
 #endif
 
+#if TANDEM_HAS_CUDA
+// Link bandwidths for the cost model: `tandem calibrate`'s, else an assumption (said so).
+CostModel link_model(std::size_t word_bytes, Report& r) {
+  CostModel cm;
+  cm.element_bytes = word_bytes;
+  if (auto bw = cached_bandwidths(); bw && bw->pinned_h2d > 0) {
+    cm.h2d_bytes_per_s = bw->pinned_h2d;
+    cm.d2h_bytes_per_s = bw->pinned_d2h;
+  } else {
+    cm.h2d_bytes_per_s = cm.d2h_bytes_per_s = 25e9;
+    r.note("no calibration cached (run `tandem calibrate`): assuming 25 GB/s each way for the cost model");
+  }
+  return cm;
+}
+
+// Several GPU entries (seed [0019]): the CPU and every entry get a share by capability. Each
+// CUDA device's launch shape is tuned and its k measured (cached per CPU+GPU pair); entries that
+// repeat a device share its speed (each gets the GPU's step time times the number of entries).
 template <class U>
-Decision decide(const U* data, std::uint64_t n, std::uint64_t padded, const SortOptions& o, int threads, Report& r) {
+void decide_multi(Decision& d, const U* data, std::uint64_t n, std::uint64_t padded, const SortOptions& o, int threads,
+                  const std::vector<int>& gpus, Report& r) {
+  std::map<int, detail::GpuConfig> cfg;
+  std::map<int, Capability> cap;
+  std::map<int, int> entries;
+  for (int g : gpus) ++entries[g];
+  std::string ks;
+  for (const auto& [g, count] : entries) {
+    detail::GpuConfig want;
+    want.sm_limit = o.gpu_sm_limit;
+    want.device = g;
+    std::string tune;
+    cfg[g] = detail::gpu_config<U>(padded, want, &tune);
+    if (!tune.empty()) r.note(fmt::format("GPU {} tuning:\n{}", g, tune));
+    cap[g] = measure_k(data, n, padded, threads, cfg[g], r);
+    ks += fmt::format("{}CUDA {} ({}): k = {:.4g}, {} entr{}", ks.empty() ? "" : "; ", g, gpu_info().at(g).name, cap[g].k,
+                      count, count == 1 ? "y" : "ies");
+  }
+  r.note("k per GPU: " + ks);
+  d.use_gpu = true;
+  for (int g : gpus) d.multi.push_back(cfg[g]);
+  const Capability& first = cap[gpus.front()];
+  double cpu_step = first.cpu_step_s;
+  if (o.k >= 0) cpu_step = o.k > 0 ? first.gpu_step_s / o.k : 0;
+  const bool cpu_on = o.device != Device::gpu && cpu_step > 0;
+  CostModel cm = link_model(sizeof(U), r);
+  std::vector<DeviceShare> devs{{"cpu", cpu_on ? 1.0 / cpu_step : 0.0, 0, 0}};
+  cm.step_seconds = {cpu_on ? cpu_step : 1e30};
+  cm.alone_step_seconds = cm.step_seconds;
+  cm.gpu_of = {-1};
+  for (std::size_t e = 0; e < gpus.size(); ++e) {
+    const double step = cap[gpus[e]].gpu_step_s * entries[gpus[e]];  // while the entries run together
+    devs.push_back({fmt::format("gpu{}", e), 1.0 / step, 0, 0});
+    cm.step_seconds.push_back(step);
+    cm.alone_step_seconds.push_back(cap[gpus[e]].gpu_step_s);
+    cm.gpu_of.push_back(gpus[e]);
+  }
+  // GPU-to-GPU links, measured (the slowest pair stands for all): copies on one GPU, peers.
+  std::string links;
+  double same = 0, peer = 0;
+  bool staged = false;
+  for (const auto& [a, ca] : entries)
+    for (const auto& [b, cb] : entries) {
+      if (a == b && ca < 2) continue;  // one entry on this GPU: no copies within it
+      if (a > b) continue;
+      const double bw = a == b ? detail::gpu_link_bandwidth(a, a)
+                               : std::min(detail::gpu_link_bandwidth(a, b), detail::gpu_link_bandwidth(b, a));
+      if (a == b) same = same > 0 ? std::min(same, bw) : bw;
+      else if (bw <= 0) staged = true;
+      else peer = peer > 0 ? std::min(peer, bw) : bw;
+      links += fmt::format("{}GPU {} <-> {}: {}", links.empty() ? "" : "; ", a, b,
+                           bw > 0 ? human_bytes(std::uint64_t(bw)) + "/s" : std::string("no peer access (staged)"));
+    }
+  cm.same_gpu_bytes_per_s = same;
+  cm.peer_bytes_per_s = staged ? 0 : peer;
+  if (!links.empty()) r.note("GPU links: " + links);
+  d.plan = make_multi_plan(n, devs, o.policy, -1);
+  if (o.min_interior_run >= 0) {
+    apply_min_interior_run(d.plan, o.min_interior_run);
+  } else {
+    // auto may fall back to one device, or leave the CPU out; hybrid and gpu keep every share.
+    const bool auto_ = o.device == Device::auto_;
+    optimise(d.plan, cm, auto_);
+    if (auto_ && cpu_on) {
+      auto without = devs;
+      without[0].capability = 0;
+      Plan q = make_multi_plan(n, without, o.policy, -1);
+      optimise(q, cm, true);
+      const double tq = predict(q, cm).total, tp = predict(d.plan, cm).total;
+      if (tq < tp) {
+        q.notes.push_back(fmt::format("the GPUs without a CPU share: predicted {} vs {}", human_seconds(tq), human_seconds(tp)));
+        d.plan = std::move(q);
+      }
+    }
+  }
+  for (std::size_t e = 0; e < gpus.size(); ++e)
+    d.plan.notes.push_back(fmt::format("gpu{} = CUDA device {}", e, gpus[e]));
+  const PlanCost pc = predict(d.plan, cm);
+  r.details["predicted_seconds"] = pc.total;
+  r.note(fmt::format("cost model predicts {} ({} compute, {} transfers)", human_seconds(pc.total),
+                     human_seconds(pc.compute), human_seconds(pc.transfer)));
+}
+#endif
+
+template <class U>
+Decision decide(const U* data, std::uint64_t n, std::uint64_t padded, const SortOptions& o, int threads,
+                const std::vector<int>& gpus, Report& r) {
   Decision d;
   const bool want_gpu = o.device != Device::cpu;
   const bool have_gpu = want_gpu && gpu_count() > 0;
@@ -192,8 +301,17 @@ Decision decide(const U* data, std::uint64_t n, std::uint64_t padded, const Sort
     return d;
   }
 #if TANDEM_HAS_CUDA
+  for (int g : gpus)
+    if (g < 0 || g >= gpu_count())
+      throw UsageError(fmt::format("bitonic sort: GPU {} does not exist ({} usable GPU{})", g, gpu_count(),
+                                   gpu_count() == 1 ? "" : "s"));
+  if (gpus.size() >= 2) {
+    decide_multi(d, data, n, padded, o, threads, gpus, r);
+    return d;
+  }
   detail::GpuConfig want;
   want.sm_limit = o.gpu_sm_limit;
+  want.device = gpus.empty() ? 0 : gpus.front();
   std::string tune;
   d.gpu = detail::gpu_config<U>(padded, want, &tune);
   if (!tune.empty()) r.note("GPU tuning:\n" + tune);
@@ -214,15 +332,7 @@ Decision decide(const U* data, std::uint64_t n, std::uint64_t padded, const Sort
     cap.cpu_step_s = o.k > 0 ? cap.gpu_step_s / o.k : 1.0;
     cap.source = "given; GPU step time measured";
   }
-  CostModel cm;
-  cm.element_bytes = sizeof(U);
-  if (auto bw = cached_bandwidths(); bw && bw->pinned_h2d > 0) {
-    cm.h2d_bytes_per_s = bw->pinned_h2d;
-    cm.d2h_bytes_per_s = bw->pinned_d2h;
-  } else {
-    cm.h2d_bytes_per_s = cm.d2h_bytes_per_s = 25e9;
-    r.note("no calibration cached (run `tandem calibrate`): assuming 25 GB/s each way for the cost model");
-  }
+  CostModel cm = link_model(sizeof(U), r);
   cm.step_seconds = {cap.cpu_step_s, cap.gpu_step_s};
   r.note(fmt::format("k = {:.4g} ({})", cap.k, cap.source));
   d.plan = make_plan(n, cap.k, o.policy, -1);
@@ -240,6 +350,7 @@ Decision decide(const U* data, std::uint64_t n, std::uint64_t padded, const Sort
   (void)data;
   (void)threads;
   (void)padded;
+  (void)gpus;
 #endif
   return d;
 }
@@ -274,15 +385,81 @@ int cpu_threads(const U* data, std::uint64_t padded, int asked, Report& r) {
   return best;
 }
 
+// The seed's affinity tuning [0036]: no more threads than physical cores: time the mappings of the
+// threads onto processing units (unbound, compact, scatter, one per core, NUMA/package spreads
+// from the hwloc topology) on a power-of-two sample and keep the fastest (cached by name).
+// Mappings the system refuses to bind fail as candidates; "unbound" always runs.
+std::string without_final_newline(std::string s) {
+  while (!s.empty() && s.back() == '\n') s.pop_back();
+  return s;
+}
+
+template <class U>
+AffinityMapping cpu_affinity(const U* data, std::uint64_t padded, int threads, Report& r) {
+  const AffinityMapping none{"none", {}};
+  if (threads < 2 || padded < (std::uint64_t{1} << 16)) return none;  // one thread or a serial-sized sort
+  const auto cands = affinity_candidates(cpu_topology(), threads);
+  if (cands.size() < 2) return none;
+  const std::uint64_t S = std::min<std::uint64_t>(padded, std::uint64_t{1} << 20);
+  const std::string cls = fmt::format("{}/{}/t{}", word_name<U>(), size_class(S), threads);
+  if (auto j = TuningCache::global().get("bitonic.cpu_affinity", cpu_key(), cls)) {
+    const std::string name = j->value("mapping", "");
+    for (const auto& c : cands)
+      if (c.name == name) {
+        r.note(fmt::format("CPU affinity {} (tuned on {} words, cached); candidates:\n{}", c.describe(), S,
+                           without_final_newline(j->value("report", ""))));
+        return c;
+      }
+  }
+  std::vector<U> sample(data, data + S), work(S);
+  std::vector<Candidate> cc;
+  for (std::size_t i = 0; i < cands.size(); ++i) cc.push_back({cands[i].name, {{"index", i}}});
+  const TuneResult tr = Tuner().repetitions(3).run(cc, [&](const Candidate& c) {
+    const AffinityScope bind(cands[c.params.at("index").get<std::size_t>()], threads);
+    if (!bind.ok()) throw std::runtime_error(bind.error());
+    std::copy(sample.begin(), sample.end(), work.begin());
+    Stopwatch w;
+    detail::cpu_sort(work.data(), S, threads);
+    return w.seconds();
+  });
+  const AffinityMapping& best = cands.at(tr.winner().candidate.params.at("index").get<std::size_t>());
+  TuningCache::global().put("bitonic.cpu_affinity", cpu_key(), cls,
+                            {{"mapping", best.name}, {"report", tr.report()}, {"results", tr.to_json()}});
+  r.note(fmt::format("CPU affinity {} (tuned on {} words, {} threads); candidates:\n{}", best.describe(), S, threads,
+                     without_final_newline(tr.report())));
+  return best;
+}
+
 // Sorts the encoded, padded words in place and fills the report.
 template <class U>
-void run_words(U* w, std::uint64_t n, std::uint64_t padded, const SortOptions& o, Report& r) {
-  const int threads = cpu_threads(w, padded, o.threads > 0 ? o.threads : default_threads(), r);
-  Decision d = decide(w, n, padded, o, threads, r);
+void run_words(U* w, std::uint64_t n, std::uint64_t padded, const SortOptions& o, const std::vector<int>& gpus,
+               Report& r) {
+  const int asked = o.threads > 0 ? o.threads : default_threads();
+  const int threads = cpu_threads(w, padded, asked, r);
+  // Oversubscribed: the thread count was tuned instead; else the mapping of the threads is.
+  const bool cpu_idle = o.device == Device::gpu && gpu_count() > 0;
+  const AffinityMapping aff = cpu_idle || asked > std::max(1, cpu_info().physical_cores)
+                                  ? AffinityMapping{"none", {}}
+                                  : cpu_affinity(w, padded, threads, r);
+  r.details["cpu_affinity"] = to_json(aff);
+  Decision d = decide(w, n, padded, o, threads, gpus, r);
+  // The threads are bound only when the CPU runs steps (binding costs two parallel regions).
+  std::optional<AffinityScope> bind;
+  auto bind_cpu = [&] {
+    if (bind || !aff.bound()) return;
+    bind.emplace(aff, threads);
+    if (!bind->ok()) r.note(fmt::format("CPU affinity {} not applied: {}", aff.name, bind->error()));
+  };
+  const auto& pd = d.plan.devices;
+  if (!d.use_gpu || std::any_of(d.plan.steps.begin(), d.plan.steps.end(), [&](const PlanStep& st) {
+        return st.mode == 0 || (st.mode == kConcurrent && !pd.empty() && pd[0].count > 0);
+      }))
+    bind_cpu();
   r.details["plan"] = to_json(d.plan);
-  r.note(fmt::format("plan: CPU {} / GPU {} elements of {} (policy {}, k={:.4g}, N={}); concurrent steps {}; decided by {}",
-                     d.plan.share("cpu"), d.plan.share("gpu"), padded, d.plan.policy, d.plan.k, d.plan.N,
-                     d.plan.concurrent_ranges(), d.plan.decided_by));
+  std::string shares;
+  for (const auto& dv : d.plan.devices) shares += fmt::format("{}{} {}", shares.empty() ? "" : " / ", dv.name, dv.count);
+  r.note(fmt::format("plan: {} elements of {} (policy {}, k={:.4g}, N={}); concurrent steps {}; decided by {}", shares,
+                     padded, d.plan.policy, d.plan.k, d.plan.N, d.plan.concurrent_ranges(), d.plan.decided_by));
   for (const auto& note : d.plan.notes) r.note(note);
   if (!d.use_gpu) {
     Stopwatch sw;
@@ -292,14 +469,24 @@ void run_words(U* w, std::uint64_t n, std::uint64_t padded, const SortOptions& o
     return;
   }
 #if TANDEM_HAS_CUDA
-  r.details["gpu_config"] = to_json(d.gpu);
-  r.note("GPU kernels: " + d.gpu.describe());
+  if (d.multi.empty()) {
+    r.details["gpu_config"] = to_json(d.gpu);
+    r.note("GPU kernels: " + d.gpu.describe());
+  } else {
+    r.details["gpu_config"] = nlohmann::json::array();
+    for (std::size_t e = 0; e < d.multi.size(); ++e) {
+      r.details["gpu_config"].push_back(to_json(d.multi[e]));
+      r.note(fmt::format("gpu{} kernels (CUDA {}): {}", e, d.multi[e].device, d.multi[e].describe()));
+    }
+  }
   try {
-    detail::hybrid_execute(w, d.plan, d.gpu, threads, r);
+    if (d.multi.empty()) detail::hybrid_execute(w, d.plan, d.gpu, threads, r);
+    else detail::multi_execute(w, d.plan, d.multi, threads, r);
   } catch (const OutOfMemoryError& e) {
     if (o.device == Device::gpu) throw;
     // Nothing ran yet (the device buffer is taken before the first step): the CPU sorts it all.
     std::cerr << "tandem: notice: " << e.what() << "; sorting on the CPU\n";
+    bind_cpu();
     r.note(std::string("GPU memory: ") + e.what() + "; fell back to the CPU");
     Stopwatch sw;
     detail::cpu_sort(w, padded, threads);
@@ -321,16 +508,17 @@ K decode_key(ordered_bits_t<K> b, bool descending) {
 
 // Fills the padded words (real elements through `word(i)`, then all-ones sentinels) and sorts them.
 template <class U, class F>
-void encode_and_run(U* p, std::uint64_t n, std::uint64_t padded, const SortOptions& o, Report& r, int threads, F&& word) {
+void encode_and_run(U* p, std::uint64_t n, std::uint64_t padded, const SortOptions& o, const std::vector<int>& gpus,
+                    Report& r, int threads, F&& word) {
   Stopwatch sw;
 #pragma omp parallel for num_threads(threads) schedule(static) if (n > (1u << 16))
   for (std::int64_t i = 0; i < std::int64_t(padded); ++i) p[i] = std::uint64_t(i) < n ? word(std::uint64_t(i)) : ~U{0};
   r.add("encode + pad", "cpu", sw.seconds(), fmt::format("{} -> {} words ({})", n, padded, word_name<U>()));
-  run_words(p, n, padded, o, r);
+  run_words(p, n, padded, o, gpus, r);
 }
 
 template <class K>
-Report sort_keys(std::span<K> keys, const SortOptions& o) {
+Report sort_keys(std::span<K> keys, const SortOptions& o, const std::vector<int>& gpus) {
   using U = ordered_bits_t<K>;
   Report r;
   r.operation = "sort (bitonic)";
@@ -343,7 +531,8 @@ Report sort_keys(std::span<K> keys, const SortOptions& o) {
   WorkBuffer<U> w(padded, o.device != Device::cpu && gpu_count() > 0, r);
   const int threads = o.threads > 0 ? o.threads : default_threads();
   U* p = w.data();
-  encode_and_run(p, n, padded, o, r, threads, [&](std::uint64_t i) { return encode_key<K, U>(keys[i], o.descending); });
+  encode_and_run(p, n, padded, o, gpus, r, threads,
+                 [&](std::uint64_t i) { return encode_key<K, U>(keys[i], o.descending); });
   Stopwatch sw;
 #pragma omp parallel for num_threads(threads) schedule(static) if (n > (1u << 16))
   for (std::int64_t i = 0; i < std::int64_t(n); ++i) keys[i] = decode_key<K>(p[i], o.descending);
@@ -352,7 +541,7 @@ Report sort_keys(std::span<K> keys, const SortOptions& o) {
 }
 
 template <class K, class V, class U>
-Report sort_pairs_as(std::span<K> keys, std::span<V> values, const SortOptions& o) {
+Report sort_pairs_as(std::span<K> keys, std::span<V> values, const SortOptions& o, const std::vector<int>& gpus) {
   constexpr int shift = sizeof(U) * 8 / 2;  // key bits in the high half, index in the low half
   Report r;
   r.operation = "sort pairs (bitonic)";
@@ -361,7 +550,7 @@ Report sort_pairs_as(std::span<K> keys, std::span<V> values, const SortOptions& 
   WorkBuffer<U> w(padded, o.device != Device::cpu && gpu_count() > 0, r);
   const int threads = o.threads > 0 ? o.threads : default_threads();
   U* p = w.data();
-  encode_and_run(p, n, padded, o, r, threads, [&](std::uint64_t i) {
+  encode_and_run(p, n, padded, o, gpus, r, threads, [&](std::uint64_t i) {
     return U((U(encode_key<K, ordered_bits_t<K>>(keys[i], o.descending)) << shift) | U(i));
   });
   Stopwatch sw;
@@ -376,15 +565,38 @@ Report sort_pairs_as(std::span<K> keys, std::span<V> values, const SortOptions& 
   return r;
 }
 
+std::mutex g_gpus_mutex;
+std::vector<int> g_default_gpus;
+
 }  // namespace
+
+void set_default_gpus(std::vector<int> gpus) {
+  std::lock_guard<std::mutex> lock(g_gpus_mutex);
+  g_default_gpus = std::move(gpus);
+}
+
+std::vector<int> default_gpus() {
+  std::lock_guard<std::mutex> lock(g_gpus_mutex);
+  return g_default_gpus;
+}
 
 template <class K>
 Report sort(std::span<K> keys, const SortOptions& opts) {
-  return sort_keys(keys, opts);
+  return sort_keys(keys, opts, default_gpus());
+}
+
+template <class K>
+Report sort(std::span<K> keys, const SortOptions& opts, const std::vector<int>& gpus) {
+  return sort_keys(keys, opts, gpus);
 }
 
 template <class K, class V>
 Report sort_pairs(std::span<K> keys, std::span<V> values, const SortOptions& opts) {
+  return sort_pairs(keys, values, opts, default_gpus());
+}
+
+template <class K, class V>
+Report sort_pairs(std::span<K> keys, std::span<V> values, const SortOptions& opts, const std::vector<int>& gpus) {
   if (keys.size() != values.size())
     throw UsageError(fmt::format("bitonic sort_pairs: {} keys but {} values", keys.size(), values.size()));
   if (keys.size() < 2) {
@@ -394,12 +606,16 @@ Report sort_pairs(std::span<K> keys, std::span<V> values, const SortOptions& opt
     return r;
   }
   // 32-bit keys with an index below 2^32 - 1 fit one u64 (the all-ones padding index stays apart).
-  if (sizeof(K) == 4 && keys.size() < 0xFFFFFFFFull) return sort_pairs_as<K, V, std::uint64_t>(keys, values, opts);
-  return sort_pairs_as<K, V, u128>(keys, values, opts);
+  if (sizeof(K) == 4 && keys.size() < 0xFFFFFFFFull) return sort_pairs_as<K, V, std::uint64_t>(keys, values, opts, gpus);
+  return sort_pairs_as<K, V, u128>(keys, values, opts, gpus);
 }
 
-#define TANDEM_BITONIC_KEYS(K) template Report sort<K>(std::span<K>, const SortOptions&);
-#define TANDEM_BITONIC_PAIRS(K, V) template Report sort_pairs<K, V>(std::span<K>, std::span<V>, const SortOptions&);
+#define TANDEM_BITONIC_KEYS(K)                                  \
+  template Report sort<K>(std::span<K>, const SortOptions&); \
+  template Report sort<K>(std::span<K>, const SortOptions&, const std::vector<int>&);
+#define TANDEM_BITONIC_PAIRS(K, V)                                                          \
+  template Report sort_pairs<K, V>(std::span<K>, std::span<V>, const SortOptions&); \
+  template Report sort_pairs<K, V>(std::span<K>, std::span<V>, const SortOptions&, const std::vector<int>&);
 #define TANDEM_BITONIC_ALL(K) \
   TANDEM_BITONIC_KEYS(K) TANDEM_BITONIC_PAIRS(K, std::uint32_t) TANDEM_BITONIC_PAIRS(K, std::uint64_t)
 TANDEM_BITONIC_ALL(std::uint32_t)

@@ -62,8 +62,9 @@ template <class U>
 GpuConfig gpu_config(std::uint64_t padded, GpuConfig want, std::string* tune_report) {
   if (want.fuse <= 0) want.fuse = sizeof(U) <= 8 ? 5 : 4;
   if (want.block > 0 && want.elems > 0) return want;
+  const gpu::DeviceGuard guard(want.device);
   const auto gi = gpu_info();
-  const std::string dev = gi.empty() ? "gpu" : gi.front().key();
+  const std::string dev = want.device < int(gi.size()) ? gi[want.device].key() : "gpu";
   // Tuned on up to 2^24 elements; the class is the word type and the (capped) size.
   const std::uint64_t n = std::min<std::uint64_t>(std::max<std::uint64_t>(padded, 1 << 12), std::uint64_t{1} << 24);
   // Tuned on the whole GPU: --gpu-sm-limit runs reuse the shape (tuning on one block would take
@@ -115,6 +116,7 @@ GpuConfig gpu_config(std::uint64_t padded, GpuConfig want, std::string* tune_rep
 
 template <class U>
 double gpu_time_sort(const U* host, std::uint64_t padded, const GpuConfig& cfg) {
+  const gpu::DeviceGuard guard(cfg.device);
   gpu::DeviceBuffer<U> src(padded), d(padded);
   gpu::Stream s;
   TANDEM_CUDA(cudaMemcpyAsync(src.data(), host, padded * sizeof(U), cudaMemcpyHostToDevice, s));
@@ -141,6 +143,7 @@ void hybrid_execute(U* host, const Plan& plan, const GpuConfig& cfg, int threads
     r.add(fmt::format("steps 1-{}", last), "cpu", w.seconds(), fmt::format("{} words, {}", P, cpu_simd()));
     return;
   }
+  const gpu::DeviceGuard guard(cfg.device);
   const auto [free_b, total_b] = gpu::memory_info();
   (void)total_b;
   if (P * sizeof(U) > free_b)
@@ -149,6 +152,7 @@ void hybrid_execute(U* host, const Plan& plan, const GpuConfig& cfg, int threads
   d.poison();
   gpu::Stream cs, xs;  // compute, copies
   const std::size_t W = sizeof(U);
+  const std::string gpu_name = fmt::format("gpu{}", cfg.device);
   enum class Loc { host, split, gpu } where = Loc::host;
   auto h2d = [&](std::uint64_t a, std::uint64_t b, cudaStream_t s) {
     if (b > a) TANDEM_CUDA(cudaMemcpyAsync(d.data() + a, host + a, (b - a) * W, cudaMemcpyHostToDevice, s));
@@ -179,7 +183,7 @@ void hybrid_execute(U* host, const Plan& plan, const GpuConfig& cfg, int threads
       gpu_s = g1.seconds_since(g0);
       copy_s = x1.seconds_since(x0);
       where = Loc::split;
-      r.add(fmt::format("steps {}-{} concurrent", run.first, run.last), "cpu+gpu0", wall.seconds(),
+      r.add(fmt::format("steps {}-{} concurrent", run.first, run.last), "cpu+" + gpu_name, wall.seconds(),
             fmt::format("CPU {} on {} | GPU {} on {}", human_seconds(cpu_s), c, human_seconds(gpu_s), P - c));
     } else if (run.mode == 1) {  // gathered on the GPU
       x0.record(cs);
@@ -225,7 +229,7 @@ void hybrid_execute(U* host, const Plan& plan, const GpuConfig& cfg, int threads
       gpu_s = g1.seconds_since(pipe_in ? x0 : x1);
       where = pipe_out ? Loc::host : Loc::gpu;
       if (pipe_out) xs.sync();
-      r.add(fmt::format("steps {}-{}", run.first, run.last), "gpu0", wall.seconds(),
+      r.add(fmt::format("steps {}-{}", run.first, run.last), gpu_name, wall.seconds(),
             fmt::format("GPU {} on {}, copy in {}", human_seconds(gpu_s), P, human_seconds(copy_s)));
     } else {  // gathered on the CPU
       x0.record(cs);
@@ -250,7 +254,7 @@ void hybrid_execute(U* host, const Plan& plan, const GpuConfig& cfg, int threads
   if (where == Loc::split) d2h(c, P, cs);
   cs.sync();
   xs.sync();
-  r.add("copy result to host", "gpu0", back.seconds(), human_bytes(P * W));
+  r.add("copy result to host", gpu_name, back.seconds(), human_bytes(P * W));
   r.details["runs"] = jr;
   r.details["copy_seconds"] = copy_total + back.seconds();
 }

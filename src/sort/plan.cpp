@@ -95,9 +95,12 @@ double move_seconds(const CostModel& c, int from, int to, std::uint64_t elements
   if (from == to || elements == 0) return 0;
   const double bytes = double(elements) * double(c.element_bytes);
   double bw = 0;
+  const auto gpu = [&](int d) { return d < int(c.gpu_of.size()) ? c.gpu_of[d] : d; };
   if (from == c.host_device) bw = c.h2d_bytes_per_s;
   else if (to == c.host_device) bw = c.d2h_bytes_per_s;
-  else bw = std::min(c.h2d_bytes_per_s, c.d2h_bytes_per_s);  // GPU to GPU: about one link
+  else if (gpu(from) == gpu(to) && c.same_gpu_bytes_per_s > 0) bw = c.same_gpu_bytes_per_s;
+  else if (c.peer_bytes_per_s > 0) bw = c.peer_bytes_per_s;
+  else bw = std::min(c.h2d_bytes_per_s, c.d2h_bytes_per_s);  // GPU to GPU through the host: about one link
   return bw > 0 ? bytes / bw : 0;
 }
 
@@ -116,7 +119,8 @@ double transition_seconds(const Plan& p, const CostModel& c, int from, int to) {
   return t;
 }
 
-double step_cost(const CostModel& c, int device, std::uint64_t elements) {
+double step_cost(const CostModel& c, int device, std::uint64_t elements, bool alone = false) {
+  if (alone && device >= 0 && device < int(c.alone_step_seconds.size())) return c.alone_step_seconds[device] * double(elements);
   if (device < 0 || device >= int(c.step_seconds.size())) return 0;
   return c.step_seconds[device] * double(elements);
 }
@@ -284,7 +288,7 @@ PlanCost predict(const Plan& p, const CostModel& c) {
         slowest = std::max(slowest, step_cost(c, d, p.devices[d].count));
       comp = slowest * r.length();
     } else {
-      comp = step_cost(c, r.mode, p.padded()) * r.length();
+      comp = step_cost(c, r.mode, p.padded(), true) * r.length();
     }
     out.run_seconds.push_back(move + comp);
     out.transfer += move;

@@ -59,10 +59,10 @@ void check_gpu_sort(std::size_t n, const bd::GpuConfig& cfg, bool naive = false,
 }
 
 template <class K>
-void expect_sorted_like_std(std::vector<K> v, const SortOptions& o) {
+void expect_sorted_like_std(std::vector<K> v, const SortOptions& o, const std::vector<int>& gpus = {}) {
   auto want = v;
   std::stable_sort(want.begin(), want.end(), [&](K a, K b) { return o.descending ? key_less(b, a) : key_less(a, b); });
-  bitonic::sort(std::span<K>(v), o);
+  bitonic::sort(std::span<K>(v), o, gpus);
   for (std::size_t i = 0; i < v.size(); ++i) ASSERT_EQ(to_ordered(v[i]), to_ordered(want[i])) << "at " << i;
 }
 
@@ -112,18 +112,23 @@ TEST(GpuBitonic, HybridPlansMatchStdSort) {
   std::mt19937_64 rng(3);
   std::vector<std::uint32_t> u(n);
   for (auto& x : u) x = std::uint32_t(rng() % 100000);
-  for (char pol : {'a', 'b', 'c'})
-    for (int mir : {-1, 0, 3})
-      for (double k : {0.3, 0.6, 2.0}) {
-        SortOptions o;
-        o.algorithm = SortAlgorithm::bitonic;
-        o.device = Device::hybrid;
-        o.policy = pol;
-        o.min_interior_run = mir;
-        o.k = k;
-        SCOPED_TRACE(::testing::Message() << "policy " << pol << " mir " << mir << " k " << k);
-        expect_sorted_like_std(u, o);
-      }
+  // GPU 0 with the CPU (the two-device driver), then the multi-device driver: two shares on GPU 0
+  // and, when present, GPUs 0 and 1.
+  std::vector<std::vector<int>> lists{{}, {0, 0}};
+  if (gpu_count() >= 2) lists.push_back({0, 1});
+  for (const auto& gpus : lists)
+    for (char pol : {'a', 'b', 'c'})
+      for (int mir : {-1, 0, 3})
+        for (double k : {0.02, 0.3, 0.6, 2.0}) {
+          SortOptions o;
+          o.algorithm = SortAlgorithm::bitonic;
+          o.device = Device::hybrid;
+          o.policy = pol;
+          o.min_interior_run = mir;
+          o.k = k;
+          SCOPED_TRACE(::testing::Message() << gpus.size() << " GPU entries, policy " << pol << " mir " << mir << " k " << k);
+          expect_sorted_like_std(u, o, gpus);
+        }
 }
 
 TEST(GpuBitonic, HybridAllTypesPairsDescending) {

@@ -1,0 +1,316 @@
+// The multi-device executor of the hybrid bitonic plan (seed 000 [0019]: "one or more CPUs and/or
+// one or more GPUs"): the CPU and every GPU entry sort their shares at the same time in concurrent
+// runs; gathered runs move every share to the gathering device (the fastest): peer copies between
+// GPUs that can reach each other, device-to-device copies between entries on one GPU, otherwise
+// staged through the pinned host array (each share's own region of it, which no other device uses
+// at that moment). Host code only, compiled by the C++ compiler in CUDA builds.
+//
+// Streams: every GPU entry has a compute stream and a copy stream. Copies into an entry go on its
+// compute stream, so its steps follow them in stream order; copies to the host go on the source's
+// copy stream and the host waits for them before the CPU's steps. Every run ends with all streams
+// drained, so the next run's copies never race a kernel.
+#if TANDEM_HAS_CUDA
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "sort/bitonic_engine.hpp"
+#include "sort/bitonic_gpu.hpp"
+#include "tandem/format.hpp"
+#include "tandem/gpu.hpp"
+#include "tandem/timing.hpp"
+
+namespace tandem::bitonic::detail {
+
+bool enable_peer_access(int a, int b) {
+  if (a == b) return true;
+  static std::mutex m;
+  static std::map<std::pair<int, int>, bool> known;
+  std::lock_guard<std::mutex> lock(m);
+  const std::pair<int, int> key{std::min(a, b), std::max(a, b)};
+  if (auto it = known.find(key); it != known.end()) return it->second;
+  int ab = 0, ba = 0;
+  TANDEM_CUDA(cudaDeviceCanAccessPeer(&ab, a, b));
+  TANDEM_CUDA(cudaDeviceCanAccessPeer(&ba, b, a));
+  bool ok = ab && ba;
+  for (auto [x, y] : {std::pair{a, b}, std::pair{b, a}}) {
+    if (!ok) break;
+    const gpu::DeviceGuard g(x);
+    const cudaError_t e = cudaDeviceEnablePeerAccess(y, 0);
+    if (e != cudaSuccess) {
+      (void)cudaGetLastError();  // not sticky; clear it
+      ok = e == cudaErrorPeerAccessAlreadyEnabled;
+    }
+  }
+  known[key] = ok;
+  return ok;
+}
+
+double gpu_link_bandwidth(int a, int b) {
+  if (a != b && !enable_peer_access(a, b)) return 0;
+  static std::mutex m;
+  static std::map<std::pair<int, int>, double> known;
+  std::lock_guard<std::mutex> lock(m);
+  if (auto it = known.find({a, b}); it != known.end()) return it->second;
+  const std::size_t bytes = std::size_t{64} << 20;
+  auto alloc_on = [&](int dev) {
+    const gpu::DeviceGuard g(dev);
+    return gpu::DeviceBuffer<unsigned char>(bytes);
+  };
+  gpu::DeviceBuffer<unsigned char> src = alloc_on(a), dst = alloc_on(b);
+  const gpu::DeviceGuard g(b);
+  gpu::Stream s;
+  gpu::Event e0, e1;
+  auto copy = [&] {
+    if (a == b) TANDEM_CUDA(cudaMemcpyAsync(dst.data(), src.data(), bytes, cudaMemcpyDeviceToDevice, s));
+    else TANDEM_CUDA(cudaMemcpyPeerAsync(dst.data(), b, src.data(), a, bytes, s));
+  };
+  copy();  // warm-up
+  e0.record(s);
+  for (int i = 0; i < 3; ++i) copy();
+  e1.record(s);
+  e1.sync();
+  const double bw = 3.0 * double(bytes) / std::max(1e-9, e1.seconds_since(e0));
+  known[{a, b}] = bw;
+  return bw;
+}
+
+namespace {
+
+constexpr int kHost = -1;  // location of data in host memory
+
+// One GPU entry of the plan: its device, buffer, streams.
+template <class U>
+struct Entry {
+  int device{0};
+  GpuConfig cfg;
+  std::uint64_t off{0}, count{0};  // its share
+  bool full{false};                // holds the whole array (it gathers)
+  gpu::DeviceBuffer<U> buf;
+  U* base{nullptr};                // base[i] is element i (global indexing) of what it holds
+  std::unique_ptr<gpu::Stream> cs, xs;
+};
+
+template <class U>
+U* shifted(U* p, std::uint64_t off) {
+  // Global indexing on a share-sized buffer: base + off is the buffer's first word. The address
+  // arithmetic is done on integers (the shifted pointer is never dereferenced outside the share).
+  return reinterpret_cast<U*>(reinterpret_cast<std::uintptr_t>(p) - off * sizeof(U));
+}
+
+}  // namespace
+
+template <class U>
+void multi_execute(U* host, const Plan& plan, const std::vector<GpuConfig>& gpus, int threads, Report& r) {
+  const std::uint64_t P = plan.padded();
+  const int last = step_count(plan.log2n);
+  const int nd = int(plan.devices.size());
+  if (nd != int(gpus.size()) + 1)
+    throw std::logic_error(fmt::format("bitonic multi_execute: plan of {} devices for {} GPU entries", nd, gpus.size()));
+  if (last == 0) return;
+  const auto runs = plan.runs();
+  const std::size_t W = sizeof(U);
+  const int ne = int(gpus.size());
+
+  // What each entry must hold: the whole array when a run gathers on it, else its share when a
+  // concurrent run gives it one.
+  std::vector<Entry<U>> en(ne);
+  const bool any_concurrent = std::any_of(runs.begin(), runs.end(), [](const PlanRun& x) { return x.mode == kConcurrent; });
+  std::map<int, std::uint64_t> need;  // device -> bytes
+  for (int e = 0; e < ne; ++e) {
+    auto& x = en[e];
+    x.device = gpus[e].device;
+    x.cfg = gpus[e];
+    x.off = plan.devices[e + 1].offset;
+    x.count = plan.devices[e + 1].count;
+    x.full = std::any_of(runs.begin(), runs.end(), [&](const PlanRun& q) { return q.mode == e + 1; });
+    const std::uint64_t words = x.full ? P : (any_concurrent ? x.count : 0);
+    need[x.device] += words * W;
+  }
+  for (const auto& [dev, bytes] : need) {
+    if (bytes == 0) continue;
+    const gpu::DeviceGuard g(dev);
+    const auto [free_b, total_b] = gpu::memory_info();
+    (void)total_b;
+    if (bytes > free_b)
+      throw OutOfMemoryError(fmt::format("bitonic sort: {} on GPU {} but {} free", human_bytes(bytes), dev, human_bytes(free_b)));
+  }
+  for (auto& x : en) {
+    const gpu::DeviceGuard g(x.device);
+    x.cs = std::make_unique<gpu::Stream>();
+    x.xs = std::make_unique<gpu::Stream>();
+    const std::uint64_t words = x.full ? P : (any_concurrent ? x.count : 0);
+    if (words == 0) continue;
+    x.buf = gpu::DeviceBuffer<U>(words);
+    x.buf.poison(x.cs->get());
+    x.base = x.full ? x.buf.data() : shifted(x.buf.data(), x.off);
+  }
+  const int cpu = 0;
+  const std::uint64_t cpu_off = plan.devices[cpu].offset, cpu_count = plan.devices[cpu].count;
+
+  // Copies of elements [a, b) between locations (kHost or an entry).
+  auto h2d = [&](int e, std::uint64_t a, std::uint64_t b) {
+    const gpu::DeviceGuard g(en[e].device);
+    TANDEM_CUDA(cudaMemcpyAsync(en[e].base + a, host + a, (b - a) * W, cudaMemcpyHostToDevice, en[e].cs->get()));
+  };
+  auto d2h = [&](int e, std::uint64_t a, std::uint64_t b) {  // on the source's copy stream
+    const gpu::DeviceGuard g(en[e].device);
+    TANDEM_CUDA(cudaMemcpyAsync(host + a, en[e].base + a, (b - a) * W, cudaMemcpyDeviceToHost, en[e].xs->get()));
+  };
+  int peer_copies = 0, staged_copies = 0, local_copies = 0;
+  auto d2d = [&](int from, int to, std::uint64_t a, std::uint64_t b) {
+    auto& s = en[from];
+    auto& d = en[to];
+    const std::size_t bytes = (b - a) * W;
+    if (s.device == d.device) {
+      const gpu::DeviceGuard g(d.device);
+      TANDEM_CUDA(cudaMemcpyAsync(d.base + a, s.base + a, bytes, cudaMemcpyDeviceToDevice, d.cs->get()));
+      ++local_copies;
+    } else if (enable_peer_access(s.device, d.device)) {
+      const gpu::DeviceGuard g(d.device);
+      TANDEM_CUDA(cudaMemcpyPeerAsync(d.base + a, d.device, s.base + a, s.device, bytes, d.cs->get()));
+      ++peer_copies;
+    } else {  // staged through the host array's region [a, b), free at this moment
+      d2h(from, a, b);
+      gpu::Event landed(false);
+      {
+        const gpu::DeviceGuard g(s.device);
+        landed.record(s.xs->get());
+      }
+      {
+        const gpu::DeviceGuard g(d.device);
+        TANDEM_CUDA(cudaStreamWaitEvent(d.cs->get(), landed.get(), 0));
+      }
+      h2d(to, a, b);
+      ++staged_copies;
+    }
+  };
+  // Moves [a, b) from location `from` to location `to` (kHost or an entry).
+  auto move = [&](int from, int to, std::uint64_t a, std::uint64_t b) {
+    if (from == to || b <= a) return;
+    if (from == kHost) h2d(to, a, b);
+    else if (to == kHost) d2h(from, a, b);
+    else d2d(from, to, a, b);
+  };
+  auto sync_all = [&] {
+    for (auto& x : en) {
+      x.cs->sync();
+      x.xs->sync();
+    }
+  };
+  // Location of a device index of the plan: the CPU is the host, device e + 1 is entry e.
+  auto loc = [](int device) { return device == 0 ? kHost : device - 1; };
+
+  // Where the data are: kHost / an entry (everything there), or kConcurrent (each share at home).
+  int where = kHost;
+  bool split = false;
+  nlohmann::json jr = nlohmann::json::array();
+  Stopwatch total;
+  for (const auto& run : runs) {
+    Stopwatch wall;
+    std::vector<std::unique_ptr<gpu::Event>> g0(ne), g1(ne);  // around each entry's steps (when it ran)
+    for (int e = 0; e < ne; ++e) {
+      const gpu::DeviceGuard g(en[e].device);
+      g0[e] = std::make_unique<gpu::Event>();
+      g1[e] = std::make_unique<gpu::Event>();
+    }
+    std::vector<bool> ran(ne, false);
+    double cpu_s = 0;
+    std::string what;
+    if (run.mode == kConcurrent) {
+      // Scatter: each device's share comes home (from the gathering location, if gathered).
+      if (!split) {
+        for (int d = 0; d < nd; ++d) {
+          const auto& sh = plan.devices[d];
+          if (sh.count) move(where, loc(d), sh.offset, sh.offset + sh.count);
+        }
+      }
+      for (int e = 0; e < ne; ++e) {
+        auto& x = en[e];
+        const gpu::DeviceGuard g(x.device);
+        if (!x.count) continue;
+        g0[e]->record(x.cs->get());
+        gpu_steps(x.base, x.off, x.off + x.count, run.first, run.last, x.cfg, x.cs->get());
+        g1[e]->record(x.cs->get());
+        ran[e] = true;
+      }
+      for (auto& x : en) x.xs->sync();  // the CPU share has landed
+      Stopwatch cw;
+      if (cpu_count) cpu_steps(host, cpu_off, cpu_off + cpu_count, run.first, run.last, threads);
+      cpu_s = cw.seconds();
+      sync_all();
+      split = true;
+      what = "concurrent";
+    } else {
+      const int to = loc(run.mode);
+      if (split) {  // gather every other share
+        for (int d = 0; d < nd; ++d) {
+          const auto& sh = plan.devices[d];
+          if (d != run.mode && sh.count) move(loc(d), to, sh.offset, sh.offset + sh.count);
+        }
+      } else {
+        move(where, to, 0, P);
+      }
+      if (to == kHost) {
+        sync_all();
+        Stopwatch cw;
+        cpu_steps(host, 0, P, run.first, run.last, threads);
+        cpu_s = cw.seconds();
+      } else {
+        auto& x = en[to];
+        const gpu::DeviceGuard g(x.device);
+        g0[to]->record(x.cs->get());
+        gpu_steps(x.base, 0, P, run.first, run.last, x.cfg, x.cs->get());
+        g1[to]->record(x.cs->get());
+        ran[to] = true;
+        sync_all();
+      }
+      split = false;
+      where = to;
+      what = plan.mode_name(run.mode);
+    }
+    // Per device: steps (and, for GPUs, the copies queued before them on the same stream).
+    nlohmann::json per = nlohmann::json::object();
+    std::string detail = fmt::format("cpu {}", human_seconds(cpu_s));
+    per["cpu"] = cpu_s;
+    for (int e = 0; e < ne; ++e) {
+      if (!ran[e]) continue;
+      const gpu::DeviceGuard g(en[e].device);
+      const double t = g1[e]->seconds_since(*g0[e]);
+      per[plan.devices[e + 1].name] = t;
+      detail += fmt::format(" | {} (CUDA {}) {}", plan.devices[e + 1].name, en[e].device, human_seconds(t));
+    }
+    r.add(fmt::format("steps {}-{} {}", run.first, run.last, what), "multi", wall.seconds(), detail);
+    jr.push_back({{"first", run.first}, {"last", run.last}, {"mode", plan.mode_name(run.mode)}, {"seconds", per},
+                  {"wall_s", wall.seconds()}});
+  }
+  Stopwatch back;
+  if (split) {
+    for (int d = 1; d < nd; ++d) {
+      const auto& sh = plan.devices[d];
+      if (sh.count) move(loc(d), kHost, sh.offset, sh.offset + sh.count);
+    }
+  } else {
+    move(where, kHost, 0, P);
+  }
+  sync_all();
+  r.add("copy result to host", "multi", back.seconds(), human_bytes(P * W));
+  r.details["runs"] = jr;
+  r.details["gpu_copies"] = {{"peer", peer_copies}, {"staged", staged_copies}, {"same_gpu", local_copies}};
+  r.note(fmt::format("multi-device run: {} in all; GPU-to-GPU copies: {} peer, {} staged through host, {} on one GPU",
+                     human_seconds(total.seconds()), peer_copies, staged_copies, local_copies));
+}
+
+#define TANDEM_MULTI_GPU(U) template void multi_execute<U>(U*, const Plan&, const std::vector<GpuConfig>&, int, Report&);
+TANDEM_MULTI_GPU(std::uint32_t)
+TANDEM_MULTI_GPU(std::uint64_t)
+TANDEM_MULTI_GPU(u128)
+
+}  // namespace tandem::bitonic::detail
+#endif  // TANDEM_HAS_CUDA
