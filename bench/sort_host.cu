@@ -23,6 +23,7 @@
 #include <cmath>
 #include <bit>
 #include <cstdio>
+#include <cstdint>
 #include <cstring>
 #include <map>
 #include <string>
@@ -32,6 +33,7 @@
 #include "event_time.hpp"
 #include "harness.hpp"
 #include "sort/cpu_radix.hpp"
+#include "sort/device_sort.hpp"
 #include "tandem/gpu.hpp"
 #include "tandem/key_order.hpp"
 #include "tandem/parallel.hpp"
@@ -206,6 +208,24 @@ void run_case(bench::Bench& b, const char* tname, std::size_t n, int dist, bool 
     if (!ok) b.fail(c + ": pipeline differs");
   }
   if (!full) return;
+  // 2b. The same pipeline with the MSD split turned off (one whole-array sort after the upload):
+  // shows what the split buys.
+  {
+    const std::size_t keep = detail::gpu_split_min_elements();
+    detail::gpu_split_min_elements() = SIZE_MAX;
+    auto st = b.measure([&] {
+      parallel_copy(w.data(), in.data(), n * sizeof(K));
+      if (Pairs) parallel_copy(wv.data(), vin.data(), n * 4);
+      Stopwatch sw;
+      host_sort(w.data(), wv.data(), gpu_opts);
+      return sw.seconds();
+    });
+    detail::gpu_split_min_elements() = keep;
+    ok = same(ref, w.data()) && (!Pairs || wv == vref);
+    show("pageable pipeline without the MSD split");
+    rec("tandem::sort pageable, no MSD split", st, ok);
+    if (!ok) b.fail(c + ": pipeline without the split differs");
+  }
   // 3. Staged round trip alone, pinned round trip alone, pipeline from pinned memory.
   {
     gpu::DeviceBuffer<K> d(n);

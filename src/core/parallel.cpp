@@ -22,13 +22,16 @@ void parallel_copy(void* dst, const void* src, std::size_t bytes, int threads) {
     if (bytes) std::memcpy(dst, src, bytes);
     return;
   }
-  const std::size_t piece = ((bytes + threads - 1) / threads + 63) & ~std::size_t{63};
-#pragma omp parallel for num_threads(threads) schedule(static, 1)
-  for (int t = 0; t < threads; ++t) {
-    const std::size_t begin = std::min(bytes, piece * static_cast<std::size_t>(t));
+  // Four pieces per thread, handed out dynamically: a thread that loses its core for a moment
+  // (the CUDA driver, another process) delays one small piece, not a 1/threads share of the copy.
+  const std::size_t pieces = static_cast<std::size_t>(threads) * 4;
+  const std::size_t piece = std::max<std::size_t>(std::size_t{64} << 10, ((bytes + pieces - 1) / pieces + 4095) & ~std::size_t{4095});
+  const std::size_t count = (bytes + piece - 1) / piece;
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
+  for (std::size_t i = 0; i < count; ++i) {
+    const std::size_t begin = piece * i;
     const std::size_t end = std::min(bytes, begin + piece);
-    if (end > begin)
-      std::memcpy(static_cast<char*>(dst) + begin, static_cast<const char*>(src) + begin, end - begin);
+    std::memcpy(static_cast<char*>(dst) + begin, static_cast<const char*>(src) + begin, end - begin);
   }
 }
 

@@ -64,6 +64,28 @@ void digit_histogram(const U* d, std::size_t n, unsigned long long* hist, cudaSt
   digit_histogram_kernel<U><<<blocks, 256, 0, s>>>(d, n, hist);
   TANDEM_CUDA_LAUNCH("sort digit histograms");
 }
+template <class U>
+__global__ void gather_kernel(GatherList<U> list) {
+  const int seg = blockIdx.y;
+  const U* __restrict__ src = list.src[seg];
+  U* __restrict__ dst = list.dst[seg];
+  const std::size_t n = list.n[seg];
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x)
+    dst[i] = src[i];
+}
+
+template <class U>
+void gather_segments(const GatherList<U>& list, cudaStream_t s) {
+  std::size_t most = 0;
+  for (int i = 0; i < list.count; ++i) most = std::max(most, list.n[i]);
+  if (most == 0) return;
+  const unsigned blocks = static_cast<unsigned>(std::min<std::size_t>((most + 1023) / 1024, 1024));
+  gather_kernel<U><<<dim3(blocks, static_cast<unsigned>(list.count)), 256, 0, s>>>(list);
+  TANDEM_CUDA_LAUNCH("sort: gather the upload batches' buckets");
+}
+template void gather_segments<std::uint32_t>(const GatherList<std::uint32_t>&, cudaStream_t);
+template void gather_segments<std::uint64_t>(const GatherList<std::uint64_t>&, cudaStream_t);
+
 template void digit_histogram<std::uint32_t>(const std::uint32_t*, std::size_t, unsigned long long*, cudaStream_t);
 template void digit_histogram<std::uint64_t>(const std::uint64_t*, std::size_t, unsigned long long*, cudaStream_t);
 

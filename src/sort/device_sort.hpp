@@ -42,7 +42,8 @@ constexpr std::size_t out_of_core_chunk(std::size_t budget, std::size_t per_elem
 // torn down before static destructors run); release_sort_workspace() frees the buffers.
 struct SortWorkspace {
   gpu::DeviceBuffer<char> temp, alt_keys, alt_values, keys, values;
-  gpu::DeviceBuffer<unsigned long long> hist;      // digit histograms of the pipeline's upload (8 x 256)
+  gpu::DeviceBuffer<char> scratch;                 // the alternate buffer of one group's sort (pre-partitioned split)
+  gpu::DeviceBuffer<unsigned long long> hist;      // digit histograms of the upload (8 x 256 per upload batch)
   gpu::PinnedBuffer<unsigned long long> hist_host;
   std::vector<gpu::PinnedBuffer<char>> d2h_slots;  // the pipeline's staged D2H copies
   std::vector<gpu::Event> d2h_done;
@@ -75,6 +76,19 @@ void sort_bits(U* k, V* v, std::size_t n, bool merge, SortWorkspace& ws, cudaStr
 // least significant first, at hist[k * 256]; not cleared).
 template <class U>
 void digit_histogram(const U* d, std::size_t n, unsigned long long* hist, cudaStream_t s);
+// Up to kMaxGatherSegments device-to-device copies of n[i] elements of U in one launch (a
+// cudaMemcpyAsync each costs more host time than the copy on the GPU).
+constexpr int kMaxGatherSegments = 8;
+template <class U>
+struct GatherList {
+  const U* src[kMaxGatherSegments];
+  U* dst[kMaxGatherSegments];
+  std::size_t n[kMaxGatherSegments];
+  int count{0};
+};
+template <class U>
+void gather_segments(const GatherList<U>& list, cudaStream_t s);
+
 // CUB radix sort of bits [begin_bit, end_bit) over the double buffers (k, k_alt), (v, v_alt);
 // returns true when the result ended in the alternate buffers. radix_temp_bytes: CUB's temporary
 // storage for n elements and those bits.
@@ -87,6 +101,9 @@ bool sort_bits_range(U* k, U* k_alt, V* v, V* v_alt, std::size_t n, int begin_bi
 // Inputs below this many elements are sorted whole on the GPU, not MSD split (default
 // kGpuSplitMinElements; tests lower it to cover the split at small sizes).
 std::size_t& gpu_split_min_elements();
+// The pipeline's upload chunk in bytes (0: the calibrated staging chunk); tests set a few KiB so
+// small inputs are cut into many chunks and upload batches.
+std::size_t& pipeline_chunk_bytes();
 
 // GPU memory this process may use for a sort: opts.gpu_memory_limit if set, else 90% of free.
 std::size_t gpu_sort_budget(const SortOptions& opts);

@@ -26,6 +26,7 @@
 #include <fmt/format.h>
 
 #include "sort/msd.hpp"
+#include "tandem/error.hpp"
 #include "tandem/format.hpp"
 #include "tandem/key_order.hpp"
 #include "tandem/parallel.hpp"
@@ -43,7 +44,10 @@ struct StageTimes {
   double msd{0};        // device: the MSD pass on the top 8 bits
   double groups{0};     // device: the sorts of the groups (or the whole-array sort)
   double setup{0};      // wall: histogram readback, plan, enqueueing the sorts (host)
+  std::size_t batches{0};  // upload batches partitioned on the top digit during the upload (0: none)
   double d2h{0};        // wall: the D2H copies, overlapping the remaining group sorts
+  double d2h_wait{0};   // wall: of d2h, the host waiting for a staged chunk's DMA (and its sort)
+  double d2h_copy{0};   // wall: of d2h, the host copying staged chunks out of the pinned slots
   std::size_t split_pieces{0}, whole_pieces{0}, groups_n{0};
   std::string why;      // the split decision of the last (largest) piece
 };
@@ -52,6 +56,7 @@ TransferOptions transfer_options() {
   TransferOptions to = calibrated_transfer_options();
   // Chunks stay multiples of 4 KiB, so each holds whole keys for the per-chunk mapping kernel.
   to.chunk_bytes = std::max<std::size_t>(std::size_t{1} << 20, to.chunk_bytes / 4096 * 4096);
+  if (pipeline_chunk_bytes()) to.chunk_bytes = std::max<std::size_t>(4096, pipeline_chunk_bytes() / 4096 * 4096);
   if (to.threads <= 0) to.threads = std::min(16, default_threads());
   to.slots = std::max(2, to.slots);
   return to;
@@ -77,9 +82,14 @@ void ensure_slots(SortWorkspace& ws, const TransferOptions& to) {
   }
 }
 
-// The digit histograms of the upload, on the device and for reading them on the host.
+// Keys-only uploads are cut into up to this many batches of whole chunks; each batch is
+// partitioned on the top digit as soon as it has arrived, so the MSD pass hides behind the upload.
+constexpr std::size_t kMaxUploadBatches = kMaxGatherSegments;
+
+// The digit histograms of the upload (one set per upload batch), on the device and for reading
+// them on the host.
 void ensure_hist(SortWorkspace& ws) {
-  constexpr std::size_t kMax = 8 * kMsdBuckets;
+  constexpr std::size_t kMax = 8 * kMsdBuckets * kMaxUploadBatches;
   if (!ws.hist.data()) ws.hist = gpu::DeviceBuffer<unsigned long long>(kMax);
   if (!ws.hist_host.data()) ws.hist_host = gpu::PinnedBuffer<unsigned long long>(kMax);
 }
@@ -110,7 +120,7 @@ void reserve_fit(SortWorkspace& ws, std::size_t m, bool merge) {
 // waits on the device for the event of the last piece it touches (the events complete in the
 // order of the pieces of a run: the sorts run in order on one stream).
 void copy_back(const std::vector<D2HPiece>& pieces, SortWorkspace& ws, const TransferOptions& to, cudaStream_t staged,
-               cudaStream_t direct) {
+               cudaStream_t direct, StageTimes& t) {
   struct Run {
     const char* src;
     char* dst;
@@ -149,10 +159,15 @@ void copy_back(const std::vector<D2HPiece>& pieces, SortWorkspace& ws, const Tra
       ws.d2h_done[slot].record(staged);
     };
     for (std::size_t c = 0; c < std::min(S, chunks.size()); ++c) issue(c);
+    Stopwatch w;
     for (std::size_t c = 0; c < chunks.size(); ++c) {
       const std::size_t slot = c % S;
+      w.reset();
       ws.d2h_done[slot].sync();
+      t.d2h_wait += w.seconds();
+      w.reset();
       parallel_copy(chunks[c].dst, ws.d2h_slots[slot].data(), chunks[c].bytes, to.threads);
+      t.d2h_copy += w.seconds();
       if (c + S < chunks.size()) issue(c + S);
     }
   }
@@ -189,10 +204,31 @@ void fit_sort(const K* src_k, const V* src_v, K* dst_k, V* dst_v, std::size_t n,
   ensure_hist(ws);
   gpu::Stream staged, direct, side;
   gpu::Event arrived(false), side_done(false);
+  constexpr std::size_t kHist = sizeof(U) * kMsdBuckets;  // one histogram per 8-bit digit
+  constexpr int kTop = kBits - kMsdBits;                   // the top digit's shift
+  // Keys only: the upload is cut into batches of whole chunks, each partitioned on the top digit
+  // (one CUB pass, on the side stream) into ak while the next chunks are copied; the histograms
+  // are kept per batch so the groups can be gathered from every batch later. Used when the plan
+  // splits on the top digit; otherwise dk still holds the keys (a permutation of them) and the
+  // plain MSD pass runs after the upload.
+  const std::size_t bytes = n * sizeof(K);
+  const std::size_t chunks = (bytes + to.chunk_bytes - 1) / to.chunk_bytes;
+  const std::size_t nb = (count && !kValues && chunks >= 2) ? std::min(kMaxUploadBatches, chunks) : 1;
+  std::vector<std::size_t> batch_end(nb);  // element end of each batch
+  for (std::size_t j = 0; j < nb; ++j)
+    batch_end[j] = std::min(n, (chunks * (j + 1) / nb) * (to.chunk_bytes / sizeof(K)));
+  char* tp = nullptr;
+  std::size_t temp_bytes = 0;
+  if (nb > 1) {
+    std::size_t biggest = 0;
+    for (std::size_t j = 0; j < nb; ++j) biggest = std::max(biggest, batch_end[j] - (j ? batch_end[j - 1] : 0));
+    temp_bytes = std::max({radix_temp_bytes<U, NoValue>(n, 0, kBits), radix_temp_bytes<U, NoValue>(n, kTop, kBits),
+                           radix_temp_bytes<U, NoValue>(biggest, kTop, kBits)});
+    tp = grow(ws.temp, temp_bytes);  // before the upload: the batch passes use it on the side stream
+  }
   Stopwatch w;
   ws.begin(s);
-  constexpr std::size_t kHist = sizeof(U) * kMsdBuckets;  // one histogram per 8-bit digit
-  if (count) TANDEM_CUDA(cudaMemsetAsync(ws.hist.data(), 0, kHist * sizeof(unsigned long long), s));
+  if (count) TANDEM_CUDA(cudaMemsetAsync(ws.hist.data(), 0, nb * kHist * sizeof(unsigned long long), s));
   char* dkb = reinterpret_cast<char*>(dk);
   // Per chunk, once its copy has landed: map and count on a side stream, so the copy engine never
   // waits for a kernel before the next chunk.
@@ -200,12 +236,21 @@ void fit_sort(const K* src_k, const V* src_v, K* dst_k, V* dst_v, std::size_t n,
     side_done.record(s);  // the side stream starts after what s holds (the memset, earlier users)
     TANDEM_CUDA(cudaStreamWaitEvent(side, side_done.get(), 0));
   }
-  copy_to_device_chunked(dk, src_k, n * sizeof(K), s, to, [&](std::size_t off, std::size_t len, cudaStream_t st) {
+  std::size_t batch = 0;
+  copy_to_device_chunked(dk, src_k, bytes, s, to, [&](std::size_t off, std::size_t len, cudaStream_t st) {
     if (!map && !count) return;
     arrived.record(st);
     TANDEM_CUDA(cudaStreamWaitEvent(side, arrived.get(), 0));
     if (map) map_to_bits<K>(dkb + off, len / sizeof(K), opts.descending, side);
-    if (count) digit_histogram<U>(reinterpret_cast<const U*>(dkb + off), len / sizeof(K), ws.hist.data(), side);
+    if (count) digit_histogram<U>(reinterpret_cast<const U*>(dkb + off), len / sizeof(K), ws.hist.data() + batch * kHist, side);
+    if constexpr (!kValues) {
+      for (; nb > 1 && batch < nb && (off + len) / sizeof(K) >= batch_end[batch]; ++batch) {
+        const std::size_t b0 = batch ? batch_end[batch - 1] : 0, m = batch_end[batch] - b0;
+        if (!sort_bits_range<U, NoValue>(dk + b0, ak + b0, nullptr, nullptr, m, kTop, kBits, tp, temp_bytes, side))
+          // the partition stayed in dk: ak is where the gather reads
+          TANDEM_CUDA(cudaMemcpyAsync(ak + b0, dk + b0, m * sizeof(U), cudaMemcpyDeviceToDevice, side));
+      }
+    }
   });
   if (map || count) {
     side_done.record(side);
@@ -216,14 +261,20 @@ void fit_sort(const K* src_k, const V* src_v, K* dst_k, V* dst_v, std::size_t n,
   w.reset();
 
   GpuSplitPlan plan;
+  std::vector<std::uint64_t> batch_counts;  // nb x 256 counts of the top digit
   if (merge) {
     plan.why = "algorithm=merge: one CUB merge sort";
   } else if (count) {
-    TANDEM_CUDA(cudaMemcpyAsync(ws.hist_host.data(), ws.hist.data(), kHist * sizeof(unsigned long long),
+    TANDEM_CUDA(cudaMemcpyAsync(ws.hist_host.data(), ws.hist.data(), nb * kHist * sizeof(unsigned long long),
                                 cudaMemcpyDeviceToHost, s));
     TANDEM_CUDA(cudaStreamSynchronize(s));
     std::array<std::uint64_t, kHist> counts{};
-    for (std::size_t b = 0; b < kHist; ++b) counts[b] = ws.hist_host[b];
+    batch_counts.assign(nb * kMsdBuckets, 0);
+    for (std::size_t j = 0; j < nb; ++j)
+      for (std::size_t b = 0; b < kHist; ++b) {
+        counts[b] += ws.hist_host[j * kHist + b];
+        if (b >= kHist - kMsdBuckets) batch_counts[j * kMsdBuckets + (b - (kHist - kMsdBuckets))] = ws.hist_host[j * kHist + b];
+      }
     plan = plan_gpu_split(counts, n, kBits, split_min);
   } else {
     plan = plan_gpu_split({}, n, kBits, split_min);
@@ -244,6 +295,13 @@ void fit_sort(const K* src_k, const V* src_v, K* dst_k, V* dst_v, std::size_t n,
       pieces.push_back({reinterpret_cast<const char*>(rv + g.begin), reinterpret_cast<char*>(dst_v + g.begin),
                         g.size() * sizeof(V), ready.back().get()});
   };
+  std::size_t largest_group = 0;
+  for (const ElementRange& g : groups) largest_group = std::max(largest_group, g.size());
+  // The pre-partitioned batches serve when the split is on the top digit and one group's
+  // alternate buffer stays small (<= n/8: within the memory the sizing allows for).
+  U* sk = nullptr;
+  if (nb > 1 && plan.split && plan.msd_shift == kTop && largest_group <= n / 8)
+    sk = reinterpret_cast<U*>(grow(ws.scratch, std::max<std::size_t>(largest_group, 1) * sizeof(U)));
   e_start.record(s);
   if (merge) {
     e_msd.record(s);
@@ -251,10 +309,45 @@ void fit_sort(const K* src_k, const V* src_v, K* dst_k, V* dst_v, std::size_t n,
     add_group(groups[0], dk, dv);
   } else if (!plan.split) {  // bits above sort_bits agree for every key (0: all keys are equal)
     const std::size_t temp = plan.sort_bits > 0 ? radix_temp_bytes<U, V>(n, 0, plan.sort_bits) : 0;
-    char* tp = grow(ws.temp, std::max<std::size_t>(temp, 1));
+    char* tp2 = grow(ws.temp, std::max<std::size_t>(temp, 1));
     e_msd.record(s);
-    const bool alt = sort_bits_range<U, V>(dk, ak, dv, av, n, 0, plan.sort_bits, tp, temp, s);
+    const bool alt = sort_bits_range<U, V>(dk, ak, dv, av, n, 0, plan.sort_bits, tp2, temp, s);
     add_group(groups[0], alt ? ak : dk, alt ? av : dv);
+  } else if (sk) {
+    // Each group gathered from the batches' partitions in ak into its place in dk (the batches
+    // in upload order, so the group holds exactly its buckets' keys), then sorted there with the
+    // scratch buffer as CUB's alternate.
+    t.batches += nb;
+    e_msd.record(s);
+    std::array<std::uint64_t, kMsdBuckets + 1> prefix{};
+    for (std::size_t b = 0; b < kMsdBuckets; ++b)
+      for (std::size_t j = 0; j < nb; ++j) prefix[b + 1] += batch_counts[j * kMsdBuckets + b];
+    for (std::size_t b = 0; b < kMsdBuckets; ++b) prefix[b + 1] += prefix[b];
+    for (const ElementRange& g : groups) {
+      const std::size_t lo_b = std::lower_bound(prefix.begin(), prefix.end(), g.begin) - prefix.begin();
+      const std::size_t hi_b = std::lower_bound(prefix.begin(), prefix.end(), g.end) - prefix.begin();
+      std::size_t at = g.begin;
+      GatherList<U> list;
+      for (std::size_t j = 0; j < nb; ++j) {
+        const std::uint64_t* c = &batch_counts[j * kMsdBuckets];
+        std::size_t from = j ? batch_end[j - 1] : 0;
+        for (std::size_t b = 0; b < lo_b; ++b) from += c[b];
+        std::size_t len = 0;
+        for (std::size_t b = lo_b; b < hi_b; ++b) len += c[b];
+        if (len) {
+          list.src[list.count] = ak + from;
+          list.dst[list.count] = dk + at;
+          list.n[list.count++] = len;
+        }
+        at += len;
+      }
+      gather_segments<U>(list, s);
+      if (at != g.end) throw Error("sort: internal error, the upload batches' histograms do not add up");
+      const int bits = g.buckets > 1 ? kBits : kTop;
+      const bool a2 = sort_bits_range<U, NoValue>(dk + g.begin, sk, nullptr, nullptr, g.size(), 0, bits, tp, temp_bytes, s);
+      if (a2) TANDEM_CUDA(cudaMemcpyAsync(dk + g.begin, sk, g.size() * sizeof(U), cudaMemcpyDeviceToDevice, s));
+      add_group(g, dk, dv);
+    }
   } else {
     // The MSD pass sorts bits [lo, hi); a group of one bucket then needs bits [0, lo) sorted, a
     // group of several buckets bits [0, hi) (its buckets are in order, but a sort of the low bits
@@ -262,8 +355,8 @@ void fit_sort(const K* src_k, const V* src_v, K* dst_k, V* dst_v, std::size_t n,
     // bounds every call.
     const int lo = plan.msd_shift, hi = lo + kMsdBits;
     const std::size_t temp = std::max(radix_temp_bytes<U, V>(n, 0, hi), radix_temp_bytes<U, V>(n, lo, hi));
-    char* tp = grow(ws.temp, std::max<std::size_t>(temp, 1));
-    const bool alt = sort_bits_range<U, V>(dk, ak, dv, av, n, lo, hi, tp, temp, s);
+    char* tp2 = grow(ws.temp, std::max<std::size_t>(temp, 1));
+    const bool alt = sort_bits_range<U, V>(dk, ak, dv, av, n, lo, hi, tp2, temp, s);
     e_msd.record(s);
     U* ck = alt ? ak : dk;
     U* ok = alt ? dk : ak;
@@ -272,14 +365,14 @@ void fit_sort(const K* src_k, const V* src_v, K* dst_k, V* dst_v, std::size_t n,
     for (const ElementRange& g : groups) {
       const int bits = g.buckets > 1 ? hi : lo;
       const bool a2 = sort_bits_range<U, V>(ck + g.begin, ok + g.begin, kValues ? cv + g.begin : nullptr,
-                                            kValues ? ov + g.begin : nullptr, g.size(), 0, bits, tp, temp, s);
+                                            kValues ? ov + g.begin : nullptr, g.size(), 0, bits, tp2, temp, s);
       add_group(g, a2 ? ok : ck, a2 ? ov : cv);
     }
   }
   e_end.record(s);
   t.setup += w.seconds();
   w.reset();
-  copy_back(pieces, ws, to, staged, direct);
+  copy_back(pieces, ws, to, staged, direct, t);
   TANDEM_CUDA(cudaStreamSynchronize(s));
   ws.end(s);
   t.d2h += w.seconds();
@@ -296,14 +389,17 @@ void add_fit_stages(Report& r, const StageTimes& t, const std::string& what, con
   r.add("H2D copy + map + histogram", "cpu+gpu0", t.h2d, what);
   r.add("GPU sort before first D2H", "gpu0", t.exposed,
         fmt::format("{}; device time: MSD pass {}, {} sort(s) {}; host plan + enqueue {}",
-                    opts.algorithm == SortAlgorithm::merge ? "CUB merge sort" : "CUB radix", human_seconds(t.msd), t.groups_n,
+                    opts.algorithm == SortAlgorithm::merge ? "CUB merge sort" : "CUB radix",
+                    t.batches ? fmt::format("during the upload ({} batches)", t.batches) : human_seconds(t.msd), t.groups_n,
                     human_seconds(t.groups), human_seconds(t.setup)));
   r.add("D2H copy (overlaps sorts)", "cpu+gpu0", t.d2h,
-        fmt::format("after each group's sort; {} piece(s) split by the top 8 bits, {} sorted whole", t.split_pieces,
-                    t.whole_pieces));
+        fmt::format("after each group's sort; {} piece(s) split by the top 8 bits, {} sorted whole; staged: host waited {} "
+                    "for DMA, copied {}",
+                    t.split_pieces, t.whole_pieces, human_seconds(t.d2h_wait), human_seconds(t.d2h_copy)));
   r.note(t.why);
   r.details["gpu_split"] = t.split_pieces > 0;
   r.details["gpu_groups"] = t.groups_n;
+  r.details["gpu_upload_batches"] = t.batches;
 }
 
 class Progress {
@@ -380,6 +476,11 @@ void out_of_core(std::span<K> keys, std::span<V> values, const SortOptions& opts
 }
 
 }  // namespace
+
+std::size_t& pipeline_chunk_bytes() {
+  static std::size_t v = 0;
+  return v;
+}
 
 std::size_t& gpu_split_min_elements() {
   static std::size_t v = kGpuSplitMinElements;
@@ -466,6 +567,7 @@ void release_sort_workspace() {
   std::lock_guard lock(ws.mu);
   if (ws.pending) TANDEM_CUDA(cudaEventSynchronize(ws.done));
   ws.temp = {};
+  ws.scratch = {};
   ws.alt_keys = {};
   ws.alt_values = {};
   ws.keys = {};

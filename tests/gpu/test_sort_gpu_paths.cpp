@@ -292,6 +292,61 @@ TEST(GpuSortSplit, PinnedKeysPageableValues) {
   }
 }
 
+// Small upload chunks for the scope, so small inputs are cut into several upload batches.
+struct ChunkBytes {
+  std::size_t saved;
+  explicit ChunkBytes(std::size_t v) : saved(detail::pipeline_chunk_bytes()) { detail::pipeline_chunk_bytes() = v; }
+  ~ChunkBytes() { detail::pipeline_chunk_bytes() = saved; }
+};
+
+// Keys-only uploads partitioned on the top digit batch by batch during the upload: the groups
+// are gathered from every batch. Where the plan does not split on the top digit (few distinct,
+// skewed, all equal) or a group is too large (two far-apart buckets), the sort runs on the keys
+// the batches left behind, a permutation of the input.
+template <class K>
+void upload_batch_paths() {
+  SplitMin lower(4096);
+  ChunkBytes chunk(16 << 10);
+  for (std::size_t n : {std::size_t{65537}, std::size_t{300007}})
+    for (int shape : {0, 1, 2, 3, 4, 5, 6})
+      for (bool desc : {false, true}) {
+        SCOPED_TRACE(testing::Message() << "n=" << n << " shape=" << shape << " desc=" << desc);
+        SortOptions o;
+        o.device = Device::gpu;
+        o.descending = desc;
+        const auto in = keys_for<K>(n, shape, n * 7 + shape);
+        auto k = in;
+        const Report r = tandem::sort(std::span<K>(k), o);
+        expect_keys(in, k, desc);
+        const auto batches = r.details.value("gpu_upload_batches", std::size_t{0});
+        if (std::is_integral_v<K> && (shape == 0 || shape == 2 || shape == 3)) {
+          EXPECT_GT(batches, 1u) << "uniform keys split on the top digit: groups gathered from the upload batches";
+        }
+        if (std::is_integral_v<K> && (shape == 1 || shape == 4 || shape == 5 || shape == 6)) {
+          EXPECT_EQ(batches, 0u);
+        }
+        if (shape != 0) continue;
+        k = in;  // pairs keep the plain MSD pass (stable), with the same small chunks
+        std::vector<std::uint32_t> v(n);
+        std::iota(v.begin(), v.end(), 0u);
+        sort_pairs(std::span<K>(k), std::span<std::uint32_t>(v), o);
+        expect_pairs(in, k, v, desc);
+      }
+}
+
+TEST(GpuSortSplit, UploadBatchesU32) {
+  TANDEM_REQUIRE_GPU();
+  upload_batch_paths<std::uint32_t>();
+}
+TEST(GpuSortSplit, UploadBatchesI64) {
+  TANDEM_REQUIRE_GPU();
+  upload_batch_paths<std::int64_t>();
+}
+TEST(GpuSortSplit, UploadBatchesF32) {
+  TANDEM_REQUIRE_GPU();
+  upload_batch_paths<float>();
+}
+
 TEST(GpuSortHost, OutOfCoreSkewedAndEqual) {
   TANDEM_REQUIRE_GPU();
   // Keys that agree on their top bits (the partition skips those digits and recurses), all-equal
