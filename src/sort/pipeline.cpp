@@ -2,14 +2,14 @@
 // that fits, a host MSD partition into GPU-sized pieces for data that does not, and the
 // device-resident API.
 //
-// Floor, 2^28 u32 (1 GiB) from a pageable std::vector on an H200 box: the bytes must cross host
-// memory twice each way (user buffer <-> pinned slot, by CPU threads at ~38 GB/s) and PCIe once
-// each way (~55 GB/s pinned), so a staged round trip with no sort is ~61 ms. The CUB sort on the
-// device takes ~5.4 ms; run after the upload it gives >= ~66 ms (1.09x the round trip), pinned
-// ~39 + 5.4 ms = 1.14x. With the MSD split only the top-8-bit pass (~1/4 of the sort) and the
-// first of 16 groups (~1/20) stay in front of the D2H copy: ~1.6 ms, so ~1.03x staged and ~1.04x
-// pinned. The naive path (thrust::device_vector from the vector, plain pageable cudaMemcpy at
-// ~8 GB/s each way) is ~260 ms.
+// Floor, 2^28 u32 (1 GiB) from a pageable std::vector: the bytes must cross host memory twice
+// each way (user buffer <-> pinned slot, by CPU threads at ~40-50 GB/s) and PCIe once each way
+// (~55 GB/s pinned), so the staged round trip with no sort (~41-43 ms on an H100 box) is the
+// floor. The CUB sort takes ~6.4 ms on an H100; run between the upload and the D2H it adds ~15%.
+// What stays in front of the first D2H byte: keys-only uploads are partitioned on the top digit
+// batch by batch while the upload runs, so only the last batch's pass, one group's gather and
+// its sort (~0.5 ms) remain; the other groups sort while the D2H copy drains. The naive path
+// (thrust::device_vector from the vector, plain pageable cudaMemcpy) is ~240 ms.
 #include "sort/device_sort.hpp"
 
 #if TANDEM_HAS_CUDA
@@ -175,12 +175,13 @@ void copy_back(const std::vector<D2HPiece>& pieces, SortWorkspace& ws, const Tra
   TANDEM_CUDA(cudaStreamSynchronize(staged));
 }
 
-// One piece that fits on the GPU: src -> device (keys mapped to ordered bits and their top 8 bits
+// One piece that fits on the GPU: src -> device (keys mapped to ordered bits and every digit
 // counted per chunk while the next chunk is copied) -> sort -> dst (dst may be src). The sort is
-// an MSD split when the histograms allow (plan_gpu_split): one CUB pass on the highest digit where
-// the keys differ, then groups of buckets sorted on the bits below one after the other, each
-// group's D2H copy starting as soon as it is sorted; otherwise one CUB sort of the whole array
-// (of the bits below the agreeing high digits). The caller holds ws.mu.
+// an MSD split when the histograms allow (plan_gpu_split): a pass on the highest digit where the
+// keys differ, then groups of buckets sorted on the bits below one after the other, each group's
+// D2H copy starting as soon as it is sorted; otherwise one CUB sort of the whole array (of the bits
+// below the agreeing high digits). For keys only, the pass on the top digit runs per upload batch
+// during the upload and each group is gathered from the batches. The caller holds ws.mu.
 template <class K, class V>
 void fit_sort(const K* src_k, const V* src_v, K* dst_k, V* dst_v, std::size_t n, const SortOptions& opts,
               SortWorkspace& ws, cudaStream_t s, StageTimes& t) {

@@ -79,7 +79,9 @@ TEST(GpuMapReduce, TinyBuffersForceSpillGrowRetry) {
     expect_counts(g, keys, block ? "block" : "direct");
     // Block mode: 8-entry pools and a 16-entry spill list overflow, so the job is rerun with larger
     // buffers. Direct mode: the 4-entry result is grown before the passes and merges.
-    if (block) EXPECT_GT(g.gpu.retries, 0u);
+    if (block) {
+      EXPECT_GT(g.gpu.retries, 0u);
+    }
     EXPECT_GT(g.gpu.result_grows, 0u);
   }
 }
@@ -139,19 +141,26 @@ TEST(GpuMapReduce, GroupByAggregatesFloatAndInt) {
   }
 }
 
-TEST(GpuMapReduce, TunedTableModeIsCachedAndCorrect) {
+// The seed engine's table mode and the hash path's parameters: tuned on the first call, read from
+// the tuning cache on the second, correct both times.
+TEST(GpuMapReduce, TunedParametersAreCachedAndCorrect) {
   TANDEM_REQUIRE_GPU();
   const std::size_t n = sanitizer() ? 30000 : 1 << 20;
   auto keys = mr::zipf_keys_u32(n, 10000, 1.0, 21);
-  auto o = gpu_opts();
-  o.tune_min_records = 1;  // tune even this small job
-  auto g1 = mr::groupby(DType::u32, keys.data(), n, DType::f64, nullptr, 0, false, o);
-  auto g2 = mr::groupby(DType::u32, keys.data(), n, DType::f64, nullptr, 0, false, o);
-  expect_counts(g1, keys, "tuned");
-  expect_counts(g2, keys, "cached");
-  bool from_cache = false;
-  for (const auto& note : g2.report.notes) from_cache = from_cache || note.find("tuning cache") != std::string::npos;
-  EXPECT_TRUE(from_cache);
+  for (auto mode : {mr::Options::Mode::seed, mr::Options::Mode::hash}) {
+    auto o = gpu_opts();
+    o.mode = mode;
+    o.tune_min_records = 1;  // tune even this small job
+    auto g1 = mr::groupby(DType::u32, keys.data(), n, DType::f64, nullptr, 0, false, o);
+    auto g2 = mr::groupby(DType::u32, keys.data(), n, DType::f64, nullptr, 0, false, o);
+    const std::string engine = mode == mr::Options::Mode::seed ? "seed" : "hash";
+    expect_counts(g1, keys, engine + " tuned");
+    expect_counts(g2, keys, engine + " cached");
+    EXPECT_EQ(g2.gpu.engine, engine);
+    bool from_cache = false;
+    for (const auto& note : g2.report.notes) from_cache = from_cache || note.find("tuning cache") != std::string::npos;
+    EXPECT_TRUE(from_cache) << engine;
+  }
 }
 
 TEST(GpuMapReduce, WordCountMatchesReference) {

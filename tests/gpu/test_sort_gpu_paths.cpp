@@ -100,11 +100,16 @@ void host_paths() {
       }
 }
 
-// Lowers the split threshold for the scope, so small inputs take the MSD split too.
-struct SplitMin {
+// Sets one of the pipeline's knobs (a reference to a static) for the scope.
+struct Knob {
+  std::size_t& ref;
   std::size_t saved;
-  explicit SplitMin(std::size_t v) : saved(detail::gpu_split_min_elements()) { detail::gpu_split_min_elements() = v; }
-  ~SplitMin() { detail::gpu_split_min_elements() = saved; }
+  Knob(std::size_t& r, std::size_t v) : ref(r), saved(r) { r = v; }
+  ~Knob() { ref = saved; }
+};
+// Lowers the split threshold for the scope, so small inputs take the MSD split too.
+struct SplitMin : Knob {
+  explicit SplitMin(std::size_t v) : Knob(detail::gpu_split_min_elements(), v) {}
 };
 
 template <class K>
@@ -292,12 +297,6 @@ TEST(GpuSortSplit, PinnedKeysPageableValues) {
   }
 }
 
-// Small upload chunks for the scope, so small inputs are cut into several upload batches.
-struct ChunkBytes {
-  std::size_t saved;
-  explicit ChunkBytes(std::size_t v) : saved(detail::pipeline_chunk_bytes()) { detail::pipeline_chunk_bytes() = v; }
-  ~ChunkBytes() { detail::pipeline_chunk_bytes() = saved; }
-};
 
 // Keys-only uploads partitioned on the top digit batch by batch during the upload: the groups
 // are gathered from every batch. Where the plan does not split on the top digit (few distinct,
@@ -306,7 +305,7 @@ struct ChunkBytes {
 template <class K>
 void upload_batch_paths() {
   SplitMin lower(4096);
-  ChunkBytes chunk(16 << 10);
+  Knob chunk(detail::pipeline_chunk_bytes(), 16 << 10);  // small inputs cut into several upload batches
   for (std::size_t n : {std::size_t{65537}, std::size_t{300007}})
     for (int shape : {0, 1, 2, 3, 4, 5, 6})
       for (bool desc : {false, true}) {
