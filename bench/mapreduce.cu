@@ -229,9 +229,13 @@ int main(int argc, char** argv) {
   {
     auto keys = mr::zipf_keys_u32(n, 128, 0.0, 3);
     std::vector<double> t;
-    const double a = run_case("uniform128", keys, {{"hash", true, hash_auto}, {"seed, block tables", false, block_hot}}, t);
+    mr::Options probing = hash_auto;
+    probing.two_choice = false;
+    const double a = run_case("uniform128", keys,
+                              {{"hash", true, hash_auto}, {"seed, block tables", false, block_hot}, {"hash, linear probing", true, probing}}, t);
     b.goal(fmtr("group-by count 2^{} u32 128 distinct vs CUB sort+RLE", lg), a / t[0], 5.0);
     b.info("seed engine (block tables) vs CUB sort+RLE, 128 distinct", a / t[1], "x");
+    b.info("hash path, 128 distinct: two-choice table vs linear probing", t[2] / t[0], "x");
   }
   std::printf("\nThroughput vs Zipf exponent (2^%d u32 keys over %llu distinct, group-by count, Gkeys/s; seed = best seed mode):\n",
               lg, (unsigned long long)distinct);

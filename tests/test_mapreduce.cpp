@@ -12,6 +12,7 @@
 
 #include "tandem/error.hpp"
 #include "tandem/mapreduce.hpp"
+#include "tandem/mapreduce/two_choice.hpp"
 #include "test_util.hpp"
 
 using namespace tandem;
@@ -85,7 +86,9 @@ TEST(MapReduceCpu, GenericJobMatchesReferenceWithEverySpillPath) {
       auto out = mr::cpu_mapreduce(ModJob{&d}, d.size(), cpu(threads, limit), &st);
       ASSERT_EQ(out.size(), ref.size()) << limit;
       for (const auto& [k, v] : out) EXPECT_EQ(ref.at(k), v) << "key " << k << " limit " << limit;
-      if (limit) EXPECT_GT(st.spills, 0u);
+      if (limit) {
+        EXPECT_GT(st.spills, 0u);
+      }
       EXPECT_EQ(st.threads, threads);
     }
   }
@@ -249,4 +252,53 @@ TEST(MapReduceGenerators, ZipfGuideTableEqualsFullSearch) {
       ASSERT_EQ(got[i], want) << "distinct " << distinct << " s " << s << " i " << i;
     }
   }
+}
+
+// Two-choice placement (the hash path's shared table for few keys): every key at one of its two
+// slots, each once; the empty marker and duplicates skipped; a table too small fails cleanly.
+TEST(MapReduceTwoChoice, PlacesEveryKeyAtOneOfItsSlots) {
+  namespace tc = tandem::mr::two_choice;
+  std::mt19937_64 rng(5);
+  for (std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{2}, std::size_t{100}, std::size_t{1024}}) {
+    for (int shape = 0; shape < 3; ++shape) {
+      std::vector<std::uint32_t> keys(n);
+      for (std::size_t i = 0; i < n; ++i)
+        keys[i] = shape == 0 ? static_cast<std::uint32_t>(rng()) : (shape == 1 ? static_cast<std::uint32_t>(i) : static_cast<std::uint32_t>(i << 20));
+      if (n > 10) {
+        keys[3] = 0xffffffffu;  // the empty marker: not placed
+        keys[4] = keys[5];      // a duplicate: placed once
+      }
+      const std::uint32_t S = std::max<std::uint32_t>(64, 4 * static_cast<std::uint32_t>(n));
+      std::vector<std::uint32_t> table;
+      const std::uint32_t seed = tc::build<std::uint32_t>(keys, S, 0xffffffffu, table);
+      SCOPED_TRACE(testing::Message() << "n=" << n << " shape=" << shape);
+      ASSERT_NE(seed, 0u);
+      ASSERT_EQ(table.size(), S);
+      std::unordered_map<std::uint32_t, int> seen;
+      for (std::uint32_t j = 0; j < S; ++j)
+        if (table[j] != 0xffffffffu) {
+          ++seen[table[j]];
+          EXPECT_TRUE(tc::slot1(table[j], S) == j || tc::slot2(table[j], seed, S) == j) << "key " << table[j] << " at " << j;
+        }
+      for (auto k : keys) {
+        if (k == 0xffffffffu) {
+          EXPECT_EQ(seen.count(k), 0u);
+          continue;
+        }
+        EXPECT_EQ(seen[k], 1) << "key " << k;
+      }
+    }
+  }
+  // 64-bit keys
+  std::vector<std::uint64_t> k64(500);
+  for (auto& k : k64) k = rng();
+  std::vector<std::uint64_t> t64;
+  const std::uint32_t seed64 = tc::build<std::uint64_t>(k64, 2000, ~std::uint64_t{0}, t64);
+  ASSERT_NE(seed64, 0u);
+  for (auto k : k64) EXPECT_TRUE(t64[tc::slot1(k, 2000)] == k || t64[tc::slot2(k, seed64, 2000)] == k);
+  // more keys than slots: no placement, an empty table
+  std::vector<std::uint32_t> many(100), table;
+  for (std::size_t i = 0; i < many.size(); ++i) many[i] = static_cast<std::uint32_t>(i * 7 + 1);
+  EXPECT_EQ(tc::build<std::uint32_t>(many, 50, 0xffffffffu, table, 4), 0u);
+  EXPECT_TRUE(table.empty());
 }

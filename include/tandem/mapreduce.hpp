@@ -60,6 +60,9 @@ struct Options {
   // open-addressing table, key and aggregate in one global slot). auto_: hash for group-by.
   enum class Mode { auto_, seed, hash };
   Mode mode{Mode::auto_};
+  // Hash path: when every sampled key is hot and there are at most 1,024 of them, place them in
+  // the shared table by two-choice (cuckoo) hashing: two fixed slots per key, no probe loop.
+  bool two_choice{true};
   bool tune{true};                     // measure candidates on first use of a problem class
   std::uint64_t tune_min_records{std::uint64_t{1} << 22};  // smaller jobs are not worth tuning
 };
@@ -86,6 +89,7 @@ struct EngineStats {
   std::uint64_t distinct_estimate{0};  // Chao1 estimate from the sample
   std::uint64_t table_slots{0};        // global table slots (after any grow)
   std::uint32_t sub_tables{1};         // accumulator copies per block in shared memory
+  bool two_choice{false};              // hot keys placed by two-choice hashing (no probe loop)
 };
 
 // ---------------------------------------------------------------------------------------------

@@ -90,6 +90,45 @@ TEST(GpuHashGroupBy, CountsZipfCardinalityHotOnOff) {
   }
 }
 
+// Few distinct keys, all hot: the shared table is placed by two-choice hashing (two fixed slots
+// per key). Keys that the sample never saw (they appear only after the sampled prefix) must still
+// reach the global table, and the result must not depend on the placement.
+TEST(GpuHashGroupBy, TwoChoiceTableForFewKeys) {
+  TANDEM_REQUIRE_GPU();
+  const std::size_t n = sanitizer() ? 40009 : 2000003;
+  for (std::uint64_t distinct : {std::uint64_t{1}, std::uint64_t{128}, std::uint64_t{1000}, std::uint64_t{5000}}) {
+    auto keys = mr::zipf_keys_u32(n, distinct, 0.0, 17 + distinct);
+    for (std::size_t i = n - n / 20; i < n; ++i) keys[i] = 0x40000000u + static_cast<std::uint32_t>(i % 7919);  // unsampled
+    keys[n / 3] = 0xffffffffu;  // the empty marker, once
+    for (bool tc : {true, false}) {
+      auto o = hash_opts();
+      o.two_choice = tc;
+      auto g = mr::groupby(DType::u32, keys.data(), n, DType::f64, nullptr, 0, false, o);
+      const std::string what = "d=" + std::to_string(distinct) + " two-choice=" + std::to_string(tc);
+      expect_counts(g, keys, what);
+      EXPECT_EQ(g.gpu.shared_hits + g.gpu.global_hits, n) << what;
+      if (!tc || distinct > 1024) {
+        EXPECT_FALSE(g.gpu.two_choice) << what;
+      }
+      if (tc && distinct <= 128) {
+        EXPECT_TRUE(g.gpu.two_choice) << what;
+        EXPECT_GT(g.gpu.shared_hits, n / 2) << what;
+        EXPECT_GE(g.gpu.global_hits, n / 20) << what << ": the unsampled keys go to the global table";
+      }
+    }
+    // u64 keys with sums: the same table, 8-byte keys
+    std::vector<std::uint64_t> k64(keys.begin(), keys.end());
+    for (auto& k : k64) k = k * 0x9E3779B97F4A7C15ull;
+    std::vector<double> vals(n);
+    for (std::size_t i = 0; i < n; ++i) vals[i] = double(i % 1000);
+    auto o = hash_opts();
+    auto g = mr::groupby(DType::u64, k64.data(), n, DType::f64, vals.data(), n, true, o);
+    o.device = Device::cpu;
+    auto c = mr::groupby(DType::u64, k64.data(), n, DType::f64, vals.data(), n, true, o);
+    expect_same_rows(g, c, "u64 sums d=" + std::to_string(distinct));
+  }
+}
+
 TEST(GpuHashGroupBy, SmallSizesAndOffsets) {
   TANDEM_REQUIRE_GPU();
   // sizes around the vector width and the sampling threshold (4096 records)

@@ -30,6 +30,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <span>
 #include <cmath>
 #include <cstdint>
 #include <type_traits>
@@ -39,6 +40,7 @@
 #include <cub/device/device_radix_sort.cuh>
 
 #include "tandem/mapreduce/gpu_engine.cuh"
+#include "tandem/mapreduce/two_choice.hpp"
 
 namespace tandem::mr::hash_groupby {
 using gpu_engine::DeviceResult;
@@ -253,6 +255,8 @@ struct PassArgs {
   std::uint32_t dyn_limit;     // kDynamic: most keys inserted into the shared table
   std::uint32_t S;       // shared table slots
   std::uint32_t copies;  // accumulator copies per block (warp w uses copy w % copies)
+  const K* two_choice{nullptr};  // kHotTwoChoice: the shared table built on the host (two_choice.hpp)
+  std::uint32_t seed{0};         // its second hash's seed
 };
 
 template <class K, class V>
@@ -273,7 +277,10 @@ __device__ __forceinline__ std::uint32_t shash(K k) {
 // ballot first (one shared atomic per warp instead of many on one address). kDynamic (the sampling
 // pass): the table starts empty and new keys take slots until `dyn_limit` are used (the seed's
 // "shared memory until it is full"), so heavy hitters never hammer one global address.
-enum PassMode : int { kGlobal = 0, kHot = 1, kDynamic = 2 };
+// kHotTwoChoice: as kHot, the table placed on the host by two-choice hashing (two_choice.hpp): two
+// fixed slots per key, no probe loop. A mode of its own, so kHot's code (and registers) stay as
+// they are.
+enum PassMode : int { kGlobal = 0, kHot = 1, kDynamic = 2, kHotTwoChoice = 3 };
 
 template <class K, class V, int Mode>
 __global__ void __launch_bounds__(1024) pass_kernel(PassArgs<K, V> a) {
@@ -281,7 +288,7 @@ __global__ void __launch_bounds__(1024) pass_kernel(PassArgs<K, V> a) {
   using Acc = typename T::Acc;
   using SAcc = typename T::SAcc;
   constexpr bool kShared = Mode != kGlobal;
-  constexpr bool kTop = Mode == kHot && T::kCount;
+  constexpr bool kTop = (Mode == kHot || Mode == kHotTwoChoice) && T::kCount;
   extern __shared__ __align__(16) unsigned char smem[];
   __shared__ K s_top[8];
   __shared__ std::uint32_t s_topn, s_fill;
@@ -307,7 +314,10 @@ __global__ void __launch_bounds__(1024) pass_kernel(PassArgs<K, V> a) {
       s_topn = tn;
     }
     __syncthreads();
-    for (std::uint32_t h = tid; h < H; h += N) {
+    if constexpr (Mode == kHotTwoChoice) {
+      for (std::uint32_t i = tid; i < S; i += N) skeys[i] = a.two_choice[i];
+    }
+    for (std::uint32_t h = tid; h < (Mode == kHotTwoChoice ? 0u : H); h += N) {
       const K k = a.hot[h];
       if (k == T::kEmpty) continue;  // has its own accumulator
       std::uint32_t j = slot_of(shash(k), S);
@@ -327,6 +337,19 @@ __global__ void __launch_bounds__(1024) pass_kernel(PassArgs<K, V> a) {
       if (k == T::kEmpty) {
         sacc_atomic(&mine[a.S], v);
         n_shared += w;
+        return;
+      }
+      if constexpr (Mode == kHotTwoChoice) {
+        // two fixed slots: no probe loop, the warp stays converged
+        const std::uint32_t j1 = two_choice::slot1(k, a.S), j2 = two_choice::slot2(k, a.seed, a.S);
+        const K s1 = skeys[j1], s2 = skeys[j2];
+        if (s1 == k || s2 == k) {
+          sacc_atomic(&mine[s1 == k ? j1 : j2], v);
+          n_shared += w;
+          return;
+        }
+        n_global += w;
+        if (!upsert(a.table, k, v, a.limit)) a.sink.push(k, v);
         return;
       }
       std::uint32_t j = slot_of(shash(k), a.S);
@@ -661,12 +684,18 @@ class HashGroupBy {
 
   // The counters (and with `hist`, the sample's count histogram into hist_host_), through pinned
   // memory: a pageable copy costs more than the small kernels.
-  Ctr read_ctr(cudaStream_t stream, const std::uint32_t* hist = nullptr) {
+  // With `keys`, also the first `nkeys` of them into keys_host_ (speculatively: the sample's keys
+  // before its size is known, for a two-choice table).
+  Ctr read_ctr(cudaStream_t stream, const std::uint32_t* hist = nullptr, const K* keys = nullptr, std::uint32_t nkeys = 0) {
     if (!pinned_.data()) pinned_ = gpu::PinnedBuffer<Ctr>(1);
     TANDEM_CUDA(cudaMemcpyAsync(pinned_.data(), ctr_, sizeof(Ctr), cudaMemcpyDeviceToHost, stream));
     if (hist) {
       if (!hist_host_.data()) hist_host_ = gpu::PinnedBuffer<std::uint32_t>(kBins);
       TANDEM_CUDA(cudaMemcpyAsync(hist_host_.data(), hist, kBins * sizeof(std::uint32_t), cudaMemcpyDeviceToHost, stream));
+    }
+    if (keys && nkeys) {
+      if (!keys_host_.data()) keys_host_ = gpu::PinnedBuffer<K>(kTwoChoiceMax);
+      TANDEM_CUDA(cudaMemcpyAsync(keys_host_.data(), keys, std::min(nkeys, kTwoChoiceMax) * sizeof(K), cudaMemcpyDeviceToHost, stream));
     }
     TANDEM_CUDA(cudaStreamSynchronize(stream));
     return pinned_[0];
@@ -772,7 +801,7 @@ class HashGroupBy {
     compact_kernel<K, V, true><<<grid_for(std::uint64_t(cap_s) + 1), 256, 0, stream>>>(ts, sk, sa, sc, cap_s + 1, ctr_, hist, top_min,
                                                                                          top, top_n);
     TANDEM_CUDA_LAUNCH("hash group-by: compact sample");
-    const Ctr c1 = read_ctr(stream, hist);
+    const Ctr c1 = read_ctr(stream, hist, opts_.two_choice && pl.hot ? sk : nullptr, std::min<std::uint32_t>(cap_s + 1, kTwoChoiceMax));
     const std::uint32_t* hh = hist_host_.data();
     const double f1 = hh[1], f2 = hh[2];
     if (c1.overflow_n || c1.lost || c1.out_n > cap_s + 1) throw Error("hash group-by: internal error, the sample table overflowed");
@@ -798,7 +827,8 @@ class HashGroupBy {
     }
 
     // 3. hot keys
-    std::uint32_t S = 0, C = 1, H = 0;
+    std::uint32_t S = 0, C = 1, H = 0, tc_seed = 0;
+    const K* tc = nullptr;  // two-choice table on the device
     std::size_t smem = 0;
     const K* hot = nullptr;
     const bool hot_possible = pl.hot && Ms < M && Ds > 0;
@@ -864,6 +894,20 @@ class HashGroupBy {
       st.hot_share = H ? share : 0.0;
       if (H) {
         S = 2 * H + 1;
+        if (all && opts_.two_choice && Ds <= kTwoChoiceMax) {
+          // Every sampled key is hot and they are few: two fixed slots per key in a table at most
+          // a quarter full (two-choice placement then succeeds at the first or second seed).
+          const std::uint32_t S2 = std::max<std::uint32_t>(64, 4 * Ds);
+          tc_seed = two_choice::build<K>(std::span<const K>(keys_host_.data(), Ds), S2, T::kEmpty, two_choice_table_);
+          if (tc_seed) {
+            S = S2;
+            if (!two_choice_host_.data()) two_choice_host_ = gpu::PinnedBuffer<K>(std::max<std::uint32_t>(64, 4 * kTwoChoiceMax));
+            std::copy(two_choice_table_.begin(), two_choice_table_.end(), two_choice_host_.data());
+            K* dst = two_choice_keys_.get<K>(S);
+            TANDEM_CUDA(cudaMemcpyAsync(dst, two_choice_host_.data(), S * sizeof(K), cudaMemcpyHostToDevice, stream));
+            tc = dst;
+          }
+        }
         const std::size_t cap_bytes = budget ? budget : bytes(S, 1);
         while (C * 2 <= warps && bytes(S, C * 2) <= cap_bytes) C *= 2;
         smem = bytes(S, C);
@@ -872,6 +916,7 @@ class HashGroupBy {
       }
     }
     st.hot_keys = H;
+    st.two_choice = tc != nullptr;
     st.shared_entries = S;
     st.sub_tables = C;
     t2.record(stream);
@@ -880,15 +925,18 @@ class HashGroupBy {
     const bool hot_pass = H > 0;
     int per_sm = 1;
     {
-      const void* kf = hot_pass ? reinterpret_cast<const void*>(pass_kernel<K, V, kHot>) : reinterpret_cast<const void*>(pass_kernel<K, V, kGlobal>);
+      const void* kf = !hot_pass ? reinterpret_cast<const void*>(pass_kernel<K, V, kGlobal>)
+                       : tc      ? reinterpret_cast<const void*>(pass_kernel<K, V, kHotTwoChoice>)
+                                 : reinterpret_cast<const void*>(pass_kernel<K, V, kHot>);
       TANDEM_CUDA(cudaFuncSetAttribute(kf, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
       TANDEM_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kf, pl.threads, smem));
     }
     const int blocks = opts_.blocks > 0 ? opts_.blocks : sms * std::max(1, std::min(per_sm, pl.blocks_per_sm));
     st.blocks = blocks;
     if (Ms < M) {
-      PassArgs<K, V> a{keys, values, Ms, M, t, limit, sink, ctr_, hot, H, top, top_n, 0, S, C};
-      if (hot_pass) launch_pass<kHot>(a, blocks, pl.threads, smem, stream);
+      PassArgs<K, V> a{keys, values, Ms, M, t, limit, sink, ctr_, hot, H, top, top_n, 0, S, C, tc, tc_seed};
+      if (hot_pass && tc) launch_pass<kHotTwoChoice>(a, blocks, pl.threads, smem, stream);
+      else if (hot_pass) launch_pass<kHot>(a, blocks, pl.threads, smem, stream);
       else launch_pass<kGlobal>(a, blocks, pl.threads, 0, stream);
     }
     t3.record(stream);
@@ -944,7 +992,11 @@ class HashGroupBy {
   Dev dev_{};
   gpu::PinnedBuffer<Ctr> pinned_;
   gpu::PinnedBuffer<std::uint32_t> hist_host_;
+  static constexpr std::uint32_t kTwoChoiceMax = 1024;  // most hot keys placed by two-choice hashing
+  gpu::PinnedBuffer<K> keys_host_, two_choice_host_;
+  std::vector<K> two_choice_table_;
   Ctr* ctr_{nullptr};
+  Scratch two_choice_keys_;
   Scratch ctr_buf_, hist_, top_keys_, top_n_, sentinel_, sample_slots_, sample_keys_, sample_accs_, sample_counts_, hot_keys_, temp_, ovf_keys_, ovf_accs_;
   Scratch table_[2], out_k_[2], out_a_[2];
   int cur_{0};
