@@ -19,6 +19,7 @@
 #include <array>
 #include <climits>
 #include <cstdio>
+#include <functional>
 #include <memory>
 #include <utility>
 #include <vector>
@@ -62,12 +63,14 @@ TransferOptions transfer_options() {
   return to;
 }
 
-// One device-to-host copy that may start once `ready` has completed on the device.
+// One device-to-host copy that may start once `ready` has completed on the device; `ready` is
+// recorded by the time prepare(group) returns (see copy_back).
 struct D2HPiece {
   const char* src;
   char* dst;
   std::size_t bytes;
   cudaEvent_t ready;
+  std::size_t group{0};
 };
 
 // The pinned slots of the staged D2H copies, kept in the workspace.
@@ -118,19 +121,33 @@ void reserve_fit(SortWorkspace& ws, std::size_t m, bool merge) {
 // fills the next). Pageable pieces that continue one another on both sides (the groups of one
 // array) are chunked as one run, so no chunk is cut short at a group boundary; each chunk's DMA
 // waits on the device for the event of the last piece it touches (the events complete in the
-// order of the pieces of a run: the sorts run in order on one stream).
+// order of the pieces of a run: the sorts run in order on one stream). prepare(g), when set, must
+// have recorded the events of groups <= g when it returns: it is called before any copy waits on
+// them, and once for the last group right after the first copies are issued, so the host enqueues
+// the remaining sorts while the GPU sorts the first group and the first chunks are copied.
 void copy_back(const std::vector<D2HPiece>& pieces, SortWorkspace& ws, const TransferOptions& to, cudaStream_t staged,
-               cudaStream_t direct, StageTimes& t) {
+               cudaStream_t direct, StageTimes& t, const std::function<void(std::size_t)>& prepare = {}) {
+  auto ready = [&](std::size_t group) {
+    if (prepare) prepare(group);
+  };
+  struct End {
+    std::size_t end;  // end offset of a piece in its run
+    cudaEvent_t event;
+    std::size_t group;
+  };
   struct Run {
     const char* src;
     char* dst;
     std::size_t bytes;
-    std::vector<std::pair<std::size_t, cudaEvent_t>> ends;  // (end offset of a piece, its event)
+    std::vector<End> ends;
   };
   std::vector<Run> runs;
+  std::size_t last_group = 0;
   for (const D2HPiece& p : pieces) {
+    last_group = std::max(last_group, p.group);
     if (p.bytes == 0) continue;
     if (gpu::is_pinned(p.dst)) {
+      ready(p.group);
       TANDEM_CUDA(cudaStreamWaitEvent(direct, p.ready, 0));
       TANDEM_CUDA(cudaMemcpyAsync(p.dst, p.src, p.bytes, cudaMemcpyDeviceToHost, direct));
       continue;
@@ -139,26 +156,29 @@ void copy_back(const std::vector<D2HPiece>& pieces, SortWorkspace& ws, const Tra
                           [&](const Run& x) { return x.src + x.bytes == p.src && x.dst + x.bytes == p.dst; });
     if (r == runs.end()) r = runs.insert(runs.end(), Run{p.src, p.dst, 0, {}});
     r->bytes += p.bytes;
-    r->ends.emplace_back(r->bytes, p.ready);
+    r->ends.push_back({r->bytes, p.ready, p.group});
   }
-  std::vector<D2HPiece> chunks;
+  std::vector<std::pair<D2HPiece, std::size_t>> chunks;  // with the group whose event it waits on
   for (const Run& r : runs)
     for (std::size_t off = 0; off < r.bytes; off += to.chunk_bytes) {
       const std::size_t len = std::min(to.chunk_bytes, r.bytes - off);
       const auto last = std::lower_bound(r.ends.begin(), r.ends.end(), off + len,
-                                         [](const auto& e, std::size_t v) { return e.first < v; });
-      chunks.push_back({r.src + off, r.dst + off, len, last->second});
+                                         [](const End& e, std::size_t v) { return e.end < v; });
+      chunks.push_back({{r.src + off, r.dst + off, len, last->event, last->group}, last->group});
     }
   if (!chunks.empty()) {
     const std::size_t S = static_cast<std::size_t>(to.slots);
     ensure_slots(ws, to);
     auto issue = [&](std::size_t c) {
       const std::size_t slot = c % S;
-      TANDEM_CUDA(cudaStreamWaitEvent(staged, chunks[c].ready, 0));
-      TANDEM_CUDA(cudaMemcpyAsync(ws.d2h_slots[slot].data(), chunks[c].src, chunks[c].bytes, cudaMemcpyDeviceToHost, staged));
+      ready(chunks[c].second);
+      TANDEM_CUDA(cudaStreamWaitEvent(staged, chunks[c].first.ready, 0));
+      TANDEM_CUDA(cudaMemcpyAsync(ws.d2h_slots[slot].data(), chunks[c].first.src, chunks[c].first.bytes, cudaMemcpyDeviceToHost,
+                                  staged));
       ws.d2h_done[slot].record(staged);
     };
     for (std::size_t c = 0; c < std::min(S, chunks.size()); ++c) issue(c);
+    ready(last_group);  // the rest of the sorts, while the first chunks are sorted and copied
     Stopwatch w;
     for (std::size_t c = 0; c < chunks.size(); ++c) {
       const std::size_t slot = c % S;
@@ -166,11 +186,12 @@ void copy_back(const std::vector<D2HPiece>& pieces, SortWorkspace& ws, const Tra
       ws.d2h_done[slot].sync();
       t.d2h_wait += w.seconds();
       w.reset();
-      parallel_copy(chunks[c].dst, ws.d2h_slots[slot].data(), chunks[c].bytes, to.threads);
+      parallel_copy(chunks[c].first.dst, ws.d2h_slots[slot].data(), chunks[c].first.bytes, to.threads);
       t.d2h_copy += w.seconds();
       if (c + S < chunks.size()) issue(c + S);
     }
   }
+  ready(last_group);
   TANDEM_CUDA(cudaStreamSynchronize(direct));
   TANDEM_CUDA(cudaStreamSynchronize(staged));
 }
@@ -280,22 +301,29 @@ void fit_sort(const K* src_k, const V* src_v, K* dst_k, V* dst_v, std::size_t n,
   } else {
     plan = plan_gpu_split({}, n, kBits, split_min);
   }
-  // Enqueue every sort on s (asynchronous), one event per group; then copy the groups back.
+  // Enqueue the sorts on s (asynchronous), one event per group; then copy the groups back.
   gpu::Event e_start, e_msd, e_end;
   std::vector<ElementRange> groups = plan.split ? plan.groups : std::vector<ElementRange>{{0, n}};
+  const std::size_t G = groups.size();
   std::vector<gpu::Event> ready;
-  ready.reserve(groups.size());
+  ready.reserve(G);
+  for (std::size_t i = 0; i < G; ++i) ready.emplace_back(true);
   std::vector<D2HPiece> pieces;
-  auto add_group = [&](const ElementRange& g, U* rk, V* rv) {
-    if (map) map_from_bits<K>(rk + g.begin, g.size(), opts.descending, s);
-    ready.emplace_back(true);
-    ready.back().record(s);
+  // The D2H pieces of group i, whose sorted keys (values) will be at rk (rv) + its offset.
+  auto add_pieces = [&](std::size_t i, U* rk, V* rv) {
+    const ElementRange& g = groups[i];
     pieces.push_back({reinterpret_cast<const char*>(rk + g.begin), reinterpret_cast<char*>(dst_k + g.begin),
-                      g.size() * sizeof(K), ready.back().get()});
+                      g.size() * sizeof(K), ready[i].get(), i});
     if constexpr (kValues)
       pieces.push_back({reinterpret_cast<const char*>(rv + g.begin), reinterpret_cast<char*>(dst_v + g.begin),
-                        g.size() * sizeof(V), ready.back().get()});
+                        g.size() * sizeof(V), ready[i].get(), i});
   };
+  // Group i sorted into rk: back to the caller's key type, and its event.
+  auto finish_group = [&](std::size_t i, U* rk) {
+    if (map) map_from_bits<K>(rk + groups[i].begin, groups[i].size(), opts.descending, s);
+    ready[i].record(s);
+  };
+  std::function<void(std::size_t)> prepare;  // enqueues groups lazily (pre-partitioned split)
   std::size_t largest_group = 0;
   for (const ElementRange& g : groups) largest_group = std::max(largest_group, g.size());
   // The pre-partitioned batches serve when the split is on the top digit and one group's
@@ -303,52 +331,62 @@ void fit_sort(const K* src_k, const V* src_v, K* dst_k, V* dst_v, std::size_t n,
   U* sk = nullptr;
   if (nb > 1 && plan.split && plan.msd_shift == kTop && largest_group <= n / 8)
     sk = reinterpret_cast<U*>(grow(ws.scratch, std::max<std::size_t>(largest_group, 1) * sizeof(U)));
+  std::array<std::uint64_t, kMsdBuckets + 1> prefix{};  // bucket starts of the top digit
+  std::size_t next = 0;                                 // groups enqueued so far (lazy path)
   e_start.record(s);
   if (merge) {
     e_msd.record(s);
     sort_bits<U, V>(dk, dv, n, true, ws, s);
-    add_group(groups[0], dk, dv);
+    finish_group(0, dk);
+    add_pieces(0, dk, dv);
   } else if (!plan.split) {  // bits above sort_bits agree for every key (0: all keys are equal)
     const std::size_t temp = plan.sort_bits > 0 ? radix_temp_bytes<U, V>(n, 0, plan.sort_bits) : 0;
     char* tp2 = grow(ws.temp, std::max<std::size_t>(temp, 1));
     e_msd.record(s);
     const bool alt = sort_bits_range<U, V>(dk, ak, dv, av, n, 0, plan.sort_bits, tp2, temp, s);
-    add_group(groups[0], alt ? ak : dk, alt ? av : dv);
+    finish_group(0, alt ? ak : dk);
+    add_pieces(0, alt ? ak : dk, alt ? av : dv);
   } else if (sk) {
     // Each group gathered from the batches' partitions in ak into its place in dk (the batches
     // in upload order, so the group holds exactly its buckets' keys), then sorted there with the
-    // scratch buffer as CUB's alternate.
+    // scratch buffer as CUB's alternate. Enqueued lazily by copy_back: the first groups before
+    // the first copies, the rest while those run.
     t.batches += nb;
     e_msd.record(s);
-    std::array<std::uint64_t, kMsdBuckets + 1> prefix{};
     for (std::size_t b = 0; b < kMsdBuckets; ++b)
       for (std::size_t j = 0; j < nb; ++j) prefix[b + 1] += batch_counts[j * kMsdBuckets + b];
     for (std::size_t b = 0; b < kMsdBuckets; ++b) prefix[b + 1] += prefix[b];
-    for (const ElementRange& g : groups) {
-      const std::size_t lo_b = std::lower_bound(prefix.begin(), prefix.end(), g.begin) - prefix.begin();
-      const std::size_t hi_b = std::lower_bound(prefix.begin(), prefix.end(), g.end) - prefix.begin();
-      std::size_t at = g.begin;
-      GatherList<U> list;
-      for (std::size_t j = 0; j < nb; ++j) {
-        const std::uint64_t* c = &batch_counts[j * kMsdBuckets];
-        std::size_t from = j ? batch_end[j - 1] : 0;
-        for (std::size_t b = 0; b < lo_b; ++b) from += c[b];
-        std::size_t len = 0;
-        for (std::size_t b = lo_b; b < hi_b; ++b) len += c[b];
-        if (len) {
-          list.src[list.count] = ak + from;
-          list.dst[list.count] = dk + at;
-          list.n[list.count++] = len;
+    for (std::size_t i = 0; i < G; ++i) add_pieces(i, dk, dv);
+    prepare = [&](std::size_t upto) {
+      for (; next <= upto && next < G; ++next) {
+        const ElementRange& g = groups[next];
+        const std::size_t lo_b = std::lower_bound(prefix.begin(), prefix.end(), g.begin) - prefix.begin();
+        const std::size_t hi_b = std::lower_bound(prefix.begin(), prefix.end(), g.end) - prefix.begin();
+        std::size_t at = g.begin;
+        GatherList<U> list;
+        for (std::size_t j = 0; j < nb; ++j) {
+          const std::uint64_t* c = &batch_counts[j * kMsdBuckets];
+          std::size_t from = j ? batch_end[j - 1] : 0;
+          for (std::size_t b = 0; b < lo_b; ++b) from += c[b];
+          std::size_t len = 0;
+          for (std::size_t b = lo_b; b < hi_b; ++b) len += c[b];
+          if (len) {
+            list.src[list.count] = ak + from;
+            list.dst[list.count] = dk + at;
+            list.n[list.count++] = len;
+          }
+          at += len;
         }
-        at += len;
+        if (at != g.end) throw Error("sort: internal error, the upload batches' histograms do not add up");
+        gather_segments<U>(list, s);
+        const int bits = g.buckets > 1 ? kBits : kTop;
+        const bool a2 = sort_bits_range<U, NoValue>(dk + g.begin, sk, nullptr, nullptr, g.size(), 0, bits, tp, temp_bytes, s);
+        if (a2) TANDEM_CUDA(cudaMemcpyAsync(dk + g.begin, sk, g.size() * sizeof(U), cudaMemcpyDeviceToDevice, s));
+        finish_group(next, dk);
+        if (next + 1 == G) e_end.record(s);
       }
-      gather_segments<U>(list, s);
-      if (at != g.end) throw Error("sort: internal error, the upload batches' histograms do not add up");
-      const int bits = g.buckets > 1 ? kBits : kTop;
-      const bool a2 = sort_bits_range<U, NoValue>(dk + g.begin, sk, nullptr, nullptr, g.size(), 0, bits, tp, temp_bytes, s);
-      if (a2) TANDEM_CUDA(cudaMemcpyAsync(dk + g.begin, sk, g.size() * sizeof(U), cudaMemcpyDeviceToDevice, s));
-      add_group(g, dk, dv);
-    }
+    };
+    prepare(0);  // the GPU starts on the first group at once
   } else {
     // The MSD pass sorts bits [lo, hi); a group of one bucket then needs bits [0, lo) sorted, a
     // group of several buckets bits [0, hi) (its buckets are in order, but a sort of the low bits
@@ -363,17 +401,19 @@ void fit_sort(const K* src_k, const V* src_v, K* dst_k, V* dst_v, std::size_t n,
     U* ok = alt ? dk : ak;
     V* cv = alt ? av : dv;
     V* ov = alt ? dv : av;
-    for (const ElementRange& g : groups) {
+    for (std::size_t i = 0; i < G; ++i) {
+      const ElementRange& g = groups[i];
       const int bits = g.buckets > 1 ? hi : lo;
       const bool a2 = sort_bits_range<U, V>(ck + g.begin, ok + g.begin, kValues ? cv + g.begin : nullptr,
                                             kValues ? ov + g.begin : nullptr, g.size(), 0, bits, tp2, temp, s);
-      add_group(g, a2 ? ok : ck, a2 ? ov : cv);
+      finish_group(i, a2 ? ok : ck);
+      add_pieces(i, a2 ? ok : ck, a2 ? ov : cv);
     }
   }
-  e_end.record(s);
+  if (!prepare) e_end.record(s);
   t.setup += w.seconds();
   w.reset();
-  copy_back(pieces, ws, to, staged, direct, t);
+  copy_back(pieces, ws, to, staged, direct, t, prepare);
   TANDEM_CUDA(cudaStreamSynchronize(s));
   ws.end(s);
   t.d2h += w.seconds();
@@ -381,7 +421,7 @@ void fit_sort(const K* src_k, const V* src_v, K* dst_k, V* dst_v, std::size_t n,
   t.msd += e_msd.seconds_since(e_start);
   t.groups += e_end.seconds_since(e_msd);
   (plan.split ? t.split_pieces : t.whole_pieces) += 1;
-  t.groups_n += groups.size();
+  t.groups_n += G;
   t.why = plan.why;
 }
 
@@ -389,7 +429,7 @@ void fit_sort(const K* src_k, const V* src_v, K* dst_k, V* dst_v, std::size_t n,
 void add_fit_stages(Report& r, const StageTimes& t, const std::string& what, const SortOptions& opts) {
   r.add("H2D copy + map + histogram", "cpu+gpu0", t.h2d, what);
   r.add("GPU sort before first D2H", "gpu0", t.exposed,
-        fmt::format("{}; device time: MSD pass {}, {} sort(s) {}; host plan + enqueue {}",
+        fmt::format("{}; device time: MSD pass {}, {} sort(s) {}; host plan + enqueue before the first copy {}",
                     opts.algorithm == SortAlgorithm::merge ? "CUB merge sort" : "CUB radix",
                     t.batches ? fmt::format("during the upload ({} batches)", t.batches) : human_seconds(t.msd), t.groups_n,
                     human_seconds(t.groups), human_seconds(t.setup)));
