@@ -70,6 +70,22 @@ void expect_keys(const std::vector<K>& in, const std::vector<K>& got, bool desc)
   for (std::size_t i = 0; i < want.size(); ++i) ASSERT_EQ(to_ordered(got[i]), to_ordered(want[i])) << "at " << i;
 }
 
+SortOptions gpu_sort_options(bool desc) {
+  SortOptions o;
+  o.device = Device::gpu;
+  o.descending = desc;
+  return o;
+}
+
+// Sorts a copy of `in` with `o` and checks it against std::stable_sort; returns the Report.
+template <class K>
+Report sort_checked(const std::vector<K>& in, const SortOptions& o) {
+  auto k = in;
+  const Report r = tandem::sort(std::span<K>(k), o);
+  expect_keys(in, k, o.descending);
+  return r;
+}
+
 std::vector<std::size_t> sizes() {
   if (small()) return {0, 1, 2, 1000, 4097};
   return {0, 1, 2, 3, 1023, 1025, (1u << 16) + 1, (1u << 20) - 1};
@@ -123,13 +139,9 @@ void split_paths() {
       for (bool desc : {false, true}) {
         if (n > 100000 && shape != 0) continue;
         SCOPED_TRACE(testing::Message() << "n=" << n << " shape=" << shape << " desc=" << desc);
-        SortOptions o;
-        o.device = Device::gpu;
-        o.descending = desc;
+        const SortOptions o = gpu_sort_options(desc);
         const auto in = keys_for<K>(n, shape, n * 5 + shape);
-        auto k = in;
-        const Report r = tandem::sort(std::span<K>(k), o);
-        expect_keys(in, k, desc);
+        const Report r = sort_checked(in, o);
         EXPECT_EQ(r.details.value("path", ""), "gpu-pipeline");
         const bool split = r.details.value("gpu_split", false);
         if (n < 4096 || shape == 4 || shape == 6) {
@@ -139,7 +151,7 @@ void split_paths() {
           EXPECT_TRUE(split) << "uniform: top digit; few distinct: split on the lowest digit";
         }
         if (shape == 2 || shape == 3) continue;
-        k = in;
+        auto k = in;
         std::vector<std::uint32_t> v(n);
         std::iota(v.begin(), v.end(), 0u);
         sort_pairs(std::span<K>(k), std::span<std::uint32_t>(v), o);
@@ -310,13 +322,9 @@ void upload_batch_paths() {
     for (int shape : {0, 1, 2, 3, 4, 5, 6})
       for (bool desc : {false, true}) {
         SCOPED_TRACE(testing::Message() << "n=" << n << " shape=" << shape << " desc=" << desc);
-        SortOptions o;
-        o.device = Device::gpu;
-        o.descending = desc;
+        const SortOptions o = gpu_sort_options(desc);
         const auto in = keys_for<K>(n, shape, n * 7 + shape);
-        auto k = in;
-        const Report r = tandem::sort(std::span<K>(k), o);
-        expect_keys(in, k, desc);
+        const Report r = sort_checked(in, o);
         const auto batches = r.details.value("gpu_upload_batches", std::size_t{0});
         if (std::is_integral_v<K> && (shape == 0 || shape == 2 || shape == 3)) {
           EXPECT_GT(batches, 1u) << "uniform keys split on the top digit: groups gathered from the upload batches";
@@ -325,7 +333,7 @@ void upload_batch_paths() {
           EXPECT_EQ(batches, 0u);
         }
         if (shape != 0) continue;
-        k = in;  // pairs keep the plain MSD pass (stable), with the same small chunks
+        auto k = in;  // pairs keep the plain MSD pass (stable), with the same small chunks
         std::vector<std::uint32_t> v(n);
         std::iota(v.begin(), v.end(), 0u);
         sort_pairs(std::span<K>(k), std::span<std::uint32_t>(v), o);
