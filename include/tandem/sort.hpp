@@ -3,8 +3,9 @@
 // Keys: u32, i32, u64, i64, f32, f64 (floats in the total order of key_order.hpp); optional
 // values u32 or u64 carried with their keys. `algorithm = auto_` picks from measured costs:
 // device radix sort (CUB) with staged, overlapped copies for host data that fits on the GPU,
-// GPU chunk sorts with a CPU multiway merge for data larger than the GPU, a parallel CPU sort
-// without a GPU, and the hybrid CPU+GPU bitonic sort (seed 000) when asked for.
+// a parallel host MSD partition into GPU-sized pieces (no merge) for data larger than the GPU,
+// a parallel CPU sort without a GPU, and the hybrid CPU+GPU bitonic sort (seed 000) when asked
+// for.
 #pragma once
 #include <cstdint>
 #include <span>

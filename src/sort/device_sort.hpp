@@ -108,8 +108,8 @@ std::size_t& pipeline_chunk_bytes();
 // GPU memory this process may use for a sort: opts.gpu_memory_limit if set, else 90% of free.
 std::size_t gpu_sort_budget(const SortOptions& opts);
 
-// Host data on the GPU: the staged pipeline when it fits in the budget, GPU chunk sorts with a
-// parallel CPU multiway merge otherwise. Throws CudaError / OutOfMemoryError / NoDeviceError.
+// Host data on the GPU: the staged pipeline when it fits in the budget, otherwise a parallel
+// host MSD partition into pieces that fit, each sorted by the pipeline in its final place. Throws CudaError / OutOfMemoryError / NoDeviceError.
 template <class K, class V>
 void gpu_sort_host(std::span<K> keys, std::span<V> values, const SortOptions& opts, Report& r);
 #endif
