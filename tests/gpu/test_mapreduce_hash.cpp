@@ -245,3 +245,62 @@ TEST(GpuHashGroupBy, SeedModeStillSelectable) {
   EXPECT_EQ(g.gpu.engine, "seed");
 }
 
+
+// The partitioned cold tier (forced at test sizes): results equal the reference with partitions on,
+// with regions so small that most cold pairs find theirs full (they go to the table), without hot
+// keys (every pair is cold), with partitions off, with the all-ones key among the cold keys, and
+// for sums/min/max of u64 keys against the CPU engine.
+TEST(GpuHashGroupBy, PartitionedColdTier) {
+  TANDEM_REQUIRE_GPU();
+  const std::size_t n = sanitizer() ? 50021 : 2000003;
+  for (double s : {0.0, 1.0}) {
+    auto keys = mr::zipf_keys_u32(n, 300000, s, 21);
+    keys[n / 2] = 0xffffffffu;
+    for (int variant = 0; variant < 4; ++variant) {
+      auto o = hash_opts();
+      o.partition_min_records = 0;
+      if (variant == 1) o.partition_region = 8;
+      if (variant == 2) o.hot_keys = false;
+      if (variant == 3) o.partition = false;
+      auto g = mr::groupby(DType::u32, keys.data(), n, DType::f64, nullptr, 0, false, o);
+      const std::string what = "s=" + std::to_string(s) + " variant " + std::to_string(variant);
+      expect_counts(g, keys, what);
+      EXPECT_EQ(g.gpu.shared_hits + g.gpu.global_hits, n) << what;
+      if (variant == 3) {
+        EXPECT_EQ(g.gpu.partitions, 0u) << what;
+        EXPECT_EQ(g.gpu.partitioned, 0u) << what;
+      } else {
+        EXPECT_GT(g.gpu.partitions, 0u) << what;
+        EXPECT_GT(g.gpu.partitioned, n / 4) << what;
+        EXPECT_GE(g.gpu.partition_region, 8u) << what;
+      }
+      if (variant == 1) {
+        EXPECT_GT(g.gpu.region_full, 0u) << what;
+      }
+    }
+  }
+  auto k64 = mr::zipf_keys_u64(n, 300000, 0.5, 23);
+  k64[7] = ~std::uint64_t{0};
+  std::vector<double> f64(n);
+  std::vector<std::int32_t> i32(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    f64[i] = double(std::int64_t(mr::mix64(i) % 2001) - 1000);  // integers: exact sums in any order
+    i32[i] = std::int32_t(mr::mix64(i + 9) % 20001) - 10000;
+  }
+  f64[11] = -0.0;
+  f64[12] = std::nan("");
+  for (int region : {0, 8}) {
+    for (int vt = 0; vt < 2; ++vt) {
+      auto o = hash_opts();
+      o.partition_min_records = 0;
+      o.partition_region = static_cast<std::uint32_t>(region);
+      const DType val_t = vt == 0 ? DType::f64 : DType::i32;
+      const void* vals = vt == 0 ? static_cast<const void*>(f64.data()) : static_cast<const void*>(i32.data());
+      auto g = mr::groupby(DType::u64, k64.data(), n, val_t, vals, n, true, o);
+      EXPECT_GT(g.gpu.partitions, 0u);
+      o.device = Device::cpu;
+      auto c = mr::groupby(DType::u64, k64.data(), n, val_t, vals, n, true, o);
+      expect_same_rows(g, c, "u64 aggregates, region " + std::to_string(region) + " value " + std::to_string(vt));
+    }
+  }
+}
