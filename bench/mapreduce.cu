@@ -163,16 +163,14 @@ int main(int argc, char** argv) {
                {{"hot_keys", st.hot_keys}, {"hot_share", st.hot_share}, {"shared_hits", st.shared_hits},
                 {"global_hits", st.global_hits}, {"spilled", st.spilled}, {"retries", st.retries}, {"blocks", st.blocks},
                 {"threads", st.block_threads}, {"p", st.sample_fraction}, {"table_slots", st.table_slots},
-                {"sub_tables", st.sub_tables}, {"partitions", st.partitions}, {"partitioned", st.partitioned},
-                {"region_full", st.region_full}});
+                {"sub_tables", st.sub_tables}});
       std::printf("  %s / %s: %.3f ms (anchor %.3f ms), Bs=%d N=%d p=%.3g H=%llu (%.1f%% of sample) S=%zu x%u, shared %.1f%%, "
-                  "table %llu slots, overflowed %llu, grows %llu, retries %llu, partitions %u (%llu pairs, %llu to full regions)\n",
+                  "table %llu slots, overflowed %llu, grows %llu, retries %llu\n",
                   name.c_str(), cf.label.c_str(), et.median * 1e3, at.median * 1e3, st.blocks, st.block_threads,
                   st.sample_fraction, (unsigned long long)st.hot_keys, st.hot_share * 100, st.shared_entries, st.sub_tables,
                   100.0 * st.shared_hits / std::max<double>(1, st.shared_hits + st.global_hits),
                   (unsigned long long)st.table_slots, (unsigned long long)st.spilled, (unsigned long long)st.result_grows,
-                  (unsigned long long)st.retries, st.partitions, (unsigned long long)st.partitioned,
-                  (unsigned long long)st.region_full);
+                  (unsigned long long)st.retries);
       for (const auto* r : {&tune_rep, &rep})
         for (const auto& note : r->notes)
           if (note.find("tun") != std::string::npos || note.find("grown") != std::string::npos)
@@ -183,12 +181,10 @@ int main(int argc, char** argv) {
     return at.median;
   };
 
-  mr::Options hash_auto, hash_cold, hash_nopart, block_hot, direct_hot, block_cold, direct_cold;
+  mr::Options hash_auto, hash_cold, block_hot, direct_hot, block_cold, direct_cold;
   hash_auto.mode = mr::Options::Mode::hash;
   hash_cold = hash_auto;
   hash_cold.hot_keys = false;
-  hash_nopart = hash_auto;
-  hash_nopart.partition = false;
   block_hot.mode = mr::Options::Mode::seed;
   block_hot.tables = mr::Options::Tables::block;
   direct_hot = block_hot;
@@ -217,8 +213,6 @@ int main(int argc, char** argv) {
       cfgs.push_back({"seed, block tables", false, block_hot});
       cfgs.push_back({"seed, block tables, no hot keys", false, block_cold});
     }
-    const bool part_row = z == 0.0 || z == 1.0;
-    if (part_row) cfgs.push_back({"hash, no partitions", true, hash_nopart});
     std::vector<double> t;
     const double a = run_case(fmtr("zipf{}", z), keys, cfgs, t);
     double seed_best = 0;
@@ -228,8 +222,6 @@ int main(int argc, char** argv) {
       b.info(fmtr("seed engine (block tables): hot keys on vs off, Zipf {}", z), t[5] / t[4], "x");
       seed_best = std::min(t[2], t[4]);
     }
-    if (part_row)
-      b.info(fmtr("hash path: partitioned cold tier vs cold pairs straight to the table, Zipf {}", z), t.back() / t[0], "x");
     rows.push_back({z, a, t[0], seed_best});
     if (z == 0.0) b.goal(fmtr("group-by count 2^{} u32 uniform / {} keys vs CUB sort+RLE", lg, distinct), a / t[0], 1.0);
     if (z == 1.0) b.goal(fmtr("group-by count 2^{} u32 Zipf 1.0 / {} keys vs CUB sort+RLE", lg, distinct), a / t[0], 2.0);

@@ -12,7 +12,6 @@
 
 #include "tandem/error.hpp"
 #include "tandem/mapreduce.hpp"
-#include "tandem/mapreduce/partition_plan.hpp"
 #include "tandem/mapreduce/two_choice.hpp"
 #include "test_util.hpp"
 
@@ -302,49 +301,4 @@ TEST(MapReduceTwoChoice, PlacesEveryKeyAtOneOfItsSlots) {
   for (std::size_t i = 0; i < many.size(); ++i) many[i] = static_cast<std::uint32_t>(i * 7 + 1);
   EXPECT_EQ(tc::build<std::uint32_t>(many, 50, 0xffffffffu, table, 4), 0u);
   EXPECT_TRUE(table.empty());
-}
-
-// Partitioned cold tier of the hash path: the shared table fits its bytes, partitions keep every
-// partition's keys under the table's limit for a hashed key set, regions cover the spread of a
-// block's share, and the bounds hold at the extremes.
-TEST(MapReducePartitionPlan, SizesHoldForHashedKeys) {
-  namespace pp = tandem::mr::partition_plan;
-  const pp::Table t = pp::table_for(16 * 1024, 4, 4);
-  EXPECT_EQ(t.slots, (16 * 1024 - 20) / 8);
-  EXPECT_EQ(t.max_keys, t.slots / 2);
-  EXPECT_LE(16 + 4 + std::size_t(t.slots) * 8, std::size_t{16 * 1024});
-  EXPECT_EQ(pp::table_for(16, 8, 32).slots, 0u);  // too small for any slot
-  const pp::Table wide = pp::table_for(16 * 1024, 8, 32);  // u64 keys with Agg<double>
-  EXPECT_GT(wide.slots, 300u);
-
-  EXPECT_EQ(pp::partitions_for(0, t.max_keys, 528, 4096), 528u);          // at least one per block slot
-  EXPECT_EQ(pp::partitions_for(1e12, t.max_keys, 528, 4096), 4096u);      // at most the counter budget
-  EXPECT_EQ(pp::partitions_for(1e6, 0, 528, 4096), 0u);                   // no table: no partitions
-  // 1M distinct keys hashed (murmur3 fmix32, as on the device) into the chosen partitions: none
-  // holds more keys than its shared table takes
-  const std::uint32_t P = pp::partitions_for(1e6, t.max_keys, 528, 4096);
-  EXPECT_GT(P, 528u);
-  std::vector<std::uint32_t> per(P, 0);
-  for (std::uint32_t k = 0; k < 1000000; ++k) {
-    std::uint32_t x = k * 2654435761u + 12345u;
-    x ^= x >> 16;
-    x *= 0x85ebca6bu;
-    x ^= x >> 13;
-    x *= 0xc2b2ae35u;
-    x ^= x >> 16;
-    ++per[static_cast<std::uint32_t>((std::uint64_t(x) * P) >> 32)];
-  }
-  EXPECT_LE(*std::max_element(per.begin(), per.end()), t.max_keys);
-
-  // regions: the mean plus 30% and 4 standard deviations, multiples of 8, at least 16
-  for (double cold : {0.0, 1e3, 4.8e7, 1.34e8, 4e9}) {
-    const std::uint32_t R = pp::region_for(cold, 1000, 528);
-    const double mean = cold / (1000.0 * 528);
-    SCOPED_TRACE(testing::Message() << "cold=" << cold);
-    EXPECT_EQ(R % 8, 0u);
-    EXPECT_GE(R, 16u);
-    EXPECT_GE(double(R), mean + 4 * std::sqrt(mean));
-  }
-  EXPECT_EQ(pp::region_for(1e6, 0, 528), 0u);
-  EXPECT_EQ(pp::buffer_entries(4096, 528, 64), std::uint64_t{4096} * 528 * 64);
 }

@@ -63,13 +63,6 @@ struct Options {
   // Hash path: when every sampled key is hot and there are at most 1,024 of them, place them in
   // the shared table by two-choice (cuckoo) hashing: two fixed slots per key, no probe loop.
   bool two_choice{true};
-  // Hash path: keys that miss the hot table are appended to hash partitions (one region per
-  // partition and block, no global atomics) and reduced per partition in shared memory by a second
-  // pass, when at least `partition_min_records` cold pairs are expected. partition_region > 0 fixes
-  // the region size (entries; tests use it to force the direct fallback of full regions).
-  bool partition{true};
-  std::uint64_t partition_min_records{std::uint64_t{1} << 21};
-  std::uint32_t partition_region{0};
   bool tune{true};                     // measure candidates on first use of a problem class
   std::uint64_t tune_min_records{std::uint64_t{1} << 22};  // smaller jobs are not worth tuning
 };
@@ -97,11 +90,6 @@ struct EngineStats {
   std::uint64_t table_slots{0};        // global table slots (after any grow)
   std::uint32_t sub_tables{1};         // accumulator copies per block in shared memory
   bool two_choice{false};              // hot keys placed by two-choice hashing (no probe loop)
-  std::uint32_t partitions{0};         // cold tier: hash partitions (0: cold pairs went to the table directly)
-  std::uint32_t partition_region{0};   // entries per (partition, block) region
-  std::uint32_t partition_slots{0};    // shared table slots of the partition pass
-  std::uint64_t partitioned{0};        // cold pairs that went through the partitions
-  std::uint64_t region_full{0};        // cold pairs that found their region full (went to the table)
 };
 
 // ---------------------------------------------------------------------------------------------

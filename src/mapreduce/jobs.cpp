@@ -73,12 +73,6 @@ void explain_stats(Report& r, const EngineStats& s) {
     r.note(fmt::format("hot keys: H={} in a shared table of {} slots ({}) x {} accumulator cop{}, holding {:.1f}% of the sample",
                        s.hot_keys, s.shared_entries, s.two_choice ? "two-choice placement" : "linear probing", s.sub_tables,
                        s.sub_tables == 1 ? "y" : "ies", s.hot_share * 100));
-    if (s.partitions)
-      r.note(fmt::format("cold tier: {} pairs appended to {} hash partitions ({} entries per partition and block, {} found theirs "
-                         "full and went to the table), each reduced by one block in a {}-slot shared table",
-                         s.partitioned, s.partitions, s.partition_region, s.region_full, s.partition_slots));
-    else
-      r.note("cold tier: pairs that miss the hot table go straight to the global table");
     const double all = double(s.shared_hits + s.global_hits);
     r.note(fmt::format("pairs: {} shared-memory ({:.1f}%), {} global-memory; global table {} slots; {} overflowed the "
                        "probe limit; {} grow(s), {} retr{}; {} distinct keys",

@@ -40,7 +40,6 @@
 #include <cub/device/device_radix_sort.cuh>
 
 #include "tandem/mapreduce/gpu_engine.cuh"
-#include "tandem/mapreduce/partition_plan.hpp"
 #include "tandem/mapreduce/two_choice.hpp"
 
 namespace tandem::mr::hash_groupby {
@@ -57,7 +56,6 @@ struct Traits {
   using SAcc = std::conditional_t<kCount, std::uint32_t, Acc>;  // shared accumulator (per block)
   using VIn = std::conditional_t<kCount, char, V>;
   static constexpr bool kPacked = kCount && sizeof(K) == 4;  // slot = key << 32 | count
-  using PVal = std::conditional_t<kCount, char, agg_acc_t<V>>;  // a cold pair's value in a partition
   static constexpr K kEmpty = static_cast<K>(~K(0));
 };
 
@@ -72,7 +70,6 @@ using slot_t = std::conditional_t<Traits<K, V>::kPacked, unsigned long long, Pai
 
 struct Ctr {
   unsigned long long shared_hits, global_hits, lost, big_pairs;  // big_pairs: sampled pairs of keys in the last bin
-  unsigned long long part_pairs, region_full;  // cold pairs appended to partitions / that found their region full
   unsigned int overflow_n, out_n, sel_gt, sel_eq;
 };
 // Histogram of the sampled counts: bin c holds the keys seen c times, the last bin those seen more.
@@ -242,23 +239,6 @@ __global__ void init_table_kernel(TableRef<K, V> t) {
   if (blockIdx.x == 0 && threadIdx.x == 0) *t.sentinel = id;
 }
 
-// The partitioned cold tier (partition_plan.hpp): region (p, b) = entries [(p * blocks + b) * R,
-// ... + R) of keys (and vals) takes block b's cold pairs of partition p; counts[p * blocks + b] says
-// how many it holds.
-template <class K, class V>
-struct PartRef {
-  K* keys{nullptr};
-  typename Traits<K, V>::PVal* vals{nullptr};
-  std::uint32_t* counts{nullptr};
-  std::uint32_t P{0}, R{0};
-  std::uint32_t cnt_off{0};  // main pass: byte offset of the per-partition counters in dynamic shared memory
-};
-
-template <class K, class V>
-__device__ __forceinline__ std::uint32_t partition_of(K k, std::uint32_t P) {
-  return slot_of(hash32(k), P);
-}
-
 template <class K, class V>
 struct PassArgs {
   const K* keys;
@@ -277,7 +257,6 @@ struct PassArgs {
   std::uint32_t copies;  // accumulator copies per block (warp w uses copy w % copies)
   const K* two_choice{nullptr};  // kHotTwoChoice: the shared table built on the host (two_choice.hpp)
   std::uint32_t seed{0};         // its second hash's seed
-  PartRef<K, V> part{};          // Part kernels: where cold pairs go
 };
 
 template <class K, class V>
@@ -303,10 +282,7 @@ __device__ __forceinline__ std::uint32_t shash(K k) {
 // they are.
 enum PassMode : int { kGlobal = 0, kHot = 1, kDynamic = 2, kHotTwoChoice = 3 };
 
-// Part: a key that misses the shared table (or every key, in kGlobal) is appended to its hash
-// partition's region for this block (a shared atomic gives its place) instead of going to the
-// global table; a full region sends it to the table as before.
-template <class K, class V, int Mode, bool Part = false>
+template <class K, class V, int Mode>
 __global__ void __launch_bounds__(1024) pass_kernel(PassArgs<K, V> a) {
   using T = Traits<K, V>;
   using Acc = typename T::Acc;
@@ -320,12 +296,6 @@ __global__ void __launch_bounds__(1024) pass_kernel(PassArgs<K, V> a) {
   K* skeys = reinterpret_cast<K*>(smem);
   SAcc* sacc = reinterpret_cast<SAcc*>(smem + shared_acc_offset<K, V>(a.S));
   SAcc* mine = nullptr;
-  std::uint32_t* s_cnt = nullptr;
-  if constexpr (Part) {
-    s_cnt = reinterpret_cast<std::uint32_t*>(smem + a.part.cnt_off);
-    for (std::uint32_t i = tid; i < a.part.P; i += N) s_cnt[i] = 0;
-    __syncthreads();
-  }
   if constexpr (kShared) {
     const std::uint32_t S = a.S, C = a.copies, H = a.hot_n;
     for (std::uint32_t i = tid; i < S; i += N) skeys[i] = T::kEmpty;
@@ -361,26 +331,7 @@ __global__ void __launch_bounds__(1024) pass_kernel(PassArgs<K, V> a) {
     __syncthreads();
     mine = sacc + std::size_t((tid / 32) % C) * (S + 1);
   }
-  unsigned long long n_shared = 0, n_global = 0, n_part = 0, n_full = 0;
-  // A pair for global memory: its partition's region, or the table.
-  auto cold = [&](K k, const Acc& v, unsigned w) {
-    if constexpr (Part) {
-      if (w == 1 && k != T::kEmpty) {
-        const std::uint32_t p = partition_of<K, V>(k, a.part.P);
-        const std::uint32_t pos = atomicAdd(&s_cnt[p], 1u);
-        if (pos < a.part.R) {
-          const std::size_t at = (std::size_t(p) * gridDim.x + blockIdx.x) * a.part.R + pos;
-          a.part.keys[at] = k;
-          if constexpr (!T::kCount) a.part.vals[at] = v.sum;  // one record: sum = min = max, count 1
-          ++n_part;
-          return;
-        }
-        ++n_full;
-      }
-    }
-    n_global += w;
-    if (!upsert(a.table, k, v, a.limit)) a.sink.push(k, v);
-  };
+  unsigned long long n_shared = 0, n_global = 0;
   // Reduces (k, v), standing for w pairs.
   auto process = [&](K k, const Acc& v, unsigned w) {
     if constexpr (kShared) {
@@ -398,7 +349,8 @@ __global__ void __launch_bounds__(1024) pass_kernel(PassArgs<K, V> a) {
           n_shared += w;
           return;
         }
-        cold(k, v, w);
+        n_global += w;
+        if (!upsert(a.table, k, v, a.limit)) a.sink.push(k, v);
         return;
       }
       std::uint32_t j = slot_of(shash(k), a.S);
@@ -429,7 +381,8 @@ __global__ void __launch_bounds__(1024) pass_kernel(PassArgs<K, V> a) {
         if (++j == a.S) j = 0;
       }
     }
-    cold(k, v, w);
+    n_global += w;
+    if (!upsert(a.table, k, v, a.limit)) a.sink.push(k, v);
   };
   // One key of the warp-uniform body; `valid` false for lanes past the end.
   auto step = [&](K k, bool valid, std::uint64_t idx) {
@@ -478,21 +431,10 @@ __global__ void __launch_bounds__(1024) pass_kernel(PassArgs<K, V> a) {
   for (int o = 16; o > 0; o >>= 1) {
     n_shared += __shfl_down_sync(0xffffffffu, n_shared, o);
     n_global += __shfl_down_sync(0xffffffffu, n_global, o);
-    if constexpr (Part) {
-      n_part += __shfl_down_sync(0xffffffffu, n_part, o);
-      n_full += __shfl_down_sync(0xffffffffu, n_full, o);
-    }
   }
   if (lane == 0) {
     if (n_shared) atomicAdd(&a.ctr->shared_hits, n_shared);
     if (n_global) atomicAdd(&a.ctr->global_hits, n_global);
-    if (n_part) atomicAdd(&a.ctr->part_pairs, n_part);
-    if (n_full) atomicAdd(&a.ctr->region_full, n_full);
-  }
-  if constexpr (Part) {
-    __syncthreads();
-    for (std::uint32_t p = tid; p < a.part.P; p += N)
-      a.part.counts[std::size_t(p) * gridDim.x + blockIdx.x] = min(s_cnt[p], a.part.R);
   }
   if constexpr (kShared) {
     __syncthreads();
@@ -510,97 +452,6 @@ __global__ void __launch_bounds__(1024) pass_kernel(PassArgs<K, V> a) {
       if (j == a.S) acc_atomic(a.table.sentinel, tot);
       else if (!upsert(a.table, k, tot, a.limit)) a.sink.push(k, tot);
     }
-  }
-}
-
-// The partition pass: block p reduces partition p's regions (one warp per region at a time,
-// coalesced reads) in a shared table that new keys join until `max_keys` are in; a key that finds
-// it full goes to the global table. Then one global update per key the block holds.
-template <class K, class V>
-struct PartPassArgs {
-  PartRef<K, V> part;
-  std::uint32_t producers;  // blocks of the main pass (regions per partition)
-  TableRef<K, V> table;
-  std::uint32_t limit;
-  Sink<K, V> sink;
-  Ctr* ctr;
-  std::uint32_t S, max_keys;
-};
-
-template <class K, class V>
-__global__ void __launch_bounds__(512) part_pass_kernel(PartPassArgs<K, V> a) {
-  using T = Traits<K, V>;
-  using Acc = typename T::Acc;
-  using SAcc = typename T::SAcc;
-  extern __shared__ __align__(16) unsigned char smem[];
-  __shared__ std::uint32_t s_fill;
-  const std::uint32_t tid = threadIdx.x, N = blockDim.x, lane = tid & 31u, warp = tid / 32, warps = N / 32;
-  K* skeys = reinterpret_cast<K*>(smem);
-  SAcc* sacc = reinterpret_cast<SAcc*>(smem + shared_acc_offset<K, V>(a.S));
-  SAcc id;
-  if constexpr (T::kCount) id = 0;
-  else id = typename T::Job{}.identity();
-  for (std::uint32_t i = tid; i < a.S; i += N) {
-    skeys[i] = T::kEmpty;
-    sacc[i] = id;
-  }
-  if (tid == 0) s_fill = 0;
-  __syncthreads();
-  const std::uint32_t p = blockIdx.x, B = a.producers, R = a.part.R;
-  unsigned long long n_shared = 0, n_global = 0;
-  for (std::uint32_t b = warp; b < B; b += warps) {
-    const std::uint32_t cnt = a.part.counts[std::size_t(p) * B + b];
-    const std::size_t base = (std::size_t(p) * B + b) * R;
-    for (std::uint32_t i = lane; i < cnt; i += 32) {
-      const K k = a.part.keys[base + i];
-      Acc v;
-      if constexpr (T::kCount) v = 1;
-      else v = agg_of<typename T::PVal>(a.part.vals[base + i]);
-      std::uint32_t j = slot_of(shash(k), a.S);
-      bool done = false;
-      while (true) {
-        const K s = *reinterpret_cast<volatile K*>(&skeys[j]);
-        if (s == k) {
-          sacc_atomic(&sacc[j], v);
-          done = true;
-          break;
-        }
-        if (s == T::kEmpty) {
-          if (*reinterpret_cast<volatile std::uint32_t*>(&s_fill) >= a.max_keys) break;
-          if (atomicAdd(&s_fill, 1u) >= a.max_keys) break;  // occupancy stays <= max_keys <= S/2
-          const K old = cas_key(&skeys[j], T::kEmpty, k);
-          if (old == T::kEmpty || old == k) {
-            sacc_atomic(&sacc[j], v);
-            done = true;
-            break;
-          }
-        }
-        if (++j == a.S) j = 0;
-      }
-      if (done) {
-        ++n_shared;
-      } else {
-        ++n_global;
-        if (!upsert(a.table, k, v, a.limit)) a.sink.push(k, v);
-      }
-    }
-  }
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) {
-    n_shared += __shfl_down_sync(0xffffffffu, n_shared, o);
-    n_global += __shfl_down_sync(0xffffffffu, n_global, o);
-  }
-  if (lane == 0) {
-    if (n_shared) atomicAdd(&a.ctr->shared_hits, n_shared);
-    if (n_global) atomicAdd(&a.ctr->global_hits, n_global);
-  }
-  __syncthreads();
-  for (std::uint32_t j = tid; j < a.S; j += N) {
-    const K k = skeys[j];
-    if (k == T::kEmpty) continue;
-    const Acc tot = sacc[j];
-    if (count_of(tot) == 0) continue;
-    if (!upsert(a.table, k, tot, a.limit)) a.sink.push(k, tot);
   }
 }
 
@@ -712,10 +563,9 @@ struct HashPlan {
   double table_factor{3.0};
   std::uint32_t overflow_cap{0};       // 0: from the input size
   bool hot{true};
-  bool part{true};                     // the partitioned cold tier (when Options::partition allows it)
   std::string label() const {
-    return fmtr("N={} blocks/SM={} p={} hot={} smem={}K table={}x{}", threads, blocks_per_sm, p, hot_fraction, smem_budget / 1024,
-                table_factor, part ? "" : " no partitions");
+    return fmtr("N={} blocks/SM={} p={} hot={} smem={}K table={}x", threads, blocks_per_sm, p, hot_fraction, smem_budget / 1024,
+                table_factor);
   }
 };
 
@@ -792,7 +642,6 @@ class HashGroupBy {
       p.hot_fraction = j.at("hot").get<double>();
       p.smem_budget = j.at("smem").get<std::size_t>();
       p.table_factor = j.value("tf", 3.0);
-      p.part = j.value("part", true);
       return p;
     };
     auto& cache = TuningCache::global();
@@ -806,8 +655,8 @@ class HashGroupBy {
       }
     }
     std::vector<Candidate> cands;
-    auto add = [&](int N, int bps, double p, double hf, std::size_t smem, double tf = 3.0, bool part = true) {
-      nlohmann::json j{{"N", N}, {"bps", bps}, {"p", p}, {"hot", hf}, {"smem", smem}, {"tf", tf}, {"part", part}};
+    auto add = [&](int N, int bps, double p, double hf, std::size_t smem, double tf = 3.0) {
+      nlohmann::json j{{"N", N}, {"bps", bps}, {"p", p}, {"hot", hf}, {"smem", smem}, {"tf", tf}};
       cands.push_back({from(j).label(), j});
     };
     add(512, 4, 0.01, 0.10, 48 * 1024);
@@ -817,7 +666,6 @@ class HashGroupBy {
     add(512, 4, 0.03, 0.05, 48 * 1024);
     add(512, 4, 0.01, 0.50, 48 * 1024);
     add(512, 4, 0.01, 0.10, 48 * 1024, 2.0);
-    if (o.partition) add(512, 4, 0.01, 0.10, 48 * 1024, 3.0, false);  // cold pairs straight into the table
     if (card == 0) {
       // at most 1,024 keys in the first 2^16 records: a sample of 0.1% finds them all, and the
       // sampling pass costs ~3x the main pass per record
@@ -888,9 +736,9 @@ class HashGroupBy {
     TANDEM_CUDA_LAUNCH("hash group-by: compact");
   }
 
-  template <int Mode, bool Part = false>
+  template <int Mode>
   void launch_pass(const PassArgs<K, V>& args, int blocks, int threads, std::size_t smem, cudaStream_t stream) {
-    auto k = pass_kernel<K, V, Mode, Part>;
+    auto k = pass_kernel<K, V, Mode>;
     TANDEM_CUDA(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
     k<<<blocks, threads, smem, stream>>>(args);
     TANDEM_CUDA_LAUNCH("hash group-by: pass");
@@ -1080,80 +928,25 @@ class HashGroupBy {
     st.sub_tables = C;
     t2.record(stream);
 
-    // 4. main pass, with the cold tier partitioned when enough cold pairs are expected
+    // 4. main pass
     const bool hot_pass = H > 0;
-    const double cold_records = double(M - Ms) * (hot_pass ? std::max(0.0, 1.0 - st.hot_share) : 1.0);
-    const double cold_distinct = std::max(0.0, est - double(H));
-    std::uint32_t P = 0;
-    partition_plan::Table ptab{};
-    if (opts_.partition && pl.part && !tc && Ms < M && cold_records >= double(opts_.partition_min_records)) {
-      ptab = partition_plan::table_for(kPartTableBytes, sizeof(K), sizeof(typename T::SAcc));
-      P = partition_plan::partitions_for(cold_distinct, ptab.max_keys, 4 * std::uint32_t(sms), kMaxPartitions);
+    int per_sm = 1;
+    {
+      const void* kf = !hot_pass ? reinterpret_cast<const void*>(pass_kernel<K, V, kGlobal>)
+                       : tc      ? reinterpret_cast<const void*>(pass_kernel<K, V, kHotTwoChoice>)
+                                 : reinterpret_cast<const void*>(pass_kernel<K, V, kHot>);
+      TANDEM_CUDA(cudaFuncSetAttribute(kf, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+      TANDEM_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kf, pl.threads, smem));
     }
-    const std::size_t cnt_off = (smem + 15) & ~std::size_t(15);
-    auto main_kernel = [&](bool part) -> const void* {
-      if (!hot_pass) return part ? reinterpret_cast<const void*>(pass_kernel<K, V, kGlobal, true>) : reinterpret_cast<const void*>(pass_kernel<K, V, kGlobal>);
-      if (tc) return reinterpret_cast<const void*>(pass_kernel<K, V, kHotTwoChoice>);
-      return part ? reinterpret_cast<const void*>(pass_kernel<K, V, kHot, true>) : reinterpret_cast<const void*>(pass_kernel<K, V, kHot>);
-    };
-    auto blocks_for = [&](bool part, std::size_t bytes) {
-      int per_sm = 1;
-      const void* kf = main_kernel(part);
-      TANDEM_CUDA(cudaFuncSetAttribute(kf, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)));
-      TANDEM_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kf, pl.threads, bytes));
-      return opts_.blocks > 0 ? opts_.blocks : sms * std::max(1, std::min(per_sm, pl.blocks_per_sm));
-    };
-    int blocks = 0;
-    PartRef<K, V> part{};
-    if (P) {
-      const std::size_t main_smem = cnt_off + std::size_t(P) * sizeof(std::uint32_t);
-      blocks = blocks_for(true, main_smem);
-      const std::uint32_t R = opts_.partition_region ? opts_.partition_region
-                                                     : partition_plan::region_for(cold_records, P, std::uint32_t(blocks));
-      const std::uint64_t entries = partition_plan::buffer_entries(P, std::uint32_t(blocks), R);
-      const std::size_t bytes = entries * (sizeof(K) + (T::kCount ? 0 : sizeof(typename T::PVal)));
-      std::size_t free_b = 0, total_b = 0;
-      TANDEM_CUDA(cudaMemGetInfo(&free_b, &total_b));
-      const std::size_t held = part_keys_.buf.size() + part_vals_.buf.size();
-      if (main_smem > prop.optin || (bytes > held && bytes - held > free_b / 2)) {
-        rep.note(fmtr("cold tier not partitioned: {} partitions x {} blocks x {} entries need {} MiB ({} MiB free)", P, blocks, R,
-                      bytes >> 20, free_b >> 20));
-        P = 0;
-      } else {
-        part.keys = part_keys_.get<K>(entries);
-        if constexpr (!T::kCount) part.vals = part_vals_.get<typename T::PVal>(entries);
-        part.counts = part_counts_.get<std::uint32_t>(std::size_t(P) * blocks);
-        part.P = P;
-        part.R = R;
-        part.cnt_off = static_cast<std::uint32_t>(cnt_off);
-        smem = main_smem;
-      }
-    }
-    if (!P) blocks = blocks_for(false, smem);
+    const int blocks = opts_.blocks > 0 ? opts_.blocks : sms * std::max(1, std::min(per_sm, pl.blocks_per_sm));
     st.blocks = blocks;
-    st.partitions = P;
-    st.partition_region = part.R;
-    st.partition_slots = P ? ptab.slots : 0;
     if (Ms < M) {
-      PassArgs<K, V> a{keys, values, Ms, M, t, limit, sink, ctr_, hot, H, top, top_n, 0, S, C, tc, tc_seed, part};
+      PassArgs<K, V> a{keys, values, Ms, M, t, limit, sink, ctr_, hot, H, top, top_n, 0, S, C, tc, tc_seed};
       if (hot_pass && tc) launch_pass<kHotTwoChoice>(a, blocks, pl.threads, smem, stream);
-      else if (hot_pass && P) launch_pass<kHot, true>(a, blocks, pl.threads, smem, stream);
       else if (hot_pass) launch_pass<kHot>(a, blocks, pl.threads, smem, stream);
-      else if (P) launch_pass<kGlobal, true>(a, blocks, pl.threads, smem, stream);
       else launch_pass<kGlobal>(a, blocks, pl.threads, 0, stream);
     }
     t3.record(stream);
-    gpu::Event t3p;
-    if (P && Ms < M) {
-      // 4b. one block per partition reduces its regions in shared memory
-      PartPassArgs<K, V> pa{part, std::uint32_t(blocks), t, limit, sink, ctr_, ptab.slots, ptab.max_keys};
-      const std::size_t psmem = shared_acc_offset<K, V>(ptab.slots) + (std::size_t(ptab.slots) + 1) * sizeof(typename T::SAcc);
-      auto kf = part_pass_kernel<K, V>;
-      TANDEM_CUDA(cudaFuncSetAttribute(kf, cudaFuncAttributeMaxDynamicSharedMemorySize, int(psmem)));
-      kf<<<P, 512, psmem, stream>>>(pa);
-      TANDEM_CUDA_LAUNCH("hash group-by: partition pass");
-    }
-    t3p.record(stream);
 
     // 5. compact (speculatively: an overflow below compacts again)
     int o = cur_;
@@ -1163,8 +956,6 @@ class HashGroupBy {
     Ctr c = read_ctr(stream);
     st.shared_hits = c.shared_hits;
     st.global_hits = c.global_hits + Ms;  // the sample went to the sample table in global memory
-    st.partitioned = c.part_pairs;
-    st.region_full = c.region_full;
     if (c.lost) return false;
     std::uint32_t n = c.out_n;
     if (c.overflow_n) {
@@ -1200,8 +991,7 @@ class HashGroupBy {
     rep.add("GPU sampling pass", "gpu0", t1.seconds_since(t0), fmtr("{} records, {} distinct", Ms, Ds));
     rep.add("GPU table init + sample merge + hot keys", "gpu0", t2.seconds_since(t1), fmtr("{} slots, H={}", cap, st.hot_keys));
     rep.add("GPU main pass", "gpu0", t3.seconds_since(t2), fmtr("{} records, {} blocks x {}", M - Ms, blocks, pl.threads));
-    if (P) rep.add("GPU partition pass", "gpu0", t3p.seconds_since(t3), fmtr("{} cold pairs in {} partitions", st.partitioned, P));
-    rep.add("GPU compact", "gpu0", t4.seconds_since(t3p), fmtr("{} groups", n));
+    rep.add("GPU compact", "gpu0", t4.seconds_since(t3), fmtr("{} groups", n));
     return true;
   }
 
@@ -1210,9 +1000,6 @@ class HashGroupBy {
   gpu::PinnedBuffer<Ctr> pinned_;
   gpu::PinnedBuffer<std::uint32_t> hist_host_;
   static constexpr std::uint32_t kTwoChoiceMax = 1024;  // most hot keys placed by two-choice hashing
-  static constexpr std::size_t kPartTableBytes = 16 * 1024;  // shared table of the partition pass: small, so partitions are many and balance well
-  static constexpr std::uint32_t kMaxPartitions = 4096;      // main pass: one shared counter each
-  Scratch part_keys_, part_vals_, part_counts_;
   gpu::PinnedBuffer<K> keys_host_, two_choice_host_;
   std::vector<K> two_choice_table_;
   Ctr* ctr_{nullptr};
