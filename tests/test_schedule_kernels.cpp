@@ -208,7 +208,7 @@ TEST(ScheduleKernels, ChunkSizingStopsWhenChunksCannotBeTrusted) {
 TEST(ScheduleKernels, PieceLayoutCoversEveryBlockOnce) {
   for (const Grid g : {Grid{512, 512}, Grid{37, 23}, Grid{5, 40}, Grid{1, 1}, Grid{64, 3}})
     for (std::uint32_t h : {1u, 2u, 3u, 7u, 50u})
-      for (const std::vector<std::uint32_t> widths :
+      for (const std::vector<std::uint32_t>& widths :
            {std::vector<std::uint32_t>{3, 6, 3, 3}, {1}, {100, 1, 100}, {7, 7, 7, 7, 7, 7, 7, 7, 7, 7}}) {
         PieceLayout L(g, h);
         std::vector<int> seen(g.count(), 0);
