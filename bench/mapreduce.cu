@@ -185,6 +185,8 @@ int main(int argc, char** argv) {
   hash_auto.mode = mr::Options::Mode::hash;
   hash_cold = hash_auto;
   hash_cold.hot_keys = false;
+  mr::Options hash_nomatch = hash_auto;
+  hash_nomatch.warp_match = false;
   block_hot.mode = mr::Options::Mode::seed;
   block_hot.tables = mr::Options::Tables::block;
   direct_hot = block_hot;
@@ -212,6 +214,7 @@ int main(int argc, char** argv) {
       cfgs.push_back({"seed, direct, no hot keys", false, direct_cold});
       cfgs.push_back({"seed, block tables", false, block_hot});
       cfgs.push_back({"seed, block tables, no hot keys", false, block_cold});
+      cfgs.push_back({"hash, no warp match", true, hash_nomatch});
     }
     std::vector<double> t;
     const double a = run_case(fmtr("zipf{}", z), keys, cfgs, t);
@@ -221,6 +224,7 @@ int main(int argc, char** argv) {
       b.info(fmtr("seed engine (direct): hot keys on vs off, Zipf {}", z), t[3] / t[2], "x");
       b.info(fmtr("seed engine (block tables): hot keys on vs off, Zipf {}", z), t[5] / t[4], "x");
       seed_best = std::min(t[2], t[4]);
+      b.info(fmtr("hash path: lanes grouped by key (match_any) vs top-key ballots only, Zipf {}", z), t[6] / t[0], "x");
     }
     rows.push_back({z, a, t[0], seed_best});
     if (z == 0.0) b.goal(fmtr("group-by count 2^{} u32 uniform / {} keys vs CUB sort+RLE", lg, distinct), a / t[0], 1.0);

@@ -63,6 +63,9 @@ struct Options {
   // Hash path: when every sampled key is hot and there are at most 1,024 of them, place them in
   // the shared table by two-choice (cuckoo) hashing: two fixed slots per key, no probe loop.
   bool two_choice{true};
+  // Hash path, counts with a probed hot table: group each warp's lanes by key (__match_any_sync)
+  // so one lane per distinct key updates its counter.
+  bool warp_match{true};
   bool tune{true};                     // measure candidates on first use of a problem class
   std::uint64_t tune_min_records{std::uint64_t{1} << 22};  // smaller jobs are not worth tuning
 };
@@ -90,6 +93,7 @@ struct EngineStats {
   std::uint64_t table_slots{0};        // global table slots (after any grow)
   std::uint32_t sub_tables{1};         // accumulator copies per block in shared memory
   bool two_choice{false};              // hot keys placed by two-choice hashing (no probe loop)
+  bool warp_match{false};              // lanes grouped by key before the hot table (counts)
 };
 
 // ---------------------------------------------------------------------------------------------

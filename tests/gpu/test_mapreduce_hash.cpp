@@ -71,11 +71,19 @@ TEST(GpuHashGroupBy, CountsZipfCardinalityHotOnOff) {
   for (double s : {0.0, 1.0, 1.5}) {
     for (std::uint64_t distinct : {std::uint64_t{1}, std::uint64_t{100}, std::uint64_t{5000}, std::uint64_t{200000}}) {
       auto keys = mr::zipf_keys_u32(n, distinct, s, 3 + distinct);
-      for (bool hot : {true, false}) {
+      for (int variant = 0; variant < 3; ++variant) {
+        const bool hot = variant < 2;
         auto o = hash_opts();
         o.hot_keys = hot;
+        o.warp_match = variant == 0;  // lanes grouped by key, or the top-key ballots alone
         auto g = mr::groupby(DType::u32, keys.data(), n, DType::f64, nullptr, 0, false, o);
-        const std::string what = "s=" + std::to_string(s) + " d=" + std::to_string(distinct) + " hot=" + std::to_string(hot);
+        const std::string what = "s=" + std::to_string(s) + " d=" + std::to_string(distinct) + " variant=" + std::to_string(variant);
+        if (variant == 1) {
+          EXPECT_FALSE(g.gpu.warp_match) << what;
+        }
+        if (variant == 0 && s == 1.0 && distinct == 200000) {
+          EXPECT_TRUE(g.gpu.warp_match) << what << ": skewed keys, a probed hot table";
+        }
         expect_counts(g, keys, what);
         EXPECT_EQ(g.gpu.shared_hits + g.gpu.global_hits, n) << what;
         if (!hot) {

@@ -280,7 +280,11 @@ __device__ __forceinline__ std::uint32_t shash(K k) {
 // kHotTwoChoice: as kHot, the table placed on the host by two-choice hashing (two_choice.hpp): two
 // fixed slots per key, no probe loop. A mode of its own, so kHot's code (and registers) stay as
 // they are.
-enum PassMode : int { kGlobal = 0, kHot = 1, kDynamic = 2, kHotTwoChoice = 3 };
+// kHotMatch (counts only): as kHot, but every step first groups the warp's lanes by key with
+// __match_any_sync and one lane per group adds the group's size, so no two lanes of a warp update
+// one counter (skewed keys: the heavy hitters' shared atomics stop serialising) and a cold key
+// repeated in a warp costs one L2 update.
+enum PassMode : int { kGlobal = 0, kHot = 1, kDynamic = 2, kHotTwoChoice = 3, kHotMatch = 4 };
 
 template <class K, class V, int Mode>
 __global__ void __launch_bounds__(1024) pass_kernel(PassArgs<K, V> a) {
@@ -288,6 +292,7 @@ __global__ void __launch_bounds__(1024) pass_kernel(PassArgs<K, V> a) {
   using Acc = typename T::Acc;
   using SAcc = typename T::SAcc;
   constexpr bool kShared = Mode != kGlobal;
+  static_assert(Mode != kHotMatch || T::kCount, "kHotMatch adds group sizes: counts only");
   constexpr bool kTop = (Mode == kHot || Mode == kHotTwoChoice) && T::kCount;
   extern __shared__ __align__(16) unsigned char smem[];
   __shared__ K s_top[8];
@@ -386,6 +391,11 @@ __global__ void __launch_bounds__(1024) pass_kernel(PassArgs<K, V> a) {
   };
   // One key of the warp-uniform body; `valid` false for lanes past the end.
   auto step = [&](K k, bool valid, std::uint64_t idx) {
+    if constexpr (Mode == kHotMatch) {  // uniform: every lane gets here
+      const unsigned m = __match_any_sync(0xffffffffu, k) & __ballot_sync(0xffffffffu, valid);
+      if (valid && lane == static_cast<std::uint32_t>(__ffs(m) - 1)) process(k, Acc(__popc(m)), static_cast<unsigned>(__popc(m)));
+      return;
+    }
     if constexpr (kTop) {
       const std::uint32_t tn = s_topn;
       for (std::uint32_t t = 0; t < tn; ++t) {  // uniform: every lane runs the ballots
@@ -744,6 +754,10 @@ class HashGroupBy {
     TANDEM_CUDA_LAUNCH("hash group-by: pass");
   }
 
+  void launch_hot_match(const PassArgs<K, V>& args, int blocks, int threads, std::size_t smem, cudaStream_t stream) {
+    if constexpr (T::kCount) launch_pass<kHotMatch>(args, blocks, threads, smem, stream);
+  }
+
   // Distinct keys among the first m records (for the tuning class): a small table, one round trip.
   std::uint64_t sample_distinct(const K* keys, const VIn* values, std::uint64_t m, cudaStream_t stream) {
     ctr_ = ctr_buf_.get<Ctr>(1);
@@ -930,11 +944,17 @@ class HashGroupBy {
 
     // 4. main pass
     const bool hot_pass = H > 0;
+    // counts with a probed hot table: lanes grouped by key first (kHotMatch)
+    constexpr bool kCanMatch = T::kCount;
+    const bool match = kCanMatch && hot_pass && !tc && opts_.warp_match;
+    st.warp_match = match;
     int per_sm = 1;
     {
       const void* kf = !hot_pass ? reinterpret_cast<const void*>(pass_kernel<K, V, kGlobal>)
                        : tc      ? reinterpret_cast<const void*>(pass_kernel<K, V, kHotTwoChoice>)
                                  : reinterpret_cast<const void*>(pass_kernel<K, V, kHot>);
+      if constexpr (kCanMatch)
+        if (match) kf = reinterpret_cast<const void*>(pass_kernel<K, V, kHotMatch>);
       TANDEM_CUDA(cudaFuncSetAttribute(kf, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
       TANDEM_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kf, pl.threads, smem));
     }
@@ -943,6 +963,7 @@ class HashGroupBy {
     if (Ms < M) {
       PassArgs<K, V> a{keys, values, Ms, M, t, limit, sink, ctr_, hot, H, top, top_n, 0, S, C, tc, tc_seed};
       if (hot_pass && tc) launch_pass<kHotTwoChoice>(a, blocks, pl.threads, smem, stream);
+      else if (hot_pass && match) launch_hot_match(a, blocks, pl.threads, smem, stream);
       else if (hot_pass) launch_pass<kHot>(a, blocks, pl.threads, smem, stream);
       else launch_pass<kGlobal>(a, blocks, pl.threads, 0, stream);
     }
