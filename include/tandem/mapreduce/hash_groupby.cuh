@@ -573,9 +573,10 @@ struct HashPlan {
   double table_factor{3.0};
   std::uint32_t overflow_cap{0};       // 0: from the input size
   bool hot{true};
+  bool warp_match{true};               // kHotMatch where it applies (Options::warp_match allowing)
   std::string label() const {
-    return fmtr("N={} blocks/SM={} p={} hot={} smem={}K table={}x", threads, blocks_per_sm, p, hot_fraction, smem_budget / 1024,
-                table_factor);
+    return fmtr("N={} blocks/SM={} p={} hot={} smem={}K table={}x{}", threads, blocks_per_sm, p, hot_fraction, smem_budget / 1024,
+                table_factor, warp_match ? "" : " no match");
   }
 };
 
@@ -652,6 +653,7 @@ class HashGroupBy {
       p.hot_fraction = j.at("hot").get<double>();
       p.smem_budget = j.at("smem").get<std::size_t>();
       p.table_factor = j.value("tf", 3.0);
+      p.warp_match = j.value("wm", true);
       return p;
     };
     auto& cache = TuningCache::global();
@@ -665,8 +667,8 @@ class HashGroupBy {
       }
     }
     std::vector<Candidate> cands;
-    auto add = [&](int N, int bps, double p, double hf, std::size_t smem, double tf = 3.0) {
-      nlohmann::json j{{"N", N}, {"bps", bps}, {"p", p}, {"hot", hf}, {"smem", smem}, {"tf", tf}};
+    auto add = [&](int N, int bps, double p, double hf, std::size_t smem, double tf = 3.0, bool wm = true) {
+      nlohmann::json j{{"N", N}, {"bps", bps}, {"p", p}, {"hot", hf}, {"smem", smem}, {"tf", tf}, {"wm", wm}};
       cands.push_back({from(j).label(), j});
     };
     add(512, 4, 0.01, 0.10, 48 * 1024);
@@ -676,6 +678,10 @@ class HashGroupBy {
     add(512, 4, 0.03, 0.05, 48 * 1024);
     add(512, 4, 0.01, 0.50, 48 * 1024);
     add(512, 4, 0.01, 0.10, 48 * 1024, 2.0);
+    if (T::kCount && o.warp_match) {  // lanes grouped by key or not (match_any costs more the more keys a warp holds)
+      add(512, 4, 0.01, 0.10, 48 * 1024, 3.0, false);
+      add(1024, 2, 0.01, 0.10, 96 * 1024, 3.0, false);
+    }
     if (card == 0) {
       // at most 1,024 keys in the first 2^16 records: a sample of 0.1% finds them all, and the
       // sampling pass costs ~3x the main pass per record
@@ -853,6 +859,7 @@ class HashGroupBy {
     std::size_t smem = 0;
     const K* hot = nullptr;
     const bool hot_possible = pl.hot && Ms < M && Ds > 0;
+    bool all_hot = false;  // every sampled key is hot
     if (hot_possible) {
       const std::size_t budget = pl.smem_budget ? std::min<std::size_t>(pl.smem_budget, prop.optin - 1024) : 0;
       const std::uint32_t warps = std::uint32_t(pl.threads / 32);
@@ -867,6 +874,7 @@ class HashGroupBy {
         Hmax = static_cast<std::uint32_t>(opts_.shared_entries);
       }
       const bool all = Ds <= Hmax;
+      all_hot = all;
       std::uint32_t want = all ? Ds : std::min<std::uint32_t>(Hmax, static_cast<std::uint32_t>(std::ceil(pl.hot_fraction * Ds)));
       double share = 1.0;
       if (all) {
@@ -946,7 +954,11 @@ class HashGroupBy {
     const bool hot_pass = H > 0;
     // counts with a probed hot table: lanes grouped by key first (kHotMatch)
     constexpr bool kCanMatch = T::kCount;
-    const bool match = kCanMatch && hot_pass && !tc && opts_.warp_match;
+    // Untuned, only where the hot keys are the top of a larger key set (skewed data): with every
+    // key hot (few distinct keys, often near-uniform) a warp holds ~32 different keys, match_any
+    // costs most and the per-warp sub-tables already keep warps apart (measured 2.6x slower at 128
+    // uniform keys with linear probing).
+    const bool match = kCanMatch && hot_pass && !tc && opts_.warp_match && pl.warp_match && !all_hot;
     st.warp_match = match;
     int per_sm = 1;
     {
