@@ -81,7 +81,7 @@ TEST(GpuHashGroupBy, CountsZipfCardinalityHotOnOff) {
         if (variant == 1) {
           EXPECT_FALSE(g.gpu.warp_match) << what;
         }
-        if (variant == 0 && s == 1.0 && distinct == 200000) {
+        if (!sanitizer() && variant == 0 && s == 1.0 && distinct == 200000) {
           // ~4,700 sampled keys, more than the shared table takes: the hot keys are the top of a
           // larger set, so the warp's lanes are grouped by key
           EXPECT_LT(g.gpu.hot_keys, g.gpu.sampled_distinct) << what;
