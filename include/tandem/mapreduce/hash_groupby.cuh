@@ -91,9 +91,7 @@ __device__ __forceinline__ std::uint32_t hash32(K k) {
   }
 }
 // Range reduction without a power-of-two size (Lemire): h * n / 2^32.
-__device__ __forceinline__ std::uint32_t slot_of(std::uint32_t h, std::uint32_t n) {
-  return static_cast<std::uint32_t>((std::uint64_t(h) * n) >> 32);
-}
+__device__ __forceinline__ std::uint32_t slot_of(std::uint32_t h, std::uint32_t n) { return two_choice::reduce(h, n); }
 
 template <class K>
 using word_t = std::conditional_t<sizeof(K) == 4, unsigned int, unsigned long long>;
@@ -267,8 +265,7 @@ __host__ __device__ constexpr std::size_t shared_acc_offset(std::uint32_t S) {
 // Hash for the shared tables (multiplicative: cheap; the global table uses hash32).
 template <class K>
 __device__ __forceinline__ std::uint32_t shash(K k) {
-  if constexpr (sizeof(K) == 4) return static_cast<std::uint32_t>(k) * 0x9E3779B1u;
-  else return static_cast<std::uint32_t>((static_cast<std::uint64_t>(k) * 0x9E3779B97F4A7C15ull) >> 32);
+  return two_choice::hash1(k);
 }
 
 // Shared memory: skeys[S], then copies x (S + 1) accumulators (slot S: the all-ones key).
@@ -354,36 +351,34 @@ __global__ void __launch_bounds__(1024) pass_kernel(PassArgs<K, V> a) {
           n_shared += w;
           return;
         }
-        n_global += w;
-        if (!upsert(a.table, k, v, a.limit)) a.sink.push(k, v);
-        return;
-      }
-      std::uint32_t j = slot_of(shash(k), a.S);
-      while (true) {
-        K s;
-        if constexpr (Mode == kDynamic) s = *reinterpret_cast<volatile K*>(&skeys[j]);
-        else s = skeys[j];
-        if (s == k) {
-          sacc_atomic(&mine[j], v);
-          n_shared += w;
-          return;
-        }
-        if (s == T::kEmpty) {
-          if constexpr (Mode == kDynamic) {
-            if (*reinterpret_cast<volatile std::uint32_t*>(&s_fill) >= a.dyn_limit) break;
-            if (atomicAdd(&s_fill, 1u) >= a.dyn_limit) break;  // occupancy stays <= dyn_limit <= S/2
-            const K old = cas_key(&skeys[j], T::kEmpty, k);
-            if (old == T::kEmpty || old == k) {
-              sacc_atomic(&mine[j], v);
-              n_shared += w;
-              return;
-            }
-            // another key took the slot: probe on
-          } else {
-            break;
+      } else {
+        std::uint32_t j = slot_of(shash(k), a.S);
+        while (true) {
+          K s;
+          if constexpr (Mode == kDynamic) s = *reinterpret_cast<volatile K*>(&skeys[j]);
+          else s = skeys[j];
+          if (s == k) {
+            sacc_atomic(&mine[j], v);
+            n_shared += w;
+            return;
           }
+          if (s == T::kEmpty) {
+            if constexpr (Mode == kDynamic) {
+              if (*reinterpret_cast<volatile std::uint32_t*>(&s_fill) >= a.dyn_limit) break;
+              if (atomicAdd(&s_fill, 1u) >= a.dyn_limit) break;  // occupancy stays <= dyn_limit <= S/2
+              const K old = cas_key(&skeys[j], T::kEmpty, k);
+              if (old == T::kEmpty || old == k) {
+                sacc_atomic(&mine[j], v);
+                n_shared += w;
+                return;
+              }
+              // another key took the slot: probe on
+            } else {
+              break;
+            }
+          }
+          if (++j == a.S) j = 0;
         }
-        if (++j == a.S) j = 0;
       }
     }
     n_global += w;
@@ -752,16 +747,25 @@ class HashGroupBy {
     TANDEM_CUDA_LAUNCH("hash group-by: compact");
   }
 
-  template <int Mode>
-  void launch_pass(const PassArgs<K, V>& args, int blocks, int threads, std::size_t smem, cudaStream_t stream) {
-    auto k = pass_kernel<K, V, Mode>;
+  using PassFn = void (*)(PassArgs<K, V>);
+  // The pass kernel of a mode (kHotMatch exists for counts only).
+  static PassFn pass_fn(int mode) {
+    switch (mode) {
+      case kHot: return pass_kernel<K, V, kHot>;
+      case kDynamic: return pass_kernel<K, V, kDynamic>;
+      case kHotTwoChoice: return pass_kernel<K, V, kHotTwoChoice>;
+      case kHotMatch:
+        if constexpr (T::kCount) return pass_kernel<K, V, kHotMatch>;
+        else throw Error("hash group-by: internal error, lanes grouped by key outside a count");
+      default: return pass_kernel<K, V, kGlobal>;
+    }
+  }
+
+  void launch_pass(int mode, const PassArgs<K, V>& args, int blocks, int threads, std::size_t smem, cudaStream_t stream) {
+    const PassFn k = pass_fn(mode);
     TANDEM_CUDA(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
     k<<<blocks, threads, smem, stream>>>(args);
     TANDEM_CUDA_LAUNCH("hash group-by: pass");
-  }
-
-  void launch_hot_match(const PassArgs<K, V>& args, int blocks, int threads, std::size_t smem, cudaStream_t stream) {
-    if constexpr (T::kCount) launch_pass<kHotMatch>(args, blocks, threads, smem, stream);
   }
 
   // Distinct keys among the first m records (for the tuning class): a small table, one round trip.
@@ -772,7 +776,7 @@ class HashGroupBy {
     TableRef<K, V> t{sample_slots_.get<Slot>(cap), cap, sentinel_.get<Acc>(2)};
     init_table(t, stream);
     PassArgs<K, V> a{keys, values, 0, m, t, cap, Sink<K, V>{nullptr, nullptr, 0, ctr_}, ctr_, nullptr, 0, nullptr, nullptr, 0, 0, 1};
-    launch_pass<kGlobal>(a, grid_for(m / 4 + 1), 256, 0, stream);
+    launch_pass(kGlobal, a, grid_for(m / 4 + 1), 256, 0, stream);
     compact(t, sample_keys_.get<K>(cap + 1), sample_accs_.get<Acc>(cap + 1), cap + 1, stream);
     return read_ctr(stream).out_n;
   }
@@ -820,8 +824,8 @@ class HashGroupBy {
       constexpr std::uint32_t kSampleKeys = 256, kSampleSlots = 2 * kSampleKeys + 1;
       const std::size_t ssm = shared_acc_offset<K, V>(kSampleSlots) + (kSampleSlots + 1) * sizeof(typename T::SAcc);
       PassArgs<K, V> a{keys, values, 0, Ms, ts, cap_s, sink, ctr_, nullptr, 0, nullptr, nullptr, kSampleKeys, kSampleSlots, 1};
-      if (pl.hot) launch_pass<kDynamic>(a, sms * 4, 512, ssm, stream);
-      else launch_pass<kGlobal>(a, sms * 8, 256, 0, stream);
+      if (pl.hot) launch_pass(kDynamic, a, sms * 4, 512, ssm, stream);
+      else launch_pass(kGlobal, a, sms * 8, 256, 0, stream);
     }
     // keys holding >= 1/16 of the sample are combined per warp in the main pass
     const std::uint64_t top_min = std::max<std::uint64_t>(2, Ms / 16);
@@ -953,20 +957,16 @@ class HashGroupBy {
     // 4. main pass
     const bool hot_pass = H > 0;
     // counts with a probed hot table: lanes grouped by key first (kHotMatch)
-    constexpr bool kCanMatch = T::kCount;
     // Untuned, only where the hot keys are the top of a larger key set (skewed data): with every
     // key hot (few distinct keys, often near-uniform) a warp holds ~32 different keys, match_any
     // costs most and the per-warp sub-tables already keep warps apart (measured 2.6x slower at 128
     // uniform keys with linear probing).
-    const bool match = kCanMatch && hot_pass && !tc && opts_.warp_match && pl.warp_match && !all_hot;
+    const bool match = T::kCount && hot_pass && !tc && opts_.warp_match && pl.warp_match && !all_hot;
     st.warp_match = match;
+    const int mode = !hot_pass ? kGlobal : tc ? kHotTwoChoice : match ? kHotMatch : kHot;
     int per_sm = 1;
     {
-      const void* kf = !hot_pass ? reinterpret_cast<const void*>(pass_kernel<K, V, kGlobal>)
-                       : tc      ? reinterpret_cast<const void*>(pass_kernel<K, V, kHotTwoChoice>)
-                                 : reinterpret_cast<const void*>(pass_kernel<K, V, kHot>);
-      if constexpr (kCanMatch)
-        if (match) kf = reinterpret_cast<const void*>(pass_kernel<K, V, kHotMatch>);
+      const PassFn kf = pass_fn(mode);
       TANDEM_CUDA(cudaFuncSetAttribute(kf, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
       TANDEM_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kf, pl.threads, smem));
     }
@@ -974,10 +974,7 @@ class HashGroupBy {
     st.blocks = blocks;
     if (Ms < M) {
       PassArgs<K, V> a{keys, values, Ms, M, t, limit, sink, ctr_, hot, H, top, top_n, 0, S, C, tc, tc_seed};
-      if (hot_pass && tc) launch_pass<kHotTwoChoice>(a, blocks, pl.threads, smem, stream);
-      else if (hot_pass && match) launch_hot_match(a, blocks, pl.threads, smem, stream);
-      else if (hot_pass) launch_pass<kHot>(a, blocks, pl.threads, smem, stream);
-      else launch_pass<kGlobal>(a, blocks, pl.threads, 0, stream);
+      launch_pass(mode, a, blocks, pl.threads, smem, stream);
     }
     t3.record(stream);
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "tandem/hd.hpp"
+#include "tandem/mapreduce.hpp"
 
 namespace tandem::mr::two_choice {
 
@@ -23,16 +24,10 @@ TANDEM_HD std::uint32_t hash1(K k) {
   if constexpr (sizeof(K) == 4) return static_cast<std::uint32_t>(k) * 0x9E3779B1u;
   else return static_cast<std::uint32_t>((static_cast<std::uint64_t>(k) * 0x9E3779B97F4A7C15ull) >> 32);
 }
-// Second choice: murmur3's finaliser of the seeded key, independent of the first.
+// Second choice: murmur3's finaliser (mix64) of the seeded key, independent of the first.
 template <class K>
 TANDEM_HD std::uint32_t hash2(K k, std::uint32_t seed) {
-  std::uint64_t x = static_cast<std::uint64_t>(k) ^ (static_cast<std::uint64_t>(seed) * 0xC2B2AE3D27D4EB4Full);
-  x ^= x >> 33;
-  x *= 0xff51afd7ed558ccdULL;
-  x ^= x >> 33;
-  x *= 0xc4ceb9fe1a85ec53ULL;
-  x ^= x >> 33;
-  return static_cast<std::uint32_t>(x >> 32);
+  return static_cast<std::uint32_t>(mix64(static_cast<std::uint64_t>(k) ^ (static_cast<std::uint64_t>(seed) * 0xC2B2AE3D27D4EB4Full)) >> 32);
 }
 template <class K>
 TANDEM_HD std::uint32_t slot1(K k, std::uint32_t S) {
