@@ -66,6 +66,10 @@ struct Options {
   // Hash path, counts with a probed hot table: group each warp's lanes by key (__match_any_sync)
   // so one lane per distinct key updates its counter.
   bool warp_match{true};
+  // Hash path, counts: cold keys (not hot) of a large job are sorted by hash partition per tile in
+  // shared memory, appended to per-partition regions and reduced partition by partition in shared
+  // memory, instead of going one by one to the global table (the tuner measures both).
+  bool partition_cold{true};
   bool tune{true};                     // measure candidates on first use of a problem class
   std::uint64_t tune_min_records{std::uint64_t{1} << 22};  // smaller jobs are not worth tuning
 };
@@ -94,6 +98,10 @@ struct EngineStats {
   std::uint32_t sub_tables{1};         // accumulator copies per block in shared memory
   bool two_choice{false};              // hot keys placed by two-choice hashing (no probe loop)
   bool warp_match{false};              // lanes grouped by key before the hot table (counts)
+  std::uint32_t partitions{0};         // partitioned cold tier: partitions (0: not used)
+  std::string partition_note;          // its sizes, or why it was not used
+  std::uint64_t partitioned{0};        // pairs that went through the partitions
+  std::uint64_t partition_direct{0};   // of those, pairs sent to the global table (full region or reduce table)
 };
 
 // ---------------------------------------------------------------------------------------------

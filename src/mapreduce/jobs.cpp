@@ -79,6 +79,12 @@ void explain_stats(Report& r, const EngineStats& s) {
                        "probe limit; {} grow(s), {} retr{}; {} distinct keys",
                        s.shared_hits, all > 0 ? 100.0 * s.shared_hits / all : 0.0, s.global_hits, s.table_slots, s.spilled,
                        s.result_grows, s.retries, s.retries == 1 ? "y" : "ies", s.distinct));
+    if (s.partitions)
+      r.note(fmt::format("cold keys partitioned: {}; {} pairs through the partitions, {} of them sent to the global table",
+                         s.partition_note, s.partitioned, s.partition_direct));
+    else
+      r.note(fmt::format("cold keys straight into the global table (partitioned tier: {})",
+                         s.partition_note.empty() ? "not for this aggregate" : s.partition_note));
     return;
   }
   r.note(fmt::format("GPU engine: Bs={} blocks x N={} threads; p={:.3g}% sampled ({} records); hot fraction {:.3g}; "

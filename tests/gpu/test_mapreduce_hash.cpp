@@ -143,6 +143,69 @@ TEST(GpuHashGroupBy, TwoChoiceTableForFewKeys) {
   }
 }
 
+namespace {
+std::uint32_t fmix32(std::uint32_t x) {  // the hash whose top bits choose a key's partition
+  x ^= x >> 16;
+  x *= 0x85ebca6bu;
+  x ^= x >> 13;
+  x *= 0xc2b2ae35u;
+  x ^= x >> 16;
+  return x;
+}
+}  // namespace
+
+// Many cold keys: the tiles' cold keys are sorted into hash partitions and reduced partition by
+// partition. Uniform and Zipf (hot keys on) u32, uniform u64, the tier switched off, and a job
+// whose keys after the sample all fall into partition 0, so its region and its reduce table
+// overflow and the rest must reach the global table.
+TEST(GpuHashGroupBy, PartitionedColdTier) {
+  TANDEM_REQUIRE_GPU();
+  const std::size_t n = sanitizer() ? 1600009 : 4000037;  // more than 2^20 cold records
+  for (double s : {0.0, 1.0}) {
+    auto keys = mr::zipf_keys_u32(n, 300000, s, 41);
+    for (bool on : {true, false}) {
+      auto o = hash_opts();
+      o.partition_cold = on;
+      auto g = mr::groupby(DType::u32, keys.data(), n, DType::f64, nullptr, 0, false, o);
+      const std::string what = "s=" + std::to_string(s) + " partitions=" + std::to_string(on) + " (" + g.gpu.partition_note + ")";
+      expect_counts(g, keys, what);
+      EXPECT_EQ(g.gpu.shared_hits + g.gpu.global_hits, n) << what;
+      if (on && (s == 0.0 || !sanitizer())) {  // the smaller Zipf input has too few cold records
+        EXPECT_GT(g.gpu.partitions, 0u) << what;
+        EXPECT_GT(g.gpu.partitioned, n / 4) << what;
+      } else {
+        EXPECT_EQ(g.gpu.partitions, 0u) << what;
+        EXPECT_EQ(g.gpu.partitioned, 0u) << what;
+      }
+    }
+  }
+  {
+    std::vector<std::uint64_t> k64(n);
+    for (std::size_t i = 0; i < n; ++i) k64[i] = ((i * 2654435761u) % 250000) * 0x9E3779B97F4A7C15ull + 5;
+    auto g = mr::groupby(DType::u64, k64.data(), n, DType::f64, nullptr, 0, false, hash_opts());
+    EXPECT_GT(g.gpu.partitions, 0u) << g.gpu.partition_note;
+    expect_counts(g, k64, "u64 uniform");
+  }
+  {
+    // the sample (first 1%) sees 100,000 ordinary keys; afterwards every key hashes into
+    // partition 0 (top 10 hash bits zero, for any partition count up to 1,024)
+    std::vector<std::uint32_t> p0;
+    for (std::uint32_t x = 1; p0.size() < 20000; ++x)
+      if ((fmix32(x) >> 22) == 0) p0.push_back(x);
+    std::vector<std::uint32_t> keys(n);
+    const std::size_t head = n / 100 + 1;
+    for (std::size_t i = 0; i < n; ++i) keys[i] = i < head ? 0x80000000u + std::uint32_t(i % 100000) : p0[(i * 7919) % p0.size()];
+    auto o = hash_opts();
+    o.sample_fraction = 0.01;
+    o.hot_keys = false;
+    auto g = mr::groupby(DType::u32, keys.data(), n, DType::f64, nullptr, 0, false, o);
+    const std::string what = "one partition (" + g.gpu.partition_note + ")";
+    ASSERT_GT(g.gpu.partitions, 0u) << what;
+    EXPECT_GT(g.gpu.partition_direct, 0u) << what << ": the region and the reduce table overflow";
+    expect_counts(g, keys, what);
+  }
+}
+
 TEST(GpuHashGroupBy, SmallSizesAndOffsets) {
   TANDEM_REQUIRE_GPU();
   // sizes around the vector width and the sampling threshold (4096 records)

@@ -40,6 +40,7 @@
 #include <cub/device/device_radix_sort.cuh>
 
 #include "tandem/mapreduce/gpu_engine.cuh"
+#include "tandem/mapreduce/partition_plan.hpp"
 #include "tandem/mapreduce/two_choice.hpp"
 
 namespace tandem::mr::hash_groupby {
@@ -70,6 +71,7 @@ using slot_t = std::conditional_t<Traits<K, V>::kPacked, unsigned long long, Pai
 
 struct Ctr {
   unsigned long long shared_hits, global_hits, lost, big_pairs;  // big_pairs: sampled pairs of keys in the last bin
+  unsigned long long part_pairs, part_direct, part_missed;  // partitioned tier: appended, past a full region, past a full reduce table
   unsigned int overflow_n, out_n, sel_gt, sel_eq;
 };
 // Histogram of the sampled counts: bin c holds the keys seen c times, the last bin those seen more.
@@ -237,6 +239,20 @@ __global__ void init_table_kernel(TableRef<K, V> t) {
   if (blockIdx.x == 0 && threadIdx.x == 0) *t.sentinel = id;
 }
 
+constexpr unsigned kPartVecs = 4;  // vectors per thread in a tile of the partitioned tier
+
+// The partitioned cold tier (counts): partition p's keys sit at keys[p * cap, p * cap + cursor[p]);
+// a key past `cap` went straight to the global table.
+template <class K>
+struct PartRef {
+  K* keys{nullptr};
+  std::uint32_t* cursor{nullptr};
+  std::uint64_t cap{0};
+  std::uint32_t bits{0};       // partition = top `bits` bits of hash32(key)
+  std::uint32_t smem_off{0};   // where the tile buffer starts in dynamic shared memory
+  __device__ __forceinline__ std::uint32_t of(K k) const { return bits ? hash32(k) >> (32u - bits) : 0u; }
+};
+
 template <class K, class V>
 struct PassArgs {
   const K* keys;
@@ -255,6 +271,7 @@ struct PassArgs {
   std::uint32_t copies;  // accumulator copies per block (warp w uses copy w % copies)
   const K* two_choice{nullptr};  // kHotTwoChoice: the shared table built on the host (two_choice.hpp)
   std::uint32_t seed{0};         // its second hash's seed
+  PartRef<K> part{};             // Part kernels: the partitioned cold tier (partition_plan.hpp)
 };
 
 template <class K, class V>
@@ -266,6 +283,163 @@ __host__ __device__ constexpr std::size_t shared_acc_offset(std::uint32_t S) {
 template <class K>
 __device__ __forceinline__ std::uint32_t shash(K k) {
   return two_choice::hash1(k);
+}
+
+// The tiles of the partitioned tier (pass_kernel<..., Part>): every thread loads kPartVecs vectors
+// per tile; `step` reduces hot keys and returns true for a single cold key, which gets its rank in
+// its partition's tile counter. Then the block scans the counters, reserves each partition's run
+// with one global atomic, sorts the cold keys by partition in shared memory and writes each run
+// with consecutive threads (whole sectors, not one L2 transaction per key). A key whose region is
+// full goes to the global table. Block-uniform loop: `step` may use warp votes.
+// Shared memory from pr.smem_off: tile keys, then hist[P], off[P + 1], base[P], wsum[32].
+template <class K, class V, class Step>
+__device__ __forceinline__ void part_body(const PartRef<K>& pr, const uint4* vp, std::uint64_t nv, unsigned char* smem, Step&& step,
+                                          const TableRef<K, V>& t, std::uint32_t limit, const Sink<K, V>& sink, Ctr* ctr) {
+  constexpr unsigned kVec = 16 / sizeof(K), kItems = kPartVecs * kVec;
+  const std::uint32_t tid = threadIdx.x, N = blockDim.x, lane = tid & 31u, warp = tid >> 5;
+  const std::uint32_t P = 1u << pr.bits;
+  K* buf = reinterpret_cast<K*>(smem + pr.smem_off);
+  std::uint32_t* hist = reinterpret_cast<std::uint32_t*>(buf + std::size_t(kItems) * N);
+  std::uint32_t* off = hist + P;
+  std::uint32_t* base = off + P + 1;
+  std::uint32_t* wsum = base + P;
+  for (std::uint32_t i = tid; i < P; i += N) hist[i] = 0;
+  __syncthreads();
+  unsigned long long direct = 0, appended = 0;
+  const std::uint64_t tile = std::uint64_t(kPartVecs) * N;
+  for (std::uint64_t tb = blockIdx.x * tile; tb < nv; tb += std::uint64_t(gridDim.x) * tile) {
+    K kk[kItems];
+    std::uint32_t rk[kItems];
+    uint4 q[kPartVecs];
+#pragma unroll
+    for (unsigned v = 0; v < kPartVecs; ++v) {
+      const std::uint64_t j = tb + v * N + tid;
+      q[v] = j < nv ? __ldcs(vp + j) : make_uint4(0, 0, 0, 0);
+    }
+#pragma unroll
+    for (unsigned v = 0; v < kPartVecs; ++v) {
+      const std::uint64_t j = tb + v * N + tid;
+      K kv[kVec];
+      memcpy(kv, &q[v], 16);
+#pragma unroll
+      for (unsigned u = 0; u < kVec; ++u) {
+        kk[v * kVec + u] = kv[u];
+        rk[v * kVec + u] = step(kv[u], j < nv, j, u) ? atomicAdd(&hist[pr.of(kv[u])], 1u) : ~0u;
+      }
+    }
+    __syncthreads();
+    // exclusive scan of hist (P <= N: one entry per thread), then the runs' places in the regions
+    const std::uint32_t x = tid < P ? hist[tid] : 0u;
+    std::uint32_t incl = x;
+#pragma unroll
+    for (int o = 1; o < 32; o <<= 1) {
+      const std::uint32_t y = __shfl_up_sync(0xffffffffu, incl, o);
+      if (lane >= unsigned(o)) incl += y;
+    }
+    if (lane == 31) wsum[warp] = incl;
+    __syncthreads();
+    if (warp == 0) {
+      const std::uint32_t w = lane < N / 32 ? wsum[lane] : 0u;
+      std::uint32_t wi = w;
+#pragma unroll
+      for (int o = 1; o < 32; o <<= 1) {
+        const std::uint32_t y = __shfl_up_sync(0xffffffffu, wi, o);
+        if (lane >= unsigned(o)) wi += y;
+      }
+      if (lane < N / 32) wsum[lane] = wi - w;
+      if (lane == 31) off[P] = wi;
+    }
+    __syncthreads();
+    if (tid < P) {
+      off[tid] = incl - x + wsum[warp];
+      base[tid] = x ? atomicAdd(&pr.cursor[tid], x) : 0u;
+    }
+    __syncthreads();
+#pragma unroll
+    for (unsigned i = 0; i < kItems; ++i)
+      if (rk[i] != ~0u) buf[off[pr.of(kk[i])] + rk[i]] = kk[i];
+    __syncthreads();
+    const std::uint32_t total = off[P];
+    appended += tid == 0 ? total : 0u;
+    for (std::uint32_t i = tid; i < total; i += N) {
+      const K k = buf[i];
+      const std::uint32_t p = pr.of(k);
+      const std::uint64_t pos = std::uint64_t(base[p]) + (i - off[p]);
+      if (pos < pr.cap) {
+        pr.keys[p * pr.cap + pos] = k;
+      } else {
+        ++direct;
+        if (!upsert(t, k, typename Traits<K, V>::Acc(1), limit)) sink.push(k, 1);
+      }
+    }
+    if (tid < P) hist[tid] = 0;
+    __syncthreads();
+  }
+  if (appended) atomicAdd(&ctr->part_pairs, appended);
+  if (direct) atomicAdd(&ctr->part_direct, direct);
+}
+
+// Reduces partition blockIdx.x of the partitioned tier in a shared table of S slots (keys, u32
+// counts) that new keys join until half full; then each distinct key goes to the global table
+// once. Keys arriving after the table is half full go to the global table directly.
+template <class K, class V>
+__global__ void __launch_bounds__(512) partition_reduce_kernel(PartRef<K> pr, std::uint32_t S, TableRef<K, V> t, std::uint32_t limit,
+                                                               Sink<K, V> sink, Ctr* ctr) {
+  using T = Traits<K, V>;
+  static_assert(T::kCount, "the partitioned tier: counts");
+  extern __shared__ __align__(16) unsigned char smem[];
+  __shared__ std::uint32_t s_fill;
+  K* skeys = reinterpret_cast<K*>(smem);
+  std::uint32_t* scnt = reinterpret_cast<std::uint32_t*>(smem + shared_acc_offset<K, V>(S));
+  const std::uint32_t tid = threadIdx.x, N = blockDim.x, lim = S / 2;
+  for (std::uint32_t i = tid; i < S; i += N) {
+    skeys[i] = T::kEmpty;
+    scnt[i] = 0;
+  }
+  if (tid == 0) s_fill = 0;
+  __syncthreads();
+  const std::uint64_t n = std::min<std::uint64_t>(pr.cursor[blockIdx.x], pr.cap);
+  const K* src = pr.keys + std::uint64_t(blockIdx.x) * pr.cap;
+  unsigned long long missed = 0;
+  auto add = [&](K k) {
+    std::uint32_t j = slot_of(shash(k), S);
+    for (std::uint32_t probe = 0; probe < S; ++probe) {
+      const K s = *reinterpret_cast<volatile K*>(&skeys[j]);
+      if (s == k) {
+        atomicAdd(&scnt[j], 1u);
+        return;
+      }
+      if (s == T::kEmpty) {
+        if (*reinterpret_cast<volatile std::uint32_t*>(&s_fill) >= lim || atomicAdd(&s_fill, 1u) >= lim) break;
+        const K old = cas_key(&skeys[j], T::kEmpty, k);
+        if (old == T::kEmpty || old == k) {
+          atomicAdd(&scnt[j], 1u);
+          return;
+        }
+      }
+      if (++j == S) j = 0;
+    }
+    ++missed;
+    if (!upsert(t, k, typename T::Acc(1), limit)) sink.push(k, 1);
+  };
+  constexpr unsigned kVec = 16 / sizeof(K);
+  const std::uint64_t nvec = n / kVec;  // regions start 16-byte aligned (cap is a multiple of 4)
+  const uint4* vp = reinterpret_cast<const uint4*>(src);
+  for (std::uint64_t i = tid; i < nvec; i += N) {
+    const uint4 q = __ldcs(vp + i);
+    K kv[kVec];
+    memcpy(kv, &q, 16);
+#pragma unroll
+    for (unsigned u = 0; u < kVec; ++u) add(kv[u]);
+  }
+  for (std::uint64_t i = nvec * kVec + tid; i < n; i += N) add(src[i]);
+  if (missed) atomicAdd(&ctr->part_missed, missed);
+  __syncthreads();
+  for (std::uint32_t j = tid; j < S; j += N) {
+    const K k = skeys[j];
+    const std::uint32_t c = scnt[j];
+    if (k != T::kEmpty && c && !upsert(t, k, typename T::Acc(c), limit)) sink.push(k, c);
+  }
 }
 
 // Shared memory: skeys[S], then copies x (S + 1) accumulators (slot S: the all-ones key).
@@ -283,13 +457,18 @@ __device__ __forceinline__ std::uint32_t shash(K k) {
 // repeated in a warp costs one L2 update.
 enum PassMode : int { kGlobal = 0, kHot = 1, kDynamic = 2, kHotTwoChoice = 3, kHotMatch = 4 };
 
-template <class K, class V, int Mode>
+// Part (counts, not with kDynamic): the body runs in block-wide tiles of kPartVecs vectors per
+// thread; a single cold key is not reduced into the global table but appended, with the tile's
+// other cold keys sorted by partition in shared memory, to its partition's region in whole runs
+// (partition_reduce_kernel reduces the regions afterwards).
+template <class K, class V, int Mode, bool Part = false>
 __global__ void __launch_bounds__(1024) pass_kernel(PassArgs<K, V> a) {
   using T = Traits<K, V>;
   using Acc = typename T::Acc;
   using SAcc = typename T::SAcc;
   constexpr bool kShared = Mode != kGlobal;
   static_assert(Mode != kHotMatch || T::kCount, "kHotMatch adds group sizes: counts only");
+  static_assert(!Part || (T::kCount && Mode != kDynamic), "the partitioned tier: counts, main pass");
   constexpr bool kTop = (Mode == kHot || Mode == kHotTwoChoice) && T::kCount;
   extern __shared__ __align__(16) unsigned char smem[];
   __shared__ K s_top[8];
@@ -334,13 +513,14 @@ __global__ void __launch_bounds__(1024) pass_kernel(PassArgs<K, V> a) {
     mine = sacc + std::size_t((tid / 32) % C) * (S + 1);
   }
   unsigned long long n_shared = 0, n_global = 0;
-  // Reduces (k, v), standing for w pairs.
-  auto process = [&](K k, const Acc& v, unsigned w) {
+  // Reduces (k, v), standing for w pairs. With `defer` (Part), a single cold key is left to the
+  // caller, who appends it to its partition: returns true then.
+  auto process = [&](K k, const Acc& v, unsigned w, bool defer = false) -> bool {
     if constexpr (kShared) {
       if (k == T::kEmpty) {
         sacc_atomic(&mine[a.S], v);
         n_shared += w;
-        return;
+        return false;
       }
       if constexpr (Mode == kHotTwoChoice) {
         // two fixed slots: no probe loop, the warp stays converged
@@ -349,7 +529,7 @@ __global__ void __launch_bounds__(1024) pass_kernel(PassArgs<K, V> a) {
         if (s1 == k || s2 == k) {
           sacc_atomic(&mine[s1 == k ? j1 : j2], v);
           n_shared += w;
-          return;
+          return false;
         }
       } else {
         std::uint32_t j = slot_of(shash(k), a.S);
@@ -360,7 +540,7 @@ __global__ void __launch_bounds__(1024) pass_kernel(PassArgs<K, V> a) {
           if (s == k) {
             sacc_atomic(&mine[j], v);
             n_shared += w;
-            return;
+            return false;
           }
           if (s == T::kEmpty) {
             if constexpr (Mode == kDynamic) {
@@ -370,7 +550,7 @@ __global__ void __launch_bounds__(1024) pass_kernel(PassArgs<K, V> a) {
               if (old == T::kEmpty || old == k) {
                 sacc_atomic(&mine[j], v);
                 n_shared += w;
-                return;
+                return false;
               }
               // another key took the slot: probe on
             } else {
@@ -382,14 +562,18 @@ __global__ void __launch_bounds__(1024) pass_kernel(PassArgs<K, V> a) {
       }
     }
     n_global += w;
+    if (Part && defer && w == 1 && k != T::kEmpty) return true;
     if (!upsert(a.table, k, v, a.limit)) a.sink.push(k, v);
+    return false;
   };
-  // One key of the warp-uniform body; `valid` false for lanes past the end.
-  auto step = [&](K k, bool valid, std::uint64_t idx) {
+  // One key of the warp-uniform body; `valid` false for lanes past the end. True: the key is a
+  // single cold key left to the caller (Part only).
+  auto step = [&](K k, bool valid, std::uint64_t idx) -> bool {
     if constexpr (Mode == kHotMatch) {  // uniform: every lane gets here
       const unsigned m = __match_any_sync(0xffffffffu, k) & __ballot_sync(0xffffffffu, valid);
-      if (valid && lane == static_cast<std::uint32_t>(__ffs(m) - 1)) process(k, Acc(__popc(m)), static_cast<unsigned>(__popc(m)));
-      return;
+      if (valid && lane == static_cast<std::uint32_t>(__ffs(m) - 1))
+        return process(k, Acc(__popc(m)), static_cast<unsigned>(__popc(m)), Part);
+      return false;
     }
     if constexpr (kTop) {
       const std::uint32_t tn = s_topn;
@@ -402,7 +586,8 @@ __global__ void __launch_bounds__(1024) pass_kernel(PassArgs<K, V> a) {
         }
       }
     }
-    if (valid) process(k, acc_at<K, V>(a.values, idx), 1u);
+    if (valid) return process(k, acc_at<K, V>(a.values, idx), 1u, Part);
+    return false;
   };
 
   const std::uint64_t gtid = std::uint64_t(blockIdx.x) * N + tid, gstride = std::uint64_t(gridDim.x) * N;
@@ -416,18 +601,23 @@ __global__ void __launch_bounds__(1024) pass_kernel(PassArgs<K, V> a) {
   for (std::uint64_t i = b + gtid; i < body; i += gstride) process(keys[i], acc_at<K, V>(a.values, i), 1u);
   const std::uint64_t nv = (e - body) / kVec;
   const uint4* vp = reinterpret_cast<const uint4*>(keys + body);
-  for (std::uint64_t jb = gtid - lane; jb < nv; jb += 2 * gstride) {
-    const std::uint64_t j0 = jb + lane, j1 = j0 + gstride;
-    uint4 q0 = make_uint4(0, 0, 0, 0), q1 = q0;
-    if (j0 < nv) q0 = __ldcs(vp + j0);
-    if (j1 < nv) q1 = __ldcs(vp + j1);
-    K k0[kVec], k1[kVec];
-    memcpy(k0, &q0, 16);
-    memcpy(k1, &q1, 16);
+  if constexpr (Part) {
+    part_body<K, V>(a.part, vp, nv, smem, [&](K k, bool valid, std::uint64_t j, unsigned u) { return step(k, valid, body + j * kVec + u); },
+                    a.table, a.limit, a.sink, a.ctr);
+  } else {
+    for (std::uint64_t jb = gtid - lane; jb < nv; jb += 2 * gstride) {
+      const std::uint64_t j0 = jb + lane, j1 = j0 + gstride;
+      uint4 q0 = make_uint4(0, 0, 0, 0), q1 = q0;
+      if (j0 < nv) q0 = __ldcs(vp + j0);
+      if (j1 < nv) q1 = __ldcs(vp + j1);
+      K k0[kVec], k1[kVec];
+      memcpy(k0, &q0, 16);
+      memcpy(k1, &q1, 16);
 #pragma unroll
-    for (unsigned u = 0; u < kVec; ++u) step(k0[u], j0 < nv, body + j0 * kVec + u);
+      for (unsigned u = 0; u < kVec; ++u) step(k0[u], j0 < nv, body + j0 * kVec + u);
 #pragma unroll
-    for (unsigned u = 0; u < kVec; ++u) step(k1[u], j1 < nv, body + j1 * kVec + u);
+      for (unsigned u = 0; u < kVec; ++u) step(k1[u], j1 < nv, body + j1 * kVec + u);
+    }
   }
   for (std::uint64_t i = body + nv * kVec + gtid; i < e; i += gstride) process(keys[i], acc_at<K, V>(a.values, i), 1u);
 
@@ -569,9 +759,10 @@ struct HashPlan {
   std::uint32_t overflow_cap{0};       // 0: from the input size
   bool hot{true};
   bool warp_match{true};               // kHotMatch where it applies (Options::warp_match allowing)
+  bool partition{true};                // the partitioned cold tier where it applies (Options::partition_cold allowing)
   std::string label() const {
-    return fmtr("N={} blocks/SM={} p={} hot={} smem={}K table={}x{}", threads, blocks_per_sm, p, hot_fraction, smem_budget / 1024,
-                table_factor, warp_match ? "" : " no match");
+    return fmtr("N={} blocks/SM={} p={} hot={} smem={}K table={}x{}{}", threads, blocks_per_sm, p, hot_fraction, smem_budget / 1024,
+                table_factor, warp_match ? "" : " no match", partition ? "" : " no partitions");
   }
 };
 
@@ -649,6 +840,7 @@ class HashGroupBy {
       p.smem_budget = j.at("smem").get<std::size_t>();
       p.table_factor = j.value("tf", 3.0);
       p.warp_match = j.value("wm", true);
+      p.partition = j.value("pt", true);
       return p;
     };
     auto& cache = TuningCache::global();
@@ -662,8 +854,8 @@ class HashGroupBy {
       }
     }
     std::vector<Candidate> cands;
-    auto add = [&](int N, int bps, double p, double hf, std::size_t smem, double tf = 3.0, bool wm = true) {
-      nlohmann::json j{{"N", N}, {"bps", bps}, {"p", p}, {"hot", hf}, {"smem", smem}, {"tf", tf}, {"wm", wm}};
+    auto add = [&](int N, int bps, double p, double hf, std::size_t smem, double tf = 3.0, bool wm = true, bool pt = true) {
+      nlohmann::json j{{"N", N}, {"bps", bps}, {"p", p}, {"hot", hf}, {"smem", smem}, {"tf", tf}, {"wm", wm}, {"pt", pt}};
       cands.push_back({from(j).label(), j});
     };
     add(512, 4, 0.01, 0.10, 48 * 1024);
@@ -676,6 +868,10 @@ class HashGroupBy {
     if (T::kCount && o.warp_match) {  // lanes grouped by key or not (match_any costs more the more keys a warp holds)
       add(512, 4, 0.01, 0.10, 48 * 1024, 3.0, false);
       add(1024, 2, 0.01, 0.10, 96 * 1024, 3.0, false);
+    }
+    if (T::kCount && o.partition_cold && card > 0) {  // cold keys straight into the global table
+      add(512, 4, 0.01, 0.10, 48 * 1024, 3.0, true, false);
+      add(1024, 2, 0.01, 0.10, 96 * 1024, 3.0, true, false);
     }
     if (card == 0) {
       // at most 1,024 keys in the first 2^16 records: a sample of 0.1% finds them all, and the
@@ -748,8 +944,20 @@ class HashGroupBy {
   }
 
   using PassFn = void (*)(PassArgs<K, V>);
-  // The pass kernel of a mode (kHotMatch exists for counts only).
-  static PassFn pass_fn(int mode) {
+  // The pass kernel of a mode (kHotMatch exists for counts only); `part`: with the partitioned
+  // cold tier (counts; kGlobal, kHot, kHotMatch).
+  static PassFn pass_fn(int mode, bool part = false) {
+    if (part) {
+      if constexpr (T::kCount) {
+        switch (mode) {
+          case kGlobal: return pass_kernel<K, V, kGlobal, true>;
+          case kHot: return pass_kernel<K, V, kHot, true>;
+          case kHotMatch: return pass_kernel<K, V, kHotMatch, true>;
+          default: break;
+        }
+      }
+      throw Error("hash group-by: internal error, no partitioned pass for this mode");
+    }
     switch (mode) {
       case kHot: return pass_kernel<K, V, kHot>;
       case kDynamic: return pass_kernel<K, V, kDynamic>;
@@ -761,8 +969,8 @@ class HashGroupBy {
     }
   }
 
-  void launch_pass(int mode, const PassArgs<K, V>& args, int blocks, int threads, std::size_t smem, cudaStream_t stream) {
-    const PassFn k = pass_fn(mode);
+  void launch_pass(int mode, const PassArgs<K, V>& args, int blocks, int threads, std::size_t smem, cudaStream_t stream, bool part = false) {
+    const PassFn k = pass_fn(mode, part);
     TANDEM_CUDA(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
     k<<<blocks, threads, smem, stream>>>(args);
     TANDEM_CUDA_LAUNCH("hash group-by: pass");
@@ -864,6 +1072,15 @@ class HashGroupBy {
     const K* hot = nullptr;
     const bool hot_possible = pl.hot && Ms < M && Ds > 0;
     bool all_hot = false;  // every sampled key is hot
+    // The largest sampled count a key outside the hot table may have (bounds the skew the
+    // partitioned tier sees): without hot keys the highest histogram bin in use; keys in the
+    // last bin are bounded by their pairs' sum.
+    double cold_max = 0;
+    for (std::uint32_t b = kBins - 1; b > 0; --b)
+      if (hh[b]) {
+        cold_max = b == kBins - 1 ? double(c1.big_pairs) : double(b);
+        break;
+      }
     if (hot_possible) {
       const std::size_t budget = pl.smem_budget ? std::min<std::size_t>(pl.smem_budget, prop.optin - 1024) : 0;
       const std::uint32_t warps = std::uint32_t(pl.threads / 32);
@@ -914,6 +1131,7 @@ class HashGroupBy {
           pairs += std::uint64_t(need_eq) * t;
           share = double(pairs) / double(Ms);
           if (share >= kMinHotShare && want) {
+            cold_max = t;  // every key seen more than t times is hot
             K* dst = hot_keys_.get<K>(want);
             select_hot_kernel<K><<<grid_for(Ds), 256, 0, stream>>>(sk, sc, Ds, t, static_cast<std::uint32_t>(above), need_eq, dst, ctr_);
             TANDEM_CUDA_LAUNCH("hash group-by: select hot keys");
@@ -954,6 +1172,46 @@ class HashGroupBy {
     st.sub_tables = C;
     t2.record(stream);
 
+    // the partitioned cold tier (counts): where the cold keys are many and none is heavy
+    partition_plan::Plan pp;
+    PartRef<K> part{};
+    if constexpr (T::kCount) {
+      if (opts_.partition_cold && pl.partition && Ms < M && !all_hot) {
+        partition_plan::Inputs in;
+        const double hot_share = H ? st.hot_share : 0.0;
+        in.cold_pairs = static_cast<std::uint64_t>(double(M - Ms) * std::max(0.0, 1.0 - hot_share));
+        in.cold_distinct = std::max(1.0, est - H);
+        in.max_cold_share = cold_max / double(Ms);
+        in.threads = static_cast<std::uint32_t>(pl.threads);
+        in.tile_keys = kPartVecs * (16 / sizeof(K)) * static_cast<std::uint32_t>(pl.threads);
+        in.key_bytes = sizeof(K);
+        std::size_t free_b = 0, total_b = 0;
+        TANDEM_CUDA(cudaMemGetInfo(&free_b, &total_b));
+        in.free_bytes = free_b + part_keys_.buf.size();
+        in.shared_max = std::min<std::size_t>(prop.optin, 64 * 1024);
+        pp = partition_plan::plan(in);
+        const std::size_t part_off = (smem + 15) & ~std::size_t(15);
+        const std::size_t part_smem = part_off + std::size_t(in.tile_keys) * sizeof(K) + (3 * std::size_t(pp.partitions) + 1 + 32) * 4;
+        if (pp.use && part_smem > prop.optin) {
+          pp.use = false;
+          pp.why = "the tile buffer does not fit in shared memory beside the hot table";
+        }
+        if (pp.use) {
+          part.keys = part_keys_.get<K>(std::size_t(pp.partitions) * pp.capacity);
+          part.cursor = part_cursor_.get<std::uint32_t>(pp.partitions);
+          part.cap = pp.capacity;
+          part.bits = pp.bits;
+          part.smem_off = static_cast<std::uint32_t>(part_off);
+          TANDEM_CUDA(cudaMemsetAsync(part.cursor, 0, pp.partitions * sizeof(std::uint32_t), stream));
+          smem = part_smem;
+        }
+      } else if (!opts_.partition_cold || !pl.partition) {
+        pp.why = "off";
+      }
+    }
+    st.partitions = pp.use ? pp.partitions : 0;
+    st.partition_note = pp.use ? fmtr("{} partitions of {} keys, reduce tables of {} slots", pp.partitions, pp.capacity, pp.slots) : pp.why;
+
     // 4. main pass
     const bool hot_pass = H > 0;
     // counts with a probed hot table: lanes grouped by key first (kHotMatch)
@@ -966,17 +1224,28 @@ class HashGroupBy {
     const int mode = !hot_pass ? kGlobal : tc ? kHotTwoChoice : match ? kHotMatch : kHot;
     int per_sm = 1;
     {
-      const PassFn kf = pass_fn(mode);
+      const PassFn kf = pass_fn(mode, pp.use);
       TANDEM_CUDA(cudaFuncSetAttribute(kf, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
       TANDEM_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kf, pl.threads, smem));
     }
     const int blocks = opts_.blocks > 0 ? opts_.blocks : sms * std::max(1, std::min(per_sm, pl.blocks_per_sm));
     st.blocks = blocks;
     if (Ms < M) {
-      PassArgs<K, V> a{keys, values, Ms, M, t, limit, sink, ctr_, hot, H, top, top_n, 0, S, C, tc, tc_seed};
-      launch_pass(mode, a, blocks, pl.threads, smem, stream);
+      PassArgs<K, V> a{keys, values, Ms, M, t, limit, sink, ctr_, hot, H, top, top_n, 0, S, C, tc, tc_seed, part};
+      launch_pass(mode, a, blocks, pl.threads, smem, stream, pp.use);
     }
     t3.record(stream);
+    if constexpr (T::kCount) {
+      if (pp.use) {
+        const std::size_t rsm = shared_acc_offset<K, V>(pp.slots) + std::size_t(pp.slots) * sizeof(std::uint32_t);
+        auto rk = partition_reduce_kernel<K, V>;
+        TANDEM_CUDA(cudaFuncSetAttribute(rk, cudaFuncAttributeMaxDynamicSharedMemorySize, int(rsm)));
+        rk<<<pp.partitions, 512, rsm, stream>>>(part, pp.slots, t, limit, sink, ctr_);
+        TANDEM_CUDA_LAUNCH("hash group-by: reduce partitions");
+      }
+    }
+    gpu::Event t3b;
+    t3b.record(stream);
 
     // 5. compact (speculatively: an overflow below compacts again)
     int o = cur_;
@@ -984,6 +1253,8 @@ class HashGroupBy {
     out_accs_ = out_a_[o].get<Acc>(std::size_t(cap) + 1);
     compact(t, out_keys_, out_accs_, cap + 1, stream);
     Ctr c = read_ctr(stream);
+    st.partitioned = c.part_pairs;
+    st.partition_direct = c.part_direct + c.part_missed;
     st.shared_hits = c.shared_hits;
     st.global_hits = c.global_hits + Ms;  // the sample went to the sample table in global memory
     if (c.lost) return false;
@@ -1021,7 +1292,9 @@ class HashGroupBy {
     rep.add("GPU sampling pass", "gpu0", t1.seconds_since(t0), fmtr("{} records, {} distinct", Ms, Ds));
     rep.add("GPU table init + sample merge + hot keys", "gpu0", t2.seconds_since(t1), fmtr("{} slots, H={}", cap, st.hot_keys));
     rep.add("GPU main pass", "gpu0", t3.seconds_since(t2), fmtr("{} records, {} blocks x {}", M - Ms, blocks, pl.threads));
-    rep.add("GPU compact", "gpu0", t4.seconds_since(t3), fmtr("{} groups", n));
+    if (pp.use)
+      rep.add("GPU partition reduce", "gpu0", t3b.seconds_since(t3), fmtr("{} partitions, {} keys", pp.partitions, st.partitioned));
+    rep.add("GPU compact", "gpu0", t4.seconds_since(t3b), fmtr("{} groups", n));
     return true;
   }
 
@@ -1033,7 +1306,7 @@ class HashGroupBy {
   gpu::PinnedBuffer<K> keys_host_, two_choice_host_;
   std::vector<K> two_choice_table_;
   Ctr* ctr_{nullptr};
-  Scratch two_choice_keys_;
+  Scratch two_choice_keys_, part_keys_, part_cursor_;
   Scratch ctr_buf_, hist_, top_keys_, top_n_, sentinel_, sample_slots_, sample_keys_, sample_accs_, sample_counts_, hot_keys_, temp_, ovf_keys_, ovf_accs_;
   Scratch table_[2], out_k_[2], out_a_[2];
   int cur_{0};
