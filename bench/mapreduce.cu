@@ -12,6 +12,7 @@
 // and atomic for hot keys (cheap), an L2-resident chain probe + atomic for cold keys (1M keys x
 // 24 B = 24 MiB fits the 50-60 MB L2).
 #include <algorithm>
+#include <map>
 #include <cstdio>
 #include <fstream>
 #include <unordered_map>
@@ -171,6 +172,9 @@ int main(int argc, char** argv) {
                   100.0 * st.shared_hits / std::max<double>(1, st.shared_hits + st.global_hits),
                   (unsigned long long)st.table_slots, (unsigned long long)st.spilled, (unsigned long long)st.result_grows,
                   (unsigned long long)st.retries);
+      if (!st.partition_note.empty())
+        std::printf("    cold tier: %s (%llu pairs partitioned, %llu to the global table)\n", st.partition_note.c_str(),
+                    (unsigned long long)st.partitioned, (unsigned long long)st.partition_direct);
       for (const auto* r : {&tune_rep, &rep})
         for (const auto& note : r->notes)
           if (note.find("tun") != std::string::npos || note.find("grown") != std::string::npos)
@@ -181,12 +185,64 @@ int main(int argc, char** argv) {
     return at.median;
   };
 
+  if (b.has_flag("--stages")) {
+    // Untuned hash-path plans side by side, with each stage's median time: where a plan spends it.
+    struct Plan {
+      std::string label;
+      int threads;
+      bool part, match;
+    };
+    const std::vector<Plan> plans{{"N=512 partitioned", 512, true, true},   {"N=512 global table", 512, false, true},
+                                  {"N=1024 partitioned", 1024, true, true}, {"N=1024 global table", 1024, false, true},
+                                  {"N=512 partitioned, no match", 512, true, false}};
+    std::vector<double> zs{0.0, 1.0};
+    if (b.has_flag("--stages-zipf")) zs = {b.get_double("--stages-zipf", 1.0)};
+    const int only = int(b.get_int("--stages-plan", -1));
+    for (double z : zs) {
+      auto keys = mr::zipf_keys_u32(n, distinct, z, 1 + std::uint64_t(z * 100));
+      TANDEM_CUDA(cudaMemcpy(dkeys.data(), keys.data(), n * 4, cudaMemcpyHostToDevice));
+      for (std::size_t pi = 0; pi < plans.size(); ++pi) {
+        if (only >= 0 && int(pi) != only) continue;
+        const auto& pl = plans[pi];
+        mr::Options o;
+        o.mode = mr::Options::Mode::hash;
+        o.tune = false;
+        o.block_threads = pl.threads;
+        o.partition_cold = pl.part;
+        o.warp_match = pl.match;
+        std::map<std::string, std::vector<double>> stage;
+        std::vector<double> total;
+        mr::EngineStats st;
+        for (int r = 0; r < 6; ++r) {
+          Report rep;
+          TANDEM_CUDA(cudaDeviceSynchronize());
+          Stopwatch w;
+          hash_engine.run_device(dkeys.data(), nullptr, n, o, st, rep, s);
+          TANDEM_CUDA(cudaStreamSynchronize(s));
+          if (r == 0) continue;  // warm-up
+          total.push_back(w.seconds());
+          for (const auto& g : rep.stages) stage[g.name].push_back(g.seconds);
+        }
+        auto med = [](std::vector<double> v) {
+          std::sort(v.begin(), v.end());
+          return v[v.size() / 2] * 1e3;
+        };
+        std::printf("STAGES zipf %.1f | %-30s | total %.3f ms | H=%llu, %s\n", z, pl.label.c_str(), med(total),
+                    (unsigned long long)st.hot_keys, st.partition_note.c_str());
+        for (const auto& [name, v] : stage) std::printf("STAGES     %-44s %.3f ms\n", name.c_str(), med(v));
+      }
+    }
+    return b.finish();
+  }
+
   mr::Options hash_auto, hash_cold, block_hot, direct_hot, block_cold, direct_cold;
   hash_auto.mode = mr::Options::Mode::hash;
   hash_cold = hash_auto;
   hash_cold.hot_keys = false;
   mr::Options hash_nomatch = hash_auto;
   hash_nomatch.warp_match = false;
+  mr::Options hash_nopart = hash_auto;
+  hash_nopart.partition_cold = false;
   block_hot.mode = mr::Options::Mode::seed;
   block_hot.tables = mr::Options::Tables::block;
   direct_hot = block_hot;
@@ -216,6 +272,8 @@ int main(int argc, char** argv) {
       cfgs.push_back({"seed, block tables, no hot keys", false, block_cold});
       cfgs.push_back({"hash, no warp match", true, hash_nomatch});
     }
+    const bool part_row = z == 0.0 || z == 1.0;
+    if (part_row) cfgs.push_back({"hash, no partitions", true, hash_nopart});
     std::vector<double> t;
     const double a = run_case(fmtr("zipf{}", z), keys, cfgs, t);
     double seed_best = 0;
@@ -226,6 +284,8 @@ int main(int argc, char** argv) {
       seed_best = std::min(t[2], t[4]);
       b.info(fmtr("hash path: lanes grouped by key (match_any) vs top-key ballots only, Zipf {}", z), t[6] / t[0], "x");
     }
+    if (part_row)
+      b.info(fmtr("hash path: cold keys partitioned vs straight into the global table, Zipf {}", z), t.back() / t[0], "x");
     rows.push_back({z, a, t[0], seed_best});
     if (z == 0.0) b.goal(fmtr("group-by count 2^{} u32 uniform / {} keys vs CUB sort+RLE", lg, distinct), a / t[0], 1.0);
     if (z == 1.0) b.goal(fmtr("group-by count 2^{} u32 Zipf 1.0 / {} keys vs CUB sort+RLE", lg, distinct), a / t[0], 2.0);
