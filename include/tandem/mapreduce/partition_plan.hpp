@@ -50,9 +50,9 @@ inline Plan plan(const Inputs& in) {
   std::uint32_t P = std::bit_ceil(static_cast<std::uint32_t>(std::clamp(in.cold_distinct / kDistinctPerPartition, 1.0, 1e9)));
   P = std::clamp<std::uint32_t>(P, 32, max_p);
   const double per = double(in.cold_pairs) / P;
-  // One partition's keys are reduced by one block: a cold key heavier than a quarter of a
-  // partition would leave that block alone long after the rest (skew without a hot table).
-  if (in.max_cold_share * double(in.cold_pairs) > per / 4) {
+  // One partition's keys are reduced by one block: a cold key heavier than half a partition
+  // would leave that block alone long after the rest (skew without a hot table).
+  if (in.max_cold_share * double(in.cold_pairs) > per / 2) {
     p.why = "a cold key too heavy for one partition";
     return p;
   }
