@@ -19,7 +19,9 @@
 //      found there is reduced with a shared atomic, any other goes straight to the global table:
 //      one read of the slot (L1 allowed: keys never change once set), then one atomicCAS (new key) or one atomic update (u32 keys with
 //      counts pack key and count into one 64-bit word). At the end each block flushes its shared
-//      aggregates into the global table.
+//      aggregates into the global table. Counts with many cold keys take the partitioned tier
+//      instead (partition_plan.hpp): cold keys sorted by hash partition per tile and written in
+//      runs, then each partition reduced in shared memory (partition_reduce_kernel).
 //   5. Compact the table to arrays. Second host round trip: the counters (overflow, entries).
 // Nothing is lost: an insert that finds no slot within the probe limit goes to an overflow list;
 // after the pass the table is grown (rehashed into one large enough for everything) and the list
