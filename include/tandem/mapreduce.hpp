@@ -115,6 +115,16 @@ TANDEM_HD std::uint64_t mix64(std::uint64_t x) {
   return x;
 }
 
+// murmur3's 32-bit finaliser: the hash group-by's global-table slots and cold-key partitions.
+TANDEM_HD std::uint32_t fmix32(std::uint32_t x) {
+  x ^= x >> 16;
+  x *= 0x85ebca6bu;
+  x ^= x >> 13;
+  x *= 0xc2b2ae35u;
+  x ^= x >> 16;
+  return x;
+}
+
 TANDEM_HD std::uint64_t hash_bytes(const char* p, std::size_t n) {
   std::uint64_t h = 0x9E3779B97F4A7C15ULL ^ n;
   std::size_t i = 0;

@@ -143,17 +143,6 @@ TEST(GpuHashGroupBy, TwoChoiceTableForFewKeys) {
   }
 }
 
-namespace {
-std::uint32_t fmix32(std::uint32_t x) {  // the hash whose top bits choose a key's partition
-  x ^= x >> 16;
-  x *= 0x85ebca6bu;
-  x ^= x >> 13;
-  x *= 0xc2b2ae35u;
-  x ^= x >> 16;
-  return x;
-}
-}  // namespace
-
 // Many cold keys: the tiles' cold keys are sorted into hash partitions and reduced partition by
 // partition. Uniform and Zipf (hot keys on) u32, uniform u64, the tier switched off, and a job
 // whose keys after the sample all fall into partition 0, so its region and its reduce table
@@ -191,7 +180,7 @@ TEST(GpuHashGroupBy, PartitionedColdTier) {
     // partition 0 (top 10 hash bits zero, for any partition count up to 1,024)
     std::vector<std::uint32_t> p0;
     for (std::uint32_t x = 1; p0.size() < 20000; ++x)
-      if ((fmix32(x) >> 22) == 0) p0.push_back(x);
+      if ((mr::fmix32(x) >> 22) == 0) p0.push_back(x);  // the partition's hash
     std::vector<std::uint32_t> keys(n);
     const std::size_t head = n / 100 + 1;
     for (std::size_t i = 0; i < n; ++i) keys[i] = i < head ? 0x80000000u + std::uint32_t(i % 100000) : p0[(i * 7919) % p0.size()];

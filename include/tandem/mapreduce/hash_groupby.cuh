@@ -83,13 +83,7 @@ constexpr std::uint32_t kBins = 4096;
 template <class K>
 __device__ __forceinline__ std::uint32_t hash32(K k) {
   if constexpr (sizeof(K) == 4) {
-    std::uint32_t x = k;  // murmur3 fmix32
-    x ^= x >> 16;
-    x *= 0x85ebca6bu;
-    x ^= x >> 13;
-    x *= 0xc2b2ae35u;
-    x ^= x >> 16;
-    return x;
+    return fmix32(k);
   } else {
     return static_cast<std::uint32_t>(mix64(k) >> 32);
   }
