@@ -281,6 +281,23 @@ __device__ __forceinline__ std::uint32_t shash(K k) {
   return two_choice::hash1(k);
 }
 
+// Inclusive prefix sum over a full warp.
+__device__ __forceinline__ std::uint32_t warp_inclusive_sum(std::uint32_t x) {
+  const std::uint32_t lane = threadIdx.x & 31u;
+#pragma unroll
+  for (int o = 1; o < 32; o <<= 1) {
+    const std::uint32_t y = __shfl_up_sync(0xffffffffu, x, o);
+    if (lane >= unsigned(o)) x += y;
+  }
+  return x;
+}
+
+// Shared bytes of the partitioned tier's tile region (layout in part_body).
+template <class K>
+__host__ __device__ constexpr std::size_t part_tile_bytes(std::uint32_t tile_keys, std::uint32_t partitions) {
+  return std::size_t(tile_keys) * sizeof(K) + (3 * std::size_t(partitions) + 1 + 32) * sizeof(std::uint32_t);
+}
+
 // The tiles of the partitioned tier (pass_kernel<..., Part>): every thread loads kPartVecs vectors
 // per tile; `step` reduces hot keys and returns true for a single cold key, which gets its rank in
 // its partition's tile counter. Then the block scans the counters, reserves each partition's run
@@ -326,22 +343,12 @@ __device__ __forceinline__ void part_body(const PartRef<K>& pr, const uint4* vp,
     __syncthreads();
     // exclusive scan of hist (P <= N: one entry per thread), then the runs' places in the regions
     const std::uint32_t x = tid < P ? hist[tid] : 0u;
-    std::uint32_t incl = x;
-#pragma unroll
-    for (int o = 1; o < 32; o <<= 1) {
-      const std::uint32_t y = __shfl_up_sync(0xffffffffu, incl, o);
-      if (lane >= unsigned(o)) incl += y;
-    }
+    const std::uint32_t incl = warp_inclusive_sum(x);
     if (lane == 31) wsum[warp] = incl;
     __syncthreads();
     if (warp == 0) {
       const std::uint32_t w = lane < N / 32 ? wsum[lane] : 0u;
-      std::uint32_t wi = w;
-#pragma unroll
-      for (int o = 1; o < 32; o <<= 1) {
-        const std::uint32_t y = __shfl_up_sync(0xffffffffu, wi, o);
-        if (lane >= unsigned(o)) wi += y;
-      }
+      const std::uint32_t wi = warp_inclusive_sum(w);
       if (lane < N / 32) wsum[lane] = wi - w;
       if (lane == 31) off[P] = wi;
     }
@@ -992,7 +999,7 @@ class HashGroupBy {
   bool attempt_once(const K* keys, const VIn* values, std::uint64_t M, const HashPlan& pl, EngineStats& st, Report& rep,
                     cudaStream_t stream) {
     const Dev& prop = dev();
-    gpu::Event t0, t1, t2, t3, t4;
+    gpu::Event t0, t1, t2, t3, t3b, t4;
     t0.record(stream);
     st = EngineStats{};
     st.engine = "hash";
@@ -1081,6 +1088,9 @@ class HashGroupBy {
         cold_max = b == kBins - 1 ? double(c1.big_pairs) : double(b);
         break;
       }
+    const bool may_partition = T::kCount && opts_.partition_cold && pl.partition && Ms < M;
+    std::size_t free_b = 0, total_b = 0;
+    if (may_partition) TANDEM_CUDA(cudaMemGetInfo(&free_b, &total_b));
     // The partitioned tier's inputs with H hot keys holding `hot_share` of the sample.
     auto part_inputs = [&](std::uint32_t hot_n, double hot_share, double max_count) {
       partition_plan::Inputs in;
@@ -1090,13 +1100,10 @@ class HashGroupBy {
       in.threads = static_cast<std::uint32_t>(pl.threads);
       in.tile_keys = kPartVecs * (16 / sizeof(K)) * static_cast<std::uint32_t>(pl.threads);
       in.key_bytes = sizeof(K);
-      std::size_t free_b = 0, total_b = 0;
-      TANDEM_CUDA(cudaMemGetInfo(&free_b, &total_b));
       in.free_bytes = free_b + part_keys_.buf.size();
       in.shared_max = std::min<std::size_t>(prop.optin, 64 * 1024);
       return in;
     };
-    const bool may_partition = T::kCount && opts_.partition_cold && pl.partition && Ms < M;
     const bool part_without_hot = may_partition && partition_plan::plan(part_inputs(0, 0.0, cold_max)).use;
     if (hot_possible) {
       const std::size_t budget = pl.smem_budget ? std::min<std::size_t>(pl.smem_budget, prop.optin - 1024) : 0;
@@ -1197,7 +1204,7 @@ class HashGroupBy {
         const partition_plan::Inputs in = part_inputs(H, H ? st.hot_share : 0.0, cold_max);
         pp = partition_plan::plan(in);
         const std::size_t part_off = (smem + 15) & ~std::size_t(15);
-        const std::size_t part_smem = part_off + std::size_t(in.tile_keys) * sizeof(K) + (3 * std::size_t(pp.partitions) + 1 + 32) * 4;
+        const std::size_t part_smem = part_off + part_tile_bytes<K>(in.tile_keys, pp.partitions);
         if (pp.use && part_smem > prop.optin) {
           pp.use = false;
           pp.why = "the tile buffer does not fit in shared memory beside the hot table";
@@ -1211,8 +1218,8 @@ class HashGroupBy {
           TANDEM_CUDA(cudaMemsetAsync(part.cursor, 0, pp.partitions * sizeof(std::uint32_t), stream));
           smem = part_smem;
         }
-      } else if (!opts_.partition_cold || !pl.partition) {
-        pp.why = "off";
+      } else {
+        pp.why = !opts_.partition_cold || !pl.partition ? "off" : Ms >= M ? "the sample covers the input" : "every sampled key is hot";
       }
     }
     st.partitions = pp.use ? pp.partitions : 0;
@@ -1250,7 +1257,6 @@ class HashGroupBy {
         TANDEM_CUDA_LAUNCH("hash group-by: reduce partitions");
       }
     }
-    gpu::Event t3b;
     t3b.record(stream);
 
     // 5. compact (speculatively: an overflow below compacts again)
