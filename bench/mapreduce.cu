@@ -190,11 +190,16 @@ int main(int argc, char** argv) {
     struct Plan {
       std::string label;
       int threads;
-      bool part, match;
+      bool part, match, buckets = true;
     };
-    const std::vector<Plan> plans{{"N=512 partitioned", 512, true, true},   {"N=512 global table", 512, false, true},
-                                  {"N=1024 partitioned", 1024, true, true}, {"N=1024 global table", 1024, false, true},
-                                  {"N=512 partitioned, no match", 512, true, false}};
+    const std::vector<Plan> plans{{"N=512 partitioned", 512, true, true},
+                                  {"N=512 global table", 512, false, true},
+                                  {"N=1024 partitioned", 1024, true, true},
+                                  {"N=1024 global table", 1024, false, true},
+                                  {"N=512 partitioned, no match", 512, true, false},
+                                  {"N=512 global table, no match", 512, false, false},
+                                  {"N=512 partitioned, linear probing", 512, true, true, false},
+                                  {"N=512 global table, linear probing", 512, false, true, false}};
     std::vector<double> zs{0.0, 1.0};
     if (b.has_flag("--stages-zipf")) zs = {b.get_double("--stages-zipf", 1.0)};
     const int only = int(b.get_int("--stages-plan", -1));
@@ -210,6 +215,11 @@ int main(int argc, char** argv) {
         o.block_threads = pl.threads;
         o.partition_cold = pl.part;
         o.warp_match = pl.match;
+        o.hot_buckets = pl.buckets;
+        if (b.has_flag("--stages-hot")) {  // a hot table of this many keys (shared memory allowing)
+          o.shared_entries = std::size_t(b.get_int("--stages-hot", 4096));
+          o.hot_fraction = 1.0;
+        }
         std::map<std::string, std::vector<double>> stage;
         std::vector<double> total;
         mr::EngineStats st;
@@ -227,8 +237,8 @@ int main(int argc, char** argv) {
           std::sort(v.begin(), v.end());
           return v[v.size() / 2] * 1e3;
         };
-        std::printf("STAGES zipf %.1f | %-30s | total %.3f ms | H=%llu, %s\n", z, pl.label.c_str(), med(total),
-                    (unsigned long long)st.hot_keys, st.partition_note.c_str());
+        std::printf("STAGES zipf %.1f | %-36s | total %.3f ms | H=%llu (%.1f%% of sample) S=%zu, %s\n", z, pl.label.c_str(), med(total),
+                    (unsigned long long)st.hot_keys, st.hot_share * 100, st.shared_entries, st.partition_note.c_str());
         for (const auto& [name, v] : stage) std::printf("STAGES     %-44s %.3f ms\n", name.c_str(), med(v));
       }
     }
@@ -243,6 +253,8 @@ int main(int argc, char** argv) {
   hash_nomatch.warp_match = false;
   mr::Options hash_nopart = hash_auto;
   hash_nopart.partition_cold = false;
+  mr::Options hash_linear = hash_auto;
+  hash_linear.hot_buckets = false;
   block_hot.mode = mr::Options::Mode::seed;
   block_hot.tables = mr::Options::Tables::block;
   direct_hot = block_hot;
@@ -271,6 +283,7 @@ int main(int argc, char** argv) {
       cfgs.push_back({"seed, block tables", false, block_hot});
       cfgs.push_back({"seed, block tables, no hot keys", false, block_cold});
       cfgs.push_back({"hash, no warp match", true, hash_nomatch});
+      cfgs.push_back({"hash, linear-probing hot table", true, hash_linear});
     }
     const bool part_row = z == 0.0 || z == 1.0;
     if (part_row) cfgs.push_back({"hash, no partitions", true, hash_nopart});
@@ -283,6 +296,7 @@ int main(int argc, char** argv) {
       b.info(fmtr("seed engine (block tables): hot keys on vs off, Zipf {}", z), t[5] / t[4], "x");
       seed_best = std::min(t[2], t[4]);
       b.info(fmtr("hash path: lanes grouped by key (match_any) vs top-key ballots only, Zipf {}", z), t[6] / t[0], "x");
+      b.info(fmtr("hash path: bucketed two-choice hot table vs linear probing, Zipf {}", z), t[7] / t[0], "x");
     }
     if (part_row)
       b.info(fmtr("hash path: cold keys partitioned vs straight into the global table, Zipf {}", z), t.back() / t[0], "x");

@@ -12,6 +12,7 @@
 
 #include "tandem/error.hpp"
 #include "tandem/mapreduce.hpp"
+#include "tandem/mapreduce/bucket_table.hpp"
 #include "tandem/mapreduce/two_choice.hpp"
 #include "test_util.hpp"
 
@@ -301,4 +302,68 @@ TEST(MapReduceTwoChoice, PlacesEveryKeyAtOneOfItsSlots) {
   for (std::size_t i = 0; i < many.size(); ++i) many[i] = static_cast<std::uint32_t>(i * 7 + 1);
   EXPECT_EQ(tc::build<std::uint32_t>(many, 50, 0xffffffffu, table, 4), 0u);
   EXPECT_TRUE(table.empty());
+}
+
+// Bucketed two-choice tables (the hash path's hot table for many hot keys): sizes in whole
+// buckets at 4/5 load, every key found in one of its two buckets exactly once, the empty marker
+// skipped; past the table's room the walk leaves keys out rather than losing or duplicating any.
+TEST(MapReduceBuckets, SizesAndPlacementAtFourFifthsLoad) {
+  namespace bk = tandem::mr::buckets;
+  EXPECT_EQ(bk::buckets_for(0), 1u);
+  EXPECT_EQ(bk::buckets_for(1), 1u);
+  EXPECT_EQ(bk::buckets_for(16), 5u);   // 16 keys at 4/5 of 4 ways: 5 buckets
+  EXPECT_EQ(bk::buckets_for(17), 6u);
+  EXPECT_EQ(bk::capacity(20), 16u);
+  EXPECT_EQ(bk::capacity(23), 16u);     // whole buckets only
+  for (std::uint32_t slots : {4u, 20u, 100u, 6143u, 12288u, 18430u}) {
+    const std::uint32_t h = bk::capacity(slots);
+    EXPECT_LE(bk::kWays * bk::buckets_for(h), std::max(slots / bk::kWays * bk::kWays, bk::kWays)) << slots;
+  }
+  std::mt19937_64 rng(9);
+  for (std::uint32_t n : {1u, 3u, 100u, 4915u, 20000u}) {
+    for (int shape = 0; shape < 3; ++shape) {
+      std::vector<std::uint32_t> keys(n);
+      for (std::uint32_t i = 0; i < n; ++i)
+        keys[i] = shape == 0 ? static_cast<std::uint32_t>(rng()) : (shape == 1 ? i : i << 12);  // random, dense, strided
+      std::sort(keys.begin(), keys.end());
+      keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+      if (keys.size() > 10) keys[3] = 0xffffffffu;  // the empty marker: not placed
+      const std::uint32_t nb = bk::buckets_for(n);
+      std::vector<std::uint32_t> table;
+      const auto left = bk::place<std::uint32_t>(keys, nb, 0xffffffffu, table);
+      SCOPED_TRACE(testing::Message() << "n=" << n << " shape=" << shape);
+      EXPECT_TRUE(left.empty()) << left.size() << " keys left out at 4/5 load";
+      ASSERT_EQ(table.size(), std::size_t(nb) * bk::kWays);
+      std::unordered_map<std::uint32_t, int> seen;
+      for (std::uint32_t j = 0; j < table.size(); ++j)
+        if (table[j] != 0xffffffffu) {
+          ++seen[table[j]];
+          const std::uint32_t b = j / bk::kWays;
+          EXPECT_TRUE(b == bk::bucket1(table[j], nb) || b == bk::bucket2(table[j], nb)) << "key " << table[j] << " in bucket " << b;
+        }
+      for (auto k : keys) {
+        if (k == 0xffffffffu) continue;
+        EXPECT_EQ(seen[k], 1) << "key " << k;
+        EXPECT_GE(bk::find(table, k, nb), 0) << "key " << k;
+      }
+      EXPECT_EQ(bk::find(table, 0xfffffffeu, nb) >= 0, seen.count(0xfffffffeu) > 0);
+    }
+  }
+  // 64-bit keys
+  std::vector<std::uint64_t> k64(3000);
+  for (auto& k : k64) k = rng() >> 1;
+  std::vector<std::uint64_t> t64;
+  const std::uint32_t nb64 = bk::buckets_for(3000);
+  EXPECT_TRUE(bk::place<std::uint64_t>(k64, nb64, ~std::uint64_t{0}, t64).empty());
+  for (auto k : k64) EXPECT_GE(bk::find(t64, k, nb64), 0);
+  // twice the keys the table holds: the rest is left out, each key placed or left, never both or twice
+  std::vector<std::uint32_t> many(200), t;
+  for (std::uint32_t i = 0; i < many.size(); ++i) many[i] = i * 7 + 1;
+  const auto left = bk::place<std::uint32_t>(many, 25, 0xffffffffu, t);
+  std::unordered_map<std::uint32_t, int> where;
+  for (auto k : t)
+    if (k != 0xffffffffu) ++where[k];
+  for (auto k : left) ++where[k];
+  EXPECT_EQ(left.size(), many.size() - 100u);  // every slot filled
+  for (auto k : many) EXPECT_EQ(where[k], 1) << "key " << k;
 }

@@ -63,6 +63,10 @@ struct Options {
   // Hash path: when every sampled key is hot and there are at most 1,024 of them, place them in
   // the shared table by two-choice (cuckoo) hashing: two fixed slots per key, no probe loop.
   bool two_choice{true};
+  // Hash path, hot keys that are the top of a larger key set (or too many for the above): a
+  // bucketed two-choice table (two buckets of 4 slots per key, 4/5 full) that each block builds
+  // from the hot list, instead of linear probing at half load.
+  bool hot_buckets{true};
   // Hash path, counts with a probed hot table: group each warp's lanes by key (__match_any_sync)
   // so one lane per distinct key updates its counter.
   bool warp_match{true};
@@ -97,6 +101,7 @@ struct EngineStats {
   std::uint64_t table_slots{0};        // global table slots (after any grow)
   std::uint32_t sub_tables{1};         // accumulator copies per block in shared memory
   bool two_choice{false};              // hot keys placed by two-choice hashing (no probe loop)
+  bool hot_buckets{false};             // hot keys in a bucketed two-choice table
   bool warp_match{false};              // lanes grouped by key before the hot table (counts)
   std::uint32_t partitions{0};         // partitioned cold tier: partitions (0: not used)
   std::string partition_note;          // its sizes, or why it was not used

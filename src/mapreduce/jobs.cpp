@@ -71,7 +71,7 @@ void explain_stats(Report& r, const EngineStats& s) {
                        s.blocks, s.block_threads, s.sample_fraction * 100, s.sampled_records, s.sampled_distinct,
                        s.distinct_estimate, s.hot_fraction, s.hot_path ? "on" : "off"));
     r.note(fmt::format("hot keys: H={} in a shared table of {} slots ({}{}) x {} accumulator cop{}, holding {:.1f}% of the sample",
-                       s.hot_keys, s.shared_entries, s.two_choice ? "two-choice placement" : "linear probing",
+                       s.hot_keys, s.shared_entries, s.two_choice ? "two-choice placement" : s.hot_buckets ? "two-choice buckets of 4" : "linear probing",
                        s.warp_match ? ", lanes grouped by key first" : "", s.sub_tables,
                        s.sub_tables == 1 ? "y" : "ies", s.hot_share * 100));
     const double all = double(s.shared_hits + s.global_hits);

@@ -13,6 +13,7 @@
 
 #include "tandem/device.hpp"
 #include "tandem/mapreduce.hpp"
+#include "tandem/mapreduce/bucket_table.hpp"
 #include "test_util.hpp"
 
 using namespace tandem;
@@ -192,6 +193,65 @@ TEST(GpuHashGroupBy, PartitionedColdTier) {
     ASSERT_GT(g.gpu.partitions, 0u) << what;
     EXPECT_GT(g.gpu.partition_direct, 0u) << what << ": the region and the reduce table overflow";
     expect_counts(g, keys, what);
+  }
+}
+
+// Hot keys that are the top of a larger key set, or too many for the two-choice table: each block
+// builds a bucketed two-choice table (two buckets of 4 slots per key) from the hot list. Counts
+// with and without lanes grouped by key and the partitioned tier, against linear probing; sums on
+// u64 keys (no packed slots); a hot table forced to thousands of keys; keys never sampled.
+TEST(GpuHashGroupBy, BucketedHotTable) {
+  TANDEM_REQUIRE_GPU();
+  const std::size_t n = sanitizer() ? 400009 : 3000017;
+  for (double s : {1.0, 1.5, 0.0}) {
+    const std::uint64_t distinct = s == 0.0 ? 3000 : 200000;  // uniform 3,000: every key hot, too many for two-choice
+    auto keys = mr::zipf_keys_u32(n, distinct, s, 77);
+    for (std::size_t i = n - n / 50; i < n; ++i) keys[i] = 0x70000000u + std::uint32_t(i % 4099);  // unsampled keys
+    for (int variant = 0; variant < 4; ++variant) {
+      auto o = hash_opts();
+      o.hot_buckets = variant != 3;
+      o.warp_match = variant != 1;
+      o.partition_cold = variant != 2;
+      o.hot_fraction = 0.5;  // as many hot keys as the table takes
+      auto g = mr::groupby(DType::u32, keys.data(), n, DType::f64, nullptr, 0, false, o);
+      const std::string what = "s=" + std::to_string(s) + " variant=" + std::to_string(variant);
+      expect_counts(g, keys, what);
+      EXPECT_EQ(g.gpu.shared_hits + g.gpu.global_hits, n) << what;
+      EXPECT_GT(g.gpu.hot_keys, 500u) << what;
+      EXPECT_EQ(g.gpu.hot_buckets, variant != 3) << what;
+      EXPECT_FALSE(g.gpu.two_choice) << what;
+      EXPECT_GT(g.gpu.shared_hits, n / 3) << what;
+      EXPECT_GE(g.gpu.global_hits, n / 50) << what << ": the unsampled keys reach the global table";
+    }
+  }
+  {
+    // a hot table of 20,000 keys over 100,000 Zipf keys: 25,000 buckets' worth built per block
+    auto keys = mr::zipf_keys_u32(n, 100000, 0.8, 78);
+    auto o = hash_opts();
+    o.sample_fraction = 0.2;
+    o.hot_fraction = 0.5;
+    o.shared_entries = 20000;
+    auto g = mr::groupby(DType::u32, keys.data(), n, DType::f64, nullptr, 0, false, o);
+    EXPECT_TRUE(g.gpu.hot_buckets);
+    EXPECT_GE(g.gpu.hot_keys, sanitizer() ? 10000u : 20000u);
+    EXPECT_EQ(g.gpu.shared_entries, mr::buckets::kWays * mr::buckets::buckets_for(std::uint32_t(g.gpu.hot_keys)));
+    expect_counts(g, keys, "20,000 hot keys");
+  }
+  {
+    // u64 keys with sums: 8-byte keys in buckets of 32 bytes, aggregates that are not packed
+    auto k32 = mr::zipf_keys_u32(n, 200000, 1.0, 79);
+    std::vector<std::uint64_t> k64(n);
+    std::vector<double> vals(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      k64[i] = std::uint64_t(k32[i]) * 0x9E3779B97F4A7C15ull + 3;
+      vals[i] = double(i % 977) - 400.5;
+    }
+    auto o = hash_opts();
+    auto g = mr::groupby(DType::u64, k64.data(), n, DType::f64, vals.data(), n, true, o);
+    EXPECT_TRUE(g.gpu.hot_buckets);
+    o.device = Device::cpu;
+    auto c = mr::groupby(DType::u64, k64.data(), n, DType::f64, vals.data(), n, true, o);
+    expect_same_rows(g, c, "u64 sums, bucketed hot table");
   }
 }
 

@@ -15,7 +15,8 @@
 //      read off the histogram (no sort; CUB radix sort only when more than H keys share the top
 //      bin). When the hot keys hold less than 3% of the sample there is no shared table at all.
 //   4. Main pass over the rest, grid = SMs x blocks per SM looping over the input with 16-byte
-//      streaming loads: each block preloads the hot keys into a shared open-addressing table; a key
+//      streaming loads: each block preloads the hot keys into a shared table (a bucketed
+//      two-choice table, bucket_table.hpp, or linear probing at half load); a key
 //      found there is reduced with a shared atomic, any other goes straight to the global table:
 //      one read of the slot (L1 allowed: keys never change once set), then one atomicCAS (new key) or one atomic update (u32 keys with
 //      counts pack key and count into one 64-bit word). At the end each block flushes its shared
@@ -41,6 +42,7 @@
 
 #include <cub/device/device_radix_sort.cuh>
 
+#include "tandem/mapreduce/bucket_table.hpp"
 #include "tandem/mapreduce/gpu_engine.cuh"
 #include "tandem/mapreduce/partition_plan.hpp"
 #include "tandem/mapreduce/two_choice.hpp"
@@ -281,6 +283,64 @@ __device__ __forceinline__ std::uint32_t shash(K k) {
   return two_choice::hash1(k);
 }
 
+// A bucket of buckets::kWays keys read with 16-byte shared loads. `Volatile`: from memory every
+// time (tables that other threads fill during the pass).
+template <class K, bool Volatile = false>
+__device__ __forceinline__ void load_bucket(const K* bucket, K (&out)[buckets::kWays]) {
+  static_assert(buckets::kWays == 4);
+  const auto a = static_cast<unsigned>(__cvta_generic_to_shared(bucket));
+  if constexpr (sizeof(K) == 4) {
+    unsigned x, y, z, w;
+    if constexpr (Volatile) asm volatile("ld.volatile.shared.v4.u32 {%0,%1,%2,%3}, [%4];" : "=r"(x), "=r"(y), "=r"(z), "=r"(w) : "r"(a));
+    else asm("ld.shared.v4.u32 {%0,%1,%2,%3}, [%4];" : "=r"(x), "=r"(y), "=r"(z), "=r"(w) : "r"(a));
+    out[0] = x, out[1] = y, out[2] = z, out[3] = w;
+  } else {
+    unsigned long long x, y, z, w;
+    if constexpr (Volatile) {
+      asm volatile("ld.volatile.shared.v2.u64 {%0,%1}, [%2];" : "=l"(x), "=l"(y) : "r"(a));
+      asm volatile("ld.volatile.shared.v2.u64 {%0,%1}, [%2];" : "=l"(z), "=l"(w) : "r"(a + 16));
+    } else {
+      asm("ld.shared.v2.u64 {%0,%1}, [%2];" : "=l"(x), "=l"(y) : "r"(a));
+      asm("ld.shared.v2.u64 {%0,%1}, [%2];" : "=l"(z), "=l"(w) : "r"(a + 16));
+    }
+    out[0] = x, out[1] = y, out[2] = z, out[3] = w;
+  }
+}
+
+// Slot of k in a bucketed two-choice table of nb buckets (buckets::), or -1: two bucket loads,
+// no loop.
+template <class K>
+__device__ __forceinline__ int bucket_find(const K* skeys, K k, std::uint32_t nb) {
+  const std::uint32_t b1 = buckets::bucket1(k, nb), b2 = buckets::bucket2(k, nb);
+  K x[buckets::kWays], y[buckets::kWays];
+  load_bucket(skeys + b1 * buckets::kWays, x);
+  load_bucket(skeys + b2 * buckets::kWays, y);
+  int j = -1;
+#pragma unroll
+  for (int w = 0; w < int(buckets::kWays); ++w) {
+    if (x[w] == k) j = int(b1 * buckets::kWays) + w;
+    if (y[w] == k) j = int(b2 * buckets::kWays) + w;
+  }
+  return j;
+}
+
+// Places the block's hot keys in its shared two-choice table (skeys: nb buckets, all empty) by
+// parallel cuckoo walks: slots change only through atomics, so every key is always in one slot or
+// held by one thread. A key left without a place is not hot in this block (the global path
+// reduces it). Ends with a barrier.
+template <class K>
+__device__ void build_bucket_table(K* skeys, std::uint32_t nb, const K* hot, std::uint32_t H, K empty) {
+  for (std::uint32_t h = threadIdx.x; h < H; h += blockDim.x) {
+    const K k = hot[h];
+    if (k == empty) continue;  // has its own accumulator
+    buckets::insert_walk<K>(
+        k, nb, empty, h, [&](std::uint32_t i) { return *reinterpret_cast<volatile K*>(&skeys[i]); },
+        [&](std::uint32_t i, K x) { return cas_key(&skeys[i], empty, x) == empty; },
+        [&](std::uint32_t i, K x) { return static_cast<K>(atomicExch(reinterpret_cast<word_t<K>*>(&skeys[i]), word_t<K>(x))); });
+  }
+  __syncthreads();
+}
+
 // Inclusive prefix sum over a full warp.
 __device__ __forceinline__ std::uint32_t warp_inclusive_sum(std::uint32_t x) {
   const std::uint32_t lane = threadIdx.x & 31u;
@@ -383,18 +443,21 @@ __device__ __forceinline__ void part_body(const PartRef<K>& pr, const uint4* vp,
 }
 
 // Reduces partition blockIdx.x of the partitioned tier in a shared table of S slots (keys, u32
-// counts) that new keys join until half full; then each distinct key goes to the global table
-// once. Keys arriving after the table is half full go to the global table directly.
+// counts; S a multiple of buckets::kWays) that new keys join until half full; then each distinct
+// key goes to the global table once. Keys arriving after the table is half full go to the global
+// table directly. Bucketed linear probing (bucket_table.hpp): a key reads its home bucket whole
+// and takes the bucket's first empty slot, so nearly every lane is done after one bucket.
 template <class K, class V>
 __global__ void __launch_bounds__(512) partition_reduce_kernel(PartRef<K> pr, std::uint32_t S, TableRef<K, V> t, std::uint32_t limit,
                                                                Sink<K, V> sink, Ctr* ctr) {
   using T = Traits<K, V>;
   static_assert(T::kCount, "the partitioned tier: counts");
+  constexpr std::uint32_t W = buckets::kWays;
   extern __shared__ __align__(16) unsigned char smem[];
   __shared__ std::uint32_t s_fill;
   K* skeys = reinterpret_cast<K*>(smem);
   std::uint32_t* scnt = reinterpret_cast<std::uint32_t*>(smem + shared_acc_offset<K, V>(S));
-  const std::uint32_t tid = threadIdx.x, N = blockDim.x, lim = S / 2;
+  const std::uint32_t tid = threadIdx.x, N = blockDim.x, nb = S / W, lim = S / 2;
   for (std::uint32_t i = tid; i < S; i += N) {
     skeys[i] = T::kEmpty;
     scnt[i] = 0;
@@ -405,22 +468,31 @@ __global__ void __launch_bounds__(512) partition_reduce_kernel(PartRef<K> pr, st
   const K* src = pr.keys + std::uint64_t(blockIdx.x) * pr.cap;
   unsigned long long missed = 0;
   auto add = [&](K k) {
-    std::uint32_t j = slot_of(shash(k), S);
-    for (std::uint32_t probe = 0; probe < S; ++probe) {
-      const K s = *reinterpret_cast<volatile K*>(&skeys[j]);
-      if (s == k) {
-        atomicAdd(&scnt[j], 1u);
+    std::uint32_t b = buckets::bucket1(k, nb);
+    for (std::uint32_t probed = 0; probed < nb;) {
+      K x[W];
+      load_bucket<K, true>(skeys + b * W, x);
+      int hit = -1, free = -1;
+#pragma unroll
+      for (int w = W - 1; w >= 0; --w) {
+        if (x[w] == k) hit = w;
+        if (x[w] == T::kEmpty) free = w;  // the first empty slot
+      }
+      if (hit >= 0) {
+        atomicAdd(&scnt[b * W + hit], 1u);
         return;
       }
-      if (s == T::kEmpty) {
+      if (free >= 0) {
         if (*reinterpret_cast<volatile std::uint32_t*>(&s_fill) >= lim || atomicAdd(&s_fill, 1u) >= lim) break;
-        const K old = cas_key(&skeys[j], T::kEmpty, k);
+        const K old = cas_key(&skeys[b * W + free], T::kEmpty, k);
         if (old == T::kEmpty || old == k) {
-          atomicAdd(&scnt[j], 1u);
+          atomicAdd(&scnt[b * W + free], 1u);
           return;
         }
+        continue;  // another key took the slot: read the bucket again
       }
-      if (++j == S) j = 0;
+      if (++b == nb) b = 0;
+      ++probed;
     }
     ++missed;
     if (!upsert(t, k, typename T::Acc(1), limit)) sink.push(k, 1);
@@ -458,7 +530,12 @@ __global__ void __launch_bounds__(512) partition_reduce_kernel(PartRef<K> pr, st
 // __match_any_sync and one lane per group adds the group's size, so no two lanes of a warp update
 // one counter (skewed keys: the heavy hitters' shared atomics stop serialising) and a cold key
 // repeated in a warp costs one L2 update.
-enum PassMode : int { kGlobal = 0, kHot = 1, kDynamic = 2, kHotTwoChoice = 3, kHotMatch = 4 };
+// kHotBuckets / kHotBucketsMatch: as kHot / kHotMatch, the table a bucketed two-choice table that
+// each block builds from the hot list (bucket_table.hpp): two 16-byte loads per lookup, no probe
+// loop, and 4/5 of the slots usable (linear probing: half).
+enum PassMode : int { kGlobal = 0, kHot = 1, kDynamic = 2, kHotTwoChoice = 3, kHotMatch = 4, kHotBuckets = 5, kHotBucketsMatch = 6 };
+constexpr bool mode_match(int m) { return m == kHotMatch || m == kHotBucketsMatch; }
+constexpr bool mode_buckets(int m) { return m == kHotBuckets || m == kHotBucketsMatch; }
 
 // Part (counts, not with kDynamic): the body runs in block-wide tiles of kPartVecs vectors per
 // thread; a single cold key is not reduced into the global table but appended, with the tile's
@@ -470,9 +547,9 @@ __global__ void __launch_bounds__(1024) pass_kernel(PassArgs<K, V> a) {
   using Acc = typename T::Acc;
   using SAcc = typename T::SAcc;
   constexpr bool kShared = Mode != kGlobal;
-  static_assert(Mode != kHotMatch || T::kCount, "kHotMatch adds group sizes: counts only");
+  static_assert(!mode_match(Mode) || T::kCount, "kHotMatch adds group sizes: counts only");
   static_assert(!Part || (T::kCount && Mode != kDynamic), "the partitioned tier: counts, main pass");
-  constexpr bool kTop = (Mode == kHot || Mode == kHotTwoChoice) && T::kCount;
+  constexpr bool kTop = (Mode == kHot || Mode == kHotTwoChoice || Mode == kHotBuckets) && T::kCount;
   extern __shared__ __align__(16) unsigned char smem[];
   __shared__ K s_top[8];
   __shared__ std::uint32_t s_topn, s_fill;
@@ -500,6 +577,8 @@ __global__ void __launch_bounds__(1024) pass_kernel(PassArgs<K, V> a) {
     __syncthreads();
     if constexpr (Mode == kHotTwoChoice) {
       for (std::uint32_t i = tid; i < S; i += N) skeys[i] = a.two_choice[i];
+    } else if constexpr (mode_buckets(Mode)) {
+      build_bucket_table<K>(skeys, S / buckets::kWays, a.hot, H, T::kEmpty);
     } else {
       for (std::uint32_t h = tid; h < H; h += N) {
         const K k = a.hot[h];
@@ -531,6 +610,13 @@ __global__ void __launch_bounds__(1024) pass_kernel(PassArgs<K, V> a) {
         const K s1 = skeys[j1], s2 = skeys[j2];
         if (s1 == k || s2 == k) {
           sacc_atomic(&mine[s1 == k ? j1 : j2], v);
+          n_shared += w;
+          return false;
+        }
+      } else if constexpr (mode_buckets(Mode)) {
+        const int j = bucket_find(skeys, k, a.S / buckets::kWays);
+        if (j >= 0) {
+          sacc_atomic(&mine[j], v);
           n_shared += w;
           return false;
         }
@@ -572,7 +658,7 @@ __global__ void __launch_bounds__(1024) pass_kernel(PassArgs<K, V> a) {
   // One key of the warp-uniform body; `valid` false for lanes past the end. True: the key is a
   // single cold key left to the caller (Part only).
   auto step = [&](K k, bool valid, std::uint64_t idx) -> bool {
-    if constexpr (Mode == kHotMatch) {  // uniform: every lane gets here
+    if constexpr (mode_match(Mode)) {  // uniform: every lane gets here
       const unsigned m = __match_any_sync(0xffffffffu, k) & __ballot_sync(0xffffffffu, valid);
       if (valid && lane == static_cast<std::uint32_t>(__ffs(m) - 1))
         return process(k, Acc(__popc(m)), static_cast<unsigned>(__popc(m)), Part);
@@ -763,9 +849,10 @@ struct HashPlan {
   bool hot{true};
   bool warp_match{true};               // kHotMatch where it applies (Options::warp_match allowing)
   bool partition{true};                // the partitioned cold tier where it applies (Options::partition_cold allowing)
+  bool buckets{true};                  // a bucketed two-choice hot table (Options::hot_buckets allowing)
   std::string label() const {
-    return fmtr("N={} blocks/SM={} p={} hot={} smem={}K table={}x{}{}", threads, blocks_per_sm, p, hot_fraction, smem_budget / 1024,
-                table_factor, warp_match ? "" : " no match", partition ? "" : " no partitions");
+    return fmtr("N={} blocks/SM={} p={} hot={} smem={}K table={}x{}{}{}", threads, blocks_per_sm, p, hot_fraction, smem_budget / 1024,
+                table_factor, warp_match ? "" : " no match", partition ? "" : " no partitions", buckets ? "" : " linear probing");
   }
 };
 
@@ -848,6 +935,7 @@ class HashGroupBy {
       p.table_factor = j.value("tf", 3.0);
       p.warp_match = j.value("wm", true);
       p.partition = j.value("pt", true);
+      p.buckets = j.value("bk", true);
       return p;
     };
     auto& cache = TuningCache::global();
@@ -861,8 +949,8 @@ class HashGroupBy {
       }
     }
     std::vector<Candidate> cands;
-    auto add = [&](int N, int bps, double p, double hf, std::size_t smem, double tf = 3.0, bool wm = true, bool pt = true) {
-      nlohmann::json j{{"N", N}, {"bps", bps}, {"p", p}, {"hot", hf}, {"smem", smem}, {"tf", tf}, {"wm", wm}, {"pt", pt}};
+    auto add = [&](int N, int bps, double p, double hf, std::size_t smem, double tf = 3.0, bool wm = true, bool pt = true, bool bk = true) {
+      nlohmann::json j{{"N", N}, {"bps", bps}, {"p", p}, {"hot", hf}, {"smem", smem}, {"tf", tf}, {"wm", wm}, {"pt", pt}, {"bk", bk}};
       cands.push_back({from(j).label(), j});
     };
     add(512, 4, 0.01, 0.10, 48 * 1024);
@@ -879,6 +967,14 @@ class HashGroupBy {
     if (T::kCount && o.partition_cold && card > 0) {  // cold keys straight into the global table
       add(512, 4, 0.01, 0.10, 48 * 1024, 3.0, true, false);
       add(1024, 2, 0.01, 0.10, 96 * 1024, 3.0, true, false);
+    }
+    if (o.hot_buckets && card > 0) {
+      // hot keys in a linear-probing table (half full) instead of the bucketed two-choice one
+      add(512, 4, 0.01, 0.10, 48 * 1024, 3.0, true, true, false);
+      add(1024, 2, 0.01, 0.10, 96 * 1024, 3.0, true, true, false);
+      // a larger bucketed table: more of a skewed input stays in shared memory, fewer blocks
+      add(1024, 1, 0.01, 0.10, 144 * 1024);
+      add(512, 2, 0.01, 0.10, 96 * 1024);
     }
     if (card == 0) {
       // at most 1,024 keys in the first 2^16 records: a sample of 0.1% finds them all, and the
@@ -952,7 +1048,7 @@ class HashGroupBy {
 
   using PassFn = void (*)(PassArgs<K, V>);
   // The pass kernel of a mode (kHotMatch exists for counts only); `part`: with the partitioned
-  // cold tier (counts; kGlobal, kHot, kHotMatch).
+  // cold tier (counts; kGlobal and the hot modes but kHotTwoChoice).
   static PassFn pass_fn(int mode, bool part = false) {
     if (part) {
       if constexpr (T::kCount) {
@@ -960,6 +1056,8 @@ class HashGroupBy {
           case kGlobal: return pass_kernel<K, V, kGlobal, true>;
           case kHot: return pass_kernel<K, V, kHot, true>;
           case kHotMatch: return pass_kernel<K, V, kHotMatch, true>;
+          case kHotBuckets: return pass_kernel<K, V, kHotBuckets, true>;
+          case kHotBucketsMatch: return pass_kernel<K, V, kHotBucketsMatch, true>;
           default: break;
         }
       }
@@ -969,8 +1067,12 @@ class HashGroupBy {
       case kHot: return pass_kernel<K, V, kHot>;
       case kDynamic: return pass_kernel<K, V, kDynamic>;
       case kHotTwoChoice: return pass_kernel<K, V, kHotTwoChoice>;
+      case kHotBuckets: return pass_kernel<K, V, kHotBuckets>;
       case kHotMatch:
         if constexpr (T::kCount) return pass_kernel<K, V, kHotMatch>;
+        else throw Error("hash group-by: internal error, lanes grouped by key outside a count");
+      case kHotBucketsMatch:
+        if constexpr (T::kCount) return pass_kernel<K, V, kHotBucketsMatch>;
         else throw Error("hash group-by: internal error, lanes grouped by key outside a count");
       default: return pass_kernel<K, V, kGlobal>;
     }
@@ -1078,6 +1180,7 @@ class HashGroupBy {
     std::size_t smem = 0;
     const K* hot = nullptr;
     const bool hot_possible = pl.hot && Ms < M && Ds > 0;
+    const bool use_buckets = opts_.hot_buckets && pl.buckets;
     bool all_hot = false;  // every sampled key is hot
     // The largest sampled count a key outside the hot table may have (bounds the skew the
     // partitioned tier sees): without hot keys the highest histogram bin in use; keys in the
@@ -1114,7 +1217,7 @@ class HashGroupBy {
       std::uint32_t Hmax;
       if (budget) {
         const std::uint32_t smax = static_cast<std::uint32_t>((budget - 16 - sizeof(typename T::SAcc)) / (sizeof(K) + sizeof(typename T::SAcc)));
-        Hmax = smax / 2;
+        Hmax = use_buckets ? buckets::capacity(smax) : smax / 2;
       } else {
         Hmax = static_cast<std::uint32_t>(opts_.shared_entries);
       }
@@ -1183,6 +1286,7 @@ class HashGroupBy {
             tc = dst;
           }
         }
+        if (!tc && use_buckets) S = buckets::kWays * buckets::buckets_for(H);
         const std::size_t cap_bytes = budget ? budget : bytes(S, 1);
         while (C * 2 <= warps && bytes(S, C * 2) <= cap_bytes) C *= 2;
         smem = bytes(S, C);
@@ -1192,6 +1296,7 @@ class HashGroupBy {
     }
     st.hot_keys = H;
     st.two_choice = tc != nullptr;
+    st.hot_buckets = H > 0 && !tc && use_buckets;
     st.shared_entries = S;
     st.sub_tables = C;
     t2.record(stream);
@@ -1234,7 +1339,10 @@ class HashGroupBy {
     // uniform keys with linear probing).
     const bool match = T::kCount && hot_pass && !tc && opts_.warp_match && pl.warp_match && !all_hot;
     st.warp_match = match;
-    const int mode = !hot_pass ? kGlobal : tc ? kHotTwoChoice : match ? kHotMatch : kHot;
+    const int mode = !hot_pass ? kGlobal
+                     : tc      ? kHotTwoChoice
+                     : match   ? (st.hot_buckets ? kHotBucketsMatch : kHotMatch)
+                               : (st.hot_buckets ? kHotBuckets : kHot);
     int per_sm = 1;
     {
       const PassFn kf = pass_fn(mode, pp.use);

@@ -68,6 +68,7 @@ inline Plan plan(const Inputs& in) {
   const std::size_t slot_bytes = in.key_bytes + 4;
   std::uint64_t slots = std::max<std::uint64_t>(256, static_cast<std::uint64_t>(2.5 * dpp) + 64);
   slots = std::min<std::uint64_t>(slots, in.shared_max > 64 ? (in.shared_max - 64) / slot_bytes : 0);
+  slots = slots / 4 * 4;  // whole buckets of 4 (bucket_table.hpp)
   if (slots < 256) {
     p.why = "too little shared memory for a partition table";
     return p;
