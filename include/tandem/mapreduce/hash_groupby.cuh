@@ -739,6 +739,28 @@ __global__ void __launch_bounds__(1024) pass_kernel(PassArgs<K, V> a) {
   }
 }
 
+// Counts the distinct keys of keys[0, m) into ctr->out_n through a set of cap > m slots (all
+// empty; the empty marker key itself is not counted).
+template <class K>
+__global__ void count_distinct_kernel(const K* keys, std::uint64_t m, K* set, std::uint32_t cap, Ctr* ctr) {
+  const unsigned lane = threadIdx.x & 31u;
+  unsigned mine = 0;
+  for (std::uint64_t base = std::uint64_t(blockIdx.x) * blockDim.x; base < m; base += std::uint64_t(gridDim.x) * blockDim.x) {
+    const std::uint64_t i = base + threadIdx.x;
+    if (i >= m) continue;
+    const K k = keys[i];
+    if (k == Traits<K, void>::kEmpty) continue;
+    for (std::uint32_t j = slot_of(hash32(k), cap);; j = j + 1 == cap ? 0 : j + 1) {  // cap > m: a free slot exists
+      const K old = cas_key(&set[j], Traits<K, void>::kEmpty, k);
+      if (old == Traits<K, void>::kEmpty) ++mine;
+      if (old == Traits<K, void>::kEmpty || old == k) break;
+    }
+  }
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) mine += __shfl_down_sync(0xffffffffu, mine, o);
+  if (lane == 0 && mine) atomicAdd(&ctr->out_n, mine);
+}
+
 // Merges n (key, aggregate) pairs into the table.
 template <class K, class V>
 __global__ void merge_kernel(TableRef<K, V> t, const K* keys, const typename Traits<K, V>::Acc* accs, std::uint32_t n,
@@ -918,7 +940,7 @@ class HashGroupBy {
     if (!o.tune || fixed || M < o.tune_min_records) return base;
     // The problem class includes the cardinality seen by a small sample (first 2^16 records).
     const std::uint64_t m = std::min<std::uint64_t>(M, 1u << 16);
-    const std::uint64_t ds = sample_distinct(keys, values, m, stream);
+    const std::uint64_t ds = sample_distinct(keys, m, stream);
     const int card = ds <= 1024 ? 0 : (ds * 8 < m ? 1 : (ds * 2 < m ? 2 : 3));  // few ... many distinct keys
     int dev = 0;
     TANDEM_CUDA(cudaGetDevice(&dev));
@@ -1086,15 +1108,15 @@ class HashGroupBy {
   }
 
   // Distinct keys among the first m records (for the tuning class): a small table, one round trip.
-  std::uint64_t sample_distinct(const K* keys, const VIn* values, std::uint64_t m, cudaStream_t stream) {
+  // A set of keys only (memset to the empty marker), counted as keys are inserted: one kernel.
+  std::uint64_t sample_distinct(const K* keys, std::uint64_t m, cudaStream_t stream) {
     ctr_ = ctr_buf_.get<Ctr>(1);
     TANDEM_CUDA(cudaMemsetAsync(ctr_, 0, sizeof(Ctr), stream));
     const std::uint32_t cap = static_cast<std::uint32_t>(2 * m + 16);
-    TableRef<K, V> t{sample_slots_.get<Slot>(cap), cap, sentinel_.get<Acc>(2)};
-    init_table(t, stream);
-    PassArgs<K, V> a{keys, values, 0, m, t, cap, Sink<K, V>{nullptr, nullptr, 0, ctr_}, ctr_, nullptr, 0, nullptr, nullptr, 0, 0, 1};
-    launch_pass(kGlobal, a, grid_for(m / 4 + 1), 256, 0, stream);
-    compact(t, sample_keys_.get<K>(cap + 1), sample_accs_.get<Acc>(cap + 1), cap + 1, stream);
+    K* set = sample_keys_.get<K>(cap);
+    TANDEM_CUDA(cudaMemsetAsync(set, 0xff, std::size_t(cap) * sizeof(K), stream));
+    count_distinct_kernel<K><<<grid_for(m), 256, 0, stream>>>(keys, m, set, cap, ctr_);
+    TANDEM_CUDA_LAUNCH("hash group-by: distinct keys of a small sample");
     return read_ctr(stream).out_n;
   }
 
