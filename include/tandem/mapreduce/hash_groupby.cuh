@@ -341,6 +341,36 @@ __device__ void build_bucket_table(K* skeys, std::uint32_t nb, const K* hot, std
   __syncthreads();
 }
 
+// Finds or inserts k in a shared table of nb buckets that keys join during the pass (bucketed
+// linear probing, bucket_table.hpp): reads the home bucket whole and takes its first empty slot,
+// so at half load nearly every lane is done after one bucket. A new key first reserves room in
+// *fill (at most `limit` keys join). Returns k's slot, or -1 (table at its limit, or no room).
+template <class K>
+__device__ __forceinline__ int bucket_upsert(K* skeys, std::uint32_t nb, K k, K empty, std::uint32_t* fill, std::uint32_t limit) {
+  constexpr std::uint32_t W = buckets::kWays;
+  std::uint32_t b = buckets::bucket1(k, nb);
+  for (std::uint32_t probed = 0; probed < nb;) {
+    K x[W];
+    load_bucket<K, true>(skeys + b * W, x);
+    int hit = -1, free = -1;
+#pragma unroll
+    for (int w = W - 1; w >= 0; --w) {
+      if (x[w] == k) hit = w;
+      if (x[w] == empty) free = w;  // the first empty slot
+    }
+    if (hit >= 0) return int(b * W) + hit;
+    if (free >= 0) {
+      if (*reinterpret_cast<volatile std::uint32_t*>(fill) >= limit || atomicAdd(fill, 1u) >= limit) return -1;
+      const K old = cas_key(&skeys[b * W + free], empty, k);
+      if (old == empty || old == k) return int(b * W) + free;
+      continue;  // another key took the slot: read the bucket again
+    }
+    if (++b == nb) b = 0;
+    ++probed;
+  }
+  return -1;
+}
+
 // Inclusive prefix sum over a full warp.
 __device__ __forceinline__ std::uint32_t warp_inclusive_sum(std::uint32_t x) {
   const std::uint32_t lane = threadIdx.x & 31u;
@@ -445,19 +475,17 @@ __device__ __forceinline__ void part_body(const PartRef<K>& pr, const uint4* vp,
 // Reduces partition blockIdx.x of the partitioned tier in a shared table of S slots (keys, u32
 // counts; S a multiple of buckets::kWays) that new keys join until half full; then each distinct
 // key goes to the global table once. Keys arriving after the table is half full go to the global
-// table directly. Bucketed linear probing (bucket_table.hpp): a key reads its home bucket whole
-// and takes the bucket's first empty slot, so nearly every lane is done after one bucket.
+// table directly (bucket_upsert).
 template <class K, class V>
 __global__ void __launch_bounds__(512) partition_reduce_kernel(PartRef<K> pr, std::uint32_t S, TableRef<K, V> t, std::uint32_t limit,
                                                                Sink<K, V> sink, Ctr* ctr) {
   using T = Traits<K, V>;
   static_assert(T::kCount, "the partitioned tier: counts");
-  constexpr std::uint32_t W = buckets::kWays;
   extern __shared__ __align__(16) unsigned char smem[];
   __shared__ std::uint32_t s_fill;
   K* skeys = reinterpret_cast<K*>(smem);
   std::uint32_t* scnt = reinterpret_cast<std::uint32_t*>(smem + shared_acc_offset<K, V>(S));
-  const std::uint32_t tid = threadIdx.x, N = blockDim.x, nb = S / W, lim = S / 2;
+  const std::uint32_t tid = threadIdx.x, N = blockDim.x, nb = S / buckets::kWays, lim = S / 2;
   for (std::uint32_t i = tid; i < S; i += N) {
     skeys[i] = T::kEmpty;
     scnt[i] = 0;
@@ -468,31 +496,10 @@ __global__ void __launch_bounds__(512) partition_reduce_kernel(PartRef<K> pr, st
   const K* src = pr.keys + std::uint64_t(blockIdx.x) * pr.cap;
   unsigned long long missed = 0;
   auto add = [&](K k) {
-    std::uint32_t b = buckets::bucket1(k, nb);
-    for (std::uint32_t probed = 0; probed < nb;) {
-      K x[W];
-      load_bucket<K, true>(skeys + b * W, x);
-      int hit = -1, free = -1;
-#pragma unroll
-      for (int w = W - 1; w >= 0; --w) {
-        if (x[w] == k) hit = w;
-        if (x[w] == T::kEmpty) free = w;  // the first empty slot
-      }
-      if (hit >= 0) {
-        atomicAdd(&scnt[b * W + hit], 1u);
-        return;
-      }
-      if (free >= 0) {
-        if (*reinterpret_cast<volatile std::uint32_t*>(&s_fill) >= lim || atomicAdd(&s_fill, 1u) >= lim) break;
-        const K old = cas_key(&skeys[b * W + free], T::kEmpty, k);
-        if (old == T::kEmpty || old == k) {
-          atomicAdd(&scnt[b * W + free], 1u);
-          return;
-        }
-        continue;  // another key took the slot: read the bucket again
-      }
-      if (++b == nb) b = 0;
-      ++probed;
+    const int j = bucket_upsert(skeys, nb, k, T::kEmpty, &s_fill, lim);
+    if (j >= 0) {
+      atomicAdd(&scnt[j], 1u);
+      return;
     }
     ++missed;
     if (!upsert(t, k, typename T::Acc(1), limit)) sink.push(k, 1);
@@ -522,7 +529,8 @@ __global__ void __launch_bounds__(512) partition_reduce_kernel(PartRef<K> pr, st
 // counts, the keys holding >= 1/16 of the sample ("top" keys) are also combined per warp with a
 // ballot first (one shared atomic per warp instead of many on one address). kDynamic (the sampling
 // pass): the table starts empty and new keys take slots until `dyn_limit` are used (the seed's
-// "shared memory until it is full"), so heavy hitters never hammer one global address.
+// "shared memory until it is full"), so heavy hitters never hammer one global address; bucketed
+// linear probing (bucket_upsert), S a multiple of buckets::kWays.
 // kHotTwoChoice: as kHot, the table placed on the host by two-choice hashing (two_choice.hpp): two
 // fixed slots per key, no probe loop. A mode of its own, so kHot's code (and registers) stay as
 // they are.
@@ -620,32 +628,23 @@ __global__ void __launch_bounds__(1024) pass_kernel(PassArgs<K, V> a) {
           n_shared += w;
           return false;
         }
+      } else if constexpr (Mode == kDynamic) {
+        const int j = bucket_upsert(skeys, a.S / buckets::kWays, k, T::kEmpty, &s_fill, a.dyn_limit);  // dyn_limit <= S/2
+        if (j >= 0) {
+          sacc_atomic(&mine[j], v);
+          n_shared += w;
+          return false;
+        }
       } else {
         std::uint32_t j = slot_of(shash(k), a.S);
         while (true) {
-          K s;
-          if constexpr (Mode == kDynamic) s = *reinterpret_cast<volatile K*>(&skeys[j]);
-          else s = skeys[j];
+          const K s = skeys[j];
           if (s == k) {
             sacc_atomic(&mine[j], v);
             n_shared += w;
             return false;
           }
-          if (s == T::kEmpty) {
-            if constexpr (Mode == kDynamic) {
-              if (*reinterpret_cast<volatile std::uint32_t*>(&s_fill) >= a.dyn_limit) break;
-              if (atomicAdd(&s_fill, 1u) >= a.dyn_limit) break;  // occupancy stays <= dyn_limit <= S/2
-              const K old = cas_key(&skeys[j], T::kEmpty, k);
-              if (old == T::kEmpty || old == k) {
-                sacc_atomic(&mine[j], v);
-                n_shared += w;
-                return false;
-              }
-              // another key took the slot: probe on
-            } else {
-              break;
-            }
-          }
+          if (s == T::kEmpty) break;
           if (++j == a.S) j = 0;
         }
       }
@@ -989,6 +988,7 @@ class HashGroupBy {
     if (T::kCount && o.partition_cold && card > 0) {  // cold keys straight into the global table
       add(512, 4, 0.01, 0.10, 48 * 1024, 3.0, true, false);
       add(1024, 2, 0.01, 0.10, 96 * 1024, 3.0, true, false);
+      add(1024, 2, 0.003, 0.10, 96 * 1024, 3.0, true, false);  // a smaller sample still finds the top keys of a skewed input
     }
     if (o.hot_buckets && card > 0) {
       // hot keys in a linear-probing table (half full) instead of the bucketed two-choice one
@@ -1160,7 +1160,7 @@ class HashGroupBy {
     {
       // small dynamic shared tables (256 keys per block): heavy hitters of the sample stay in
       // shared memory; each block flushes at most 256 keys
-      constexpr std::uint32_t kSampleKeys = 256, kSampleSlots = 2 * kSampleKeys + 1;
+      constexpr std::uint32_t kSampleKeys = 256, kSampleSlots = 2 * kSampleKeys;  // whole buckets
       const std::size_t ssm = shared_acc_offset<K, V>(kSampleSlots) + (kSampleSlots + 1) * sizeof(typename T::SAcc);
       PassArgs<K, V> a{keys, values, 0, Ms, ts, cap_s, sink, ctr_, nullptr, 0, nullptr, nullptr, kSampleKeys, kSampleSlots, 1};
       if (pl.hot) launch_pass(kDynamic, a, sms * 4, 512, ssm, stream);
