@@ -988,7 +988,7 @@ class HashGroupBy {
     if (T::kCount && o.partition_cold && card > 0) {  // cold keys straight into the global table
       add(512, 4, 0.01, 0.10, 48 * 1024, 3.0, true, false);
       add(1024, 2, 0.01, 0.10, 96 * 1024, 3.0, true, false);
-      add(1024, 2, 0.003, 0.10, 96 * 1024, 3.0, true, false);  // a smaller sample still finds the top keys of a skewed input
+      add(1024, 2, 0.01, 0.10, 96 * 1024, 2.0, true, false);
     }
     if (o.hot_buckets && card > 0) {
       // hot keys in a linear-probing table (half full) instead of the bucketed two-choice one
