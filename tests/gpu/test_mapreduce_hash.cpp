@@ -214,11 +214,12 @@ TEST(GpuHashGroupBy, BucketedHotTable) {
       o.warp_match = variant != 1;
       o.partition_cold = variant != 2;
       o.hot_fraction = 0.5;  // as many hot keys as the table takes
+      o.two_choice = false;  // the few-key table would take a small sample's keys
       auto g = mr::groupby(DType::u32, keys.data(), n, DType::f64, nullptr, 0, false, o);
       const std::string what = "s=" + std::to_string(s) + " variant=" + std::to_string(variant);
       expect_counts(g, keys, what);
       EXPECT_EQ(g.gpu.shared_hits + g.gpu.global_hits, n) << what;
-      EXPECT_GT(g.gpu.hot_keys, 500u) << what;
+      EXPECT_GT(g.gpu.hot_keys, sanitizer() ? 100u : 500u) << what;
       EXPECT_EQ(g.gpu.hot_buckets, variant != 3) << what;
       EXPECT_FALSE(g.gpu.two_choice) << what;
       EXPECT_GT(g.gpu.shared_hits, n / 3) << what;

@@ -989,6 +989,7 @@ class HashGroupBy {
       add(512, 4, 0.01, 0.10, 48 * 1024, 3.0, true, false);
       add(1024, 2, 0.01, 0.10, 96 * 1024, 3.0, true, false);
       add(1024, 2, 0.01, 0.10, 96 * 1024, 2.0, true, false);
+      add(1024, 2, 0.01, 0.10, 110 * 1024, 3.0, true, false);  // the most two blocks of an SM hold
     }
     if (o.hot_buckets && card > 0) {
       // hot keys in a linear-probing table (half full) instead of the bucketed two-choice one
