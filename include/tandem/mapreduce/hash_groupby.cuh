@@ -327,7 +327,7 @@ __device__ __forceinline__ int bucket_find(const K* skeys, K k, std::uint32_t nb
 // Places the block's hot keys in its shared two-choice table (skeys: nb buckets, all empty) by
 // parallel cuckoo walks: slots change only through atomics, so every key is always in one slot or
 // held by one thread. A key left without a place is not hot in this block (the global path
-// reduces it). Ends with a barrier.
+// reduces it). The caller's barrier ends the build.
 template <class K>
 __device__ void build_bucket_table(K* skeys, std::uint32_t nb, const K* hot, std::uint32_t H, K empty) {
   for (std::uint32_t h = threadIdx.x; h < H; h += blockDim.x) {
@@ -338,7 +338,6 @@ __device__ void build_bucket_table(K* skeys, std::uint32_t nb, const K* hot, std
         [&](std::uint32_t i, K x) { return cas_key(&skeys[i], empty, x) == empty; },
         [&](std::uint32_t i, K x) { return static_cast<K>(atomicExch(reinterpret_cast<word_t<K>*>(&skeys[i]), word_t<K>(x))); });
   }
-  __syncthreads();
 }
 
 // Finds or inserts k in a shared table of nb buckets that keys join during the pass (bucketed
@@ -750,7 +749,9 @@ __global__ void count_distinct_kernel(const K* keys, std::uint64_t m, K* set, st
     const K k = keys[i];
     if (k == Traits<K, void>::kEmpty) continue;
     for (std::uint32_t j = slot_of(hash32(k), cap);; j = j + 1 == cap ? 0 : j + 1) {  // cap > m: a free slot exists
-      const K old = cas_key(&set[j], Traits<K, void>::kEmpty, k);
+      K old = ld_key_ca(&set[j]);  // read first: a heavy key would otherwise CAS one address from every lane
+      if (old == k) break;
+      if (old == Traits<K, void>::kEmpty) old = cas_key(&set[j], Traits<K, void>::kEmpty, k);
       if (old == Traits<K, void>::kEmpty) ++mine;
       if (old == Traits<K, void>::kEmpty || old == k) break;
     }
@@ -1108,8 +1109,8 @@ class HashGroupBy {
     TANDEM_CUDA_LAUNCH("hash group-by: pass");
   }
 
-  // Distinct keys among the first m records (for the tuning class): a small table, one round trip.
-  // A set of keys only (memset to the empty marker), counted as keys are inserted: one kernel.
+  // Distinct keys among the first m records (for the tuning class): one kernel over a key set
+  // (memset to the empty marker) that counts its inserts, one round trip.
   std::uint64_t sample_distinct(const K* keys, std::uint64_t m, cudaStream_t stream) {
     ctr_ = ctr_buf_.get<Ctr>(1);
     TANDEM_CUDA(cudaMemsetAsync(ctr_, 0, sizeof(Ctr), stream));
