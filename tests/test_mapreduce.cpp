@@ -13,6 +13,7 @@
 #include "tandem/error.hpp"
 #include "tandem/mapreduce.hpp"
 #include "tandem/mapreduce/bucket_table.hpp"
+#include "tandem/mapreduce/distinct_estimate.hpp"
 #include "tandem/mapreduce/two_choice.hpp"
 #include "test_util.hpp"
 
@@ -302,6 +303,55 @@ TEST(MapReduceTwoChoice, PlacesEveryKeyAtOneOfItsSlots) {
   for (std::size_t i = 0; i < many.size(); ++i) many[i] = static_cast<std::uint32_t>(i * 7 + 1);
   EXPECT_EQ(tc::build<std::uint32_t>(many, 50, 0xffffffffu, table, 4), 0u);
   EXPECT_TRUE(table.empty());
+}
+
+// The hash path's table size from its sample: Chao1 is a lower bound that misses a heavy tail's
+// rare keys, Good–Turing's bound covers them; the table takes the bound while it is cheap.
+TEST(MapReduceDistinctEstimate, ChaoBelowGoodTuringAboveOnRealSamples) {
+  namespace de = tandem::mr::distinct_estimate;
+  auto sample_of = [](const std::vector<std::uint32_t>& keys, std::size_t ms) {
+    std::unordered_map<std::uint32_t, std::uint32_t> c;
+    for (std::size_t i = 0; i < ms; ++i) ++c[keys[i]];
+    de::Sample s{ms, keys.size(), double(c.size()), 0, 0};
+    for (const auto& [k, n] : c) {
+      if (n == 1) ++s.once;
+      if (n == 2) ++s.twice;
+    }
+    return s;
+  };
+  const std::size_t M = 2'000'000;
+  for (double z : {0.0, 1.0, 2.0}) {
+    const auto keys = mr::zipf_keys_u32(M, 200'000, z, 5);
+    const double truth = double(std::unordered_map<std::uint32_t, int>(
+                                    [&] {
+                                      std::unordered_map<std::uint32_t, int> m;
+                                      for (auto k : keys) m[k] = 1;
+                                      return m;
+                                    }())
+                                    .size());
+    const auto s = sample_of(keys, M / 100);
+    const auto e = de::estimate(s, 1e12);
+    EXPECT_GE(e.chao1, s.distinct) << z;
+    EXPECT_LE(e.chao1, e.upper) << z;
+    EXPECT_GE(e.upper, truth) << z;            // the bound holds
+    EXPECT_EQ(e.keys, e.upper) << z;           // cheap: sized for the bound
+    if (z == 0.0) {
+      EXPECT_NEAR(e.chao1, truth, 0.1 * truth);
+    } else {
+      EXPECT_LT(e.chao1, 0.8 * truth) << z;  // the tail Chao1 misses
+    }
+    const auto tight = de::estimate(s, 1);  // nothing is cheap: Chao1
+    EXPECT_EQ(tight.keys, tight.chao1) << z;
+  }
+  // The whole input sampled: exactly the sample's keys. Nothing sampled: every record may be new.
+  const auto all = de::estimate({100, 100, 40, 10, 5}, 1e12);
+  EXPECT_EQ(all.keys, 40);
+  const auto none = de::estimate({0, 100, 0, 0, 0}, 1e12);
+  EXPECT_EQ(none.keys, 100);
+  // Bounded by the records left: no more keys than the sample's plus one per remaining record.
+  const auto few = de::estimate({10, 12, 10, 10, 0}, 1e12);
+  EXPECT_LE(few.upper, 12);
+  EXPECT_LE(few.chao1, 12);
 }
 
 // Bucketed two-choice tables (the hash path's hot table for many hot keys): sizes in whole

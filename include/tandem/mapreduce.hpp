@@ -97,7 +97,8 @@ struct EngineStats {
   // hash path
   std::string engine{"seed"};          // "seed" or "hash"
   std::uint64_t sampled_distinct{0};   // distinct keys in the sample
-  std::uint64_t distinct_estimate{0};  // Chao1 estimate from the sample
+  std::uint64_t distinct_estimate{0};  // Chao1 estimate from the sample (a lower bound)
+  std::uint64_t distinct_upper{0};     // Good-Turing upper bound (the table is sized between the two)
   std::uint64_t table_slots{0};        // global table slots (after any grow)
   std::uint32_t sub_tables{1};         // accumulator copies per block in shared memory
   bool two_choice{false};              // hot keys placed by two-choice hashing (no probe loop)

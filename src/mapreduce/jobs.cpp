@@ -67,9 +67,9 @@ DType key_dtype_of() {
 void explain_stats(Report& r, const EngineStats& s) {
   if (s.engine == "hash") {
     r.note(fmt::format("GPU hash group-by: Bs={} blocks x N={} threads; p={:.3g}% sampled ({} records, {} distinct, "
-                       "Chao1 estimate {}); hot fraction {:.3g}; hot-key path {}",
+                       "Chao1 estimate {}, Good-Turing upper bound {}); hot fraction {:.3g}; hot-key path {}",
                        s.blocks, s.block_threads, s.sample_fraction * 100, s.sampled_records, s.sampled_distinct,
-                       s.distinct_estimate, s.hot_fraction, s.hot_path ? "on" : "off"));
+                       s.distinct_estimate, s.distinct_upper, s.hot_fraction, s.hot_path ? "on" : "off"));
     r.note(fmt::format("hot keys: H={} in a shared table of {} slots ({}{}) x {} accumulator cop{}, holding {:.1f}% of the sample",
                        s.hot_keys, s.shared_entries, s.two_choice ? "two-choice placement" : s.hot_buckets ? "two-choice buckets of 4" : "linear probing",
                        s.warp_match ? ", lanes grouped by key first" : "", s.sub_tables,
