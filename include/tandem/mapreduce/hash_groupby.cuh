@@ -774,56 +774,88 @@ __global__ void merge_kernel(TableRef<K, V> t, const K* keys, const typename Tra
 
 // Table -> arrays; for the sample (Stats) also the counts and their histogram. Slot `cap` stands
 // for the all-ones key. The loop is uniform per block (ballots need every lane).
+constexpr unsigned kCompactThreads = 256, kCompactItems = 4;  // slots per thread and round
+// Slots a compact launch covers in one round of its grid.
+constexpr std::uint64_t kCompactTile = std::uint64_t(kCompactThreads) * kCompactItems;
+
+// Copies the table's keys (and the empty marker key's accumulator, slot cap) to arrays. The block
+// reserves its round's output with one atomic (one per warp was 60-100 us of contention on the
+// counter for a table of 2-3M slots).
 template <class K, class V, bool Stats>
-__global__ void compact_kernel(TableRef<K, V> t, K* ok, typename Traits<K, V>::Acc* oa, std::uint32_t* oc, std::uint32_t out_cap,
-                               Ctr* ctr, std::uint32_t* hist, std::uint64_t top_min, K* top, std::uint32_t* top_n) {
+__global__ void __launch_bounds__(kCompactThreads) compact_kernel(TableRef<K, V> t, K* ok, typename Traits<K, V>::Acc* oa,
+                                                                  std::uint32_t* oc, std::uint32_t out_cap, Ctr* ctr,
+                                                                  std::uint32_t* hist, std::uint64_t top_min, K* top,
+                                                                  std::uint32_t* top_n) {
   using T = Traits<K, V>;
   __shared__ std::uint32_t sh[Stats ? kBins : 1];
+  __shared__ std::uint32_t s_warp[kCompactThreads / 32], s_base;
   if constexpr (Stats) {
     for (std::uint32_t i = threadIdx.x; i < kBins; i += blockDim.x) sh[i] = 0;
     __syncthreads();
   }
-  const unsigned lane = threadIdx.x & 31u;
-  for (std::uint64_t base = std::uint64_t(blockIdx.x) * blockDim.x; base <= t.cap; base += std::uint64_t(gridDim.x) * blockDim.x) {
-    const std::uint64_t i = base + threadIdx.x;
-    bool have = false;
-    K k = T::kEmpty;
-    typename T::Acc v{};
-    if (i < t.cap) {
-      if constexpr (T::kPacked) {
-        const unsigned long long s = t.slots[i];
-        have = s != ~0ull;
-        k = static_cast<K>(s >> 32);
-        v = s & 0xffffffffull;
-      } else {
-        k = t.slots[i].key;
-        have = k != T::kEmpty;
-        v = t.slots[i].acc;
+  const unsigned lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
+  for (std::uint64_t base = std::uint64_t(blockIdx.x) * kCompactTile; base <= t.cap; base += std::uint64_t(gridDim.x) * kCompactTile) {
+    bool have[kCompactItems];
+    K k[kCompactItems];
+    typename T::Acc v[kCompactItems];
+    std::uint32_t mine = 0;
+#pragma unroll
+    for (unsigned r = 0; r < kCompactItems; ++r) {
+      const std::uint64_t i = base + r * kCompactThreads + threadIdx.x;
+      have[r] = false;
+      k[r] = T::kEmpty;
+      v[r] = typename T::Acc{};
+      if (i < t.cap) {
+        if constexpr (T::kPacked) {
+          const unsigned long long w = t.slots[i];
+          have[r] = w != ~0ull;
+          k[r] = static_cast<K>(w >> 32);
+          v[r] = w & 0xffffffffull;
+        } else {
+          k[r] = t.slots[i].key;
+          have[r] = k[r] != T::kEmpty;
+          v[r] = t.slots[i].acc;
+        }
+      } else if (i == t.cap) {
+        v[r] = *t.sentinel;
+        have[r] = count_of(v[r]) > 0;
       }
-    } else if (i == t.cap) {
-      v = *t.sentinel;
-      have = count_of(v) > 0;
+      mine += have[r] ? 1u : 0u;
     }
-    const unsigned m = __ballot_sync(0xffffffffu, have);
-    unsigned pos = 0;
-    if (lane == 0 && m) pos = atomicAdd(&ctr->out_n, unsigned(__popc(m)));
-    pos = __shfl_sync(0xffffffffu, pos, 0);
-    if (have) {
-      const unsigned o = pos + __popc(m & ((1u << lane) - 1u));
+    // block-wide exclusive scan of the counts, one atomic for the block's run
+    const std::uint32_t incl = warp_inclusive_sum(mine);
+    if (lane == 31) s_warp[warp] = incl;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      std::uint32_t run = 0;
+      for (unsigned w = 0; w < kCompactThreads / 32; ++w) {
+        const std::uint32_t x = s_warp[w];
+        s_warp[w] = run;
+        run += x;
+      }
+      s_base = run ? atomicAdd(&ctr->out_n, run) : 0u;
+    }
+    __syncthreads();
+    unsigned o = s_base + s_warp[warp] + incl - mine;
+    __syncthreads();  // s_warp and s_base are rewritten next round
+#pragma unroll
+    for (unsigned r = 0; r < kCompactItems; ++r) {
+      if (!have[r]) continue;
       if (o < out_cap) {
-        ok[o] = k;
-        oa[o] = v;
+        ok[o] = k[r];
+        oa[o] = v[r];
       }
       if constexpr (Stats) {
-        const std::uint64_t c = count_of(v);
+        const std::uint64_t c = count_of(v[r]);
         if (o < out_cap) oc[o] = c > 0xffffffffull ? 0xffffffffu : static_cast<std::uint32_t>(c);
         atomicAdd(&sh[c < kBins ? c : kBins - 1], 1u);
         if (c >= kBins - 1) atomicAdd(&ctr->big_pairs, static_cast<unsigned long long>(c));
         if (c >= top_min) {
           const std::uint32_t q = atomicAdd(top_n, 1u);
-          if (q < 8) top[q] = k;
+          if (q < 8) top[q] = k[r];
         }
       }
+      ++o;
     }
   }
   if constexpr (Stats) {
@@ -1029,6 +1061,10 @@ class HashGroupBy {
   }
 
   static int grid_for(std::uint64_t n) { return static_cast<int>(std::clamp<std::uint64_t>((n + 255) / 256, 1, 4096)); }
+  // A compact of a table of `cap` slots (and the empty marker's slot cap).
+  static int compact_grid(std::uint64_t cap) {
+    return static_cast<int>(std::clamp<std::uint64_t>((cap + kCompactTile) / kCompactTile, 1, 4096));
+  }
 
   // The counters (and with `hist`, the sample's count histogram into hist_host_), through pinned
   // memory: a pageable copy costs more than the small kernels.
@@ -1073,7 +1109,7 @@ class HashGroupBy {
   }
 
   void compact(const TableRef<K, V>& t, K* ok, Acc* oa, std::uint32_t out_cap, cudaStream_t stream) {
-    compact_kernel<K, V, false><<<grid_for(std::uint64_t(t.cap) + 1), 256, 0, stream>>>(t, ok, oa, nullptr, out_cap, ctr_, nullptr, 0,
+    compact_kernel<K, V, false><<<compact_grid(t.cap), kCompactThreads, 0, stream>>>(t, ok, oa, nullptr, out_cap, ctr_, nullptr, 0,
                                                                                          nullptr, nullptr);
     TANDEM_CUDA_LAUNCH("hash group-by: compact");
   }
@@ -1178,7 +1214,7 @@ class HashGroupBy {
     }
     // keys holding >= 1/16 of the sample are combined per warp in the main pass
     const std::uint64_t top_min = std::max<std::uint64_t>(2, Ms / 16);
-    compact_kernel<K, V, true><<<grid_for(std::uint64_t(cap_s) + 1), 256, 0, stream>>>(ts, sk, sa, sc, cap_s + 1, ctr_, hist, top_min,
+    compact_kernel<K, V, true><<<compact_grid(cap_s), kCompactThreads, 0, stream>>>(ts, sk, sa, sc, cap_s + 1, ctr_, hist, top_min,
                                                                                          top, top_n);
     TANDEM_CUDA_LAUNCH("hash group-by: compact sample");
     const Ctr c1 = read_ctr(stream, hist, opts_.two_choice && pl.hot ? sk : nullptr, std::min<std::uint32_t>(cap_s + 1, kTwoChoiceMax));
