@@ -14,6 +14,8 @@
 #include <algorithm>
 #include <functional>
 #include <map>
+#include <sstream>
+#include <string>
 #include <cstdio>
 #include <fstream>
 #include <unordered_map>
@@ -205,12 +207,25 @@ int main(int argc, char** argv) {
                                   {"N=512 global table, linear probing", 512, false, true, false}};
     std::vector<double> zs{0.0, 1.0};
     if (b.has_flag("--stages-zipf")) zs = {b.get_double("--stages-zipf", 1.0)};
-    const int only = int(b.get_int("--stages-plan", -1));
+    // comma lists: plan indices (default all) and global table sizes in slots (default: sized
+    // from the sample, 0 too)
+    auto list = [&](const std::string& key) {
+      std::vector<long long> v;
+      std::stringstream ss(b.get(key, ""));
+      for (std::string item; std::getline(ss, item, ',');)
+        if (!item.empty()) v.push_back(std::atoll(item.c_str()));
+      return v;
+    };
+    const auto only = list("--stages-plan");
+    auto tables = list("--stages-table");
+    if (tables.empty()) tables.push_back(0);
     for (double z : zs) {
       auto keys = mr::zipf_keys_u32(n, distinct, z, 1 + std::uint64_t(z * 100));
       TANDEM_CUDA(cudaMemcpy(dkeys.data(), keys.data(), n * 4, cudaMemcpyHostToDevice));
-      for (std::size_t pi = 0; pi < plans.size(); ++pi) {
-        if (only >= 0 && int(pi) != only) continue;
+      for (std::size_t pt = 0; pt < plans.size() * tables.size(); ++pt) {
+        const std::size_t pi = pt % plans.size();
+        const long long table = tables[pt / plans.size()];
+        if (!only.empty() && std::find(only.begin(), only.end(), (long long)pi) == only.end()) continue;
         const auto& pl = plans[pi];
         mr::Options o;
         o.mode = mr::Options::Mode::hash;
@@ -219,6 +234,7 @@ int main(int argc, char** argv) {
         o.partition_cold = pl.part;
         o.warp_match = pl.match;
         o.hot_buckets = pl.buckets;
+        o.result_entries = std::size_t(table);
         if (b.has_flag("--stages-hot")) {  // a hot table of this many keys (shared memory allowing)
           o.shared_entries = std::size_t(b.get_int("--stages-hot", 4096));
           o.hot_fraction = 1.0;
@@ -240,8 +256,11 @@ int main(int argc, char** argv) {
           std::sort(v.begin(), v.end());
           return v[v.size() / 2] * 1e3;
         };
-        std::printf("STAGES zipf %.1f | %-36s | total %.3f ms | H=%llu (%.1f%% of sample) S=%zu, %s\n", z, pl.label.c_str(), med(total),
-                    (unsigned long long)st.hot_keys, st.hot_share * 100, st.shared_entries, st.partition_note.c_str());
+        std::printf("STAGES zipf %.1f | %-36s | total %.3f ms | H=%llu (%.1f%% of sample) S=%zu, table %llu slots (Chao1 %llu, upper %llu), "
+                    "grows %llu, %s\n",
+                    z, pl.label.c_str(), med(total), (unsigned long long)st.hot_keys, st.hot_share * 100, st.shared_entries,
+                    (unsigned long long)st.table_slots, (unsigned long long)st.distinct_estimate, (unsigned long long)st.distinct_upper,
+                    (unsigned long long)st.result_grows, st.partition_note.c_str());
         for (const auto& [name, v] : stage) std::printf("STAGES     %-44s %.3f ms\n", name.c_str(), med(v));
       }
     }
@@ -258,6 +277,7 @@ int main(int argc, char** argv) {
   hash_nopart.partition_cold = false;
   mr::Options hash_linear = hash_auto;
   hash_linear.hot_buckets = false;
+
   block_hot.mode = mr::Options::Mode::seed;
   block_hot.tables = mr::Options::Tables::block;
   direct_hot = block_hot;

@@ -296,6 +296,36 @@ TEST(GpuHashGroupBy, TinyTableGrowsAndOverflowRetries) {
   }
 }
 
+// Cold keys on crowded global tables: nearly full (long probes, home slots held by other keys,
+// claims racing), too small (overflow, grow) and with every key cold, with lanes grouped by key or
+// not; the counts must come out exact.
+TEST(GpuHashGroupBy, ColdKeysOnCrowdedTables) {
+  TANDEM_REQUIRE_GPU();
+  const std::size_t n = sanitizer() ? 8003 : 400003;
+  for (double z : {0.0, 1.0, 2.0}) {
+    auto keys = mr::zipf_keys_u32(n, sanitizer() ? 3000 : 60000, z, 17);
+    std::unordered_map<std::uint32_t, int> distinct;
+    for (auto k : keys) distinct[k] = 1;
+    for (bool match : {true, false}) {
+      for (int variant = 0; variant < 3; ++variant) {
+        auto o = hash_opts();
+        o.warp_match = match;
+        o.partition_cold = false;
+        o.spill_entries = 1u << 20;
+        if (variant == 0) o.result_entries = distinct.size() + distinct.size() / 16;  // ~94% full
+        if (variant == 1) o.result_entries = distinct.size() / 2;                      // overflows: grown
+        if (variant == 2) o.hot_keys = false;                                          // every key to the table
+        const std::string what = "zipf " + std::to_string(z) + (match ? " match" : " ballots") + " variant " + std::to_string(variant);
+        auto g = mr::groupby(DType::u32, keys.data(), n, DType::f64, nullptr, 0, false, o);
+        expect_counts(g, keys, what);
+        if (variant == 1) {
+          EXPECT_GT(g.gpu.result_grows, 0u) << what;
+        }
+      }
+    }
+  }
+}
+
 TEST(GpuHashGroupBy, EdgeCasesAndEmptyMarkerKey) {
   TANDEM_REQUIRE_GPU();
   // (empty input and one record: GpuMapReduce.EdgeCases runs them on both engines)
