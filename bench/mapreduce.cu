@@ -277,7 +277,6 @@ int main(int argc, char** argv) {
   hash_nopart.partition_cold = false;
   mr::Options hash_linear = hash_auto;
   hash_linear.hot_buckets = false;
-
   block_hot.mode = mr::Options::Mode::seed;
   block_hot.tables = mr::Options::Tables::block;
   direct_hot = block_hot;
