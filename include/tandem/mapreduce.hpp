@@ -386,6 +386,7 @@ std::vector<std::pair<typename Job::key_type, typename Job::value_type>> cpu_map
 #pragma omp parallel num_threads(T)
   {
     const int t = detail::omp_thread_num();
+    std::uint64_t my_pairs = 0;  // a local count: pairs[t] of neighbouring threads share a cache line
     LocalTable<K, V> table(limit ? limit : 1024);
     auto drain = [&] {
       table.for_each([&](const K& k, const V& v, std::uint64_t h) { parts[t][(h >> 40) % P].push_back({{k, v}, h}); });
@@ -396,7 +397,7 @@ std::vector<std::pair<typename Job::key_type, typename Job::value_type>> cpu_map
       const std::size_t b = std::size_t(g) * grain, e = std::min(records, b + grain);
       for (std::size_t i = b; i < e; ++i) {
         job.map(i, [&](const K& k, const V& v) {
-          ++pairs[t];
+          ++my_pairs;
           table.upsert(k, v, hasher(k), reducer);
           if (limit && table.size() >= limit) {
             ++spills[t];
@@ -407,6 +408,7 @@ std::vector<std::pair<typename Job::key_type, typename Job::value_type>> cpu_map
       }
     }
     drain();
+    pairs[t] = my_pairs;
   }
   // Partitioned merge: partition p reduces every thread's entries of p.
   std::vector<std::vector<Pair>> merged(P);
