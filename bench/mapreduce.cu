@@ -267,83 +267,85 @@ int main(int argc, char** argv) {
     return b.finish();
   }
 
-  mr::Options hash_auto, hash_cold, block_hot, direct_hot, block_cold, direct_cold;
-  hash_auto.mode = mr::Options::Mode::hash;
-  hash_cold = hash_auto;
-  hash_cold.hot_keys = false;
-  mr::Options hash_nomatch = hash_auto;
-  hash_nomatch.warp_match = false;
-  mr::Options hash_nopart = hash_auto;
-  hash_nopart.partition_cold = false;
-  mr::Options hash_linear = hash_auto;
-  hash_linear.hot_buckets = false;
-  block_hot.mode = mr::Options::Mode::seed;
-  block_hot.tables = mr::Options::Tables::block;
-  direct_hot = block_hot;
-  direct_hot.tables = mr::Options::Tables::direct;
-  block_cold = block_hot;
-  block_cold.hot_keys = false;
-  direct_cold = direct_hot;
-  direct_cold.hot_keys = false;
+  if (!b.has_flag("--wordcount-only")) {  // group-by (the word count lines alone with the flag)
+    mr::Options hash_auto, hash_cold, block_hot, direct_hot, block_cold, direct_cold;
+    hash_auto.mode = mr::Options::Mode::hash;
+    hash_cold = hash_auto;
+    hash_cold.hot_keys = false;
+    mr::Options hash_nomatch = hash_auto;
+    hash_nomatch.warp_match = false;
+    mr::Options hash_nopart = hash_auto;
+    hash_nopart.partition_cold = false;
+    mr::Options hash_linear = hash_auto;
+    hash_linear.hot_buckets = false;
+    block_hot.mode = mr::Options::Mode::seed;
+    block_hot.tables = mr::Options::Tables::block;
+    direct_hot = block_hot;
+    direct_hot.tables = mr::Options::Tables::direct;
+    block_cold = block_hot;
+    block_cold.hot_keys = false;
+    direct_cold = direct_hot;
+    direct_cold.hot_keys = false;
 
-  // Zipf sweep over `distinct` keys: the exponent 0 case is the uniform goal, 1.0 the Zipf goal;
-  // at 1.0 and 1.5 the hot-key path is also switched off (hash path and both seed modes).
-  struct Row {
-    double s, anchor, hash, seed;
-  };
-  std::vector<Row> rows;
-  std::vector<double> sweep{0.0, 0.5, 1.0, 1.25, 1.5, 2.0};
-  if (b.has_flag("--no-sweep")) sweep = {0.0, 1.0, 1.5};
-  for (double z : sweep) {
-    auto keys = mr::zipf_keys_u32(n, distinct, z, 1 + std::uint64_t(z * 100));
-    const bool onoff = z == 1.0 || z == 1.5;
-    std::vector<Config> cfgs{{"hash", true, hash_auto}};
-    if (onoff) {
-      cfgs.push_back({"hash, no hot keys", true, hash_cold});
-      cfgs.push_back({"seed, direct", false, direct_hot});
-      cfgs.push_back({"seed, direct, no hot keys", false, direct_cold});
-      cfgs.push_back({"seed, block tables", false, block_hot});
-      cfgs.push_back({"seed, block tables, no hot keys", false, block_cold});
-      cfgs.push_back({"hash, no warp match", true, hash_nomatch});
-      cfgs.push_back({"hash, linear-probing hot table", true, hash_linear});
+    // Zipf sweep over `distinct` keys: the exponent 0 case is the uniform goal, 1.0 the Zipf goal;
+    // at 1.0 and 1.5 the hot-key path is also switched off (hash path and both seed modes).
+    struct Row {
+      double s, anchor, hash, seed;
+    };
+    std::vector<Row> rows;
+    std::vector<double> sweep{0.0, 0.5, 1.0, 1.25, 1.5, 2.0};
+    if (b.has_flag("--no-sweep")) sweep = {0.0, 1.0, 1.5};
+    for (double z : sweep) {
+      auto keys = mr::zipf_keys_u32(n, distinct, z, 1 + std::uint64_t(z * 100));
+      const bool onoff = z == 1.0 || z == 1.5;
+      std::vector<Config> cfgs{{"hash", true, hash_auto}};
+      if (onoff) {
+        cfgs.push_back({"hash, no hot keys", true, hash_cold});
+        cfgs.push_back({"seed, direct", false, direct_hot});
+        cfgs.push_back({"seed, direct, no hot keys", false, direct_cold});
+        cfgs.push_back({"seed, block tables", false, block_hot});
+        cfgs.push_back({"seed, block tables, no hot keys", false, block_cold});
+        cfgs.push_back({"hash, no warp match", true, hash_nomatch});
+        cfgs.push_back({"hash, linear-probing hot table", true, hash_linear});
+      }
+      const bool part_row = z == 0.0 || z == 1.0;
+      if (part_row) cfgs.push_back({"hash, no partitions", true, hash_nopart});
+      std::vector<double> t;
+      const double a = run_case(fmtr("zipf{}", z), keys, cfgs, t);
+      double seed_best = 0;
+      if (onoff) {
+        b.info(fmtr("hash path: hot keys in shared memory on vs off, Zipf {}", z), t[1] / t[0], "x");
+        b.info(fmtr("seed engine (direct): hot keys on vs off, Zipf {}", z), t[3] / t[2], "x");
+        b.info(fmtr("seed engine (block tables): hot keys on vs off, Zipf {}", z), t[5] / t[4], "x");
+        seed_best = std::min(t[2], t[4]);
+        b.info(fmtr("hash path: lanes grouped by key (match_any) vs top-key ballots only, Zipf {}", z), t[6] / t[0], "x");
+        b.info(fmtr("hash path: bucketed two-choice hot table vs linear probing, Zipf {}", z), t[7] / t[0], "x");
+      }
+      if (part_row)
+        b.info(fmtr("hash path: cold keys partitioned vs straight into the global table, Zipf {}", z), t.back() / t[0], "x");
+      rows.push_back({z, a, t[0], seed_best});
+      if (z == 0.0) b.goal(fmtr("group-by count 2^{} u32 uniform / {} keys vs CUB sort+RLE", lg, distinct), a / t[0], 1.0);
+      if (z == 1.0) b.goal(fmtr("group-by count 2^{} u32 Zipf 1.0 / {} keys vs CUB sort+RLE", lg, distinct), a / t[0], 2.0);
     }
-    const bool part_row = z == 0.0 || z == 1.0;
-    if (part_row) cfgs.push_back({"hash, no partitions", true, hash_nopart});
-    std::vector<double> t;
-    const double a = run_case(fmtr("zipf{}", z), keys, cfgs, t);
-    double seed_best = 0;
-    if (onoff) {
-      b.info(fmtr("hash path: hot keys in shared memory on vs off, Zipf {}", z), t[1] / t[0], "x");
-      b.info(fmtr("seed engine (direct): hot keys on vs off, Zipf {}", z), t[3] / t[2], "x");
-      b.info(fmtr("seed engine (block tables): hot keys on vs off, Zipf {}", z), t[5] / t[4], "x");
-      seed_best = std::min(t[2], t[4]);
-      b.info(fmtr("hash path: lanes grouped by key (match_any) vs top-key ballots only, Zipf {}", z), t[6] / t[0], "x");
-      b.info(fmtr("hash path: bucketed two-choice hot table vs linear probing, Zipf {}", z), t[7] / t[0], "x");
+    {
+      auto keys = mr::zipf_keys_u32(n, 128, 0.0, 3);
+      std::vector<double> t;
+      mr::Options probing = hash_auto;
+      probing.two_choice = false;
+      const double a = run_case("uniform128", keys,
+                                {{"hash", true, hash_auto}, {"seed, block tables", false, block_hot}, {"hash, linear probing", true, probing}}, t);
+      b.goal(fmtr("group-by count 2^{} u32 128 distinct vs CUB sort+RLE", lg), a / t[0], 5.0);
+      b.info("seed engine (block tables) vs CUB sort+RLE, 128 distinct", a / t[1], "x");
+      b.info("hash path, 128 distinct: two-choice table vs linear probing", t[2] / t[0], "x");
     }
-    if (part_row)
-      b.info(fmtr("hash path: cold keys partitioned vs straight into the global table, Zipf {}", z), t.back() / t[0], "x");
-    rows.push_back({z, a, t[0], seed_best});
-    if (z == 0.0) b.goal(fmtr("group-by count 2^{} u32 uniform / {} keys vs CUB sort+RLE", lg, distinct), a / t[0], 1.0);
-    if (z == 1.0) b.goal(fmtr("group-by count 2^{} u32 Zipf 1.0 / {} keys vs CUB sort+RLE", lg, distinct), a / t[0], 2.0);
-  }
-  {
-    auto keys = mr::zipf_keys_u32(n, 128, 0.0, 3);
-    std::vector<double> t;
-    mr::Options probing = hash_auto;
-    probing.two_choice = false;
-    const double a = run_case("uniform128", keys,
-                              {{"hash", true, hash_auto}, {"seed, block tables", false, block_hot}, {"hash, linear probing", true, probing}}, t);
-    b.goal(fmtr("group-by count 2^{} u32 128 distinct vs CUB sort+RLE", lg), a / t[0], 5.0);
-    b.info("seed engine (block tables) vs CUB sort+RLE, 128 distinct", a / t[1], "x");
-    b.info("hash path, 128 distinct: two-choice table vs linear probing", t[2] / t[0], "x");
-  }
-  std::printf("\nThroughput vs Zipf exponent (2^%d u32 keys over %llu distinct, group-by count, Gkeys/s; seed = best seed mode):\n",
-              lg, (unsigned long long)distinct);
-  std::printf("ZIPF_TABLE|exponent|CUB sort+RLE|hash engine|seed engine\n");
-  for (const auto& r : rows)
-    std::printf("ZIPF_TABLE|%.2f|%.2f|%.2f|%s\n", r.s, n / r.anchor / 1e9, n / r.hash / 1e9,
-                r.seed > 0 ? fmtr("{}", n / r.seed / 1e9).c_str() : "-");
+    std::printf("\nThroughput vs Zipf exponent (2^%d u32 keys over %llu distinct, group-by count, Gkeys/s; seed = best seed mode):\n",
+                lg, (unsigned long long)distinct);
+    std::printf("ZIPF_TABLE|exponent|CUB sort+RLE|hash engine|seed engine\n");
+    for (const auto& r : rows)
+      std::printf("ZIPF_TABLE|%.2f|%.2f|%.2f|%s\n", r.s, n / r.anchor / 1e9, n / r.hash / 1e9,
+                  r.seed > 0 ? fmtr("{}", n / r.seed / 1e9).c_str() : "-");
 
+  }
   if (b.has_flag("--groupby-only")) return b.finish();
   // Word count.
   const std::size_t tbytes = b.quick() ? (std::size_t{8} << 20) : (std::size_t{512} << 20);
