@@ -72,16 +72,10 @@ ControllerResult run_controlled(BandLauncher& k, const ControllerOptions& o) {
   };
 
   if (o.use_cache) {
-    if (auto hit = cache.get(op, dev, cls); hit && hit->contains("schedule")) {
-      try {
-        const Schedule s = parse_schedule(hit->at("schedule").get<std::string>());
-        if (fits(s, g)) {
-          r.report.note(fmt::format("cached choice for {} on {} ({}): {}", k.name(), cls, dev, to_string(s)));
-          return run_whole(s, "cache");
-        }
-      } catch (const std::exception&) {
-        // A stale or foreign entry: profile again and overwrite it.
-      }
+    auto parse = [](const nlohmann::json& j) { return parse_schedule(j.at("schedule").get<std::string>()); };
+    if (auto s = cache.lookup(op, dev, cls, parse, &r.report); s && fits(*s, g)) {
+      r.report.note(fmt::format("cached choice for {} on {} ({}): {}", k.name(), cls, dev, to_string(*s)));
+      return run_whole(*s, "cache");
     }
   }
 
