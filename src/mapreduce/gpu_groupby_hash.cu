@@ -1,4 +1,5 @@
-// GPU group-by, hash path (tandem/mapreduce/hash_groupby.cuh): one engine per (key width, value kind).
+// GPU group-by, hash path (tandem/mapreduce/hash_groupby.cuh): engines per (key width, value kind)
+// and device, one per concurrent caller.
 #include "mapreduce/gpu_jobs.hpp"
 #include "tandem/mapreduce/hash_groupby.cuh"
 
@@ -9,8 +10,8 @@ std::vector<std::pair<K, typename GroupByJob<K, V>::value_type>> gpu_groupby_has
                                                                                  const Options& o, EngineStats& st, Report& r,
                                                                                  cudaStream_t stream) {
   using H = hash_groupby::HashGroupBy<K, V>;
-  static H engine;  // keeps its device buffers between calls
-  return engine.run(d_keys, reinterpret_cast<const typename H::VIn*>(d_values), n, o, st, r, stream);
+  auto engine = borrow_engine<H>();
+  return engine->run(d_keys, reinterpret_cast<const typename H::VIn*>(d_values), n, o, st, r, stream);
 }
 
 #define TANDEM_GPU_GROUPBY_HASH(K, V)                                                                          \

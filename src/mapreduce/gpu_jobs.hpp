@@ -9,11 +9,24 @@
 
 #if TANDEM_HAS_CUDA
 #include <cuda_runtime.h>
+
+#include "core/device_pool.hpp"
+#include "tandem/gpu.hpp"
 #endif
 
 namespace tandem::mr::detail {
 
 #if TANDEM_HAS_CUDA
+// An engine of type E for this call on the current device: engines keep device buffers between
+// calls, one per concurrent caller and device.
+template <class E>
+typename ::tandem::detail::DevicePool<E>::Lease borrow_engine() {
+  static auto* pool = new ::tandem::detail::DevicePool<E>;  // never destroyed: CUDA may be torn down first
+  int dev = 0;
+  TANDEM_CUDA(cudaGetDevice(&dev));
+  return pool->borrow(dev);
+}
+
 // Word count of `text` (already lower-cased when asked). Throws NoDeviceError/OutOfMemoryError.
 std::vector<std::pair<std::string, std::uint64_t>> gpu_wordcount(std::string_view text, const Options& o,
                                                                  EngineStats& st, Report& r);
