@@ -31,20 +31,7 @@ Lists make(std::uint32_t n, std::vector<std::vector<std::pair<std::uint32_t, flo
   return l;
 }
 
-// Lists from per-object scores: scores[o][i]; each list sorted desc (ties by id desc to differ from
-// the generator's order).
-Lists from_scores(const std::vector<std::vector<float>>& scores) {
-  Lists l;
-  l.m = scores.size();
-  l.n = scores.empty() ? 1 : std::uint32_t(scores[0].size());
-  for (std::uint32_t i = 0; i < l.n; ++i) {
-    std::vector<Entry> li;
-    for (std::uint32_t o = 0; o < l.m; ++o) li.push_back(Entry{o, scores[o][i]});
-    std::sort(li.begin(), li.end(), [](const Entry& a, const Entry& b) { return a.score > b.score || (a.score == b.score && a.id > b.id); });
-    l.entries.insert(l.entries.end(), li.begin(), li.end());
-  }
-  return l;
-}
+using topk_cases::from_scores;
 
 std::vector<Item> run(Algo algo, const Lists& l, std::uint64_t k, const Aggregate& agg = {}, int threads = 1,
                       std::uint64_t stride = 0) {

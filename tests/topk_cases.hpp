@@ -13,15 +13,16 @@ namespace topk_cases {
 using tandem::topk::Entry;
 using tandem::topk::Lists;
 
-// Lists from per-object scores: scores[o][i] is object o's score in list i.
-inline Lists lists_from_scores(const std::vector<std::vector<float>>& scores) {
+// Lists from per-object scores: scores[o][i] is object o's score in list i; each list sorted
+// descending, ties by id descending (to differ from the generator's order).
+inline Lists from_scores(const std::vector<std::vector<float>>& scores) {
   Lists l;
   l.m = scores.size();
   l.n = scores.empty() ? 1 : std::uint32_t(scores[0].size());
   for (std::uint32_t i = 0; i < l.n; ++i) {
     std::vector<Entry> li;
     for (std::uint32_t o = 0; o < l.m; ++o) li.push_back(Entry{o, scores[o][i]});
-    std::sort(li.begin(), li.end(), [](const Entry& a, const Entry& b) { return a.score > b.score || (a.score == b.score && a.id < b.id); });
+    std::sort(li.begin(), li.end(), [](const Entry& a, const Entry& b) { return a.score > b.score || (a.score == b.score && a.id > b.id); });
     l.entries.insert(l.entries.end(), li.begin(), li.end());
   }
   return l;
@@ -30,7 +31,7 @@ inline Lists lists_from_scores(const std::vector<std::vector<float>>& scores) {
 // The reported case: object 0 scores (1e20, 1, -1e20), exactly 1; added in the order NRA reads
 // the lists (1e20 first, -1e20 last) it came out 0 and object 1 (0.75) won on one thread.
 inline Lists cancelling_lists() {
-  return lists_from_scores({{1e20f, 1.0f, -1e20f},
+  return from_scores({{1e20f, 1.0f, -1e20f},
                             {0.25f, 0.25f, 0.25f},
                             {0.0f, 0.5f, 0.0f},
                             {-1e20f, 0.0f, 1e20f},
@@ -51,7 +52,7 @@ inline Lists mixed_magnitude_lists(std::uint64_t m, std::uint32_t n, std::uint64
       o[j] = -o[i];
     }
   }
-  return lists_from_scores(s);
+  return from_scores(s);
 }
 
 }  // namespace topk_cases

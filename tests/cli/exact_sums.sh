@@ -4,19 +4,9 @@
 # across magnitudes (1e20, 1, -1e20) give one answer on every algorithm and thread count.
 set -u
 T=$1
-fails=0
+source "$(dirname "$0")/lib.bash"  # check NAME CODE CMD... (output in $out), $fails
 D=$(mktemp -d /tmp/tandem-cli-sums.XXXXXX)
-trap 'rm -rf "$D"' EXIT
-check() {  # check NAME EXPECTED_CODE CMD...
-  local name=$1 want=$2; shift 2
-  "$@" >"$D/out" 2>"$D/err"
-  local got=$?
-  if [ "$got" != "$want" ]; then
-    echo "FAIL $name: exit $got, expected $want"; cat "$D/out" "$D/err"; fails=$((fails+1))
-  else
-    echo "ok   $name"
-  fi
-}
+trap 'rm -rf "$D" "$out"' EXIT
 fail() { echo "FAIL $1"; fails=$((fails+1)); }
 
 python3 - "$D" <<'PY'
@@ -39,22 +29,22 @@ PY
 for dev in cpu auto; do
   check "groupby-over-$dev" 2 "$T" groupby --keys "$D/k-over" --key-type i64 --values "$D/v-over" --value-type i64 \
     --agg sum,count --device $dev --out "$D/over.csv"
-  grep -q "key 7 overflows i64" "$D/err" || fail "over ($dev): message names the key: $(cat "$D/err")"
+  grep -q "key 7 overflows i64" "$out" || fail "over ($dev): message names the key: $(cat "$out")"
   [ ! -e "$D/over.csv" ] || fail "over ($dev): no output file"
   check "groupby-under-$dev" 2 "$T" groupby --keys "$D/k-under" --key-type i64 --values "$D/v-under" --value-type i64 \
     --agg sum --device $dev
-  grep -q "key -9 overflows i64 (it is below" "$D/err" || fail "under ($dev): $(cat "$D/err")"
+  grep -q "key -9 overflows i64 (it is below" "$out" || fail "under ($dev): $(cat "$out")"
   check "groupby-back-$dev" 0 "$T" groupby --keys "$D/k-back" --key-type i64 --values "$D/v-back" --value-type i64 \
     --agg sum,count --device $dev
-  [ "$(cat "$D/out")" = "$(printf 'key,sum,count\n7,9223372036854775807,3')" ] || fail "back ($dev): $(cat "$D/out")"
+  [ "$(cat "$out")" = "$(printf 'key,sum,count\n7,9223372036854775807,3')" ] || fail "back ($dev): $(cat "$out")"
 done
 
 first=""
 for algo in nra ta scan auto; do
   for threads in 1 2 3 8; do
     check "topk-$algo-$threads" 0 "$T" topk --lists "$D/cancel.tkl" --k 5 --algo $algo --threads $threads --json
-    [ -z "$first" ] && first=$(cat "$D/out")
-    [ "$(cat "$D/out")" = "$first" ] || fail "topk $algo on $threads threads differs: $(cat "$D/out") vs $first"
+    [ -z "$first" ] && first=$(cat "$out")
+    [ "$(cat "$out")" = "$first" ] || fail "topk $algo on $threads threads differs: $(cat "$out") vs $first"
   done
 done
 python3 -c '
