@@ -125,8 +125,7 @@ Result scan_cpu(const Lists& l, std::uint64_t k, const Aggregate& agg, const Opt
   const auto m = static_cast<std::int64_t>(l.m);
   Stopwatch w;
   std::vector<Acc> acc(l.m);
-  // Ids are distinct within a list, so a list's entries update distinct objects: no atomics, and
-  // each object sums its lists in list order (the reference's order).
+  // Ids are distinct within a list, so a list's entries update distinct objects: no atomics.
   for (std::uint32_t i = 0; i < l.n; ++i) {
     const Entry* L = l.entries.data() + std::size_t(i) * l.m;
 #pragma omp parallel for num_threads(threads) schedule(static)
