@@ -51,6 +51,7 @@ const bool registered = tandem::cli::register_command({
         else if (a->engine == "hash") o.mode = tandem::mr::Options::Mode::hash;
         else if (a->engine == "seed") o.mode = tandem::mr::Options::Mode::seed;
         else throw tandem::UsageError(fmt::format("--engine {}: expected auto, hash or seed", a->engine));
+        tandem::io::AtomicOutput out(a->out);  // checks the destination; the file is created when written
         tandem::Stopwatch w;
         auto keys = tandem::io::read_array(a->keys, kt);
         tandem::io::Array values;
@@ -59,7 +60,6 @@ const bool registered = tandem::cli::register_command({
         if (has_values && values.count != keys.count)
           throw tandem::InputError(fmt::format("{} has {} keys but {} has {} values: the columns must have the same length",
                                                a->keys, keys.count, a->values, values.count));
-        tandem::io::AtomicOutput out(a->out);
         auto g = tandem::mr::groupby(kt, keys.bytes.data(), keys.count, vt, has_values ? values.bytes.data() : nullptr,
                                      values.count, has_values, o);
         g.report.stages.insert(g.report.stages.begin(), {"read input", "cpu", read_s, fmt::format("{} keys", keys.count)});
