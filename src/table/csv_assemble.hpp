@@ -1,6 +1,7 @@
-// After the pieces are parsed: one type per column from every piece's evidence, then the
-// pieces' column parts joined into whole columns.
+// Around the piece parser: the column arrays laid out before parsing, one type per column from
+// every piece's evidence afterwards, and the pieces' rows joined into the table's columns.
 #pragma once
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -9,6 +10,18 @@
 #include "tandem/table.hpp"
 
 namespace tandem::csv {
+
+// The table's column arrays and each piece's place in them.
+struct Layout {
+  std::vector<PieceSpan> spans;
+  std::vector<std::shared_ptr<std::byte>> arrays;  // per column: one slot before the first row
+  std::vector<std::size_t> widths;                 // per column: bytes per slot
+  std::vector<std::size_t> first_slot;             // per piece, and the total at the end
+};
+
+// Spans over the record boundaries `cuts`, each with a slot per line break it holds (the last
+// piece one more), and arrays for every column (line breaks counted on `threads` threads).
+Layout lay_out(const std::vector<const char*>& cuts, const std::vector<ColumnStart>& starts, int threads);
 
 struct Reconciled {
   std::vector<ColumnType> types;       // one per column
@@ -23,8 +36,9 @@ struct Reconciled {
 // for parsing again.
 Reconciled reconcile_types(std::vector<Piece>& pieces, const std::vector<ColumnStart>& starts);
 
-// The columns of the table, each piece's rows in piece order.
-std::vector<Column> assemble(std::vector<Piece>& pieces, const std::vector<std::string>& names,
+// The table's columns: pieces' rows closed up where a piece held fewer records than slots,
+// string offsets shifted and bytes joined, validity from the missing rows.
+std::vector<Column> assemble(std::vector<Piece>& pieces, Layout& layout, const std::vector<std::string>& names,
                              const std::vector<ColumnType>& types, int threads);
 
 }  // namespace tandem::csv

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "table/csv_values.hpp"
+#include "table/raw_bytes.hpp"
 
 namespace tandem::csv {
 
@@ -14,7 +15,7 @@ void ByteStore::reserve(std::size_t n) {
 
 void ByteStore::grow(std::size_t need) {
   const std::size_t cap = std::max({need, capacity_ * 2, std::size_t{64}});
-  auto bigger = std::make_unique_for_overwrite<char[]>(cap);
+  auto bigger = tandem::detail::raw_bytes(cap);
   if (size_) std::memcpy(bigger.get(), data_.get(), size_);
   data_ = std::move(bigger);
   capacity_ = cap;
@@ -34,29 +35,22 @@ constexpr double kNegativeZero = -0.0;
 
 template <class T>
 void put(PieceColumn& c, std::size_t row, T v) {
-  std::memcpy(c.values.get() + row * sizeof(T), &v, sizeof(T));
+  std::memcpy(c.slots + row * sizeof(T), &v, sizeof(T));
 }
 
 // Parses the records of one piece once; run() says which column, if any, must restart as str.
 class PieceParser {
  public:
-  PieceParser(const PieceInput& in, Piece& piece, const std::vector<ColumnStart>& starts)
-      : in_(in), piece_(piece), scanner_(*in.scanner) {
-    capacity_ = static_cast<std::size_t>(std::count(piece.begin, piece.end, '\n')) + 1;
-    const auto bytes = static_cast<std::size_t>(piece.end - piece.begin);
+  PieceParser(const PieceInput& in, const PieceSpan& span, Piece& piece, const std::vector<ColumnStart>& starts)
+      : in_(in), span_(span), piece_(piece), scanner_(*in.scanner) {
     piece_.columns.resize(starts.size());
     for (std::size_t j = 0; j < starts.size(); ++j) {
       PieceColumn& c = piece_.columns[j];
       c.fixed = c.decided = starts[j].fixed;
       c.type = starts[j].type;
-      if (!c.fixed) continue;
-      if (c.type == ColumnType::str) {
-        c.offsets.reserve(capacity_ + 1);
-        c.offsets.push_back(0);
-        c.bytes.reserve(bytes);  // an upper bound; pages never written are never touched
-      } else {
-        c.values = std::make_unique_for_overwrite<std::byte[]>(capacity_ * value_width(c.type));
-      }
+      c.slots = span.slots[j];
+      // An upper bound; pages never written are never touched.
+      if (c.fixed && c.type == ColumnType::str) c.bytes.reserve(static_cast<std::size_t>(span.end - span.begin));
     }
   }
 
@@ -68,7 +62,7 @@ class PieceParser {
     if (c.decided && c.type == ColumnType::str) {
       if (f.empty() && !f.quoted) c.missing.push_back(row_);
       append_value(f, c.bytes);
-      c.offsets.push_back(c.bytes.size());
+      put<std::uint64_t>(c, row_, c.bytes.size());
       return Outcome::ok;
     }
     if (f.empty()) return store_empty(c, f.quoted);
@@ -82,7 +76,8 @@ class PieceParser {
       (quoted ? c.empties : c.missing).push_back(row_);
       return Outcome::ok;
     }
-    std::memset(c.values.get() + row_ * value_width(c.type), 0, value_width(c.type));
+    const std::size_t w = value_width(c.type);
+    std::memset(c.slots + row_ * w, 0, w);
     c.missing.push_back(row_);
     return Outcome::ok;
   }
@@ -91,7 +86,7 @@ class PieceParser {
   Outcome store_i64(PieceColumn& c, const Field& f, const char* at);
   Outcome store_f64(PieceColumn& c, const Field& f, const char* at);
   Outcome store_fixed(std::size_t j, PieceColumn& c, const Field& f, const char* at);
-  void become(PieceColumn& c, ColumnType t);
+  Outcome end_of_row(Stop s, std::size_t j, const char* p);
   void put_integer(PieceColumn& c, std::int64_t i, const Field& f) {
     put(c, row_, i);
     if (i == 0 && *f.begin == '-') c.negative_zeros.push_back(row_);  // stays -0.0 should c become f64
@@ -102,52 +97,40 @@ class PieceParser {
   }
 
   const PieceInput& in_;
+  const PieceSpan& span_;
   Piece& piece_;
   const Scanner& scanner_;
-  std::size_t capacity_{0};
   std::size_t row_{0};
 };
 
 std::size_t PieceParser::run() {
   const std::size_t ncols = in_.columns;
   const bool skip_blank = ncols >= 2;
-  const char* p = piece_.begin;
+  const char* p = span_.begin;
   Field f;
-  while (p < piece_.end) {
+  while (p < span_.end) {
     if (skip_blank && (*p == '\n' || (*p == '\r' && p + 1 < in_.data_end && p[1] == '\n'))) {
       p += *p == '\n' ? 1 : 2;
       continue;
     }
-    if (row_ == capacity_) {  // only a piece that starts off a record boundary gets here
+    if (row_ == span_.capacity) {  // only a piece that starts off a record boundary gets here
       fail(p, 0, "more records than lines (a piece began inside a quoted field)");
       break;
     }
-    Stop s = Stop::delimiter;
-    for (std::size_t j = 0; j < ncols; ++j) {
+    Outcome o = Outcome::ok;
+    for (std::size_t j = 0; j < ncols && o == Outcome::ok; ++j) {
       const char* at = p;
-      s = scanner_.next(p, in_.data_end, f);
+      const Stop s = scanner_.next(p, in_.data_end, f);
       if (is_error(s)) {
         fail(p, j + 1, describe(s, p));
-        piece_.stop = p;
-        return kNone;
+        o = Outcome::error;
+        break;
       }
-      const Outcome o = store(j, f, at);
+      o = store(j, f, at);
       if (o == Outcome::restart) return j;
-      if (o == Outcome::error) {
-        piece_.stop = p;
-        return kNone;
-      }
-      if (j + 1 < ncols && s != Stop::delimiter) {
-        fail(p - (s == Stop::line_end ? 1 : 0), j + 2,
-             fmt::format("the row ends after {} field{}; the header has {}", j + 1, j ? "s" : "", ncols));
-        piece_.stop = p;
-        return kNone;
-      }
+      if (o == Outcome::ok) o = end_of_row(s, j, p);
     }
-    if (s == Stop::delimiter) {
-      fail(p, ncols + 1, fmt::format("more fields than the header's {}", ncols));
-      break;
-    }
+    if (o != Outcome::ok) break;
     ++row_;
   }
   piece_.rows = row_;
@@ -155,8 +138,19 @@ std::size_t PieceParser::run() {
   return kNone;
 }
 
-void PieceParser::become(PieceColumn& c, ColumnType t) {
-  settle_undecided(c, t, row_, capacity_, static_cast<std::size_t>(piece_.end - piece_.begin));
+// After field j: a row must end after its last field and only there.
+Outcome PieceParser::end_of_row(Stop s, std::size_t j, const char* p) {
+  const std::size_t ncols = in_.columns;
+  if (j + 1 < ncols && s != Stop::delimiter) {
+    fail(p - (s == Stop::line_end ? 1 : 0), j + 2,
+         fmt::format("the row ends after {} field{}; the header has {}", j + 1, j ? "s" : "", ncols));
+    return Outcome::error;
+  }
+  if (j + 1 == ncols && s == Stop::delimiter) {
+    fail(p, ncols + 1, fmt::format("more fields than the header's {}", ncols));
+    return Outcome::error;
+  }
+  return Outcome::ok;
 }
 
 void PieceParser::note_overflow(PieceColumn& c, const Field& f, const char* at) {
@@ -170,18 +164,18 @@ Outcome PieceParser::decide(PieceColumn& c, const Field& f, const char* at) {
   double d;
   const Parsed as_int = f.escaped ? Parsed::not_a_number : parse_number(f.begin, f.end, i);
   if (as_int == Parsed::ok) {
-    become(c, ColumnType::i64);
+    settle_undecided(c, ColumnType::i64, row_);
     put_integer(c, i, f);
     return Outcome::ok;
   }
   if (!f.escaped && parse_number(f.begin, f.end, d) == Parsed::ok) {
-    become(c, ColumnType::f64);
+    settle_undecided(c, ColumnType::f64, row_);
     if (as_int == Parsed::out_of_range) note_overflow(c, f, at);
     else c.saw_fraction = true;
     put(c, row_, d);
     return Outcome::ok;
   }
-  become(c, ColumnType::str);
+  settle_undecided(c, ColumnType::str, row_, static_cast<std::size_t>(span_.end - span_.begin));
   return store(static_cast<std::size_t>(&c - piece_.columns.data()), f, at);
 }
 
@@ -232,41 +226,32 @@ Outcome PieceParser::store_fixed(std::size_t j, PieceColumn& c, const Field& f, 
 
 }  // namespace
 
-void settle_undecided(PieceColumn& c, ColumnType t, std::size_t rows, std::size_t capacity, std::size_t byte_capacity) {
+void settle_undecided(PieceColumn& c, ColumnType t, std::size_t rows, std::size_t byte_capacity) {
   c.type = t;
   c.decided = true;
-  if (t == ColumnType::str) {
-    c.offsets.reserve(capacity + 1);
-    c.offsets.assign(rows + 1, 0);  // missing rows, or empty strings ("")
-    c.bytes.reserve(byte_capacity);
-  } else {
-    c.values = std::make_unique_for_overwrite<std::byte[]>(std::max<std::size_t>(capacity, 1) * value_width(t));
-    std::memset(c.values.get(), 0, rows * value_width(t));
-    c.missing.insert(c.missing.end(), c.empties.begin(), c.empties.end());  // "" is missing in numbers
-  }
+  std::memset(c.slots, 0, rows * 8);  // numbers 0; strings: every row ends at offset 0
+  if (t == ColumnType::str) c.bytes.reserve(byte_capacity);
+  else c.missing.insert(c.missing.end(), c.empties.begin(), c.empties.end());  // "" is missing in numbers
   c.empties.clear();
 }
 
 void convert_to_f64(PieceColumn& c, std::size_t rows) {
-  auto* v = c.values.get();
   for (std::size_t i = 0; i < rows; ++i) {
     std::int64_t x;
-    std::memcpy(&x, v + i * 8, 8);
+    std::memcpy(&x, c.slots + i * 8, 8);
     const auto d = static_cast<double>(x);
-    std::memcpy(v + i * 8, &d, 8);
+    std::memcpy(c.slots + i * 8, &d, 8);
   }
   for (const std::size_t r : c.negative_zeros)
-    if (r < rows) std::memcpy(v + r * 8, &kNegativeZero, 8);
+    if (r < rows) std::memcpy(c.slots + r * 8, &kNegativeZero, 8);
   c.negative_zeros.clear();
   c.type = ColumnType::f64;
 }
 
-Piece parse_piece(const PieceInput& in, const char* begin, const char* end, std::vector<ColumnStart> starts) {
+Piece parse_piece(const PieceInput& in, const PieceSpan& span, std::vector<ColumnStart> starts) {
   for (;;) {
     Piece piece;
-    piece.begin = begin;
-    piece.end = end;
-    PieceParser parser(in, piece, starts);
+    PieceParser parser(in, span, piece, starts);
     const std::size_t restart = parser.run();
     if (restart == kNone) return piece;
     starts[restart] = {ColumnType::str, true};

@@ -75,9 +75,10 @@ class CsvReader {
   void check_names(const std::vector<std::string>& names, const std::vector<const char*>& at) const;
   std::vector<csv::ColumnStart> column_starts(const Header& h) const;
   std::size_t piece_bytes(std::size_t body) const;
-  std::vector<csv::Piece> parse_pieces(const std::vector<const char*>& cuts, const csv::PieceInput& in,
+  std::vector<csv::Piece> parse_pieces(const csv::Layout& layout, const csv::PieceInput& in,
                                        const std::vector<csv::ColumnStart>& starts) const;
-  void throw_first_error(const std::vector<csv::Piece>& pieces, const std::vector<std::string>& names) const;
+  void throw_first_error(const std::vector<csv::Piece>& pieces, const std::vector<csv::PieceSpan>& spans,
+                         const std::vector<std::string>& names) const;
   [[noreturn]] void raise(const ParseError& e, const std::vector<std::string>& names) const;
   std::size_t line_of(std::size_t pos) const {
     return 1 + static_cast<std::size_t>(std::count(text_, text_ + std::min<std::size_t>(pos, end_ - text_), '\n'));
@@ -154,20 +155,21 @@ std::size_t CsvReader::piece_bytes(std::size_t body) const {
   return std::clamp<std::size_t>(target, std::size_t{1} << 20, std::size_t{64} << 20);
 }
 
-std::vector<csv::Piece> CsvReader::parse_pieces(const std::vector<const char*>& cuts, const csv::PieceInput& in,
+std::vector<csv::Piece> CsvReader::parse_pieces(const csv::Layout& layout, const csv::PieceInput& in,
                                                 const std::vector<csv::ColumnStart>& starts) const {
-  std::vector<csv::Piece> pieces(cuts.size() - 1);
+  std::vector<csv::Piece> pieces(layout.spans.size());
 #pragma omp parallel for num_threads(threads_) schedule(dynamic, 1)
-  for (std::size_t i = 0; i < pieces.size(); ++i) pieces[i] = csv::parse_piece(in, cuts[i], cuts[i + 1], starts);
+  for (std::size_t i = 0; i < pieces.size(); ++i) pieces[i] = csv::parse_piece(in, layout.spans[i], starts);
   return pieces;
 }
 
 // The first error in the file is found by the piece that holds it: every piece before it began
 // at a true record boundary (quote parity is exact up to the first malformed byte).
-void CsvReader::throw_first_error(const std::vector<csv::Piece>& pieces, const std::vector<std::string>& names) const {
-  for (const auto& p : pieces) {
-    if (p.error) raise(*p.error, names);
-    if (p.stop != p.end) throw Error(fmt::format("{}: CSV piece ended off its boundary", source_));
+void CsvReader::throw_first_error(const std::vector<csv::Piece>& pieces, const std::vector<csv::PieceSpan>& spans,
+                                  const std::vector<std::string>& names) const {
+  for (std::size_t i = 0; i < pieces.size(); ++i) {
+    if (pieces[i].error) raise(*pieces[i].error, names);
+    if (pieces[i].stop != spans[i].end) throw Error(fmt::format("{}: CSV piece ended off its boundary", source_));
   }
 }
 
@@ -186,17 +188,18 @@ Table CsvReader::read() {
   const csv::PieceInput in{text_, end_, &scanner, h.names.size()};
   auto starts = column_starts(h);
   const auto cuts = csv::split_records(h.body, end_, piece_bytes(static_cast<std::size_t>(end_ - h.body)), threads_);
-  auto pieces = parse_pieces(cuts, in, starts);
-  throw_first_error(pieces, h.names);
+  csv::Layout layout = csv::lay_out(cuts, starts, threads_);
+  auto pieces = parse_pieces(layout, in, starts);
+  throw_first_error(pieces, layout.spans, h.names);
   const csv::Reconciled r = csv::reconcile_types(pieces, starts);
   if (r.overflow) raise(*r.overflow, h.names);
-  std::vector<csv::ColumnStart> final_starts;
-  for (auto t : r.types) final_starts.push_back({t, true});
+  std::vector<csv::ColumnStart> settled;
+  for (auto t : r.types) settled.push_back({t, true});
 #pragma omp parallel for num_threads(threads_) schedule(dynamic, 1)
   for (std::size_t i = 0; i < pieces.size(); ++i)
-    if (r.reparse[i]) pieces[i] = csv::parse_piece(in, cuts[i], cuts[i + 1], final_starts);
-  throw_first_error(pieces, h.names);
-  return Table(csv::assemble(pieces, h.names, r.types, threads_));
+    if (r.reparse[i]) pieces[i] = csv::parse_piece(in, layout.spans[i], settled);
+  throw_first_error(pieces, layout.spans, h.names);
+  return Table(csv::assemble(pieces, layout, h.names, r.types, threads_));
 }
 
 }  // namespace

@@ -35,6 +35,20 @@ Parsed parse_float_slow(const char* b, const char* e, T& out) {
 // or nan. Floats too large for T are out_of_range; too small ones round (to 0 or a subnormal).
 template <class T>
 Parsed parse_number(const char* b, const char* e, T& out) {
+  if constexpr (std::is_same_v<T, std::int64_t>) {
+    // Up to 18 digits cannot overflow: one multiply-add per digit, no checks.
+    const char* p = b + (b < e && (*b == '-' || *b == '+'));
+    if (e - p > 0 && e - p <= 18) {
+      std::uint64_t v = 0;
+      for (; p < e; ++p) {
+        const unsigned d = static_cast<unsigned char>(*p) - unsigned{'0'};
+        if (d > 9) return Parsed::not_a_number;
+        v = v * 10 + d;
+      }
+      out = *b == '-' ? -static_cast<std::int64_t>(v) : static_cast<std::int64_t>(v);
+      return Parsed::ok;
+    }
+  }
   b = detail::skip_plus(b, e);
   if constexpr (std::is_integral_v<T>) {
     const auto r = std::from_chars(b, e, out);
