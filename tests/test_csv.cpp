@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "tandem/csv.hpp"
 #include "tandem/error.hpp"
@@ -404,4 +405,60 @@ TEST(Csv, WriterHandlesManyRowsInOrder) {
   t.add(make_column("v", std::move(v)));
   const Table back = read(csv_of(t), {.threads = 2});
   EXPECT_TRUE(same_table(t, back));
+}
+
+// pandas (Debian's python3-pandas) reads the written file to the same values; pandas cannot tell
+// "" from a missing string, so the strings here are never empty.
+TEST(Csv, PandasReadsTheWrittenValues) {
+  if (std::system("/usr/bin/python3 -c 'import pandas' 2>/dev/null") != 0) GTEST_SKIP() << "no pandas";
+  const std::size_t n = 200;
+  std::mt19937_64 rng(7);
+  std::vector<std::string> s(n);
+  std::vector<std::int64_t> i(n);
+  std::vector<double> f(n);
+  const double specials[] = {-0.0, std::nan(""), INFINITY, -INFINITY, 0.1, 1e-300, 123456789.125};
+  for (std::size_t r = 0; r < n; ++r) {
+    do s[r] = tricky_string(rng);
+    while (s[r].empty() || s[r].find('\xff') != std::string::npos);  // pandas wants UTF-8
+    i[r] = static_cast<std::int64_t>(rng() >> 11) * (rng() % 2 ? 1 : -1);  // pandas' Int64 passes through f64
+    f[r] = rng() % 2 ? specials[rng() % std::size(specials)] : std::ldexp(double(rng() >> 11), int(rng() % 40) - 20);
+  }
+  Table t;
+  t.add(make_string_column("s", s, make_validity(n, [](std::size_t r) { return r % 5 != 0; })));
+  t.add(make_column("i", std::move(i), make_validity(n, [](std::size_t r) { return r % 7 != 0; })));
+  t.add(make_column("f", std::move(f), make_validity(n, [](std::size_t r) { return r % 3 != 0; })));
+  TempDir d;
+  std::ofstream(d.file("t.csv")) << csv_of(t);
+  const std::string cmd = fmt::format(
+      "/usr/bin/python3 -c \""
+      "import pandas as pd, json, math;"
+      "df = pd.read_csv('{}', dtype={{'s': object, 'i': 'Int64', 'f': 'float64'}}, keep_default_na=False,"
+      " na_values={{'s': [''], 'i': [''], 'f': ['', 'nan']}}, float_precision='round_trip');"
+      "print(json.dumps({{'s': [None if pd.isna(x) else x for x in df.s],"
+      " 'i': [None if pd.isna(x) else int(x) for x in df.i],"
+      " 'f': ['nan' if math.isnan(x) else float.hex(x) for x in df.f]}}))\"",
+      d.file("t.csv"));
+  FILE* p = ::popen(cmd.c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  std::string out;
+  char buf[4096];
+  while (std::fgets(buf, sizeof buf, p)) out += buf;
+  ASSERT_EQ(::pclose(p), 0) << out;
+  const auto j = nlohmann::json::parse(out);
+  for (std::size_t r = 0; r < n; ++r) {
+    const Column &cs = t.column("s"), &ci = t.column("i"), &cf = t.column("f");
+    EXPECT_EQ(j["s"][r].is_null(), !cs.present(r)) << r;
+    if (cs.present(r)) {
+      EXPECT_EQ(j["s"][r].get<std::string>(), cs.string(r)) << r;
+    }
+    EXPECT_EQ(j["i"][r].is_null(), !ci.present(r)) << r;
+    if (ci.present(r)) {
+      EXPECT_EQ(j["i"][r].get<std::int64_t>(), ci.numbers<std::int64_t>()[r]) << r;
+    }
+    const double v = cf.numbers<double>()[r];
+    const std::string want = !cf.present(r) || std::isnan(v) ? "nan" : fmt::format("{:a}", v);
+    std::string got = j["f"][r].get<std::string>();
+    if (got != "nan") got = fmt::format("{:a}", std::strtod(got.c_str(), nullptr));  // Python's hex, C's spelling
+    EXPECT_EQ(got, want) << r;
+  }
 }
