@@ -203,6 +203,40 @@ TEST(Csv, NanSignedZeroAndInfinities) {
             "t.csv:2: column 1 ('x'): '1e400' is out of the range of an f64");
 }
 
+TEST(Csv, NumbersOfEverySpelling) {
+  // The first value fixes each column's type, so later ones take the one-pass path where they can.
+  const Table t = read(
+      "i,f,g\n"
+      "1,0.5,1.5\n"
+      "+5,+1.5,2\n"
+      "0012,.5,-inf\n"
+      "-0,5.,1e-400\n"
+      "1000000000000000000,1E3,nan\n"
+      "-9223372036854775808,-0.0,\"7\"\n"
+      "9223372036854775807,1e308,\r\n");
+  const auto i = t.column("i").numbers<std::int64_t>();
+  const auto f = t.column("f").numbers<double>();
+  const auto g = t.column("g").numbers<double>();
+  EXPECT_EQ(std::vector<std::int64_t>(i.begin(), i.end()),
+            (std::vector<std::int64_t>{1, 5, 12, 0, 1'000'000'000'000'000'000, INT64_MIN, INT64_MAX}));
+  EXPECT_EQ(std::vector<double>(f.begin(), f.end()), (std::vector<double>{0.5, 1.5, 0.5, 5, 1000, -0.0, 1e308}));
+  EXPECT_TRUE(std::signbit(f[5]));
+  EXPECT_EQ(g[1], 2.0);
+  EXPECT_EQ(g[2], -INFINITY);
+  EXPECT_EQ(g[3], 0.0);
+  EXPECT_TRUE(std::isnan(g[4]));
+  EXPECT_EQ(g[5], 7.0);
+  EXPECT_FALSE(t.column("g").present(6));
+  EXPECT_EQ(error_of("i\n1\n9223372036854775808\n").rfind(
+                "t.csv:3: column 1 ('i'): '9223372036854775808' is an integer beyond the range of i64", 0),
+            0u);
+  // A number followed by text is text: the column becomes str with every value as written.
+  const Table s = read("a,b\n1,2\n12x,3\n-0,4\n");
+  EXPECT_EQ(s.column("a").type, ColumnType::str);
+  EXPECT_EQ(s.column("a").string(1), "12x");
+  EXPECT_EQ(s.column("a").string(2), "-0");
+}
+
 TEST(Csv, SchemaNamesSomeColumnsTheOthersAreInferred) {
   const Table t = read("id,v,w,u\n001,5,1.25,7\n002,6,2,8\n",
                        {.schema = parse_csv_schema("id:str,v:f32,u:u32")});
@@ -214,6 +248,7 @@ TEST(Csv, SchemaNamesSomeColumnsTheOthersAreInferred) {
   EXPECT_EQ(big.column("n").numbers<std::uint64_t>()[0], std::numeric_limits<std::uint64_t>::max());
   EXPECT_THROW(read("a\n1\n", {.schema = parse_csv_schema("b:i64")}), UsageError);
   EXPECT_THROW(parse_csv_schema("a:i64,a:str"), UsageError);
+  EXPECT_THROW(read("a\n1\n", {.schema = {{"a", ColumnType::i64}, {"a", ColumnType::str}}}), UsageError);
   EXPECT_THROW(parse_csv_schema("a=i64"), UsageError);
   EXPECT_THROW(parse_csv_schema("a:i128"), UsageError);
   EXPECT_EQ(parse_csv_schema("a:b:str")[0].name, "a:b");  // the type follows the last colon

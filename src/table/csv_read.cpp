@@ -142,7 +142,9 @@ std::vector<csv::ColumnStart> CsvReader::column_starts(const Header& h) const {
       throw UsageError(fmt::format("{}: the schema names column '{}', which the header lacks (columns: {})", source_,
                                    s.name, names));
     }
-    starts[static_cast<std::size_t>(it - h.names.begin())] = {s.type, true};
+    auto& start = starts[static_cast<std::size_t>(it - h.names.begin())];
+    if (start.fixed) throw UsageError(fmt::format("the schema names column '{}' twice", s.name));
+    start = {s.type, true};
   }
   return starts;
 }
