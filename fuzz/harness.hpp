@@ -52,6 +52,10 @@ void expect_tandem_errors_only(const char* what, F&& f) {
   }
 }
 
+// The targets run many tiny OpenMP regions; workers that spin (and yield) after each one take the
+// CPU from the next input on a busy machine. Set before the OpenMP runtime starts, at load time.
+inline const bool openmp_workers_sleep = [] { return ::setenv("KMP_BLOCKTIME", "0", 0) == 0; }();
+
 // A private folder under $TMPDIR for the whole run, removed at exit (held by a pointer that is
 // never destroyed, so the exit handler can still read it).
 inline const std::filesystem::path& scratch_dir() {
