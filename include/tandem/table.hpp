@@ -60,9 +60,9 @@ decltype(auto) visit_numeric(ColumnType t, F&& f) {
 class Buffer {
  public:
   Buffer() = default;
-  template <class T>
-  static Buffer take(std::vector<T> v) {
-    auto owned = std::make_shared<std::vector<T>>(std::move(v));
+  template <class T, class Alloc>
+  static Buffer take(std::vector<T, Alloc> v) {
+    auto owned = std::make_shared<std::vector<T, Alloc>>(std::move(v));
     Buffer b;
     b.data_ = reinterpret_cast<const std::byte*>(owned->data());
     b.size_ = owned->size() * sizeof(T);
