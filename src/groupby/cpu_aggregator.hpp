@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "groupby/cpu_output.hpp"
+#include "groupby/cpu_scratch.hpp"
 #include "tandem/error.hpp"
 #include "tandem/groupby.hpp"
 #include "tandem/table.hpp"
@@ -25,12 +26,12 @@ struct NoInput {};
 // An input column's rows in partition order: numbers as their bytes, strings as views into the
 // input, and one byte per row for presence when the column has missing values.
 struct ScatteredColumn {
-  std::vector<std::byte> values;
-  std::vector<std::uint8_t> present;  // empty: every row present
+  Scratch<std::byte> values;
+  Scratch<std::uint8_t> present;  // empty: every row present
+  explicit ScatteredColumn(const Column& c);
+  // values[pos[j]] = row begin + j of the column, for rows [begin, end).
+  void scatter(const Column& c, const std::uint32_t* pos, std::size_t begin, std::size_t end);
 };
-
-// out[pos[i]] = row i of the column, for the n rows.
-ScatteredColumn scatter_column(const Column& c, const std::uint32_t* pos, std::size_t n, int threads);
 
 class Aggregator {
  public:
@@ -55,9 +56,10 @@ class DecomposableAggregator : public Aggregator {
   virtual std::size_t state_bytes() const = 0;
   // `slots` arrays of `groups` states, each at the identity.
   virtual void allocate(std::size_t slots, std::size_t groups) = 0;
-  // Folds input rows [begin, end) into slot `slot`, row i into group gid[i].
+  // Folds input rows [begin, end) into slot `slot`, row begin + j into group gid[j].
   virtual void update(std::size_t slot, const std::uint32_t* gid, std::size_t begin, std::size_t end) = 0;
-  // Folds positions [begin, end) of the scattered input (null for count()) into slot 0.
+  // Folds positions [begin, end) of the scattered input (null for count()) into slot 0,
+  // position begin + j into group gid[j].
   virtual void update_scattered(const ScatteredColumn* in, const std::uint32_t* gid, std::size_t begin,
                                 std::size_t end) = 0;
   // Merges slots 1, 2, … in that order into slot 0 for groups [g0, g1).
@@ -70,7 +72,7 @@ class HolisticAggregator : public Aggregator {
   bool holistic() const final { return true; }
   virtual void allocate(std::size_t groups) = 0;
   // Computes groups [g0, g1) from positions [begin, end) of the scattered input, whose group ids
-  // gid[begin, end) all lie in that range.
+  // gid[0, end - begin) all lie in that range.
   virtual void compute(const ScatteredColumn& in, const std::uint32_t* gid, std::size_t begin, std::size_t end,
                        std::uint32_t g0, std::uint32_t g1) = 0;
 };
@@ -131,7 +133,7 @@ template <class Op, class Get, class Present>
 void fold_rows(typename Op::State* st, const std::uint32_t* gid, std::size_t begin, std::size_t end, Get get,
                Present present) {
   for (std::size_t i = begin; i < end; ++i)
-    if (present(i)) Op::update(st[gid[i]], get(i));
+    if (present(i)) Op::update(st[gid[i - begin]], get(i));
 }
 
 template <class Op, class T>
@@ -196,12 +198,12 @@ class Holistic final : public HolisticAggregator {
                std::uint32_t g0, std::uint32_t g1) override {
     with_scattered<T>(&in, [&](auto get, auto present) {
       std::vector<std::size_t> start(g1 - g0 + 1, 0);
-      for (std::size_t j = begin; j < end; ++j) start[gid[j] - g0 + 1] += present(j);
+      for (std::size_t j = begin; j < end; ++j) start[gid[j - begin] - g0 + 1] += present(j);
       for (std::size_t g = 1; g < start.size(); ++g) start[g] += start[g - 1];
       std::vector<T> values(start.back());
       std::vector<std::size_t> next(start.begin(), start.end() - 1);
       for (std::size_t j = begin; j < end; ++j)
-        if (present(j)) values[next[gid[j] - g0]++] = get(j);
+        if (present(j)) values[next[gid[j - begin] - g0]++] = get(j);
       std::vector<std::optional<Out>> out(outputs_);
       for (std::uint32_t g = g0; g < g1; ++g) {
         const std::span<T> group(values.data() + start[g - g0], start[g - g0 + 1] - start[g - g0]);

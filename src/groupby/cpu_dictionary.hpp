@@ -1,33 +1,60 @@
-// Dictionary encoding of one key column: every row gets the rank of its key among the column's
+// Dictionary encoding of one key column: every row's key gets its rank among the column's
 // distinct keys in key order (so codes sort as keys do), a missing row the code after them all.
 //
-// Each thread numbers the keys of its own contiguous rows in an open-addressing table (no
-// sharing); the distinct keys of all threads are then sorted once, which gives each thread's
-// local numbers their ranks, and a last pass replaces local numbers by ranks. The ranks do not
-// depend on the thread count.
+// Threads take fixed chunks of rows in turn and number the keys of their chunks in their own
+// open-addressing tables (no sharing; probes are batched with prefetches so a table larger than
+// the cache costs throughput, not latency). The distinct keys of all threads are then sorted
+// once, which gives every thread's numbers their ranks; rows keep their thread's number and are
+// turned into ranks where the codes are read (LocalCodes::codes). Ranks do not depend on the
+// thread count.
 #pragma once
 #include <omp.h>
 
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <cstdint>
 #include <parallel/algorithm>
 #include <vector>
 
+#include "groupby/cpu_scratch.hpp"
+
 namespace tandem::cpu_groupby {
 
-inline constexpr std::uint32_t kMissingCode = UINT32_MAX;  // a missing row, before ranks are known
+inline constexpr std::uint32_t kMissingCode = UINT32_MAX;
+inline constexpr unsigned kChunkShift = 16;  // rows are numbered in chunks of 2^16
 
-// Key → id in first-seen order, with a row holding each key. Linear probing at load <= 1/2.
+// Each row's number from the thread that saw it, and each thread's numbers' ranks.
+struct LocalCodes {
+  Scratch<std::uint32_t> local;                  // per row; kMissingCode for a missing row
+  std::vector<std::uint16_t> owner;              // per chunk: its thread (empty: local holds ranks)
+  std::vector<std::vector<std::uint32_t>> rank;  // per thread: number -> rank
+  std::uint32_t missing{0};                      // a missing row's code: the number of distinct keys
+
+  // The codes of rows [begin, end) into out[0, end - begin).
+  void codes(std::size_t begin, std::size_t end, std::uint32_t* out) const {
+    for (std::size_t i = begin; i < end;) {
+      const std::size_t stop = std::min(end, ((i >> kChunkShift) + 1) << kChunkShift);
+      const std::uint32_t* r = owner.empty() ? nullptr : rank[owner[i >> kChunkShift]].data();
+      for (; i < stop; ++i) {
+        const std::uint32_t c = local[i];
+        out[i - begin] = c == kMissingCode ? missing : r ? r[c] : c;
+      }
+    }
+  }
+};
+
+// Key -> number in first-seen order, with a row holding each key. Linear probing, load <= 1/2.
 template <class Key, class Hash>
 class KeyIds {
  public:
   KeyIds() { slots_.assign(64, Slot{Key{}, kEmpty}); }
 
-  std::uint32_t id(const Key& k, std::size_t row) {
-    std::size_t i = Hash{}(k) & (slots_.size() - 1);
+  void prefetch(std::uint64_t h) const { __builtin_prefetch(&slots_[h & (slots_.size() - 1)]); }
+  std::uint32_t id(const Key& k, std::uint64_t h, std::size_t row) {
+    std::size_t i = h & (slots_.size() - 1);
     while (true) {
-      Slot& s = slots_[i];
+      const Slot& s = slots_[i];
       if (s.id == kEmpty) break;
       if (s.key == k) return s.id;
       i = (i + 1) & (slots_.size() - 1);
@@ -71,27 +98,44 @@ struct Dictionary {
   std::uint64_t card() const { return sorted.size() + (missing ? 1 : 0); }
 };
 
-// codes[i] = rank of load(i) among the distinct keys (Less orders them), or sorted.size() when
-// !present(i).
+// Numbers the rows' keys per thread into `out` and ranks them (Less orders keys). `stop` lets
+// load() end the pass early (a string too long for its key type): then the result is empty.
 template <class Key, class Hash, class Less, class Load, class Present>
-Dictionary<Key> encode_dictionary(std::size_t n, int threads, Load load, Present present, Less less,
-                                  std::uint32_t* codes) {
-  const int T = std::max(1, std::min<int>(threads, static_cast<int>(n / 4096 + 1)));
+Dictionary<Key> encode_dictionary(std::size_t n, int threads, Load load, Present present, Less less, LocalCodes& out,
+                                  const std::atomic<bool>* stop = nullptr) {
+  const std::size_t chunks = (n + (std::size_t{1} << kChunkShift) - 1) >> kChunkShift;
+  const int T = std::max(1, std::min<int>(threads, static_cast<int>(chunks)));
+  out.local.resize(n);
+  out.owner.assign(chunks, 0);
   std::vector<KeyIds<Key, Hash>> tables(T);
   int any_missing = 0;
-#pragma omp parallel num_threads(T) reduction(| : any_missing)
-  {
+#pragma omp parallel for num_threads(T) schedule(dynamic, 1) reduction(| : any_missing)
+  for (std::size_t c = 0; c < chunks; ++c) {
+    if (stop && stop->load(std::memory_order_relaxed)) continue;
     const int t = omp_get_thread_num();
     auto& table = tables[t];
-    for (std::size_t i = n * t / T, end = n * (t + 1) / T; i < end; ++i) {
-      if (!present(i)) {
-        codes[i] = kMissingCode;
-        any_missing = 1;
-      } else {
-        codes[i] = table.id(load(i), i);
+    out.owner[c] = static_cast<std::uint16_t>(t);
+    constexpr std::size_t kBatch = 16;
+    Key keys[kBatch];
+    std::uint64_t hashes[kBatch];
+    for (std::size_t b = c << kChunkShift, end = std::min(n, (c + 1) << kChunkShift); b < end; b += kBatch) {
+      const std::size_t m = std::min(kBatch, end - b);
+      for (std::size_t j = 0; j < m; ++j) {
+        if (!present(b + j)) continue;
+        keys[j] = load(b + j);
+        hashes[j] = Hash{}(keys[j]);
+        table.prefetch(hashes[j]);
+      }
+      for (std::size_t j = 0; j < m; ++j) {
+        const bool p = present(b + j);
+        any_missing |= !p;
+        out.local[b + j] = p ? table.id(keys[j], hashes[j], b + j) : kMissingCode;
       }
     }
   }
+  Dictionary<Key> d;
+  if (stop && stop->load()) return d;
+  d.missing = any_missing != 0;
   struct Entry {
     Key key;
     std::uint32_t thread, local;
@@ -99,27 +143,19 @@ Dictionary<Key> encode_dictionary(std::size_t n, int threads, Load load, Present
   std::vector<Entry> all;
   for (int t = 0; t < T; ++t)
     for (std::uint32_t j = 0; j < tables[t].keys().size(); ++j) all.push_back({tables[t].keys()[j], std::uint32_t(t), j});
-  __gnu_parallel::sort(all.begin(), all.end(), [&](const Entry& a, const Entry& b) { return less(a.key, b.key); },
-                       __gnu_parallel::default_parallel_tag(T));
-  Dictionary<Key> d;
-  d.missing = any_missing != 0;
-  std::vector<std::vector<std::uint32_t>> rank(T);
-  for (int t = 0; t < T; ++t) rank[t].resize(tables[t].keys().size());
+  const auto by_key = [&](const Entry& a, const Entry& b) { return less(a.key, b.key); };
+  if (all.size() < (std::size_t{1} << 16) || T == 1) std::sort(all.begin(), all.end(), by_key);
+  else __gnu_parallel::sort(all.begin(), all.end(), by_key, __gnu_parallel::default_parallel_tag(T));
+  out.rank.assign(T, {});
+  for (int t = 0; t < T; ++t) out.rank[t].resize(tables[t].keys().size());
   for (std::size_t j = 0; j < all.size(); ++j) {
     if (j == 0 || less(all[j - 1].key, all[j].key)) {
       d.sorted.push_back(all[j].key);
       d.rows.push_back(tables[all[j].thread].rows()[all[j].local]);
     }
-    rank[all[j].thread][all[j].local] = static_cast<std::uint32_t>(d.sorted.size() - 1);
+    out.rank[all[j].thread][all[j].local] = static_cast<std::uint32_t>(d.sorted.size() - 1);
   }
-  const auto missing_code = static_cast<std::uint32_t>(d.sorted.size());
-#pragma omp parallel num_threads(T)
-  {
-    const int t = omp_get_thread_num();
-    const std::uint32_t* r = rank[t].data();
-    for (std::size_t i = n * t / T, end = n * (t + 1) / T; i < end; ++i)
-      codes[i] = codes[i] == kMissingCode ? missing_code : r[codes[i]];
-  }
+  out.missing = static_cast<std::uint32_t>(d.sorted.size());
   return d;
 }
 

@@ -2,6 +2,7 @@
 
 #include <omp.h>
 
+#include <algorithm>
 #include <map>
 
 #include <fmt/format.h>
@@ -55,86 +56,107 @@ Aggregators make_aggregators(const Table& in, const GroupBySpec& spec, Report& r
   return a;
 }
 
-void fold_in_slots(Aggregators& a, const std::uint32_t* gid, std::size_t n, std::uint64_t groups,
-                   const AggregationPlan& plan, int threads) {
+void fold_in_slots(Aggregators& a, const GroupKeys& keys, std::size_t n, const AggregationPlan& plan, int threads) {
   const auto& ds = a.decomposable;
-  for (auto* d : ds) d->allocate(plan.slots, groups);
-#pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
-  for (std::size_t s = 0; s < plan.slots; ++s) {
-    const std::size_t end = std::min(n, (s + 1) * plan.slot_rows);
-    for (std::size_t b = s * plan.slot_rows; b < end; b += kBlockRows)
-      for (auto* d : ds) d->update(s, gid, b, std::min(end, b + kBlockRows));
+  for (auto* d : ds) d->allocate(plan.slots, keys.groups());
+#pragma omp parallel num_threads(threads)
+  {
+    std::vector<std::uint32_t> gid(kBlockRows);
+#pragma omp for schedule(dynamic, 1)
+    for (std::size_t s = 0; s < plan.slots; ++s) {
+      const std::size_t end = std::min(n, (s + 1) * plan.slot_rows);
+      for (std::size_t b = s * plan.slot_rows; b < end; b += kBlockRows) {
+        const std::size_t e = std::min(end, b + kBlockRows);
+        keys.fill(b, e, gid.data());
+        for (auto* d : ds) d->update(s, gid.data(), b, e);
+      }
+    }
   }
-  if (plan.slots > 1) {
-    const std::size_t pieces = std::min<std::uint64_t>(groups, 16 * static_cast<std::uint64_t>(threads));
-#pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
-    for (std::size_t c = 0; c < pieces; ++c)
-      for (auto* d : ds) d->merge_slots(groups * c / pieces, groups * (c + 1) / pieces);
-  }
+  if (plan.slots == 1) return;
+  const std::uint64_t groups = keys.groups();
+  const std::size_t pieces = std::min<std::uint64_t>(groups, groups * plan.slots < (1u << 16) ? 1 : 16 * threads);
+#pragma omp parallel for num_threads(pieces > 1 ? threads : 1) schedule(dynamic, 1)
+  for (std::size_t c = 0; c < pieces; ++c)
+    for (auto* d : ds) d->merge_slots(groups * c / pieces, groups * (c + 1) / pieces);
 }
 
-// The rows in partition order (stable): their group ids, where each row went, and where each
-// partition starts.
+// The rows in partition order (stable): their group ids, each needed input column's values, and
+// where each partition starts. Chunks of rows count their partitions, then place their rows.
 struct Partitions {
-  std::vector<std::uint32_t> gid, pos;
+  Scratch<std::uint32_t> gid;
+  std::map<const Column*, ScatteredColumn> columns;
   std::vector<std::size_t> start;
 };
 
-Partitions partition_rows(const std::uint32_t* gid, std::size_t n, const AggregationPlan& plan, int threads) {
-  const std::size_t P = plan.partitions, C = std::max<std::size_t>(1, std::min<std::size_t>(4 * threads, n / 4096 + 1));
+Partitions partition_rows(const GroupKeys& keys, std::size_t n, const std::vector<const Column*>& inputs,
+                          const AggregationPlan& plan, int threads) {
+  const std::size_t P = plan.partitions, C = std::max<std::size_t>(1, (n + kBlockRows - 1) / kBlockRows);
   const unsigned shift = plan.partition_shift;
-  std::vector<std::size_t> offset(C * P, 0);
-#pragma omp parallel for num_threads(threads) schedule(static)
-  for (std::size_t c = 0; c < C; ++c)
-    for (std::size_t i = n * c / C, end = n * (c + 1) / C; i < end; ++i) ++offset[c * P + (gid[i] >> shift)];
+  std::vector<std::uint32_t> offset(C * P, 0);
+#pragma omp parallel num_threads(threads)
+  {
+    std::vector<std::uint32_t> gid(kBlockRows);
+#pragma omp for schedule(dynamic, 4)
+    for (std::size_t c = 0; c < C; ++c) {
+      const std::size_t b = c * kBlockRows, e = std::min(n, b + kBlockRows);
+      keys.fill(b, e, gid.data());
+      for (std::size_t i = 0; i < e - b; ++i) ++offset[c * P + (gid[i] >> shift)];
+    }
+  }
   Partitions parts;
   parts.start.resize(P + 1);
   std::size_t run = 0;
   for (std::size_t p = 0; p < P; ++p) {
     parts.start[p] = run;
-    for (std::size_t c = 0; c < C; ++c) run += std::exchange(offset[c * P + p], run);
+    for (std::size_t c = 0; c < C; ++c) run += std::exchange(offset[c * P + p], static_cast<std::uint32_t>(run));
   }
   parts.start[P] = n;
   parts.gid.resize(n);
-  parts.pos.resize(n);
-#pragma omp parallel for num_threads(threads) schedule(static)
-  for (std::size_t c = 0; c < C; ++c) {
-    std::size_t* next = &offset[c * P];
-    for (std::size_t i = n * c / C, end = n * (c + 1) / C; i < end; ++i) {
-      const std::size_t at = next[gid[i] >> shift]++;
-      parts.pos[i] = static_cast<std::uint32_t>(at);
-      parts.gid[at] = gid[i];
+  for (const Column* c : inputs) parts.columns.emplace(c, ScatteredColumn(*c));
+#pragma omp parallel num_threads(threads)
+  {
+    std::vector<std::uint32_t> gid(kBlockRows), pos(kBlockRows);
+#pragma omp for schedule(dynamic, 4)
+    for (std::size_t c = 0; c < C; ++c) {
+      const std::size_t b = c * kBlockRows, e = std::min(n, b + kBlockRows);
+      keys.fill(b, e, gid.data());
+      std::uint32_t* next = &offset[c * P];
+      for (std::size_t i = 0; i < e - b; ++i) {
+        pos[i] = next[gid[i] >> shift]++;
+        parts.gid[pos[i]] = gid[i];
+      }
+      for (auto& [column, scattered] : parts.columns) scattered.scatter(*column, pos.data(), b, e);
     }
   }
   return parts;
 }
 
-void fold_in_partitions(Aggregators& a, const std::uint32_t* gid, std::size_t n, std::uint64_t groups,
-                        const AggregationPlan& plan, int threads) {
-  Partitions parts = partition_rows(gid, n, plan, threads);
-  std::map<const Column*, ScatteredColumn> scattered;
+void fold_in_partitions(Aggregators& a, const GroupKeys& keys, std::size_t n, const AggregationPlan& plan,
+                        int threads) {
+  std::vector<const Column*> inputs;
   for (const auto& s : a.by_spec)
-    if (s && !scattered.count(s->input())) scattered.emplace(s->input(), scatter_column(*s->input(), parts.pos.data(), n, threads));
-  std::vector<std::uint32_t>().swap(parts.pos);
-  const auto& ds = a.decomposable;
-  for (auto* d : ds) d->allocate(1, groups);
+    if (s && std::find(inputs.begin(), inputs.end(), s->input()) == inputs.end()) inputs.push_back(s->input());
+  const Partitions parts = partition_rows(keys, n, inputs, plan, threads);
+  const std::uint64_t groups = keys.groups();
+  for (auto* d : a.decomposable) d->allocate(1, groups);
   for (auto* h : a.holistic) h->allocate(groups);
 #pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
   for (std::size_t p = 0; p < plan.partitions; ++p) {
     const std::size_t b = parts.start[p], e = parts.start[p + 1];
-    for (auto* d : ds) {
-      const auto it = scattered.find(d->input());
-      d->update_scattered(it == scattered.end() ? nullptr : &it->second, parts.gid.data(), b, e);
+    for (auto* d : a.decomposable) {
+      const auto it = parts.columns.find(d->input());
+      d->update_scattered(it == parts.columns.end() ? nullptr : &it->second, parts.gid.data() + b, b, e);
     }
     const auto g0 = static_cast<std::uint32_t>(p << plan.partition_shift);
     const auto g1 = static_cast<std::uint32_t>(std::min<std::uint64_t>(groups, std::uint64_t{p + 1} << plan.partition_shift));
-    for (auto* h : a.holistic) h->compute(scattered.find(h->input())->second, parts.gid.data(), b, e, g0, g1);
+    for (auto* h : a.holistic) h->compute(parts.columns.at(h->input()), parts.gid.data() + b, b, e, g0, g1);
   }
 }
 
 // The group ids that hold at least one row, ascending.
 std::vector<std::uint32_t> occupied_groups(const std::int64_t* counts, std::uint64_t groups, int threads) {
   const std::size_t C = std::max<std::size_t>(1, std::min<std::uint64_t>(4 * threads, groups / 65536 + 1));
+  threads = C > 1 ? threads : 1;
   std::vector<std::size_t> start(C + 1, 0);
 #pragma omp parallel for num_threads(threads) schedule(static)
   for (std::size_t c = 0; c < C; ++c)
@@ -176,8 +198,8 @@ Table run(const Table& input, const GroupBySpec& spec, int threads, Report& repo
   Aggregators a = make_aggregators(input, spec, report);
   const auto plan = plan_aggregation(n, keys.groups(), a.state_bytes(), !a.holistic.empty(), threads);
   Stopwatch w;
-  if (plan.partitioned) fold_in_partitions(a, keys.gid().data(), n, keys.groups(), plan, threads);
-  else fold_in_slots(a, keys.gid().data(), n, keys.groups(), plan, threads);
+  if (plan.partitioned) fold_in_partitions(a, keys, n, plan, threads);
+  else fold_in_slots(a, keys, n, plan, threads);
   report.add("aggregate", "cpu", w.seconds(), plan.describe());
   w.reset();
   const auto present = occupied_groups(a.rows->states(), keys.groups(), threads);

@@ -17,6 +17,7 @@ inline constexpr std::size_t kOutputBlock = 4096;
 
 template <class T, class F>
 Column build_numbers(std::string name, std::size_t n, int threads, F&& value_of) {
+  if (n < 8 * kOutputBlock) threads = 1;
   std::vector<T> values(n);
   std::vector<std::uint8_t> bits((n + 7) / 8, 0);
   const auto blocks = static_cast<std::int64_t>((n + kOutputBlock - 1) / kOutputBlock);
@@ -40,6 +41,7 @@ Column build_numbers(std::string name, std::size_t n, int threads, F&& value_of)
 
 template <class F>
 Column build_strings(std::string name, std::size_t n, int threads, F&& value_of) {
+  if (n < 8 * kOutputBlock) threads = 1;
   std::vector<std::uint64_t> offsets(n + 1, 0);
   std::vector<std::uint8_t> bits((n + 7) / 8, 0);
   const auto blocks = static_cast<std::int64_t>((n + kOutputBlock - 1) / kOutputBlock);

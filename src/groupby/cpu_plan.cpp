@@ -8,6 +8,8 @@
 namespace tandem::cpu_groupby {
 namespace {
 constexpr std::size_t kCacheStates = std::size_t{256} << 10;  // bytes of states a core keeps close
+constexpr std::size_t kSlotStates = std::size_t{4} << 20;     // one slot's states at most (the shared cache)
+constexpr std::size_t kAllSlots = std::size_t{64} << 20;      // all slots' states at most
 constexpr std::size_t kMinSlotRows = std::size_t{1} << 16;
 constexpr std::size_t kMaxSlots = 64;
 constexpr std::size_t kMaxPartitions = 4096;
@@ -17,8 +19,9 @@ AggregationPlan plan_aggregation(std::size_t rows, std::uint64_t groups, std::si
                                  int threads) {
   AggregationPlan p;
   const std::uint64_t bytes = groups * std::max<std::size_t>(state_bytes, 1);
-  if (!holistic && bytes <= 2 * kCacheStates) {
-    p.slot_rows = std::max(kMinSlotRows, (rows + kMaxSlots - 1) / kMaxSlots);
+  if (!holistic && bytes <= kSlotStates) {
+    const std::size_t most = std::clamp<std::size_t>(kAllSlots / std::max<std::uint64_t>(bytes, 1), 4, kMaxSlots);
+    p.slot_rows = std::max(kMinSlotRows, (rows + most - 1) / most);
     p.slots = std::max<std::size_t>(1, (rows + p.slot_rows - 1) / p.slot_rows);
     return p;
   }

@@ -1,8 +1,8 @@
 // How the CPU engine spreads the aggregation over threads; pure arithmetic, tested on its own.
 //
-// Few groups (their states fit a core's cache): the rows are cut into fixed ranges (slots),
-// each range folds into its own partial states, and the partials are merged in row order. Many
-// groups, or any holistic aggregation: the rows are scattered, keeping their order, into
+// Few groups (their states fit the shared cache): the rows are cut into fixed ranges (slots),
+// each range folds into its own partial states, and the partials are merged in row order; the
+// more states a group has, the fewer the slots. Many groups, or any holistic aggregation: the rows are scattered, keeping their order, into
 // partitions of consecutive group ids sized so each partition's states fit the cache, and each
 // partition is folded by one thread in row order. Neither depends on the thread count, so float
 // sums, first and last come out the same on 1 or N threads.
