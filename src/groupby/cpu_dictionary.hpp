@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "groupby/cpu_scratch.hpp"
+#include "tandem/mapreduce/distinct_estimate.hpp"
 
 namespace tandem::cpu_groupby {
 
@@ -48,7 +49,11 @@ struct LocalCodes {
 template <class Key, class Hash>
 class KeyIds {
  public:
-  KeyIds() { slots_.assign(64, Slot{Key{}, kEmpty}); }
+  explicit KeyIds(std::size_t expected = 32) {
+    slots_.assign(std::bit_ceil(std::max<std::size_t>(64, 2 * expected + 2)), Slot{Key{}, kEmpty});
+    keys_.reserve(expected);
+    rows_.reserve(expected);
+  }
 
   void prefetch(std::uint64_t h) const { __builtin_prefetch(&slots_[h & (slots_.size() - 1)]); }
   std::uint32_t id(const Key& k, std::uint64_t h, std::size_t row) {
@@ -98,6 +103,28 @@ struct Dictionary {
   std::uint64_t card() const { return sorted.size() + (missing ? 1 : 0); }
 };
 
+// How many distinct keys the rows hold, estimated from an even sample of them (Chao1, a lower
+// bound): what the tables start at, so that they seldom grow.
+template <class Key, class Load, class Present, class Less>
+std::size_t expected_distinct(std::size_t n, Load& load, Present& present, Less& less) {
+  const std::size_t s = std::min<std::size_t>(n, 8192);
+  std::vector<Key> sample;
+  for (std::size_t j = 0; j < s; ++j)
+    if (const std::size_t i = j * (n / s); present(i)) sample.push_back(load(i));
+  std::sort(sample.begin(), sample.end(), less);
+  mr::distinct_estimate::Sample e;
+  e.records = sample.size();
+  e.total = n;
+  for (std::size_t j = 0, run = 1; j < sample.size(); ++j, ++run) {
+    if (j + 1 < sample.size() && !less(sample[j], sample[j + 1])) continue;
+    e.distinct += 1;
+    e.once += run == 1;
+    e.twice += run == 2;
+    run = 0;
+  }
+  return static_cast<std::size_t>(mr::distinct_estimate::estimate(e, 0).chao1);
+}
+
 // Numbers the rows' keys per thread into `out` and ranks them (Less orders keys). `stop` lets
 // load() end the pass early (a string too long for its key type): then the result is empty.
 template <class Key, class Hash, class Less, class Load, class Present>
@@ -107,7 +134,7 @@ Dictionary<Key> encode_dictionary(std::size_t n, int threads, Load load, Present
   const int T = std::max(1, std::min<int>(threads, static_cast<int>(chunks)));
   out.local.resize(n);
   out.owner.assign(chunks, 0);
-  std::vector<KeyIds<Key, Hash>> tables(T);
+  std::vector<KeyIds<Key, Hash>> tables(T, KeyIds<Key, Hash>(expected_distinct<Key>(n, load, present, less)));
   int any_missing = 0;
 #pragma omp parallel for num_threads(T) schedule(dynamic, 1) reduction(| : any_missing)
   for (std::size_t c = 0; c < chunks; ++c) {
