@@ -28,6 +28,9 @@ struct Array {
 // size, dtype mismatch, bad header, not one-dimensional).
 Array read_array(const std::string& path, DType dtype);
 
+// Reads a .npy file with the element type its header names (UsageError for another suffix).
+Array read_npy(const std::string& path);
+
 template <class T>
 std::vector<T> read_vector(const std::string& path) {
   Array a = read_array(path, dtype_of<T>());

@@ -46,8 +46,9 @@ std::string descr_to_name(const std::string& d) {
 }
 
 // Parses a .npy header at the start of `raw`; returns the offset of the data and element count.
+// `header_type` (when given) receives the header's element type instead of checking `dtype`.
 std::pair<std::size_t, std::size_t> parse_npy(const std::vector<char>& raw, const std::string& path,
-                                              DType dtype) {
+                                              DType dtype, DType* header_type = nullptr) {
   auto bad = [&](const std::string& why) {
     return InputError(fmt::format("{}: not a valid .npy file: {}", path, why));
   };
@@ -72,6 +73,13 @@ std::pair<std::size_t, std::size_t> parse_npy(const std::vector<char>& raw, cons
     throw bad("no 'descr' in header");
   const std::string descr = m[1];
   if (descr.size() == 3 && descr[0] == '>') throw bad("big-endian data is not supported");
+  if (header_type != nullptr) {
+    try {
+      dtype = *header_type = parse_dtype(descr_to_name(descr));
+    } catch (const UsageError&) {
+      throw bad(fmt::format("element type '{}' is not supported", descr));
+    }
+  }
   if (descr_to_name(descr) != to_string(dtype))
     throw InputError(fmt::format("{}: type mismatch: the .npy header says '{}' ({}) but {} was asked for",
                                  path, descr, descr_to_name(descr), to_string(dtype)));
@@ -123,6 +131,17 @@ std::vector<char> read_bytes(const std::string& path) {
   if (size && !in.read(out.data(), static_cast<std::streamsize>(size)))
     throw InputError(fmt::format("{}: read failed", path));
   return out;
+}
+
+Array read_npy(const std::string& path) {
+  if (!has_npy_suffix(path)) throw UsageError(fmt::format("{}: not a .npy file (raw files need their element type)", path));
+  std::vector<char> raw = read_bytes(path);
+  Array a;
+  std::size_t offset = 0;
+  std::tie(offset, a.count) = parse_npy(raw, path, DType::u8, &a.dtype);
+  a.bytes.resize(a.count * dtype_size(a.dtype));
+  if (!a.bytes.empty()) std::memcpy(a.bytes.data(), raw.data() + offset, a.bytes.size());
+  return a;
 }
 
 Array read_array(const std::string& path, DType dtype) {
