@@ -102,7 +102,12 @@ tandem::Table read_input_table(const Args& a) {
   } else if (!a.schema.empty() || !a.delimiter.empty()) {
     throw tandem::UsageError("--schema and --delimiter apply to a CSV input");
   }
-  for (const auto& spec : a.columns) t.add(read_column_option(spec));
+  for (const auto& spec : a.columns) {
+    auto c = read_column_option(spec);
+    if (t.num_columns() > 0 && c.length != t.rows())
+      throw tandem::InputError(fmt::format("--column {}: {} values, but the columns before it have {}", spec, c.length, t.rows()));
+    t.add(std::move(c));
+  }
   if (t.num_columns() == 0) throw tandem::UsageError("no input: name a CSV file or give --column NAME=PATH");
   return t;
 }
@@ -125,6 +130,8 @@ bool folder_output(const Args& a) {
 }
 
 int run_table(const Args& a) {
+  if (a.engine != "auto" || !a.values.empty())
+    throw tandem::UsageError("--engine and --values belong to the --keys form; a table form names its columns");
   if (a.by.empty()) throw tandem::UsageError("--by is required with a table input (e.g. --by id1,id2)");
   if (a.agg.empty()) throw tandem::UsageError("--agg is required (e.g. --agg 'sum(v1),count()')");
   tandem::GroupBySpec spec{split_names(a.by), tandem::parse_aggregations(a.agg)};
