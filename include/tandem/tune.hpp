@@ -102,6 +102,8 @@ class TuningCache {
   void put(const std::string& op, const std::string& device, const std::string& problem_class,
            const nlohmann::json& value);
   void clear();
+  // Forgets what was read (entries and warnings): the next access reads the file again.
+  void reload();
   const std::string& path() const { return path_; }
   // Warnings about the file (corrupt, stale version, malformed entries), each once.
   std::vector<std::string> warnings() const;

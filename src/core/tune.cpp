@@ -215,6 +215,14 @@ void TuningCache::put(const std::string& op, const std::string& device, const st
   }
 }
 
+void TuningCache::reload() {
+  std::lock_guard lock(mu_);
+  loaded_ = false;
+  entries_ = nlohmann::json::object();
+  warnings_.clear();
+  reported_ = 0;
+}
+
 void TuningCache::clear() {
   std::lock_guard lock(mu_);
   entries_ = nlohmann::json::object();
