@@ -50,14 +50,21 @@ class PieceParser {
       c.fixed = c.decided = starts[j].fixed;
       c.type = starts[j].type;
       c.slots = span.slots[j];
-      // An upper bound; pages never written are never touched.
-      if (c.fixed && c.type == ColumnType::str) c.bytes.reserve(static_cast<std::size_t>(span.end - span.begin));
+      if (c.fixed && c.type == ColumnType::str) c.bytes.reserve(byte_guess());
     }
   }
 
   std::size_t run();
 
  private:
+  // Room for a string column's bytes: all string columns together hold fewer bytes than the
+  // piece, so four times a fair share (at most the piece) rarely grows; pages never written are
+  // never touched.
+  std::size_t byte_guess() const {
+    const auto bytes = static_cast<std::size_t>(span_.end - span_.begin);
+    return std::min(bytes, bytes / in_.columns * 4 + 4096);
+  }
+
   Outcome store(std::size_t j, const Field& f, const char* at) {
     PieceColumn& c = piece_.columns[j];
     if (c.decided && c.type == ColumnType::str) {
@@ -223,7 +230,7 @@ Outcome PieceParser::decide(PieceColumn& c, const Field& f, const char* at) {
     put(c, row_, d);
     return Outcome::ok;
   }
-  settle_undecided(c, ColumnType::str, row_, static_cast<std::size_t>(span_.end - span_.begin));
+  settle_undecided(c, ColumnType::str, row_, byte_guess());
   return store(static_cast<std::size_t>(&c - piece_.columns.data()), f, at);
 }
 
