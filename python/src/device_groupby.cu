@@ -1,0 +1,109 @@
+// Group-by of integer keys in GPU memory: tandem's hash group-by engine (hot keys in shared
+// memory), then the groups sorted by key on the device and written to the caller's arrays.
+#include <cuda_runtime.h>
+
+#include <mutex>
+#include <type_traits>
+
+#include <fmt/format.h>
+
+#include "device.hpp"
+#include "tandem/gpu.hpp"
+#include "tandem/mapreduce/hash_groupby.cuh"
+#include "tandem/sort.hpp"
+
+namespace tandem::python {
+namespace {
+
+constexpr int kThreads = 256;
+
+unsigned grid_for(std::size_t items) {
+  return static_cast<unsigned>(std::max<std::size_t>(1, std::min<std::size_t>((items + kThreads - 1) / kThreads, 1u << 20)));
+}
+
+__global__ void iota_kernel(std::uint32_t* p, std::size_t n) {
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x)
+    p[i] = static_cast<std::uint32_t>(i);
+}
+
+// Output row i takes the group at position order[i] of the engine's result.
+template <class Acc>
+__global__ void gather_kernel(const Acc* accs, const std::uint32_t* order, std::size_t n, DeviceGroupOutputs out) {
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x) {
+    const Acc a = accs[order[i]];
+    if constexpr (std::is_same_v<Acc, std::uint64_t>) {
+      if (out.count) out.count[i] = static_cast<std::int64_t>(a);
+    } else {
+      using A = decltype(a.sum);
+      if (out.count) out.count[i] = static_cast<std::int64_t>(a.count);
+      if (out.sum) static_cast<A*>(out.sum)[i] = a.sum;
+      if (out.min) static_cast<A*>(out.min)[i] = a.min;
+      if (out.max) static_cast<A*>(out.max)[i] = a.max;
+      if (out.mean) out.mean[i] = static_cast<double>(a.sum) / static_cast<double>(a.count);
+    }
+  }
+}
+
+// One engine per (key width, value kind); its buffers are reused by the next call, so calls are
+// serialised (the result is read between the engine run and the caller's allocation).
+std::mutex engine_mutex;
+
+template <class K, class V>
+mr::hash_groupby::HashGroupBy<K, V>& engine() {
+  static auto* e = new mr::hash_groupby::HashGroupBy<K, V>();  // never destroyed: CUDA may be gone at exit
+  return *e;
+}
+
+// S: the key type the groups sort by (signed keys travel through the engine as their bits).
+template <class S, class V>
+Report run(const DeviceGroupByCall& call) {
+  using K = std::make_unsigned_t<S>;
+  using H = mr::hash_groupby::HashGroupBy<K, V>;
+  Report r;
+  r.operation = "groupby";
+  std::lock_guard lock(engine_mutex);
+  mr::EngineStats st;
+  mr::Options o;
+  const auto res = engine<K, V>().run_device(static_cast<const K*>(call.keys), static_cast<const typename H::VIn*>(call.values),
+                                             call.n, o, st, r, call.stream);
+  mr::explain_stats(r, st);
+  const DeviceGroupOutputs out = call.allocate(res.n);
+  if (res.n == 0) return r;
+  S* keys = static_cast<S*>(out.keys);
+  TANDEM_CUDA(cudaMemcpyAsync(keys, res.keys, res.n * sizeof(K), cudaMemcpyDeviceToDevice, call.stream));
+  void* order_mem = nullptr;
+  TANDEM_CUDA(cudaMallocAsync(&order_mem, res.n * sizeof(std::uint32_t), call.stream));
+  auto* order = static_cast<std::uint32_t*>(order_mem);
+  iota_kernel<<<grid_for(res.n), kThreads, 0, call.stream>>>(order, res.n);
+  TANDEM_CUDA_LAUNCH("groupby: number groups");
+  sort_pairs_device(keys, order, res.n, SortOptions{}, call.stream);
+  gather_kernel<<<grid_for(res.n), kThreads, 0, call.stream>>>(res.values, order, res.n, out);
+  TANDEM_CUDA_LAUNCH("groupby: gather aggregates");
+  TANDEM_CUDA(cudaFreeAsync(order_mem, call.stream));
+  r.note(fmt::format("{} groups sorted by key on the device (CUB radix sort), written to the caller's arrays", res.n));
+  return r;
+}
+
+template <class S>
+Report with_values(const DeviceGroupByCall& call) {
+  if (!call.has_values) return run<S, void>(call);
+  if (call.value_type == DType::f64) return run<S, double>(call);
+  if (call.value_type == DType::i64) return run<S, std::int64_t>(call);
+  throw UsageError(fmt::format("device group-by: values of type {} (expected f64 or i64)", to_string(call.value_type)));
+}
+
+}  // namespace
+
+Report groupby_device(const DeviceGroupByCall& call) {
+  if (call.n >= (std::uint64_t{1} << 32)) throw UsageError("device group-by: 2^32 rows or more");
+  switch (call.key_type) {
+    case DType::u32: return with_values<std::uint32_t>(call);
+    case DType::i32: return with_values<std::int32_t>(call);
+    case DType::u64: return with_values<std::uint64_t>(call);
+    case DType::i64: return with_values<std::int64_t>(call);
+    default: break;
+  }
+  throw UsageError(fmt::format("device group-by: keys of type {} (expected integers: i32, i64, u32 or u64)", to_string(call.key_type)));
+}
+
+}  // namespace tandem::python
