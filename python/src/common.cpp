@@ -22,6 +22,14 @@ bool native_order(const py::dtype& d) {
          (b == '>' && std::endian::native == std::endian::big);
 }
 
+}  // namespace
+
+bool in_place_layout(const py::array& a) {
+  const int flags = a.flags();
+  return (flags & py::array::c_style) && (flags & py::detail::npy_api::NPY_ARRAY_ALIGNED_) && native_order(a.dtype());
+}
+
+namespace {
 void check_layout(const py::array& a, std::string_view what, bool writeable) {
   if (a.ndim() != 1)
     throw py::value_error(fmt::format("{}: expected a 1-D array, got {} dimensions", what, a.ndim()));

@@ -52,6 +52,8 @@ struct ArrayView {
   std::size_t size{0};
   DType dtype{DType::u8};
 };
+// C-contiguous, aligned and in native byte order: what key_array accepts beside the dtype.
+bool in_place_layout(const py::array& a);
 ArrayView key_array(const py::array& a, std::string_view what, bool writeable);
 // Any dtype of 4 or 8 bytes but object (values carried with keys as bits: dtype says u32 or u64).
 ArrayView bits_array(const py::array& a, std::string_view what, bool writeable);

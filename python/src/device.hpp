@@ -20,7 +20,8 @@ namespace tandem::python {
 template <class K, class V>
 void move_leading_nans_last_device(K* keys, V* values, std::size_t n, cudaStream_t stream);
 
-// argsort's inputs: keys[i] = in[i] (every NaN made one NaN when `canonical`), positions[i] = i.
+// argsort's inputs: keys[i] = in[i] (with `canonical`, as nan_order.hpp's numpy_equal_key: one NaN,
+// one zero), positions[i] = i.
 template <class K>
 void argsort_prepare_device(const K* in, K* keys, std::uint64_t* positions, std::size_t n, bool canonical, cudaStream_t stream);
 

@@ -7,6 +7,7 @@
 #include <type_traits>
 
 #include "device.hpp"
+#include "nan_order.hpp"
 #include "tandem/gpu.hpp"
 
 namespace tandem::python {
@@ -54,11 +55,7 @@ __global__ void reverse_kernel(T* a, std::size_t n, const unsigned long long* ru
 template <class K>
 __global__ void argsort_prepare_kernel(const K* in, K* keys, std::uint64_t* positions, std::size_t n, bool canonical) {
   for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x) {
-    K k = in[i];
-    if constexpr (std::is_floating_point_v<K>) {
-      if (canonical && isnan(k)) k = std::numeric_limits<K>::quiet_NaN();
-    }
-    keys[i] = k;
+    keys[i] = canonical ? numpy_equal_key(in[i]) : in[i];
     positions[i] = i;
   }
 }

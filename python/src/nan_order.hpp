@@ -10,6 +10,8 @@
 #include <span>
 #include <type_traits>
 
+#include "tandem/hd.hpp"
+
 namespace tandem::python {
 
 // The length of the run of NaNs at the front of sorted keys: NaNs of the first key's sign (the
@@ -37,11 +39,12 @@ std::size_t move_leading_nans_last(std::span<K> keys, std::span<V> values) {
   return c;
 }
 
-// One NaN for all: argsort's scratch copy of the keys, so that every NaN is one key and a stable
-// sort keeps the NaNs in input order (as numpy's stable argsort does).
+// Keys equal as numpy compares them are made one key in argsort's scratch copy: every NaN one
+// NaN, -0.0 the same as +0.0. A stable sort then keeps them in input order, as numpy's stable
+// argsort does.
 template <class K>
-K canonical_nan(K k) {
-  if constexpr (std::is_floating_point_v<K>) return std::isnan(k) ? std::numeric_limits<K>::quiet_NaN() : k;
+TANDEM_HD K numpy_equal_key(K k) {
+  if constexpr (std::is_floating_point_v<K>) return k != k ? std::numeric_limits<K>::quiet_NaN() : (k == 0 ? K(0) : k);
   else return k;
 }
 

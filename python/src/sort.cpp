@@ -2,6 +2,7 @@
 // through a scratch copy of the keys carrying their positions.
 #include <fmt/format.h>
 
+#include <cstring>
 #include <memory>
 
 #include "common.hpp"
@@ -65,6 +66,19 @@ Report sort_pairs_arrays(const py::array& keys_arr, const py::array& values_arr,
   });
 }
 
+// A sorted copy of a 1-D contiguous array of a key type: the whole call in C++, so that sorting
+// a few elements costs little more than the library's own dispatch. None for any other array (the
+// caller takes the general path).
+py::object sort_copy(const py::array& a, bool descending, std::string_view device, int threads, bool nan_last, bool explain) {
+  if (!key_dtype(a.dtype()) || a.ndim() != 1 || !in_place_layout(a)) return py::none();
+  const ArrayView v = key_array(a, "sort", false);
+  py::array out(a.dtype(), {static_cast<py::ssize_t>(v.size)}, {});
+  if (v.size) std::memcpy(out.mutable_data(), v.data, v.size * static_cast<std::size_t>(a.itemsize()));
+  Report r = sort_array(out, descending, device, threads, nan_last);
+  if (!explain) return std::move(out);
+  return py::make_tuple(std::move(out), std::move(r));
+}
+
 // The permutation that sorts `a` (stable), as int64 positions.
 py::tuple argsort_array(const py::array& a, bool descending, std::string_view device, int threads, bool nan_last) {
   const ArrayView v = key_array(a, "argsort", false);
@@ -81,7 +95,7 @@ py::tuple argsort_array(const py::array& a, bool descending, std::string_view de
       const int T = n < (std::int64_t{1} << 16) ? 1 : (threads > 0 ? threads : default_threads());
 #pragma omp parallel for num_threads(T) schedule(static)
       for (std::int64_t i = 0; i < n; ++i) {
-        scratch[i] = nan_last ? canonical_nan(in[i]) : in[i];
+        scratch[i] = nan_last ? numpy_equal_key(in[i]) : in[i];
         idx[i] = static_cast<std::uint64_t>(i);
       }
       const double prepare_s = w.seconds();
@@ -102,6 +116,9 @@ py::tuple argsort_array(const py::array& a, bool descending, std::string_view de
 void bind_sort(py::module_& m) {
   m.def("_sort", &sort_array, py::arg("a"), py::arg("descending"), py::arg("device"), py::arg("threads"), py::arg("nan_last"),
         "Sorts a 1-D contiguous array in place (checked: dtype, layout, writeable); returns the Report.");
+  m.def("_sort_copy", &sort_copy, py::arg("a"), py::arg("descending"), py::arg("device"), py::arg("threads"),
+        py::arg("nan_last"), py::arg("explain"),
+        "A sorted copy of a 1-D contiguous array of a key type: the array, or (array, Report) with explain.");
   m.def("_sort_pairs", &sort_pairs_arrays, py::arg("keys"), py::arg("values"), py::arg("descending"), py::arg("device"),
         py::arg("threads"), py::arg("nan_last"),
         "Sorts keys in place and moves the 4- or 8-byte values (any dtype, as bits) with them; returns the Report.");

@@ -21,6 +21,10 @@ def sort(a, descending=False, device="auto", inplace=False, *, nan="last", threa
     tandem's total order (NaNs with the sign bit first). -0.0 sorts before +0.0. With explain=True
     the result comes as (result, tandem.Report).
     """
+    if type(a) is np.ndarray and not inplace and threads is None and nan == "last":
+        result = _tandem._sort_copy(a, descending, device, 0, True, explain)  # the common case in one call
+        if result is not None:
+            return result
     nan_last = nan_last_arg(nan)
     dev = _device.device_array(a)
     if dev is not None:
