@@ -3,6 +3,7 @@
 #pragma once
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
+#include <pybind11/stl.h>  // in every file: type casters must be the same everywhere
 
 #include <cstddef>
 #include <memory>

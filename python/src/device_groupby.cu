@@ -26,9 +26,11 @@ __global__ void iota_kernel(std::uint32_t* p, std::size_t n) {
     p[i] = static_cast<std::uint32_t>(i);
 }
 
-// Output row i takes the group at position order[i] of the engine's result.
+// Output row i takes the group at position order[i] of the engine's result. Integer sums wrap on
+// the device: a group where |value| * count may reach 2^63 raises *may_wrap.
 template <class Acc>
-__global__ void gather_kernel(const Acc* accs, const std::uint32_t* order, std::size_t n, DeviceGroupOutputs out) {
+__global__ void gather_kernel(const Acc* accs, const std::uint32_t* order, std::size_t n, DeviceGroupOutputs out,
+                              unsigned* may_wrap) {
   for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x) {
     const Acc a = accs[order[i]];
     if constexpr (std::is_same_v<Acc, std::uint64_t>) {
@@ -40,6 +42,10 @@ __global__ void gather_kernel(const Acc* accs, const std::uint32_t* order, std::
       if (out.min) static_cast<A*>(out.min)[i] = a.min;
       if (out.max) static_cast<A*>(out.max)[i] = a.max;
       if (out.mean) out.mean[i] = static_cast<double>(a.sum) / static_cast<double>(a.count);
+      if constexpr (std::is_integral_v<A>) {
+        const double largest = fmax(fabs(static_cast<double>(a.min)), fabs(static_cast<double>(a.max)));
+        if (largest * static_cast<double>(a.count) >= 9.2e18) atomicOr(may_wrap, 1u);
+      }
     }
   }
 }
@@ -72,13 +78,27 @@ Report run(const DeviceGroupByCall& call) {
   S* keys = static_cast<S*>(out.keys);
   TANDEM_CUDA(cudaMemcpyAsync(keys, res.keys, res.n * sizeof(K), cudaMemcpyDeviceToDevice, call.stream));
   void* order_mem = nullptr;
-  TANDEM_CUDA(cudaMallocAsync(&order_mem, res.n * sizeof(std::uint32_t), call.stream));
+  TANDEM_CUDA(cudaMallocAsync(&order_mem, (res.n + 1) * sizeof(std::uint32_t), call.stream));  // + the wrap flag
   auto* order = static_cast<std::uint32_t*>(order_mem);
   iota_kernel<<<grid_for(res.n), kThreads, 0, call.stream>>>(order, res.n);
   TANDEM_CUDA_LAUNCH("groupby: number groups");
   sort_pairs_device(keys, order, res.n, SortOptions{}, call.stream);
-  gather_kernel<<<grid_for(res.n), kThreads, 0, call.stream>>>(res.values, order, res.n, out);
+  unsigned* may_wrap = reinterpret_cast<unsigned*>(order + res.n);
+  TANDEM_CUDA(cudaMemsetAsync(may_wrap, 0, sizeof(unsigned), call.stream));
+  gather_kernel<<<grid_for(res.n), kThreads, 0, call.stream>>>(res.values, order, res.n, out, may_wrap);
   TANDEM_CUDA_LAUNCH("groupby: gather aggregates");
+  if constexpr (std::is_integral_v<V>) {
+    if (out.sum || out.mean) {  // one more host synchronisation: an integer sum that may have wrapped is an error
+      unsigned wrapped = 0;
+      TANDEM_CUDA(cudaMemcpyAsync(&wrapped, may_wrap, sizeof wrapped, cudaMemcpyDeviceToHost, call.stream));
+      TANDEM_CUDA(cudaStreamSynchronize(call.stream));
+      if (wrapped) {
+        TANDEM_CUDA(cudaFreeAsync(order_mem, call.stream));
+        throw InputError("device group-by: an int64 sum may overflow in some group (|value| x rows reaches 2^63); "
+                         "sum float64 values, or group on the CPU, which checks every sum");
+      }
+    }
+  }
   TANDEM_CUDA(cudaFreeAsync(order_mem, call.stream));
   r.note(fmt::format("{} groups sorted by key on the device (CUB radix sort), written to the caller's arrays", res.n));
   return r;

@@ -1,5 +1,4 @@
 // tandem.groupby on host tables: tandem::groupby over columns lent by numpy (table.hpp).
-#include <pybind11/stl.h>
 
 #include "common.hpp"
 #include "table.hpp"

@@ -1,5 +1,4 @@
 // tandem.Report: what an operation ran where, how long each stage took, and why.
-#include <pybind11/stl.h>
 
 #include "common.hpp"
 #include "tandem/report.hpp"

@@ -40,7 +40,9 @@ py::tuple result(mr::WordCount& r, std::size_t top) {
     objs[i] = s;
     c[i] = static_cast<std::int64_t>(k);
   }
-  return py::make_tuple(words, counts, r.total_words, std::move(r.report));
+  r.report.details["total_words"] = r.total_words;
+  r.report.details["distinct_words"] = r.words.size();
+  return py::make_tuple(words, counts, std::move(r.report));
 }
 
 mr::WordCountOptions options(bool lowercase, std::string_view device, int threads) {
@@ -75,9 +77,9 @@ py::tuple wordcount_files(const std::vector<std::string>& paths, std::size_t top
 
 void bind_wordcount(py::module_& m) {
   m.def("_wordcount_buffer", &wordcount_buffer, py::arg("text"), py::arg("top"), py::arg("lowercase"), py::arg("device"),
-        py::arg("threads"), "Word count of bytes in memory: (words, counts, total words, Report).");
+        py::arg("threads"), "Word count of bytes in memory: (words, counts, Report).");
   m.def("_wordcount_files", &wordcount_files, py::arg("paths"), py::arg("top"), py::arg("lowercase"), py::arg("device"),
-        py::arg("threads"), "Word count of files read one after another: (words, counts, total words, Report).");
+        py::arg("threads"), "Word count of files read one after another: (words, counts, Report).");
 }
 
 }  // namespace tandem::python

@@ -6,7 +6,7 @@ import numpy as np
 _KEY_NAMES = {("i", 4): "i32", ("i", 8): "i64", ("u", 4): "u32", ("u", 8): "u64", ("f", 4): "f32", ("f", 8): "f64"}
 # Narrower numbers are widened to a key type for the library and narrowed back afterwards; both
 # conversions are exact and keep the order (bool: False < True).
-_WIDER = {("b", 1): np.uint32, ("i", 1): np.int32, ("i", 2): np.int32, ("u", 1): np.uint32, ("u", 2): np.uint32,
+_WIDER = {("b", 1): np.int32, ("i", 1): np.int32, ("i", 2): np.int32, ("u", 1): np.int32, ("u", 2): np.int32,
           ("f", 2): np.float32}
 
 SUPPORTED = "bool, int8 to int64, uint8 to uint64, float16, float32, float64"

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from . import _device, _tandem
-from ._arrays import threads_arg, with_report
+from ._arrays import threads_arg, with_report, work_array
 
 _pandas_module = False  # not looked for yet
 
@@ -72,22 +72,12 @@ def _library_aggregations(aggs):
 
 
 # ---- columns in ------------------------------------------------------------------------------------
-_WIDER = {("b", 1): np.uint32, ("i", 1): np.int32, ("i", 2): np.int32, ("u", 1): np.uint32, ("u", 2): np.uint32,
-          ("f", 2): np.float32}
-_NUMBERS = {("i", 4), ("i", 8), ("u", 4), ("u", 8), ("f", 4), ("f", 8)}
-
-
 def _numbers(name, values, missing=None):
     """A numbers column; narrow types widened (a copy), others used in place when contiguous."""
     values = np.asarray(values)
-    key = (values.dtype.kind, values.dtype.itemsize)
-    if key in _WIDER:
-        values = values.astype(_WIDER[key])
-    elif key not in _NUMBERS:
-        raise TypeError(f"column '{name}': dtype {values.dtype} is not supported (numbers, strings, categories)")
     if values.ndim != 1:
         raise ValueError(f"column '{name}': expected a 1-D array, got shape {values.shape}")
-    values = np.ascontiguousarray(values, dtype=values.dtype.newbyteorder("="))
+    values, _ = work_array(values, f"column '{name}'", copy=False)
     if missing is not None:
         missing = np.ascontiguousarray(missing, dtype=bool)
         if not missing.any():

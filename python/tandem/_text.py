@@ -35,7 +35,7 @@ def wordcount(paths_or_bytes, top=None, *, lowercase=False, device="auto", threa
     if isinstance(source, (list, tuple)):
         if not source or not all(isinstance(p, (str, os.PathLike)) for p in source):
             raise TypeError("wordcount: expected bytes, a path or a non-empty list of paths")
-        words, counts, total, report = _tandem._wordcount_files([os.fspath(p) for p in source], top, bool(lowercase),
+        words, counts, report = _tandem._wordcount_files([os.fspath(p) for p in source], top, bool(lowercase),
                                                                 device, threads)
     else:
         if isinstance(source, np.ndarray) and source.dtype != np.uint8:
@@ -44,9 +44,8 @@ def wordcount(paths_or_bytes, top=None, *, lowercase=False, device="auto", threa
             view = memoryview(source)
         except TypeError:
             raise TypeError(f"wordcount: expected bytes, a path or a list of paths, got {type(source).__name__}") from None
-        words, counts, total, report = _tandem._wordcount_buffer(view.cast("B") if view.c_contiguous else view, top,
+        words, counts, report = _tandem._wordcount_buffer(view.cast("B") if view.c_contiguous else view, top,
                                                                  bool(lowercase), device, threads)
-    report.details["total_words"] = total
     pd = _pandas()
     result = {"word": words, "count": counts} if pd is None else pd.DataFrame({"word": words, "count": counts})
     return with_report(result, report, explain)
