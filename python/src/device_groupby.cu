@@ -1,15 +1,16 @@
 // Group-by of integer keys in GPU memory: tandem's hash group-by engine (hot keys in shared
-// memory), then the groups sorted by key on the device and written to the caller's arrays.
+// memory, mapreduce/gpu_jobs.hpp), then the groups sorted by key on the device and written to the
+// caller's arrays.
 #include <cuda_runtime.h>
 
 #include <mutex>
 #include <type_traits>
 
-#include <fmt/format.h>
+#include <string>
 
 #include "device.hpp"
 #include "tandem/gpu.hpp"
-#include "tandem/mapreduce/hash_groupby.cuh"
+#include "mapreduce/gpu_jobs.hpp"
 #include "tandem/sort.hpp"
 
 namespace tandem::python {
@@ -50,57 +51,51 @@ __global__ void gather_kernel(const Acc* accs, const std::uint32_t* order, std::
   }
 }
 
-// One engine per (key width, value kind); its buffers are reused by the next call, so calls are
-// serialised (the result is read between the engine run and the caller's allocation).
+// The engine's buffers hold its result until the next call: calls from Python are serialised.
 std::mutex engine_mutex;
 
-template <class K, class V>
-mr::hash_groupby::HashGroupBy<K, V>& engine() {
-  static auto* e = new mr::hash_groupby::HashGroupBy<K, V>();  // never destroyed: CUDA may be gone at exit
-  return *e;
-}
-
 // S: the key type the groups sort by (signed keys travel through the engine as their bits).
+// Sorts the engine's groups by key into the caller's arrays: keys copied, positions sorted with
+// them, aggregates gathered by position.
 template <class S, class V>
 Report run(const DeviceGroupByCall& call) {
   using K = std::make_unsigned_t<S>;
-  using H = mr::hash_groupby::HashGroupBy<K, V>;
+  using Acc = typename mr::GroupByJob<K, V>::value_type;
   Report r;
   r.operation = "groupby";
   std::lock_guard lock(engine_mutex);
   mr::EngineStats st;
-  mr::Options o;
-  const auto res = engine<K, V>().run_device(static_cast<const K*>(call.keys), static_cast<const typename H::VIn*>(call.values),
-                                             call.n, o, st, r, call.stream);
-  mr::explain_stats(r, st);
-  const DeviceGroupOutputs out = call.allocate(res.n);
-  if (res.n == 0) return r;
-  S* keys = static_cast<S*>(out.keys);
-  TANDEM_CUDA(cudaMemcpyAsync(keys, res.keys, res.n * sizeof(K), cudaMemcpyDeviceToDevice, call.stream));
-  void* order_mem = nullptr;
-  TANDEM_CUDA(cudaMallocAsync(&order_mem, (res.n + 1) * sizeof(std::uint32_t), call.stream));  // + the wrap flag
-  auto* order = static_cast<std::uint32_t*>(order_mem);
-  iota_kernel<<<grid_for(res.n), kThreads, 0, call.stream>>>(order, res.n);
-  TANDEM_CUDA_LAUNCH("groupby: number groups");
-  sort_pairs_device(keys, order, res.n, SortOptions{}, call.stream);
-  unsigned* may_wrap = reinterpret_cast<unsigned*>(order + res.n);
-  TANDEM_CUDA(cudaMemsetAsync(may_wrap, 0, sizeof(unsigned), call.stream));
-  gather_kernel<<<grid_for(res.n), kThreads, 0, call.stream>>>(res.values, order, res.n, out, may_wrap);
-  TANDEM_CUDA_LAUNCH("groupby: gather aggregates");
-  if constexpr (std::is_integral_v<V>) {
-    if (out.sum || out.mean) {  // one more host synchronisation: an integer sum that may have wrapped is an error
-      unsigned wrapped = 0;
-      TANDEM_CUDA(cudaMemcpyAsync(&wrapped, may_wrap, sizeof wrapped, cudaMemcpyDeviceToHost, call.stream));
-      TANDEM_CUDA(cudaStreamSynchronize(call.stream));
-      if (wrapped) {
-        TANDEM_CUDA(cudaFreeAsync(order_mem, call.stream));
-        throw InputError("device group-by: an int64 sum may overflow in some group (|value| x rows reaches 2^63); "
-                         "sum float64 values, or group on the CPU, which checks every sum");
+  auto write = [&](const K* group_keys, const Acc* accs, std::size_t groups) {
+    const DeviceGroupOutputs out = call.allocate(groups);
+    if (groups == 0) return;
+    S* keys = static_cast<S*>(out.keys);
+    TANDEM_CUDA(cudaMemcpyAsync(keys, group_keys, groups * sizeof(K), cudaMemcpyDeviceToDevice, call.stream));
+    void* scratch = nullptr;  // the positions and the wrap flag
+    TANDEM_CUDA(cudaMallocAsync(&scratch, (groups + 1) * sizeof(std::uint32_t), call.stream));
+    auto* order = static_cast<std::uint32_t*>(scratch);
+    iota_kernel<<<grid_for(groups), kThreads, 0, call.stream>>>(order, groups);
+    TANDEM_CUDA_LAUNCH("groupby: number groups");
+    sort_pairs_device(keys, order, groups, SortOptions{}, call.stream);
+    unsigned* may_wrap = reinterpret_cast<unsigned*>(order + groups);
+    TANDEM_CUDA(cudaMemsetAsync(may_wrap, 0, sizeof(unsigned), call.stream));
+    gather_kernel<<<grid_for(groups), kThreads, 0, call.stream>>>(accs, order, groups, out, may_wrap);
+    TANDEM_CUDA_LAUNCH("groupby: gather aggregates");
+    unsigned wrapped = 0;
+    if constexpr (std::is_integral_v<V>) {
+      if (out.sum || out.mean) {  // one more host synchronisation: an int64 sum that may have wrapped is an error
+        TANDEM_CUDA(cudaMemcpyAsync(&wrapped, may_wrap, sizeof wrapped, cudaMemcpyDeviceToHost, call.stream));
+        TANDEM_CUDA(cudaStreamSynchronize(call.stream));
       }
     }
-  }
-  TANDEM_CUDA(cudaFreeAsync(order_mem, call.stream));
-  r.note(fmt::format("{} groups sorted by key on the device (CUB radix sort), written to the caller's arrays", res.n));
+    TANDEM_CUDA(cudaFreeAsync(scratch, call.stream));
+    if (wrapped)
+      throw InputError("device group-by: an int64 sum may overflow in some group (|value| x rows reaches 2^63); "
+                       "sum float64 values, or group on the CPU, which checks every sum");
+    r.note(std::to_string(groups) + " groups sorted by key on the device (CUB radix sort) into the caller's arrays");
+  };
+  mr::detail::gpu_groupby_hash_on_device<K, V>(static_cast<const K*>(call.keys), static_cast<const V*>(call.values), call.n,
+                                               mr::Options{}, st, r, call.stream, write);
+  mr::explain_stats(r, st);
   return r;
 }
 
@@ -109,7 +104,7 @@ Report with_values(const DeviceGroupByCall& call) {
   if (!call.has_values) return run<S, void>(call);
   if (call.value_type == DType::f64) return run<S, double>(call);
   if (call.value_type == DType::i64) return run<S, std::int64_t>(call);
-  throw UsageError(fmt::format("device group-by: values of type {} (expected f64 or i64)", to_string(call.value_type)));
+  throw UsageError("device group-by: values of type " + std::string(to_string(call.value_type)) + " (expected f64 or i64)");
 }
 
 }  // namespace
@@ -123,7 +118,8 @@ Report groupby_device(const DeviceGroupByCall& call) {
     case DType::i64: return with_values<std::int64_t>(call);
     default: break;
   }
-  throw UsageError(fmt::format("device group-by: keys of type {} (expected integers: i32, i64, u32 or u64)", to_string(call.key_type)));
+  throw UsageError("device group-by: keys of type " + std::string(to_string(call.key_type)) +
+                   " (expected integers: i32, i64, u32 or u64)");
 }
 
 }  // namespace tandem::python

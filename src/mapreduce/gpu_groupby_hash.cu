@@ -4,18 +4,37 @@
 
 namespace tandem::mr::detail {
 
+namespace {
+template <class K, class V>
+hash_groupby::HashGroupBy<K, V>& hash_engine() {
+  static hash_groupby::HashGroupBy<K, V> engine;  // keeps its device buffers between calls
+  return engine;
+}
+}  // namespace
+
 template <class K, class V>
 std::vector<std::pair<K, typename GroupByJob<K, V>::value_type>> gpu_groupby_hash(const K* d_keys, const V* d_values, std::size_t n,
                                                                                  const Options& o, EngineStats& st, Report& r,
                                                                                  cudaStream_t stream) {
   using H = hash_groupby::HashGroupBy<K, V>;
-  static H engine;  // keeps its device buffers between calls
-  return engine.run(d_keys, reinterpret_cast<const typename H::VIn*>(d_values), n, o, st, r, stream);
+  return hash_engine<K, V>().run(d_keys, reinterpret_cast<const typename H::VIn*>(d_values), n, o, st, r, stream);
+}
+
+template <class K, class V>
+void gpu_groupby_hash_on_device(
+    const K* d_keys, const V* d_values, std::size_t n, const Options& o, EngineStats& st, Report& r, cudaStream_t stream,
+    const std::function<void(const K*, const typename GroupByJob<K, V>::value_type*, std::size_t)>& use) {
+  using H = hash_groupby::HashGroupBy<K, V>;
+  const auto d = hash_engine<K, V>().run_device(d_keys, reinterpret_cast<const typename H::VIn*>(d_values), n, o, st, r, stream);
+  use(d.keys, d.values, d.n);
 }
 
 #define TANDEM_GPU_GROUPBY_HASH(K, V)                                                                          \
   template std::vector<std::pair<K, typename GroupByJob<K, V>::value_type>> gpu_groupby_hash<K, V>(           \
-      const K*, const V*, std::size_t, const Options&, EngineStats&, Report&, cudaStream_t);
+      const K*, const V*, std::size_t, const Options&, EngineStats&, Report&, cudaStream_t);                   \
+  template void gpu_groupby_hash_on_device<K, V>(                                                              \
+      const K*, const V*, std::size_t, const Options&, EngineStats&, Report&, cudaStream_t,                    \
+      const std::function<void(const K*, const typename GroupByJob<K, V>::value_type*, std::size_t)>&);
 TANDEM_GPU_GROUPBY_HASH(std::uint32_t, void)
 TANDEM_GPU_GROUPBY_HASH(std::uint32_t, double)
 TANDEM_GPU_GROUPBY_HASH(std::uint32_t, std::int64_t)
