@@ -179,7 +179,7 @@ py::array strings_to_python(const Column& c) {
       o = PyUnicode_DecodeUTF8(s.data(), static_cast<Py_ssize_t>(s.size()), "surrogateescape");
       if (!o) throw py::error_already_set();
     }
-    Py_XDECREF(objs[i]);  // numpy fills a new object array with None
+    Py_XDECREF(objs[i]);  // a new object array holds NULL (or None)
     objs[i] = o;
   }
   return out;
