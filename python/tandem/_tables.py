@@ -163,7 +163,9 @@ def groupby(table, by, agg="count()", *, device="auto", threads=None, explain=Fa
     aggs = _aggregations(agg)
     threads = threads_arg(threads)
     if isinstance(table, (str, os.PathLike)):
-        return _host_groupby(_csv_columns(table, None, None, threads), by, aggs, device, threads, explain)
+        # read_csv's columns come back as arrays (a DataFrame with pandas), then group like any table.
+        return groupby(read_csv(table, threads=threads or None), by, agg, device=device, threads=threads or None,
+                       explain=explain)
     pd = _pandas()
     if pd is not None and isinstance(table, pd.DataFrame):
         available = list(table.columns)
