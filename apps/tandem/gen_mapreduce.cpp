@@ -48,6 +48,13 @@ void write_zipf_values(tandem::io::AtomicOutput& out, const ZipfArgs& a, tandem:
   });
 }
 
+// --exponent and --seed of both Zipf generators.
+void add_exponent_and_seed(CLI::App& app, double& exponent, std::uint64_t& seed) {
+  using tandem::cli::in_range;
+  app.add_option("--exponent", exponent, "Zipf exponent s (0: uniform)")->capture_default_str()->check(in_range(0.0, 1000.0));
+  app.add_option("--seed", seed, "Random seed")->capture_default_str()->check(in_range<std::uint64_t>(0, UINT64_MAX));
+}
+
 const bool gen_zipf = tandem::cli::register_generator({
     "zipf", "Zipf-distributed integer keys (and optional random values) for group-by",
     [](CLI::App& app) -> std::function<int()> {
@@ -57,8 +64,7 @@ const bool gen_zipf = tandem::cli::register_generator({
       app.add_option("--distinct", a->distinct, "Number of distinct keys")
           ->capture_default_str()
           ->check(in_range<std::uint64_t>(1, std::uint64_t{1} << 32));
-      app.add_option("--exponent", a->exponent, "Zipf exponent s (0: uniform)")->capture_default_str()->check(in_range(0.0, 1000.0));
-      app.add_option("--seed", a->seed, "Random seed")->capture_default_str()->check(in_range<std::uint64_t>(0, UINT64_MAX));
+      add_exponent_and_seed(app, a->exponent, a->seed);
       app.add_option("--type", a->type, "Key type: u32, u64, i32 or i64")->capture_default_str();
       app.add_option("--out", a->out, "Keys file (raw, or .npy by suffix)")->required();
       app.add_option("--values", a->values, "Also write a values file (uniform in [0, 1000))");
@@ -102,8 +108,7 @@ const bool gen_text = tandem::cli::register_generator({
       app.add_option("--vocab", a->vocab, "Distinct words in the vocabulary")
           ->capture_default_str()
           ->check(in_range<std::size_t>(1, std::size_t{1} << 32));
-      app.add_option("--exponent", a->exponent, "Zipf exponent s (0: uniform)")->capture_default_str()->check(in_range(0.0, 1000.0));
-      app.add_option("--seed", a->seed, "Random seed")->capture_default_str()->check(in_range<std::uint64_t>(0, UINT64_MAX));
+      add_exponent_and_seed(app, a->exponent, a->seed);
       app.add_option("--out", a->out, "Output file ('-' for standard output)")->required();
       return [a] {
         tandem::io::AtomicOutput out(a->out);  // checks the destination; the file is created when written

@@ -105,6 +105,7 @@ int check_standard_output(int rc) {
   errno = 0;
   std::cout.flush();
   if (std::cout && std::fflush(stdout) == 0 && !std::ferror(stdout)) return rc;
+  if (rc != 0) return rc;  // the command failed and said why (a write to "-" that failed included)
   const int err = errno;
   const char* why = stdout_was_closed ? "it is closed" : err ? std::strerror(err) : "write error";
   std::cerr << "tandem: error: standard output: write failed (" << why << ")\n";

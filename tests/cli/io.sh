@@ -62,7 +62,11 @@ no_temps npy-headers
 
 # --- 3: results on standard output that cannot be written: exit 1 and a message ---------------------
 "$T" gen topk --objects 200 --lists 2 --out "$D/l.tkl" 2>/dev/null
-to_full() { check "$1 > /dev/full" 1 bash -c '"$@" > /dev/full' _ "${@:2}"; expect_err "$1 > /dev/full" "standard output: write failed"; }
+to_full() {
+  check "$1 > /dev/full" 1 bash -c '"$@" > /dev/full' _ "${@:2}"
+  expect_err "$1 > /dev/full" "standard output: write failed"
+  [ "$(grep -c 'tandem: error' "$out")" = 1 ] || { fail "$1 > /dev/full: one error message"; cat "$out"; }
+}
 to_closed() { check "$1 >&-" 1 bash -c '"$@" >&-' _ "${@:2}"; expect_err "$1 >&-" "standard output: write failed"; }
 to_full sort "$T" sort --type u32 --in "$D/k.u32" --out -
 to_full sort-plan "$T" sort --plan --n 16 --k 0.6
