@@ -1,10 +1,14 @@
 // The TKL1 ranked-list reader (topk::read_lists): header, size checks and list validation.
 //
 // An accepted file must be exactly the header plus n x m entries, the lists must be the file's
-// bytes, validate() must agree, and writing the lists back must give the same bytes.
+// bytes, validate() must agree, and writing the lists back must give the same bytes. Standard
+// input ("-") is read by other code: it must accept the same files and say the same errors.
 #include <cstring>
+#include <cstdio>
 #include <fstream>
+#include <iostream>
 #include <iterator>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -38,19 +42,50 @@ void check_accepted(const topk::Lists& l, const std::uint8_t* data, std::size_t 
               "writing the lists back does not give the same file");
 }
 
+// The outcome of reading: the lists, or the error message with the path replaced by "-".
+struct Outcome {
+  std::optional<topk::Lists> lists;
+  std::string error;
+};
+
+Outcome read(const std::string& name) {
+  Outcome o;
+  fuzz::expect_tandem_errors_only("read_lists", [&] {
+    try {
+      o.lists = topk::read_lists(name);
+    } catch (const tandem::Error& e) {
+      o.error = e.what();
+      if (o.error.compare(0, name.size(), name) == 0) o.error.replace(0, name.size(), "-");
+      throw;
+    }
+  });
+  return o;
+}
+
+Outcome read_from_stdin(const std::string& path) {
+  if (!std::freopen(path.c_str(), "rb", stdin)) fuzz::fail("cannot reopen standard input on " + path);
+  std::cin.clear();
+  return read("-");
+}
+
+bool same_lists(const topk::Lists& a, const topk::Lists& b) {
+  return a.n == b.n && a.m == b.m && a.entries.size() == b.entries.size() &&
+         (a.entries.empty() ||
+          std::memcmp(a.entries.data(), b.entries.data(), a.entries.size() * sizeof(topk::Entry)) == 0);
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string path = fuzz::write_input("input.tkl", data, size);
-  topk::Lists lists;
-  bool accepted = false;
-  fuzz::expect_tandem_errors_only("read_lists", [&] {
-    lists = topk::read_lists(path);
-    accepted = true;
-  });
-  if (!accepted) return 0;
+  const Outcome file = read(path);
+  const Outcome in = read_from_stdin(path);
+  fuzz::check(file.lists.has_value() == in.lists.has_value() && file.error == in.error,
+              fmt::format("a file and standard input read differently: '{}' vs '{}'", file.error, in.error));
+  if (!file.lists) return 0;
+  fuzz::check(same_lists(*file.lists, *in.lists), "a file and standard input give different lists");
   try {
-    check_accepted(lists, data, size);
+    check_accepted(*file.lists, data, size);
   } catch (const std::exception& e) {
     fuzz::fail(std::string("an accepted TKL1 file failed afterwards: ") + e.what());
   }
