@@ -6,9 +6,6 @@ T=$1
 source "$(dirname "$0")/lib.bash"
 d=$(mktemp -d)
 trap 'rm -rf "$d"; rm -f "$out"' EXIT
-same() {  # same NAME FILE EXPECTED_TEXT
-  if [ "$(cat "$2")" != "$3" ]; then echo "FAIL $1: got"; cat "$2"; fails=$((fails+1)); else echo "ok   $1"; fi
-}
 python3 - "$d" <<'PY'
 import struct, sys
 d = sys.argv[1]
