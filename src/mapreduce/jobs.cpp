@@ -130,8 +130,7 @@ WordCount wordcount(std::string_view text_in, const WordCountOptions& opts) {
       done = true;
     } catch (const OutOfMemoryError& e) {
       if (opts.engine.device == Device::gpu) throw;
-      std::cerr << "tandem: notice: GPU out of memory (" << e.what() << "); word count runs on the CPU\n";
-      out.report.note("GPU out of memory: fell back to the CPU engine");
+      out.report.note(std::string("GPU out of memory (") + e.what() + "): fell back to the CPU engine");
     }
   }
 #else
@@ -302,8 +301,7 @@ void run_groupby(GroupBy& g, const K* keys, std::size_t n, const VIn* values, co
       done = true;
     } catch (const OutOfMemoryError& e) {
       if (o.device == Device::gpu) throw;
-      std::cerr << "tandem: notice: GPU out of memory (" << e.what() << "); group-by runs on the CPU\n";
-      g.report.note("GPU out of memory: fell back to the CPU engine");
+      g.report.note(std::string("GPU out of memory (") + e.what() + "): fell back to the CPU engine");
     }
   }
 #else

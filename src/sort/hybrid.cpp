@@ -490,7 +490,6 @@ void run_words(U* w, std::uint64_t n, std::uint64_t padded, const SortOptions& o
   } catch (const OutOfMemoryError& e) {
     if (o.device == Device::gpu) throw;
     // Nothing ran yet (the device buffer is taken before the first step): the CPU sorts it all.
-    std::cerr << "tandem: notice: " << e.what() << "; sorting on the CPU\n";
     bind_cpu();
     r.note(std::string("GPU memory: ") + e.what() + "; fell back to the CPU");
     Stopwatch sw;
