@@ -185,10 +185,9 @@ def groupby(table, by, agg="count()", *, device="auto", threads=None, explain=Fa
     if any(d is not None for d in on_gpu.values()):
         if any(d is None for d in on_gpu.values()):
             raise ValueError("groupby: some columns are in GPU memory and some are not; move them to one place")
-        # The device path (_device.groupby over the GPU hash engine) crashed in its first run on an
-        # H100 (a segmentation fault inside the engine call); it stays off until that is fixed.
-        raise TypeError("groupby: columns in GPU memory are not supported yet; copy them to the host first "
-                        "(cupy.asnumpy(a), or t.cpu().numpy() for PyTorch)")
+        result, report = _device.groupby(on_gpu, by, [(op, column, name or _device_name(op, column, q, n))
+                                                      for op, column, q, n, name in aggs])
+        return with_report(result, report, explain)
     return _host_groupby([_array_column(str(name), table[name]) for name in needed], by, aggs, device, threads, explain)
 
 

@@ -47,7 +47,12 @@ def wordcount(paths_or_bytes, top=None, *, lowercase=False, device="auto", threa
         words, counts, report = _tandem._wordcount_buffer(view.cast("B") if view.c_contiguous else view, top,
                                                                  bool(lowercase), device, threads)
     pd = _pandas()
-    result = {"word": words, "count": counts} if pd is None else pd.DataFrame({"word": words, "count": counts})
+    if pd is None:
+        result = {"word": words, "count": counts}
+    else:
+        # object dtype: pandas' Arrow-backed string dtype (the default from pandas 3) cannot hold the
+        # surrogate escapes that words which are not UTF-8 carry.
+        result = pd.DataFrame({"word": pd.Series(words, dtype=object), "count": counts})
     return with_report(result, report, explain)
 
 

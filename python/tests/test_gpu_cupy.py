@@ -152,9 +152,54 @@ def test_device_errors():
 
 
 @needs_cuda_build
-def test_groupby_of_device_columns_is_refused_clearly():
-    keys = cupy.arange(10, dtype=cupy.int32) % 3
-    with pytest.raises(TypeError, match="GPU memory"):
-        tandem.groupby({"k": keys, "v": keys}, by="k", agg={"v": "sum"})
+@pytest.mark.parametrize("key_type", [np.int32, np.uint32, np.int64, np.uint64])
+@pytest.mark.parametrize("value_type", [np.float64, np.float32, np.int64, np.int32])
+def test_groupby_on_the_device(key_type, value_type):
+    rng = np.random.default_rng(9)
+    keys = rng.integers(0, 5000, 1 << 20).astype(key_type)
+    if np.dtype(key_type).kind == "i":
+        keys -= 2500
+    values = rng.integers(-100, 100, keys.size).astype(value_type)
+    got = tandem.groupby({"k": cupy.asarray(keys), "v": cupy.asarray(values)}, by="k",
+                         agg={"v": ["sum", "min", "max", "mean", "count"]})
+    assert all(isinstance(a, cupy.ndarray) for a in got.values())
+    uniq, inverse, counts = np.unique(keys, return_inverse=True, return_counts=True)
+    np.testing.assert_array_equal(cupy.asnumpy(got["k"]), uniq)
+    np.testing.assert_array_equal(cupy.asnumpy(got["count_v"]), counts)
+    sums = np.bincount(inverse, weights=values.astype(np.float64))
+    np.testing.assert_allclose(cupy.asnumpy(got["sum_v"]), sums)
+    np.testing.assert_allclose(cupy.asnumpy(got["mean_v"]), sums / counts)
+    mins = np.full(uniq.size, np.inf)
+    np.minimum.at(mins, inverse, values)
+    np.testing.assert_array_equal(cupy.asnumpy(got["min_v"]), mins.astype(value_type))
+    assert got["min_v"].dtype == value_type
 
 
+@needs_cuda_build
+def test_groupby_counts_like_torch_unique():
+    keys = cupy.random.randint(0, 1 << 10, 1 << 22, dtype=cupy.int32)
+    got = tandem.groupby({"k": keys}, by="k", agg={"k": "size"})
+    uniq, counts = cupy.unique(keys, return_counts=True)
+    cupy.testing.assert_array_equal(got["k"], uniq)
+    cupy.testing.assert_array_equal(got["count"], counts)
+
+
+@needs_cuda_build
+def test_groupby_integer_sum_that_may_wrap():
+    keys = cupy.zeros(4, dtype=cupy.int32)
+    values = cupy.full(4, 2**62, dtype=cupy.int64)
+    with pytest.raises(tandem.InputError, match="overflow"):
+        tandem.groupby({"k": keys, "v": values}, by="k", agg={"v": "sum"})
+
+
+@needs_cuda_build
+def test_groupby_device_errors():
+    k = cupy.arange(10)
+    with pytest.raises(ValueError, match="one key column"):
+        tandem.groupby({"a": k, "b": k}, by=["a", "b"])
+    with pytest.raises(TypeError, match="integer keys"):
+        tandem.groupby({"a": k.astype(cupy.float32)}, by="a")
+    with pytest.raises(ValueError, match="not available"):
+        tandem.groupby({"a": k, "v": k}, by="a", agg={"v": "median"})
+    with pytest.raises(ValueError, match="some columns are in GPU memory"):
+        tandem.groupby({"a": k, "v": np.arange(10)}, by="a", agg={"v": "sum"})

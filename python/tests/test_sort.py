@@ -271,7 +271,7 @@ def test_ctrl_c_is_raised_by_the_call_after_the_work():
     timer.start()
     try:
         with pytest.raises(KeyboardInterrupt):
-            tandem.sort(a, inplace=True, threads=1)  # about a second on one core
+            tandem.sort(a, inplace=True, threads=1, device="cpu")  # about a second on one core
             returned = True
             time.sleep(5)
     finally:
