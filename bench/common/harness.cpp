@@ -21,6 +21,11 @@ Bench::Bench(std::string name, int argc, char** argv) : name_(std::move(name)) {
       }
       return argv[++i];
     };
+    if (a == "--help" || a == "-h") {
+      std::cout << fmt::format("{}: see the comment at the top of bench/{}.cpp for its options; every benchmark\n"
+                               "takes --reps N, --warmup N, --json FILE and --quick\n", name_, name_);
+      std::exit(0);
+    }
     if (a == "--reps") reps_ = std::max(1, std::atoi(next().c_str()));
     else if (a == "--warmup") warmup_ = std::max(0, std::atoi(next().c_str()));
     else if (a == "--json") json_path_ = next();
@@ -39,18 +44,24 @@ Bench::Bench(std::string name, int argc, char** argv) : name_(std::move(name)) {
 }
 
 long long Bench::get_int(const std::string& key, long long def) const {
+  read_.insert(key);
   auto it = extra_.find(key);
   return it == extra_.end() ? def : std::atoll(it->second.c_str());
 }
 double Bench::get_double(const std::string& key, double def) const {
+  read_.insert(key);
   auto it = extra_.find(key);
   return it == extra_.end() ? def : std::atof(it->second.c_str());
 }
 std::string Bench::get(const std::string& key, const std::string& def) const {
+  read_.insert(key);
   auto it = extra_.find(key);
   return it == extra_.end() ? def : it->second;
 }
-bool Bench::has_flag(const std::string& key) const { return extra_.count(key) > 0; }
+bool Bench::has_flag(const std::string& key) const {
+  read_.insert(key);
+  return extra_.count(key) > 0;
+}
 
 Stats Bench::measure(const std::function<double()>& f) const {
   for (int i = 0; i < warmup_; ++i) f();
@@ -99,6 +110,9 @@ void Bench::fail(const std::string& why) {
 }
 
 int Bench::finish() {
+  // An option no part of the run asked for is a typo or does not apply to what ran: say so.
+  for (const auto& [key, value] : extra_)
+    if (!read_.count(key)) std::cout << fmt::format("NOTE: option {} was not used by this run\n", key);
   if (!json_path_.empty()) {
     std::ofstream out(json_path_);
     out << nlohmann::json({{"bench", name_}, {"system", nlohmann::json(system_info())}, {"reps", reps_},

@@ -10,6 +10,7 @@
 #pragma once
 #include <functional>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -57,6 +58,7 @@ class Bench {
   bool quick_{false};
   std::string json_path_;
   std::map<std::string, std::string> extra_;
+  mutable std::set<std::string> read_;  // extra options some part of the benchmark asked for
   std::vector<nlohmann::json> rows_;
   std::vector<nlohmann::json> goals_;
   std::vector<std::string> failures_;
