@@ -47,6 +47,7 @@ def main():
     p.add_argument("--rows", type=float, default=1e7)
     p.add_argument("--k", type=int, default=100)
     p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--device", default="cpu", help="tandem's device (cpu: the CPU engine even where a GPU exists)")
     args = p.parse_args()
     b = Bench("python_groupby_cpu")
     import pandas as pd
@@ -59,8 +60,8 @@ def main():
           f"pandas {pd.__version__}; tandem on {tandem.info()['cpu']['physical_cores']} physical cores\n")
     for q, (by, agg) in QUESTIONS.items():
         t_pd = b.time(lambda: pandas_answer(x, by, agg), repeat=args.repeat)
-        t_td = b.time(lambda: tandem.groupby(x, by=by, agg=agg), repeat=args.repeat)
-        got, report = tandem.groupby(x, by=by, agg=agg, explain=True)
+        t_td = b.time(lambda: tandem.groupby(x, by=by, agg=agg, device=args.device), repeat=args.repeat)
+        got, report = tandem.groupby(x, by=by, agg=agg, device=args.device, explain=True)
         check(b, q, got, pandas_answer(x, by, agg), by, agg)
         compute = report.total_seconds
         b.row(q, f"{', '.join(by)}", f"{len(got):,}", f"{t_pd:.3f}", f"{t_td:.3f}", f"{compute:.3f}", f"{t_pd / t_td:.2f}x")

@@ -26,6 +26,7 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--quick", action="store_true", help="2^20 and 2^22 elements instead of 2^24 and 2^26")
     p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--device", default="cpu", help="tandem's device (cpu: the CPU sort even where a GPU exists)")
     args = p.parse_args()
     b = Bench("python_sort_cpu")
     sizes = [20, 22] if args.quick else [24, 26]
@@ -37,9 +38,9 @@ def main():
             a = data(dtype, 1 << log_n)
             expected = np.sort(a)
             t_np = b.time(lambda: np.sort(a), repeat=args.repeat)
-            t_td = b.time(lambda: tandem.sort(a), repeat=args.repeat)
-            b.check(np.array_equal(tandem.sort(a), expected), f"2^{log_n} {np.dtype(dtype).name}: tandem.sort != numpy.sort")
-            _, report = tandem.sort(a, explain=True)
+            t_td = b.time(lambda: tandem.sort(a, device=args.device), repeat=args.repeat)
+            b.check(np.array_equal(tandem.sort(a, device=args.device), expected), f"2^{log_n} {np.dtype(dtype).name}: tandem.sort != numpy.sort")
+            _, report = tandem.sort(a, device=args.device, explain=True)
             ratios.append(t_np / t_td)
             b.row(f"2^{log_n}", np.dtype(dtype).name, f"{t_np * 1e3:.1f}", f"{t_td * 1e3:.1f}", f"{t_np / t_td:.2f}x",
                   report.details.get("path", "?"))
@@ -49,7 +50,7 @@ def main():
     small = data(np.float64, 16)
     calls = 20000
     # The minimum of several rounds: other processes on the machine only ever add time.
-    t_td = min(timeit.repeat(lambda: tandem.sort(small), number=calls, repeat=7)) / calls
+    t_td = min(timeit.repeat(lambda: tandem.sort(small, device=args.device), number=calls, repeat=7)) / calls
     t_np = min(timeit.repeat(lambda: np.sort(small), number=calls, repeat=7)) / calls
     b.check(np.array_equal(tandem.sort(small), np.sort(small)), "16 elements: tandem.sort != numpy.sort")
     b.row("tandem.sort", f"{t_td * 1e6:.2f}")
