@@ -137,7 +137,31 @@ void in_place_all_cases() {
   }
 }
 
+// Pairs: stable, against std::stable_sort of (key, index).
+template <class K>
+void in_place_pairs_all_cases() {
+  const std::vector<Shape> shapes{Shape::uniform, Shape::sorted,  Shape::reverse,  Shape::equal,
+                                  Shape::few,     Shape::skewed,  Shape::top_heavy};
+  // Blocks of 16 pairs: small inputs reach buffered merges from both sides and the rotations.
+  for (std::size_t n : {0, 1, 2, 3, 17, 63, 65, 1000, 4097, 20011})
+    for (Shape s : shapes)
+      for (bool desc : {false, true})
+        for (int threads : {1, 3}) {
+          SCOPED_TRACE(testing::Message() << "n=" << n << " shape=" << int(s) << " desc=" << desc << " threads=" << threads);
+          const auto in = make_keys<K>(n, s, n * 3 + int(s));
+          check_pairs<K, std::uint32_t>(in, desc, [&](auto k, auto v) { detail::cpu_in_place_sort_pairs(k, v, desc, threads, 16); });
+        }
+  const auto in = make_keys<K>(300007, Shape::few, 13);  // the default block size
+  check_pairs<K, std::uint64_t>(in, true, [&](auto k, auto v) { detail::cpu_in_place_sort_pairs(k, v, true, 2); });
+}
+
 TEST(CpuInPlace, U32) { in_place_all_cases<std::uint32_t>(); }
+TEST(CpuInPlacePairs, U32) { in_place_pairs_all_cases<std::uint32_t>(); }
+TEST(CpuInPlacePairs, I32) { in_place_pairs_all_cases<std::int32_t>(); }
+TEST(CpuInPlacePairs, U64) { in_place_pairs_all_cases<std::uint64_t>(); }
+TEST(CpuInPlacePairs, I64) { in_place_pairs_all_cases<std::int64_t>(); }
+TEST(CpuInPlacePairs, F32) { in_place_pairs_all_cases<float>(); }
+TEST(CpuInPlacePairs, F64) { in_place_pairs_all_cases<double>(); }
 TEST(CpuInPlace, I32) { in_place_all_cases<std::int32_t>(); }
 TEST(CpuInPlace, U64) { in_place_all_cases<std::uint64_t>(); }
 TEST(CpuInPlace, I64) { in_place_all_cases<std::int64_t>(); }
@@ -287,10 +311,10 @@ TEST(SortPathChoice, MemoryLowOrTooLittleMemorySortsKeysInPlace) {
   EXPECT_EQ(detail::choose_sort_path(in).path, SortPath::cpu_comparison);
   in.algorithm = SortAlgorithm::auto_;
   in.memory = SortMemory::low;
-  in.value_bytes = 4;  // pairs stay stable: out of place, with the reason
+  in.value_bytes = 4;  // pairs: the stable in-place merge
   c = detail::choose_sort_path(in);
-  EXPECT_EQ(c.path, SortPath::cpu_radix);
-  EXPECT_NE(c.why.find("pairs keep"), std::string::npos) << c.why;
+  EXPECT_EQ(c.path, SortPath::cpu_in_place);
+  EXPECT_NE(c.why.find("pairs merged in place"), std::string::npos) << c.why;
   in.value_bytes = 0;
   in.device = Device::auto_;  // a GPU: the pipeline needs no host scratch; out of core does
   in.gpu = true;
@@ -311,6 +335,7 @@ TEST(SortPathChoice, HostScratchPerPath) {
   EXPECT_EQ(detail::host_scratch_bytes(SortPath::cpu_comparison, n, 4, 0), 4000u);
   EXPECT_EQ(detail::host_scratch_bytes(SortPath::cpu_comparison, n, 4, 8), 32000u);  // 16-byte items, twice
   EXPECT_EQ(detail::host_scratch_bytes(SortPath::cpu_in_place, n, 8, 0), n / 16 * 8);
+  EXPECT_EQ(detail::host_scratch_bytes(SortPath::cpu_in_place, n, 8, 4), n / 16 * 12);
   EXPECT_EQ(detail::host_scratch_bytes(SortPath::gpu_pipeline, n, 4, 4), 0u);
   EXPECT_EQ(detail::host_scratch_bytes(SortPath::gpu_out_of_core, n, 4, 4), 8000u);
 }
@@ -326,6 +351,13 @@ TEST(SortEntry, MemoryLowSortsKeysInPlace) {
     const Report r = sort(k, o);
     EXPECT_EQ(r.details.value("path", ""), "cpu-in-place");
     EXPECT_NE(r.explain().find("CPU in-place radix sort"), std::string::npos) << r.explain();
+  });
+  const auto few = make_keys<std::int64_t>(100003, Shape::few, 6);
+  check_pairs<std::int64_t, std::uint32_t>(few, false, [&](auto k, auto v) {
+    o.descending = false;
+    const Report r = sort_pairs(k, v, o);
+    EXPECT_EQ(r.details.value("path", ""), "cpu-in-place");
+    EXPECT_NE(r.explain().find("CPU in-place stable pair sort"), std::string::npos) << r.explain();
   });
   EXPECT_EQ(parse_sort_memory("low"), SortMemory::low);
   EXPECT_EQ(to_string(SortMemory::fast), "fast");

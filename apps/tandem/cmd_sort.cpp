@@ -161,8 +161,9 @@ const bool registered = tandem::cli::register_command({
       app.add_option("--device", a->device, "auto, cpu, gpu or hybrid")->capture_default_str();
       app.add_option("--algorithm", a->algorithm, "auto, bitonic, radix or merge")->capture_default_str();
       app.add_option("--memory", a->memory,
-                     "CPU sort memory: fast (a scratch copy: peak 2.0x the data), low (keys sorted in place: "
-                     "peak <= 1.1x; pairs stay 2.0x), auto (fast unless its scratch does not fit in free memory)")
+                     "CPU sort memory: fast (a scratch copy: peak 2.0x the data), low (sorted in place with a "
+                     "scratch of at most 1/16: peak <= 1.07x, slower), auto (fast unless its scratch does not fit "
+                     "in free memory)")
           ->check(CLI::IsMember({"auto", "fast", "low"}))
           ->capture_default_str();
       app.add_option("--gpu-memory-limit", a->gpu_memory_limit, "Bytes of GPU memory the sort may use (0: what is free)")
@@ -177,9 +178,9 @@ const bool registered = tandem::cli::register_command({
       app.footer(
           "Peak memory (resident, over the input's size; the input is read straight into the sorted buffer):\n"
           "  cpu-radix (--algorithm radix/auto on the CPU)  2.0x  (keys and values each get a scratch copy)\n"
-          "  cpu-comparison (--algorithm merge)             2.0x keys, ~4x pairs\n"
-          "  cpu-in-place (--memory low, keys only)         <= 1.1x (scratch at most 1/16 of the keys)\n"
-          "  bitonic on the CPU                             2.0x (padded to a power of two)\n"
+          "  cpu-comparison (--algorithm merge)             2.0x keys, 3.5x pairs\n"
+          "  cpu-in-place (--memory low)                    <= 1.07x (scratch at most 1/16 of keys and values)\n"
+          "  bitonic on the CPU                             2.0x keys, 2.5x pairs (padded to a power of two)\n"
           "  gpu-pipeline                                   1.0x on the host; gpu-out-of-core 2.0x\n"
           "Inputs that are not sized files (pipes, standard input) add up to 1.0x while they are read.");
       return [a] { return a->plan ? run_plan(*a) : run_file(*a); };

@@ -21,10 +21,10 @@ SortAlgorithm parse_sort_algorithm(std::string_view name);  // throws UsageError
 std::string_view to_string(SortAlgorithm a);
 
 // How much memory the CPU sort may use beside the data. fast: the out-of-place radix (or merge)
-// sort, a scratch copy of the data (2x the data at the peak); low: keys sorted in place by a
-// parallel MSD radix sort whose scratch stays under 1/16 of the keys (about 1.06x at the peak);
-// auto: fast, unless its scratch would not fit in the memory available, then low. Pairs always
-// use the stable out-of-place sort (an in-place partition would reorder equal keys' values).
+// sort, a scratch copy of the data (2x the data at the peak); low: a scratch of at most 1/16 of
+// the data (keys and values), so at most ~1.07x at the peak: keys sorted in place by a parallel
+// MSD radix sort, pairs stably by radix-sorted blocks merged in place; auto: fast, unless its
+// scratch would not fit in the memory available, then low.
 enum class SortMemory { auto_, fast, low };
 SortMemory parse_sort_memory(std::string_view name);  // "auto", "fast", "low"; throws UsageError
 std::string_view to_string(SortMemory m);

@@ -34,6 +34,13 @@ constexpr std::size_t kInPlaceMinBucket = std::size_t{1} << 16;  // buckets this
 template <class K>
 void cpu_in_place_sort(std::span<K> keys, bool descending, int threads, std::size_t min_bucket = kInPlaceMinBucket);
 
+// Pairs, stably (equal keys keep their input order) with the same bound on the scratch, counted
+// over keys and values (cpu_in_place_pairs.cpp): blocks of at most in_place_bucket_limit pairs
+// sorted by cpu_radix_sort, then merged in place with a buffer of one block per thread.
+template <class K, class V>
+void cpu_in_place_sort_pairs(std::span<K> keys, std::span<V> values, bool descending, int threads,
+                             std::size_t min_block = kInPlaceMinBucket);
+
 // The largest bucket the in-place sort hands to cpu_radix_sort on one of `threads` threads.
 std::size_t in_place_bucket_limit(std::size_t n, int threads, std::size_t min_bucket = kInPlaceMinBucket);
 

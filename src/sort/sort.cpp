@@ -45,13 +45,19 @@ void run_cpu(std::span<K> keys, std::span<V> values, const SortOptions& opts, So
   const int threads = opts.threads > 0 ? opts.threads : default_threads();
   Stopwatch w;
   if (path == SortPath::cpu_in_place) {
+    const std::size_t piece = detail::in_place_bucket_limit(keys.size(), threads);
     if constexpr (std::is_same_v<V, detail::NoValue>) {
       detail::cpu_in_place_sort(keys, opts.descending, threads);
       r.add("CPU in-place radix sort", "cpu", w.seconds(),
             fmt::format("{} elements, MSD 8-bit partition in place, buckets of <= {} sorted by LSD radix, {} threads",
-                        keys.size(), detail::in_place_bucket_limit(keys.size(), threads), threads));
-      return;
+                        keys.size(), piece, threads));
+    } else {
+      detail::cpu_in_place_sort_pairs(keys, values, opts.descending, threads);
+      r.add("CPU in-place stable pair sort", "cpu", w.seconds(),
+            fmt::format("{} pairs, blocks of <= {} sorted by LSD radix, merged in place with a buffer of one block "
+                        "per thread, {} threads", keys.size(), piece, threads));
     }
+    return;
   }
   if (path == SortPath::cpu_comparison) {
     detail::cpu_comparison_sort(keys, values, opts.descending, threads);
@@ -142,7 +148,7 @@ std::uint64_t host_scratch_bytes(SortPath path, std::size_t n, std::size_t key_b
       const std::size_t align = std::max(key_bytes, value_bytes);
       return 2 * elems * ((key_bytes + value_bytes + align - 1) / align * align);
     }
-    case SortPath::cpu_in_place: return elems / kInPlaceScratchDivisor * key_bytes;
+    case SortPath::cpu_in_place: return elems / kInPlaceScratchDivisor * (key_bytes + value_bytes);
     case SortPath::gpu_pipeline:
     case SortPath::bitonic: return 0;
   }
@@ -159,16 +165,12 @@ void choose_memory(const PathInputs& in, PathChoice& c) {
   if (!low && (in.host_available == 0 || need <= in.host_available)) return;
   std::string why = low ? "memory=low" : fmt::format("the {} scratch ({}) exceeds the {} of memory available",
                                                      to_string(c.path), human_bytes(need), human_bytes(in.host_available));
-  if (in.value_bytes > 0) {
-    c.why += fmt::format("; {}, but pairs keep the stable out-of-place sort (an in-place partition reorders equal keys)", why);
-    return;
-  }
   if (in.device == Device::gpu) {
     c.why += fmt::format("; {}, but device=gpu keeps the GPU path", why);
     return;
   }
   c.path = SortPath::cpu_in_place;
-  c.why = fmt::format("{}; {}: keys sorted in place (scratch {})", c.why, why,
+  c.why = fmt::format("{}; {}: {} in place (scratch {})", c.why, why, in.value_bytes > 0 ? "pairs merged" : "keys sorted",
                       human_bytes(host_scratch_bytes(c.path, in.n, in.key_bytes, in.value_bytes)));
 }
 

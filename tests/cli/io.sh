@@ -242,9 +242,12 @@ print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)' "$@"
 truncate -s 64M "$D/zeros.u32"
 yes 'the cat' | head -c 64M >"$D/big.txt"
 head -c 64M /dev/urandom >"$D/random.u32"
+head -c 32M "$D/random.u32" >"$D/half-keys.u32"  # pairs: 32 MiB of keys and 32 MiB of values
+tail -c 32M "$D/random.u32" >"$D/half-values.u32"
 base=$(peak_kib "$T" groupby --keys "$D/k.u32" --agg count --device cpu)
 for cmd in "groupby --keys $D/zeros.u32 --agg count --device cpu" "wordcount $D/big.txt --device cpu" \
-           "sort --type u32 --in $D/random.u32 --out $D/sorted.u32 --device cpu --memory low"; do
+           "sort --type u32 --in $D/random.u32 --out $D/sorted.u32 --device cpu --memory low" \
+           "sort --type u32 --in $D/half-keys.u32 --out $D/sk.u32 --values $D/half-values.u32 --values-out $D/sv.u32 --device cpu --memory low"; do
   # shellcheck disable=SC2086
   peak=$(peak_kib "$T" $cmd)
   extra=$((peak - base))
@@ -253,6 +256,9 @@ for cmd in "groupby --keys $D/zeros.u32 --agg count --device cpu" "wordcount $D/
 done
 "$T" sort --type u32 --in "$D/random.u32" --out "$D/radix.u32" --device cpu --memory fast
 cmp -s "$D/sorted.u32" "$D/radix.u32" || fail "sort --memory low: not the radix sort's result"
-rm -f "$D/zeros.u32" "$D/big.txt" "$D/random.u32" "$D/sorted.u32" "$D/radix.u32"
+"$T" sort --type u32 --in "$D/half-keys.u32" --out "$D/rk.u32" --values "$D/half-values.u32" --values-out "$D/rv.u32" \
+  --device cpu --memory fast
+cmp -s "$D/sk.u32" "$D/rk.u32" && cmp -s "$D/sv.u32" "$D/rv.u32" || fail "sort --memory low pairs: not the radix sort's result"
+rm -f "$D"/zeros.u32 "$D"/big.txt "$D"/random.u32 "$D"/sorted.u32 "$D"/radix.u32 "$D"/half-*.u32 "$D"/[sr][kv].u32
 
 exit $((fails > 0))
