@@ -116,13 +116,15 @@ TEST(CpuRadix, I64) { radix_all_cases<std::int64_t>(); }
 TEST(CpuRadix, F32) { radix_all_cases<float>(); }
 TEST(CpuRadix, F64) { radix_all_cases<double>(); }
 
-// ---- the in-place MSD sort (memory=low) against std::stable_sort in key order.
+// ---- memory=low: the in-place MSD sort of keys against std::stable_sort in key order, and the
+// stable in-place pair sort against std::stable_sort of (key, index).
 
 template <class K>
 void in_place_all_cases() {
   const std::vector<Shape> shapes{Shape::uniform, Shape::sorted,  Shape::reverse,  Shape::equal,
                                   Shape::few,     Shape::skewed,  Shape::top_heavy};
-  // Buckets above 16 keys are partitioned again: small inputs reach every level of the recursion.
+  // Buckets (blocks) above 16 elements: small inputs reach every level of the partition's
+  // recursion, and buffered merges from both sides and the rotations.
   for (std::size_t n : {0, 1, 2, 3, 17, 63, 65, 1000, 4097, 20011})
     for (Shape s : shapes)
       for (bool desc : {false, true})
@@ -130,38 +132,16 @@ void in_place_all_cases() {
           SCOPED_TRACE(testing::Message() << "n=" << n << " shape=" << int(s) << " desc=" << desc << " threads=" << threads);
           const auto in = make_keys<K>(n, s, n * 5 + int(s));
           check_keys<K>(in, desc, [&](std::span<K> k) { detail::cpu_in_place_sort(k, desc, threads, 16); });
+          check_pairs<K, std::uint32_t>(in, desc, [&](auto k, auto v) { detail::cpu_in_place_sort_pairs(k, v, desc, threads, 16); });
         }
   for (Shape s : {Shape::uniform, Shape::top_heavy}) {  // the default bucket limit: one partition level, or two
     const auto in = make_keys<K>(300007, s, 11);
     check_keys<K>(in, false, [&](std::span<K> k) { detail::cpu_in_place_sort(k, false, 2); });
+    check_pairs<K, std::uint64_t>(in, true, [&](auto k, auto v) { detail::cpu_in_place_sort_pairs(k, v, true, 2); });
   }
 }
 
-// Pairs: stable, against std::stable_sort of (key, index).
-template <class K>
-void in_place_pairs_all_cases() {
-  const std::vector<Shape> shapes{Shape::uniform, Shape::sorted,  Shape::reverse,  Shape::equal,
-                                  Shape::few,     Shape::skewed,  Shape::top_heavy};
-  // Blocks of 16 pairs: small inputs reach buffered merges from both sides and the rotations.
-  for (std::size_t n : {0, 1, 2, 3, 17, 63, 65, 1000, 4097, 20011})
-    for (Shape s : shapes)
-      for (bool desc : {false, true})
-        for (int threads : {1, 3}) {
-          SCOPED_TRACE(testing::Message() << "n=" << n << " shape=" << int(s) << " desc=" << desc << " threads=" << threads);
-          const auto in = make_keys<K>(n, s, n * 3 + int(s));
-          check_pairs<K, std::uint32_t>(in, desc, [&](auto k, auto v) { detail::cpu_in_place_sort_pairs(k, v, desc, threads, 16); });
-        }
-  const auto in = make_keys<K>(300007, Shape::few, 13);  // the default block size
-  check_pairs<K, std::uint64_t>(in, true, [&](auto k, auto v) { detail::cpu_in_place_sort_pairs(k, v, true, 2); });
-}
-
 TEST(CpuInPlace, U32) { in_place_all_cases<std::uint32_t>(); }
-TEST(CpuInPlacePairs, U32) { in_place_pairs_all_cases<std::uint32_t>(); }
-TEST(CpuInPlacePairs, I32) { in_place_pairs_all_cases<std::int32_t>(); }
-TEST(CpuInPlacePairs, U64) { in_place_pairs_all_cases<std::uint64_t>(); }
-TEST(CpuInPlacePairs, I64) { in_place_pairs_all_cases<std::int64_t>(); }
-TEST(CpuInPlacePairs, F32) { in_place_pairs_all_cases<float>(); }
-TEST(CpuInPlacePairs, F64) { in_place_pairs_all_cases<double>(); }
 TEST(CpuInPlace, I32) { in_place_all_cases<std::int32_t>(); }
 TEST(CpuInPlace, U64) { in_place_all_cases<std::uint64_t>(); }
 TEST(CpuInPlace, I64) { in_place_all_cases<std::int64_t>(); }
@@ -184,6 +164,11 @@ TEST(CpuInPlace, BucketLimitKeepsTheScratchASixteenth) {
   EXPECT_EQ(detail::in_place_bucket_limit(std::size_t{1} << 27, 2), std::size_t{1} << 22);  // 2 x 2^22 = n / 16
   EXPECT_EQ(detail::in_place_bucket_limit(std::size_t{1} << 27, 1), std::size_t{1} << 23);
   EXPECT_EQ(detail::in_place_bucket_limit(1000, 4), detail::kInPlaceMinBucket);
+  // Many threads: no more than keep one minimal bucket each within n / 16.
+  EXPECT_EQ(detail::in_place_threads(std::size_t{1} << 27, 4096), 128);
+  EXPECT_EQ(detail::in_place_bucket_limit(std::size_t{1} << 27, 4096), detail::kInPlaceMinBucket);
+  EXPECT_EQ(detail::in_place_threads(1000, 8), 1);
+  EXPECT_EQ(detail::in_place_threads(std::size_t{1} << 27, 2), 2);
   EXPECT_EQ(detail::in_place_bucket_limit(100, 0, 16), 16u);  // threads <= 0 counts as one
   EXPECT_EQ(detail::in_place_bucket_limit(1000, 0, 16), 62u);
 }

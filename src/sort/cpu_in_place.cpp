@@ -15,8 +15,13 @@
 
 namespace tandem::detail {
 
+int in_place_threads(std::size_t n, int threads, std::size_t min_bucket) {
+  const std::size_t fit = n / (kInPlaceScratchDivisor * std::max<std::size_t>(1, min_bucket));
+  return static_cast<int>(std::clamp<std::size_t>(fit, 1, static_cast<std::size_t>(std::max(1, threads))));
+}
+
 std::size_t in_place_bucket_limit(std::size_t n, int threads, std::size_t min_bucket) {
-  const auto t = static_cast<std::size_t>(std::max(1, threads));
+  const auto t = static_cast<std::size_t>(in_place_threads(n, threads, min_bucket));
   return std::max(min_bucket, n / (kInPlaceScratchDivisor * t));
 }
 
@@ -34,7 +39,7 @@ class InPlaceMsd {
   static constexpr int kTopDigit = static_cast<int>(sizeof(U)) * 8 / kBits - 1;
 
   InPlaceMsd(std::span<K> keys, bool descending, int threads, std::size_t min_bucket)
-      : a_(keys.data()), n_(keys.size()), desc_(descending), threads_(std::max(1, threads)),
+      : a_(keys.data()), n_(keys.size()), desc_(descending), threads_(in_place_threads(keys.size(), threads, min_bucket)),
         limit_(in_place_bucket_limit(keys.size(), threads_, min_bucket)) {}
 
   void run() { sort(0, n_, kTopDigit, true); }

@@ -26,7 +26,8 @@ class StablePairs {
   using U = ordered_bits_t<K>;
 
   StablePairs(std::span<K> keys, std::span<V> values, bool descending, int threads, std::size_t min_block)
-      : k_(keys.data()), v_(values.data()), n_(keys.size()), desc_(descending), threads_(std::max(1, threads)),
+      : k_(keys.data()), v_(values.data()), n_(keys.size()), desc_(descending),
+        threads_(in_place_threads(keys.size(), threads, min_block)),
         block_(in_place_bucket_limit(keys.size(), threads_, min_block)) {}
 
   void run() {

@@ -39,6 +39,21 @@ constexpr std::array<std::pair<std::string_view, SortPath>, 6> kPaths{{
     {"gpu-pipeline", SortPath::gpu_pipeline}, {"gpu-out-of-core", SortPath::gpu_out_of_core},
     {"bitonic", SortPath::bitonic}}};
 
+// The value a name stands for in a table of (name, value), or null; and the name of a value.
+template <class T, std::size_t N>
+const T* value_named(const std::array<std::pair<std::string_view, T>, N>& table, std::string_view name) {
+  for (const auto& [n, v] : table)
+    if (n == name) return &v;
+  return nullptr;
+}
+
+template <class T, std::size_t N>
+std::string_view name_of(const std::array<std::pair<std::string_view, T>, N>& table, T value) {
+  for (const auto& [n, v] : table)
+    if (v == value) return n;
+  return "?";
+}
+
 // Runs the CPU path chosen and records it.
 template <class K, class V>
 void run_cpu(std::span<K> keys, std::span<V> values, const SortOptions& opts, SortPath path, Report& r) {
@@ -46,16 +61,17 @@ void run_cpu(std::span<K> keys, std::span<V> values, const SortOptions& opts, So
   Stopwatch w;
   if (path == SortPath::cpu_in_place) {
     const std::size_t piece = detail::in_place_bucket_limit(keys.size(), threads);
+    const int used = detail::in_place_threads(keys.size(), threads);
     if constexpr (std::is_same_v<V, detail::NoValue>) {
       detail::cpu_in_place_sort(keys, opts.descending, threads);
       r.add("CPU in-place radix sort", "cpu", w.seconds(),
             fmt::format("{} elements, MSD 8-bit partition in place, buckets of <= {} sorted by LSD radix, {} threads",
-                        keys.size(), piece, threads));
+                        keys.size(), piece, used));
     } else {
       detail::cpu_in_place_sort_pairs(keys, values, opts.descending, threads);
       r.add("CPU in-place stable pair sort", "cpu", w.seconds(),
             fmt::format("{} pairs, blocks of <= {} sorted by LSD radix, merged in place with a buffer of one block "
-                        "per thread, {} threads", keys.size(), piece, threads));
+                        "per thread, {} threads", keys.size(), piece, used));
     }
     return;
   }
@@ -225,34 +241,18 @@ PathChoice choose_sort_path(const PathInputs& in) {
 }  // namespace detail
 
 SortAlgorithm parse_sort_algorithm(std::string_view name) {
-  for (auto [n, a] : kAlgorithms)
-    if (n == name) return a;
+  if (const auto* a = value_named(kAlgorithms, name)) return *a;
   throw UsageError(fmt::format("unknown sort algorithm '{}' (expected auto, bitonic, radix or merge)", name));
 }
 
-std::string_view to_string(SortAlgorithm a) {
-  for (auto [n, v] : kAlgorithms)
-    if (v == a) return n;
-  return "?";
-}
-
 SortMemory parse_sort_memory(std::string_view name) {
-  for (auto [n, m] : kMemory)
-    if (n == name) return m;
+  if (const auto* m = value_named(kMemory, name)) return *m;
   throw UsageError(fmt::format("unknown sort memory mode '{}' (expected auto, fast or low)", name));
 }
 
-std::string_view to_string(SortMemory m) {
-  for (auto [n, v] : kMemory)
-    if (v == m) return n;
-  return "?";
-}
-
-std::string_view to_string(SortPath p) {
-  for (auto [n, v] : kPaths)
-    if (v == p) return n;
-  return "?";
-}
+std::string_view to_string(SortAlgorithm a) { return name_of(kAlgorithms, a); }
+std::string_view to_string(SortMemory m) { return name_of(kMemory, m); }
+std::string_view to_string(SortPath p) { return name_of(kPaths, p); }
 
 template <class K>
 Report sort(std::span<K> keys, const SortOptions& opts) {
