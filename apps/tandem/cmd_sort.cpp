@@ -35,7 +35,7 @@ struct Args {
   // file mode
   std::string type, in, out, values, values_out, values_type{"u32"};
   bool descending{false};
-  std::string device{"auto"}, algorithm{"auto"};
+  std::string device{"auto"}, algorithm{"auto"}, memory{"auto"};
   std::uint64_t gpu_memory_limit{0};
   int gpu_sm_limit{0};
   int threads{0};
@@ -84,6 +84,7 @@ int run_file(const Args& a) {
   tandem::SortOptions o;
   o.algorithm = tandem::parse_sort_algorithm(a.algorithm);
   o.device = tandem::parse_device(a.device);
+  o.memory = tandem::parse_sort_memory(a.memory);
   o.descending = a.descending;
   o.policy = parse_policy(a.policy);
   o.min_interior_run = a.min_interior_run;
@@ -159,6 +160,12 @@ const bool registered = tandem::cli::register_command({
       app.add_flag("--descending", a->descending, "Sort in descending order");
       app.add_option("--device", a->device, "auto, cpu, gpu or hybrid")->capture_default_str();
       app.add_option("--algorithm", a->algorithm, "auto, bitonic, radix or merge")->capture_default_str();
+      app.add_option("--memory", a->memory,
+                     "CPU sort memory: fast (a scratch copy: peak 2.0x the data), low (sorted in place with a "
+                     "scratch of at most 1/16: peak <= 1.07x, slower), auto (fast unless its scratch does not fit "
+                     "in free memory)")
+          ->check(CLI::IsMember({"auto", "fast", "low"}))
+          ->capture_default_str();
       app.add_option("--gpu-memory-limit", a->gpu_memory_limit, "Bytes of GPU memory the sort may use (0: what is free)")
           ->check(tandem::cli::in_range<std::uint64_t>(0, std::uint64_t{1} << 50));
       app.add_option("--gpu-sm-limit", a->gpu_sm_limit, "Bitonic: launch on at most this many SMs (0: all)")
@@ -168,6 +175,14 @@ const bool registered = tandem::cli::register_command({
           ->delimiter(',')
           ->check(tandem::cli::in_range(0, 1023));
       app.add_flag("--explain", a->explain, "Print what ran where, with the plan and the time of each stage");
+      app.footer(
+          "Peak memory (resident, over the input's size; the input is read straight into the sorted buffer):\n"
+          "  cpu-radix (--algorithm radix/auto on the CPU)  2.0x  (keys and values each get a scratch copy)\n"
+          "  cpu-comparison (--algorithm merge)             2.0x keys, 3.5x pairs\n"
+          "  cpu-in-place (--memory low)                    <= 1.07x (scratch at most 1/16 of keys and values)\n"
+          "  bitonic on the CPU                             2.0x keys, 2.5x pairs (padded to a power of two)\n"
+          "  gpu-pipeline                                   1.0x on the host; gpu-out-of-core 2.0x\n"
+          "Inputs that are not sized files (pipes, standard input) add up to 1.0x while they are read.");
       return [a] { return a->plan ? run_plan(*a) : run_file(*a); };
     }});
 

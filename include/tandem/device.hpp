@@ -68,6 +68,9 @@ std::vector<GpuInfo> gpu_info();    // empty without CUDA or without a usable de
 int gpu_count();                    // usable CUDA devices (0 in CPU-only builds)
 SystemInfo system_info();
 std::string cpu_key();              // "model/Nc" identifier for tuning caches
+// Bytes of memory this process could still allocate without swapping: MemAvailable of
+// /proc/meminfo, lowered to the room left under a cgroup v2 memory.max; 0 when unknown.
+std::uint64_t available_host_memory();
 
 void to_json(nlohmann::json& j, const CacheLevel& c);
 void to_json(nlohmann::json& j, const CpuInfo& c);

@@ -20,6 +20,15 @@ enum class SortAlgorithm { auto_, bitonic, radix, merge };
 SortAlgorithm parse_sort_algorithm(std::string_view name);  // throws UsageError
 std::string_view to_string(SortAlgorithm a);
 
+// How much memory the CPU sort may use beside the data. fast: the out-of-place radix (or merge)
+// sort, a scratch copy of the data (2x the data at the peak); low: a scratch of at most 1/16 of
+// the data (keys and values), so at most ~1.07x at the peak: keys sorted in place by a parallel
+// MSD radix sort, pairs stably by radix-sorted blocks merged in place; auto: fast, unless its
+// scratch would not fit in the memory available, then low.
+enum class SortMemory { auto_, fast, low };
+SortMemory parse_sort_memory(std::string_view name);  // "auto", "fast", "low"; throws UsageError
+std::string_view to_string(SortMemory m);
+
 struct SortOptions {
   SortAlgorithm algorithm{SortAlgorithm::auto_};
   Device device{Device::auto_};
@@ -27,6 +36,7 @@ struct SortOptions {
   std::uint64_t gpu_memory_limit{0};  // bytes of GPU memory the sort may use; 0: what is free
   int gpu_sm_limit{0};                // bitonic: launch on at most this many SMs (0: all)
   int threads{0};                     // CPU threads; 0: default_threads()
+  SortMemory memory{SortMemory::auto_};  // CPU paths: out-of-place scratch or in place (above)
   // Hybrid bitonic (seed 000)
   char policy{'c'};                   // CPU share policy 'a', 'b' or 'c'
   int min_interior_run{-1};           // -1: the cost model decides gather vs concurrent
@@ -44,7 +54,7 @@ template <class K, class V>
 Report sort_pairs(std::span<K> keys, std::span<V> values, const SortOptions& opts = {});
 
 // The paths tandem::sort can take for host data, as the Report names them.
-enum class SortPath { cpu_radix, cpu_comparison, gpu_pipeline, gpu_out_of_core, bitonic };
+enum class SortPath { cpu_radix, cpu_comparison, cpu_in_place, gpu_pipeline, gpu_out_of_core, bitonic };
 std::string_view to_string(SortPath p);
 
 }  // namespace tandem
