@@ -21,7 +21,7 @@ struct LastOp {
   TANDEM_HD static void merge(State& a, const State& b) {
     if (b.seen) a = b;
   }
-  static std::optional<Out> finalise(const State& s) {
+  static std::optional<Out> finalise(const State& s, std::int64_t) {
     if (!s.seen) return std::nullopt;
     return s.v;
   }

@@ -4,8 +4,10 @@
 //   holistic                  false: identity / update / merge / finalise over a small State;
 //                             true:  compute(values of one group) after the group's values are gathered
 //   Out                       its output element type (a number, or std::string_view)
-// Decomposable operators: finalise returns nothing for a group whose inputs were all missing; an
-// operator whose result can leave its output type (integer sums) also has overflowed(state).
+// Decomposable operators: finalise(state, present) gets how many values the group's state took
+// in (the engine counts them, so states need no flag of their own) and returns nothing for a
+// group whose inputs were all missing; an operator whose result can leave its output type
+// (integer sums) also has overflowed(state).
 #pragma once
 #include <cmath>
 #include <cstdint>
