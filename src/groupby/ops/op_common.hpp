@@ -51,6 +51,23 @@ TANDEM_HD auto order_key(T v) {
   }
 }
 
+// What first and last keep: one value of the group and whether it has one.
+template <class T>
+struct KeptValue {
+  static constexpr bool valid = true;
+  static constexpr bool holistic = false;
+  using Out = T;
+  struct State {
+    T v;
+    bool seen;
+  };
+  static constexpr State identity() { return {T{}, false}; }
+  static std::optional<Out> finalise(const State& s, std::int64_t) {
+    if (!s.seen) return std::nullopt;
+    return s.v;
+  }
+};
+
 template <class T>
 TANDEM_HD bool value_less(T a, T b) {
   return order_key(a) < order_key(b);
