@@ -113,7 +113,7 @@ class KeyIds {
 // The distinct keys in key order, a row holding each, and whether any row was missing.
 template <class Key>
 struct Dictionary {
-  std::vector<Key> sorted;
+  Scratch<Key> sorted;
   std::vector<std::size_t> rows;
   bool missing{false};
   std::uint64_t card() const { return sorted.size() + (missing ? 1 : 0); }

@@ -9,11 +9,19 @@
 #include <string_view>
 #include <vector>
 
+#include "groupby/cpu_scratch.hpp"
 #include "tandem/table.hpp"
 
 namespace tandem::cpu_groupby {
 
 inline constexpr std::size_t kOutputBlock = 4096;
+
+// A buffer owning a scratch array (no zeroing pass before the values are written).
+template <class T>
+Buffer scratch_buffer(Scratch<T> v) {
+  auto owned = std::make_shared<Scratch<T>>(std::move(v));
+  return Buffer::borrow(owned->data(), owned->size() * sizeof(T), owned);
+}
 
 // Calls row(i) for every i < n in parallel blocks of kOutputBlock rows (from 8 blocks up);
 // returns whether any call returned false.
@@ -31,7 +39,7 @@ bool any_false_in_blocks(std::size_t n, int threads, F&& row) {
 
 template <class T, class F>
 Column build_numbers(std::string name, std::size_t n, int threads, F&& value_of) {
-  std::vector<T> values(n);
+  Scratch<T> values(n);
   std::vector<std::uint8_t> bits((n + 7) / 8, 0);
   const bool missing = any_false_in_blocks(n, threads, [&](std::size_t i) {
     const std::optional<T> v = value_of(i);
@@ -40,30 +48,42 @@ Column build_numbers(std::string name, std::size_t n, int threads, F&& value_of)
     bits[i >> 3] |= static_cast<std::uint8_t>(1u << (i & 7));
     return true;
   });
-  if (!missing) bits.clear();
-  return make_column(std::move(name), std::move(values), std::move(bits));
+  Column c;
+  c.name = std::move(name);
+  c.type = column_type_v<T>;
+  c.length = n;
+  c.values = scratch_buffer(std::move(values));
+  if (missing) c.validity = Buffer::take(std::move(bits));
+  return c;
 }
 
 template <class F>
 Column build_strings(std::string name, std::size_t n, int threads, F&& value_of) {
-  std::vector<std::uint64_t> offsets(n + 1, 0);
+  Scratch<std::uint64_t> offsets(n + 1);
+  offsets[0] = 0;
   std::vector<std::uint8_t> bits((n + 7) / 8, 0);
   const bool missing = any_false_in_blocks(n, threads, [&](std::size_t i) {
     const std::optional<std::string_view> v = value_of(i);
+    offsets[i + 1] = v ? v->size() : 0;
     if (!v) return false;
-    offsets[i + 1] = v->size();
     bits[i >> 3] |= static_cast<std::uint8_t>(1u << (i & 7));
     return true;
   });
   for (std::size_t i = 0; i < n; ++i) offsets[i + 1] += offsets[i];
-  std::vector<char> bytes(offsets[n]);
+  Scratch<char> bytes(offsets[n]);
   any_false_in_blocks(n, threads, [&](std::size_t i) {
     const std::optional<std::string_view> v = value_of(i);
     if (v && !v->empty()) std::memcpy(bytes.data() + offsets[i], v->data(), v->size());
     return true;
   });
-  if (!missing) bits.clear();
-  return make_string_column(std::move(name), std::move(bytes), std::move(offsets), std::move(bits));
+  Column c;
+  c.name = std::move(name);
+  c.type = ColumnType::str;
+  c.length = n;
+  c.values = scratch_buffer(std::move(bytes));
+  c.offsets = scratch_buffer(std::move(offsets));
+  if (missing) c.validity = Buffer::take(std::move(bits));
+  return c;
 }
 
 // A column of Out (a number type or std::string_view).
