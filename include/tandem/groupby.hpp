@@ -49,7 +49,8 @@ struct Aggregation {
 };
 
 // Parses "sum(v1),mean(v3),count(),quantile(v3,0.9),top(v3,2)"; an optional " as name" after a
-// call renames its output. UsageError naming the part that does not parse.
+// call renames its output (top's n outputs become name1 … namen). UsageError naming the part
+// that does not parse.
 std::vector<Aggregation> parse_aggregations(std::string_view text);
 
 // The output column name(s) of one aggregation (top gives n names).
@@ -66,9 +67,14 @@ struct GroupByOptions {
 };
 
 // Output types: count, count_rows, nunique → i64; sum of signed integers → i64 and of unsigned
-// → u64 (InputError naming the column when the sum overflows); sum of floats → f64; mean, var,
+// → u64 (InputError naming the column when a group's sum does not fit; the total is exact, so
+// the answer does not depend on the order rows are added in); sum of floats → f64; mean, var,
 // std, median, quantile → f64; min, max, first, last, top → the input column's type. A group
-// whose inputs are all missing gets a missing result (count → 0).
+// whose inputs are all missing gets a missing result (count and nunique → 0); var and std need
+// two values. NaN is a value, not a missing one: sum, mean, var and std propagate it; min and max
+// skip it unless every value is NaN (and put -0.0 below +0.0), as the GPU engine does; median,
+// quantile, top and nunique order values as keys are ordered (NaN after every number, -0.0 equal
+// to +0.0). min, max, first, last, count and nunique also take strings (min and max by bytes).
 struct GroupByResult {
   Table table;
   Report report;

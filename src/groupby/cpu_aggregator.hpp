@@ -40,8 +40,10 @@ class Aggregator {
   virtual bool holistic() const = 0;
   const Aggregation& spec() const { return spec_; }
   const Column* input() const { return input_; }
-  // The output column(s) of the given groups, in that order.
-  virtual std::vector<Column> finish(std::span<const std::uint32_t> groups, int threads) const = 0;
+  // The output column(s) of the given groups, in that order. present[g]: how many of group g's
+  // input values were present (what decomposable operators finalise with).
+  virtual std::vector<Column> finish(std::span<const std::uint32_t> groups, const std::int64_t* present,
+                                     int threads) const = 0;
 
  protected:
   Aggregation spec_;
@@ -64,6 +66,8 @@ class DecomposableAggregator : public Aggregator {
                                 std::size_t end) = 0;
   // Merges slots 1, 2, … in that order into slot 0 for groups [g0, g1).
   virtual void merge_slots(std::size_t g0, std::size_t g1) = 0;
+  // Slot 0's states when they are counts (count() and count(col)), else null.
+  virtual const std::int64_t* counts() const = 0;
 };
 
 class HolisticAggregator : public Aggregator {
@@ -162,15 +166,19 @@ class Decomposable final : public DecomposableAggregator {
       for (std::size_t g = g0; g < g1; ++g) Op::merge(states_[g], from[g]);
     }
   }
-  std::vector<Column> finish(std::span<const std::uint32_t> groups, int threads) const override {
+  std::vector<Column> finish(std::span<const std::uint32_t> groups, const std::int64_t* present,
+                             int threads) const override {
     if constexpr (requires(const State& s) { Op::overflowed(s); }) check_range(groups);
     std::vector<Column> out;
-    out.push_back(build_column<typename Op::Out>(names_.front(), groups.size(), threads,
-                                                 [&](std::size_t i) { return Op::finalise(states_[groups[i]]); }));
+    out.push_back(build_column<typename Op::Out>(names_.front(), groups.size(), threads, [&](std::size_t i) {
+      return Op::finalise(states_[groups[i]], present[groups[i]]);
+    }));
     return out;
   }
-  // Slot 0's states (the row counts, for the engine's own count()).
-  const State* states() const { return states_.data(); }
+  const std::int64_t* counts() const override {
+    if constexpr (std::is_same_v<State, std::int64_t>) return states_.data();
+    else return nullptr;
+  }
 
  private:
   void check_range(std::span<const std::uint32_t> groups) const {
@@ -213,7 +221,7 @@ class Holistic final : public HolisticAggregator {
       return 0;
     });
   }
-  std::vector<Column> finish(std::span<const std::uint32_t> groups, int threads) const override {
+  std::vector<Column> finish(std::span<const std::uint32_t> groups, const std::int64_t*, int threads) const override {
     std::vector<Column> cols;
     for (std::size_t k = 0; k < outputs_; ++k)
       cols.push_back(build_column<Out>(names_[k], groups.size(), threads, [&, k](std::size_t i) {

@@ -32,6 +32,22 @@ struct LocalCodes {
   std::vector<std::vector<std::uint32_t>> rank;  // per thread: number -> rank
   std::uint32_t missing{0};                      // a missing row's code: the number of distinct keys
 
+  // Replaces every row's number by its code, when the rank tables outgrow a core's cache: each
+  // later read of the codes is then a plain copy, not a random lookup.
+  void settle(int threads) {
+    std::size_t table = 0;
+    for (const auto& r : rank) table += r.size();
+    if (owner.empty() || table < (std::size_t{1} << 15)) return;
+    const std::size_t n = local.size();
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (std::size_t c = 0; c < owner.size(); ++c) {
+      const std::size_t b = c << kChunkShift, e = std::min(n, (c + 1) << kChunkShift);
+      codes(b, e, local.data() + b);
+    }
+    owner.clear();
+    rank.clear();
+  }
+
   // The codes of rows [begin, end) into out[0, end - begin).
   void codes(std::size_t begin, std::size_t end, std::uint32_t* out) const {
     for (std::size_t i = begin; i < end;) {
@@ -39,7 +55,7 @@ struct LocalCodes {
       const std::uint32_t* r = owner.empty() ? nullptr : rank[owner[i >> kChunkShift]].data();
       for (; i < stop; ++i) {
         const std::uint32_t c = local[i];
-        out[i - begin] = c == kMissingCode ? missing : r ? r[c] : c;
+        out[i - begin] = c == kMissingCode ? missing : r ? r[c] : c;  // out may be local itself
       }
     }
   }
@@ -97,7 +113,7 @@ class KeyIds {
 // The distinct keys in key order, a row holding each, and whether any row was missing.
 template <class Key>
 struct Dictionary {
-  std::vector<Key> sorted;
+  Scratch<Key> sorted;
   std::vector<std::size_t> rows;
   bool missing{false};
   std::uint64_t card() const { return sorted.size() + (missing ? 1 : 0); }
@@ -183,6 +199,7 @@ Dictionary<Key> encode_dictionary(std::size_t n, int threads, Load load, Present
     out.rank[all[j].thread][all[j].local] = static_cast<std::uint32_t>(d.sorted.size() - 1);
   }
   out.missing = static_cast<std::uint32_t>(d.sorted.size());
+  out.settle(T);
   return d;
 }
 

@@ -25,8 +25,16 @@ struct Aggregators {
   RowCounter* rows{nullptr};                          // the engine's own count of rows per group
   std::vector<std::unique_ptr<Aggregator>> by_spec;   // null where the spec asks for count()
   std::unique_ptr<RowCounter> row_counter;
-  std::vector<DecomposableAggregator*> decomposable;  // the row counter first
+  // Present values per group of each input column with missing values (what decomposable
+  // operators finalise with; for the other columns it is the row count).
+  std::map<const Column*, std::unique_ptr<Aggregator>> present_counters;
+  std::vector<DecomposableAggregator*> decomposable;  // the counters first
   std::vector<HolisticAggregator*> holistic;
+  const std::int64_t* present(const Aggregator& a) const {
+    const auto it = present_counters.find(a.input());
+    if (it == present_counters.end()) return rows->counts();
+    return static_cast<const DecomposableAggregator&>(*it->second).counts();
+  }
   std::size_t state_bytes() const {
     std::size_t b = 0;
     for (const auto* d : decomposable) b += d->state_bytes();
@@ -46,9 +54,20 @@ Aggregators make_aggregators(const Table& in, const GroupBySpec& spec, Report& r
       report.note(fmt::format("{}: CPU engine, the engine's own row count", agg::describe(s)));
       continue;
     }
-    a.by_spec.push_back(info.make_cpu(s, &in.column(s.column)));
-    if (auto* h = dynamic_cast<HolisticAggregator*>(a.by_spec.back().get())) a.holistic.push_back(h);
-    else a.decomposable.push_back(static_cast<DecomposableAggregator*>(a.by_spec.back().get()));
+    const Column* c = &in.column(s.column);
+    a.by_spec.push_back(info.make_cpu(s, c));
+    if (auto* h = dynamic_cast<HolisticAggregator*>(a.by_spec.back().get())) {
+      a.holistic.push_back(h);
+    } else {
+      a.decomposable.push_back(static_cast<DecomposableAggregator*>(a.by_spec.back().get()));
+      if (!c->validity.empty() && !a.present_counters.count(c)) {
+        Aggregation count;
+        count.op = AggOp::count;
+        count.column = c->name;
+        auto& counter = a.present_counters[c] = agg::operator_info(AggOp::count).make_cpu(count, c);
+        a.decomposable.insert(a.decomposable.begin() + 1, static_cast<DecomposableAggregator*>(counter.get()));
+      }
+    }
     report.note(fmt::format("{}: CPU engine, {}", agg::describe(s),
                             info.holistic ? "holistic: each group's values gathered, then selected or sorted"
                                           : "decomposable: per-group states updated and merged"));
@@ -176,14 +195,14 @@ Table result_table(const GroupKeys& keys, const Aggregators& a, const GroupBySpe
                    std::span<const std::uint32_t> present, int threads) {
   Table out;
   for (auto& c : keys.key_columns(present, threads)) out.add(std::move(c));
-  const std::int64_t* counts = a.rows->states();
+  const std::int64_t* counts = a.rows->counts();
   for (std::size_t i = 0; i < spec.aggs.size(); ++i) {
     if (!a.by_spec[i]) {
       out.add(build_numbers<std::int64_t>(output_names(spec.aggs[i]).front(), present.size(), threads,
                                           [&](std::size_t j) { return std::optional(counts[present[j]]); }));
       continue;
     }
-    for (auto& c : a.by_spec[i]->finish(present, threads)) out.add(std::move(c));
+    for (auto& c : a.by_spec[i]->finish(present, a.present(*a.by_spec[i]), threads)) out.add(std::move(c));
   }
   return out;
 }
@@ -202,7 +221,7 @@ Table run(const Table& input, const GroupBySpec& spec, int threads, Report& repo
   else fold_in_slots(a, keys, n, plan, threads);
   report.add("aggregate", "cpu", w.seconds(), plan.describe());
   w.reset();
-  const auto present = occupied_groups(a.rows->states(), keys.groups(), threads);
+  const auto present = occupied_groups(a.rows->counts(), keys.groups(), threads);
   Table out = result_table(keys, a, spec, present, threads);
   report.add("result table", "cpu", w.seconds(), fmt::format("{} groups in key order", present.size()));
   return out;

@@ -98,7 +98,8 @@ void GroupKeys::rank_combined(std::size_t rows, int threads, Report& report) {
 
 std::vector<Column> GroupKeys::key_columns(std::span<const std::uint32_t> groups, int threads) const {
   const std::size_t k = columns_.size(), m = groups.size();
-  std::vector<std::vector<std::uint32_t>> codes(k, std::vector<std::uint32_t>(m));
+  std::vector<Scratch<std::uint32_t>> codes(k);
+  for (auto& c : codes) c.resize(m);
 #pragma omp parallel for num_threads(m < 65536 ? 1 : threads) schedule(static)
   for (std::size_t i = 0; i < m; ++i) {
     std::uint64_t v = ranked_ ? ranked_last_[groups[i]] : groups[i];

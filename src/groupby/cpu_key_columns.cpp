@@ -90,7 +90,7 @@ class RangeKeys final : public KeyColumn {
 template <class T, class Sorted>
 class RankedColumn final : public KeyColumn {
  public:
-  RankedColumn(std::string name, LocalCodes codes, std::vector<Sorted> sorted, bool missing, std::string how)
+  RankedColumn(std::string name, LocalCodes codes, Scratch<Sorted> sorted, bool missing, std::string how)
       : name_(std::move(name)), codes_(std::move(codes)), sorted_(std::move(sorted)), how_(std::move(how)) {
     card = sorted_.size() + (missing ? 1 : 0);
   }
@@ -107,7 +107,7 @@ class RankedColumn final : public KeyColumn {
  private:
   std::string name_;
   LocalCodes codes_;
-  std::vector<Sorted> sorted_;
+  Scratch<Sorted> sorted_;
   std::string how_;
 };
 
@@ -157,8 +157,8 @@ std::unique_ptr<KeyColumn> encode_strings(const Column& c, int threads, Present 
       },
       present, ShortKeyLess{}, codes, &too_long);
   if (!too_long.load()) {
-    std::vector<std::string_view> sorted;
-    for (const auto row : d.rows) sorted.push_back(c.string(row));
+    Scratch<std::string_view> sorted(d.rows.size());
+    for (std::size_t j = 0; j < d.rows.size(); ++j) sorted[j] = c.string(d.rows[j]);
     return std::make_unique<Str>(c.name, std::move(codes), std::move(sorted), d.missing, "hashed per thread as 16-byte keys");
   }
   struct ViewHash {
@@ -213,7 +213,8 @@ RankedKeys rank_sorted(const std::uint64_t* keys, const std::uint8_t* bits, std:
       r.codes.local[at[j]] = static_cast<std::uint32_t>(rank - 1);
     }
   }
-  r.sorted.assign(k.begin(), std::unique(k.begin(), k.end()));
+  k.erase(std::unique(k.begin(), k.end()), k.end());
+  r.sorted = std::move(k);
   r.codes.missing = static_cast<std::uint32_t>(r.sorted.size());
   for (std::size_t i = 0; i < n && m < n; ++i)
     if (!present(i)) r.codes.local[i] = kMissingCode;

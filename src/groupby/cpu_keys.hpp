@@ -39,7 +39,7 @@ std::unique_ptr<KeyColumn> encode_key_column(const Column& c, int threads);
 // they are mostly distinct. present(i) false: row i gets the code after all keys.
 struct RankedKeys {
   LocalCodes codes;
-  std::vector<std::uint64_t> sorted;
+  Scratch<std::uint64_t> sorted;
   std::string how;
 };
 RankedKeys rank_u64(const std::uint64_t* keys, const std::uint8_t* present_bits, std::size_t n, int threads);
@@ -59,8 +59,8 @@ class GroupKeys {
   std::vector<std::unique_ptr<KeyColumn>> columns_;
   bool ranked_{false};                                      // group ids are ranks of the combined codes
   LocalCodes gid_;                                          // then these
-  std::vector<std::vector<std::uint64_t>> ranked_before_;  // per column: the combined codes ranked just before it joined
-  std::vector<std::uint64_t> ranked_last_;                 // the distinct combined codes, when ranked at the end
+  std::vector<Scratch<std::uint64_t>> ranked_before_;  // per column: the combined codes ranked just before it joined
+  Scratch<std::uint64_t> ranked_last_;                 // the distinct combined codes, when ranked at the end
   std::uint64_t groups_{1};
 };
 

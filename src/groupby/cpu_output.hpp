@@ -9,65 +9,81 @@
 #include <string_view>
 #include <vector>
 
+#include "groupby/cpu_scratch.hpp"
 #include "tandem/table.hpp"
 
 namespace tandem::cpu_groupby {
 
 inline constexpr std::size_t kOutputBlock = 4096;
 
-template <class T, class F>
-Column build_numbers(std::string name, std::size_t n, int threads, F&& value_of) {
-  if (n < 8 * kOutputBlock) threads = 1;
-  std::vector<T> values(n);
-  std::vector<std::uint8_t> bits((n + 7) / 8, 0);
+// A buffer owning a scratch array (no zeroing pass before the values are written).
+template <class T>
+Buffer scratch_buffer(Scratch<T> v) {
+  auto owned = std::make_shared<Scratch<T>>(std::move(v));
+  return Buffer::borrow(owned->data(), owned->size() * sizeof(T), owned);
+}
+
+// Calls row(i) for every i < n in parallel blocks of kOutputBlock rows (from 8 blocks up);
+// returns whether any call returned false.
+template <class F>
+bool any_false_in_blocks(std::size_t n, int threads, F&& row) {
   const auto blocks = static_cast<std::int64_t>((n + kOutputBlock - 1) / kOutputBlock);
-  int missing = 0;
-#pragma omp parallel for num_threads(threads) schedule(static) reduction(| : missing)
+  int any = 0;
+#pragma omp parallel for num_threads(blocks < 8 ? 1 : threads) schedule(static) reduction(| : any)
   for (std::int64_t b = 0; b < blocks; ++b) {
     const std::size_t end = std::min(n, static_cast<std::size_t>(b + 1) * kOutputBlock);
-    for (std::size_t i = static_cast<std::size_t>(b) * kOutputBlock; i < end; ++i) {
-      const std::optional<T> v = value_of(i);
-      if (v) {
-        values[i] = *v;
-        bits[i >> 3] |= static_cast<std::uint8_t>(1u << (i & 7));
-      } else {
-        missing = 1;
-      }
-    }
+    for (std::size_t i = static_cast<std::size_t>(b) * kOutputBlock; i < end; ++i) any |= !row(i);
   }
-  if (!missing) bits.clear();
-  return make_column(std::move(name), std::move(values), std::move(bits));
+  return any != 0;
+}
+
+template <class T, class F>
+Column build_numbers(std::string name, std::size_t n, int threads, F&& value_of) {
+  Scratch<T> values(n);
+  std::vector<std::uint8_t> bits((n + 7) / 8, 0);
+  const bool missing = any_false_in_blocks(n, threads, [&](std::size_t i) {
+    const std::optional<T> v = value_of(i);
+    if (!v) return false;
+    values[i] = *v;
+    bits[i >> 3] |= static_cast<std::uint8_t>(1u << (i & 7));
+    return true;
+  });
+  Column c;
+  c.name = std::move(name);
+  c.type = column_type_v<T>;
+  c.length = n;
+  c.values = scratch_buffer(std::move(values));
+  if (missing) c.validity = Buffer::take(std::move(bits));
+  return c;
 }
 
 template <class F>
 Column build_strings(std::string name, std::size_t n, int threads, F&& value_of) {
-  if (n < 8 * kOutputBlock) threads = 1;
-  std::vector<std::uint64_t> offsets(n + 1, 0);
+  Scratch<std::uint64_t> offsets(n + 1);
+  offsets[0] = 0;
   std::vector<std::uint8_t> bits((n + 7) / 8, 0);
-  const auto blocks = static_cast<std::int64_t>((n + kOutputBlock - 1) / kOutputBlock);
-  int missing = 0;
-#pragma omp parallel for num_threads(threads) schedule(static) reduction(| : missing)
-  for (std::int64_t b = 0; b < blocks; ++b) {
-    const std::size_t end = std::min(n, static_cast<std::size_t>(b + 1) * kOutputBlock);
-    for (std::size_t i = static_cast<std::size_t>(b) * kOutputBlock; i < end; ++i) {
-      const std::optional<std::string_view> v = value_of(i);
-      offsets[i + 1] = v ? v->size() : 0;
-      if (v) bits[i >> 3] |= static_cast<std::uint8_t>(1u << (i & 7));
-      else missing = 1;
-    }
-  }
+  const bool missing = any_false_in_blocks(n, threads, [&](std::size_t i) {
+    const std::optional<std::string_view> v = value_of(i);
+    offsets[i + 1] = v ? v->size() : 0;
+    if (!v) return false;
+    bits[i >> 3] |= static_cast<std::uint8_t>(1u << (i & 7));
+    return true;
+  });
   for (std::size_t i = 0; i < n; ++i) offsets[i + 1] += offsets[i];
-  std::vector<char> bytes(offsets[n]);
-#pragma omp parallel for num_threads(threads) schedule(static)
-  for (std::int64_t b = 0; b < blocks; ++b) {
-    const std::size_t end = std::min(n, static_cast<std::size_t>(b + 1) * kOutputBlock);
-    for (std::size_t i = static_cast<std::size_t>(b) * kOutputBlock; i < end; ++i) {
-      const std::optional<std::string_view> v = value_of(i);
-      if (v && !v->empty()) std::memcpy(bytes.data() + offsets[i], v->data(), v->size());
-    }
-  }
-  if (!missing) bits.clear();
-  return make_string_column(std::move(name), std::move(bytes), std::move(offsets), std::move(bits));
+  Scratch<char> bytes(offsets[n]);
+  any_false_in_blocks(n, threads, [&](std::size_t i) {
+    const std::optional<std::string_view> v = value_of(i);
+    if (v && !v->empty()) std::memcpy(bytes.data() + offsets[i], v->data(), v->size());
+    return true;
+  });
+  Column c;
+  c.name = std::move(name);
+  c.type = ColumnType::str;
+  c.length = n;
+  c.values = scratch_buffer(std::move(bytes));
+  c.offsets = scratch_buffer(std::move(offsets));
+  if (missing) c.validity = Buffer::take(std::move(bits));
+  return c;
 }
 
 // A column of Out (a number type or std::string_view).

@@ -19,6 +19,12 @@ typename Op::State fold(const std::vector<T>& values) {
   return s;
 }
 
+// finalise(fold(values)), as the engine calls it: with the number of values.
+template <class Op, class T>
+std::optional<typename Op::Out> result(const std::vector<T>& values) {
+  return Op::finalise(fold<Op>(values), static_cast<std::int64_t>(values.size()));
+}
+
 // finalise(fold(all)) and finalise(merge(fold(first k), fold(rest))) for every split k.
 template <class Op, class T>
 std::vector<std::optional<typename Op::Out>> split_results(const std::vector<T>& values) {
@@ -26,7 +32,7 @@ std::vector<std::optional<typename Op::Out>> split_results(const std::vector<T>&
   for (std::size_t k = 0; k <= values.size(); ++k) {
     auto a = fold<Op>(std::vector<T>(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(k)));
     Op::merge(a, fold<Op>(std::vector<T>(values.begin() + static_cast<std::ptrdiff_t>(k), values.end())));
-    out.push_back(Op::finalise(a));
+    out.push_back(Op::finalise(a, static_cast<std::int64_t>(values.size())));
   }
   return out;
 }

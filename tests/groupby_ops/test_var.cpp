@@ -11,5 +11,5 @@ TEST(OpVar, SampleVarianceStaysAccurateFarFromZero) {
   const double big = 1e9;
   for (const auto r : op_test::split_results<VarOp<double>>(std::vector<double>{big + 4, big + 7, big + 13, big + 16}))
     EXPECT_NEAR(*r, 30.0, 1e-6);
-  EXPECT_FALSE(VarOp<double>::finalise(op_test::fold<VarOp<double>>(std::vector<double>{1})).has_value());
+  EXPECT_FALSE(op_test::result<VarOp<double>>(std::vector<double>{1}).has_value());
 }

@@ -17,7 +17,7 @@ struct CountOp {
   TANDEM_HD static void merge(State& a, const State& b) {
     a += b;
   }
-  static std::optional<Out> finalise(const State& s) { return s; }
+  static std::optional<Out> finalise(const State& s, std::int64_t) { return s; }
 };
 
 }  // namespace tandem::agg

@@ -7,38 +7,46 @@
 
 namespace tandem::agg {
 
+// A string state remembers whether it holds a value: no string lies above every other.
+struct StringExtreme {
+  std::string_view v;
+  bool seen;
+};
+
 template <class T, bool Smaller>
 struct Extreme {
   static constexpr bool valid = true;
   static constexpr bool holistic = false;
+  static constexpr bool strings = std::is_same_v<T, std::string_view>;
   using Out = T;
-  struct State {
-    T v;
-    bool seen;
-  };
+  using State = std::conditional_t<strings, StringExtreme, T>;
   static constexpr State identity() {
-    if constexpr (std::is_floating_point_v<T>) return {std::numeric_limits<T>::quiet_NaN(), false};
-    else if constexpr (std::is_same_v<T, std::string_view>) return {std::string_view{}, false};
-    else return {Smaller ? std::numeric_limits<T>::max() : std::numeric_limits<T>::lowest(), false};
+    if constexpr (strings) return {std::string_view{}, false};
+    else if constexpr (std::is_floating_point_v<T>) return std::numeric_limits<T>::quiet_NaN();
+    else return Smaller ? std::numeric_limits<T>::max() : std::numeric_limits<T>::lowest();
   }
   TANDEM_HD static bool better(T a, T b) {  // a replaces b
     if constexpr (std::is_floating_point_v<T>) return Smaller ? mr::agg_less(a, b) : mr::agg_greater(a, b);
     else return Smaller ? a < b : b < a;
   }
   TANDEM_HD static void update(State& s, T v) {
-    if constexpr (std::is_same_v<T, std::string_view>) {
-      if (!s.seen || better(v, s.v)) s.v = v;
+    if constexpr (strings) {
+      if (!s.seen || better(v, s.v)) s = {v, true};
     } else {
-      s.v = better(v, s.v) ? v : s.v;
+      s = better(v, s) ? v : s;
     }
-    s.seen = true;
   }
   TANDEM_HD static void merge(State& a, const State& b) {
-    if (b.seen) update(a, b.v);
+    if constexpr (strings) {
+      if (b.seen) update(a, b.v);
+    } else {
+      update(a, b);
+    }
   }
-  static std::optional<Out> finalise(const State& s) {
-    if (!s.seen) return std::nullopt;
-    return s.v;
+  static std::optional<Out> finalise(const State& s, std::int64_t present) {
+    if (present == 0) return std::nullopt;
+    if constexpr (strings) return s.v;
+    else return s;
   }
 };
 

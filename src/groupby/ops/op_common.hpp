@@ -4,8 +4,10 @@
 //   holistic                  false: identity / update / merge / finalise over a small State;
 //                             true:  compute(values of one group) after the group's values are gathered
 //   Out                       its output element type (a number, or std::string_view)
-// Decomposable operators: finalise returns nothing for a group whose inputs were all missing; an
-// operator whose result can leave its output type (integer sums) also has overflowed(state).
+// Decomposable operators: finalise(state, present) gets how many values the group's state took
+// in (the engine counts them, so states need no flag of their own) and returns nothing for a
+// group whose inputs were all missing; an operator whose result can leave its output type
+// (integer sums) also has overflowed(state).
 #pragma once
 #include <cmath>
 #include <cstdint>
@@ -48,6 +50,23 @@ TANDEM_HD auto order_key(T v) {
     return to_ordered(normalised(v));
   }
 }
+
+// What first and last keep: one value of the group and whether it has one.
+template <class T>
+struct KeptValue {
+  static constexpr bool valid = true;
+  static constexpr bool holistic = false;
+  using Out = T;
+  struct State {
+    T v;
+    bool seen;
+  };
+  static constexpr State identity() { return {T{}, false}; }
+  static std::optional<Out> finalise(const State& s, std::int64_t) {
+    if (!s.seen) return std::nullopt;
+    return s.v;
+  }
+};
 
 template <class T>
 TANDEM_HD bool value_less(T a, T b) {

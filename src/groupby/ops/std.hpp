@@ -6,7 +6,7 @@ namespace tandem::agg {
 
 template <class T>
 struct StdOp : VarOp<T> {
-  static std::optional<double> finalise(const Moments& s) {
+  static std::optional<double> finalise(const Moments& s, std::int64_t) {
     const auto v = s.variance();
     if (!v) return std::nullopt;
     return std::sqrt(*v);

@@ -13,33 +13,23 @@ struct SumOp {
   static constexpr bool valid = is_number_v<T>;
   static constexpr bool holistic = false;
   using Out = sum_t<T>;
-  using Acc = std::conditional_t<std::is_integral_v<T> && sizeof(T) == 8,
-                                 std::conditional_t<std::is_signed_v<T>, __int128, unsigned __int128>, Out>;
-  struct State {
-    Acc sum;
-    bool seen;
-  };
+  using State = std::conditional_t<std::is_integral_v<T> && sizeof(T) == 8,
+                                   std::conditional_t<std::is_signed_v<T>, __int128, unsigned __int128>, Out>;
   static constexpr State identity() {
-    if constexpr (std::is_floating_point_v<Out>) return {-0.0, false};
-    else return {0, false};
+    if constexpr (std::is_floating_point_v<Out>) return -0.0;
+    else return 0;
   }
-  TANDEM_HD static void update(State& s, T v) {
-    s.sum += static_cast<Acc>(v);
-    s.seen = true;
-  }
-  TANDEM_HD static void merge(State& a, const State& b) {
-    a.sum += b.sum;
-    a.seen = a.seen || b.seen;
-  }
+  TANDEM_HD static void update(State& s, T v) { s += static_cast<State>(v); }
+  TANDEM_HD static void merge(State& a, const State& b) { a += b; }
   // Whether the group's sum lies outside Out.
   static bool overflowed(const State& s) {
-    if constexpr (std::is_same_v<Acc, Out>) return false;
-    else return s.sum > static_cast<Acc>(std::numeric_limits<Out>::max()) ||
-                s.sum < static_cast<Acc>(std::numeric_limits<Out>::lowest());
+    if constexpr (std::is_same_v<State, Out>) return false;
+    else return s > static_cast<State>(std::numeric_limits<Out>::max()) ||
+                s < static_cast<State>(std::numeric_limits<Out>::lowest());
   }
-  static std::optional<Out> finalise(const State& s) {
-    if (!s.seen) return std::nullopt;
-    return static_cast<Out>(s.sum);
+  static std::optional<Out> finalise(const State& s, std::int64_t present) {
+    if (present == 0) return std::nullopt;
+    return static_cast<Out>(s);
   }
 };
 

@@ -48,7 +48,7 @@ struct VarOp {
   TANDEM_HD static void merge(State& a, const State& b) {
     a.merge(b);
   }
-  static std::optional<Out> finalise(const State& s) { return s.variance(); }
+  static std::optional<Out> finalise(const State& s, std::int64_t) { return s.variance(); }
 };
 
 }  // namespace tandem::agg
