@@ -33,6 +33,7 @@
 #include "tandem/calibrate.hpp"
 #include "tandem/device.hpp"
 #if TANDEM_HAS_CUDA
+#include "kernels/sort/anchors.hpp"
 #include "tandem/gpu.hpp"
 #endif
 #include "tandem/parallel.hpp"
@@ -151,21 +152,21 @@ int main(int argc, char** argv) {
     b.record(c, "tandem bitonic (scalar kernel)", sc, double(n), "keys", device_equals(d.data(), want));
     auto naive = b.measure([&] {
       reload();
-      return event_time(s, [&] { bd::gpu_naive_sort(d.data(), n, s.get()); });
+      return event_time(s, [&] { bench::naive_bitonic_sort_u32(d.data(), n, s.get()); });
     });
     b.record(c, "naive bitonic (anchor)", naive, double(n), "keys", device_equals(d.data(), want));
 
     std::size_t tmp_bytes = 0, tmp2 = 0;
-    bd::cub_radix_sort_u32(src.data(), d.data(), n, nullptr, &tmp_bytes, s.get());
-    bd::cub_merge_sort_u32(d.data(), n, nullptr, &tmp2, s.get());
+    bench::cub_radix_sort_u32(src.data(), d.data(), n, nullptr, &tmp_bytes, s.get());
+    bench::cub_merge_sort_u32(d.data(), n, nullptr, &tmp2, s.get());
     gpu::DeviceBuffer<unsigned char> tmp(std::max(tmp_bytes, tmp2));
     auto radix = b.measure([&] {
-      return event_time(s, [&] { bd::cub_radix_sort_u32(src.data(), d.data(), n, tmp.data(), &tmp_bytes, s.get()); });
+      return event_time(s, [&] { bench::cub_radix_sort_u32(src.data(), d.data(), n, tmp.data(), &tmp_bytes, s.get()); });
     });
     b.record(c, "CUB radix sort", radix, double(n), "keys", device_equals(d.data(), want));
     auto merge = b.measure([&] {
       reload();
-      return event_time(s, [&] { bd::cub_merge_sort_u32(d.data(), n, tmp.data(), &tmp2, s.get()); });
+      return event_time(s, [&] { bench::cub_merge_sort_u32(d.data(), n, tmp.data(), &tmp2, s.get()); });
     });
     b.record(c, "CUB merge sort", merge, double(n), "keys", device_equals(d.data(), want));
     const double ratio = naive.median / fused.median;

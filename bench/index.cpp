@@ -4,7 +4,7 @@
 #include <algorithm>
 
 #include "harness.hpp"
-#include "index/gpu_bench.hpp"
+#include "kernels/index/gpu_bench.hpp"
 #include "tandem/device.hpp"
 #include "tandem/index.hpp"
 

@@ -27,9 +27,9 @@
 #include <fmt/format.h>
 
 #include "harness.hpp"
+#include "kernels/schedule/kernels.hpp"
 #include "tandem/device.hpp"
 #include "tandem/schedule.hpp"
-#include "tandem/schedule/kernels.hpp"
 #include "tandem/tune.hpp"
 #if TANDEM_HAS_CUDA
 #include <cublas_v2.h>
@@ -149,7 +149,7 @@ int main(int argc, char** argv) {
     const std::string c = fmt::format(fmt::runtime("{} {}"), name, n);
     KernelRunner r(k, n);
     const Grid g = r.grid();
-    const double work = name == "matmul" ? k.flops(n) : k.min_bytes(n);
+    const double work = name == "matmul" ? flops(k, n) : k.min_bytes(n);
     const std::string unit = name == "matmul" ? "flop" : "B";
     // Exhaustive: every schedule, checked against sequential's output on the GPU. A schedule whose
     // first timed run is clearly bad (> 1.1x the best so far) is not repeated; long runs (> 20 ms)

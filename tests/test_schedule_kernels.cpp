@@ -5,8 +5,8 @@
 #include <cmath>
 #include <limits>
 
+#include "kernels/schedule/kernels.hpp"
 #include "tandem/error.hpp"
-#include "tandem/schedule/kernels.hpp"
 
 using namespace tandem;
 using namespace tandem::schedule;

@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "command.hpp"
-#include "index/gpu_bench.hpp"
+#include "kernels/index/gpu_bench.hpp"
 #include "tandem/error.hpp"
 #include "tandem/format.hpp"
 #include "tandem/index.hpp"
@@ -139,9 +139,5 @@ const bool registered = tandem::cli::register_command({
         return run_index(*a);
       };
     }});
-
-// Demo: the permute (gather of a strided tensor) with every index method, on the GPU when one is
-// present, on the CPU with the same generators otherwise; every result checked.
-const bool demo = tandem::cli::register_demo_part({80, "index generation", [] { return run_index_demo(std::cout); }});
 
 }  // namespace

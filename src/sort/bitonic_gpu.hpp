@@ -32,11 +32,6 @@ nlohmann::json to_json(const GpuConfig& c);
 template <class U>
 void gpu_steps(U* d_data, std::uint64_t lo, std::uint64_t hi, int first, int last, const GpuConfig& cfg, void* stream);
 
-// The benchmark anchor: one global kernel per step for strides >= 1024, a shared-memory kernel
-// for the strides below (2048-element tiles). Asynchronous on `stream`.
-template <class U>
-void gpu_naive_sort(U* d_data, std::uint64_t padded, void* stream);
-
 // Fills in block/elems (from the tuning cache, else by measuring candidates on `padded` random
 // elements and storing the winner), fuse defaults. tune_report receives the tuner's table.
 template <class U>
@@ -69,11 +64,6 @@ bool enable_peer_access(int a, int b);
 // Bytes per second of a copy from GPU a to GPU b (a == b: a device-to-device copy on that GPU),
 // timed once per pair and process on 64 MiB; 0 when b cannot reach a (copies are then staged).
 double gpu_link_bandwidth(int a, int b);
-
-// Anchors for the benchmark (bitonic_anchors.cu). temp == nullptr: *temp_bytes receives the size.
-void cub_radix_sort_u32(const std::uint32_t* d_in, std::uint32_t* d_out, std::uint64_t n, void* temp,
-                        std::size_t* temp_bytes, void* stream);
-void cub_merge_sort_u32(std::uint32_t* d_keys, std::uint64_t n, void* temp, std::size_t* temp_bytes, void* stream);
 
 void* pinned_alloc(std::size_t bytes);  // throws OutOfMemoryError
 void pinned_free(void* p) noexcept;

@@ -7,8 +7,10 @@
 #include <limits>
 #include <numeric>
 #include <random>
+#include <type_traits>
 #include <vector>
 
+#include "kernels/sort/anchors.hpp"
 #include "sort/bitonic_engine.hpp"
 #include "sort/bitonic_gpu.hpp"
 #include "test_util.hpp"
@@ -50,8 +52,12 @@ void check_gpu_sort(std::size_t n, const bd::GpuConfig& cfg, bool naive = false,
   std::sort(want.begin(), want.end());
   gpu::DeviceBuffer<U> d(n);
   TANDEM_CUDA(cudaMemcpy(d.data(), h.data(), n * sizeof(U), cudaMemcpyHostToDevice));
-  if (naive) bd::gpu_naive_sort(d.data(), n, nullptr);
-  else bd::gpu_steps(d.data(), 0, n, 1, bitonic::step_count(bitonic::ceil_log2(n)), cfg, nullptr);
+  if (naive) {
+    if constexpr (std::is_same_v<U, std::uint32_t>) bench::naive_bitonic_sort_u32(d.data(), n, nullptr);
+    else FAIL() << "the naive anchor sorts u32 keys only";
+  } else {
+    bd::gpu_steps(d.data(), 0, n, 1, bitonic::step_count(bitonic::ceil_log2(n)), cfg, nullptr);
+  }
   TANDEM_CUDA(cudaDeviceSynchronize());
   std::vector<U> got(n);
   TANDEM_CUDA(cudaMemcpy(got.data(), d.data(), n * sizeof(U), cudaMemcpyDeviceToHost));

@@ -7,7 +7,7 @@
 #include <cstring>
 #include <vector>
 
-#include "index/kernels.hpp"
+#include "kernels/index/kernels.hpp"
 #include "tandem/device.hpp"
 #include "tandem/gpu.hpp"
 #include "tandem/index.hpp"

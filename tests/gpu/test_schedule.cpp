@@ -5,9 +5,9 @@
 
 #include <cstdlib>
 
+#include "kernels/schedule/kernels.hpp"
 #include "tandem/device.hpp"
 #include "tandem/error.hpp"
-#include "tandem/schedule/kernels.hpp"
 #include "tandem/tune.hpp"
 #include "test_util.hpp"
 

@@ -1,17 +1,9 @@
-// The six benchmark kernels of seed 002 (f32, n x n, row-major), their memory footprints, the
-// static schedule selector, CPU references, and the controller that picks a schedule by
-// measuring a minority of the blocks.
+// Choosing a block schedule for a kernel over an n x n problem: statically, from the memory
+// footprints of its blocks, or by measurement, with the controller that profiles a minority of the
+// blocks under candidate schedules and runs the rest under the winner.
 //
-//   intimg-row  out[y][x] = sum_{x' <= x} in[y][x']   block: 32 rows x 256 columns; the carry from
-//               the left is re-read from the input (naive), so blocks of one row share data
-//   intimg-col  out[y][x] = sum_{y' <= y} in[y'][x]   block: 32 columns x 256 rows, carry re-read
-//   conv11      out = 11x11 convolution of in (clamped borders)       block: 32 x 32 outputs
-//   matmul      C = A * B, simple shared-memory tiled kernel           block: 32 x 32 outputs
-//   copy-row    out = in, a warp copies along a row (coalesced)        block: 32 x 32
-//   copy-col    out = in, a warp copies down a column (uncoalesced)    block: 32 x 32
-//
-// Sizes must be multiples of 256. The GPU parts (KernelRunner, run_controlled) exist in CUDA
-// builds; elsewhere they throw NoDeviceError.
+// The controller runs in CUDA builds; elsewhere run_controlled throws NoDeviceError. The six
+// benchmark kernels the CLI and the benchmarks use live in bench/kernels/schedule/.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -34,6 +26,8 @@ struct Rect {
   std::uint32_t array, x0, y0, x1, y1;
 };
 
+// A kernel over n x n f32 arrays, as the static selector sees it: the tile one block covers and
+// what each block reads and writes.
 struct KernelSpec {
   std::string name;
   std::string description;
@@ -42,16 +36,9 @@ struct KernelSpec {
   Grid grid(std::uint32_t n) const { return {n / tile_w, n / tile_h}; }
   // What block b of an n x n problem reads and writes.
   std::function<void(std::uint32_t n, Block b, std::vector<Rect>& out)> footprint;
-  // Minimum DRAM traffic and arithmetic of one run (the floor).
+  // Minimum DRAM traffic of one run (every array read or written once): the floor.
   double min_bytes(std::uint32_t n) const;
-  double flops(std::uint32_t n) const;
 };
-
-const std::vector<KernelSpec>& kernel_specs();
-// UsageError naming the known kernels when `name` is unknown.
-const KernelSpec& kernel_spec(const std::string& name);
-// UsageError unless n is a positive multiple of 256 and at most 65536.
-void check_size(std::uint32_t n);
 
 // ---- static selection (the seed's compiler path) ----
 struct StaticScore {
@@ -68,22 +55,11 @@ struct StaticChoice {
 // launch positions overlap: unit accesses per distinct data unit touched by the window, where a
 // unit adjacent in memory to another one of the window counts as half a new unit (the distance
 // weighting), averaged over windows spread through the grid. Ties keep the earlier
-// candidate. No GPU needed.
+// candidate. No GPU needed. UsageError unless n is a positive multiple of the tile's sides.
 StaticChoice static_select(const KernelSpec& k, std::uint32_t n, const std::vector<Schedule>& cands,
                            std::uint32_t window);
 // Resident blocks of 256 threads on GPU 0 (SMs x blocks per SM); an H100's 132 x 8 when no GPU.
 std::uint32_t default_window();
-
-// ---- CPU side of the kernels ----
-std::vector<float> make_input(std::uint32_t n, std::uint32_t seed);
-// The 11x11 filter conv11 uses (normalised, asymmetric so a transposed result would differ).
-std::vector<float> conv_weights();
-// Reference results computed on the CPU with the same summation order as the GPU where the
-// kernel allows it (conv11, matmul, copies: bit-exact; integral images: compare with tolerance).
-std::vector<float> reference(const KernelSpec& k, std::uint32_t n, const std::vector<float>& a,
-                             const std::vector<float>& b);
-// Largest |got - want| / max(1, |want|); infinity for a size mismatch or NaN.
-double max_rel_error(const std::vector<float>& got, const std::vector<float>& want);
 
 // ---- GPU side ----
 // A rectangle of blocks of a grid: columns [x0, x0 + w), rows [y0, y0 + h).
@@ -108,34 +84,6 @@ class BandLauncher {
   // Runs the blocks of rows [y0, y0 + rows), all columns.
   void launch(const Schedule& s, std::uint32_t y0, std::uint32_t rows) { launch_rect(s, {0, y0, grid().w, rows}); }
   virtual void* stream() const = 0;  // cudaStream_t
-};
-
-// Device buffers, inputs and launches for one benchmark kernel at one size.
-class KernelRunner : public BandLauncher {
- public:
-  KernelRunner(const KernelSpec& k, std::uint32_t n, std::uint32_t seed = 1);
-  ~KernelRunner() override;
-  std::string name() const override;
-  Grid grid() const override;
-  void launch_rect(const Schedule& s, BlockRect r) override;
-  void* stream() const override;
-  // Dispatch order from an atomic ticket instead of blockIdx (exact launch order).
-  void set_ticket(bool on);
-  // Hilbert positions from a precomputed device table (default, nullopt or true) or evaluated per block.
-  void set_hilbert_table(std::optional<bool> on);
-  // One launch of the whole grid under s, timed with events (seconds).
-  double time_full(const Schedule& s);
-  void poison_output();
-  std::vector<float> output() const;
-  const std::vector<float>& input(int i) const;
-  // Keeps a device copy of the current output, and counts the elements of the current output
-  // whose bits differ from it (on the GPU: no copy to the host). Without a kept copy: all.
-  void keep_output();
-  std::uint64_t output_differences() const;
-
- private:
-  struct Impl;
-  std::unique_ptr<Impl> impl_;
 };
 
 struct ControllerOptions {

@@ -1,4 +1,4 @@
-// Internal: launchers of the index benchmark kernels (defined in src/index/k_*.cu). Every
+// Launchers of the index benchmark kernels (defined in k_*.cu beside this file). Every
 // launcher checks its launch; shapes and buffers are the caller's (see bench_driver.cpp).
 #pragma once
 #if !TANDEM_HAS_CUDA

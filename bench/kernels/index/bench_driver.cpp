@@ -9,7 +9,7 @@
 //    selects). A one-byte-per-thread crop issues ~1 load + 1 store per element, so the index
 //    instructions dominate: the u8 crop is index-bound, not memory-bound, until several elements
 //    per thread and 16-byte accesses cut the instructions per byte by ~16x.
-#include "index/gpu_bench.hpp"
+#include "kernels/index/gpu_bench.hpp"
 
 #if TANDEM_HAS_CUDA
 #include <algorithm>
@@ -17,7 +17,7 @@
 
 #include <fmt/format.h>
 
-#include "index/kernels.hpp"
+#include "kernels/index/kernels.hpp"
 #include "tandem/gpu.hpp"
 #include "tandem/index.hpp"
 

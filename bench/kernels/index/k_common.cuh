@@ -3,7 +3,7 @@
 // source offset base + x*sx + y*sy + z*sz (carried by the iterator in Method::carry, computed by
 // multiply-add from (x, y, z) otherwise).
 #pragma once
-#include "index/kernels.hpp"
+#include "kernels/index/kernels.hpp"
 #include "tandem/gpu.hpp"
 #include "tandem/index/device.hpp"
 

@@ -1,8 +1,7 @@
-// Internal: the GPU benchmark driver shared by bench_index and `tandem index --bench`, and the
-// demo part. Without CUDA (or without a GPU) run_gpu_benchmarks throws NoDeviceError.
+// The GPU benchmark driver shared by bench_index and `tandem index --bench`. Without CUDA (or
+// without a GPU) run_gpu_benchmarks throws NoDeviceError.
 #pragma once
 #include <functional>
-#include <ostream>
 #include <string>
 #include <vector>
 
@@ -39,8 +38,5 @@ struct BenchResult {
 };
 
 BenchResult run_gpu_benchmarks(const BenchOptions& o, const std::function<void(const BenchRow&)>& on_row = {});
-
-// The demo part: the permute with every index method (GPU when present, else CPU), checked.
-bool run_index_demo(std::ostream& out);
 
 }  // namespace tandem::index

@@ -1,5 +1,5 @@
 // CPU-only builds: the GPU runner exists so callers compile, and says a GPU is needed.
-#include "tandem/schedule/kernels.hpp"
+#include "kernels/schedule/kernels.hpp"
 
 #include "tandem/error.hpp"
 

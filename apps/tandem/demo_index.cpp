@@ -4,21 +4,23 @@
 #include <algorithm>
 #include <cstring>
 #include <initializer_list>
+#include <iostream>
 #include <ostream>
 #include <vector>
 
 #include <fmt/format.h>
 
-#include "index/gpu_bench.hpp"
+#include "command.hpp"
 #include "tandem/format.hpp"
 #include "tandem/index.hpp"
 #include "tandem/timing.hpp"
 #if TANDEM_HAS_CUDA
-#include "index/kernels.hpp"
+#include "kernels/index/kernels.hpp"
 #include "tandem/gpu.hpp"
 #endif
 
 namespace tandem::index {
+namespace {
 
 bool run_index_demo(std::ostream& out) {
   const Dims3 d{255, 129, 67};  // odd sizes, 2.2 M elements
@@ -88,4 +90,7 @@ bool run_index_demo(std::ostream& out) {
   return ok;
 }
 
+const bool demo = tandem::cli::register_demo_part({80, "index generation", [] { return run_index_demo(std::cout); }});
+
+}  // namespace
 }  // namespace tandem::index
