@@ -164,6 +164,18 @@ TEST(SortEntry, EveryAlgorithmOnTheCpu) {
     }
 }
 
+TEST(SortEntry, ReportNamesTheBitonicPath) {
+  SortOptions o;
+  o.algorithm = SortAlgorithm::bitonic;
+  o.device = Device::cpu;
+  o.threads = 2;
+  std::vector<std::uint32_t> v{5, 3, 9, 1, 7};
+  EXPECT_EQ(sort(std::span<std::uint32_t>(v), o).details.value("path", ""), to_string(SortPath::bitonic));
+  EXPECT_EQ(v, (std::vector<std::uint32_t>{1, 3, 5, 7, 9}));
+  std::vector<std::uint32_t> vals{0, 1, 2, 3, 4};
+  EXPECT_EQ(sort_pairs(std::span<std::uint32_t>(v), std::span<std::uint32_t>(vals), o).details.value("path", ""), "bitonic");
+}
+
 TEST(SortEntry, DeviceGpuWithoutGpuIsACleanError) {
   if (gpu_count() > 0) GTEST_SKIP() << "a GPU is present";
   std::vector<std::uint32_t> v{3, 1, 2};

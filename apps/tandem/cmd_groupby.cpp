@@ -62,6 +62,7 @@ const bool registered = tandem::cli::register_command({
         tandem::io::AtomicOutput out(a->out);
         auto g = tandem::mr::groupby(kt, keys.bytes.data(), keys.count, vt, has_values ? values.bytes.data() : nullptr,
                                      values.count, has_values, o);
+        tandem::cli::print_notices(g.report);
         g.report.stages.insert(g.report.stages.begin(), {"read input", "cpu", read_s, fmt::format("{} keys", keys.count)});
         tandem::mr::write_groupby_csv(out.stream(), g, aggs);
         out.commit();

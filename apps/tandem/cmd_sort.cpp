@@ -1,5 +1,7 @@
 // tandem sort: sort a raw or .npy array file (keys, optionally with values), or print the hybrid
 // bitonic plan of seed 000 (--plan).
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
 #include <iostream>
@@ -91,7 +93,10 @@ int run_file(const Args& a) {
   o.gpu_memory_limit = a.gpu_memory_limit;
   o.gpu_sm_limit = a.gpu_sm_limit;
   o.threads = a.threads;
-  o.progress = true;  // a progress line on stderr for long out-of-core sorts, only when stderr is a terminal
+  if (::isatty(2)) o.progress = [](std::string_view line) {  // long out-of-core sorts, on a terminal only
+    if (line.empty()) std::cerr << "\r\033[K";
+    else std::cerr << "\rtandem sort: " << line << "\033[K";
+  };
   if (!a.gpus.empty()) tandem::bitonic::set_default_gpus(a.gpus);
 
   tandem::Stopwatch total;
@@ -110,6 +115,7 @@ int run_file(const Args& a) {
       throw tandem::UsageError("unsupported key type");
     }
   });
+  tandem::cli::print_notices(r);
   tandem::io::write_array(a.out, t, keys.bytes.data(), keys.count);
   if (a.explain) {
     std::ostream& os = a.out == "-" || a.values_out == "-" ? std::cerr : std::cout;

@@ -46,6 +46,7 @@ const bool registered = tandem::cli::register_command({
         const double read_s = w.seconds();
         tandem::io::AtomicOutput out(a->out);
         auto r = tandem::mr::wordcount(text, o);
+        tandem::cli::print_notices(r.report);
         r.report.stages.insert(r.report.stages.begin(), {"read input", "cpu", read_s, tandem::human_bytes(text.size())});
         const std::size_t n = a->top ? std::min(a->top, r.words.size()) : r.words.size();
         auto& os = out.stream();

@@ -6,6 +6,7 @@
 
 #include "command.hpp"
 #include "tandem/error.hpp"
+#include "tandem/tune.hpp"
 
 namespace tandem::cli {
 
@@ -43,6 +44,10 @@ bool register_demo_part(DemoPart p) {
   return true;
 }
 const std::vector<DemoPart>& demo_parts() { return demo_list(); }
+
+void print_notices(const Report& r) {
+  for (const auto& n : r.notices) std::cerr << "tandem: notice: " << n << '\n';
+}
 
 }  // namespace tandem::cli
 
@@ -85,10 +90,13 @@ int main(int argc, char** argv) {
     std::cerr << "tandem: error: " << e.what() << '\n';
     return tandem::exit_code_for(e);
   }
+  int code = 0;
   try {
-    return action ? action() : 0;
+    code = action ? action() : 0;
   } catch (const std::exception& e) {
     std::cerr << "tandem: error: " << e.what() << '\n';
-    return tandem::exit_code_for(e);
+    code = tandem::exit_code_for(e);
   }
+  for (const auto& w : tandem::TuningCache::global().warnings()) std::cerr << "tandem: " << w << '\n';
+  return code;
 }

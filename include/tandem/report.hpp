@@ -19,10 +19,14 @@ struct Report {
   std::string operation;           // "sort", "wordcount", ...
   std::vector<Stage> stages;
   std::vector<std::string> notes;  // choices and why ("GPU-only: k=0.004 below break-even")
+  // What the caller should hear of even without asking for the notes, such as a fallback to the
+  // CPU; each is a note too. The library never prints: the CLI writes these to stderr.
+  std::vector<std::string> notices;
   nlohmann::json details = nlohmann::json::object();  // structured extras for --json
 
   void add(std::string name, std::string where, double seconds, std::string detail = {});
   void note(std::string text);
+  void notice(std::string text);  // a note that is also a notice
   double total_seconds() const;
   std::string explain() const;     // a readable table of stages and the notes
   nlohmann::json to_json() const;

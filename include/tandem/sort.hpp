@@ -8,6 +8,7 @@
 // for.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string_view>
 
@@ -31,7 +32,9 @@ struct SortOptions {
   char policy{'c'};                   // CPU share policy 'a', 'b' or 'c'
   int min_interior_run{-1};           // -1: the cost model decides gather vs concurrent
   double k{-1};                       // CPU/GPU capability ratio; < 0: measured and cached
-  bool progress{false};               // progress line on stderr for long sorts
+  // Called with a status line now and then during long (out-of-core) sorts, and with an empty
+  // line when the sort is done. The library prints nothing itself.
+  std::function<void(std::string_view)> progress;
 };
 
 // Sorts keys in place. The Report says which path ran, why, and the time of each stage.

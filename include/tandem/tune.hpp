@@ -74,8 +74,8 @@ class TuningCache {
            const nlohmann::json& value);
   void clear();
   const std::string& path() const { return path_; }
-  // Warnings about the file (corrupt, stale version) collected while loading; each is also
-  // printed once to stderr.
+  // Warnings about the file (corrupt, stale version) collected while loading, each once (the
+  // library does not print them; the CLI does).
   const std::vector<std::string>& warnings() const { return warnings_; }
 
   static std::string key(const std::string& op, const std::string& device, const std::string& problem_class);

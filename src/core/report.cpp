@@ -12,6 +12,11 @@ void Report::add(std::string name, std::string where, double seconds, std::strin
 
 void Report::note(std::string text) { notes.push_back(std::move(text)); }
 
+void Report::notice(std::string text) {
+  notices.push_back(text);
+  notes.push_back(std::move(text));
+}
+
 double Report::total_seconds() const {
   double t = 0;
   for (const auto& s : stages) t += s.seconds;
@@ -33,7 +38,7 @@ nlohmann::json Report::to_json() const {
   nlohmann::json st = nlohmann::json::array();
   for (const auto& s : stages)
     st.push_back({{"name", s.name}, {"where", s.where}, {"seconds", s.seconds}, {"detail", s.detail}});
-  return {{"operation", operation}, {"stages", st}, {"notes", notes}, {"details", details}};
+  return {{"operation", operation}, {"stages", st}, {"notes", notes}, {"notices", notices}, {"details", details}};
 }
 
 }  // namespace tandem

@@ -10,7 +10,6 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <iostream>
 #include <mutex>
 #include <random>
 
@@ -117,7 +116,6 @@ void TuningCache::warn(const std::string& msg) {
   for (const auto& w : warnings_)
     if (w == msg) return;
   warnings_.push_back(msg);
-  std::cerr << "tandem: " << msg << '\n';
 }
 
 nlohmann::json TuningCache::load_file() {

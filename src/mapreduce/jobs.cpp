@@ -1,6 +1,5 @@
 // The shipped MapReduce jobs (word count, group-by): device dispatch, CPU engine, output formats.
 #include <algorithm>
-#include <iostream>
 #include <ostream>
 
 #include <fmt/format.h>
@@ -37,7 +36,7 @@ bool want_gpu(const Options& o, std::size_t bytes, Report& r) {
   if (o.device == Device::cpu) return false;
   const bool have = gpu_count() > 0;
   if (o.device == Device::gpu || o.device == Device::hybrid) {
-    if (!have) throw NoDeviceError("--device gpu: no usable GPU (CPU-only build or no device)");
+    if (!have) throw NoDeviceError("device = gpu: no usable GPU (CPU-only build or no device)");
     return true;
   }
   if (!have) {
@@ -130,13 +129,12 @@ WordCount wordcount(std::string_view text_in, const WordCountOptions& opts) {
       done = true;
     } catch (const OutOfMemoryError& e) {
       if (opts.engine.device == Device::gpu) throw;
-      std::cerr << "tandem: notice: GPU out of memory (" << e.what() << "); word count runs on the CPU\n";
-      out.report.note("GPU out of memory: fell back to the CPU engine");
+      out.report.notice(fmt::format("GPU out of memory ({}); word count runs on the CPU", e.what()));
     }
   }
 #else
   if (opts.engine.device == Device::gpu || opts.engine.device == Device::hybrid)
-    throw NoDeviceError("--device gpu: this build has no CUDA support");
+    throw NoDeviceError("device = gpu: this build has no CUDA support");
   if (opts.engine.device == Device::auto_) out.report.note("CPU-only build: CPU engine");
 #endif
   if (!done) {
@@ -168,10 +166,10 @@ std::vector<AggKind> parse_aggs(std::string_view list) {
     else if (name == "min") out.push_back(AggKind::min);
     else if (name == "max") out.push_back(AggKind::max);
     else if (name == "mean") out.push_back(AggKind::mean);
-    else throw UsageError(fmt::format("--agg: unknown aggregate '{}' (expected sum, count, min, max, mean)", name));
+    else throw UsageError(fmt::format("aggregates: unknown aggregate '{}' (expected sum, count, min, max, mean)", name));
     i = j + 1;
   }
-  if (out.empty()) throw UsageError("--agg: no aggregate named");
+  if (out.empty()) throw UsageError("aggregates: none named");
   return out;
 }
 
@@ -267,12 +265,11 @@ void run_groupby(GroupBy& g, const K* keys, std::size_t n, const VIn* values, co
       done = true;
     } catch (const OutOfMemoryError& e) {
       if (o.device == Device::gpu) throw;
-      std::cerr << "tandem: notice: GPU out of memory (" << e.what() << "); group-by runs on the CPU\n";
-      g.report.note("GPU out of memory: fell back to the CPU engine");
+      g.report.notice(fmt::format("GPU out of memory ({}); group-by runs on the CPU", e.what()));
     }
   }
 #else
-  if (o.device == Device::gpu || o.device == Device::hybrid) throw NoDeviceError("--device gpu: this build has no CUDA support");
+  if (o.device == Device::gpu || o.device == Device::hybrid) throw NoDeviceError("device = gpu: this build has no CUDA support");
   if (o.device == Device::auto_) g.report.note("CPU-only build: CPU engine");
 #endif
   if (!done) {
@@ -299,7 +296,7 @@ void dispatch_values(GroupBy& g, const K* keys, std::size_t n, DType vt, const v
     case DType::i64: return run_groupby<K, std::int64_t>(g, keys, n, static_cast<const std::int64_t*>(values), o);
     default: break;
   }
-  throw UsageError(fmt::format("--value-type {}: expected f32, f64, i32 or i64", to_string(vt)));
+  throw UsageError(fmt::format("value_type = {}: expected f32, f64, i32 or i64", to_string(vt)));
 }
 
 }  // namespace
@@ -318,7 +315,7 @@ GroupBy groupby(DType key_type, const void* keys, std::size_t n, DType value_typ
     case DType::u64: dispatch_values(g, static_cast<const std::uint64_t*>(keys), n, value_type, values, has_values, opts); break;
     case DType::i32: dispatch_values(g, static_cast<const std::int32_t*>(keys), n, value_type, values, has_values, opts); break;
     case DType::i64: dispatch_values(g, static_cast<const std::int64_t*>(keys), n, value_type, values, has_values, opts); break;
-    default: throw UsageError(fmt::format("--key-type {}: expected u32, u64, i32 or i64", to_string(key_type)));
+    default: throw UsageError(fmt::format("key_type = {}: expected u32, u64, i32 or i64", to_string(key_type)));
   }
   return g;
 }

@@ -1,6 +1,6 @@
 // Internal: the GPU side of the bitonic sort (kernels in bitonic_kernels.cu, driver pieces in
-// hybrid_gpu.cu). No CUDA types here, so the host driver (hybrid.cpp) includes it as plain C++;
-// everything is defined only when TANDEM_HAS_CUDA is 1.
+// hybrid_gpu.cpp and hybrid_multi.cpp). No CUDA types here, so the host driver (hybrid.cpp)
+// includes it as plain C++; everything is defined only when TANDEM_HAS_CUDA is 1.
 #pragma once
 #include <cstdint>
 #include <string>

@@ -9,7 +9,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <iostream>
 #include <limits>
 #include <map>
 #include <memory>
@@ -284,12 +283,12 @@ Decision decide(const U* data, std::uint64_t n, std::uint64_t padded, const Sort
   const bool want_gpu = o.device != Device::cpu;
   const bool have_gpu = want_gpu && gpu_count() > 0;
   if (o.device == Device::gpu && !have_gpu)
-    throw NoDeviceError(TANDEM_HAS_CUDA ? "bitonic sort: --device gpu but no usable GPU"
-                                        : "bitonic sort: --device gpu but this build has no CUDA");
+    throw NoDeviceError(TANDEM_HAS_CUDA ? "bitonic sort: device = gpu but no usable GPU"
+                                        : "bitonic sort: device = gpu but this build has no CUDA");
   const bool over_limit = o.gpu_memory_limit > 0 && padded * sizeof(U) > o.gpu_memory_limit;
   if (have_gpu && over_limit) {
     if (o.device == Device::gpu)
-      throw UsageError(fmt::format("bitonic sort: {} of keys exceed --gpu-memory-limit {}", human_bytes(padded * sizeof(U)),
+      throw UsageError(fmt::format("bitonic sort: {} of keys exceed gpu_memory_limit = {}", human_bytes(padded * sizeof(U)),
                                    human_bytes(o.gpu_memory_limit)));
     r.note(fmt::format("{} exceed the GPU memory limit {}: the CPU sorts alone", human_bytes(padded * sizeof(U)),
                        human_bytes(o.gpu_memory_limit)));
@@ -318,7 +317,7 @@ Decision decide(const U* data, std::uint64_t n, std::uint64_t padded, const Sort
   d.use_gpu = true;
   if (o.device == Device::gpu) {
     d.plan = make_plan(n, 0.0, o.policy, o.min_interior_run);
-    d.plan.decided_by = "--device gpu";
+    d.plan.decided_by = "device = gpu";
     return d;
   }
   if (o.k >= 0 && o.min_interior_run >= 0) {  // k given and the rule decides: nothing to measure
@@ -487,9 +486,8 @@ void run_words(U* w, std::uint64_t n, std::uint64_t padded, const SortOptions& o
   } catch (const OutOfMemoryError& e) {
     if (o.device == Device::gpu) throw;
     // Nothing ran yet (the device buffer is taken before the first step): the CPU sorts it all.
-    std::cerr << "tandem: notice: " << e.what() << "; sorting on the CPU\n";
     bind_cpu();
-    r.note(std::string("GPU memory: ") + e.what() + "; fell back to the CPU");
+    r.notice(fmt::format("GPU memory: {}; sorting on the CPU", e.what()));
     Stopwatch sw;
     detail::cpu_sort(w, padded, threads);
     r.add("CPU bitonic network (fallback)", "cpu", sw.seconds(), fmt::format("{} words", padded));

@@ -22,7 +22,7 @@ namespace tandem::bitonic::detail {
 std::string GpuConfig::describe() const {
   return fmt::format("{} kernel, block {} x {} elements/thread (tile {}), {} global steps per pass{}",
                      elems <= 2 ? "scalar" : "vector", block, elems, block * elems, fuse,
-                     sm_limit > 0 ? fmt::format(", grid limited to {} blocks (--gpu-sm-limit)", sm_limit) : "");
+                     sm_limit > 0 ? fmt::format(", grid limited to {} blocks (gpu_sm_limit)", sm_limit) : "");
 }
 
 nlohmann::json to_json(const GpuConfig& c) {

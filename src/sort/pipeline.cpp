@@ -13,12 +13,9 @@
 #include "sort/device_sort.hpp"
 
 #if TANDEM_HAS_CUDA
-#include <unistd.h>
-
 #include <algorithm>
 #include <array>
 #include <climits>
-#include <cstdio>
 #include <functional>
 #include <memory>
 #include <utility>
@@ -443,18 +440,25 @@ void add_fit_stages(Report& r, const StageTimes& t, const std::string& what, con
   r.details["gpu_upload_batches"] = t.batches;
 }
 
+// Status lines for the caller's progress callback (SortOptions::progress); an empty one at the end.
 class Progress {
  public:
-  explicit Progress(bool on) : on_(on && ::isatty(2)) {}
+  Progress(const std::function<void(std::string_view)>& f, bool on) : f_(on && f ? &f : nullptr) {}
+  Progress(const Progress&) = delete;
+  Progress& operator=(const Progress&) = delete;
   void line(const std::string& text) {
-    if (on_) std::fprintf(stderr, "\rtandem sort: %s\033[K", text.c_str());
+    if (f_) (*f_)(text);
   }
   ~Progress() {
-    if (on_) std::fprintf(stderr, "\r\033[K");
+    if (!f_) return;
+    try {
+      (*f_)({});
+    } catch (...) {  // a destructor must not throw; the sort itself is done
+    }
   }
 
  private:
-  bool on_;
+  const std::function<void(std::string_view)>* f_;
 };
 
 // Larger than the budget: a stable MSD partition on the host (all CPU threads) into pieces that
@@ -468,7 +472,7 @@ void out_of_core(std::span<K> keys, std::span<V> values, const SortOptions& opts
   const std::size_t cap = std::size_t{1} << 30;  // CUB takes int sizes
   const std::size_t C = std::min(out_of_core_chunk(budget, per), cap);
   const int T = opts.threads > 0 ? opts.threads : default_threads();
-  Progress progress(opts.progress && n * per >= (std::size_t{1} << 30));
+  Progress progress(opts.progress, n * per >= (std::size_t{1} << 30));
   progress.line(fmt::format("partitioning {} on {} CPU threads", human_bytes(n * per), T));
   reserve_fit<K, V>(ws, std::min(C, n), opts.algorithm == SortAlgorithm::merge);
   StageTimes t;

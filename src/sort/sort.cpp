@@ -77,9 +77,9 @@ Report dispatch(std::span<K> keys, std::span<V> values, const SortOptions& opts)
     gpu_problem = e.what();
   }
   if (opts.device == Device::gpu && !in.gpu)
-    throw NoDeviceError(gpu_problem.empty() ? "sort: --device gpu but no usable GPU" : "sort: " + gpu_problem);
+    throw NoDeviceError(gpu_problem.empty() ? "sort: device = gpu but no usable GPU" : "sort: " + gpu_problem);
 #else
-  if (opts.device == Device::gpu) throw NoDeviceError("sort: --device gpu but this build has no CUDA support");
+  if (opts.device == Device::gpu) throw NoDeviceError("sort: device = gpu but this build has no CUDA support");
 #endif
   const detail::PathChoice c = detail::choose_sort_path(in);
   r.note(fmt::format("path {}: {}", to_string(c.path), c.why));
@@ -172,9 +172,19 @@ std::string_view to_string(SortPath p) {
   return "?";
 }
 
+namespace {
+bool routes_to_bitonic(const SortOptions& opts) {
+  return opts.algorithm == SortAlgorithm::bitonic || opts.device == Device::hybrid;
+}
+Report named_bitonic(Report r) {
+  r.details["path"] = std::string(to_string(SortPath::bitonic));
+  return r;
+}
+}  // namespace
+
 template <class K>
 Report sort(std::span<K> keys, const SortOptions& opts) {
-  if (opts.algorithm == SortAlgorithm::bitonic || opts.device == Device::hybrid) return bitonic::sort(keys, opts);
+  if (routes_to_bitonic(opts)) return named_bitonic(bitonic::sort(keys, opts));
   return dispatch(keys, std::span<detail::NoValue>{}, opts);
 }
 
@@ -182,8 +192,7 @@ template <class K, class V>
 Report sort_pairs(std::span<K> keys, std::span<V> values, const SortOptions& opts) {
   if (keys.size() != values.size())
     throw UsageError(fmt::format("sort_pairs: {} keys but {} values", keys.size(), values.size()));
-  if (opts.algorithm == SortAlgorithm::bitonic || opts.device == Device::hybrid)
-    return bitonic::sort_pairs(keys, values, opts);
+  if (routes_to_bitonic(opts)) return named_bitonic(bitonic::sort_pairs(keys, values, opts));
   return dispatch(keys, values, opts);
 }
 

@@ -49,7 +49,7 @@ Result query(const Lists& l, std::uint64_t k, const Aggregate& agg, const Option
   bool gpu = false;
   if (opts.device == Device::gpu || opts.device == Device::hybrid) {
     if (gpu_count() == 0)
-      throw NoDeviceError(TANDEM_HAS_CUDA ? "--device gpu: no usable GPU" : "--device gpu: this build has no CUDA");
+      throw NoDeviceError(TANDEM_HAS_CUDA ? "device = gpu: no usable GPU" : "device = gpu: this build has no CUDA");
     gpu = true;
   } else if (opts.device == Device::auto_) {
     gpu = gpu_count() > 0;

@@ -11,6 +11,8 @@
 //    per thread and 16-byte accesses cut the instructions per byte by ~16x.
 #include "kernels/index/gpu_bench.hpp"
 
+#include "tandem/error.hpp"
+
 #if TANDEM_HAS_CUDA
 #include <algorithm>
 #include <cstring>
@@ -350,8 +352,6 @@ BenchResult run_gpu_benchmarks(const BenchOptions& o, const std::function<void(c
 }  // namespace tandem::index
 
 #else  // CPU-only build
-
-#include "tandem/error.hpp"
 
 namespace tandem::index {
 BenchResult run_gpu_benchmarks(const BenchOptions&, const std::function<void(const BenchRow&)>&) {
