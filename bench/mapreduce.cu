@@ -24,6 +24,7 @@
 #include <cub/device/device_run_length_encode.cuh>
 
 #include "harness.hpp"
+#include "tandem/cuda/format.hpp"
 #include "tandem/device.hpp"
 #include "tandem/gpu.hpp"
 #include "tandem/io.hpp"
@@ -35,7 +36,6 @@
 
 using namespace tandem;
 using Job = mr::GroupByJob<std::uint32_t, void>;
-using mr::gpu_engine::fmtr;
 
 namespace {
 
@@ -164,7 +164,7 @@ int main(int argc, char** argv) {
       });
       fetch();
       const bool ok = got == ref;
-      if (!ok) b.fail(fmtr("{} / {}: engine result differs from the anchor", name, cf.label));
+      if (!ok) b.fail(gpu::format("{} / {}: engine result differs from the anchor", name, cf.label));
       b.record(name, "engine " + cf.label, et, double(n), "keys", ok,
                {{"hot_keys", st.hot_keys}, {"hot_share", st.hot_share}, {"shared_hits", st.shared_hits},
                 {"global_hits", st.global_hits}, {"spilled", st.spilled}, {"retries", st.retries}, {"blocks", st.blocks},
@@ -311,21 +311,21 @@ int main(int argc, char** argv) {
       const bool part_row = z == 0.0 || z == 1.0;
       if (part_row) cfgs.push_back({"hash, no partitions", true, hash_nopart});
       std::vector<double> t;
-      const double a = run_case(fmtr("zipf{}", z), keys, cfgs, t);
+      const double a = run_case(gpu::format("zipf{}", z), keys, cfgs, t);
       double seed_best = 0;
       if (onoff) {
-        b.info(fmtr("hash path: hot keys in shared memory on vs off, Zipf {}", z), t[1] / t[0], "x");
-        b.info(fmtr("seed engine (direct): hot keys on vs off, Zipf {}", z), t[3] / t[2], "x");
-        b.info(fmtr("seed engine (block tables): hot keys on vs off, Zipf {}", z), t[5] / t[4], "x");
+        b.info(gpu::format("hash path: hot keys in shared memory on vs off, Zipf {}", z), t[1] / t[0], "x");
+        b.info(gpu::format("seed engine (direct): hot keys on vs off, Zipf {}", z), t[3] / t[2], "x");
+        b.info(gpu::format("seed engine (block tables): hot keys on vs off, Zipf {}", z), t[5] / t[4], "x");
         seed_best = std::min(t[2], t[4]);
-        b.info(fmtr("hash path: lanes grouped by key (match_any) vs top-key ballots only, Zipf {}", z), t[6] / t[0], "x");
-        b.info(fmtr("hash path: bucketed two-choice hot table vs linear probing, Zipf {}", z), t[7] / t[0], "x");
+        b.info(gpu::format("hash path: lanes grouped by key (match_any) vs top-key ballots only, Zipf {}", z), t[6] / t[0], "x");
+        b.info(gpu::format("hash path: bucketed two-choice hot table vs linear probing, Zipf {}", z), t[7] / t[0], "x");
       }
       if (part_row)
-        b.info(fmtr("hash path: cold keys partitioned vs straight into the global table, Zipf {}", z), t.back() / t[0], "x");
+        b.info(gpu::format("hash path: cold keys partitioned vs straight into the global table, Zipf {}", z), t.back() / t[0], "x");
       rows.push_back({z, a, t[0], seed_best});
-      if (z == 0.0) b.goal(fmtr("group-by count 2^{} u32 uniform / {} keys vs CUB sort+RLE", lg, distinct), a / t[0], 1.0);
-      if (z == 1.0) b.goal(fmtr("group-by count 2^{} u32 Zipf 1.0 / {} keys vs CUB sort+RLE", lg, distinct), a / t[0], 2.0);
+      if (z == 0.0) b.goal(gpu::format("group-by count 2^{} u32 uniform / {} keys vs CUB sort+RLE", lg, distinct), a / t[0], 1.0);
+      if (z == 1.0) b.goal(gpu::format("group-by count 2^{} u32 Zipf 1.0 / {} keys vs CUB sort+RLE", lg, distinct), a / t[0], 2.0);
     }
     {
       auto keys = mr::zipf_keys_u32(n, 128, 0.0, 3);
@@ -334,7 +334,7 @@ int main(int argc, char** argv) {
       probing.two_choice = false;
       const double a = run_case("uniform128", keys,
                                 {{"hash", true, hash_auto}, {"seed, block tables", false, block_hot}, {"hash, linear probing", true, probing}}, t);
-      b.goal(fmtr("group-by count 2^{} u32 128 distinct vs CUB sort+RLE", lg), a / t[0], 5.0);
+      b.goal(gpu::format("group-by count 2^{} u32 128 distinct vs CUB sort+RLE", lg), a / t[0], 5.0);
       b.info("seed engine (block tables) vs CUB sort+RLE, 128 distinct", a / t[1], "x");
       b.info("hash path, 128 distinct: two-choice table vs linear probing", t[2] / t[0], "x");
     }
@@ -343,7 +343,7 @@ int main(int argc, char** argv) {
     std::printf("ZIPF_TABLE|exponent|CUB sort+RLE|hash engine|seed engine\n");
     for (const auto& r : rows)
       std::printf("ZIPF_TABLE|%.2f|%.2f|%.2f|%s\n", r.s, n / r.anchor / 1e9, n / r.hash / 1e9,
-                  r.seed > 0 ? fmtr("{}", n / r.seed / 1e9).c_str() : "-");
+                  r.seed > 0 ? gpu::format("{}", n / r.seed / 1e9).c_str() : "-");
 
   }
   if (b.has_flag("--groupby-only")) return b.finish();
@@ -362,9 +362,9 @@ int main(int argc, char** argv) {
   b.record("word count", "CPU engine 2 threads", c2, double(cpu_small.size()), "B", true);
   wo.engine.threads = std::min(16, default_threads());
   auto c16 = b.time([&] { mr::wordcount(cpu_small, wo); });
-  b.record("word count", fmtr("CPU engine {} threads", wo.engine.threads), c16, double(cpu_small.size()), "B", true);
+  b.record("word count", gpu::format("CPU engine {} threads", wo.engine.threads), c16, double(cpu_small.size()), "B", true);
   b.info("word count CPU engine 2 threads GB/s", cpu_small.size() / c2.median / 1e9);
-  b.info(fmtr("word count CPU engine {} threads GB/s", wo.engine.threads), cpu_small.size() / c16.median / 1e9);
+  b.info(gpu::format("word count CPU engine {} threads GB/s", wo.engine.threads), cpu_small.size() / c16.median / 1e9);
   {
     mr::WordCountOptions go;
     go.engine.device = Device::gpu;
@@ -386,7 +386,7 @@ int main(int argc, char** argv) {
       if (!ok) b.fail("GPU word count differs from the CPU engine");
       b.record("word count", mode ? "GPU engine (device text, block tables)" : "GPU engine (device text, direct)", gt,
                double(text.size()), "B", ok, {{"hot_keys", st.hot_keys}, {"shared_hits", st.shared_hits}, {"global_hits", st.global_hits}});
-      b.info(fmtr("word count GPU device-resident GB/s ({})", mode ? "block tables" : "direct"), text.size() / gt.median / 1e9);
+      b.info(gpu::format("word count GPU device-resident GB/s ({})", mode ? "block tables" : "direct"), text.size() / gt.median / 1e9);
       if (mode == 0) b.goal("word count GPU on device-resident text GB/s", text.size() / gt.median / 1e9, 10.0, true, "GB/s");
     }
     const std::string path = "/tmp/tandem_bench_wordcount.txt";

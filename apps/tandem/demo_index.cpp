@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "command.hpp"
+#include "tandem/cuda/launch.hpp"
 #include "tandem/format.hpp"
 #include "tandem/index.hpp"
 #include "tandem/timing.hpp"
@@ -53,7 +54,7 @@ bool run_index_demo(std::ostream& out) {
       w.sz = spec.stride_z;
       w.table = table.data();
       w.layout = l;
-      w.grid = kernels::grid_for(n, 256);
+      w.grid = gpu::grid_for(n, 256, kernels::full_wave(256));
       std::vector<float> back(n);
       for (Method m : all) {
         dout.poison(s);

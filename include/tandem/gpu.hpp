@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <type_traits>
 #include <utility>
 
 #include "tandem/error.hpp"
@@ -86,27 +87,47 @@ void device_free(void* p) noexcept;
 void* pinned_alloc(std::size_t bytes);
 void pinned_free(void* p) noexcept;
 
-template <class T>
-class DeviceBuffer {
+// Where a Buffer's memory comes from.
+struct DeviceMemory {
+  static void* allocate(std::size_t bytes) { return device_alloc(bytes); }
+  static void release(void* p) noexcept { device_free(p); }
+};
+struct PinnedMemory {
+  static void* allocate(std::size_t bytes) { return pinned_alloc(bytes); }
+  static void release(void* p) noexcept { pinned_free(p); }
+};
+
+// An owning array of n T in device or pinned host memory; moves, never copies.
+template <class T, class Memory>
+class Buffer {
  public:
-  DeviceBuffer() = default;
-  explicit DeviceBuffer(std::size_t n) : n_(n), p_(n ? static_cast<T*>(device_alloc(n * sizeof(T))) : nullptr) {}
-  ~DeviceBuffer() { device_free(p_); }
-  DeviceBuffer(DeviceBuffer&& o) noexcept : n_(std::exchange(o.n_, 0)), p_(std::exchange(o.p_, nullptr)) {}
-  DeviceBuffer& operator=(DeviceBuffer&& o) noexcept {
+  Buffer() = default;
+  explicit Buffer(std::size_t n) : n_(n), p_(n ? static_cast<T*>(Memory::allocate(n * sizeof(T))) : nullptr) {}
+  ~Buffer() { Memory::release(p_); }
+  Buffer(Buffer&& o) noexcept : n_(std::exchange(o.n_, 0)), p_(std::exchange(o.p_, nullptr)) {}
+  Buffer& operator=(Buffer&& o) noexcept {
     std::swap(n_, o.n_);
     std::swap(p_, o.p_);
     return *this;
   }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
 
   T* data() const { return p_; }
   std::size_t size() const { return n_; }
   std::size_t bytes() const { return n_ * sizeof(T); }
   std::span<T> span() const { return {p_, n_}; }
-  // Fills every byte with `byte` (0xFF by default): outputs are poisoned before a kernel writes them.
-  void poison(cudaStream_t s = nullptr, int byte = 0xFF) {
+  // Host memory only: element access.
+  T& operator[](std::size_t i) const
+    requires std::is_same_v<Memory, PinnedMemory>
+  {
+    return p_[i];
+  }
+  // Device memory only: fills every byte with `byte` (0xFF by default); outputs are poisoned
+  // before a kernel writes them.
+  void poison(cudaStream_t s = nullptr, int byte = 0xFF)
+    requires std::is_same_v<Memory, DeviceMemory>
+  {
     if (n_) TANDEM_CUDA(cudaMemsetAsync(p_, byte, bytes(), s));
   }
 
@@ -116,30 +137,9 @@ class DeviceBuffer {
 };
 
 template <class T>
-class PinnedBuffer {
- public:
-  PinnedBuffer() = default;
-  explicit PinnedBuffer(std::size_t n) : n_(n), p_(n ? static_cast<T*>(pinned_alloc(n * sizeof(T))) : nullptr) {}
-  ~PinnedBuffer() { pinned_free(p_); }
-  PinnedBuffer(PinnedBuffer&& o) noexcept : n_(std::exchange(o.n_, 0)), p_(std::exchange(o.p_, nullptr)) {}
-  PinnedBuffer& operator=(PinnedBuffer&& o) noexcept {
-    std::swap(n_, o.n_);
-    std::swap(p_, o.p_);
-    return *this;
-  }
-  PinnedBuffer(const PinnedBuffer&) = delete;
-  PinnedBuffer& operator=(const PinnedBuffer&) = delete;
-
-  T* data() const { return p_; }
-  std::size_t size() const { return n_; }
-  std::size_t bytes() const { return n_ * sizeof(T); }
-  std::span<T> span() const { return {p_, n_}; }
-  T& operator[](std::size_t i) const { return p_[i]; }
-
- private:
-  std::size_t n_{0};
-  T* p_{nullptr};
-};
+using DeviceBuffer = Buffer<T, DeviceMemory>;
+template <class T>
+using PinnedBuffer = Buffer<T, PinnedMemory>;
 
 // Free and total memory of the current device.
 std::pair<std::size_t, std::size_t> memory_info();

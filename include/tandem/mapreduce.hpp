@@ -27,10 +27,10 @@
 #include <utility>
 #include <vector>
 
+#include "tandem/core/hash.hpp"
+#include "tandem/hd.hpp"
 #include "tandem/report.hpp"
 #include "tandem/types.hpp"
-
-#include "tandem/hd.hpp"
 
 namespace tandem::mr {
 
@@ -111,39 +111,7 @@ struct EngineStats {
 };
 
 // ---------------------------------------------------------------------------------------------
-// Hashing (same function on both sides so tests can reason about buckets).
-TANDEM_HD std::uint64_t mix64(std::uint64_t x) {
-  x ^= x >> 33;
-  x *= 0xff51afd7ed558ccdULL;
-  x ^= x >> 33;
-  x *= 0xc4ceb9fe1a85ec53ULL;
-  x ^= x >> 33;
-  return x;
-}
-
-// murmur3's 32-bit finaliser: the hash group-by's global-table slots and cold-key partitions.
-TANDEM_HD std::uint32_t fmix32(std::uint32_t x) {
-  x ^= x >> 16;
-  x *= 0x85ebca6bu;
-  x ^= x >> 13;
-  x *= 0xc2b2ae35u;
-  x ^= x >> 16;
-  return x;
-}
-
-TANDEM_HD std::uint64_t hash_bytes(const char* p, std::size_t n) {
-  std::uint64_t h = 0x9E3779B97F4A7C15ULL ^ n;
-  std::size_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    std::uint64_t w;
-    std::memcpy(&w, p + i, 8);
-    h = mix64(h ^ w) + 0x9E3779B97F4A7C15ULL;
-  }
-  std::uint64_t w = 0;
-  for (std::size_t j = 0; i + j < n; ++j) w |= std::uint64_t(static_cast<unsigned char>(p[i + j])) << (8 * j);
-  return mix64(h ^ w);
-}
-
+// The CPU engine's key hash (tandem/core/hash.hpp's functions, the same on the GPU).
 template <class K>
 struct Hash {
   TANDEM_HD std::uint64_t operator()(const K& k) const {
@@ -496,17 +464,10 @@ void write_groupby_csv(std::ostream& os, const GroupBy& g, const std::vector<Agg
 // n Zipf-distributed ranks in [0, distinct): P(rank r) ~ 1/(r+1)^exponent (exponent 0: uniform).
 // Deterministic for a seed, whatever the thread count.
 std::vector<std::uint64_t> zipf_ranks(std::size_t n, std::uint64_t distinct, double exponent, std::uint64_t seed);
-// Ranks turned into keys scattered over the key range by a bijection (rank 0 is not key 0).
+// Ranks turned into keys scattered over the key range by a bijection, scatter32 (rank 0 is not
+// key 0).
 std::vector<std::uint32_t> zipf_keys_u32(std::size_t n, std::uint64_t distinct, double exponent, std::uint64_t seed);
 std::vector<std::uint64_t> zipf_keys_u64(std::size_t n, std::uint64_t distinct, double exponent, std::uint64_t seed);
-TANDEM_HD std::uint32_t scatter32(std::uint32_t x) {  // a bijection on 32 bits
-  x ^= x >> 16;
-  x *= 0x7feb352dU;
-  x ^= x >> 15;
-  x *= 0x846ca68bU;
-  x ^= x >> 16;
-  return x;
-}
 // A vocabulary of `words` distinct pseudo-words (lengths 1..14, every 101st word 40..60 bytes long)
 // and ~`bytes` of text drawing them Zipf(exponent), separated by spaces, punctuation and newlines.
 std::vector<std::string> make_vocabulary(std::size_t words, std::uint64_t seed);

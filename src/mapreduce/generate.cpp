@@ -3,6 +3,7 @@
 #include <cmath>
 #include <random>
 
+#include "tandem/core/hash.hpp"
 #include "tandem/error.hpp"
 #include "tandem/mapreduce.hpp"
 

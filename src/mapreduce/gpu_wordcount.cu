@@ -6,7 +6,6 @@
 #include "tandem/transfer.hpp"
 
 namespace tandem::mr::detail {
-using gpu_engine::fmtr;
 
 struct WordKey {
   std::uint64_t h;
@@ -86,7 +85,7 @@ std::vector<std::pair<std::string, std::uint64_t>> gpu_wordcount(std::string_vie
   gpu::Stream s;
   copy_to_device(d.data(), text.data(), text.size(), s);
   s.sync();
-  r.add("H2D text", "gpu0", w.seconds(), fmtr("{} bytes", text.size()));
+  r.add("H2D text", "gpu0", w.seconds(), gpu::format("{} bytes", text.size()));
   return run(d.data(), text, o, st, r);
 }
 

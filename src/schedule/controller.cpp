@@ -50,7 +50,7 @@ std::string device_key() {
 ControllerResult run_controlled(BandLauncher& k, const ControllerOptions& o) {
   gpu::require();
   const Grid g = k.grid();
-  auto st = static_cast<cudaStream_t>(k.stream());
+  const cudaStream_t st = k.stream();
   TuningCache& cache = o.cache ? *o.cache : TuningCache::global();
   const std::string op = "schedule/" + k.name();
   const std::string cls = fmt::format("{}x{}", g.w, g.h);

@@ -13,6 +13,7 @@
 
 #include "sort/bitonic_engine.hpp"
 #include "sort/bitonic_gpu.hpp"
+#include "tandem/cuda/launch.hpp"
 #include "tandem/gpu.hpp"
 
 namespace tandem::bitonic::detail {
@@ -177,11 +178,8 @@ __global__ void global_pass_kernel(U* __restrict__ data, std::uint64_t lo, std::
 
 std::size_t tile_shared_bytes(std::uint64_t tile, std::size_t word) { return std::size_t(tile + tile / 32 + 1) * word; }
 
-int grid_for(std::uint64_t work_blocks, int sm_limit) {
-  std::uint64_t g = std::max<std::uint64_t>(1, work_blocks);
-  if (sm_limit > 0) g = std::min<std::uint64_t>(g, std::uint64_t(sm_limit));
-  return int(std::min<std::uint64_t>(g, 1u << 30));
-}
+// At most this many blocks: the caller's limit (persistent-style loops), else 2^30.
+std::uint64_t grid_cap(int sm_limit) { return sm_limit > 0 ? std::uint64_t(sm_limit) : std::uint64_t{1} << 30; }
 
 template <class U, int E>
 void launch_tile(U* d, std::uint64_t lo, std::uint64_t ntiles, int block, int first, int last, int sm_limit, cudaStream_t s) {
@@ -201,7 +199,7 @@ void launch_tile(U* d, std::uint64_t lo, std::uint64_t ntiles, int block, int fi
       done |= bit;
     }
   }
-  tile_kernel<U, E><<<grid_for(ntiles, sm_limit), block, shmem, s>>>(d, lo, ntiles, first, last);
+  tile_kernel<U, E><<<gpu::grid_for(ntiles, 1, grid_cap(sm_limit)), block, shmem, s>>>(d, lo, ntiles, first, last);
   TANDEM_CUDA_LAUNCH("bitonic tile_kernel");
 }
 
@@ -222,7 +220,7 @@ template <class U>
 void launch_global(int R, U* d, std::uint64_t lo, std::uint64_t count, int subset, int top, int sm_limit, cudaStream_t s) {
   constexpr int kThreads = 256;
   const std::uint64_t groups = count >> R;
-  const int grid = grid_for((groups + kThreads - 1) / kThreads, sm_limit);
+  const int grid = int(gpu::grid_for(groups, kThreads, grid_cap(sm_limit)));
   switch (R) {
     case 1: global_pass_kernel<U, 1><<<grid, kThreads, 0, s>>>(d, lo, groups, subset, top); break;
     case 2: global_pass_kernel<U, 2><<<grid, kThreads, 0, s>>>(d, lo, groups, subset, top); break;
@@ -241,9 +239,8 @@ std::uint64_t lowest_bit(std::uint64_t x) { return x & (~x + 1); }
 }  // namespace
 
 template <class U>
-void gpu_steps(U* d, std::uint64_t lo, std::uint64_t hi, int first, int last, const GpuConfig& cfg, void* stream) {
+void gpu_steps(U* d, std::uint64_t lo, std::uint64_t hi, int first, int last, const GpuConfig& cfg, cudaStream_t s) {
   if (hi <= lo || first > last) return;
-  const cudaStream_t s = static_cast<cudaStream_t>(stream);
   const std::uint64_t len = hi - lo;
   int e = cfg.elems > 0 ? cfg.elems : 8;
   if (sizeof(U) > 8 && e > 8) e = 8;
@@ -278,7 +275,7 @@ void gpu_steps(U* d, std::uint64_t lo, std::uint64_t hi, int first, int last, co
 }
 
 #define TANDEM_BITONIC_GPU(U)                                                                            \
-  template void gpu_steps<U>(U*, std::uint64_t, std::uint64_t, int, int, const GpuConfig&, void*);
+  template void gpu_steps<U>(U*, std::uint64_t, std::uint64_t, int, int, const GpuConfig&, cudaStream_t);
 TANDEM_BITONIC_GPU(std::uint32_t)
 TANDEM_BITONIC_GPU(std::uint64_t)
 TANDEM_BITONIC_GPU(u128)

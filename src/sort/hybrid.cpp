@@ -32,6 +32,9 @@
 #include "tandem/parallel.hpp"
 #include "tandem/timing.hpp"
 #include "tandem/tune.hpp"
+#if TANDEM_HAS_CUDA
+#include "tandem/gpu.hpp"
+#endif
 
 namespace tandem::bitonic {
 namespace {
@@ -42,12 +45,8 @@ using detail::u128;
 // One pinned block kept between sorts: pinning costs ~40 ms per GiB, more than a GPU sort of it.
 struct PinnedCache {
   std::mutex m;
-  void* p{nullptr};
-  std::size_t bytes{0};
+  gpu::PinnedBuffer<unsigned char> buf;
   bool busy{false};
-  ~PinnedCache() {
-    if (p) detail::pinned_free(p);
-  }
 };
 PinnedCache& pinned_cache() {
   static PinnedCache c;
@@ -66,15 +65,12 @@ class WorkBuffer {
       std::lock_guard<std::mutex> lock(c.m);
       if (!c.busy) {
         try {
-          if (c.bytes < n * sizeof(U)) {
-            if (c.p) detail::pinned_free(c.p);
-            c.p = nullptr;
-            c.bytes = 0;
-            c.p = detail::pinned_alloc(n * sizeof(U));
-            c.bytes = n * sizeof(U);
+          if (c.buf.bytes() < n * sizeof(U)) {
+            c.buf = {};  // frees the old block before pinning the larger one
+            c.buf = gpu::PinnedBuffer<unsigned char>(n * sizeof(U));
           }
           c.busy = true;
-          p_ = static_cast<U*>(c.p);
+          p_ = reinterpret_cast<U*>(c.buf.data());
           pinned_ = true;
           return;
         } catch (const OutOfMemoryError&) {

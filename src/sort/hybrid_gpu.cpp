@@ -29,9 +29,6 @@ nlohmann::json to_json(const GpuConfig& c) {
   return {{"block", c.block}, {"elems", c.elems}, {"fuse", c.fuse}, {"sm_limit", c.sm_limit}, {"device", c.device}};
 }
 
-void* pinned_alloc(std::size_t bytes) { return gpu::pinned_alloc(bytes); }
-void pinned_free(void* p) noexcept { gpu::pinned_free(p); }
-
 namespace {
 
 template <class U>

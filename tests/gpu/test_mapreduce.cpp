@@ -102,7 +102,7 @@ TEST(GpuMapReduce, EdgeCases) {
   }
   // all distinct, non-power-of-two size
   std::vector<std::uint32_t> all(77777);
-  for (std::size_t i = 0; i < all.size(); ++i) all[i] = mr::scatter32(static_cast<std::uint32_t>(i));
+  for (std::size_t i = 0; i < all.size(); ++i) all[i] = scatter32(static_cast<std::uint32_t>(i));
   auto g2 = mr::groupby(DType::u32, all.data(), all.size(), DType::f64, nullptr, 0, false, gpu_opts());
   expect_counts(g2, all, "all distinct");
 }
@@ -114,8 +114,8 @@ TEST(GpuMapReduce, GroupByAggregatesFloatAndInt) {
   std::vector<double> dv(n);
   std::vector<std::int64_t> iv(n);
   for (std::size_t i = 0; i < n; ++i) {
-    dv[i] = double(std::int64_t(mr::mix64(i) % 2001) - 1000);  // integers: exact sums in any order
-    iv[i] = std::int64_t(mr::mix64(i + 7) % 1000001) - 500000;
+    dv[i] = double(std::int64_t(mix64(i) % 2001) - 1000);  // integers: exact sums in any order
+    iv[i] = std::int64_t(mix64(i + 7) % 1000001) - 500000;
   }
   dv[5] = -0.0;
   for (int mode = 0; mode < 2; ++mode) {

@@ -182,7 +182,7 @@ TEST(GpuHashGroupBy, PartitionedColdTier) {
     // partition 0 (top 10 hash bits zero, for any partition count up to 1,024)
     std::vector<std::uint32_t> p0;
     for (std::uint32_t x = 1; p0.size() < 20000; ++x)
-      if ((mr::fmix32(x) >> 22) == 0) p0.push_back(x);  // the partition's hash
+      if ((fmix32(x) >> 22) == 0) p0.push_back(x);  // the partition's hash
     std::vector<std::uint32_t> keys(n);
     const std::size_t head = n / 100 + 1;
     for (std::size_t i = 0; i < n; ++i) keys[i] = i < head ? 0x80000000u + std::uint32_t(i % 100000) : p0[(i * 7919) % p0.size()];
@@ -335,7 +335,7 @@ TEST(GpuHashGroupBy, EdgeCasesAndEmptyMarkerKey) {
   expect_counts(mr::groupby(DType::u32, same_key.data(), n, DType::f64, nullptr, 0, false, hash_opts()), same_key, "one key");
   // all distinct
   std::vector<std::uint32_t> all(n);
-  for (std::size_t i = 0; i < n; ++i) all[i] = mr::scatter32(static_cast<std::uint32_t>(i));
+  for (std::size_t i = 0; i < n; ++i) all[i] = scatter32(static_cast<std::uint32_t>(i));
   expect_counts(mr::groupby(DType::u32, all.data(), n, DType::f64, nullptr, 0, false, hash_opts()), all, "all distinct");
   // the all-ones key (the tables' empty marker), hot and cold, u32 and u64
   auto mixed = mr::zipf_keys_u32(n, 1000, 1.0, 9);
@@ -363,10 +363,10 @@ TEST(GpuHashGroupBy, EveryAggregateEveryValueTypeMatchesCpu) {
     std::vector<std::int64_t> i64(n);
     std::vector<std::int32_t> i32(n);
     for (std::size_t i = 0; i < n; ++i) {
-      f64[i] = double(std::int64_t(mr::mix64(i) % 2001) - 1000);  // integers: exact sums in any order
-      f32[i] = float(std::int64_t(mr::mix64(i + 3) % 201) - 100);
-      i64[i] = std::int64_t(mr::mix64(i + 7) % 2000001) - 1000000;
-      i32[i] = std::int32_t(mr::mix64(i + 9) % 20001) - 10000;
+      f64[i] = double(std::int64_t(mix64(i) % 2001) - 1000);  // integers: exact sums in any order
+      f32[i] = float(std::int64_t(mix64(i + 3) % 201) - 100);
+      i64[i] = std::int64_t(mix64(i + 7) % 2000001) - 1000000;
+      i32[i] = std::int32_t(mix64(i + 9) % 20001) - 10000;
     }
     f64[5] = -0.0;
     f64[6] = std::nan("");

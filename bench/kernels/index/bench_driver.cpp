@@ -11,6 +11,7 @@
 //    per thread and 16-byte accesses cut the instructions per byte by ~16x.
 #include "kernels/index/gpu_bench.hpp"
 
+#include "tandem/cuda/launch.hpp"
 #include "tandem/error.hpp"
 
 #if TANDEM_HAS_CUDA
@@ -135,7 +136,7 @@ Walk make_walk(Dims3 d, std::int64_t base, std::int64_t sx, std::int64_t sy, std
   const auto& table = HistoryCache::as<DeviceTable>(hit);
   w.table = table.buf.data();
   w.layout = table.layout;
-  w.grid = kernels::grid_for(d.count(), 256);
+  w.grid = gpu::grid_for(d.count(), 256, kernels::full_wave(256));
   return w;
 }
 
@@ -196,7 +197,7 @@ void bench_crop(Ctx& c, Dims3 d, int elem, HistoryCache& cache, bool last) {
     return check_all(d, [&](std::uint32_t x, std::uint32_t y, std::uint32_t z, std::int64_t e) {
       const std::uint64_t se = std::uint64_t(w.base) + x + y * std::uint64_t(w.sy) + std::uint64_t(z) * w.sz;
       for (int b = 0; b < elem; ++b)
-        if (h[e * elem + b] != std::uint8_t(kernels::hash32(se * elem + b, 11))) return false;
+        if (h[e * elem + b] != std::uint8_t(kernels::test_bits(se * elem + b, 11))) return false;
       return true;
     });
   };
@@ -238,7 +239,7 @@ void bench_broadcast(Ctx& c, Dims3 d, HistoryCache& cache, bool last) {
   vs.push_back({"tandem wide", [&c, &a, &b, &o, ww] { kernels::broadcast_add_wide(a.data(), b.data(), o.data(), ww, c.s); }});
   auto check = [&](const void* host) {
     return check_floats(host, d, [&](std::uint32_t x, std::uint32_t, std::uint32_t z, std::int64_t e) {
-      return kernels::hash_float(std::uint64_t(e), 21) + kernels::hash_float(x + std::uint64_t(z) * d.x, 22);
+      return kernels::test_float(std::uint64_t(e), 21) + kernels::test_float(x + std::uint64_t(z) * d.x, 22);
     });
   };
   const std::string cn = fmt::format("broadcast add f32 {}", shape_name(d));
@@ -267,7 +268,7 @@ void bench_stencil(Ctx& c, Dims3 d, HistoryCache& cache, bool last) {
   for (Method m : kMethods)
     vs.push_back({std::string(to_string(m)), [&c, m, &in, &o, w] { kernels::stencil7(m, in.data(), o.data(), w, c.s); }});
   auto check = [&](const void* host) {
-    auto v = [](std::int64_t e) { return kernels::hash_float(std::uint64_t(e), 31); };
+    auto v = [](std::int64_t e) { return kernels::test_float(std::uint64_t(e), 31); };
     return check_floats(host, d, [&](std::uint32_t x, std::uint32_t y, std::uint32_t z, std::int64_t e) {
       if (x == 0 || y == 0 || z == 0 || x + 1 >= d.x || y + 1 >= d.y || z + 1 >= d.z) return v(e);
       const float s = (v(e - 1) + v(e + 1)) + (v(e - w.sy) + v(e + w.sy)) + (v(e - w.sz) + v(e + w.sz));
@@ -296,7 +297,7 @@ void bench_permute(Ctx& c, Dims3 d, HistoryCache& cache, bool last) {
     vs.push_back({std::string(to_string(m)), [&c, m, &in, &o, w] { kernels::permute(m, in.data(), o.data(), w, c.s); }});
   auto check = [&](const void* host) {
     return check_floats(host, d, [&](std::uint32_t x, std::uint32_t y, std::uint32_t z, std::int64_t) {
-      return kernels::hash_float(std::uint64_t(x * A * B + y + z * A), 41);
+      return kernels::test_float(std::uint64_t(x * A * B + y + z * A), 41);
     });
   };
   const std::string cn = fmt::format("permute f32 {}", shape_name(d));

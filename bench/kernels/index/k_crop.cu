@@ -1,19 +1,17 @@
 // One-element-per-thread 3-D crop (slice copy) of 1-, 2- and 4-byte elements with each index
-// method; also the shared helpers (grid size, kernel arguments).
+// method; also the shared helpers (one wave of blocks, kernel arguments).
 #include "kernels/index/k_common.cuh"
 
 namespace tandem::index::kernels {
 
-unsigned grid_for(std::uint64_t work_items, unsigned block) {
+unsigned full_wave(unsigned block) {
   static int sms = 0;
   if (sms == 0) {
     int dev = 0;
     TANDEM_CUDA(cudaGetDevice(&dev));
     TANDEM_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
   }
-  const std::uint64_t need = (work_items + block - 1) / block;
-  const std::uint64_t full = std::uint64_t(sms) * (2048 / block);  // one wave at full occupancy
-  return unsigned(std::max<std::uint64_t>(1, std::min(need, full)));
+  return unsigned(sms) * (2048 / block);
 }
 
 KernelArgs make_args(const Walk& w) {

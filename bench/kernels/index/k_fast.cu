@@ -168,10 +168,10 @@ __global__ void k_generate_table(Word* table, Plan3 p, PackLayout l) {
 
 __global__ void k_fill_bytes(std::uint8_t* p, std::uint64_t n, std::uint32_t seed) {
   for (std::uint64_t i = global_thread(); i < n; i += std::uint64_t(gridDim.x) * blockDim.x)
-    p[i] = std::uint8_t(hash32(i, seed));
+    p[i] = std::uint8_t(test_bits(i, seed));
 }
 __global__ void k_fill_floats(float* p, std::uint64_t n, std::uint32_t seed) {
-  for (std::uint64_t i = global_thread(); i < n; i += std::uint64_t(gridDim.x) * blockDim.x) p[i] = hash_float(i, seed);
+  for (std::uint64_t i = global_thread(); i < n; i += std::uint64_t(gridDim.x) * blockDim.x) p[i] = test_float(i, seed);
 }
 __global__ void k_count_diff(const std::uint8_t* a, const std::uint8_t* b, std::uint64_t n, unsigned long long* out) {
   unsigned long long c = 0;
@@ -245,7 +245,7 @@ void broadcast_add_wide(const float* a, const float* b, float* out, const Walk& 
 void generate_table(void* table, Dims3 d, PackLayout l, cudaStream_t s) {
   const std::uint64_t total = d.count();
   if (total == 0) return;
-  const unsigned grid = grid_for(total, 256);
+  const unsigned grid = gpu::grid_for(total, 256, full_wave(256));
   const Plan3 p = plan3(d, 1, 0, 0, std::uint64_t(grid) * 256);
   if (l.word_bits == 16) k_generate_table<<<grid, 256, 0, s>>>(static_cast<std::uint16_t*>(table), p, l);
   else if (l.word_bits == 32) k_generate_table<<<grid, 256, 0, s>>>(static_cast<std::uint32_t*>(table), p, l);
@@ -255,13 +255,13 @@ void generate_table(void* table, Dims3 d, PackLayout l, cudaStream_t s) {
 
 void fill_bytes(std::uint8_t* p, std::uint64_t n, std::uint32_t seed, cudaStream_t s) {
   if (!n) return;
-  k_fill_bytes<<<grid_for(n, 256), 256, 0, s>>>(p, n, seed);
+  k_fill_bytes<<<gpu::grid_for(n, 256, full_wave(256)), 256, 0, s>>>(p, n, seed);
   TANDEM_CUDA_LAUNCH("k_fill_bytes");
 }
 
 void fill_floats(float* p, std::uint64_t n, std::uint32_t seed, cudaStream_t s) {
   if (!n) return;
-  k_fill_floats<<<grid_for(n, 256), 256, 0, s>>>(p, n, seed);
+  k_fill_floats<<<gpu::grid_for(n, 256, full_wave(256)), 256, 0, s>>>(p, n, seed);
   TANDEM_CUDA_LAUNCH("k_fill_floats");
 }
 
@@ -269,7 +269,7 @@ std::uint64_t count_differences(const void* a, const void* b, std::uint64_t byte
   gpu::DeviceBuffer<unsigned long long> c(1);
   TANDEM_CUDA(cudaMemsetAsync(c.data(), 0, sizeof(unsigned long long), s));
   if (bytes) {
-    k_count_diff<<<grid_for(bytes, 256), 256, 0, s>>>(static_cast<const std::uint8_t*>(a),
+    k_count_diff<<<gpu::grid_for(bytes, 256, full_wave(256)), 256, 0, s>>>(static_cast<const std::uint8_t*>(a),
                                                       static_cast<const std::uint8_t*>(b), bytes, c.data());
     TANDEM_CUDA_LAUNCH("k_count_diff");
   }

@@ -8,6 +8,8 @@
 
 #include <cstdint>
 
+#include "tandem/core/hash.hpp"
+#include "tandem/cuda/launch.hpp"
 #include "tandem/index.hpp"
 
 namespace tandem::index::kernels {
@@ -23,8 +25,9 @@ struct Walk {
   int unroll{0};                 // wide kernels: chunks per thread per iteration (0 = default)
 };
 
-// Grid for grid-stride kernels: enough blocks to fill the device, no more than the work needs.
-unsigned grid_for(std::uint64_t work_items, unsigned block);
+// Blocks of `block` threads that fill the current device once at full occupancy: the cap of the
+// grid-stride kernels' grids (gpu::grid_for).
+unsigned full_wave(unsigned block);
 
 // dst[n] = src[base + ...] for elements of `elem` bytes (1, 2 or 4).
 void crop(Method m, int elem, const void* src, void* dst, const Walk& w, cudaStream_t s);
@@ -45,20 +48,16 @@ void broadcast_add_wide(const float* a, const float* b, float* out, const Walk& 
 // indices per step per warp of threads.
 void generate_table(void* table, Dims3 d, PackLayout l, cudaStream_t s);
 
-// Test data: v[i] = hash(i + seed) as bytes / as small-integer floats.
+// Test data: v[i] = test_bits(i, seed) as bytes / test_float(i, seed).
 void fill_bytes(std::uint8_t* p, std::uint64_t n, std::uint32_t seed, cudaStream_t s);
 void fill_floats(float* p, std::uint64_t n, std::uint32_t seed, cudaStream_t s);
 // Number of differing bytes between a and b (0 = equal).
 std::uint64_t count_differences(const void* a, const void* b, std::uint64_t bytes, cudaStream_t s);
 
-// The same hash on the host (references).
-TANDEM_HD std::uint32_t hash32(std::uint64_t i, std::uint32_t seed) {
-  std::uint32_t x = std::uint32_t(i) * 2654435761u ^ std::uint32_t(i >> 32) ^ seed;
-  x ^= x >> 15;
-  x *= 2246822519u;
-  x ^= x >> 13;
-  return x;
+// The test data's values, the same on the host (references) and the device.
+TANDEM_HD std::uint32_t test_bits(std::uint64_t i, std::uint32_t seed) {
+  return hash32(i ^ (std::uint64_t(seed) << 32));
 }
-TANDEM_HD float hash_float(std::uint64_t i, std::uint32_t seed) { return float(hash32(i, seed) & 255u); }
+TANDEM_HD float test_float(std::uint64_t i, std::uint32_t seed) { return float(test_bits(i, seed) & 255u); }
 
 }  // namespace tandem::index::kernels

@@ -51,7 +51,7 @@ class KernelRunner : public BandLauncher {
   std::string name() const override;
   Grid grid() const override;
   void launch_rect(const Schedule& s, BlockRect r) override;
-  void* stream() const override;
+  cudaStream_t stream() const override;
   // Dispatch order from an atomic ticket instead of blockIdx (exact launch order).
   void set_ticket(bool on);
   // Hilbert positions from a precomputed device table (default, nullopt or true) or evaluated per block.

@@ -197,7 +197,7 @@ KernelRunner::~KernelRunner() = default;
 
 std::string KernelRunner::name() const { return impl_->spec->name; }
 Grid KernelRunner::grid() const { return impl_->spec->grid(impl_->n); }
-void* KernelRunner::stream() const { return impl_->stream.get(); }
+cudaStream_t KernelRunner::stream() const { return impl_->stream.get(); }
 void KernelRunner::set_ticket(bool on) { impl_->launcher.set_ticket(on); }
 void KernelRunner::set_hilbert_table(std::optional<bool> on) {
   impl_->launcher.set_table_threshold(!on || *on ? 1 : 0);

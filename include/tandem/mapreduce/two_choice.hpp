@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "tandem/core/hash.hpp"
 #include "tandem/hd.hpp"
 #include "tandem/mapreduce.hpp"
 

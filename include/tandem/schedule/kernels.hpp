@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "tandem/cuda/stream.hpp"
 #include "tandem/report.hpp"
 #include "tandem/schedule.hpp"
 
@@ -83,7 +84,7 @@ class BandLauncher {
   virtual void launch_rect(const Schedule& s, BlockRect r) = 0;
   // Runs the blocks of rows [y0, y0 + rows), all columns.
   void launch(const Schedule& s, std::uint32_t y0, std::uint32_t rows) { launch_rect(s, {0, y0, grid().w, rows}); }
-  virtual void* stream() const = 0;  // cudaStream_t
+  virtual cudaStream_t stream() const = 0;
 };
 
 struct ControllerOptions {
