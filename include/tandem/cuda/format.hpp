@@ -14,7 +14,7 @@ template <class... A>
 std::string format(std::string_view f, const A&... a) {
   std::ostringstream os;
   std::size_t pos = 0;
-  auto one = [&](const auto& x) {
+  [[maybe_unused]] auto one = [&](const auto& x) {
     const std::size_t at = f.find("{}", pos);
     if (at == std::string_view::npos) return;
     os << f.substr(pos, at - pos) << x;
