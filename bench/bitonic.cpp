@@ -1,4 +1,4 @@
-// The bitonic sort of seed 000, measured:
+// The hybrid bitonic sort, measured:
 //  1. GPU kernels on device-resident u32 keys, 2^20..2^28: tandem's fused bitonic against the naive
 //     global-memory bitonic (one kernel per step for strides >= 1024, shared memory below), with
 //     CUB radix sort and CUB merge sort in the same run. Goal: fused >= 3x naive.
@@ -141,7 +141,7 @@ int main(int argc, char** argv) {
     });
     b.record(c, "tandem bitonic (fused)", fused, double(n), "keys", device_equals(d.data(), want),
              bd::to_json(cfg));
-    // The scalar variant (one comparator per thread per shared step) for the seed's comparison.
+    // The scalar variant (one comparator per thread per shared step) for the scalar-vs-vector comparison.
     bd::GpuConfig scalar = cfg;
     scalar.elems = 2;
     scalar.block = 1024;
@@ -270,7 +270,7 @@ int main(int argc, char** argv) {
       h.device = Device::hybrid;
       h.k = k_model;
       h.policy = pol;
-      h.min_interior_run = 0;  // the seed's plan as it stands: the driver and the model run the same plan
+      h.min_interior_run = 0;  // the plan without the short-run rule: the driver and the model run the same plan
       Report hr;
       const double t = timed(h, fmt::format("hybrid policy {}, --gpu-sm-limit {}", pol, limit), &hr);
       const bitonic::Plan plan = bitonic::make_plan(n, k_model, pol, 0);
@@ -286,7 +286,7 @@ int main(int argc, char** argv) {
            best_policy / best_l, 0.9, false);
     b.goal(fmt::format("hybrid |measured/predicted - 1|, 2^{}", lg), std::fabs(best_policy / best_pred - 1), 0.15, false);
   }
-  // ---- 4. several GPU entries (seed [0019]): GPU-only plans on host data -------------------------
+  // ---- 4. several GPU entries: GPU-only plans on host data -------------------------
   // {0, 0}: two shares on GPU 0 (the multi-device driver's overhead on one GPU); {0, 1} when two
   // GPUs are present (2 GPUs vs 1: ideally close to 0.5 plus the peer copies of the gathered step).
   {
@@ -298,7 +298,7 @@ int main(int argc, char** argv) {
     SortOptions o;
     o.algorithm = SortAlgorithm::bitonic;
     o.device = Device::gpu;
-    o.min_interior_run = 0;  // the seed's plan as it stands: every independent step concurrent
+    o.min_interior_run = 0;  // the plan without the short-run rule: every independent step concurrent
     auto multi = [&](const std::vector<int>& gpus, const std::string& name) {
       std::vector<std::uint32_t> v;
       Report rep;

@@ -1,4 +1,4 @@
-// Block schedules on the six kernels of seed 002: every schedule timed (exhaustive), the
+// Block schedules on the six benchmark kernels: every schedule timed (exhaustive), the
 // controller's choice and its total time including profiling (goal: within 5% of the best
 // exhaustive schedule), the static choice and how often it agrees with measurement, and the best
 // schedule's speedup over sequential. cuBLAS sgemm is the absolute reference for matmul.

@@ -1,4 +1,4 @@
-// Top-k over ranked lists (seed 004): GPU NRA against the paper's single-thread CPU NRA, NRA's
+// Top-k over ranked lists: GPU NRA against the paper's single-thread CPU NRA, NRA's
 // reading depth against TA's, and NRA against the full scan (the anchor), every result checked
 // against the brute-force reference.
 //

@@ -105,7 +105,7 @@ TYPED_TEST(BitonicKeys, PairsAreStable) {
 }
 
 TEST(Bitonic, OversubscribedThreadsAreTuned) {
-  // More threads than physical cores: the thread count is tuned on a sample (seed [0036]).
+  // More threads than physical cores: the thread count is tuned on a sample.
   std::mt19937_64 rng(21);
   auto keys = make_keys<std::uint32_t>(70001, 0, rng);
   auto want = keys;

@@ -1,4 +1,4 @@
-// CPU affinity tuning of the bitonic engine (seed 000 [0036]): candidate mappings from made-up
+// CPU affinity tuning of the bitonic engine: candidate mappings from made-up
 // topologies (pure), binding on this machine (which may refuse it: the scope must then say why
 // and leave the threads as they were), and a sort that tunes the mapping.
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-// tandem groupby: aggregate a values column by a keys column (MapReduce engine, seed 001).
+// tandem groupby: aggregate a values column by a keys column (MapReduce engines).
 #include <iostream>
 #include <memory>
 
@@ -30,7 +30,8 @@ const bool registered = tandem::cli::register_command({
       app.add_option("--out", a->out, "Output CSV ('-' for standard output)")->capture_default_str();
       app.add_option("--device", a->device, "auto, cpu or gpu")->capture_default_str();
       app.add_option("--engine", a->engine,
-                     "GPU engine: auto, hash (open addressing, hot keys in shared memory) or seed (the seed's chained tables)")
+                     "GPU engine: auto, hash (open addressing, hot keys in shared memory) or chained (per-block chained "
+                     "tables, hot keys in a shared-memory pool; 'seed' is an older name for it)")
           ->capture_default_str();
       app.add_flag("--explain", a->explain, "Print what ran where, the GPU engine's parameters and hit counts (stderr)");
       return [a] {
@@ -49,8 +50,8 @@ const bool registered = tandem::cli::register_command({
         o.device = tandem::parse_device(a->device);
         if (a->engine == "auto") o.mode = tandem::mr::Options::Mode::auto_;
         else if (a->engine == "hash") o.mode = tandem::mr::Options::Mode::hash;
-        else if (a->engine == "seed") o.mode = tandem::mr::Options::Mode::seed;
-        else throw tandem::UsageError(fmt::format("--engine {}: expected auto, hash or seed", a->engine));
+        else if (a->engine == "chained" || a->engine == "seed") o.mode = tandem::mr::Options::Mode::chained;
+        else throw tandem::UsageError(fmt::format("--engine {}: expected auto, hash or chained", a->engine));
         tandem::Stopwatch w;
         auto keys = tandem::io::read_array(a->keys, kt);
         tandem::io::Array values;

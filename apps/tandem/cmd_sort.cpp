@@ -1,5 +1,5 @@
 // tandem sort: sort a raw or .npy array file (keys, optionally with values), or print the hybrid
-// bitonic plan of seed 000 (--plan).
+// bitonic plan (--plan).
 #include <unistd.h>
 
 #include <algorithm>
@@ -157,11 +157,11 @@ const bool registered = tandem::cli::register_command({
       return [a] { return a->plan ? run_plan(*a) : run_file(*a); };
     }});
 
-// `tandem demo`: the hybrid bitonic plan for the seed's example, then a real sort. Without a GPU
+// `tandem demo`: the hybrid bitonic plan of the 16-element example (k = 0.6), then a real sort. Without a GPU
 // the plan is shown and the CPU path runs.
 const bool demo = tandem::cli::register_demo_part({30, "hybrid sort", [] {
   const auto example = tandem::bitonic::make_plan(16, 0.6, 'c');
-  std::cout << "seed example (16 elements, k = 0.6): policy c concurrent at " << example.concurrent_ranges()
+  std::cout << "example (16 elements, k = 0.6): policy c concurrent at " << example.concurrent_ranges()
             << "; policy b at " << tandem::bitonic::make_plan(16, 0.6, 'b').concurrent_ranges()
             << "; policy a at " << tandem::bitonic::make_plan(16, 0.6, 'a').concurrent_ranges() << '\n';
   const std::size_t n = tandem::gpu_count() > 0 ? (std::size_t{1} << 24) + 12345 : (std::size_t{1} << 20) + 12345;

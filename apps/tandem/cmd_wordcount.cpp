@@ -1,4 +1,4 @@
-// tandem wordcount: word frequencies of text files on the CPU or the GPU (MapReduce, seed 001).
+// tandem wordcount: word frequencies of text files on the CPU or the GPU (MapReduce).
 #include <iostream>
 #include <memory>
 

@@ -1,4 +1,5 @@
-// The hybrid CPU+GPU bitonic merge sort of seed 000 (patent CN103514042).
+// The hybrid CPU+GPU bitonic merge sort: a bitonic network split between the CPU and GPUs by
+// their measured capability, both sorting at once where the network allows.
 // tandem::sort routes algorithm = bitonic (and device = hybrid) here.
 #pragma once
 #include <span>
@@ -18,7 +19,7 @@ template <class K, class V>
 Report sort_pairs(std::span<K> keys, std::span<V> values, const SortOptions& opts);
 
 // The same on a list of GPUs (CUDA device indices) besides the CPU. Several entries: every one
-// gets a share of the plan and sorts it concurrently with the others (seed [0019]); repeats are
+// gets a share of the plan and sorts it concurrently with the others; repeats are
 // allowed ({0, 0}: two shares on GPU 0, each with its own streams and buffer). One entry: the
 // CPU+GPU plan on that GPU. Empty: GPU 0. An index that is not a usable GPU is a UsageError.
 template <class K>

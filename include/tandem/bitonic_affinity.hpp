@@ -1,4 +1,4 @@
-// CPU affinity tuning for the bitonic CPU engine (seed 000 [0036]): when no more threads are asked
+// CPU affinity tuning for the bitonic CPU engine: when no more threads are asked
 // for than there are physical cores, try mappings of the OpenMP threads onto processing units and
 // keep the fastest. The candidates come from the machine's topology (hwloc): unbound, compact
 // (consecutive PUs, SMT siblings together), scatter (packages, then cores, SMT siblings last), one

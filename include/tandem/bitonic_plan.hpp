@@ -1,4 +1,4 @@
-// The step plan of the hybrid bitonic merge sort (seed 000, CN103514042): pure code, no devices.
+// The step plan of the hybrid bitonic merge sort: pure code, no devices.
 //
 // A bitonic network on 2^n elements has n merge subsets; subset p (p = 1..n) holds p steps, the
 // steps numbered 1..n(n+1)/2 overall. Step j of subset p compares elements 2^(p-j) apart ("stride")

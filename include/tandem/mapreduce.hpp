@@ -1,4 +1,4 @@
-// tandem::mr — MapReduce on the CPU and the GPU (seed 001: unified shared/global memory management).
+// tandem::mr — MapReduce on the CPU and the GPU (unified shared/global memory management).
 //
 // A job is a type with
 //   key_type, value_type
@@ -40,13 +40,13 @@ struct Options {
   Device device{Device::auto_};
   int threads{0};                      // CPU threads (0: default_threads())
   std::size_t cpu_table_limit{0};      // CPU: entries per thread-local table before it spills (0: none)
-  // GPU (seed 001). All 0/-1: chosen by the tuner and cached.
+  // GPU. All 0/-1: chosen by the tuner and cached.
   int blocks{0};                       // Bs
   int block_threads{0};                // N (multiple of 32)
   double sample_fraction{-1};          // p, in [0, 1)
   double hot_fraction{-1};             // share of the sampled distinct keys preloaded as hot (0.05..0.10)
   bool hot_keys{true};                 // false: no shared-memory pool at all (the "off" case)
-  // Global tier: per-block global tables (the seed), or cold keys straight into the global result
+  // Global tier: per-block global tables, or cold keys straight into the global result
   // table ("direct"). auto_: the tuner measures both on the first job of a problem class and
   // caches the winner (TuningCache, op "mapreduce.tables"); without tuning, direct.
   enum class Tables { auto_, block, direct };
@@ -55,10 +55,10 @@ struct Options {
   std::size_t block_pool_entries{0};   // gm_pool entries per block (0: from the sampling estimate)
   std::size_t spill_entries{0};        // global spill list; hash: overflow list (0: sized from the input)
   std::size_t result_entries{0};       // initial global result pool; hash: table slots (0: from the sample)
-  // Group-by engine: the seed's (chained per-block tables, sm_pool with mem_flag; also the only
-  // engine for word count) or the open-addressing hash path (integer keys, hot keys in a shared
+  // Group-by engine: chained (per-block chained tables, hot keys in a shared-memory pool with
+  // mem_flag; also the only engine for word count) or the open-addressing hash path (integer keys, hot keys in a shared
   // open-addressing table, key and aggregate in one global slot). auto_: hash for group-by.
-  enum class Mode { auto_, seed, hash };
+  enum class Mode { auto_, chained, hash };
   Mode mode{Mode::auto_};
   // Hash path: when every sampled key is hot and there are at most 1,024 of them, place them in
   // the shared table by two-choice (cuckoo) hashing: two fixed slots per key, no probe loop.
@@ -95,7 +95,7 @@ struct EngineStats {
   std::size_t shared_entries{0}, block_pool_entries{0}, spill_entries{0};
   bool block_tables{true}, hot_path{true};
   // hash path
-  std::string engine{"seed"};          // "seed" or "hash"
+  std::string engine{"chained"};       // "chained" or "hash"
   std::uint64_t sampled_distinct{0};   // distinct keys in the sample
   std::uint64_t distinct_estimate{0};  // Chao1 estimate from the sample (a lower bound)
   std::uint64_t distinct_upper{0};     // Good-Turing upper bound (the table is sized between the two)

@@ -4,7 +4,7 @@
 // values u32 or u64 carried with their keys. `algorithm = auto_` picks from measured costs:
 // device radix sort (CUB) with staged, overlapped copies for host data that fits on the GPU,
 // a parallel host MSD partition into GPU-sized pieces (no merge) for data larger than the GPU,
-// a parallel CPU sort without a GPU, and the hybrid CPU+GPU bitonic sort (seed 000) when asked
+// a parallel CPU sort without a GPU, and the hybrid CPU+GPU bitonic sort when asked
 // for.
 #pragma once
 #include <cstdint>
@@ -28,7 +28,7 @@ struct SortOptions {
   std::uint64_t gpu_memory_limit{0};  // bytes of GPU memory the sort may use; 0: what is free
   int gpu_sm_limit{0};                // bitonic: launch on at most this many SMs (0: all)
   int threads{0};                     // CPU threads; 0: default_threads()
-  // Hybrid bitonic (seed 000)
+  // Hybrid bitonic
   char policy{'c'};                   // CPU share policy 'a', 'b' or 'c'
   int min_interior_run{-1};           // -1: the cost model decides gather vs concurrent
   double k{-1};                       // CPU/GPU capability ratio; < 0: measured and cached

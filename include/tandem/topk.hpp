@@ -1,4 +1,4 @@
-// tandem::topk: the k best objects under a monotone aggregate of n ranked lists (seed 004).
+// tandem::topk: the k best objects under a monotone aggregate of n ranked lists.
 //
 // Input: n lists (1 <= n <= 64) over m objects; each list holds the (id, score) pairs of all m
 // objects sorted by score descending. Output: the k best objects with their exact aggregate scores,

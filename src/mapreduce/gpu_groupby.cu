@@ -1,5 +1,5 @@
-// GPU group-by: the upload, then the hash path (gpu_groupby_hash.cu) or GroupByJob on the seed-001
-// engine (Options::mode = seed). One engine per (key width, value kind).
+// GPU group-by: the upload, then the hash path (gpu_groupby_hash.cu) or GroupByJob on the chained
+// engine (Options::mode = chained). One engine per (key width, value kind).
 #include "mapreduce/gpu_jobs.hpp"
 #include "tandem/mapreduce/gpu_engine.cuh"
 #include "tandem/transfer.hpp"
@@ -25,9 +25,9 @@ std::vector<std::pair<K, typename GroupByJob<K, V>::value_type>> gpu_groupby(con
   if constexpr (!std::is_void_v<V>) copy_to_device(dv.data(), values, n * sizeof(V), s);
   s.sync();
   r.add("H2D input", "gpu0", w.seconds(), gpu::format("{} keys", n));
-  if (o.mode != Options::Mode::seed && n < (std::uint64_t{1} << 32))
+  if (o.mode != Options::Mode::chained && n < (std::uint64_t{1} << 32))
     return gpu_groupby_hash<K, V>(dk.data(), reinterpret_cast<const V*>(dv.data()), n, o, st, r, s.get());
-  if (o.mode == Options::Mode::auto_) r.note("2^32 records or more: the seed engine");
+  if (o.mode == Options::Mode::auto_) r.note("2^32 records or more: the chained engine");
   Job job{dk.data(), dv.data()};
   return engine.run(job, n, o, st, r);
 }

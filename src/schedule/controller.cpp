@@ -1,4 +1,4 @@
-// The controller (the seed's performance control): profile a minority of the blocks under
+// The controller (performance control by measurement): profile a minority of the blocks under
 // candidate schedules, run the majority remainder under the winner, cache the choice.
 //
 // Chunks are sub-rectangles ("pieces") shaped like the grid, cut left to right in strips from the

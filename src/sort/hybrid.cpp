@@ -1,4 +1,4 @@
-// The hybrid CPU+GPU bitonic sort (seed 000): encode keys into tandem's order, pad to a power of
+// The hybrid CPU+GPU bitonic sort: encode keys into tandem's order, pad to a power of
 // two with sentinels, measure (or read) k, plan, execute on the CPU, the GPU or both, decode.
 //
 // Keys become unsigned words whose order is the key order (descending: complemented). Pairs sort
@@ -128,8 +128,8 @@ struct Capability {
 };
 
 #if TANDEM_HAS_CUDA
-// k = CPU speed / GPU speed, measured on a power-of-two sample of the real input (seed step 201)
-// and cached per device pair, word type, size class and SM limit.
+// k = CPU speed / GPU speed, measured on a power-of-two sample of the real input (a tuning set
+// smaller than the data) and cached per device pair, word type, size class and SM limit.
 template <class U>
 Capability measure_k(const U* data, std::uint64_t n_real, std::uint64_t padded, int threads,
                      const detail::GpuConfig& gc, Report& r) {
@@ -184,7 +184,7 @@ CostModel link_model(std::size_t word_bytes, Report& r) {
   return cm;
 }
 
-// Several GPU entries (seed [0019]): the CPU and every entry get a share by capability. Each
+// Several GPU entries: the CPU and every entry get a share by capability. Each
 // CUDA device's launch shape is tuned and its k measured (cached per CPU+GPU pair); entries that
 // repeat a device share its speed (each gets the GPU's step time times the number of entries).
 template <class U>
@@ -350,7 +350,7 @@ Decision decide(const U* data, std::uint64_t n, std::uint64_t padded, const Sort
   return d;
 }
 
-// The seed's CPU thread tuning [0036]: asked for more threads than physical cores, time thread
+// CPU thread tuning: asked for more threads than physical cores, time thread
 // counts 1..cores (powers of two and the core count) on a sample and keep the fastest (cached).
 template <class U>
 int cpu_threads(const U* data, std::uint64_t padded, int asked, Report& r) {
@@ -380,7 +380,7 @@ int cpu_threads(const U* data, std::uint64_t padded, int asked, Report& r) {
   return best;
 }
 
-// The seed's affinity tuning [0036]: no more threads than physical cores: time the mappings of the
+// CPU affinity tuning: no more threads than physical cores: time the mappings of the
 // threads onto processing units (unbound, compact, scatter, one per core, NUMA/package spreads
 // from the hwloc topology) on a power-of-two sample and keep the fastest (cached by name).
 // Mappings the system refuses to bind fail as candidates; "unbound" always runs.

@@ -1,5 +1,5 @@
-// The multi-device executor of the hybrid bitonic plan (seed 000 [0019]: "one or more CPUs and/or
-// one or more GPUs"): the CPU and every GPU entry sort their shares at the same time in concurrent
+// The multi-device executor of the hybrid bitonic plan (one or more CPUs and/or one or more
+// GPUs): the CPU and every GPU entry sort their shares at the same time in concurrent
 // runs; gathered runs move every share to the gathering device (the fastest): peer copies between
 // GPUs that can reach each other, device-to-device copies between entries on one GPU, otherwise
 // staged through the pinned host array (each share's own region of it, which no other device uses

@@ -1,4 +1,4 @@
-// The hybrid bitonic plan (seed 000): allocation, independence, short runs, cost model.
+// The hybrid bitonic plan: allocation, independence, short runs, cost model.
 #include "tandem/bitonic_plan.hpp"
 
 #include <algorithm>

@@ -1,4 +1,4 @@
-// Top-k on the GPU: NRA (seed 004's phase 1 / phase 2 in batches of STRIDE levels), TA and the full
+// Top-k on the GPU: NRA (phase 1 / phase 2 in batches of STRIDE levels), TA and the full
 // scan. Design (see docs/topk.md): per-object state lives in a dense array indexed by id
 // (partial aggregate + bitmap of lists seen), so a round is one pass over its batch with atomics;
 // fully known objects that beat the current k-th enter a running top k (the paper's tmp) through a

@@ -1,4 +1,4 @@
-// GPU MapReduce engine (seed 001, Options::mode = seed) against std::unordered_map references, with tiny buffers that force
+// The chained GPU MapReduce engine (Options::mode = chained) against std::unordered_map references, with tiny buffers that force
 // every spill, grow and retry path, with the hot-key path on and off, in block and direct modes.
 #include <gtest/gtest.h>
 
@@ -32,12 +32,12 @@ void expect_counts(const mr::GroupBy& g, const std::vector<std::uint32_t>& keys,
   }
 }
 
-// These tests cover the seed engine (group-by's default GPU path is the hash path: see
+// These tests cover the chained engine (group-by's default GPU path is the hash path: see
 // test_mapreduce_hash.cpp).
 mr::Options gpu_opts() {
   mr::Options o;
   o.device = Device::gpu;
-  o.mode = mr::Options::Mode::seed;
+  o.mode = mr::Options::Mode::chained;
   return o;
 }
 }  // namespace
@@ -88,7 +88,7 @@ TEST(GpuMapReduce, TinyBuffersForceSpillGrowRetry) {
 
 TEST(GpuMapReduce, EdgeCases) {
   TANDEM_REQUIRE_GPU();
-  for (auto mode : {mr::Options::Mode::seed, mr::Options::Mode::hash}) {  // both engines
+  for (auto mode : {mr::Options::Mode::chained, mr::Options::Mode::hash}) {  // both engines
     auto o = gpu_opts();
     o.mode = mode;
     std::vector<std::uint32_t> empty;
@@ -141,19 +141,19 @@ TEST(GpuMapReduce, GroupByAggregatesFloatAndInt) {
   }
 }
 
-// The seed engine's table mode and the hash path's parameters: tuned on the first call, read from
+// The chained engine's table mode and the hash path's parameters: tuned on the first call, read from
 // the tuning cache on the second, correct both times.
 TEST(GpuMapReduce, TunedParametersAreCachedAndCorrect) {
   TANDEM_REQUIRE_GPU();
   const std::size_t n = sanitizer() ? 30000 : 1 << 20;
   auto keys = mr::zipf_keys_u32(n, 10000, 1.0, 21);
-  for (auto mode : {mr::Options::Mode::seed, mr::Options::Mode::hash}) {
+  for (auto mode : {mr::Options::Mode::chained, mr::Options::Mode::hash}) {
     auto o = gpu_opts();
     o.mode = mode;
     o.tune_min_records = 1;  // tune even this small job
     auto g1 = mr::groupby(DType::u32, keys.data(), n, DType::f64, nullptr, 0, false, o);
     auto g2 = mr::groupby(DType::u32, keys.data(), n, DType::f64, nullptr, 0, false, o);
-    const std::string engine = mode == mr::Options::Mode::seed ? "seed" : "hash";
+    const std::string engine = mode == mr::Options::Mode::chained ? "chained" : "hash";
     expect_counts(g1, keys, engine + " tuned");
     expect_counts(g2, keys, engine + " cached");
     EXPECT_EQ(g2.gpu.engine, engine);

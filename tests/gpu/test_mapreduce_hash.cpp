@@ -389,17 +389,17 @@ TEST(GpuHashGroupBy, EveryAggregateEveryValueTypeMatchesCpu) {
   }
 }
 
-TEST(GpuHashGroupBy, SeedModeStillSelectable) {
+TEST(GpuHashGroupBy, ChainedModeStillSelectable) {
   TANDEM_REQUIRE_GPU();
   const std::size_t n = sanitizer() ? 5000 : 100001;
   auto keys = mr::zipf_keys_u32(n, 1000, 1.0, 4);
   auto o = hash_opts();
-  o.mode = mr::Options::Mode::seed;
+  o.mode = mr::Options::Mode::chained;
   auto g = mr::groupby(DType::u32, keys.data(), n, DType::f64, nullptr, 0, false, o);
   std::unordered_map<std::uint32_t, std::uint64_t> ref;
   for (auto x : keys) ++ref[x];
   ASSERT_EQ(g.rows.size(), ref.size());
   for (const auto& r : g.rows) EXPECT_EQ(r.count, ref[static_cast<std::uint32_t>(r.key_bits)]);
-  EXPECT_EQ(g.gpu.engine, "seed");
+  EXPECT_EQ(g.gpu.engine, "chained");
 }
 

@@ -1,5 +1,5 @@
-// The GPU MapReduce engine of seed 001 (CN103714009A / "Jupiter"): unified shared/global memory
-// management. Include from .cu files only.
+// The chained GPU MapReduce engine: unified shared/global memory management. Include from .cu
+// files only.
 //
 //   Bs blocks x N threads. Every block owns an intermediate table in global memory: buckets[] (chain
 //   heads) and gm_pool[] (entries), the pool split into one allocation range per 32-thread group
@@ -385,7 +385,7 @@ __global__ void pass_kernel(Job job, State<typename Job::key_type, typename Job:
           return;
         }
       }
-      // (3-17..3-20) new key: shared memory until it is full
+      // new key: shared memory until it is full
       if (*reinterpret_cast<volatile std::uint32_t*>(&misc[1]) == 0) {
         std::uint32_t i = spare_s;
         if (i == kNil) {
@@ -403,7 +403,7 @@ __global__ void pass_kernel(Job job, State<typename Job::key_type, typename Job:
         }
       }
     }
-    // global memory (3-21): the block table, or the result table in direct mode
+    // global memory: the block table, or the result table in direct mode
     if (s.direct) {
       if (!result_upsert_counted<Sampling>(job, s, k, v, w, h)) {
         spill_pair(s, k, v, w);

@@ -1,8 +1,9 @@
 // Fast GPU group-by for fixed-width integer keys (u32/u64): open addressing in which the key and
-// its aggregate share one slot, with the seed's hot-key idea (CN103714009A) on top. Include from
-// .cu files only. The seed-exact engine (gpu_engine.cuh) stays the reference and the "seed" mode.
+// its aggregate share one slot, with the chained engine's hot keys (sampled, kept in shared
+// memory) on top. Include from .cu files only. The chained engine (gpu_engine.cuh) stays the
+// reference and Options::Mode::chained.
 //
-//   1. Sampling pass over the first p% of the records (the seed's step 2): aggregate them into a
+//   1. Sampling pass over the first p% of the records (as in the chained engine): aggregate them into a
 //      sample table (never overflows: 2x the sample size), compact it to arrays with each key's
 //      sampled count and a histogram of the counts. One host round trip here: the sizes below
 //      need the counts.
@@ -523,8 +524,8 @@ __global__ void __launch_bounds__(512) partition_reduce_kernel(PartRef<K> pr, st
 // Mode kGlobal: no shared table. kHot: the hot keys preloaded, read-only during the pass; with
 // counts, the keys holding >= 1/16 of the sample ("top" keys) are also combined per warp with a
 // ballot first (one shared atomic per warp instead of many on one address). kDynamic (the sampling
-// pass): the table starts empty and new keys take slots until `dyn_limit` are used (the seed's
-// "shared memory until it is full"), so heavy hitters never hammer one global address; bucketed
+// pass): the table starts empty and new keys take slots until `dyn_limit` are used (the chained
+// engine's "shared memory until it is full"), so heavy hitters never hammer one global address; bucketed
 // linear probing (bucket_upsert), S a multiple of buckets::kWays.
 // kHotTwoChoice: as kHot, the table placed on the host by two-choice hashing (two_choice.hpp): two
 // fixed slots per key, no probe loop. A mode of its own, so kHot's code (and registers) stay as
@@ -925,7 +926,7 @@ class HashGroupBy {
   // on the device until the next call.
   DeviceResult<K, Acc> run_device(const K* keys, const VIn* values, std::uint64_t M, const Options& o, EngineStats& st,
                                   Report& rep, cudaStream_t stream) {
-    if (M >= (std::uint64_t{1} << 32)) throw UsageError("hash group-by: 2^32 records or more (use the seed engine)");
+    if (M >= (std::uint64_t{1} << 32)) throw UsageError("hash group-by: 2^32 records or more (use the chained engine)");
     HashPlan pl = resolve(keys, values, M, o, rep, stream);
     for (int attempt = 0;; ++attempt) {
       if (attempt > 12) throw Error("hash group-by: the table kept overflowing after 12 retries");

@@ -41,7 +41,7 @@ struct KernelSpec {
   double min_bytes(std::uint32_t n) const;
 };
 
-// ---- static selection (the seed's compiler path) ----
+// ---- static selection (no GPU: from the blocks' memory footprints) ----
 struct StaticScore {
   Schedule schedule;
   double score;  // accesses per distinct unit in a window: higher, more sharing
