@@ -28,15 +28,15 @@
 #include "event_time.hpp"
 #include "harness.hpp"
 #include "sort/bitonic_gpu.hpp"
-#include "tandem/bitonic.hpp"
-#include "tandem/bitonic_plan.hpp"
-#include "tandem/calibrate.hpp"
-#include "tandem/device.hpp"
+#include "tandem/core/calibrate.hpp"
+#include "tandem/core/device.hpp"
+#include "tandem/sort/bitonic.hpp"
+#include "tandem/sort/bitonic_plan.hpp"
 #if TANDEM_HAS_CUDA
 #include "kernels/sort/anchors.hpp"
-#include "tandem/gpu.hpp"
+#include "tandem/cuda/runtime.hpp"
 #endif
-#include "tandem/parallel.hpp"
+#include "tandem/core/parallel.hpp"
 
 using namespace tandem;
 using tandem::bitonic::ceil_log2;

@@ -5,7 +5,7 @@
 
 #include "harness.hpp"
 #include "kernels/index/gpu_bench.hpp"
-#include "tandem/device.hpp"
+#include "tandem/core/device.hpp"
 #include "tandem/index.hpp"
 
 using namespace tandem;

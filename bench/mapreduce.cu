@@ -24,15 +24,15 @@
 #include <cub/device/device_run_length_encode.cuh>
 
 #include "harness.hpp"
+#include "mapreduce/gpu_jobs.hpp"
+#include "tandem/core/device.hpp"
+#include "tandem/core/io.hpp"
+#include "tandem/core/parallel.hpp"
 #include "tandem/cuda/format.hpp"
-#include "tandem/device.hpp"
-#include "tandem/gpu.hpp"
-#include "tandem/io.hpp"
+#include "tandem/cuda/runtime.hpp"
 #include "tandem/mapreduce.hpp"
 #include "tandem/mapreduce/gpu_engine.cuh"
 #include "tandem/mapreduce/hash_groupby.cuh"
-#include "tandem/parallel.hpp"
-#include "mapreduce/gpu_jobs.hpp"
 
 using namespace tandem;
 using Job = mr::GroupByJob<std::uint32_t, void>;

@@ -28,13 +28,13 @@
 
 #include "harness.hpp"
 #include "kernels/schedule/kernels.hpp"
-#include "tandem/device.hpp"
+#include "tandem/core/device.hpp"
+#include "tandem/core/tune.hpp"
 #include "tandem/schedule.hpp"
-#include "tandem/tune.hpp"
 #if TANDEM_HAS_CUDA
 #include <cublas_v2.h>
 
-#include "tandem/gpu.hpp"
+#include "tandem/cuda/runtime.hpp"
 #endif
 
 using namespace tandem;

@@ -14,8 +14,8 @@
 #include <fmt/format.h>
 
 #include "harness.hpp"
-#include "tandem/device.hpp"
-#include "tandem/timing.hpp"
+#include "tandem/core/device.hpp"
+#include "tandem/core/timing.hpp"
 #include "tandem/topk.hpp"
 
 using namespace tandem;

@@ -8,11 +8,11 @@
 #include <fmt/format.h>
 
 #include "harness.hpp"
-#include "tandem/calibrate.hpp"
-#include "tandem/parallel.hpp"
-#include "tandem/transfer.hpp"
+#include "tandem/core/calibrate.hpp"
+#include "tandem/core/parallel.hpp"
+#include "tandem/core/transfer.hpp"
 #if TANDEM_HAS_CUDA
-#include "tandem/gpu.hpp"
+#include "tandem/cuda/runtime.hpp"
 #endif
 
 using namespace tandem;

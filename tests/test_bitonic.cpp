@@ -11,11 +11,11 @@
 #include <vector>
 
 #include "sort/bitonic_engine.hpp"
-#include "tandem/bitonic.hpp"
-#include "tandem/bitonic_plan.hpp"
-#include "tandem/device.hpp"
-#include "tandem/error.hpp"
-#include "tandem/key_order.hpp"
+#include "tandem/core/device.hpp"
+#include "tandem/core/error.hpp"
+#include "tandem/core/key_order.hpp"
+#include "tandem/sort/bitonic.hpp"
+#include "tandem/sort/bitonic_plan.hpp"
 
 using namespace tandem;
 

@@ -11,9 +11,9 @@
 #include <set>
 #include <vector>
 
-#include "tandem/bitonic.hpp"
-#include "tandem/bitonic_affinity.hpp"
-#include "tandem/device.hpp"
+#include "tandem/core/device.hpp"
+#include "tandem/sort/bitonic.hpp"
+#include "tandem/sort/bitonic_affinity.hpp"
 
 using namespace tandem;
 using namespace tandem::bitonic;

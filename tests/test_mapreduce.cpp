@@ -10,7 +10,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "tandem/error.hpp"
+#include "tandem/core/error.hpp"
 #include "tandem/mapreduce.hpp"
 #include "tandem/mapreduce/bucket_table.hpp"
 #include "tandem/mapreduce/distinct_estimate.hpp"

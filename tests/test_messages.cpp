@@ -9,10 +9,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "tandem/device.hpp"
-#include "tandem/error.hpp"
+#include "tandem/core/device.hpp"
+#include "tandem/core/error.hpp"
+#include "tandem/core/report.hpp"
 #include "tandem/mapreduce.hpp"
-#include "tandem/report.hpp"
 #include "tandem/sort.hpp"
 #include "tandem/topk.hpp"
 

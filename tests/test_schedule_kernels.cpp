@@ -6,7 +6,7 @@
 #include <limits>
 
 #include "kernels/schedule/kernels.hpp"
-#include "tandem/error.hpp"
+#include "tandem/core/error.hpp"
 
 using namespace tandem;
 using namespace tandem::schedule;

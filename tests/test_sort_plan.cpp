@@ -6,8 +6,8 @@
 #include <limits>
 #include <set>
 
-#include "tandem/bitonic_plan.hpp"
-#include "tandem/error.hpp"
+#include "tandem/core/error.hpp"
+#include "tandem/sort/bitonic_plan.hpp"
 
 using namespace tandem;
 using namespace tandem::bitonic;

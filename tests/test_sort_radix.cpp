@@ -14,9 +14,9 @@
 #include "sort/cpu_radix.hpp"
 #include "sort/device_sort.hpp"
 #include "sort/msd.hpp"
-#include "tandem/device.hpp"
-#include "tandem/error.hpp"
-#include "tandem/key_order.hpp"
+#include "tandem/core/device.hpp"
+#include "tandem/core/error.hpp"
+#include "tandem/core/key_order.hpp"
 #include "tandem/sort.hpp"
 
 using namespace tandem;

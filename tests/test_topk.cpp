@@ -7,8 +7,8 @@
 #include <fstream>
 #include <limits>
 
-#include "tandem/device.hpp"
-#include "tandem/error.hpp"
+#include "tandem/core/device.hpp"
+#include "tandem/core/error.hpp"
 #include "tandem/topk.hpp"
 #include "test_util.hpp"
 #include "topk/bounds.hpp"

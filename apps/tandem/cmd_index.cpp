@@ -8,11 +8,11 @@
 
 #include "command.hpp"
 #include "kernels/index/gpu_bench.hpp"
-#include "tandem/error.hpp"
-#include "tandem/format.hpp"
+#include "tandem/core/error.hpp"
+#include "tandem/core/format.hpp"
+#include "tandem/core/report.hpp"
+#include "tandem/core/timing.hpp"
 #include "tandem/index.hpp"
-#include "tandem/report.hpp"
-#include "tandem/timing.hpp"
 
 namespace {
 

@@ -7,9 +7,9 @@
 
 #include "command.hpp"
 #include "kernels/schedule/kernels.hpp"
-#include "tandem/device.hpp"
-#include "tandem/error.hpp"
-#include "tandem/format.hpp"
+#include "tandem/core/device.hpp"
+#include "tandem/core/error.hpp"
+#include "tandem/core/format.hpp"
 #include "tandem/schedule.hpp"
 
 namespace {

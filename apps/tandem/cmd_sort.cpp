@@ -12,15 +12,15 @@
 #include <fmt/format.h>
 
 #include "command.hpp"
-#include "tandem/bitonic.hpp"
-#include "tandem/bitonic_plan.hpp"
-#include "tandem/device.hpp"
-#include "tandem/error.hpp"
-#include "tandem/format.hpp"
-#include "tandem/io.hpp"
-#include "tandem/key_order.hpp"
+#include "tandem/core/device.hpp"
+#include "tandem/core/error.hpp"
+#include "tandem/core/format.hpp"
+#include "tandem/core/io.hpp"
+#include "tandem/core/key_order.hpp"
+#include "tandem/core/timing.hpp"
 #include "tandem/sort.hpp"
-#include "tandem/timing.hpp"
+#include "tandem/sort/bitonic.hpp"
+#include "tandem/sort/bitonic_plan.hpp"
 
 namespace {
 

@@ -5,10 +5,10 @@
 #include <nlohmann/json.hpp>
 
 #include "command.hpp"
-#include "tandem/device.hpp"
-#include "tandem/error.hpp"
-#include "tandem/format.hpp"
-#include "tandem/timing.hpp"
+#include "tandem/core/device.hpp"
+#include "tandem/core/error.hpp"
+#include "tandem/core/format.hpp"
+#include "tandem/core/timing.hpp"
 #include "tandem/topk.hpp"
 
 namespace {

@@ -7,7 +7,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "tandem/report.hpp"
+#include "tandem/core/report.hpp"
 
 namespace tandem::cli {
 

@@ -11,13 +11,13 @@
 #include <fmt/format.h>
 
 #include "command.hpp"
+#include "tandem/core/format.hpp"
+#include "tandem/core/timing.hpp"
 #include "tandem/cuda/launch.hpp"
-#include "tandem/format.hpp"
 #include "tandem/index.hpp"
-#include "tandem/timing.hpp"
 #if TANDEM_HAS_CUDA
 #include "kernels/index/kernels.hpp"
-#include "tandem/gpu.hpp"
+#include "tandem/cuda/runtime.hpp"
 #endif
 
 namespace tandem::index {

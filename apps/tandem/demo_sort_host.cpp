@@ -10,12 +10,12 @@
 #include <fmt/format.h>
 
 #include "command.hpp"
-#include "tandem/device.hpp"
-#include "tandem/format.hpp"
+#include "tandem/core/device.hpp"
+#include "tandem/core/format.hpp"
+#include "tandem/core/timing.hpp"
 #include "tandem/sort.hpp"
-#include "tandem/timing.hpp"
 #if TANDEM_HAS_CUDA
-#include "tandem/gpu.hpp"
+#include "tandem/cuda/runtime.hpp"
 #endif
 
 namespace {

@@ -5,8 +5,8 @@
 #include <CLI/CLI.hpp>
 
 #include "command.hpp"
-#include "tandem/error.hpp"
-#include "tandem/tune.hpp"
+#include "tandem/core/error.hpp"
+#include "tandem/core/tune.hpp"
 
 namespace tandem::cli {
 

@@ -18,7 +18,7 @@
 #include <string_view>
 #include <vector>
 
-#include "tandem/error.hpp"
+#include "tandem/core/error.hpp"
 #include "tandem/index/generator.hpp"
 
 namespace tandem::index {

@@ -28,9 +28,9 @@
 #include <vector>
 
 #include "tandem/core/hash.hpp"
-#include "tandem/hd.hpp"
-#include "tandem/report.hpp"
-#include "tandem/types.hpp"
+#include "tandem/core/report.hpp"
+#include "tandem/core/types.hpp"
+#include "tandem/cuda/hd.hpp"
 
 namespace tandem::mr {
 

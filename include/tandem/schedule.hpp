@@ -23,7 +23,7 @@
 #include <string>
 #include <vector>
 
-#include "tandem/hd.hpp"
+#include "tandem/cuda/hd.hpp"
 
 namespace tandem::schedule {
 

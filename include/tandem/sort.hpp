@@ -12,8 +12,8 @@
 #include <span>
 #include <string_view>
 
-#include "tandem/report.hpp"
-#include "tandem/types.hpp"
+#include "tandem/core/report.hpp"
+#include "tandem/core/types.hpp"
 
 namespace tandem {
 

@@ -19,8 +19,8 @@
 #include <string_view>
 #include <vector>
 
-#include "tandem/report.hpp"
-#include "tandem/types.hpp"
+#include "tandem/core/report.hpp"
+#include "tandem/core/types.hpp"
 
 namespace tandem::topk {
 

@@ -1,8 +1,8 @@
 // Device-side parts of calibrate(): device copy bandwidth and a kernel reading pageable memory.
-#include "tandem/calibrate.hpp"
-#include "tandem/device.hpp"
-#include "tandem/gpu.hpp"
-#include "tandem/timing.hpp"
+#include "tandem/core/calibrate.hpp"
+#include "tandem/core/device.hpp"
+#include "tandem/core/timing.hpp"
+#include "tandem/cuda/runtime.hpp"
 
 namespace tandem::detail {
 namespace {

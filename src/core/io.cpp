@@ -1,4 +1,4 @@
-#include "tandem/io.hpp"
+#include "tandem/core/io.hpp"
 
 #include <unistd.h>
 
@@ -13,7 +13,7 @@
 
 #include <fmt/format.h>
 
-#include "tandem/error.hpp"
+#include "tandem/core/error.hpp"
 
 namespace tandem::io {
 namespace {

@@ -1,8 +1,8 @@
-#include "tandem/report.hpp"
+#include "tandem/core/report.hpp"
 
 #include <fmt/format.h>
 
-#include "tandem/format.hpp"
+#include "tandem/core/format.hpp"
 
 namespace tandem {
 

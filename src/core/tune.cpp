@@ -1,4 +1,4 @@
-#include "tandem/tune.hpp"
+#include "tandem/core/tune.hpp"
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -15,8 +15,8 @@
 
 #include <fmt/format.h>
 
-#include "tandem/error.hpp"
-#include "tandem/format.hpp"
+#include "tandem/core/error.hpp"
+#include "tandem/core/format.hpp"
 
 namespace tandem {
 

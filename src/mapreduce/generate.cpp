@@ -3,8 +3,8 @@
 #include <cmath>
 #include <random>
 
+#include "tandem/core/error.hpp"
 #include "tandem/core/hash.hpp"
-#include "tandem/error.hpp"
 #include "tandem/mapreduce.hpp"
 
 namespace tandem::mr {

@@ -1,8 +1,8 @@
 // GPU group-by: the upload, then the hash path (gpu_groupby_hash.cu) or GroupByJob on the chained
 // engine (Options::mode = chained). One engine per (key width, value kind).
 #include "mapreduce/gpu_jobs.hpp"
+#include "tandem/core/transfer.hpp"
 #include "tandem/mapreduce/gpu_engine.cuh"
-#include "tandem/transfer.hpp"
 
 namespace tandem::mr::detail {
 

@@ -2,8 +2,8 @@
 // Keys hold up to 32 bytes inline plus a 64-bit hash, the length and the position of the first
 // occurrence: longer words are compared against the text itself (the "overflow area").
 #include "mapreduce/gpu_jobs.hpp"
+#include "tandem/core/transfer.hpp"
 #include "tandem/mapreduce/gpu_engine.cuh"
-#include "tandem/transfer.hpp"
 
 namespace tandem::mr::detail {
 

@@ -5,11 +5,11 @@
 #include <fmt/format.h>
 
 #include "mapreduce/gpu_jobs.hpp"
-#include "tandem/device.hpp"
-#include "tandem/error.hpp"
+#include "tandem/core/device.hpp"
+#include "tandem/core/error.hpp"
+#include "tandem/core/parallel.hpp"
+#include "tandem/core/timing.hpp"
 #include "tandem/mapreduce.hpp"
-#include "tandem/parallel.hpp"
-#include "tandem/timing.hpp"
 #ifdef _OPENMP
 #include <omp.h>
 #endif

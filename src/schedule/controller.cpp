@@ -15,7 +15,7 @@
 // stops after that one chunk: it ran under the incumbent, so nothing is lost but a launch. Bridges
 // (incumbent, unmeasured) keep the GPU busy while the host waits for events. Every block runs
 // exactly once whatever the choice, so the result is the same.
-#include "tandem/schedule/kernels.hpp"
+#include "tandem/schedule/controller.hpp"
 
 #include <algorithm>
 #include <deque>
@@ -23,12 +23,12 @@
 
 #include <fmt/format.h>
 
-#include "tandem/device.hpp"
-#include "tandem/error.hpp"
-#include "tandem/tune.hpp"
+#include "tandem/core/device.hpp"
+#include "tandem/core/error.hpp"
+#include "tandem/core/tune.hpp"
 
 #if TANDEM_HAS_CUDA
-#include "tandem/gpu.hpp"
+#include "tandem/cuda/runtime.hpp"
 #endif
 
 namespace tandem::schedule {

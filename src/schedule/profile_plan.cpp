@@ -5,8 +5,8 @@
 
 #include <fmt/format.h>
 
-#include "tandem/error.hpp"
-#include "tandem/schedule/kernels.hpp"
+#include "tandem/core/error.hpp"
+#include "tandem/schedule/controller.hpp"
 
 namespace tandem::schedule {
 

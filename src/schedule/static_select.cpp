@@ -1,13 +1,13 @@
 // Static schedule selection from the memory footprints of blocks, and the default window of
 // co-resident blocks.
-#include "tandem/schedule/kernels.hpp"
+#include "tandem/schedule/controller.hpp"
 
 #include <algorithm>
 
 #include <fmt/format.h>
 
-#include "tandem/device.hpp"
-#include "tandem/error.hpp"
+#include "tandem/core/device.hpp"
+#include "tandem/core/error.hpp"
 
 namespace tandem::schedule {
 

@@ -9,9 +9,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "tandem/bitonic_plan.hpp"
+#include "tandem/core/report.hpp"
 #include "tandem/cuda/stream.hpp"
-#include "tandem/report.hpp"
+#include "tandem/sort/bitonic_plan.hpp"
 
 namespace tandem::bitonic::detail {
 

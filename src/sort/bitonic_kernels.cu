@@ -14,7 +14,7 @@
 #include "sort/bitonic_engine.hpp"
 #include "sort/bitonic_gpu.hpp"
 #include "tandem/cuda/launch.hpp"
-#include "tandem/gpu.hpp"
+#include "tandem/cuda/runtime.hpp"
 
 namespace tandem::bitonic::detail {
 namespace {

@@ -21,19 +21,19 @@
 
 #include "sort/bitonic_engine.hpp"
 #include "sort/bitonic_gpu.hpp"
-#include "tandem/bitonic.hpp"
-#include "tandem/bitonic_affinity.hpp"
-#include "tandem/bitonic_plan.hpp"
-#include "tandem/calibrate.hpp"
-#include "tandem/device.hpp"
-#include "tandem/error.hpp"
-#include "tandem/format.hpp"
-#include "tandem/key_order.hpp"
-#include "tandem/parallel.hpp"
-#include "tandem/timing.hpp"
-#include "tandem/tune.hpp"
+#include "tandem/core/calibrate.hpp"
+#include "tandem/core/device.hpp"
+#include "tandem/core/error.hpp"
+#include "tandem/core/format.hpp"
+#include "tandem/core/key_order.hpp"
+#include "tandem/core/parallel.hpp"
+#include "tandem/core/timing.hpp"
+#include "tandem/core/tune.hpp"
+#include "tandem/sort/bitonic.hpp"
+#include "tandem/sort/bitonic_affinity.hpp"
+#include "tandem/sort/bitonic_plan.hpp"
 #if TANDEM_HAS_CUDA
-#include "tandem/gpu.hpp"
+#include "tandem/cuda/runtime.hpp"
 #endif
 
 namespace tandem::bitonic {

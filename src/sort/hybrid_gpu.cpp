@@ -12,11 +12,11 @@
 
 #include "sort/bitonic_engine.hpp"
 #include "sort/bitonic_gpu.hpp"
-#include "tandem/device.hpp"
-#include "tandem/format.hpp"
-#include "tandem/gpu.hpp"
-#include "tandem/timing.hpp"
-#include "tandem/tune.hpp"
+#include "tandem/core/device.hpp"
+#include "tandem/core/format.hpp"
+#include "tandem/core/timing.hpp"
+#include "tandem/core/tune.hpp"
+#include "tandem/cuda/runtime.hpp"
 
 namespace tandem::bitonic::detail {
 

@@ -22,9 +22,9 @@
 
 #include "sort/bitonic_engine.hpp"
 #include "sort/bitonic_gpu.hpp"
-#include "tandem/format.hpp"
-#include "tandem/gpu.hpp"
-#include "tandem/timing.hpp"
+#include "tandem/core/format.hpp"
+#include "tandem/core/timing.hpp"
+#include "tandem/cuda/runtime.hpp"
 
 namespace tandem::bitonic::detail {
 

@@ -24,12 +24,12 @@
 #include <fmt/format.h>
 
 #include "sort/msd.hpp"
-#include "tandem/error.hpp"
-#include "tandem/format.hpp"
-#include "tandem/key_order.hpp"
-#include "tandem/parallel.hpp"
-#include "tandem/timing.hpp"
-#include "tandem/transfer.hpp"
+#include "tandem/core/error.hpp"
+#include "tandem/core/format.hpp"
+#include "tandem/core/key_order.hpp"
+#include "tandem/core/parallel.hpp"
+#include "tandem/core/timing.hpp"
+#include "tandem/core/transfer.hpp"
 
 namespace tandem {
 namespace detail {

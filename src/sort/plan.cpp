@@ -1,5 +1,5 @@
 // The hybrid bitonic plan: allocation, independence, short runs, cost model.
-#include "tandem/bitonic_plan.hpp"
+#include "tandem/sort/bitonic_plan.hpp"
 
 #include <algorithm>
 #include <bit>
@@ -9,8 +9,8 @@
 
 #include <fmt/format.h>
 
-#include "tandem/error.hpp"
-#include "tandem/format.hpp"
+#include "tandem/core/error.hpp"
+#include "tandem/core/format.hpp"
 
 namespace tandem::bitonic {
 

@@ -11,15 +11,15 @@
 
 #include "sort/cpu_radix.hpp"
 #include "sort/device_sort.hpp"
-#include "tandem/bitonic.hpp"
-#include "tandem/calibrate.hpp"
-#include "tandem/device.hpp"
-#include "tandem/error.hpp"
-#include "tandem/format.hpp"
-#include "tandem/parallel.hpp"
-#include "tandem/timing.hpp"
+#include "tandem/core/calibrate.hpp"
+#include "tandem/core/device.hpp"
+#include "tandem/core/error.hpp"
+#include "tandem/core/format.hpp"
+#include "tandem/core/parallel.hpp"
+#include "tandem/core/timing.hpp"
+#include "tandem/sort/bitonic.hpp"
 #if TANDEM_HAS_CUDA
-#include "tandem/gpu.hpp"
+#include "tandem/cuda/runtime.hpp"
 #endif
 
 namespace tandem {

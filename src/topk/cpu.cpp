@@ -9,10 +9,10 @@
 #include <omp.h>
 
 #include "internal.hpp"
-#include "tandem/error.hpp"
-#include "tandem/format.hpp"
-#include "tandem/parallel.hpp"
-#include "tandem/timing.hpp"
+#include "tandem/core/error.hpp"
+#include "tandem/core/format.hpp"
+#include "tandem/core/parallel.hpp"
+#include "tandem/core/timing.hpp"
 
 namespace tandem::topk {
 

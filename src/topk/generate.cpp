@@ -6,8 +6,8 @@
 
 #include <fmt/format.h>
 
-#include "tandem/error.hpp"
-#include "tandem/parallel.hpp"
+#include "tandem/core/error.hpp"
+#include "tandem/core/parallel.hpp"
 #include "tandem/topk.hpp"
 
 namespace tandem::topk {

@@ -13,14 +13,14 @@
 #include <string_view>
 
 #include "internal.hpp"
+#include "tandem/core/error.hpp"
+#include "tandem/core/format.hpp"
+#include "tandem/core/parallel.hpp"
+#include "tandem/core/timing.hpp"
+#include "tandem/core/transfer.hpp"
 #include "tandem/cuda/format.hpp"
 #include "tandem/cuda/launch.hpp"
-#include "tandem/error.hpp"
-#include "tandem/format.hpp"
-#include "tandem/gpu.hpp"
-#include "tandem/parallel.hpp"
-#include "tandem/timing.hpp"
-#include "tandem/transfer.hpp"
+#include "tandem/cuda/runtime.hpp"
 
 namespace tandem::topk {
 

@@ -3,9 +3,9 @@
 #include <fmt/format.h>
 
 #include "internal.hpp"
-#include "tandem/device.hpp"
-#include "tandem/error.hpp"
-#include "tandem/timing.hpp"
+#include "tandem/core/device.hpp"
+#include "tandem/core/error.hpp"
+#include "tandem/core/timing.hpp"
 
 namespace tandem::topk {
 

@@ -13,13 +13,13 @@
 #include "kernels/sort/anchors.hpp"
 #include "sort/bitonic_engine.hpp"
 #include "sort/bitonic_gpu.hpp"
+#include "tandem/core/device.hpp"
+#include "tandem/core/error.hpp"
+#include "tandem/core/key_order.hpp"
+#include "tandem/cuda/runtime.hpp"
+#include "tandem/sort/bitonic.hpp"
+#include "tandem/sort/bitonic_plan.hpp"
 #include "test_util.hpp"
-#include "tandem/bitonic.hpp"
-#include "tandem/bitonic_plan.hpp"
-#include "tandem/device.hpp"
-#include "tandem/error.hpp"
-#include "tandem/gpu.hpp"
-#include "tandem/key_order.hpp"
 
 using namespace tandem;
 namespace bd = tandem::bitonic::detail;

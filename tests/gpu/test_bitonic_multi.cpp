@@ -12,11 +12,11 @@
 #include <random>
 #include <vector>
 
+#include "tandem/core/device.hpp"
+#include "tandem/core/error.hpp"
+#include "tandem/core/key_order.hpp"
+#include "tandem/sort/bitonic.hpp"
 #include "test_util.hpp"
-#include "tandem/bitonic.hpp"
-#include "tandem/device.hpp"
-#include "tandem/error.hpp"
-#include "tandem/key_order.hpp"
 
 using namespace tandem;
 

@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "kernels/index/kernels.hpp"
-#include "tandem/device.hpp"
-#include "tandem/gpu.hpp"
+#include "tandem/core/device.hpp"
+#include "tandem/cuda/runtime.hpp"
 #include "tandem/index.hpp"
 #include "test_util.hpp"
 

@@ -7,7 +7,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "tandem/device.hpp"
+#include "tandem/core/device.hpp"
 #include "tandem/mapreduce.hpp"
 #include "test_util.hpp"
 

@@ -11,7 +11,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "tandem/device.hpp"
+#include "tandem/core/device.hpp"
 #include "tandem/mapreduce.hpp"
 #include "tandem/mapreduce/bucket_table.hpp"
 #include "test_util.hpp"

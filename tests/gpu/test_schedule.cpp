@@ -6,9 +6,9 @@
 #include <cstdlib>
 
 #include "kernels/schedule/kernels.hpp"
-#include "tandem/device.hpp"
-#include "tandem/error.hpp"
-#include "tandem/tune.hpp"
+#include "tandem/core/device.hpp"
+#include "tandem/core/error.hpp"
+#include "tandem/core/tune.hpp"
 #include "test_util.hpp"
 
 using namespace tandem;

@@ -12,9 +12,9 @@
 #include <vector>
 
 #include "sort/device_sort.hpp"
-#include "tandem/device.hpp"
-#include "tandem/gpu.hpp"
-#include "tandem/key_order.hpp"
+#include "tandem/core/device.hpp"
+#include "tandem/core/key_order.hpp"
+#include "tandem/cuda/runtime.hpp"
 #include "tandem/sort.hpp"
 #include "test_util.hpp"
 

@@ -11,8 +11,8 @@
 //    per thread and 16-byte accesses cut the instructions per byte by ~16x.
 #include "kernels/index/gpu_bench.hpp"
 
+#include "tandem/core/error.hpp"
 #include "tandem/cuda/launch.hpp"
-#include "tandem/error.hpp"
 
 #if TANDEM_HAS_CUDA
 #include <algorithm>
@@ -21,7 +21,7 @@
 #include <fmt/format.h>
 
 #include "kernels/index/kernels.hpp"
-#include "tandem/gpu.hpp"
+#include "tandem/cuda/runtime.hpp"
 #include "tandem/index.hpp"
 
 namespace tandem::index {

@@ -4,7 +4,7 @@
 // multiply-add from (x, y, z) otherwise).
 #pragma once
 #include "kernels/index/kernels.hpp"
-#include "tandem/gpu.hpp"
+#include "tandem/cuda/runtime.hpp"
 #include "tandem/index/device.hpp"
 
 namespace tandem::index::kernels {

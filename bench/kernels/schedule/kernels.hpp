@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "tandem/schedule.hpp"
-#include "tandem/schedule/kernels.hpp"
+#include "tandem/schedule/controller.hpp"
 
 namespace tandem::schedule {
 

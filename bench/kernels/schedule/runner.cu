@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "tandem/error.hpp"
-#include "tandem/gpu.hpp"
+#include "tandem/core/error.hpp"
+#include "tandem/cuda/runtime.hpp"
 #include "tandem/schedule/launch.cuh"
 
 namespace tandem::schedule {

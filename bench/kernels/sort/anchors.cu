@@ -5,8 +5,8 @@
 
 #include <cub/cub.cuh>
 
-#include "tandem/bitonic_plan.hpp"
-#include "tandem/gpu.hpp"
+#include "tandem/cuda/runtime.hpp"
+#include "tandem/sort/bitonic_plan.hpp"
 
 namespace tandem::bench {
 

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "tandem/hd.hpp"
+#include "tandem/cuda/hd.hpp"
 
 namespace tandem {
 

@@ -14,7 +14,7 @@
 #pragma once
 #include <cstdint>
 
-#include "tandem/hd.hpp"
+#include "tandem/cuda/hd.hpp"
 
 namespace tandem::index {
 

@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "tandem/core/hash.hpp"
-#include "tandem/hd.hpp"
+#include "tandem/cuda/hd.hpp"
 #include "tandem/mapreduce.hpp"
 #include "tandem/mapreduce/two_choice.hpp"
 

@@ -36,13 +36,13 @@
 #include <string>
 #include <string_view>
 
+#include "tandem/core/device.hpp"
+#include "tandem/core/timing.hpp"
+#include "tandem/core/tune.hpp"
 #include "tandem/cuda/format.hpp"
 #include "tandem/cuda/launch.hpp"
-#include "tandem/device.hpp"
-#include "tandem/gpu.hpp"
+#include "tandem/cuda/runtime.hpp"
 #include "tandem/mapreduce.hpp"
-#include "tandem/timing.hpp"
-#include "tandem/tune.hpp"
 
 namespace tandem::mr::gpu_engine {
 

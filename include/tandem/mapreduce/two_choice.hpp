@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "tandem/core/hash.hpp"
-#include "tandem/hd.hpp"
+#include "tandem/cuda/hd.hpp"
 #include "tandem/mapreduce.hpp"
 
 namespace tandem::mr::two_choice {

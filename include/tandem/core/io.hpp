@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "tandem/types.hpp"
+#include "tandem/core/types.hpp"
 
 namespace tandem::io {
 

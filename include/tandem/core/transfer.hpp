@@ -48,5 +48,5 @@ void release_staging_buffers();
 
 }  // namespace tandem
 
-#include "tandem/detail/transfer_impl.hpp"
+#include "tandem/core/detail/transfer_impl.hpp"
 #endif

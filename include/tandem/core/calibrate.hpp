@@ -6,7 +6,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
-#include "tandem/transfer.hpp"
+#include "tandem/core/transfer.hpp"
 
 namespace tandem {
 

@@ -5,7 +5,7 @@
 #include <span>
 #include <vector>
 
-#include "tandem/report.hpp"
+#include "tandem/core/report.hpp"
 #include "tandem/sort.hpp"
 
 namespace tandem::bitonic {

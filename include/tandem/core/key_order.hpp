@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "tandem/hd.hpp"
+#include "tandem/cuda/hd.hpp"
 
 namespace tandem {
 

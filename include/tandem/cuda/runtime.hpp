@@ -2,7 +2,7 @@
 // Include only where TANDEM_HAS_CUDA is 1 (CUDA sources, or .cpp files inside #if TANDEM_HAS_CUDA).
 #pragma once
 #if !TANDEM_HAS_CUDA
-#error "tandem/gpu.hpp needs a CUDA build (TANDEM_HAS_CUDA=1)"
+#error "tandem/cuda/runtime.hpp needs a CUDA build (TANDEM_HAS_CUDA=1)"
 #endif
 #include <cuda_runtime_api.h>
 
@@ -13,7 +13,7 @@
 #include <type_traits>
 #include <utility>
 
-#include "tandem/error.hpp"
+#include "tandem/core/error.hpp"
 
 namespace tandem::gpu {
 

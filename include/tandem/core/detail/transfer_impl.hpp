@@ -1,4 +1,4 @@
-// Implementation detail of tandem/transfer.hpp: the staging pipeline shared by the plain and the
+// Implementation detail of tandem/core/transfer.hpp: the staging pipeline shared by the plain and the
 // chunk-callback forms.
 #pragma once
 #include <algorithm>

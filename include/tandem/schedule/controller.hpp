@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "tandem/core/report.hpp"
 #include "tandem/cuda/stream.hpp"
-#include "tandem/report.hpp"
 #include "tandem/schedule.hpp"
 
 namespace tandem {
