@@ -23,6 +23,7 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 #include <omp.h>
 
 #include "event_time.hpp"
@@ -34,7 +35,9 @@
 #include "tandem/sort/bitonic_plan.hpp"
 #if TANDEM_HAS_CUDA
 #include "kernels/sort/anchors.hpp"
+#include "tandem/cuda/buffers.hpp"
 #include "tandem/cuda/runtime.hpp"
+#include "tandem/cuda/stream.hpp"
 #endif
 #include "tandem/core/parallel.hpp"
 
@@ -191,7 +194,7 @@ SortOptions bitonic_on(Device d, int sm_limit = 0) {
   SortOptions o;
   o.algorithm = SortAlgorithm::bitonic;
   o.device = d;
-  o.gpu_sm_limit = sm_limit;
+  o.bitonic.gpu_sm_limit = sm_limit;
   return o;
 }
 
@@ -266,9 +269,9 @@ void coexecution(HostCase& hc, gpu::Stream& s, const std::optional<Bandwidths>& 
   for (char pol : {'a', 'b', 'c'}) {
     SortOptions h = g;
     h.device = Device::hybrid;
-    h.k = k_model;
-    h.policy = pol;
-    h.min_interior_run = 0;  // the plan without the short-run rule: the driver and the model run the same plan
+    h.bitonic.k = k_model;
+    h.bitonic.policy = pol;
+    h.bitonic.min_interior_run = 0;  // the plan without the short-run rule: the driver and the model run the same plan
     Report hr;
     const double t = hc.timed(h, fmt::format("hybrid policy {}, --gpu-sm-limit {}", pol, limit), &hr);
     const bitonic::Plan plan = bitonic::make_plan(hc.n, k_model, pol, 0);
@@ -292,7 +295,7 @@ void several_gpus(bench::Bench& b) {
   const int lg = int(b.get_int("--multi-log2", b.quick() ? 20 : 26));
   HostCase hc(b, lg, 300 + lg, ", GPUs only");
   SortOptions o = bitonic_on(Device::gpu);
-  o.min_interior_run = 0;  // the plan without the short-run rule: every independent step concurrent
+  o.bitonic.min_interior_run = 0;  // the plan without the short-run rule: every independent step concurrent
   auto multi = [&](const std::vector<int>& gpus, const std::string& name) {
     std::vector<std::uint32_t> v;
     Report rep;
@@ -316,7 +319,7 @@ void several_gpus(bench::Bench& b) {
     if (note.rfind("multi-device run", 0) == 0 || note.rfind("k per GPU", 0) == 0) b.info(note, 0);
   SortOptions h = o;
   h.device = Device::auto_;
-  h.min_interior_run = -1;  // the cost model decides
+  h.bitonic.min_interior_run = -1;  // the cost model decides
   std::vector<std::uint32_t> v = hc.keys;
   const Report rk = bitonic::sort(std::span<std::uint32_t>(v), h, {0, 1});
   if (v != hc.want) b.fail("auto sort on GPUs {0,1} is wrong");

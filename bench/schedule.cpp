@@ -34,7 +34,9 @@
 #if TANDEM_HAS_CUDA
 #include <cublas_v2.h>
 
+#include "tandem/cuda/buffers.hpp"
 #include "tandem/cuda/runtime.hpp"
+#include "tandem/cuda/stream.hpp"
 #endif
 
 using namespace tandem;

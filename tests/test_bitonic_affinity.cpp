@@ -11,6 +11,8 @@
 #include <set>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "tandem/core/device.hpp"
 #include "tandem/sort/bitonic.hpp"
 #include "tandem/sort/bitonic_affinity.hpp"
@@ -150,7 +152,7 @@ TEST(BitonicAffinity, SortTunesTheMappingAndExplainsIt) {
   const Report r = bitonic::sort(std::span<std::uint32_t>(keys), o);
   EXPECT_EQ(keys, want);
   EXPECT_EQ(thread_cpus(), before);
-  ASSERT_TRUE(r.details.contains("cpu_affinity"));
+  ASSERT_TRUE(r.details().contains("cpu_affinity"));
   const bool tunable = cpu_info().physical_cores >= threads && affinity_candidates(cpu_topology(), threads).size() >= 2;
   bool explained = false;
   for (const auto& n : r.notes) explained = explained || n.rfind("CPU affinity", 0) == 0;

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -41,6 +42,20 @@ TEST(Report, NoticeIsANoteTooAndReachesJson) {
   EXPECT_EQ(r.notices[0], "GPU out of memory; ran on the CPU");
   EXPECT_NE(r.explain().find("GPU out of memory"), std::string::npos);
   EXPECT_EQ(r.to_json()["notices"].size(), 1u);
+}
+
+TEST(Report, CopiesOwnTheirDetails) {
+  Report a;
+  EXPECT_TRUE(std::as_const(a).details().empty());  // nothing stored yet
+  a.details()["path"] = "cpu-radix";
+  Report b = a;
+  b.details()["path"] = "bitonic";
+  EXPECT_EQ(a.details().value("path", ""), "cpu-radix");
+  EXPECT_EQ(b.details().value("path", ""), "bitonic");
+  Report c = std::move(b);
+  EXPECT_EQ(c.details().value("path", ""), "bitonic");
+  a = c;
+  EXPECT_EQ(a.to_json()["details"]["path"], "bitonic");
 }
 
 TEST(LibraryErrors, NameFieldsNotFlags) {

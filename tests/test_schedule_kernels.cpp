@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "kernels/schedule/kernels.hpp"
+#include "schedule/profile_plan.hpp"
 #include "tandem/core/error.hpp"
 
 using namespace tandem;

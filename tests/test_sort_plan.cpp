@@ -6,6 +6,9 @@
 #include <limits>
 #include <set>
 
+#include <nlohmann/json.hpp>
+
+#include "sort/plan_tuning.hpp"
 #include "tandem/core/error.hpp"
 #include "tandem/sort/bitonic_plan.hpp"
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "command.hpp"
 #include "tandem/core/device.hpp"
@@ -87,11 +88,11 @@ int run_file(const Args& a) {
   o.algorithm = tandem::parse_sort_algorithm(a.algorithm);
   o.device = tandem::parse_device(a.device);
   o.descending = a.descending;
-  o.policy = parse_policy(a.policy);
-  o.min_interior_run = a.min_interior_run;
-  o.k = a.k;
+  o.bitonic.policy = parse_policy(a.policy);
+  o.bitonic.min_interior_run = a.min_interior_run;
+  o.bitonic.k = a.k;
   o.gpu_memory_limit = a.gpu_memory_limit;
-  o.gpu_sm_limit = a.gpu_sm_limit;
+  o.bitonic.gpu_sm_limit = a.gpu_sm_limit;
   o.threads = a.threads;
   if (::isatty(2)) o.progress = [](std::string_view line) {  // long out-of-core sorts, on a terminal only
     if (line.empty()) std::cerr << "\r\033[K";
@@ -196,8 +197,8 @@ const bool demo = tandem::cli::register_demo_part({30, "hybrid sort", [] {
   o.device = tandem::Device::auto_;
   run(o, "bitonic, k measured (the cost model picks the split)");
   o.device = tandem::Device::hybrid;
-  o.k = 0.6;
-  o.min_interior_run = 3;
+  o.bitonic.k = 0.6;
+  o.bitonic.min_interior_run = 3;
   run(o, "hybrid with k forced to 0.6 (policy c, min_interior_run 3)");
   return ok;
 }});

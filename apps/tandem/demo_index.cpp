@@ -17,7 +17,9 @@
 #include "tandem/index.hpp"
 #if TANDEM_HAS_CUDA
 #include "kernels/index/kernels.hpp"
+#include "tandem/cuda/buffers.hpp"
 #include "tandem/cuda/runtime.hpp"
+#include "tandem/cuda/stream.hpp"
 #endif
 
 namespace tandem::index {

@@ -3,7 +3,7 @@
 #if TANDEM_HAS_CUDA
 #include <functional>
 
-#include "tandem/cuda/runtime.hpp"
+#include "tandem/cuda/stream.hpp"
 
 namespace tandem::bench {
 

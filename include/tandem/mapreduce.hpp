@@ -14,11 +14,10 @@
 // Shipped jobs: word count (words of text) and group-by (integer keys, numeric values).
 #pragma once
 #include <algorithm>
-#include <bit>
+#include <atomic>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
 #include <functional>
 #include <span>
 #include <string>
@@ -30,6 +29,7 @@
 #include "tandem/core/hash.hpp"
 #include "tandem/core/report.hpp"
 #include "tandem/core/types.hpp"
+#include "tandem/mapreduce/detail/local_table.hpp"
 #include "tandem/cuda/hd.hpp"
 
 namespace tandem::mr {
@@ -257,70 +257,6 @@ struct WordCountCpuJob {
 // ---------------------------------------------------------------------------------------------
 // CPU engine.
 
-// Open-addressing table with linear probing (power-of-two capacity, load <= 1/2).
-template <class K, class V, class H = Hash<K>>
-class LocalTable {
- public:
-  explicit LocalTable(std::size_t expected = 16) { rehash(std::max<std::size_t>(16, std::bit_ceil(expected * 2))); }
-
-  template <class R>
-  void upsert(const K& k, const V& v, std::uint64_t h, R&& reduce) {
-    std::size_t i = h & mask_;
-    while (used_[i]) {
-      if (hashes_[i] == h && keys_[i] == k) {
-        reduce(vals_[i], v);
-        return;
-      }
-      i = (i + 1) & mask_;
-    }
-    used_[i] = 1;
-    hashes_[i] = h;
-    keys_[i] = k;
-    vals_[i] = v;
-    if (++size_ * 2 > keys_.size()) rehash(keys_.size() * 2);
-  }
-  std::size_t size() const { return size_; }
-  template <class F>
-  void for_each(F&& f) const {
-    for (std::size_t i = 0; i < keys_.size(); ++i)
-      if (used_[i]) f(keys_[i], vals_[i], hashes_[i]);
-  }
-  void clear() {
-    std::fill(used_.begin(), used_.end(), 0);
-    size_ = 0;
-  }
-
- private:
-  void rehash(std::size_t cap) {
-    std::vector<K> k(cap);
-    std::vector<V> v(cap);
-    std::vector<std::uint64_t> h(cap);
-    std::vector<unsigned char> u(cap, 0);
-    const std::size_t m = cap - 1;
-    for (std::size_t i = 0; i < keys_.size(); ++i) {
-      if (!used_[i]) continue;
-      std::size_t j = hashes_[i] & m;
-      while (u[j]) j = (j + 1) & m;
-      u[j] = 1;
-      k[j] = std::move(keys_[i]);
-      v[j] = std::move(vals_[i]);
-      h[j] = hashes_[i];
-    }
-    keys_.swap(k);
-    vals_.swap(v);
-    hashes_.swap(h);
-    used_.swap(u);
-    mask_ = m;
-  }
-
-  std::vector<K> keys_;
-  std::vector<V> vals_;
-  std::vector<std::uint64_t> hashes_;
-  std::vector<unsigned char> used_;
-  std::size_t mask_{0};
-  std::size_t size_{0};
-};
-
 struct CpuStats {
   int threads{1};
   std::uint64_t pairs{0};      // pairs emitted by map
@@ -330,8 +266,10 @@ struct CpuStats {
 
 int cpu_threads(const Options& o);  // o.threads or default_threads()
 namespace detail {
-int omp_thread_num();  // omp_get_thread_num() (0 without OpenMP)
-}
+// Runs body(t) on `threads` CPU threads at once, t = 0 .. threads - 1, and returns when all are
+// done (an OpenMP parallel region, in the library).
+void run_threads(int threads, const std::function<void(int)>& body);
+}  // namespace detail
 
 // Runs `job` over records [0, records) on CPU threads; returns one (key, value) per distinct key,
 // in no particular order.
@@ -351,17 +289,16 @@ std::vector<std::pair<typename Job::key_type, typename Job::value_type>> cpu_map
   const std::size_t limit = opts.cpu_table_limit;
   const std::size_t grain = std::max<std::size_t>(1, std::min<std::size_t>(64, records / (std::size_t(T) * 8) + 1));
 
-#pragma omp parallel num_threads(T)
-  {
-    const int t = detail::omp_thread_num();
+  const std::int64_t groups = static_cast<std::int64_t>((records + grain - 1) / grain);
+  std::atomic<std::int64_t> next_group{0};  // groups of records are handed out one at a time
+  detail::run_threads(T, [&](int t) {
     std::uint64_t my_pairs = 0;  // a local count: pairs[t] of neighbouring threads share a cache line
-    LocalTable<K, V> table(limit ? limit : 1024);
+    detail::LocalTable<K, V> table(limit ? limit : 1024);
     auto drain = [&] {
       table.for_each([&](const K& k, const V& v, std::uint64_t h) { parts[t][(h >> 40) % P].push_back({{k, v}, h}); });
       table.clear();
     };
-#pragma omp for schedule(dynamic, 1)
-    for (std::int64_t g = 0; g < static_cast<std::int64_t>((records + grain - 1) / grain); ++g) {
+    for (std::int64_t g = next_group++; g < groups; g = next_group++) {
       const std::size_t b = std::size_t(g) * grain, e = std::min(records, b + grain);
       for (std::size_t i = b; i < e; ++i) {
         job.map(i, [&](const K& k, const V& v) {
@@ -377,19 +314,21 @@ std::vector<std::pair<typename Job::key_type, typename Job::value_type>> cpu_map
     }
     drain();
     pairs[t] = my_pairs;
-  }
+  });
   // Partitioned merge: partition p reduces every thread's entries of p.
   std::vector<std::vector<Pair>> merged(P);
-#pragma omp parallel for num_threads(T) schedule(dynamic, 1)
-  for (int p = 0; p < P; ++p) {
-    std::size_t n = 0;
-    for (int t = 0; t < T; ++t) n += parts[t][p].size();
-    LocalTable<K, V> table(n / 2 + 1);
-    for (int t = 0; t < T; ++t)
-      for (const auto& [kv, h] : parts[t][p]) table.upsert(kv.first, kv.second, h, reducer);
-    merged[p].reserve(table.size());
-    table.for_each([&](const K& k, const V& v, std::uint64_t) { merged[p].emplace_back(k, v); });
-  }
+  std::atomic<int> next_part{0};
+  detail::run_threads(T, [&](int) {
+    for (int p = next_part++; p < P; p = next_part++) {
+      std::size_t n = 0;
+      for (int t = 0; t < T; ++t) n += parts[t][p].size();
+      detail::LocalTable<K, V> table(n / 2 + 1);
+      for (int t = 0; t < T; ++t)
+        for (const auto& [kv, h] : parts[t][p]) table.upsert(kv.first, kv.second, h, reducer);
+      merged[p].reserve(table.size());
+      table.for_each([&](const K& k, const V& v, std::uint64_t) { merged[p].emplace_back(k, v); });
+    }
+  });
   std::vector<Pair> out;
   std::size_t total = 0;
   for (auto& m : merged) total += m.size();

@@ -14,7 +14,10 @@
 #include "tandem/core/timing.hpp"
 #include "tandem/core/tune.hpp"
 #if TANDEM_HAS_CUDA
+#include "core/calibrate_kernels.hpp"
+#include "tandem/cuda/buffers.hpp"
 #include "tandem/cuda/runtime.hpp"
+#include "tandem/cuda/stream.hpp"
 #endif
 
 namespace tandem {

@@ -1,6 +1,8 @@
 #include <cstdio>
 #if TANDEM_HAS_CUDA
+#include "tandem/cuda/buffers.hpp"
 #include "tandem/cuda/runtime.hpp"
+#include "tandem/cuda/stream.hpp"
 
 #include <fmt/format.h>
 

@@ -11,7 +11,9 @@
 #include "tandem/core/parallel.hpp"
 #include "tandem/core/tune.hpp"
 #if TANDEM_HAS_CUDA
+#include "tandem/cuda/buffers.hpp"
 #include "tandem/cuda/runtime.hpp"
+#include "tandem/cuda/stream.hpp"
 #endif
 
 namespace tandem {

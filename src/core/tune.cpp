@@ -14,6 +14,7 @@
 #include <random>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "tandem/core/error.hpp"
 #include "tandem/core/format.hpp"

@@ -1,5 +1,7 @@
 // The shipped MapReduce jobs (word count, group-by): device dispatch, CPU engine, output formats.
 #include <algorithm>
+#include <cstring>
+#include <functional>
 #include <ostream>
 
 #include <fmt/format.h>
@@ -17,11 +19,13 @@
 namespace tandem::mr {
 
 namespace detail {
-int omp_thread_num() {
+void run_threads(int threads, const std::function<void(int)>& body) {
 #ifdef _OPENMP
-  return omp_get_thread_num();
+#pragma omp parallel num_threads(threads)
+  body(omp_get_thread_num());
 #else
-  return 0;
+  (void)threads;
+  body(0);  // one thread takes every piece of work
 #endif
 }
 }  // namespace detail

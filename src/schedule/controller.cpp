@@ -22,13 +22,16 @@
 #include <optional>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
+#include "schedule/profile_plan.hpp"
 #include "tandem/core/device.hpp"
 #include "tandem/core/error.hpp"
 #include "tandem/core/tune.hpp"
 
 #if TANDEM_HAS_CUDA
 #include "tandem/cuda/runtime.hpp"
+#include "tandem/cuda/stream.hpp"
 #endif
 
 namespace tandem::schedule {

@@ -1,12 +1,13 @@
 // The controller's profiling plan: which candidates fit the budget, the chunk sizes after the
 // probe, and the pieces cut from the grid. Pure code, tested on the CPU.
+#include "schedule/profile_plan.hpp"
+
 #include <algorithm>
 #include <cmath>
 
 #include <fmt/format.h>
 
 #include "tandem/core/error.hpp"
-#include "tandem/schedule/controller.hpp"
 
 namespace tandem::schedule {
 

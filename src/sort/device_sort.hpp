@@ -13,7 +13,8 @@
 #include <type_traits>
 #include <vector>
 
-#include "tandem/cuda/runtime.hpp"
+#include "tandem/cuda/buffers.hpp"
+#include "tandem/cuda/stream.hpp"
 #endif
 
 namespace tandem::detail {

@@ -18,9 +18,11 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "sort/bitonic_engine.hpp"
 #include "sort/bitonic_gpu.hpp"
+#include "sort/plan_tuning.hpp"
 #include "tandem/core/calibrate.hpp"
 #include "tandem/core/device.hpp"
 #include "tandem/core/error.hpp"
@@ -33,7 +35,7 @@
 #include "tandem/sort/bitonic_affinity.hpp"
 #include "tandem/sort/bitonic_plan.hpp"
 #if TANDEM_HAS_CUDA
-#include "tandem/cuda/runtime.hpp"
+#include "tandem/cuda/buffers.hpp"
 #endif
 
 namespace tandem::bitonic {
@@ -197,7 +199,7 @@ void decide_multi(Decision& d, const U* data, std::uint64_t n, std::uint64_t pad
   std::string ks;
   for (const auto& [g, count] : entries) {
     detail::GpuConfig want;
-    want.sm_limit = o.gpu_sm_limit;
+    want.sm_limit = o.bitonic.gpu_sm_limit;
     want.device = g;
     std::string tune;
     cfg[g] = detail::gpu_config<U>(padded, want, &tune);
@@ -211,7 +213,7 @@ void decide_multi(Decision& d, const U* data, std::uint64_t n, std::uint64_t pad
   for (int g : gpus) d.multi.push_back(cfg[g]);
   const Capability& first = cap[gpus.front()];
   double cpu_step = first.cpu_step_s;
-  if (o.k >= 0) cpu_step = o.k > 0 ? first.gpu_step_s / o.k : 0;
+  if (o.bitonic.k >= 0) cpu_step = o.bitonic.k > 0 ? first.gpu_step_s / o.bitonic.k : 0;
   const bool cpu_on = o.device != Device::gpu && cpu_step > 0;
   CostModel cm = link_model(sizeof(U), r);
   std::vector<DeviceShare> devs{{"cpu", cpu_on ? 1.0 / cpu_step : 0.0, 0, 0}};
@@ -244,9 +246,9 @@ void decide_multi(Decision& d, const U* data, std::uint64_t n, std::uint64_t pad
   cm.same_gpu_bytes_per_s = same;
   cm.peer_bytes_per_s = staged ? 0 : peer;
   if (!links.empty()) r.note("GPU links: " + links);
-  d.plan = make_multi_plan(n, devs, o.policy, -1);
-  if (o.min_interior_run >= 0) {
-    apply_min_interior_run(d.plan, o.min_interior_run);
+  d.plan = make_multi_plan(n, devs, o.bitonic.policy, -1);
+  if (o.bitonic.min_interior_run >= 0) {
+    apply_min_interior_run(d.plan, o.bitonic.min_interior_run);
   } else {
     // auto may fall back to one device, or leave the CPU out; hybrid and gpu keep every share.
     const bool auto_ = o.device == Device::auto_;
@@ -254,7 +256,7 @@ void decide_multi(Decision& d, const U* data, std::uint64_t n, std::uint64_t pad
     if (auto_ && cpu_on) {
       auto without = devs;
       without[0].capability = 0;
-      Plan q = make_multi_plan(n, without, o.policy, -1);
+      Plan q = make_multi_plan(n, without, o.bitonic.policy, -1);
       optimise(q, cm, true);
       const double tq = predict(q, cm).total, tp = predict(d.plan, cm).total;
       if (tq < tp) {
@@ -266,7 +268,7 @@ void decide_multi(Decision& d, const U* data, std::uint64_t n, std::uint64_t pad
   for (std::size_t e = 0; e < gpus.size(); ++e)
     d.plan.notes.push_back(fmt::format("gpu{} = CUDA device {}", e, gpus[e]));
   const PlanCost pc = predict(d.plan, cm);
-  r.details["predicted_seconds"] = pc.total;
+  r.details()["predicted_seconds"] = pc.total;
   r.note(fmt::format("cost model predicts {} ({} compute, {} transfers)", human_seconds(pc.total),
                      human_seconds(pc.compute), human_seconds(pc.transfer)));
 }
@@ -291,7 +293,7 @@ Decision decide(const U* data, std::uint64_t n, std::uint64_t padded, const Sort
   }
   if (!have_gpu || over_limit) {
     if (o.device == Device::hybrid && !have_gpu) r.note("no usable GPU: the hybrid sort runs on the CPU alone");
-    d.plan = make_plan(n, std::numeric_limits<double>::infinity(), o.policy, o.min_interior_run);
+    d.plan = make_plan(n, std::numeric_limits<double>::infinity(), o.bitonic.policy, o.bitonic.min_interior_run);
     d.plan.decided_by = have_gpu ? "GPU memory limit" : "no GPU";
     return d;
   }
@@ -305,40 +307,40 @@ Decision decide(const U* data, std::uint64_t n, std::uint64_t padded, const Sort
     return d;
   }
   detail::GpuConfig want;
-  want.sm_limit = o.gpu_sm_limit;
+  want.sm_limit = o.bitonic.gpu_sm_limit;
   want.device = gpus.empty() ? 0 : gpus.front();
   std::string tune;
   d.gpu = detail::gpu_config<U>(padded, want, &tune);
   if (!tune.empty()) r.note("GPU tuning:\n" + tune);
   d.use_gpu = true;
   if (o.device == Device::gpu) {
-    d.plan = make_plan(n, 0.0, o.policy, o.min_interior_run);
+    d.plan = make_plan(n, 0.0, o.bitonic.policy, o.bitonic.min_interior_run);
     d.plan.decided_by = "device = gpu";
     return d;
   }
-  if (o.k >= 0 && o.min_interior_run >= 0) {  // k given and the rule decides: nothing to measure
-    d.plan = make_plan(n, o.k, o.policy, o.min_interior_run);
-    r.note(fmt::format("k = {:.4g} (given)", o.k));
+  if (o.bitonic.k >= 0 && o.bitonic.min_interior_run >= 0) {  // k given and the rule decides: nothing to measure
+    d.plan = make_plan(n, o.bitonic.k, o.bitonic.policy, o.bitonic.min_interior_run);
+    r.note(fmt::format("k = {:.4g} (given)", o.bitonic.k));
     return d;
   }
   Capability cap = measure_k(data, n, padded, threads, d.gpu, r);
-  if (o.k >= 0) {  // k given: keep the measured GPU step time, scale the CPU's to match
-    cap.k = o.k;
-    cap.cpu_step_s = o.k > 0 ? cap.gpu_step_s / o.k : 1.0;
+  if (o.bitonic.k >= 0) {  // k given: keep the measured GPU step time, scale the CPU's to match
+    cap.k = o.bitonic.k;
+    cap.cpu_step_s = o.bitonic.k > 0 ? cap.gpu_step_s / o.bitonic.k : 1.0;
     cap.source = "given; GPU step time measured";
   }
   CostModel cm = link_model(sizeof(U), r);
   cm.step_seconds = {cap.cpu_step_s, cap.gpu_step_s};
   r.note(fmt::format("k = {:.4g} ({})", cap.k, cap.source));
-  d.plan = make_plan(n, cap.k, o.policy, -1);
-  if (o.min_interior_run >= 0) {
-    apply_min_interior_run(d.plan, o.min_interior_run);
+  d.plan = make_plan(n, cap.k, o.bitonic.policy, -1);
+  if (o.bitonic.min_interior_run >= 0) {
+    apply_min_interior_run(d.plan, o.bitonic.min_interior_run);
   } else {
     // auto: the model may decline co-execution; hybrid asked for explicitly keeps the split.
     optimise(d.plan, cm, o.device != Device::hybrid);
   }
   const PlanCost pc = predict(d.plan, cm);
-  r.details["predicted_seconds"] = pc.total;
+  r.details()["predicted_seconds"] = pc.total;
   r.note(fmt::format("cost model predicts {} ({} compute, {} transfers)", human_seconds(pc.total),
                      human_seconds(pc.compute), human_seconds(pc.transfer)));
 #else
@@ -434,7 +436,7 @@ void run_words(U* w, std::uint64_t n, std::uint64_t padded, const SortOptions& o
   // Oversubscribed: the thread count was tuned instead; else the mapping of the threads is.
   const bool cpu_idle = o.device == Device::gpu && gpu_count() > 0;
   const bool may_bind = !cpu_idle && asked <= std::max(1, cpu_info().physical_cores);
-  r.details["cpu_affinity"] = to_json(AffinityMapping{"none", {}});
+  r.details()["cpu_affinity"] = to_json(AffinityMapping{"none", {}});
   Decision d = decide(w, n, padded, o, threads, gpus, r);
   // The mapping is looked up and the threads bound only when the CPU runs steps: a GPU-only plan
   // pays for neither (the cache lookup and the binding's two parallel regions cost ~1 ms at 2^22).
@@ -442,7 +444,7 @@ void run_words(U* w, std::uint64_t n, std::uint64_t padded, const SortOptions& o
   auto bind_cpu = [&] {
     if (bind || !may_bind) return;
     const AffinityMapping aff = cpu_affinity(w, padded, threads, r);
-    r.details["cpu_affinity"] = to_json(aff);
+    r.details()["cpu_affinity"] = to_json(aff);
     if (!aff.bound()) return;
     bind.emplace(aff, threads);
     if (!bind->ok()) r.note(fmt::format("CPU affinity {} not applied: {}", aff.name, bind->error()));
@@ -452,7 +454,7 @@ void run_words(U* w, std::uint64_t n, std::uint64_t padded, const SortOptions& o
         return st.mode == 0 || (st.mode == kConcurrent && !pd.empty() && pd[0].count > 0);
       }))
     bind_cpu();
-  r.details["plan"] = to_json(d.plan);
+  r.details()["plan"] = to_json(d.plan);
   std::string shares;
   for (const auto& dv : d.plan.devices) shares += fmt::format("{}{} {}", shares.empty() ? "" : " / ", dv.name, dv.count);
   r.note(fmt::format("plan: {} elements of {} (policy {}, k={:.4g}, N={}); concurrent steps {}; decided by {}", shares,
@@ -467,12 +469,12 @@ void run_words(U* w, std::uint64_t n, std::uint64_t padded, const SortOptions& o
   }
 #if TANDEM_HAS_CUDA
   if (d.multi.empty()) {
-    r.details["gpu_config"] = to_json(d.gpu);
+    r.details()["gpu_config"] = to_json(d.gpu);
     r.note("GPU kernels: " + d.gpu.describe());
   } else {
-    r.details["gpu_config"] = nlohmann::json::array();
+    r.details()["gpu_config"] = nlohmann::json::array();
     for (std::size_t e = 0; e < d.multi.size(); ++e) {
-      r.details["gpu_config"].push_back(to_json(d.multi[e]));
+      r.details()["gpu_config"].push_back(to_json(d.multi[e]));
       r.note(fmt::format("gpu{} kernels (CUDA {}): {}", e, d.multi[e].device, d.multi[e].describe()));
     }
   }

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "sort/bitonic_engine.hpp"
 #include "sort/bitonic_gpu.hpp"
@@ -16,14 +17,16 @@
 #include "tandem/core/format.hpp"
 #include "tandem/core/timing.hpp"
 #include "tandem/core/tune.hpp"
+#include "tandem/cuda/buffers.hpp"
 #include "tandem/cuda/runtime.hpp"
+#include "tandem/cuda/stream.hpp"
 
 namespace tandem::bitonic::detail {
 
 std::string GpuConfig::describe() const {
   return fmt::format("{} kernel, block {} x {} elements/thread (tile {}), {} global steps per pass{}",
                      elems <= 2 ? "scalar" : "vector", block, elems, block * elems, fuse,
-                     sm_limit > 0 ? fmt::format(", grid limited to {} blocks (gpu_sm_limit)", sm_limit) : "");
+                     sm_limit > 0 ? fmt::format(", grid limited to {} blocks (bitonic.gpu_sm_limit)", sm_limit) : "");
 }
 
 nlohmann::json to_json(const GpuConfig& c) {
@@ -285,8 +288,8 @@ class HybridExecutor {
     cs_->sync();
     xs_->sync();
     r_.add("copy result to host", gpu_name_, back.seconds(), human_bytes(P_ * W));
-    r_.details["runs"] = jr_;
-    r_.details["copy_seconds"] = copy_total_ + back.seconds();
+    r_.details()["runs"] = jr_;
+    r_.details()["copy_seconds"] = copy_total_ + back.seconds();
   }
 
   U* host_;

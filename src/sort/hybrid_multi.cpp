@@ -19,12 +19,15 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "sort/bitonic_engine.hpp"
 #include "sort/bitonic_gpu.hpp"
 #include "tandem/core/format.hpp"
 #include "tandem/core/timing.hpp"
+#include "tandem/cuda/buffers.hpp"
 #include "tandem/cuda/runtime.hpp"
+#include "tandem/cuda/stream.hpp"
 
 namespace tandem::bitonic::detail {
 
@@ -125,8 +128,8 @@ class MultiExecutor {
     Stopwatch total;
     for (const auto& run : runs_) execute(run);
     copy_home();
-    r_.details["runs"] = jr_;
-    r_.details["gpu_copies"] = {{"peer", peer_copies_}, {"staged", staged_copies_}, {"same_gpu", local_copies_}};
+    r_.details()["runs"] = jr_;
+    r_.details()["gpu_copies"] = {{"peer", peer_copies_}, {"staged", staged_copies_}, {"same_gpu", local_copies_}};
     r_.note(fmt::format("multi-device run: {} in all; GPU-to-GPU copies: {} peer, {} staged through host, {} on one "
                         "GPU",
                         human_seconds(total.seconds()), peer_copies_, staged_copies_, local_copies_));

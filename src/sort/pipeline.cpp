@@ -22,6 +22,7 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "sort/msd.hpp"
 #include "tandem/core/error.hpp"
@@ -514,9 +515,9 @@ void add_fit_stages(Report& r, const StageTimes& t, const std::string& what, con
                     "for DMA, copied {}",
                     t.split_pieces, t.whole_pieces, human_seconds(t.d2h_wait), human_seconds(t.d2h_copy)));
   r.note(t.why);
-  r.details["gpu_split"] = t.split_pieces > 0;
-  r.details["gpu_groups"] = t.groups_n;
-  r.details["gpu_upload_batches"] = t.batches;
+  r.details()["gpu_split"] = t.split_pieces > 0;
+  r.details()["gpu_groups"] = t.groups_n;
+  r.details()["gpu_upload_batches"] = t.batches;
 }
 
 // Status lines for the caller's progress callback (SortOptions::progress); an empty one at the end.
@@ -594,9 +595,9 @@ void out_of_core(std::span<K> keys, std::span<V> values, const SortOptions& opts
     r.add("CPU sort after GPU failure", "cpu", cpu_s, fmt::format("{} pieces", cpu_pieces));
     r.note(fmt::format("GPU failed ({}); the remaining {} pieces were sorted on the CPU", failure, cpu_pieces));
   }
-  r.details["pieces"] = st.pieces;
-  r.details["piece_elements"] = C;
-  r.details["partition_levels"] = st.levels;
+  r.details()["pieces"] = st.pieces;
+  r.details()["piece_elements"] = C;
+  r.details()["partition_levels"] = st.levels;
 }
 
 }  // namespace

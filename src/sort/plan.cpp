@@ -8,7 +8,9 @@
 #include <numeric>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
+#include "sort/plan_tuning.hpp"
 #include "tandem/core/error.hpp"
 #include "tandem/core/format.hpp"
 
@@ -135,8 +137,7 @@ int active_devices(const Plan& p) {
   return int(std::count_if(p.devices.begin(), p.devices.end(), [](const DeviceShare& d) { return d.count > 0; }));
 }
 
-}  // namespace
-
+// Marks independence and modes from the shares.
 void mark_steps(Plan& p) {
   const std::uint64_t P = p.padded();
   std::vector<std::uint64_t> boundaries;
@@ -160,6 +161,8 @@ void mark_steps(Plan& p) {
     p.steps.push_back(s);
   }
 }
+
+}  // namespace
 
 void apply_min_interior_run(Plan& p, int min_interior_run) {
   p.min_interior_run = min_interior_run;

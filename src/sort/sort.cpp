@@ -8,6 +8,7 @@
 #include <utility>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "sort/cpu_radix.hpp"
 #include "sort/device_sort.hpp"
@@ -83,9 +84,9 @@ Report dispatch(std::span<K> keys, std::span<V> values, const SortOptions& opts)
 #endif
   const detail::PathChoice c = detail::choose_sort_path(in);
   r.note(fmt::format("path {}: {}", to_string(c.path), c.why));
-  r.details["path"] = std::string(to_string(c.path));
-  r.details["estimate_cpu_s"] = c.est_cpu_s;
-  r.details["estimate_gpu_s"] = c.est_gpu_s;
+  r.details()["path"] = std::string(to_string(c.path));
+  r.details()["estimate_cpu_s"] = c.est_cpu_s;
+  r.details()["estimate_gpu_s"] = c.est_gpu_s;
   if (keys.size() < 2) return r;
 #if TANDEM_HAS_CUDA
   if (c.path == SortPath::gpu_pipeline || c.path == SortPath::gpu_out_of_core) {
@@ -100,7 +101,7 @@ Report dispatch(std::span<K> keys, std::span<V> values, const SortOptions& opts)
       r.note(fmt::format("no GPU ({}); sorted on the CPU instead", e.what()));
     }
     const SortPath cpu = opts.algorithm == SortAlgorithm::merge ? SortPath::cpu_comparison : SortPath::cpu_radix;
-    r.details["path"] = std::string(to_string(cpu));
+    r.details()["path"] = std::string(to_string(cpu));
     run_cpu(keys, values, opts, cpu, r);
     return r;
   }
@@ -177,7 +178,7 @@ bool routes_to_bitonic(const SortOptions& opts) {
   return opts.algorithm == SortAlgorithm::bitonic || opts.device == Device::hybrid;
 }
 Report named_bitonic(Report r) {
-  r.details["path"] = std::string(to_string(SortPath::bitonic));
+  r.details()["path"] = std::string(to_string(SortPath::bitonic));
   return r;
 }
 }  // namespace

@@ -6,6 +6,7 @@
 #include <queue>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 #include <omp.h>
 
 #include "internal.hpp"
@@ -56,7 +57,7 @@ void describe(Result& r, std::uint64_t m) {
                       {"candidates", s.candidates}, {"rounds", s.rounds}, {"stride", s.stride},
                       {"adaptive", s.adaptive}, {"finished", s.finished}};
   d["depth_fraction"] = m ? s.mean_depth() / double(m) : 0.0;
-  r.report.details["topk"] = d;
+  r.report.details()["topk"] = d;
   std::string depth;
   for (std::size_t i = 0; i < s.depth.size() && i < 8; ++i) depth += fmt::format("{}{}", i ? ", " : "", s.depth[i]);
   if (s.depth.size() > 8) depth += ", ...";

@@ -18,9 +18,11 @@
 #include "tandem/core/parallel.hpp"
 #include "tandem/core/timing.hpp"
 #include "tandem/core/transfer.hpp"
+#include "tandem/cuda/buffers.hpp"
 #include "tandem/cuda/format.hpp"
 #include "tandem/cuda/launch.hpp"
 #include "tandem/cuda/runtime.hpp"
+#include "tandem/cuda/stream.hpp"
 
 namespace tandem::topk {
 
@@ -425,7 +427,7 @@ struct Query {
 };
 
 static Query start_query(DeviceLists& dl, std::uint64_t k, const Aggregate& agg) {
-  auto& d = dl.impl();
+  auto& d = detail::DeviceListsAccess::impl(dl);
   if (k < 1 || k > d.m) throw UsageError(gpu::format("k = {} must be between 1 and {}", k, d.m));
   Query q{d, d.n, d.m, spec_of(agg, d.n), where_gpu(), {}};
   q.r.report.operation = "topk";

@@ -16,6 +16,7 @@
 #include "tandem/core/device.hpp"
 #include "tandem/core/error.hpp"
 #include "tandem/core/key_order.hpp"
+#include "tandem/cuda/buffers.hpp"
 #include "tandem/cuda/runtime.hpp"
 #include "tandem/sort/bitonic.hpp"
 #include "tandem/sort/bitonic_plan.hpp"
@@ -129,9 +130,9 @@ TEST(GpuBitonic, HybridPlansMatchStdSort) {
           SortOptions o;
           o.algorithm = SortAlgorithm::bitonic;
           o.device = Device::hybrid;
-          o.policy = pol;
-          o.min_interior_run = mir;
-          o.k = k;
+          o.bitonic.policy = pol;
+          o.bitonic.min_interior_run = mir;
+          o.bitonic.k = k;
           SCOPED_TRACE(::testing::Message() << gpus.size() << " GPU entries, policy " << pol << " mir " << mir << " k " << k);
           expect_sorted_like_std(u, o, gpus);
         }
@@ -144,7 +145,7 @@ TEST(GpuBitonic, HybridAllTypesPairsDescending) {
   SortOptions o;
   o.algorithm = SortAlgorithm::bitonic;
   o.device = Device::hybrid;
-  o.k = 0.6;
+  o.bitonic.k = 0.6;
   std::vector<double> d(n);
   for (auto& x : d) x = double(std::int64_t(rng() % 2000) - 1000) / 7;
   d[0] = std::numeric_limits<double>::quiet_NaN();
@@ -196,10 +197,10 @@ TEST(GpuBitonic, DevicesAndLimits) {
     expect_sorted_like_std(u, o);  // auto/hybrid: k measured and cached
   }
   o.device = Device::gpu;
-  o.gpu_sm_limit = 3;
+  o.bitonic.gpu_sm_limit = 3;
   expect_sorted_like_std(u, o);
   // A GPU memory limit below the data: auto falls back to the CPU, gpu refuses.
-  o.gpu_sm_limit = 0;
+  o.bitonic.gpu_sm_limit = 0;
   o.gpu_memory_limit = 1024;
   o.device = Device::auto_;
   expect_sorted_like_std(u, o);

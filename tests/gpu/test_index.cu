@@ -9,6 +9,7 @@
 
 #include "kernels/index/kernels.hpp"
 #include "tandem/core/device.hpp"
+#include "tandem/cuda/buffers.hpp"
 #include "tandem/cuda/runtime.hpp"
 #include "tandem/index.hpp"
 #include "test_util.hpp"

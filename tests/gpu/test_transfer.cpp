@@ -7,7 +7,9 @@
 
 #include "tandem/core/device.hpp"
 #include "tandem/core/transfer.hpp"
+#include "tandem/cuda/buffers.hpp"
 #include "tandem/cuda/runtime.hpp"
+#include "tandem/cuda/stream.hpp"
 #include "test_util.hpp"
 
 using namespace tandem;

@@ -21,7 +21,9 @@
 #include <fmt/format.h>
 
 #include "kernels/index/kernels.hpp"
+#include "tandem/cuda/buffers.hpp"
 #include "tandem/cuda/runtime.hpp"
+#include "tandem/cuda/stream.hpp"
 #include "tandem/index.hpp"
 
 namespace tandem::index {

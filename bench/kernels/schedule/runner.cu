@@ -10,7 +10,9 @@
 #include <vector>
 
 #include "tandem/core/error.hpp"
+#include "tandem/cuda/buffers.hpp"
 #include "tandem/cuda/runtime.hpp"
+#include "tandem/cuda/stream.hpp"
 #include "tandem/schedule/launch.cuh"
 
 namespace tandem::schedule {

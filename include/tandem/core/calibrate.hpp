@@ -43,12 +43,4 @@ void to_json(nlohmann::json& j, const Bandwidths& b);
 void from_json(const nlohmann::json& j, Bandwidths& b);
 std::string describe(const Bandwidths& b);
 
-#if TANDEM_HAS_CUDA
-// Device-side measurements used by calibrate(); defined in CUDA sources.
-namespace detail {
-double measure_device_copy(std::size_t bytes, int reps);                 // bytes/s (read+write)
-double measure_pageable_access(const void* host, std::size_t bytes, int reps);  // 0 if unsupported
-}  // namespace detail
-#endif
-
 }  // namespace tandem

@@ -39,9 +39,11 @@
 #include "tandem/core/device.hpp"
 #include "tandem/core/timing.hpp"
 #include "tandem/core/tune.hpp"
+#include "tandem/cuda/buffers.hpp"
 #include "tandem/cuda/format.hpp"
 #include "tandem/cuda/launch.hpp"
 #include "tandem/cuda/runtime.hpp"
+#include "tandem/cuda/stream.hpp"
 #include "tandem/mapreduce.hpp"
 
 namespace tandem::mr::gpu_engine {

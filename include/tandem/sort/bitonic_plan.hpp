@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 
 namespace tandem::bitonic {
 
@@ -123,16 +123,8 @@ Plan make_plan(std::uint64_t n, double k, char policy, int min_interior_run, con
 Plan make_multi_plan(std::uint64_t n, const std::vector<DeviceShare>& devices, char policy,
                      int min_interior_run = -1);
 
-// Marks independence and modes from the shares (used by the planners; public for tests).
-void mark_steps(Plan& p);
-// Applies the short-run rule in place.
-void apply_min_interior_run(Plan& p, int min_interior_run);
 // Predicted time of the plan under the model.
 PlanCost predict(const Plan& p, const CostModel& cost);
-// Chooses per independent run between concurrent and gathered by predicted time, then compares
-// with every single-device plan and keeps the cheapest (unless allow_single_device is false).
-// Adds notes saying why.
-void optimise(Plan& p, const CostModel& cost, bool allow_single_device = true);
 
 nlohmann::json to_json(const Plan& p);
 std::string describe(const Plan& p);  // a readable step table
