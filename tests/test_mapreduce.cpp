@@ -417,3 +417,109 @@ TEST(MapReduceBuckets, SizesAndPlacementAtFourFifthsLoad) {
   EXPECT_EQ(left.size(), many.size() - 100u);  // every slot filled
   for (auto k : many) EXPECT_EQ(where[k], 1) << "key " << k;
 }
+
+// ---- i64 sums beyond i64, float sums independent of the thread count ----
+
+namespace {
+std::string groupby_error(const std::vector<std::int64_t>& keys, const std::vector<std::int64_t>& vals, const mr::Options& o) {
+  try {
+    mr::groupby(DType::i64, keys.data(), keys.size(), DType::i64, vals.data(), vals.size(), true, o);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+}  // namespace
+
+TEST(MapReduceGroupBy, I64SumBeyondRangeIsAnInputErrorOnEveryThreadCount) {
+  const std::int64_t top = INT64_MAX, bottom = INT64_MIN;
+  for (int threads : {1, 2, 3, 8})
+    for (std::size_t limit : {std::size_t{0}, std::size_t{1}}) {
+      SCOPED_TRACE(testing::Message() << threads << " threads, limit " << limit);
+      const auto o = cpu(threads, limit);
+      const std::string up = groupby_error({-42, -42}, {top, 1}, o);
+      EXPECT_NE(up.find("sum of the values of key -42 overflows i64"), std::string::npos) << up;
+      EXPECT_NE(up.find("above"), std::string::npos) << up;
+      EXPECT_NE(groupby_error({7, 7, 1}, {bottom, -1, 5}, o).find("key 7 overflows i64 (it is below"), std::string::npos);
+      // The running sum leaves the range, the sum does not: exact, whatever the order.
+      std::vector<std::int64_t> k{1, 1, 1, 2, 2}, v{top, 1, -1, bottom, top};
+      auto g = mr::groupby(DType::i64, k.data(), k.size(), DType::i64, v.data(), v.size(), true, o);
+      ASSERT_EQ(g.rows.size(), 2u);
+      EXPECT_EQ(g.rows[0].isum, top);
+      EXPECT_EQ(g.rows[1].isum, -1);
+    }
+}
+
+TEST(MapReduceGroupBy, I64SumsNearTheRangeMatchExact128BitSums) {
+  // Pairs x, -x +- small under one key: the sums stay small while partial sums roam the range.
+  std::mt19937_64 rng(3);
+  const std::size_t n = 40000;
+  std::vector<std::uint32_t> keys(n);
+  std::vector<std::int64_t> vals(n);
+  for (std::size_t i = 0; i < n; i += 2) {
+    keys[i] = keys[i + 1] = std::uint32_t(rng() % 500);
+    vals[i] = static_cast<std::int64_t>(rng() >> 1) * (rng() % 2 ? 1 : -1);
+    const auto small = std::int64_t(rng() % 100);
+    vals[i + 1] = vals[i] > 0 ? -vals[i] + small : -vals[i] - small;
+  }
+  auto exact_sums = [&](const std::vector<std::int64_t>& v) {
+    std::unordered_map<std::uint32_t, __int128> e;
+    for (std::size_t i = 0; i < n; ++i) e[keys[i]] += v[i];
+    return e;
+  };
+  const auto exact = exact_sums(vals);
+  for (int threads : {1, 4}) {
+    auto g = mr::groupby(DType::u32, keys.data(), n, DType::i64, vals.data(), n, true, cpu(threads));
+    ASSERT_EQ(g.rows.size(), exact.size());
+    for (const auto& r : g.rows) EXPECT_TRUE(__int128(r.isum) == exact.at(std::uint32_t(r.key_bits))) << r.key_bits;
+    bool checked = false;
+    for (const auto& st : g.report.stages) checked = checked || st.name == "exact i64 sums";
+    EXPECT_TRUE(checked) << "groups near the range are summed again exactly";
+  }
+  // Values moved between keys: most sums leave the range.
+  auto moved = vals;
+  std::shuffle(moved.begin(), moved.end(), std::mt19937_64(4));
+  bool beyond = false;
+  for (const auto& [k, sum] : exact_sums(moved)) beyond = beyond || sum > INT64_MAX || sum < INT64_MIN;
+  ASSERT_TRUE(beyond);
+  EXPECT_THROW(mr::groupby(DType::u32, keys.data(), n, DType::i64, moved.data(), n, true, cpu(4)), InputError);
+}
+
+TEST(MapReduceGroupBy, FloatSumsAreTheSameOnEveryThreadCountAndRun) {
+  // Magnitudes 1e16, 1 and 1e-3 with both signs: every order of addition rounds differently.
+  const std::size_t n = 200003;
+  const auto keys = mr::zipf_keys_u32(n, 300, 1.0, 9);
+  std::vector<double> vals(n);
+  std::mt19937_64 rng(10);
+  const double mag[3] = {1e16, 1.0, 1e-3};
+  for (auto& v : vals) v = mag[rng() % 3] * (1.0 + double(rng() % 1000) / 7.0) * (rng() % 2 ? 1 : -1);
+  // The documented order: record order within each block of fixed_order_block(n) records, the
+  // blocks in order.
+  const std::size_t block = mr::fixed_order_block(n);
+  std::unordered_map<std::uint32_t, double> want;
+  for (std::size_t b = 0; b < n; b += block) {
+    std::unordered_map<std::uint32_t, double> part;
+    for (std::size_t i = b; i < std::min(n, b + block); ++i) {
+      auto [it, fresh] = part.try_emplace(keys[i], vals[i]);
+      if (!fresh) it->second += vals[i];
+    }
+    for (const auto& [k, s] : part) {
+      auto [it, fresh] = want.try_emplace(k, s);
+      if (!fresh) it->second += s;
+    }
+  }
+  ASSERT_GT(n / block, 4u);
+  for (int threads = 1; threads <= 8; ++threads)
+    for (int run = 0; run < (threads == 8 ? 5 : 1); ++run) {
+      auto g = mr::groupby(DType::u32, keys.data(), n, DType::f64, vals.data(), n, true, cpu(threads));
+      ASSERT_EQ(g.rows.size(), want.size());
+      for (const auto& r : g.rows) ASSERT_EQ(r.dsum, want.at(std::uint32_t(r.key_bits))) << threads << " threads, key " << r.key_bits;
+    }
+  // With a table limit the spills split blocks, but at the same points on every thread count.
+  const auto one = mr::groupby(DType::u32, keys.data(), n, DType::f64, vals.data(), n, true, cpu(1, 50));
+  for (int threads : {2, 5}) {
+    const auto g = mr::groupby(DType::u32, keys.data(), n, DType::f64, vals.data(), n, true, cpu(threads, 50));
+    ASSERT_EQ(g.rows.size(), one.rows.size());
+    for (std::size_t i = 0; i < g.rows.size(); ++i) EXPECT_EQ(g.rows[i].dsum, one.rows[i].dsum);
+  }
+}

@@ -6,12 +6,16 @@
 #include <cstring>
 #include <fstream>
 #include <limits>
+#include <random>
 
 #include "tandem/core/device.hpp"
 #include "tandem/core/error.hpp"
+#include "tandem/core/parallel.hpp"
 #include "tandem/topk.hpp"
 #include "test_util.hpp"
 #include "topk/bounds.hpp"
+#include "topk/internal.hpp"
+#include "topk_cases.hpp"
 
 using namespace tandem;
 using namespace tandem::topk;
@@ -27,20 +31,7 @@ Lists make(std::uint32_t n, std::vector<std::vector<std::pair<std::uint32_t, flo
   return l;
 }
 
-// Lists from per-object scores: scores[o][i]; each list sorted desc (ties by id desc to differ from
-// the generator's order).
-Lists from_scores(const std::vector<std::vector<float>>& scores) {
-  Lists l;
-  l.m = scores.size();
-  l.n = scores.empty() ? 1 : std::uint32_t(scores[0].size());
-  for (std::uint32_t i = 0; i < l.n; ++i) {
-    std::vector<Entry> li;
-    for (std::uint32_t o = 0; o < l.m; ++o) li.push_back(Entry{o, scores[o][i]});
-    std::sort(li.begin(), li.end(), [](const Entry& a, const Entry& b) { return a.score > b.score || (a.score == b.score && a.id > b.id); });
-    l.entries.insert(l.entries.end(), li.begin(), li.end());
-  }
-  return l;
-}
+using topk_cases::from_scores;
 
 std::vector<Item> run(Algo algo, const Lists& l, std::uint64_t k, const Aggregate& agg = {}, int threads = 1,
                       std::uint64_t stride = 0) {
@@ -53,6 +44,8 @@ std::vector<Item> run(Algo algo, const Lists& l, std::uint64_t k, const Aggregat
   EXPECT_TRUE(r.stats.finished);
   return r.items;
 }
+
+std::vector<Item> ref_prefix(const std::vector<Item>& all, std::uint64_t k) { return {all.begin(), all.begin() + std::ptrdiff_t(k)}; }
 
 void expect_all_paths(const Lists& l, std::uint64_t k, const Aggregate& agg = {}) {
   const auto ref = reference(l, k, agg);
@@ -80,10 +73,16 @@ TEST(TopkBounds, OrderKeyIsDescendingScoreAndMergesSignedZero) {
 
 TEST(TopkBounds, UpperBoundAndTies) {
   using namespace tandem::topk::detail;
-  const double tval[3] = {0.5, 0.25, 0.125};
-  EXPECT_EQ(upper_bound(kSum, 1.0, 0b001, 0b111, tval), 1.375);
-  EXPECT_EQ(upper_bound(kMin, 0.3, 0b010, 0b111, tval), 0.125);
-  EXPECT_EQ(upper_bound(kMax, 0.3, 0b010, 0b111, tval), 0.5);
+  AggSpec a;
+  a.n = 3;
+  a.scale = -120;
+  for (int kind : {kSum, kMin, kMax}) {
+    a.kind = kind;
+    const Acc tval[3] = {acc_of(a, 0, 0.5f), acc_of(a, 1, 0.25f), acc_of(a, 2, 0.125f)};
+    const Acc seen = kind == kSum ? acc_of(a, 0, 1.0f) : acc_of(a, 1, 0.3f);
+    const double ub = acc_score(a, upper_bound(kind, seen, kind == kSum ? 0b001 : 0b010, 0b111, tval));
+    EXPECT_EQ(ub, kind == kSum ? 1.375 : kind == kMin ? 0.125 : 0.5) << kind;
+  }
   const Key96 kth = make_key(2.0, 10);
   EXPECT_TRUE(may_beat(2.0, 9, kth));    // same bound, smaller id: could still rank first
   EXPECT_FALSE(may_beat(2.0, 11, kth));
@@ -295,4 +294,81 @@ TEST(TopkGpu, CpuOnlyBuildReportsNoDevice) {
   EXPECT_THROW(query(l, 1, {}, o), NoDeviceError);
   o.device = Device::auto_;
   EXPECT_EQ(query(l, 1, {}, o).items.size(), 1u);
+}
+
+// ---- the same answer on every path: exact sums ----
+
+TEST(TopkExact, FixedPointSumsRoundOnceAndCarry) {
+  using namespace tandem::topk::detail;
+  std::mt19937_64 rng(7);
+  for (int scale : {-120, -53, 0, 40}) {
+    for (int rep = 0; rep < 2000; ++rep) {
+      // Values spread over 2^120 units, both signs: the partial sums cross 2^64 in both directions.
+      Acc sum{0, 0};
+      __int128 want = 0;
+      const int terms = 1 + int(rng() % 64);
+      for (int t = 0; t < terms; ++t) {
+        const double x = std::ldexp(double(rng() >> 11) * (rng() % 2 ? 1 : -1), scale + int(rng() % 68));
+        const Acc a = to_fixed(x, scale);
+        EXPECT_EQ(from_fixed(a, scale), x);  // multiples of 2^scale round-trip
+        sum = fixed_add(sum, a);
+        want += static_cast<__int128>(std::ldexp(x, -scale));
+      }
+      const __int128 got = (static_cast<__int128>(sum.hi) << 64) | sum.lo;
+      ASSERT_TRUE(got == want);
+      EXPECT_EQ(from_fixed(sum, scale), std::ldexp(static_cast<double>(want), scale));  // one rounding
+    }
+  }
+  // Below the unit: rounded to nearest, ties to even.
+  EXPECT_EQ(from_fixed(to_fixed(0.75, 0), 0), 1.0);
+  EXPECT_EQ(from_fixed(to_fixed(0.5, 0), 0), 0.0);
+  EXPECT_EQ(from_fixed(to_fixed(-2.5, 0), 0), -2.0);
+}
+
+TEST(TopkExact, CancellingMagnitudesGiveOneAnswerOnEveryPath) {
+  const auto l = topk_cases::cancelling_lists();
+  const auto ref = reference(l, 5);
+  const std::vector<Item> want{{0, 1.0}, {1, 0.75}, {2, 0.5}, {4, 0.125}, {3, 0.0}};
+  EXPECT_EQ(ref, want);
+  for (std::uint64_t k : {1, 3, 5}) {
+    SCOPED_TRACE(k);
+    expect_all_paths(l, k);
+    for (int threads = 1; threads <= 8; ++threads) EXPECT_EQ(run(Algo::nra, l, k, {}, threads), ref_prefix(want, k));
+  }
+  const auto w = Aggregate::parse("wsum:1,3,1", 3);
+  EXPECT_EQ(reference(l, 1, w), (std::vector<Item>{{0, 3.0}}));
+  expect_all_paths(l, 2, w);
+}
+
+TEST(TopkExact, MixedMagnitudesSameOnEveryPathThreadCountAndRun) {
+  const auto l = topk_cases::mixed_magnitude_lists(3000, 5, 11);
+  const int most = std::max(8, default_threads());
+  for (const char* agg : {"sum", "wsum:1,0.5,3,0,2", "min", "max"}) {
+    SCOPED_TRACE(agg);
+    const auto a = Aggregate::parse(agg, 5);
+    const auto ref = reference(l, 25, a);
+    expect_all_paths(l, 25, a);
+    for (int threads = 1; threads <= most; ++threads) {
+      EXPECT_EQ(run(Algo::nra, l, 25, a, threads), ref) << threads << " threads";
+      EXPECT_EQ(run(Algo::scan, l, 25, a, threads), ref) << threads << " threads";
+    }
+    for (int rep = 0; rep < 20; ++rep) EXPECT_EQ(run(Algo::nra, l, 25, a, most, 64), ref) << "run " << rep;
+  }
+}
+
+TEST(TopkExact, ScoresAreTheDocumentedRoundedSum) {
+  // The score of an object: each contribution rounded to the lists' unit 2^scale, added exactly,
+  // rounded once to a double - computed here with the compiler's 128-bit integers.
+  const auto l = topk_cases::mixed_magnitude_lists(500, 4, 5);
+  const auto a = Aggregate::parse("wsum:0.1,1,7,0.3", 4);
+  const auto spec = detail::spec_of(a, l);
+  std::vector<__int128> units(l.m, 0);
+  for (std::uint32_t i = 0; i < l.n; ++i)
+    for (const Entry& e : l.list(i)) units[e.id] += static_cast<__int128>(std::rint(std::ldexp(a.weights[i] * double(e.score), -spec.scale)));
+  for (const Item& it : reference(l, l.m, a)) EXPECT_EQ(it.score, std::ldexp(static_cast<double>(units[it.id]), spec.scale) + 0.0);
+}
+
+TEST(TopkExact, WeightTimesScoreOverflowIsAnInputError) {
+  const auto l = topk_cases::cancelling_lists();
+  EXPECT_THROW(query(l, 1, Aggregate::parse("wsum:1e300,1,1", 3)), InputError);
 }

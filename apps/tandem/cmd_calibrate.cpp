@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "command.hpp"
+#include "options.hpp"
 #include "tandem/core/calibrate.hpp"
 #include "tandem/core/error.hpp"
 #include "tandem/core/format.hpp"
@@ -23,8 +24,8 @@ const bool registered = tandem::cli::register_command({
     [](CLI::App& app) -> std::function<int()> {
       auto a = std::make_shared<Args>();
       app.add_flag("--json", a->json, "Print JSON instead of text");
-      app.add_option("--mib", a->mib, "Buffer size in MiB")->check(CLI::Range(1, 1 << 16))->capture_default_str();
-      app.add_option("--repetitions", a->reps, "Timed runs per figure (median reported)")->check(CLI::Range(1, 100))->capture_default_str();
+      app.add_option("--mib", a->mib, "Buffer size in MiB")->check(tandem::cli::in_range<std::size_t>(1, 1 << 16))->capture_default_str();
+      app.add_option("--repetitions", a->reps, "Timed runs per figure (median reported)")->check(tandem::cli::in_range(1, 100))->capture_default_str();
       app.add_flag("--no-tune", a->no_tune, "Keep the staging chunk size and threads instead of searching");
       return [a] {
         tandem::CalibrateOptions o;

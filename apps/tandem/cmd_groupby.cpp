@@ -1,74 +1,232 @@
-// tandem groupby: aggregate a values column by a keys column (MapReduce engines).
+// tandem groupby: group-by over a table (a CSV file or .npy columns: several keys, strings,
+// missing values, every aggregation of tandem/groupby.hpp), or the single-column form
+// (--keys/--values) of the MapReduce engines.
+#include <fstream>
 #include <iostream>
 #include <memory>
 
 #include <fmt/format.h>
 
 #include "command.hpp"
+#include "options.hpp"
 #include "tandem/core/error.hpp"
 #include "tandem/core/format.hpp"
 #include "tandem/core/io.hpp"
 #include "tandem/core/timing.hpp"
+#include "tandem/groupby.hpp"
 #include "tandem/mapreduce.hpp"
+#include "tandem/table/csv.hpp"
+#include "tandem/table/files.hpp"
 
 namespace {
 
 struct Args {
-  std::string keys, values, key_type{"u32"}, value_type{"f64"}, agg{"sum,count"}, out{"-"}, device{"auto"}, engine{"auto"};
+  // table form
+  std::string table, by, schema, delimiter, out_format{"auto"};
+  std::vector<std::string> columns;
+  int threads{0};
+  // single-column form
+  std::string keys, values, key_type{"u32"}, value_type{"f64"}, engine{"auto"};
+  // both
+  std::string agg, out{"-"}, device{"auto"};
   bool explain{false};
 };
 
+// The element type a .npy file's header names ('<u4' → u32, …).
+tandem::DType npy_dtype(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  char pre[12] = {};
+  if (!f.read(pre, 10) || std::string_view(pre, 6) != "\x93NUMPY")
+    throw tandem::InputError(fmt::format("{}: not a .npy file (no \\x93NUMPY magic string)", path));
+  std::size_t len = static_cast<unsigned char>(pre[8]) | (std::size_t(static_cast<unsigned char>(pre[9])) << 8);
+  std::size_t start = 10;
+  if (pre[6] != 1) {
+    if (!f.read(pre + 10, 2)) throw tandem::InputError(fmt::format("{}: not a valid .npy file: truncated header", path));
+    len |= (std::size_t(static_cast<unsigned char>(pre[10])) << 16) | (std::size_t(static_cast<unsigned char>(pre[11])) << 24);
+    start = 12;
+  }
+  std::string dict(std::min<std::size_t>(len, 1 << 20), '\0');
+  if (!f.read(dict.data(), static_cast<std::streamsize>(dict.size())))
+    throw tandem::InputError(fmt::format("{}: not a valid .npy file: truncated header", path));
+  const auto h = tandem::io::parse_npy_header(dict, path, start);
+  const std::string_view d = h.descr;
+  if (d.size() == 3 && (d[0] == '<' || d[0] == '|' || d[0] == '=')) {
+    const std::string name = fmt::format("{}{}", d[1] == 'f' ? 'f' : d[1] == 'i' ? 'i' : 'u', (d[2] - '0') * 8);
+    if (d[1] == 'f' || d[1] == 'i' || d[1] == 'u') return tandem::parse_dtype(name);
+  }
+  throw tandem::InputError(fmt::format("{}: .npy element type '{}' is not a column type", path, h.descr));
+}
+
+// --column NAME=PATH[:TYPE]: a raw file needs its TYPE; a .npy file's header gives it.
+tandem::Column read_column_option(const std::string& spec) {
+  const auto eq = spec.find('=');
+  if (eq == std::string::npos || eq == 0)
+    throw tandem::UsageError(fmt::format("--column {}: expected NAME=PATH[:TYPE]", spec));
+  const std::string name = spec.substr(0, eq);
+  std::string path = spec.substr(eq + 1), type;
+  if (const auto colon = path.rfind(':'); colon != std::string::npos) {
+    type = path.substr(colon + 1);
+    path.resize(colon);
+  }
+  if (type.empty() && !tandem::io::has_npy_suffix(path))
+    throw tandem::UsageError(fmt::format("--column {}: a raw file needs its type (NAME=PATH:TYPE, e.g. :i64)", spec));
+  return tandem::read_column(name, path, type.empty() ? npy_dtype(path) : tandem::parse_dtype(type));
+}
+
+char parse_delimiter(const std::string& d) {
+  if (d.empty()) return 0;
+  if (d == "," || d == "comma") return ',';
+  if (d == "\\t" || d == "\t" || d == "tab") return '\t';
+  throw tandem::UsageError(fmt::format("--delimiter {}: expected ',' or '\\t'", d));
+}
+
+std::vector<std::string> split_names(const std::string& text) {
+  std::vector<std::string> out;
+  std::size_t b = 0;
+  while (b <= text.size()) {
+    const auto e = std::min(text.find(',', b), text.size());
+    if (e == b) throw tandem::UsageError(fmt::format("--by {}: an empty column name", text));
+    out.push_back(text.substr(b, e - b));
+    b = e + 1;
+  }
+  return out;
+}
+
+tandem::Table read_input_table(const Args& a) {
+  tandem::Table t;
+  if (!a.table.empty()) {
+    tandem::CsvOptions o;
+    o.delimiter = parse_delimiter(a.delimiter);
+    if (!a.schema.empty()) o.schema = tandem::parse_csv_schema(a.schema);
+    o.threads = a.threads;
+    t = tandem::read_csv(a.table, o);
+  } else if (!a.schema.empty() || !a.delimiter.empty()) {
+    throw tandem::UsageError("--schema and --delimiter apply to a CSV input");
+  }
+  for (const auto& spec : a.columns) {
+    auto c = read_column_option(spec);
+    if (t.num_columns() > 0 && c.length != t.rows())
+      throw tandem::InputError(fmt::format("--column {}: {} values, but the columns before it have {}", spec, c.length, t.rows()));
+    t.add(std::move(c));
+  }
+  if (t.num_columns() == 0) throw tandem::UsageError("no input: name a CSV file or give --column NAME=PATH");
+  return t;
+}
+
+// Writes the result as CSV, or as a folder of .npy columns (--out-format npy, or --out ending in '/').
+void write_result(const Args& a, const tandem::Table& t, tandem::io::AtomicOutput* csv) {
+  if (csv) {
+    tandem::write_csv(csv->stream(), t);
+    csv->commit();
+  } else {
+    tandem::write_table_folder(a.out, t);
+  }
+}
+
+bool folder_output(const Args& a) {
+  if (a.out_format == "npy") return true;
+  if (a.out_format == "csv") return false;
+  if (a.out_format != "auto") throw tandem::UsageError(fmt::format("--out-format {}: expected auto, csv or npy", a.out_format));
+  return a.out != "-" && a.out.back() == '/';
+}
+
+int run_table(const Args& a) {
+  if (a.engine != "auto" || !a.values.empty())
+    throw tandem::UsageError("--engine and --values belong to the --keys form; a table form names its columns");
+  if (a.by.empty()) throw tandem::UsageError("--by is required with a table input (e.g. --by id1,id2)");
+  if (a.agg.empty()) throw tandem::UsageError("--agg is required (e.g. --agg 'sum(v1),count()')");
+  tandem::GroupBySpec spec{split_names(a.by), tandem::parse_aggregations(a.agg)};
+  tandem::GroupByOptions o;
+  o.device = tandem::parse_device(a.device);
+  o.threads = a.threads;
+  const bool to_folder = folder_output(a);
+  std::unique_ptr<tandem::io::AtomicOutput> csv;
+  if (!to_folder) csv = std::make_unique<tandem::io::AtomicOutput>(a.out);  // checks the destination first
+  tandem::Stopwatch w;
+  const tandem::Table input = read_input_table(a);
+  const double read_s = w.seconds();
+  auto r = tandem::groupby(input, spec, o);
+  tandem::cli::print_notices(r.report);
+  r.report.stages.insert(r.report.stages.begin(),
+                         {"read input", "cpu", read_s, fmt::format("{} rows, {} columns", input.rows(), input.num_columns())});
+  write_result(a, r.table, csv.get());
+  if (a.explain)
+    std::cerr << r.report.explain() << fmt::format("  {} rows, {} groups\n", input.rows(), r.table.rows());
+  return 0;
+}
+
+int run_columns(const Args& a) {
+  const auto aggs = tandem::mr::parse_aggs(a.agg.empty() ? "sum,count" : a.agg);
+  const auto kt = tandem::parse_dtype(a.key_type);
+  const auto vt = tandem::parse_dtype(a.value_type);
+  if (kt != tandem::DType::u32 && kt != tandem::DType::u64 && kt != tandem::DType::i32 && kt != tandem::DType::i64)
+    throw tandem::UsageError(fmt::format("--key-type {}: expected u32, u64, i32 or i64", a.key_type));
+  if (vt != tandem::DType::f32 && vt != tandem::DType::f64 && vt != tandem::DType::i32 && vt != tandem::DType::i64)
+    throw tandem::UsageError(fmt::format("--value-type {}: expected f32, f64, i32 or i64", a.value_type));
+  const bool has_values = !a.values.empty();
+  for (auto g : aggs)
+    if (g != tandem::mr::AggKind::count && !has_values)
+      throw tandem::UsageError(fmt::format("--agg {} needs --values", tandem::mr::to_string(g)));
+  tandem::mr::Options o;
+  o.device = tandem::parse_device(a.device);
+  if (a.engine == "auto") o.mode = tandem::mr::Options::Mode::auto_;
+  else if (a.engine == "hash") o.mode = tandem::mr::Options::Mode::hash;
+  else if (a.engine == "chained" || a.engine == "seed") o.mode = tandem::mr::Options::Mode::chained;
+  else throw tandem::UsageError(fmt::format("--engine {}: expected auto, hash or chained", a.engine));
+  tandem::io::AtomicOutput out(a.out);  // checks the destination; the file is created when written
+  tandem::Stopwatch w;
+  auto keys = tandem::io::read_array(a.keys, kt);
+  tandem::io::Array values;
+  if (has_values) values = tandem::io::read_array(a.values, vt);
+  const double read_s = w.seconds();
+  if (has_values && values.count != keys.count)
+    throw tandem::InputError(fmt::format("{} has {} keys but {} has {} values: the columns must have the same length",
+                                         a.keys, keys.count, a.values, values.count));
+  auto g = tandem::mr::groupby(kt, keys.bytes.data(), keys.count, vt, has_values ? values.bytes.data() : nullptr,
+                               values.count, has_values, o);
+  tandem::cli::print_notices(g.report);
+  g.report.stages.insert(g.report.stages.begin(), {"read input", "cpu", read_s, fmt::format("{} keys", keys.count)});
+  tandem::mr::write_groupby_csv(out.stream(), g, aggs);
+  out.commit();
+  if (a.explain) std::cerr << g.report.explain() << fmt::format("  {} rows, {} groups\n", keys.count, g.rows.size());
+  return 0;
+}
+
 const bool registered = tandem::cli::register_command({
-    "groupby", "Group a values column by a keys column: sum, count, min, max, mean per key (CSV)",
+    "groupby",
+    "Group a table by key columns: sum, mean, count, min, max, var, std, first, last, nunique, median, quantile, top",
     [](CLI::App& app) -> std::function<int()> {
       auto a = std::make_shared<Args>();
-      app.add_option("--keys", a->keys, "Keys file (raw little-endian or .npy)")->required();
-      app.add_option("--key-type", a->key_type, "u32, u64, i32 or i64")->capture_default_str();
-      app.add_option("--values", a->values, "Values file (raw or .npy); optional when --agg is count");
-      app.add_option("--value-type", a->value_type, "f32, f64, i32 or i64")->capture_default_str();
-      app.add_option("--agg", a->agg, "Comma-separated aggregates, in output order: sum,count,min,max,mean")->capture_default_str();
-      app.add_option("--out", a->out, "Output CSV ('-' for standard output)")->capture_default_str();
-      app.add_option("--device", a->device, "auto, cpu or gpu")->capture_default_str();
-      app.add_option("--engine", a->engine,
-                     "GPU engine: auto, hash (open addressing, hot keys in shared memory) or chained (per-block chained "
-                     "tables, hot keys in a shared-memory pool; 'seed' is an older name for it)")
+      app.add_option("table", a->table, "CSV file with a header row ('-' for standard input)");
+      app.add_option("--by", a->by, "Key columns, comma-separated (e.g. id1,id2)");
+      app.add_option("--agg", a->agg,
+                     "Aggregations, e.g. 'sum(v1),mean(v3),count(),quantile(v3,0.9),top(v3,2)'; with --keys: "
+                     "sum,count,min,max,mean (default sum,count)");
+      app.add_option("--column", a->columns, "Add a column from a .npy or raw file: NAME=PATH[:TYPE] (repeatable)");
+      app.add_option("--schema", a->schema, "CSV column types, e.g. id1:str,v1:i64 (others inferred)");
+      app.add_option("--delimiter", a->delimiter, "CSV delimiter: ',' or '\\t' (default: detected from the header)");
+      app.add_option("--out", a->out, "Output CSV ('-' for standard output), or a folder of .npy columns")
           ->capture_default_str();
-      app.add_flag("--explain", a->explain, "Print what ran where, the GPU engine's parameters and hit counts (stderr)");
+      app.add_option("--out-format", a->out_format, "auto (a folder when --out ends in '/'), csv or npy")
+          ->capture_default_str();
+      app.add_option("--threads", a->threads, "CPU threads (0: all cores)")->check(tandem::cli::in_range(0, tandem::cli::kMaxThreads));
+      app.add_option("--device", a->device, "auto, cpu or gpu")->capture_default_str();
+      app.add_option("--keys", a->keys, "Single-column form: keys file (raw little-endian or .npy)");
+      app.add_option("--key-type", a->key_type, "Single-column form: u32, u64, i32 or i64")->capture_default_str();
+      app.add_option("--values", a->values, "Single-column form: values file (raw or .npy); optional for count");
+      app.add_option("--value-type", a->value_type, "Single-column form: f32, f64, i32 or i64")->capture_default_str();
+      app.add_option("--engine", a->engine,
+                     "Single-column form, GPU engine: auto, hash (open addressing, hot keys in shared memory) or "
+                     "chained (per-block chained tables, hot keys in a shared-memory pool; 'seed' is an older name for it)")
+          ->capture_default_str();
+      app.add_flag("--explain", a->explain, "Print what ran where and how long each stage took (stderr)");
       return [a] {
-        const auto aggs = tandem::mr::parse_aggs(a->agg);
-        const auto kt = tandem::parse_dtype(a->key_type);
-        const auto vt = tandem::parse_dtype(a->value_type);
-        if (kt != tandem::DType::u32 && kt != tandem::DType::u64 && kt != tandem::DType::i32 && kt != tandem::DType::i64)
-          throw tandem::UsageError(fmt::format("--key-type {}: expected u32, u64, i32 or i64", a->key_type));
-        if (vt != tandem::DType::f32 && vt != tandem::DType::f64 && vt != tandem::DType::i32 && vt != tandem::DType::i64)
-          throw tandem::UsageError(fmt::format("--value-type {}: expected f32, f64, i32 or i64", a->value_type));
-        const bool has_values = !a->values.empty();
-        for (auto g : aggs)
-          if (g != tandem::mr::AggKind::count && !has_values)
-            throw tandem::UsageError(fmt::format("--agg {} needs --values", tandem::mr::to_string(g)));
-        tandem::mr::Options o;
-        o.device = tandem::parse_device(a->device);
-        if (a->engine == "auto") o.mode = tandem::mr::Options::Mode::auto_;
-        else if (a->engine == "hash") o.mode = tandem::mr::Options::Mode::hash;
-        else if (a->engine == "chained" || a->engine == "seed") o.mode = tandem::mr::Options::Mode::chained;
-        else throw tandem::UsageError(fmt::format("--engine {}: expected auto, hash or chained", a->engine));
-        tandem::Stopwatch w;
-        auto keys = tandem::io::read_array(a->keys, kt);
-        tandem::io::Array values;
-        if (has_values) values = tandem::io::read_array(a->values, vt);
-        const double read_s = w.seconds();
-        if (has_values && values.count != keys.count)
-          throw tandem::InputError(fmt::format("{} has {} keys but {} has {} values: the columns must have the same length",
-                                               a->keys, keys.count, a->values, values.count));
-        tandem::io::AtomicOutput out(a->out);
-        auto g = tandem::mr::groupby(kt, keys.bytes.data(), keys.count, vt, has_values ? values.bytes.data() : nullptr,
-                                     values.count, has_values, o);
-        tandem::cli::print_notices(g.report);
-        g.report.stages.insert(g.report.stages.begin(), {"read input", "cpu", read_s, fmt::format("{} keys", keys.count)});
-        tandem::mr::write_groupby_csv(out.stream(), g, aggs);
-        out.commit();
-        if (a->explain) std::cerr << g.report.explain() << fmt::format("  {} rows, {} groups\n", keys.count, g.rows.size());
-        return 0;
+        if (!a->keys.empty()) {
+          if (!a->table.empty() || !a->by.empty() || !a->columns.empty())
+            throw tandem::UsageError("--keys/--values is the single-column form: it takes no table, --by or --column");
+          return run_columns(*a);
+        }
+        return run_table(*a);
       };
     }});
 

@@ -8,6 +8,7 @@
 
 #include "command.hpp"
 #include "kernels/index/gpu_bench.hpp"
+#include "options.hpp"
 #include "tandem/core/error.hpp"
 #include "tandem/core/format.hpp"
 #include "tandem/core/report.hpp"
@@ -50,8 +51,6 @@ int run_bench(const Args& a) {
 
 int run_index(const Args& a) {
   const Dims3 d = parse_dims(a.dims, true);
-  if (a.step < 1) throw UsageError(fmt::format("--step must be at least 1, got {}", a.step));
-  if (a.show < 0) throw UsageError(fmt::format("--show must not be negative, got {}", a.show));
   const std::uint64_t c = std::uint64_t(a.step), show = std::uint64_t(a.show);
   const auto step = make_step<std::uint64_t>(c, d);
   const PackLayout l = pack_layout(d);
@@ -126,8 +125,12 @@ const bool registered = tandem::cli::register_command({
     [](CLI::App& app) -> std::function<int()> {
       auto a = std::make_shared<Args>();
       app.add_option("--dims", a->dims, "Domain or block dimensions XxYxZ (x fastest)");
-      app.add_option("--step", a->step, "Step C between listed indices (>= 1)")->capture_default_str();
-      app.add_option("--show", a->show, "How many indices to list")->capture_default_str();
+      app.add_option("--step", a->step, "Step C between listed indices (>= 1)")
+          ->capture_default_str()
+          ->check(tandem::cli::in_range(1LL, 1LL << 62));
+      app.add_option("--show", a->show, "How many indices to list")
+          ->capture_default_str()
+          ->check(tandem::cli::in_range(0LL, 1LL << 62));
       app.add_flag("--packed", a->packed, "Show the packed words");
       app.add_flag("--json", a->json, "Print [{\"n\",\"x\",\"y\",\"z\",\"packed\"}, ...] as JSON");
       app.add_flag("--explain", a->explain, "Show widths, table memory, timings and the cycle model");

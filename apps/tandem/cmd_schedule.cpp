@@ -7,6 +7,7 @@
 
 #include "command.hpp"
 #include "kernels/schedule/kernels.hpp"
+#include "options.hpp"
 #include "tandem/core/device.hpp"
 #include "tandem/core/error.hpp"
 #include "tandem/core/format.hpp"
@@ -143,11 +144,13 @@ const bool registered = tandem::cli::register_command({
                      "auto (controller) | static | sequential | strided:S:G | zigzag | tiled:WxH | hilbert")
           ->capture_default_str();
       app.add_option("--kernel", a->kernel, "intimg-row | intimg-col | conv11 | matmul | copy-row | copy-col");
-      app.add_option("--size", a->size, "Matrix side N (multiple of 256)");
+      app.add_option("--size", a->size, "Matrix side N (multiple of 256)")
+          ->check(tandem::cli::in_range<std::uint32_t>(256, 65536));
       app.add_option("--profile-fraction", a->fraction, "Share of the blocks profiled by the controller")
-          ->check(CLI::Range(0.001, 0.5))
+          ->check(tandem::cli::in_range(0.001, 0.5))
           ->capture_default_str();
-      app.add_option("--window", a->window, "Co-resident blocks for the static selector (default: from the GPU)");
+      app.add_option("--window", a->window, "Co-resident blocks for the static selector (default: from the GPU)")
+          ->check(tandem::cli::in_range<std::uint32_t>(0, 1 << 20));
       app.add_flag("--exhaustive", a->exhaustive, "Time the kernel under every schedule first");
       app.add_flag("--explain", a->explain, "Print the controller's profile and the static scores");
       app.add_flag("--json", a->json, "With --show: print the list of [x, y] in launch order");

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <random>
 #include <vector>
 
@@ -13,12 +14,15 @@
 #include <nlohmann/json.hpp>
 
 #include "command.hpp"
+#include "options.hpp"
 #include "tandem/core/device.hpp"
 #include "tandem/core/error.hpp"
 #include "tandem/core/format.hpp"
 #include "tandem/core/io.hpp"
 #include "tandem/core/key_order.hpp"
 #include "tandem/core/timing.hpp"
+#include "tandem/sort/bitonic.hpp"
+#include "tandem/sort/bitonic_plan.hpp"
 #include "tandem/sort.hpp"
 #include "tandem/sort/bitonic.hpp"
 #include "tandem/sort/bitonic_plan.hpp"
@@ -59,15 +63,13 @@ int run_plan(const Args& a) {
   return 0;
 }
 
-template <class K, class V>
-tandem::Report sort_pairs_file(std::span<K> keys, const Args& a, const tandem::SortOptions& o) {
-  tandem::io::Array va = tandem::io::read_array(a.values, tandem::dtype_of<V>());
-  if (va.count != keys.size())
-    throw tandem::InputError(fmt::format("{}: {} values for {} keys in {}", a.values, va.count, keys.size(), a.in));
-  { tandem::io::AtomicOutput probe(a.values_out); }  // unwritable destination: fail before sorting
-  auto r = tandem::sort_pairs(keys, va.as<V>(), o);
-  tandem::io::write_array(a.values_out, tandem::dtype_of<V>(), va.bytes.data(), va.count);
-  return r;
+// Sorts the keys (and values) in the buffers they were read into: no copy of the data.
+template <class K>
+tandem::Report sort_arrays(tandem::io::Array& keys, tandem::io::Array* values, const tandem::SortOptions& o) {
+  auto ks = keys.as<K>();
+  if (!values) return tandem::sort(ks, o);
+  if (values->dtype == tandem::DType::u32) return tandem::sort_pairs(ks, values->as<std::uint32_t>(), o);
+  return tandem::sort_pairs(ks, values->as<std::uint64_t>(), o);
 }
 
 int run_file(const Args& a) {
@@ -100,24 +102,41 @@ int run_file(const Args& a) {
   };
   if (!a.gpus.empty()) tandem::bitonic::set_default_gpus(a.gpus);
 
+  // Unwritable or clashing destinations fail before anything is read or sorted; nothing is created yet.
+  tandem::io::AtomicOutput keys_out(a.out);
+  std::optional<tandem::io::AtomicOutput> values_out;
+  if (!a.values_out.empty()) {
+    values_out.emplace(a.values_out);
+    if (keys_out.same_destination(*values_out))
+      throw tandem::UsageError(fmt::format("--out and --values-out name the same destination ({})", a.out));
+  }
   tandem::Stopwatch total;
   tandem::io::Array keys = tandem::io::read_array(a.in, t);
-  { tandem::io::AtomicOutput probe(a.out); }  // unwritable destination: fail before sorting
+  std::optional<tandem::io::Array> values;
+  if (!a.values.empty()) {
+    values = tandem::io::read_array(a.values, vt);
+    if (values->count != keys.count)
+      throw tandem::InputError(fmt::format("{}: {} values for {} keys in {}", a.values, values->count, keys.count, a.in));
+  }
+  tandem::io::Array* vp = values ? &*values : nullptr;
   tandem::Report r = tandem::visit_dtype(t, [&](auto tag) -> tandem::Report {
     using K = decltype(tag);
     if constexpr (std::is_same_v<K, std::uint32_t> || std::is_same_v<K, std::int32_t> ||
                   std::is_same_v<K, std::uint64_t> || std::is_same_v<K, std::int64_t> ||
                   std::is_same_v<K, float> || std::is_same_v<K, double>) {
-      auto ks = keys.as<K>();
-      if (a.values.empty()) return tandem::sort(ks, o);
-      if (vt == tandem::DType::u32) return sort_pairs_file<K, std::uint32_t>(ks, a, o);
-      return sort_pairs_file<K, std::uint64_t>(ks, a, o);
+      return sort_arrays<K>(keys, vp, o);
     } else {
       throw tandem::UsageError("unsupported key type");
     }
   });
   tandem::cli::print_notices(r);
-  tandem::io::write_array(a.out, t, keys.bytes.data(), keys.count);
+  tandem::io::write_array(keys_out, t, keys.bytes.data(), keys.count);
+  if (values) {
+    tandem::io::write_array(*values_out, vt, values->bytes.data(), values->count);
+    tandem::io::AtomicOutput::commit_all({&keys_out, &*values_out});  // both appear, or neither
+  } else {
+    keys_out.commit();
+  }
   if (a.explain) {
     std::ostream& os = a.out == "-" || a.values_out == "-" ? std::cerr : std::cout;
     os << r.explain() << fmt::format("  {} keys, {} in all (files included)\n", keys.count,
@@ -131,13 +150,14 @@ const bool registered = tandem::cli::register_command({
     [](CLI::App& app) -> std::function<int()> {
       auto a = std::make_shared<Args>();
       app.add_flag("--plan", a->plan, "Print the hybrid CPU+GPU bitonic step plan instead of sorting");
-      app.add_option("--n", a->n, "--plan: number of elements (padded to a power of two)");
+      app.add_option("--n", a->n, "--plan: number of elements (padded to a power of two)")
+          ->check(tandem::cli::in_range<std::uint64_t>(0, std::uint64_t{1} << 62));
       app.add_option("--k", a->k, "CPU/GPU capability ratio (--plan: required; sorting: measured when absent)")
-          ->check(CLI::Range(0.0, 1e12));
+          ->check(tandem::cli::in_range(0.0, 1e12));
       app.add_option("--policy", a->policy, "CPU share policy: a (k/(1+k)), b (1/2^(N+1)) or c (1/2^N)")->capture_default_str();
       app.add_option("--min-interior-run", a->min_interior_run,
                      "Interior concurrent runs shorter than this run on the faster device (default: cost model)")
-          ->check(CLI::Range(0, 1 << 20));
+          ->check(tandem::cli::in_range(0, 1 << 20));
       app.add_flag("--json", a->json, "--plan: print JSON");
       app.add_option("--type", a->type, "Key type: u32, i32, u64, i64, f32, f64");
       app.add_option("--in", a->in, "Input keys (raw or .npy; - for stdin)");
@@ -148,12 +168,14 @@ const bool registered = tandem::cli::register_command({
       app.add_flag("--descending", a->descending, "Sort in descending order");
       app.add_option("--device", a->device, "auto, cpu, gpu or hybrid")->capture_default_str();
       app.add_option("--algorithm", a->algorithm, "auto, bitonic, radix or merge")->capture_default_str();
-      app.add_option("--gpu-memory-limit", a->gpu_memory_limit, "Bytes of GPU memory the sort may use (0: what is free)");
+      app.add_option("--gpu-memory-limit", a->gpu_memory_limit, "Bytes of GPU memory the sort may use (0: what is free)")
+          ->check(tandem::cli::in_range<std::uint64_t>(0, std::uint64_t{1} << 50));
       app.add_option("--gpu-sm-limit", a->gpu_sm_limit, "Bitonic: launch on at most this many SMs (0: all)")
-          ->check(CLI::Range(0, 1 << 16));
-      app.add_option("--threads", a->threads, "CPU threads (0: physical cores)")->check(CLI::Range(0, 4096));
+          ->check(tandem::cli::in_range(0, 1 << 16));
+      app.add_option("--threads", a->threads, "CPU threads (0: physical cores)")->check(tandem::cli::in_range(0, tandem::cli::kMaxThreads));
       app.add_option("--gpus", a->gpus, "Bitonic: GPUs sharing the work, e.g. 0,1 (repeats: 0,0 = two shares on GPU 0)")
-          ->delimiter(',');
+          ->delimiter(',')
+          ->check(tandem::cli::in_range(0, 1023));
       app.add_flag("--explain", a->explain, "Print what ran where, with the plan and the time of each stage");
       return [a] { return a->plan ? run_plan(*a) : run_file(*a); };
     }});

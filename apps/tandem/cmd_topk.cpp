@@ -1,10 +1,12 @@
 // tandem topk: the k best objects of ranked lists under a monotone aggregate (NRA, TA or full scan).
+#include <charconv>
 #include <iostream>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "command.hpp"
+#include "options.hpp"
 #include "tandem/core/device.hpp"
 #include "tandem/core/error.hpp"
 #include "tandem/core/format.hpp"
@@ -30,10 +32,10 @@ struct Args {
 
 std::uint64_t parse_stride(const std::string& s) {
   if (s == "auto") return 0;
-  char* end = nullptr;
-  const auto v = std::strtoull(s.c_str(), &end, 10);
-  if (s.empty() || *end != '\0' || v == 0 || s[0] == '-')
-    throw UsageError(fmt::format("--stride '{}': expected a positive number of levels or 'auto'", s));
+  std::uint64_t v = 0;
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (s.empty() || ec != std::errc() || end != s.data() + s.size() || v == 0 || v > (std::uint64_t{1} << 32))
+    throw UsageError(fmt::format("--stride '{}': expected a number of levels from 1 to 2^32, or 'auto'", s));
   return v;
 }
 
@@ -42,14 +44,17 @@ const bool registered = cli::register_command({
     [](CLI::App& app) -> std::function<int()> {
       auto a = std::make_shared<Args>();
       app.add_option("--lists,-l", a->lists, "TKL1 file ('-' for standard input)")->required();
-      app.add_option("--k,-k", a->k, "How many objects (1..m)")->required();
+      app.add_option("--k,-k", a->k, "How many objects (1..m)")
+          ->required()
+          ->check(cli::in_range<std::uint64_t>(1, std::uint64_t{1} << 32));
       app.add_option("--agg", a->agg, "sum | wsum:w1,w2,.. | min | max")->capture_default_str();
       app.add_option("--algo", a->algo, "nra | ta | scan | auto")->capture_default_str();
       app.add_option("--stride", a->stride, "Levels per NRA/TA batch, or auto (geometric growth); 100 = the paper")
           ->capture_default_str();
       app.add_option("--device", a->device, "auto | cpu | gpu")->capture_default_str();
       app.add_option("--memory", a->memory, "GPU memory for the lists: device | managed")->capture_default_str();
-      app.add_option("--threads", a->threads, "CPU threads (0: all cores; NRA with 1 = the paper's baseline)");
+      app.add_option("--threads", a->threads, "CPU threads (0: all cores; NRA with 1 = the paper's baseline)")
+          ->check(cli::in_range(0, cli::kMaxThreads));
       app.add_flag("--explain", a->explain, "Print what ran where, depth per list, candidates, rounds, time per phase");
       app.add_flag("--json", a->json, "Print {\"k\": K, \"results\": [{\"id\": ID, \"score\": S}, ...]}");
       return [a] {
@@ -58,7 +63,6 @@ const bool registered = cli::register_command({
         o.device = parse_device(a->device);
         o.memory = topk::parse_memory(a->memory);
         o.stride = parse_stride(a->stride);
-        if (a->threads < 0) throw UsageError("--threads must be >= 0");
         o.threads = a->threads;
         Stopwatch w;
         const auto lists = topk::read_lists(a->lists);

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "command.hpp"
+#include "options.hpp"
 #include "tandem/core/error.hpp"
 #include "tandem/core/format.hpp"
 #include "tandem/core/io.hpp"
@@ -27,7 +28,8 @@ const bool registered = tandem::cli::register_command({
     [](CLI::App& app) -> std::function<int()> {
       auto a = std::make_shared<Args>();
       app.add_option("files", a->files, "Text files ('-' for standard input)")->required();
-      app.add_option("--top", a->top, "Print only the N most frequent words (0: all)");
+      app.add_option("--top", a->top, "Print only the N most frequent words (0: all)")
+          ->check(tandem::cli::in_range<std::size_t>(0, std::size_t{1} << 40));
       app.add_option("--out", a->out, "Output file (word<TAB>count lines; '-' for standard output)")->capture_default_str();
       app.add_flag("--lowercase", a->lowercase, "Fold ASCII letters to lower case first");
       app.add_option("--device", a->device, "auto, cpu or gpu")->capture_default_str();
@@ -37,15 +39,19 @@ const bool registered = tandem::cli::register_command({
         o.lowercase = a->lowercase;
         o.engine.device = tandem::parse_device(a->device);
         tandem::Stopwatch w;
-        std::string text;
+        tandem::io::AtomicOutput out(a->out);  // checks the destination; the file is created when written
+        tandem::io::CharBuffer text;
         for (std::size_t i = 0; i < a->files.size(); ++i) {
           auto bytes = tandem::io::read_bytes(a->files[i]);
-          if (i) text.push_back('\n');  // words never join across files
-          text.append(bytes.data(), bytes.size());
+          if (i == 0) {
+            text = std::move(bytes);  // one file: counted in the buffer it was read into
+            continue;
+          }
+          text.push_back('\n');  // words never join across files
+          text.insert(text.end(), bytes.begin(), bytes.end());
         }
         const double read_s = w.seconds();
-        tandem::io::AtomicOutput out(a->out);
-        auto r = tandem::mr::wordcount(text, o);
+        auto r = tandem::mr::wordcount(std::string_view(text.data(), text.size()), o);
         tandem::cli::print_notices(r.report);
         r.report.stages.insert(r.report.stages.begin(), {"read input", "cpu", read_s, tandem::human_bytes(text.size())});
         const std::size_t n = a->top ? std::min(a->top, r.words.size()) : r.words.size();

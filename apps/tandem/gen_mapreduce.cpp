@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "command.hpp"
+#include "options.hpp"
 #include "tandem/core/error.hpp"
 #include "tandem/core/format.hpp"
 #include "tandem/core/io.hpp"
@@ -22,45 +23,71 @@ struct ZipfArgs {
   std::string type{"u32"}, out, values, value_type{"f64"};
 };
 
+// Writes the Zipf keys into `out` (not yet committed).
+void write_zipf_keys(tandem::io::AtomicOutput& out, const ZipfArgs& a, tandem::DType kt) {
+  if (kt == tandem::DType::u32 || kt == tandem::DType::i32) {
+    const auto k = tandem::mr::zipf_keys_u32(a.n, a.distinct, a.exponent, a.seed);
+    tandem::io::write_array(out, kt, k.data(), k.size());
+  } else {
+    const auto k = tandem::mr::zipf_keys_u64(a.n, a.distinct, a.exponent, a.seed);
+    tandem::io::write_array(out, kt, k.data(), k.size());
+  }
+}
+
+// Writes values uniform in [0, 1000) into `out` (not yet committed).
+void write_zipf_values(tandem::io::AtomicOutput& out, const ZipfArgs& a, tandem::DType vt) {
+  const auto r = tandem::mr::zipf_ranks(a.n, 1000000, 0.0, a.seed + 17);
+  tandem::visit_dtype(vt, [&](auto t) {
+    using T = decltype(t);
+    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_same_v<T, std::int32_t> ||
+                  std::is_same_v<T, std::int64_t>) {
+      std::vector<T> v(a.n);
+      for (std::size_t i = 0; i < a.n; ++i) v[i] = static_cast<T>(double(r[i]) / 1000.0);
+      tandem::io::write_array(out, vt, v.data(), v.size());
+    }
+  });
+}
+
+// --exponent and --seed of both Zipf generators.
+void add_exponent_and_seed(CLI::App& app, double& exponent, std::uint64_t& seed) {
+  using tandem::cli::in_range;
+  app.add_option("--exponent", exponent, "Zipf exponent s (0: uniform)")->capture_default_str()->check(in_range(0.0, 1000.0));
+  app.add_option("--seed", seed, "Random seed")->capture_default_str()->check(in_range<std::uint64_t>(0, UINT64_MAX));
+}
+
 const bool gen_zipf = tandem::cli::register_generator({
     "zipf", "Zipf-distributed integer keys (and optional random values) for group-by",
     [](CLI::App& app) -> std::function<int()> {
+      using tandem::cli::in_range;
       auto a = std::make_shared<ZipfArgs>();
-      app.add_option("--n", a->n, "Number of keys")->capture_default_str();
-      app.add_option("--distinct", a->distinct, "Number of distinct keys")->capture_default_str();
-      app.add_option("--exponent", a->exponent, "Zipf exponent s (0: uniform)")->capture_default_str();
-      app.add_option("--seed", a->seed, "Random seed")->capture_default_str();
+      app.add_option("--n", a->n, "Number of keys")->capture_default_str()->check(in_range<std::size_t>(0, std::size_t{1} << 40));
+      app.add_option("--distinct", a->distinct, "Number of distinct keys")
+          ->capture_default_str()
+          ->check(in_range<std::uint64_t>(1, std::uint64_t{1} << 32));
+      add_exponent_and_seed(app, a->exponent, a->seed);
       app.add_option("--type", a->type, "Key type: u32, u64, i32 or i64")->capture_default_str();
       app.add_option("--out", a->out, "Keys file (raw, or .npy by suffix)")->required();
       app.add_option("--values", a->values, "Also write a values file (uniform in [0, 1000))");
       app.add_option("--value-type", a->value_type, "f32, f64, i32 or i64")->capture_default_str();
       return [a] {
         const auto kt = tandem::parse_dtype(a->type);
-        if (kt == tandem::DType::u32 || kt == tandem::DType::i32) {
-          if (a->distinct > (std::uint64_t{1} << 32)) throw tandem::UsageError("--distinct: at most 2^32 for 32-bit keys");
-          auto k = tandem::mr::zipf_keys_u32(a->n, a->distinct, a->exponent, a->seed);
-          tandem::io::write_array(a->out, kt, k.data(), k.size());
-        } else if (kt == tandem::DType::u64 || kt == tandem::DType::i64) {
-          auto k = tandem::mr::zipf_keys_u64(a->n, a->distinct, a->exponent, a->seed);
-          tandem::io::write_array(a->out, kt, k.data(), k.size());
-        } else {
+        if (kt != tandem::DType::u32 && kt != tandem::DType::i32 && kt != tandem::DType::u64 && kt != tandem::DType::i64)
           throw tandem::UsageError(fmt::format("--type {}: expected u32, u64, i32 or i64", a->type));
+        const auto vt = tandem::parse_dtype(a->value_type);
+        if (vt != tandem::DType::f32 && vt != tandem::DType::f64 && vt != tandem::DType::i32 && vt != tandem::DType::i64)
+          throw tandem::UsageError(fmt::format("--value-type {}: expected f32, f64, i32 or i64", a->value_type));
+        tandem::io::AtomicOutput keys_out(a->out);
+        if (a->values.empty()) {
+          write_zipf_keys(keys_out, *a, kt);
+          keys_out.commit();
+          return 0;
         }
-        if (!a->values.empty()) {
-          const auto vt = tandem::parse_dtype(a->value_type);
-          auto r = tandem::mr::zipf_ranks(a->n, 1000000, 0.0, a->seed + 17);
-          tandem::visit_dtype(vt, [&](auto t) {
-            using T = decltype(t);
-            if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_same_v<T, std::int32_t> ||
-                          std::is_same_v<T, std::int64_t>) {
-              std::vector<T> v(a->n);
-              for (std::size_t i = 0; i < a->n; ++i) v[i] = static_cast<T>(double(r[i]) / 1000.0);
-              tandem::io::write_array(a->values, vt, v.data(), v.size());
-            } else {
-              throw tandem::UsageError(fmt::format("--value-type {}: expected f32, f64, i32 or i64", a->value_type));
-            }
-          });
-        }
+        tandem::io::AtomicOutput values_out(a->values);
+        if (keys_out.same_destination(values_out))
+          throw tandem::UsageError(fmt::format("--out and --values name the same destination ({})", a->out));
+        write_zipf_keys(keys_out, *a, kt);
+        write_zipf_values(values_out, *a, vt);
+        tandem::io::AtomicOutput::commit_all({&keys_out, &values_out});  // both appear, or neither
         return 0;
       };
     }});
@@ -76,15 +103,17 @@ const bool gen_text = tandem::cli::register_generator({
     "text", "Text whose words follow a Zipf law over a generated vocabulary (for wordcount)",
     [](CLI::App& app) -> std::function<int()> {
       auto a = std::make_shared<TextArgs>();
-      app.add_option("--bytes", a->bytes, "Size of the text")->capture_default_str();
-      app.add_option("--vocab", a->vocab, "Distinct words in the vocabulary")->capture_default_str()->check(CLI::PositiveNumber);
-      app.add_option("--exponent", a->exponent, "Zipf exponent s (0: uniform)")->capture_default_str();
-      app.add_option("--seed", a->seed, "Random seed")->capture_default_str();
+      using tandem::cli::in_range;
+      app.add_option("--bytes", a->bytes, "Size of the text")->capture_default_str()->check(in_range<std::size_t>(0, std::size_t{1} << 40));
+      app.add_option("--vocab", a->vocab, "Distinct words in the vocabulary")
+          ->capture_default_str()
+          ->check(in_range<std::size_t>(1, std::size_t{1} << 32));
+      add_exponent_and_seed(app, a->exponent, a->seed);
       app.add_option("--out", a->out, "Output file ('-' for standard output)")->required();
       return [a] {
+        tandem::io::AtomicOutput out(a->out);  // checks the destination; the file is created when written
         const auto vocab = tandem::mr::make_vocabulary(a->vocab, a->seed);
         const auto t = tandem::mr::zipf_text(a->bytes, vocab, a->exponent, a->seed);
-        tandem::io::AtomicOutput out(a->out);
         out.stream().write(t.data(), static_cast<std::streamsize>(t.size()));
         out.commit();
         return 0;

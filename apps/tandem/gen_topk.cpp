@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "command.hpp"
+#include "options.hpp"
 #include "tandem/core/format.hpp"
 #include "tandem/core/timing.hpp"
 #include "tandem/topk.hpp"
@@ -22,10 +23,16 @@ const bool registered = tandem::cli::register_generator({
     "topk", "Ranked lists (TKL1) for top-k queries: uniform, correlated, anticorrelated or zipf scores",
     [](CLI::App& app) -> std::function<int()> {
       auto a = std::make_shared<Args>();
-      app.add_option("--objects,-m", a->objects, "Objects (entries per list)")->required();
-      app.add_option("--lists,-n", a->lists, "Lists (1..64)")->capture_default_str();
+      app.add_option("--objects,-m", a->objects, "Objects (entries per list)")
+          ->required()
+          ->check(tandem::cli::in_range<std::uint64_t>(1, std::uint64_t{1} << 32));
+      app.add_option("--lists,-n", a->lists, "Lists (1..64)")
+          ->capture_default_str()
+          ->check(tandem::cli::in_range<std::uint32_t>(1, tandem::topk::kMaxLists));
       app.add_option("--dist", a->dist, "uniform | correlated | anticorrelated | zipf")->capture_default_str();
-      app.add_option("--seed", a->seed, "Random seed (same seed, same file)")->capture_default_str();
+      app.add_option("--seed", a->seed, "Random seed (same seed, same file)")
+          ->capture_default_str()
+          ->check(tandem::cli::in_range<std::uint64_t>(0, UINT64_MAX));
       app.add_option("--out,-o", a->out, "Output file ('-' for standard output)")->required();
       return [a] {
         tandem::topk::GenOptions o;

@@ -1,11 +1,21 @@
 // tandem: CPU and GPU data processing in tandem. Each subcommand lives in its own cmd_*.cpp.
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
 #include <iostream>
+#include <new>
+#include <stdexcept>
 
 #include <CLI/CLI.hpp>
 
 #include "command.hpp"
 #include "tandem/core/error.hpp"
+#include "tandem/core/io.hpp"
 #include "tandem/core/tune.hpp"
 
 namespace tandem::cli {
@@ -51,7 +61,63 @@ void print_notices(const Report& r) {
 
 }  // namespace tandem::cli
 
-int main(int argc, char** argv) {
+namespace {
+
+// A closed standard stream would hand its number to the next file opened, and results meant for
+// standard output would land in an output file. Such a stream gets /dev/null opened the wrong
+// way round instead, so that every use of it fails and is reported.
+bool stdout_was_closed = false;
+
+void guard_standard_streams() {
+  for (int fd = 0; fd <= 2; ++fd) {
+    if (::fcntl(fd, F_GETFD) != -1 || errno != EBADF) continue;
+    ::open("/dev/null", fd == 0 ? O_WRONLY : O_RDONLY);
+    stdout_was_closed = stdout_was_closed || fd == 1;
+  }
+}
+
+// SIGINT, SIGTERM, SIGHUP, SIGPIPE: remove the outputs' temporary files, then die of the signal.
+extern "C" void on_fatal_signal(int sig) {
+  tandem::io::remove_temporaries();
+  std::raise(sig);  // the handler was reset on entry: the default action ends the process
+}
+
+void remove_temporaries_on_signals() {
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGPIPE}) {
+    struct sigaction old {};
+    if (::sigaction(sig, nullptr, &old) == 0 && old.sa_handler == SIG_IGN) continue;  // e.g. under nohup
+    struct sigaction sa {};
+    sa.sa_handler = on_fatal_signal;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESETHAND;
+    ::sigaction(sig, &sa, nullptr);
+  }
+}
+
+int report(const std::exception& e) {
+  if (dynamic_cast<const std::bad_alloc*>(&e))
+    std::cerr << "tandem: error: out of memory (" << e.what() << ")\n";
+  else if (dynamic_cast<const std::length_error*>(&e))
+    std::cerr << "tandem: error: a size is too large to allocate (" << e.what() << ")\n";
+  else
+    std::cerr << "tandem: error: " << e.what() << '\n';
+  return tandem::exit_code_for(e);
+}
+
+// Results written to standard output are checked after the last write: a full disk or a closed
+// stream is an error, not a silent loss.
+int check_standard_output(int rc) {
+  errno = 0;
+  std::cout.flush();
+  if (std::cout && std::fflush(stdout) == 0 && !std::ferror(stdout)) return rc;
+  if (rc != 0) return rc;  // the command failed and said why (a write to "-" that failed included)
+  const int err = errno;
+  const char* why = stdout_was_closed ? "it is closed" : err ? std::strerror(err) : "write error";
+  std::cerr << "tandem: error: standard output: write failed (" << why << ")\n";
+  return rc ? rc : 1;
+}
+
+int run(int argc, char** argv) {
   using namespace tandem::cli;
   CLI::App app{"tandem: sorting, MapReduce aggregation and top-k queries on the CPU and GPUs together"};
   app.require_subcommand(1);
@@ -84,19 +150,25 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    app.exit(e);
+    std::cerr << "tandem: error: " << e.what() << "\nRun with --help for more information.\n";
     return 2;  // bad usage
   } catch (const std::exception& e) {
-    std::cerr << "tandem: error: " << e.what() << '\n';
-    return tandem::exit_code_for(e);
+    return report(e);
   }
   int code = 0;
   try {
     code = action ? action() : 0;
   } catch (const std::exception& e) {
-    std::cerr << "tandem: error: " << e.what() << '\n';
-    code = tandem::exit_code_for(e);
+    code = report(e);
   }
   for (const auto& w : tandem::TuningCache::global().warnings()) std::cerr << "tandem: " << w << '\n';
   return code;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  guard_standard_streams();
+  remove_temporaries_on_signals();
+  return check_standard_output(run(argc, argv));
 }

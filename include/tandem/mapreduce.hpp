@@ -192,7 +192,10 @@ TANDEM_HD Agg<A> agg_of(V v) {
 }
 template <class A>
 TANDEM_HD void agg_reduce(Agg<A>& into, const Agg<A>& v) {
-  into.sum += v.sum;
+  if constexpr (std::is_integral_v<A>)  // wraps modulo 2^64; groupby() detects a sum beyond i64 afterwards
+    into.sum = static_cast<A>(static_cast<std::make_unsigned_t<A>>(into.sum) + static_cast<std::make_unsigned_t<A>>(v.sum));
+  else
+    into.sum += v.sum;
   if (agg_less(v.min, into.min)) into.min = v.min;
   if (agg_greater(v.max, into.max)) into.max = v.max;
   into.count += v.count;
@@ -206,6 +209,8 @@ template <class K, class V>
 struct GroupByJob {
   using key_type = K;
   using value_type = std::conditional_t<std::is_void_v<V>, std::uint64_t, Agg<agg_acc_t<std::conditional_t<std::is_void_v<V>, int, V>>>>;
+  // Float sums depend on the order of addition: the CPU engine keeps it fixed (see cpu_mapreduce).
+  static constexpr bool fixed_order = std::is_floating_point_v<std::conditional_t<std::is_void_v<V>, int, V>>;
   const K* keys{nullptr};
   const std::conditional_t<std::is_void_v<V>, char, V>* values{nullptr};
 
@@ -264,6 +269,17 @@ struct CpuStats {
   std::uint64_t spilled_entries{0};
 };
 
+// A job whose reduce is not associative in floating point sets `static constexpr bool fixed_order
+// = true`: the CPU engine then reduces blocks of fixed_order_block(records) records, each by one
+// thread in record order, and merges the blocks in block order, so every key's result is the same
+// whatever the thread count and schedule.
+template <class Job>
+constexpr bool fixed_order_v = requires { requires Job::fixed_order; };
+// At least 2^14 records, at most 256 blocks: the block size depends on the record count alone.
+constexpr std::size_t fixed_order_block(std::size_t records) {
+  return std::max<std::size_t>(std::size_t{1} << 14, (records + 255) / 256);
+}
+
 int cpu_threads(const Options& o);  // o.threads or default_threads()
 namespace detail {
 // Runs body(t) on `threads` CPU threads at once, t = 0 .. threads - 1, and returns when all are
@@ -279,26 +295,34 @@ std::vector<std::pair<typename Job::key_type, typename Job::value_type>> cpu_map
   using K = typename Job::key_type;
   using V = typename Job::value_type;
   using Pair = std::pair<K, V>;
+  constexpr bool kFixed = fixed_order_v<Job>;
   const int T = std::max(1, std::min<int>(cpu_threads(opts), static_cast<int>(std::max<std::size_t>(1, records))));
   const int P = T;  // merge partitions
   auto reducer = [&job](V& a, const V& b) { job.reduce(a, b); };
   Hash<K> hasher;
-  // parts[t][p]: entries drained by thread t that belong to partition p, with their hashes.
-  std::vector<std::vector<std::vector<std::pair<Pair, std::uint64_t>>>> parts(T, std::vector<std::vector<std::pair<Pair, std::uint64_t>>>(P));
-  std::vector<std::uint64_t> pairs(T, 0), spills(T, 0), spilled(T, 0);
   const std::size_t limit = opts.cpu_table_limit;
-  const std::size_t grain = std::max<std::size_t>(1, std::min<std::size_t>(64, records / (std::size_t(T) * 8) + 1));
+  // Records go in grains, handed to threads as they come; fixed order: a grain is a block.
+  const std::size_t grain = kFixed ? fixed_order_block(records)
+                                   : std::max<std::size_t>(1, std::min<std::size_t>(64, records / (std::size_t(T) * 8) + 1));
+  const std::size_t grains = (records + grain - 1) / grain;
+  // Sources of drained entries, merged in this order: the threads, or (fixed order) the blocks.
+  const std::size_t S = kFixed ? std::max<std::size_t>(grains, 1) : std::size_t(T);
+  // parts[s][p]: entries drained by source s that belong to partition p, with their hashes.
+  std::vector<std::vector<std::vector<std::pair<Pair, std::uint64_t>>>> parts(S, std::vector<std::vector<std::pair<Pair, std::uint64_t>>>(P));
+  std::vector<std::uint64_t> pairs(T, 0), spills(T, 0), spilled(T, 0);
 
-  const std::int64_t groups = static_cast<std::int64_t>((records + grain - 1) / grain);
-  std::atomic<std::int64_t> next_group{0};  // groups of records are handed out one at a time
+  const std::int64_t groups = static_cast<std::int64_t>(grains);
+  std::atomic<std::int64_t> next_group{0};  // grains are handed out one at a time
   detail::run_threads(T, [&](int t) {
     std::uint64_t my_pairs = 0;  // a local count: pairs[t] of neighbouring threads share a cache line
+    std::size_t src = std::size_t(t);
     detail::LocalTable<K, V> table(limit ? limit : 1024);
     auto drain = [&] {
-      table.for_each([&](const K& k, const V& v, std::uint64_t h) { parts[t][(h >> 40) % P].push_back({{k, v}, h}); });
+      table.for_each([&](const K& k, const V& v, std::uint64_t h) { parts[src][(h >> 40) % P].push_back({{k, v}, h}); });
       table.clear();
     };
     for (std::int64_t g = next_group++; g < groups; g = next_group++) {
+      if constexpr (kFixed) src = std::size_t(g);
       const std::size_t b = std::size_t(g) * grain, e = std::min(records, b + grain);
       for (std::size_t i = b; i < e; ++i) {
         job.map(i, [&](const K& k, const V& v) {
@@ -311,20 +335,21 @@ std::vector<std::pair<typename Job::key_type, typename Job::value_type>> cpu_map
           }
         });
       }
+      if constexpr (kFixed) drain();
     }
-    drain();
+    if constexpr (!kFixed) drain();
     pairs[t] = my_pairs;
   });
-  // Partitioned merge: partition p reduces every thread's entries of p.
+  // Partitioned merge: partition p reduces every source's entries of p, sources in order.
   std::vector<std::vector<Pair>> merged(P);
   std::atomic<int> next_part{0};
   detail::run_threads(T, [&](int) {
     for (int p = next_part++; p < P; p = next_part++) {
       std::size_t n = 0;
-      for (int t = 0; t < T; ++t) n += parts[t][p].size();
+      for (std::size_t s = 0; s < S; ++s) n += parts[s][p].size();
       detail::LocalTable<K, V> table(n / 2 + 1);
-      for (int t = 0; t < T; ++t)
-        for (const auto& [kv, h] : parts[t][p]) table.upsert(kv.first, kv.second, h, reducer);
+      for (std::size_t s = 0; s < S; ++s)
+        for (const auto& [kv, h] : parts[s][p]) table.upsert(kv.first, kv.second, h, reducer);
       merged[p].reserve(table.size());
       table.for_each([&](const K& k, const V& v, std::uint64_t) { merged[p].emplace_back(k, v); });
     }

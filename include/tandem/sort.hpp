@@ -66,7 +66,17 @@ namespace tandem {
 // CUB radix sort (algorithm auto/radix; keys of every type in tandem's key order, descending
 // too) or CUB merge sort (algorithm merge). Temporary storage and the alternate buffer are kept
 // between calls (one workspace per device, grown when needed; release_sort_workspace() frees it);
-// calls on different streams are ordered through an event, never a host sync.
+// calls on different streams are ordered through an event, never a host sync. Safe to call from
+// several host threads at once.
+//
+// Stream contract (as for CUB): the sort is ordered after the work already queued on `stream`,
+// and nothing else. Whatever fills d_keys (d_values) on another stream must be finished or made
+// to precede it (cudaStreamSynchronize, or cudaEventRecord + cudaStreamWaitEvent) by the caller,
+// and the results may be read on `stream` or after synchronising it. In particular a plain
+// cudaMemcpy from pageable host memory can return before its DMA has landed: it runs on the legacy
+// default stream, which a stream created with cudaStreamNonBlocking does not wait for. Upload with
+// cudaMemcpyAsync(..., stream), or pass stream = nullptr (the legacy default stream), or
+// synchronise before the call.
 template <class K>
 void sort_device(K* d_keys, std::size_t n, const SortOptions& opts = {}, cudaStream_t stream = nullptr);
 

@@ -5,6 +5,7 @@
 #pragma once
 
 // The capabilities.
+#include "tandem/groupby.hpp"
 #include "tandem/index.hpp"
 #include "tandem/mapreduce.hpp"
 #include "tandem/schedule.hpp"
@@ -13,6 +14,9 @@
 #include "tandem/sort/bitonic.hpp"
 #include "tandem/sort/bitonic_affinity.hpp"
 #include "tandem/sort/bitonic_plan.hpp"
+#include "tandem/table.hpp"
+#include "tandem/table/csv.hpp"
+#include "tandem/table/files.hpp"
 #include "tandem/topk.hpp"
 
 // What they share: errors, vocabulary, reports, files, the machine, timing, tuning, transfers.

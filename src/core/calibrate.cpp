@@ -121,14 +121,15 @@ Bandwidths calibrate(const CalibrateOptions& opts) {
   return b;
 }
 
-std::optional<Bandwidths> cached_bandwidths() {
-  auto j = TuningCache::global().get(kOp, machine_key(), cpu_key());
-  if (!j) return std::nullopt;
-  try {
-    return j->get<Bandwidths>();
-  } catch (const std::exception&) {
-    return std::nullopt;
-  }
+std::optional<Bandwidths> cached_bandwidths(Report* report) {
+  auto parse = [](const nlohmann::json& j) {
+    for (const auto& [name, v] : j.items())  // rates, sizes and times: none is negative
+      if (v.is_number() && !(v.get<double>() >= 0)) throw std::out_of_range(fmt::format("{} = {} is negative", name, v.dump()));
+    for (const char* count : {"bytes", "threads", "staging_chunk_bytes", "staging_threads"})
+      if (j.contains(count) && !j[count].is_number_integer()) throw std::out_of_range(fmt::format("{} is not an integer", count));
+    return j.get<Bandwidths>();
+  };
+  return TuningCache::global().lookup(kOp, machine_key(), cpu_key(), parse, report);
 }
 
 void to_json(nlohmann::json& j, const Bandwidths& b) {

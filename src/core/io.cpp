@@ -1,22 +1,137 @@
+// Reading raw and .npy arrays from any input (sized files read in place, streams to their end),
+// the .npy header parser, and writing arrays through AtomicOutput (atomic_output.cpp).
 #include "tandem/core/io.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdio>
 #include <cstring>
-#include <filesystem>
-#include <iostream>
-#include <iterator>
-#include <random>
-#include <regex>
+#include <limits>
+#include <new>
+#include <stdexcept>
 
 #include <fmt/format.h>
 
 #include "tandem/core/error.hpp"
+#include "tandem/core/format.hpp"
 
 namespace tandem::io {
 namespace {
+
+constexpr std::size_t kNoLimit = std::numeric_limits<std::size_t>::max() - 1;
+constexpr std::size_t kMaxNpyHeader = std::size_t{1} << 20;  // numpy writes a few hundred bytes
+constexpr std::size_t kMaxNpyDims = 64;                        // numpy's own limit
+
+std::string input_name(const std::string& path) { return path == "-" ? "standard input" : path; }
+
+// ---- reading ---------------------------------------------------------------------------------------
+
+// An input opened for reading: a sized regular file, or a stream read until end of file.
+class InputFile {
+ public:
+  explicit InputFile(const std::string& path) : name_(input_name(path)) {
+    if (path != "-") {
+      fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+      if (fd_ < 0) throw InputError(fmt::format("{}: cannot open for reading ({})", name_, std::strerror(errno)));
+      owned_ = true;
+    }
+    struct stat st {};
+    if (::fstat(fd_, &st) != 0) {
+      close_fd();
+      throw InputError(fmt::format("{}: cannot read ({})", name_, std::strerror(errno)));
+    }
+    if (S_ISDIR(st.st_mode)) {
+      close_fd();
+      throw InputError(fmt::format("{}: is a directory, not a file", name_));
+    }
+    // /proc files say size 0 and pipes say nothing: only a regular file with a size is trusted.
+    const off_t pos = ::lseek(fd_, 0, SEEK_CUR);
+    if (S_ISREG(st.st_mode) && st.st_size > 0 && pos >= 0 && pos <= st.st_size) {
+      sized_ = true;
+      remaining_ = static_cast<std::uint64_t>(st.st_size - pos);
+    }
+  }
+  ~InputFile() { close_fd(); }
+  InputFile(const InputFile&) = delete;
+  InputFile& operator=(const InputFile&) = delete;
+
+  const std::string& name() const { return name_; }
+  bool sized() const { return sized_; }
+  std::uint64_t remaining() const { return sized_ ? remaining_ - std::min(remaining_, consumed_) : 0; }
+  std::uint64_t consumed() const { return consumed_; }
+
+  std::size_t read_some(void* p, std::size_t n) {
+    for (;;) {
+      const ssize_t got = ::read(fd_, p, std::min<std::size_t>(n, std::size_t{1} << 30));
+      if (got >= 0) {
+        consumed_ += static_cast<std::uint64_t>(got);
+        return static_cast<std::size_t>(got);
+      }
+      if (errno != EINTR)
+        throw InputError(fmt::format("{}: read failed at byte {} ({})", name_, consumed_, std::strerror(errno)));
+    }
+  }
+
+  // Reads until `n` bytes arrived or the input ended; returns how many arrived.
+  std::size_t read_upto(void* p, std::size_t n) {
+    std::size_t have = 0;
+    while (have < n) {
+      const std::size_t got = read_some(static_cast<char*>(p) + have, n - have);
+      if (got == 0) break;
+      have += got;
+    }
+    return have;
+  }
+
+ private:
+  void close_fd() {
+    if (owned_) ::close(fd_);
+    owned_ = false;
+  }
+  std::string name_;
+  int fd_{0};
+  bool owned_{false};
+  bool sized_{false};
+  std::uint64_t remaining_{0};
+  std::uint64_t consumed_{0};
+};
+
+std::size_t saturating_add(std::size_t a, std::size_t b) {
+  return a > std::numeric_limits<std::size_t>::max() - b ? std::numeric_limits<std::size_t>::max() : a + b;
+}
+
+// Appends the rest of `f` to `buf` (which it resizes; no zero-fill with UninitAllocator). A sized
+// file is read into a buffer of exactly its size plus the one byte that proves its end; a stream
+// grows the buffer geometrically. Stops after `limit` + 1 bytes: more than `limit` is an error the
+// caller reports. Out of memory is an Error naming the input.
+template <class Buffer>
+void read_to_end(InputFile& f, Buffer& buf, std::size_t limit = kNoLimit) {
+  const std::size_t cap = saturating_add(limit, 1);
+  std::size_t have = 0;
+  std::size_t size = f.sized() ? saturating_add(static_cast<std::size_t>(f.remaining()), 1) : std::size_t{64} << 10;
+  try {
+    buf.resize(size = std::min(size, cap));
+    for (;;) {
+      if (have == buf.size()) {
+        if (have >= cap) break;
+        size = std::min(std::max<std::size_t>(std::size_t{1} << 20, saturating_add(have, have)), cap);
+        buf.resize(size);
+      }
+      const std::size_t got = f.read_some(buf.data() + have, buf.size() - have);
+      if (got == 0) break;
+      have += got;
+    }
+  } catch (const std::bad_alloc&) {
+    throw Error(fmt::format("{}: out of memory: cannot allocate {} to read it", f.name(), human_bytes(size)));
+  } catch (const std::length_error&) {
+    throw Error(fmt::format("{}: too large to hold in memory ({} read)", f.name(), human_bytes(have)));
+  }
+  buf.resize(have);
+}
+
+// ---- the .npy header ---------------------------------------------------------------------------------
 
 std::string npy_descr(DType t) {
   switch (t) {
@@ -45,111 +160,269 @@ std::string descr_to_name(const std::string& d) {
   return d;
 }
 
-// Parses a .npy header at the start of `raw`; returns the offset of the data and element count.
-std::pair<std::size_t, std::size_t> parse_npy(const std::vector<char>& raw, const std::string& path,
-                                              DType dtype) {
-  auto bad = [&](const std::string& why) {
-    return InputError(fmt::format("{}: not a valid .npy file: {}", path, why));
+// Text from a header for an error message: printable ASCII, at most 40 characters.
+std::string quoted_excerpt(std::string_view s) {
+  std::string out;
+  for (std::size_t i = 0; i < s.size() && i < 40; ++i) {
+    const char c = s[i];
+    out.push_back(c >= 0x20 && c < 0x7f ? c : '?');
+  }
+  if (s.size() > 40) out += "...";
+  return out;
+}
+
+std::string shape_text(const std::vector<std::uint64_t>& shape) {
+  if (shape.size() == 1) return fmt::format("({},)", shape[0]);
+  return fmt::format("({})", fmt::join(shape, ", "));
+}
+
+// One pass over the dictionary with a cursor; every step consumes input or fails, so the work is
+// bounded by the header's length whatever the bytes are.
+class NpyDictParser {
+ public:
+  NpyDictParser(std::string_view s, const std::string& name, std::size_t offset) : s_(s), name_(name), offset_(offset) {}
+
+  NpyHeader parse() {
+    NpyHeader h;
+    bool seen_descr = false, seen_order = false, seen_shape = false;
+    skip_space();
+    expect('{', "expected '{' opening the header dictionary");
+    for (;;) {
+      skip_space();
+      if (eat('}')) break;
+      const std::size_t key_at = pos_;
+      const std::string key(string_literal("expected a quoted key or '}'"));
+      skip_space();
+      expect(':', fmt::format("expected ':' after the key '{}'", quoted_excerpt(key)));
+      skip_space();
+      if (key == "descr") {
+        if (seen_descr) fail_at(key_at, "'descr' appears twice");
+        if (peek() == '[') fail("'descr' is a structured dtype (a list): only plain numeric types are supported");
+        h.descr = string_literal("expected a quoted type string for 'descr'");
+        seen_descr = true;
+      } else if (key == "fortran_order") {
+        if (seen_order) fail_at(key_at, "'fortran_order' appears twice");
+        h.fortran_order = boolean();
+        seen_order = true;
+      } else if (key == "shape") {
+        if (seen_shape) fail_at(key_at, "'shape' appears twice");
+        h.shape = shape();
+        seen_shape = true;
+      } else {
+        fail_at(key_at, fmt::format("unknown key '{}' (expected 'descr', 'fortran_order' and 'shape')", quoted_excerpt(key)));
+      }
+      skip_space();
+      if (eat(',')) continue;
+      if (eat('}')) break;
+      fail(fmt::format("expected ',' or '}}' after the value of '{}'", key));
+    }
+    skip_space();
+    if (pos_ != s_.size()) fail("unexpected text after the header dictionary");
+    if (!seen_descr) fail("no 'descr' in the header");
+    if (!seen_order) fail("no 'fortran_order' in the header");
+    if (!seen_shape) fail("no 'shape' in the header");
+    return h;
+  }
+
+ private:
+  [[noreturn]] void fail_at(std::size_t at, const std::string& what) const {
+    throw InputError(fmt::format("{}: not a valid .npy file: byte {}: {}", name_, offset_ + at, what));
+  }
+  [[noreturn]] void fail(const std::string& what) const { fail_at(pos_, what); }
+
+  char peek() const { return pos_ < s_.size() ? s_[pos_] : '\0'; }
+  bool eat(char c) {
+    if (pos_ < s_.size() && s_[pos_] == c) {
+      ++pos_;
+      return true;
+    }
+    return false;
+  }
+  void expect(char c, const std::string& what) {
+    if (!eat(c)) fail(what);
+  }
+  void skip_space() {
+    while (pos_ < s_.size() && (s_[pos_] == ' ' || s_[pos_] == '\t' || s_[pos_] == '\n' || s_[pos_] == '\r')) ++pos_;
+  }
+  bool starts_with(std::string_view word) const { return s_.substr(pos_, word.size()) == word; }
+
+  std::string_view string_literal(const std::string& what) {
+    const char quote = peek();
+    if (quote != '\'' && quote != '"') fail(what);
+    const std::size_t end = s_.find(quote, pos_ + 1);
+    if (end == std::string_view::npos) fail("unterminated string");
+    const std::string_view body = s_.substr(pos_ + 1, end - pos_ - 1);
+    if (body.find('\\') != std::string_view::npos) fail("escape sequences in strings are not supported");
+    pos_ = end + 1;
+    return body;
+  }
+
+  bool boolean() {
+    if (starts_with("True")) {
+      pos_ += 4;
+      return true;
+    }
+    if (starts_with("False")) {
+      pos_ += 5;
+      return false;
+    }
+    fail("expected True or False for 'fortran_order'");
+  }
+
+  std::vector<std::uint64_t> shape() {
+    std::vector<std::uint64_t> dims;
+    expect('(', "expected a tuple '(...)' for 'shape'");
+    for (;;) {
+      skip_space();
+      if (eat(')')) break;
+      if (dims.size() == kMaxNpyDims) fail(fmt::format("the shape has more than {} dimensions", kMaxNpyDims));
+      dims.push_back(dimension());
+      skip_space();
+      if (eat(',')) continue;
+      if (eat(')')) break;
+      fail("expected ',' or ')' in the shape");
+    }
+    return dims;
+  }
+
+  std::uint64_t dimension() {
+    const std::size_t at = pos_;
+    std::size_t end = pos_ + (peek() == '-' || peek() == '+' ? 1 : 0);
+    while (end < s_.size() && s_[end] >= '0' && s_[end] <= '9') ++end;
+    const std::string_view text = s_.substr(at, end - at);
+    if (peek() == '-') fail(fmt::format("negative dimension {} in the shape", quoted_excerpt(text)));
+    if (peek() == '+') ++pos_;
+    if (pos_ == end) fail("expected a non-negative integer in the shape");
+    std::uint64_t v = 0;
+    for (; pos_ < end; ++pos_) {
+      const auto d = static_cast<std::uint64_t>(s_[pos_] - '0');
+      if (v > (std::numeric_limits<std::uint64_t>::max() - d) / 10)
+        fail_at(at, fmt::format("dimension {} does not fit in 64 bits", quoted_excerpt(text)));
+      v = v * 10 + d;
+    }
+    eat('L');  // Python 2 wrote long integers with a suffix
+    return v;
+  }
+
+  std::string_view s_;
+  const std::string& name_;
+  std::size_t offset_;
+  std::size_t pos_{0};
+};
+
+// Reads the magic, version, header length and header of a .npy input; checks the type and shape
+// against `dtype`; returns the number of data bytes the header promises. A sized file whose
+// length disagrees fails here, before any memory is set aside for the data.
+std::size_t read_npy_header(InputFile& f, DType dtype) {
+  const std::string& name = f.name();
+  auto bad = [&](std::uint64_t at, const std::string& why) {
+    return InputError(fmt::format("{}: not a valid .npy file: byte {}: {}", name, at, why));
   };
-  if (raw.size() < 10 || std::memcmp(raw.data(), "\x93NUMPY", 6) != 0) throw bad("missing magic");
-  const auto major = static_cast<unsigned char>(raw[6]);
-  std::size_t header_len = 0, start = 0;
+  unsigned char pre[12] = {};
+  std::size_t got = f.read_upto(pre, 10);
+  if (got < 6 || std::memcmp(pre, "\x93NUMPY", 6) != 0) throw bad(0, "missing the magic string \\x93NUMPY");
+  if (got < 10) throw bad(got, "truncated header");
+  const unsigned major = pre[6];
+  std::size_t header_len = 0, start = 10;
   if (major == 1) {
-    header_len = static_cast<unsigned char>(raw[8]) | (static_cast<unsigned char>(raw[9]) << 8);
-    start = 10;
+    header_len = pre[8] | (std::size_t{pre[9]} << 8);
   } else if (major == 2 || major == 3) {
-    if (raw.size() < 12) throw bad("truncated header");
-    for (int i = 0; i < 4; ++i)
-      header_len |= std::size_t(static_cast<unsigned char>(raw[8 + i])) << (8 * i);
+    if (f.read_upto(pre + 10, 2) < 2) throw bad(10, "truncated header");
+    for (int i = 0; i < 4; ++i) header_len |= std::size_t{pre[8 + i]} << (8 * i);
     start = 12;
   } else {
-    throw bad(fmt::format("unsupported version {}", major));
+    throw bad(6, fmt::format("unsupported version {}", major));
   }
-  if (start + header_len > raw.size()) throw bad("truncated header");
-  const std::string header(raw.data() + start, header_len);
-  std::smatch m;
-  if (!std::regex_search(header, m, std::regex(R"('descr'\s*:\s*'([^']*)')")))
-    throw bad("no 'descr' in header");
-  const std::string descr = m[1];
-  if (descr.size() == 3 && descr[0] == '>') throw bad("big-endian data is not supported");
-  if (descr_to_name(descr) != to_string(dtype))
-    throw InputError(fmt::format("{}: type mismatch: the .npy header says '{}' ({}) but {} was asked for",
-                                 path, descr, descr_to_name(descr), to_string(dtype)));
-  if (std::regex_search(header, std::regex(R"('fortran_order'\s*:\s*True)")))
-    throw bad("Fortran order is not supported");
-  if (!std::regex_search(header, m, std::regex(R"('shape'\s*:\s*\(([^)]*)\))")))
-    throw bad("no 'shape' in header");
-  std::string shape = m[1];
-  std::vector<std::size_t> dims;
-  const std::regex number(R"(\d+)");
-  for (std::sregex_iterator it(shape.begin(), shape.end(), number), end; it != end; ++it)
-    dims.push_back(std::stoull(it->str()));
-  std::size_t count = 1;
+  if (header_len > kMaxNpyHeader)
+    throw bad(8, fmt::format("header length {} is more than the {} bytes accepted", header_len, kMaxNpyHeader));
+  if (f.sized() && header_len > f.remaining())
+    throw bad(start, fmt::format("truncated header: {} bytes announced, {} present", header_len, f.remaining()));
+  std::string dict(header_len, '\0');
+  if (f.read_upto(dict.data(), header_len) < header_len) throw bad(start, "truncated header");
+  const NpyHeader h = parse_npy_header(dict, name, start);
+
+  if (h.descr.size() == 3 && h.descr[0] == '>') throw bad(start, "big-endian data is not supported");
+  if (descr_to_name(h.descr) != to_string(dtype))
+    throw InputError(fmt::format("{}: type mismatch: the .npy header says '{}' ({}) but {} was asked for", name,
+                                 quoted_excerpt(h.descr), quoted_excerpt(descr_to_name(h.descr)), to_string(dtype)));
+  if (h.fortran_order) throw bad(start, "Fortran order is not supported");
+  std::uint64_t count = 1;
   int non_unit = 0;
-  for (auto d : dims) {
-    count *= d;
+  for (auto d : h.shape) {
     non_unit += d != 1;
+    count = d == 0 || count == 0 ? 0 : count * d;  // at most one factor differs from 1 below
   }
-  if (non_unit > 1) throw bad(fmt::format("shape ({}) is not one-dimensional", shape));
-  const std::size_t data_start = start + header_len;
-  const std::size_t have = raw.size() - data_start;
-  if (have != count * dtype_size(dtype))
-    throw InputError(fmt::format("{}: truncated or oversized .npy data: header promises {} elements "
-                                 "({} bytes) but {} bytes follow",
-                                 path, count, count * dtype_size(dtype), have));
-  return {data_start, count};
+  if (non_unit > 1) throw bad(start, fmt::format("shape {} is not one-dimensional", shape_text(h.shape)));
+  const std::size_t es = dtype_size(dtype);
+  const std::uint64_t max_count = static_cast<std::uint64_t>(std::numeric_limits<std::ptrdiff_t>::max()) / es;
+  if (count > max_count)
+    throw bad(start, fmt::format("shape {} is {} elements of {} bytes: more than a 64-bit size can hold",
+                                 shape_text(h.shape), count, es));
+  const std::size_t bytes = static_cast<std::size_t>(count) * es;
+  if (f.sized() && bytes != f.remaining())
+    throw InputError(fmt::format("{}: truncated or oversized .npy data: the header promises {} elements ({} bytes) "
+                                 "but {} bytes follow",
+                                 name, count, bytes, f.remaining()));
+  return bytes;
 }
 
 }  // namespace
+
+// ---- public: reading -----------------------------------------------------------------------------
 
 bool has_npy_suffix(const std::string& path) {
   return path.size() >= 4 && path.compare(path.size() - 4, 4, ".npy") == 0;
 }
 
-std::vector<char> read_bytes(const std::string& path) {
-  if (path == "-") {
-    std::vector<char> out((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
-    return out;
-  }
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec))
-    throw InputError(fmt::format("{}: is a directory, not a file", path));
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(fmt::format("{}: cannot open for reading ({})", path, std::strerror(errno)));
-  in.seekg(0, std::ios::end);
-  const auto size = static_cast<std::size_t>(in.tellg());
-  in.seekg(0);
-  std::vector<char> out(size);
-  if (size && !in.read(out.data(), static_cast<std::streamsize>(size)))
-    throw InputError(fmt::format("{}: read failed", path));
+bool is_sized_file(const std::string& path) {
+  struct stat st {};
+  return path != "-" && ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0;
+}
+
+NpyHeader parse_npy_header(std::string_view dict, const std::string& name, std::size_t offset) {
+  return NpyDictParser(dict, name, offset).parse();
+}
+
+CharBuffer read_bytes(const std::string& path) {
+  InputFile f(path);
+  CharBuffer out;
+  read_to_end(f, out);
   return out;
 }
 
 Array read_array(const std::string& path, DType dtype) {
-  std::vector<char> raw = read_bytes(path);
+  InputFile f(path);
+  const std::size_t es = dtype_size(dtype);
   Array a;
   a.dtype = dtype;
-  std::size_t offset = 0;
   if (has_npy_suffix(path)) {
-    std::tie(offset, a.count) = parse_npy(raw, path, dtype);
+    const std::size_t want = read_npy_header(f, dtype);
+    read_to_end(f, a.bytes, want);
+    if (a.bytes.size() != want)  // a stream: its length is known only now
+      throw InputError(fmt::format("{}: truncated or oversized .npy data: the header promises {} elements ({} bytes) "
+                                   "but {} bytes follow",
+                                   f.name(), want / es, want,
+                                   a.bytes.size() > want ? "more than that" : std::to_string(a.bytes.size())));
   } else {
-    const std::size_t es = dtype_size(dtype);
-    if (raw.size() % es != 0)
-      throw InputError(fmt::format("{}: size {} bytes is not a multiple of the {}-byte element size of {}",
-                                   path, raw.size(), es, to_string(dtype)));
-    a.count = raw.size() / es;
+    if (f.sized() && f.remaining() % es != 0)  // known before reading: fail without reading it
+      throw InputError(fmt::format("{}: size {} bytes is not a multiple of the {}-byte element size of {}", f.name(),
+                                   f.remaining(), es, to_string(dtype)));
+    read_to_end(f, a.bytes);
+    if (a.bytes.size() % es != 0)
+      throw InputError(fmt::format("{}: size {} bytes is not a multiple of the {}-byte element size of {}", f.name(),
+                                   a.bytes.size(), es, to_string(dtype)));
   }
-  a.bytes.resize(a.count * dtype_size(dtype));
-  if (!a.bytes.empty()) std::memcpy(a.bytes.data(), raw.data() + offset, a.bytes.size());
+  a.count = a.bytes.size() / es;
   return a;
 }
 
-void write_array(const std::string& path, DType dtype, const void* data, std::size_t count) {
-  AtomicOutput out(path);
+// ---- public: writing -----------------------------------------------------------------------------
+
+void write_array(AtomicOutput& out, DType dtype, const void* data, std::size_t count) {
   auto& s = out.stream();
-  if (has_npy_suffix(path)) {
+  if (has_npy_suffix(out.path())) {
     std::string header = fmt::format("{{'descr': '{}', 'fortran_order': False, 'shape': ({},), }}",
-                                      npy_descr(dtype), count);
+                                     npy_descr(dtype), count);
     const std::size_t total = 10 + header.size() + 1;
     header.append((64 - total % 64) % 64, ' ');
     header.push_back('\n');
@@ -160,42 +433,12 @@ void write_array(const std::string& path, DType dtype, const void* data, std::si
     s << header;
   }
   s.write(static_cast<const char*>(data), static_cast<std::streamsize>(count * dtype_size(dtype)));
+}
+
+void write_array(const std::string& path, DType dtype, const void* data, std::size_t count) {
+  AtomicOutput out(path);
+  write_array(out, dtype, data, count);
   out.commit();
-}
-
-AtomicOutput::AtomicOutput(std::string path) : path_(std::move(path)) {
-  if (path_ == "-") {
-    to_stdout_ = true;
-    return;
-  }
-  std::random_device rd;
-  temp_ = fmt::format("{}.tmp-{}-{:x}", path_, ::getpid(), rd());
-  file_.open(temp_, std::ios::binary | std::ios::trunc);
-  if (!file_)
-    throw InputError(fmt::format("{}: cannot open for writing ({})", path_, std::strerror(errno)));
-}
-
-AtomicOutput::~AtomicOutput() {
-  if (!to_stdout_ && !committed_) {
-    file_.close();
-    std::remove(temp_.c_str());
-  }
-}
-
-std::ostream& AtomicOutput::stream() { return to_stdout_ ? std::cout : file_; }
-
-void AtomicOutput::commit() {
-  if (to_stdout_) {
-    std::cout.flush();
-    committed_ = true;
-    return;
-  }
-  file_.flush();
-  if (!file_) throw Error(fmt::format("{}: write failed (disk full?)", path_));
-  file_.close();
-  if (std::rename(temp_.c_str(), path_.c_str()) != 0)
-    throw InputError(fmt::format("{}: cannot write ({})", path_, std::strerror(errno)));
-  committed_ = true;
 }
 
 }  // namespace tandem::io

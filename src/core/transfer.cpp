@@ -24,9 +24,12 @@ TransferOptions calibrated_transfer_options() {
   o.threads = std::min(16, default_threads());
 #if TANDEM_HAS_CUDA
   if (gpu_count() > 0) {
-    if (auto c = TuningCache::global().get("transfer.staged", gpu_info().front().key(), cpu_key())) {
-      o.chunk_bytes = c->value("chunk_bytes", o.chunk_bytes);
-      o.threads = c->value("threads", o.threads);
+    auto parse = [](const nlohmann::json& j) {
+      return std::pair{positive_field<std::size_t>(j, "chunk_bytes"), positive_field<int>(j, "threads")};
+    };
+    if (auto c = TuningCache::global().lookup("transfer.staged", gpu_info().front().key(), cpu_key(), parse)) {
+      o.chunk_bytes = c->first;
+      o.threads = c->second;
     }
   }
 #endif

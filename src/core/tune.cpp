@@ -113,10 +113,30 @@ std::string TuningCache::key(const std::string& op, const std::string& device, c
   return op + "|" + device + "|" + problem_class;
 }
 
+// Callers hold mu_.
 void TuningCache::warn(const std::string& msg) {
   for (const auto& w : warnings_)
     if (w == msg) return;
   warnings_.push_back(msg);
+}
+
+std::vector<std::string> TuningCache::warnings() const {
+  std::lock_guard lock(mu_);
+  return warnings_;
+}
+
+void TuningCache::report_warnings(Report& report) {
+  std::lock_guard lock(mu_);
+  for (; reported_ < warnings_.size(); ++reported_) report.note(warnings_[reported_]);
+}
+
+void TuningCache::drop(const std::string& op, const std::string& device, const std::string& problem_class,
+                       const std::string& why) {
+  std::lock_guard lock(mu_);
+  const std::string k = key(op, device, problem_class);
+  entries_.erase(k);
+  dropped_.insert(k);
+  warn(fmt::format("tuning cache {}: entry {} is malformed ({}); measuring again", path_, k, why));
 }
 
 nlohmann::json TuningCache::load_file() {
@@ -148,6 +168,7 @@ void TuningCache::ensure_loaded() {
 
 std::optional<nlohmann::json> TuningCache::get(const std::string& op, const std::string& device,
                                                const std::string& problem_class) {
+  std::lock_guard lock(mu_);
   ensure_loaded();
   auto it = entries_.find(key(op, device, problem_class));
   if (it == entries_.end()) return std::nullopt;
@@ -156,6 +177,7 @@ std::optional<nlohmann::json> TuningCache::get(const std::string& op, const std:
 
 void TuningCache::put(const std::string& op, const std::string& device, const std::string& problem_class,
                       const nlohmann::json& value) {
+  std::lock_guard lock(mu_);
   ensure_loaded();
   const std::string k = key(op, device, problem_class);
   entries_[k] = value;
@@ -167,6 +189,7 @@ void TuningCache::put(const std::string& op, const std::string& device, const st
   int lock_fd = ::open(lock_path.c_str(), O_CREAT | O_RDWR, 0644);
   if (lock_fd >= 0) ::flock(lock_fd, LOCK_EX);
   nlohmann::json merged = load_file();
+  for (const auto& kk : dropped_) merged.erase(kk);  // malformed entries leave the file
   for (auto& [kk, v] : entries_.items()) merged[kk] = v;
   entries_ = merged;
   const nlohmann::json doc = {{"version", kVersion}, {"entries", entries_}};
@@ -182,6 +205,7 @@ void TuningCache::put(const std::string& op, const std::string& device, const st
     }
   }
   if (ok) ok = std::rename(tmp.c_str(), path_.c_str()) == 0;
+  if (ok) dropped_.clear();
   if (!ok) {
     std::remove(tmp.c_str());
     warn(fmt::format("cannot write tuning cache {}; results are kept for this run only", path_));
@@ -192,7 +216,16 @@ void TuningCache::put(const std::string& op, const std::string& device, const st
   }
 }
 
+void TuningCache::reload() {
+  std::lock_guard lock(mu_);
+  loaded_ = false;
+  entries_ = nlohmann::json::object();
+  warnings_.clear();
+  reported_ = 0;
+}
+
 void TuningCache::clear() {
+  std::lock_guard lock(mu_);
   entries_ = nlohmann::json::object();
   loaded_ = true;
   std::remove(path_.c_str());

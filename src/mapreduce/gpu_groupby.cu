@@ -1,5 +1,6 @@
 // GPU group-by: the upload, then the hash path (gpu_groupby_hash.cu) or GroupByJob on the chained
-// engine (Options::mode = chained). One engine per (key width, value kind).
+// engine (Options::mode = chained). Engines per (key width, value kind) and device, one per
+// concurrent caller.
 #include "mapreduce/gpu_jobs.hpp"
 #include "tandem/core/transfer.hpp"
 #include "tandem/mapreduce/gpu_engine.cuh"
@@ -12,7 +13,6 @@ std::vector<std::pair<K, typename GroupByJob<K, V>::value_type>> gpu_groupby(con
   gpu::require();
   using Job = GroupByJob<K, V>;
   using VIn = std::conditional_t<std::is_void_v<V>, char, V>;
-  static gpu_engine::Engine<Job> engine;  // keeps its scratch buffers between calls
   if (n == 0) {
     r.note("empty input");
     return {};
@@ -29,7 +29,7 @@ std::vector<std::pair<K, typename GroupByJob<K, V>::value_type>> gpu_groupby(con
     return gpu_groupby_hash<K, V>(dk.data(), reinterpret_cast<const V*>(dv.data()), n, o, st, r, s.get());
   if (o.mode == Options::Mode::auto_) r.note("2^32 records or more: the chained engine");
   Job job{dk.data(), dv.data()};
-  return engine.run(job, n, o, st, r);
+  return borrow_engine<gpu_engine::Engine<Job>>()->run(job, n, o, st, r);
 }
 
 #define TANDEM_GPU_GROUPBY(K, V)                                                                             \

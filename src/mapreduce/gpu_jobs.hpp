@@ -1,5 +1,6 @@
 // Entry points of the GPU engine for the shipped jobs (defined in the .cu files of this folder).
 #pragma once
+#include <functional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -9,11 +10,26 @@
 
 #if TANDEM_HAS_CUDA
 #include <cuda_runtime.h>
+
+#include "core/device_pool.hpp"
+#include "tandem/cuda/buffers.hpp"
+#include "tandem/cuda/runtime.hpp"
+#include "tandem/cuda/stream.hpp"
 #endif
 
 namespace tandem::mr::detail {
 
 #if TANDEM_HAS_CUDA
+// An engine of type E for this call on the current device: engines keep device buffers between
+// calls, one per concurrent caller and device.
+template <class E>
+typename ::tandem::detail::DevicePool<E>::Lease borrow_engine() {
+  static auto* pool = new ::tandem::detail::DevicePool<E>;  // never destroyed: CUDA may be torn down first
+  int dev = 0;
+  TANDEM_CUDA(cudaGetDevice(&dev));
+  return pool->borrow(dev);
+}
+
 // Word count of `text` (already lower-cased when asked). Throws NoDeviceError/OutOfMemoryError.
 std::vector<std::pair<std::string, std::uint64_t>> gpu_wordcount(std::string_view text, const Options& o,
                                                                  EngineStats& st, Report& r);
@@ -32,6 +48,14 @@ template <class K, class V>
 std::vector<std::pair<K, typename GroupByJob<K, V>::value_type>> gpu_groupby_hash(const K* d_keys, const V* d_values, std::size_t n,
                                                                                  const Options& o, EngineStats& st, Report& r,
                                                                                  cudaStream_t stream);
+
+// The same with the result left on the device: use(keys, aggregates, groups) runs while the
+// engine's buffers hold it (one entry per group, in no particular order; valid only during the
+// call). The Python package sorts and copies it into the caller's arrays there.
+template <class K, class V>
+void gpu_groupby_hash_on_device(
+    const K* d_keys, const V* d_values, std::size_t n, const Options& o, EngineStats& st, Report& r, cudaStream_t stream,
+    const std::function<void(const K*, const typename GroupByJob<K, V>::value_type*, std::size_t)>& use);
 #endif
 
 }  // namespace tandem::mr::detail

@@ -55,11 +55,10 @@ struct WordCountGpuJob {
 namespace {
 std::vector<std::pair<std::string, std::uint64_t>> run(const char* d_text, std::string_view host, const Options& o,
                                                        EngineStats& st, Report& r) {
-  static gpu_engine::Engine<WordCountGpuJob> engine;
   constexpr std::uint32_t kChunk = 64;
   WordCountGpuJob job{d_text, host.size(), kChunk};
   const std::uint64_t records = (host.size() + kChunk - 1) / kChunk;
-  auto pairs = engine.run(job, records, o, st, r);
+  auto pairs = borrow_engine<gpu_engine::Engine<WordCountGpuJob>>()->run(job, records, o, st, r);
   std::vector<std::pair<std::string, std::uint64_t>> out;
   out.reserve(pairs.size());
   for (const auto& [k, c] : pairs) out.emplace_back(std::string(host.substr(k.pos, k.len)), c);

@@ -133,7 +133,7 @@ WordCount wordcount(std::string_view text_in, const WordCountOptions& opts) {
       done = true;
     } catch (const OutOfMemoryError& e) {
       if (opts.engine.device == Device::gpu) throw;
-      out.report.notice(fmt::format("GPU out of memory ({}); word count runs on the CPU", e.what()));
+      out.report.notice(fmt::format("GPU out of memory ({}): fell back to the CPU engine", e.what()));
     }
   }
 #else
@@ -226,6 +226,41 @@ void sort_rows(std::vector<GroupRow>& rows) {
   });
 }
 
+// The exact (128-bit) sum of each key's values, for the i64 overflow check.
+template <class K>
+struct ExactSumJob {
+  using key_type = K;
+  using value_type = __int128;
+  const K* keys;
+  const std::int64_t* values;
+  template <class Emit>
+  void map(std::size_t i, Emit&& emit) const {
+    emit(keys[i], static_cast<__int128>(values[i]));
+  }
+  void reduce(__int128& into, const __int128& v) const { into += v; }
+};
+
+// The engines sum i64 values modulo 2^64, which is the exact sum whenever that fits in i64. A
+// group whose count x min and count x max fit cannot have left the range; the others (if any) are
+// summed again exactly on the CPU, and a sum outside i64 is an InputError naming the key.
+template <class K>
+void check_i64_sums(GroupBy& g, const std::vector<std::pair<K, Agg<std::int64_t>>>& pairs, const K* keys,
+                    const std::int64_t* values, std::size_t n, const Options& o) {
+  constexpr __int128 lo = INT64_MIN, hi = INT64_MAX;
+  std::size_t unsure = 0;
+  for (const auto& [k, a] : pairs)
+    unsure += __int128(a.count) * a.min < lo || __int128(a.count) * a.max > hi;
+  if (unsure == 0) return;
+  Stopwatch w;
+  const auto exact = cpu_mapreduce(ExactSumJob<K>{keys, values}, n, o);
+  for (const auto& [k, sum] : exact)
+    if (sum < lo || sum > hi)
+      throw InputError(fmt::format("values: the sum of the values of key {} overflows i64 (it is {} {})", k,
+                                   sum < lo ? "below" : "above", sum < lo ? INT64_MIN : INT64_MAX));
+  g.report.add("exact i64 sums", fmt::format("cpu x{}", cpu_threads(o)), w.seconds(),
+               fmt::format("{} group(s) near the i64 range summed again in 128 bits: all fit", unsure));
+}
+
 template <class To, class From>
 std::vector<To> widen(const From* p, std::size_t n) {
   std::vector<To> v(n);
@@ -269,7 +304,7 @@ void run_groupby(GroupBy& g, const K* keys, std::size_t n, const VIn* values, co
       done = true;
     } catch (const OutOfMemoryError& e) {
       if (o.device == Device::gpu) throw;
-      g.report.notice(fmt::format("GPU out of memory ({}); group-by runs on the CPU", e.what()));
+      g.report.notice(fmt::format("GPU out of memory ({}): fell back to the CPU engine", e.what()));
     }
   }
 #else
@@ -284,6 +319,7 @@ void run_groupby(GroupBy& g, const K* keys, std::size_t n, const VIn* values, co
     g.report.add("CPU map+reduce+merge", "cpu", w.seconds(), fmt::format("{} records, {} groups", n, pairs.size()));
     note_cpu(g.report, cs);
   }
+  if constexpr (std::is_same_v<V, std::int64_t>) check_i64_sums<K>(g, pairs, keys, vals, n, o);
   Stopwatch w;
   fill_rows<K, V>(g, pairs);
   sort_rows<K>(g.rows);

@@ -84,18 +84,13 @@ class Controller {
   }
 
  private:
-  // The choice cached for this kernel, grid and device, when it still fits the grid.
+  // The choice cached for this kernel, grid and device, when it still fits the grid (a malformed
+  // entry counts as missing: profiled again and overwritten).
   std::optional<Schedule> cached_choice() {
-    if (auto hit = cache_.get(op_, dev_, cls_); hit && hit->contains("schedule")) {
-      try {
-        const Schedule s = parse_schedule(hit->at("schedule").get<std::string>());
-        if (fits(s, g_)) {
-          r_.report.note(fmt::format("cached choice for {} on {} ({}): {}", k_.name(), cls_, dev_, to_string(s)));
-          return s;
-        }
-      } catch (const std::exception&) {
-        // A stale or foreign entry: profile again and overwrite it.
-      }
+    auto parse = [](const nlohmann::json& j) { return parse_schedule(j.at("schedule").get<std::string>()); };
+    if (auto s = cache_.lookup(op_, dev_, cls_, parse, &r_.report); s && fits(*s, g_)) {
+      r_.report.note(fmt::format("cached choice for {} on {} ({}): {}", k_.name(), cls_, dev_, to_string(*s)));
+      return s;
     }
     return std::nullopt;
   }

@@ -112,6 +112,10 @@ SortWorkspace& sort_workspace() {
 
 char* grow(gpu::DeviceBuffer<char>& b, std::size_t bytes) {
   if (b.size() < bytes) {
+    // A sort queued earlier on another stream may still use the old buffer, and cudaFree is not
+    // promised to wait for it: wait for the workspace's last use first (buffers only grow: rare).
+    const SortWorkspace& ws = sort_workspace();
+    if (ws.pending) TANDEM_CUDA(cudaEventSynchronize(ws.done));
     b = gpu::DeviceBuffer<char>();  // free first: the old and new buffer need not fit together
     b = gpu::DeviceBuffer<char>(bytes);
   }

@@ -55,7 +55,8 @@ struct SortWorkspace {
   void end(cudaStream_t s);    // records this use
 };
 SortWorkspace& sort_workspace();  // of the current device
-// Grows b to at least `bytes` (contents are lost) and returns its data.
+// Grows b, a buffer of the current device's workspace (the caller holds its mu), to at least
+// `bytes` (contents are lost; the workspace's last use finishes first) and returns its data.
 char* grow(gpu::DeviceBuffer<char>& b, std::size_t bytes);
 
 // Kernels and CUB calls (device_radix*.cu). Keys are mapped in place to tandem's ordered bits

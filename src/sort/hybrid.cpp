@@ -137,17 +137,16 @@ Capability measure_k(const U* data, std::uint64_t n_real, std::uint64_t padded, 
                      const detail::GpuConfig& gc, Report& r) {
   const std::string dev = fmt::format("{}+{}/smlimit{}", cpu_key(), gpu_info().at(gc.device).key(), gc.sm_limit);
   const std::string cls = fmt::format("{}/{}/t{}", word_name<U>(), size_class(padded), threads);
+  auto parse = [](const nlohmann::json& j) {
+    Capability c;
+    c.k = positive_field(j, "k");
+    c.cpu_step_s = positive_field(j, "cpu_step_s");
+    c.gpu_step_s = positive_field(j, "gpu_step_s");
+    c.source = "cached";
+    return c;
+  };
+  if (auto c = TuningCache::global().lookup("bitonic.k", dev, cls, parse, &r)) return *c;
   Capability c;
-  if (auto j = TuningCache::global().get("bitonic.k", dev, cls)) {
-    try {
-      c.k = j->at("k").get<double>();
-      c.cpu_step_s = j->at("cpu_step_s").get<double>();
-      c.gpu_step_s = j->at("gpu_step_s").get<double>();
-      c.source = "cached";
-      if (c.k > 0 && c.cpu_step_s > 0 && c.gpu_step_s > 0) return c;
-    } catch (const std::exception&) {
-    }
-  }
   const std::uint64_t S = std::min<std::uint64_t>(padded, std::uint64_t{1} << 22);
   std::vector<U> sample(S), work(S);
   for (std::uint64_t i = 0; i < S; ++i) sample[i] = data[std::min(n_real - 1, i * n_real / S)];
@@ -176,7 +175,7 @@ Capability measure_k(const U* data, std::uint64_t n_real, std::uint64_t padded, 
 CostModel link_model(std::size_t word_bytes, Report& r) {
   CostModel cm;
   cm.element_bytes = word_bytes;
-  if (auto bw = cached_bandwidths(); bw && bw->pinned_h2d > 0) {
+  if (auto bw = cached_bandwidths(&r); bw && bw->pinned_h2d > 0) {
     cm.h2d_bytes_per_s = bw->pinned_h2d;
     cm.d2h_bytes_per_s = bw->pinned_d2h;
   } else {
@@ -202,7 +201,7 @@ void decide_multi(Decision& d, const U* data, std::uint64_t n, std::uint64_t pad
     want.sm_limit = o.bitonic.gpu_sm_limit;
     want.device = g;
     std::string tune;
-    cfg[g] = detail::gpu_config<U>(padded, want, &tune);
+    cfg[g] = detail::gpu_config<U>(padded, want, &tune, &r);
     if (!tune.empty()) r.note(fmt::format("GPU {} tuning:\n{}", g, tune));
     cap[g] = measure_k(data, n, padded, threads, cfg[g], r);
     ks += fmt::format("{}CUDA {} ({}): k = {:.4g}, {} entr{}", ks.empty() ? "" : "; ", g, gpu_info().at(g).name, cap[g].k,
@@ -310,7 +309,7 @@ Decision decide(const U* data, std::uint64_t n, std::uint64_t padded, const Sort
   want.sm_limit = o.bitonic.gpu_sm_limit;
   want.device = gpus.empty() ? 0 : gpus.front();
   std::string tune;
-  d.gpu = detail::gpu_config<U>(padded, want, &tune);
+  d.gpu = detail::gpu_config<U>(padded, want, &tune, &r);
   if (!tune.empty()) r.note("GPU tuning:\n" + tune);
   d.use_gpu = true;
   if (o.device == Device::gpu) {
@@ -359,12 +358,14 @@ int cpu_threads(const U* data, std::uint64_t padded, int asked, Report& r) {
   const int cores = std::max(1, cpu_info().physical_cores);
   if (asked <= cores) return asked;
   const std::string cls = fmt::format("{}/{}", word_name<U>(), size_class(padded));
-  if (auto j = TuningCache::global().get("bitonic.cpu_threads", cpu_key(), cls)) {
-    const int t = j->value("threads", 0);
-    if (t >= 1 && t <= cores) {
-      r.note(fmt::format("{} threads asked, {} physical cores: using {} (tuned, cached)", asked, cores, t));
-      return t;
-    }
+  auto parse = [cores](const nlohmann::json& j) {
+    const int t = positive_field<int>(j, "threads");
+    if (t > cores) throw std::out_of_range(fmt::format("threads {} outside 1..{}", t, cores));
+    return t;
+  };
+  if (auto t = TuningCache::global().lookup("bitonic.cpu_threads", cpu_key(), cls, parse, &r)) {
+    r.note(fmt::format("{} threads asked, {} physical cores: using {} (tuned, cached)", asked, cores, *t));
+    return *t;
   }
   const std::uint64_t S = std::min<std::uint64_t>(padded, std::uint64_t{1} << 18);
   std::vector<U> sample(data, data + S), work(S);
@@ -399,12 +400,14 @@ AffinityMapping cpu_affinity(const U* data, std::uint64_t padded, int threads, R
   if (cands.size() < 2) return none;
   const std::uint64_t S = std::min<std::uint64_t>(padded, std::uint64_t{1} << 20);
   const std::string cls = fmt::format("{}/{}/t{}", word_name<U>(), size_class(S), threads);
-  if (auto j = TuningCache::global().get("bitonic.cpu_affinity", cpu_key(), cls)) {
-    const std::string name = j->value("mapping", "");
-    for (const auto& c : cands)
-      if (c.name == name) {
+  auto parse = [](const nlohmann::json& j) {
+    return std::pair{j.at("mapping").get<std::string>(), j.at("report").get<std::string>()};
+  };
+  if (auto j = TuningCache::global().lookup("bitonic.cpu_affinity", cpu_key(), cls, parse, &r)) {
+    for (const auto& c : cands)  // a mapping this machine no longer offers is measured again
+      if (c.name == j->first) {
         r.note(fmt::format("CPU affinity {} (tuned on {} words, cached); candidates:\n{}", c.describe(), S,
-                           without_final_newline(j->value("report", ""))));
+                           without_final_newline(j->second)));
         return c;
       }
   }

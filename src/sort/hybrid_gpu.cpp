@@ -60,7 +60,7 @@ double time_device_sort(U* d, const U* src_d, std::uint64_t padded, const GpuCon
 }  // namespace
 
 template <class U>
-GpuConfig gpu_config(std::uint64_t padded, GpuConfig want, std::string* tune_report) {
+GpuConfig gpu_config(std::uint64_t padded, GpuConfig want, std::string* tune_report, Report* report) {
   if (want.fuse <= 0) want.fuse = sizeof(U) <= 8 ? 5 : 4;
   if (want.block > 0 && want.elems > 0) return want;
   const gpu::DeviceGuard guard(want.device);
@@ -71,13 +71,13 @@ GpuConfig gpu_config(std::uint64_t padded, GpuConfig want, std::string* tune_rep
   // Tuned on the whole GPU: --gpu-sm-limit runs reuse the shape (tuning on one block would take
   // seconds and is not what the limit is for).
   const std::string cls = fmt::format("{}/{}", word_name<U>(), size_class(n));
-  if (auto j = TuningCache::global().get("bitonic.gpu", dev, cls)) {
-    try {
-      want.block = j->at("block").get<int>();
-      want.elems = j->at("elems").get<int>();
-      if (want.block > 0 && want.elems > 0) return want;
-    } catch (const std::exception&) {
-    }
+  auto parse = [](const nlohmann::json& j) {
+    return std::pair{positive_field<int>(j, "block"), positive_field<int>(j, "elems")};
+  };
+  if (auto j = TuningCache::global().lookup("bitonic.gpu", dev, cls, parse, report)) {
+    want.block = j->first;
+    want.elems = j->second;
+    return want;
   }
   // Candidates: block sizes 2^b bounded by the kernel's register limit and the device's shared
   // memory, elements per thread 2, 4, 8 (16 for words up to 8 bytes).
@@ -315,7 +315,7 @@ void hybrid_execute(U* host, const Plan& plan, const GpuConfig& cfg, int threads
 }
 
 #define TANDEM_HYBRID_GPU(U)                                                                  \
-  template GpuConfig gpu_config<U>(std::uint64_t, GpuConfig, std::string*);                  \
+  template GpuConfig gpu_config<U>(std::uint64_t, GpuConfig, std::string*, Report*);                  \
   template double gpu_time_sort<U>(const U*, std::uint64_t, const GpuConfig&);               \
   template void hybrid_execute<U>(U*, const Plan&, const GpuConfig&, int, Report&);
 TANDEM_HYBRID_GPU(std::uint32_t)

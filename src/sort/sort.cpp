@@ -63,7 +63,7 @@ Report dispatch(std::span<K> keys, std::span<V> values, const SortOptions& opts)
   in.threads = opts.threads > 0 ? opts.threads : default_threads();
   in.algorithm = opts.algorithm;
   in.device = opts.device;
-  if (auto b = cached_bandwidths()) in.host_bw = b->host_memcpy_mt;
+  if (auto b = cached_bandwidths(&r)) in.host_bw = b->host_memcpy_mt;
 #if TANDEM_HAS_CUDA
   std::string gpu_problem;
   try {
@@ -71,7 +71,7 @@ Report dispatch(std::span<K> keys, std::span<V> values, const SortOptions& opts)
     if (in.gpu && !keys.empty()) {
       in.pinned = gpu::is_pinned(keys.data());
       in.gpu_budget = detail::gpu_sort_budget(opts);
-      if (auto b = cached_bandwidths()) in.link_bw = in.pinned ? b->pinned_both : b->staged_both;
+      if (auto b = cached_bandwidths(&r)) in.link_bw = in.pinned ? b->pinned_both : b->staged_both;
     }
   } catch (const CudaError& e) {
     in.gpu = false;

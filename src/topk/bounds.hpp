@@ -1,6 +1,8 @@
 // The pure part of top-k: aggregates, the order key (score desc, id asc) and NRA's bounds.
 // Shared by the CPU code and the CUDA kernels (__host__ __device__ under nvcc); no runtime calls.
 #pragma once
+#include <math.h>
+
 #include <cstdint>
 #include <cstring>
 #include <limits>
@@ -19,6 +21,7 @@ enum : int { kSum = 0, kWsum = 1, kMin = 2, kMax = 3 };
 struct AggSpec {
   int kind{kSum};
   std::uint32_t n{0};
+  int scale{0};  // sums: units of 2^scale (sum_scale)
   double w[64]{};
 };
 
@@ -39,6 +42,114 @@ TK_HD double agg_combine(int kind, double x, double y) {
   return x + y;
 }
 
+// ---- exact sums ----
+// sum and wsum add each contribution (a score, or weight x score rounded to a double) rounded once
+// to a multiple of 2^scale, as 128-bit integers: integer addition gives the same bits in every
+// order (list order, depth order, threads, GPU atomics), and the score is that sum rounded once
+// to a double. min and max keep the double itself (in lo's bits): they are exact anyway.
+struct Acc {
+  std::uint64_t lo;
+  std::int64_t hi;
+};
+
+TK_HD Acc fixed_add(Acc a, Acc b) {
+  Acc r;
+  r.lo = a.lo + b.lo;
+  r.hi = static_cast<std::int64_t>(static_cast<std::uint64_t>(a.hi) + static_cast<std::uint64_t>(b.hi) + (r.lo < a.lo));
+  return r;
+}
+
+TK_HD std::uint64_t double_bits(double x) {
+#if defined(__CUDA_ARCH__)
+  return static_cast<std::uint64_t>(__double_as_longlong(x));
+#else
+  std::uint64_t u;
+  std::memcpy(&u, &x, sizeof u);
+  return u;
+#endif
+}
+
+TK_HD double bits_double(std::uint64_t u) {
+#if defined(__CUDA_ARCH__)
+  return __longlong_as_double(static_cast<long long>(u));
+#else
+  double x;
+  std::memcpy(&x, &u, sizeof x);
+  return x;
+#endif
+}
+
+// x in units of 2^scale, rounded to nearest (ties to even), as a 128-bit integer. sum_scale keeps
+// |x| below 2^(scale + 120); beyond 2^(scale + 126) (lists breaking their contract) it saturates.
+TK_HD Acc to_fixed(double x, int scale) {
+  double r = rint(ldexp(x, -scale));
+  if (r != r) r = 0;
+  r = fmin(fmax(r, -0x1p126), 0x1p126);
+  if (fabs(r) < 0x1p63) {
+    const auto v = static_cast<std::int64_t>(r);
+    return Acc{static_cast<std::uint64_t>(v), v < 0 ? -1 : 0};
+  }
+  const double h = floor(r * 0x1p-64);  // exact: a power-of-two scaling and an integer part
+  const double l = r - h * 0x1p64;      // exact, in [0, 2^64)
+  return Acc{static_cast<std::uint64_t>(l), static_cast<std::int64_t>(h)};
+}
+
+TK_HD int leading_zeros(std::uint64_t v) {
+#if defined(__CUDA_ARCH__)
+  return __clzll(static_cast<long long>(v));
+#else
+  return __builtin_clzll(v);
+#endif
+}
+
+// The 128-bit count of units 2^scale rounded once to the nearest double (ties to even).
+TK_HD double from_fixed(Acc a, int scale) {
+  const bool neg = a.hi < 0;
+  std::uint64_t lo = a.lo, hi = static_cast<std::uint64_t>(a.hi);
+  if (neg) {
+    lo = ~lo + 1;
+    hi = ~hi + (lo == 0);
+  }
+  double m;
+  int shift = 0;
+  if (hi == 0) {
+    m = static_cast<double>(lo);  // one correctly rounded conversion
+  } else {
+    // The top 64 bits, with every bit below them folded into the lowest (sticky) bit: 64 bits
+    // round to 53 exactly as the whole number would.
+    shift = 64 - leading_zeros(hi);
+    const std::uint64_t top = shift == 64 ? hi : (hi << (64 - shift)) | (lo >> shift);
+    const std::uint64_t below = shift == 64 ? lo : lo & ((std::uint64_t{1} << shift) - 1);
+    m = static_cast<double>(top | (below != 0));
+  }
+  const double v = ldexp(m, shift + scale);
+  return neg ? -v : v;
+}
+
+TK_HD bool is_sum(int kind) { return kind == kSum || kind == kWsum; }
+
+TK_HD Acc acc_identity(int kind) {
+  if (is_sum(kind)) return Acc{0, 0};
+  return Acc{double_bits(agg_identity(kind)), 0};
+}
+
+// List i's contribution of score s.
+TK_HD Acc acc_of(const AggSpec& a, std::uint32_t i, float s) {
+  if (is_sum(a.kind)) return to_fixed(agg_value(a, i, s), a.scale);
+  return Acc{double_bits(double(s)), 0};
+}
+
+TK_HD Acc acc_combine(int kind, Acc x, Acc y) {
+  if (is_sum(kind)) return fixed_add(x, y);
+  return Acc{double_bits(agg_combine(kind, bits_double(x.lo), bits_double(y.lo))), 0};
+}
+
+// The aggregate score: the same bits on every path.
+TK_HD double acc_score(int kind, int scale, Acc x) {
+  return is_sum(kind) ? from_fixed(x, scale) : bits_double(x.lo);
+}
+TK_HD double acc_score(const AggSpec& a, Acc x) { return acc_score(a.kind, a.scale, x); }
+
 TK_HD int lowest_bit(std::uint64_t v) {
 #if defined(__CUDA_ARCH__)
   return __ffsll(static_cast<long long>(v)) - 1;
@@ -50,11 +161,12 @@ TK_HD int lowest_bit(std::uint64_t v) {
 TK_HD std::uint64_t full_mask(std::uint32_t n) { return n >= 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << n) - 1; }
 
 // Upper bound of an object whose seen lists are `mask` and partial aggregate `acc`: every unseen
-// list i contributes at most tval[i] = agg_value(i, last score read in list i).
-TK_HD double upper_bound(int kind, double acc, std::uint64_t mask, std::uint64_t full, const double* tval) {
+// list i contributes at most tval[i] = acc_of(i, last score read in list i) (rounding to the grid
+// and to a double are monotone, so the bound holds for the score too).
+TK_HD Acc upper_bound(int kind, Acc acc, std::uint64_t mask, std::uint64_t full, const Acc* tval) {
   std::uint64_t unseen = full & ~mask;
   while (unseen) {
-    acc = agg_combine(kind, acc, tval[lowest_bit(unseen)]);
+    acc = acc_combine(kind, acc, tval[lowest_bit(unseen)]);
     unseen &= unseen - 1;
   }
   return acc;

@@ -22,7 +22,7 @@ using namespace detail;
 namespace {
 
 struct Slot {
-  double acc;
+  Acc acc;
   std::uint64_t mask;
 };
 
@@ -48,9 +48,45 @@ void merge_top(std::vector<Key96>& top, const std::vector<Key96>& add, std::uint
 
 std::string where_cpu(int threads) { return threads > 1 ? fmt::format("cpu x{}", threads) : "cpu"; }
 
+// x combined with v by concurrent threads. Sums: two 64-bit atomic adds (the carry of the low
+// word's add goes into the high word), exact once the batch's threads have joined.
+void atomic_combine(int kind, Acc& x, Acc v) {
+  std::atomic_ref<std::uint64_t> lo(x.lo);
+  if (is_sum(kind)) {
+    const std::uint64_t old = lo.fetch_add(v.lo, std::memory_order_relaxed);
+    const std::int64_t carry = old + v.lo < old;
+    if (v.hi + carry) std::atomic_ref<std::int64_t>(x.hi).fetch_add(v.hi + carry, std::memory_order_relaxed);
+    return;
+  }
+  std::uint64_t cur = lo.load(std::memory_order_relaxed);
+  while (acc_combine(kind, Acc{cur, 0}, v).lo != cur && !lo.compare_exchange_weak(cur, v.lo, std::memory_order_relaxed)) {
+  }
+}
+
 }  // namespace
 
 namespace detail {
+std::vector<float> list_max_abs(const Lists& l) {
+  std::vector<float> out(l.n, 0.0f);
+  if (l.m == 0) return out;
+  for (std::uint32_t i = 0; i < l.n; ++i) out[i] = std::max(std::fabs(l.list(i).front().score), std::fabs(l.list(i).back().score));
+  return out;
+}
+
+int sum_scale(const AggSpec& a, const std::vector<float>& max_abs) {
+  double most = 0;
+  for (std::uint32_t i = 0; i < a.n && i < max_abs.size(); ++i) {
+    const double c = std::fabs(agg_value(a, i, max_abs[i]));
+    if (!std::isfinite(c))
+      throw InputError(fmt::format("weight {} of list {} times its score {} overflows a double", a.w[i], i, max_abs[i]));
+    most = std::max(most, c);
+  }
+  if (most == 0) return 0;
+  int e = 0;
+  std::frexp(most, &e);  // most < 2^e
+  return e - 120;
+}
+
 void describe(Result& r, std::uint64_t m) {
   const auto& s = r.stats;
   nlohmann::json d = {{"algo", s.algo},         {"where", s.where},     {"depth", s.depth},
@@ -70,12 +106,12 @@ void describe(Result& r, std::uint64_t m) {
 }  // namespace detail
 
 std::vector<Item> reference(const Lists& l, std::uint64_t k, const Aggregate& agg) {
-  const auto a = spec_of(agg, l.n);
-  std::vector<double> acc(l.m, agg_identity(a.kind));
+  const auto a = spec_of(agg, l);
+  std::vector<Acc> acc(l.m, acc_identity(a.kind));
   for (std::uint32_t i = 0; i < l.n; ++i)
-    for (const Entry& e : l.list(i)) acc[e.id] = agg_combine(a.kind, acc[e.id], agg_value(a, i, e.score));
+    for (const Entry& e : l.list(i)) acc[e.id] = acc_combine(a.kind, acc[e.id], acc_of(a, i, e.score));
   std::vector<Item> all(l.m);
-  for (std::uint64_t id = 0; id < l.m; ++id) all[id] = Item{std::uint32_t(id), acc[id] + 0.0};
+  for (std::uint64_t id = 0; id < l.m; ++id) all[id] = Item{std::uint32_t(id), acc_score(a, acc[id]) + 0.0};
   k = std::min<std::uint64_t>(k, l.m);
   std::partial_sort(all.begin(), all.begin() + std::ptrdiff_t(k), all.end(), better);
   all.resize(k);
@@ -83,22 +119,21 @@ std::vector<Item> reference(const Lists& l, std::uint64_t k, const Aggregate& ag
 }
 
 Result scan_cpu(const Lists& l, std::uint64_t k, const Aggregate& agg, const Options& opts) {
-  const auto a = spec_of(agg, l.n);
+  const auto a = spec_of(agg, l);
   const int threads = threads_of(opts);
   Result r;
   r.report.operation = "topk";
   const auto m = static_cast<std::int64_t>(l.m);
   Stopwatch w;
-  std::vector<double> acc(l.m);
-  // Ids are distinct within a list, so a list's entries update distinct objects: no atomics, and
-  // each object sums its lists in list order (the reference's order).
+  std::vector<Acc> acc(l.m);
+  // Ids are distinct within a list, so a list's entries update distinct objects: no atomics.
   for (std::uint32_t i = 0; i < l.n; ++i) {
     const Entry* L = l.entries.data() + std::size_t(i) * l.m;
 #pragma omp parallel for num_threads(threads) schedule(static)
     for (std::int64_t p = 0; p < m; ++p) {
       const Entry e = L[p];
-      const double v = agg_value(a, i, e.score);
-      acc[e.id] = i == 0 ? agg_combine(a.kind, agg_identity(a.kind), v) : agg_combine(a.kind, acc[e.id], v);
+      const Acc v = acc_of(a, i, e.score);
+      acc[e.id] = i == 0 ? v : acc_combine(a.kind, acc[e.id], v);
     }
   }
   r.report.add("aggregate every object", where_cpu(threads), w.seconds(),
@@ -110,7 +145,7 @@ Result scan_cpu(const Lists& l, std::uint64_t k, const Aggregate& agg, const Opt
     auto& heap = part[omp_get_thread_num()];  // max-heap by key_lt: the worst kept key on top
 #pragma omp for schedule(static)
     for (std::int64_t id = 0; id < m; ++id) {
-      push_bounded(heap, make_key(acc[id], std::uint32_t(id)), k, key_lt);
+      push_bounded(heap, make_key(acc_score(a, acc[id]), std::uint32_t(id)), k, key_lt);
     }
   }
   std::vector<Key96> top;
@@ -122,7 +157,7 @@ Result scan_cpu(const Lists& l, std::uint64_t k, const Aggregate& agg, const Opt
 }
 
 Result nra_cpu(const Lists& l, std::uint64_t k, const Aggregate& agg, const Options& opts) {
-  const auto a = spec_of(agg, l.n);
+  const auto a = spec_of(agg, l);
   const int threads = threads_of(opts);
   const std::uint32_t n = l.n;
   const std::uint64_t m = l.m;
@@ -130,13 +165,13 @@ Result nra_cpu(const Lists& l, std::uint64_t k, const Aggregate& agg, const Opti
   Result r;
   r.report.operation = "topk";
   Stopwatch w;
-  std::vector<Slot> slot(m, Slot{agg_identity(a.kind), 0});
+  std::vector<Slot> slot(m, Slot{acc_identity(a.kind), 0});
   r.report.add("NRA init", where_cpu(threads), w.seconds(), fmt::format("{} object slots", m));
 
   std::vector<std::uint32_t> cand, completed;
   std::vector<Key96> top, entrants;
   std::vector<std::vector<std::uint32_t>> tcand(threads), tdone(threads);
-  double tval[kMaxLists];
+  Acc tval[kMaxLists];
   bool phase2 = false, done = false;
   const bool adaptive = opts.stride == 0;
   const std::uint64_t floor = threads > 1 ? 4096 : 256;
@@ -160,7 +195,7 @@ Result nra_cpu(const Lists& l, std::uint64_t k, const Aggregate& agg, const Opti
             if (in_phase2) continue;  // phase 2: objects never seen cannot enter the top k
             cand.push_back(x.id);
           }
-          s.acc = agg_combine(a.kind, s.acc, agg_value(a, i, x.score));
+          s.acc = acc_combine(a.kind, s.acc, acc_of(a, i, x.score));
           s.mask |= std::uint64_t{1} << i;
           if (s.mask == full) completed.push_back(x.id);
         }
@@ -182,15 +217,7 @@ Result nra_cpu(const Lists& l, std::uint64_t k, const Aggregate& agg, const Opti
           Slot& s = slot[x.id];
           std::atomic_ref<std::uint64_t> mask(s.mask);
           if (in_phase2 && mask.load(std::memory_order_relaxed) == 0) continue;
-          const double v = agg_value(a, i, x.score);
-          std::atomic_ref<double> acc(s.acc);
-          if (a.kind == kSum || a.kind == kWsum) {
-            acc.fetch_add(v, std::memory_order_relaxed);
-          } else {
-            double cur = acc.load(std::memory_order_relaxed);
-            while (agg_combine(a.kind, cur, v) != cur && !acc.compare_exchange_weak(cur, v, std::memory_order_relaxed)) {
-            }
-          }
+          atomic_combine(a.kind, s.acc, acc_of(a, i, x.score));
           const std::uint64_t bit = std::uint64_t{1} << i;
           const std::uint64_t old = mask.fetch_or(bit, std::memory_order_acq_rel);
           if (old == 0) mc.push_back(x.id);
@@ -202,11 +229,11 @@ Result nra_cpu(const Lists& l, std::uint64_t k, const Aggregate& agg, const Opti
         completed.insert(completed.end(), tdone[t].begin(), tdone[t].end());
       }
     }
-    for (std::uint32_t i = 0; i < n; ++i) tval[i] = agg_value(a, i, l.entries[std::size_t(i) * m + e - 1].score);
+    for (std::uint32_t i = 0; i < n; ++i) tval[i] = acc_of(a, i, l.entries[std::size_t(i) * m + e - 1].score);
     // Fully known objects that beat the current k-th enter the running top k (the paper's tmp).
     entrants.clear();
     for (std::uint32_t id : completed) {
-      const Key96 key = make_key(slot[id].acc, id);
+      const Key96 key = make_key(acc_score(a, slot[id].acc), id);
       if (top.size() < k || key_less(key, top.back())) entrants.push_back(key);
     }
     merge_top(top, entrants, k);
@@ -216,16 +243,17 @@ Result nra_cpu(const Lists& l, std::uint64_t k, const Aggregate& agg, const Opti
       done = true;  // every object seen in every list: top holds the exact answer
     } else if (top.size() == k) {
       const Key96 kth = top[k - 1];
-      double tagg = agg_identity(a.kind);
-      for (std::uint32_t i = 0; i < n; ++i) tagg = agg_combine(a.kind, tagg, tval[i]);
-      if (!phase2 && !unseen_may_beat(tagg, kth)) phase2 = true;
+      Acc tagg = acc_identity(a.kind);
+      for (std::uint32_t i = 0; i < n; ++i) tagg = acc_combine(a.kind, tagg, tval[i]);
+      if (!phase2 && !unseen_may_beat(acc_score(a, tagg), kth)) phase2 = true;
       if (phase2) {
         // Drop fully known objects and those whose upper bound cannot beat the k-th any more
         // (bounds only fall, the k-th only rises: they never come back).
         std::size_t out = 0;
         for (std::uint32_t id : cand) {
           const Slot& s = slot[id];
-          if (s.mask != full && may_beat(upper_bound(a.kind, s.acc, s.mask, full, tval), id, kth)) cand[out++] = id;
+          if (s.mask != full && may_beat(acc_score(a, upper_bound(a.kind, s.acc, s.mask, full, tval)), id, kth))
+            cand[out++] = id;
         }
         cand.resize(out);
         done = cand.empty();
@@ -258,7 +286,7 @@ TaIndex build_ta_index(const Lists& l, int threads) {
 }
 
 Result ta_cpu(const Lists& l, std::uint64_t k, const Aggregate& agg, const Options& opts, const TaIndex* index) {
-  const auto a = spec_of(agg, l.n);
+  const auto a = spec_of(agg, l);
   const std::uint32_t n = l.n;
   const std::uint64_t m = l.m;
   Result r;
@@ -279,21 +307,21 @@ Result ta_cpu(const Lists& l, std::uint64_t k, const Aggregate& agg, const Optio
   bool done = false;
   const std::uint64_t limit = opts.max_depth ? std::min(m, opts.max_depth) : m;
   for (; p < limit && !done; ++p) {
-    double tagg = agg_identity(a.kind);
+    Acc tagg = acc_identity(a.kind);
     for (std::uint32_t i = 0; i < n; ++i) {
       const Entry x = l.entries[std::size_t(i) * m + p];
-      tagg = agg_combine(a.kind, tagg, agg_value(a, i, x.score));
+      tagg = acc_combine(a.kind, tagg, acc_of(a, i, x.score));
       std::uint64_t& sw = seen[x.id / 64];
       const std::uint64_t bit = std::uint64_t{1} << (x.id % 64);
       if (sw & bit) continue;
       sw |= bit;
       ++scored;
-      double s = agg_identity(a.kind);
-      for (std::uint32_t j = 0; j < n; ++j) s = agg_combine(a.kind, s, agg_value(a, j, ix[std::size_t(j) * m + x.id]));
-      push_bounded(heap, make_key(s, x.id), k, key_lt);
+      Acc s = acc_identity(a.kind);
+      for (std::uint32_t j = 0; j < n; ++j) s = acc_combine(a.kind, s, acc_of(a, j, ix[std::size_t(j) * m + x.id]));
+      push_bounded(heap, make_key(acc_score(a, s), x.id), k, key_lt);
     }
     // Every object not read yet scores at most tagg; with an unknown id it must fall strictly below.
-    if (p + 1 == m || (heap.size() == k && !unseen_may_beat(tagg, heap.front()))) done = true;
+    if (p + 1 == m || (heap.size() == k && !unseen_may_beat(acc_score(a, tagg), heap.front()))) done = true;
   }
   std::sort(heap.begin(), heap.end(), key_lt);
   r.report.add("TA sorted + random access", "cpu", w.seconds(), fmt::format("{} objects scored", scored));

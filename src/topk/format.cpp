@@ -97,8 +97,8 @@ Lists read_lists(const std::string& path) {
       throw InputError(fmt::format("{}: {} extra bytes after the last list ({} lists x {} objects)", path,
                                    size_known - want, l.n, l.m));
   };
-  if (path == "-") {
-    auto bytes = io::read_bytes("-");
+  if (!io::is_sized_file(path)) {  // standard input, a pipe, a FIFO, a device: read to its end
+    auto bytes = io::read_bytes(path);
     if (bytes.size() < kHeader) truncated(path, 0, 1, bytes.size());
     std::memcpy(header.data(), bytes.data(), kHeader);
     parse_header(bytes.size(), true);

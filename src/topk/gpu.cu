@@ -31,10 +31,10 @@ using namespace detail;
 namespace {
 
 struct Slot {
-  double acc;
+  Acc acc;
   unsigned long long mask;
 };
-static_assert(sizeof(Slot) == 16);
+static_assert(sizeof(Slot) == 24);
 
 // What the host reads back each round.
 struct DevState {
@@ -58,28 +58,32 @@ constexpr int kBlock = 256;
 
 constexpr std::uint64_t kGridCap = 65535ull * 16;  // grid-stride loops cover the rest
 
-__device__ void atomic_combine(int kind, double* p, double v) {
-  if (kind == kSum || kind == kWsum) {
-    atomicAdd(p, v);
+// Sums: two 64-bit atomic adds (the low word's carry goes into the high word), exact once the
+// kernel has finished. min/max: a compare-and-swap loop on the double's bits.
+__device__ void atomic_combine(int kind, Acc* p, Acc v) {
+  auto* lo = reinterpret_cast<unsigned long long*>(&p->lo);
+  if (is_sum(kind)) {
+    const unsigned long long old = atomicAdd(lo, static_cast<unsigned long long>(v.lo));
+    const unsigned long long carry = old + v.lo < old;
+    const unsigned long long dh = static_cast<unsigned long long>(v.hi) + carry;
+    if (dh) atomicAdd(reinterpret_cast<unsigned long long*>(&p->hi), dh);
     return;
   }
-  auto* u = reinterpret_cast<unsigned long long*>(p);
-  unsigned long long old = *reinterpret_cast<volatile unsigned long long*>(u);
+  unsigned long long old = *reinterpret_cast<volatile unsigned long long*>(lo);
   while (true) {
-    const double cur = __longlong_as_double(static_cast<long long>(old));
-    if (agg_combine(kind, cur, v) == cur) return;
-    const unsigned long long got = atomicCAS(u, old, static_cast<unsigned long long>(__double_as_longlong(v)));
+    if (acc_combine(kind, Acc{old, 0}, v).lo == old) return;
+    const unsigned long long got = atomicCAS(lo, old, static_cast<unsigned long long>(v.lo));
     if (got == old) return;
     old = got;
   }
 }
 
-__global__ void k_init_slots(Slot* s, std::uint64_t m, double ident) {
+__global__ void k_init_slots(Slot* s, std::uint64_t m, Acc ident) {
   for (std::uint64_t i = blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x; i < m; i += std::uint64_t(gridDim.x) * blockDim.x)
     s[i] = Slot{ident, 0ull};
 }
 
-__global__ void k_reset_slots(const std::uint32_t* ids, std::uint64_t count, Slot* s, std::uint64_t m, double ident) {
+__global__ void k_reset_slots(const std::uint32_t* ids, std::uint64_t count, Slot* s, std::uint64_t m, Acc ident) {
   for (std::uint64_t i = blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x; i < count; i += std::uint64_t(gridDim.x) * blockDim.x) {
     const std::uint32_t id = ids[i];
     if (id < m) s[id] = Slot{ident, 0ull};
@@ -101,7 +105,7 @@ __global__ void k_nra_scatter(const Entry* L, std::uint64_t m, std::uint32_t n, 
     Slot* o = s + x.id;
     // Phase 2 ignores objects never seen: they cannot enter the top k any more.
     if (phase2 && *reinterpret_cast<volatile unsigned long long*>(&o->mask) == 0ull) continue;
-    atomic_combine(a.kind, &o->acc, agg_value(a, i, x.score));
+    atomic_combine(a.kind, &o->acc, acc_of(a, i, x.score));
     const unsigned long long bit = 1ull << i;
     const unsigned long long old = atomicOr(&o->mask, bit);
     if (old == 0ull) touched[atomicAdd(&st->touched, 1ull)] = x.id;
@@ -110,11 +114,11 @@ __global__ void k_nra_scatter(const Entry* L, std::uint64_t m, std::uint32_t n, 
 }
 
 // Completed objects better than the current k-th go to `out` (after the running top k).
-__global__ void k_nra_entrants(const std::uint32_t* completed, const Slot* s, DevState* st, Key96* out) {
+__global__ void k_nra_entrants(const std::uint32_t* completed, const Slot* s, int kind, int scale, DevState* st, Key96* out) {
   const unsigned long long count = st->completed;
   for (std::uint64_t q = blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x; q < count; q += std::uint64_t(gridDim.x) * blockDim.x) {
     const std::uint32_t id = completed[q];
-    const Key96 key = make_key(s[id].acc, id);
+    const Key96 key = make_key(acc_score(kind, scale, s[id].acc), id);
     if (!st->have_kth || key_less(key, st->kth)) out[atomicAdd(&st->entrants, 1ull)] = key;
   }
 }
@@ -122,14 +126,14 @@ __global__ void k_nra_entrants(const std::uint32_t* completed, const Slot* s, De
 // Phase 2: keep candidates not fully known whose upper bound may still beat the k-th.
 __global__ void k_nra_prune(const std::uint32_t* in, std::uint64_t count, const Slot* s, AggSpec a,
                             unsigned long long full, DevState* st, std::uint32_t* out) {
-  __shared__ double tval[kMaxLists];
-  for (std::uint32_t i = threadIdx.x; i < a.n; i += blockDim.x) tval[i] = agg_value(a, i, st->thr[i]);
+  __shared__ Acc tval[kMaxLists];
+  for (std::uint32_t i = threadIdx.x; i < a.n; i += blockDim.x) tval[i] = acc_of(a, i, st->thr[i]);
   __syncthreads();
   const Key96 kth = st->kth;
   for (std::uint64_t q = blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x; q < count; q += std::uint64_t(gridDim.x) * blockDim.x) {
     const std::uint32_t id = in[q];
     const Slot o = s[id];
-    if (o.mask != full && may_beat(upper_bound(a.kind, o.acc, o.mask, full, tval), id, kth))
+    if (o.mask != full && may_beat(acc_score(a, upper_bound(a.kind, o.acc, o.mask, full, tval)), id, kth))
       out[atomicAdd(&st->remaining, 1ull)] = id;
   }
 }
@@ -180,21 +184,23 @@ __global__ void k_ta_round(const Entry* L, std::uint64_t m, std::uint32_t n, std
     if (x.id >= m) continue;
     if (atomicOr(&s[x.id].mask, 1ull) != 0ull) continue;
     touched[atomicAdd(&st->touched, 1ull)] = x.id;
-    double v = agg_identity(a.kind);
-    for (std::uint32_t j = 0; j < n; ++j) v = agg_combine(a.kind, v, agg_value(a, j, ix[std::uint64_t(j) * m + x.id]));
-    const Key96 key = make_key(v, x.id);
+    Acc v = acc_identity(a.kind);
+    for (std::uint32_t j = 0; j < n; ++j) v = acc_combine(a.kind, v, acc_of(a, j, ix[std::uint64_t(j) * m + x.id]));
+    const Key96 key = make_key(acc_score(a, v), x.id);
     if (!st->have_kth || key_less(key, st->kth)) out[atomicAdd(&st->entrants, 1ull)] = key;
   }
 }
 
-// Scan: list i adds its scores. Ids are distinct within a list, so no atomics, and every object
-// combines its lists in list order (bit-identical to the CPU reference).
-__global__ void k_scan_list(const Entry* L, std::uint64_t m, AggSpec a, std::uint32_t i, double* acc) {
+// Scan: list i adds its scores. Ids are distinct within a list, so no atomics; the last list also
+// writes each object's score (bit-identical to the CPU paths).
+__global__ void k_scan_list(const Entry* L, std::uint64_t m, AggSpec a, std::uint32_t i, Acc* acc, double* score) {
   for (std::uint64_t p = blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x; p < m; p += std::uint64_t(gridDim.x) * blockDim.x) {
     const Entry x = L[p];
     if (x.id >= m) continue;
-    const double v = agg_value(a, i, x.score);
-    acc[x.id] = agg_combine(a.kind, i == 0 ? agg_identity(a.kind) : acc[x.id], v);
+    const Acc v = acc_of(a, i, x.score);
+    const Acc sum = i == 0 ? v : acc_combine(a.kind, acc[x.id], v);
+    if (i + 1 == a.n) score[x.id] = acc_score(a, sum);
+    else acc[x.id] = sum;
   }
 }
 
@@ -264,13 +270,15 @@ struct DeviceLists::Impl {
   const Entry* L{nullptr};
   gpu::Stream stream;
 
+  std::vector<float> max_abs;  // each list's largest |score| (the scale of exact sums)
   gpu::DeviceBuffer<Slot> slots;
   bool slots_clean{false};
-  double slots_ident{0};
+  Acc slots_ident{0, 0};
   gpu::DeviceBuffer<std::uint32_t> touched, cand_a, cand_b, completed;
   gpu::DeviceBuffer<Key96> merge_a, merge_b;
   gpu::DeviceBuffer<unsigned char> cub_temp;
   gpu::DeviceBuffer<double> acc;
+  gpu::DeviceBuffer<Acc> acc_fixed;
   gpu::DeviceBuffer<float> ta_index;
   bool ta_built{false};
   gpu::DeviceBuffer<DevState> state;
@@ -285,9 +293,9 @@ struct DeviceLists::Impl {
   }
 
   // Slots at {identity, 0} for this aggregate kind.
-  void prepare_slots(double ident) {
+  void prepare_slots(Acc ident) {
     ensure(slots, m);
-    if (!slots_clean || slots_ident != ident) {
+    if (!slots_clean || slots_ident.lo != ident.lo || slots_ident.hi != ident.hi) {
       k_init_slots<<<gpu::grid_for(m, kBlock, kGridCap), kBlock, 0, stream>>>(slots.data(), m, ident);
       TANDEM_CUDA_LAUNCH("k_init_slots");
       slots_ident = ident;
@@ -326,6 +334,7 @@ std::unique_ptr<DeviceLists> upload(const Lists& l, Memory memory, Report* rep) 
   impl->n = l.n;
   impl->m = l.m;
   impl->memory = memory;
+  impl->max_abs = list_max_abs(l);
   const std::size_t bytes = l.entries.size() * sizeof(Entry);
   Stopwatch w;
   if (memory == Memory::managed) {
@@ -409,9 +418,9 @@ void prepare_common(DeviceLists::Impl& d, std::uint64_t k) {
 }
 
 double t_agg(const AggSpec& a, const float* thr) {
-  double t = agg_identity(a.kind);
-  for (std::uint32_t i = 0; i < a.n; ++i) t = agg_combine(a.kind, t, agg_value(a, i, thr[i]));
-  return t;
+  Acc t = acc_identity(a.kind);
+  for (std::uint32_t i = 0; i < a.n; ++i) t = acc_combine(a.kind, t, acc_of(a, i, thr[i]));
+  return acc_score(a, t);
 }
 
 }  // namespace
@@ -429,7 +438,7 @@ struct Query {
 static Query start_query(DeviceLists& dl, std::uint64_t k, const Aggregate& agg) {
   auto& d = detail::DeviceListsAccess::impl(dl);
   if (k < 1 || k > d.m) throw UsageError(gpu::format("k = {} must be between 1 and {}", k, d.m));
-  Query q{d, d.n, d.m, spec_of(agg, d.n), where_gpu(), {}};
+  Query q{d, d.n, d.m, spec_of(agg, d.n, d.max_abs), where_gpu(), {}};
   q.r.report.operation = "topk";
   return q;
 }
@@ -440,7 +449,7 @@ Result nra_gpu(DeviceLists& dl, std::uint64_t k, const Aggregate& agg, const Opt
   const unsigned long long full = full_mask(n);
   Stopwatch w;
   prepare_common(d, k);
-  d.prepare_slots(agg_identity(a.kind));
+  d.prepare_slots(acc_identity(a.kind));
   d.stream.sync();
   r.report.add("NRA init", where, w.seconds(), "state + buffers");
 
@@ -464,8 +473,8 @@ Result nra_gpu(DeviceLists& dl, std::uint64_t k, const Aggregate& agg, const Opt
                                                                 in_phase2, d.touched.data(), d.completed.data(),
                                                                 d.state.data());
     TANDEM_CUDA_LAUNCH("k_nra_scatter");
-    k_nra_entrants<<<gpu::grid_for(std::min(m, width * n), kBlock, kGridCap), kBlock, 0, d.stream>>>(d.completed.data(), d.slots.data(),
-                                                                              d.state.data(), d.merge_a.data() + top.top);
+    k_nra_entrants<<<gpu::grid_for(std::min(m, width * n), kBlock, kGridCap), kBlock, 0, d.stream>>>(
+        d.completed.data(), d.slots.data(), a.kind, a.scale, d.state.data(), d.merge_a.data() + top.top);
     TANDEM_CUDA_LAUNCH("k_nra_entrants");
     d.fetch_state();
     const DevState st = d.host_state[0];
@@ -524,7 +533,7 @@ Result ta_gpu(DeviceLists& dl, std::uint64_t k, const Aggregate& agg, const Opti
   }
   w.reset();
   prepare_common(d, k);
-  d.prepare_slots(0.0);
+  d.prepare_slots(acc_identity(kSum));
   TopK top{d, k};
   const bool adaptive = opts.stride == 0;
   const std::uint64_t floor = 4096;
@@ -563,10 +572,12 @@ Result scan_gpu(DeviceLists& dl, std::uint64_t k, const Aggregate& agg, const Op
   auto q = start_query(dl, k, agg);
   auto& [d, n, m, a, where, r] = q;
   ensure(d.acc, m);
+  if (n > 1) ensure(d.acc_fixed, m);
   gpu::Event e0, e1, e2;
   e0.record(d.stream);
   for (std::uint32_t i = 0; i < n; ++i) {
-    k_scan_list<<<gpu::grid_for(m, kBlock, kGridCap), kBlock, 0, d.stream>>>(d.L + std::uint64_t(i) * m, m, a, i, d.acc.data());
+    k_scan_list<<<gpu::grid_for(m, kBlock, kGridCap), kBlock, 0, d.stream>>>(d.L + std::uint64_t(i) * m, m, a, i,
+                                                                              d.acc_fixed.data(), d.acc.data());
     TANDEM_CUDA_LAUNCH("k_scan_list");
   }
   e1.record(d.stream);

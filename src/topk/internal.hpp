@@ -9,7 +9,18 @@
 
 namespace tandem::topk::detail {
 
-inline AggSpec spec_of(const Aggregate& a, std::uint32_t n) {
+// Each list's largest |score| (lists are sorted: at one of its ends); 0 for empty lists.
+std::vector<float> list_max_abs(const Lists& l);
+
+// The unit 2^scale of exact sums: with every contribution below 2^e (weights are >= 0, so the
+// largest |contribution| of list i is its weight times its largest |score|), 64 of them stay
+// below 2^(e + 6), far inside 128 bits at 2^(e - 120) a unit; a score of list i is exact when it is
+// at least 2^96 times smaller than that largest contribution. InputError if a weighted score
+// overflows a double.
+int sum_scale(const AggSpec& a, const std::vector<float>& max_abs);
+
+// The aggregate for the kernels and bounds; max_abs from list_max_abs.
+inline AggSpec spec_of(const Aggregate& a, std::uint32_t n, const std::vector<float>& max_abs) {
   AggSpec s;
   s.n = n;
   switch (a.kind) {
@@ -19,8 +30,10 @@ inline AggSpec spec_of(const Aggregate& a, std::uint32_t n) {
     case AggKind::max: s.kind = kMax; break;
   }
   for (std::size_t i = 0; i < a.weights.size() && i < 64; ++i) s.w[i] = a.weights[i];
+  s.scale = sum_scale(s, max_abs);
   return s;
 }
+inline AggSpec spec_of(const Aggregate& a, const Lists& l) { return spec_of(a, l.n, list_max_abs(l)); }
 
 // Adaptive stride: the first batch, and the next one after a batch of `stride` ending at `depth`.
 // Phase 1 doubles; phase 2 grows with the depth read (at most a quarter more), bounding overshoot.

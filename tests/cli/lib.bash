@@ -13,3 +13,6 @@ check() {
     echo "ok   $name"
   fi
 }
+same() {  # same NAME FILE EXPECTED_TEXT
+  if [ "$(cat "$2")" != "$3" ]; then echo "FAIL $1: got"; cat "$2"; fails=$((fails+1)); else echo "ok   $1"; fi
+}

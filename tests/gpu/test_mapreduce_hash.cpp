@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "tandem/core/device.hpp"
+#include "tandem/core/error.hpp"
 #include "tandem/mapreduce.hpp"
 #include "tandem/mapreduce/bucket_table.hpp"
 #include "test_util.hpp"
@@ -403,3 +404,34 @@ TEST(GpuHashGroupBy, ChainedModeStillSelectable) {
   EXPECT_EQ(g.gpu.engine, "chained");
 }
 
+
+// i64 sums on the GPU engines: wrapped in 64-bit atomics, checked like the CPU's (a sum beyond
+// i64 is an InputError naming the key, a running sum that leaves i64 and returns is exact).
+TEST(GpuHashGroupBy, I64SumsBeyondRangeAreAnInputError) {
+  TANDEM_REQUIRE_GPU();
+  for (auto mode : {mr::Options::Mode::hash, mr::Options::Mode::seed}) {
+    auto o = hash_opts();
+    o.mode = mode;
+    std::vector<std::int64_t> k{-42, -42, 5}, v{INT64_MAX, 1, 3};
+    try {
+      mr::groupby(DType::i64, k.data(), k.size(), DType::i64, v.data(), v.size(), true, o);
+      ADD_FAILURE() << "no error";
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("key -42 overflows i64"), std::string::npos) << e.what();
+    }
+    // Many records per key, partial sums crossing the range in every order the atomics take.
+    const std::size_t n = sanitizer() ? 20000 : 1000000;
+    std::vector<std::uint32_t> keys(n);
+    std::vector<std::int64_t> vals(n);
+    for (std::size_t i = 0; i < n; i += 2) {
+      keys[i] = keys[i + 1] = std::uint32_t(tandem::mix64(i) % 300);
+      vals[i] = std::int64_t(tandem::mix64(i + 1) >> 1);
+      vals[i + 1] = -vals[i] + std::int64_t(i % 7);
+    }
+    mr::Options cpu;
+    cpu.device = Device::cpu;
+    const auto want = mr::groupby(DType::u32, keys.data(), n, DType::i64, vals.data(), n, true, cpu);
+    expect_same_rows(mr::groupby(DType::u32, keys.data(), n, DType::i64, vals.data(), n, true, o), want,
+                     mode == mr::Options::Mode::hash ? "hash" : "seed");
+  }
+}

@@ -9,6 +9,8 @@
 #include <limits>
 #include <numeric>
 #include <random>
+#include <string>
+#include <thread>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -88,6 +90,19 @@ Report sort_checked(const std::vector<K>& in, const SortOptions& o) {
   const Report r = tandem::sort(std::span<K>(k), o);
   expect_keys(in, k, o.descending);
   return r;
+}
+
+// Stream-ordered copies: an upload precedes what is queued on `s` after it; download waits for `s`.
+template <class T>
+void upload(const gpu::DeviceBuffer<T>& d, const std::vector<T>& h, cudaStream_t s) {
+  if (!h.empty()) TANDEM_CUDA(cudaMemcpyAsync(d.data(), h.data(), h.size() * sizeof(T), cudaMemcpyHostToDevice, s));
+}
+template <class T>
+std::vector<T> download(const gpu::DeviceBuffer<T>& d, cudaStream_t s) {
+  std::vector<T> h(d.size());
+  if (!h.empty()) TANDEM_CUDA(cudaMemcpyAsync(h.data(), d.data(), d.bytes(), cudaMemcpyDeviceToHost, s));
+  TANDEM_CUDA(cudaStreamSynchronize(s));
+  return h;
 }
 
 std::vector<std::size_t> sizes() {
@@ -248,34 +263,83 @@ TEST(GpuSortDevice, KeysAndPairsInPlace) {
         SortOptions o;
         o.descending = desc;
         o.algorithm = alg;
+        // Uploads on the sort's stream (a plain cudaMemcpy from pageable memory may still be
+        // landing on the legacy stream, which the non-blocking `s` does not wait for).
         const auto in = keys_for<float>(n, 0, n * 3 + 1);
         gpu::DeviceBuffer<float> d(n);
-        if (n) TANDEM_CUDA(cudaMemcpy(d.data(), in.data(), n * sizeof(float), cudaMemcpyHostToDevice));
+        upload(d, in, s);
         sort_device(d.data(), n, o, s);
-        std::vector<float> got(n);
-        s.sync();
-        if (n) TANDEM_CUDA(cudaMemcpy(got.data(), d.data(), n * sizeof(float), cudaMemcpyDeviceToHost));
-        expect_keys(in, got, desc);
+        expect_keys(in, download(d, s), desc);
 
         const auto ik = keys_for<std::int64_t>(n, 1, n + 2);
         gpu::DeviceBuffer<std::int64_t> dk(n);
         gpu::DeviceBuffer<std::uint32_t> dv(n);
         std::vector<std::uint32_t> iv(n);
         std::iota(iv.begin(), iv.end(), 0u);
-        if (n) {
-          TANDEM_CUDA(cudaMemcpy(dk.data(), ik.data(), n * 8, cudaMemcpyHostToDevice));
-          TANDEM_CUDA(cudaMemcpy(dv.data(), iv.data(), n * 4, cudaMemcpyHostToDevice));
-        }
+        upload(dk, ik, s);
+        upload(dv, iv, s);
         sort_pairs_device(dk.data(), dv.data(), n, o, s);
-        s.sync();
-        std::vector<std::int64_t> gk(n);
-        std::vector<std::uint32_t> gv(n);
-        if (n) {
-          TANDEM_CUDA(cudaMemcpy(gk.data(), dk.data(), n * 8, cudaMemcpyDeviceToHost));
-          TANDEM_CUDA(cudaMemcpy(gv.data(), dv.data(), n * 4, cudaMemcpyDeviceToHost));
-        }
-        expect_pairs(ik, gk, gv, desc);
+        expect_pairs(ik, download(dk, s), download(dv, s), desc);
       }
+}
+
+// The workspace shared by every sort_device call of a device, under load: host threads on their
+// own non-blocking streams, each round a fresh buffer of a new size (the workspace grows while
+// other streams' sorts are in flight), keys and pairs, radix and merge; one thread uploads on a
+// second stream and orders the sort after it with an event (the contract's recipe). Every result
+// is checked.
+TEST(GpuSortDevice, ConcurrentStreamsFreshBuffers) {
+  TANDEM_REQUIRE_GPU();
+  const int threads = 3, rounds = small() ? 6 : 60;
+  std::vector<std::string> failures(threads);
+  auto worker = [&](int t) {
+    gpu::Stream s, side;
+    gpu::Event uploaded(false);
+    std::mt19937_64 rng(1000 + t);
+    for (int i = 0; i < rounds && failures[t].empty(); ++i) {
+      const std::size_t n = 1 + rng() % (small() ? 5000 : 300000);
+      SortOptions o;
+      o.algorithm = i % 3 == 2 ? SortAlgorithm::merge : SortAlgorithm::radix;
+      o.descending = i % 2;
+      const auto in = keys_for<float>(n, 0, rng());
+      std::vector<std::uint32_t> iv(n);
+      std::iota(iv.begin(), iv.end(), 0u);
+      gpu::DeviceBuffer<float> dk(n);
+      gpu::DeviceBuffer<std::uint32_t> dv(n);
+      if (t == 0) {  // uploaded on another stream: the sort's stream waits for it on the device
+        upload(dk, in, side);
+        upload(dv, iv, side);
+        uploaded.record(side);
+        TANDEM_CUDA(cudaStreamWaitEvent(s, uploaded.get(), 0));
+      } else {
+        upload(dk, in, s);
+        upload(dv, iv, s);
+      }
+      if (i % 2) sort_pairs_device(dk.data(), dv.data(), n, o, s.get());
+      else sort_device(dk.data(), n, o, s.get());
+      const auto got = download(dk, s);
+      const auto vals = download(dv, s);
+      std::vector<std::size_t> idx(n);
+      std::iota(idx.begin(), idx.end(), std::size_t{0});
+      std::stable_sort(idx.begin(), idx.end(), [&](std::size_t a, std::size_t b) {
+        return o.descending ? key_less(in[b], in[a]) : key_less(in[a], in[b]);
+      });
+      for (std::size_t j = 0; j < n; ++j) {
+        const bool key_ok = to_ordered(got[j]) == to_ordered(in[idx[j]]);
+        const bool value_ok = i % 2 == 0 ? vals[j] == iv[j] : vals[j] == idx[j];
+        if (!key_ok || !value_ok) {
+          failures[t] = (testing::Message() << "thread " << t << " round " << i << " n=" << n << ": "
+                                            << (key_ok ? "value" : "key") << " at " << j)
+                            .GetString();
+          break;
+        }
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t) pool.emplace_back(worker, t);
+  for (auto& th : pool) th.join();
+  for (const auto& f : failures) EXPECT_TRUE(f.empty()) << f;
 }
 
 TEST(GpuSortHost, AutoPicksAndReportsAPath) {

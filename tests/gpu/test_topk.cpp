@@ -1,5 +1,6 @@
 // Top-k on the GPU: NRA (fixed and adaptive stride, device and managed memory), TA and the scan
-// against the CPU brute force, on awkward sizes, ties and every aggregate.
+// against the CPU brute force, on awkward sizes, ties, every aggregate and sums that cancel across
+// magnitudes (the same bits as the CPU).
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -7,6 +8,7 @@
 #include "tandem/core/device.hpp"
 #include "tandem/topk.hpp"
 #include "test_util.hpp"
+#include "topk_cases.hpp"
 
 using namespace tandem;
 using namespace tandem::topk;
@@ -88,4 +90,23 @@ TEST(GpuTopk, ManagedMemoryAndQuery) {
   o.memory = Memory::managed;
   o.algo = Algo::nra;
   EXPECT_EQ(query(l, 50, {}, o).items, reference(l, 50));
+}
+
+TEST(GpuTopk, CancellingMagnitudesGiveTheCpuAnswer) {
+  TANDEM_REQUIRE_GPU();
+  const auto small = topk_cases::cancelling_lists();
+  auto ds = upload(small);
+  EXPECT_EQ(nra_gpu(*ds, 1, {}, {}).items, (std::vector<Item>{{0, 1.0}}));
+  for (std::uint64_t k : {1, 3, 5}) check_gpu_paths(*ds, small, k, {});
+  check_gpu_paths(*ds, small, 2, Aggregate::parse("wsum:1,3,1", 3));
+
+  const auto l = topk_cases::mixed_magnitude_lists(sanitizer() ? 3001 : 200003, 5, 11);
+  auto d = upload(l);
+  for (const char* agg : {"sum", "wsum:1,0.5,3,0,2", "min", "max"}) {
+    SCOPED_TRACE(agg);
+    const auto a = Aggregate::parse(agg, 5);
+    check_gpu_paths(*d, l, 25, a);
+    const auto ref = reference(l, 25, a);
+    for (int rep = 0; rep < 10; ++rep) EXPECT_EQ(nra_gpu(*d, 25, a, {}).items, ref) << "run " << rep;
+  }
 }

@@ -6,6 +6,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "tandem/core/report.hpp"
 #include "tandem/core/transfer.hpp"
 
 namespace tandem {
@@ -36,8 +37,9 @@ struct CalibrateOptions {
 
 Bandwidths calibrate(const CalibrateOptions& opts = {});
 
-// The last calibration stored for this machine, if any.
-std::optional<Bandwidths> cached_bandwidths();
+// The last calibration stored for this machine, if any (a malformed entry counts as none; the
+// cache's warnings go into `report` when given).
+std::optional<Bandwidths> cached_bandwidths(Report* report = nullptr);
 
 void to_json(nlohmann::json& j, const Bandwidths& b);
 void from_json(const nlohmann::json& j, Bandwidths& b);

@@ -602,9 +602,14 @@ class Engine {
     const std::string gkey = dev < int(gpus.size()) ? gpus[dev].key() : std::string("gpu");
     const std::string cls = gpu::format("k{}v{}/{}/hot{}", sizeof(K), sizeof(V), size_class(M), o.hot_keys ? 1 : 0);
     auto& cache = TuningCache::global();
-    if (auto c = cache.get("mapreduce.tables", gkey, cls); c && c->contains("tables")) {
-      r.tables = (*c)["tables"].get<std::string>() == "block" ? Options::Tables::block : Options::Tables::direct;
-      rep.note(gpu::format("table mode {} from the tuning cache ({})", (*c)["tables"].get<std::string>(), cls));
+    auto parse = [](const nlohmann::json& j) {
+      const std::string t = j.at("tables").get<std::string>();
+      if (t != "block" && t != "direct") throw std::out_of_range("tables = " + t + " (expected block or direct)");
+      return t;
+    };
+    if (auto t = cache.lookup("mapreduce.tables", gkey, cls, parse, &rep)) {
+      r.tables = *t == "block" ? Options::Tables::block : Options::Tables::direct;
+      rep.note(gpu::format("table mode {} from the tuning cache ({})", *t, cls));
       return r;
     }
     std::vector<Candidate> cands{{"tables=direct", {{"tables", "direct"}}}, {"tables=block", {{"tables", "block"}}}};

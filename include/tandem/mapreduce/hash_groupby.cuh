@@ -980,11 +980,11 @@ class HashGroupBy {
     const std::string cls = gpu::format("k{}v{}/{}/card{}/hot{}", sizeof(K), sizeof(Acc), size_class(M), card, o.hot_keys ? 1 : 0);
     auto from = [&](const nlohmann::json& j) {
       HashPlan p = base;
-      p.threads = j.at("N").get<int>();
-      p.blocks_per_sm = j.at("bps").get<int>();
-      p.p = j.at("p").get<double>();
-      p.hot_fraction = j.at("hot").get<double>();
-      p.smem_budget = j.at("smem").get<std::size_t>();
+      p.threads = positive_field<int>(j, "N");
+      p.blocks_per_sm = positive_field<int>(j, "bps");
+      p.p = positive_field(j, "p");
+      p.hot_fraction = positive_field(j, "hot");
+      p.smem_budget = positive_field<std::size_t>(j, "smem");
       p.table_factor = j.value("tf", 3.0);
       p.warp_match = j.value("wm", true);
       p.partition = j.value("pt", true);
@@ -992,14 +992,16 @@ class HashGroupBy {
       return p;
     };
     auto& cache = TuningCache::global();
-    if (auto c = cache.get("mapreduce.hash", gkey, cls); c && c->contains("N")) {
-      try {
-        HashPlan p = from(*c);
-        rep.note(gpu::format("hash group-by parameters from the tuning cache ({}): {}", cls, p.label()));
-        return p;
-      } catch (const std::exception&) {
-        // a stale entry: tune again
-      }
+    auto parse = [&](const nlohmann::json& j) {
+      HashPlan p = from(j);
+      if (p.threads < 32 || p.threads > 1024 || p.threads % 32 || p.blocks_per_sm > 64 || p.p > 0.5 || p.hot_fraction > 1 ||
+          !(p.table_factor >= 1 && p.table_factor <= 64))
+        throw std::out_of_range("a parameter is out of range: " + j.dump());
+      return p;
+    };
+    if (auto p = cache.lookup("mapreduce.hash", gkey, cls, parse, &rep)) {
+      rep.note(gpu::format("hash group-by parameters from the tuning cache ({}): {}", cls, p->label()));
+      return *p;
     }
     std::vector<Candidate> cands;
     auto add = [&](int N, int bps, double p, double hf, std::size_t smem, double tf = 3.0, bool wm = true, bool pt = true, bool bk = true) {

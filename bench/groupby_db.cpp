@@ -1,0 +1,269 @@
+// The db-benchmark group-by questions (H2O.ai's, now kept by DuckDB Labs) on generated data:
+// tandem's CPU engine against DuckDB at the same thread count, both compute only (data already
+// in memory), every answer checked against DuckDB's.
+//
+//   bench_groupby_db [--rows N] [--k K] [--threads T] [--reps R] [--questions q1,q3]
+//                    [--data-dir DIR] [--duckdb-script bench/duckdb/groupby.mjs] [--explain]
+//                    [--no-duckdb]   (tandem alone, unchecked: for profiling)
+//
+// Run from the repository root after `npm install` in bench/duckdb. The table is written once
+// as CSV (DIR/tandem-groupby-N-K.csv, kept for the next run); a Node script loads it into
+// DuckDB, times `CREATE TABLE ans AS <query>` per question and exports the answers.
+//
+// Floor, bytes each question must read at 10^7 rows (strings: 8-byte offsets + bytes; id1/id2
+// are 5 bytes, id3 12), against the ~10 GB/s two cores of this machine stream:
+//   q1 id1,v1 170 MB (17 ms)   q2 id1,id2,v1 300 MB (30 ms)   q3 id3,v1,v3 320 MB (32 ms)
+//   q4 id4,v1-v3 200 MB (20 ms)   q5 id6,v1-v3 200 MB (20 ms)   q6 id4,id5,v3 160 MB (16 ms)
+//   q7 id3,v1,v2 280 MB (28 ms)   q8 id6,v3 120 MB (12 ms)   q9 id2,id4,v1,v2 250 MB (25 ms)
+//   q10 id1-id6,v3 660 MB (66 ms)
+// Hash work comes on top: one key lookup per row and column for strings.
+#include <sys/mman.h>
+#include <sys/resource.h>
+
+#include <array>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "harness.hpp"
+#include "tandem/core/error.hpp"
+#include "tandem/groupby.hpp"
+#include "tandem/core/timing.hpp"
+
+using namespace tandem;
+
+namespace {
+
+struct Question {
+  std::string id;
+  std::vector<std::string> by;
+  std::string aggs;
+};
+
+const std::vector<Question> kQuestions = {
+    {"q1", {"id1"}, "sum(v1)"},
+    {"q2", {"id1", "id2"}, "sum(v1)"},
+    {"q3", {"id3"}, "sum(v1),mean(v3)"},
+    {"q4", {"id4"}, "mean(v1),mean(v2),mean(v3)"},
+    {"q5", {"id6"}, "sum(v1),sum(v2),sum(v3)"},
+    {"q6", {"id4", "id5"}, "median(v3),std(v3)"},
+    {"q7", {"id3"}, "max(v1),min(v2)"},
+    {"q8", {"id6"}, "top(v3,2)"},
+    {"q9", {"id2", "id4"}, "sum(v1),sum(v2),sum(v1v2),sum(v1v1),sum(v2v2),count()"},
+    {"q10", {"id1", "id2", "id3", "id4", "id5", "id6"}, "sum(v3),count()"},
+};
+
+// An answer as DuckDB exports it: key texts and numbers per row.
+struct Row {
+  std::vector<std::string> keys;
+  std::vector<double> values;
+};
+using Answer = std::vector<Row>;
+
+std::string text(const Column& c, std::size_t i) {
+  if (!c.present(i)) return "";
+  if (c.type == ColumnType::str) return std::string(c.string(i));
+  return visit_numeric(c.type, [&](auto t) { return fmt::format("{}", c.numbers<decltype(t)>()[i]); });
+}
+
+double number(const Column& c, std::size_t i) {
+  if (!c.present(i)) return NAN;
+  return visit_numeric(c.type, [&](auto t) { return static_cast<double>(c.numbers<decltype(t)>()[i]); });
+}
+
+// An i32 column of f(i), in memory left uninitialised and on huge pages (as the engine's own
+// scratch arrays), since the time of q9 includes making these columns.
+template <class F>
+Column derived_column(std::string name, std::size_t n, int threads, F f) {
+  const std::size_t bytes = (n * sizeof(std::int32_t) + (2u << 20) - 1) / (2u << 20) * (2u << 20);
+  std::shared_ptr<void> memory(std::aligned_alloc(2u << 20, std::max<std::size_t>(bytes, 2u << 20)), std::free);
+  madvise(memory.get(), bytes, MADV_HUGEPAGE);
+  auto* out = static_cast<std::int32_t*>(memory.get());
+#pragma omp parallel for num_threads(threads) schedule(static)
+  for (std::size_t i = 0; i < n; ++i) out[i] = f(i);
+  Column c;
+  c.name = std::move(name);
+  c.type = ColumnType::i32;
+  c.length = n;
+  c.values = Buffer::borrow(out, n * sizeof(std::int32_t), std::move(memory));
+  return c;
+}
+
+// q9's inputs: the products whose sums give r² (v1 <= 5 and v2 <= 15, so i32 holds them).
+Table with_products(const Table& t, int threads) {
+  const auto v1 = t.column("v1").numbers<std::int32_t>(), v2 = t.column("v2").numbers<std::int32_t>();
+  Table out;
+  for (const char* c : {"id2", "id4", "v1", "v2"}) out.add(t.column(c));
+  out.add(derived_column("v1v2", v1.size(), threads, [&](std::size_t i) { return v1[i] * v2[i]; }));
+  out.add(derived_column("v1v1", v1.size(), threads, [&](std::size_t i) { return v1[i] * v1[i]; }));
+  out.add(derived_column("v2v2", v1.size(), threads, [&](std::size_t i) { return v2[i] * v2[i]; }));
+  return out;
+}
+
+// The question's answer in DuckDB's shape: q7 subtracts, q8 has a row per value, q9 gives r².
+Answer shape(const Question& q, const Table& r) {
+  const std::size_t k = q.by.size();
+  Answer a;
+  for (std::size_t i = 0; i < r.rows(); ++i) {
+    Row row;
+    for (std::size_t c = 0; c < k; ++c) row.keys.push_back(text(r.column(c), i));
+    std::vector<double> v;
+    for (std::size_t c = k; c < r.num_columns(); ++c) v.push_back(number(r.column(c), i));
+    if (q.id == "q7") {
+      row.values = {v[0] - v[1]};
+    } else if (q.id == "q8") {
+      for (double x : v)
+        if (!std::isnan(x)) a.push_back({row.keys, {x}});
+      continue;
+    } else if (q.id == "q9") {
+      const long double n = v[5], sx = v[0], sy = v[1], sxy = v[2], sxx = v[3], syy = v[4];
+      const long double cov = n * sxy - sx * sy;
+      row.values = {static_cast<double>(cov * cov / ((n * sxx - sx * sx) * (n * syy - sy * sy)))};
+    } else {
+      row.values = v;
+    }
+    a.push_back(std::move(row));
+  }
+  return a;
+}
+
+Answer read_answer(const std::string& path, std::size_t keys) {
+  std::ifstream in(path);
+  if (!in) throw InputError(fmt::format("{}: DuckDB's answer is missing", path));
+  Answer a;
+  std::string line;
+  std::getline(in, line);  // header
+  while (std::getline(in, line)) {
+    Row row;
+    std::stringstream s(line);
+    std::string cell;
+    for (std::size_t c = 0; std::getline(s, cell, ','); ++c) {
+      if (c < keys) row.keys.push_back(cell);
+      else row.values.push_back(cell.empty() ? NAN : std::strtod(cell.c_str(), nullptr));
+    }
+    a.push_back(std::move(row));
+  }
+  return a;
+}
+
+// Empty when the answers agree (keys exactly, numbers to 1e-9 relative, r² to 1e-6).
+std::string compare(const Question& q, const Answer& ours, const Answer& theirs) {
+  if (ours.size() != theirs.size()) return fmt::format("{} rows, DuckDB {}", ours.size(), theirs.size());
+  const double tol = q.id == "q9" ? 1e-6 : 1e-9;
+  for (std::size_t i = 0; i < ours.size(); ++i) {
+    if (ours[i].keys != theirs[i].keys) return fmt::format("row {}: keys {} vs DuckDB {}", i, fmt::join(ours[i].keys, ","), fmt::join(theirs[i].keys, ","));
+    for (std::size_t j = 0; j < ours[i].values.size(); ++j) {
+      const double x = ours[i].values[j], y = theirs[i].values.at(j);
+      if (std::isnan(x) && std::isnan(y)) continue;
+      if (!(std::fabs(x - y) <= tol * std::max({1.0, std::fabs(x), std::fabs(y)})))
+        return fmt::format("row {} ({}), value {}: {} vs DuckDB {}", i, fmt::join(ours[i].keys, ","), j, x, y);
+    }
+  }
+  return {};
+}
+
+void write_csv(const Table& t, const std::string& path) {
+  const std::string tmp = path + ".part";
+  std::FILE* f = std::fopen(tmp.c_str(), "wb");
+  if (!f) throw InputError(fmt::format("{}: cannot write", tmp));
+  std::vector<std::string> names;
+  for (const auto& c : t.columns()) names.push_back(c.name);
+  const std::string header = fmt::format("{}\n", fmt::join(names, ","));
+  std::fwrite(header.data(), 1, header.size(), f);
+  const std::size_t block = 1 << 16;
+  for (std::size_t b = 0; b < t.rows(); b += block) {
+    fmt::memory_buffer out;
+    for (std::size_t i = b; i < std::min(t.rows(), b + block); ++i)
+      for (std::size_t c = 0; c < t.num_columns(); ++c)
+        fmt::format_to(std::back_inserter(out), "{}{}", text(t.column(c), i), c + 1 == t.num_columns() ? '\n' : ',');
+    std::fwrite(out.data(), 1, out.size(), f);
+  }
+  if (std::fclose(f) != 0) throw InputError(fmt::format("{}: write failed", tmp));
+  std::filesystem::rename(tmp, path);
+}
+
+nlohmann::json run_duckdb(const bench::Bench& b, const std::string& csv, const std::string& out, int threads,
+                          const std::string& questions) {
+  std::filesystem::create_directories(out);
+  const std::string cmd = fmt::format("node {} --csv {} --threads {} --reps {} --out {} --questions {}",
+                                      b.get("--duckdb-script", "bench/duckdb/groupby.mjs"), csv, threads, b.reps(), out,
+                                      questions);
+  std::FILE* p = popen(cmd.c_str(), "r");
+  std::string output;
+  char buf[4096];
+  while (p && std::fgets(buf, sizeof buf, p)) output += buf;
+  if (!p || pclose(p) != 0) throw Error(fmt::format("DuckDB run failed: {}\n{}", cmd, output));
+  return nlohmann::json::parse(output);
+}
+
+std::array<double, 2> cpu_seconds() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return {double(u.ru_utime.tv_sec) + 1e-6 * double(u.ru_utime.tv_usec), double(u.ru_stime.tv_sec) + 1e-6 * double(u.ru_stime.tv_usec)};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  bench::Bench b("groupby_db", argc, argv);
+  const auto rows = static_cast<std::size_t>(b.get_int("--rows", b.quick() ? 100000 : 10000000));
+  const auto k = static_cast<std::size_t>(b.get_int("--k", 100));
+  const int threads = static_cast<int>(b.get_int("--threads", 2));
+  std::vector<Question> qs;
+  const std::string wanted = b.get("--questions", "");
+  for (const auto& q : kQuestions)
+    if (wanted.empty() || ("," + wanted + ",").find("," + q.id + ",") != std::string::npos) qs.push_back(q);
+  std::vector<std::string> ids;
+  for (const auto& q : qs) ids.push_back(q.id);
+
+  Stopwatch w;
+  const Table data = generate_groupby_table({.rows = rows, .k = k});
+  fmt::print("generated {} rows, K = {} in {:.2f} s\n", rows, k, w.seconds());
+  const std::string dir = b.get("--data-dir", "/tmp");
+  const std::string csv = fmt::format("{}/tandem-groupby-{}-{}.csv", dir, rows, k);
+  const bool duckdb = !b.has_flag("--no-duckdb");
+  nlohmann::json duck;
+  if (duckdb) {
+    if (!std::filesystem::exists(csv)) write_csv(data, csv);
+    duck = run_duckdb(b, csv, csv + ".answers", threads, fmt::format("{}", fmt::join(ids, ",")));
+    fmt::print("DuckDB {} loaded the CSV in {:.2f} s\n", duck["version"].get<std::string>(), duck["load_s"].get<double>());
+  }
+
+  std::vector<std::string> lines;
+  for (const auto& q : qs) {
+    const GroupBySpec spec{q.by, parse_aggregations(q.aggs)};
+    GroupByResult r;
+    double cpu[2];
+    const auto s = b.measure([&] {  // q9's products are part of its time; the post-steps on the groups are not
+      const auto before = cpu_seconds();
+      Stopwatch t;
+      const Table products = q.id == "q9" ? with_products(data, threads) : Table{};
+      r = groupby(q.id == "q9" ? products : data, spec, {Device::cpu, threads});
+      const double wall = t.seconds();
+      const auto after = cpu_seconds();
+      cpu[0] = after[0] - before[0];
+      cpu[1] = after[1] - before[1];
+      return wall;
+    });
+    if (b.has_flag("--explain")) fmt::print("{}", r.report.explain());
+    if (!duckdb) {  // profiling on a shared machine: the process's CPU time of the last run too
+      b.record(fmt::format("{} K={} {}t", q.id, k, threads), "tandem CPU", s, double(rows), "rows", true);
+      fmt::print("  cpu time of one run: user {:.3f} s, system {:.3f} s\n", cpu[0], cpu[1]);
+      continue;
+    }
+    const auto why = compare(q, shape(q, r.table), read_answer(fmt::format("{}.answers/{}.csv", csv, q.id), q.by.size()));
+    const Stats d = summarize(duck["times"][q.id].get<std::vector<double>>());
+    const std::string c = fmt::format("{} K={} {}t", q.id, k, threads);
+    b.record(c, "DuckDB", d, double(rows), "rows", true);
+    b.record(c, "tandem CPU", s, double(rows), "rows", why.empty());
+    if (!why.empty()) b.fail(fmt::format("{}: {}", c, why));
+    b.goal(fmt::format("{} 1e{:.0f} K={} {}t vs DuckDB", q.id, std::log10(double(rows)), k, threads), d.median / s.median, 1.0);
+    lines.push_back(fmt::format("| {} | {:.3f} | {:.3f} | {:.2f}x |", q.id, s.median, d.median, d.median / s.median));
+  }
+  fmt::print("\n| question | tandem s | DuckDB s | DuckDB / tandem |\n|---|---|---|---|\n{}\n", fmt::join(lines, "\n"));
+  return b.finish();
+}

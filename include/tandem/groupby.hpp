@@ -1,0 +1,97 @@
+// Group-by over tables: several key columns (numbers or strings), several aggregations per
+// value column, missing values skipped as in SQL.
+//
+//   tandem::GroupBySpec spec{.by = {"id1", "id2"},
+//                            .aggs = tandem::parse_aggregations("sum(v1),mean(v3),count()")};
+//   auto r = tandem::groupby(table, spec);   // r.table: id1, id2, sum_v1, mean_v3, count
+//
+// The result has one row per distinct key combination, sorted by the keys (numbers ascending,
+// strings by bytes; NaN after every number; a missing key forms its own group, sorted last).
+// Keys compare by value: -0.0 and +0.0 are one group (shown as 0), all NaNs are one group.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tandem/core/report.hpp"
+#include "tandem/table.hpp"
+#include "tandem/core/types.hpp"
+
+namespace tandem {
+
+enum class AggOp : std::uint8_t {
+  count_rows,  // count(): rows in the group
+  count,       // count(col): present values
+  sum,
+  mean,
+  min,
+  max,
+  var,         // sample variance (n - 1), as pandas and SQL's var_samp
+  std,         // sample standard deviation
+  first,       // first present value in row order
+  last,        // last present value in row order
+  nunique,     // distinct present values
+  median,      // exact
+  quantile,    // exact, linear interpolation between order statistics (pandas' default)
+  top,         // the n largest values: columns top1_col … topn_col
+};
+
+std::string_view to_string(AggOp op);
+
+struct Aggregation {
+  AggOp op{AggOp::count_rows};
+  std::string column;  // empty for count()
+  double q{0.5};       // quantile's q in [0, 1]
+  std::size_t n{1};    // top's n (>= 1)
+  std::string name;    // output column name; empty: "count", "sum_v1", "q0.9_v3", "top1_v3"…
+};
+
+// Parses "sum(v1),mean(v3),count(),quantile(v3,0.9),top(v3,2)"; an optional " as name" after a
+// call renames its output. UsageError naming the part that does not parse.
+std::vector<Aggregation> parse_aggregations(std::string_view text);
+
+// The output column name(s) of one aggregation (top gives n names).
+std::vector<std::string> output_names(const Aggregation& a);
+
+struct GroupBySpec {
+  std::vector<std::string> by;
+  std::vector<Aggregation> aggs;
+};
+
+struct GroupByOptions {
+  Device device{Device::auto_};
+  int threads{0};  // CPU threads (0: every core the process may use)
+};
+
+// Output types: count, count_rows, nunique → i64; sum of signed integers → i64 and of unsigned
+// → u64 (InputError naming the column when the sum overflows); sum of floats → f64; mean, var,
+// std, median, quantile → f64; min, max, first, last, top → the input column's type. A group
+// whose inputs are all missing gets a missing result (count → 0).
+struct GroupByResult {
+  Table table;
+  Report report;
+};
+
+// UsageError when a named column is absent or an aggregation does not apply to its type (sum of
+// strings, say); InputError for data it cannot aggregate (an overflowing integer sum).
+GroupByResult groupby(const Table& input, const GroupBySpec& spec, const GroupByOptions& options = {});
+
+// The data of the public db-benchmark group-by task (H2O.ai's, now kept by DuckDB Labs):
+//   id1, id2: 'id%03d' of 1..k      id3: 'id%010d' of 1..rows/k      (strings)
+//   id4, id5: 1..k                  id6: 1..rows/k                    (i32)
+//   v1: 1..5   v2: 1..15 (i32)      v3: uniform(0, 100) rounded to 6 decimals (f64)
+// each drawn uniformly with replacement. nas_percent: that share of each id column's distinct
+// values becomes missing wherever it occurs, and each v value is missing with that probability.
+// sorted: rows ordered by id1…id6. The same seed gives the same table on any thread count.
+struct GroupByDataSpec {
+  std::size_t rows{10'000'000};
+  std::size_t k{100};
+  double nas_percent{0};
+  bool sorted{false};
+  std::uint64_t seed{1};
+};
+Table generate_groupby_table(const GroupByDataSpec& spec);
+
+}  // namespace tandem

@@ -1,0 +1,77 @@
+// tandem.groupby on host tables: tandem::groupby over columns lent by numpy (table.hpp).
+
+#include "common.hpp"
+#include "table.hpp"
+#include "tandem/groupby.hpp"
+
+namespace tandem::python {
+namespace {
+
+// Aggregations from tandem's text form ("sum(v1),count()") or from (op, column, q, n, name) tuples.
+std::vector<Aggregation> aggregations(const py::handle& aggs) {
+  if (py::isinstance<py::str>(aggs)) return parse_aggregations(aggs.cast<std::string>());
+  std::vector<Aggregation> out;
+  for (py::handle item : py::reinterpret_borrow<py::sequence>(aggs)) {
+    const auto t = py::reinterpret_borrow<py::tuple>(item);
+    Aggregation a;
+    a.op = t[0].cast<AggOp>();
+    a.column = t[1].cast<std::string>();
+    a.q = t[2].cast<double>();
+    a.n = t[3].cast<std::size_t>();
+    a.name = t[4].cast<std::string>();
+    out.push_back(std::move(a));
+  }
+  return out;
+}
+
+py::tuple groupby_tables(const py::sequence& columns, const std::vector<std::string>& by, const py::handle& aggs,
+                         std::string_view device, int threads) {
+  const Table input = table_from_python(columns);
+  GroupBySpec spec{.by = by, .aggs = aggregations(aggs)};
+  GroupByOptions o;
+  o.device = device_arg(device);
+  o.threads = threads;
+  GroupByResult r = without_gil([&] { return groupby(input, spec, o); });
+  return py::make_tuple(table_to_python(r.table), std::move(r.report));
+}
+
+}  // namespace
+
+void bind_groupby(py::module_& m) {
+  py::enum_<AggOp>(m, "AggOp", "The aggregations of tandem::groupby.")
+      .value("count_rows", AggOp::count_rows)
+      .value("count", AggOp::count)
+      .value("sum", AggOp::sum)
+      .value("mean", AggOp::mean)
+      .value("min", AggOp::min)
+      .value("max", AggOp::max)
+      .value("var", AggOp::var)
+      .value("std", AggOp::std)
+      .value("first", AggOp::first)
+      .value("last", AggOp::last)
+      .value("nunique", AggOp::nunique)
+      .value("median", AggOp::median)
+      .value("quantile", AggOp::quantile)
+      .value("top", AggOp::top);
+  m.def(
+      "_parse_aggregations",
+      [](const std::string& text) {
+        py::list out;
+        for (const auto& a : parse_aggregations(text)) out.append(py::make_tuple(a.op, a.column, a.q, a.n, a.name));
+        return out;
+      },
+      py::arg("text"), "tandem::parse_aggregations: (op, column, q, n, name) tuples.");
+  m.def("_groupby", &groupby_tables, py::arg("columns"), py::arg("by"), py::arg("aggs"), py::arg("device"), py::arg("threads"),
+        "tandem::groupby of columns (table.hpp's tuples): (result columns, Report).");
+  m.def(
+      "_generate_groupby",
+      [](std::size_t rows, std::size_t k, double nas_percent, bool sorted, std::uint64_t seed) {
+        GroupByDataSpec s{.rows = rows, .k = k, .nas_percent = nas_percent, .sorted = sorted, .seed = seed};
+        Table t = without_gil([&] { return generate_groupby_table(s); });
+        return table_to_python(t);
+      },
+      py::arg("rows"), py::arg("k"), py::arg("nas_percent"), py::arg("sorted"), py::arg("seed"),
+      "The db-benchmark group-by table (tandem::generate_groupby_table) as columns.");
+}
+
+}  // namespace tandem::python

@@ -1,0 +1,160 @@
+"""GPU arrays through CuPy: sorted and grouped on the device, on CuPy's current stream. Skipped
+without CuPy or without a GPU."""
+import numpy as np
+import pytest
+
+import tandem
+from tandem import _tandem
+
+cupy = pytest.importorskip("cupy")
+
+
+def _gpus():
+    try:
+        return cupy.cuda.runtime.getDeviceCount()
+    except Exception:  # no driver, no device
+        return 0
+
+
+pytestmark = pytest.mark.skipif(_gpus() == 0, reason="no GPU")
+needs_cuda_build = pytest.mark.skipif(not _tandem.cuda_built, reason="this build of tandem has no CUDA")
+
+KEY_TYPES = [np.int32, np.int64, np.uint32, np.uint64, np.float32, np.float64]
+WIDENED_TYPES = [np.bool_, np.int8, np.int16, np.uint8, np.uint16, np.float16]
+
+
+def host_random(dtype, n, seed=1):
+    rng = np.random.default_rng(seed)
+    dtype = np.dtype(dtype)
+    if dtype.kind == "b":
+        return rng.integers(0, 2, n).astype(bool)
+    if dtype.kind == "f":
+        a = (rng.standard_normal(n) * 1000).astype(dtype)
+        a[::97] = np.nan
+        a[1::101] = -np.nan
+        a[2::89] = -0.0
+        return a
+    info = np.iinfo(dtype)
+    return rng.integers(info.min, info.max, n, dtype=dtype, endpoint=True)
+
+
+def test_without_cuda_build_gpu_arrays_are_refused():
+    if _tandem.cuda_built:
+        pytest.skip("this build has CUDA")
+    with pytest.raises(tandem.NoDeviceError):
+        tandem.sort(cupy.arange(4))
+
+
+@needs_cuda_build
+@pytest.mark.parametrize("dtype", KEY_TYPES + WIDENED_TYPES)
+@pytest.mark.parametrize("n", [0, 1, 1000, 1 << 20])
+def test_sort_matches_numpy(dtype, n):
+    h = host_random(dtype, n)
+    d = cupy.asarray(h)
+    out = tandem.sort(d)
+    assert isinstance(out, cupy.ndarray) and out.dtype == d.dtype and out.device == d.device
+    np.testing.assert_array_equal(cupy.asnumpy(out), np.sort(h))
+    np.testing.assert_array_equal(cupy.asnumpy(d), h)  # input untouched
+
+
+@needs_cuda_build
+@pytest.mark.parametrize("dtype", [np.uint32, np.float32, np.int64])
+def test_sort_descending_and_in_place(dtype):
+    h = host_random(dtype, 100_000)
+    d = cupy.asarray(h)
+    nans = int(np.isnan(h).sum()) if h.dtype.kind == "f" else 0
+    out = cupy.asnumpy(tandem.sort(d, descending=True))
+    np.testing.assert_array_equal(out[: h.size - nans], np.sort(h)[: h.size - nans][::-1])
+    assert np.isnan(out[h.size - nans:]).all()
+    ptr = d.data.ptr
+    assert tandem.sort(d, inplace=True) is None
+    assert d.data.ptr == ptr
+    np.testing.assert_array_equal(cupy.asnumpy(d), np.sort(h))
+
+
+@needs_cuda_build
+def test_sort_strided_view_in_place():
+    h = host_random(np.float64, 30_000)
+    d = cupy.asarray(h)
+    view = d[::3]
+    tandem.sort(view, inplace=True)
+    np.testing.assert_array_equal(cupy.asnumpy(d[::3]), np.sort(h[::3]))
+    np.testing.assert_array_equal(cupy.asnumpy(d[1::3]), h[1::3])
+
+
+@needs_cuda_build
+@pytest.mark.parametrize("dtype", KEY_TYPES)
+def test_argsort_matches_numpy_stable(dtype):
+    h = host_random(dtype, 200_000)
+    h[::5] = h[0]
+    order = tandem.argsort(cupy.asarray(h))
+    assert isinstance(order, cupy.ndarray) and order.dtype == np.int64
+    np.testing.assert_array_equal(cupy.asnumpy(order), np.argsort(h, kind="stable"))
+
+
+@needs_cuda_build
+@pytest.mark.parametrize("value_type", [np.uint32, np.float64, np.int8])
+def test_sort_by_key(value_type):
+    keys = host_random(np.int32, 50_000)
+    keys[::3] = keys[0]
+    values = np.arange(keys.size).astype(value_type)
+    k, v = tandem.sort_by_key(cupy.asarray(keys), cupy.asarray(values))
+    order = np.argsort(keys, kind="stable")
+    np.testing.assert_array_equal(cupy.asnumpy(k), keys[order])
+    np.testing.assert_array_equal(cupy.asnumpy(v), values[order])
+
+
+@needs_cuda_build
+def test_runs_on_the_current_stream():
+    h = host_random(np.uint32, 1 << 20)
+    stream = cupy.cuda.Stream(non_blocking=True)
+    with stream:
+        d = cupy.asarray(h)
+        out, report = tandem.sort(d, explain=True)
+        assert report.details["stream"] == stream.ptr
+    stream.synchronize()
+    np.testing.assert_array_equal(cupy.asnumpy(out), np.sort(h))
+
+
+class DlpackOnly:
+    """An array that offers nothing but DLPack."""
+
+    def __init__(self, a):
+        self.a = a
+
+    def __dlpack__(self, stream=None):
+        return self.a.__dlpack__()
+
+    def __dlpack_device__(self):
+        return self.a.__dlpack_device__()
+
+
+@needs_cuda_build
+def test_dlpack_producers():
+    h = host_random(np.float32, 5000)
+    out = tandem.sort(DlpackOnly(cupy.asarray(h)))
+    np.testing.assert_array_equal(cupy.asnumpy(out), np.sort(h))
+
+
+@needs_cuda_build
+def test_device_errors():
+    d = cupy.arange(10)
+    with pytest.raises(ValueError, match="GPU memory"):
+        tandem.sort(d, device="cpu")
+    with pytest.raises(ValueError, match="values are not"):
+        tandem.sort_by_key(d, np.arange(10))
+    with pytest.raises(ValueError, match="10 keys but 9 values"):
+        tandem.sort_by_key(d, cupy.arange(9))
+    with pytest.raises(TypeError, match="not supported"):
+        tandem.sort(cupy.zeros(3, dtype=cupy.complex64))
+    with pytest.raises(ValueError, match="1-D"):
+        tandem.sort(cupy.zeros((2, 2)))
+
+
+@needs_cuda_build
+def test_groupby_of_device_columns_is_refused_clearly():
+    keys = cupy.arange(10, dtype=cupy.int32) % 3
+    with pytest.raises(TypeError, match="GPU memory"):
+        tandem.groupby({"k": keys, "v": keys}, by="k", agg={"v": "sum"})
+
+

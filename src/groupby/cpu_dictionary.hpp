@@ -1,0 +1,189 @@
+// Dictionary encoding of one key column: every row's key gets its rank among the column's
+// distinct keys in key order (so codes sort as keys do), a missing row the code after them all.
+//
+// Threads take fixed chunks of rows in turn and number the keys of their chunks in their own
+// open-addressing tables (no sharing; probes are batched with prefetches so a table larger than
+// the cache costs throughput, not latency). The distinct keys of all threads are then sorted
+// once, which gives every thread's numbers their ranks; rows keep their thread's number and are
+// turned into ranks where the codes are read (LocalCodes::codes). Ranks do not depend on the
+// thread count.
+#pragma once
+#include <omp.h>
+
+#include <algorithm>
+#include <atomic>
+#include <bit>
+#include <cstdint>
+#include <parallel/algorithm>
+#include <vector>
+
+#include "groupby/cpu_scratch.hpp"
+#include "tandem/mapreduce/distinct_estimate.hpp"
+
+namespace tandem::cpu_groupby {
+
+inline constexpr std::uint32_t kMissingCode = UINT32_MAX;
+inline constexpr unsigned kChunkShift = 16;  // rows are numbered in chunks of 2^16
+
+// Each row's number from the thread that saw it, and each thread's numbers' ranks.
+struct LocalCodes {
+  Scratch<std::uint32_t> local;                  // per row; kMissingCode for a missing row
+  std::vector<std::uint16_t> owner;              // per chunk: its thread (empty: local holds ranks)
+  std::vector<std::vector<std::uint32_t>> rank;  // per thread: number -> rank
+  std::uint32_t missing{0};                      // a missing row's code: the number of distinct keys
+
+  // The codes of rows [begin, end) into out[0, end - begin).
+  void codes(std::size_t begin, std::size_t end, std::uint32_t* out) const {
+    for (std::size_t i = begin; i < end;) {
+      const std::size_t stop = std::min(end, ((i >> kChunkShift) + 1) << kChunkShift);
+      const std::uint32_t* r = owner.empty() ? nullptr : rank[owner[i >> kChunkShift]].data();
+      for (; i < stop; ++i) {
+        const std::uint32_t c = local[i];
+        out[i - begin] = c == kMissingCode ? missing : r ? r[c] : c;
+      }
+    }
+  }
+};
+
+// Key -> number in first-seen order, with a row holding each key. Linear probing, load <= 1/2.
+template <class Key, class Hash>
+class KeyIds {
+ public:
+  explicit KeyIds(std::size_t expected = 32) {
+    slots_.assign(std::bit_ceil(std::max<std::size_t>(64, 2 * expected + 2)), Slot{Key{}, kEmpty});
+    keys_.reserve(expected);
+    rows_.reserve(expected);
+  }
+
+  void prefetch(std::uint64_t h) const { __builtin_prefetch(&slots_[h & (slots_.size() - 1)]); }
+  std::uint32_t id(const Key& k, std::uint64_t h, std::size_t row) {
+    std::size_t i = h & (slots_.size() - 1);
+    while (true) {
+      const Slot& s = slots_[i];
+      if (s.id == kEmpty) break;
+      if (s.key == k) return s.id;
+      i = (i + 1) & (slots_.size() - 1);
+    }
+    const auto id = static_cast<std::uint32_t>(keys_.size());
+    slots_[i] = Slot{k, id};
+    keys_.push_back(k);
+    rows_.push_back(row);
+    if (keys_.size() * 2 > slots_.size()) grow();
+    return id;
+  }
+  const std::vector<Key>& keys() const { return keys_; }
+  const std::vector<std::size_t>& rows() const { return rows_; }
+
+ private:
+  static constexpr std::uint32_t kEmpty = UINT32_MAX;
+  struct Slot {
+    Key key;
+    std::uint32_t id;
+  };
+  void grow() {
+    std::vector<Slot> next(slots_.size() * 2, Slot{Key{}, kEmpty});
+    for (std::uint32_t id = 0; id < keys_.size(); ++id) {
+      std::size_t i = Hash{}(keys_[id]) & (next.size() - 1);
+      while (next[i].id != kEmpty) i = (i + 1) & (next.size() - 1);
+      next[i] = Slot{keys_[id], id};
+    }
+    slots_.swap(next);
+  }
+  std::vector<Slot> slots_;
+  std::vector<Key> keys_;
+  std::vector<std::size_t> rows_;
+};
+
+// The distinct keys in key order, a row holding each, and whether any row was missing.
+template <class Key>
+struct Dictionary {
+  std::vector<Key> sorted;
+  std::vector<std::size_t> rows;
+  bool missing{false};
+  std::uint64_t card() const { return sorted.size() + (missing ? 1 : 0); }
+};
+
+// How many distinct keys the rows hold, estimated from an even sample of them (Chao1, a lower
+// bound): what the tables start at, so that they seldom grow.
+template <class Key, class Load, class Present, class Less>
+std::size_t expected_distinct(std::size_t n, Load& load, Present& present, Less& less) {
+  const std::size_t s = std::min<std::size_t>(n, 8192);
+  std::vector<Key> sample;
+  for (std::size_t j = 0; j < s; ++j)
+    if (const std::size_t i = j * (n / s); present(i)) sample.push_back(load(i));
+  std::sort(sample.begin(), sample.end(), less);
+  mr::distinct_estimate::Sample e;
+  e.records = sample.size();
+  e.total = n;
+  for (std::size_t j = 0, run = 1; j < sample.size(); ++j, ++run) {
+    if (j + 1 < sample.size() && !less(sample[j], sample[j + 1])) continue;
+    e.distinct += 1;
+    e.once += run == 1;
+    e.twice += run == 2;
+    run = 0;
+  }
+  return static_cast<std::size_t>(mr::distinct_estimate::estimate(e, 0).chao1);
+}
+
+// Numbers the rows' keys per thread into `out` and ranks them (Less orders keys). `stop` lets
+// load() end the pass early (a string too long for its key type): then the result is empty.
+template <class Key, class Hash, class Less, class Load, class Present>
+Dictionary<Key> encode_dictionary(std::size_t n, int threads, Load load, Present present, Less less, LocalCodes& out,
+                                  const std::atomic<bool>* stop = nullptr) {
+  const std::size_t chunks = (n + (std::size_t{1} << kChunkShift) - 1) >> kChunkShift;
+  const int T = std::max(1, std::min<int>(threads, static_cast<int>(chunks)));
+  out.local.resize(n);
+  out.owner.assign(chunks, 0);
+  std::vector<KeyIds<Key, Hash>> tables(T, KeyIds<Key, Hash>(expected_distinct<Key>(n, load, present, less)));
+  int any_missing = 0;
+#pragma omp parallel for num_threads(T) schedule(dynamic, 1) reduction(| : any_missing)
+  for (std::size_t c = 0; c < chunks; ++c) {
+    if (stop && stop->load(std::memory_order_relaxed)) continue;
+    const int t = omp_get_thread_num();
+    auto& table = tables[t];
+    out.owner[c] = static_cast<std::uint16_t>(t);
+    constexpr std::size_t kBatch = 16;
+    Key keys[kBatch];
+    std::uint64_t hashes[kBatch];
+    for (std::size_t b = c << kChunkShift, end = std::min(n, (c + 1) << kChunkShift); b < end; b += kBatch) {
+      const std::size_t m = std::min(kBatch, end - b);
+      for (std::size_t j = 0; j < m; ++j) {
+        if (!present(b + j)) continue;
+        keys[j] = load(b + j);
+        hashes[j] = Hash{}(keys[j]);
+        table.prefetch(hashes[j]);
+      }
+      for (std::size_t j = 0; j < m; ++j) {
+        const bool p = present(b + j);
+        any_missing |= !p;
+        out.local[b + j] = p ? table.id(keys[j], hashes[j], b + j) : kMissingCode;
+      }
+    }
+  }
+  Dictionary<Key> d;
+  if (stop && stop->load()) return d;
+  d.missing = any_missing != 0;
+  struct Entry {
+    Key key;
+    std::uint32_t thread, local;
+  };
+  std::vector<Entry> all;
+  for (int t = 0; t < T; ++t)
+    for (std::uint32_t j = 0; j < tables[t].keys().size(); ++j) all.push_back({tables[t].keys()[j], std::uint32_t(t), j});
+  const auto by_key = [&](const Entry& a, const Entry& b) { return less(a.key, b.key); };
+  if (all.size() < (std::size_t{1} << 16) || T == 1) std::sort(all.begin(), all.end(), by_key);
+  else __gnu_parallel::sort(all.begin(), all.end(), by_key, __gnu_parallel::default_parallel_tag(T));
+  out.rank.assign(T, {});
+  for (int t = 0; t < T; ++t) out.rank[t].resize(tables[t].keys().size());
+  for (std::size_t j = 0; j < all.size(); ++j) {
+    if (j == 0 || less(all[j - 1].key, all[j].key)) {
+      d.sorted.push_back(all[j].key);
+      d.rows.push_back(tables[all[j].thread].rows()[all[j].local]);
+    }
+    out.rank[all[j].thread][all[j].local] = static_cast<std::uint32_t>(d.sorted.size() - 1);
+  }
+  out.missing = static_cast<std::uint32_t>(d.sorted.size());
+  return d;
+}
+
+}  // namespace tandem::cpu_groupby

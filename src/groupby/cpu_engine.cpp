@@ -1,0 +1,212 @@
+#include "groupby/cpu_engine.hpp"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <map>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "groupby/cpu_aggregator.hpp"
+#include "groupby/cpu_keys.hpp"
+#include "groupby/cpu_plan.hpp"
+#include "groupby/ops/count_rows.hpp"
+#include "groupby/ops/registry.hpp"
+#include "tandem/core/error.hpp"
+#include "tandem/core/timing.hpp"
+
+namespace tandem::cpu_groupby {
+namespace {
+
+using RowCounter = Decomposable<agg::CountRowsOp<NoInput>, NoInput>;
+constexpr std::size_t kBlockRows = std::size_t{1} << 14;  // rows every aggregation folds in turn
+
+struct Aggregators {
+  RowCounter* rows{nullptr};                          // the engine's own count of rows per group
+  std::vector<std::unique_ptr<Aggregator>> by_spec;   // null where the spec asks for count()
+  std::unique_ptr<RowCounter> row_counter;
+  std::vector<DecomposableAggregator*> decomposable;  // the row counter first
+  std::vector<HolisticAggregator*> holistic;
+  std::size_t state_bytes() const {
+    std::size_t b = 0;
+    for (const auto* d : decomposable) b += d->state_bytes();
+    return b;
+  }
+};
+
+Aggregators make_aggregators(const Table& in, const GroupBySpec& spec, Report& report) {
+  Aggregators a;
+  a.row_counter = std::make_unique<RowCounter>(Aggregation{}, nullptr);
+  a.rows = a.row_counter.get();
+  a.decomposable.push_back(a.rows);
+  for (const auto& s : spec.aggs) {
+    const auto& info = agg::operator_info(s.op);
+    if (!info.reads_column) {
+      a.by_spec.push_back(nullptr);
+      report.note(fmt::format("{}: CPU engine, the engine's own row count", agg::describe(s)));
+      continue;
+    }
+    a.by_spec.push_back(info.make_cpu(s, &in.column(s.column)));
+    if (auto* h = dynamic_cast<HolisticAggregator*>(a.by_spec.back().get())) a.holistic.push_back(h);
+    else a.decomposable.push_back(static_cast<DecomposableAggregator*>(a.by_spec.back().get()));
+    report.note(fmt::format("{}: CPU engine, {}", agg::describe(s),
+                            info.holistic ? "holistic: each group's values gathered, then selected or sorted"
+                                          : "decomposable: per-group states updated and merged"));
+  }
+  return a;
+}
+
+void fold_in_slots(Aggregators& a, const GroupKeys& keys, std::size_t n, const AggregationPlan& plan, int threads) {
+  const auto& ds = a.decomposable;
+  for (auto* d : ds) d->allocate(plan.slots, keys.groups());
+#pragma omp parallel num_threads(threads)
+  {
+    std::vector<std::uint32_t> gid(kBlockRows);
+#pragma omp for schedule(dynamic, 1)
+    for (std::size_t s = 0; s < plan.slots; ++s) {
+      const std::size_t end = std::min(n, (s + 1) * plan.slot_rows);
+      for (std::size_t b = s * plan.slot_rows; b < end; b += kBlockRows) {
+        const std::size_t e = std::min(end, b + kBlockRows);
+        keys.fill(b, e, gid.data());
+        for (auto* d : ds) d->update(s, gid.data(), b, e);
+      }
+    }
+  }
+  if (plan.slots == 1) return;
+  const std::uint64_t groups = keys.groups();
+  const std::size_t pieces = std::min<std::uint64_t>(groups, groups * plan.slots < (1u << 16) ? 1 : 16 * threads);
+#pragma omp parallel for num_threads(pieces > 1 ? threads : 1) schedule(dynamic, 1)
+  for (std::size_t c = 0; c < pieces; ++c)
+    for (auto* d : ds) d->merge_slots(groups * c / pieces, groups * (c + 1) / pieces);
+}
+
+// The rows in partition order (stable): their group ids, each needed input column's values, and
+// where each partition starts. Chunks of rows count their partitions, then place their rows.
+struct Partitions {
+  Scratch<std::uint32_t> gid;
+  std::map<const Column*, ScatteredColumn> columns;
+  std::vector<std::size_t> start;
+};
+
+Partitions partition_rows(const GroupKeys& keys, std::size_t n, const std::vector<const Column*>& inputs,
+                          const AggregationPlan& plan, int threads) {
+  const std::size_t P = plan.partitions, C = std::max<std::size_t>(1, (n + kBlockRows - 1) / kBlockRows);
+  const unsigned shift = plan.partition_shift;
+  std::vector<std::uint32_t> offset(C * P, 0);
+#pragma omp parallel num_threads(threads)
+  {
+    std::vector<std::uint32_t> gid(kBlockRows);
+#pragma omp for schedule(dynamic, 4)
+    for (std::size_t c = 0; c < C; ++c) {
+      const std::size_t b = c * kBlockRows, e = std::min(n, b + kBlockRows);
+      keys.fill(b, e, gid.data());
+      for (std::size_t i = 0; i < e - b; ++i) ++offset[c * P + (gid[i] >> shift)];
+    }
+  }
+  Partitions parts;
+  parts.start.resize(P + 1);
+  std::size_t run = 0;
+  for (std::size_t p = 0; p < P; ++p) {
+    parts.start[p] = run;
+    for (std::size_t c = 0; c < C; ++c) run += std::exchange(offset[c * P + p], static_cast<std::uint32_t>(run));
+  }
+  parts.start[P] = n;
+  parts.gid.resize(n);
+  for (const Column* c : inputs) parts.columns.emplace(c, ScatteredColumn(*c));
+#pragma omp parallel num_threads(threads)
+  {
+    std::vector<std::uint32_t> gid(kBlockRows), pos(kBlockRows);
+#pragma omp for schedule(dynamic, 4)
+    for (std::size_t c = 0; c < C; ++c) {
+      const std::size_t b = c * kBlockRows, e = std::min(n, b + kBlockRows);
+      keys.fill(b, e, gid.data());
+      std::uint32_t* next = &offset[c * P];
+      for (std::size_t i = 0; i < e - b; ++i) {
+        pos[i] = next[gid[i] >> shift]++;
+        parts.gid[pos[i]] = gid[i];
+      }
+      for (auto& [column, scattered] : parts.columns) scattered.scatter(*column, pos.data(), b, e);
+    }
+  }
+  return parts;
+}
+
+void fold_in_partitions(Aggregators& a, const GroupKeys& keys, std::size_t n, const AggregationPlan& plan,
+                        int threads) {
+  std::vector<const Column*> inputs;
+  for (const auto& s : a.by_spec)
+    if (s && std::find(inputs.begin(), inputs.end(), s->input()) == inputs.end()) inputs.push_back(s->input());
+  const Partitions parts = partition_rows(keys, n, inputs, plan, threads);
+  const std::uint64_t groups = keys.groups();
+  for (auto* d : a.decomposable) d->allocate(1, groups);
+  for (auto* h : a.holistic) h->allocate(groups);
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
+  for (std::size_t p = 0; p < plan.partitions; ++p) {
+    const std::size_t b = parts.start[p], e = parts.start[p + 1];
+    for (auto* d : a.decomposable) {
+      const auto it = parts.columns.find(d->input());
+      d->update_scattered(it == parts.columns.end() ? nullptr : &it->second, parts.gid.data() + b, b, e);
+    }
+    const auto g0 = static_cast<std::uint32_t>(p << plan.partition_shift);
+    const auto g1 = static_cast<std::uint32_t>(std::min<std::uint64_t>(groups, std::uint64_t{p + 1} << plan.partition_shift));
+    for (auto* h : a.holistic) h->compute(parts.columns.at(h->input()), parts.gid.data() + b, b, e, g0, g1);
+  }
+}
+
+// The group ids that hold at least one row, ascending.
+std::vector<std::uint32_t> occupied_groups(const std::int64_t* counts, std::uint64_t groups, int threads) {
+  const std::size_t C = std::max<std::size_t>(1, std::min<std::uint64_t>(4 * threads, groups / 65536 + 1));
+  threads = C > 1 ? threads : 1;
+  std::vector<std::size_t> start(C + 1, 0);
+#pragma omp parallel for num_threads(threads) schedule(static)
+  for (std::size_t c = 0; c < C; ++c)
+    for (std::uint64_t g = groups * c / C; g < groups * (c + 1) / C; ++g) start[c + 1] += counts[g] > 0;
+  for (std::size_t c = 0; c < C; ++c) start[c + 1] += start[c];
+  std::vector<std::uint32_t> out(start[C]);
+#pragma omp parallel for num_threads(threads) schedule(static)
+  for (std::size_t c = 0; c < C; ++c) {
+    std::size_t at = start[c];
+    for (std::uint64_t g = groups * c / C; g < groups * (c + 1) / C; ++g)
+      if (counts[g] > 0) out[at++] = static_cast<std::uint32_t>(g);
+  }
+  return out;
+}
+
+Table result_table(const GroupKeys& keys, const Aggregators& a, const GroupBySpec& spec,
+                   std::span<const std::uint32_t> present, int threads) {
+  Table out;
+  for (auto& c : keys.key_columns(present, threads)) out.add(std::move(c));
+  const std::int64_t* counts = a.rows->states();
+  for (std::size_t i = 0; i < spec.aggs.size(); ++i) {
+    if (!a.by_spec[i]) {
+      out.add(build_numbers<std::int64_t>(output_names(spec.aggs[i]).front(), present.size(), threads,
+                                          [&](std::size_t j) { return std::optional(counts[present[j]]); }));
+      continue;
+    }
+    for (auto& c : a.by_spec[i]->finish(present, threads)) out.add(std::move(c));
+  }
+  return out;
+}
+
+}  // namespace
+
+Table run(const Table& input, const GroupBySpec& spec, int threads, Report& report) {
+  const std::size_t n = input.rows();
+  std::vector<const Column*> key_columns;
+  for (const auto& k : spec.by) key_columns.push_back(&input.column(k));
+  const GroupKeys keys(key_columns, n, threads, report);
+  Aggregators a = make_aggregators(input, spec, report);
+  const auto plan = plan_aggregation(n, keys.groups(), a.state_bytes(), !a.holistic.empty(), threads);
+  Stopwatch w;
+  if (plan.partitioned) fold_in_partitions(a, keys, n, plan, threads);
+  else fold_in_slots(a, keys, n, plan, threads);
+  report.add("aggregate", "cpu", w.seconds(), plan.describe());
+  w.reset();
+  const auto present = occupied_groups(a.rows->states(), keys.groups(), threads);
+  Table out = result_table(keys, a, spec, present, threads);
+  report.add("result table", "cpu", w.seconds(), fmt::format("{} groups in key order", present.size()));
+  return out;
+}
+
+}  // namespace tandem::cpu_groupby

@@ -1,0 +1,22 @@
+// top(col, n): the n largest present values, largest first, in value_less order (NaN above
+// every number); outputs top1 … topn, missing where the group has fewer than n values.
+#pragma once
+#include "groupby/ops/holistic.hpp"
+
+namespace tandem::agg {
+
+template <class T>
+struct TopOp {
+  static constexpr bool valid = is_number_v<T>;
+  static constexpr bool holistic = true;
+  using Out = T;
+  static std::size_t outputs(const Aggregation& a) { return a.n; }
+  static void compute(std::span<T> values, const Aggregation& a, std::optional<Out>* out) {
+    const std::size_t k = std::min(a.n, values.size());
+    const auto k_end = values.begin() + static_cast<std::ptrdiff_t>(k);
+    std::partial_sort(values.begin(), k_end, values.end(), [](T x, T y) { return value_less(y, x); });
+    for (std::size_t i = 0; i < a.n; ++i) out[i] = i < k ? std::optional<Out>(values[i]) : std::nullopt;
+  }
+};
+
+}  // namespace tandem::agg

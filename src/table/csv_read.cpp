@@ -1,0 +1,239 @@
+// Reading CSV: the header on one thread, then the body split at record boundaries into pieces
+// parsed in parallel (table/csv_piece), their column types reconciled and their columns joined
+// (table/csv_assemble).
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "table/csv_assemble.hpp"
+#include "table/csv_piece.hpp"
+#include "table/csv_scan.hpp"
+#include "tandem/table/csv.hpp"
+#include "tandem/core/error.hpp"
+#include "tandem/core/io.hpp"
+#include "tandem/core/parallel.hpp"
+
+namespace tandem {
+namespace {
+
+using csv::ParseError;
+
+// A file mapped read-only for the duration of a read.
+class MappedFile {
+ public:
+  explicit MappedFile(const std::string& path) {
+    fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd_ < 0) throw InputError(fmt::format("{}: cannot open for reading ({})", path, std::strerror(errno)));
+    struct stat st {};
+    if (::fstat(fd_, &st) != 0 || S_ISDIR(st.st_mode))
+      throw InputError(fmt::format("{}: {}", path, S_ISDIR(st.st_mode) ? "is a directory, not a file" : std::strerror(errno)));
+    size_ = static_cast<std::size_t>(st.st_size);
+    if (size_ == 0) return;
+    void* p = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd_, 0);
+    if (p == MAP_FAILED) throw InputError(fmt::format("{}: cannot map for reading ({})", path, std::strerror(errno)));
+    ::madvise(p, size_, MADV_WILLNEED);
+    data_ = static_cast<const char*>(p);
+  }
+  ~MappedFile() {
+    if (data_) ::munmap(const_cast<char*>(data_), size_);
+    if (fd_ >= 0) ::close(fd_);
+  }
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+  std::string_view text() const { return {data_ ? data_ : "", size_}; }
+
+ private:
+  int fd_{-1};
+  const char* data_{nullptr};
+  std::size_t size_{0};
+};
+
+struct Header {
+  std::vector<std::string> names;
+  const char* body{nullptr};
+  char delimiter{','};
+};
+
+class CsvReader {
+ public:
+  CsvReader(std::string_view text, const CsvOptions& options, std::string_view source)
+      : text_(text.data()), end_(text.data() + text.size()), options_(options), source_(source),
+        threads_(options.threads > 0 ? options.threads : default_threads()) {}
+
+  Table read();
+
+ private:
+  Header read_header() const;
+  void check_names(const std::vector<std::string>& names, const std::vector<const char*>& at) const;
+  std::vector<csv::ColumnStart> column_starts(const Header& h) const;
+  std::size_t piece_bytes(std::size_t body) const;
+  std::vector<csv::Piece> parse_pieces(const csv::Layout& layout, const csv::PieceInput& in,
+                                       const std::vector<csv::ColumnStart>& starts) const;
+  void throw_first_error(const std::vector<csv::Piece>& pieces, const std::vector<csv::PieceSpan>& spans,
+                         const std::vector<std::string>& names) const;
+  [[noreturn]] void raise(const ParseError& e, const std::vector<std::string>& names) const;
+  std::size_t line_of(std::size_t pos) const {
+    return 1 + static_cast<std::size_t>(std::count(text_, text_ + std::min<std::size_t>(pos, end_ - text_), '\n'));
+  }
+
+  const char* text_;
+  const char* end_;
+  const CsvOptions& options_;
+  std::string source_;
+  int threads_;
+};
+
+Header CsvReader::read_header() const {
+  const char* p = text_;
+  if (end_ - p >= 3 && std::memcmp(p, "\xEF\xBB\xBF", 3) == 0) p += 3;  // UTF-8 byte order mark
+  if (p == end_) throw InputError(fmt::format("{}: empty file (expected a header row naming the columns)", source_));
+  Header h;
+  h.delimiter = options_.delimiter ? options_.delimiter : csv::detect_delimiter(p, end_);
+  if (h.delimiter == '"' || h.delimiter == '\n' || h.delimiter == '\r')
+    throw UsageError(fmt::format("CSV delimiter '{}' (expected a byte other than a quote, CR or LF)",
+                                 csv::printable(&h.delimiter, &h.delimiter + 1)));
+  const csv::Scanner scanner(h.delimiter);
+  std::vector<const char*> at;
+  csv::Field f;
+  for (csv::Stop s = csv::Stop::delimiter; s == csv::Stop::delimiter;) {
+    at.push_back(p);
+    s = scanner.next(p, end_, f);
+    if (csv::is_error(s)) raise({static_cast<std::size_t>(p - text_), at.size(), csv::describe(s, p)}, {});
+    std::string name;
+    csv::append_value(f, name);
+    h.names.push_back(std::move(name));
+  }
+  check_names(h.names, at);
+  h.body = p;
+  return h;
+}
+
+void CsvReader::check_names(const std::vector<std::string>& names, const std::vector<const char*>& at) const {
+  std::unordered_map<std::string_view, std::size_t> seen;
+  for (std::size_t j = 0; j < names.size(); ++j) {
+    const ParseError e{static_cast<std::size_t>(at[j] - text_), j + 1, ""};
+    if (names[j].empty()) raise({e.pos, e.column, "the header gives this column no name"}, {});
+    if (!csv::valid_utf8(names[j]))
+      raise({e.pos, e.column,
+             fmt::format("the column name '{}' is not UTF-8",
+                         csv::printable(names[j].data(), names[j].data() + names[j].size()))},
+            {});
+    const auto [it, fresh] = seen.emplace(names[j], j);
+    if (!fresh)
+      raise({e.pos, e.column, fmt::format("the header names column {} '{}' again", it->second + 1, names[j])}, {});
+  }
+}
+
+std::vector<csv::ColumnStart> CsvReader::column_starts(const Header& h) const {
+  std::vector<csv::ColumnStart> starts(h.names.size());
+  for (const auto& s : options_.schema) {
+    const auto it = std::find(h.names.begin(), h.names.end(), s.name);
+    if (it == h.names.end()) {
+      std::string names;
+      for (const auto& n : h.names) names += (names.empty() ? "" : ", ") + n;
+      throw UsageError(fmt::format("{}: the schema names column '{}', which the header lacks (columns: {})", source_,
+                                   s.name, names));
+    }
+    auto& start = starts[static_cast<std::size_t>(it - h.names.begin())];
+    if (start.fixed) throw UsageError(fmt::format("the schema names column '{}' twice", s.name));
+    start = {s.type, true};
+  }
+  return starts;
+}
+
+std::size_t CsvReader::piece_bytes(std::size_t body) const {
+  if (options_.chunk_bytes) return options_.chunk_bytes;
+  // About eight pieces per thread so a slow thread delays little; pieces large enough that
+  // their fixed costs vanish and small enough that their buffers stay modest.
+  const std::size_t target = body / (static_cast<std::size_t>(threads_) * 8);
+  return std::clamp<std::size_t>(target, std::size_t{1} << 20, std::size_t{64} << 20);
+}
+
+std::vector<csv::Piece> CsvReader::parse_pieces(const csv::Layout& layout, const csv::PieceInput& in,
+                                                const std::vector<csv::ColumnStart>& starts) const {
+  std::vector<csv::Piece> pieces(layout.spans.size());
+#pragma omp parallel for num_threads(threads_) schedule(dynamic, 1)
+  for (std::size_t i = 0; i < pieces.size(); ++i) pieces[i] = csv::parse_piece(in, layout.spans[i], starts);
+  return pieces;
+}
+
+// The first error in the file is found by the piece that holds it: every piece before it began
+// at a true record boundary (quote parity is exact up to the first malformed byte).
+void CsvReader::throw_first_error(const std::vector<csv::Piece>& pieces, const std::vector<csv::PieceSpan>& spans,
+                                  const std::vector<std::string>& names) const {
+  for (std::size_t i = 0; i < pieces.size(); ++i) {
+    if (pieces[i].error) raise(*pieces[i].error, names);
+    if (pieces[i].stop != spans[i].end) throw Error(fmt::format("{}: CSV piece ended off its boundary", source_));
+  }
+}
+
+void CsvReader::raise(const ParseError& e, const std::vector<std::string>& names) const {
+  std::string where = fmt::format("{}:{}", source_, line_of(e.pos));
+  if (e.column > 0 && e.column <= names.size())
+    where += fmt::format(": column {} ('{}')", e.column, names[e.column - 1]);
+  else if (e.column > 0)
+    where += fmt::format(": column {}", e.column);
+  throw InputError(fmt::format("{}: {}", where, e.what));
+}
+
+Table CsvReader::read() {
+  const Header h = read_header();
+  const csv::Scanner scanner(h.delimiter);
+  const csv::PieceInput in{text_, end_, &scanner, h.names.size()};
+  auto starts = column_starts(h);
+  const auto cuts = csv::split_records(h.body, end_, piece_bytes(static_cast<std::size_t>(end_ - h.body)), threads_);
+  csv::Layout layout = csv::lay_out(cuts, starts, threads_);
+  auto pieces = parse_pieces(layout, in, starts);
+  throw_first_error(pieces, layout.spans, h.names);
+  const csv::Reconciled r = csv::reconcile_types(pieces, starts);
+  if (r.overflow) raise(*r.overflow, h.names);
+  std::vector<csv::ColumnStart> settled;
+  for (auto t : r.types) settled.push_back({t, true});
+#pragma omp parallel for num_threads(threads_) schedule(dynamic, 1)
+  for (std::size_t i = 0; i < pieces.size(); ++i)
+    if (r.reparse[i]) pieces[i] = csv::parse_piece(in, layout.spans[i], settled);
+  throw_first_error(pieces, layout.spans, h.names);
+  return Table(csv::assemble(pieces, layout, h.names, r.types, threads_));
+}
+
+}  // namespace
+
+CsvSchema parse_csv_schema(std::string_view text) {
+  CsvSchema schema;
+  while (!text.empty()) {
+    const auto comma = text.find(',');
+    const std::string_view part = text.substr(0, comma);
+    text = comma == std::string_view::npos ? std::string_view{} : text.substr(comma + 1);
+    const auto colon = part.rfind(':');
+    if (colon == std::string_view::npos || colon == 0)
+      throw UsageError(fmt::format("schema part '{}': expected NAME:TYPE (e.g. v1:i64)", part));
+    CsvColumnType c{std::string(part.substr(0, colon)), parse_column_type(part.substr(colon + 1))};
+    for (const auto& other : schema)
+      if (other.name == c.name) throw UsageError(fmt::format("schema names column '{}' twice", c.name));
+    schema.push_back(std::move(c));
+  }
+  return schema;
+}
+
+Table read_csv_text(std::string_view text, const CsvOptions& options, std::string_view source) {
+  return CsvReader(text, options, source).read();
+}
+
+Table read_csv(const std::string& path, const CsvOptions& options) {
+  if (path == "-") {
+    const auto bytes = io::read_bytes(path);
+    return read_csv_text({bytes.data(), bytes.size()}, options, "<stdin>");
+  }
+  const MappedFile file(path);
+  return read_csv_text(file.text(), options, path);
+}
+
+}  // namespace tandem

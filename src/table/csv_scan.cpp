@@ -1,0 +1,118 @@
+#include "table/csv_scan.hpp"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+namespace tandem::csv {
+
+std::string describe(Stop s, const char* p) {
+  switch (s) {
+    case Stop::stray_quote: return "a quote inside an unquoted field (quote the whole field and double the quote)";
+    case Stop::after_quote:
+      return fmt::format("'{}' after a closing quote (a quote inside a quoted field must be doubled)",
+                         printable(p, p + 1));
+    case Stop::lone_cr: return "a carriage return not followed by a line feed";
+    case Stop::unterminated: return "a quoted field that never ends (its opening quote has no closing quote)";
+    default: return "?";
+  }
+}
+
+std::size_t count_quotes(const char* b, const char* e) {
+  std::size_t n = 0;
+  while (b < e) {
+    const void* q = std::memchr(b, '"', static_cast<std::size_t>(e - b));
+    if (!q) break;
+    ++n;
+    b = static_cast<const char*>(q) + 1;
+  }
+  return n;
+}
+
+const char* next_record_start(const char* from, const char* end, bool inside_quotes) {
+  for (const char* p = from; p < end; ++p) {
+    if (*p == '"') inside_quotes = !inside_quotes;
+    else if (*p == '\n' && !inside_quotes) return p + 1;
+  }
+  return end;
+}
+
+std::vector<const char*> split_records(const char* b, const char* e, std::size_t piece_bytes, int threads) {
+  const auto bytes = static_cast<std::size_t>(e - b);
+  piece_bytes = std::max<std::size_t>(piece_bytes, 1);
+  const std::size_t pieces = std::max<std::size_t>(1, (bytes + piece_bytes - 1) / piece_bytes);
+  std::vector<std::size_t> quotes(pieces);
+  auto cut = [&](std::size_t i) { return b + std::min(bytes, i * piece_bytes); };
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
+  for (std::size_t i = 0; i < pieces; ++i) quotes[i] = count_quotes(cut(i), cut(i + 1));
+  std::vector<bool> inside(pieces, false);  // is cut(i) inside a quoted field?
+  for (std::size_t i = 1; i < pieces; ++i) inside[i] = inside[i - 1] != (quotes[i - 1] % 2 == 1);
+  std::vector<const char*> starts(pieces + 1, e);
+  starts[0] = b;
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
+  for (std::size_t i = 1; i < pieces; ++i) starts[i] = next_record_start(cut(i), e, inside[i]);
+  return starts;
+}
+
+char detect_delimiter(const char* b, const char* e) {
+  std::size_t commas = 0, tabs = 0;
+  bool inside = false;
+  for (const char* p = b; p < e; ++p) {
+    if (*p == '"') inside = !inside;
+    else if (inside) continue;
+    else if (*p == '\n') break;
+    else if (*p == ',') ++commas;
+    else if (*p == '\t') ++tabs;
+  }
+  return tabs > commas ? '\t' : ',';
+}
+
+std::size_t utf8_length(const char* p, const char* e) {
+  const auto c = static_cast<unsigned char>(*p);
+  if (c < 0x80) return 1;
+  std::size_t n = 0;
+  unsigned min = 0;
+  if (c >= 0xc2 && c <= 0xdf) n = 2, min = 0x80;
+  else if (c >= 0xe0 && c <= 0xef) n = 3, min = 0x800;
+  else if (c >= 0xf0 && c <= 0xf4) n = 4, min = 0x10000;
+  else return 0;
+  if (e - p < static_cast<std::ptrdiff_t>(n)) return 0;
+  unsigned cp = c & (0x7f >> n);
+  for (std::size_t i = 1; i < n; ++i) {
+    const auto d = static_cast<unsigned char>(p[i]);
+    if ((d & 0xc0) != 0x80) return 0;
+    cp = (cp << 6) | (d & 0x3f);
+  }
+  const bool surrogate = cp >= 0xd800 && cp <= 0xdfff;
+  return cp < min || cp > 0x10ffff || surrogate ? 0 : n;
+}
+
+bool valid_utf8(std::string_view s) {
+  for (const char* p = s.data(); p < s.data() + s.size();) {
+    const std::size_t n = utf8_length(p, s.data() + s.size());
+    if (n == 0) return false;
+    p += n;
+  }
+  return true;
+}
+
+std::string printable(const char* b, const char* e, std::size_t limit) {
+  std::string out;
+  for (const char* p = b; p < e;) {
+    if (static_cast<std::size_t>(p - b) >= limit) {
+      out += "...";
+      break;
+    }
+    const auto c = static_cast<unsigned char>(*p);
+    const std::size_t n = utf8_length(p, e);
+    if (c == '\n') out += "\\n";
+    else if (c == '\r') out += "\\r";
+    else if (c == '\t') out += "\\t";
+    else if (c < 0x20 || c == 0x7f || n == 0) out += fmt::format("\\x{:02x}", c);
+    else out.append(p, n);
+    p += n == 0 ? 1 : n;
+  }
+  return out;
+}
+
+}  // namespace tandem::csv

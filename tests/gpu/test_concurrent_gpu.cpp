@@ -1,0 +1,143 @@
+// Host threads sharing GPUs: four threads run group-bys (hash and seed engines), word counts and
+// sorts (host pipeline and device-resident) on one GPU at once, and a group-by alternates between
+// devices; every result is checked against one computed alone on the CPU.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <numeric>
+#include <random>
+#include <span>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <cuda_runtime_api.h>
+
+#include "tandem/core/device.hpp"
+#include "tandem/cuda/buffers.hpp"
+#include "tandem/cuda/runtime.hpp"
+#include "tandem/cuda/stream.hpp"
+#include "tandem/mapreduce.hpp"
+#include "tandem/sort.hpp"
+#include "test_util.hpp"
+
+using namespace tandem;
+
+namespace {
+
+bool sanitizer() { return std::getenv("TANDEM_SANITIZER") != nullptr; }
+
+// One thread's inputs and the answers computed alone on the CPU.
+struct Work {
+  std::vector<std::uint32_t> keys;
+  std::vector<std::int64_t> values;  // integer sums are exact on every engine
+  std::string text;
+  std::vector<std::uint64_t> to_sort;
+  mr::GroupBy groups;
+  mr::WordCount words;
+  std::vector<std::uint64_t> sorted;
+};
+
+Work make_work(int t) {
+  Work w;
+  const std::size_t n = (sanitizer() ? 20000 : 400000) + 1000 * t;  // sizes differ: engines regrow
+  w.keys = mr::zipf_keys_u32(n, t % 2 ? 200 : 50000, 1.0, 7 + t);
+  std::mt19937_64 rng(20 + t);
+  w.values.resize(n);
+  for (auto& v : w.values) v = std::int64_t(rng() % 2000001) - 1000000;
+  w.text = mr::zipf_text(sanitizer() ? 30000 : 600000, mr::make_vocabulary(2000, t + 1), 1.0, t + 1);
+  w.to_sort.resize(n / 2);
+  for (auto& x : w.to_sort) x = rng();
+  mr::Options cpu;
+  cpu.device = Device::cpu;
+  w.groups = mr::groupby(DType::u32, w.keys.data(), n, DType::i64, w.values.data(), n, true, cpu);
+  mr::WordCountOptions wc;
+  wc.engine.device = Device::cpu;
+  w.words = mr::wordcount(w.text, wc);
+  w.sorted = w.to_sort;
+  std::sort(w.sorted.begin(), w.sorted.end());
+  return w;
+}
+
+bool same_groups(const mr::GroupBy& a, const mr::GroupBy& b) {
+  if (a.rows.size() != b.rows.size()) return false;
+  for (std::size_t i = 0; i < a.rows.size(); ++i) {
+    const auto &x = a.rows[i], &y = b.rows[i];
+    if (x.key_bits != y.key_bits || x.count != y.count || x.isum != y.isum || x.imin != y.imin || x.imax != y.imax) return false;
+  }
+  return true;
+}
+
+mr::GroupBy gpu_groupby(const Work& w, mr::Options::Mode mode) {
+  mr::Options o;
+  o.device = Device::gpu;
+  o.mode = mode;
+  return mr::groupby(DType::u32, w.keys.data(), w.keys.size(), DType::i64, w.values.data(), w.values.size(), true, o);
+}
+
+// Sorts a copy of w.to_sort on the device, on this thread's own non-blocking stream.
+std::vector<std::uint64_t> sort_on_device(const Work& w, cudaStream_t s) {
+  const std::size_t n = w.to_sort.size();
+  gpu::DeviceBuffer<std::uint64_t> d(n);
+  TANDEM_CUDA(cudaMemcpyAsync(d.data(), w.to_sort.data(), n * 8, cudaMemcpyHostToDevice, s));
+  sort_device(d.data(), n, SortOptions{}, s);
+  std::vector<std::uint64_t> out(n);
+  TANDEM_CUDA(cudaMemcpyAsync(out.data(), d.data(), n * 8, cudaMemcpyDeviceToHost, s));
+  TANDEM_CUDA(cudaStreamSynchronize(s));
+  return out;
+}
+
+}  // namespace
+
+TEST(GpuConcurrent, FourHostThreadsShareOneGpu) {
+  TANDEM_REQUIRE_GPU();
+  const int threads = 4, rounds = sanitizer() ? 2 : 5;
+  std::vector<Work> work;
+  for (int t = 0; t < threads; ++t) work.push_back(make_work(t));
+  std::vector<std::string> failures(threads);
+  auto worker = [&](int t) {
+    try {
+      TANDEM_CUDA(cudaSetDevice(0));
+      gpu::Stream s;
+      const Work& w = work[t];
+      for (int r = 0; r < rounds && failures[t].empty(); ++r) {
+        const std::string at = " (round " + std::to_string(r) + ")";
+        const auto mode = (r + t) % 3 == 2 ? mr::Options::Mode::seed : mr::Options::Mode::hash;
+        if (!same_groups(gpu_groupby(w, mode), w.groups)) failures[t] = "group-by" + at;
+        mr::WordCountOptions wc;
+        wc.engine.device = Device::gpu;
+        if (mr::wordcount(w.text, wc).words != w.words.words) failures[t] = "word count" + at;
+        auto keys = w.to_sort;
+        SortOptions o;
+        o.device = Device::gpu;
+        tandem::sort(std::span<std::uint64_t>(keys), o);
+        if (keys != w.sorted) failures[t] = "sort (host pipeline)" + at;
+        if (sort_on_device(w, s) != w.sorted) failures[t] = "sort_device" + at;
+      }
+    } catch (const std::exception& e) {
+      failures[t] = e.what();
+    }
+  };
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t) pool.emplace_back(worker, t);
+  for (auto& th : pool) th.join();
+  for (int t = 0; t < threads; ++t) EXPECT_TRUE(failures[t].empty()) << "thread " << t << ": " << failures[t];
+}
+
+// A group-by on one device, then on another, then back: each device's engines keep their own
+// buffers (a device switch used to hand the engine of the first device to the second).
+TEST(GpuConcurrent, GroupByAlternatingDevices) {
+  TANDEM_REQUIRE_GPU();
+  if (gpu_count() < 2) GTEST_SKIP() << "one GPU";
+  const Work w = make_work(1);
+  const Work big = make_work(2);
+  for (int round = 0; round < 3; ++round)
+    for (int dev : {0, 1}) {
+      TANDEM_CUDA(cudaSetDevice(dev));
+      EXPECT_TRUE(same_groups(gpu_groupby(round % 2 ? big : w, mr::Options::Mode::hash), (round % 2 ? big : w).groups))
+          << "device " << dev << " round " << round;
+      EXPECT_TRUE(same_groups(gpu_groupby(w, mr::Options::Mode::seed), w.groups)) << "seed, device " << dev;
+    }
+  TANDEM_CUDA(cudaSetDevice(0));
+}

@@ -1,0 +1,306 @@
+// tandem::groupby on tables against the plain reference (groupby_reference.hpp): random tables
+// of mixed key and value types, the edge cases, thread counts, concurrent calls and errors.
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "groupby/ops/registry.hpp"
+#include "groupby_reference.hpp"
+#include "tandem/core/device.hpp"
+#include "tandem/core/error.hpp"
+
+using namespace groupby_test;
+
+namespace {
+
+GroupByResult on_cpu(const Table& t, const GroupBySpec& s, int threads = 2) {
+  return groupby(t, s, GroupByOptions{Device::cpu, threads});
+}
+
+void expect_reference(const Table& t, const GroupBySpec& s, const std::string& what, int threads = 2) {
+  const auto want = reference_groupby(t, s);
+  expect_matches(on_cpu(t, s, threads).table, want, what);
+}
+
+// Every operator on every value column it accepts, each with probability `share`.
+std::vector<Aggregation> random_aggregations(std::mt19937_64& rng, const Table& t, double share) {
+  std::vector<Aggregation> aggs{aggregation(AggOp::count_rows)};
+  std::uniform_real_distribution<double> unit(0, 1);
+  for (const auto& c : t.columns()) {
+    if (c.name[0] != 'v') continue;
+    for (const auto& o : agg::operators()) {
+      if (!o.reads_column || !o.accepts(c.type) || unit(rng) > share) continue;
+      Aggregation a = aggregation(o.op, c.name);
+      a.q = unit(rng);
+      a.n = 1 + rng() % 3;
+      aggs.push_back(a);
+    }
+  }
+  return aggs;
+}
+
+Table random_table(std::mt19937_64& rng, std::size_t rows, std::size_t keys, double missing) {
+  Table t;
+  for (std::size_t k = 0; k < keys; ++k)
+    t.add(random_column(rng, fmt::format("k{}", k), kAllTypes[rng() % 7], rows, 1 + rng() % 6, missing));
+  for (const auto type : kAllTypes)
+    t.add(random_column(rng, fmt::format("v_{}", to_string(type)), type, rows, 40, 0.1));
+  return t;
+}
+
+GroupBySpec spec_of(const Table& t, std::vector<Aggregation> aggs) {
+  GroupBySpec s;
+  for (const auto& c : t.columns())
+    if (c.name[0] == 'k') s.by.push_back(c.name);
+  s.aggs = std::move(aggs);
+  return s;
+}
+
+}  // namespace
+
+TEST(GroupByTable, RandomTablesMatchTheReference) {
+  std::mt19937_64 rng(7);
+  const std::size_t sizes[] = {0, 1, 2, 7, 100, 1000, 5000};
+  for (int round = 0; round < 40; ++round) {
+    const std::size_t rows = sizes[rng() % 7], keys = 1 + rng() % 6;
+    const Table t = random_table(rng, rows, keys, round % 2 ? 0.15 : 0.0);
+    const auto spec = spec_of(t, random_aggregations(rng, t, 0.3));
+    expect_reference(t, spec, "round " + std::to_string(round), 1 + round % 3);
+  }
+}
+
+TEST(GroupByTable, EveryAggregationOnEveryTypeItAccepts) {
+  std::mt19937_64 rng(11);
+  const Table t = random_table(rng, 3000, 2, 0.1);
+  expect_reference(t, spec_of(t, random_aggregations(rng, t, 1.0)), "all aggregations");
+}
+
+TEST(GroupByTable, ManyGroupsTakeThePartitionedPath) {
+  std::mt19937_64 rng(3);
+  Table t;
+  t.add(random_column(rng, "k0", ColumnType::i64, 60000, 50000, 0.01));
+  t.add(random_column(rng, "k1", ColumnType::str, 60000, 3, 0.0));
+  t.add(random_column(rng, "v_f64", ColumnType::f64, 60000, 1000, 0.1));
+  t.add(random_column(rng, "v_i32", ColumnType::i32, 60000, 1000, 0.1));
+  const auto spec = spec_of(t, random_aggregations(rng, t, 1.0));
+  const auto r = on_cpu(t, spec);
+  EXPECT_NE(r.report.explain().find("partition"), std::string::npos) << r.report.explain();
+  expect_matches(r.table, reference_groupby(t, spec), "many groups");
+}
+
+TEST(GroupByTable, WideKeysAreRankedBySortingAndTheirCombinationToo) {
+  // Four columns of ~60K distinct wide integers: their combined codes exceed 64 bits, so the
+  // first three are ranked before the fourth joins; most rows are distinct groups.
+  std::mt19937_64 rng(5);
+  Table t;
+  for (int k = 0; k < 4; ++k) t.add(random_column(rng, fmt::format("k{}", k), ColumnType::i64, 70000, 65000, 0.0));
+  t.add(random_column(rng, "v_f64", ColumnType::f64, 70000, 1000, 0.0));
+  const auto spec = spec_of(t, {aggregation(AggOp::count_rows), aggregation(AggOp::sum, "v_f64"), aggregation(AggOp::last, "v_f64")});
+  const auto r = on_cpu(t, spec);
+  EXPECT_NE(r.report.explain().find("radix sort"), std::string::npos) << r.report.explain();
+  expect_matches(r.table, reference_groupby(t, spec), "wide keys");
+}
+
+TEST(GroupByTable, LongAndShortStringKeys) {
+  std::vector<std::string> v = {"a much longer string than sixteen bytes", "", "x", "a much longer string than sixteen bytez",
+                                "x", "", "\xc3\xa9", "a,\"b\"\n"};
+  Table t;
+  t.add(make_string_column("k", v, make_validity(v.size(), [](std::size_t i) { return i != 5; })));
+  t.add(make_column<std::int32_t>("v", {1, 2, 3, 4, 5, 6, 7, 8}));
+  const GroupBySpec spec{{"k"}, {aggregation(AggOp::count_rows), aggregation(AggOp::sum, "v"), aggregation(AggOp::first, "k")}};
+  const auto r = on_cpu(t, spec);
+  ASSERT_EQ(r.table.rows(), 7u);  // "", "a,\"b\"\n", 2 long ones, "x", "é", missing
+  EXPECT_EQ(r.table.column("k").string(0), "");
+  EXPECT_TRUE(r.table.column("k").present(0));
+  EXPECT_FALSE(r.table.column("k").present(6));
+  expect_matches(r.table, reference_groupby(t, spec), "strings");
+}
+
+TEST(GroupByTable, NanAndNegativeZeroKeysAreOneGroupEach) {
+  Table t;
+  t.add(make_column<double>("k", {0.0, -0.0, NAN, -NAN, 1.0, -0.0}));
+  t.add(make_column<std::int64_t>("v", {1, 2, 3, 4, 5, 6}));
+  const auto r = on_cpu(t, {{"k"}, {aggregation(AggOp::sum, "v")}});
+  const auto k = r.table.column("k").numbers<double>();
+  ASSERT_EQ(k.size(), 3u);
+  EXPECT_EQ(k[0], 0.0);
+  EXPECT_FALSE(std::signbit(k[0]));
+  EXPECT_EQ(k[1], 1.0);
+  EXPECT_TRUE(std::isnan(k[2]));
+  const auto s = r.table.column("sum_v").numbers<std::int64_t>();
+  EXPECT_EQ(s[0], 9);
+  EXPECT_EQ(s[1], 5);
+  EXPECT_EQ(s[2], 7);
+}
+
+TEST(GroupByTable, EmptyInputGivesAnEmptyTableOfTheRightColumns) {
+  Table t;
+  t.add(make_string_column("k", std::vector<std::string>{}));
+  t.add(make_column<float>("v", {}));
+  const auto r = on_cpu(t, {{"k"}, parse_aggregations("count(),sum(v),min(v),median(v),top(v,2)")});
+  EXPECT_EQ(r.table.rows(), 0u);
+  ASSERT_EQ(r.table.num_columns(), 7u);
+  EXPECT_EQ(r.table.column("sum_v").type, ColumnType::f64);
+  EXPECT_EQ(r.table.column("min_v").type, ColumnType::f32);
+  EXPECT_EQ(r.table.column("top2_v").type, ColumnType::f32);
+  EXPECT_EQ(r.table.column("count").type, ColumnType::i64);
+}
+
+TEST(GroupByTable, OneRowOneGroupAndAllRowsDistinct) {
+  Table one;
+  one.add(make_column<std::int32_t>("k", {4}));
+  one.add(make_column<double>("v", {2.5}));
+  expect_reference(one, {{"k"}, parse_aggregations("count(),var(v),median(v),top(v,2),nunique(v)")}, "one row");
+  std::vector<std::int32_t> same(1000, 3), distinct(1000);
+  std::vector<double> vals(1000);
+  for (int i = 0; i < 1000; ++i) {
+    distinct[i] = 999 - i;
+    vals[i] = i * 0.5;
+  }
+  Table t;
+  t.add(make_column("same", same));
+  t.add(make_column("distinct", distinct));
+  t.add(make_column("v", vals));
+  expect_reference(t, {{"same"}, parse_aggregations("sum(v),std(v),quantile(v,0.25)")}, "one group");
+  expect_reference(t, {{"distinct"}, parse_aggregations("sum(v),first(v),last(v),count(v)")}, "all distinct");
+  expect_reference(t, {{}, parse_aggregations("sum(v),count()")}, "no key columns: one group");
+}
+
+TEST(GroupByTable, EmptyStringsAndMissingStringsAreDifferentKeys) {
+  Table t;
+  t.add(make_string_column("k", {"", "", "a", ""}, make_validity(4, [](std::size_t i) { return i != 1; })));
+  t.add(make_column<std::int32_t>("v", {1, 2, 3, 4}));
+  const auto r = on_cpu(t, {{"k"}, {aggregation(AggOp::sum, "v")}});
+  ASSERT_EQ(r.table.rows(), 3u);
+  EXPECT_EQ(r.table.column("sum_v").numbers<std::int64_t>()[0], 5);  // ""
+  EXPECT_EQ(r.table.column("sum_v").numbers<std::int64_t>()[2], 2);  // missing, last
+}
+
+TEST(GroupByTable, AllMissingInputsGiveMissingResultsAndZeroCounts) {
+  Table t;
+  t.add(make_column<std::int32_t>("k", {1, 1, 2}));
+  t.add(make_column<std::int64_t>("v", {5, 6, 7}, make_validity(3, [](std::size_t i) { return i == 2; })));
+  const auto r = on_cpu(t, {{"k"}, parse_aggregations("count(v),sum(v),mean(v),min(v),first(v),nunique(v)")});
+  EXPECT_EQ(r.table.column("count_v").numbers<std::int64_t>()[0], 0);
+  EXPECT_EQ(r.table.column("nunique_v").numbers<std::int64_t>()[0], 0);
+  for (const char* c : {"sum_v", "mean_v", "min_v", "first_v"}) {
+    EXPECT_FALSE(r.table.column(c).present(0)) << c;
+    EXPECT_TRUE(r.table.column(c).present(1)) << c;
+  }
+}
+
+TEST(GroupByTable, IntegerSumOverflowNamesTheColumn) {
+  Table t;
+  t.add(make_column<std::int32_t>("k", {1, 1, 2, 2, 2}));
+  t.add(make_column<std::int64_t>("big", {INT64_MAX, 1, INT64_MAX, 1, -1}));
+  t.add(make_column<std::uint64_t>("ubig", {UINT64_MAX, 0, UINT64_MAX, 1, 0}));
+  try {
+    (void)on_cpu(t, {{"k"}, {aggregation(AggOp::sum, "big")}});
+    FAIL() << "no overflow reported";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("'big'"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW((void)on_cpu(t, {{"k"}, {aggregation(AggOp::sum, "ubig")}}), InputError);
+  // Group 2 alone goes over and comes back: the exact total fits, whatever the row order.
+  Table fits;
+  fits.add(make_column<std::int32_t>("k", {2, 2, 2}));
+  fits.add(make_column<std::int64_t>("big", {INT64_MAX, 1, -1}));
+  EXPECT_EQ(on_cpu(fits, {{"k"}, {aggregation(AggOp::sum, "big")}}).table.column("sum_big").numbers<std::int64_t>()[0], INT64_MAX);
+}
+
+TEST(GroupByTable, OneAndManyThreadsGiveIdenticalResults) {
+  std::mt19937_64 rng(13);
+  Table t;
+  t.add(random_column(rng, "few", ColumnType::str, 300000, 5, 0.01));
+  t.add(random_column(rng, "many", ColumnType::i32, 300000, 100000, 0.0));
+  t.add(random_column(rng, "v_f64", ColumnType::f64, 300000, 5000, 0.05));
+  t.add(random_column(rng, "v_f32", ColumnType::f32, 300000, 5000, 0.05));
+  const auto aggs = parse_aggregations("sum(v_f64),mean(v_f32),var(v_f64),first(v_f64),last(v_f32),median(v_f64)");
+  for (const char* key : {"few", "many"}) {
+    const GroupBySpec s{{key}, aggs};
+    const auto one = on_cpu(t, s, 1), three = on_cpu(t, s, 3);
+    expect_identical(one.table, three.table, key);
+    expect_matches(three.table, reference_groupby(t, s), key);
+  }
+}
+
+TEST(GroupByTable, ClusteredKeysLeaveRowRangesWithoutSomeGroups) {
+  // Keys in runs of 50,000 rows: most row ranges with partial states see only one or two groups.
+  std::mt19937_64 rng(19);
+  const std::size_t n = 300000;
+  std::vector<std::int32_t> k(n);
+  for (std::size_t i = 0; i < n; ++i) k[i] = static_cast<std::int32_t>(i / 50000);
+  Table t;
+  t.add(make_column("k", k));
+  t.add(random_column(rng, "v_f64", ColumnType::f64, n, 5000, 0.3));
+  t.add(random_column(rng, "v_str", ColumnType::str, n, 20, 0.3));
+  const GroupBySpec s{{"k"}, parse_aggregations("first(v_f64),last(v_f64),first(v_str),last(v_str),min(v_str),"
+                                               "max(v_f64),sum(v_f64),mean(v_f64),var(v_f64),count(v_f64)")};
+  expect_matches(on_cpu(t, s, 3).table, reference_groupby(t, s), "clustered");
+}
+
+TEST(GroupByTable, TwoHostThreadsCallGroupByAtOnce) {
+  std::mt19937_64 rng(17);
+  const Table a = random_table(rng, 20000, 2, 0.05), b = random_table(rng, 30000, 3, 0.0);
+  const auto sa = spec_of(a, random_aggregations(rng, a, 0.5)), sb = spec_of(b, random_aggregations(rng, b, 0.5));
+  const Table want_a = on_cpu(a, sa).table, want_b = on_cpu(b, sb).table;
+  Table got_a, got_b;
+  std::thread ta([&] { got_a = on_cpu(a, sa).table; });
+  std::thread tb([&] { got_b = on_cpu(b, sb).table; });
+  ta.join();
+  tb.join();
+  expect_identical(want_a, got_a, "first");
+  expect_identical(want_b, got_b, "second");
+}
+
+TEST(GroupByTable, GeneratedBenchmarkDataMatchesTheReference) {
+  const Table t = generate_groupby_table({.rows = 20000, .k = 10, .nas_percent = 5});
+  const auto aggs = parse_aggregations("sum(v1),mean(v3),max(v1),min(v2),median(v3),std(v3),top(v3,2),count()");
+  for (const auto& by : std::vector<std::vector<std::string>>{{"id1"}, {"id1", "id2"}, {"id3"}, {"id4"}, {"id6"},
+                                                               {"id1", "id2", "id3", "id4", "id5", "id6"}})
+    expect_reference(t, {by, aggs}, "by " + by.front() + " (" + std::to_string(by.size()) + " columns)");
+}
+
+TEST(GroupByTable, BadRequestsAreUsageErrors) {
+  Table t;
+  t.add(make_column<std::int32_t>("k", {1}));
+  t.add(make_string_column("s", {"x"}));
+  EXPECT_THROW((void)on_cpu(t, {{"nope"}, {}}), UsageError);
+  EXPECT_THROW((void)on_cpu(t, {{"k", "k"}, {}}), UsageError);
+  EXPECT_THROW((void)on_cpu(t, {{"k"}, parse_aggregations("sum(s)")}), UsageError);
+  EXPECT_THROW((void)on_cpu(t, {{"k"}, parse_aggregations("median(s)")}), UsageError);
+  EXPECT_THROW((void)on_cpu(t, {{"k"}, parse_aggregations("sum(nope)")}), UsageError);
+  EXPECT_THROW((void)on_cpu(t, {{"k"}, parse_aggregations("count(),count()")}), UsageError);
+  EXPECT_NO_THROW((void)on_cpu(t, {{"k"}, parse_aggregations("count(),count() as n,min(s),nunique(s)")}));
+  EXPECT_THROW((void)groupby(t, {{"k"}, {}}, GroupByOptions{Device::hybrid}), UsageError);
+  EXPECT_THROW((void)groupby(t, {{"k"}, {}}, GroupByOptions{Device::cpu, -1}), UsageError);
+#if !TANDEM_HAS_CUDA
+  EXPECT_THROW((void)groupby(t, {{"k"}, {}}, GroupByOptions{Device::gpu}), NoDeviceError);
+#endif
+}
+
+TEST(GroupByTable, ParsesAggregationText) {
+  const auto a = parse_aggregations(" sum(v1), mean( v3 ),count(),quantile(v3, 0.9) ,top(v3,2) as best,count(v2) as n");
+  ASSERT_EQ(a.size(), 6u);
+  EXPECT_EQ(a[0].op, AggOp::sum);
+  EXPECT_EQ(a[1].column, "v3");
+  EXPECT_EQ(a[2].op, AggOp::count_rows);
+  EXPECT_EQ(a[3].q, 0.9);
+  EXPECT_EQ(a[4].n, 2u);
+  EXPECT_EQ(a[5].op, AggOp::count);
+  EXPECT_EQ(output_names(a[0]), std::vector<std::string>{"sum_v1"});
+  EXPECT_EQ(output_names(a[2]), std::vector<std::string>{"count"});
+  EXPECT_EQ(output_names(a[3]), std::vector<std::string>{"q0.9_v3"});
+  EXPECT_EQ(output_names(a[4]), (std::vector<std::string>{"best1", "best2"}));
+  EXPECT_EQ(output_names(a[5]), std::vector<std::string>{"n"});
+  EXPECT_EQ(output_names([] { auto a = aggregation(AggOp::top, "v3"); a.n = 2; return a; }()), (std::vector<std::string>{"top1_v3", "top2_v3"}));
+  EXPECT_EQ(to_string(AggOp::nunique), "nunique");
+  for (const char* bad : {"", "sum", "sum()", "avg(v1)", "sum(v1,v2)", "quantile(v1)", "quantile(v1,1.5)",
+                          "top(v1,0)", "top(v1,x)", "sum(v1) named", "sum(v1),,count()", "count(a,b)", "sum(v1) as"})
+    EXPECT_THROW((void)parse_aggregations(bad), UsageError) << bad;
+  try {
+    (void)parse_aggregations("sum(v1),avg(v2)");
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("avg(v2)"), std::string::npos) << e.what();
+  }
+}

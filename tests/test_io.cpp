@@ -1,0 +1,325 @@
+// Array files and outputs under hostile input: the .npy header parser, sizes from headers,
+// inputs that are not regular files, outputs that are devices or links, several outputs at once.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tandem/core/error.hpp"
+#include "tandem/core/io.hpp"
+#include "test_util.hpp"
+
+using namespace tandem;
+namespace fs = std::filesystem;
+
+namespace {
+
+// A version-1 .npy file: magic, header length, `dict` padded with spaces and a newline, `data`.
+std::string npy_bytes(const std::string& dict, const std::string& data = "") {
+  std::string h = dict;
+  h.append((64 - (10 + h.size() + 1) % 64) % 64, ' ');
+  h.push_back('\n');
+  std::string out = std::string("\x93NUMPY\x01\x00", 8);
+  out.push_back(static_cast<char>(h.size() & 0xff));
+  out.push_back(static_cast<char>(h.size() >> 8));
+  return out + h + data;
+}
+
+void write_file(const std::string& path, const std::string& bytes) {
+  std::ofstream(path, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// The message of the InputError that f() throws ("" if it throws none).
+template <class F>
+std::string input_error(F f) {
+  try {
+    f();
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+std::vector<std::string> names_in(const TempDir& dir) {
+  std::vector<std::string> v;
+  for (const auto& e : fs::directory_iterator(dir.path)) v.push_back(e.path().filename().string());
+  return v;
+}
+
+}  // namespace
+
+TEST(NpyHeader, ParsesWhatNumpyWrites) {
+  auto h = io::parse_npy_header("{'descr': '<u4', 'fortran_order': False, 'shape': (10,), }", "x.npy");
+  EXPECT_EQ(h.descr, "<u4");
+  EXPECT_FALSE(h.fortran_order);
+  EXPECT_EQ(h.shape, (std::vector<std::uint64_t>{10}));
+  h = io::parse_npy_header("{\"shape\":(3, 1 ,),\n\"fortran_order\" : True,'descr':'|u1'}   \n", "x.npy");
+  EXPECT_EQ(h.descr, "|u1");
+  EXPECT_TRUE(h.fortran_order);
+  EXPECT_EQ(h.shape, (std::vector<std::uint64_t>{3, 1}));
+  EXPECT_TRUE(io::parse_npy_header("{'descr': '<f8', 'fortran_order': False, 'shape': ()}", "x").shape.empty());
+  EXPECT_EQ(io::parse_npy_header("{'descr': '<f8', 'fortran_order': False, 'shape': (7L,)}", "x").shape[0], 7u);
+  EXPECT_EQ(io::parse_npy_header("{'descr':'<u8','fortran_order':False,'shape':(18446744073709551615,)}", "x").shape[0],
+            UINT64_MAX);
+}
+
+TEST(NpyHeader, RejectsWithFileAndByteOffset) {
+  struct Case {
+    std::string dict, message;
+  };
+  const std::vector<Case> cases = {
+      {"", "expected '{'"},
+      {"{'descr': '<u4', 'fortran_order': False, 'shape': (-5,), }", "negative dimension -5"},
+      {"{'descr': '<u4', 'fortran_order': False, 'shape': (123456789012345678901234567890,), }",
+       "dimension 123456789012345678901234567890 does not fit in 64 bits"},
+      {"{'descr': '<u4', 'fortran_order': False, 'shape': (18446744073709551616,)}", "does not fit in 64 bits"},
+      {"{'descr': '<u4', 'fortran_order': False}", "no 'shape'"},
+      {"{'fortran_order': False, 'shape': (1,)}", "no 'descr'"},
+      {"{'descr': '<u4', 'shape': (1,)}", "no 'fortran_order'"},
+      {"{'descr': '<u4', 'descr': '<u4', 'fortran_order': False, 'shape': (1,)}", "'descr' appears twice"},
+      {"{'descr': [('a', '<u4')], 'fortran_order': False, 'shape': (1,)}", "structured dtype"},
+      {"{'descr': '<u4', 'fortran_order': Maybe, 'shape': (1,)}", "True or False"},
+      {"{'descr': '<u4', 'fortran_order': False, 'shape': (1,), 'extra': 1}", "unknown key 'extra'"},
+      {"{'descr' '<u4'}", "expected ':' after the key 'descr'"},
+      {"{'descr': '<u4", "unterminated string"},
+      {"{'descr': '<u4', 'fortran_order': False, 'shape': (1 2)}", "expected ',' or ')'"},
+      {"{'descr': '<u4', 'fortran_order': False, 'shape': (1,)} junk", "unexpected text"},
+      {"{'descr': '<u\\x34', 'fortran_order': False, 'shape': (1,)}", "escape sequences"},
+  };
+  for (const auto& c : cases) {
+    const std::string m = input_error([&] { io::parse_npy_header(c.dict, "bad.npy", 10); });
+    EXPECT_TRUE(contains(m, "bad.npy: not a valid .npy file: byte ")) << c.dict << " -> " << m;
+    EXPECT_TRUE(contains(m, c.message)) << c.dict << " -> " << m;
+  }
+  // The offset counts from the dictionary's place in the file.
+  EXPECT_TRUE(contains(input_error([] { io::parse_npy_header("{'descr': '<u4', 'shape': (-1,)}", "f", 10); }),
+                       "byte 37: negative dimension"));
+}
+
+TEST(NpyHeader, HugeAndHostileHeadersAreBounded) {
+  // A 30,000-character field once overflowed the stack inside std::regex.
+  const std::string long_field = "{'descr': '" + std::string(30000, 'u') + "', 'fortran_order': False, 'shape': (1,)}";
+  EXPECT_NO_THROW(io::parse_npy_header(long_field, "x"));
+  const std::string long_shape = "{'descr': '<u4', 'fortran_order': False, 'shape': (" + std::string(30000, '7') + ",)}";
+  EXPECT_TRUE(contains(input_error([&] { io::parse_npy_header(long_shape, "x"); }), "does not fit in 64 bits"));
+  std::string many_dims = "{'descr': '<u4', 'fortran_order': False, 'shape': (";
+  for (int i = 0; i < 100; ++i) many_dims += "1,";
+  EXPECT_TRUE(contains(input_error([&] { io::parse_npy_header(many_dims + ")}", "x"); }), "more than 64 dimensions"));
+  // Every prefix and every single-byte change of a valid header parses or throws InputError.
+  const std::string good = "{'descr': '<u4', 'fortran_order': False, 'shape': (10,), }";
+  for (std::size_t n = 0; n <= good.size(); ++n) {
+    try {
+      io::parse_npy_header(good.substr(0, n), "x");
+    } catch (const InputError&) {
+    }
+    for (char c : {'\0', '\'', '"', '(', ')', '{', '}', ',', ':', '-', '9', '\xff'}) {
+      std::string s = good;
+      if (n < s.size()) s[n] = c;
+      try {
+        io::parse_npy_header(s, "x");
+      } catch (const InputError&) {
+      }
+    }
+  }
+}
+
+TEST(NpyRead, ShapeFromTheHeaderIsChecked) {
+  TempDir dir;
+  const std::string p = dir.file("a.npy");
+  // 2^62 u32 elements is 2^64 bytes: once wrapped to 0 and accepted with no data.
+  write_file(p, npy_bytes("{'descr': '<u4', 'fortran_order': False, 'shape': (4611686018427387904,), }"));
+  EXPECT_TRUE(contains(input_error([&] { io::read_array(p, DType::u32); }), "more than a 64-bit size can hold"));
+  // 2^62 bytes of u8 fits a size_t but not the file: refused before any allocation.
+  write_file(p, npy_bytes("{'descr': '|u1', 'fortran_order': False, 'shape': (4611686018427387904,), }"));
+  EXPECT_TRUE(contains(input_error([&] { io::read_array(p, DType::u8); }), "promises 4611686018427387904 elements"));
+  write_file(p, npy_bytes("{'descr': '<u4', 'fortran_order': False, 'shape': (123456789012345678901234567890,), }"));
+  EXPECT_TRUE(contains(input_error([&] { io::read_array(p, DType::u32); }), p + ": not a valid .npy file: byte 61"));
+  write_file(p, npy_bytes("{'descr': '<u4', 'fortran_order': False, 'shape': (-2,), }", std::string(8, '\0')));
+  EXPECT_TRUE(contains(input_error([&] { io::read_array(p, DType::u32); }), "negative dimension -2"));
+  write_file(p, npy_bytes("{'descr': '<u4', 'fortran_order': False, 'shape': (2, 3), }", std::string(24, '\0')));
+  EXPECT_TRUE(contains(input_error([&] { io::read_array(p, DType::u32); }), "shape (2, 3) is not one-dimensional"));
+  write_file(p, npy_bytes("{'descr': '<u4', 'fortran_order': False, 'shape': (1, 2, 1), }", std::string(8, '\x01')));
+  EXPECT_EQ(io::read_array(p, DType::u32).count, 2u);
+  // A version-2 header longer than the file, and one longer than any header needs.
+  std::string v2 = std::string("\x93NUMPY\x02\x00", 8) + std::string("\xff\xff\xff\x7f", 4);
+  write_file(p, v2);
+  EXPECT_TRUE(contains(input_error([&] { io::read_array(p, DType::u32); }), "is more than the"));
+  v2 = std::string("\x93NUMPY\x02\x00", 8) + std::string("\x00\x01\x00\x00", 4) + "{";
+  write_file(p, v2);
+  EXPECT_TRUE(contains(input_error([&] { io::read_array(p, DType::u32); }), "truncated header"));
+}
+
+TEST(NpyRead, LongHeaderFieldIsAnErrorNotACrash) {
+  TempDir dir;
+  const std::string p = dir.file("long.npy");
+  write_file(p, npy_bytes("{'descr': '<u4', 'fortran_order': False, 'shape': (1,), 'x': '" + std::string(27000, 'a') + "'}"));
+  EXPECT_TRUE(contains(input_error([&] { io::read_array(p, DType::u32); }), "unknown key 'x'"));
+  write_file(p, npy_bytes("{'descr': '" + std::string(27000, '<') + "', 'fortran_order': False, 'shape': (1,)}", "abcd"));
+  EXPECT_TRUE(contains(input_error([&] { io::read_array(p, DType::u32); }), "type mismatch"));
+}
+
+TEST(StreamedInput, FifoRawAndNpy) {
+  TempDir dir;
+  const std::vector<std::uint32_t> v{9, 8, 7, 6, 5};
+  const std::string raw(reinterpret_cast<const char*>(v.data()), v.size() * 4);
+  for (const std::string name : {"f.u32", "f.npy"}) {
+    const std::string p = dir.file(name);
+    ASSERT_EQ(::mkfifo(p.c_str(), 0600), 0);
+    const std::string bytes =
+        name == "f.npy" ? npy_bytes("{'descr': '<u4', 'fortran_order': False, 'shape': (5,), }", raw) : raw;
+    std::thread writer([&] { write_file(p, bytes); });
+    EXPECT_EQ(io::read_vector<std::uint32_t>(p), v) << name;
+    writer.join();
+  }
+  // A stream whose header promises more than follows, and one that sends more.
+  const std::string p = dir.file("g.npy");
+  ASSERT_EQ(::mkfifo(p.c_str(), 0600), 0);
+  for (const std::string& data : {raw.substr(0, 8), raw + raw}) {
+    std::thread writer([&] { write_file(p, npy_bytes("{'descr': '<u4', 'fortran_order': False, 'shape': (5,), }", data)); });
+    const std::string m = input_error([&] { io::read_array(p, DType::u32); });
+    writer.join();
+    EXPECT_TRUE(contains(m, "promises 5 elements (20 bytes) but")) << m;
+  }
+}
+
+TEST(StreamedInput, ProcFilesAreReadToTheirEnd) {
+  // /proc files report size 0; they were read as empty.
+  const auto bytes = io::read_bytes("/proc/self/status");
+  EXPECT_GT(bytes.size(), 100u);
+  EXPECT_TRUE(contains(std::string(bytes.data(), bytes.size()), "Pid:"));
+  EXPECT_FALSE(io::is_sized_file("/proc/self/status"));
+  EXPECT_FALSE(io::is_sized_file("-"));
+}
+
+TEST(StreamedInput, DirectoryAndMissingFileNameThePath) {
+  TempDir dir;
+  EXPECT_TRUE(contains(input_error([&] { io::read_bytes(dir.path.string()); }), "is a directory"));
+  EXPECT_TRUE(contains(input_error([&] { io::read_array(dir.file("none.u32"), DType::u32); }),
+                       dir.file("none.u32") + ": cannot open for reading"));
+}
+
+TEST(Output, DevicesAreWrittenInPlace) {
+  TempDir dir;
+  {
+    io::AtomicOutput out("/dev/null");
+    out.stream() << "discarded";
+    out.commit();
+  }
+  struct stat st {};
+  ASSERT_EQ(::stat("/dev/null", &st), 0);
+  EXPECT_TRUE(S_ISCHR(st.st_mode));
+  // A link to a device: the link stays, the device receives the bytes.
+  const std::string link = dir.file("null-link");
+  fs::create_symlink("/dev/null", link);
+  io::write_vector<std::uint32_t>(link, std::vector<std::uint32_t>{1, 2});
+  EXPECT_TRUE(fs::is_symlink(link));
+  EXPECT_EQ(names_in(dir), std::vector<std::string>{"null-link"});
+  // Writes to a full device fail with the output's name.
+  io::AtomicOutput full("/dev/full");
+  full.stream() << std::string(1 << 16, 'x');
+  try {
+    full.commit();
+    FAIL() << "a write to /dev/full succeeded";
+  } catch (const Error& e) {
+    EXPECT_TRUE(contains(e.what(), "/dev/full: write failed")) << e.what();
+  }
+}
+
+TEST(Output, FifoIsWrittenInPlace) {
+  TempDir dir;
+  const std::string p = dir.file("out.fifo");
+  ASSERT_EQ(::mkfifo(p.c_str(), 0600), 0);
+  std::string got;
+  std::thread reader([&] { got = read_file(p); });
+  io::write_vector<std::uint32_t>(p, std::vector<std::uint32_t>{0x64636261});
+  reader.join();
+  EXPECT_EQ(got, "abcd");
+  struct stat st {};
+  ASSERT_EQ(::stat(p.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISFIFO(st.st_mode));
+}
+
+TEST(Output, SymlinkToAFileReplacesTheTargetAndKeepsTheLink) {
+  TempDir dir;
+  fs::create_directory(dir.path / "real");
+  const std::string target = dir.file("real/data.bin");
+  write_file(target, "old");
+  ::chmod(target.c_str(), 0640);
+  const std::string link = dir.file("link.bin");
+  fs::create_symlink("real/data.bin", link);  // relative to the link's directory
+  {
+    io::AtomicOutput out(link);
+    out.stream() << "new";
+    out.commit();
+  }
+  EXPECT_TRUE(fs::is_symlink(link));
+  EXPECT_EQ(read_file(target), "new");
+  EXPECT_EQ(fs::status(target).permissions() & fs::perms::all, fs::perms(0640));
+  // A dangling link: its target is created.
+  const std::string dangling = dir.file("dangling");
+  fs::create_symlink("real/fresh.bin", dangling);
+  io::write_vector<std::uint8_t>(dangling, std::vector<std::uint8_t>{'z'});
+  EXPECT_TRUE(fs::is_symlink(dangling));
+  EXPECT_EQ(read_file(dir.file("real/fresh.bin")), "z");
+  // A loop of links is an error naming the path.
+  fs::create_symlink("loop-b", dir.file("loop-a"));
+  fs::create_symlink("loop-a", dir.file("loop-b"));
+  EXPECT_TRUE(contains(input_error([&] { io::AtomicOutput o(dir.file("loop-a")); }), "too many levels of symbolic links"));
+}
+
+TEST(Output, NothingIsCreatedBeforeTheFirstWrite) {
+  TempDir dir;
+  io::AtomicOutput out(dir.file("late.txt"));
+  EXPECT_TRUE(names_in(dir).empty());
+  out.stream() << "x";
+  ASSERT_EQ(names_in(dir).size(), 1u);
+  EXPECT_TRUE(contains(names_in(dir)[0], "late.txt.tmp-"));
+  // What a SIGTERM handler does: the temporary goes away.
+  io::remove_temporaries();
+  EXPECT_TRUE(names_in(dir).empty());
+  EXPECT_TRUE(contains(input_error([&] { io::AtomicOutput o(dir.path.string()); }), "is a directory"));
+}
+
+TEST(Output, SeveralOutputsAppearTogetherOrNotAtAll) {
+  TempDir dir;
+  {
+    io::AtomicOutput keys(dir.file("keys.u32")), values("/dev/full");
+    io::write_array(keys, DType::u32, "abcd", 1);
+    values.stream() << std::string(1 << 16, 'v');
+    EXPECT_THROW(io::AtomicOutput::commit_all({&keys, &values}), Error);
+  }
+  EXPECT_TRUE(names_in(dir).empty());
+  {
+    io::AtomicOutput keys(dir.file("keys.u32")), values(dir.file("values.u32"));
+    io::write_array(keys, DType::u32, "abcd", 1);
+    io::write_array(values, DType::u32, "efgh", 1);
+    io::AtomicOutput::commit_all({&keys, &values});
+  }
+  EXPECT_EQ(read_file(dir.file("keys.u32")), "abcd");
+  EXPECT_EQ(read_file(dir.file("values.u32")), "efgh");
+}
+
+TEST(Output, SameDestination) {
+  TempDir dir;
+  const std::string a = dir.file("a");
+  EXPECT_TRUE(io::AtomicOutput(a).same_destination(io::AtomicOutput(dir.path.string() + "/./a")));
+  EXPECT_FALSE(io::AtomicOutput(a).same_destination(io::AtomicOutput(dir.file("b"))));
+  EXPECT_TRUE(io::AtomicOutput("-").same_destination(io::AtomicOutput("-")));
+  EXPECT_FALSE(io::AtomicOutput("-").same_destination(io::AtomicOutput(a)));
+  fs::create_symlink("a", dir.file("link-to-a"));
+  EXPECT_TRUE(io::AtomicOutput(a).same_destination(io::AtomicOutput(dir.file("link-to-a"))));
+}
