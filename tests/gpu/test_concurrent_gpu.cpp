@@ -1,4 +1,4 @@
-// Host threads sharing GPUs: four threads run group-bys (hash and seed engines), word counts and
+// Host threads sharing GPUs: four threads run group-bys (hash and chained engines), word counts and
 // sorts (host pipeline and device-resident) on one GPU at once, and a group-by alternates between
 // devices; every result is checked against one computed alone on the CPU.
 #include <gtest/gtest.h>
@@ -103,7 +103,7 @@ TEST(GpuConcurrent, FourHostThreadsShareOneGpu) {
       const Work& w = work[t];
       for (int r = 0; r < rounds && failures[t].empty(); ++r) {
         const std::string at = " (round " + std::to_string(r) + ")";
-        const auto mode = (r + t) % 3 == 2 ? mr::Options::Mode::seed : mr::Options::Mode::hash;
+        const auto mode = (r + t) % 3 == 2 ? mr::Options::Mode::chained : mr::Options::Mode::hash;
         if (!same_groups(gpu_groupby(w, mode), w.groups)) failures[t] = "group-by" + at;
         mr::WordCountOptions wc;
         wc.engine.device = Device::gpu;
@@ -137,7 +137,7 @@ TEST(GpuConcurrent, GroupByAlternatingDevices) {
       TANDEM_CUDA(cudaSetDevice(dev));
       EXPECT_TRUE(same_groups(gpu_groupby(round % 2 ? big : w, mr::Options::Mode::hash), (round % 2 ? big : w).groups))
           << "device " << dev << " round " << round;
-      EXPECT_TRUE(same_groups(gpu_groupby(w, mr::Options::Mode::seed), w.groups)) << "seed, device " << dev;
+      EXPECT_TRUE(same_groups(gpu_groupby(w, mr::Options::Mode::chained), w.groups)) << "chained, device " << dev;
     }
   TANDEM_CUDA(cudaSetDevice(0));
 }

@@ -409,7 +409,7 @@ TEST(GpuHashGroupBy, ChainedModeStillSelectable) {
 // i64 is an InputError naming the key, a running sum that leaves i64 and returns is exact).
 TEST(GpuHashGroupBy, I64SumsBeyondRangeAreAnInputError) {
   TANDEM_REQUIRE_GPU();
-  for (auto mode : {mr::Options::Mode::hash, mr::Options::Mode::seed}) {
+  for (auto mode : {mr::Options::Mode::hash, mr::Options::Mode::chained}) {
     auto o = hash_opts();
     o.mode = mode;
     std::vector<std::int64_t> k{-42, -42, 5}, v{INT64_MAX, 1, 3};
@@ -432,6 +432,6 @@ TEST(GpuHashGroupBy, I64SumsBeyondRangeAreAnInputError) {
     cpu.device = Device::cpu;
     const auto want = mr::groupby(DType::u32, keys.data(), n, DType::i64, vals.data(), n, true, cpu);
     expect_same_rows(mr::groupby(DType::u32, keys.data(), n, DType::i64, vals.data(), n, true, o), want,
-                     mode == mr::Options::Mode::hash ? "hash" : "seed");
+                     mode == mr::Options::Mode::hash ? "hash" : "chained");
   }
 }

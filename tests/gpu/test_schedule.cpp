@@ -6,6 +6,7 @@
 #include <cstdlib>
 
 #include "kernels/schedule/kernels.hpp"
+#include "schedule/profile_plan.hpp"
 #include "tandem/core/device.hpp"
 #include "tandem/core/error.hpp"
 #include "tandem/core/tune.hpp"
