@@ -310,7 +310,7 @@ __global__ void pass_kernel(Job job, State<typename Job::key_type, typename Job:
     std::size_t off = (reinterpret_cast<std::uintptr_t>(sbuckets + s.sm_nb) - reinterpret_cast<std::uintptr_t>(smem) + 15) & ~std::size_t(15);
     sm_pool = reinterpret_cast<Entry<K, V>*>(smem + off);
   }
-  // (2-3) allocation ranges: 3/4 of the pool split among the groups, the last quarter a block tail.
+  // Allocation ranges: 3/4 of the pool split among the groups, the last quarter a block tail.
   const std::uint32_t ranged = s.direct ? 0 : (s.block_pool_n - s.block_pool_n / 4);
   for (std::uint32_t g = tid; g < num_groups; g += N) {
     gm_offset[g] = std::uint32_t(std::uint64_t(ranged) * g / num_groups);
@@ -327,7 +327,7 @@ __global__ void pass_kernel(Job job, State<typename Job::key_type, typename Job:
   }
   __syncthreads();
   if constexpr (UseShared) {
-    // (3-3..3-8) preload the hot keys with the identity value
+    // Preload the hot keys with the identity value.
     const std::uint32_t h_n = s.hot_n < s.sm_n ? s.hot_n : s.sm_n;
     for (std::uint32_t i = tid; i < h_n; i += N) {
       const K k = s.hot[i];
