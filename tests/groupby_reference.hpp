@@ -14,7 +14,7 @@
 #include <gtest/gtest.h>
 
 #include "tandem/groupby.hpp"
-#include "tandem/key_order.hpp"
+#include "tandem/core/key_order.hpp"
 #include "tandem/table.hpp"
 
 namespace groupby_test {

@@ -11,8 +11,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "tandem/csv.hpp"
-#include "tandem/error.hpp"
+#include "tandem/table/csv.hpp"
+#include "tandem/core/error.hpp"
 #include "test_util.hpp"
 
 using namespace tandem;

@@ -11,12 +11,14 @@
 #include <random>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "sort/cpu_radix.hpp"
 #include "sort/device_sort.hpp"
 #include "sort/msd.hpp"
-#include "tandem/device.hpp"
-#include "tandem/error.hpp"
-#include "tandem/key_order.hpp"
+#include "tandem/core/device.hpp"
+#include "tandem/core/error.hpp"
+#include "tandem/core/key_order.hpp"
 #include "tandem/sort.hpp"
 
 using namespace tandem;
@@ -222,10 +224,22 @@ TEST(SortEntry, EveryAlgorithmOnTheCpu) {
       check_pairs<std::int32_t, std::uint64_t>(few, true, [&](auto k, auto v) {
         const Report r = sort_pairs(k, v, o);
         if (n > 1) {
-          EXPECT_EQ(r.details.value("path", ""), alg == SortAlgorithm::merge ? "cpu-comparison" : "cpu-radix");
+          EXPECT_EQ(r.details().value("path", ""), alg == SortAlgorithm::merge ? "cpu-comparison" : "cpu-radix");
         }
       });
     }
+}
+
+TEST(SortEntry, ReportNamesTheBitonicPath) {
+  SortOptions o;
+  o.algorithm = SortAlgorithm::bitonic;
+  o.device = Device::cpu;
+  o.threads = 2;
+  std::vector<std::uint32_t> v{5, 3, 9, 1, 7};
+  EXPECT_EQ(sort(std::span<std::uint32_t>(v), o).details().value("path", ""), to_string(SortPath::bitonic));
+  EXPECT_EQ(v, (std::vector<std::uint32_t>{1, 3, 5, 7, 9}));
+  std::vector<std::uint32_t> vals{0, 1, 2, 3, 4};
+  EXPECT_EQ(sort_pairs(std::span<std::uint32_t>(v), std::span<std::uint32_t>(vals), o).details().value("path", ""), "bitonic");
 }
 
 TEST(SortEntry, DeviceGpuWithoutGpuIsACleanError) {
@@ -238,7 +252,7 @@ TEST(SortEntry, DeviceGpuWithoutGpuIsACleanError) {
   o.device = Device::auto_;
   const Report r = sort(std::span<std::uint32_t>(v), o);
   EXPECT_EQ(v, (std::vector<std::uint32_t>{1, 2, 3}));
-  EXPECT_EQ(r.details.value("path", ""), "cpu-radix");
+  EXPECT_EQ(r.details().value("path", ""), "cpu-radix");
 }
 
 TEST(SortPathChoice, FromCosts) {

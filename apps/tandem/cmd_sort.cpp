@@ -1,5 +1,7 @@
 // tandem sort: sort a raw or .npy array file (keys, optionally with values), or print the hybrid
-// bitonic plan of seed 000 (--plan).
+// bitonic plan (--plan).
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
 #include <iostream>
@@ -9,18 +11,21 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "command.hpp"
 #include "options.hpp"
-#include "tandem/bitonic.hpp"
-#include "tandem/bitonic_plan.hpp"
-#include "tandem/device.hpp"
-#include "tandem/error.hpp"
-#include "tandem/format.hpp"
-#include "tandem/io.hpp"
-#include "tandem/key_order.hpp"
+#include "tandem/core/device.hpp"
+#include "tandem/core/error.hpp"
+#include "tandem/core/format.hpp"
+#include "tandem/core/io.hpp"
+#include "tandem/core/key_order.hpp"
+#include "tandem/core/timing.hpp"
+#include "tandem/sort/bitonic.hpp"
+#include "tandem/sort/bitonic_plan.hpp"
 #include "tandem/sort.hpp"
-#include "tandem/timing.hpp"
+#include "tandem/sort/bitonic.hpp"
+#include "tandem/sort/bitonic_plan.hpp"
 
 namespace {
 
@@ -86,13 +91,16 @@ int run_file(const Args& a) {
   o.device = tandem::parse_device(a.device);
   o.memory = tandem::parse_sort_memory(a.memory);
   o.descending = a.descending;
-  o.policy = parse_policy(a.policy);
-  o.min_interior_run = a.min_interior_run;
-  o.k = a.k;
+  o.bitonic.policy = parse_policy(a.policy);
+  o.bitonic.min_interior_run = a.min_interior_run;
+  o.bitonic.k = a.k;
   o.gpu_memory_limit = a.gpu_memory_limit;
-  o.gpu_sm_limit = a.gpu_sm_limit;
+  o.bitonic.gpu_sm_limit = a.gpu_sm_limit;
   o.threads = a.threads;
-  o.progress = true;  // a progress line on stderr for long out-of-core sorts, only when stderr is a terminal
+  if (::isatty(2)) o.progress = [](std::string_view line) {  // long out-of-core sorts, on a terminal only
+    if (line.empty()) std::cerr << "\r\033[K";
+    else std::cerr << "\rtandem sort: " << line << "\033[K";
+  };
   if (!a.gpus.empty()) tandem::bitonic::set_default_gpus(a.gpus);
 
   // Unwritable or clashing destinations fail before anything is read or sorted; nothing is created yet.
@@ -122,6 +130,7 @@ int run_file(const Args& a) {
       throw tandem::UsageError("unsupported key type");
     }
   });
+  tandem::cli::print_notices(r);
   tandem::io::write_array(keys_out, t, keys.bytes.data(), keys.count);
   if (values) {
     tandem::io::write_array(*values_out, vt, values->bytes.data(), values->count);
@@ -186,11 +195,11 @@ const bool registered = tandem::cli::register_command({
       return [a] { return a->plan ? run_plan(*a) : run_file(*a); };
     }});
 
-// `tandem demo`: the hybrid bitonic plan for the seed's example, then a real sort. Without a GPU
+// `tandem demo`: the hybrid bitonic plan of the 16-element example (k = 0.6), then a real sort. Without a GPU
 // the plan is shown and the CPU path runs.
 const bool demo = tandem::cli::register_demo_part({30, "hybrid sort", [] {
   const auto example = tandem::bitonic::make_plan(16, 0.6, 'c');
-  std::cout << "seed example (16 elements, k = 0.6): policy c concurrent at " << example.concurrent_ranges()
+  std::cout << "example (16 elements, k = 0.6): policy c concurrent at " << example.concurrent_ranges()
             << "; policy b at " << tandem::bitonic::make_plan(16, 0.6, 'b').concurrent_ranges()
             << "; policy a at " << tandem::bitonic::make_plan(16, 0.6, 'a').concurrent_ranges() << '\n';
   const std::size_t n = tandem::gpu_count() > 0 ? (std::size_t{1} << 24) + 12345 : (std::size_t{1} << 20) + 12345;
@@ -225,8 +234,8 @@ const bool demo = tandem::cli::register_demo_part({30, "hybrid sort", [] {
   o.device = tandem::Device::auto_;
   run(o, "bitonic, k measured (the cost model picks the split)");
   o.device = tandem::Device::hybrid;
-  o.k = 0.6;
-  o.min_interior_run = 3;
+  o.bitonic.k = 0.6;
+  o.bitonic.min_interior_run = 3;
   run(o, "hybrid with k forced to 0.6 (policy c, min_interior_run 3)");
   return ok;
 }});

@@ -9,7 +9,7 @@
 #include <mutex>
 #include <thread>
 
-#include "tandem/device.hpp"
+#include "tandem/core/device.hpp"
 
 namespace tandem {
 namespace {

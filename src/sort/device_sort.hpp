@@ -6,14 +6,15 @@
 #include <string>
 
 #include "sort/cpu_radix.hpp"
-#include "tandem/report.hpp"
+#include "tandem/core/report.hpp"
 #include "tandem/sort.hpp"
 #if TANDEM_HAS_CUDA
 #include <mutex>
 #include <type_traits>
 #include <vector>
 
-#include "tandem/gpu.hpp"
+#include "tandem/cuda/buffers.hpp"
+#include "tandem/cuda/stream.hpp"
 #endif
 
 namespace tandem::detail {

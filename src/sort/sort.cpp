@@ -9,18 +9,19 @@
 #include <utility>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "sort/cpu_radix.hpp"
 #include "sort/device_sort.hpp"
-#include "tandem/bitonic.hpp"
-#include "tandem/calibrate.hpp"
-#include "tandem/device.hpp"
-#include "tandem/error.hpp"
-#include "tandem/format.hpp"
-#include "tandem/parallel.hpp"
-#include "tandem/timing.hpp"
+#include "tandem/core/calibrate.hpp"
+#include "tandem/core/device.hpp"
+#include "tandem/core/error.hpp"
+#include "tandem/core/format.hpp"
+#include "tandem/core/parallel.hpp"
+#include "tandem/core/timing.hpp"
+#include "tandem/sort/bitonic.hpp"
 #if TANDEM_HAS_CUDA
-#include "tandem/gpu.hpp"
+#include "tandem/cuda/runtime.hpp"
 #endif
 
 namespace tandem {
@@ -115,16 +116,16 @@ Report dispatch(std::span<K> keys, std::span<V> values, const SortOptions& opts)
     gpu_problem = e.what();
   }
   if (opts.device == Device::gpu && !in.gpu)
-    throw NoDeviceError(gpu_problem.empty() ? "sort: --device gpu but no usable GPU" : "sort: " + gpu_problem);
+    throw NoDeviceError(gpu_problem.empty() ? "sort: device = gpu but no usable GPU" : "sort: " + gpu_problem);
 #else
-  if (opts.device == Device::gpu) throw NoDeviceError("sort: --device gpu but this build has no CUDA support");
+  if (opts.device == Device::gpu) throw NoDeviceError("sort: device = gpu but this build has no CUDA support");
 #endif
   const detail::PathChoice c = detail::choose_sort_path(in);
   r.note(fmt::format("path {}: {}", to_string(c.path), c.why));
-  r.details["path"] = std::string(to_string(c.path));
-  r.details["estimate_cpu_s"] = c.est_cpu_s;
-  r.details["estimate_gpu_s"] = c.est_gpu_s;
-  r.details["host_scratch_bytes"] = detail::host_scratch_bytes(c.path, in.n, in.key_bytes, in.value_bytes);
+  r.details()["path"] = std::string(to_string(c.path));
+  r.details()["estimate_cpu_s"] = c.est_cpu_s;
+  r.details()["estimate_gpu_s"] = c.est_gpu_s;
+  r.details()["host_scratch_bytes"] = detail::host_scratch_bytes(c.path, in.n, in.key_bytes, in.value_bytes);
   if (keys.size() < 2) return r;
 #if TANDEM_HAS_CUDA
   if (c.path == SortPath::gpu_pipeline || c.path == SortPath::gpu_out_of_core) {
@@ -141,7 +142,7 @@ Report dispatch(std::span<K> keys, std::span<V> values, const SortOptions& opts)
     detail::PathInputs on_cpu = in;
     on_cpu.device = Device::cpu;
     const SortPath cpu = detail::choose_sort_path(on_cpu).path;
-    r.details["path"] = std::string(to_string(cpu));
+    r.details()["path"] = std::string(to_string(cpu));
     run_cpu(keys, values, opts, cpu, r);
     return r;
   }
@@ -254,9 +255,19 @@ std::string_view to_string(SortAlgorithm a) { return name_of(kAlgorithms, a); }
 std::string_view to_string(SortMemory m) { return name_of(kMemory, m); }
 std::string_view to_string(SortPath p) { return name_of(kPaths, p); }
 
+namespace {
+bool routes_to_bitonic(const SortOptions& opts) {
+  return opts.algorithm == SortAlgorithm::bitonic || opts.device == Device::hybrid;
+}
+Report named_bitonic(Report r) {
+  r.details()["path"] = std::string(to_string(SortPath::bitonic));
+  return r;
+}
+}  // namespace
+
 template <class K>
 Report sort(std::span<K> keys, const SortOptions& opts) {
-  if (opts.algorithm == SortAlgorithm::bitonic || opts.device == Device::hybrid) return bitonic::sort(keys, opts);
+  if (routes_to_bitonic(opts)) return named_bitonic(bitonic::sort(keys, opts));
   return dispatch(keys, std::span<detail::NoValue>{}, opts);
 }
 
@@ -264,8 +275,7 @@ template <class K, class V>
 Report sort_pairs(std::span<K> keys, std::span<V> values, const SortOptions& opts) {
   if (keys.size() != values.size())
     throw UsageError(fmt::format("sort_pairs: {} keys but {} values", keys.size(), values.size()));
-  if (opts.algorithm == SortAlgorithm::bitonic || opts.device == Device::hybrid)
-    return bitonic::sort_pairs(keys, values, opts);
+  if (routes_to_bitonic(opts)) return named_bitonic(bitonic::sort_pairs(keys, values, opts));
   return dispatch(keys, values, opts);
 }
 

@@ -18,7 +18,7 @@ check() {  # check NAME EXPECTED_CODE CMD...
 }
 fail() { echo "FAIL $1"; fails=$((fails+1)); }
 
-# --- the plan of the seed's example -------------------------------------------------------------
+# --- the plan of the 16-element example (k = 0.6) ----------------------------------------------
 plan_concurrent() {  # prints the concurrent steps of a --plan --json run, comma separated
   "$T" sort --plan --json "$@" | python3 -c '
 import json, sys

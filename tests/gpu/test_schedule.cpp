@@ -5,10 +5,11 @@
 
 #include <cstdlib>
 
-#include "tandem/device.hpp"
-#include "tandem/error.hpp"
-#include "tandem/schedule/kernels.hpp"
-#include "tandem/tune.hpp"
+#include "kernels/schedule/kernels.hpp"
+#include "schedule/profile_plan.hpp"
+#include "tandem/core/device.hpp"
+#include "tandem/core/error.hpp"
+#include "tandem/core/tune.hpp"
 #include "test_util.hpp"
 
 using namespace tandem;
