@@ -20,7 +20,7 @@
 #include <fmt/format.h>
 
 #include "harness.hpp"
-#include "tandem/csv.hpp"
+#include "tandem/table/csv.hpp"
 
 namespace {
 

@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "sort/cpu_radix.hpp"
-#include "tandem/key_order.hpp"
-#include "tandem/parallel.hpp"
+#include "tandem/core/key_order.hpp"
+#include "tandem/core/parallel.hpp"
 
 namespace tandem::detail {
 namespace {
