@@ -348,14 +348,14 @@ TEST(SortEntry, MemoryLowSortsKeysInPlace) {
   check_keys<float>(in, true, [&](std::span<float> k) {
     o.descending = true;
     const Report r = sort(k, o);
-    EXPECT_EQ(r.details.value("path", ""), "cpu-in-place");
+    EXPECT_EQ(r.details().value("path", ""), "cpu-in-place");
     EXPECT_NE(r.explain().find("CPU in-place radix sort"), std::string::npos) << r.explain();
   });
   const auto few = make_keys<std::int64_t>(100003, Shape::few, 6);
   check_pairs<std::int64_t, std::uint32_t>(few, false, [&](auto k, auto v) {
     o.descending = false;
     const Report r = sort_pairs(k, v, o);
-    EXPECT_EQ(r.details.value("path", ""), "cpu-in-place");
+    EXPECT_EQ(r.details().value("path", ""), "cpu-in-place");
     EXPECT_NE(r.explain().find("CPU in-place stable pair sort"), std::string::npos) << r.explain();
   });
   EXPECT_EQ(parse_sort_memory("low"), SortMemory::low);
