@@ -88,6 +88,9 @@ void run_cpu(std::span<K> keys, std::span<V> values, const SortOptions& opts, So
   }
 }
 
+// Below this much data the sort's scratch is never worth a memory check.
+constexpr std::uint64_t kMemoryCheckBytes = std::uint64_t{16} << 20;
+
 template <class K, class V>
 Report dispatch(std::span<K> keys, std::span<V> values, const SortOptions& opts) {
   Report r;
@@ -100,7 +103,10 @@ Report dispatch(std::span<K> keys, std::span<V> values, const SortOptions& opts)
   in.algorithm = opts.algorithm;
   in.device = opts.device;
   in.memory = opts.memory;
-  in.host_available = available_host_memory();
+  // The free memory is read from /proc and cgroup files (tens of microseconds): only where the
+  // out-of-place scratch is large enough for it to matter (0 below: the scratch is taken).
+  if (std::uint64_t(in.n) * (in.key_bytes + in.value_bytes) >= kMemoryCheckBytes)
+    in.host_available = available_host_memory();
   if (auto b = cached_bandwidths(&r)) in.host_bw = b->host_memcpy_mt;
 #if TANDEM_HAS_CUDA
   std::string gpu_problem;
