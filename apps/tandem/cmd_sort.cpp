@@ -101,6 +101,10 @@ int run_file(const Args& a) {
     if (line.empty()) std::cerr << "\r\033[K";
     else std::cerr << "\rtandem sort: " << line << "\033[K";
   };
+  // Only the hybrid bitonic sort spreads over several GPUs; every other path uses one.
+  if (!a.gpus.empty() && o.algorithm != tandem::SortAlgorithm::bitonic && o.device != tandem::Device::hybrid)
+    throw tandem::UsageError("--gpus applies to the bitonic sort only (--algorithm bitonic or --device hybrid); "
+                             "the other paths run on one GPU");
   if (!a.gpus.empty()) tandem::bitonic::set_default_gpus(a.gpus);
 
   // Unwritable or clashing destinations fail before anything is read or sorted; nothing is created yet.

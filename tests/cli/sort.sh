@@ -130,6 +130,9 @@ grep -q "CPU in-place stable pair sort" "$D/out.txt" || fail "--memory low with 
 cmp -s "$D/s4.u32" "$D/s.u32" && cmp -s "$D/sv4.u32" "$D/sv.u32" || fail "--memory low pairs equal the radix sort's (stable)"
 check bad-memory 2 "$T" sort --type f64 --in "$D/k.f64" --out "$D/x9.f64" --memory tiny
 [ -e "$D/x9.f64" ] && fail "--memory tiny left an output file"
+check gpus-without-bitonic 2 "$T" sort --type f64 --in "$D/k.f64" --out "$D/x10.f64" --gpus 0,1
+grep -q "bitonic sort only" "$D/out.txt" || fail "--gpus outside the bitonic sort names the reason"
+[ -e "$D/x10.f64" ] && fail "--gpus outside the bitonic sort left an output file"
 "$T" sort --help | grep -q "cpu-in-place (--memory low)  *<= 1.07x" || fail "sort --help gives the peak memory per path"
 # Larger than a forced GPU memory limit: out of core on a GPU machine (host partition + GPU pieces),
 # the CPU radix sort elsewhere; the result is the same either way.
