@@ -22,7 +22,7 @@ std::unordered_map<std::uint32_t, std::uint64_t> ref_counts(const std::vector<st
   return m;
 }
 
-void expect_counts(const mr::GroupBy& g, const std::vector<std::uint32_t>& keys, const std::string& what) {
+void expect_counts(const mapreduce::GroupBy& g, const std::vector<std::uint32_t>& keys, const std::string& what) {
   auto ref = ref_counts(keys);
   ASSERT_EQ(g.rows.size(), ref.size()) << what;
   for (const auto& r : g.rows) {
@@ -34,10 +34,10 @@ void expect_counts(const mr::GroupBy& g, const std::vector<std::uint32_t>& keys,
 
 // These tests cover the chained engine (group-by's default GPU path is the hash path: see
 // test_mapreduce_hash.cpp).
-mr::Options gpu_opts() {
-  mr::Options o;
+mapreduce::Options gpu_opts() {
+  mapreduce::Options o;
   o.device = Device::gpu;
-  o.mode = mr::Options::Mode::chained;
+  o.mode = mapreduce::Options::Mode::chained;
   return o;
 }
 }  // namespace
@@ -47,12 +47,12 @@ TEST(GpuMapReduce, GroupByCountsAllModes) {
   const std::size_t n = sanitizer() ? 20000 : 1000003;
   for (double s : {0.0, 1.0, 1.5}) {
     for (std::uint64_t distinct : {std::uint64_t{1}, std::uint64_t{100}, std::uint64_t{50000}}) {
-      auto keys = mr::zipf_keys_u32(n, distinct, s, 3 + distinct);
+      auto keys = mapreduce::zipf_keys_u32(n, distinct, s, 3 + distinct);
       for (int mode = 0; mode < 4; ++mode) {
         auto o = gpu_opts();
         o.hot_keys = mode & 1;
-        o.tables = (mode & 2) ? mr::Options::Tables::block : mr::Options::Tables::direct;
-        auto g = mr::groupby(DType::u32, keys.data(), n, DType::f64, nullptr, 0, false, o);
+        o.tables = (mode & 2) ? mapreduce::Options::Tables::block : mapreduce::Options::Tables::direct;
+        auto g = mapreduce::groupby(DType::u32, keys.data(), n, DType::f64, nullptr, 0, false, o);
         expect_counts(g, keys, "s=" + std::to_string(s) + " d=" + std::to_string(distinct) + " mode=" + std::to_string(mode));
         EXPECT_EQ(g.gpu.records, n);
         EXPECT_EQ(g.gpu.shared_hits + g.gpu.global_hits + g.gpu.spilled >= n, true);
@@ -61,13 +61,30 @@ TEST(GpuMapReduce, GroupByCountsAllModes) {
   }
 }
 
+// The engine's point: on skewed keys the hot ones are reduced in the shared-memory pool. A result
+// check alone would pass with an engine that never used it, so the pool's hits are asserted.
+TEST(GpuMapReduce, HotKeysAreReducedInSharedMemory) {
+  TANDEM_REQUIRE_GPU();
+  const std::size_t n = sanitizer() ? 20000 : 1000003;
+  auto keys = mapreduce::zipf_keys_u32(n, 50000, 1.5, 21);  // the top 100 keys hold ~90% of the records
+  auto o = gpu_opts();
+  o.hot_keys = true;
+  auto on = mapreduce::groupby(DType::u32, keys.data(), n, DType::f64, nullptr, 0, false, o);
+  expect_counts(on, keys, "hot keys on");
+  EXPECT_GE(on.gpu.shared_hits, n / 3) << "shared hits " << on.gpu.shared_hits << " of " << n;
+  o.hot_keys = false;
+  auto off = mapreduce::groupby(DType::u32, keys.data(), n, DType::f64, nullptr, 0, false, o);
+  expect_counts(off, keys, "hot keys off");
+  EXPECT_LT(off.gpu.shared_hits, on.gpu.shared_hits);
+}
+
 TEST(GpuMapReduce, TinyBuffersForceSpillGrowRetry) {
   TANDEM_REQUIRE_GPU();
   const std::size_t n = sanitizer() ? 5000 : 200001;
-  auto keys = mr::zipf_keys_u32(n, 20000, 0.8, 11);
+  auto keys = mapreduce::zipf_keys_u32(n, 20000, 0.8, 11);
   for (bool block : {true, false}) {
     auto o = gpu_opts();
-    o.tables = block ? mr::Options::Tables::block : mr::Options::Tables::direct;
+    o.tables = block ? mapreduce::Options::Tables::block : mapreduce::Options::Tables::direct;
     o.blocks = 3;
     o.block_threads = 64;
     o.shared_entries = 4;
@@ -75,7 +92,7 @@ TEST(GpuMapReduce, TinyBuffersForceSpillGrowRetry) {
     o.spill_entries = 16;
     o.result_entries = 4;
     o.sample_fraction = 0.05;
-    auto g = mr::groupby(DType::u32, keys.data(), n, DType::f64, nullptr, 0, false, o);
+    auto g = mapreduce::groupby(DType::u32, keys.data(), n, DType::f64, nullptr, 0, false, o);
     expect_counts(g, keys, block ? "block" : "direct");
     // Block mode: 8-entry pools and a 16-entry spill list overflow, so the job is rerun with larger
     // buffers. Direct mode: the 4-entry result is grown before the passes and merges.
@@ -88,14 +105,14 @@ TEST(GpuMapReduce, TinyBuffersForceSpillGrowRetry) {
 
 TEST(GpuMapReduce, EdgeCases) {
   TANDEM_REQUIRE_GPU();
-  for (auto mode : {mr::Options::Mode::chained, mr::Options::Mode::hash}) {  // both engines
+  for (auto mode : {mapreduce::Options::Mode::chained, mapreduce::Options::Mode::hash}) {  // both engines
     auto o = gpu_opts();
     o.mode = mode;
     std::vector<std::uint32_t> empty;
-    auto g0 = mr::groupby(DType::u32, empty.data(), 0, DType::f64, nullptr, 0, false, o);
+    auto g0 = mapreduce::groupby(DType::u32, empty.data(), 0, DType::f64, nullptr, 0, false, o);
     EXPECT_TRUE(g0.rows.empty());
     std::vector<std::uint32_t> one{42};
-    auto g1 = mr::groupby(DType::u32, one.data(), 1, DType::f64, nullptr, 0, false, o);
+    auto g1 = mapreduce::groupby(DType::u32, one.data(), 1, DType::f64, nullptr, 0, false, o);
     ASSERT_EQ(g1.rows.size(), 1u);
     EXPECT_EQ(g1.rows[0].key_bits, 42u);
     EXPECT_EQ(g1.rows[0].count, 1u);
@@ -103,14 +120,14 @@ TEST(GpuMapReduce, EdgeCases) {
   // all distinct, non-power-of-two size
   std::vector<std::uint32_t> all(77777);
   for (std::size_t i = 0; i < all.size(); ++i) all[i] = scatter32(static_cast<std::uint32_t>(i));
-  auto g2 = mr::groupby(DType::u32, all.data(), all.size(), DType::f64, nullptr, 0, false, gpu_opts());
+  auto g2 = mapreduce::groupby(DType::u32, all.data(), all.size(), DType::f64, nullptr, 0, false, gpu_opts());
   expect_counts(g2, all, "all distinct");
 }
 
 TEST(GpuMapReduce, GroupByAggregatesFloatAndInt) {
   TANDEM_REQUIRE_GPU();
   const std::size_t n = sanitizer() ? 10000 : 300007;
-  auto keys = mr::zipf_keys_u64(n, 3000, 1.1, 5);
+  auto keys = mapreduce::zipf_keys_u64(n, 3000, 1.1, 5);
   std::vector<double> dv(n);
   std::vector<std::int64_t> iv(n);
   for (std::size_t i = 0; i < n; ++i) {
@@ -120,12 +137,12 @@ TEST(GpuMapReduce, GroupByAggregatesFloatAndInt) {
   dv[5] = -0.0;
   for (int mode = 0; mode < 2; ++mode) {
     auto o = gpu_opts();
-    o.tables = mode ? mr::Options::Tables::block : mr::Options::Tables::direct;
-    auto gd = mr::groupby(DType::u64, keys.data(), n, DType::f64, dv.data(), n, true, o);
-    auto gi = mr::groupby(DType::u64, keys.data(), n, DType::i64, iv.data(), n, true, o);
+    o.tables = mode ? mapreduce::Options::Tables::block : mapreduce::Options::Tables::direct;
+    auto gd = mapreduce::groupby(DType::u64, keys.data(), n, DType::f64, dv.data(), n, true, o);
+    auto gi = mapreduce::groupby(DType::u64, keys.data(), n, DType::i64, iv.data(), n, true, o);
     o.device = Device::cpu;
-    auto cd = mr::groupby(DType::u64, keys.data(), n, DType::f64, dv.data(), n, true, o);
-    auto ci = mr::groupby(DType::u64, keys.data(), n, DType::i64, iv.data(), n, true, o);
+    auto cd = mapreduce::groupby(DType::u64, keys.data(), n, DType::f64, dv.data(), n, true, o);
+    auto ci = mapreduce::groupby(DType::u64, keys.data(), n, DType::i64, iv.data(), n, true, o);
     ASSERT_EQ(gd.rows.size(), cd.rows.size());
     ASSERT_EQ(gi.rows.size(), ci.rows.size());
     for (std::size_t i = 0; i < gd.rows.size(); ++i) {
@@ -146,14 +163,14 @@ TEST(GpuMapReduce, GroupByAggregatesFloatAndInt) {
 TEST(GpuMapReduce, TunedParametersAreCachedAndCorrect) {
   TANDEM_REQUIRE_GPU();
   const std::size_t n = sanitizer() ? 30000 : 1 << 20;
-  auto keys = mr::zipf_keys_u32(n, 10000, 1.0, 21);
-  for (auto mode : {mr::Options::Mode::chained, mr::Options::Mode::hash}) {
+  auto keys = mapreduce::zipf_keys_u32(n, 10000, 1.0, 21);
+  for (auto mode : {mapreduce::Options::Mode::chained, mapreduce::Options::Mode::hash}) {
     auto o = gpu_opts();
     o.mode = mode;
     o.tune_min_records = 1;  // tune even this small job
-    auto g1 = mr::groupby(DType::u32, keys.data(), n, DType::f64, nullptr, 0, false, o);
-    auto g2 = mr::groupby(DType::u32, keys.data(), n, DType::f64, nullptr, 0, false, o);
-    const std::string engine = mode == mr::Options::Mode::chained ? "chained" : "hash";
+    auto g1 = mapreduce::groupby(DType::u32, keys.data(), n, DType::f64, nullptr, 0, false, o);
+    auto g2 = mapreduce::groupby(DType::u32, keys.data(), n, DType::f64, nullptr, 0, false, o);
+    const std::string engine = mode == mapreduce::Options::Mode::chained ? "chained" : "hash";
     expect_counts(g1, keys, engine + " tuned");
     expect_counts(g2, keys, engine + " cached");
     EXPECT_EQ(g2.gpu.engine, engine);
@@ -165,21 +182,21 @@ TEST(GpuMapReduce, TunedParametersAreCachedAndCorrect) {
 
 TEST(GpuMapReduce, WordCountMatchesReference) {
   TANDEM_REQUIRE_GPU();
-  auto vocab = mr::make_vocabulary(3000, 2);
-  std::string text = mr::zipf_text(sanitizer() ? 50000 : 3000000, vocab, 1.0, 2);
+  auto vocab = mapreduce::make_vocabulary(3000, 2);
+  std::string text = mapreduce::zipf_text(sanitizer() ? 50000 : 3000000, vocab, 1.0, 2);
   text += " ";
   text += std::string(100, 'x');  // a word far longer than the 32-byte inline key
   text += " \xff\xfe\x01garbage\x80\x81 ";
   text += std::string(100, 'x');
   for (int mode = 0; mode < 2; ++mode) {
-    mr::WordCountOptions o;
+    mapreduce::WordCountOptions o;
     o.engine = gpu_opts();
-    o.engine.tables = mode ? mr::Options::Tables::block : mr::Options::Tables::direct;
+    o.engine.tables = mode ? mapreduce::Options::Tables::block : mapreduce::Options::Tables::direct;
     o.engine.shared_entries = mode ? 0 : 16;
     o.engine.block_pool_entries = mode ? 0 : 64;
-    auto r = mr::wordcount(text, o);
+    auto r = mapreduce::wordcount(text, o);
     std::unordered_map<std::string, std::uint64_t> ref;
-    mr::for_each_word(text.data(), text.size(), 0, text.size(),
+    mapreduce::for_each_word(text.data(), text.size(), 0, text.size(),
                       [&](std::size_t b, std::size_t len) { ++ref[text.substr(b, len)]; });
     ASSERT_EQ(r.words.size(), ref.size());
     for (const auto& [w, c] : r.words) EXPECT_EQ(ref[w], c) << w;
