@@ -37,7 +37,7 @@
 #include "tandem/mapreduce/hash_groupby.cuh"
 
 using namespace tandem;
-using Job = mr::GroupByJob<std::uint32_t, void>;
+using Job = mapreduce::GroupByJob<std::uint32_t, void>;
 
 namespace {
 
@@ -86,12 +86,12 @@ std::vector<std::pair<std::uint32_t, std::uint64_t>> engine_result(const DR& d) 
 }
 
 // The static engines: their workspaces stay allocated across the runs (and until exit).
-mr::gpu_engine::Engine<Job>& chained_engine() {
-  static mr::gpu_engine::Engine<Job> e;
+mapreduce::gpu_engine::Engine<Job>& chained_engine() {
+  static mapreduce::gpu_engine::Engine<Job> e;
   return e;
 }
-mr::hash_groupby::HashGroupBy<std::uint32_t, void>& hash_engine() {
-  static mr::hash_groupby::HashGroupBy<std::uint32_t, void> e;
+mapreduce::hash_groupby::HashGroupBy<std::uint32_t, void>& hash_engine() {
+  static mapreduce::hash_groupby::HashGroupBy<std::uint32_t, void> e;
   return e;
 }
 
@@ -112,17 +112,17 @@ struct Ctx {
 struct Config {
   std::string label;
   bool hash;
-  mr::Options o;
+  mapreduce::Options o;
 };
 
 // Without a GPU: the CPU engine on a small text.
 int cpu_only(bench::Bench& b) {
   b.info("no GPU: mapreduce GPU figures skipped", 0);
-  auto vocab = mr::make_vocabulary(10000, 1);
-  auto text = mr::zipf_text(std::size_t{8} << 20, vocab, 1.0, 1);
-  mr::WordCountOptions o;
+  auto vocab = mapreduce::make_vocabulary(10000, 1);
+  auto text = mapreduce::zipf_text(std::size_t{8} << 20, vocab, 1.0, 1);
+  mapreduce::WordCountOptions o;
   o.engine.device = Device::cpu;
-  auto st = b.time([&] { mr::wordcount(text, o); });
+  auto st = b.time([&] { mapreduce::wordcount(text, o); });
   b.record("word count 8 MiB", "CPU engine", st, double(text.size()), "B", true);
   b.info("CPU engine word count GB/s", text.size() / st.median / 1e9);
   return b.finish();
@@ -153,7 +153,7 @@ Stats run_anchor(Ctx& c, const std::string& name, const std::vector<std::uint32_
 }
 
 void print_engine_run(const std::string& name, const Config& cf, const Stats& et, const Stats& at,
-                      const mr::EngineStats& st, const Report& tune_rep, const Report& rep) {
+                      const mapreduce::EngineStats& st, const Report& tune_rep, const Report& rep) {
   std::printf("  %s / %s: %.3f ms (anchor %.3f ms), Bs=%d N=%d p=%.3g H=%llu (%.1f%% of sample) S=%zu x%u, shared %.1f%%, "
               "table %llu slots, overflowed %llu, grows %llu, retries %llu\n",
               name.c_str(), cf.label.c_str(), et.median * 1e3, at.median * 1e3, st.blocks, st.block_threads,
@@ -175,7 +175,7 @@ void print_engine_run(const std::string& name, const Config& cf, const Stats& et
 double run_config(Ctx& c, const std::string& name, const Config& cf, const Stats& at,
                   const std::vector<std::pair<std::uint32_t, std::uint64_t>>& ref) {
   Job job{c.dkeys.data(), nullptr};
-  mr::EngineStats st;
+  mapreduce::EngineStats st;
   Report rep, tune_rep;
   std::vector<std::pair<std::uint32_t, std::uint64_t>> got;
   // The last run's result, fetched and checked after the timed runs (as the anchor's is): a
@@ -239,8 +239,8 @@ std::vector<long long> int_list(const bench::Bench& b, const std::string& key) {
 }
 
 void time_stage_plan(Ctx& c, double z, const StagePlan& pl, long long table) {
-  mr::Options o;
-  o.mode = mr::Options::Mode::hash;
+  mapreduce::Options o;
+  o.mode = mapreduce::Options::Mode::hash;
   o.tune = false;
   o.block_threads = pl.threads;
   o.partition_cold = pl.part;
@@ -253,7 +253,7 @@ void time_stage_plan(Ctx& c, double z, const StagePlan& pl, long long table) {
   }
   std::map<std::string, std::vector<double>> stage;
   std::vector<double> total;
-  mr::EngineStats st;
+  mapreduce::EngineStats st;
   for (int r = 0; r < 6; ++r) {
     Report rep;
     TANDEM_CUDA(cudaDeviceSynchronize());
@@ -292,7 +292,7 @@ int stage_report(Ctx& c) {
   auto tables = int_list(c.b, "--stages-table");
   if (tables.empty()) tables.push_back(0);
   for (double z : zs) {
-    auto keys = mr::zipf_keys_u32(c.n, c.distinct, z, 1 + std::uint64_t(z * 100));
+    auto keys = mapreduce::zipf_keys_u32(c.n, c.distinct, z, 1 + std::uint64_t(z * 100));
     TANDEM_CUDA(cudaMemcpy(c.dkeys.data(), keys.data(), c.n * 4, cudaMemcpyHostToDevice));
     for (std::size_t pt = 0; pt < plans.size() * tables.size(); ++pt) {
       const std::size_t pi = pt % plans.size();
@@ -306,10 +306,10 @@ int stage_report(Ctx& c) {
 // The group-by configurations: the hash path as tuned and with one feature off at a time, the
 // chained engine in both table modes with and without hot keys.
 struct GroupByConfigs {
-  mr::Options hash_auto, hash_cold, hash_nomatch, hash_nopart, hash_linear;
-  mr::Options block_hot, direct_hot, block_cold, direct_cold;
+  mapreduce::Options hash_auto, hash_cold, hash_nomatch, hash_nopart, hash_linear;
+  mapreduce::Options block_hot, direct_hot, block_cold, direct_cold;
   GroupByConfigs() {
-    hash_auto.mode = mr::Options::Mode::hash;
+    hash_auto.mode = mapreduce::Options::Mode::hash;
     hash_cold = hash_auto;
     hash_cold.hot_keys = false;
     hash_nomatch = hash_auto;
@@ -318,10 +318,10 @@ struct GroupByConfigs {
     hash_nopart.partition_cold = false;
     hash_linear = hash_auto;
     hash_linear.hot_buckets = false;
-    block_hot.mode = mr::Options::Mode::chained;
-    block_hot.tables = mr::Options::Tables::block;
+    block_hot.mode = mapreduce::Options::Mode::chained;
+    block_hot.tables = mapreduce::Options::Tables::block;
     direct_hot = block_hot;
-    direct_hot.tables = mr::Options::Tables::direct;
+    direct_hot.tables = mapreduce::Options::Tables::direct;
     block_cold = block_hot;
     block_cold.hot_keys = false;
     direct_cold = direct_hot;
@@ -336,7 +336,7 @@ struct ZipfRow {
 // One exponent of the Zipf sweep: the exponent 0 case is the uniform goal, 1.0 the Zipf goal; at
 // 1.0 and 1.5 the hot-key path is also switched off (hash path and both chained modes).
 ZipfRow zipf_case(Ctx& c, const GroupByConfigs& g, double z) {
-  auto keys = mr::zipf_keys_u32(c.n, c.distinct, z, 1 + std::uint64_t(z * 100));
+  auto keys = mapreduce::zipf_keys_u32(c.n, c.distinct, z, 1 + std::uint64_t(z * 100));
   const bool onoff = z == 1.0 || z == 1.5;
   std::vector<Config> cfgs{{"hash", true, g.hash_auto}};
   if (onoff) {
@@ -376,9 +376,9 @@ void groupby(Ctx& c) {
   if (c.b.has_flag("--no-sweep")) sweep = {0.0, 1.0, 1.5};
   for (double z : sweep) rows.push_back(zipf_case(c, g, z));
   {
-    auto keys = mr::zipf_keys_u32(c.n, 128, 0.0, 3);
+    auto keys = mapreduce::zipf_keys_u32(c.n, 128, 0.0, 3);
     std::vector<double> t;
-    mr::Options probing = g.hash_auto;
+    mapreduce::Options probing = g.hash_auto;
     probing.two_choice = false;
     const double a = run_case(c, "uniform128", keys,
                               {{"hash", true, g.hash_auto}, {"chained, block tables", false, g.block_hot}, {"hash, linear probing", true, probing}}, t);
@@ -395,22 +395,22 @@ void groupby(Ctx& c) {
 }
 
 // The GPU word count on device-resident text in both table modes, and end to end from a file.
-void gpu_wordcount(bench::Bench& b, const std::string& text, const mr::WordCount& full_ref) {
+void gpu_wordcount(bench::Bench& b, const std::string& text, const mapreduce::WordCount& full_ref) {
   gpu::DeviceBuffer<char> dtext(text.size());
   TANDEM_CUDA(cudaMemcpy(dtext.data(), text.data(), text.size(), cudaMemcpyHostToDevice));
   for (int mode = 0; mode < 2; ++mode) {
-    mr::Options o;
+    mapreduce::Options o;
     o.device = Device::gpu;
-    o.tables = mode ? mr::Options::Tables::block : mr::Options::Tables::direct;
-    mr::EngineStats st;
+    o.tables = mode ? mapreduce::Options::Tables::block : mapreduce::Options::Tables::direct;
+    mapreduce::EngineStats st;
     Report rep;
     std::vector<std::pair<std::string, std::uint64_t>> words;
     auto gt = b.measure([&] {
       Stopwatch w;
-      words = mr::detail::gpu_wordcount_device(dtext.data(), text, o, st, rep);
+      words = mapreduce::detail::gpu_wordcount_device(dtext.data(), text, o, st, rep);
       return w.seconds();
     });
-    mr::sort_word_counts(words);
+    mapreduce::sort_word_counts(words);
     const bool ok = words == full_ref.words;
     if (!ok) b.fail("GPU word count differs from the CPU engine");
     b.record("word count", mode ? "GPU engine (device text, block tables)" : "GPU engine (device text, direct)", gt,
@@ -418,13 +418,13 @@ void gpu_wordcount(bench::Bench& b, const std::string& text, const mr::WordCount
     b.info(gpu::format("word count GPU device-resident GB/s ({})", mode ? "block tables" : "direct"), text.size() / gt.median / 1e9);
     if (mode == 0) b.goal("word count GPU on device-resident text GB/s", text.size() / gt.median / 1e9, 10.0, true, "GB/s");
   }
-  mr::WordCountOptions go;
+  mapreduce::WordCountOptions go;
   go.engine.device = Device::gpu;
   const std::string path = "/tmp/tandem_bench_wordcount.txt";
   { std::ofstream(path, std::ios::binary).write(text.data(), std::streamsize(text.size())); }
   auto e2e = b.time([&] {
     auto bytes = io::read_bytes(path);
-    auto r = mr::wordcount(std::string_view(bytes.data(), bytes.size()), go);
+    auto r = mapreduce::wordcount(std::string_view(bytes.data(), bytes.size()), go);
     if (r.words != full_ref.words) b.fail("GPU end-to-end word count differs");
   });
   std::remove(path.c_str());
@@ -435,21 +435,21 @@ void gpu_wordcount(bench::Bench& b, const std::string& text, const mr::WordCount
 // Word count: the CPU engine on 2 and on all threads, then the GPU (checked against the CPU).
 void wordcount(bench::Bench& b) {
   const std::size_t tbytes = b.quick() ? (std::size_t{8} << 20) : (std::size_t{512} << 20);
-  auto vocab = mr::make_vocabulary(100000, 7);
-  auto text = mr::zipf_text(tbytes, vocab, 1.0, 7);
-  mr::WordCountOptions wo;
+  auto vocab = mapreduce::make_vocabulary(100000, 7);
+  auto text = mapreduce::zipf_text(tbytes, vocab, 1.0, 7);
+  mapreduce::WordCountOptions wo;
   wo.engine.device = Device::cpu;
   wo.engine.threads = 2;
   auto cpu_small = std::string_view(text).substr(0, std::min<std::size_t>(text.size(), std::size_t{64} << 20));
-  auto cref = mr::wordcount(cpu_small, wo);
-  auto c2 = b.time([&] { mr::wordcount(cpu_small, wo); });
+  auto cref = mapreduce::wordcount(cpu_small, wo);
+  auto c2 = b.time([&] { mapreduce::wordcount(cpu_small, wo); });
   b.record("word count", "CPU engine 2 threads", c2, double(cpu_small.size()), "B", true);
   wo.engine.threads = std::min(16, default_threads());
-  auto c16 = b.time([&] { mr::wordcount(cpu_small, wo); });
+  auto c16 = b.time([&] { mapreduce::wordcount(cpu_small, wo); });
   b.record("word count", gpu::format("CPU engine {} threads", wo.engine.threads), c16, double(cpu_small.size()), "B", true);
   b.info("word count CPU engine 2 threads GB/s", cpu_small.size() / c2.median / 1e9);
   b.info(gpu::format("word count CPU engine {} threads GB/s", wo.engine.threads), cpu_small.size() / c16.median / 1e9);
-  gpu_wordcount(b, text, mr::wordcount(text, wo));  // the reference: CPU, all threads
+  gpu_wordcount(b, text, mapreduce::wordcount(text, wo));  // the reference: CPU, all threads
 }
 
 }  // namespace

@@ -1,9 +1,9 @@
-// The word tokenizer of the word-count job (mr::for_each_word, mr::WordCountCpuJob) on the CPU
+// The word tokenizer of the word-count job (mapreduce::for_each_word, mapreduce::WordCountCpuJob) on the CPU
 // engine, against a reference that applies the documented rule directly: a word is a maximal run
 // of ASCII letters, digits, '\'', '_' and bytes >= 0x80.
 //
 // Words must come out identical whatever the chunking (chunk edges may cut words anywhere), the
-// CPU MapReduce engine's counts must equal the reference counts, and so must mr::wordcount's
+// CPU MapReduce engine's counts must equal the reference counts, and so must mapreduce::wordcount's
 // (with and without ASCII lowercasing), sorted as documented.
 #include <cctype>
 #include <map>
@@ -42,16 +42,16 @@ std::vector<Word> reference_words(std::string_view text) {
 std::vector<Word> chunked_words(std::string_view text, std::size_t chunk) {
   std::vector<Word> out;
   for (std::size_t first = 0; first < text.size(); first += chunk)
-    mr::for_each_word(text.data(), text.size(), first, std::min(text.size(), first + chunk),
+    mapreduce::for_each_word(text.data(), text.size(), first, std::min(text.size(), first + chunk),
                       [&](std::size_t b, std::size_t len) { out.emplace_back(b, len); });
   return out;
 }
 
 void check_engine(std::string_view text, std::size_t chunk, const std::map<std::string_view, std::uint64_t>& want) {
-  const mr::WordCountCpuJob job{text.data(), text.size(), chunk};
-  mr::Options o;
+  const mapreduce::WordCountCpuJob job{text.data(), text.size(), chunk};
+  mapreduce::Options o;
   o.threads = 2;
-  const auto pairs = mr::cpu_mapreduce(job, job.records(), o);
+  const auto pairs = mapreduce::cpu_mapreduce(job, job.records(), o);
   const std::map<std::string_view, std::uint64_t> got(pairs.begin(), pairs.end());
   fuzz::check(got.size() == pairs.size(), fmt::format("chunk {}: the CPU engine returned a word twice", chunk));
   fuzz::check(got == want, fmt::format("chunk {}: the CPU engine's counts differ from the reference ({} vs {} "
@@ -65,11 +65,11 @@ void check_wordcount(std::string_view text, bool lowercase) {
   std::map<std::string, std::uint64_t> want;
   std::uint64_t total = 0;
   for (const auto& [b, len] : reference_words(folded)) ++want[folded.substr(b, len)], ++total;
-  mr::WordCountOptions o;
+  mapreduce::WordCountOptions o;
   o.lowercase = lowercase;
   o.engine.device = Device::cpu;
   o.engine.threads = 2;
-  const mr::WordCount wc = mr::wordcount(text, o);
+  const mapreduce::WordCount wc = mapreduce::wordcount(text, o);
   const std::map<std::string, std::uint64_t> got(wc.words.begin(), wc.words.end());
   fuzz::check(got == want && got.size() == wc.words.size() && wc.total_words == total,
               fmt::format("wordcount (lowercase {}) differs from the reference: {} distinct, {} words; want {}, {}",

@@ -26,7 +26,7 @@ struct Work {
 Work make_work(std::uint64_t seed) {
   Work w;
   std::mt19937_64 rng(seed);
-  w.keys = mr::zipf_keys_u32(60000, 2000, 0.8, seed);
+  w.keys = mapreduce::zipf_keys_u32(60000, 2000, 0.8, seed);
   w.values.resize(w.keys.size());
   for (auto& v : w.values) v = double(rng() % 100000) / 8.0 - 5000.0;
   w.to_sort.resize(150000 + seed % 1000);
@@ -34,14 +34,14 @@ Work make_work(std::uint64_t seed) {
   return w;
 }
 
-mr::GroupBy groupby(const Work& w) {
-  mr::Options o;
+mapreduce::GroupBy groupby(const Work& w) {
+  mapreduce::Options o;
   o.device = Device::cpu;
   o.threads = 2;
-  return mr::groupby(DType::u32, w.keys.data(), w.keys.size(), DType::f64, w.values.data(), w.values.size(), true, o);
+  return mapreduce::groupby(DType::u32, w.keys.data(), w.keys.size(), DType::f64, w.values.data(), w.values.size(), true, o);
 }
 
-bool same_rows(const mr::GroupBy& a, const mr::GroupBy& b) {
+bool same_rows(const mapreduce::GroupBy& a, const mapreduce::GroupBy& b) {
   if (a.rows.size() != b.rows.size()) return false;
   for (std::size_t i = 0; i < a.rows.size(); ++i) {
     const auto &x = a.rows[i], &y = b.rows[i];
@@ -55,7 +55,7 @@ bool same_rows(const mr::GroupBy& a, const mr::GroupBy& b) {
 TEST(ConcurrentCalls, CpuGroupByAndSortsFromFourThreads) {
   const int threads = 4, rounds = 6;
   std::vector<Work> work;
-  std::vector<mr::GroupBy> want_groups;
+  std::vector<mapreduce::GroupBy> want_groups;
   std::vector<std::vector<std::uint64_t>> want_sorted;
   for (int t = 0; t < threads; ++t) {
     work.push_back(make_work(100 + t));

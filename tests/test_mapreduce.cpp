@@ -20,8 +20,8 @@
 using namespace tandem;
 
 namespace {
-mr::Options cpu(int threads = 3, std::size_t limit = 0) {
-  mr::Options o;
+mapreduce::Options cpu(int threads = 3, std::size_t limit = 0) {
+  mapreduce::Options o;
   o.device = Device::cpu;
   o.threads = threads;
   o.cpu_table_limit = limit;
@@ -43,7 +43,7 @@ std::unordered_map<std::string, std::uint64_t> ref_words(const std::string& t) {
   return m;
 }
 
-void expect_words(const mr::WordCount& r, const std::unordered_map<std::string, std::uint64_t>& ref) {
+void expect_words(const mapreduce::WordCount& r, const std::unordered_map<std::string, std::uint64_t>& ref) {
   ASSERT_EQ(r.words.size(), ref.size());
   for (const auto& [w, c] : r.words) {
     auto it = ref.find(w);
@@ -84,8 +84,8 @@ TEST(MapReduceCpu, GenericJobMatchesReferenceWithEverySpillPath) {
   }
   for (std::size_t limit : {std::size_t{0}, std::size_t{1}, std::size_t{2}, std::size_t{17}}) {
     for (int threads : {1, 3}) {
-      mr::CpuStats st;
-      auto out = mr::cpu_mapreduce(ModJob{&d}, d.size(), cpu(threads, limit), &st);
+      mapreduce::CpuStats st;
+      auto out = mapreduce::cpu_mapreduce(ModJob{&d}, d.size(), cpu(threads, limit), &st);
       ASSERT_EQ(out.size(), ref.size()) << limit;
       for (const auto& [k, v] : out) EXPECT_EQ(ref.at(k), v) << "key " << k << " limit " << limit;
       if (limit) {
@@ -97,11 +97,11 @@ TEST(MapReduceCpu, GenericJobMatchesReferenceWithEverySpillPath) {
 }
 
 TEST(MapReduceCpu, EmptyAndSingleRecord) {
-  mr::GroupByJob<std::uint32_t, void> job{nullptr, nullptr};
-  EXPECT_TRUE(mr::cpu_mapreduce(job, 0, cpu()).empty());
+  mapreduce::GroupByJob<std::uint32_t, void> job{nullptr, nullptr};
+  EXPECT_TRUE(mapreduce::cpu_mapreduce(job, 0, cpu()).empty());
   std::uint32_t k = 7;
-  mr::GroupByJob<std::uint32_t, void> one{&k, nullptr};
-  auto out = mr::cpu_mapreduce(one, 1, cpu(4, 1));
+  mapreduce::GroupByJob<std::uint32_t, void> one{&k, nullptr};
+  auto out = mapreduce::cpu_mapreduce(one, 1, cpu(4, 1));
   ASSERT_EQ(out.size(), 1u);
   EXPECT_EQ(out[0].first, 7u);
   EXPECT_EQ(out[0].second, 1u);
@@ -109,12 +109,12 @@ TEST(MapReduceCpu, EmptyAndSingleRecord) {
 
 TEST(MapReduceWords, TokenizerBoundariesAndChunks) {
   const std::string t = "Hello, world! it's snake_case  héllo\tHello\n42 a-b";
-  auto r = mr::wordcount(t, {false, cpu()});
+  auto r = mapreduce::wordcount(t, {false, cpu()});
   expect_words(r, ref_words(t));
   EXPECT_EQ(r.words[0].first, "Hello");
   EXPECT_EQ(r.words[0].second, 2u);
-  mr::WordCountOptions lo{true, cpu()};
-  auto l = mr::wordcount("Apple APPLE apple ÄPPLE", lo);
+  mapreduce::WordCountOptions lo{true, cpu()};
+  auto l = mapreduce::wordcount("Apple APPLE apple ÄPPLE", lo);
   ASSERT_EQ(l.words.size(), 2u);
   EXPECT_EQ(l.words[0].first, "apple");
   EXPECT_EQ(l.words[0].second, 3u);
@@ -130,18 +130,18 @@ TEST(MapReduceWords, LongWordsGarbageAndChunkCrossing) {
   t += std::string(200000, 'z');  // one word longer than a whole CPU chunk (64 KiB)
   t += "\n\xff\xfe garbage\x7f\x80 end";
   for (std::size_t limit : {std::size_t{0}, std::size_t{3}}) {
-    auto r = mr::wordcount(t, {false, cpu(3, limit)});
+    auto r = mapreduce::wordcount(t, {false, cpu(3, limit)});
     expect_words(r, ref_words(t));
   }
-  auto empty = mr::wordcount("", {false, cpu()});
+  auto empty = mapreduce::wordcount("", {false, cpu()});
   EXPECT_TRUE(empty.words.empty());
-  auto blank = mr::wordcount(" ,.\n\t!", {false, cpu()});
+  auto blank = mapreduce::wordcount(" ,.\n\t!", {false, cpu()});
   EXPECT_TRUE(blank.words.empty());
 }
 
 TEST(MapReduceWords, SortOrderCountThenBytes) {
   std::vector<std::pair<std::string, std::uint64_t>> v{{"b", 2}, {"\xc3\xa9", 2}, {"a", 2}, {"z", 5}, {"B", 2}};
-  mr::sort_word_counts(v);
+  mapreduce::sort_word_counts(v);
   EXPECT_EQ(v[0].first, "z");
   EXPECT_EQ(v[1].first, "B");
   EXPECT_EQ(v[2].first, "a");
@@ -151,14 +151,14 @@ TEST(MapReduceWords, SortOrderCountThenBytes) {
 
 TEST(MapReduceGroupBy, AggregatesMatchReference) {
   const std::size_t n = 50001;
-  auto keys = mr::zipf_keys_u32(n, 700, 1.2, 4);
+  auto keys = mapreduce::zipf_keys_u32(n, 700, 1.2, 4);
   std::vector<float> vals(n);
   for (std::size_t i = 0; i < n; ++i) vals[i] = float(int(mix64(i) % 200) - 100) * 0.5f;
   vals[3] = -0.0f;
   std::unordered_map<std::uint32_t, std::vector<float>> ref;
   for (std::size_t i = 0; i < n; ++i) ref[keys[i]].push_back(vals[i]);
   for (std::size_t limit : {std::size_t{0}, std::size_t{5}}) {
-    auto g = mr::groupby(DType::u32, keys.data(), n, DType::f32, vals.data(), n, true, cpu(3, limit));
+    auto g = mapreduce::groupby(DType::u32, keys.data(), n, DType::f32, vals.data(), n, true, cpu(3, limit));
     ASSERT_EQ(g.rows.size(), ref.size());
     for (std::size_t i = 1; i < g.rows.size(); ++i) EXPECT_LT(g.rows[i - 1].key_bits, g.rows[i].key_bits);
     for (const auto& r : g.rows) {
@@ -180,38 +180,38 @@ TEST(MapReduceGroupBy, AggregatesMatchReference) {
 TEST(MapReduceGroupBy, SignedKeysNaNAndNegativeZero) {
   std::vector<std::int32_t> k{-5, 3, -5, 3, 0, -5};
   std::vector<double> v{1.0, std::nan(""), -0.0, 2.0, -0.0, 0.0};
-  auto g = mr::groupby(DType::i32, k.data(), k.size(), DType::f64, v.data(), v.size(), true, cpu());
+  auto g = mapreduce::groupby(DType::i32, k.data(), k.size(), DType::f64, v.data(), v.size(), true, cpu());
   ASSERT_EQ(g.rows.size(), 3u);
   std::ostringstream os;
-  mr::write_groupby_csv(os, g, mr::parse_aggs("sum,count,min,max,mean"));
+  mapreduce::write_groupby_csv(os, g, mapreduce::parse_aggs("sum,count,min,max,mean"));
   EXPECT_EQ(os.str(),
             "key,sum,count,min,max,mean\n"
             "-5,1,3,-0,1,0.3333333333333333\n"
             "0,-0,1,-0,-0,-0\n"
             "3,nan,2,2,2,nan\n");
   std::vector<std::int64_t> iv{10, -3, 4, 8, 1, -7};
-  auto gi = mr::groupby(DType::i32, k.data(), k.size(), DType::i64, iv.data(), iv.size(), true, cpu());
+  auto gi = mapreduce::groupby(DType::i32, k.data(), k.size(), DType::i64, iv.data(), iv.size(), true, cpu());
   std::ostringstream oi;
-  mr::write_groupby_csv(oi, gi, mr::parse_aggs("min,max,sum"));
+  mapreduce::write_groupby_csv(oi, gi, mapreduce::parse_aggs("min,max,sum"));
   EXPECT_EQ(oi.str(), "key,min,max,sum\n-5,-7,10,7\n0,1,1,1\n3,-3,8,5\n");
 }
 
 TEST(MapReduceGroupBy, Errors) {
   std::vector<std::uint64_t> k{1, 2, 3};
   std::vector<double> v{1, 2};
-  EXPECT_THROW(mr::groupby(DType::u64, k.data(), 3, DType::f64, v.data(), 2, true, cpu()), InputError);
-  EXPECT_THROW(mr::groupby(DType::f32, k.data(), 3, DType::f64, v.data(), 3, true, cpu()), UsageError);
-  EXPECT_THROW(mr::parse_aggs("sum,median"), UsageError);
-  EXPECT_THROW(mr::parse_aggs(""), UsageError);
-  auto counts = mr::groupby(DType::u64, k.data(), 3, DType::f64, nullptr, 0, false, cpu());
+  EXPECT_THROW(mapreduce::groupby(DType::u64, k.data(), 3, DType::f64, v.data(), 2, true, cpu()), InputError);
+  EXPECT_THROW(mapreduce::groupby(DType::f32, k.data(), 3, DType::f64, v.data(), 3, true, cpu()), UsageError);
+  EXPECT_THROW(mapreduce::parse_aggs("sum,median"), UsageError);
+  EXPECT_THROW(mapreduce::parse_aggs(""), UsageError);
+  auto counts = mapreduce::groupby(DType::u64, k.data(), 3, DType::f64, nullptr, 0, false, cpu());
   EXPECT_EQ(counts.rows.size(), 3u);
-  auto empty = mr::groupby(DType::u64, k.data(), 0, DType::f64, nullptr, 0, false, cpu());
+  auto empty = mapreduce::groupby(DType::u64, k.data(), 0, DType::f64, nullptr, 0, false, cpu());
   EXPECT_TRUE(empty.rows.empty());
 }
 
 TEST(MapReduceGenerators, ZipfShapeAndDeterminism) {
-  auto a = mr::zipf_ranks(100000, 1000, 1.0, 9);
-  auto b = mr::zipf_ranks(100000, 1000, 1.0, 9);
+  auto a = mapreduce::zipf_ranks(100000, 1000, 1.0, 9);
+  auto b = mapreduce::zipf_ranks(100000, 1000, 1.0, 9);
   EXPECT_EQ(a, b);
   std::vector<std::size_t> h(1000, 0);
   for (auto r : a) {
@@ -219,15 +219,15 @@ TEST(MapReduceGenerators, ZipfShapeAndDeterminism) {
     ++h[r];
   }
   EXPECT_GT(h[0], h[9] * 5);  // ~10x under Zipf 1
-  auto u = mr::zipf_ranks(100000, 10, 0.0, 1);
+  auto u = mapreduce::zipf_ranks(100000, 10, 0.0, 1);
   std::vector<std::size_t> hu(10, 0);
   for (auto r : u) ++hu[r];
   for (auto c : hu) EXPECT_NEAR(double(c), 10000.0, 600.0);
-  EXPECT_THROW(mr::zipf_ranks(10, 0, 1.0, 1), UsageError);
-  auto vocab = mr::make_vocabulary(500, 3);
-  auto t = mr::zipf_text(100000, vocab, 1.0, 3);
+  EXPECT_THROW(mapreduce::zipf_ranks(10, 0, 1.0, 1), UsageError);
+  auto vocab = mapreduce::make_vocabulary(500, 3);
+  auto t = mapreduce::zipf_text(100000, vocab, 1.0, 3);
   EXPECT_EQ(t.size(), 100000u);
-  auto r = mr::wordcount(t, {false, cpu()});
+  auto r = mapreduce::wordcount(t, {false, cpu()});
   EXPECT_LE(r.words.size(), 501u);  // the vocabulary (+ a word cut at the end)
 }
 
@@ -239,7 +239,7 @@ TEST(MapReduceGenerators, ZipfGuideTableEqualsFullSearch) {
   for (const auto& [distinct, s] : cases) {
     const std::size_t n = 20000;
     const std::uint64_t seed = 17;
-    const auto got = mr::zipf_ranks(n, distinct, s, seed);
+    const auto got = mapreduce::zipf_ranks(n, distinct, s, seed);
     std::vector<double> cdf(distinct);
     double acc = 0;
     for (std::uint64_t r = 0; r < distinct; ++r) {
@@ -259,7 +259,7 @@ TEST(MapReduceGenerators, ZipfGuideTableEqualsFullSearch) {
 // Two-choice placement (the hash path's shared table for few keys): every key at one of its two
 // slots, each once; the empty marker and duplicates skipped; a table too small fails cleanly.
 TEST(MapReduceTwoChoice, PlacesEveryKeyAtOneOfItsSlots) {
-  namespace tc = tandem::mr::two_choice;
+  namespace tc = tandem::mapreduce::two_choice;
   std::mt19937_64 rng(5);
   for (std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{2}, std::size_t{100}, std::size_t{1024}}) {
     for (int shape = 0; shape < 3; ++shape) {
@@ -308,7 +308,7 @@ TEST(MapReduceTwoChoice, PlacesEveryKeyAtOneOfItsSlots) {
 // The hash path's table size from its sample: Chao1 is a lower bound that misses a heavy tail's
 // rare keys, Good–Turing's bound covers them; the table takes the bound while it is cheap.
 TEST(MapReduceDistinctEstimate, ChaoBelowGoodTuringAboveOnRealSamples) {
-  namespace de = tandem::mr::distinct_estimate;
+  namespace de = tandem::mapreduce::distinct_estimate;
   auto sample_of = [](const std::vector<std::uint32_t>& keys, std::size_t ms) {
     std::unordered_map<std::uint32_t, std::uint32_t> c;
     for (std::size_t i = 0; i < ms; ++i) ++c[keys[i]];
@@ -321,7 +321,7 @@ TEST(MapReduceDistinctEstimate, ChaoBelowGoodTuringAboveOnRealSamples) {
   };
   const std::size_t M = 2'000'000;
   for (double z : {0.0, 1.0, 2.0}) {
-    const auto keys = mr::zipf_keys_u32(M, 200'000, z, 5);
+    const auto keys = mapreduce::zipf_keys_u32(M, 200'000, z, 5);
     const double truth = double(std::unordered_map<std::uint32_t, int>(
                                     [&] {
                                       std::unordered_map<std::uint32_t, int> m;
@@ -358,7 +358,7 @@ TEST(MapReduceDistinctEstimate, ChaoBelowGoodTuringAboveOnRealSamples) {
 // buckets at 4/5 load, every key found in one of its two buckets exactly once, the empty marker
 // skipped; past the table's room the walk leaves keys out rather than losing or duplicating any.
 TEST(MapReduceBuckets, SizesAndPlacementAtFourFifthsLoad) {
-  namespace bk = tandem::mr::buckets;
+  namespace bk = tandem::mapreduce::buckets;
   EXPECT_EQ(bk::buckets_for(0), 1u);
   EXPECT_EQ(bk::buckets_for(1), 1u);
   EXPECT_EQ(bk::buckets_for(16), 5u);   // 16 keys at 4/5 of 4 ways: 5 buckets
@@ -421,9 +421,9 @@ TEST(MapReduceBuckets, SizesAndPlacementAtFourFifthsLoad) {
 // ---- i64 sums beyond i64, float sums independent of the thread count ----
 
 namespace {
-std::string groupby_error(const std::vector<std::int64_t>& keys, const std::vector<std::int64_t>& vals, const mr::Options& o) {
+std::string groupby_error(const std::vector<std::int64_t>& keys, const std::vector<std::int64_t>& vals, const mapreduce::Options& o) {
   try {
-    mr::groupby(DType::i64, keys.data(), keys.size(), DType::i64, vals.data(), vals.size(), true, o);
+    mapreduce::groupby(DType::i64, keys.data(), keys.size(), DType::i64, vals.data(), vals.size(), true, o);
   } catch (const InputError& e) {
     return e.what();
   }
@@ -443,7 +443,7 @@ TEST(MapReduceGroupBy, I64SumBeyondRangeIsAnInputErrorOnEveryThreadCount) {
       EXPECT_NE(groupby_error({7, 7, 1}, {bottom, -1, 5}, o).find("key 7 overflows i64 (it is below"), std::string::npos);
       // The running sum leaves the range, the sum does not: exact, whatever the order.
       std::vector<std::int64_t> k{1, 1, 1, 2, 2}, v{top, 1, -1, bottom, top};
-      auto g = mr::groupby(DType::i64, k.data(), k.size(), DType::i64, v.data(), v.size(), true, o);
+      auto g = mapreduce::groupby(DType::i64, k.data(), k.size(), DType::i64, v.data(), v.size(), true, o);
       ASSERT_EQ(g.rows.size(), 2u);
       EXPECT_EQ(g.rows[0].isum, top);
       EXPECT_EQ(g.rows[1].isum, -1);
@@ -469,7 +469,7 @@ TEST(MapReduceGroupBy, I64SumsNearTheRangeMatchExact128BitSums) {
   };
   const auto exact = exact_sums(vals);
   for (int threads : {1, 4}) {
-    auto g = mr::groupby(DType::u32, keys.data(), n, DType::i64, vals.data(), n, true, cpu(threads));
+    auto g = mapreduce::groupby(DType::u32, keys.data(), n, DType::i64, vals.data(), n, true, cpu(threads));
     ASSERT_EQ(g.rows.size(), exact.size());
     for (const auto& r : g.rows) EXPECT_TRUE(__int128(r.isum) == exact.at(std::uint32_t(r.key_bits))) << r.key_bits;
     bool checked = false;
@@ -482,20 +482,20 @@ TEST(MapReduceGroupBy, I64SumsNearTheRangeMatchExact128BitSums) {
   bool beyond = false;
   for (const auto& [k, sum] : exact_sums(moved)) beyond = beyond || sum > INT64_MAX || sum < INT64_MIN;
   ASSERT_TRUE(beyond);
-  EXPECT_THROW(mr::groupby(DType::u32, keys.data(), n, DType::i64, moved.data(), n, true, cpu(4)), InputError);
+  EXPECT_THROW(mapreduce::groupby(DType::u32, keys.data(), n, DType::i64, moved.data(), n, true, cpu(4)), InputError);
 }
 
 TEST(MapReduceGroupBy, FloatSumsAreTheSameOnEveryThreadCountAndRun) {
   // Magnitudes 1e16, 1 and 1e-3 with both signs: every order of addition rounds differently.
   const std::size_t n = 200003;
-  const auto keys = mr::zipf_keys_u32(n, 300, 1.0, 9);
+  const auto keys = mapreduce::zipf_keys_u32(n, 300, 1.0, 9);
   std::vector<double> vals(n);
   std::mt19937_64 rng(10);
   const double mag[3] = {1e16, 1.0, 1e-3};
   for (auto& v : vals) v = mag[rng() % 3] * (1.0 + double(rng() % 1000) / 7.0) * (rng() % 2 ? 1 : -1);
   // The documented order: record order within each block of fixed_order_block(n) records, the
   // blocks in order.
-  const std::size_t block = mr::fixed_order_block(n);
+  const std::size_t block = mapreduce::fixed_order_block(n);
   std::unordered_map<std::uint32_t, double> want;
   for (std::size_t b = 0; b < n; b += block) {
     std::unordered_map<std::uint32_t, double> part;
@@ -511,14 +511,14 @@ TEST(MapReduceGroupBy, FloatSumsAreTheSameOnEveryThreadCountAndRun) {
   ASSERT_GT(n / block, 4u);
   for (int threads = 1; threads <= 8; ++threads)
     for (int run = 0; run < (threads == 8 ? 5 : 1); ++run) {
-      auto g = mr::groupby(DType::u32, keys.data(), n, DType::f64, vals.data(), n, true, cpu(threads));
+      auto g = mapreduce::groupby(DType::u32, keys.data(), n, DType::f64, vals.data(), n, true, cpu(threads));
       ASSERT_EQ(g.rows.size(), want.size());
       for (const auto& r : g.rows) ASSERT_EQ(r.dsum, want.at(std::uint32_t(r.key_bits))) << threads << " threads, key " << r.key_bits;
     }
   // With a table limit the spills split blocks, but at the same points on every thread count.
-  const auto one = mr::groupby(DType::u32, keys.data(), n, DType::f64, vals.data(), n, true, cpu(1, 50));
+  const auto one = mapreduce::groupby(DType::u32, keys.data(), n, DType::f64, vals.data(), n, true, cpu(1, 50));
   for (int threads : {2, 5}) {
-    const auto g = mr::groupby(DType::u32, keys.data(), n, DType::f64, vals.data(), n, true, cpu(threads, 50));
+    const auto g = mapreduce::groupby(DType::u32, keys.data(), n, DType::f64, vals.data(), n, true, cpu(threads, 50));
     ASSERT_EQ(g.rows.size(), one.rows.size());
     for (std::size_t i = 0; i < g.rows.size(); ++i) EXPECT_EQ(g.rows[i].dsum, one.rows[i].dsum);
   }

@@ -60,16 +60,16 @@ TEST(Report, CopiesOwnTheirDetails) {
 
 TEST(LibraryErrors, NameFieldsNotFlags) {
   const std::vector<std::string> messages = {
-      message_of([] { mr::parse_aggs("sum,median"); }),
-      message_of([] { mr::parse_aggs(""); }),
+      message_of([] { mapreduce::parse_aggs("sum,median"); }),
+      message_of([] { mapreduce::parse_aggs(""); }),
       message_of([] {
         const std::uint32_t k[1] = {1};
-        mr::groupby(DType::f32, k, 1, DType::f64, nullptr, 0, false);
+        mapreduce::groupby(DType::f32, k, 1, DType::f64, nullptr, 0, false);
       }),
       message_of([] {
         const std::uint32_t k[1] = {1};
         const std::uint8_t v[1] = {1};
-        mr::groupby(DType::u32, k, 1, DType::u8, v, 1, true);
+        mapreduce::groupby(DType::u32, k, 1, DType::u8, v, 1, true);
       }),
       message_of([] {
         topk::GenOptions o;
@@ -88,9 +88,9 @@ TEST(LibraryErrors, NameFieldsNotFlags) {
 
 TEST(LibraryErrors, DeviceGpuWithoutGpuNamesTheField) {
   if (gpu_count() > 0) GTEST_SKIP() << "a GPU is present";
-  mr::WordCountOptions wc;
+  mapreduce::WordCountOptions wc;
   wc.engine.device = Device::gpu;
-  const std::string m = message_of([&] { mr::wordcount("a b", wc); });
+  const std::string m = message_of([&] { mapreduce::wordcount("a b", wc); });
   EXPECT_NE(m.find("device = gpu"), std::string::npos) << m;
   std::vector<std::uint32_t> keys{2, 1};
   SortOptions so;

@@ -4,7 +4,7 @@
 
 #include "tandem/mapreduce/partition_plan.hpp"
 
-namespace pp = tandem::mr::partition_plan;
+namespace pp = tandem::mapreduce::partition_plan;
 
 namespace {
 pp::Inputs big_uniform() {

@@ -156,7 +156,7 @@ int run_table(const Args& a) {
 }
 
 int run_columns(const Args& a) {
-  const auto aggs = tandem::mr::parse_aggs(a.agg.empty() ? "sum,count" : a.agg);
+  const auto aggs = tandem::mapreduce::parse_aggs(a.agg.empty() ? "sum,count" : a.agg);
   const auto kt = tandem::parse_dtype(a.key_type);
   const auto vt = tandem::parse_dtype(a.value_type);
   if (kt != tandem::DType::u32 && kt != tandem::DType::u64 && kt != tandem::DType::i32 && kt != tandem::DType::i64)
@@ -165,13 +165,13 @@ int run_columns(const Args& a) {
     throw tandem::UsageError(fmt::format("--value-type {}: expected f32, f64, i32 or i64", a.value_type));
   const bool has_values = !a.values.empty();
   for (auto g : aggs)
-    if (g != tandem::mr::AggKind::count && !has_values)
-      throw tandem::UsageError(fmt::format("--agg {} needs --values", tandem::mr::to_string(g)));
-  tandem::mr::Options o;
+    if (g != tandem::mapreduce::AggKind::count && !has_values)
+      throw tandem::UsageError(fmt::format("--agg {} needs --values", tandem::mapreduce::to_string(g)));
+  tandem::mapreduce::Options o;
   o.device = tandem::parse_device(a.device);
-  if (a.engine == "auto") o.mode = tandem::mr::Options::Mode::auto_;
-  else if (a.engine == "hash") o.mode = tandem::mr::Options::Mode::hash;
-  else if (a.engine == "chained" || a.engine == "seed") o.mode = tandem::mr::Options::Mode::chained;
+  if (a.engine == "auto") o.mode = tandem::mapreduce::Options::Mode::auto_;
+  else if (a.engine == "hash") o.mode = tandem::mapreduce::Options::Mode::hash;
+  else if (a.engine == "chained" || a.engine == "seed") o.mode = tandem::mapreduce::Options::Mode::chained;
   else throw tandem::UsageError(fmt::format("--engine {}: expected auto, hash or chained", a.engine));
   tandem::io::AtomicOutput out(a.out);  // checks the destination; the file is created when written
   tandem::Stopwatch w;
@@ -182,11 +182,11 @@ int run_columns(const Args& a) {
   if (has_values && values.count != keys.count)
     throw tandem::InputError(fmt::format("{} has {} keys but {} has {} values: the columns must have the same length",
                                          a.keys, keys.count, a.values, values.count));
-  auto g = tandem::mr::groupby(kt, keys.bytes.data(), keys.count, vt, has_values ? values.bytes.data() : nullptr,
+  auto g = tandem::mapreduce::groupby(kt, keys.bytes.data(), keys.count, vt, has_values ? values.bytes.data() : nullptr,
                                values.count, has_values, o);
   tandem::cli::print_notices(g.report);
   g.report.stages.insert(g.report.stages.begin(), {"read input", "cpu", read_s, fmt::format("{} keys", keys.count)});
-  tandem::mr::write_groupby_csv(out.stream(), g, aggs);
+  tandem::mapreduce::write_groupby_csv(out.stream(), g, aggs);
   out.commit();
   if (a.explain) std::cerr << g.report.explain() << fmt::format("  {} rows, {} groups\n", keys.count, g.rows.size());
   return 0;

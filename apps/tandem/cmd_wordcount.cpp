@@ -35,7 +35,7 @@ const bool registered = tandem::cli::register_command({
       app.add_option("--device", a->device, "auto, cpu or gpu")->capture_default_str();
       app.add_flag("--explain", a->explain, "Print what ran where, the GPU engine's parameters and hit counts (stderr)");
       return [a] {
-        tandem::mr::WordCountOptions o;
+        tandem::mapreduce::WordCountOptions o;
         o.lowercase = a->lowercase;
         o.engine.device = tandem::parse_device(a->device);
         tandem::Stopwatch w;
@@ -51,7 +51,7 @@ const bool registered = tandem::cli::register_command({
           text.insert(text.end(), bytes.begin(), bytes.end());
         }
         const double read_s = w.seconds();
-        auto r = tandem::mr::wordcount(std::string_view(text.data(), text.size()), o);
+        auto r = tandem::mapreduce::wordcount(std::string_view(text.data(), text.size()), o);
         tandem::cli::print_notices(r.report);
         r.report.stages.insert(r.report.stages.begin(), {"read input", "cpu", read_s, tandem::human_bytes(text.size())});
         const std::size_t n = a->top ? std::min(a->top, r.words.size()) : r.words.size();

@@ -26,17 +26,17 @@ struct ZipfArgs {
 // Writes the Zipf keys into `out` (not yet committed).
 void write_zipf_keys(tandem::io::AtomicOutput& out, const ZipfArgs& a, tandem::DType kt) {
   if (kt == tandem::DType::u32 || kt == tandem::DType::i32) {
-    const auto k = tandem::mr::zipf_keys_u32(a.n, a.distinct, a.exponent, a.seed);
+    const auto k = tandem::mapreduce::zipf_keys_u32(a.n, a.distinct, a.exponent, a.seed);
     tandem::io::write_array(out, kt, k.data(), k.size());
   } else {
-    const auto k = tandem::mr::zipf_keys_u64(a.n, a.distinct, a.exponent, a.seed);
+    const auto k = tandem::mapreduce::zipf_keys_u64(a.n, a.distinct, a.exponent, a.seed);
     tandem::io::write_array(out, kt, k.data(), k.size());
   }
 }
 
 // Writes values uniform in [0, 1000) into `out` (not yet committed).
 void write_zipf_values(tandem::io::AtomicOutput& out, const ZipfArgs& a, tandem::DType vt) {
-  const auto r = tandem::mr::zipf_ranks(a.n, 1000000, 0.0, a.seed + 17);
+  const auto r = tandem::mapreduce::zipf_ranks(a.n, 1000000, 0.0, a.seed + 17);
   tandem::visit_dtype(vt, [&](auto t) {
     using T = decltype(t);
     if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_same_v<T, std::int32_t> ||
@@ -112,8 +112,8 @@ const bool gen_text = tandem::cli::register_generator({
       app.add_option("--out", a->out, "Output file ('-' for standard output)")->required();
       return [a] {
         tandem::io::AtomicOutput out(a->out);  // checks the destination; the file is created when written
-        const auto vocab = tandem::mr::make_vocabulary(a->vocab, a->seed);
-        const auto t = tandem::mr::zipf_text(a->bytes, vocab, a->exponent, a->seed);
+        const auto vocab = tandem::mapreduce::make_vocabulary(a->vocab, a->seed);
+        const auto t = tandem::mapreduce::zipf_text(a->bytes, vocab, a->exponent, a->seed);
         out.stream().write(t.data(), static_cast<std::streamsize>(t.size()));
         out.commit();
         return 0;
@@ -121,13 +121,13 @@ const bool gen_text = tandem::cli::register_generator({
     }});
 
 const bool demo_wc = tandem::cli::register_demo_part({50, "word count", [] {
-  const auto vocab = tandem::mr::make_vocabulary(20000, 5);
-  const auto text = tandem::mr::zipf_text(std::size_t{16} << 20, vocab, 1.0, 5);
+  const auto vocab = tandem::mapreduce::make_vocabulary(20000, 5);
+  const auto text = tandem::mapreduce::zipf_text(std::size_t{16} << 20, vocab, 1.0, 5);
   tandem::Stopwatch w;
-  auto r = tandem::mr::wordcount(text);
+  auto r = tandem::mapreduce::wordcount(text);
   const double t = w.seconds();
   std::unordered_map<std::string_view, std::uint64_t> ref;
-  tandem::mr::for_each_word(text.data(), text.size(), 0, text.size(),
+  tandem::mapreduce::for_each_word(text.data(), text.size(), 0, text.size(),
                             [&](std::size_t b, std::size_t n) { ++ref[std::string_view(text.data() + b, n)]; });
   bool ok = ref.size() == r.words.size();
   for (const auto& [wd, c] : r.words) ok = ok && ref.count(wd) && ref[wd] == c;
@@ -141,11 +141,11 @@ const bool demo_wc = tandem::cli::register_demo_part({50, "word count", [] {
 
 const bool demo_gb = tandem::cli::register_demo_part({51, "group-by", [] {
   const std::size_t n = std::size_t{1} << 22;
-  const auto keys = tandem::mr::zipf_keys_u32(n, 100000, 1.0, 9);
+  const auto keys = tandem::mapreduce::zipf_keys_u32(n, 100000, 1.0, 9);
   std::vector<double> vals(n);
   for (std::size_t i = 0; i < n; ++i) vals[i] = double(i % 1000);
   tandem::Stopwatch w;
-  auto g = tandem::mr::groupby(tandem::DType::u32, keys.data(), n, tandem::DType::f64, vals.data(), n, true);
+  auto g = tandem::mapreduce::groupby(tandem::DType::u32, keys.data(), n, tandem::DType::f64, vals.data(), n, true);
   const double t = w.seconds();
   std::unordered_map<std::uint32_t, std::pair<double, std::uint64_t>> ref;
   for (std::size_t i = 0; i < n; ++i) {

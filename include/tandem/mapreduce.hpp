@@ -1,4 +1,4 @@
-// tandem::mr — MapReduce on the CPU and the GPU (unified shared/global memory management).
+// tandem::mapreduce — MapReduce on the CPU and the GPU (unified shared/global memory management).
 //
 // A job is a type with
 //   key_type, value_type
@@ -32,7 +32,7 @@
 #include "tandem/mapreduce/detail/local_table.hpp"
 #include "tandem/cuda/hd.hpp"
 
-namespace tandem::mr {
+namespace tandem::mapreduce {
 
 // ---------------------------------------------------------------------------------------------
 // Options shared by the engines. Zero / negative means "tuned or default".
@@ -440,4 +440,4 @@ std::string zipf_text(std::size_t bytes, const std::vector<std::string>& vocab, 
 // Engine stats as readable lines (for Report notes / --explain).
 void explain_stats(Report& r, const EngineStats& s);
 
-}  // namespace tandem::mr
+}  // namespace tandem::mapreduce

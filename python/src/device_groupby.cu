@@ -62,11 +62,11 @@ std::mutex engine_mutex;
 template <class S, class V>
 Report run(const DeviceGroupByCall& call) {
   using K = std::make_unsigned_t<S>;
-  using Acc = typename mr::GroupByJob<K, V>::value_type;
+  using Acc = typename mapreduce::GroupByJob<K, V>::value_type;
   Report r;
   r.operation = "groupby";
   std::lock_guard lock(engine_mutex);
-  mr::EngineStats st;
+  mapreduce::EngineStats st;
   auto write = [&](const K* group_keys, const Acc* accs, std::size_t groups) {
     const DeviceGroupOutputs out = call.allocate(groups);
     if (groups == 0) return;
@@ -95,9 +95,9 @@ Report run(const DeviceGroupByCall& call) {
                        "sum float64 values, or group on the CPU, which checks every sum");
     r.note(std::to_string(groups) + " groups sorted by key on the device (CUB radix sort) into the caller's arrays");
   };
-  mr::detail::gpu_groupby_hash_on_device<K, V>(static_cast<const K*>(call.keys), static_cast<const V*>(call.values), call.n,
-                                               mr::Options{}, st, r, call.stream, write);
-  mr::explain_stats(r, st);
+  mapreduce::detail::gpu_groupby_hash_on_device<K, V>(static_cast<const K*>(call.keys), static_cast<const V*>(call.values), call.n,
+                                               mapreduce::Options{}, st, r, call.stream, write);
+  mapreduce::explain_stats(r, st);
   return r;
 }
 

@@ -27,7 +27,7 @@ std::string read_files(const std::vector<std::string>& paths, double& seconds) {
   return text;
 }
 
-py::tuple result(mr::WordCount& r, std::size_t top) {
+py::tuple result(mapreduce::WordCount& r, std::size_t top) {
   const std::size_t n = top ? std::min(top, r.words.size()) : r.words.size();
   py::array words(py::dtype("O"), {static_cast<py::ssize_t>(n)}, {});
   py::array_t<std::int64_t> counts(static_cast<py::ssize_t>(n));
@@ -46,8 +46,8 @@ py::tuple result(mr::WordCount& r, std::size_t top) {
   return py::make_tuple(words, counts, std::move(r.report));
 }
 
-mr::WordCountOptions options(bool lowercase, std::string_view device, int threads) {
-  mr::WordCountOptions o;
+mapreduce::WordCountOptions options(bool lowercase, std::string_view device, int threads) {
+  mapreduce::WordCountOptions o;
   o.lowercase = lowercase;
   o.engine.device = device_arg(device);
   o.engine.threads = threads;
@@ -60,7 +60,7 @@ py::tuple wordcount_buffer(const py::buffer& text, std::size_t top, bool lowerca
     throw py::value_error("wordcount: expected contiguous bytes (bytes, bytearray, memoryview or a uint8 array)");
   const auto o = options(lowercase, device, threads);
   const std::string_view view(static_cast<const char*>(b.ptr), static_cast<std::size_t>(b.size));
-  auto r = without_gil([&] { return mr::wordcount(view, o); });
+  auto r = without_gil([&] { return mapreduce::wordcount(view, o); });
   return result(r, top);
 }
 
@@ -69,7 +69,7 @@ py::tuple wordcount_files(const std::vector<std::string>& paths, std::size_t top
   const auto o = options(lowercase, device, threads);
   double read_s = 0;
   const std::string text = read_files(paths, read_s);
-  auto r = without_gil([&] { return mr::wordcount(text, o); });
+  auto r = without_gil([&] { return mapreduce::wordcount(text, o); });
   r.report.stages.insert(r.report.stages.begin(), Stage{"read input", "cpu", read_s, fmt::format("{} files, {} bytes", paths.size(), text.size())});
   return result(r, top);
 }

@@ -128,7 +128,7 @@ std::size_t expected_distinct(std::size_t n, Load& load, Present& present, Less&
   for (std::size_t j = 0; j < s; ++j)
     if (const std::size_t i = j * (n / s); present(i)) sample.push_back(load(i));
   std::sort(sample.begin(), sample.end(), less);
-  mr::distinct_estimate::Sample e;
+  mapreduce::distinct_estimate::Sample e;
   e.records = sample.size();
   e.total = n;
   for (std::size_t j = 0, run = 1; j < sample.size(); ++j, ++run) {
@@ -138,7 +138,7 @@ std::size_t expected_distinct(std::size_t n, Load& load, Present& present, Less&
     e.twice += run == 2;
     run = 0;
   }
-  return static_cast<std::size_t>(mr::distinct_estimate::estimate(e, 0).chao1);
+  return static_cast<std::size_t>(mapreduce::distinct_estimate::estimate(e, 0).chao1);
 }
 
 // Numbers the rows' keys per thread into `out` and ranks them (Less orders keys). `stop` lets

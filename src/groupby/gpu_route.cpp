@@ -28,7 +28,7 @@ T from_bits(std::uint64_t bits) {
 }
 
 // Whether |values| * count may reach 2^63 in some group (then an int64 sum may have wrapped).
-bool may_wrap(const mr::GroupBy& g) {
+bool may_wrap(const mapreduce::GroupBy& g) {
   for (const auto& r : g.rows) {
     const unsigned __int128 big = std::max(r.imin < 0 ? -static_cast<__int128>(r.imin) : r.imin,
                                            r.imax < 0 ? -static_cast<__int128>(r.imax) : r.imax);
@@ -38,7 +38,7 @@ bool may_wrap(const mr::GroupBy& g) {
 }
 
 template <class V>
-Column aggregate_column(const mr::GroupBy& g, const Aggregation& a) {
+Column aggregate_column(const mapreduce::GroupBy& g, const Aggregation& a) {
   const auto& rows = g.rows;
   const std::string name = output_names(a).front();
   constexpr bool fl = std::is_floating_point_v<V>;
@@ -48,20 +48,20 @@ Column aggregate_column(const mr::GroupBy& g, const Aggregation& a) {
   };
   switch (a.op) {
     case AggOp::count_rows:
-    case AggOp::count: return col([](const mr::GroupRow& r) { return static_cast<std::int64_t>(r.count); });
+    case AggOp::count: return col([](const mapreduce::GroupRow& r) { return static_cast<std::int64_t>(r.count); });
     case AggOp::sum:
-      if constexpr (fl) return col([](const mr::GroupRow& r) { return r.dsum; });
-      else return col([](const mr::GroupRow& r) { return r.isum; });
+      if constexpr (fl) return col([](const mapreduce::GroupRow& r) { return r.dsum; });
+      else return col([](const mapreduce::GroupRow& r) { return r.isum; });
     case AggOp::min:
-      if constexpr (fl) return col([](const mr::GroupRow& r) { return static_cast<V>(r.dmin); });
-      else return col([](const mr::GroupRow& r) { return static_cast<V>(r.imin); });
+      if constexpr (fl) return col([](const mapreduce::GroupRow& r) { return static_cast<V>(r.dmin); });
+      else return col([](const mapreduce::GroupRow& r) { return static_cast<V>(r.imin); });
     case AggOp::max:
-      if constexpr (fl) return col([](const mr::GroupRow& r) { return static_cast<V>(r.dmax); });
-      else return col([](const mr::GroupRow& r) { return static_cast<V>(r.imax); });
+      if constexpr (fl) return col([](const mapreduce::GroupRow& r) { return static_cast<V>(r.dmax); });
+      else return col([](const mapreduce::GroupRow& r) { return static_cast<V>(r.imax); });
     default: break;
   }
-  if constexpr (fl) return col([](const mr::GroupRow& r) { return r.dsum / static_cast<double>(r.count); });
-  else return col([](const mr::GroupRow& r) { return static_cast<double>(r.isum) / static_cast<double>(r.count); });
+  if constexpr (fl) return col([](const mapreduce::GroupRow& r) { return r.dsum / static_cast<double>(r.count); });
+  else return col([](const mapreduce::GroupRow& r) { return static_cast<double>(r.isum) / static_cast<double>(r.count); });
 }
 
 }  // namespace
@@ -95,9 +95,9 @@ std::optional<Table> run(const Table& input, const GroupBySpec& spec, Report& re
   const Column& key = input.column(spec.by.front());
   const Column* values = value_column(input, spec);
   const DType vt = values ? to_dtype(values->type) : DType::f64;
-  mr::Options o;
+  mapreduce::Options o;
   o.device = Device::gpu;
-  const mr::GroupBy g = mr::groupby(to_dtype(key.type), key.values.data(), key.length, vt,
+  const mapreduce::GroupBy g = mapreduce::groupby(to_dtype(key.type), key.values.data(), key.length, vt,
                                     values ? values->values.data() : nullptr, values ? values->length : 0,
                                     values != nullptr, o);
   for (const auto& s : g.report.stages) report.stages.push_back(s);

@@ -1,4 +1,4 @@
-// The group-bys the GPU hash group-by (tandem::mr::groupby) runs today: one integer key column
+// The group-bys the GPU hash group-by (tandem::mapreduce::groupby) runs today: one integer key column
 // without missing keys, and count(), count/sum/min/max/mean of one f32/f64/i32/i64 column
 // without missing values. Its result is converted into the table the CPU engine would give.
 #pragma once
@@ -15,7 +15,7 @@ std::optional<std::string> gap(const Table& input, const GroupBySpec& spec);
 // The rows and bytes the GPU would read (keys and the one value column).
 std::size_t input_bytes(const Table& input, const GroupBySpec& spec);
 
-// Runs a covered group-by with mr::groupby on the GPU. Nothing when an integer sum may have
+// Runs a covered group-by with mapreduce::groupby on the GPU. Nothing when an integer sum may have
 // wrapped in the GPU's 64-bit accumulators (the caller reruns it on the CPU, which checks).
 std::optional<Table> run(const Table& input, const GroupBySpec& spec, Report& report);
 

@@ -7,7 +7,7 @@
 #include "tandem/core/hash.hpp"
 #include "tandem/mapreduce.hpp"
 
-namespace tandem::mr {
+namespace tandem::mapreduce {
 
 namespace {
 std::vector<double> zipf_cdf(std::uint64_t distinct, double s) {
@@ -113,4 +113,4 @@ std::string zipf_text(std::size_t bytes, const std::vector<std::string>& vocab, 
   return t;
 }
 
-}  // namespace tandem::mr
+}  // namespace tandem::mapreduce

@@ -5,7 +5,7 @@
 #include "tandem/core/transfer.hpp"
 #include "tandem/mapreduce/gpu_engine.cuh"
 
-namespace tandem::mr::detail {
+namespace tandem::mapreduce::detail {
 
 template <class K, class V>
 std::vector<std::pair<K, typename GroupByJob<K, V>::value_type>> gpu_groupby(const K* keys, const V* values, std::size_t n,
@@ -42,4 +42,4 @@ TANDEM_GPU_GROUPBY(std::uint64_t, void)
 TANDEM_GPU_GROUPBY(std::uint64_t, double)
 TANDEM_GPU_GROUPBY(std::uint64_t, std::int64_t)
 
-}  // namespace tandem::mr::detail
+}  // namespace tandem::mapreduce::detail

@@ -3,7 +3,7 @@
 #include "mapreduce/gpu_jobs.hpp"
 #include "tandem/mapreduce/hash_groupby.cuh"
 
-namespace tandem::mr::detail {
+namespace tandem::mapreduce::detail {
 
 template <class K, class V>
 std::vector<std::pair<K, typename GroupByJob<K, V>::value_type>> gpu_groupby_hash(const K* d_keys, const V* d_values, std::size_t n,
@@ -37,4 +37,4 @@ TANDEM_GPU_GROUPBY_HASH(std::uint64_t, void)
 TANDEM_GPU_GROUPBY_HASH(std::uint64_t, double)
 TANDEM_GPU_GROUPBY_HASH(std::uint64_t, std::int64_t)
 
-}  // namespace tandem::mr::detail
+}  // namespace tandem::mapreduce::detail

@@ -17,7 +17,7 @@
 #include "tandem/cuda/stream.hpp"
 #endif
 
-namespace tandem::mr::detail {
+namespace tandem::mapreduce::detail {
 
 #if TANDEM_HAS_CUDA
 // An engine of type E for this call on the current device: engines keep device buffers between
@@ -58,4 +58,4 @@ void gpu_groupby_hash_on_device(
     const std::function<void(const K*, const typename GroupByJob<K, V>::value_type*, std::size_t)>& use);
 #endif
 
-}  // namespace tandem::mr::detail
+}  // namespace tandem::mapreduce::detail

@@ -5,7 +5,7 @@
 #include "tandem/core/transfer.hpp"
 #include "tandem/mapreduce/gpu_engine.cuh"
 
-namespace tandem::mr::detail {
+namespace tandem::mapreduce::detail {
 
 struct WordKey {
   std::uint64_t h;
@@ -88,4 +88,4 @@ std::vector<std::pair<std::string, std::uint64_t>> gpu_wordcount(std::string_vie
   return run(d.data(), text, o, st, r);
 }
 
-}  // namespace tandem::mr::detail
+}  // namespace tandem::mapreduce::detail

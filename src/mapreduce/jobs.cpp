@@ -16,7 +16,7 @@
 #include <omp.h>
 #endif
 
-namespace tandem::mr {
+namespace tandem::mapreduce {
 
 namespace detail {
 void run_threads(int threads, const std::function<void(int)>& body) {
@@ -411,4 +411,4 @@ void write_groupby_csv(std::ostream& os, const GroupBy& g, const std::vector<Agg
   }
 }
 
-}  // namespace tandem::mr
+}  // namespace tandem::mapreduce

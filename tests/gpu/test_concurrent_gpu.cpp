@@ -34,33 +34,33 @@ struct Work {
   std::vector<std::int64_t> values;  // integer sums are exact on every engine
   std::string text;
   std::vector<std::uint64_t> to_sort;
-  mr::GroupBy groups;
-  mr::WordCount words;
+  mapreduce::GroupBy groups;
+  mapreduce::WordCount words;
   std::vector<std::uint64_t> sorted;
 };
 
 Work make_work(int t) {
   Work w;
   const std::size_t n = (sanitizer() ? 20000 : 400000) + 1000 * t;  // sizes differ: engines regrow
-  w.keys = mr::zipf_keys_u32(n, t % 2 ? 200 : 50000, 1.0, 7 + t);
+  w.keys = mapreduce::zipf_keys_u32(n, t % 2 ? 200 : 50000, 1.0, 7 + t);
   std::mt19937_64 rng(20 + t);
   w.values.resize(n);
   for (auto& v : w.values) v = std::int64_t(rng() % 2000001) - 1000000;
-  w.text = mr::zipf_text(sanitizer() ? 30000 : 600000, mr::make_vocabulary(2000, t + 1), 1.0, t + 1);
+  w.text = mapreduce::zipf_text(sanitizer() ? 30000 : 600000, mapreduce::make_vocabulary(2000, t + 1), 1.0, t + 1);
   w.to_sort.resize(n / 2);
   for (auto& x : w.to_sort) x = rng();
-  mr::Options cpu;
+  mapreduce::Options cpu;
   cpu.device = Device::cpu;
-  w.groups = mr::groupby(DType::u32, w.keys.data(), n, DType::i64, w.values.data(), n, true, cpu);
-  mr::WordCountOptions wc;
+  w.groups = mapreduce::groupby(DType::u32, w.keys.data(), n, DType::i64, w.values.data(), n, true, cpu);
+  mapreduce::WordCountOptions wc;
   wc.engine.device = Device::cpu;
-  w.words = mr::wordcount(w.text, wc);
+  w.words = mapreduce::wordcount(w.text, wc);
   w.sorted = w.to_sort;
   std::sort(w.sorted.begin(), w.sorted.end());
   return w;
 }
 
-bool same_groups(const mr::GroupBy& a, const mr::GroupBy& b) {
+bool same_groups(const mapreduce::GroupBy& a, const mapreduce::GroupBy& b) {
   if (a.rows.size() != b.rows.size()) return false;
   for (std::size_t i = 0; i < a.rows.size(); ++i) {
     const auto &x = a.rows[i], &y = b.rows[i];
@@ -69,11 +69,11 @@ bool same_groups(const mr::GroupBy& a, const mr::GroupBy& b) {
   return true;
 }
 
-mr::GroupBy gpu_groupby(const Work& w, mr::Options::Mode mode) {
-  mr::Options o;
+mapreduce::GroupBy gpu_groupby(const Work& w, mapreduce::Options::Mode mode) {
+  mapreduce::Options o;
   o.device = Device::gpu;
   o.mode = mode;
-  return mr::groupby(DType::u32, w.keys.data(), w.keys.size(), DType::i64, w.values.data(), w.values.size(), true, o);
+  return mapreduce::groupby(DType::u32, w.keys.data(), w.keys.size(), DType::i64, w.values.data(), w.values.size(), true, o);
 }
 
 // Sorts a copy of w.to_sort on the device, on this thread's own non-blocking stream.
@@ -103,11 +103,11 @@ TEST(GpuConcurrent, FourHostThreadsShareOneGpu) {
       const Work& w = work[t];
       for (int r = 0; r < rounds && failures[t].empty(); ++r) {
         const std::string at = " (round " + std::to_string(r) + ")";
-        const auto mode = (r + t) % 3 == 2 ? mr::Options::Mode::chained : mr::Options::Mode::hash;
+        const auto mode = (r + t) % 3 == 2 ? mapreduce::Options::Mode::chained : mapreduce::Options::Mode::hash;
         if (!same_groups(gpu_groupby(w, mode), w.groups)) failures[t] = "group-by" + at;
-        mr::WordCountOptions wc;
+        mapreduce::WordCountOptions wc;
         wc.engine.device = Device::gpu;
-        if (mr::wordcount(w.text, wc).words != w.words.words) failures[t] = "word count" + at;
+        if (mapreduce::wordcount(w.text, wc).words != w.words.words) failures[t] = "word count" + at;
         auto keys = w.to_sort;
         SortOptions o;
         o.device = Device::gpu;
@@ -135,9 +135,9 @@ TEST(GpuConcurrent, GroupByAlternatingDevices) {
   for (int round = 0; round < 3; ++round)
     for (int dev : {0, 1}) {
       TANDEM_CUDA(cudaSetDevice(dev));
-      EXPECT_TRUE(same_groups(gpu_groupby(round % 2 ? big : w, mr::Options::Mode::hash), (round % 2 ? big : w).groups))
+      EXPECT_TRUE(same_groups(gpu_groupby(round % 2 ? big : w, mapreduce::Options::Mode::hash), (round % 2 ? big : w).groups))
           << "device " << dev << " round " << round;
-      EXPECT_TRUE(same_groups(gpu_groupby(w, mr::Options::Mode::chained), w.groups)) << "chained, device " << dev;
+      EXPECT_TRUE(same_groups(gpu_groupby(w, mapreduce::Options::Mode::chained), w.groups)) << "chained, device " << dev;
     }
   TANDEM_CUDA(cudaSetDevice(0));
 }

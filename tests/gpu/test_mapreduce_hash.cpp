@@ -23,7 +23,7 @@ namespace {
 bool sanitizer() { return std::getenv("TANDEM_SANITIZER") != nullptr; }
 
 template <class K>
-void expect_counts(const mr::GroupBy& g, const std::vector<K>& keys, const std::string& what) {
+void expect_counts(const mapreduce::GroupBy& g, const std::vector<K>& keys, const std::string& what) {
   std::unordered_map<K, std::uint64_t> ref;
   for (auto x : keys) ++ref[x];
   ASSERT_EQ(g.rows.size(), ref.size()) << what;
@@ -37,10 +37,10 @@ void expect_counts(const mr::GroupBy& g, const std::vector<K>& keys, const std::
   EXPECT_EQ(g.gpu.engine, "hash") << what;
 }
 
-mr::Options hash_opts() {
-  mr::Options o;
+mapreduce::Options hash_opts() {
+  mapreduce::Options o;
   o.device = Device::gpu;
-  o.mode = mr::Options::Mode::hash;
+  o.mode = mapreduce::Options::Mode::hash;
   return o;
 }
 
@@ -50,7 +50,7 @@ bool same(double a, double b) {
   return a == b && std::signbit(a) == std::signbit(b);
 }
 
-void expect_same_rows(const mr::GroupBy& gpu, const mr::GroupBy& cpu, const std::string& what) {
+void expect_same_rows(const mapreduce::GroupBy& gpu, const mapreduce::GroupBy& cpu, const std::string& what) {
   ASSERT_EQ(gpu.rows.size(), cpu.rows.size()) << what;
   for (std::size_t i = 0; i < gpu.rows.size(); ++i) {
     const auto& a = gpu.rows[i];
@@ -72,14 +72,14 @@ TEST(GpuHashGroupBy, CountsZipfCardinalityHotOnOff) {
   const std::size_t n = sanitizer() ? 20001 : 1000003;  // not a multiple of 4
   for (double s : {0.0, 1.0, 1.5}) {
     for (std::uint64_t distinct : {std::uint64_t{1}, std::uint64_t{100}, std::uint64_t{5000}, std::uint64_t{200000}}) {
-      auto keys = mr::zipf_keys_u32(n, distinct, s, 3 + distinct);
+      auto keys = mapreduce::zipf_keys_u32(n, distinct, s, 3 + distinct);
       for (int variant = 0; variant < 3; ++variant) {
         const bool hot = variant < 2;
         auto o = hash_opts();
         o.hot_keys = hot;
         o.warp_match = variant == 0;  // lanes grouped by key, or the top-key ballots alone
         o.sample_fraction = 0.03;
-        auto g = mr::groupby(DType::u32, keys.data(), n, DType::f64, nullptr, 0, false, o);
+        auto g = mapreduce::groupby(DType::u32, keys.data(), n, DType::f64, nullptr, 0, false, o);
         const std::string what = "s=" + std::to_string(s) + " d=" + std::to_string(distinct) + " variant=" + std::to_string(variant);
         if (variant == 1) {
           EXPECT_FALSE(g.gpu.warp_match) << what;
@@ -114,13 +114,13 @@ TEST(GpuHashGroupBy, TwoChoiceTableForFewKeys) {
   TANDEM_REQUIRE_GPU();
   const std::size_t n = sanitizer() ? 40009 : 2000003;
   for (std::uint64_t distinct : {std::uint64_t{1}, std::uint64_t{128}, std::uint64_t{1000}, std::uint64_t{5000}}) {
-    auto keys = mr::zipf_keys_u32(n, distinct, 0.0, 17 + distinct);
+    auto keys = mapreduce::zipf_keys_u32(n, distinct, 0.0, 17 + distinct);
     for (std::size_t i = n - n / 20; i < n; ++i) keys[i] = 0x40000000u + static_cast<std::uint32_t>(i % 7919);  // unsampled
     keys[n / 3] = 0xffffffffu;  // the empty marker, once
     for (bool tc : {true, false}) {
       auto o = hash_opts();
       o.two_choice = tc;
-      auto g = mr::groupby(DType::u32, keys.data(), n, DType::f64, nullptr, 0, false, o);
+      auto g = mapreduce::groupby(DType::u32, keys.data(), n, DType::f64, nullptr, 0, false, o);
       const std::string what = "d=" + std::to_string(distinct) + " two-choice=" + std::to_string(tc);
       expect_counts(g, keys, what);
       EXPECT_EQ(g.gpu.shared_hits + g.gpu.global_hits, n) << what;
@@ -139,9 +139,9 @@ TEST(GpuHashGroupBy, TwoChoiceTableForFewKeys) {
     std::vector<double> vals(n);
     for (std::size_t i = 0; i < n; ++i) vals[i] = double(i % 1000);
     auto o = hash_opts();
-    auto g = mr::groupby(DType::u64, k64.data(), n, DType::f64, vals.data(), n, true, o);
+    auto g = mapreduce::groupby(DType::u64, k64.data(), n, DType::f64, vals.data(), n, true, o);
     o.device = Device::cpu;
-    auto c = mr::groupby(DType::u64, k64.data(), n, DType::f64, vals.data(), n, true, o);
+    auto c = mapreduce::groupby(DType::u64, k64.data(), n, DType::f64, vals.data(), n, true, o);
     expect_same_rows(g, c, "u64 sums d=" + std::to_string(distinct));
   }
 }
@@ -154,11 +154,11 @@ TEST(GpuHashGroupBy, PartitionedColdTier) {
   TANDEM_REQUIRE_GPU();
   const std::size_t n = sanitizer() ? 1600009 : 4000037;  // more than 2^20 cold records
   for (double s : {0.0, 1.0}) {
-    auto keys = mr::zipf_keys_u32(n, 300000, s, 41);
+    auto keys = mapreduce::zipf_keys_u32(n, 300000, s, 41);
     for (bool on : {true, false}) {
       auto o = hash_opts();
       o.partition_cold = on;
-      auto g = mr::groupby(DType::u32, keys.data(), n, DType::f64, nullptr, 0, false, o);
+      auto g = mapreduce::groupby(DType::u32, keys.data(), n, DType::f64, nullptr, 0, false, o);
       const std::string what = "s=" + std::to_string(s) + " partitions=" + std::to_string(on) + " (" + g.gpu.partition_note + ")";
       expect_counts(g, keys, what);
       EXPECT_EQ(g.gpu.shared_hits + g.gpu.global_hits, n) << what;
@@ -174,7 +174,7 @@ TEST(GpuHashGroupBy, PartitionedColdTier) {
   {
     std::vector<std::uint64_t> k64(n);
     for (std::size_t i = 0; i < n; ++i) k64[i] = ((i * 2654435761u) % 250000) * 0x9E3779B97F4A7C15ull + 5;
-    auto g = mr::groupby(DType::u64, k64.data(), n, DType::f64, nullptr, 0, false, hash_opts());
+    auto g = mapreduce::groupby(DType::u64, k64.data(), n, DType::f64, nullptr, 0, false, hash_opts());
     EXPECT_GT(g.gpu.partitions, 0u) << g.gpu.partition_note;
     expect_counts(g, k64, "u64 uniform");
   }
@@ -190,7 +190,7 @@ TEST(GpuHashGroupBy, PartitionedColdTier) {
     auto o = hash_opts();
     o.sample_fraction = 0.01;
     o.hot_keys = false;
-    auto g = mr::groupby(DType::u32, keys.data(), n, DType::f64, nullptr, 0, false, o);
+    auto g = mapreduce::groupby(DType::u32, keys.data(), n, DType::f64, nullptr, 0, false, o);
     const std::string what = "one partition (" + g.gpu.partition_note + ")";
     ASSERT_GT(g.gpu.partitions, 0u) << what;
     EXPECT_GT(g.gpu.partition_direct, 0u) << what << ": the region and the reduce table overflow";
@@ -207,7 +207,7 @@ TEST(GpuHashGroupBy, BucketedHotTable) {
   const std::size_t n = sanitizer() ? 400009 : 3000017;
   for (double s : {1.0, 1.5, 0.0}) {
     const std::uint64_t distinct = s == 0.0 ? 3000 : 200000;  // uniform 3,000: every key hot, too many for two-choice
-    auto keys = mr::zipf_keys_u32(n, distinct, s, 77);
+    auto keys = mapreduce::zipf_keys_u32(n, distinct, s, 77);
     for (std::size_t i = n - n / 50; i < n; ++i) keys[i] = 0x70000000u + std::uint32_t(i % 4099);  // unsampled keys
     for (int variant = 0; variant < 4; ++variant) {
       auto o = hash_opts();
@@ -216,7 +216,7 @@ TEST(GpuHashGroupBy, BucketedHotTable) {
       o.partition_cold = variant != 2;
       o.hot_fraction = 0.5;  // as many hot keys as the table takes
       o.two_choice = false;  // the few-key table would take a small sample's keys
-      auto g = mr::groupby(DType::u32, keys.data(), n, DType::f64, nullptr, 0, false, o);
+      auto g = mapreduce::groupby(DType::u32, keys.data(), n, DType::f64, nullptr, 0, false, o);
       const std::string what = "s=" + std::to_string(s) + " variant=" + std::to_string(variant);
       expect_counts(g, keys, what);
       EXPECT_EQ(g.gpu.shared_hits + g.gpu.global_hits, n) << what;
@@ -229,20 +229,20 @@ TEST(GpuHashGroupBy, BucketedHotTable) {
   }
   {
     // a hot table of 20,000 keys over 100,000 Zipf keys: 25,000 buckets' worth built per block
-    auto keys = mr::zipf_keys_u32(n, 100000, 0.8, 78);
+    auto keys = mapreduce::zipf_keys_u32(n, 100000, 0.8, 78);
     auto o = hash_opts();
     o.sample_fraction = 0.2;
     o.hot_fraction = 0.5;
     o.shared_entries = 20000;
-    auto g = mr::groupby(DType::u32, keys.data(), n, DType::f64, nullptr, 0, false, o);
+    auto g = mapreduce::groupby(DType::u32, keys.data(), n, DType::f64, nullptr, 0, false, o);
     EXPECT_TRUE(g.gpu.hot_buckets);
     EXPECT_GE(g.gpu.hot_keys, sanitizer() ? 10000u : 20000u);
-    EXPECT_EQ(g.gpu.shared_entries, mr::buckets::kWays * mr::buckets::buckets_for(std::uint32_t(g.gpu.hot_keys)));
+    EXPECT_EQ(g.gpu.shared_entries, mapreduce::buckets::kWays * mapreduce::buckets::buckets_for(std::uint32_t(g.gpu.hot_keys)));
     expect_counts(g, keys, "20,000 hot keys");
   }
   {
     // u64 keys with sums: 8-byte keys in buckets of 32 bytes, aggregates that are not packed
-    auto k32 = mr::zipf_keys_u32(n, 200000, 1.0, 79);
+    auto k32 = mapreduce::zipf_keys_u32(n, 200000, 1.0, 79);
     std::vector<std::uint64_t> k64(n);
     std::vector<double> vals(n);
     for (std::size_t i = 0; i < n; ++i) {
@@ -250,10 +250,10 @@ TEST(GpuHashGroupBy, BucketedHotTable) {
       vals[i] = double(i % 977) - 400.5;
     }
     auto o = hash_opts();
-    auto g = mr::groupby(DType::u64, k64.data(), n, DType::f64, vals.data(), n, true, o);
+    auto g = mapreduce::groupby(DType::u64, k64.data(), n, DType::f64, vals.data(), n, true, o);
     EXPECT_TRUE(g.gpu.hot_buckets);
     o.device = Device::cpu;
-    auto c = mr::groupby(DType::u64, k64.data(), n, DType::f64, vals.data(), n, true, o);
+    auto c = mapreduce::groupby(DType::u64, k64.data(), n, DType::f64, vals.data(), n, true, o);
     expect_same_rows(g, c, "u64 sums, bucketed hot table");
   }
 }
@@ -263,10 +263,10 @@ TEST(GpuHashGroupBy, SmallSizesAndOffsets) {
   // sizes around the vector width and the sampling threshold (4096 records)
   for (std::size_t n : {std::size_t{1}, std::size_t{2}, std::size_t{3}, std::size_t{5}, std::size_t{7}, std::size_t{4095},
                         std::size_t{4097}, std::size_t{8191}, std::size_t{12347}, std::size_t{400009}, std::size_t{400011}}) {
-    auto keys = mr::zipf_keys_u32(n, 37, 0.7, n);
+    auto keys = mapreduce::zipf_keys_u32(n, 37, 0.7, n);
     auto o = hash_opts();
     o.sample_fraction = 0.013;  // the main pass then starts at an unaligned record
-    auto g = mr::groupby(DType::u32, keys.data(), n, DType::f64, nullptr, 0, false, o);
+    auto g = mapreduce::groupby(DType::u32, keys.data(), n, DType::f64, nullptr, 0, false, o);
     expect_counts(g, keys, "n=" + std::to_string(n));
   }
 }
@@ -274,12 +274,12 @@ TEST(GpuHashGroupBy, SmallSizesAndOffsets) {
 TEST(GpuHashGroupBy, TinyTableGrowsAndOverflowRetries) {
   TANDEM_REQUIRE_GPU();
   const std::size_t n = sanitizer() ? 6001 : 200003;
-  auto keys = mr::zipf_keys_u32(n, 20000, 0.8, 11);
+  auto keys = mapreduce::zipf_keys_u32(n, 20000, 0.8, 11);
   {
     auto o = hash_opts();
     o.result_entries = 64;         // far too small: inserts overflow, the table is grown after the pass
     o.spill_entries = 1u << 20;    // the overflow list holds them all
-    auto g = mr::groupby(DType::u32, keys.data(), n, DType::f64, nullptr, 0, false, o);
+    auto g = mapreduce::groupby(DType::u32, keys.data(), n, DType::f64, nullptr, 0, false, o);
     expect_counts(g, keys, "grow");
     EXPECT_GT(g.gpu.result_grows, 0u);
     EXPECT_EQ(g.gpu.retries, 0u);
@@ -291,7 +291,7 @@ TEST(GpuHashGroupBy, TinyTableGrowsAndOverflowRetries) {
     o.shared_entries = 8;
     o.blocks = 3;
     o.block_threads = 64;
-    auto g = mr::groupby(DType::u32, keys.data(), n, DType::f64, nullptr, 0, false, o);
+    auto g = mapreduce::groupby(DType::u32, keys.data(), n, DType::f64, nullptr, 0, false, o);
     expect_counts(g, keys, "retry");
     EXPECT_GT(g.gpu.retries, 0u);
   }
@@ -304,7 +304,7 @@ TEST(GpuHashGroupBy, ColdKeysOnCrowdedTables) {
   TANDEM_REQUIRE_GPU();
   const std::size_t n = sanitizer() ? 8003 : 400003;
   for (double z : {0.0, 1.0, 2.0}) {
-    auto keys = mr::zipf_keys_u32(n, sanitizer() ? 3000 : 60000, z, 17);
+    auto keys = mapreduce::zipf_keys_u32(n, sanitizer() ? 3000 : 60000, z, 17);
     std::unordered_map<std::uint32_t, int> distinct;
     for (auto k : keys) distinct[k] = 1;
     for (bool match : {true, false}) {
@@ -317,7 +317,7 @@ TEST(GpuHashGroupBy, ColdKeysOnCrowdedTables) {
         if (variant == 1) o.result_entries = distinct.size() / 2;                      // overflows: grown
         if (variant == 2) o.hot_keys = false;                                          // every key to the table
         const std::string what = "zipf " + std::to_string(z) + (match ? " match" : " ballots") + " variant " + std::to_string(variant);
-        auto g = mr::groupby(DType::u32, keys.data(), n, DType::f64, nullptr, 0, false, o);
+        auto g = mapreduce::groupby(DType::u32, keys.data(), n, DType::f64, nullptr, 0, false, o);
         expect_counts(g, keys, what);
         if (variant == 1) {
           EXPECT_GT(g.gpu.result_grows, 0u) << what;
@@ -333,30 +333,30 @@ TEST(GpuHashGroupBy, EdgeCasesAndEmptyMarkerKey) {
   const std::size_t n = sanitizer() ? 30001 : 777777;
   // one key only, many times
   std::vector<std::uint32_t> same_key(n, 7);
-  expect_counts(mr::groupby(DType::u32, same_key.data(), n, DType::f64, nullptr, 0, false, hash_opts()), same_key, "one key");
+  expect_counts(mapreduce::groupby(DType::u32, same_key.data(), n, DType::f64, nullptr, 0, false, hash_opts()), same_key, "one key");
   // all distinct
   std::vector<std::uint32_t> all(n);
   for (std::size_t i = 0; i < n; ++i) all[i] = scatter32(static_cast<std::uint32_t>(i));
-  expect_counts(mr::groupby(DType::u32, all.data(), n, DType::f64, nullptr, 0, false, hash_opts()), all, "all distinct");
+  expect_counts(mapreduce::groupby(DType::u32, all.data(), n, DType::f64, nullptr, 0, false, hash_opts()), all, "all distinct");
   // the all-ones key (the tables' empty marker), hot and cold, u32 and u64
-  auto mixed = mr::zipf_keys_u32(n, 1000, 1.0, 9);
+  auto mixed = mapreduce::zipf_keys_u32(n, 1000, 1.0, 9);
   for (std::size_t i = 0; i < n; i += 3) mixed[i] = 0xffffffffu;
-  expect_counts(mr::groupby(DType::u32, mixed.data(), n, DType::f64, nullptr, 0, false, hash_opts()), mixed, "all-ones u32");
-  auto mixed64 = mr::zipf_keys_u64(n, 1000, 1.0, 9);
+  expect_counts(mapreduce::groupby(DType::u32, mixed.data(), n, DType::f64, nullptr, 0, false, hash_opts()), mixed, "all-ones u32");
+  auto mixed64 = mapreduce::zipf_keys_u64(n, 1000, 1.0, 9);
   mixed64[n / 2] = ~std::uint64_t{0};
   mixed64[n - 1] = ~std::uint64_t{0};
-  expect_counts(mr::groupby(DType::u64, mixed64.data(), n, DType::f64, nullptr, 0, false, hash_opts()), mixed64, "all-ones u64");
+  expect_counts(mapreduce::groupby(DType::u64, mixed64.data(), n, DType::f64, nullptr, 0, false, hash_opts()), mixed64, "all-ones u64");
   auto o = hash_opts();
   o.hot_keys = false;
-  expect_counts(mr::groupby(DType::u32, mixed.data(), n, DType::f64, nullptr, 0, false, o), mixed, "all-ones u32, no hot keys");
+  expect_counts(mapreduce::groupby(DType::u32, mixed.data(), n, DType::f64, nullptr, 0, false, o), mixed, "all-ones u32, no hot keys");
 }
 
 TEST(GpuHashGroupBy, EveryAggregateEveryValueTypeMatchesCpu) {
   TANDEM_REQUIRE_GPU();
   const std::size_t n = sanitizer() ? 10001 : 300007;
   for (std::uint64_t distinct : {std::uint64_t{50}, std::uint64_t{3000}, std::uint64_t{100000}}) {
-    auto k64 = mr::zipf_keys_u64(n, distinct, 1.1, 5 + distinct);
-    auto k32 = mr::zipf_keys_u32(n, distinct, 1.1, 5 + distinct);
+    auto k64 = mapreduce::zipf_keys_u64(n, distinct, 1.1, 5 + distinct);
+    auto k32 = mapreduce::zipf_keys_u32(n, distinct, 1.1, 5 + distinct);
     std::vector<std::int32_t> ki(n);
     for (std::size_t i = 0; i < n; ++i) ki[i] = static_cast<std::int32_t>(k32[i]);  // negative keys too
     std::vector<double> f64(n);
@@ -380,9 +380,9 @@ TEST(GpuHashGroupBy, EveryAggregateEveryValueTypeMatchesCpu) {
         const void* vals = vt == 0 ? static_cast<const void*>(f64.data())
                                    : (vt == 1 ? static_cast<const void*>(f32.data()) : (vt == 2 ? static_cast<const void*>(i64.data()) : i32.data()));
         auto o = hash_opts();
-        auto g = mr::groupby(key_t, keys, n, val_t, vals, n, true, o);
+        auto g = mapreduce::groupby(key_t, keys, n, val_t, vals, n, true, o);
         o.device = Device::cpu;
-        auto c = mr::groupby(key_t, keys, n, val_t, vals, n, true, o);
+        auto c = mapreduce::groupby(key_t, keys, n, val_t, vals, n, true, o);
         expect_same_rows(g, c, "d=" + std::to_string(distinct) + " key " + std::to_string(kt) + " value " + std::to_string(vt));
         EXPECT_EQ(g.gpu.engine, "hash");
       }
@@ -393,10 +393,10 @@ TEST(GpuHashGroupBy, EveryAggregateEveryValueTypeMatchesCpu) {
 TEST(GpuHashGroupBy, ChainedModeStillSelectable) {
   TANDEM_REQUIRE_GPU();
   const std::size_t n = sanitizer() ? 5000 : 100001;
-  auto keys = mr::zipf_keys_u32(n, 1000, 1.0, 4);
+  auto keys = mapreduce::zipf_keys_u32(n, 1000, 1.0, 4);
   auto o = hash_opts();
-  o.mode = mr::Options::Mode::chained;
-  auto g = mr::groupby(DType::u32, keys.data(), n, DType::f64, nullptr, 0, false, o);
+  o.mode = mapreduce::Options::Mode::chained;
+  auto g = mapreduce::groupby(DType::u32, keys.data(), n, DType::f64, nullptr, 0, false, o);
   std::unordered_map<std::uint32_t, std::uint64_t> ref;
   for (auto x : keys) ++ref[x];
   ASSERT_EQ(g.rows.size(), ref.size());
@@ -409,12 +409,12 @@ TEST(GpuHashGroupBy, ChainedModeStillSelectable) {
 // i64 is an InputError naming the key, a running sum that leaves i64 and returns is exact).
 TEST(GpuHashGroupBy, I64SumsBeyondRangeAreAnInputError) {
   TANDEM_REQUIRE_GPU();
-  for (auto mode : {mr::Options::Mode::hash, mr::Options::Mode::chained}) {
+  for (auto mode : {mapreduce::Options::Mode::hash, mapreduce::Options::Mode::chained}) {
     auto o = hash_opts();
     o.mode = mode;
     std::vector<std::int64_t> k{-42, -42, 5}, v{INT64_MAX, 1, 3};
     try {
-      mr::groupby(DType::i64, k.data(), k.size(), DType::i64, v.data(), v.size(), true, o);
+      mapreduce::groupby(DType::i64, k.data(), k.size(), DType::i64, v.data(), v.size(), true, o);
       ADD_FAILURE() << "no error";
     } catch (const InputError& e) {
       EXPECT_NE(std::string(e.what()).find("key -42 overflows i64"), std::string::npos) << e.what();
@@ -428,10 +428,10 @@ TEST(GpuHashGroupBy, I64SumsBeyondRangeAreAnInputError) {
       vals[i] = std::int64_t(tandem::mix64(i + 1) >> 1);
       vals[i + 1] = -vals[i] + std::int64_t(i % 7);
     }
-    mr::Options cpu;
+    mapreduce::Options cpu;
     cpu.device = Device::cpu;
-    const auto want = mr::groupby(DType::u32, keys.data(), n, DType::i64, vals.data(), n, true, cpu);
-    expect_same_rows(mr::groupby(DType::u32, keys.data(), n, DType::i64, vals.data(), n, true, o), want,
-                     mode == mr::Options::Mode::hash ? "hash" : "chained");
+    const auto want = mapreduce::groupby(DType::u32, keys.data(), n, DType::i64, vals.data(), n, true, cpu);
+    expect_same_rows(mapreduce::groupby(DType::u32, keys.data(), n, DType::i64, vals.data(), n, true, o), want,
+                     mode == mapreduce::Options::Mode::hash ? "hash" : "chained");
   }
 }

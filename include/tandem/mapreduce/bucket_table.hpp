@@ -23,7 +23,7 @@
 #include "tandem/mapreduce.hpp"
 #include "tandem/mapreduce/two_choice.hpp"
 
-namespace tandem::mr::buckets {
+namespace tandem::mapreduce::buckets {
 
 constexpr std::uint32_t kWays = 4;  // slots per bucket
 // Hot tables are filled to at most 4/5 of their slots: kLoadNum / kLoadDen keys per slot.
@@ -112,4 +112,4 @@ long find(const std::vector<K>& table, K k, std::uint32_t nb) {
   return -1;
 }
 
-}  // namespace tandem::mr::buckets
+}  // namespace tandem::mapreduce::buckets

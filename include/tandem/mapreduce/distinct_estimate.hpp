@@ -12,7 +12,7 @@
 #include <algorithm>
 #include <cstdint>
 
-namespace tandem::mr::distinct_estimate {
+namespace tandem::mapreduce::distinct_estimate {
 
 struct Sample {
   std::uint64_t records{0};   // Ms: records sampled
@@ -42,4 +42,4 @@ inline Estimate estimate(const Sample& s, double cheap_keys) {
   return e;
 }
 
-}  // namespace tandem::mr::distinct_estimate
+}  // namespace tandem::mapreduce::distinct_estimate

@@ -46,7 +46,7 @@
 #include "tandem/cuda/stream.hpp"
 #include "tandem/mapreduce.hpp"
 
-namespace tandem::mr::gpu_engine {
+namespace tandem::mapreduce::gpu_engine {
 
 constexpr std::uint32_t kNil = 0xffffffffu;
 constexpr std::uint32_t kSharedFlag = 0x80000000u;  // mem_flag bit of an entry reference
@@ -886,4 +886,4 @@ class Engine {
   std::size_t n_out_{0};
 };
 
-}  // namespace tandem::mr::gpu_engine
+}  // namespace tandem::mapreduce::gpu_engine

@@ -53,7 +53,7 @@
 #include "tandem/mapreduce/partition_plan.hpp"
 #include "tandem/mapreduce/two_choice.hpp"
 
-namespace tandem::mr::hash_groupby {
+namespace tandem::mapreduce::hash_groupby {
 using gpu_engine::DeviceResult;
 using gpu_engine::Scratch;
 
@@ -1498,4 +1498,4 @@ class HashGroupBy {
   std::size_t n_out_{0};
 };
 
-}  // namespace tandem::mr::hash_groupby
+}  // namespace tandem::mapreduce::hash_groupby

@@ -1,4 +1,4 @@
-// The order min and max pick by, shared with the GPU group-by (tandem::mr::agg_less): floats
+// The order min and max pick by, shared with the GPU group-by (tandem::mapreduce::agg_less): floats
 // with -0.0 below +0.0 and NaN skipped unless every value is NaN; integers by value; strings by
 // bytes. `Extreme<T, Smaller>` is min (Smaller) or max.
 #pragma once
@@ -26,7 +26,7 @@ struct Extreme {
     else return Smaller ? std::numeric_limits<T>::max() : std::numeric_limits<T>::lowest();
   }
   TANDEM_HD static bool better(T a, T b) {  // a replaces b
-    if constexpr (std::is_floating_point_v<T>) return Smaller ? mr::agg_less(a, b) : mr::agg_greater(a, b);
+    if constexpr (std::is_floating_point_v<T>) return Smaller ? mapreduce::agg_less(a, b) : mapreduce::agg_greater(a, b);
     else return Smaller ? a < b : b < a;
   }
   TANDEM_HD static void update(State& s, T v) {

@@ -7,7 +7,7 @@
 #include <utility>
 #include <vector>
 
-namespace tandem::mr::detail {
+namespace tandem::mapreduce::detail {
 
 // Open-addressing table with linear probing (power-of-two capacity, load <= 1/2).
 template <class K, class V>
@@ -73,4 +73,4 @@ class LocalTable {
   std::size_t size_{0};
 };
 
-}  // namespace tandem::mr::detail
+}  // namespace tandem::mapreduce::detail
