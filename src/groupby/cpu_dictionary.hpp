@@ -29,7 +29,7 @@ inline constexpr unsigned kChunkShift = 16;  // rows are numbered in chunks of 2
 struct LocalCodes {
   Scratch<std::uint32_t> local;                  // per row; kMissingCode for a missing row
   std::vector<std::uint16_t> owner;              // per chunk: its thread (empty: local holds ranks)
-  std::vector<std::vector<std::uint32_t>> rank;  // per thread: number -> rank
+  std::vector<Scratch<std::uint32_t>> rank;      // per thread: number -> rank
   std::uint32_t missing{0};                      // a missing row's code: the number of distinct keys
 
   // Replaces every row's number by its code, when the rank tables outgrow a core's cache: each
@@ -87,8 +87,8 @@ class KeyIds {
     if (keys_.size() * 2 > slots_.size()) grow();
     return id;
   }
-  const std::vector<Key>& keys() const { return keys_; }
-  const std::vector<std::size_t>& rows() const { return rows_; }
+  const Scratch<Key>& keys() const { return keys_; }
+  const Scratch<std::size_t>& rows() const { return rows_; }
 
  private:
   static constexpr std::uint32_t kEmpty = UINT32_MAX;
@@ -97,7 +97,7 @@ class KeyIds {
     std::uint32_t id;
   };
   void grow() {
-    std::vector<Slot> next(slots_.size() * 2, Slot{Key{}, kEmpty});
+    Scratch<Slot> next(slots_.size() * 2, Slot{Key{}, kEmpty});
     for (std::uint32_t id = 0; id < keys_.size(); ++id) {
       std::size_t i = Hash{}(keys_[id]) & (next.size() - 1);
       while (next[i].id != kEmpty) i = (i + 1) & (next.size() - 1);
@@ -105,9 +105,9 @@ class KeyIds {
     }
     slots_.swap(next);
   }
-  std::vector<Slot> slots_;
-  std::vector<Key> keys_;
-  std::vector<std::size_t> rows_;
+  Scratch<Slot> slots_;
+  Scratch<Key> keys_;
+  Scratch<std::size_t> rows_;
 };
 
 // The distinct keys in key order, a row holding each, and whether any row was missing.
@@ -183,7 +183,10 @@ Dictionary<Key> encode_dictionary(std::size_t n, int threads, Load load, Present
     Key key;
     std::uint32_t thread, local;
   };
-  std::vector<Entry> all;
+  Scratch<Entry> all;
+  std::size_t total = 0;
+  for (const auto& t : tables) total += t.keys().size();
+  all.reserve(total);
   for (int t = 0; t < T; ++t)
     for (std::uint32_t j = 0; j < tables[t].keys().size(); ++j) all.push_back({tables[t].keys()[j], std::uint32_t(t), j});
   const auto by_key = [&](const Entry& a, const Entry& b) { return less(a.key, b.key); };

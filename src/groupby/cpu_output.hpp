@@ -40,7 +40,7 @@ bool any_false_in_blocks(std::size_t n, int threads, F&& row) {
 template <class T, class F>
 Column build_numbers(std::string name, std::size_t n, int threads, F&& value_of) {
   Scratch<T> values(n);
-  std::vector<std::uint8_t> bits((n + 7) / 8, 0);
+  Scratch<std::uint8_t> bits((n + 7) / 8, 0);
   const bool missing = any_false_in_blocks(n, threads, [&](std::size_t i) {
     const std::optional<T> v = value_of(i);
     if (!v) return false;
@@ -53,7 +53,7 @@ Column build_numbers(std::string name, std::size_t n, int threads, F&& value_of)
   c.type = column_type_v<T>;
   c.length = n;
   c.values = scratch_buffer(std::move(values));
-  if (missing) c.validity = Buffer::take(std::move(bits));
+  if (missing) c.validity = scratch_buffer(std::move(bits));
   return c;
 }
 
@@ -61,7 +61,7 @@ template <class F>
 Column build_strings(std::string name, std::size_t n, int threads, F&& value_of) {
   Scratch<std::uint64_t> offsets(n + 1);
   offsets[0] = 0;
-  std::vector<std::uint8_t> bits((n + 7) / 8, 0);
+  Scratch<std::uint8_t> bits((n + 7) / 8, 0);
   const bool missing = any_false_in_blocks(n, threads, [&](std::size_t i) {
     const std::optional<std::string_view> v = value_of(i);
     offsets[i + 1] = v ? v->size() : 0;
@@ -82,7 +82,7 @@ Column build_strings(std::string name, std::size_t n, int threads, F&& value_of)
   c.length = n;
   c.values = scratch_buffer(std::move(bytes));
   c.offsets = scratch_buffer(std::move(offsets));
-  if (missing) c.validity = Buffer::take(std::move(bits));
+  if (missing) c.validity = scratch_buffer(std::move(bits));
   return c;
 }
 
