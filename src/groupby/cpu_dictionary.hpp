@@ -11,13 +11,16 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <bit>
 #include <cstdint>
 #include <parallel/algorithm>
+#include <type_traits>
 #include <vector>
 
 #include "groupby/cpu_scratch.hpp"
+#include "sort/cpu_radix.hpp"
 #include "tandem/mapreduce/distinct_estimate.hpp"
 
 namespace tandem::cpu_groupby {
@@ -141,6 +144,49 @@ std::size_t expected_distinct(std::size_t n, Load& load, Present& present, Less&
   return static_cast<std::size_t>(mr::distinct_estimate::estimate(e, 0).chao1);
 }
 
+// The 64-bit words of a key whose order, most significant first, is the keys' order: the
+// key itself for u64, key.radix_words() for a key type that has them; none for others.
+template <class Key>
+auto radix_words(const Key& k) {
+  if constexpr (std::is_same_v<Key, std::uint64_t>) return std::array<std::uint64_t, 1>{k};
+  else return k.radix_words();
+}
+template <class Key>
+concept RadixSortable = std::is_same_v<Key, std::uint64_t> || requires(const Key& k) { k.radix_words(); };
+
+// Sorts entries (each with a .key) by key: by a stable LSD radix sort of their keys' words when
+// the key has them (a few passes over the digits that vary, instead of n log n comparisons),
+// else by a comparison sort.
+template <class Entry, class Less>
+void sort_by_key(Scratch<Entry>& all, Less less, int threads) {
+  using Key = decltype(Entry::key);
+  const std::size_t n = all.size();
+  if constexpr (RadixSortable<Key>) {
+    if (n >= (std::size_t{1} << 12) && n < UINT32_MAX) {
+      constexpr std::size_t W = std::tuple_size_v<decltype(radix_words(all[0].key))>;
+      Scratch<std::uint32_t> order(n);
+      Scratch<std::uint64_t> word(n);
+      for (std::size_t w = W; w-- > 0;) {  // least significant word first, each pass stable
+#pragma omp parallel for num_threads(threads) schedule(static)
+        for (std::size_t j = 0; j < n; ++j) {
+          const std::size_t at = w + 1 == W ? j : order[j];
+          if (w + 1 == W) order[j] = static_cast<std::uint32_t>(j);
+          word[j] = radix_words(all[at].key)[w];
+        }
+        detail::cpu_radix_sort<std::uint64_t, std::uint32_t>(word, order, false, threads);
+      }
+      Scratch<Entry> sorted(n);
+#pragma omp parallel for num_threads(threads) schedule(static)
+      for (std::size_t j = 0; j < n; ++j) sorted[j] = all[order[j]];
+      all.swap(sorted);
+      return;
+    }
+  }
+  const auto by_key = [&](const Entry& a, const Entry& b) { return less(a.key, b.key); };
+  if (n < (std::size_t{1} << 16) || threads == 1) std::sort(all.begin(), all.end(), by_key);
+  else __gnu_parallel::sort(all.begin(), all.end(), by_key, __gnu_parallel::default_parallel_tag(threads));
+}
+
 // Numbers the rows' keys per thread into `out` and ranks them (Less orders keys). `stop` lets
 // load() end the pass early (a string too long for its key type): then the result is empty.
 template <class Key, class Hash, class Less, class Load, class Present>
@@ -189,9 +235,7 @@ Dictionary<Key> encode_dictionary(std::size_t n, int threads, Load load, Present
   all.reserve(total);
   for (int t = 0; t < T; ++t)
     for (std::uint32_t j = 0; j < tables[t].keys().size(); ++j) all.push_back({tables[t].keys()[j], std::uint32_t(t), j});
-  const auto by_key = [&](const Entry& a, const Entry& b) { return less(a.key, b.key); };
-  if (all.size() < (std::size_t{1} << 16) || T == 1) std::sort(all.begin(), all.end(), by_key);
-  else __gnu_parallel::sort(all.begin(), all.end(), by_key, __gnu_parallel::default_parallel_tag(T));
+  sort_by_key(all, less, T);
   out.rank.assign(T, {});
   for (int t = 0; t < T; ++t) out.rank[t].resize(tables[t].keys().size());
   for (std::size_t j = 0; j < all.size(); ++j) {

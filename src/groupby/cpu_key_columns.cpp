@@ -1,5 +1,6 @@
 // Encoding one key column (see cpu_keys.hpp): numbers by offset from the minimum or by rank,
 // strings by rank. Floats are keyed by value: -0.0 as 0.0, every NaN as one NaN after all numbers.
+#include <array>
 #include <cstring>
 #include <numeric>
 
@@ -24,6 +25,7 @@ struct Hash64 {
 struct ShortKey {
   std::uint64_t hi, lo;
   bool operator==(const ShortKey&) const = default;
+  std::array<std::uint64_t, 2> radix_words() const { return {hi, lo}; }
 };
 struct ShortKeyLess {
   bool operator()(const ShortKey& a, const ShortKey& b) const { return a.hi != b.hi ? a.hi < b.hi : a.lo < b.lo; }
