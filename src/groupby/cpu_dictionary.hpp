@@ -236,6 +236,8 @@ Dictionary<Key> encode_dictionary(std::size_t n, int threads, Load load, Present
   for (int t = 0; t < T; ++t)
     for (std::uint32_t j = 0; j < tables[t].keys().size(); ++j) all.push_back({tables[t].keys()[j], std::uint32_t(t), j});
   sort_by_key(all, less, T);
+  d.sorted.reserve(all.size());
+  d.rows.reserve(all.size());
   out.rank.assign(T, {});
   for (int t = 0; t < T; ++t) out.rank[t].resize(tables[t].keys().size());
   for (std::size_t j = 0; j < all.size(); ++j) {
