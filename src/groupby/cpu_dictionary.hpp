@@ -196,7 +196,10 @@ Dictionary<Key> encode_dictionary(std::size_t n, int threads, Load load, Present
   const int T = std::max(1, std::min<int>(threads, static_cast<int>(chunks)));
   out.local.resize(n);
   out.owner.assign(chunks, 0);
-  std::vector<KeyIds<Key, Hash>> tables(T, KeyIds<Key, Hash>(expected_distinct<Key>(n, load, present, less)));
+  const std::size_t expected = expected_distinct<Key>(n, load, present, less);
+  std::vector<KeyIds<Key, Hash>> tables(T);
+#pragma omp parallel num_threads(T)  // each thread lays out its own table: no copies of one
+  tables[omp_get_thread_num()] = KeyIds<Key, Hash>(expected);
   int any_missing = 0;
 #pragma omp parallel for num_threads(T) schedule(dynamic, 1) reduction(| : any_missing)
   for (std::size_t c = 0; c < chunks; ++c) {
