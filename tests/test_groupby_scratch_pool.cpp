@@ -4,6 +4,17 @@
 
 #include "groupby/cpu_scratch.hpp"
 
+#if defined(__SANITIZE_ADDRESS__)
+#define POOL_TEST_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define POOL_TEST_ASAN 1
+#endif
+#endif
+#ifdef POOL_TEST_ASAN
+#include <sanitizer/asan_interface.h>
+#endif
+
 using namespace tandem::cpu_groupby;
 
 TEST(ScratchPool, SizeClassesAreHugePageMultiplesAtMostAnEighthAbove) {
@@ -50,4 +61,25 @@ TEST(ScratchPool, HoldsAtMostItsLimit) {
   EXPECT_GT(cached_scratch_bytes(), 0u);
   release_cached_scratch();
   EXPECT_EQ(cached_scratch_bytes(), 0u);
+}
+
+TEST(ScratchPool, AHeldBlockIsPoisonedUnderAddressSanitizer) {
+#ifdef POOL_TEST_ASAN
+  release_cached_scratch();
+  const std::size_t n = std::size_t{4} << 20;
+  const char* held = nullptr;
+  {
+    Scratch<char> a;
+    a.reserve(n);
+    held = a.data();
+  }
+  EXPECT_TRUE(__asan_address_is_poisoned(held));  // a use after free would be reported
+  Scratch<char> b;
+  b.reserve(n);
+  ASSERT_EQ(b.data(), held);
+  EXPECT_FALSE(__asan_address_is_poisoned(b.data()));
+  EXPECT_FALSE(__asan_address_is_poisoned(b.data() + n - 1));
+#else
+  GTEST_SKIP() << "not an AddressSanitizer build";
+#endif
 }

@@ -10,8 +10,35 @@
 #include <mutex>
 #include <new>
 
+#if defined(__SANITIZE_ADDRESS__)
+#define TANDEM_POOL_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TANDEM_POOL_ASAN 1
+#endif
+#endif
+#ifdef TANDEM_POOL_ASAN
+#include <sanitizer/asan_interface.h>
+#endif
+
 namespace tandem::cpu_groupby {
 namespace {
+
+// Under AddressSanitizer a held block is poisoned, so a use after it was freed is still caught.
+void hold(void* block, std::size_t size) {
+#ifdef TANDEM_POOL_ASAN
+  ASAN_POISON_MEMORY_REGION(block, size);
+#else
+  (void)block, (void)size;
+#endif
+}
+void unhold(void* block, std::size_t size) {
+#ifdef TANDEM_POOL_ASAN
+  ASAN_UNPOISON_MEMORY_REGION(block, size);
+#else
+  (void)block, (void)size;
+#endif
+}
 
 constexpr std::size_t kPage = std::size_t{2} << 20;
 
@@ -50,6 +77,7 @@ void* take_scratch(std::size_t size) {
       void* block = it->second;
       p.blocks.erase(it);
       p.bytes -= size;
+      unhold(block, size);
       return block;
     }
   }
@@ -65,10 +93,12 @@ void give_scratch(void* block, std::size_t size) {
     std::lock_guard lock(p.m);
     if (size <= cached_limit()) {
       while (p.bytes + size > cached_limit()) {  // the smallest blocks make room
+        unhold(p.blocks.begin()->second, p.blocks.begin()->first);
         std::free(p.blocks.begin()->second);
         p.bytes -= p.blocks.begin()->first;
         p.blocks.erase(p.blocks.begin());
       }
+      hold(block, size);
       p.blocks.emplace(size, block);
       p.bytes += size;
       return;
@@ -89,7 +119,10 @@ void release_cached_scratch() {
     blocks.swap(pool().blocks);
     pool().bytes = 0;
   }
-  for (auto& [size, block] : blocks) std::free(block);
+  for (auto& [size, block] : blocks) {
+    unhold(block, size);
+    std::free(block);
+  }
 }
 
 }  // namespace tandem::cpu_groupby
