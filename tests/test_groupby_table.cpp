@@ -306,12 +306,12 @@ TEST(GroupByTable, ParsesAggregationText) {
 }
 
 TEST(GroupByTable, ManyDistinctKeysAcrossThreadsAndTheirCombination) {
-  // 200,000 rows are 4 chunks, numbered by 3 threads in their own dictionaries: thousands of
+  // 140,000 rows are 3 chunks, numbered by 3 threads in their own dictionaries: thousands of
   // distinct short strings and repeating wide integers, whose dictionaries are ranked by a radix
   // sort of the keys' 64-bit words, and long strings (compared in full); together with small
   // columns they combine into about one group per row.
   std::mt19937_64 rng(11);
-  const std::size_t n = 200000;
+  const std::size_t n = 140000;
   Table t;
   t.add(random_column(rng, "k0", ColumnType::str, n, 6, 0.01, false));
   t.add(random_column(rng, "k1", ColumnType::str, n, 30000, 0.01, false));
