@@ -21,11 +21,11 @@
 #include <nlohmann/json.hpp>
 
 #include "harness.hpp"
-#include "tandem/csv.hpp"
-#include "tandem/format.hpp"
+#include "tandem/table/csv.hpp"
+#include "tandem/core/format.hpp"
 #include "tandem/groupby.hpp"
-#include "tandem/io.hpp"
-#include "tandem/timing.hpp"
+#include "tandem/core/io.hpp"
+#include "tandem/core/timing.hpp"
 
 using namespace tandem;
 

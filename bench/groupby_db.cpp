@@ -46,9 +46,9 @@
 #include <fmt/format.h>
 
 #include "harness.hpp"
-#include "tandem/error.hpp"
+#include "tandem/core/error.hpp"
 #include "tandem/groupby.hpp"
-#include "tandem/timing.hpp"
+#include "tandem/core/timing.hpp"
 
 using namespace tandem;
 

@@ -1,11 +1,11 @@
-// Index methods on the GPU: div/mod, magic division, the seed's carry iterator, packed tables,
+// Index methods on the GPU: div/mod, magic division, the carry iterator, packed tables,
 // a plain 3-D launch, and tandem's wide carry kernels against a device copy of the same bytes.
 // Kernels and checks live in src/index (shared with `tandem index --bench`); this file records.
 #include <algorithm>
 
 #include "harness.hpp"
-#include "index/gpu_bench.hpp"
-#include "tandem/device.hpp"
+#include "kernels/index/gpu_bench.hpp"
+#include "tandem/core/device.hpp"
 #include "tandem/index.hpp"
 
 using namespace tandem;

@@ -1,4 +1,4 @@
-// Block schedules on the six kernels of seed 002: every schedule timed (exhaustive), the
+// Block schedules on the six benchmark kernels: every schedule timed (exhaustive), the
 // controller's choice and its total time including profiling (goal: within 5% of the best
 // exhaustive schedule), the static choice and how often it agrees with measurement, and the best
 // schedule's speedup over sequential. cuBLAS sgemm is the absolute reference for matmul.
@@ -27,14 +27,16 @@
 #include <fmt/format.h>
 
 #include "harness.hpp"
-#include "tandem/device.hpp"
+#include "kernels/schedule/kernels.hpp"
+#include "tandem/core/device.hpp"
+#include "tandem/core/tune.hpp"
 #include "tandem/schedule.hpp"
-#include "tandem/schedule/kernels.hpp"
-#include "tandem/tune.hpp"
 #if TANDEM_HAS_CUDA
 #include <cublas_v2.h>
 
-#include "tandem/gpu.hpp"
+#include "tandem/cuda/buffers.hpp"
+#include "tandem/cuda/runtime.hpp"
+#include "tandem/cuda/stream.hpp"
 #endif
 
 using namespace tandem;
@@ -92,38 +94,25 @@ std::string label(const Schedule& s, Grid g) {
   return to_string(s);
 }
 
-}  // namespace
-#endif
-
-int main(int argc, char** argv) {
-  bench::Bench b("schedule", argc, argv);
-#if !TANDEM_HAS_CUDA
-  b.info("no CUDA in this build: schedule benchmark skipped", 0);
-  return b.finish();
-#else
-  if (!gpu::available()) {
-    b.info("no GPU: schedule benchmark skipped (timings need a GPU)", 0);
-    return b.finish();
-  }
-  const bool full = b.has_flag("--full");
-  const double fraction = b.get_double("--profile-fraction", 0.10);
+// The cases: every kernel at 512 (--quick), every kernel at every size (--full), else a selection;
+// --kernel NAME --size N: that one case.
+std::vector<std::pair<std::string, std::uint32_t>> cases_to_run(const bench::Bench& b, const std::string& only) {
   std::vector<std::pair<std::string, std::uint32_t>> cases;
   if (b.quick()) {
     for (const auto& k : kernel_specs()) cases.push_back({k.name, 512});
-  } else if (full) {
+  } else if (b.has_flag("--full")) {
     for (const auto& k : kernel_specs())
       for (std::uint32_t n : {1024u, 2048u, 4096u, 8192u, 16384u}) cases.push_back({k.name, n});
   } else {
     cases = {{"intimg-row", 8192}, {"intimg-col", 8192}, {"conv11", 8192},   {"matmul", 4096},
              {"matmul", 8192},     {"copy-row", 16384},  {"copy-col", 16384}, {"copy-col", 4096}};
   }
-  const std::string only = b.get("--kernel", "");
-  // --kernel NAME --size N: that one case.
   if (const long long sz = b.get_int("--size", 0); sz > 0 && !only.empty()) cases = {{only, std::uint32_t(sz)}};
-  const std::uint32_t window = default_window();
-  b.info("co-resident blocks assumed by the static selector", window, "blocks");
+  return cases;
+}
 
-  // Correctness on a small size: every kernel, every schedule against the CPU reference.
+// Correctness on a small size: every kernel, every schedule against the CPU reference.
+void check_small(bench::Bench& b, const std::string& only) {
   for (const auto& k : kernel_specs()) {
     if (!only.empty() && k.name != only) continue;
     const std::uint32_t n = 512;
@@ -137,124 +126,175 @@ int main(int argc, char** argv) {
     }
     if (!ok) b.fail(fmt::format(fmt::runtime("{} at 512^2 differs from the CPU reference under some schedule"), k.name));
   }
+}
 
+// What the cases add up to: the static choice and the controller against the exhaustive best,
+// and the heat map of every schedule's time relative to sequential.
+struct Summary {
+  int agree{0}, near{0}, total_cases{0}, kept_static{0}, profiled{0}, switched_better{0}, switched{0};
+  std::vector<std::string> columns;                                          // heat-map columns, first-seen order
+  std::vector<std::pair<std::string, std::map<std::string, double>>> heat;  // case -> label -> time / sequential
+};
+
+// One case's exhaustive run.
+struct Exhaustive {
+  std::map<std::string, double> med;  // schedule -> median seconds
+  double best{1e30}, seq{0};
+  Schedule best_s;
+};
+
+// Every schedule, checked against sequential's output on the GPU. A schedule whose first timed
+// run is clearly bad (> 1.1x the best so far) is not repeated; long runs (> 20 ms) get 3
+// repetitions instead of --reps.
+Exhaustive run_exhaustive(bench::Bench& b, KernelRunner& r, const std::string& c, double work, const std::string& unit,
+                          Summary& sum) {
+  const Grid g = r.grid();
+  Exhaustive x;
+  sum.heat.push_back({c, {}});
+  for (const Schedule& s : candidates(g, true)) {
+    r.poison_output();
+    r.time_full(s);  // warm-up (and the Hilbert table)
+    std::vector<double> samples{r.time_full(s)};
+    const int reps = samples[0] > 1.10 * x.best ? 1 : samples[0] > 20e-3 ? std::min(3, b.reps()) : b.reps();
+    while (int(samples.size()) < reps) samples.push_back(r.time_full(s));
+    const Stats st = summarize(samples);
+    bool ok = true;
+    if (s == Schedule::sequential())
+      r.keep_output();
+    else
+      ok = r.output_differences() == 0;
+    if (!ok) b.fail(fmt::format(fmt::runtime("{} under {} differs from sequential"), c, to_string(s)));
+    b.record(c, to_string(s), st, work, unit, ok, {{"label", label(s, g)}});
+    x.med[to_string(s)] = st.median;
+    if (s == Schedule::sequential()) x.seq = st.median;
+    if (st.median < x.best) x.best = st.median, x.best_s = s;
+    const std::string l = label(s, g);
+    if (std::find(sum.columns.begin(), sum.columns.end(), l) == sum.columns.end()) sum.columns.push_back(l);
+    sum.heat.back().second[l] = st.median;
+  }
+  for (auto& [l, t] : sum.heat.back().second) t /= x.seq;
+  return x;
+}
+
+// The controller, uncached (every call profiles, then runs the rest under its choice, starting
+// from the static choice and profiling the static top few and sequential), then cached (the next
+// call runs the whole grid under the stored choice). Returns the uncached runs' last result and
+// median time.
+std::pair<ControllerResult, double> run_controller(bench::Bench& b, KernelRunner& r, const std::string& c, double work,
+                                                   const std::string& unit, const StaticChoice& stc,
+                                                   const std::string& cache_path) {
+  ControllerOptions o;
+  o.use_cache = false;
+  o.profile_fraction = b.get_double("--profile-fraction", 0.10);
+  o.fallback = stc.best;
+  o.ranking = static_ranking(stc);
+  ControllerResult last;
+  r.poison_output();
+  const Stats ctl = b.measure([&] {
+    last = run_controlled(r, o);
+    return last.total_seconds;
+  });
+  const bool ctl_ok = r.output_differences() == 0;
+  if (!ctl_ok) b.fail(fmt::format(fmt::runtime("{} under the controller differs from sequential"), c));
+  b.record(c, "controller (first call, incl. profiling)", ctl, work, unit, ctl_ok,
+           {{"chosen", to_string(last.chosen)}, {"incumbent", to_string(last.incumbent)}, {"source", last.source},
+            {"profile_seconds", last.profile_seconds}, {"chunks", last.profile.size()},
+            {"profiled_blocks", last.profiled_blocks}});
+  TuningCache cache(cache_path);
+  ControllerOptions oc = o;
+  oc.use_cache = true;
+  oc.cache = &cache;
+  run_controlled(r, oc);
+  r.poison_output();
+  const Stats cached = b.measure([&] { return run_controlled(r, oc).total_seconds; });
+  b.record(c, "controller (cached choice)", cached, work, unit, r.output_differences() == 0);
+  return {last, ctl.median};
+}
+
+void run_case(bench::Bench& b, const std::string& name, std::uint32_t n, std::uint32_t window,
+              const std::string& cache_path, Summary& sum) {
+  const KernelSpec& k = kernel_spec(name);
+  const std::string c = fmt::format(fmt::runtime("{} {}"), name, n);
+  KernelRunner r(k, n);
+  const Grid g = r.grid();
+  const double work = name == "matmul" ? flops(k, n) : k.min_bytes(n);
+  const std::string unit = name == "matmul" ? "flop" : "B";
+  Exhaustive x = run_exhaustive(b, r, c, work, unit, sum);
+  const auto stc = static_select(k, n, candidates(g, true), window);
+  const auto [last, ctl] = run_controller(b, r, c, work, unit, stc, cache_path);
+  b.goal(fmt::format(fmt::runtime("controller total / best exhaustive, {}"), c), ctl / x.best, 1.05, false);
+  b.info(fmt::format(fmt::runtime("best {} speedup over sequential, {}"), to_string(x.best_s), c), x.seq / x.best, "x");
+  const double st_time = x.med.count(to_string(stc.best)) ? x.med[to_string(stc.best)] : 0;
+  b.info(fmt::format(fmt::runtime("static choice {} time / best, {}"), to_string(stc.best), c), st_time / x.best, "x");
+  b.info(fmt::format(fmt::runtime("controller chose {} ({}), {}"), to_string(last.chosen), last.source, c),
+         x.med.count(to_string(last.chosen)) ? x.med[to_string(last.chosen)] / x.best : 0, "x best");
+  ++sum.total_cases;
+  sum.agree += stc.best == x.best_s;
+  sum.near += st_time <= 1.05 * x.best;
+  if (last.source == "profiled") {
+    ++sum.profiled;
+    if (last.chosen == last.incumbent) {
+      ++sum.kept_static;
+    } else {
+      ++sum.switched;
+      sum.switched_better += x.med.count(to_string(last.chosen)) && x.med[to_string(last.chosen)] < st_time;
+    }
+  }
+  if (name == "matmul" && n <= 8192) {
+    r.time_full(Schedule::sequential());
+    const double cb = cublas_sgemm_seconds(b, n, r.input(0), r.input(1), r.output());
+    b.info(fmt::format(fmt::runtime("cuBLAS sgemm speedup over the best-scheduled tiled kernel, {}"), c), x.best / cb, "x");
+  }
+}
+
+void print_summary(bench::Bench& b, const Summary& sum) {
+  if (!sum.total_cases) return;
+  b.info("static choice = best exhaustive schedule (cases)", sum.agree, fmt::format(fmt::runtime("of {}"), sum.total_cases));
+  b.info("static choice within 5% of the best (cases)", sum.near, fmt::format(fmt::runtime("of {}"), sum.total_cases));
+  b.info("profiled cases where measurement kept the static choice", sum.kept_static,
+         fmt::format(fmt::runtime("of {}"), sum.profiled));
+  b.info("profiled cases that switched, to a schedule faster on the full grid", sum.switched_better,
+         fmt::format(fmt::runtime("of {}"), sum.switched));
+  // Kernel x schedule: time relative to sequential (the heat map; '-' where a schedule does not fit).
+  std::string line = fmt::format("heat|{:<16}", "case \\ schedule");
+  for (const auto& l : sum.columns) line += fmt::format("|{:>13}", l);
+  std::cout << line << '\n';
+  for (const auto& [cs, row] : sum.heat) {
+    line = fmt::format("heat|{:<16}", cs);
+    for (const auto& l : sum.columns) {
+      auto it = row.find(l);
+      line += it == row.end() ? fmt::format("|{:>13}", "-") : fmt::format("|{:>13.3f}", it->second);
+    }
+    std::cout << line << '\n';
+  }
+}
+
+}  // namespace
+#endif
+
+int main(int argc, char** argv) {
+  bench::Bench b("schedule", argc, argv);
+#if !TANDEM_HAS_CUDA
+  b.info("no CUDA in this build: schedule benchmark skipped", 0);
+  return b.finish();
+#else
+  if (!gpu::available()) {
+    b.info("no GPU: schedule benchmark skipped (timings need a GPU)", 0);
+    return b.finish();
+  }
+  const std::string only = b.get("--kernel", "");
+  const auto cases = cases_to_run(b, only);
+  const std::uint32_t window = default_window();
+  b.info("co-resident blocks assumed by the static selector", window, "blocks");
+  check_small(b, only);
   const std::string cache_path =
       (std::filesystem::temp_directory_path() / fmt::format(fmt::runtime("tandem-bench-schedule-{}.json"), ::getpid())).string();
-  int agree = 0, near = 0, total_cases = 0, kept_static = 0, profiled = 0, switched_better = 0, switched = 0;
-  std::vector<std::string> columns;                               // heat-map columns, first-seen order
-  std::vector<std::pair<std::string, std::map<std::string, double>>> heat;  // case -> label -> time / sequential
-  for (const auto& [name, n] : cases) {
-    if (!only.empty() && name != only) continue;
-    const KernelSpec& k = kernel_spec(name);
-    const std::string c = fmt::format(fmt::runtime("{} {}"), name, n);
-    KernelRunner r(k, n);
-    const Grid g = r.grid();
-    const double work = name == "matmul" ? k.flops(n) : k.min_bytes(n);
-    const std::string unit = name == "matmul" ? "flop" : "B";
-    // Exhaustive: every schedule, checked against sequential's output on the GPU. A schedule whose
-    // first timed run is clearly bad (> 1.1x the best so far) is not repeated; long runs (> 20 ms)
-    // get 3 repetitions instead of --reps.
-    std::map<std::string, double> med;
-    double best = 1e30, seq = 0;
-    Schedule best_s;
-    heat.push_back({c, {}});
-    for (const Schedule& s : candidates(g, true)) {
-      r.poison_output();
-      r.time_full(s);  // warm-up (and the Hilbert table)
-      std::vector<double> samples{r.time_full(s)};
-      const int reps = samples[0] > 1.10 * best ? 1 : samples[0] > 20e-3 ? std::min(3, b.reps()) : b.reps();
-      while (int(samples.size()) < reps) samples.push_back(r.time_full(s));
-      const Stats st = summarize(samples);
-      bool ok = true;
-      if (s == Schedule::sequential())
-        r.keep_output();
-      else
-        ok = r.output_differences() == 0;
-      if (!ok) b.fail(fmt::format(fmt::runtime("{} under {} differs from sequential"), c, to_string(s)));
-      b.record(c, to_string(s), st, work, unit, ok, {{"label", label(s, g)}});
-      med[to_string(s)] = st.median;
-      if (s == Schedule::sequential()) seq = st.median;
-      if (st.median < best) best = st.median, best_s = s;
-      const std::string l = label(s, g);
-      if (std::find(columns.begin(), columns.end(), l) == columns.end()) columns.push_back(l);
-      heat.back().second[l] = st.median;
-    }
-    for (auto& [l, t] : heat.back().second) t /= seq;
-    // The controller, uncached: every call profiles, then runs the rest under its choice. It
-    // starts from the static choice and profiles the static top few (and sequential).
-    ControllerOptions o;
-    o.use_cache = false;
-    o.profile_fraction = fraction;
-    const auto stc = static_select(k, n, candidates(g, true), window);
-    o.fallback = stc.best;
-    o.ranking = static_ranking(stc);
-    ControllerResult last;
-    r.poison_output();
-    const Stats ctl = b.measure([&] {
-      last = run_controlled(r, o);
-      return last.total_seconds;
-    });
-    const bool ctl_ok = r.output_differences() == 0;
-    if (!ctl_ok) b.fail(fmt::format(fmt::runtime("{} under the controller differs from sequential"), c));
-    b.record(c, "controller (first call, incl. profiling)", ctl, work, unit, ctl_ok,
-             {{"chosen", to_string(last.chosen)}, {"incumbent", to_string(last.incumbent)}, {"source", last.source},
-              {"profile_seconds", last.profile_seconds}, {"chunks", last.profile.size()},
-              {"profiled_blocks", last.profiled_blocks}});
-    // The controller, cached: the next call runs the whole grid under the stored choice.
-    TuningCache cache(cache_path);
-    ControllerOptions oc = o;
-    oc.use_cache = true;
-    oc.cache = &cache;
-    run_controlled(r, oc);
-    r.poison_output();
-    const Stats cached = b.measure([&] { return run_controlled(r, oc).total_seconds; });
-    b.record(c, "controller (cached choice)", cached, work, unit, r.output_differences() == 0);
-
-    b.goal(fmt::format(fmt::runtime("controller total / best exhaustive, {}"), c), ctl.median / best, 1.05, false);
-    b.info(fmt::format(fmt::runtime("best {} speedup over sequential, {}"), to_string(best_s), c), seq / best, "x");
-    const double st_time = med.count(to_string(stc.best)) ? med[to_string(stc.best)] : 0;
-    b.info(fmt::format(fmt::runtime("static choice {} time / best, {}"), to_string(stc.best), c), st_time / best, "x");
-    b.info(fmt::format(fmt::runtime("controller chose {} ({}), {}"), to_string(last.chosen), last.source, c),
-           med.count(to_string(last.chosen)) ? med[to_string(last.chosen)] / best : 0, "x best");
-    ++total_cases;
-    agree += stc.best == best_s;
-    near += st_time <= 1.05 * best;
-    if (last.source == "profiled") {
-      ++profiled;
-      if (last.chosen == last.incumbent) {
-        ++kept_static;
-      } else {
-        ++switched;
-        switched_better += med.count(to_string(last.chosen)) && med[to_string(last.chosen)] < st_time;
-      }
-    }
-    if (name == "matmul" && n <= 8192) {
-      r.time_full(Schedule::sequential());
-      const double cb = cublas_sgemm_seconds(b, n, r.input(0), r.input(1), r.output());
-      b.info(fmt::format(fmt::runtime("cuBLAS sgemm speedup over the best-scheduled tiled kernel, {}"), c), best / cb, "x");
-    }
-  }
+  Summary sum;
+  for (const auto& [name, n] : cases)
+    if (only.empty() || name == only) run_case(b, name, n, window, cache_path, sum);
   std::error_code ec;
   std::filesystem::remove(cache_path, ec);
-  if (total_cases) {
-    b.info("static choice = best exhaustive schedule (cases)", agree, fmt::format(fmt::runtime("of {}"), total_cases));
-    b.info("static choice within 5% of the best (cases)", near, fmt::format(fmt::runtime("of {}"), total_cases));
-    b.info("profiled cases where measurement kept the static choice", kept_static, fmt::format(fmt::runtime("of {}"), profiled));
-    b.info("profiled cases that switched, to a schedule faster on the full grid", switched_better,
-           fmt::format(fmt::runtime("of {}"), switched));
-    // Kernel x schedule: time relative to sequential (the heat map; '-' where a schedule does not fit).
-    std::string line = fmt::format("heat|{:<16}", "case \\ schedule");
-    for (const auto& l : columns) line += fmt::format("|{:>13}", l);
-    std::cout << line << '\n';
-    for (const auto& [cs, row] : heat) {
-      line = fmt::format("heat|{:<16}", cs);
-      for (const auto& l : columns) {
-        auto it = row.find(l);
-        line += it == row.end() ? fmt::format("|{:>13}", "-") : fmt::format("|{:>13.3f}", it->second);
-      }
-      std::cout << line << '\n';
-    }
-  }
+  print_summary(b, sum);
   return b.finish();
 #endif
 }

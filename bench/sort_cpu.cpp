@@ -17,9 +17,9 @@
 
 #include "harness.hpp"
 #include "sort/cpu_radix.hpp"
-#include "tandem/key_order.hpp"
-#include "tandem/parallel.hpp"
-#include "tandem/timing.hpp"
+#include "tandem/core/key_order.hpp"
+#include "tandem/core/parallel.hpp"
+#include "tandem/core/timing.hpp"
 
 using namespace tandem;
 

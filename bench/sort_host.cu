@@ -34,12 +34,14 @@
 #include "harness.hpp"
 #include "sort/cpu_radix.hpp"
 #include "sort/device_sort.hpp"
-#include "tandem/gpu.hpp"
-#include "tandem/key_order.hpp"
-#include "tandem/parallel.hpp"
+#include "tandem/core/key_order.hpp"
+#include "tandem/core/parallel.hpp"
+#include "tandem/core/timing.hpp"
+#include "tandem/core/transfer.hpp"
+#include "tandem/cuda/buffers.hpp"
+#include "tandem/cuda/runtime.hpp"
+#include "tandem/cuda/stream.hpp"
 #include "tandem/sort.hpp"
-#include "tandem/timing.hpp"
-#include "tandem/transfer.hpp"
 
 using namespace tandem;
 

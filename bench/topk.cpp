@@ -1,4 +1,4 @@
-// Top-k over ranked lists (seed 004): GPU NRA against the paper's single-thread CPU NRA, NRA's
+// Top-k over ranked lists: GPU NRA against the paper's single-thread CPU NRA, NRA's
 // reading depth against TA's, and NRA against the full scan (the anchor), every result checked
 // against the brute-force reference.
 //
@@ -14,8 +14,8 @@
 #include <fmt/format.h>
 
 #include "harness.hpp"
-#include "tandem/device.hpp"
-#include "tandem/timing.hpp"
+#include "tandem/core/device.hpp"
+#include "tandem/core/timing.hpp"
 #include "tandem/topk.hpp"
 
 using namespace tandem;

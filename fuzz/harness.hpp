@@ -17,7 +17,7 @@
 #include <string>
 #include <typeinfo>
 
-#include "tandem/error.hpp"
+#include "tandem/core/error.hpp"
 
 namespace tandem::fuzz {
 

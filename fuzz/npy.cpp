@@ -12,8 +12,8 @@
 #include <fmt/format.h>
 
 #include "harness.hpp"
-#include "tandem/io.hpp"
-#include "tandem/types.hpp"
+#include "tandem/core/io.hpp"
+#include "tandem/core/types.hpp"
 
 namespace {
 

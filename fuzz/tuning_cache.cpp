@@ -13,9 +13,9 @@
 #include <vector>
 
 #include "harness.hpp"
-#include "tandem/bitonic.hpp"
-#include "tandem/device.hpp"
-#include "tandem/tune.hpp"
+#include "tandem/sort/bitonic.hpp"
+#include "tandem/core/device.hpp"
+#include "tandem/core/tune.hpp"
 
 namespace {
 

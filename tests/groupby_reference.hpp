@@ -4,6 +4,7 @@
 #pragma once
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <map>
 #include <optional>
 #include <random>
@@ -14,7 +15,7 @@
 #include <gtest/gtest.h>
 
 #include "tandem/groupby.hpp"
-#include "tandem/key_order.hpp"
+#include "tandem/core/key_order.hpp"
 #include "tandem/table.hpp"
 
 namespace groupby_test {

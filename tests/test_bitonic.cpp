@@ -11,11 +11,11 @@
 #include <vector>
 
 #include "sort/bitonic_engine.hpp"
-#include "tandem/bitonic.hpp"
-#include "tandem/bitonic_plan.hpp"
-#include "tandem/device.hpp"
-#include "tandem/error.hpp"
-#include "tandem/key_order.hpp"
+#include "tandem/core/device.hpp"
+#include "tandem/core/error.hpp"
+#include "tandem/core/key_order.hpp"
+#include "tandem/sort/bitonic.hpp"
+#include "tandem/sort/bitonic_plan.hpp"
 
 using namespace tandem;
 
@@ -105,7 +105,7 @@ TYPED_TEST(BitonicKeys, PairsAreStable) {
 }
 
 TEST(Bitonic, OversubscribedThreadsAreTuned) {
-  // More threads than physical cores: the thread count is tuned on a sample (seed [0036]).
+  // More threads than physical cores: the thread count is tuned on a sample.
   std::mt19937_64 rng(21);
   auto keys = make_keys<std::uint32_t>(70001, 0, rng);
   auto want = keys;

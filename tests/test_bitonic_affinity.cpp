@@ -1,4 +1,4 @@
-// CPU affinity tuning of the bitonic engine (seed 000 [0036]): candidate mappings from made-up
+// CPU affinity tuning of the bitonic engine: candidate mappings from made-up
 // topologies (pure), binding on this machine (which may refuse it: the scope must then say why
 // and leave the threads as they were), and a sort that tunes the mapping.
 #include <gtest/gtest.h>
@@ -11,9 +11,11 @@
 #include <set>
 #include <vector>
 
-#include "tandem/bitonic.hpp"
-#include "tandem/bitonic_affinity.hpp"
-#include "tandem/device.hpp"
+#include <nlohmann/json.hpp>
+
+#include "tandem/core/device.hpp"
+#include "tandem/sort/bitonic.hpp"
+#include "tandem/sort/bitonic_affinity.hpp"
 
 using namespace tandem;
 using namespace tandem::bitonic;
@@ -150,7 +152,7 @@ TEST(BitonicAffinity, SortTunesTheMappingAndExplainsIt) {
   const Report r = bitonic::sort(std::span<std::uint32_t>(keys), o);
   EXPECT_EQ(keys, want);
   EXPECT_EQ(thread_cpus(), before);
-  ASSERT_TRUE(r.details.contains("cpu_affinity"));
+  ASSERT_TRUE(r.details().contains("cpu_affinity"));
   const bool tunable = cpu_info().physical_cores >= threads && affinity_candidates(cpu_topology(), threads).size() >= 2;
   bool explained = false;
   for (const auto& n : r.notes) explained = explained || n.rfind("CPU affinity", 0) == 0;

@@ -9,7 +9,7 @@
 #include <thread>
 #include <vector>
 
-#include "tandem/device.hpp"
+#include "tandem/core/device.hpp"
 #include "tandem/mapreduce.hpp"
 #include "tandem/sort.hpp"
 

@@ -7,13 +7,15 @@
 #include <thread>
 #include <vector>
 
-#include "tandem/device.hpp"
-#include "tandem/error.hpp"
-#include "tandem/io.hpp"
-#include "tandem/parallel.hpp"
-#include "tandem/report.hpp"
-#include "tandem/tune.hpp"
-#include "tandem/types.hpp"
+#include <nlohmann/json.hpp>
+
+#include "tandem/core/device.hpp"
+#include "tandem/core/error.hpp"
+#include "tandem/core/io.hpp"
+#include "tandem/core/parallel.hpp"
+#include "tandem/core/report.hpp"
+#include "tandem/core/tune.hpp"
+#include "tandem/core/types.hpp"
 #include "test_util.hpp"
 
 using namespace tandem;
@@ -236,7 +238,7 @@ TEST(Parallel, CopyMatchesForOddSizes) {
   }
 }
 
-#include "tandem/calibrate.hpp"
+#include "tandem/core/calibrate.hpp"
 
 TEST(Calibrate, MeasuresHostAndStoresForCostModels) {
   CalibrateOptions o;

@@ -11,8 +11,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "tandem/csv.hpp"
-#include "tandem/error.hpp"
+#include "tandem/table/csv.hpp"
+#include "tandem/core/error.hpp"
 #include "test_util.hpp"
 
 using namespace tandem;
@@ -408,6 +408,20 @@ TEST(Csv, ErrorsAreTheSameOnAnyPieceSize) {
   for (std::size_t chunk : {0, 1, 4})
     EXPECT_EQ(error_of(ragged, {.threads = 2, .chunk_bytes = chunk}),
               "t.csv:4: column 2 ('b'): the row ends after 1 field; the header has 2");
+}
+
+TEST(Csv, LastLineWithoutLineBreakCutInsideItByPieces) {
+  // Pieces cut inside an unterminated last line all start at the data's end: the piece holding that
+  // line is not the last one, and still has room for it (found by fuzz/csv).
+  const std::string text = "a,b\n1,2\n34,56789";
+  const Table whole = read(text, {.threads = 1});
+  ASSERT_EQ(whole.rows(), 2u);
+  for (std::size_t chunk : {1, 2, 3, 5}) EXPECT_TRUE(same_table(whole, read(text, {.threads = 3, .chunk_bytes = chunk}))) << chunk;
+  const std::string more_fields = "x,y\nnan,i,f\n1,1.5\n99999\t\t\t";  // one column when tab-separated
+  const std::string expected = "t.csv:4: column 2: more fields than the header's 1";
+  EXPECT_EQ(error_of(more_fields, {.delimiter = '\t', .threads = 1}), expected);
+  for (std::size_t chunk : {1, 5})
+    EXPECT_EQ(error_of(more_fields, {.delimiter = '\t', .threads = 3, .chunk_bytes = chunk}), expected) << chunk;
 }
 
 TEST(Csv, WriterQuotesOnlyWhereNeeded) {

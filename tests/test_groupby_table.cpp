@@ -6,8 +6,8 @@
 
 #include "groupby/ops/registry.hpp"
 #include "groupby_reference.hpp"
-#include "tandem/device.hpp"
-#include "tandem/error.hpp"
+#include "tandem/core/device.hpp"
+#include "tandem/core/error.hpp"
 
 using namespace groupby_test;
 

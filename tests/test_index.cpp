@@ -1,4 +1,4 @@
-// tandem::index on the CPU: the seed's add-and-carry step against div/mod, the N-D strided
+// tandem::index on the CPU: the add-and-carry step against div/mod, the N-D strided
 // walker, magic division at the edges, packing (exhaustive over all blocks up to 1024 threads),
 // packed tables, the warp generator, the cycle model, the history cache, the reference gather.
 #include <gtest/gtest.h>
@@ -178,7 +178,7 @@ TEST(IndexMagic, IndexerMatchesDivMod) {
 
 TEST(IndexPack, EveryBlockUpTo1024ThreadsFitsSixteenBits) {
   // Exhaustive over all (dx, dy, dz) with dx*dy*dz <= 1024 (CUDA's block limit).
-  std::uint32_t max_bits = 0, max_seed = 0, shapes = 0;
+  std::uint32_t max_bits = 0, max_sum = 0, shapes = 0;
   Dims3 widest{};
   for (std::uint32_t x = 1; x <= 1024; ++x)
     for (std::uint32_t y = 1; x * y <= 1024; ++y)
@@ -199,20 +199,20 @@ TEST(IndexPack, EveryBlockUpTo1024ThreadsFitsSixteenBits) {
         ASSERT_EQ(unpack(pack(last, l), l), last);
         ASSERT_EQ(unpack(pack(mid, l), l), mid);
         ASSERT_LT(pack(last, l), std::uint64_t(1) << 16);
-        // The seed's inequality with its own mx (highest set bit): mx + my + mz <= ms = 10.
-        const std::uint32_t seed = seed_msb(x) + seed_msb(y) + seed_msb(z);
-        ASSERT_LE(seed, 10u);
-        max_seed = std::max(max_seed, seed);
+        // The packing bound with mx = highest set bit: mx + my + mz <= ms = 10.
+        const std::uint32_t msb_sum = highest_bit(x) + highest_bit(y) + highest_bit(z);
+        ASSERT_LE(msb_sum, 10u);
+        max_sum = std::max(max_sum, msb_sum);
         if (l.bits() > max_bits) {
           max_bits = l.bits();
           widest = d;
         }
       }
   EXPECT_EQ(max_bits, 12u) << "widest " << to_string(widest);  // ceil-widths: at most log2(1024) + 2
-  EXPECT_EQ(max_seed, 10u);
+  EXPECT_EQ(max_sum, 10u);
   EXPECT_GT(shapes, 10000u);
-  // The seed's widths do not hold every index: x = 4 in dx = 5 needs 3 bits, the msb of 5 is 2.
-  EXPECT_EQ(seed_msb(5), 2u);
+  // Highest-bit widths do not hold every index: x = 4 in dx = 5 needs 3 bits, the msb of 5 is 2.
+  EXPECT_EQ(highest_bit(5), 2u);
   EXPECT_EQ(bits_for(5), 3u);
 }
 
@@ -255,7 +255,7 @@ TEST(IndexTable, PackedTablesUnpackToDivMod) {
 }
 
 TEST(IndexCycles, WarpPerCycleHasOneCycleLatency) {
-  // 5 full warps, 4 instructions on 4 cores (the seed's Figure 9).
+  // 5 full warps, 4 instructions on 4 cores (the pipeline diagram).
   const auto w = simulate_pipeline(160, 4, GenMode::warp_per_cycle);
   EXPECT_EQ(w.warps, 5u);
   EXPECT_EQ(w.first_start, 1u);
@@ -277,7 +277,7 @@ TEST(IndexCycles, WarpPerCycleHasOneCycleLatency) {
   EXPECT_EQ(part.warps, 4u);
   EXPECT_EQ(part.all_indices_ready, 100u);
   EXPECT_EQ(part.total_cycles, 100u + 3);
-  // Figure 9: cycle 1 runs warp 0 instruction 0 on core 0; cycle 4 runs w3.i0, w2.i1, w1.i2, w0.i3.
+  // Cycle 1 runs warp 0 instruction 0 on core 0; cycle 4 runs w3.i0, w2.i1, w1.i2, w0.i3.
   const std::string fig = schedule_diagram(160, 4, GenMode::warp_per_cycle, 6);
   EXPECT_NE(fig.find("    1 | w0.i0   | -"), std::string::npos) << fig;
   EXPECT_NE(fig.find("    4 | w3.i0   | w2.i1   | w1.i2   | w0.i3"), std::string::npos) << fig;
@@ -285,7 +285,7 @@ TEST(IndexCycles, WarpPerCycleHasOneCycleLatency) {
   EXPECT_THROW(simulate_pipeline(10, 0, GenMode::warp_per_cycle), UsageError);
 }
 
-TEST(IndexCache, SeedWorkedExample) {
+TEST(IndexCache, WorkedExampleMissMissHit) {
   int generated = 0;
   HistoryCache cache({}, [&](Dims3 d, std::size_t& bytes) -> std::shared_ptr<const void> {
     ++generated;

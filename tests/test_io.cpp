@@ -12,8 +12,8 @@
 #include <thread>
 #include <vector>
 
-#include "tandem/error.hpp"
-#include "tandem/io.hpp"
+#include "tandem/core/error.hpp"
+#include "tandem/core/io.hpp"
 #include "test_util.hpp"
 
 using namespace tandem;

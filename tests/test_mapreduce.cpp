@@ -10,7 +10,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "tandem/error.hpp"
+#include "tandem/core/error.hpp"
 #include "tandem/mapreduce.hpp"
 #include "tandem/mapreduce/bucket_table.hpp"
 #include "tandem/mapreduce/distinct_estimate.hpp"
@@ -71,7 +71,7 @@ struct ModJob {
 
 TEST(MapReduceCpu, GenericJobMatchesReferenceWithEverySpillPath) {
   std::vector<std::int64_t> d(100003);
-  for (std::size_t i = 0; i < d.size(); ++i) d[i] = std::int64_t(mr::mix64(i) % 20000) - 10000;
+  for (std::size_t i = 0; i < d.size(); ++i) d[i] = std::int64_t(mix64(i) % 20000) - 10000;
   std::unordered_map<std::int64_t, std::pair<std::int64_t, std::uint64_t>> ref;
   for (auto x : d) {
     auto& e = ref[x % 1000];
@@ -153,7 +153,7 @@ TEST(MapReduceGroupBy, AggregatesMatchReference) {
   const std::size_t n = 50001;
   auto keys = mr::zipf_keys_u32(n, 700, 1.2, 4);
   std::vector<float> vals(n);
-  for (std::size_t i = 0; i < n; ++i) vals[i] = float(int(mr::mix64(i) % 200) - 100) * 0.5f;
+  for (std::size_t i = 0; i < n; ++i) vals[i] = float(int(mix64(i) % 200) - 100) * 0.5f;
   vals[3] = -0.0f;
   std::unordered_map<std::uint32_t, std::vector<float>> ref;
   for (std::size_t i = 0; i < n; ++i) ref[keys[i]].push_back(vals[i]);
@@ -247,7 +247,7 @@ TEST(MapReduceGenerators, ZipfGuideTableEqualsFullSearch) {
       cdf[r] = acc;
     }
     for (auto& c : cdf) c /= acc;
-    std::mt19937_64 rng(mr::mix64(seed * 0x9E3779B97F4A7C15ULL + 0));
+    std::mt19937_64 rng(mix64(seed * 0x9E3779B97F4A7C15ULL + 0));
     for (std::size_t i = 0; i < n; ++i) {
       const double u = double(rng() >> 11) * 0x1.0p-53;
       const auto want = std::min<std::uint64_t>(distinct - 1, std::uint64_t(std::upper_bound(cdf.begin(), cdf.end(), u) - cdf.begin()));

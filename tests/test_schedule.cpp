@@ -8,7 +8,7 @@
 #include <set>
 #include <vector>
 
-#include "tandem/error.hpp"
+#include "tandem/core/error.hpp"
 #include "tandem/schedule.hpp"
 
 using namespace tandem;

@@ -5,8 +5,9 @@
 #include <cmath>
 #include <limits>
 
-#include "tandem/error.hpp"
-#include "tandem/schedule/kernels.hpp"
+#include "kernels/schedule/kernels.hpp"
+#include "schedule/profile_plan.hpp"
+#include "tandem/core/error.hpp"
 
 using namespace tandem;
 using namespace tandem::schedule;

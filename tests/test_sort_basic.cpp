@@ -7,7 +7,7 @@
 #include <random>
 #include <vector>
 
-#include "tandem/key_order.hpp"
+#include "tandem/core/key_order.hpp"
 #include "tandem/sort.hpp"
 
 using namespace tandem;

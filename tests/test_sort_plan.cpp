@@ -1,4 +1,4 @@
-// The hybrid bitonic plan of seed 000: the worked example's step tables, the short-run rule, the
+// The hybrid bitonic plan: the worked example's step tables, the short-run rule, the
 // JSON, the cost model and multi-device planning.
 #include <gtest/gtest.h>
 
@@ -6,8 +6,11 @@
 #include <limits>
 #include <set>
 
-#include "tandem/bitonic_plan.hpp"
-#include "tandem/error.hpp"
+#include <nlohmann/json.hpp>
+
+#include "sort/plan_tuning.hpp"
+#include "tandem/core/error.hpp"
+#include "tandem/sort/bitonic_plan.hpp"
 
 using namespace tandem;
 using namespace tandem::bitonic;
@@ -45,7 +48,7 @@ TEST(SortPlan, StepNumbering) {
   EXPECT_EQ(ceil_log2(17), 5);
 }
 
-TEST(SortPlan, SeedExamplePolicyC) {
+TEST(SortPlan, WorkedExamplePolicyC) {
   const Plan p = make_plan(16, 0.6, 'c');
   EXPECT_EQ(p.N, 1);
   EXPECT_EQ(p.share("cpu"), 8u);
@@ -58,7 +61,7 @@ TEST(SortPlan, SeedExamplePolicyC) {
   EXPECT_EQ(concurrent(make_plan(16, 0.6, 'c', 3)), range(1, 6, range(8, 10)));
 }
 
-TEST(SortPlan, SeedExamplePolicyB) {
+TEST(SortPlan, WorkedExamplePolicyB) {
   const Plan p = make_plan(16, 0.6, 'b');
   EXPECT_EQ(p.share("cpu"), 4u);
   EXPECT_EQ(p.share("gpu"), 12u);
@@ -68,7 +71,7 @@ TEST(SortPlan, SeedExamplePolicyB) {
   EXPECT_EQ(r.concurrent_ranges(), "1-3, 9-10");
 }
 
-TEST(SortPlan, SeedExamplePolicyA) {
+TEST(SortPlan, WorkedExamplePolicyA) {
   const Plan p = make_plan(16, 0.6, 'a');
   EXPECT_EQ(p.share("cpu"), 6u);
   EXPECT_EQ(p.share("gpu"), 10u);
@@ -79,8 +82,8 @@ TEST(SortPlan, SeedExamplePolicyA) {
   EXPECT_EQ(concurrent(make_plan(16, 0.6, 'a', 2)), (std::set<int>{1, 10}));
 }
 
-TEST(SortPlan, IndependenceMatchesTheSeedFormulaForPolicyC) {
-  // [0034]: with 2^(n-N) on the CPU, steps 1..(n-N+1)(n-N)/2 and, in subset q > n-N, its last
+TEST(SortPlan, IndependenceMatchesTheClosedFormForPolicyC) {
+  // With 2^(n-N) on the CPU, steps 1..(n-N+1)(n-N)/2 and, in subset q > n-N, its last
   // n-N steps are independent; the rest dependent.
   for (int n = 1; n <= 12; ++n)
     for (double k : {0.01, 0.1, 0.3, 0.6, 0.9, 1.0}) {

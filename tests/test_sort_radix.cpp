@@ -11,19 +11,22 @@
 #include <random>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "sort/cpu_radix.hpp"
 #include "sort/device_sort.hpp"
 #include "sort/msd.hpp"
-#include "tandem/device.hpp"
-#include "tandem/error.hpp"
-#include "tandem/key_order.hpp"
+#include "tandem/core/device.hpp"
+#include "tandem/core/error.hpp"
+#include "tandem/core/key_order.hpp"
 #include "tandem/sort.hpp"
 
 using namespace tandem;
 
 namespace {
 
-enum class Shape { uniform, sorted, reverse, equal, few, skewed };
+// skewed: a power law over 1000 values; top_heavy: 90% of the keys share their top byte.
+enum class Shape { uniform, sorted, reverse, equal, few, skewed, top_heavy };
 
 template <class K>
 std::vector<K> make_keys(std::size_t n, Shape s, std::uint64_t seed) {
@@ -34,6 +37,12 @@ std::vector<K> make_keys(std::size_t n, Shape s, std::uint64_t seed) {
     if (s == Shape::few) r %= 5;
     if (s == Shape::skewed) r = static_cast<std::uint64_t>(std::pow(static_cast<double>(r % 1000000) / 1e6, 8) * 1000);
     if (s == Shape::equal) r = 42;
+    if (s == Shape::top_heavy) {
+      using U = ordered_bits_t<K>;
+      const U bits = i % 10 == 0 ? U(r) : U((U(0x42) << (sizeof(U) * 8 - 8)) | (U(r) >> 8));
+      v[i] = from_ordered<K>(bits);  // floats: NaNs and signed zeros among them
+      continue;
+    }
     if constexpr (std::is_floating_point_v<K>) {
       v[i] = static_cast<K>(static_cast<std::int64_t>(r % 2001) - 1000) / K(8);
       if (s == Shape::uniform && i % 97 == 0) v[i] = std::numeric_limits<K>::quiet_NaN();
@@ -109,6 +118,63 @@ TEST(CpuRadix, I64) { radix_all_cases<std::int64_t>(); }
 TEST(CpuRadix, F32) { radix_all_cases<float>(); }
 TEST(CpuRadix, F64) { radix_all_cases<double>(); }
 
+// ---- memory=low: the in-place MSD sort of keys against std::stable_sort in key order, and the
+// stable in-place pair sort against std::stable_sort of (key, index).
+
+template <class K>
+void in_place_all_cases() {
+  const std::vector<Shape> shapes{Shape::uniform, Shape::sorted,  Shape::reverse,  Shape::equal,
+                                  Shape::few,     Shape::skewed,  Shape::top_heavy};
+  // Buckets (blocks) above 16 elements: small inputs reach every level of the partition's
+  // recursion, and buffered merges from both sides and the rotations.
+  for (std::size_t n : {0, 1, 2, 3, 17, 63, 65, 1000, 4097, 20011})
+    for (Shape s : shapes)
+      for (bool desc : {false, true})
+        for (int threads : {1, 3}) {
+          SCOPED_TRACE(testing::Message() << "n=" << n << " shape=" << int(s) << " desc=" << desc << " threads=" << threads);
+          const auto in = make_keys<K>(n, s, n * 5 + int(s));
+          check_keys<K>(in, desc, [&](std::span<K> k) { detail::cpu_in_place_sort(k, desc, threads, 16); });
+          check_pairs<K, std::uint32_t>(in, desc, [&](auto k, auto v) { detail::cpu_in_place_sort_pairs(k, v, desc, threads, 16); });
+        }
+  for (Shape s : {Shape::uniform, Shape::top_heavy}) {  // the default bucket limit: one partition level, or two
+    const auto in = make_keys<K>(300007, s, 11);
+    check_keys<K>(in, false, [&](std::span<K> k) { detail::cpu_in_place_sort(k, false, 2); });
+    check_pairs<K, std::uint64_t>(in, true, [&](auto k, auto v) { detail::cpu_in_place_sort_pairs(k, v, true, 2); });
+  }
+}
+
+TEST(CpuInPlace, U32) { in_place_all_cases<std::uint32_t>(); }
+TEST(CpuInPlace, I32) { in_place_all_cases<std::int32_t>(); }
+TEST(CpuInPlace, U64) { in_place_all_cases<std::uint64_t>(); }
+TEST(CpuInPlace, I64) { in_place_all_cases<std::int64_t>(); }
+TEST(CpuInPlace, F32) { in_place_all_cases<float>(); }
+TEST(CpuInPlace, F64) { in_place_all_cases<double>(); }
+
+TEST(CpuInPlace, FloatSpecialValuesInTheRadixOrder) {
+  const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
+  std::vector<double> v;
+  for (int i = 0; i < 5000; ++i) v.insert(v.end(), {nan, 0.0, -0.0, -nan, 1.0, -inf, inf, -1.0, double(i)});
+  for (bool desc : {false, true}) {
+    auto radix = v, in_place = v;
+    detail::cpu_radix_sort(std::span<double>(radix), std::span<detail::NoValue>{}, desc, 2);
+    detail::cpu_in_place_sort(std::span<double>(in_place), desc, 2, 16);
+    for (std::size_t i = 0; i < v.size(); ++i) ASSERT_EQ(to_ordered(in_place[i]), to_ordered(radix[i])) << i;
+  }
+}
+
+TEST(CpuInPlace, BucketLimitKeepsTheScratchASixteenth) {
+  EXPECT_EQ(detail::in_place_bucket_limit(std::size_t{1} << 27, 2), std::size_t{1} << 22);  // 2 x 2^22 = n / 16
+  EXPECT_EQ(detail::in_place_bucket_limit(std::size_t{1} << 27, 1), std::size_t{1} << 23);
+  EXPECT_EQ(detail::in_place_bucket_limit(1000, 4), detail::kInPlaceMinBucket);
+  // Many threads: no more than keep one minimal bucket each within n / 16.
+  EXPECT_EQ(detail::in_place_threads(std::size_t{1} << 27, 4096), 128);
+  EXPECT_EQ(detail::in_place_bucket_limit(std::size_t{1} << 27, 4096), detail::kInPlaceMinBucket);
+  EXPECT_EQ(detail::in_place_threads(1000, 8), 1);
+  EXPECT_EQ(detail::in_place_threads(std::size_t{1} << 27, 2), 2);
+  EXPECT_EQ(detail::in_place_bucket_limit(100, 0, 16), 16u);  // threads <= 0 counts as one
+  EXPECT_EQ(detail::in_place_bucket_limit(1000, 0, 16), 62u);
+}
+
 TEST(CpuRadix, U64ValuesAndExtremes) {
   std::vector<std::int64_t> in{std::numeric_limits<std::int64_t>::max(), std::numeric_limits<std::int64_t>::min(), 0, -1, 1,
                                std::numeric_limits<std::int64_t>::min(), 5};
@@ -158,10 +224,22 @@ TEST(SortEntry, EveryAlgorithmOnTheCpu) {
       check_pairs<std::int32_t, std::uint64_t>(few, true, [&](auto k, auto v) {
         const Report r = sort_pairs(k, v, o);
         if (n > 1) {
-          EXPECT_EQ(r.details.value("path", ""), alg == SortAlgorithm::merge ? "cpu-comparison" : "cpu-radix");
+          EXPECT_EQ(r.details().value("path", ""), alg == SortAlgorithm::merge ? "cpu-comparison" : "cpu-radix");
         }
       });
     }
+}
+
+TEST(SortEntry, ReportNamesTheBitonicPath) {
+  SortOptions o;
+  o.algorithm = SortAlgorithm::bitonic;
+  o.device = Device::cpu;
+  o.threads = 2;
+  std::vector<std::uint32_t> v{5, 3, 9, 1, 7};
+  EXPECT_EQ(sort(std::span<std::uint32_t>(v), o).details().value("path", ""), to_string(SortPath::bitonic));
+  EXPECT_EQ(v, (std::vector<std::uint32_t>{1, 3, 5, 7, 9}));
+  std::vector<std::uint32_t> vals{0, 1, 2, 3, 4};
+  EXPECT_EQ(sort_pairs(std::span<std::uint32_t>(v), std::span<std::uint32_t>(vals), o).details().value("path", ""), "bitonic");
 }
 
 TEST(SortEntry, DeviceGpuWithoutGpuIsACleanError) {
@@ -174,7 +252,7 @@ TEST(SortEntry, DeviceGpuWithoutGpuIsACleanError) {
   o.device = Device::auto_;
   const Report r = sort(std::span<std::uint32_t>(v), o);
   EXPECT_EQ(v, (std::vector<std::uint32_t>{1, 2, 3}));
-  EXPECT_EQ(r.details.value("path", ""), "cpu-radix");
+  EXPECT_EQ(r.details().value("path", ""), "cpu-radix");
 }
 
 TEST(SortPathChoice, FromCosts) {
@@ -202,6 +280,87 @@ TEST(SortPathChoice, FromCosts) {
   EXPECT_EQ(detail::choose_sort_path(in).path, SortPath::gpu_pipeline);
   in.device = Device::cpu;
   EXPECT_EQ(detail::choose_sort_path(in).path, SortPath::cpu_radix);
+}
+
+TEST(SortPathChoice, MemoryLowOrTooLittleMemorySortsKeysInPlace) {
+  detail::PathInputs in;
+  in.n = std::size_t{1} << 27;
+  in.key_bytes = 4;
+  in.threads = 2;
+  in.device = Device::cpu;
+  in.host_available = std::size_t{64} << 30;
+  EXPECT_EQ(detail::choose_sort_path(in).path, SortPath::cpu_radix);  // auto, and the scratch fits
+  in.memory = SortMemory::low;
+  auto c = detail::choose_sort_path(in);
+  EXPECT_EQ(c.path, SortPath::cpu_in_place);
+  EXPECT_NE(c.why.find("memory=low"), std::string::npos) << c.why;
+  in.memory = SortMemory::auto_;
+  in.host_available = (std::size_t{512} << 20) - 1;  // one byte short of the 512 MiB radix scratch
+  c = detail::choose_sort_path(in);
+  EXPECT_EQ(c.path, SortPath::cpu_in_place);
+  EXPECT_NE(c.why.find("exceeds"), std::string::npos) << c.why;
+  in.host_available = std::size_t{512} << 20;
+  EXPECT_EQ(detail::choose_sort_path(in).path, SortPath::cpu_radix);
+  in.host_available = 0;  // unknown: no switch on its account
+  EXPECT_EQ(detail::choose_sort_path(in).path, SortPath::cpu_radix);
+  in.host_available = 1;
+  in.algorithm = SortAlgorithm::merge;  // the comparison sort's copy does not fit either
+  EXPECT_EQ(detail::choose_sort_path(in).path, SortPath::cpu_in_place);
+  in.memory = SortMemory::fast;
+  EXPECT_EQ(detail::choose_sort_path(in).path, SortPath::cpu_comparison);
+  in.algorithm = SortAlgorithm::auto_;
+  in.memory = SortMemory::low;
+  in.value_bytes = 4;  // pairs: the stable in-place merge
+  c = detail::choose_sort_path(in);
+  EXPECT_EQ(c.path, SortPath::cpu_in_place);
+  EXPECT_NE(c.why.find("pairs merged in place"), std::string::npos) << c.why;
+  in.value_bytes = 0;
+  in.device = Device::auto_;  // a GPU: the pipeline needs no host scratch; out of core does
+  in.gpu = true;
+  in.host_bw = 38e9;
+  in.link_bw = 33e9;
+  in.gpu_budget = std::size_t{70} << 30;
+  EXPECT_EQ(detail::choose_sort_path(in).path, SortPath::gpu_pipeline);
+  in.gpu_budget = std::size_t{256} << 20;
+  EXPECT_EQ(detail::choose_sort_path(in).path, SortPath::cpu_in_place);
+  in.device = Device::gpu;
+  EXPECT_EQ(detail::choose_sort_path(in).path, SortPath::gpu_out_of_core);
+}
+
+TEST(SortPathChoice, HostScratchPerPath) {
+  const std::size_t n = 1000;
+  EXPECT_EQ(detail::host_scratch_bytes(SortPath::cpu_radix, n, 4, 0), 4000u);
+  EXPECT_EQ(detail::host_scratch_bytes(SortPath::cpu_radix, n, 8, 4), 12000u);
+  EXPECT_EQ(detail::host_scratch_bytes(SortPath::cpu_comparison, n, 4, 0), 4000u);
+  EXPECT_EQ(detail::host_scratch_bytes(SortPath::cpu_comparison, n, 4, 8), 32000u);  // 16-byte items, twice
+  EXPECT_EQ(detail::host_scratch_bytes(SortPath::cpu_in_place, n, 8, 0), n / 16 * 8);
+  EXPECT_EQ(detail::host_scratch_bytes(SortPath::cpu_in_place, n, 8, 4), n / 16 * 12);
+  EXPECT_EQ(detail::host_scratch_bytes(SortPath::gpu_pipeline, n, 4, 4), 0u);
+  EXPECT_EQ(detail::host_scratch_bytes(SortPath::gpu_out_of_core, n, 4, 4), 8000u);
+}
+
+TEST(SortEntry, MemoryLowSortsKeysInPlace) {
+  SortOptions o;
+  o.device = Device::cpu;
+  o.memory = SortMemory::low;
+  o.threads = 2;
+  const auto in = make_keys<float>(200001, Shape::uniform, 5);
+  check_keys<float>(in, true, [&](std::span<float> k) {
+    o.descending = true;
+    const Report r = sort(k, o);
+    EXPECT_EQ(r.details().value("path", ""), "cpu-in-place");
+    EXPECT_NE(r.explain().find("CPU in-place radix sort"), std::string::npos) << r.explain();
+  });
+  const auto few = make_keys<std::int64_t>(100003, Shape::few, 6);
+  check_pairs<std::int64_t, std::uint32_t>(few, false, [&](auto k, auto v) {
+    o.descending = false;
+    const Report r = sort_pairs(k, v, o);
+    EXPECT_EQ(r.details().value("path", ""), "cpu-in-place");
+    EXPECT_NE(r.explain().find("CPU in-place stable pair sort"), std::string::npos) << r.explain();
+  });
+  EXPECT_EQ(parse_sort_memory("low"), SortMemory::low);
+  EXPECT_EQ(to_string(SortMemory::fast), "fast");
+  EXPECT_THROW(parse_sort_memory("tiny"), UsageError);
 }
 
 TEST(SortPathChoice, OutOfCoreSizing) {

@@ -1,9 +1,10 @@
 // Tables: columns, validity, builders, gathering rows, and the db-benchmark data generator.
+#include <cmath>
 #include <set>
 
 #include <gtest/gtest.h>
 
-#include "tandem/error.hpp"
+#include "tandem/core/error.hpp"
 #include "tandem/groupby.hpp"
 #include "tandem/table.hpp"
 

@@ -7,9 +7,9 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
-#include "tandem/error.hpp"
-#include "tandem/io.hpp"
-#include "tandem/table_files.hpp"
+#include "tandem/core/error.hpp"
+#include "tandem/core/io.hpp"
+#include "tandem/table/files.hpp"
 #include "test_util.hpp"
 
 using namespace tandem;

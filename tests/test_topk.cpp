@@ -8,9 +8,9 @@
 #include <limits>
 #include <random>
 
-#include "tandem/device.hpp"
-#include "tandem/error.hpp"
-#include "tandem/parallel.hpp"
+#include "tandem/core/device.hpp"
+#include "tandem/core/error.hpp"
+#include "tandem/core/parallel.hpp"
 #include "tandem/topk.hpp"
 #include "test_util.hpp"
 #include "topk/bounds.hpp"

@@ -8,8 +8,8 @@
 #include <thread>
 #include <vector>
 
-#include "tandem/report.hpp"
-#include "tandem/tune.hpp"
+#include "tandem/core/report.hpp"
+#include "tandem/core/tune.hpp"
 #include "test_util.hpp"
 
 using namespace tandem;

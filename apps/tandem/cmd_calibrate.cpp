@@ -5,10 +5,10 @@
 
 #include "command.hpp"
 #include "options.hpp"
-#include "tandem/calibrate.hpp"
-#include "tandem/error.hpp"
-#include "tandem/format.hpp"
-#include "tandem/tune.hpp"
+#include "tandem/core/calibrate.hpp"
+#include "tandem/core/error.hpp"
+#include "tandem/core/format.hpp"
+#include "tandem/core/tune.hpp"
 
 namespace {
 

@@ -4,8 +4,8 @@
 #include <fmt/format.h>
 
 #include "command.hpp"
-#include "tandem/format.hpp"
-#include "tandem/timing.hpp"
+#include "tandem/core/format.hpp"
+#include "tandem/core/timing.hpp"
 
 namespace {
 

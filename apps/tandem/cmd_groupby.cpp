@@ -9,13 +9,14 @@
 
 #include "command.hpp"
 #include "options.hpp"
-#include "tandem/csv.hpp"
-#include "tandem/error.hpp"
+#include "tandem/core/error.hpp"
+#include "tandem/core/format.hpp"
+#include "tandem/core/io.hpp"
+#include "tandem/core/timing.hpp"
 #include "tandem/groupby.hpp"
-#include "tandem/io.hpp"
 #include "tandem/mapreduce.hpp"
-#include "tandem/table_files.hpp"
-#include "tandem/timing.hpp"
+#include "tandem/table/csv.hpp"
+#include "tandem/table/files.hpp"
 
 namespace {
 
@@ -145,6 +146,7 @@ int run_table(const Args& a) {
   const tandem::Table input = read_input_table(a);
   const double read_s = w.seconds();
   auto r = tandem::groupby(input, spec, o);
+  tandem::cli::print_notices(r.report);
   r.report.stages.insert(r.report.stages.begin(),
                          {"read input", "cpu", read_s, fmt::format("{} rows, {} columns", input.rows(), input.num_columns())});
   write_result(a, r.table, csv.get());
@@ -169,8 +171,8 @@ int run_columns(const Args& a) {
   o.device = tandem::parse_device(a.device);
   if (a.engine == "auto") o.mode = tandem::mr::Options::Mode::auto_;
   else if (a.engine == "hash") o.mode = tandem::mr::Options::Mode::hash;
-  else if (a.engine == "seed") o.mode = tandem::mr::Options::Mode::seed;
-  else throw tandem::UsageError(fmt::format("--engine {}: expected auto, hash or seed", a.engine));
+  else if (a.engine == "chained" || a.engine == "seed") o.mode = tandem::mr::Options::Mode::chained;
+  else throw tandem::UsageError(fmt::format("--engine {}: expected auto, hash or chained", a.engine));
   tandem::io::AtomicOutput out(a.out);  // checks the destination; the file is created when written
   tandem::Stopwatch w;
   auto keys = tandem::io::read_array(a.keys, kt);
@@ -182,6 +184,7 @@ int run_columns(const Args& a) {
                                          a.keys, keys.count, a.values, values.count));
   auto g = tandem::mr::groupby(kt, keys.bytes.data(), keys.count, vt, has_values ? values.bytes.data() : nullptr,
                                values.count, has_values, o);
+  tandem::cli::print_notices(g.report);
   g.report.stages.insert(g.report.stages.begin(), {"read input", "cpu", read_s, fmt::format("{} keys", keys.count)});
   tandem::mr::write_groupby_csv(out.stream(), g, aggs);
   out.commit();
@@ -214,7 +217,7 @@ const bool registered = tandem::cli::register_command({
       app.add_option("--value-type", a->value_type, "Single-column form: f32, f64, i32 or i64")->capture_default_str();
       app.add_option("--engine", a->engine,
                      "Single-column form, GPU engine: auto, hash (open addressing, hot keys in shared memory) or "
-                     "seed (chained per-block tables)")
+                     "chained (per-block chained tables, hot keys in a shared-memory pool; 'seed' is an older name for it)")
           ->capture_default_str();
       app.add_flag("--explain", a->explain, "Print what ran where and how long each stage took (stderr)");
       return [a] {

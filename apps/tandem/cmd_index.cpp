@@ -1,4 +1,4 @@
-// tandem index: thread-index generation without division (seed 003).
+// tandem index: thread-index generation without division.
 //   tandem index --dims XxYxZ [--step C] [--show K] [--packed] [--json] [--explain]
 //   tandem index --bench [--quick]      (GPU benchmarks; exit 1 without a GPU)
 #include <iostream>
@@ -7,13 +7,13 @@
 #include <nlohmann/json.hpp>
 
 #include "command.hpp"
+#include "kernels/index/gpu_bench.hpp"
 #include "options.hpp"
-#include "index/gpu_bench.hpp"
-#include "tandem/error.hpp"
-#include "tandem/format.hpp"
+#include "tandem/core/error.hpp"
+#include "tandem/core/format.hpp"
+#include "tandem/core/report.hpp"
+#include "tandem/core/timing.hpp"
 #include "tandem/index.hpp"
-#include "tandem/report.hpp"
-#include "tandem/timing.hpp"
 
 namespace {
 
@@ -106,8 +106,8 @@ int run_index(const Args& a) {
     } else {
       rep.note("packed table not built here: more than 2^26 indices");
     }
-    rep.note(fmt::format("seed widths (highest set bit): mx={} my={} mz={}; tandem widths ceil(log2 d): {} {} {}",
-                         seed_msb(d.x), seed_msb(d.y), seed_msb(d.z), l.wx, l.wy, l.wz));
+    rep.note(fmt::format("highest-set-bit widths: mx={} my={} mz={}; tandem widths ceil(log2 d): {} {} {}",
+                         highest_bit(d.x), highest_bit(d.y), highest_bit(d.z), l.wx, l.wy, l.wz));
     std::cout << rep.explain();
     std::cout << "\ncycle model of one block of these dimensions, 4 instructions on 4 cores:\n";
     for (GenMode m : {GenMode::one_per_cycle, GenMode::warp_per_cycle, GenMode::all_at_once}) {
@@ -142,9 +142,5 @@ const bool registered = tandem::cli::register_command({
         return run_index(*a);
       };
     }});
-
-// Demo: the permute (gather of a strided tensor) with every index method, on the GPU when one is
-// present, on the CPU with the same generators otherwise; every result checked.
-const bool demo = tandem::cli::register_demo_part({80, "index generation", [] { return run_index_demo(std::cout); }});
 
 }  // namespace

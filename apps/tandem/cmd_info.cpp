@@ -4,7 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "command.hpp"
-#include "tandem/device.hpp"
+#include "tandem/core/device.hpp"
 
 namespace {
 

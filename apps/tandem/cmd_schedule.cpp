@@ -6,12 +6,12 @@
 #include <fmt/format.h>
 
 #include "command.hpp"
+#include "kernels/schedule/kernels.hpp"
 #include "options.hpp"
-#include "tandem/device.hpp"
-#include "tandem/error.hpp"
-#include "tandem/format.hpp"
+#include "tandem/core/device.hpp"
+#include "tandem/core/error.hpp"
+#include "tandem/core/format.hpp"
 #include "tandem/schedule.hpp"
-#include "tandem/schedule/kernels.hpp"
 
 namespace {
 
@@ -80,7 +80,7 @@ int run_kernel(const Args& a) {
   std::vector<float> ref;
   bool ok = true;
   auto rate = [&](double s) {
-    return k.flops(a.size) > 0 && k.name == "matmul" ? fmt::format("{:.0f} GFLOP/s", k.flops(a.size) / s * 1e-9)
+    return flops(k, a.size) > 0 && k.name == "matmul" ? fmt::format("{:.0f} GFLOP/s", flops(k, a.size) / s * 1e-9)
                                                      : fmt::format("{:.0f} GB/s", k.min_bytes(a.size) / s * 1e-9);
   };
   std::cout << fmt::format("{} ({}), {}^2 f32, grid {}x{} blocks\n", k.name, k.description, a.size, g.w, g.h);

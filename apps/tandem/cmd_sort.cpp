@@ -1,5 +1,7 @@
 // tandem sort: sort a raw or .npy array file (keys, optionally with values), or print the hybrid
-// bitonic plan of seed 000 (--plan).
+// bitonic plan (--plan).
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
 #include <iostream>
@@ -9,18 +11,21 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "command.hpp"
 #include "options.hpp"
-#include "tandem/bitonic.hpp"
-#include "tandem/bitonic_plan.hpp"
-#include "tandem/device.hpp"
-#include "tandem/error.hpp"
-#include "tandem/format.hpp"
-#include "tandem/io.hpp"
-#include "tandem/key_order.hpp"
+#include "tandem/core/device.hpp"
+#include "tandem/core/error.hpp"
+#include "tandem/core/format.hpp"
+#include "tandem/core/io.hpp"
+#include "tandem/core/key_order.hpp"
+#include "tandem/core/timing.hpp"
+#include "tandem/sort/bitonic.hpp"
+#include "tandem/sort/bitonic_plan.hpp"
 #include "tandem/sort.hpp"
-#include "tandem/timing.hpp"
+#include "tandem/sort/bitonic.hpp"
+#include "tandem/sort/bitonic_plan.hpp"
 
 namespace {
 
@@ -35,7 +40,7 @@ struct Args {
   // file mode
   std::string type, in, out, values, values_out, values_type{"u32"};
   bool descending{false};
-  std::string device{"auto"}, algorithm{"auto"};
+  std::string device{"auto"}, algorithm{"auto"}, memory{"auto"};
   std::uint64_t gpu_memory_limit{0};
   int gpu_sm_limit{0};
   int threads{0};
@@ -84,14 +89,18 @@ int run_file(const Args& a) {
   tandem::SortOptions o;
   o.algorithm = tandem::parse_sort_algorithm(a.algorithm);
   o.device = tandem::parse_device(a.device);
+  o.memory = tandem::parse_sort_memory(a.memory);
   o.descending = a.descending;
-  o.policy = parse_policy(a.policy);
-  o.min_interior_run = a.min_interior_run;
-  o.k = a.k;
+  o.bitonic.policy = parse_policy(a.policy);
+  o.bitonic.min_interior_run = a.min_interior_run;
+  o.bitonic.k = a.k;
   o.gpu_memory_limit = a.gpu_memory_limit;
-  o.gpu_sm_limit = a.gpu_sm_limit;
+  o.bitonic.gpu_sm_limit = a.gpu_sm_limit;
   o.threads = a.threads;
-  o.progress = true;  // a progress line on stderr for long out-of-core sorts, only when stderr is a terminal
+  if (::isatty(2)) o.progress = [](std::string_view line) {  // long out-of-core sorts, on a terminal only
+    if (line.empty()) std::cerr << "\r\033[K";
+    else std::cerr << "\rtandem sort: " << line << "\033[K";
+  };
   if (!a.gpus.empty()) tandem::bitonic::set_default_gpus(a.gpus);
 
   // Unwritable or clashing destinations fail before anything is read or sorted; nothing is created yet.
@@ -121,6 +130,7 @@ int run_file(const Args& a) {
       throw tandem::UsageError("unsupported key type");
     }
   });
+  tandem::cli::print_notices(r);
   tandem::io::write_array(keys_out, t, keys.bytes.data(), keys.count);
   if (values) {
     tandem::io::write_array(*values_out, vt, values->bytes.data(), values->count);
@@ -159,6 +169,12 @@ const bool registered = tandem::cli::register_command({
       app.add_flag("--descending", a->descending, "Sort in descending order");
       app.add_option("--device", a->device, "auto, cpu, gpu or hybrid")->capture_default_str();
       app.add_option("--algorithm", a->algorithm, "auto, bitonic, radix or merge")->capture_default_str();
+      app.add_option("--memory", a->memory,
+                     "CPU sort memory: fast (a scratch copy: peak 2.0x the data), low (sorted in place with a "
+                     "scratch of at most 1/16: peak <= 1.07x, slower), auto (fast unless its scratch does not fit "
+                     "in free memory)")
+          ->check(CLI::IsMember({"auto", "fast", "low"}))
+          ->capture_default_str();
       app.add_option("--gpu-memory-limit", a->gpu_memory_limit, "Bytes of GPU memory the sort may use (0: what is free)")
           ->check(tandem::cli::in_range<std::uint64_t>(0, std::uint64_t{1} << 50));
       app.add_option("--gpu-sm-limit", a->gpu_sm_limit, "Bitonic: launch on at most this many SMs (0: all)")
@@ -168,14 +184,22 @@ const bool registered = tandem::cli::register_command({
           ->delimiter(',')
           ->check(tandem::cli::in_range(0, 1023));
       app.add_flag("--explain", a->explain, "Print what ran where, with the plan and the time of each stage");
+      app.footer(
+          "Peak memory (resident, over the input's size; the input is read straight into the sorted buffer):\n"
+          "  cpu-radix (--algorithm radix/auto on the CPU)  2.0x  (keys and values each get a scratch copy)\n"
+          "  cpu-comparison (--algorithm merge)             2.0x keys, 3.5x pairs\n"
+          "  cpu-in-place (--memory low)                    <= 1.07x (scratch at most 1/16 of keys and values)\n"
+          "  bitonic on the CPU                             2.0x keys, 2.5x pairs (padded to a power of two)\n"
+          "  gpu-pipeline                                   1.0x on the host; gpu-out-of-core 2.0x\n"
+          "Inputs that are not sized files (pipes, standard input) add up to 1.0x while they are read.");
       return [a] { return a->plan ? run_plan(*a) : run_file(*a); };
     }});
 
-// `tandem demo`: the hybrid bitonic plan for the seed's example, then a real sort. Without a GPU
+// `tandem demo`: the hybrid bitonic plan of the 16-element example (k = 0.6), then a real sort. Without a GPU
 // the plan is shown and the CPU path runs.
 const bool demo = tandem::cli::register_demo_part({30, "hybrid sort", [] {
   const auto example = tandem::bitonic::make_plan(16, 0.6, 'c');
-  std::cout << "seed example (16 elements, k = 0.6): policy c concurrent at " << example.concurrent_ranges()
+  std::cout << "example (16 elements, k = 0.6): policy c concurrent at " << example.concurrent_ranges()
             << "; policy b at " << tandem::bitonic::make_plan(16, 0.6, 'b').concurrent_ranges()
             << "; policy a at " << tandem::bitonic::make_plan(16, 0.6, 'a').concurrent_ranges() << '\n';
   const std::size_t n = tandem::gpu_count() > 0 ? (std::size_t{1} << 24) + 12345 : (std::size_t{1} << 20) + 12345;
@@ -210,8 +234,8 @@ const bool demo = tandem::cli::register_demo_part({30, "hybrid sort", [] {
   o.device = tandem::Device::auto_;
   run(o, "bitonic, k measured (the cost model picks the split)");
   o.device = tandem::Device::hybrid;
-  o.k = 0.6;
-  o.min_interior_run = 3;
+  o.bitonic.k = 0.6;
+  o.bitonic.min_interior_run = 3;
   run(o, "hybrid with k forced to 0.6 (policy c, min_interior_run 3)");
   return ok;
 }});

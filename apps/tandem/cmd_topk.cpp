@@ -7,10 +7,10 @@
 
 #include "command.hpp"
 #include "options.hpp"
-#include "tandem/device.hpp"
-#include "tandem/error.hpp"
-#include "tandem/format.hpp"
-#include "tandem/timing.hpp"
+#include "tandem/core/device.hpp"
+#include "tandem/core/error.hpp"
+#include "tandem/core/format.hpp"
+#include "tandem/core/timing.hpp"
 #include "tandem/topk.hpp"
 
 namespace {

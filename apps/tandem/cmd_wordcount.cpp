@@ -1,4 +1,4 @@
-// tandem wordcount: word frequencies of text files on the CPU or the GPU (MapReduce, seed 001).
+// tandem wordcount: word frequencies of text files on the CPU or the GPU (MapReduce).
 #include <iostream>
 #include <memory>
 
@@ -6,11 +6,11 @@
 
 #include "command.hpp"
 #include "options.hpp"
-#include "tandem/error.hpp"
-#include "tandem/format.hpp"
-#include "tandem/io.hpp"
+#include "tandem/core/error.hpp"
+#include "tandem/core/format.hpp"
+#include "tandem/core/io.hpp"
+#include "tandem/core/timing.hpp"
 #include "tandem/mapreduce.hpp"
-#include "tandem/timing.hpp"
 
 namespace {
 
@@ -52,6 +52,7 @@ const bool registered = tandem::cli::register_command({
         }
         const double read_s = w.seconds();
         auto r = tandem::mr::wordcount(std::string_view(text.data(), text.size()), o);
+        tandem::cli::print_notices(r.report);
         r.report.stages.insert(r.report.stages.begin(), {"read input", "cpu", read_s, tandem::human_bytes(text.size())});
         const std::size_t n = a->top ? std::min(a->top, r.words.size()) : r.words.size();
         auto& os = out.stream();

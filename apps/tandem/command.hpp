@@ -7,6 +7,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "tandem/core/report.hpp"
+
 namespace tandem::cli {
 
 // setup() adds options to the subcommand and returns the action to run once parsing succeeded.
@@ -34,5 +36,8 @@ struct DemoPart {
 
 bool register_demo_part(DemoPart p);
 const std::vector<DemoPart>& demo_parts();
+
+// Writes the report's notices (fallbacks the user should hear of) to stderr.
+void print_notices(const Report& r);
 
 }  // namespace tandem::cli

@@ -8,14 +8,16 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "command.hpp"
-#include "tandem/device.hpp"
-#include "tandem/format.hpp"
+#include "tandem/core/device.hpp"
+#include "tandem/core/format.hpp"
+#include "tandem/core/timing.hpp"
 #include "tandem/sort.hpp"
-#include "tandem/timing.hpp"
 #if TANDEM_HAS_CUDA
-#include "tandem/gpu.hpp"
+#include "tandem/cuda/buffers.hpp"
+#include "tandem/cuda/runtime.hpp"
 #endif
 
 namespace {
@@ -53,7 +55,7 @@ const bool demo = tandem::cli::register_demo_part({31, "host sort", [] {
   const double t_naive = w.seconds();
   const bool ok = ours == naive && std::is_sorted(ours.begin(), ours.end());
   std::cout << fmt::format("{} u32 keys from a std::vector: tandem::sort ({}) {}, naive ({}) {}: {:.1f}x; {}\n", n,
-                           r.details.value("path", "?"), tandem::human_seconds(t_ours), naive_name,
+                           r.details().value("path", "?"), tandem::human_seconds(t_ours), naive_name,
                            tandem::human_seconds(t_naive), t_naive / t_ours, ok ? "results match" : "RESULTS DIFFER");
   std::cout << r.explain();
   return ok;

@@ -4,10 +4,10 @@
 #include <fmt/format.h>
 
 #include "command.hpp"
-#include "tandem/csv.hpp"
-#include "tandem/error.hpp"
+#include "tandem/table/csv.hpp"
+#include "tandem/core/error.hpp"
 #include "tandem/groupby.hpp"
-#include "tandem/io.hpp"
+#include "tandem/core/io.hpp"
 
 namespace {
 

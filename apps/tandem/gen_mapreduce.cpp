@@ -7,11 +7,11 @@
 
 #include "command.hpp"
 #include "options.hpp"
-#include "tandem/error.hpp"
-#include "tandem/format.hpp"
-#include "tandem/io.hpp"
+#include "tandem/core/error.hpp"
+#include "tandem/core/format.hpp"
+#include "tandem/core/io.hpp"
+#include "tandem/core/timing.hpp"
 #include "tandem/mapreduce.hpp"
-#include "tandem/timing.hpp"
 
 namespace {
 

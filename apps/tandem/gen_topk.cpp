@@ -5,8 +5,8 @@
 
 #include "command.hpp"
 #include "options.hpp"
-#include "tandem/format.hpp"
-#include "tandem/timing.hpp"
+#include "tandem/core/format.hpp"
+#include "tandem/core/timing.hpp"
 #include "tandem/topk.hpp"
 
 namespace {

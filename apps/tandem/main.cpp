@@ -14,8 +14,9 @@
 #include <CLI/CLI.hpp>
 
 #include "command.hpp"
-#include "tandem/error.hpp"
-#include "tandem/io.hpp"
+#include "tandem/core/error.hpp"
+#include "tandem/core/io.hpp"
+#include "tandem/core/tune.hpp"
 
 namespace tandem::cli {
 
@@ -53,6 +54,10 @@ bool register_demo_part(DemoPart p) {
   return true;
 }
 const std::vector<DemoPart>& demo_parts() { return demo_list(); }
+
+void print_notices(const Report& r) {
+  for (const auto& n : r.notices) std::cerr << "tandem: notice: " << n << '\n';
+}
 
 }  // namespace tandem::cli
 
@@ -150,11 +155,14 @@ int run(int argc, char** argv) {
   } catch (const std::exception& e) {
     return report(e);
   }
+  int code = 0;
   try {
-    return action ? action() : 0;
+    code = action ? action() : 0;
   } catch (const std::exception& e) {
-    return report(e);
+    code = report(e);
   }
+  for (const auto& w : tandem::TuningCache::global().warnings()) std::cerr << "tandem: " << w << '\n';
+  return code;
 }
 
 }  // namespace

@@ -3,7 +3,7 @@
 #if TANDEM_HAS_CUDA
 #include <functional>
 
-#include "tandem/gpu.hpp"
+#include "tandem/cuda/stream.hpp"
 
 namespace tandem::bench {
 

@@ -6,8 +6,8 @@
 
 #include <fmt/format.h>
 
-#include "tandem/device.hpp"
-#include "tandem/format.hpp"
+#include "tandem/core/device.hpp"
+#include "tandem/core/format.hpp"
 
 namespace tandem::bench {
 

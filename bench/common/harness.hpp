@@ -16,7 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "tandem/timing.hpp"
+#include "tandem/core/timing.hpp"
 
 namespace tandem::bench {
 

@@ -15,9 +15,9 @@
 #include <string_view>
 #include <vector>
 
-#include "tandem/report.hpp"
+#include "tandem/core/report.hpp"
 #include "tandem/table.hpp"
-#include "tandem/types.hpp"
+#include "tandem/core/types.hpp"
 
 namespace tandem {
 

@@ -1,10 +1,10 @@
-// tandem::index — thread-index generation without division (seed 003).
+// tandem::index — thread-index generation without division.
 //
-//  * generator.hpp (host + device): index_of (div/mod), advance (the seed's add-and-carry step),
+//  * generator.hpp (host + device): index_of (div/mod), advance (the add-and-carry step),
 //    FastDivmod / MagicIndexer (magic division), CarryPlan / CarryIter (N-D strided walker),
 //    pack_layout / pack / unpack (bit-packed indices).
 //  * this header (host): checked constructors, a walker, the warp-at-a-time generator, packed
-//    tables, the cycle model of the seed's pipeline, the history cache, CPU reference kernels.
+//    tables, the cycle model of the generator's pipeline, the history cache, CPU reference kernels.
 //  * device.hpp (CUDA only): grid-stride carry iterator and packed-table reader for kernels.
 // Documentation: docs/index-generation.md.
 #pragma once
@@ -18,7 +18,7 @@
 #include <string_view>
 #include <vector>
 
-#include "tandem/error.hpp"
+#include "tandem/core/error.hpp"
 #include "tandem/index/generator.hpp"
 
 namespace tandem::index {
@@ -67,12 +67,12 @@ std::uint64_t walk(Dims3 d, std::uint64_t c, std::uint64_t start, F&& f) {
   return count;
 }
 
-// ---- warp-at-a-time generation [0193-0195] --------------------------------------------------
+// ---- warp-at-a-time generation ------------------------------------------------------------
 inline constexpr std::uint32_t kWarp = 32;
 
 // Calls emit(warp, lanes, count) for warp = 0, 1, ...: 32 indices per step. Warp 0 is built by
 // steps of 1 along the lanes; every later warp from the previous one by one step of 32 per lane
-// (32 independent adders, as the seed's generator). count < 32 only for the last warp.
+// (32 independent adders, as a hardware generator would). count < 32 only for the last warp.
 template <class F>
 std::uint64_t generate_warps(Dims3 d, F&& emit) {
   const std::uint64_t total = d.count();
@@ -98,7 +98,7 @@ std::uint64_t generate_warps(Dims3 d, F&& emit) {
   return warps;
 }
 
-// ---- packed tables [0159-0176, 0274-0276] ---------------------------------------------------
+// ---- packed tables -------------------------------------------------------------------------
 // One packed word per thread number, 16/32/64-bit words as pack_layout(dims) says.
 struct PackedTable {
   Dims3 dims{};
@@ -115,7 +115,7 @@ struct PackedTable {
 // Built by the warp generator (32-bit index mode).
 PackedTable build_packed_table(Dims3 d);
 
-// ---- cycle model of the seed's pipeline [0193-0195, 0269-0273] -------------------------------
+// ---- cycle model of a one-warp-per-cycle index generator -------------------------------------
 enum class GenMode { one_per_cycle, warp_per_cycle, all_at_once };
 std::string_view to_string(GenMode m);
 
@@ -136,11 +136,11 @@ struct PipelineReport {
 // core i i cycles later. threads >= 1, instructions >= 1 (UsageError otherwise).
 PipelineReport simulate_pipeline(std::uint64_t threads, std::uint32_t instructions, GenMode mode,
                                  std::uint32_t warp = kWarp);
-// The seed's Figure 9 as text: which (warp, instruction) each core runs in the first cycles.
+// The pipeline as text: which (warp, instruction) each core runs in the first cycles.
 std::string schedule_diagram(std::uint64_t threads, std::uint32_t instructions, GenMode mode, std::uint32_t cycles,
                              std::uint32_t warp = kWarp);
 
-// ---- history cache [0116, 0178-0191, 0203-0211] ---------------------------------------------
+// ---- history cache ---------------------------------------------------------------------------
 struct CacheOptions {
   std::size_t budget_bytes = std::size_t{64} << 20;  // memory for all stored tables together
   std::uint32_t dedicated_slots = 4;                 // addresses for frequently launched kernels
@@ -166,7 +166,7 @@ class HistoryCache {
   // Default factory: a host PackedTable from the warp generator.
   explicit HistoryCache(CacheOptions o = {}, Factory f = {});
 
-  // The seed's configuration filter: (address, dx, dy, dz) equal to what the address holds is a
+  // The configuration filter: (address, dx, dy, dz) equal to what the address holds is a
   // hit (the stored table is reused); otherwise the table is generated into that address.
   Result lookup(std::uint64_t address, Dims3 d);
   // Policy: counts the kernel's launches; a kernel launched hot_after times gets a dedicated

@@ -1,4 +1,4 @@
-// tandem::mr — MapReduce on the CPU and the GPU (seed 001: unified shared/global memory management).
+// tandem::mr — MapReduce on the CPU and the GPU (unified shared/global memory management).
 //
 // A job is a type with
 //   key_type, value_type
@@ -14,11 +14,10 @@
 // Shipped jobs: word count (words of text) and group-by (integer keys, numeric values).
 #pragma once
 #include <algorithm>
-#include <bit>
+#include <atomic>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
 #include <functional>
 #include <span>
 #include <string>
@@ -27,10 +26,11 @@
 #include <utility>
 #include <vector>
 
-#include "tandem/report.hpp"
-#include "tandem/types.hpp"
-
-#include "tandem/hd.hpp"
+#include "tandem/core/hash.hpp"
+#include "tandem/core/report.hpp"
+#include "tandem/core/types.hpp"
+#include "tandem/mapreduce/detail/local_table.hpp"
+#include "tandem/cuda/hd.hpp"
 
 namespace tandem::mr {
 
@@ -40,13 +40,13 @@ struct Options {
   Device device{Device::auto_};
   int threads{0};                      // CPU threads (0: default_threads())
   std::size_t cpu_table_limit{0};      // CPU: entries per thread-local table before it spills (0: none)
-  // GPU (seed 001). All 0/-1: chosen by the tuner and cached.
+  // GPU. All 0/-1: chosen by the tuner and cached.
   int blocks{0};                       // Bs
   int block_threads{0};                // N (multiple of 32)
   double sample_fraction{-1};          // p, in [0, 1)
   double hot_fraction{-1};             // share of the sampled distinct keys preloaded as hot (0.05..0.10)
   bool hot_keys{true};                 // false: no shared-memory pool at all (the "off" case)
-  // Global tier: per-block global tables (the seed), or cold keys straight into the global result
+  // Global tier: per-block global tables, or cold keys straight into the global result
   // table ("direct"). auto_: the tuner measures both on the first job of a problem class and
   // caches the winner (TuningCache, op "mapreduce.tables"); without tuning, direct.
   enum class Tables { auto_, block, direct };
@@ -55,10 +55,10 @@ struct Options {
   std::size_t block_pool_entries{0};   // gm_pool entries per block (0: from the sampling estimate)
   std::size_t spill_entries{0};        // global spill list; hash: overflow list (0: sized from the input)
   std::size_t result_entries{0};       // initial global result pool; hash: table slots (0: from the sample)
-  // Group-by engine: the seed's (chained per-block tables, sm_pool with mem_flag; also the only
-  // engine for word count) or the open-addressing hash path (integer keys, hot keys in a shared
+  // Group-by engine: chained (per-block chained tables, hot keys in a shared-memory pool with
+  // mem_flag; also the only engine for word count) or the open-addressing hash path (integer keys, hot keys in a shared
   // open-addressing table, key and aggregate in one global slot). auto_: hash for group-by.
-  enum class Mode { auto_, seed, hash };
+  enum class Mode { auto_, chained, hash };
   Mode mode{Mode::auto_};
   // Hash path: when every sampled key is hot and there are at most 1,024 of them, place them in
   // the shared table by two-choice (cuckoo) hashing: two fixed slots per key, no probe loop.
@@ -95,7 +95,7 @@ struct EngineStats {
   std::size_t shared_entries{0}, block_pool_entries{0}, spill_entries{0};
   bool block_tables{true}, hot_path{true};
   // hash path
-  std::string engine{"seed"};          // "seed" or "hash"
+  std::string engine{"chained"};       // "chained" or "hash"
   std::uint64_t sampled_distinct{0};   // distinct keys in the sample
   std::uint64_t distinct_estimate{0};  // Chao1 estimate from the sample (a lower bound)
   std::uint64_t distinct_upper{0};     // Good-Turing upper bound (the table is sized between the two)
@@ -111,39 +111,7 @@ struct EngineStats {
 };
 
 // ---------------------------------------------------------------------------------------------
-// Hashing (same function on both sides so tests can reason about buckets).
-TANDEM_HD std::uint64_t mix64(std::uint64_t x) {
-  x ^= x >> 33;
-  x *= 0xff51afd7ed558ccdULL;
-  x ^= x >> 33;
-  x *= 0xc4ceb9fe1a85ec53ULL;
-  x ^= x >> 33;
-  return x;
-}
-
-// murmur3's 32-bit finaliser: the hash group-by's global-table slots and cold-key partitions.
-TANDEM_HD std::uint32_t fmix32(std::uint32_t x) {
-  x ^= x >> 16;
-  x *= 0x85ebca6bu;
-  x ^= x >> 13;
-  x *= 0xc2b2ae35u;
-  x ^= x >> 16;
-  return x;
-}
-
-TANDEM_HD std::uint64_t hash_bytes(const char* p, std::size_t n) {
-  std::uint64_t h = 0x9E3779B97F4A7C15ULL ^ n;
-  std::size_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    std::uint64_t w;
-    std::memcpy(&w, p + i, 8);
-    h = mix64(h ^ w) + 0x9E3779B97F4A7C15ULL;
-  }
-  std::uint64_t w = 0;
-  for (std::size_t j = 0; i + j < n; ++j) w |= std::uint64_t(static_cast<unsigned char>(p[i + j])) << (8 * j);
-  return mix64(h ^ w);
-}
-
+// The CPU engine's key hash (tandem/core/hash.hpp's functions, the same on the GPU).
 template <class K>
 struct Hash {
   TANDEM_HD std::uint64_t operator()(const K& k) const {
@@ -294,70 +262,6 @@ struct WordCountCpuJob {
 // ---------------------------------------------------------------------------------------------
 // CPU engine.
 
-// Open-addressing table with linear probing (power-of-two capacity, load <= 1/2).
-template <class K, class V, class H = Hash<K>>
-class LocalTable {
- public:
-  explicit LocalTable(std::size_t expected = 16) { rehash(std::max<std::size_t>(16, std::bit_ceil(expected * 2))); }
-
-  template <class R>
-  void upsert(const K& k, const V& v, std::uint64_t h, R&& reduce) {
-    std::size_t i = h & mask_;
-    while (used_[i]) {
-      if (hashes_[i] == h && keys_[i] == k) {
-        reduce(vals_[i], v);
-        return;
-      }
-      i = (i + 1) & mask_;
-    }
-    used_[i] = 1;
-    hashes_[i] = h;
-    keys_[i] = k;
-    vals_[i] = v;
-    if (++size_ * 2 > keys_.size()) rehash(keys_.size() * 2);
-  }
-  std::size_t size() const { return size_; }
-  template <class F>
-  void for_each(F&& f) const {
-    for (std::size_t i = 0; i < keys_.size(); ++i)
-      if (used_[i]) f(keys_[i], vals_[i], hashes_[i]);
-  }
-  void clear() {
-    std::fill(used_.begin(), used_.end(), 0);
-    size_ = 0;
-  }
-
- private:
-  void rehash(std::size_t cap) {
-    std::vector<K> k(cap);
-    std::vector<V> v(cap);
-    std::vector<std::uint64_t> h(cap);
-    std::vector<unsigned char> u(cap, 0);
-    const std::size_t m = cap - 1;
-    for (std::size_t i = 0; i < keys_.size(); ++i) {
-      if (!used_[i]) continue;
-      std::size_t j = hashes_[i] & m;
-      while (u[j]) j = (j + 1) & m;
-      u[j] = 1;
-      k[j] = std::move(keys_[i]);
-      v[j] = std::move(vals_[i]);
-      h[j] = hashes_[i];
-    }
-    keys_.swap(k);
-    vals_.swap(v);
-    hashes_.swap(h);
-    used_.swap(u);
-    mask_ = m;
-  }
-
-  std::vector<K> keys_;
-  std::vector<V> vals_;
-  std::vector<std::uint64_t> hashes_;
-  std::vector<unsigned char> used_;
-  std::size_t mask_{0};
-  std::size_t size_{0};
-};
-
 struct CpuStats {
   int threads{1};
   std::uint64_t pairs{0};      // pairs emitted by map
@@ -378,8 +282,10 @@ constexpr std::size_t fixed_order_block(std::size_t records) {
 
 int cpu_threads(const Options& o);  // o.threads or default_threads()
 namespace detail {
-int omp_thread_num();  // omp_get_thread_num() (0 without OpenMP)
-}
+// Runs body(t) on `threads` CPU threads at once, t = 0 .. threads - 1, and returns when all are
+// done (an OpenMP parallel region, in the library).
+void run_threads(int threads, const std::function<void(int)>& body);
+}  // namespace detail
 
 // Runs `job` over records [0, records) on CPU threads; returns one (key, value) per distinct key,
 // in no particular order.
@@ -405,18 +311,17 @@ std::vector<std::pair<typename Job::key_type, typename Job::value_type>> cpu_map
   std::vector<std::vector<std::vector<std::pair<Pair, std::uint64_t>>>> parts(S, std::vector<std::vector<std::pair<Pair, std::uint64_t>>>(P));
   std::vector<std::uint64_t> pairs(T, 0), spills(T, 0), spilled(T, 0);
 
-#pragma omp parallel num_threads(T)
-  {
-    const int t = detail::omp_thread_num();
+  const std::int64_t groups = static_cast<std::int64_t>(grains);
+  std::atomic<std::int64_t> next_group{0};  // grains are handed out one at a time
+  detail::run_threads(T, [&](int t) {
     std::uint64_t my_pairs = 0;  // a local count: pairs[t] of neighbouring threads share a cache line
     std::size_t src = std::size_t(t);
-    LocalTable<K, V> table(limit ? limit : 1024);
+    detail::LocalTable<K, V> table(limit ? limit : 1024);
     auto drain = [&] {
       table.for_each([&](const K& k, const V& v, std::uint64_t h) { parts[src][(h >> 40) % P].push_back({{k, v}, h}); });
       table.clear();
     };
-#pragma omp for schedule(dynamic, 1)
-    for (std::int64_t g = 0; g < static_cast<std::int64_t>(grains); ++g) {
+    for (std::int64_t g = next_group++; g < groups; g = next_group++) {
       if constexpr (kFixed) src = std::size_t(g);
       const std::size_t b = std::size_t(g) * grain, e = std::min(records, b + grain);
       for (std::size_t i = b; i < e; ++i) {
@@ -434,19 +339,21 @@ std::vector<std::pair<typename Job::key_type, typename Job::value_type>> cpu_map
     }
     if constexpr (!kFixed) drain();
     pairs[t] = my_pairs;
-  }
+  });
   // Partitioned merge: partition p reduces every source's entries of p, sources in order.
   std::vector<std::vector<Pair>> merged(P);
-#pragma omp parallel for num_threads(T) schedule(dynamic, 1)
-  for (int p = 0; p < P; ++p) {
-    std::size_t n = 0;
-    for (std::size_t s = 0; s < S; ++s) n += parts[s][p].size();
-    LocalTable<K, V> table(n / 2 + 1);
-    for (std::size_t s = 0; s < S; ++s)
-      for (const auto& [kv, h] : parts[s][p]) table.upsert(kv.first, kv.second, h, reducer);
-    merged[p].reserve(table.size());
-    table.for_each([&](const K& k, const V& v, std::uint64_t) { merged[p].emplace_back(k, v); });
-  }
+  std::atomic<int> next_part{0};
+  detail::run_threads(T, [&](int) {
+    for (int p = next_part++; p < P; p = next_part++) {
+      std::size_t n = 0;
+      for (std::size_t s = 0; s < S; ++s) n += parts[s][p].size();
+      detail::LocalTable<K, V> table(n / 2 + 1);
+      for (std::size_t s = 0; s < S; ++s)
+        for (const auto& [kv, h] : parts[s][p]) table.upsert(kv.first, kv.second, h, reducer);
+      merged[p].reserve(table.size());
+      table.for_each([&](const K& k, const V& v, std::uint64_t) { merged[p].emplace_back(k, v); });
+    }
+  });
   std::vector<Pair> out;
   std::size_t total = 0;
   for (auto& m : merged) total += m.size();
@@ -521,17 +428,10 @@ void write_groupby_csv(std::ostream& os, const GroupBy& g, const std::vector<Agg
 // n Zipf-distributed ranks in [0, distinct): P(rank r) ~ 1/(r+1)^exponent (exponent 0: uniform).
 // Deterministic for a seed, whatever the thread count.
 std::vector<std::uint64_t> zipf_ranks(std::size_t n, std::uint64_t distinct, double exponent, std::uint64_t seed);
-// Ranks turned into keys scattered over the key range by a bijection (rank 0 is not key 0).
+// Ranks turned into keys scattered over the key range by a bijection, scatter32 (rank 0 is not
+// key 0).
 std::vector<std::uint32_t> zipf_keys_u32(std::size_t n, std::uint64_t distinct, double exponent, std::uint64_t seed);
 std::vector<std::uint64_t> zipf_keys_u64(std::size_t n, std::uint64_t distinct, double exponent, std::uint64_t seed);
-TANDEM_HD std::uint32_t scatter32(std::uint32_t x) {  // a bijection on 32 bits
-  x ^= x >> 16;
-  x *= 0x7feb352dU;
-  x ^= x >> 15;
-  x *= 0x846ca68bU;
-  x ^= x >> 16;
-  return x;
-}
 // A vocabulary of `words` distinct pseudo-words (lengths 1..14, every 101st word 40..60 bytes long)
 // and ~`bytes` of text drawing them Zipf(exponent), separated by spaces, punctuation and newlines.
 std::vector<std::string> make_vocabulary(std::size_t words, std::uint64_t seed);

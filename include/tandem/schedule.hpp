@@ -1,4 +1,4 @@
-// Block schedules: the order in which the thread blocks of a 2D grid run (seed 002).
+// Block schedules: the order in which the thread blocks of a 2D grid run.
 //
 // A schedule maps the launch position p (0..W*H-1) of a block to the logical block (x, y) it works
 // on. Kernels launched through the schedule launcher (tandem/schedule/launch.cuh) read their
@@ -23,7 +23,7 @@
 #include <string>
 #include <vector>
 
-#include "tandem/hd.hpp"
+#include "tandem/cuda/hd.hpp"
 
 namespace tandem::schedule {
 

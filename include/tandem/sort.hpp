@@ -4,15 +4,16 @@
 // values u32 or u64 carried with their keys. `algorithm = auto_` picks from measured costs:
 // device radix sort (CUB) with staged, overlapped copies for host data that fits on the GPU,
 // a parallel host MSD partition into GPU-sized pieces (no merge) for data larger than the GPU,
-// a parallel CPU sort without a GPU, and the hybrid CPU+GPU bitonic sort (seed 000) when asked
+// a parallel CPU sort without a GPU, and the hybrid CPU+GPU bitonic sort when asked
 // for.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string_view>
 
-#include "tandem/report.hpp"
-#include "tandem/types.hpp"
+#include "tandem/core/report.hpp"
+#include "tandem/core/types.hpp"
 
 namespace tandem {
 
@@ -20,18 +21,34 @@ enum class SortAlgorithm { auto_, bitonic, radix, merge };
 SortAlgorithm parse_sort_algorithm(std::string_view name);  // throws UsageError
 std::string_view to_string(SortAlgorithm a);
 
+// How much memory the CPU sort may use beside the data. fast: the out-of-place radix (or merge)
+// sort, a scratch copy of the data (2x the data at the peak); low: a scratch of at most 1/16 of
+// the data (keys and values), so at most ~1.07x at the peak: keys sorted in place by a parallel
+// MSD radix sort, pairs stably by radix-sorted blocks merged in place; auto: fast, unless its
+// scratch would not fit in the memory available, then low.
+enum class SortMemory { auto_, fast, low };
+SortMemory parse_sort_memory(std::string_view name);  // "auto", "fast", "low"; throws UsageError
+std::string_view to_string(SortMemory m);
+
+// What only the hybrid bitonic sort reads (algorithm = bitonic or device = hybrid).
+struct BitonicOptions {
+  char policy{'c'};           // CPU share policy 'a', 'b' or 'c'
+  int min_interior_run{-1};   // -1: the cost model decides gather vs concurrent
+  double k{-1};               // CPU/GPU capability ratio; < 0: measured and cached
+  int gpu_sm_limit{0};        // launch on at most this many SMs (0: all)
+};
+
 struct SortOptions {
   SortAlgorithm algorithm{SortAlgorithm::auto_};
   Device device{Device::auto_};
   bool descending{false};
   std::uint64_t gpu_memory_limit{0};  // bytes of GPU memory the sort may use; 0: what is free
-  int gpu_sm_limit{0};                // bitonic: launch on at most this many SMs (0: all)
   int threads{0};                     // CPU threads; 0: default_threads()
-  // Hybrid bitonic (seed 000)
-  char policy{'c'};                   // CPU share policy 'a', 'b' or 'c'
-  int min_interior_run{-1};           // -1: the cost model decides gather vs concurrent
-  double k{-1};                       // CPU/GPU capability ratio; < 0: measured and cached
-  bool progress{false};               // progress line on stderr for long sorts
+  SortMemory memory{SortMemory::auto_};  // CPU paths: out-of-place scratch or in place (above)
+  BitonicOptions bitonic;
+  // Called with a status line now and then during long (out-of-core) sorts, and with an empty
+  // line when the sort is done. The library prints nothing itself.
+  std::function<void(std::string_view)> progress;
 };
 
 // Sorts keys in place. The Report says which path ran, why, and the time of each stage.
@@ -44,7 +61,7 @@ template <class K, class V>
 Report sort_pairs(std::span<K> keys, std::span<V> values, const SortOptions& opts = {});
 
 // The paths tandem::sort can take for host data, as the Report names them.
-enum class SortPath { cpu_radix, cpu_comparison, gpu_pipeline, gpu_out_of_core, bitonic };
+enum class SortPath { cpu_radix, cpu_comparison, cpu_in_place, gpu_pipeline, gpu_out_of_core, bitonic };
 std::string_view to_string(SortPath p);
 
 }  // namespace tandem

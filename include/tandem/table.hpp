@@ -13,7 +13,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "tandem/types.hpp"
+#include "tandem/core/types.hpp"
 
 namespace tandem {
 

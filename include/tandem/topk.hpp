@@ -1,4 +1,4 @@
-// tandem::topk: the k best objects under a monotone aggregate of n ranked lists (seed 004).
+// tandem::topk: the k best objects under a monotone aggregate of n ranked lists.
 //
 // Input: n lists (1 <= n <= 64) over m objects; each list holds the (id, score) pairs of all m
 // objects sorted by score descending. Output: the k best objects with their exact aggregate scores,
@@ -19,8 +19,8 @@
 #include <string_view>
 #include <vector>
 
-#include "tandem/report.hpp"
-#include "tandem/types.hpp"
+#include "tandem/core/report.hpp"
+#include "tandem/core/types.hpp"
 
 namespace tandem::topk {
 
@@ -159,6 +159,9 @@ Estimate estimate_overlap(const Lists& lists);
 // Lists resident on the GPU plus reusable work buffers. Only usable in CUDA builds; upload()
 // throws NoDeviceError otherwise. Managed memory is requested only when cudaMemGetInfo says
 // that much is free (OutOfMemoryError otherwise).
+namespace detail {
+struct DeviceListsAccess;  // the GPU paths' way to the state (src/topk/internal.hpp)
+}
 class DeviceLists {
  public:
   struct Impl;
@@ -166,12 +169,12 @@ class DeviceLists {
   ~DeviceLists();
   DeviceLists(const DeviceLists&) = delete;
   DeviceLists& operator=(const DeviceLists&) = delete;
-  Impl& impl() { return *impl_; }
   std::uint32_t n() const;
   std::uint64_t m() const;
   Memory memory() const;
 
  private:
+  friend struct detail::DeviceListsAccess;
   std::unique_ptr<Impl> impl_;
 };
 

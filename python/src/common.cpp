@@ -5,7 +5,7 @@
 
 #include <fmt/format.h>
 
-#include "tandem/error.hpp"
+#include "tandem/core/error.hpp"
 
 namespace tandem::python {
 

@@ -11,7 +11,7 @@
 #include <string_view>
 #include <type_traits>
 
-#include "tandem/types.hpp"
+#include "tandem/core/types.hpp"
 
 namespace py = pybind11;
 

@@ -1,10 +1,10 @@
-// tandem.read_csv, and CSV paths for tandem.groupby: tandem::read_csv (include/tandem/csv.hpp).
+// tandem.read_csv, and CSV paths for tandem.groupby: tandem::read_csv (include/tandem/table/csv.hpp).
 // Bound only when the library has the CSV reader; the package says so otherwise.
 #include "common.hpp"
 #include "table.hpp"
 
-#if __has_include("tandem/csv.hpp")
-#include "tandem/csv.hpp"
+#if __has_include("tandem/table/csv.hpp")
+#include "tandem/table/csv.hpp"
 
 namespace tandem::python {
 

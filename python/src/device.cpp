@@ -5,9 +5,12 @@
 
 #if TANDEM_HAS_CUDA
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "device.hpp"
-#include "tandem/gpu.hpp"
+#include "tandem/cuda/buffers.hpp"
+#include "tandem/cuda/runtime.hpp"
+#include "tandem/cuda/stream.hpp"
 #include "tandem/sort.hpp"
 #endif
 
@@ -32,8 +35,8 @@ Report queued(std::string operation, std::size_t n, DType t, int device, std::ui
   r.operation = std::move(operation);
   r.note(fmt::format("{} {} elements on gpu{} (CUB radix sort), queued on stream {:#x}: no host synchronisation", to_string(t),
                      n, device, stream));
-  r.details["device"] = device;
-  r.details["stream"] = stream;
+  r.details()["device"] = device;
+  r.details()["stream"] = stream;
   return r;
 }
 

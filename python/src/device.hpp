@@ -8,8 +8,8 @@
 #include <cstdint>
 #include <functional>
 
-#include "tandem/report.hpp"
-#include "tandem/types.hpp"
+#include "tandem/core/report.hpp"
+#include "tandem/core/types.hpp"
 
 namespace tandem::python {
 

@@ -9,7 +9,9 @@
 #include <string>
 
 #include "device.hpp"
-#include "tandem/gpu.hpp"
+#include "tandem/cuda/buffers.hpp"
+#include "tandem/cuda/runtime.hpp"
+#include "tandem/cuda/stream.hpp"
 #include "mapreduce/gpu_jobs.hpp"
 #include "tandem/sort.hpp"
 

@@ -8,7 +8,9 @@
 
 #include "device.hpp"
 #include "nan_order.hpp"
-#include "tandem/gpu.hpp"
+#include "tandem/cuda/buffers.hpp"
+#include "tandem/cuda/runtime.hpp"
+#include "tandem/cuda/stream.hpp"
 
 namespace tandem::python {
 namespace {

@@ -2,7 +2,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common.hpp"
-#include "tandem/device.hpp"
+#include "tandem/core/device.hpp"
 
 namespace tandem::python {
 

@@ -10,7 +10,7 @@
 #include <span>
 #include <type_traits>
 
-#include "tandem/hd.hpp"
+#include "tandem/cuda/hd.hpp"
 
 namespace tandem::python {
 

@@ -1,7 +1,8 @@
 // tandem.Report: what an operation ran where, how long each stage took, and why.
+#include <nlohmann/json.hpp>
 
 #include "common.hpp"
-#include "tandem/report.hpp"
+#include "tandem/core/report.hpp"
 
 namespace tandem::python {
 
@@ -20,7 +21,7 @@ void bind_report(py::module_& m) {
       .def_readonly("stages", &Report::stages)
       .def_readonly("notes", &Report::notes)
       .def_property_readonly("details",
-                             [](const Report& r) { return py::module_::import("json").attr("loads")(r.details.dump()); })
+                             [](const Report& r) { return py::module_::import("json").attr("loads")(r.details().dump()); })
       .def_property_readonly("total_seconds", &Report::total_seconds)
       .def("to_dict", [](const Report& r) { return py::module_::import("json").attr("loads")(r.to_json().dump()); })
       .def("explain", &Report::explain, "A readable table of the stages and the notes.")

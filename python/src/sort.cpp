@@ -7,9 +7,9 @@
 
 #include "common.hpp"
 #include "nan_order.hpp"
-#include "tandem/parallel.hpp"
+#include "tandem/core/parallel.hpp"
 #include "tandem/sort.hpp"
-#include "tandem/timing.hpp"
+#include "tandem/core/timing.hpp"
 
 namespace tandem::python {
 namespace {
@@ -75,7 +75,7 @@ py::object sort_copy(const py::array& a, bool descending, std::string_view devic
   py::array out(a.dtype(), {static_cast<py::ssize_t>(v.size)}, {});
   if (v.size) std::memcpy(out.mutable_data(), v.data, v.size * static_cast<std::size_t>(a.itemsize()));
   Report r = sort_array(out, descending, device, threads, nan_last);
-  if (!explain) return std::move(out);
+  if (!explain) return out;
   return py::make_tuple(std::move(out), std::move(r));
 }
 

@@ -2,7 +2,7 @@
 #include <fmt/format.h>
 
 #include "common.hpp"
-#include "tandem/timing.hpp"
+#include "tandem/core/timing.hpp"
 #include "tandem/topk.hpp"
 
 namespace tandem::python {

@@ -1,13 +1,14 @@
 // tandem.wordcount: word frequencies of bytes in memory (used in place) or of files.
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include <string>
 #include <vector>
 
 #include "common.hpp"
-#include "tandem/io.hpp"
+#include "tandem/core/io.hpp"
 #include "tandem/mapreduce.hpp"
-#include "tandem/timing.hpp"
+#include "tandem/core/timing.hpp"
 
 namespace tandem::python {
 namespace {
@@ -40,8 +41,8 @@ py::tuple result(mr::WordCount& r, std::size_t top) {
     objs[i] = s;
     c[i] = static_cast<std::int64_t>(k);
   }
-  r.report.details["total_words"] = r.total_words;
-  r.report.details["distinct_words"] = r.words.size();
+  r.report.details()["total_words"] = r.total_words;
+  r.report.details()["distinct_words"] = r.words.size();
   return py::make_tuple(words, counts, std::move(r.report));
 }
 

@@ -205,7 +205,7 @@ def _host_groupby(columns, by, aggs, device, threads, explain):
 def _csv_columns(path, schema, delimiter, threads):
     if not hasattr(_tandem, "_read_csv"):
         raise NotImplementedError(
-            f"'{os.fspath(path)}': reading CSV files needs tandem::read_csv (include/tandem/csv.hpp), which this "
+            f"'{os.fspath(path)}': reading CSV files needs tandem::read_csv (include/tandem/table/csv.hpp), which this "
             "build of tandem does not have; read the file with pandas.read_csv and pass the DataFrame")
     if isinstance(schema, Mapping):
         schema = ",".join(f"{name}:{kind}" for name, kind in schema.items())

@@ -14,8 +14,8 @@
 
 #include <fmt/format.h>
 
-#include "tandem/error.hpp"
-#include "tandem/io.hpp"
+#include "tandem/core/error.hpp"
+#include "tandem/core/io.hpp"
 
 namespace tandem::io {
 namespace {

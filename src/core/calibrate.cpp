@@ -1,4 +1,4 @@
-#include "tandem/calibrate.hpp"
+#include "tandem/core/calibrate.hpp"
 
 #include <cstring>
 #include <thread>
@@ -8,13 +8,16 @@
 
 #include <nlohmann/json.hpp>
 
-#include "tandem/device.hpp"
-#include "tandem/format.hpp"
-#include "tandem/parallel.hpp"
-#include "tandem/timing.hpp"
-#include "tandem/tune.hpp"
+#include "tandem/core/device.hpp"
+#include "tandem/core/format.hpp"
+#include "tandem/core/parallel.hpp"
+#include "tandem/core/timing.hpp"
+#include "tandem/core/tune.hpp"
 #if TANDEM_HAS_CUDA
-#include "tandem/gpu.hpp"
+#include "core/calibrate_kernels.hpp"
+#include "tandem/cuda/buffers.hpp"
+#include "tandem/cuda/runtime.hpp"
+#include "tandem/cuda/stream.hpp"
 #endif
 
 namespace tandem {

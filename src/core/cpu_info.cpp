@@ -1,12 +1,15 @@
 // CPU topology through hwloc; the x86 feature bits through the compiler's cpuid helpers.
 #include <hwloc.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <thread>
 
-#include "tandem/device.hpp"
+#include "tandem/core/device.hpp"
 
 namespace tandem {
 namespace {
@@ -79,6 +82,36 @@ CpuInfo cpu_info() {
   static CpuInfo info;
   std::call_once(once, [] { info = probe(); });
   return info;
+}
+
+namespace {
+
+// The number after `key` in a file of "key value" lines (kB units for /proc/meminfo), or 0.
+std::uint64_t read_field(const char* path, const std::string& key) {
+  std::ifstream in(path);
+  std::string k;
+  std::uint64_t v = 0;
+  while (in >> k >> v) {
+    if (k == key) return v;
+    in.ignore(std::numeric_limits<std::streamsize>::max(), '\n');
+  }
+  return 0;
+}
+
+// Room under a cgroup v2 limit of this process's view ("max": none), or 0 when there is none.
+std::uint64_t cgroup_room() {
+  std::ifstream max_file("/sys/fs/cgroup/memory.max"), current_file("/sys/fs/cgroup/memory.current");
+  std::uint64_t max = 0, current = 0;
+  if (!(max_file >> max) || !(current_file >> current)) return 0;  // no limit, or no cgroup v2
+  return max > current ? max - current : 1;
+}
+
+}  // namespace
+
+std::uint64_t available_host_memory() {
+  std::uint64_t bytes = read_field("/proc/meminfo", "MemAvailable:") * 1024;
+  if (const std::uint64_t room = cgroup_room(); room > 0) bytes = bytes == 0 ? room : std::min(bytes, room);
+  return bytes;
 }
 
 std::string cpu_key() {

@@ -3,8 +3,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "tandem/device.hpp"
-#include "tandem/format.hpp"
+#include "tandem/core/device.hpp"
+#include "tandem/core/format.hpp"
 
 namespace tandem {
 

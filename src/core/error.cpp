@@ -1,4 +1,4 @@
-#include "tandem/error.hpp"
+#include "tandem/core/error.hpp"
 
 namespace tandem {
 

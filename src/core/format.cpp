@@ -1,4 +1,4 @@
-#include "tandem/format.hpp"
+#include "tandem/core/format.hpp"
 
 #include <cmath>
 

@@ -1,10 +1,12 @@
 #include <cstdio>
 #if TANDEM_HAS_CUDA
-#include "tandem/gpu.hpp"
+#include "tandem/cuda/buffers.hpp"
+#include "tandem/cuda/runtime.hpp"
+#include "tandem/cuda/stream.hpp"
 
 #include <fmt/format.h>
 
-#include "tandem/device.hpp"
+#include "tandem/core/device.hpp"
 
 namespace tandem::gpu {
 

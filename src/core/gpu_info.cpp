@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-#include "tandem/device.hpp"
+#include "tandem/core/device.hpp"
 #if TANDEM_HAS_CUDA
 #include <cuda_runtime_api.h>
 #endif

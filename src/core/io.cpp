@@ -1,6 +1,6 @@
 // Reading raw and .npy arrays from any input (sized files read in place, streams to their end),
 // the .npy header parser, and writing arrays through AtomicOutput (atomic_output.cpp).
-#include "tandem/io.hpp"
+#include "tandem/core/io.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -14,8 +14,8 @@
 
 #include <fmt/format.h>
 
-#include "tandem/error.hpp"
-#include "tandem/format.hpp"
+#include "tandem/core/error.hpp"
+#include "tandem/core/format.hpp"
 
 namespace tandem::io {
 namespace {

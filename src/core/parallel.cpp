@@ -1,4 +1,4 @@
-#include "tandem/parallel.hpp"
+#include "tandem/core/parallel.hpp"
 
 #include <omp.h>
 
@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "tandem/device.hpp"
+#include "tandem/core/device.hpp"
 
 namespace tandem {
 

@@ -1,4 +1,4 @@
-#include "tandem/timing.hpp"
+#include "tandem/core/timing.hpp"
 
 #include <algorithm>
 #include <numeric>

@@ -1,4 +1,4 @@
-#include "tandem/transfer.hpp"
+#include "tandem/core/transfer.hpp"
 
 #include <algorithm>
 #include <memory>
@@ -7,11 +7,13 @@
 
 #include <nlohmann/json.hpp>
 
-#include "tandem/device.hpp"
-#include "tandem/parallel.hpp"
-#include "tandem/tune.hpp"
+#include "tandem/core/device.hpp"
+#include "tandem/core/parallel.hpp"
+#include "tandem/core/tune.hpp"
 #if TANDEM_HAS_CUDA
-#include "tandem/gpu.hpp"
+#include "tandem/cuda/buffers.hpp"
+#include "tandem/cuda/runtime.hpp"
+#include "tandem/cuda/stream.hpp"
 #endif
 
 namespace tandem {

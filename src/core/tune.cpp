@@ -1,4 +1,4 @@
-#include "tandem/tune.hpp"
+#include "tandem/core/tune.hpp"
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -14,9 +14,10 @@
 #include <random>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
-#include "tandem/error.hpp"
-#include "tandem/format.hpp"
+#include "tandem/core/error.hpp"
+#include "tandem/core/format.hpp"
 
 namespace tandem {
 

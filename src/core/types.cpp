@@ -1,11 +1,11 @@
-#include "tandem/types.hpp"
+#include "tandem/core/types.hpp"
 
 #include <array>
 #include <utility>
 
 #include <fmt/format.h>
 
-#include "tandem/error.hpp"
+#include "tandem/core/error.hpp"
 
 namespace tandem {
 namespace {

@@ -14,7 +14,7 @@
 
 #include "groupby/cpu_output.hpp"
 #include "groupby/cpu_scratch.hpp"
-#include "tandem/error.hpp"
+#include "tandem/core/error.hpp"
 #include "tandem/groupby.hpp"
 #include "tandem/table.hpp"
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <map>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -12,8 +13,8 @@
 #include "groupby/cpu_plan.hpp"
 #include "groupby/ops/count_rows.hpp"
 #include "groupby/ops/registry.hpp"
-#include "tandem/error.hpp"
-#include "tandem/timing.hpp"
+#include "tandem/core/error.hpp"
+#include "tandem/core/timing.hpp"
 
 namespace tandem::cpu_groupby {
 namespace {

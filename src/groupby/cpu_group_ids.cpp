@@ -2,8 +2,8 @@
 #include <fmt/format.h>
 
 #include "groupby/cpu_keys.hpp"
-#include "tandem/error.hpp"
-#include "tandem/timing.hpp"
+#include "tandem/core/error.hpp"
+#include "tandem/core/timing.hpp"
 
 namespace tandem::cpu_groupby {
 namespace {

@@ -16,7 +16,7 @@ namespace tandem::cpu_groupby {
 namespace {
 
 struct Hash64 {
-  std::uint64_t operator()(std::uint64_t k) const { return mr::mix64(k); }
+  std::uint64_t operator()(std::uint64_t k) const { return mix64(k); }
 };
 
 // A string of at most 15 bytes packed into 16: bytes 0-7 big-endian in hi, bytes 8-14 in the
@@ -31,7 +31,7 @@ struct ShortKeyLess {
   bool operator()(const ShortKey& a, const ShortKey& b) const { return a.hi != b.hi ? a.hi < b.hi : a.lo < b.lo; }
 };
 struct ShortKeyHash {
-  std::uint64_t operator()(const ShortKey& k) const { return mr::mix64(k.hi * 0x9E3779B97F4A7C15ull ^ k.lo); }
+  std::uint64_t operator()(const ShortKey& k) const { return mix64(k.hi * 0x9E3779B97F4A7C15ull ^ k.lo); }
 };
 constexpr std::size_t kShortMax = 15;
 
@@ -181,7 +181,7 @@ std::unique_ptr<KeyColumn> encode_strings(const Column& c, int threads, Present 
                                  std::move(arena));
   }
   struct ViewHash {
-    std::uint64_t operator()(std::string_view s) const { return mr::hash_bytes(s.data(), s.size()); }
+    std::uint64_t operator()(std::string_view s) const { return hash_bytes(s.data(), s.size()); }
   };
   auto g = encode_dictionary<std::string_view, ViewHash>(
       n, threads, [&](std::size_t i) { return c.string(i); }, present, std::less<std::string_view>{}, codes);

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "groupby/cpu_dictionary.hpp"
-#include "tandem/report.hpp"
+#include "tandem/core/report.hpp"
 #include "tandem/table.hpp"
 
 namespace tandem::cpu_groupby {

@@ -7,7 +7,7 @@
 
 #include <fmt/format.h>
 
-#include "tandem/error.hpp"
+#include "tandem/core/error.hpp"
 #include "tandem/groupby.hpp"
 
 namespace tandem {

@@ -7,11 +7,11 @@
 #include "groupby/cpu_engine.hpp"
 #include "groupby/gpu_route.hpp"
 #include "groupby/ops/registry.hpp"
-#include "tandem/device.hpp"
-#include "tandem/error.hpp"
+#include "tandem/core/device.hpp"
+#include "tandem/core/error.hpp"
 #include "tandem/groupby.hpp"
-#include "tandem/parallel.hpp"
-#include "tandem/timing.hpp"
+#include "tandem/core/parallel.hpp"
+#include "tandem/core/timing.hpp"
 
 namespace tandem {
 namespace {

@@ -3,7 +3,8 @@
 #include <cmath>
 #include <random>
 
-#include "tandem/error.hpp"
+#include "tandem/core/error.hpp"
+#include "tandem/core/hash.hpp"
 #include "tandem/mapreduce.hpp"
 
 namespace tandem::mr {

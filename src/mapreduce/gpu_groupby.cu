@@ -1,12 +1,11 @@
-// GPU group-by: the upload, then the hash path (gpu_groupby_hash.cu) or GroupByJob on the seed-001
-// engine (Options::mode = seed). Engines per (key width, value kind) and device, one per concurrent
-// caller.
+// GPU group-by: the upload, then the hash path (gpu_groupby_hash.cu) or GroupByJob on the chained
+// engine (Options::mode = chained). Engines per (key width, value kind) and device, one per
+// concurrent caller.
 #include "mapreduce/gpu_jobs.hpp"
+#include "tandem/core/transfer.hpp"
 #include "tandem/mapreduce/gpu_engine.cuh"
-#include "tandem/transfer.hpp"
 
 namespace tandem::mr::detail {
-using gpu_engine::fmtr;
 
 template <class K, class V>
 std::vector<std::pair<K, typename GroupByJob<K, V>::value_type>> gpu_groupby(const K* keys, const V* values, std::size_t n,
@@ -25,10 +24,10 @@ std::vector<std::pair<K, typename GroupByJob<K, V>::value_type>> gpu_groupby(con
   copy_to_device(dk.data(), keys, n * sizeof(K), s);
   if constexpr (!std::is_void_v<V>) copy_to_device(dv.data(), values, n * sizeof(V), s);
   s.sync();
-  r.add("H2D input", "gpu0", w.seconds(), fmtr("{} keys", n));
-  if (o.mode != Options::Mode::seed && n < (std::uint64_t{1} << 32))
+  r.add("H2D input", "gpu0", w.seconds(), gpu::format("{} keys", n));
+  if (o.mode != Options::Mode::chained && n < (std::uint64_t{1} << 32))
     return gpu_groupby_hash<K, V>(dk.data(), reinterpret_cast<const V*>(dv.data()), n, o, st, r, s.get());
-  if (o.mode == Options::Mode::auto_) r.note("2^32 records or more: the seed engine");
+  if (o.mode == Options::Mode::auto_) r.note("2^32 records or more: the chained engine");
   Job job{dk.data(), dv.data()};
   return borrow_engine<gpu_engine::Engine<Job>>()->run(job, n, o, st, r);
 }

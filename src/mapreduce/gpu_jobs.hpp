@@ -12,7 +12,9 @@
 #include <cuda_runtime.h>
 
 #include "core/device_pool.hpp"
-#include "tandem/gpu.hpp"
+#include "tandem/cuda/buffers.hpp"
+#include "tandem/cuda/runtime.hpp"
+#include "tandem/cuda/stream.hpp"
 #endif
 
 namespace tandem::mr::detail {

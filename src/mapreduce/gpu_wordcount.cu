@@ -2,11 +2,10 @@
 // Keys hold up to 32 bytes inline plus a 64-bit hash, the length and the position of the first
 // occurrence: longer words are compared against the text itself (the "overflow area").
 #include "mapreduce/gpu_jobs.hpp"
+#include "tandem/core/transfer.hpp"
 #include "tandem/mapreduce/gpu_engine.cuh"
-#include "tandem/transfer.hpp"
 
 namespace tandem::mr::detail {
-using gpu_engine::fmtr;
 
 struct WordKey {
   std::uint64_t h;
@@ -85,7 +84,7 @@ std::vector<std::pair<std::string, std::uint64_t>> gpu_wordcount(std::string_vie
   gpu::Stream s;
   copy_to_device(d.data(), text.data(), text.size(), s);
   s.sync();
-  r.add("H2D text", "gpu0", w.seconds(), fmtr("{} bytes", text.size()));
+  r.add("H2D text", "gpu0", w.seconds(), gpu::format("{} bytes", text.size()));
   return run(d.data(), text, o, st, r);
 }
 

@@ -1,16 +1,17 @@
 // The shipped MapReduce jobs (word count, group-by): device dispatch, CPU engine, output formats.
 #include <algorithm>
-#include <iostream>
+#include <cstring>
+#include <functional>
 #include <ostream>
 
 #include <fmt/format.h>
 
 #include "mapreduce/gpu_jobs.hpp"
-#include "tandem/device.hpp"
-#include "tandem/error.hpp"
+#include "tandem/core/device.hpp"
+#include "tandem/core/error.hpp"
+#include "tandem/core/parallel.hpp"
+#include "tandem/core/timing.hpp"
 #include "tandem/mapreduce.hpp"
-#include "tandem/parallel.hpp"
-#include "tandem/timing.hpp"
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -18,11 +19,13 @@
 namespace tandem::mr {
 
 namespace detail {
-int omp_thread_num() {
+void run_threads(int threads, const std::function<void(int)>& body) {
 #ifdef _OPENMP
-  return omp_get_thread_num();
+#pragma omp parallel num_threads(threads)
+  body(omp_get_thread_num());
 #else
-  return 0;
+  (void)threads;
+  body(0);  // one thread takes every piece of work
 #endif
 }
 }  // namespace detail
@@ -37,7 +40,7 @@ bool want_gpu(const Options& o, std::size_t bytes, Report& r) {
   if (o.device == Device::cpu) return false;
   const bool have = gpu_count() > 0;
   if (o.device == Device::gpu || o.device == Device::hybrid) {
-    if (!have) throw NoDeviceError("--device gpu: no usable GPU (CPU-only build or no device)");
+    if (!have) throw NoDeviceError("device = gpu: no usable GPU (CPU-only build or no device)");
     return true;
   }
   if (!have) {
@@ -130,12 +133,12 @@ WordCount wordcount(std::string_view text_in, const WordCountOptions& opts) {
       done = true;
     } catch (const OutOfMemoryError& e) {
       if (opts.engine.device == Device::gpu) throw;
-      out.report.note(std::string("GPU out of memory (") + e.what() + "): fell back to the CPU engine");
+      out.report.notice(fmt::format("GPU out of memory ({}): fell back to the CPU engine", e.what()));
     }
   }
 #else
   if (opts.engine.device == Device::gpu || opts.engine.device == Device::hybrid)
-    throw NoDeviceError("--device gpu: this build has no CUDA support");
+    throw NoDeviceError("device = gpu: this build has no CUDA support");
   if (opts.engine.device == Device::auto_) out.report.note("CPU-only build: CPU engine");
 #endif
   if (!done) {
@@ -167,10 +170,10 @@ std::vector<AggKind> parse_aggs(std::string_view list) {
     else if (name == "min") out.push_back(AggKind::min);
     else if (name == "max") out.push_back(AggKind::max);
     else if (name == "mean") out.push_back(AggKind::mean);
-    else throw UsageError(fmt::format("--agg: unknown aggregate '{}' (expected sum, count, min, max, mean)", name));
+    else throw UsageError(fmt::format("aggregates: unknown aggregate '{}' (expected sum, count, min, max, mean)", name));
     i = j + 1;
   }
-  if (out.empty()) throw UsageError("--agg: no aggregate named");
+  if (out.empty()) throw UsageError("aggregates: none named");
   return out;
 }
 
@@ -301,11 +304,11 @@ void run_groupby(GroupBy& g, const K* keys, std::size_t n, const VIn* values, co
       done = true;
     } catch (const OutOfMemoryError& e) {
       if (o.device == Device::gpu) throw;
-      g.report.note(std::string("GPU out of memory (") + e.what() + "): fell back to the CPU engine");
+      g.report.notice(fmt::format("GPU out of memory ({}): fell back to the CPU engine", e.what()));
     }
   }
 #else
-  if (o.device == Device::gpu || o.device == Device::hybrid) throw NoDeviceError("--device gpu: this build has no CUDA support");
+  if (o.device == Device::gpu || o.device == Device::hybrid) throw NoDeviceError("device = gpu: this build has no CUDA support");
   if (o.device == Device::auto_) g.report.note("CPU-only build: CPU engine");
 #endif
   if (!done) {
@@ -333,7 +336,7 @@ void dispatch_values(GroupBy& g, const K* keys, std::size_t n, DType vt, const v
     case DType::i64: return run_groupby<K, std::int64_t>(g, keys, n, static_cast<const std::int64_t*>(values), o);
     default: break;
   }
-  throw UsageError(fmt::format("--value-type {}: expected f32, f64, i32 or i64", to_string(vt)));
+  throw UsageError(fmt::format("value_type = {}: expected f32, f64, i32 or i64", to_string(vt)));
 }
 
 }  // namespace
@@ -352,7 +355,7 @@ GroupBy groupby(DType key_type, const void* keys, std::size_t n, DType value_typ
     case DType::u64: dispatch_values(g, static_cast<const std::uint64_t*>(keys), n, value_type, values, has_values, opts); break;
     case DType::i32: dispatch_values(g, static_cast<const std::int32_t*>(keys), n, value_type, values, has_values, opts); break;
     case DType::i64: dispatch_values(g, static_cast<const std::int64_t*>(keys), n, value_type, values, has_values, opts); break;
-    default: throw UsageError(fmt::format("--key-type {}: expected u32, u64, i32 or i64", to_string(key_type)));
+    default: throw UsageError(fmt::format("key_type = {}: expected u32, u64, i32 or i64", to_string(key_type)));
   }
   return g;
 }

@@ -1,4 +1,4 @@
-// The controller (the seed's performance control): profile a minority of the blocks under
+// The controller (performance control by measurement): profile a minority of the blocks under
 // candidate schedules, run the majority remainder under the winner, cache the choice.
 //
 // Chunks are sub-rectangles ("pieces") shaped like the grid, cut left to right in strips from the
@@ -15,19 +15,23 @@
 // stops after that one chunk: it ran under the incumbent, so nothing is lost but a launch. Bridges
 // (incumbent, unmeasured) keep the GPU busy while the host waits for events. Every block runs
 // exactly once whatever the choice, so the result is the same.
-#include "tandem/schedule/kernels.hpp"
+#include "tandem/schedule/controller.hpp"
 
 #include <algorithm>
 #include <deque>
+#include <optional>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
-#include "tandem/device.hpp"
-#include "tandem/error.hpp"
-#include "tandem/tune.hpp"
+#include "schedule/profile_plan.hpp"
+#include "tandem/core/device.hpp"
+#include "tandem/core/error.hpp"
+#include "tandem/core/tune.hpp"
 
 #if TANDEM_HAS_CUDA
-#include "tandem/gpu.hpp"
+#include "tandem/cuda/runtime.hpp"
+#include "tandem/cuda/stream.hpp"
 #endif
 
 namespace tandem::schedule {
@@ -45,191 +49,248 @@ std::string device_key() {
   return fmt::format("gpu{}", dev);
 }
 
-}  // namespace
-
-ControllerResult run_controlled(BandLauncher& k, const ControllerOptions& o) {
-  gpu::require();
-  const Grid g = k.grid();
-  auto st = static_cast<cudaStream_t>(k.stream());
-  TuningCache& cache = o.cache ? *o.cache : TuningCache::global();
-  const std::string op = "schedule/" + k.name();
-  const std::string cls = fmt::format("{}x{}", g.w, g.h);
-  const std::string dev = device_key();
-  ControllerResult r;
-  r.report.operation = "schedule " + k.name();
-
-  auto run_whole = [&](const Schedule& s, const std::string& source) {
-    gpu::Event e0, e1;
-    e0.record(st);
-    k.launch_rect(s, {0, 0, g.w, g.h});
-    e1.record(st);
-    e1.sync();
-    r.chosen = s;
-    r.source = source;
-    r.remainder_seconds = r.total_seconds = e1.seconds_since(e0);
-    r.report.add("run " + to_string(s), "gpu", r.total_seconds, fmt::format("{} blocks, {}", g.count(), source));
-    return r;
-  };
-
-  if (o.use_cache) {
-    auto parse = [](const nlohmann::json& j) { return parse_schedule(j.at("schedule").get<std::string>()); };
-    if (auto s = cache.lookup(op, dev, cls, parse, &r.report); s && fits(*s, g)) {
-      r.report.note(fmt::format("cached choice for {} on {} ({}): {}", k.name(), cls, dev, to_string(*s)));
-      return run_whole(*s, "cache");
-    }
+// One controlled run: the stages of run_controlled as methods, sharing the launcher, the plan, the
+// piece layout, the events and the result.
+class Controller {
+ public:
+  Controller(BandLauncher& k, const ControllerOptions& o)
+      : k_(k), o_(o), g_(k.grid()), st_(k.stream()), cache_(o.cache ? *o.cache : TuningCache::global()),
+        op_("schedule/" + k.name()), cls_(fmt::format("{}x{}", g_.w, g_.h)), dev_(device_key()) {
+    r_.report.operation = "schedule " + k.name();
   }
 
-  const std::uint32_t min_chunk = o.min_chunk_blocks ? o.min_chunk_blocks : 2 * default_window();
-  const ProfilePlan plan = plan_profile(g, o, min_chunk);
-  const Schedule inc = plan.candidates.front();
-  r.incumbent = inc;
-  if (!plan.why_not.empty()) {
-    r.report.note("not profiled: " + plan.why_not + "; ran " + to_string(inc));
-    return run_whole(inc, "not profiled: " + plan.why_not);
+  ControllerResult run() {
+    if (o_.use_cache)
+      if (auto s = cached_choice()) return run_whole(*s, "cache");
+    const std::uint32_t min_chunk = o_.min_chunk_blocks ? o_.min_chunk_blocks : 2 * default_window();
+    plan_ = plan_profile(g_, o_, min_chunk);
+    inc_ = plan_.candidates.front();
+    r_.incumbent = inc_;
+    if (!plan_.why_not.empty()) {
+      r_.report.note("not profiled: " + plan_.why_not + "; ran " + to_string(inc_));
+      return run_whole(inc_, "not profiled: " + plan_.why_not);
+    }
+    layout_.emplace(g_, plan_.piece_h);
+    start_ = record();
+    // The probe: the incumbent on one plan-sized piece, then a bridge; its time sizes the chunks.
+    if (!measured(inc_, plan_.piece_w, "probe")) return run_whole(inc_, "not profiled: no room for a chunk");
+    bridge(inc_, 2 * plan_.piece_w);
+    collect(0);
+    const Schedule chosen = profile(r_.profile[0].seconds);
+    run_rest(chosen);
+    report(chosen);
+    if (o_.use_cache) store(chosen);
+    return r_;
+  }
+
+ private:
+  // The choice cached for this kernel, grid and device, when it still fits the grid (a malformed
+  // entry counts as missing: profiled again and overwritten).
+  std::optional<Schedule> cached_choice() {
+    auto parse = [](const nlohmann::json& j) { return parse_schedule(j.at("schedule").get<std::string>()); };
+    if (auto s = cache_.lookup(op_, dev_, cls_, parse, &r_.report); s && fits(*s, g_)) {
+      r_.report.note(fmt::format("cached choice for {} on {} ({}): {}", k_.name(), cls_, dev_, to_string(*s)));
+      return s;
+    }
+    return std::nullopt;
+  }
+
+  ControllerResult run_whole(const Schedule& s, const std::string& source) {
+    gpu::Event e0, e1;
+    e0.record(st_);
+    k_.launch_rect(s, {0, 0, g_.w, g_.h});
+    e1.record(st_);
+    e1.sync();
+    r_.chosen = s;
+    r_.source = source;
+    r_.remainder_seconds = r_.total_seconds = e1.seconds_since(e0);
+    r_.report.add("run " + to_string(s), "gpu", r_.total_seconds, fmt::format("{} blocks, {}", g_.count(), source));
+    return r_;
   }
 
   // Runs s on a sub-rectangle, rescaled to it (sequential where it does not fit: same blocks).
-  auto run = [&](const Schedule& s, const BlockRect& rc) {
-    Schedule a = rescale(s, g, rc.grid());
+  void run_on(const Schedule& s, const BlockRect& rc) {
+    Schedule a = rescale(s, g_, rc.grid());
     if (!fits(a, rc.grid())) a = Schedule::sequential();
-    k.launch_rect(a, rc);
-  };
-  PieceLayout layout(g, plan.piece_h);
-  std::deque<gpu::Event> ev;  // start/end of each measured piece (deque: events do not move)
-  auto record = [&] {
-    ev.emplace_back();
-    ev.back().record(st);
-    return ev.size() - 1;
-  };
-  struct Span {
-    std::size_t e0, e1;
-  };
-  std::vector<Span> spans;  // parallel to r.profile
-  const std::size_t start = record();
+    k_.launch_rect(a, rc);
+  }
+
+  std::size_t record() {
+    ev_.emplace_back();
+    ev_.back().record(st_);
+    return ev_.size() - 1;
+  }
+
   // A measured piece of w columns; strip ends skipped to make room run under the incumbent.
-  auto measured = [&](const Schedule& s, std::uint32_t w, const char* role) {
+  bool measured(const Schedule& s, std::uint32_t w, const char* role) {
     BlockRect pc;
     std::vector<BlockRect> skipped;
-    if (!layout.take(w, pc, skipped)) return false;
-    for (const auto& sk : skipped) run(inc, sk);
+    if (!layout_->take(w, pc, skipped)) return false;
+    for (const auto& sk : skipped) run_on(inc_, sk);
     const std::size_t a = record();
-    run(s, pc);
+    run_on(s, pc);
     const std::size_t b = record();
-    r.profile.push_back({s, pc, 0, 0, role, 0});
-    spans.push_back({a, b});
-    r.profiled_blocks += pc.count();
+    r_.profile.push_back({s, pc, 0, 0, role, 0});
+    spans_.push_back({a, b});
+    r_.profiled_blocks += pc.count();
     return true;
-  };
+  }
+
   // Unmeasured incumbent work that keeps the GPU busy while the host waits.
-  auto bridge = [&](const Schedule& s, std::uint32_t w) {
+  void bridge(const Schedule& s, std::uint32_t w) {
     BlockRect pc;
     std::vector<BlockRect> skipped;
-    if (!layout.take(w, pc, skipped)) return;
-    for (const auto& sk : skipped) run(inc, sk);
-    run(s, pc);
-    r.report.add("bridge " + to_string(s), "gpu", 0,
-                 fmt::format("blocks ({}, {}) {}x{}, run while the host waits (time inside the total)", pc.x0, pc.y0,
-                             pc.w, pc.h));
-  };
-  auto collect = [&](std::size_t from) {
-    ev[spans.back().e1].sync();
-    for (std::size_t i = from; i < r.profile.size(); ++i) {
-      r.profile[i].seconds = ev[spans[i].e1].seconds_since(ev[spans[i].e0]);
-      r.profile[i].per_block = r.profile[i].seconds / double(r.profile[i].rect.count());
+    if (!layout_->take(w, pc, skipped)) return;
+    for (const auto& sk : skipped) run_on(inc_, sk);
+    run_on(s, pc);
+    r_.report.add("bridge " + to_string(s), "gpu", 0,
+                  fmt::format("blocks ({}, {}) {}x{}, run while the host waits (time inside the total)", pc.x0, pc.y0,
+                              pc.w, pc.h));
+  }
+
+  void collect(std::size_t from) {
+    ev_[spans_.back().e1].sync();
+    for (std::size_t i = from; i < r_.profile.size(); ++i) {
+      r_.profile[i].seconds = ev_[spans_[i].e1].seconds_since(ev_[spans_[i].e0]);
+      r_.profile[i].per_block = r_.profile[i].seconds / double(r_.profile[i].rect.count());
     }
-  };
+  }
+
+  // After the probe (t0 seconds): the candidates in chunks sized from it, then the refinement.
+  Schedule profile(double t0) {
+    const ChunkSizing cs = size_chunks(g_, plan_, t0, o_);
+    if (cs.candidates == 0) {
+      r_.source = "probe: profiling cannot pay, kept " + to_string(inc_);
+      r_.report.note(fmt::format("probe: {} blocks took {:.1f} us; {}: stopped after one chunk, kept {}",
+                                 plan_.piece_w * std::uint64_t(plan_.piece_h), t0 * 1e6, cs.why, to_string(inc_)));
+      return inc_;
+    }
+    std::vector<Schedule> cands(plan_.candidates.begin() + 1, plan_.candidates.begin() + 1 + cs.candidates);
+    Schedule chosen = round(inc_, cands, cs.width, "candidate");
+    r_.source = "profiled";
+    if (o_.refine) chosen = refine(chosen, cs.width);
+    return chosen;
+  }
+
+  // Neighbours of a parameterised winner, in what is left of the budget.
+  Schedule refine(const Schedule& chosen, std::uint32_t width) {
+    const std::uint64_t c1 = std::uint64_t(width) * plan_.piece_h;
+    const std::uint64_t left = plan_.budget_blocks > r_.profiled_blocks ? plan_.budget_blocks - r_.profiled_blocks : 0;
+    auto around = refinements(chosen, g_);
+    around.erase(std::remove_if(around.begin(), around.end(),
+                                [&](const Schedule& s) {
+                                  return !fits(rescale(s, g_, {width, plan_.piece_h}), {width, plan_.piece_h});
+                                }),
+                 around.end());
+    if (around.size() > left / (2 * c1)) around.resize(left / (2 * c1));
+    return around.empty() ? chosen : round(chosen, around, width, "refine");
+  }
+
   // One round: candidate, incumbent, candidate, incumbent, ... then a bridge, then compare each
   // candidate with the same-width incumbent chunks measured just before and after it.
-  Schedule chosen = inc;
-  auto round = [&](const Schedule& holder, const std::vector<Schedule>& cands, std::uint32_t w, const char* role) {
-    const std::size_t first = r.profile.size();
+  Schedule round(const Schedule& holder, const std::vector<Schedule>& cands, std::uint32_t w, const char* role) {
+    const std::size_t first = r_.profile.size();
     for (const Schedule& c : cands) {
       if (!measured(c, w, role)) break;
       if (!measured(holder, w, "incumbent")) break;
     }
-    if (r.profile.size() == first) return holder;
+    if (r_.profile.size() == first) return holder;
     bridge(holder, 2 * w);
     collect(first);
     std::size_t best = 0;
     double best_ratio = 1e300;
-    for (std::size_t i = first; i < r.profile.size(); ++i) {
-      if (r.profile[i].role != role) continue;
-      double sum = 0;
-      int n = 0;
-      for (std::size_t j : {i - 1, i + 1}) {
-        if (j >= r.profile.size() || j + 1 == 0) continue;
-        const auto& p = r.profile[j];
-        // Not the probe: the first launch of a kernel also pays for lazy module loading, a cold L2
-        // and clocks ramping up.
-        if (p.role != "probe" && p.schedule == holder && p.rect.count() == r.profile[i].rect.count())
-          sum += p.seconds, ++n;
-      }
-      if (!n) continue;
-      r.profile[i].ratio = r.profile[i].seconds / (sum / n);
-      if (r.profile[i].ratio < best_ratio) best_ratio = r.profile[i].ratio, best = i;
+    for (std::size_t i = first; i < r_.profile.size(); ++i) {
+      if (r_.profile[i].role != role) continue;
+      const std::optional<double> ratio = ratio_to_neighbours(i, holder);
+      if (!ratio) continue;
+      r_.profile[i].ratio = *ratio;
+      if (*ratio < best_ratio) best_ratio = *ratio, best = i;
     }
-    if (best_ratio < 1.0 - o.switch_margin) return r.profile[best].schedule;
+    if (best_ratio < 1.0 - o_.switch_margin) return r_.profile[best].schedule;
     if (best_ratio < 1e300)
-      r.report.note(fmt::format("kept {}: the best candidate {} took {:.3f}x its time (switch below {:.3f}x)",
-                                to_string(holder), to_string(r.profile[best].schedule), best_ratio, 1.0 - o.switch_margin));
+      r_.report.note(fmt::format("kept {}: the best candidate {} took {:.3f}x its time (switch below {:.3f}x)",
+                                 to_string(holder), to_string(r_.profile[best].schedule), best_ratio,
+                                 1.0 - o_.switch_margin));
     return holder;
-  };
-
-  // The probe: the incumbent on one plan-sized piece, then a bridge; its time sizes the chunks.
-  if (!measured(inc, plan.piece_w, "probe")) return run_whole(inc, "not profiled: no room for a chunk");
-  bridge(inc, 2 * plan.piece_w);
-  collect(0);
-  const double t0 = r.profile[0].seconds;
-  const ChunkSizing cs = size_chunks(g, plan, t0, o);
-  if (cs.candidates == 0) {
-    r.source = "probe: profiling cannot pay, kept " + to_string(inc);
-    r.report.note(fmt::format("probe: {} blocks took {:.1f} us; {}: stopped after one chunk, kept {}",
-                              plan.piece_w * std::uint64_t(plan.piece_h), t0 * 1e6, cs.why, to_string(inc)));
-  } else {
-    std::vector<Schedule> cands(plan.candidates.begin() + 1, plan.candidates.begin() + 1 + cs.candidates);
-    chosen = round(inc, cands, cs.width, "candidate");
-    r.source = "profiled";
-    // Refinement: neighbours of a parameterised winner, in what is left of the budget.
-    if (o.refine) {
-      const std::uint64_t c1 = std::uint64_t(cs.width) * plan.piece_h;
-      const std::uint64_t left = plan.budget_blocks > r.profiled_blocks ? plan.budget_blocks - r.profiled_blocks : 0;
-      auto around = refinements(chosen, g);
-      around.erase(std::remove_if(around.begin(), around.end(),
-                                  [&](const Schedule& s) {
-                                    return !fits(rescale(s, g, {cs.width, plan.piece_h}), {cs.width, plan.piece_h});
-                                  }),
-                   around.end());
-      if (around.size() > left / (2 * c1)) around.resize(left / (2 * c1));
-      if (!around.empty()) chosen = round(chosen, around, cs.width, "refine");
-    }
   }
-  std::size_t measured_events = ev.size();
-  for (const BlockRect& rc : layout.rest()) run(chosen, rc);
-  const std::size_t end = record();
-  ev[end].sync();
-  r.total_seconds = ev[end].seconds_since(ev[start]);
-  r.profile_seconds = 0;
-  for (const auto& p : r.profile) r.profile_seconds += p.seconds;
-  r.remainder_seconds = ev[end].seconds_since(ev[measured_events - 1]);
-  r.chosen = chosen;
-  for (const auto& p : r.profile)
-    r.report.add(fmt::format("{} {}", p.role, to_string(p.schedule)), "gpu", p.seconds,
-                 fmt::format("blocks ({}, {}) {}x{}, {:.3f} us/1000 blocks{}", p.rect.x0, p.rect.y0, p.rect.w, p.rect.h,
-                             p.per_block * 1e9, p.ratio > 0 ? fmt::format(", {:.3f}x the incumbent", p.ratio) : ""));
-  r.report.add("rest " + to_string(chosen), "gpu", r.remainder_seconds,
-               fmt::format("{} blocks after the last measured chunk", g.count() - r.profiled_blocks));
-  r.report.note(fmt::format("measured {} of {} blocks ({:.1f}%) in {} chunks of {} rows; incumbent {}, chose {}; "
-                            "total incl. profiling and host syncs {:.3f} ms",
-                            r.profiled_blocks, g.count(), 100.0 * double(r.profiled_blocks) / double(g.count()),
-                            r.profile.size(), plan.piece_h, to_string(inc), to_string(chosen), r.total_seconds * 1e3));
-  if (o.use_cache) {
+
+  // Chunk i's time over the mean of the holder's same-size chunks right before and after it
+  // (none when there is no such chunk).
+  std::optional<double> ratio_to_neighbours(std::size_t i, const Schedule& holder) const {
+    double sum = 0;
+    int n = 0;
+    for (std::size_t j : {i - 1, i + 1}) {
+      if (j >= r_.profile.size() || j + 1 == 0) continue;
+      const auto& p = r_.profile[j];
+      // Not the probe: the first launch of a kernel also pays for lazy module loading, a cold L2
+      // and clocks ramping up.
+      if (p.role != "probe" && p.schedule == holder && p.rect.count() == r_.profile[i].rect.count())
+        sum += p.seconds, ++n;
+    }
+    if (!n) return std::nullopt;
+    return r_.profile[i].seconds / (sum / n);
+  }
+
+  // The majority remainder under the choice, and the times.
+  void run_rest(const Schedule& chosen) {
+    const std::size_t measured_events = ev_.size();
+    for (const BlockRect& rc : layout_->rest()) run_on(chosen, rc);
+    const std::size_t end = record();
+    ev_[end].sync();
+    r_.total_seconds = ev_[end].seconds_since(ev_[start_]);
+    r_.profile_seconds = 0;
+    for (const auto& p : r_.profile) r_.profile_seconds += p.seconds;
+    r_.remainder_seconds = ev_[end].seconds_since(ev_[measured_events - 1]);
+    r_.chosen = chosen;
+  }
+
+  void report(const Schedule& chosen) {
+    for (const auto& p : r_.profile)
+      r_.report.add(fmt::format("{} {}", p.role, to_string(p.schedule)), "gpu", p.seconds,
+                    fmt::format("blocks ({}, {}) {}x{}, {:.3f} us/1000 blocks{}", p.rect.x0, p.rect.y0, p.rect.w,
+                                p.rect.h, p.per_block * 1e9,
+                                p.ratio > 0 ? fmt::format(", {:.3f}x the incumbent", p.ratio) : ""));
+    r_.report.add("rest " + to_string(chosen), "gpu", r_.remainder_seconds,
+                  fmt::format("{} blocks after the last measured chunk", g_.count() - r_.profiled_blocks));
+    r_.report.note(fmt::format("measured {} of {} blocks ({:.1f}%) in {} chunks of {} rows; incumbent {}, chose {}; "
+                               "total incl. profiling and host syncs {:.3f} ms",
+                               r_.profiled_blocks, g_.count(), 100.0 * double(r_.profiled_blocks) / double(g_.count()),
+                               r_.profile.size(), plan_.piece_h, to_string(inc_), to_string(chosen),
+                               r_.total_seconds * 1e3));
+  }
+
+  void store(const Schedule& chosen) {
     nlohmann::json j;
     j["schedule"] = to_string(chosen);
     j["profile"] = nlohmann::json::array();
-    for (const auto& p : r.profile) j["profile"].push_back({to_string(p.schedule), p.role, p.per_block});
-    cache.put(op, dev, cls, j);
+    for (const auto& p : r_.profile) j["profile"].push_back({to_string(p.schedule), p.role, p.per_block});
+    cache_.put(op_, dev_, cls_, j);
   }
-  return r;
+
+  struct Span {
+    std::size_t e0, e1;
+  };
+
+  BandLauncher& k_;
+  const ControllerOptions& o_;
+  const Grid g_;
+  const cudaStream_t st_;
+  TuningCache& cache_;
+  const std::string op_, cls_, dev_;
+  ControllerResult r_;
+  ProfilePlan plan_;
+  Schedule inc_;
+  std::optional<PieceLayout> layout_;
+  std::deque<gpu::Event> ev_;  // start/end of each measured piece (deque: events do not move)
+  std::vector<Span> spans_;    // parallel to r_.profile
+  std::size_t start_{0};
+};
+
+}  // namespace
+
+ControllerResult run_controlled(BandLauncher& k, const ControllerOptions& o) {
+  gpu::require();
+  return Controller(k, o).run();
 }
 
 #else  // CPU-only build

@@ -1,5 +1,5 @@
 // Affinity candidates from a topology (pure) and their binding through hwloc, per OpenMP thread.
-#include "tandem/bitonic_affinity.hpp"
+#include "tandem/sort/bitonic_affinity.hpp"
 
 #include <hwloc.h>
 #include <omp.h>
@@ -17,6 +17,7 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
 
 namespace tandem::bitonic {
 namespace {

@@ -14,8 +14,8 @@
 #include <omp.h>
 
 #include "sort/bitonic_engine.hpp"
-#include "tandem/device.hpp"
-#include "tandem/parallel.hpp"
+#include "tandem/core/device.hpp"
+#include "tandem/core/parallel.hpp"
 
 namespace tandem::bitonic::detail {
 namespace {

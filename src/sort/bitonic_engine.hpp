@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <string>
 
-#include "tandem/bitonic_plan.hpp"
+#include "tandem/sort/bitonic_plan.hpp"
 
 namespace tandem::bitonic::detail {
 

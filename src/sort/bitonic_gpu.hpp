@@ -1,6 +1,7 @@
 // Internal: the GPU side of the bitonic sort (kernels in bitonic_kernels.cu, driver pieces in
-// hybrid_gpu.cu). No CUDA types here, so the host driver (hybrid.cpp) includes it as plain C++;
-// everything is defined only when TANDEM_HAS_CUDA is 1.
+// hybrid_gpu.cpp and hybrid_multi.cpp). Plain C++ (streams are cudaStream_t from
+// tandem/cuda/stream.hpp), so the host driver (hybrid.cpp) includes it in every build; the GPU
+// functions are declared only when TANDEM_HAS_CUDA is 1.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -8,8 +9,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "tandem/bitonic_plan.hpp"
-#include "tandem/report.hpp"
+#include "tandem/core/report.hpp"
+#include "tandem/cuda/stream.hpp"
+#include "tandem/sort/bitonic_plan.hpp"
 
 namespace tandem::bitonic::detail {
 
@@ -27,15 +29,11 @@ struct GpuConfig {
 nlohmann::json to_json(const GpuConfig& c);
 
 #if TANDEM_HAS_CUDA
-// Runs network steps first..last on device elements [lo, hi) (global indexing) on `stream`
-// (a cudaStream_t). Asynchronous.
+// Runs network steps first..last on device elements [lo, hi) (global indexing) on `stream`.
+// Asynchronous.
 template <class U>
-void gpu_steps(U* d_data, std::uint64_t lo, std::uint64_t hi, int first, int last, const GpuConfig& cfg, void* stream);
-
-// The benchmark anchor: one global kernel per step for strides >= 1024, a shared-memory kernel
-// for the strides below (2048-element tiles). Asynchronous on `stream`.
-template <class U>
-void gpu_naive_sort(U* d_data, std::uint64_t padded, void* stream);
+void gpu_steps(U* d_data, std::uint64_t lo, std::uint64_t hi, int first, int last, const GpuConfig& cfg,
+               cudaStream_t stream);
 
 // Fills in block/elems (from the tuning cache, else by measuring candidates on `padded` random
 // elements and storing the winner), fuse defaults. tune_report receives the tuner's table; report
@@ -71,13 +69,6 @@ bool enable_peer_access(int a, int b);
 // timed once per pair and process on 64 MiB; 0 when b cannot reach a (copies are then staged).
 double gpu_link_bandwidth(int a, int b);
 
-// Anchors for the benchmark (bitonic_anchors.cu). temp == nullptr: *temp_bytes receives the size.
-void cub_radix_sort_u32(const std::uint32_t* d_in, std::uint32_t* d_out, std::uint64_t n, void* temp,
-                        std::size_t* temp_bytes, void* stream);
-void cub_merge_sort_u32(std::uint32_t* d_keys, std::uint64_t n, void* temp, std::size_t* temp_bytes, void* stream);
-
-void* pinned_alloc(std::size_t bytes);  // throws OutOfMemoryError
-void pinned_free(void* p) noexcept;
 #endif
 
 }  // namespace tandem::bitonic::detail

@@ -1,10 +1,11 @@
-// GPU bitonic kernels: the fused tile kernel (registers + shared memory), the register pass for
-// large strides, and the naive global-memory bitonic used as the benchmark anchor.
+// GPU bitonic kernels: the fused tile kernel (registers + shared memory) and the register pass for
+// large strides.
 //
 // Floor (u32, 2^28 keys = 1 GiB; details in docs/sort-bitonic.md): 406 network steps; with tiles
 // of 2^12 elements and 5 global strides per register pass the data cross device memory ~50 times,
-// each pass reading and writing 1 GiB: ~27 ms at ~4 TB/s (~10 Gkeys/s). The naive network needs
-// one pass per global step (136) plus 17 shared passes. Measured on an H200: 44 ms vs 139 ms.
+// each pass reading and writing 1 GiB: ~27 ms at ~4 TB/s (~10 Gkeys/s). The naive network
+// (bench/kernels/sort/anchors.cu) needs one pass per global step (136) plus 17 shared passes.
+// Measured on an H200: 44 ms vs 139 ms.
 #include <algorithm>
 #include <bit>
 #include <cstdint>
@@ -12,7 +13,8 @@
 
 #include "sort/bitonic_engine.hpp"
 #include "sort/bitonic_gpu.hpp"
-#include "tandem/gpu.hpp"
+#include "tandem/cuda/launch.hpp"
+#include "tandem/cuda/runtime.hpp"
 
 namespace tandem::bitonic::detail {
 namespace {
@@ -174,51 +176,10 @@ __global__ void global_pass_kernel(U* __restrict__ data, std::uint64_t lo, std::
   }
 }
 
-// Naive anchor: one comparator per thread, one launch per step.
-template <class U>
-__global__ void naive_step_kernel(U* __restrict__ data, std::uint64_t pairs, std::uint64_t size, std::uint64_t st) {
-  const std::uint64_t q = blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x;
-  if (q >= pairs) return;
-  const std::uint64_t i = ((q & ~(st - 1)) << 1) | (q & (st - 1));
-  U a = data[i], b = data[i + st];
-  cx(a, b, (i & size) == 0);
-  data[i] = a;
-  data[i + st] = b;
-}
-
-// Naive anchor, shared part: 2048-element tiles, one comparator per thread per step, every step
-// with stride < 1024 from subset p_first on (whole subsets up to 2^11 when p_first = 1).
-template <class U>
-__global__ void naive_shared_kernel(U* __restrict__ data, int p_first, int p_last, int j_first) {
-  __shared__ U s[2048];
-  const std::uint64_t base = std::uint64_t(blockIdx.x) * 2048;
-  const int tid = threadIdx.x;
-  s[tid] = data[base + tid];
-  s[tid + 1024] = data[base + tid + 1024];
-  __syncthreads();
-  for (int p = p_first; p <= p_last; ++p) {
-    const std::uint64_t size = std::uint64_t{1} << p;
-    for (int j = (p == p_first ? j_first : 1); j <= p; ++j) {
-      const unsigned st = 1u << (p - j);
-      const unsigned i = ((tid & ~(st - 1)) << 1) | (tid & (st - 1));
-      U a = s[i], b = s[i + st];
-      cx(a, b, ((base + i) & size) == 0);
-      s[i] = a;
-      s[i + st] = b;
-      __syncthreads();
-    }
-  }
-  data[base + tid] = s[tid];
-  data[base + tid + 1024] = s[tid + 1024];
-}
-
 std::size_t tile_shared_bytes(std::uint64_t tile, std::size_t word) { return std::size_t(tile + tile / 32 + 1) * word; }
 
-int grid_for(std::uint64_t work_blocks, int sm_limit) {
-  std::uint64_t g = std::max<std::uint64_t>(1, work_blocks);
-  if (sm_limit > 0) g = std::min<std::uint64_t>(g, std::uint64_t(sm_limit));
-  return int(std::min<std::uint64_t>(g, 1u << 30));
-}
+// At most this many blocks: the caller's limit (persistent-style loops), else 2^30.
+std::uint64_t grid_cap(int sm_limit) { return sm_limit > 0 ? std::uint64_t(sm_limit) : std::uint64_t{1} << 30; }
 
 template <class U, int E>
 void launch_tile(U* d, std::uint64_t lo, std::uint64_t ntiles, int block, int first, int last, int sm_limit, cudaStream_t s) {
@@ -238,7 +199,7 @@ void launch_tile(U* d, std::uint64_t lo, std::uint64_t ntiles, int block, int fi
       done |= bit;
     }
   }
-  tile_kernel<U, E><<<grid_for(ntiles, sm_limit), block, shmem, s>>>(d, lo, ntiles, first, last);
+  tile_kernel<U, E><<<gpu::grid_for(ntiles, 1, grid_cap(sm_limit)), block, shmem, s>>>(d, lo, ntiles, first, last);
   TANDEM_CUDA_LAUNCH("bitonic tile_kernel");
 }
 
@@ -259,7 +220,7 @@ template <class U>
 void launch_global(int R, U* d, std::uint64_t lo, std::uint64_t count, int subset, int top, int sm_limit, cudaStream_t s) {
   constexpr int kThreads = 256;
   const std::uint64_t groups = count >> R;
-  const int grid = grid_for((groups + kThreads - 1) / kThreads, sm_limit);
+  const int grid = int(gpu::grid_for(groups, kThreads, grid_cap(sm_limit)));
   switch (R) {
     case 1: global_pass_kernel<U, 1><<<grid, kThreads, 0, s>>>(d, lo, groups, subset, top); break;
     case 2: global_pass_kernel<U, 2><<<grid, kThreads, 0, s>>>(d, lo, groups, subset, top); break;
@@ -278,9 +239,8 @@ std::uint64_t lowest_bit(std::uint64_t x) { return x & (~x + 1); }
 }  // namespace
 
 template <class U>
-void gpu_steps(U* d, std::uint64_t lo, std::uint64_t hi, int first, int last, const GpuConfig& cfg, void* stream) {
+void gpu_steps(U* d, std::uint64_t lo, std::uint64_t hi, int first, int last, const GpuConfig& cfg, cudaStream_t s) {
   if (hi <= lo || first > last) return;
-  const cudaStream_t s = static_cast<cudaStream_t>(stream);
   const std::uint64_t len = hi - lo;
   int e = cfg.elems > 0 ? cfg.elems : 8;
   if (sizeof(U) > 8 && e > 8) e = 8;
@@ -314,37 +274,8 @@ void gpu_steps(U* d, std::uint64_t lo, std::uint64_t hi, int first, int last, co
   }
 }
 
-template <class U>
-void gpu_naive_sort(U* d, std::uint64_t padded, void* stream) {
-  const cudaStream_t s = static_cast<cudaStream_t>(stream);
-  const int n = ceil_log2(padded);
-  if (padded < 2) return;
-  if (padded < 2048) {  // tiny: one comparator kernel per step
-    for (int t = 1; t <= step_count(n); ++t) {
-      const NetStep st = net_step(t);
-      const std::uint64_t pairs = padded / 2;
-      naive_step_kernel<U><<<int((pairs + 255) / 256), 256, 0, s>>>(d, pairs, std::uint64_t{1} << st.subset, st.stride);
-      TANDEM_CUDA_LAUNCH("naive_step_kernel");
-    }
-    return;
-  }
-  const int tiles = int(padded / 2048);
-  naive_shared_kernel<U><<<tiles, 1024, 0, s>>>(d, 1, 11, 1);
-  TANDEM_CUDA_LAUNCH("naive_shared_kernel");
-  for (int p = 12; p <= n; ++p) {
-    for (int j = 1; j <= p - 10; ++j) {  // strides 2^(p-1) .. 2^10 (>= 1024): one kernel each
-      const std::uint64_t pairs = padded / 2;
-      naive_step_kernel<U><<<int((pairs + 255) / 256), 256, 0, s>>>(d, pairs, std::uint64_t{1} << p, std::uint64_t{1} << (p - j));
-      TANDEM_CUDA_LAUNCH("naive_step_kernel");
-    }
-    naive_shared_kernel<U><<<tiles, 1024, 0, s>>>(d, p, p, p - 9);  // strides 512 .. 1
-    TANDEM_CUDA_LAUNCH("naive_shared_kernel");
-  }
-}
-
 #define TANDEM_BITONIC_GPU(U)                                                                            \
-  template void gpu_steps<U>(U*, std::uint64_t, std::uint64_t, int, int, const GpuConfig&, void*);      \
-  template void gpu_naive_sort<U>(U*, std::uint64_t, void*);
+  template void gpu_steps<U>(U*, std::uint64_t, std::uint64_t, int, int, const GpuConfig&, cudaStream_t);
 TANDEM_BITONIC_GPU(std::uint32_t)
 TANDEM_BITONIC_GPU(std::uint64_t)
 TANDEM_BITONIC_GPU(u128)

@@ -10,8 +10,8 @@
 #include <type_traits>
 #include <vector>
 
-#include "tandem/key_order.hpp"
-#include "tandem/parallel.hpp"
+#include "tandem/core/key_order.hpp"
+#include "tandem/core/parallel.hpp"
 
 namespace tandem::detail {
 namespace {

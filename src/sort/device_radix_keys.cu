@@ -5,7 +5,7 @@
 #include <memory>
 
 #include "sort/msd.hpp"
-#include "tandem/key_order.hpp"
+#include "tandem/core/key_order.hpp"
 
 namespace tandem::detail {
 namespace {

@@ -6,14 +6,15 @@
 #include <string>
 
 #include "sort/cpu_radix.hpp"
-#include "tandem/report.hpp"
+#include "tandem/core/report.hpp"
 #include "tandem/sort.hpp"
 #if TANDEM_HAS_CUDA
 #include <mutex>
 #include <type_traits>
 #include <vector>
 
-#include "tandem/gpu.hpp"
+#include "tandem/cuda/buffers.hpp"
+#include "tandem/cuda/stream.hpp"
 #endif
 
 namespace tandem::detail {
@@ -132,6 +133,8 @@ struct PathInputs {
   int threads{1};
   SortAlgorithm algorithm{SortAlgorithm::auto_};
   Device device{Device::auto_};
+  SortMemory memory{SortMemory::auto_};
+  std::uint64_t host_available{0};  // bytes of host memory free for the sort's scratch (0: unknown)
 };
 
 struct PathChoice {
@@ -142,5 +145,12 @@ struct PathChoice {
 };
 
 PathChoice choose_sort_path(const PathInputs& in);
+
+// Host memory a path allocates beside the data, in bytes (pure; for the memory choice and the
+// docs' peak-memory table): the radix sort's scratch copy of keys and values, the comparison
+// sort's copy (pairs: packed items plus the merge's buffer), the out-of-core partition's
+// destination, the in-place sort's buckets (n / kInPlaceScratchDivisor keys); none for the
+// GPU pipeline (pinned staging slots of a few MiB).
+std::uint64_t host_scratch_bytes(SortPath path, std::size_t n, std::size_t key_bytes, std::size_t value_bytes);
 
 }  // namespace tandem::detail

@@ -1,4 +1,4 @@
-// The hybrid CPU+GPU bitonic sort (seed 000): encode keys into tandem's order, pad to a power of
+// The hybrid CPU+GPU bitonic sort: encode keys into tandem's order, pad to a power of
 // two with sentinels, measure (or read) k, plan, execute on the CPU, the GPU or both, decode.
 //
 // Keys become unsigned words whose order is the key order (descending: complemented). Pairs sort
@@ -9,7 +9,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <iostream>
 #include <limits>
 #include <map>
 #include <memory>
@@ -19,20 +18,25 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "sort/bitonic_engine.hpp"
 #include "sort/bitonic_gpu.hpp"
-#include "tandem/bitonic.hpp"
-#include "tandem/bitonic_affinity.hpp"
-#include "tandem/bitonic_plan.hpp"
-#include "tandem/calibrate.hpp"
-#include "tandem/device.hpp"
-#include "tandem/error.hpp"
-#include "tandem/format.hpp"
-#include "tandem/key_order.hpp"
-#include "tandem/parallel.hpp"
-#include "tandem/timing.hpp"
-#include "tandem/tune.hpp"
+#include "sort/plan_tuning.hpp"
+#include "tandem/core/calibrate.hpp"
+#include "tandem/core/device.hpp"
+#include "tandem/core/error.hpp"
+#include "tandem/core/format.hpp"
+#include "tandem/core/key_order.hpp"
+#include "tandem/core/parallel.hpp"
+#include "tandem/core/timing.hpp"
+#include "tandem/core/tune.hpp"
+#include "tandem/sort/bitonic.hpp"
+#include "tandem/sort/bitonic_affinity.hpp"
+#include "tandem/sort/bitonic_plan.hpp"
+#if TANDEM_HAS_CUDA
+#include "tandem/cuda/buffers.hpp"
+#endif
 
 namespace tandem::bitonic {
 namespace {
@@ -43,12 +47,8 @@ using detail::u128;
 // One pinned block kept between sorts: pinning costs ~40 ms per GiB, more than a GPU sort of it.
 struct PinnedCache {
   std::mutex m;
-  void* p{nullptr};
-  std::size_t bytes{0};
+  gpu::PinnedBuffer<unsigned char> buf;
   bool busy{false};
-  ~PinnedCache() {
-    if (p) detail::pinned_free(p);
-  }
 };
 PinnedCache& pinned_cache() {
   static PinnedCache c;
@@ -67,15 +67,12 @@ class WorkBuffer {
       std::lock_guard<std::mutex> lock(c.m);
       if (!c.busy) {
         try {
-          if (c.bytes < n * sizeof(U)) {
-            if (c.p) detail::pinned_free(c.p);
-            c.p = nullptr;
-            c.bytes = 0;
-            c.p = detail::pinned_alloc(n * sizeof(U));
-            c.bytes = n * sizeof(U);
+          if (c.buf.bytes() < n * sizeof(U)) {
+            c.buf = {};  // frees the old block before pinning the larger one
+            c.buf = gpu::PinnedBuffer<unsigned char>(n * sizeof(U));
           }
           c.busy = true;
-          p_ = static_cast<U*>(c.p);
+          p_ = reinterpret_cast<U*>(c.buf.data());
           pinned_ = true;
           return;
         } catch (const OutOfMemoryError&) {
@@ -133,8 +130,8 @@ struct Capability {
 };
 
 #if TANDEM_HAS_CUDA
-// k = CPU speed / GPU speed, measured on a power-of-two sample of the real input (seed step 201)
-// and cached per device pair, word type, size class and SM limit.
+// k = CPU speed / GPU speed, measured on a power-of-two sample of the real input (a tuning set
+// smaller than the data) and cached per device pair, word type, size class and SM limit.
 template <class U>
 Capability measure_k(const U* data, std::uint64_t n_real, std::uint64_t padded, int threads,
                      const detail::GpuConfig& gc, Report& r) {
@@ -188,7 +185,7 @@ CostModel link_model(std::size_t word_bytes, Report& r) {
   return cm;
 }
 
-// Several GPU entries (seed [0019]): the CPU and every entry get a share by capability. Each
+// Several GPU entries: the CPU and every entry get a share by capability. Each
 // CUDA device's launch shape is tuned and its k measured (cached per CPU+GPU pair); entries that
 // repeat a device share its speed (each gets the GPU's step time times the number of entries).
 template <class U>
@@ -201,7 +198,7 @@ void decide_multi(Decision& d, const U* data, std::uint64_t n, std::uint64_t pad
   std::string ks;
   for (const auto& [g, count] : entries) {
     detail::GpuConfig want;
-    want.sm_limit = o.gpu_sm_limit;
+    want.sm_limit = o.bitonic.gpu_sm_limit;
     want.device = g;
     std::string tune;
     cfg[g] = detail::gpu_config<U>(padded, want, &tune, &r);
@@ -215,7 +212,7 @@ void decide_multi(Decision& d, const U* data, std::uint64_t n, std::uint64_t pad
   for (int g : gpus) d.multi.push_back(cfg[g]);
   const Capability& first = cap[gpus.front()];
   double cpu_step = first.cpu_step_s;
-  if (o.k >= 0) cpu_step = o.k > 0 ? first.gpu_step_s / o.k : 0;
+  if (o.bitonic.k >= 0) cpu_step = o.bitonic.k > 0 ? first.gpu_step_s / o.bitonic.k : 0;
   const bool cpu_on = o.device != Device::gpu && cpu_step > 0;
   CostModel cm = link_model(sizeof(U), r);
   std::vector<DeviceShare> devs{{"cpu", cpu_on ? 1.0 / cpu_step : 0.0, 0, 0}};
@@ -248,9 +245,9 @@ void decide_multi(Decision& d, const U* data, std::uint64_t n, std::uint64_t pad
   cm.same_gpu_bytes_per_s = same;
   cm.peer_bytes_per_s = staged ? 0 : peer;
   if (!links.empty()) r.note("GPU links: " + links);
-  d.plan = make_multi_plan(n, devs, o.policy, -1);
-  if (o.min_interior_run >= 0) {
-    apply_min_interior_run(d.plan, o.min_interior_run);
+  d.plan = make_multi_plan(n, devs, o.bitonic.policy, -1);
+  if (o.bitonic.min_interior_run >= 0) {
+    apply_min_interior_run(d.plan, o.bitonic.min_interior_run);
   } else {
     // auto may fall back to one device, or leave the CPU out; hybrid and gpu keep every share.
     const bool auto_ = o.device == Device::auto_;
@@ -258,7 +255,7 @@ void decide_multi(Decision& d, const U* data, std::uint64_t n, std::uint64_t pad
     if (auto_ && cpu_on) {
       auto without = devs;
       without[0].capability = 0;
-      Plan q = make_multi_plan(n, without, o.policy, -1);
+      Plan q = make_multi_plan(n, without, o.bitonic.policy, -1);
       optimise(q, cm, true);
       const double tq = predict(q, cm).total, tp = predict(d.plan, cm).total;
       if (tq < tp) {
@@ -270,7 +267,7 @@ void decide_multi(Decision& d, const U* data, std::uint64_t n, std::uint64_t pad
   for (std::size_t e = 0; e < gpus.size(); ++e)
     d.plan.notes.push_back(fmt::format("gpu{} = CUDA device {}", e, gpus[e]));
   const PlanCost pc = predict(d.plan, cm);
-  r.details["predicted_seconds"] = pc.total;
+  r.details()["predicted_seconds"] = pc.total;
   r.note(fmt::format("cost model predicts {} ({} compute, {} transfers)", human_seconds(pc.total),
                      human_seconds(pc.compute), human_seconds(pc.transfer)));
 }
@@ -283,19 +280,19 @@ Decision decide(const U* data, std::uint64_t n, std::uint64_t padded, const Sort
   const bool want_gpu = o.device != Device::cpu;
   const bool have_gpu = want_gpu && gpu_count() > 0;
   if (o.device == Device::gpu && !have_gpu)
-    throw NoDeviceError(TANDEM_HAS_CUDA ? "bitonic sort: --device gpu but no usable GPU"
-                                        : "bitonic sort: --device gpu but this build has no CUDA");
+    throw NoDeviceError(TANDEM_HAS_CUDA ? "bitonic sort: device = gpu but no usable GPU"
+                                        : "bitonic sort: device = gpu but this build has no CUDA");
   const bool over_limit = o.gpu_memory_limit > 0 && padded * sizeof(U) > o.gpu_memory_limit;
   if (have_gpu && over_limit) {
     if (o.device == Device::gpu)
-      throw UsageError(fmt::format("bitonic sort: {} of keys exceed --gpu-memory-limit {}", human_bytes(padded * sizeof(U)),
+      throw UsageError(fmt::format("bitonic sort: {} of keys exceed gpu_memory_limit = {}", human_bytes(padded * sizeof(U)),
                                    human_bytes(o.gpu_memory_limit)));
     r.note(fmt::format("{} exceed the GPU memory limit {}: the CPU sorts alone", human_bytes(padded * sizeof(U)),
                        human_bytes(o.gpu_memory_limit)));
   }
   if (!have_gpu || over_limit) {
     if (o.device == Device::hybrid && !have_gpu) r.note("no usable GPU: the hybrid sort runs on the CPU alone");
-    d.plan = make_plan(n, std::numeric_limits<double>::infinity(), o.policy, o.min_interior_run);
+    d.plan = make_plan(n, std::numeric_limits<double>::infinity(), o.bitonic.policy, o.bitonic.min_interior_run);
     d.plan.decided_by = have_gpu ? "GPU memory limit" : "no GPU";
     return d;
   }
@@ -309,40 +306,40 @@ Decision decide(const U* data, std::uint64_t n, std::uint64_t padded, const Sort
     return d;
   }
   detail::GpuConfig want;
-  want.sm_limit = o.gpu_sm_limit;
+  want.sm_limit = o.bitonic.gpu_sm_limit;
   want.device = gpus.empty() ? 0 : gpus.front();
   std::string tune;
   d.gpu = detail::gpu_config<U>(padded, want, &tune, &r);
   if (!tune.empty()) r.note("GPU tuning:\n" + tune);
   d.use_gpu = true;
   if (o.device == Device::gpu) {
-    d.plan = make_plan(n, 0.0, o.policy, o.min_interior_run);
-    d.plan.decided_by = "--device gpu";
+    d.plan = make_plan(n, 0.0, o.bitonic.policy, o.bitonic.min_interior_run);
+    d.plan.decided_by = "device = gpu";
     return d;
   }
-  if (o.k >= 0 && o.min_interior_run >= 0) {  // k given and the rule decides: nothing to measure
-    d.plan = make_plan(n, o.k, o.policy, o.min_interior_run);
-    r.note(fmt::format("k = {:.4g} (given)", o.k));
+  if (o.bitonic.k >= 0 && o.bitonic.min_interior_run >= 0) {  // k given and the rule decides: nothing to measure
+    d.plan = make_plan(n, o.bitonic.k, o.bitonic.policy, o.bitonic.min_interior_run);
+    r.note(fmt::format("k = {:.4g} (given)", o.bitonic.k));
     return d;
   }
   Capability cap = measure_k(data, n, padded, threads, d.gpu, r);
-  if (o.k >= 0) {  // k given: keep the measured GPU step time, scale the CPU's to match
-    cap.k = o.k;
-    cap.cpu_step_s = o.k > 0 ? cap.gpu_step_s / o.k : 1.0;
+  if (o.bitonic.k >= 0) {  // k given: keep the measured GPU step time, scale the CPU's to match
+    cap.k = o.bitonic.k;
+    cap.cpu_step_s = o.bitonic.k > 0 ? cap.gpu_step_s / o.bitonic.k : 1.0;
     cap.source = "given; GPU step time measured";
   }
   CostModel cm = link_model(sizeof(U), r);
   cm.step_seconds = {cap.cpu_step_s, cap.gpu_step_s};
   r.note(fmt::format("k = {:.4g} ({})", cap.k, cap.source));
-  d.plan = make_plan(n, cap.k, o.policy, -1);
-  if (o.min_interior_run >= 0) {
-    apply_min_interior_run(d.plan, o.min_interior_run);
+  d.plan = make_plan(n, cap.k, o.bitonic.policy, -1);
+  if (o.bitonic.min_interior_run >= 0) {
+    apply_min_interior_run(d.plan, o.bitonic.min_interior_run);
   } else {
     // auto: the model may decline co-execution; hybrid asked for explicitly keeps the split.
     optimise(d.plan, cm, o.device != Device::hybrid);
   }
   const PlanCost pc = predict(d.plan, cm);
-  r.details["predicted_seconds"] = pc.total;
+  r.details()["predicted_seconds"] = pc.total;
   r.note(fmt::format("cost model predicts {} ({} compute, {} transfers)", human_seconds(pc.total),
                      human_seconds(pc.compute), human_seconds(pc.transfer)));
 #else
@@ -354,7 +351,7 @@ Decision decide(const U* data, std::uint64_t n, std::uint64_t padded, const Sort
   return d;
 }
 
-// The seed's CPU thread tuning [0036]: asked for more threads than physical cores, time thread
+// CPU thread tuning: asked for more threads than physical cores, time thread
 // counts 1..cores (powers of two and the core count) on a sample and keep the fastest (cached).
 template <class U>
 int cpu_threads(const U* data, std::uint64_t padded, int asked, Report& r) {
@@ -386,7 +383,7 @@ int cpu_threads(const U* data, std::uint64_t padded, int asked, Report& r) {
   return best;
 }
 
-// The seed's affinity tuning [0036]: no more threads than physical cores: time the mappings of the
+// CPU affinity tuning: no more threads than physical cores: time the mappings of the
 // threads onto processing units (unbound, compact, scatter, one per core, NUMA/package spreads
 // from the hwloc topology) on a power-of-two sample and keep the fastest (cached by name).
 // Mappings the system refuses to bind fail as candidates; "unbound" always runs.
@@ -442,7 +439,7 @@ void run_words(U* w, std::uint64_t n, std::uint64_t padded, const SortOptions& o
   // Oversubscribed: the thread count was tuned instead; else the mapping of the threads is.
   const bool cpu_idle = o.device == Device::gpu && gpu_count() > 0;
   const bool may_bind = !cpu_idle && asked <= std::max(1, cpu_info().physical_cores);
-  r.details["cpu_affinity"] = to_json(AffinityMapping{"none", {}});
+  r.details()["cpu_affinity"] = to_json(AffinityMapping{"none", {}});
   Decision d = decide(w, n, padded, o, threads, gpus, r);
   // The mapping is looked up and the threads bound only when the CPU runs steps: a GPU-only plan
   // pays for neither (the cache lookup and the binding's two parallel regions cost ~1 ms at 2^22).
@@ -450,7 +447,7 @@ void run_words(U* w, std::uint64_t n, std::uint64_t padded, const SortOptions& o
   auto bind_cpu = [&] {
     if (bind || !may_bind) return;
     const AffinityMapping aff = cpu_affinity(w, padded, threads, r);
-    r.details["cpu_affinity"] = to_json(aff);
+    r.details()["cpu_affinity"] = to_json(aff);
     if (!aff.bound()) return;
     bind.emplace(aff, threads);
     if (!bind->ok()) r.note(fmt::format("CPU affinity {} not applied: {}", aff.name, bind->error()));
@@ -460,7 +457,7 @@ void run_words(U* w, std::uint64_t n, std::uint64_t padded, const SortOptions& o
         return st.mode == 0 || (st.mode == kConcurrent && !pd.empty() && pd[0].count > 0);
       }))
     bind_cpu();
-  r.details["plan"] = to_json(d.plan);
+  r.details()["plan"] = to_json(d.plan);
   std::string shares;
   for (const auto& dv : d.plan.devices) shares += fmt::format("{}{} {}", shares.empty() ? "" : " / ", dv.name, dv.count);
   r.note(fmt::format("plan: {} elements of {} (policy {}, k={:.4g}, N={}); concurrent steps {}; decided by {}", shares,
@@ -475,12 +472,12 @@ void run_words(U* w, std::uint64_t n, std::uint64_t padded, const SortOptions& o
   }
 #if TANDEM_HAS_CUDA
   if (d.multi.empty()) {
-    r.details["gpu_config"] = to_json(d.gpu);
+    r.details()["gpu_config"] = to_json(d.gpu);
     r.note("GPU kernels: " + d.gpu.describe());
   } else {
-    r.details["gpu_config"] = nlohmann::json::array();
+    r.details()["gpu_config"] = nlohmann::json::array();
     for (std::size_t e = 0; e < d.multi.size(); ++e) {
-      r.details["gpu_config"].push_back(to_json(d.multi[e]));
+      r.details()["gpu_config"].push_back(to_json(d.multi[e]));
       r.note(fmt::format("gpu{} kernels (CUDA {}): {}", e, d.multi[e].device, d.multi[e].describe()));
     }
   }
@@ -491,7 +488,7 @@ void run_words(U* w, std::uint64_t n, std::uint64_t padded, const SortOptions& o
     if (o.device == Device::gpu) throw;
     // Nothing ran yet (the device buffer is taken before the first step): the CPU sorts it all.
     bind_cpu();
-    r.note(std::string("GPU memory: ") + e.what() + "; fell back to the CPU");
+    r.notice(fmt::format("GPU memory: {}; sorting on the CPU", e.what()));
     Stopwatch sw;
     detail::cpu_sort(w, padded, threads);
     r.add("CPU bitonic network (fallback)", "cpu", sw.seconds(), fmt::format("{} words", padded));

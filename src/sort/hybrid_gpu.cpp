@@ -4,33 +4,34 @@
 #if TANDEM_HAS_CUDA
 #include <algorithm>
 #include <cstring>
+#include <optional>
 #include <random>
 #include <vector>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "sort/bitonic_engine.hpp"
 #include "sort/bitonic_gpu.hpp"
-#include "tandem/device.hpp"
-#include "tandem/format.hpp"
-#include "tandem/gpu.hpp"
-#include "tandem/timing.hpp"
-#include "tandem/tune.hpp"
+#include "tandem/core/device.hpp"
+#include "tandem/core/format.hpp"
+#include "tandem/core/timing.hpp"
+#include "tandem/core/tune.hpp"
+#include "tandem/cuda/buffers.hpp"
+#include "tandem/cuda/runtime.hpp"
+#include "tandem/cuda/stream.hpp"
 
 namespace tandem::bitonic::detail {
 
 std::string GpuConfig::describe() const {
   return fmt::format("{} kernel, block {} x {} elements/thread (tile {}), {} global steps per pass{}",
                      elems <= 2 ? "scalar" : "vector", block, elems, block * elems, fuse,
-                     sm_limit > 0 ? fmt::format(", grid limited to {} blocks (--gpu-sm-limit)", sm_limit) : "");
+                     sm_limit > 0 ? fmt::format(", grid limited to {} blocks (bitonic.gpu_sm_limit)", sm_limit) : "");
 }
 
 nlohmann::json to_json(const GpuConfig& c) {
   return {{"block", c.block}, {"elems", c.elems}, {"fuse", c.fuse}, {"sm_limit", c.sm_limit}, {"device", c.device}};
 }
-
-void* pinned_alloc(std::size_t bytes) { return gpu::pinned_alloc(bytes); }
-void pinned_free(void* p) noexcept { gpu::pinned_free(p); }
 
 namespace {
 
@@ -129,134 +130,188 @@ int chunk_log2(std::uint64_t P) {
   return lg >= 20 ? lg - 3 : 0;
 }
 
+namespace {
+
+// The CPU+GPU executor's stages: the device buffer, then per run of the plan the copies and steps
+// where the run says (both devices at once, the GPU alone with overlapped copies, or the CPU
+// alone), and the copy home.
+template <class U>
+class HybridExecutor {
+ public:
+  HybridExecutor(U* host, const Plan& plan, const GpuConfig& cfg, int threads, Report& r)
+      : host_(host), plan_(plan), cfg_(cfg), threads_(threads), r_(r), P_(plan.padded()),
+        c_(plan.devices.at(0).count), gpu_name_(fmt::format("gpu{}", cfg.device)) {}
+
+  void run() {
+    const int last = step_count(plan_.log2n);
+    if (last == 0) return;
+    const auto runs = plan_.runs();
+    const bool cpu_only = std::all_of(runs.begin(), runs.end(), [](const PlanRun& x) { return x.mode == 0; });
+    if (cpu_only) {
+      Stopwatch w;
+      cpu_sort(host_, P_, threads_);
+      r_.add(fmt::format("steps 1-{}", last), "cpu", w.seconds(), fmt::format("{} words, {}", P_, cpu_simd()));
+      return;
+    }
+    const gpu::DeviceGuard guard(cfg_.device);
+    const auto [free_b, total_b] = gpu::memory_info();
+    (void)total_b;
+    if (P_ * W > free_b)
+      throw OutOfMemoryError(
+          fmt::format("bitonic sort: {} on the GPU but {} free", human_bytes(P_ * W), human_bytes(free_b)));
+    d_ = gpu::DeviceBuffer<U>(P_);
+    d_.poison();
+    cs_.emplace();
+    xs_.emplace();
+    for (const auto& run : runs) execute(run);
+    copy_home();
+  }
+
+ private:
+  static constexpr std::size_t W = sizeof(U);
+  enum class Loc { host, split, gpu };  // where the data are; split: the CPU share on the host, the rest on the GPU
+
+  struct RunTimes {
+    gpu::Event g0, g1, x0, x1;
+    double cpu_s{0}, gpu_s{0}, copy_s{0};
+  };
+
+  void h2d(std::uint64_t a, std::uint64_t b, cudaStream_t s) {
+    if (b > a) TANDEM_CUDA(cudaMemcpyAsync(d_.data() + a, host_ + a, (b - a) * W, cudaMemcpyHostToDevice, s));
+  }
+  void d2h(std::uint64_t a, std::uint64_t b, cudaStream_t s) {
+    if (b > a) TANDEM_CUDA(cudaMemcpyAsync(host_ + a, d_.data() + a, (b - a) * W, cudaMemcpyDeviceToHost, s));
+  }
+
+  void execute(const PlanRun& run) {
+    Stopwatch wall;
+    RunTimes t;
+    if (run.mode == kConcurrent) {
+      run_concurrent(run, t);
+      r_.add(fmt::format("steps {}-{} concurrent", run.first, run.last), "cpu+" + gpu_name_, wall.seconds(),
+             fmt::format("CPU {} on {} | GPU {} on {}", human_seconds(t.cpu_s), c_, human_seconds(t.gpu_s), P_ - c_));
+    } else if (run.mode == 1) {
+      run_on_gpu(run, t);
+      r_.add(fmt::format("steps {}-{}", run.first, run.last), gpu_name_, wall.seconds(),
+             fmt::format("GPU {} on {}, copy in {}", human_seconds(t.gpu_s), P_, human_seconds(t.copy_s)));
+    } else {
+      run_on_cpu(run, t);
+      r_.add(fmt::format("steps {}-{}", run.first, run.last), "cpu", wall.seconds(),
+             fmt::format("CPU {} on {}, copy in {}", human_seconds(t.cpu_s), P_, human_seconds(t.copy_s)));
+    }
+    copy_total_ += t.copy_s;
+    jr_.push_back({{"first", run.first}, {"last", run.last}, {"mode", plan_.mode_name(run.mode)}, {"cpu_s", t.cpu_s},
+                   {"gpu_s", t.gpu_s}, {"copy_s", t.copy_s}, {"wall_s", wall.seconds()}});
+  }
+
+  // The GPU needs [c, P) on the device, the CPU [0, c) on the host.
+  void run_concurrent(const PlanRun& run, RunTimes& t) {
+    t.x0.record(*xs_);
+    if (where_ == Loc::host) h2d(c_, P_, *cs_);  // the GPU's steps queue behind its own share
+    if (where_ == Loc::gpu) d2h(0, c_, *xs_);    // the CPU share comes back while the GPU computes
+    t.x1.record(*xs_);
+    t.g0.record(*cs_);
+    gpu_steps(d_.data(), c_, P_, run.first, run.last, cfg_, cs_->get());
+    t.g1.record(*cs_);
+    t.x1.sync();
+    Stopwatch cw;
+    cpu_steps(host_, 0, c_, run.first, run.last, threads_);
+    t.cpu_s = cw.seconds();
+    t.g1.sync();
+    t.gpu_s = t.g1.seconds_since(t.g0);
+    t.copy_s = t.x1.seconds_since(t.x0);
+    where_ = Loc::split;
+  }
+
+  // Gathered on the GPU. Overlap: the input arrives in chunks and each chunk is sorted on its own
+  // (steps of its subsets) while the next one is copied; at the end, the last steps (strides
+  // within a chunk) run chunk by chunk and each chunk goes back as soon as it is done.
+  void run_on_gpu(const PlanRun& run, RunTimes& t) {
+    t.x0.record(*cs_);
+    int first = run.first, stop = run.last;
+    const int lq = chunk_log2(P_);
+    const int local_first = step_count(lq) + 1;         // steps after the chunk sorts
+    const int tail = step_count(plan_.log2n) - lq + 1;  // last subset, strides < chunk
+    const bool pipe_in = where_ == Loc::host && run.first == 1 && lq > 0 && run.last >= step_count(lq);
+    const bool pipe_out = run.last == step_count(plan_.log2n) && lq > 0 && run.first <= tail;
+    const std::uint64_t q = std::uint64_t{1} << lq;
+    if (pipe_in) {
+      for (std::uint64_t a = 0; a < P_; a += q) {
+        gpu::Event arrived(false);
+        h2d(a, a + q, *xs_);
+        arrived.record(*xs_);
+        TANDEM_CUDA(cudaStreamWaitEvent(*cs_, arrived.get(), 0));
+        gpu_steps(d_.data(), a, a + q, 1, step_count(lq), cfg_, cs_->get());
+      }
+      first = local_first;
+    } else {
+      if (where_ == Loc::host) h2d(0, P_, *cs_);
+      if (where_ == Loc::split) h2d(0, c_, *cs_);
+    }
+    t.x1.record(*cs_);
+    if (pipe_out) stop = tail - 1;
+    if (first <= stop) gpu_steps(d_.data(), 0, P_, first, stop, cfg_, cs_->get());
+    if (pipe_out) {
+      for (std::uint64_t a = 0; a < P_; a += q) {
+        gpu::Event done(false);
+        gpu_steps(d_.data(), a, a + q, std::max(tail, first), run.last, cfg_, cs_->get());
+        done.record(*cs_);
+        TANDEM_CUDA(cudaStreamWaitEvent(*xs_, done.get(), 0));
+        d2h(a, a + q, *xs_);
+      }
+    }
+    t.g1.record(*cs_);
+    t.g1.sync();
+    t.copy_s = pipe_in ? 0 : t.x1.seconds_since(t.x0);
+    t.gpu_s = t.g1.seconds_since(pipe_in ? t.x0 : t.x1);
+    where_ = pipe_out ? Loc::host : Loc::gpu;
+    if (pipe_out) xs_->sync();
+  }
+
+  void run_on_cpu(const PlanRun& run, RunTimes& t) {
+    t.x0.record(*cs_);
+    if (where_ == Loc::gpu) d2h(0, P_, *cs_);
+    if (where_ == Loc::split) d2h(c_, P_, *cs_);
+    t.x1.record(*cs_);
+    t.x1.sync();
+    t.copy_s = t.x1.seconds_since(t.x0);
+    Stopwatch cw;
+    cpu_steps(host_, 0, P_, run.first, run.last, threads_);
+    t.cpu_s = cw.seconds();
+    where_ = Loc::host;
+  }
+
+  void copy_home() {
+    Stopwatch back;
+    if (where_ == Loc::gpu) d2h(0, P_, *cs_);
+    if (where_ == Loc::split) d2h(c_, P_, *cs_);
+    cs_->sync();
+    xs_->sync();
+    r_.add("copy result to host", gpu_name_, back.seconds(), human_bytes(P_ * W));
+    r_.details()["runs"] = jr_;
+    r_.details()["copy_seconds"] = copy_total_ + back.seconds();
+  }
+
+  U* host_;
+  const Plan& plan_;
+  const GpuConfig& cfg_;
+  const int threads_;
+  Report& r_;
+  const std::uint64_t P_;
+  const std::uint64_t c_;  // CPU share: [0, c); GPU: [c, P)
+  const std::string gpu_name_;
+  gpu::DeviceBuffer<U> d_;
+  std::optional<gpu::Stream> cs_, xs_;  // compute, copies (on cfg.device)
+  Loc where_{Loc::host};
+  double copy_total_{0};
+  nlohmann::json jr_ = nlohmann::json::array();
+};
+
+}  // namespace
+
 template <class U>
 void hybrid_execute(U* host, const Plan& plan, const GpuConfig& cfg, int threads, Report& r) {
-  const std::uint64_t P = plan.padded();
-  const std::uint64_t c = plan.devices.at(0).count;  // CPU share: [0, c); GPU: [c, P)
-  const int last = step_count(plan.log2n);
-  if (last == 0) return;
-  const auto runs = plan.runs();
-  const bool cpu_only = std::all_of(runs.begin(), runs.end(), [](const PlanRun& x) { return x.mode == 0; });
-  if (cpu_only) {
-    Stopwatch w;
-    cpu_sort(host, P, threads);
-    r.add(fmt::format("steps 1-{}", last), "cpu", w.seconds(), fmt::format("{} words, {}", P, cpu_simd()));
-    return;
-  }
-  const gpu::DeviceGuard guard(cfg.device);
-  const auto [free_b, total_b] = gpu::memory_info();
-  (void)total_b;
-  if (P * sizeof(U) > free_b)
-    throw OutOfMemoryError(fmt::format("bitonic sort: {} on the GPU but {} free", human_bytes(P * sizeof(U)), human_bytes(free_b)));
-  gpu::DeviceBuffer<U> d(P);
-  d.poison();
-  gpu::Stream cs, xs;  // compute, copies
-  const std::size_t W = sizeof(U);
-  const std::string gpu_name = fmt::format("gpu{}", cfg.device);
-  enum class Loc { host, split, gpu } where = Loc::host;
-  auto h2d = [&](std::uint64_t a, std::uint64_t b, cudaStream_t s) {
-    if (b > a) TANDEM_CUDA(cudaMemcpyAsync(d.data() + a, host + a, (b - a) * W, cudaMemcpyHostToDevice, s));
-  };
-  auto d2h = [&](std::uint64_t a, std::uint64_t b, cudaStream_t s) {
-    if (b > a) TANDEM_CUDA(cudaMemcpyAsync(host + a, d.data() + a, (b - a) * W, cudaMemcpyDeviceToHost, s));
-  };
-  nlohmann::json jr = nlohmann::json::array();
-  double copy_total = 0;
-  for (const auto& run : runs) {
-    Stopwatch wall;
-    gpu::Event g0, g1, x0, x1;
-    double cpu_s = 0, gpu_s = 0, copy_s = 0;
-    if (run.mode == kConcurrent) {
-      // The GPU needs [c, P) on the device, the CPU [0, c) on the host.
-      x0.record(xs);
-      if (where == Loc::host) h2d(c, P, cs);  // the GPU's steps queue behind its own share
-      if (where == Loc::gpu) d2h(0, c, xs);   // the CPU share comes back while the GPU computes
-      x1.record(xs);
-      g0.record(cs);
-      gpu_steps(d.data(), c, P, run.first, run.last, cfg, cs.get());
-      g1.record(cs);
-      x1.sync();
-      Stopwatch cw;
-      cpu_steps(host, 0, c, run.first, run.last, threads);
-      cpu_s = cw.seconds();
-      g1.sync();
-      gpu_s = g1.seconds_since(g0);
-      copy_s = x1.seconds_since(x0);
-      where = Loc::split;
-      r.add(fmt::format("steps {}-{} concurrent", run.first, run.last), "cpu+" + gpu_name, wall.seconds(),
-            fmt::format("CPU {} on {} | GPU {} on {}", human_seconds(cpu_s), c, human_seconds(gpu_s), P - c));
-    } else if (run.mode == 1) {  // gathered on the GPU
-      x0.record(cs);
-      int first = run.first, stop = run.last;
-      // Overlap: the input arrives in chunks and each chunk is sorted on its own (steps of its
-      // subsets) while the next one is copied; at the end, the last steps (strides within a chunk)
-      // run chunk by chunk and each chunk goes back as soon as it is done.
-      const int lq = chunk_log2(P);
-      const int local_first = step_count(lq) + 1;             // steps after the chunk sorts
-      const int tail = step_count(plan.log2n) - lq + 1;        // last subset, strides < chunk
-      const bool pipe_in = where == Loc::host && run.first == 1 && lq > 0 && run.last >= step_count(lq);
-      const bool pipe_out = run.last == step_count(plan.log2n) && lq > 0 && run.first <= tail;
-      if (pipe_in) {
-        const std::uint64_t q = std::uint64_t{1} << lq;
-        for (std::uint64_t a = 0; a < P; a += q) {
-          gpu::Event arrived(false);
-          h2d(a, a + q, xs);
-          arrived.record(xs);
-          TANDEM_CUDA(cudaStreamWaitEvent(cs, arrived.get(), 0));
-          gpu_steps(d.data(), a, a + q, 1, step_count(lq), cfg, cs.get());
-        }
-        first = local_first;
-      } else {
-        if (where == Loc::host) h2d(0, P, cs);
-        if (where == Loc::split) h2d(0, c, cs);
-      }
-      x1.record(cs);
-      if (pipe_out) stop = tail - 1;
-      if (first <= stop) gpu_steps(d.data(), 0, P, first, stop, cfg, cs.get());
-      if (pipe_out) {
-        const std::uint64_t q = std::uint64_t{1} << lq;
-        for (std::uint64_t a = 0; a < P; a += q) {
-          gpu::Event done(false);
-          gpu_steps(d.data(), a, a + q, std::max(tail, first), run.last, cfg, cs.get());
-          done.record(cs);
-          TANDEM_CUDA(cudaStreamWaitEvent(xs, done.get(), 0));
-          d2h(a, a + q, xs);
-        }
-      }
-      g1.record(cs);
-      g1.sync();
-      copy_s = pipe_in ? 0 : x1.seconds_since(x0);
-      gpu_s = g1.seconds_since(pipe_in ? x0 : x1);
-      where = pipe_out ? Loc::host : Loc::gpu;
-      if (pipe_out) xs.sync();
-      r.add(fmt::format("steps {}-{}", run.first, run.last), gpu_name, wall.seconds(),
-            fmt::format("GPU {} on {}, copy in {}", human_seconds(gpu_s), P, human_seconds(copy_s)));
-    } else {  // gathered on the CPU
-      x0.record(cs);
-      if (where == Loc::gpu) d2h(0, P, cs);
-      if (where == Loc::split) d2h(c, P, cs);
-      x1.record(cs);
-      x1.sync();
-      copy_s = x1.seconds_since(x0);
-      Stopwatch cw;
-      cpu_steps(host, 0, P, run.first, run.last, threads);
-      cpu_s = cw.seconds();
-      where = Loc::host;
-      r.add(fmt::format("steps {}-{}", run.first, run.last), "cpu", wall.seconds(),
-            fmt::format("CPU {} on {}, copy in {}", human_seconds(cpu_s), P, human_seconds(copy_s)));
-    }
-    copy_total += copy_s;
-    jr.push_back({{"first", run.first}, {"last", run.last}, {"mode", plan.mode_name(run.mode)}, {"cpu_s", cpu_s},
-                  {"gpu_s", gpu_s}, {"copy_s", copy_s}, {"wall_s", wall.seconds()}});
-  }
-  Stopwatch back;
-  if (where == Loc::gpu) d2h(0, P, cs);
-  if (where == Loc::split) d2h(c, P, cs);
-  cs.sync();
-  xs.sync();
-  r.add("copy result to host", gpu_name, back.seconds(), human_bytes(P * W));
-  r.details["runs"] = jr;
-  r.details["copy_seconds"] = copy_total + back.seconds();
+  HybridExecutor<U>(host, plan, cfg, threads, r).run();
 }
 
 #define TANDEM_HYBRID_GPU(U)                                                                  \

@@ -19,9 +19,9 @@
 
 #include <fmt/format.h>
 
-#include "tandem/key_order.hpp"
-#include "tandem/parallel.hpp"
-#include "tandem/timing.hpp"
+#include "tandem/core/key_order.hpp"
+#include "tandem/core/parallel.hpp"
+#include "tandem/core/timing.hpp"
 
 namespace tandem::detail {
 

@@ -13,26 +13,24 @@
 #include "sort/device_sort.hpp"
 
 #if TANDEM_HAS_CUDA
-#include <unistd.h>
-
 #include <algorithm>
 #include <array>
 #include <climits>
-#include <cstdio>
 #include <functional>
 #include <memory>
 #include <utility>
 #include <vector>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "sort/msd.hpp"
-#include "tandem/error.hpp"
-#include "tandem/format.hpp"
-#include "tandem/key_order.hpp"
-#include "tandem/parallel.hpp"
-#include "tandem/timing.hpp"
-#include "tandem/transfer.hpp"
+#include "tandem/core/error.hpp"
+#include "tandem/core/format.hpp"
+#include "tandem/core/key_order.hpp"
+#include "tandem/core/parallel.hpp"
+#include "tandem/core/timing.hpp"
+#include "tandem/core/transfer.hpp"
 
 namespace tandem {
 namespace detail {
@@ -203,226 +201,305 @@ void copy_back(const std::vector<D2HPiece>& pieces, SortWorkspace& ws, const Tra
 // D2H copy starting as soon as it is sorted; otherwise one CUB sort of the whole array (of the bits
 // below the agreeing high digits). For keys only, the pass on the top digit runs per upload batch
 // during the upload and each group is gathered from the batches. The caller holds ws.mu.
+//
+// The stages are the methods of FitSort, in the order run() calls them: buffers and upload
+// batches, the upload, the split plan from the histograms, the sorts (one of four ways), the
+// copies back.
 template <class K, class V>
-void fit_sort(const K* src_k, const V* src_v, K* dst_k, V* dst_v, std::size_t n, const SortOptions& opts,
-              SortWorkspace& ws, cudaStream_t s, StageTimes& t) {
-  using U = ordered_bits_t<K>;
-  constexpr bool kValues = !std::is_same_v<V, NoValue>;
-  constexpr int kBits = static_cast<int>(sizeof(U)) * 8;
-  const bool map = needs_mapping<K>(opts.descending);
-  const bool merge = opts.algorithm == SortAlgorithm::merge;
-  const std::size_t split_min = gpu_split_min_elements();
-  const bool count = !merge && n >= split_min;
-  const TransferOptions to = transfer_options();
-  U* dk = reinterpret_cast<U*>(grow(ws.keys, n * sizeof(K)));
-  V* dv = nullptr;
-  if constexpr (kValues) dv = reinterpret_cast<V*>(grow(ws.values, n * sizeof(V)));
-  U* ak = nullptr;
-  V* av = nullptr;
-  if (!merge) {
-    ak = reinterpret_cast<U*>(grow(ws.alt_keys, n * sizeof(U)));
-    if constexpr (kValues) av = reinterpret_cast<V*>(grow(ws.alt_values, n * sizeof(V)));
+class FitSort {
+ public:
+  FitSort(const K* src_k, const V* src_v, K* dst_k, V* dst_v, std::size_t n, const SortOptions& opts, SortWorkspace& ws,
+          cudaStream_t s, StageTimes& t)
+      : src_k_(src_k), src_v_(src_v), dst_k_(dst_k), dst_v_(dst_v), n_(n), opts_(opts), ws_(ws), s_(s), t_(t),
+        map_(needs_mapping<K>(opts.descending)), merge_(opts.algorithm == SortAlgorithm::merge),
+        split_min_(gpu_split_min_elements()), count_(!merge_ && n >= split_min_), to_(transfer_options()) {}
+
+  void run() {
+    take_buffers();
+    plan_batches();
+    Stopwatch w;
+    ws_.begin(s_);
+    upload();
+    t_.h2d += w.seconds();
+    w.reset();
+    plan_split();
+    enqueue_sorts();
+    t_.setup += w.seconds();
+    w.reset();
+    copy_back(pieces_, ws_, to_, staged_, direct_, t_, prepare_);
+    TANDEM_CUDA(cudaStreamSynchronize(s_));
+    ws_.end(s_);
+    t_.d2h += w.seconds();
+    record_times();
   }
-  ensure_hist(ws);
-  gpu::Stream staged, direct, side;
-  gpu::Event arrived(false), side_done(false);
-  constexpr std::size_t kHist = sizeof(U) * kMsdBuckets;  // one histogram per 8-bit digit
-  constexpr int kTop = kBits - kMsdBits;                   // the top digit's shift
+
+ private:
+  using U = ordered_bits_t<K>;
+  static constexpr bool kValues = !std::is_same_v<V, NoValue>;
+  static constexpr int kBits = static_cast<int>(sizeof(U)) * 8;
+  static constexpr std::size_t kHist = sizeof(U) * kMsdBuckets;  // one histogram per 8-bit digit
+  static constexpr int kTop = kBits - kMsdBits;                   // the top digit's shift
+
+  void take_buffers() {
+    dk_ = reinterpret_cast<U*>(grow(ws_.keys, n_ * sizeof(K)));
+    if constexpr (kValues) dv_ = reinterpret_cast<V*>(grow(ws_.values, n_ * sizeof(V)));
+    if (!merge_) {
+      ak_ = reinterpret_cast<U*>(grow(ws_.alt_keys, n_ * sizeof(U)));
+      if constexpr (kValues) av_ = reinterpret_cast<V*>(grow(ws_.alt_values, n_ * sizeof(V)));
+    }
+    ensure_hist(ws_);
+  }
+
   // Keys only: the upload is cut into batches of whole chunks, each partitioned on the top digit
   // (one CUB pass, on the side stream) into ak while the next chunks are copied; the histograms
   // are kept per batch so the groups can be gathered from every batch later. Used when the plan
   // splits on the top digit; otherwise dk still holds the keys (a permutation of them) and the
   // plain MSD pass runs after the upload.
-  const std::size_t bytes = n * sizeof(K);
-  const std::size_t chunks = (bytes + to.chunk_bytes - 1) / to.chunk_bytes;
-  const std::size_t nb = (count && !kValues && chunks >= 2) ? std::min(kMaxUploadBatches, chunks) : 1;
-  std::vector<std::size_t> batch_end(nb);  // element end of each batch
-  for (std::size_t j = 0; j < nb; ++j)
-    batch_end[j] = std::min(n, (chunks * (j + 1) / nb) * (to.chunk_bytes / sizeof(K)));
-  char* tp = nullptr;
-  std::size_t temp_bytes = 0;
-  if (nb > 1) {
-    std::size_t biggest = 0;
-    for (std::size_t j = 0; j < nb; ++j) biggest = std::max(biggest, batch_end[j] - (j ? batch_end[j - 1] : 0));
-    temp_bytes = std::max({radix_temp_bytes<U, NoValue>(n, 0, kBits), radix_temp_bytes<U, NoValue>(n, kTop, kBits),
-                           radix_temp_bytes<U, NoValue>(biggest, kTop, kBits)});
-    tp = grow(ws.temp, temp_bytes);  // before the upload: the batch passes use it on the side stream
+  void plan_batches() {
+    const std::size_t chunks = (n_ * sizeof(K) + to_.chunk_bytes - 1) / to_.chunk_bytes;
+    nb_ = (count_ && !kValues && chunks >= 2) ? std::min(kMaxUploadBatches, chunks) : 1;
+    batch_end_.resize(nb_);  // element end of each batch
+    for (std::size_t j = 0; j < nb_; ++j)
+      batch_end_[j] = std::min(n_, (chunks * (j + 1) / nb_) * (to_.chunk_bytes / sizeof(K)));
+    if (nb_ > 1) {
+      std::size_t biggest = 0;
+      for (std::size_t j = 0; j < nb_; ++j) biggest = std::max(biggest, batch_end_[j] - (j ? batch_end_[j - 1] : 0));
+      temp_bytes_ = std::max({radix_temp_bytes<U, NoValue>(n_, 0, kBits), radix_temp_bytes<U, NoValue>(n_, kTop, kBits),
+                              radix_temp_bytes<U, NoValue>(biggest, kTop, kBits)});
+      tp_ = grow(ws_.temp, temp_bytes_);  // before the upload: the batch passes use it on the side stream
+    }
   }
-  Stopwatch w;
-  ws.begin(s);
-  if (count) TANDEM_CUDA(cudaMemsetAsync(ws.hist.data(), 0, nb * kHist * sizeof(unsigned long long), s));
-  char* dkb = reinterpret_cast<char*>(dk);
-  // Per chunk, once its copy has landed: map and count on a side stream, so the copy engine never
-  // waits for a kernel before the next chunk.
-  if (map || count) {
-    side_done.record(s);  // the side stream starts after what s holds (the memset, earlier users)
-    TANDEM_CUDA(cudaStreamWaitEvent(side, side_done.get(), 0));
+
+  void upload() {
+    if (count_) TANDEM_CUDA(cudaMemsetAsync(ws_.hist.data(), 0, nb_ * kHist * sizeof(unsigned long long), s_));
+    // Per chunk, once its copy has landed: map and count on a side stream, so the copy engine never
+    // waits for a kernel before the next chunk.
+    if (map_ || count_) {
+      side_done_.record(s_);  // the side stream starts after what s holds (the memset, earlier users)
+      TANDEM_CUDA(cudaStreamWaitEvent(side_, side_done_.get(), 0));
+    }
+    copy_to_device_chunked(dk_, src_k_, n_ * sizeof(K), s_, to_,
+                           [this](std::size_t off, std::size_t len, cudaStream_t st) { on_chunk(off, len, st); });
+    if (map_ || count_) {
+      side_done_.record(side_);
+      TANDEM_CUDA(cudaStreamWaitEvent(s_, side_done_.get(), 0));
+    }
+    if constexpr (kValues) copy_to_device(dv_, src_v_, n_ * sizeof(V), s_, to_);
   }
-  std::size_t batch = 0;
-  copy_to_device_chunked(dk, src_k, bytes, s, to, [&](std::size_t off, std::size_t len, cudaStream_t st) {
-    if (!map && !count) return;
-    arrived.record(st);
-    TANDEM_CUDA(cudaStreamWaitEvent(side, arrived.get(), 0));
-    if (map) map_to_bits<K>(dkb + off, len / sizeof(K), opts.descending, side);
-    if (count) digit_histogram<U>(reinterpret_cast<const U*>(dkb + off), len / sizeof(K), ws.hist.data() + batch * kHist, side);
+
+  void on_chunk(std::size_t off, std::size_t len, cudaStream_t st) {
+    if (!map_ && !count_) return;
+    char* dkb = reinterpret_cast<char*>(dk_);
+    arrived_.record(st);
+    TANDEM_CUDA(cudaStreamWaitEvent(side_, arrived_.get(), 0));
+    if (map_) map_to_bits<K>(dkb + off, len / sizeof(K), opts_.descending, side_);
+    if (count_)
+      digit_histogram<U>(reinterpret_cast<const U*>(dkb + off), len / sizeof(K), ws_.hist.data() + batch_ * kHist,
+                         side_);
     if constexpr (!kValues) {
-      for (; nb > 1 && batch < nb && (off + len) / sizeof(K) >= batch_end[batch]; ++batch) {
-        const std::size_t b0 = batch ? batch_end[batch - 1] : 0, m = batch_end[batch] - b0;
-        if (!sort_bits_range<U, NoValue>(dk + b0, ak + b0, nullptr, nullptr, m, kTop, kBits, tp, temp_bytes, side))
+      for (; nb_ > 1 && batch_ < nb_ && (off + len) / sizeof(K) >= batch_end_[batch_]; ++batch_) {
+        const std::size_t b0 = batch_ ? batch_end_[batch_ - 1] : 0, m = batch_end_[batch_] - b0;
+        if (!sort_bits_range<U, NoValue>(dk_ + b0, ak_ + b0, nullptr, nullptr, m, kTop, kBits, tp_, temp_bytes_, side_))
           // the partition stayed in dk: ak is where the gather reads
-          TANDEM_CUDA(cudaMemcpyAsync(ak + b0, dk + b0, m * sizeof(U), cudaMemcpyDeviceToDevice, side));
+          TANDEM_CUDA(cudaMemcpyAsync(ak_ + b0, dk_ + b0, m * sizeof(U), cudaMemcpyDeviceToDevice, side_));
       }
     }
-  });
-  if (map || count) {
-    side_done.record(side);
-    TANDEM_CUDA(cudaStreamWaitEvent(s, side_done.get(), 0));
   }
-  if constexpr (kValues) copy_to_device(dv, src_v, n * sizeof(V), s, to);
-  t.h2d += w.seconds();
-  w.reset();
 
-  GpuSplitPlan plan;
-  std::vector<std::uint64_t> batch_counts;  // nb x 256 counts of the top digit
-  if (merge) {
-    plan.why = "algorithm=merge: one CUB merge sort";
-  } else if (count) {
-    TANDEM_CUDA(cudaMemcpyAsync(ws.hist_host.data(), ws.hist.data(), nb * kHist * sizeof(unsigned long long),
-                                cudaMemcpyDeviceToHost, s));
-    TANDEM_CUDA(cudaStreamSynchronize(s));
-    std::array<std::uint64_t, kHist> counts{};
-    batch_counts.assign(nb * kMsdBuckets, 0);
-    for (std::size_t j = 0; j < nb; ++j)
-      for (std::size_t b = 0; b < kHist; ++b) {
-        counts[b] += ws.hist_host[j * kHist + b];
-        if (b >= kHist - kMsdBuckets) batch_counts[j * kMsdBuckets + (b - (kHist - kMsdBuckets))] = ws.hist_host[j * kHist + b];
-      }
-    plan = plan_gpu_split(counts, n, kBits, split_min);
-  } else {
-    plan = plan_gpu_split({}, n, kBits, split_min);
-  }
-  // Enqueue the sorts on s (asynchronous), one event per group; then copy the groups back.
-  gpu::Event e_start, e_msd, e_end;
-  std::vector<ElementRange> groups = plan.split ? plan.groups : std::vector<ElementRange>{{0, n}};
-  const std::size_t G = groups.size();
-  std::vector<gpu::Event> ready;
-  ready.reserve(G);
-  for (std::size_t i = 0; i < G; ++i) ready.emplace_back(true);
-  std::vector<D2HPiece> pieces;
-  // The D2H pieces of group i, whose sorted keys (values) will be at rk (rv) + its offset.
-  auto add_pieces = [&](std::size_t i, U* rk, V* rv) {
-    const ElementRange& g = groups[i];
-    pieces.push_back({reinterpret_cast<const char*>(rk + g.begin), reinterpret_cast<char*>(dst_k + g.begin),
-                      g.size() * sizeof(K), ready[i].get(), i});
-    if constexpr (kValues)
-      pieces.push_back({reinterpret_cast<const char*>(rv + g.begin), reinterpret_cast<char*>(dst_v + g.begin),
-                        g.size() * sizeof(V), ready[i].get(), i});
-  };
-  // Group i sorted into rk: back to the caller's key type, and its event.
-  auto finish_group = [&](std::size_t i, U* rk) {
-    if (map) map_from_bits<K>(rk + groups[i].begin, groups[i].size(), opts.descending, s);
-    ready[i].record(s);
-  };
-  std::function<void(std::size_t)> prepare;  // enqueues groups lazily (pre-partitioned split)
-  std::size_t largest_group = 0;
-  for (const ElementRange& g : groups) largest_group = std::max(largest_group, g.size());
-  // The pre-partitioned batches serve when the split is on the top digit and one group's
-  // alternate buffer stays small (<= n/8: within the memory the sizing allows for).
-  U* sk = nullptr;
-  if (nb > 1 && plan.split && plan.msd_shift == kTop && largest_group <= n / 8)
-    sk = reinterpret_cast<U*>(grow(ws.scratch, std::max<std::size_t>(largest_group, 1) * sizeof(U)));
-  std::array<std::uint64_t, kMsdBuckets + 1> prefix{};  // bucket starts of the top digit
-  std::size_t next = 0;                                 // groups enqueued so far (lazy path)
-  e_start.record(s);
-  if (merge) {
-    e_msd.record(s);
-    sort_bits<U, V>(dk, dv, n, true, ws, s);
-    finish_group(0, dk);
-    add_pieces(0, dk, dv);
-  } else if (!plan.split) {  // bits above sort_bits agree for every key (0: all keys are equal)
-    const std::size_t temp = plan.sort_bits > 0 ? radix_temp_bytes<U, V>(n, 0, plan.sort_bits) : 0;
-    char* tp2 = grow(ws.temp, std::max<std::size_t>(temp, 1));
-    e_msd.record(s);
-    const bool alt = sort_bits_range<U, V>(dk, ak, dv, av, n, 0, plan.sort_bits, tp2, temp, s);
-    finish_group(0, alt ? ak : dk);
-    add_pieces(0, alt ? ak : dk, alt ? av : dv);
-  } else if (sk) {
-    // Each group gathered from the batches' partitions in ak into its place in dk (the batches
-    // in upload order, so the group holds exactly its buckets' keys), then sorted there with the
-    // scratch buffer as CUB's alternate. Enqueued lazily by copy_back: the first groups before
-    // the first copies, the rest while those run.
-    t.batches += nb;
-    e_msd.record(s);
-    for (std::size_t b = 0; b < kMsdBuckets; ++b)
-      for (std::size_t j = 0; j < nb; ++j) prefix[b + 1] += batch_counts[j * kMsdBuckets + b];
-    for (std::size_t b = 0; b < kMsdBuckets; ++b) prefix[b + 1] += prefix[b];
-    for (std::size_t i = 0; i < G; ++i) add_pieces(i, dk, dv);
-    prepare = [&](std::size_t upto) {
-      for (; next <= upto && next < G; ++next) {
-        const ElementRange& g = groups[next];
-        const std::size_t lo_b = std::lower_bound(prefix.begin(), prefix.end(), g.begin) - prefix.begin();
-        const std::size_t hi_b = std::lower_bound(prefix.begin(), prefix.end(), g.end) - prefix.begin();
-        std::size_t at = g.begin;
-        GatherList<U> list;
-        for (std::size_t j = 0; j < nb; ++j) {
-          const std::uint64_t* c = &batch_counts[j * kMsdBuckets];
-          std::size_t from = j ? batch_end[j - 1] : 0;
-          for (std::size_t b = 0; b < lo_b; ++b) from += c[b];
-          std::size_t len = 0;
-          for (std::size_t b = lo_b; b < hi_b; ++b) len += c[b];
-          if (len) {
-            list.src[list.count] = ak + from;
-            list.dst[list.count] = dk + at;
-            list.n[list.count++] = len;
-          }
-          at += len;
+  // The split plan from the digit histograms (read back once), and the top digit's counts per
+  // upload batch (nb x 256).
+  void plan_split() {
+    if (merge_) {
+      plan_.why = "algorithm=merge: one CUB merge sort";
+    } else if (count_) {
+      TANDEM_CUDA(cudaMemcpyAsync(ws_.hist_host.data(), ws_.hist.data(), nb_ * kHist * sizeof(unsigned long long),
+                                  cudaMemcpyDeviceToHost, s_));
+      TANDEM_CUDA(cudaStreamSynchronize(s_));
+      std::array<std::uint64_t, kHist> counts{};
+      batch_counts_.assign(nb_ * kMsdBuckets, 0);
+      for (std::size_t j = 0; j < nb_; ++j)
+        for (std::size_t b = 0; b < kHist; ++b) {
+          counts[b] += ws_.hist_host[j * kHist + b];
+          if (b >= kHist - kMsdBuckets)
+            batch_counts_[j * kMsdBuckets + (b - (kHist - kMsdBuckets))] = ws_.hist_host[j * kHist + b];
         }
-        if (at != g.end) throw Error("sort: internal error, the upload batches' histograms do not add up");
-        gather_segments<U>(list, s);
-        const int bits = g.buckets > 1 ? kBits : kTop;
-        const bool a2 = sort_bits_range<U, NoValue>(dk + g.begin, sk, nullptr, nullptr, g.size(), 0, bits, tp, temp_bytes, s);
-        if (a2) TANDEM_CUDA(cudaMemcpyAsync(dk + g.begin, sk, g.size() * sizeof(U), cudaMemcpyDeviceToDevice, s));
-        finish_group(next, dk);
-        if (next + 1 == G) e_end.record(s);
-      }
+      plan_ = plan_gpu_split(counts, n_, kBits, split_min_);
+    } else {
+      plan_ = plan_gpu_split({}, n_, kBits, split_min_);
+    }
+    groups_ = plan_.split ? plan_.groups : std::vector<ElementRange>{{0, n_}};
+    ready_.reserve(groups_.size());
+    for (std::size_t i = 0; i < groups_.size(); ++i) ready_.emplace_back(true);
+  }
+
+  // Enqueues the sorts on s (asynchronous), one event per group, and the D2H pieces of every group.
+  void enqueue_sorts() {
+    std::size_t largest_group = 0;
+    for (const ElementRange& g : groups_) largest_group = std::max(largest_group, g.size());
+    // The pre-partitioned batches serve when the split is on the top digit and one group's
+    // alternate buffer stays small (<= n/8: within the memory the sizing allows for).
+    if (nb_ > 1 && plan_.split && plan_.msd_shift == kTop && largest_group <= n_ / 8)
+      sk_ = reinterpret_cast<U*>(grow(ws_.scratch, std::max<std::size_t>(largest_group, 1) * sizeof(U)));
+    e_start_.record(s_);
+    if (merge_) sort_merged();
+    else if (!plan_.split) sort_whole();
+    else if (sk_) sort_gathered();
+    else sort_after_msd_pass();
+    if (!prepare_) e_end_.record(s_);
+  }
+
+  void sort_merged() {
+    e_msd_.record(s_);
+    sort_bits<U, V>(dk_, dv_, n_, true, ws_, s_);
+    finish_group(0, dk_);
+    add_pieces(0, dk_, dv_);
+  }
+
+  // Bits above plan.sort_bits agree for every key (0: all keys are equal): one sort of the rest.
+  void sort_whole() {
+    const std::size_t temp = plan_.sort_bits > 0 ? radix_temp_bytes<U, V>(n_, 0, plan_.sort_bits) : 0;
+    char* tp2 = grow(ws_.temp, std::max<std::size_t>(temp, 1));
+    e_msd_.record(s_);
+    const bool alt = sort_bits_range<U, V>(dk_, ak_, dv_, av_, n_, 0, plan_.sort_bits, tp2, temp, s_);
+    finish_group(0, alt ? ak_ : dk_);
+    add_pieces(0, alt ? ak_ : dk_, alt ? av_ : dv_);
+  }
+
+  // Each group gathered from the batches' partitions in ak into its place in dk (the batches in
+  // upload order, so the group holds exactly its buckets' keys), then sorted there with the
+  // scratch buffer as CUB's alternate. Enqueued lazily by copy_back: the first groups before the
+  // first copies, the rest while those run.
+  void sort_gathered() {
+    t_.batches += nb_;
+    e_msd_.record(s_);
+    for (std::size_t b = 0; b < kMsdBuckets; ++b)
+      for (std::size_t j = 0; j < nb_; ++j) prefix_[b + 1] += batch_counts_[j * kMsdBuckets + b];
+    for (std::size_t b = 0; b < kMsdBuckets; ++b) prefix_[b + 1] += prefix_[b];
+    for (std::size_t i = 0; i < groups_.size(); ++i) add_pieces(i, dk_, dv_);
+    prepare_ = [this](std::size_t upto) {
+      for (; next_ <= upto && next_ < groups_.size(); ++next_) gather_and_sort(next_);
     };
-    prepare(0);  // the GPU starts on the first group at once
-  } else {
-    // The MSD pass sorts bits [lo, hi); a group of one bucket then needs bits [0, lo) sorted, a
-    // group of several buckets bits [0, hi) (its buckets are in order, but a sort of the low bits
-    // alone would interleave them). CUB's temporary storage for n elements and all hi bits
-    // bounds every call.
-    const int lo = plan.msd_shift, hi = lo + kMsdBits;
-    const std::size_t temp = std::max(radix_temp_bytes<U, V>(n, 0, hi), radix_temp_bytes<U, V>(n, lo, hi));
-    char* tp2 = grow(ws.temp, std::max<std::size_t>(temp, 1));
-    const bool alt = sort_bits_range<U, V>(dk, ak, dv, av, n, lo, hi, tp2, temp, s);
-    e_msd.record(s);
-    U* ck = alt ? ak : dk;
-    U* ok = alt ? dk : ak;
-    V* cv = alt ? av : dv;
-    V* ov = alt ? dv : av;
-    for (std::size_t i = 0; i < G; ++i) {
-      const ElementRange& g = groups[i];
+    prepare_(0);  // the GPU starts on the first group at once
+  }
+
+  void gather_and_sort(std::size_t i) {
+    const ElementRange& g = groups_[i];
+    const std::size_t lo_b = std::lower_bound(prefix_.begin(), prefix_.end(), g.begin) - prefix_.begin();
+    const std::size_t hi_b = std::lower_bound(prefix_.begin(), prefix_.end(), g.end) - prefix_.begin();
+    std::size_t at = g.begin;
+    GatherList<U> list;
+    for (std::size_t j = 0; j < nb_; ++j) {
+      const std::uint64_t* c = &batch_counts_[j * kMsdBuckets];
+      std::size_t from = j ? batch_end_[j - 1] : 0;
+      for (std::size_t b = 0; b < lo_b; ++b) from += c[b];
+      std::size_t len = 0;
+      for (std::size_t b = lo_b; b < hi_b; ++b) len += c[b];
+      if (len) {
+        list.src[list.count] = ak_ + from;
+        list.dst[list.count] = dk_ + at;
+        list.n[list.count++] = len;
+      }
+      at += len;
+    }
+    if (at != g.end) throw Error("sort: internal error, the upload batches' histograms do not add up");
+    gather_segments<U>(list, s_);
+    const int bits = g.buckets > 1 ? kBits : kTop;
+    const bool a2 =
+        sort_bits_range<U, NoValue>(dk_ + g.begin, sk_, nullptr, nullptr, g.size(), 0, bits, tp_, temp_bytes_, s_);
+    if (a2) TANDEM_CUDA(cudaMemcpyAsync(dk_ + g.begin, sk_, g.size() * sizeof(U), cudaMemcpyDeviceToDevice, s_));
+    finish_group(i, dk_);
+    if (i + 1 == groups_.size()) e_end_.record(s_);
+  }
+
+  // The MSD pass sorts bits [lo, hi); a group of one bucket then needs bits [0, lo) sorted, a
+  // group of several buckets bits [0, hi) (its buckets are in order, but a sort of the low bits
+  // alone would interleave them). CUB's temporary storage for n elements and all hi bits bounds
+  // every call.
+  void sort_after_msd_pass() {
+    const int lo = plan_.msd_shift, hi = lo + kMsdBits;
+    const std::size_t temp = std::max(radix_temp_bytes<U, V>(n_, 0, hi), radix_temp_bytes<U, V>(n_, lo, hi));
+    char* tp2 = grow(ws_.temp, std::max<std::size_t>(temp, 1));
+    const bool alt = sort_bits_range<U, V>(dk_, ak_, dv_, av_, n_, lo, hi, tp2, temp, s_);
+    e_msd_.record(s_);
+    U* ck = alt ? ak_ : dk_;
+    U* ok = alt ? dk_ : ak_;
+    V* cv = alt ? av_ : dv_;
+    V* ov = alt ? dv_ : av_;
+    for (std::size_t i = 0; i < groups_.size(); ++i) {
+      const ElementRange& g = groups_[i];
       const int bits = g.buckets > 1 ? hi : lo;
       const bool a2 = sort_bits_range<U, V>(ck + g.begin, ok + g.begin, kValues ? cv + g.begin : nullptr,
-                                            kValues ? ov + g.begin : nullptr, g.size(), 0, bits, tp2, temp, s);
+                                            kValues ? ov + g.begin : nullptr, g.size(), 0, bits, tp2, temp, s_);
       finish_group(i, a2 ? ok : ck);
       add_pieces(i, a2 ? ok : ck, a2 ? ov : cv);
     }
   }
-  if (!prepare) e_end.record(s);
-  t.setup += w.seconds();
-  w.reset();
-  copy_back(pieces, ws, to, staged, direct, t, prepare);
-  TANDEM_CUDA(cudaStreamSynchronize(s));
-  ws.end(s);
-  t.d2h += w.seconds();
-  t.exposed += ready.front().seconds_since(e_start);
-  t.msd += e_msd.seconds_since(e_start);
-  t.groups += e_end.seconds_since(e_msd);
-  (plan.split ? t.split_pieces : t.whole_pieces) += 1;
-  t.groups_n += G;
-  t.why = plan.why;
+
+  // The D2H pieces of group i, whose sorted keys (values) will be at rk (rv) + its offset.
+  void add_pieces(std::size_t i, U* rk, V* rv) {
+    const ElementRange& g = groups_[i];
+    pieces_.push_back({reinterpret_cast<const char*>(rk + g.begin), reinterpret_cast<char*>(dst_k_ + g.begin),
+                       g.size() * sizeof(K), ready_[i].get(), i});
+    if constexpr (kValues)
+      pieces_.push_back({reinterpret_cast<const char*>(rv + g.begin), reinterpret_cast<char*>(dst_v_ + g.begin),
+                         g.size() * sizeof(V), ready_[i].get(), i});
+  }
+
+  // Group i sorted into rk: back to the caller's key type, and its event.
+  void finish_group(std::size_t i, U* rk) {
+    if (map_) map_from_bits<K>(rk + groups_[i].begin, groups_[i].size(), opts_.descending, s_);
+    ready_[i].record(s_);
+  }
+
+  void record_times() {
+    t_.exposed += ready_.front().seconds_since(e_start_);
+    t_.msd += e_msd_.seconds_since(e_start_);
+    t_.groups += e_end_.seconds_since(e_msd_);
+    (plan_.split ? t_.split_pieces : t_.whole_pieces) += 1;
+    t_.groups_n += groups_.size();
+    t_.why = plan_.why;
+  }
+
+  const K* src_k_;
+  const V* src_v_;
+  K* dst_k_;
+  V* dst_v_;
+  const std::size_t n_;
+  const SortOptions& opts_;
+  SortWorkspace& ws_;
+  const cudaStream_t s_;
+  StageTimes& t_;
+  const bool map_, merge_;
+  const std::size_t split_min_;
+  const bool count_;
+  const TransferOptions to_;
+  U* dk_{nullptr};  // the keys on the device, then their MSD pass's output or the gathered groups
+  V* dv_{nullptr};
+  U* ak_{nullptr};  // CUB's alternate buffers (radix sorts)
+  V* av_{nullptr};
+  U* sk_{nullptr};  // a group's alternate buffer when groups are gathered from the upload batches
+  gpu::Stream staged_, direct_, side_;
+  gpu::Event arrived_{false}, side_done_{false};
+  gpu::Event e_start_, e_msd_, e_end_;
+  std::size_t nb_{1};                      // upload batches
+  std::vector<std::size_t> batch_end_;     // element end of each batch
+  std::size_t batch_{0};                   // batches partitioned so far (during the upload)
+  char* tp_{nullptr};                      // CUB temporary storage of the batch passes and gathered groups
+  std::size_t temp_bytes_{0};
+  GpuSplitPlan plan_;
+  std::vector<std::uint64_t> batch_counts_;  // nb x 256 counts of the top digit
+  std::vector<ElementRange> groups_;
+  std::vector<gpu::Event> ready_;            // one per group: sorted and mapped back
+  std::vector<D2HPiece> pieces_;
+  std::function<void(std::size_t)> prepare_;  // enqueues groups lazily (gathered groups)
+  std::array<std::uint64_t, kMsdBuckets + 1> prefix_{};  // bucket starts of the top digit
+  std::size_t next_{0};                                  // groups enqueued so far (lazy path)
+};
+
+template <class K, class V>
+void fit_sort(const K* src_k, const V* src_v, K* dst_k, V* dst_v, std::size_t n, const SortOptions& opts,
+              SortWorkspace& ws, cudaStream_t s, StageTimes& t) {
+  FitSort<K, V>(src_k, src_v, dst_k, dst_v, n, opts, ws, s, t).run();
 }
 
 // The fit path's stages in the Report.
@@ -438,23 +515,30 @@ void add_fit_stages(Report& r, const StageTimes& t, const std::string& what, con
                     "for DMA, copied {}",
                     t.split_pieces, t.whole_pieces, human_seconds(t.d2h_wait), human_seconds(t.d2h_copy)));
   r.note(t.why);
-  r.details["gpu_split"] = t.split_pieces > 0;
-  r.details["gpu_groups"] = t.groups_n;
-  r.details["gpu_upload_batches"] = t.batches;
+  r.details()["gpu_split"] = t.split_pieces > 0;
+  r.details()["gpu_groups"] = t.groups_n;
+  r.details()["gpu_upload_batches"] = t.batches;
 }
 
+// Status lines for the caller's progress callback (SortOptions::progress); an empty one at the end.
 class Progress {
  public:
-  explicit Progress(bool on) : on_(on && ::isatty(2)) {}
+  Progress(const std::function<void(std::string_view)>& f, bool on) : f_(on && f ? &f : nullptr) {}
+  Progress(const Progress&) = delete;
+  Progress& operator=(const Progress&) = delete;
   void line(const std::string& text) {
-    if (on_) std::fprintf(stderr, "\rtandem sort: %s\033[K", text.c_str());
+    if (f_) (*f_)(text);
   }
   ~Progress() {
-    if (on_) std::fprintf(stderr, "\r\033[K");
+    if (!f_) return;
+    try {
+      (*f_)({});
+    } catch (...) {  // a destructor must not throw; the sort itself is done
+    }
   }
 
  private:
-  bool on_;
+  const std::function<void(std::string_view)>* f_;
 };
 
 // Larger than the budget: a stable MSD partition on the host (all CPU threads) into pieces that
@@ -468,7 +552,7 @@ void out_of_core(std::span<K> keys, std::span<V> values, const SortOptions& opts
   const std::size_t cap = std::size_t{1} << 30;  // CUB takes int sizes
   const std::size_t C = std::min(out_of_core_chunk(budget, per), cap);
   const int T = opts.threads > 0 ? opts.threads : default_threads();
-  Progress progress(opts.progress && n * per >= (std::size_t{1} << 30));
+  Progress progress(opts.progress, n * per >= (std::size_t{1} << 30));
   progress.line(fmt::format("partitioning {} on {} CPU threads", human_bytes(n * per), T));
   reserve_fit<K, V>(ws, std::min(C, n), opts.algorithm == SortAlgorithm::merge);
   StageTimes t;
@@ -511,9 +595,9 @@ void out_of_core(std::span<K> keys, std::span<V> values, const SortOptions& opts
     r.add("CPU sort after GPU failure", "cpu", cpu_s, fmt::format("{} pieces", cpu_pieces));
     r.note(fmt::format("GPU failed ({}); the remaining {} pieces were sorted on the CPU", failure, cpu_pieces));
   }
-  r.details["pieces"] = st.pieces;
-  r.details["piece_elements"] = C;
-  r.details["partition_levels"] = st.levels;
+  r.details()["pieces"] = st.pieces;
+  r.details()["piece_elements"] = C;
+  r.details()["partition_levels"] = st.levels;
 }
 
 }  // namespace

@@ -1,5 +1,5 @@
-// The hybrid bitonic plan (seed 000): allocation, independence, short runs, cost model.
-#include "tandem/bitonic_plan.hpp"
+// The hybrid bitonic plan: allocation, independence, short runs, cost model.
+#include "tandem/sort/bitonic_plan.hpp"
 
 #include <algorithm>
 #include <bit>
@@ -8,9 +8,11 @@
 #include <numeric>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
-#include "tandem/error.hpp"
-#include "tandem/format.hpp"
+#include "sort/plan_tuning.hpp"
+#include "tandem/core/error.hpp"
+#include "tandem/core/format.hpp"
 
 namespace tandem::bitonic {
 
@@ -135,8 +137,7 @@ int active_devices(const Plan& p) {
   return int(std::count_if(p.devices.begin(), p.devices.end(), [](const DeviceShare& d) { return d.count > 0; }));
 }
 
-}  // namespace
-
+// Marks independence and modes from the shares.
 void mark_steps(Plan& p) {
   const std::uint64_t P = p.padded();
   std::vector<std::uint64_t> boundaries;
@@ -160,6 +161,8 @@ void mark_steps(Plan& p) {
     p.steps.push_back(s);
   }
 }
+
+}  // namespace
 
 void apply_min_interior_run(Plan& p, int min_interior_run) {
   p.min_interior_run = min_interior_run;

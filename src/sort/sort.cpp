@@ -5,21 +5,23 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <type_traits>
 #include <utility>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "sort/cpu_radix.hpp"
 #include "sort/device_sort.hpp"
-#include "tandem/bitonic.hpp"
-#include "tandem/calibrate.hpp"
-#include "tandem/device.hpp"
-#include "tandem/error.hpp"
-#include "tandem/format.hpp"
-#include "tandem/parallel.hpp"
-#include "tandem/timing.hpp"
+#include "tandem/core/calibrate.hpp"
+#include "tandem/core/device.hpp"
+#include "tandem/core/error.hpp"
+#include "tandem/core/format.hpp"
+#include "tandem/core/parallel.hpp"
+#include "tandem/core/timing.hpp"
+#include "tandem/sort/bitonic.hpp"
 #if TANDEM_HAS_CUDA
-#include "tandem/gpu.hpp"
+#include "tandem/cuda/runtime.hpp"
 #endif
 
 namespace tandem {
@@ -29,16 +31,51 @@ constexpr std::array<std::pair<std::string_view, SortAlgorithm>, 4> kAlgorithms{
     {"auto", SortAlgorithm::auto_}, {"bitonic", SortAlgorithm::bitonic},
     {"radix", SortAlgorithm::radix}, {"merge", SortAlgorithm::merge}}};
 
-constexpr std::array<std::pair<std::string_view, SortPath>, 5> kPaths{{
+constexpr std::array<std::pair<std::string_view, SortMemory>, 3> kMemory{{
+    {"auto", SortMemory::auto_}, {"fast", SortMemory::fast}, {"low", SortMemory::low}}};
+
+constexpr std::array<std::pair<std::string_view, SortPath>, 6> kPaths{{
     {"cpu-radix", SortPath::cpu_radix}, {"cpu-comparison", SortPath::cpu_comparison},
+    {"cpu-in-place", SortPath::cpu_in_place},
     {"gpu-pipeline", SortPath::gpu_pipeline}, {"gpu-out-of-core", SortPath::gpu_out_of_core},
     {"bitonic", SortPath::bitonic}}};
+
+// The value a name stands for in a table of (name, value), or null; and the name of a value.
+template <class T, std::size_t N>
+const T* value_named(const std::array<std::pair<std::string_view, T>, N>& table, std::string_view name) {
+  for (const auto& [n, v] : table)
+    if (n == name) return &v;
+  return nullptr;
+}
+
+template <class T, std::size_t N>
+std::string_view name_of(const std::array<std::pair<std::string_view, T>, N>& table, T value) {
+  for (const auto& [n, v] : table)
+    if (v == value) return n;
+  return "?";
+}
 
 // Runs the CPU path chosen and records it.
 template <class K, class V>
 void run_cpu(std::span<K> keys, std::span<V> values, const SortOptions& opts, SortPath path, Report& r) {
   const int threads = opts.threads > 0 ? opts.threads : default_threads();
   Stopwatch w;
+  if (path == SortPath::cpu_in_place) {
+    const std::size_t piece = detail::in_place_bucket_limit(keys.size(), threads);
+    const int used = detail::in_place_threads(keys.size(), threads);
+    if constexpr (std::is_same_v<V, detail::NoValue>) {
+      detail::cpu_in_place_sort(keys, opts.descending, threads);
+      r.add("CPU in-place radix sort", "cpu", w.seconds(),
+            fmt::format("{} elements, MSD 8-bit partition in place, buckets of <= {} sorted by LSD radix, {} threads",
+                        keys.size(), piece, used));
+    } else {
+      detail::cpu_in_place_sort_pairs(keys, values, opts.descending, threads);
+      r.add("CPU in-place stable pair sort", "cpu", w.seconds(),
+            fmt::format("{} pairs, blocks of <= {} sorted by LSD radix, merged in place with a buffer of one block "
+                        "per thread, {} threads", keys.size(), piece, used));
+    }
+    return;
+  }
   if (path == SortPath::cpu_comparison) {
     detail::cpu_comparison_sort(keys, values, opts.descending, threads);
     r.add("CPU comparison sort", "cpu", w.seconds(),
@@ -62,6 +99,8 @@ Report dispatch(std::span<K> keys, std::span<V> values, const SortOptions& opts)
   in.threads = opts.threads > 0 ? opts.threads : default_threads();
   in.algorithm = opts.algorithm;
   in.device = opts.device;
+  in.memory = opts.memory;
+  in.host_available = available_host_memory();
   if (auto b = cached_bandwidths(&r)) in.host_bw = b->host_memcpy_mt;
 #if TANDEM_HAS_CUDA
   std::string gpu_problem;
@@ -77,15 +116,16 @@ Report dispatch(std::span<K> keys, std::span<V> values, const SortOptions& opts)
     gpu_problem = e.what();
   }
   if (opts.device == Device::gpu && !in.gpu)
-    throw NoDeviceError(gpu_problem.empty() ? "sort: --device gpu but no usable GPU" : "sort: " + gpu_problem);
+    throw NoDeviceError(gpu_problem.empty() ? "sort: device = gpu but no usable GPU" : "sort: " + gpu_problem);
 #else
-  if (opts.device == Device::gpu) throw NoDeviceError("sort: --device gpu but this build has no CUDA support");
+  if (opts.device == Device::gpu) throw NoDeviceError("sort: device = gpu but this build has no CUDA support");
 #endif
   const detail::PathChoice c = detail::choose_sort_path(in);
   r.note(fmt::format("path {}: {}", to_string(c.path), c.why));
-  r.details["path"] = std::string(to_string(c.path));
-  r.details["estimate_cpu_s"] = c.est_cpu_s;
-  r.details["estimate_gpu_s"] = c.est_gpu_s;
+  r.details()["path"] = std::string(to_string(c.path));
+  r.details()["estimate_cpu_s"] = c.est_cpu_s;
+  r.details()["estimate_gpu_s"] = c.est_gpu_s;
+  r.details()["host_scratch_bytes"] = detail::host_scratch_bytes(c.path, in.n, in.key_bytes, in.value_bytes);
   if (keys.size() < 2) return r;
 #if TANDEM_HAS_CUDA
   if (c.path == SortPath::gpu_pipeline || c.path == SortPath::gpu_out_of_core) {
@@ -99,8 +139,10 @@ Report dispatch(std::span<K> keys, std::span<V> values, const SortOptions& opts)
       if (opts.device == Device::gpu) throw;
       r.note(fmt::format("no GPU ({}); sorted on the CPU instead", e.what()));
     }
-    const SortPath cpu = opts.algorithm == SortAlgorithm::merge ? SortPath::cpu_comparison : SortPath::cpu_radix;
-    r.details["path"] = std::string(to_string(cpu));
+    detail::PathInputs on_cpu = in;
+    on_cpu.device = Device::cpu;
+    const SortPath cpu = detail::choose_sort_path(on_cpu).path;
+    r.details()["path"] = std::string(to_string(cpu));
     run_cpu(keys, values, opts, cpu, r);
     return r;
   }
@@ -113,7 +155,44 @@ Report dispatch(std::span<K> keys, std::span<V> values, const SortOptions& opts)
 
 namespace detail {
 
-PathChoice choose_sort_path(const PathInputs& in) {
+std::uint64_t host_scratch_bytes(SortPath path, std::size_t n, std::size_t key_bytes, std::size_t value_bytes) {
+  const std::uint64_t elems = n;
+  switch (path) {
+    case SortPath::cpu_radix:
+    case SortPath::gpu_out_of_core: return elems * (key_bytes + value_bytes);
+    case SortPath::cpu_comparison: {
+      if (value_bytes == 0) return elems * key_bytes;
+      const std::size_t align = std::max(key_bytes, value_bytes);
+      return 2 * elems * ((key_bytes + value_bytes + align - 1) / align * align);
+    }
+    case SortPath::cpu_in_place: return elems / kInPlaceScratchDivisor * (key_bytes + value_bytes);
+    case SortPath::gpu_pipeline:
+    case SortPath::bitonic: return 0;
+  }
+  return 0;
+}
+
+namespace {
+
+// memory=low, or memory=auto when the chosen path's scratch does not fit: keys go in place.
+void choose_memory(const PathInputs& in, PathChoice& c) {
+  if (in.memory == SortMemory::fast || c.path == SortPath::gpu_pipeline) return;
+  const std::uint64_t need = host_scratch_bytes(c.path, in.n, in.key_bytes, in.value_bytes);
+  const bool low = in.memory == SortMemory::low;
+  if (!low && (in.host_available == 0 || need <= in.host_available)) return;
+  std::string why = low ? "memory=low" : fmt::format("the {} scratch ({}) exceeds the {} of memory available",
+                                                     to_string(c.path), human_bytes(need), human_bytes(in.host_available));
+  if (in.device == Device::gpu) {
+    c.why += fmt::format("; {}, but device=gpu keeps the GPU path", why);
+    return;
+  }
+  c.path = SortPath::cpu_in_place;
+  c.why = fmt::format("{}; {}: {} in place (scratch {})", c.why, why, in.value_bytes > 0 ? "pairs merged" : "keys sorted",
+                      human_bytes(host_scratch_bytes(c.path, in.n, in.key_bytes, in.value_bytes)));
+}
+
+// The path by estimated cost, before the memory choice.
+PathChoice choose_path_by_cost(const PathInputs& in) {
   PathChoice c;
   const bool merge = in.algorithm == SortAlgorithm::merge;
   const SortPath cpu = merge ? SortPath::cpu_comparison : SortPath::cpu_radix;
@@ -152,29 +231,43 @@ PathChoice choose_sort_path(const PathInputs& in) {
   return c;
 }
 
+}  // namespace
+
+PathChoice choose_sort_path(const PathInputs& in) {
+  PathChoice c = choose_path_by_cost(in);
+  choose_memory(in, c);
+  return c;
+}
+
 }  // namespace detail
 
 SortAlgorithm parse_sort_algorithm(std::string_view name) {
-  for (auto [n, a] : kAlgorithms)
-    if (n == name) return a;
+  if (const auto* a = value_named(kAlgorithms, name)) return *a;
   throw UsageError(fmt::format("unknown sort algorithm '{}' (expected auto, bitonic, radix or merge)", name));
 }
 
-std::string_view to_string(SortAlgorithm a) {
-  for (auto [n, v] : kAlgorithms)
-    if (v == a) return n;
-  return "?";
+SortMemory parse_sort_memory(std::string_view name) {
+  if (const auto* m = value_named(kMemory, name)) return *m;
+  throw UsageError(fmt::format("unknown sort memory mode '{}' (expected auto, fast or low)", name));
 }
 
-std::string_view to_string(SortPath p) {
-  for (auto [n, v] : kPaths)
-    if (v == p) return n;
-  return "?";
+std::string_view to_string(SortAlgorithm a) { return name_of(kAlgorithms, a); }
+std::string_view to_string(SortMemory m) { return name_of(kMemory, m); }
+std::string_view to_string(SortPath p) { return name_of(kPaths, p); }
+
+namespace {
+bool routes_to_bitonic(const SortOptions& opts) {
+  return opts.algorithm == SortAlgorithm::bitonic || opts.device == Device::hybrid;
 }
+Report named_bitonic(Report r) {
+  r.details()["path"] = std::string(to_string(SortPath::bitonic));
+  return r;
+}
+}  // namespace
 
 template <class K>
 Report sort(std::span<K> keys, const SortOptions& opts) {
-  if (opts.algorithm == SortAlgorithm::bitonic || opts.device == Device::hybrid) return bitonic::sort(keys, opts);
+  if (routes_to_bitonic(opts)) return named_bitonic(bitonic::sort(keys, opts));
   return dispatch(keys, std::span<detail::NoValue>{}, opts);
 }
 
@@ -182,8 +275,7 @@ template <class K, class V>
 Report sort_pairs(std::span<K> keys, std::span<V> values, const SortOptions& opts) {
   if (keys.size() != values.size())
     throw UsageError(fmt::format("sort_pairs: {} keys but {} values", keys.size(), values.size()));
-  if (opts.algorithm == SortAlgorithm::bitonic || opts.device == Device::hybrid)
-    return bitonic::sort_pairs(keys, values, opts);
+  if (routes_to_bitonic(opts)) return named_bitonic(bitonic::sort_pairs(keys, values, opts));
   return dispatch(keys, values, opts);
 }
 

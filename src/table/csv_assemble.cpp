@@ -129,8 +129,11 @@ Layout lay_out(const std::vector<const char*>& cuts, const std::vector<ColumnSta
   for (std::size_t i = 0; i < n; ++i) {
     l.spans[i].begin = cuts[i];
     l.spans[i].end = cuts[i + 1];
-    // Each record of a piece but the last ends in a line break inside it.
-    l.spans[i].capacity = static_cast<std::size_t>(std::count(cuts[i], cuts[i + 1], '\n')) + (i + 1 == n);
+    // Each record ends in a line break inside its piece, but for a last line with none: it belongs
+    // to the non-empty piece that ends at the data's end (cuts in that line all move to the end,
+    // so empty pieces may follow it).
+    const bool at_end = cuts[i + 1] == cuts[n] && cuts[i] < cuts[i + 1];
+    l.spans[i].capacity = static_cast<std::size_t>(std::count(cuts[i], cuts[i + 1], '\n')) + at_end;
   }
   l.first_slot.assign(n + 1, 0);
   for (std::size_t i = 0; i < n; ++i) l.first_slot[i + 1] = l.first_slot[i] + l.spans[i].capacity;

@@ -16,10 +16,10 @@
 #include "table/csv_assemble.hpp"
 #include "table/csv_piece.hpp"
 #include "table/csv_scan.hpp"
-#include "tandem/csv.hpp"
-#include "tandem/error.hpp"
-#include "tandem/io.hpp"
-#include "tandem/parallel.hpp"
+#include "tandem/table/csv.hpp"
+#include "tandem/core/error.hpp"
+#include "tandem/core/io.hpp"
+#include "tandem/core/parallel.hpp"
 
 namespace tandem {
 namespace {

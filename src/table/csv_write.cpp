@@ -8,9 +8,9 @@
 #include <fmt/format.h>
 
 #include "table/csv_scan.hpp"
-#include "tandem/csv.hpp"
-#include "tandem/error.hpp"
-#include "tandem/parallel.hpp"
+#include "tandem/table/csv.hpp"
+#include "tandem/core/error.hpp"
+#include "tandem/core/parallel.hpp"
 
 namespace tandem {
 namespace {

@@ -1,5 +1,5 @@
-// Columns from array files and tables as folders of .npy files (layout in tandem/table_files.hpp).
-#include "tandem/table_files.hpp"
+// Columns from array files and tables as folders of .npy files (layout in tandem/table/files.hpp).
+#include "tandem/table/files.hpp"
 
 #include <unistd.h>
 
@@ -11,8 +11,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "tandem/error.hpp"
-#include "tandem/io.hpp"
+#include "tandem/core/error.hpp"
+#include "tandem/core/io.hpp"
 
 namespace tandem {
 namespace {

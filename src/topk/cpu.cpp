@@ -6,13 +6,14 @@
 #include <queue>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 #include <omp.h>
 
 #include "internal.hpp"
-#include "tandem/error.hpp"
-#include "tandem/format.hpp"
-#include "tandem/parallel.hpp"
-#include "tandem/timing.hpp"
+#include "tandem/core/error.hpp"
+#include "tandem/core/format.hpp"
+#include "tandem/core/parallel.hpp"
+#include "tandem/core/timing.hpp"
 
 namespace tandem::topk {
 
@@ -92,7 +93,7 @@ void describe(Result& r, std::uint64_t m) {
                       {"candidates", s.candidates}, {"rounds", s.rounds}, {"stride", s.stride},
                       {"adaptive", s.adaptive}, {"finished", s.finished}};
   d["depth_fraction"] = m ? s.mean_depth() / double(m) : 0.0;
-  r.report.details["topk"] = d;
+  r.report.details()["topk"] = d;
   std::string depth;
   for (std::size_t i = 0; i < s.depth.size() && i < 8; ++i) depth += fmt::format("{}{}", i ? ", " : "", s.depth[i]);
   if (s.depth.size() > 8) depth += ", ...";

@@ -10,9 +10,9 @@
 
 #include <fmt/format.h>
 
-#include "tandem/error.hpp"
-#include "tandem/io.hpp"
-#include "tandem/parallel.hpp"
+#include "tandem/core/error.hpp"
+#include "tandem/core/io.hpp"
+#include "tandem/core/parallel.hpp"
 #include "tandem/topk.hpp"
 
 namespace tandem::topk {

@@ -6,8 +6,8 @@
 
 #include <fmt/format.h>
 
-#include "tandem/error.hpp"
-#include "tandem/parallel.hpp"
+#include "tandem/core/error.hpp"
+#include "tandem/core/parallel.hpp"
 #include "tandem/topk.hpp"
 
 namespace tandem::topk {
@@ -34,8 +34,8 @@ float quantize(double x) {
 }  // namespace
 
 Lists generate(const GenOptions& o) {
-  if (o.lists < 1 || o.lists > kMaxLists) throw UsageError(fmt::format("--lists {}: must be between 1 and {}", o.lists, kMaxLists));
-  if (o.objects > (std::uint64_t{1} << 32)) throw UsageError(fmt::format("--objects {}: at most 2^32", o.objects));
+  if (o.lists < 1 || o.lists > kMaxLists) throw UsageError(fmt::format("lists = {}: must be between 1 and {}", o.lists, kMaxLists));
+  if (o.objects > (std::uint64_t{1} << 32)) throw UsageError(fmt::format("objects = {}: at most 2^32", o.objects));
   const int threads = o.threads > 0 ? o.threads : default_threads();
   Lists l;
   l.n = o.lists;

@@ -1,4 +1,4 @@
-// Top-k on the GPU: NRA (seed 004's phase 1 / phase 2 in batches of STRIDE levels), TA and the full
+// Top-k on the GPU: NRA (phase 1 / phase 2 in batches of STRIDE levels), TA and the full
 // scan. Design (see docs/topk.md): per-object state lives in a dense array indexed by id
 // (partial aggregate + bitmap of lists seen), so a round is one pass over its batch with atomics;
 // fully known objects that beat the current k-th enter a running top k (the paper's tmp) through a
@@ -10,16 +10,19 @@
 #include <algorithm>
 #include <cstring>
 
-#include <sstream>
 #include <string_view>
 
 #include "internal.hpp"
-#include "tandem/error.hpp"
-#include "tandem/format.hpp"
-#include "tandem/gpu.hpp"
-#include "tandem/parallel.hpp"
-#include "tandem/timing.hpp"
-#include "tandem/transfer.hpp"
+#include "tandem/core/error.hpp"
+#include "tandem/core/format.hpp"
+#include "tandem/core/parallel.hpp"
+#include "tandem/core/timing.hpp"
+#include "tandem/core/transfer.hpp"
+#include "tandem/cuda/buffers.hpp"
+#include "tandem/cuda/format.hpp"
+#include "tandem/cuda/launch.hpp"
+#include "tandem/cuda/runtime.hpp"
+#include "tandem/cuda/stream.hpp"
 
 namespace tandem::topk {
 
@@ -53,26 +56,7 @@ struct Key96Decomposer {
 
 constexpr int kBlock = 256;
 
-// fmt's headers do not get through nvcc's host pass here: a minimal "{}" formatter instead.
-template <class... A>
-std::string fmtx(std::string_view f, const A&... a) {
-  std::ostringstream os;
-  std::size_t pos = 0;
-  auto one = [&](const auto& v) {
-    const std::size_t at = f.find("{}", pos);
-    if (at == std::string_view::npos) return;
-    os << f.substr(pos, at - pos) << v;
-    pos = at + 2;
-  };
-  (one(a), ...);
-  os << f.substr(pos);
-  return os.str();
-}
-
-unsigned grid_for(std::uint64_t items) {
-  const std::uint64_t b = (items + kBlock - 1) / kBlock;
-  return unsigned(std::clamp<std::uint64_t>(b, 1, 65535ull * 16));
-}
+constexpr std::uint64_t kGridCap = 65535ull * 16;  // grid-stride loops cover the rest
 
 // Sums: two 64-bit atomic adds (the low word's carry goes into the high word), exact once the
 // kernel has finished. min/max: a compare-and-swap loop on the double's bits.
@@ -272,7 +256,7 @@ void ensure(gpu::DeviceBuffer<T>& b, std::size_t n) {
 std::string where_gpu() {
   int dev = 0;
   cudaGetDevice(&dev);
-  return fmtx("gpu{}", dev);
+  return gpu::format("gpu{}", dev);
 }
 
 }  // namespace
@@ -312,7 +296,7 @@ struct DeviceLists::Impl {
   void prepare_slots(Acc ident) {
     ensure(slots, m);
     if (!slots_clean || slots_ident.lo != ident.lo || slots_ident.hi != ident.hi) {
-      k_init_slots<<<grid_for(m), kBlock, 0, stream>>>(slots.data(), m, ident);
+      k_init_slots<<<gpu::grid_for(m, kBlock, kGridCap), kBlock, 0, stream>>>(slots.data(), m, ident);
       TANDEM_CUDA_LAUNCH("k_init_slots");
       slots_ident = ident;
     }
@@ -320,7 +304,7 @@ struct DeviceLists::Impl {
   }
   void reset_touched(std::uint64_t count) {
     if (count) {
-      k_reset_slots<<<grid_for(count), kBlock, 0, stream>>>(touched.data(), count, slots.data(), m, slots_ident);
+      k_reset_slots<<<gpu::grid_for(count, kBlock, kGridCap), kBlock, 0, stream>>>(touched.data(), count, slots.data(), m, slots_ident);
       TANDEM_CUDA_LAUNCH("k_reset_slots");
     }
     slots_clean = true;
@@ -357,7 +341,7 @@ std::unique_ptr<DeviceLists> upload(const Lists& l, Memory memory, Report* rep) 
     const auto [free, total] = gpu::memory_info();
     const std::size_t margin = std::size_t{256} << 20;
     if (bytes + margin > free)
-      throw OutOfMemoryError(fmtx("managed memory for the lists: {} needed, {} free on the GPU (plus {} margin)",
+      throw OutOfMemoryError(gpu::format("managed memory for the lists: {} needed, {} free on the GPU (plus {} margin)",
                                          human_bytes(bytes), human_bytes(free), human_bytes(margin)));
     if (bytes) {
       void* p = nullptr;
@@ -452,8 +436,8 @@ struct Query {
 };
 
 static Query start_query(DeviceLists& dl, std::uint64_t k, const Aggregate& agg) {
-  auto& d = dl.impl();
-  if (k < 1 || k > d.m) throw UsageError(fmtx("k = {} must be between 1 and {}", k, d.m));
+  auto& d = detail::DeviceListsAccess::impl(dl);
+  if (k < 1 || k > d.m) throw UsageError(gpu::format("k = {} must be between 1 and {}", k, d.m));
   Query q{d, d.n, d.m, spec_of(agg, d.n, d.max_abs), where_gpu(), {}};
   q.r.report.operation = "topk";
   return q;
@@ -485,11 +469,11 @@ Result nra_gpu(DeviceLists& dl, std::uint64_t k, const Aggregate& agg, const Opt
     const bool in_phase2 = phase2;
     w.reset();
     TANDEM_CUDA(cudaMemsetAsync(&d.state.data()->completed, 0, 2 * sizeof(unsigned long long), d.stream));
-    k_nra_scatter<<<grid_for(width * n), kBlock, 0, d.stream>>>(d.L, m, n, dpt, width, a, d.slots.data(), full,
+    k_nra_scatter<<<gpu::grid_for(width * n, kBlock, kGridCap), kBlock, 0, d.stream>>>(d.L, m, n, dpt, width, a, d.slots.data(), full,
                                                                 in_phase2, d.touched.data(), d.completed.data(),
                                                                 d.state.data());
     TANDEM_CUDA_LAUNCH("k_nra_scatter");
-    k_nra_entrants<<<grid_for(std::min(m, width * n)), kBlock, 0, d.stream>>>(
+    k_nra_entrants<<<gpu::grid_for(std::min(m, width * n), kBlock, kGridCap), kBlock, 0, d.stream>>>(
         d.completed.data(), d.slots.data(), a.kind, a.scale, d.state.data(), d.merge_a.data() + top.top);
     TANDEM_CUDA_LAUNCH("k_nra_entrants");
     d.fetch_state();
@@ -507,7 +491,7 @@ Result nra_gpu(DeviceLists& dl, std::uint64_t k, const Aggregate& agg, const Opt
         const std::uint64_t count = pruned_once ? cands : touched;
         TANDEM_CUDA(cudaMemsetAsync(&d.state.data()->remaining, 0, sizeof(unsigned long long), d.stream));
         if (count) {
-          k_nra_prune<<<grid_for(count), kBlock, 0, d.stream>>>(in, count, d.slots.data(), a, full, d.state.data(),
+          k_nra_prune<<<gpu::grid_for(count, kBlock, kGridCap), kBlock, 0, d.stream>>>(in, count, d.slots.data(), a, full, d.state.data(),
                                                                 d.cand_b.data());
           TANDEM_CUDA_LAUNCH("k_nra_prune");
         }
@@ -527,9 +511,9 @@ Result nra_gpu(DeviceLists& dl, std::uint64_t k, const Aggregate& agg, const Opt
   if (done) r.items = top.items();
   d.reset_touched(touched);
   d.stream.sync();
-  r.report.add("NRA phase 1 (collect candidates)", where, t1, fmtx("{} rounds", rounds1));
-  r.report.add("NRA phase 2 (upper bounds only)", where, t2, fmtx("{} rounds", rounds - rounds1));
-  r.report.add("results D2H + state reset", where, w.seconds(), fmtx("{} objects touched", touched));
+  r.report.add("NRA phase 1 (collect candidates)", where, t1, gpu::format("{} rounds", rounds1));
+  r.report.add("NRA phase 2 (upper bounds only)", where, t2, gpu::format("{} rounds", rounds - rounds1));
+  r.report.add("results D2H + state reset", where, w.seconds(), gpu::format("{} objects touched", touched));
   finish(r, "nra", where, n, m, dpt, peak, rounds, adaptive, done);
   return std::move(q.r);
 }
@@ -540,7 +524,7 @@ Result ta_gpu(DeviceLists& dl, std::uint64_t k, const Aggregate& agg, const Opti
   Stopwatch w;
   if (!d.ta_built) {
     ensure(d.ta_index, std::size_t(n) * m);
-    k_ta_index<<<grid_for(std::uint64_t(n) * m), kBlock, 0, d.stream>>>(d.L, m, n, d.ta_index.data());
+    k_ta_index<<<gpu::grid_for(std::uint64_t(n) * m, kBlock, kGridCap), kBlock, 0, d.stream>>>(d.L, m, n, d.ta_index.data());
     TANDEM_CUDA_LAUNCH("k_ta_index");
     d.stream.sync();
     d.ta_built = true;
@@ -563,7 +547,7 @@ Result ta_gpu(DeviceLists& dl, std::uint64_t k, const Aggregate& agg, const Opti
     if (opts.max_depth) e = std::min(e, std::max(opts.max_depth, dpt + 1));
     const std::uint64_t width = e - dpt;
     TANDEM_CUDA(cudaMemsetAsync(&d.state.data()->completed, 0, 2 * sizeof(unsigned long long), d.stream));
-    k_ta_round<<<grid_for(width * n), kBlock, 0, d.stream>>>(d.L, m, n, dpt, width, a, d.ta_index.data(),
+    k_ta_round<<<gpu::grid_for(width * n, kBlock, kGridCap), kBlock, 0, d.stream>>>(d.L, m, n, dpt, width, a, d.ta_index.data(),
                                                              d.slots.data(), d.touched.data(), d.state.data(),
                                                              d.merge_a.data() + top.top);
     TANDEM_CUDA_LAUNCH("k_ta_round");
@@ -579,7 +563,7 @@ Result ta_gpu(DeviceLists& dl, std::uint64_t k, const Aggregate& agg, const Opti
   if (done) r.items = top.items();
   d.reset_touched(touched);
   d.stream.sync();
-  r.report.add("TA sorted + random access", where, w.seconds(), fmtx("{} rounds, {} objects scored", rounds, touched));
+  r.report.add("TA sorted + random access", where, w.seconds(), gpu::format("{} rounds, {} objects scored", rounds, touched));
   finish(r, "ta", where, n, m, dpt, touched, rounds, adaptive, done);
   return std::move(q.r);
 }
@@ -592,7 +576,8 @@ Result scan_gpu(DeviceLists& dl, std::uint64_t k, const Aggregate& agg, const Op
   gpu::Event e0, e1, e2;
   e0.record(d.stream);
   for (std::uint32_t i = 0; i < n; ++i) {
-    k_scan_list<<<grid_for(m), kBlock, 0, d.stream>>>(d.L + std::uint64_t(i) * m, m, a, i, d.acc_fixed.data(), d.acc.data());
+    k_scan_list<<<gpu::grid_for(m, kBlock, kGridCap), kBlock, 0, d.stream>>>(d.L + std::uint64_t(i) * m, m, a, i,
+                                                                              d.acc_fixed.data(), d.acc.data());
     TANDEM_CUDA_LAUNCH("k_scan_list");
   }
   e1.record(d.stream);
@@ -603,7 +588,7 @@ Result scan_gpu(DeviceLists& dl, std::uint64_t k, const Aggregate& agg, const Op
   while (bits < 64 && less + eq > cap) {
     const int width = std::min(kDigitBits, 64 - bits);
     TANDEM_CUDA(cudaMemsetAsync(d.hist.data(), 0, kBins * sizeof(unsigned long long), d.stream));
-    k_select_hist<<<std::min<unsigned>(grid_for(m), 132 * 8), kBlock, 0, d.stream>>>(d.acc.data(), m, prefix, bits,
+    k_select_hist<<<gpu::grid_for(m, kBlock, 132 * 8), kBlock, 0, d.stream>>>(d.acc.data(), m, prefix, bits,
                                                                                     width, d.hist.data());
     TANDEM_CUDA_LAUNCH("k_select_hist");
     TANDEM_CUDA(cudaMemcpyAsync(d.host_hist.data(), d.hist.data(), kBins * sizeof(unsigned long long),
@@ -627,22 +612,22 @@ Result scan_gpu(DeviceLists& dl, std::uint64_t k, const Aggregate& agg, const Op
   ensure(d.merge_a, count);
   ensure(d.merge_b, count);
   TANDEM_CUDA(cudaMemsetAsync(d.counter.data(), 0, sizeof(unsigned long long), d.stream));
-  k_select_compact<<<grid_for(m), kBlock, 0, d.stream>>>(d.acc.data(), m, prefix, bits, d.merge_a.data(), count,
+  k_select_compact<<<gpu::grid_for(m, kBlock, kGridCap), kBlock, 0, d.stream>>>(d.acc.data(), m, prefix, bits, d.merge_a.data(), count,
                                                          d.counter.data());
   TANDEM_CUDA_LAUNCH("k_select_compact");
   unsigned long long got = 0;
   TANDEM_CUDA(cudaMemcpyAsync(&got, d.counter.data(), sizeof got, cudaMemcpyDeviceToHost, d.stream));
   d.stream.sync();
   if (got != count)
-    throw Error(fmtx("top-k scan: select kept {} objects, expected {} (internal error)", got, count));
+    throw Error(gpu::format("top-k scan: select kept {} objects, expected {} (internal error)", got, count));
   d.sort_keys(d.merge_a.data(), d.merge_b.data(), count);
   e2.record(d.stream);
   std::vector<Key96> h(k);
   TANDEM_CUDA(cudaMemcpyAsync(h.data(), d.merge_b.data(), k * sizeof(Key96), cudaMemcpyDeviceToHost, d.stream));
   d.stream.sync();
   for (const auto& key : h) r.items.push_back(Item{key.id, key_score(key.hi)});
-  r.report.add("aggregate every object", where, e1.seconds_since(e0), fmtx("{} lists x {} objects", n, m));
-  r.report.add("radix select + sort", where, e2.seconds_since(e1), fmtx("{} passes, {} objects sorted", passes, count));
+  r.report.add("aggregate every object", where, e1.seconds_since(e0), gpu::format("{} lists x {} objects", n, m));
+  r.report.add("radix select + sort", where, e2.seconds_since(e1), gpu::format("{} passes, {} objects sorted", passes, count));
   finish(r, "scan", where, n, m, m, 0, std::uint64_t(passes), false, true);
   return std::move(q.r);
 }

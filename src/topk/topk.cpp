@@ -1,11 +1,12 @@
 // tandem::topk::query: checks the request, picks the algorithm (auto: overlap estimate + NRA with a
 // depth budget, else the scan) and the device (GPU when usable, CPU fallback with a note).
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "internal.hpp"
-#include "tandem/device.hpp"
-#include "tandem/error.hpp"
-#include "tandem/timing.hpp"
+#include "tandem/core/device.hpp"
+#include "tandem/core/error.hpp"
+#include "tandem/core/timing.hpp"
 
 namespace tandem::topk {
 
@@ -34,7 +35,7 @@ Result run_gpu(Algo algo, DeviceLists& d, std::uint64_t k, const Aggregate& agg,
 void absorb(Report& into, Result& from) {
   for (auto& s : from.report.stages) into.stages.push_back(s);
   for (auto& n : from.report.notes) into.notes.push_back(n);
-  for (auto& [key, v] : from.report.details.items()) into.details[key] = v;
+  for (auto& [key, v] : from.report.details().items()) into.details()[key] = v;
 }
 
 }  // namespace
@@ -49,7 +50,7 @@ Result query(const Lists& l, std::uint64_t k, const Aggregate& agg, const Option
   bool gpu = false;
   if (opts.device == Device::gpu || opts.device == Device::hybrid) {
     if (gpu_count() == 0)
-      throw NoDeviceError(TANDEM_HAS_CUDA ? "--device gpu: no usable GPU" : "--device gpu: this build has no CUDA");
+      throw NoDeviceError(TANDEM_HAS_CUDA ? "device = gpu: no usable GPU" : "device = gpu: this build has no CUDA");
     gpu = true;
   } else if (opts.device == Device::auto_) {
     gpu = gpu_count() > 0;
@@ -69,7 +70,7 @@ Result query(const Lists& l, std::uint64_t k, const Aggregate& agg, const Option
       const Estimate e = estimate_overlap(l);
       rep.add("auto: prefix overlap estimate", "cpu", w.seconds(),
               fmt::format("{} entries of each list", e.prefix));
-      rep.details["estimate"] = {{"prefix", e.prefix}, {"observed_pairs", e.observed},
+      rep.details()["estimate"] = {{"prefix", e.prefix}, {"observed_pairs", e.observed},
                                  {"independent_pairs", e.expected}, {"ratio", e.ratio()}};
       if (e.ratio() < kAntiRatio) {
         algo = Algo::scan;

@@ -49,7 +49,7 @@ check gb 0 "$T" groupby --keys "$d/k.u32" --key-type u32 --values "$d/v.f64" --v
 same gb-out "$d/out" "$(printf 'key,sum,count,min,max,mean\n1,6,2,2,4,3\n2,-1,1,-1,-1,-1\n5,4,3,0,2.5,1.3333333333333333')"
 check gb-count-only 0 "$T" groupby --keys "$d/k.u32" --agg count --out "$d/c.csv"
 same gb-count-out "$d/c.csv" "$(printf 'key,count\n1,2\n2,1\n5,3')"
-for eng in hash seed auto; do
+for eng in hash chained seed auto; do  # seed: the older name of chained
   check gb-engine-$eng 0 "$T" groupby --keys "$d/k.u32" --agg count --engine $eng --out "$d/c-$eng.csv"
   same gb-engine-$eng-out "$d/c-$eng.csv" "$(printf 'key,count\n1,2\n2,1\n5,3')"
 done

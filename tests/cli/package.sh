@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# A consumer project finds the installed library with find_package(tandem) and links it.
+# A consumer project finds the installed library with find_package(tandem), includes the
+# umbrella header from the installed tree and links it.
 set -eu
 build=$(cd "$(dirname "$1")" && pwd)
 if grep -q '^TANDEM_SANITIZE:BOOL=ON' "$build/CMakeCache.txt"; then
@@ -18,7 +19,7 @@ CMAKE
 cat >"$work/consumer/main.cpp" <<'CPP'
 #include <cstdio>
 #include <vector>
-#include <tandem/sort.hpp>
+#include <tandem/tandem.hpp>
 int main() {
   std::vector<int> v{3, -1, 2};
   tandem::sort(std::span<int>(v));

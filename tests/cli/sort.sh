@@ -18,7 +18,7 @@ check() {  # check NAME EXPECTED_CODE CMD...
 }
 fail() { echo "FAIL $1"; fails=$((fails+1)); }
 
-# --- the plan of the seed's example -------------------------------------------------------------
+# --- the plan of the 16-element example (k = 0.6) ----------------------------------------------
 plan_concurrent() {  # prints the concurrent steps of a --plan --json run, comma separated
   "$T" sort --plan --json "$@" | python3 -c '
 import json, sys
@@ -121,6 +121,16 @@ check radix-cpu-explain 0 "$T" sort --type f64 --in "$D/k.f64" --out "$D/s2.f64"
 grep -q "path cpu-radix" "$D/out.txt" || fail "--device cpu --explain says path cpu-radix"
 grep -q "CPU radix sort" "$D/out.txt" || fail "--explain shows the CPU radix stage"
 cmp -s "$D/s.f64" "$D/s2.f64" || fail "radix f64 equals the bitonic result"
+check in-place-explain 0 "$T" sort --type f64 --in "$D/k.f64" --out "$D/s3.f64" --memory low --device cpu --explain
+grep -q "path cpu-in-place: device=cpu; memory=low" "$D/out.txt" || fail "--memory low --explain says path cpu-in-place"
+grep -q "CPU in-place radix sort" "$D/out.txt" || fail "--explain shows the in-place stage"
+cmp -s "$D/s.f64" "$D/s3.f64" || fail "in-place f64 equals the bitonic result"
+check in-place-pairs-explain 0 "$T" sort --type u32 --in "$D/k.u32" --out "$D/s4.u32" --values "$D/v.u32" --values-out "$D/sv4.u32" --descending --memory low --device cpu --explain
+grep -q "CPU in-place stable pair sort" "$D/out.txt" || fail "--memory low with values: the in-place pair sort"
+cmp -s "$D/s4.u32" "$D/s.u32" && cmp -s "$D/sv4.u32" "$D/sv.u32" || fail "--memory low pairs equal the radix sort's (stable)"
+check bad-memory 2 "$T" sort --type f64 --in "$D/k.f64" --out "$D/x9.f64" --memory tiny
+[ -e "$D/x9.f64" ] && fail "--memory tiny left an output file"
+"$T" sort --help | grep -q "cpu-in-place (--memory low)  *<= 1.07x" || fail "sort --help gives the peak memory per path"
 # Larger than a forced GPU memory limit: out of core on a GPU machine (host partition + GPU pieces),
 # the CPU radix sort elsewhere; the result is the same either way.
 python3 - "$D" <<'EOF'

@@ -7,17 +7,20 @@
 #include <limits>
 #include <numeric>
 #include <random>
+#include <type_traits>
 #include <vector>
 
+#include "kernels/sort/anchors.hpp"
 #include "sort/bitonic_engine.hpp"
 #include "sort/bitonic_gpu.hpp"
+#include "tandem/core/device.hpp"
+#include "tandem/core/error.hpp"
+#include "tandem/core/key_order.hpp"
+#include "tandem/cuda/buffers.hpp"
+#include "tandem/cuda/runtime.hpp"
+#include "tandem/sort/bitonic.hpp"
+#include "tandem/sort/bitonic_plan.hpp"
 #include "test_util.hpp"
-#include "tandem/bitonic.hpp"
-#include "tandem/bitonic_plan.hpp"
-#include "tandem/device.hpp"
-#include "tandem/error.hpp"
-#include "tandem/gpu.hpp"
-#include "tandem/key_order.hpp"
 
 using namespace tandem;
 namespace bd = tandem::bitonic::detail;
@@ -50,8 +53,12 @@ void check_gpu_sort(std::size_t n, const bd::GpuConfig& cfg, bool naive = false,
   std::sort(want.begin(), want.end());
   gpu::DeviceBuffer<U> d(n);
   TANDEM_CUDA(cudaMemcpy(d.data(), h.data(), n * sizeof(U), cudaMemcpyHostToDevice));
-  if (naive) bd::gpu_naive_sort(d.data(), n, nullptr);
-  else bd::gpu_steps(d.data(), 0, n, 1, bitonic::step_count(bitonic::ceil_log2(n)), cfg, nullptr);
+  if (naive) {
+    if constexpr (std::is_same_v<U, std::uint32_t>) bench::naive_bitonic_sort_u32(d.data(), n, nullptr);
+    else FAIL() << "the naive anchor sorts u32 keys only";
+  } else {
+    bd::gpu_steps(d.data(), 0, n, 1, bitonic::step_count(bitonic::ceil_log2(n)), cfg, nullptr);
+  }
   TANDEM_CUDA(cudaDeviceSynchronize());
   std::vector<U> got(n);
   TANDEM_CUDA(cudaMemcpy(got.data(), d.data(), n * sizeof(U), cudaMemcpyDeviceToHost));
@@ -123,9 +130,9 @@ TEST(GpuBitonic, HybridPlansMatchStdSort) {
           SortOptions o;
           o.algorithm = SortAlgorithm::bitonic;
           o.device = Device::hybrid;
-          o.policy = pol;
-          o.min_interior_run = mir;
-          o.k = k;
+          o.bitonic.policy = pol;
+          o.bitonic.min_interior_run = mir;
+          o.bitonic.k = k;
           SCOPED_TRACE(::testing::Message() << gpus.size() << " GPU entries, policy " << pol << " mir " << mir << " k " << k);
           expect_sorted_like_std(u, o, gpus);
         }
@@ -138,7 +145,7 @@ TEST(GpuBitonic, HybridAllTypesPairsDescending) {
   SortOptions o;
   o.algorithm = SortAlgorithm::bitonic;
   o.device = Device::hybrid;
-  o.k = 0.6;
+  o.bitonic.k = 0.6;
   std::vector<double> d(n);
   for (auto& x : d) x = double(std::int64_t(rng() % 2000) - 1000) / 7;
   d[0] = std::numeric_limits<double>::quiet_NaN();
@@ -190,10 +197,10 @@ TEST(GpuBitonic, DevicesAndLimits) {
     expect_sorted_like_std(u, o);  // auto/hybrid: k measured and cached
   }
   o.device = Device::gpu;
-  o.gpu_sm_limit = 3;
+  o.bitonic.gpu_sm_limit = 3;
   expect_sorted_like_std(u, o);
   // A GPU memory limit below the data: auto falls back to the CPU, gpu refuses.
-  o.gpu_sm_limit = 0;
+  o.bitonic.gpu_sm_limit = 0;
   o.gpu_memory_limit = 1024;
   o.device = Device::auto_;
   expect_sorted_like_std(u, o);

@@ -12,11 +12,13 @@
 #include <random>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
+#include "tandem/core/device.hpp"
+#include "tandem/core/error.hpp"
+#include "tandem/core/key_order.hpp"
+#include "tandem/sort/bitonic.hpp"
 #include "test_util.hpp"
-#include "tandem/bitonic.hpp"
-#include "tandem/device.hpp"
-#include "tandem/error.hpp"
-#include "tandem/key_order.hpp"
 
 using namespace tandem;
 
@@ -61,7 +63,7 @@ void expect_multi_sorts(std::vector<K> v, const SortOptions& o, const std::vecto
   const Report r = bitonic::sort(std::span<K>(v), o, gpus);
   for (std::size_t i = 0; i < v.size(); ++i) ASSERT_EQ(to_ordered(v[i]), to_ordered(want[i])) << "at " << i << "\n" << r.explain();
   if (v.size() >= 2) {
-    EXPECT_TRUE(r.details.contains("gpu_copies")) << r.explain();
+    EXPECT_TRUE(r.details().contains("gpu_copies")) << r.explain();
   }
 }
 
@@ -97,7 +99,7 @@ TYPED_TEST(GpuBitonicMulti, KeysAnyLengthBothDirections) {
           o.algorithm = SortAlgorithm::bitonic;
           o.device = Device::hybrid;
           o.descending = desc;
-          o.k = k;
+          o.bitonic.k = k;
           SCOPED_TRACE(::testing::Message() << "gpus " << gpus.size() << " (" << gpus[1] << ") n=" << n << " desc=" << desc
                                             << " k=" << k);
           expect_multi_sorts(make_keys<K>(n, rng), o, gpus);
@@ -115,7 +117,7 @@ TEST(GpuBitonicMultiPlan, PairsStableAndGpuOnly) {
         o.algorithm = SortAlgorithm::bitonic;
         o.device = dv;
         o.descending = desc;
-        if (dv == Device::hybrid) o.k = 0.1;
+        if (dv == Device::hybrid) o.bitonic.k = 0.1;
         SCOPED_TRACE(::testing::Message() << "gpus[1]=" << gpus[1] << " device " << int(dv) << " desc " << desc);
         std::vector<std::int32_t> k32(n);
         for (auto& x : k32) x = std::int32_t(rng() % 50) - 25;

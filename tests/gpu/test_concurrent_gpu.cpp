@@ -1,4 +1,4 @@
-// Host threads sharing GPUs: four threads run group-bys (hash and seed engines), word counts and
+// Host threads sharing GPUs: four threads run group-bys (hash and chained engines), word counts and
 // sorts (host pipeline and device-resident) on one GPU at once, and a group-by alternates between
 // devices; every result is checked against one computed alone on the CPU.
 #include <gtest/gtest.h>
@@ -14,8 +14,10 @@
 
 #include <cuda_runtime_api.h>
 
-#include "tandem/device.hpp"
-#include "tandem/gpu.hpp"
+#include "tandem/core/device.hpp"
+#include "tandem/cuda/buffers.hpp"
+#include "tandem/cuda/runtime.hpp"
+#include "tandem/cuda/stream.hpp"
 #include "tandem/mapreduce.hpp"
 #include "tandem/sort.hpp"
 #include "test_util.hpp"
@@ -101,7 +103,7 @@ TEST(GpuConcurrent, FourHostThreadsShareOneGpu) {
       const Work& w = work[t];
       for (int r = 0; r < rounds && failures[t].empty(); ++r) {
         const std::string at = " (round " + std::to_string(r) + ")";
-        const auto mode = (r + t) % 3 == 2 ? mr::Options::Mode::seed : mr::Options::Mode::hash;
+        const auto mode = (r + t) % 3 == 2 ? mr::Options::Mode::chained : mr::Options::Mode::hash;
         if (!same_groups(gpu_groupby(w, mode), w.groups)) failures[t] = "group-by" + at;
         mr::WordCountOptions wc;
         wc.engine.device = Device::gpu;
@@ -135,7 +137,7 @@ TEST(GpuConcurrent, GroupByAlternatingDevices) {
       TANDEM_CUDA(cudaSetDevice(dev));
       EXPECT_TRUE(same_groups(gpu_groupby(round % 2 ? big : w, mr::Options::Mode::hash), (round % 2 ? big : w).groups))
           << "device " << dev << " round " << round;
-      EXPECT_TRUE(same_groups(gpu_groupby(w, mr::Options::Mode::seed), w.groups)) << "seed, device " << dev;
+      EXPECT_TRUE(same_groups(gpu_groupby(w, mr::Options::Mode::chained), w.groups)) << "chained, device " << dev;
     }
   TANDEM_CUDA(cudaSetDevice(0));
 }

@@ -8,8 +8,8 @@
 #include <thread>
 
 #include "groupby_reference.hpp"
-#include "tandem/device.hpp"
-#include "tandem/error.hpp"
+#include "tandem/core/device.hpp"
+#include "tandem/core/error.hpp"
 #include "test_util.hpp"
 
 using namespace groupby_test;

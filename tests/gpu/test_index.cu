@@ -7,9 +7,10 @@
 #include <cstring>
 #include <vector>
 
-#include "index/kernels.hpp"
-#include "tandem/device.hpp"
-#include "tandem/gpu.hpp"
+#include "kernels/index/kernels.hpp"
+#include "tandem/core/device.hpp"
+#include "tandem/cuda/buffers.hpp"
+#include "tandem/cuda/runtime.hpp"
 #include "tandem/index.hpp"
 #include "test_util.hpp"
 
@@ -76,7 +77,7 @@ TEST(GpuIndex, CropEveryMethodEveryElementSize) {
           for (std::uint32_t x = 0; x < d.x; ++x)
             for (int b = 0; b < elem; ++b) {
               const std::uint64_t se = std::uint64_t(w.base) + x + y * w.sy + z * w.sz;
-              ref[((std::size_t(z) * d.y + y) * d.x + x) * elem + b] = std::uint8_t(kernels::hash32(se * elem + b, 5));
+              ref[((std::size_t(z) * d.y + y) * d.x + x) * elem + b] = std::uint8_t(kernels::test_bits(se * elem + b, 5));
             }
       for (Method m : kAll) {
         o.poison();
@@ -113,7 +114,7 @@ TEST(GpuIndex, WideCropAllAlignmentsAndRowLengths) {
           for (std::uint32_t y = 0; y < d.y; ++y)
             for (std::uint32_t x = 0; x < d.x; ++x) {
               const std::uint64_t se = std::uint64_t(w.base) + x + y * w.sy + z * w.sz;
-              ASSERT_EQ(got[(std::size_t(z) * d.y + y) * d.x + x], std::uint8_t(kernels::hash32(se, 9)))
+              ASSERT_EQ(got[(std::size_t(z) * d.y + y) * d.x + x], std::uint8_t(kernels::test_bits(se, 9)))
                   << "R=" << R << " ox=" << ox << " grid=" << grid << " unroll=" << unroll << " at " << x << "," << y << "," << z;
             }
         for (std::size_t i = d.count(); i < got.size(); ++i) ASSERT_EQ(got[i], 0xFF) << "wrote past the end, R=" << R;
@@ -141,7 +142,7 @@ TEST(GpuIndex, BroadcastAddAndWideVariant) {
       for (std::uint32_t y = 0; y < d.y; ++y)
         for (std::uint32_t x = 0; x < d.x; ++x) {
           const std::size_t e = (std::size_t(z) * d.y + y) * d.x + x;
-          ref[e] = kernels::hash_float(e, 1) + kernels::hash_float(x + std::uint64_t(z) * d.x, 2);
+          ref[e] = kernels::test_float(e, 1) + kernels::test_float(x + std::uint64_t(z) * d.x, 2);
         }
     for (Method m : kAll) {
       o.poison();
@@ -171,7 +172,7 @@ TEST(GpuIndex, PermuteAndStencilEveryMethod) {
     w.layout = t.layout;
     w.grid = 5;
     std::vector<float> ref(n), sref(n);
-    auto v = [&](std::int64_t e) { return kernels::hash_float(std::uint64_t(e), 3); };
+    auto v = [&](std::int64_t e) { return kernels::test_float(std::uint64_t(e), 3); };
     for (std::uint32_t z = 0; z < d.z; ++z)
       for (std::uint32_t y = 0; y < d.y; ++y)
         for (std::uint32_t x = 0; x < d.x; ++x) {

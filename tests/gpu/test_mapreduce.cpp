@@ -1,4 +1,4 @@
-// GPU MapReduce engine (seed 001, Options::mode = seed) against std::unordered_map references, with tiny buffers that force
+// The chained GPU MapReduce engine (Options::mode = chained) against std::unordered_map references, with tiny buffers that force
 // every spill, grow and retry path, with the hot-key path on and off, in block and direct modes.
 #include <gtest/gtest.h>
 
@@ -7,7 +7,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "tandem/device.hpp"
+#include "tandem/core/device.hpp"
 #include "tandem/mapreduce.hpp"
 #include "test_util.hpp"
 
@@ -32,12 +32,12 @@ void expect_counts(const mr::GroupBy& g, const std::vector<std::uint32_t>& keys,
   }
 }
 
-// These tests cover the seed engine (group-by's default GPU path is the hash path: see
+// These tests cover the chained engine (group-by's default GPU path is the hash path: see
 // test_mapreduce_hash.cpp).
 mr::Options gpu_opts() {
   mr::Options o;
   o.device = Device::gpu;
-  o.mode = mr::Options::Mode::seed;
+  o.mode = mr::Options::Mode::chained;
   return o;
 }
 }  // namespace
@@ -88,7 +88,7 @@ TEST(GpuMapReduce, TinyBuffersForceSpillGrowRetry) {
 
 TEST(GpuMapReduce, EdgeCases) {
   TANDEM_REQUIRE_GPU();
-  for (auto mode : {mr::Options::Mode::seed, mr::Options::Mode::hash}) {  // both engines
+  for (auto mode : {mr::Options::Mode::chained, mr::Options::Mode::hash}) {  // both engines
     auto o = gpu_opts();
     o.mode = mode;
     std::vector<std::uint32_t> empty;
@@ -102,7 +102,7 @@ TEST(GpuMapReduce, EdgeCases) {
   }
   // all distinct, non-power-of-two size
   std::vector<std::uint32_t> all(77777);
-  for (std::size_t i = 0; i < all.size(); ++i) all[i] = mr::scatter32(static_cast<std::uint32_t>(i));
+  for (std::size_t i = 0; i < all.size(); ++i) all[i] = scatter32(static_cast<std::uint32_t>(i));
   auto g2 = mr::groupby(DType::u32, all.data(), all.size(), DType::f64, nullptr, 0, false, gpu_opts());
   expect_counts(g2, all, "all distinct");
 }
@@ -114,8 +114,8 @@ TEST(GpuMapReduce, GroupByAggregatesFloatAndInt) {
   std::vector<double> dv(n);
   std::vector<std::int64_t> iv(n);
   for (std::size_t i = 0; i < n; ++i) {
-    dv[i] = double(std::int64_t(mr::mix64(i) % 2001) - 1000);  // integers: exact sums in any order
-    iv[i] = std::int64_t(mr::mix64(i + 7) % 1000001) - 500000;
+    dv[i] = double(std::int64_t(mix64(i) % 2001) - 1000);  // integers: exact sums in any order
+    iv[i] = std::int64_t(mix64(i + 7) % 1000001) - 500000;
   }
   dv[5] = -0.0;
   for (int mode = 0; mode < 2; ++mode) {
@@ -141,19 +141,19 @@ TEST(GpuMapReduce, GroupByAggregatesFloatAndInt) {
   }
 }
 
-// The seed engine's table mode and the hash path's parameters: tuned on the first call, read from
+// The chained engine's table mode and the hash path's parameters: tuned on the first call, read from
 // the tuning cache on the second, correct both times.
 TEST(GpuMapReduce, TunedParametersAreCachedAndCorrect) {
   TANDEM_REQUIRE_GPU();
   const std::size_t n = sanitizer() ? 30000 : 1 << 20;
   auto keys = mr::zipf_keys_u32(n, 10000, 1.0, 21);
-  for (auto mode : {mr::Options::Mode::seed, mr::Options::Mode::hash}) {
+  for (auto mode : {mr::Options::Mode::chained, mr::Options::Mode::hash}) {
     auto o = gpu_opts();
     o.mode = mode;
     o.tune_min_records = 1;  // tune even this small job
     auto g1 = mr::groupby(DType::u32, keys.data(), n, DType::f64, nullptr, 0, false, o);
     auto g2 = mr::groupby(DType::u32, keys.data(), n, DType::f64, nullptr, 0, false, o);
-    const std::string engine = mode == mr::Options::Mode::seed ? "seed" : "hash";
+    const std::string engine = mode == mr::Options::Mode::chained ? "chained" : "hash";
     expect_counts(g1, keys, engine + " tuned");
     expect_counts(g2, keys, engine + " cached");
     EXPECT_EQ(g2.gpu.engine, engine);

@@ -11,8 +11,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "tandem/device.hpp"
-#include "tandem/error.hpp"
+#include "tandem/core/device.hpp"
+#include "tandem/core/error.hpp"
 #include "tandem/mapreduce.hpp"
 #include "tandem/mapreduce/bucket_table.hpp"
 #include "test_util.hpp"
@@ -183,7 +183,7 @@ TEST(GpuHashGroupBy, PartitionedColdTier) {
     // partition 0 (top 10 hash bits zero, for any partition count up to 1,024)
     std::vector<std::uint32_t> p0;
     for (std::uint32_t x = 1; p0.size() < 20000; ++x)
-      if ((mr::fmix32(x) >> 22) == 0) p0.push_back(x);  // the partition's hash
+      if ((fmix32(x) >> 22) == 0) p0.push_back(x);  // the partition's hash
     std::vector<std::uint32_t> keys(n);
     const std::size_t head = n / 100 + 1;
     for (std::size_t i = 0; i < n; ++i) keys[i] = i < head ? 0x80000000u + std::uint32_t(i % 100000) : p0[(i * 7919) % p0.size()];
@@ -336,7 +336,7 @@ TEST(GpuHashGroupBy, EdgeCasesAndEmptyMarkerKey) {
   expect_counts(mr::groupby(DType::u32, same_key.data(), n, DType::f64, nullptr, 0, false, hash_opts()), same_key, "one key");
   // all distinct
   std::vector<std::uint32_t> all(n);
-  for (std::size_t i = 0; i < n; ++i) all[i] = mr::scatter32(static_cast<std::uint32_t>(i));
+  for (std::size_t i = 0; i < n; ++i) all[i] = scatter32(static_cast<std::uint32_t>(i));
   expect_counts(mr::groupby(DType::u32, all.data(), n, DType::f64, nullptr, 0, false, hash_opts()), all, "all distinct");
   // the all-ones key (the tables' empty marker), hot and cold, u32 and u64
   auto mixed = mr::zipf_keys_u32(n, 1000, 1.0, 9);
@@ -364,10 +364,10 @@ TEST(GpuHashGroupBy, EveryAggregateEveryValueTypeMatchesCpu) {
     std::vector<std::int64_t> i64(n);
     std::vector<std::int32_t> i32(n);
     for (std::size_t i = 0; i < n; ++i) {
-      f64[i] = double(std::int64_t(mr::mix64(i) % 2001) - 1000);  // integers: exact sums in any order
-      f32[i] = float(std::int64_t(mr::mix64(i + 3) % 201) - 100);
-      i64[i] = std::int64_t(mr::mix64(i + 7) % 2000001) - 1000000;
-      i32[i] = std::int32_t(mr::mix64(i + 9) % 20001) - 10000;
+      f64[i] = double(std::int64_t(mix64(i) % 2001) - 1000);  // integers: exact sums in any order
+      f32[i] = float(std::int64_t(mix64(i + 3) % 201) - 100);
+      i64[i] = std::int64_t(mix64(i + 7) % 2000001) - 1000000;
+      i32[i] = std::int32_t(mix64(i + 9) % 20001) - 10000;
     }
     f64[5] = -0.0;
     f64[6] = std::nan("");
@@ -390,18 +390,18 @@ TEST(GpuHashGroupBy, EveryAggregateEveryValueTypeMatchesCpu) {
   }
 }
 
-TEST(GpuHashGroupBy, SeedModeStillSelectable) {
+TEST(GpuHashGroupBy, ChainedModeStillSelectable) {
   TANDEM_REQUIRE_GPU();
   const std::size_t n = sanitizer() ? 5000 : 100001;
   auto keys = mr::zipf_keys_u32(n, 1000, 1.0, 4);
   auto o = hash_opts();
-  o.mode = mr::Options::Mode::seed;
+  o.mode = mr::Options::Mode::chained;
   auto g = mr::groupby(DType::u32, keys.data(), n, DType::f64, nullptr, 0, false, o);
   std::unordered_map<std::uint32_t, std::uint64_t> ref;
   for (auto x : keys) ++ref[x];
   ASSERT_EQ(g.rows.size(), ref.size());
   for (const auto& r : g.rows) EXPECT_EQ(r.count, ref[static_cast<std::uint32_t>(r.key_bits)]);
-  EXPECT_EQ(g.gpu.engine, "seed");
+  EXPECT_EQ(g.gpu.engine, "chained");
 }
 
 
@@ -409,7 +409,7 @@ TEST(GpuHashGroupBy, SeedModeStillSelectable) {
 // i64 is an InputError naming the key, a running sum that leaves i64 and returns is exact).
 TEST(GpuHashGroupBy, I64SumsBeyondRangeAreAnInputError) {
   TANDEM_REQUIRE_GPU();
-  for (auto mode : {mr::Options::Mode::hash, mr::Options::Mode::seed}) {
+  for (auto mode : {mr::Options::Mode::hash, mr::Options::Mode::chained}) {
     auto o = hash_opts();
     o.mode = mode;
     std::vector<std::int64_t> k{-42, -42, 5}, v{INT64_MAX, 1, 3};
@@ -424,14 +424,14 @@ TEST(GpuHashGroupBy, I64SumsBeyondRangeAreAnInputError) {
     std::vector<std::uint32_t> keys(n);
     std::vector<std::int64_t> vals(n);
     for (std::size_t i = 0; i < n; i += 2) {
-      keys[i] = keys[i + 1] = std::uint32_t(mr::mix64(i) % 300);
-      vals[i] = std::int64_t(mr::mix64(i + 1) >> 1);
+      keys[i] = keys[i + 1] = std::uint32_t(tandem::mix64(i) % 300);
+      vals[i] = std::int64_t(tandem::mix64(i + 1) >> 1);
       vals[i + 1] = -vals[i] + std::int64_t(i % 7);
     }
     mr::Options cpu;
     cpu.device = Device::cpu;
     const auto want = mr::groupby(DType::u32, keys.data(), n, DType::i64, vals.data(), n, true, cpu);
     expect_same_rows(mr::groupby(DType::u32, keys.data(), n, DType::i64, vals.data(), n, true, o), want,
-                     mode == mr::Options::Mode::hash ? "hash" : "seed");
+                     mode == mr::Options::Mode::hash ? "hash" : "chained");
   }
 }

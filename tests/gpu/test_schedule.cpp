@@ -5,10 +5,11 @@
 
 #include <cstdlib>
 
-#include "tandem/device.hpp"
-#include "tandem/error.hpp"
-#include "tandem/schedule/kernels.hpp"
-#include "tandem/tune.hpp"
+#include "kernels/schedule/kernels.hpp"
+#include "schedule/profile_plan.hpp"
+#include "tandem/core/device.hpp"
+#include "tandem/core/error.hpp"
+#include "tandem/core/tune.hpp"
 #include "test_util.hpp"
 
 using namespace tandem;
@@ -47,7 +48,7 @@ TEST(GpuSchedule, EveryKernelEverySchedule) {
 
 TEST(GpuSchedule, BandsCoverTheGridOnce) {
   TANDEM_REQUIRE_GPU();
-  const KernelSpec& k = kernel_spec("conv11");
+  const KernelSpec k = kernel_spec("conv11");
   KernelRunner r(k, 512);  // 16x16 blocks
   const auto want = reference(k, 512, r.input(0), {});
   r.poison_output();
@@ -65,7 +66,7 @@ TEST(GpuSchedule, BandsCoverTheGridOnce) {
 TEST(GpuSchedule, PiecesCoverTheGridOnce) {
   TANDEM_REQUIRE_GPU();
   for (const char* name : {"intimg-row", "copy-col"}) {
-    const KernelSpec& k = kernel_spec(name);
+    const KernelSpec k = kernel_spec(name);
     const std::uint32_t n = 768;
     KernelRunner r(k, n);
     const Grid g = r.grid();
@@ -110,7 +111,7 @@ TEST(GpuSchedule, ControllerIdenticalAndCached) {
   TempDir dir;
   TuningCache cache(dir.file("tuning.json"));
   for (const char* name : {"matmul", "copy-col", "intimg-row"}) {
-    const KernelSpec& k = kernel_spec(name);
+    const KernelSpec k = kernel_spec(name);
     const std::uint32_t n = sanitizer() ? 512 : 2048;
     KernelRunner r(k, n);
     const Grid g = r.grid();

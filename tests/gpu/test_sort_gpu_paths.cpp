@@ -13,10 +13,14 @@
 #include <thread>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "sort/device_sort.hpp"
-#include "tandem/device.hpp"
-#include "tandem/gpu.hpp"
-#include "tandem/key_order.hpp"
+#include "tandem/core/device.hpp"
+#include "tandem/core/key_order.hpp"
+#include "tandem/cuda/buffers.hpp"
+#include "tandem/cuda/runtime.hpp"
+#include "tandem/cuda/stream.hpp"
 #include "tandem/sort.hpp"
 #include "test_util.hpp"
 
@@ -120,7 +124,7 @@ void host_paths() {
         const Report r = tandem::sort(std::span<K>(k), o);
         expect_keys(in, k, desc);
         if (n > 1) {
-          EXPECT_EQ(r.details.value("path", ""), "gpu-pipeline");
+          EXPECT_EQ(r.details().value("path", ""), "gpu-pipeline");
         }
         if (shape > 1) continue;
         k = in;
@@ -157,8 +161,8 @@ void split_paths() {
         const SortOptions o = gpu_sort_options(desc);
         const auto in = keys_for<K>(n, shape, n * 5 + shape);
         const Report r = sort_checked(in, o);
-        EXPECT_EQ(r.details.value("path", ""), "gpu-pipeline");
-        const bool split = r.details.value("gpu_split", false);
+        EXPECT_EQ(r.details().value("path", ""), "gpu-pipeline");
+        const bool split = r.details().value("gpu_split", false);
         if (n < 4096 || shape == 4 || shape == 6) {
           EXPECT_FALSE(split) << "small, skewed or all equal: one whole-array sort (or none)";
         }
@@ -237,8 +241,8 @@ TEST(GpuSortHost, OutOfCoreWithSmallMemoryLimit) {
     const auto in = keys_for<double>(n, 0, 5);
     auto k = in;
     const Report r = tandem::sort(std::span<double>(k), o);
-    EXPECT_EQ(r.details.value("path", ""), "gpu-out-of-core");
-    EXPECT_GE(r.details.value("pieces", 0), 2);
+    EXPECT_EQ(r.details().value("path", ""), "gpu-out-of-core");
+    EXPECT_GE(r.details().value("pieces", 0), 2);
     expect_keys(in, k, desc);
     const auto few = keys_for<std::uint32_t>(n, 1, 6);
     auto fk = few;
@@ -344,7 +348,7 @@ TEST(GpuSortHost, AutoPicksAndReportsAPath) {
   auto in = keys_for<std::uint32_t>(n, 0, 77);
   auto k = in;
   const Report r = tandem::sort(std::span<std::uint32_t>(k), SortOptions{});
-  const std::string path = r.details.value("path", "");
+  const std::string path = r.details().value("path", "");
   EXPECT_TRUE(path == "gpu-pipeline" || path == "cpu-radix") << path;
   EXPECT_FALSE(r.stages.empty());
   expect_keys(in, k, false);
@@ -368,7 +372,7 @@ TEST(GpuSortSplit, PinnedKeysPageableValues) {
     o.device = Device::gpu;
     o.descending = desc;
     const Report r = sort_pairs(p.span(), std::span<std::uint32_t>(v), o);
-    EXPECT_TRUE(r.details.value("gpu_split", false));
+    EXPECT_TRUE(r.details().value("gpu_split", false));
     expect_pairs(in, std::vector<std::int64_t>(p.data(), p.data() + n), v, desc);
   }
 }
@@ -389,7 +393,7 @@ void upload_batch_paths() {
         const SortOptions o = gpu_sort_options(desc);
         const auto in = keys_for<K>(n, shape, n * 7 + shape);
         const Report r = sort_checked(in, o);
-        const auto batches = r.details.value("gpu_upload_batches", std::size_t{0});
+        const auto batches = r.details().value("gpu_upload_batches", std::size_t{0});
         if (std::is_integral_v<K> && (shape == 0 || shape == 2 || shape == 3)) {
           EXPECT_GT(batches, 1u) << "uniform keys split on the top digit: groups gathered from the upload batches";
         }
@@ -434,13 +438,13 @@ TEST(GpuSortHost, OutOfCoreSkewedAndEqual) {
     std::vector<std::uint32_t> v(n);
     std::iota(v.begin(), v.end(), 0u);
     Report r = sort_pairs(std::span<std::uint64_t>(k), std::span<std::uint32_t>(v), o);
-    EXPECT_EQ(r.details.value("path", ""), "gpu-out-of-core");
+    EXPECT_EQ(r.details().value("path", ""), "gpu-out-of-core");
     expect_pairs(in, k, v, desc);
     std::vector<float> eq(n, 2.5f);
     std::vector<std::uint64_t> ev(n);
     std::iota(ev.begin(), ev.end(), std::uint64_t{0});
     r = sort_pairs(std::span<float>(eq), std::span<std::uint64_t>(ev), o);
-    EXPECT_EQ(r.details.value("pieces", -1), 0);
+    EXPECT_EQ(r.details().value("pieces", -1), 0);
     expect_pairs(std::vector<float>(n, 2.5f), eq, ev, desc);
   }
 }

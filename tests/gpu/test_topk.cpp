@@ -5,7 +5,7 @@
 
 #include <cstdlib>
 
-#include "tandem/device.hpp"
+#include "tandem/core/device.hpp"
 #include "tandem/topk.hpp"
 #include "test_util.hpp"
 #include "topk_cases.hpp"

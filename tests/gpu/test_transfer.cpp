@@ -5,9 +5,11 @@
 #include <thread>
 #include <vector>
 
-#include "tandem/device.hpp"
-#include "tandem/gpu.hpp"
-#include "tandem/transfer.hpp"
+#include "tandem/core/device.hpp"
+#include "tandem/core/transfer.hpp"
+#include "tandem/cuda/buffers.hpp"
+#include "tandem/cuda/runtime.hpp"
+#include "tandem/cuda/stream.hpp"
 #include "test_util.hpp"
 
 using namespace tandem;

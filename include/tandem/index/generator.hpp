@@ -1,8 +1,8 @@
-// Thread-index generation without division (seed 003): pure code, host and device.
+// Thread-index generation without division: pure code, host and device.
 //
 // A flat thread number n over a domain (dx, dy, dz) has the 3D index
 //   x = n mod dx,  y = (n / dx) mod dy,  z = n / (dx*dy)            (index_of: 2 div + 2 mod)
-// The seed's iteration gets the index of n + c from the index of n and the index of the step c
+// The iteration gets the index of n + c from the index of n and the index of the step c
 // with only add, subtract and compare (advance). Semantics, for every step c >= 1 including
 // c >= dx*dy*dz: the domain is extended without bound along z, so z = n / (dx*dy) may reach or
 // pass dz; a walker stops when z >= dz (equivalently n >= dx*dy*dz). advance() is exact because
@@ -14,7 +14,7 @@
 #pragma once
 #include <cstdint>
 
-#include "tandem/hd.hpp"
+#include "tandem/cuda/hd.hpp"
 
 namespace tandem::index {
 
@@ -44,7 +44,7 @@ TANDEM_HD constexpr T flat_of(Index3<T> i, Dims3 d) {
   return i.x + T(d.x) * (i.y + T(d.y) * i.z);
 }
 
-// The seed's iteration [0139-0157]: index of n + c from the index of n and the index of c.
+// The carry iteration: index of n + c from the index of n and the index of c.
 // Requires i.x, c.x < dx and i.y, c.y < dy (true for anything index_of or advance produced).
 template <class T>
 TANDEM_HD constexpr Index3<T> advance(Index3<T> i, Index3<T> c, Dims3 d) {
@@ -184,8 +184,8 @@ struct CarryIter {
 };
 
 // -------------------------------------------------------------------------------------------
-// Packing [0159-0176]. The seed writes mx as the position of the highest set bit of dx and
-// derives mx + my + mz <= ms; those positions do not hold x up to dx - 1 (dx = 5: x = 4 needs 3
+// Packing. Taking mx as the position of the highest set bit of dx gives mx + my + mz <= ms (ms:
+// that of the block size), but those widths do not hold x up to dx - 1 (dx = 5: x = 4 needs 3
 // bits, the highest set bit of 5 is at position 2). tandem uses the widths that do hold it,
 // w = bit_width(d - 1) = ceil(log2 d), and proves in tests that wx + wy + wz <= 12 <= 16 for every
 // block of up to 1024 threads, so one 16-bit word holds any CUDA block's index.
@@ -199,8 +199,8 @@ TANDEM_HD constexpr std::uint32_t bit_width(std::uint64_t v) {
 }
 // Bits that hold 0 .. extent-1 (0 for an extent of 1).
 TANDEM_HD constexpr std::uint32_t bits_for(std::uint64_t extent) { return extent ? bit_width(extent - 1) : 0; }
-// The seed's mx: position of the highest set bit of the extent (floor(log2 d)).
-TANDEM_HD constexpr std::uint32_t seed_msb(std::uint64_t extent) { return extent ? bit_width(extent) - 1 : 0; }
+// Position of the highest set bit of the extent (floor(log2 d)): the mx above.
+TANDEM_HD constexpr std::uint32_t highest_bit(std::uint64_t extent) { return extent ? bit_width(extent) - 1 : 0; }
 
 struct PackLayout {
   std::uint32_t wx{0}, wy{0}, wz{0};

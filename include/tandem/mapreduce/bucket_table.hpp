@@ -18,7 +18,8 @@
 #include <utility>
 #include <vector>
 
-#include "tandem/hd.hpp"
+#include "tandem/core/hash.hpp"
+#include "tandem/cuda/hd.hpp"
 #include "tandem/mapreduce.hpp"
 #include "tandem/mapreduce/two_choice.hpp"
 
@@ -44,13 +45,10 @@ template <class K>
 TANDEM_HD std::uint32_t bucket1(K k, std::uint32_t nb) {
   return two_choice::reduce(two_choice::hash1(k), nb);
 }
-// Independent of bucket1: murmur3's finaliser of the key with a fixed salt.
+// Independent of bucket1: the key hash (murmur3's finaliser) of the key with a fixed salt.
 template <class K>
 TANDEM_HD std::uint32_t bucket2(K k, std::uint32_t nb) {
-  std::uint32_t h;
-  if constexpr (sizeof(K) == 4) h = fmix32(static_cast<std::uint32_t>(k) ^ 0x5bd1e995u);
-  else h = static_cast<std::uint32_t>(mix64(static_cast<std::uint64_t>(k) ^ 0x5bd1e9955bd1e995ull) >> 32);
-  return two_choice::reduce(h, nb);
+  return two_choice::reduce(hash32(static_cast<K>(k ^ static_cast<K>(0x5bd1e9955bd1e995ull))), nb);
 }
 // The bucket a key in bucket b moves to when evicted.
 template <class K>

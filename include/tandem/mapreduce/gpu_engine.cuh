@@ -1,5 +1,5 @@
-// The GPU MapReduce engine of seed 001 (CN103714009A / "Jupiter"): unified shared/global memory
-// management. Include from .cu files only.
+// The chained GPU MapReduce engine: unified shared/global memory management. Include from .cu
+// files only.
 //
 //   Bs blocks x N threads. Every block owns an intermediate table in global memory: buckets[] (chain
 //   heads) and gm_pool[] (entries), the pool split into one allocation range per 32-thread group
@@ -33,33 +33,20 @@
 #include <vector>
 
 #include <cub/device/device_radix_sort.cuh>
-#include <sstream>
 #include <string>
 #include <string_view>
 
-#include "tandem/device.hpp"
-#include "tandem/gpu.hpp"
+#include "tandem/core/device.hpp"
+#include "tandem/core/timing.hpp"
+#include "tandem/core/tune.hpp"
+#include "tandem/cuda/buffers.hpp"
+#include "tandem/cuda/format.hpp"
+#include "tandem/cuda/launch.hpp"
+#include "tandem/cuda/runtime.hpp"
+#include "tandem/cuda/stream.hpp"
 #include "tandem/mapreduce.hpp"
-#include "tandem/timing.hpp"
-#include "tandem/tune.hpp"
 
 namespace tandem::mr::gpu_engine {
-
-// fmt's headers do not compile under nvcc here: a small "{}" formatter for messages.
-template <class... A>
-std::string fmtr(std::string_view f, const A&... a) {
-  std::ostringstream os;
-  std::size_t pos = 0;
-  auto one = [&](const auto& x) {
-    const std::size_t p = f.find("{}", pos);
-    if (p == std::string_view::npos) return;
-    os << f.substr(pos, p - pos) << x;
-    pos = p + 2;
-  };
-  (one(a), ...);
-  os << f.substr(pos);
-  return os.str();
-}
 
 constexpr std::uint32_t kNil = 0xffffffffu;
 constexpr std::uint32_t kSharedFlag = 0x80000000u;  // mem_flag bit of an entry reference
@@ -323,7 +310,7 @@ __global__ void pass_kernel(Job job, State<typename Job::key_type, typename Job:
     std::size_t off = (reinterpret_cast<std::uintptr_t>(sbuckets + s.sm_nb) - reinterpret_cast<std::uintptr_t>(smem) + 15) & ~std::size_t(15);
     sm_pool = reinterpret_cast<Entry<K, V>*>(smem + off);
   }
-  // (2-3) allocation ranges: 3/4 of the pool split among the groups, the last quarter a block tail.
+  // Allocation ranges: 3/4 of the pool split among the groups, the last quarter a block tail.
   const std::uint32_t ranged = s.direct ? 0 : (s.block_pool_n - s.block_pool_n / 4);
   for (std::uint32_t g = tid; g < num_groups; g += N) {
     gm_offset[g] = std::uint32_t(std::uint64_t(ranged) * g / num_groups);
@@ -340,7 +327,7 @@ __global__ void pass_kernel(Job job, State<typename Job::key_type, typename Job:
   }
   __syncthreads();
   if constexpr (UseShared) {
-    // (3-3..3-8) preload the hot keys with the identity value
+    // Preload the hot keys with the identity value.
     const std::uint32_t h_n = s.hot_n < s.sm_n ? s.hot_n : s.sm_n;
     for (std::uint32_t i = tid; i < h_n; i += N) {
       const K k = s.hot[i];
@@ -400,7 +387,7 @@ __global__ void pass_kernel(Job job, State<typename Job::key_type, typename Job:
           return;
         }
       }
-      // (3-17..3-20) new key: shared memory until it is full
+      // new key: shared memory until it is full
       if (*reinterpret_cast<volatile std::uint32_t*>(&misc[1]) == 0) {
         std::uint32_t i = spare_s;
         if (i == kNil) {
@@ -418,7 +405,7 @@ __global__ void pass_kernel(Job job, State<typename Job::key_type, typename Job:
         }
       }
     }
-    // global memory (3-21): the block table, or the result table in direct mode
+    // global memory: the block table, or the result table in direct mode
     if (s.direct) {
       if (!result_upsert_counted<Sampling>(job, s, k, v, w, h)) {
         spill_pair(s, k, v, w);
@@ -552,7 +539,7 @@ std::vector<std::pair<K, V>> to_host(const DeviceResult<K, V>& d, Report& rep, c
   TANDEM_CUDA(cudaStreamSynchronize(stream));
   std::vector<std::pair<K, V>> out(d.n);
   for (std::size_t i = 0; i < d.n; ++i) out[i] = {k[i], v[i]};
-  rep.add("D2H result", "gpu0", w.seconds(), fmtr("{} groups", d.n));
+  rep.add("D2H result", "gpu0", w.seconds(), gpu::format("{} groups", d.n));
   return out;
 }
 
@@ -593,7 +580,7 @@ class Engine {
         break;
       }
       // Something found no space: run again from scratch with larger buffers.
-      rep.note(fmtr("retry {}: a buffer overflowed (spill list {} entries, block pool {}, result {}); doubling them",
+      rep.note(gpu::format("retry {}: a buffer overflowed (spill list {} entries, block pool {}, result {}); doubling them",
                            attempt + 1, pl.spill_cap, pl.block_pool_n, pl.result_cap));
       pl.spill_cap = grow32(pl.spill_cap, 4);
       pl.block_pool_n = grow32(pl.block_pool_n, 2);
@@ -613,7 +600,7 @@ class Engine {
     TANDEM_CUDA(cudaGetDevice(&dev));
     const auto gpus = gpu_info();
     const std::string gkey = dev < int(gpus.size()) ? gpus[dev].key() : std::string("gpu");
-    const std::string cls = fmtr("k{}v{}/{}/hot{}", sizeof(K), sizeof(V), size_class(M), o.hot_keys ? 1 : 0);
+    const std::string cls = gpu::format("k{}v{}/{}/hot{}", sizeof(K), sizeof(V), size_class(M), o.hot_keys ? 1 : 0);
     auto& cache = TuningCache::global();
     auto parse = [](const nlohmann::json& j) {
       const std::string t = j.at("tables").get<std::string>();
@@ -622,7 +609,7 @@ class Engine {
     };
     if (auto t = cache.lookup("mapreduce.tables", gkey, cls, parse, &rep)) {
       r.tables = *t == "block" ? Options::Tables::block : Options::Tables::direct;
-      rep.note(fmtr("table mode {} from the tuning cache ({})", *t, cls));
+      rep.note(gpu::format("table mode {} from the tuning cache ({})", *t, cls));
       return r;
     }
     std::vector<Candidate> cands{{"tables=direct", {{"tables", "direct"}}}, {"tables=block", {{"tables", "block"}}}};
@@ -640,7 +627,7 @@ class Engine {
     const auto& win = res.winner();
     r.tables = win.candidate.params["tables"].get<std::string>() == "block" ? Options::Tables::block : Options::Tables::direct;
     cache.put("mapreduce.tables", gkey, cls, win.candidate.params);
-    rep.note(fmtr("tuned table mode ({}): {}", cls, res.report()));
+    rep.note(gpu::format("tuned table mode ({}): {}", cls, res.report()));
     return r;
   }
 
@@ -679,7 +666,7 @@ class Engine {
     }
     if (!pl.hot) pl.sm_n = 0, pl.sm_nb = 1;
     pl.smem_bytes = shared_bytes<K, V>(pl.threads, pl.sm_nb, pl.sm_n);
-    if (pl.smem_bytes > optin) throw UsageError(fmtr("shared pool of {} entries needs {} bytes of shared memory; the GPU has {}",
+    if (pl.smem_bytes > optin) throw UsageError(gpu::format("shared pool of {} entries needs {} bytes of shared memory; the GPU has {}",
                                                             pl.sm_n, pl.smem_bytes, optin));
     if (o.blocks > 0) {
       pl.blocks = o.blocks;
@@ -745,12 +732,12 @@ class Engine {
     alloc_result(cap, nb, !result_second_);
     TANDEM_CUDA(cudaMemsetAsync(s_.result.buckets, 0xFF, std::size_t(nb) * 4, stream));
     TANDEM_CUDA(cudaMemsetAsync(&s_.ctr->result_tail, 0, sizeof(unsigned int), stream));
-    merge_chains_kernel<Job><<<grid_for(old_nb), 256, 0, stream>>>(job, s_, old.buckets, old.pool, old_nb, old_nb, 0);
+    merge_chains_kernel<Job><<<gpu::grid_for(old_nb, 256, kGridCap), 256, 0, stream>>>(job, s_, old.buckets, old.pool, old_nb, old_nb, 0);
     TANDEM_CUDA_LAUNCH("mapreduce result grow");
     ++st.result_grows;
   }
 
-  static int grid_for(std::uint64_t n) { return static_cast<int>(std::clamp<std::uint64_t>((n + 255) / 256, 1, 65535)); }
+  static constexpr std::uint64_t kGridCap = 65535;  // merge and extract kernels loop over the rest
 
   // Merges the block tables and the spill list into the result, growing it first when needed.
   void merge_all(const Job& job, const Plan& pl, EngineStats& st, cudaStream_t stream) {
@@ -766,12 +753,12 @@ class Engine {
     ensure_result(incoming, job, st, stream);
     if (!pl.direct) {
       const std::uint64_t nbk = std::uint64_t(pl.blocks) * s_.block_nb;
-      merge_chains_kernel<Job><<<grid_for(nbk), 256, 0, stream>>>(job, s_, s_.block_buckets, s_.block_pool, nbk, s_.block_nb,
+      merge_chains_kernel<Job><<<gpu::grid_for(nbk, 256, kGridCap), 256, 0, stream>>>(job, s_, s_.block_buckets, s_.block_pool, nbk, s_.block_nb,
                                                                   s_.block_pool_n);
       TANDEM_CUDA_LAUNCH("mapreduce merge block tables");
     }
     if (spilled) {
-      merge_list_kernel<Job><<<grid_for(spilled), 256, 0, stream>>>(job, s_, s_.spill, spilled);
+      merge_list_kernel<Job><<<gpu::grid_for(spilled, 256, kGridCap), 256, 0, stream>>>(job, s_, s_.spill, spilled);
       TANDEM_CUDA_LAUNCH("mapreduce merge spill list");
     }
     TANDEM_CUDA(cudaMemsetAsync(&s_.ctr->spill_n, 0, sizeof(unsigned int), stream));
@@ -838,7 +825,7 @@ class Engine {
     values_out_ = values_.get<V>(cap);
     std::uint32_t* counts = counts_.get<std::uint32_t>(cap);
     TANDEM_CUDA(cudaMemsetAsync(&s_.ctr->out_n, 0, sizeof(unsigned int), stream));
-    extract_kernel<K, V><<<grid_for(s_.result.mask + 1), 256, 0, stream>>>(s_.result, s_.result.mask + 1, s_.ctr, keys_out_,
+    extract_kernel<K, V><<<gpu::grid_for(s_.result.mask + 1, 256, kGridCap), 256, 0, stream>>>(s_.result, s_.result.mask + 1, s_.ctr, keys_out_,
                                                                            values_out_, counts, cap);
     TANDEM_CUDA_LAUNCH("mapreduce extract");
     t4.record(stream);
@@ -847,10 +834,10 @@ class Engine {
     n_out_ = c.out_n;
     st.distinct = n_out_;
     (void)H;
-    rep.add("GPU sampling pass + merge", "gpu0", t1.seconds_since(t0), fmtr("{} records", Ms));
-    rep.add("GPU hot-key selection", "gpu0", t2.seconds_since(t1), fmtr("H={}", st.hot_keys));
-    rep.add("GPU main pass", "gpu0", t3.seconds_since(t2), fmtr("{} records", M - Ms));
-    rep.add("GPU merge + compact", "gpu0", t4.seconds_since(t3), fmtr("{} groups", n_out_));
+    rep.add("GPU sampling pass + merge", "gpu0", t1.seconds_since(t0), gpu::format("{} records", Ms));
+    rep.add("GPU hot-key selection", "gpu0", t2.seconds_since(t1), gpu::format("H={}", st.hot_keys));
+    rep.add("GPU main pass", "gpu0", t3.seconds_since(t2), gpu::format("{} records", M - Ms));
+    rep.add("GPU merge + compact", "gpu0", t4.seconds_since(t3), gpu::format("{} groups", n_out_));
     return true;
   }
 
@@ -866,7 +853,7 @@ class Engine {
     std::uint32_t* counts = counts_.get<std::uint32_t>(cap * 2);
     K* keys_sorted = hot_.get<K>(cap);
     TANDEM_CUDA(cudaMemsetAsync(&s_.ctr->out_n, 0, sizeof(unsigned int), stream));
-    extract_kernel<K, V><<<grid_for(s_.result.mask + 1), 256, 0, stream>>>(s_.result, s_.result.mask + 1, s_.ctr, keys, vals,
+    extract_kernel<K, V><<<gpu::grid_for(s_.result.mask + 1, 256, kGridCap), 256, 0, stream>>>(s_.result, s_.result.mask + 1, s_.ctr, keys, vals,
                                                                            counts, cap);
     TANDEM_CUDA_LAUNCH("mapreduce extract sample");
     c = read_counters(stream);

@@ -1,8 +1,9 @@
 // Fast GPU group-by for fixed-width integer keys (u32/u64): open addressing in which the key and
-// its aggregate share one slot, with the seed's hot-key idea (CN103714009A) on top. Include from
-// .cu files only. The seed-exact engine (gpu_engine.cuh) stays the reference and the "seed" mode.
+// its aggregate share one slot, with the chained engine's hot keys (sampled, kept in shared
+// memory) on top. Include from .cu files only. The chained engine (gpu_engine.cuh) stays the
+// reference and Options::Mode::chained.
 //
-//   1. Sampling pass over the first p% of the records (the seed's step 2): aggregate them into a
+//   1. Sampling pass over the first p% of the records (as in the chained engine): aggregate them into a
 //      sample table (never overflows: 2x the sample size), compact it to arrays with each key's
 //      sampled count and a histogram of the counts. One host round trip here: the sizes below
 //      need the counts.
@@ -44,6 +45,8 @@
 
 #include <cub/device/device_radix_sort.cuh>
 
+#include "tandem/cuda/format.hpp"
+#include "tandem/cuda/launch.hpp"
 #include "tandem/mapreduce/bucket_table.hpp"
 #include "tandem/mapreduce/distinct_estimate.hpp"
 #include "tandem/mapreduce/gpu_engine.cuh"
@@ -52,7 +55,6 @@
 
 namespace tandem::mr::hash_groupby {
 using gpu_engine::DeviceResult;
-using gpu_engine::fmtr;
 using gpu_engine::Scratch;
 
 template <class K, class V>
@@ -85,14 +87,6 @@ struct Ctr {
 constexpr std::uint32_t kBins = 4096;
 
 // ---- device helpers ------------------------------------------------------------------------------
-template <class K>
-__device__ __forceinline__ std::uint32_t hash32(K k) {
-  if constexpr (sizeof(K) == 4) {
-    return fmix32(k);
-  } else {
-    return static_cast<std::uint32_t>(mix64(k) >> 32);
-  }
-}
 // Range reduction without a power-of-two size (Lemire): h * n / 2^32.
 __device__ __forceinline__ std::uint32_t slot_of(std::uint32_t h, std::uint32_t n) { return two_choice::reduce(h, n); }
 
@@ -530,8 +524,8 @@ __global__ void __launch_bounds__(512) partition_reduce_kernel(PartRef<K> pr, st
 // Mode kGlobal: no shared table. kHot: the hot keys preloaded, read-only during the pass; with
 // counts, the keys holding >= 1/16 of the sample ("top" keys) are also combined per warp with a
 // ballot first (one shared atomic per warp instead of many on one address). kDynamic (the sampling
-// pass): the table starts empty and new keys take slots until `dyn_limit` are used (the seed's
-// "shared memory until it is full"), so heavy hitters never hammer one global address; bucketed
+// pass): the table starts empty and new keys take slots until `dyn_limit` are used (the chained
+// engine's "shared memory until it is full"), so heavy hitters never hammer one global address; bucketed
 // linear probing (bucket_upsert), S a multiple of buckets::kWays.
 // kHotTwoChoice: as kHot, the table placed on the host by two-choice hashing (two_choice.hpp): two
 // fixed slots per key, no probe loop. A mode of its own, so kHot's code (and registers) stay as
@@ -906,7 +900,7 @@ struct HashPlan {
   bool partition{true};                // the partitioned cold tier where it applies (Options::partition_cold allowing)
   bool buckets{true};                  // a bucketed two-choice hot table (Options::hot_buckets allowing)
   std::string label() const {
-    return fmtr("N={} blocks/SM={} p={} hot={} smem={}K table={}x{}{}{}", threads, blocks_per_sm, p, hot_fraction, smem_budget / 1024,
+    return gpu::format("N={} blocks/SM={} p={} hot={} smem={}K table={}x{}{}{}", threads, blocks_per_sm, p, hot_fraction, smem_budget / 1024,
                 table_factor, warp_match ? "" : " no match", partition ? "" : " no partitions", buckets ? "" : " linear probing");
   }
 };
@@ -932,7 +926,7 @@ class HashGroupBy {
   // on the device until the next call.
   DeviceResult<K, Acc> run_device(const K* keys, const VIn* values, std::uint64_t M, const Options& o, EngineStats& st,
                                   Report& rep, cudaStream_t stream) {
-    if (M >= (std::uint64_t{1} << 32)) throw UsageError("hash group-by: 2^32 records or more (use the seed engine)");
+    if (M >= (std::uint64_t{1} << 32)) throw UsageError("hash group-by: 2^32 records or more (use the chained engine)");
     HashPlan pl = resolve(keys, values, M, o, rep, stream);
     for (int attempt = 0;; ++attempt) {
       if (attempt > 12) throw Error("hash group-by: the table kept overflowing after 12 retries");
@@ -940,7 +934,7 @@ class HashGroupBy {
         st.retries = attempt;
         return {out_keys_, out_accs_, n_out_};
       }
-      rep.note(fmtr("retry {}: the overflow list filled (table {} slots, list {}); rerunning with both 4x larger", attempt + 1,
+      rep.note(gpu::format("retry {}: the overflow list filled (table {} slots, list {}); rerunning with both 4x larger", attempt + 1,
                     st.table_slots, st.spill_entries));
       pl.table_entries = std::max<std::uint64_t>(st.table_slots, 16) * 4;
       pl.overflow_cap = static_cast<std::uint32_t>(std::min<std::uint64_t>(std::uint64_t(st.spill_entries) * 4, 1u << 30));
@@ -983,7 +977,7 @@ class HashGroupBy {
     TANDEM_CUDA(cudaGetDevice(&dev));
     const auto gpus = gpu_info();
     const std::string gkey = dev < int(gpus.size()) ? gpus[dev].key() : std::string("gpu");
-    const std::string cls = fmtr("k{}v{}/{}/card{}/hot{}", sizeof(K), sizeof(Acc), size_class(M), card, o.hot_keys ? 1 : 0);
+    const std::string cls = gpu::format("k{}v{}/{}/card{}/hot{}", sizeof(K), sizeof(Acc), size_class(M), card, o.hot_keys ? 1 : 0);
     auto from = [&](const nlohmann::json& j) {
       HashPlan p = base;
       p.threads = positive_field<int>(j, "N");
@@ -1006,7 +1000,7 @@ class HashGroupBy {
       return p;
     };
     if (auto p = cache.lookup("mapreduce.hash", gkey, cls, parse, &rep)) {
-      rep.note(fmtr("hash group-by parameters from the tuning cache ({}): {}", cls, p->label()));
+      rep.note(gpu::format("hash group-by parameters from the tuning cache ({}): {}", cls, p->label()));
       return *p;
     }
     std::vector<Candidate> cands;
@@ -1056,11 +1050,11 @@ class HashGroupBy {
     });
     const auto& win = res.winner();
     cache.put("mapreduce.hash", gkey, cls, win.candidate.params);
-    rep.note(fmtr("tuned hash group-by ({}):\n{}", cls, res.report()));
+    rep.note(gpu::format("tuned hash group-by ({}):\n{}", cls, res.report()));
     return from(win.candidate.params);
   }
 
-  static int grid_for(std::uint64_t n) { return static_cast<int>(std::clamp<std::uint64_t>((n + 255) / 256, 1, 4096)); }
+  static constexpr std::uint64_t kGridCap = 4096;  // its grid-stride kernels loop over the rest
   // A compact of a table of `cap` slots (and the empty marker's slot cap).
   static int compact_grid(std::uint64_t cap) {
     return static_cast<int>(std::clamp<std::uint64_t>((cap + kCompactTile) / kCompactTile, 1, 4096));
@@ -1104,7 +1098,7 @@ class HashGroupBy {
   }
 
   void init_table(const TableRef<K, V>& t, cudaStream_t stream) {
-    init_table_kernel<K, V><<<grid_for(t.cap), 256, 0, stream>>>(t);
+    init_table_kernel<K, V><<<gpu::grid_for(t.cap, 256, kGridCap), 256, 0, stream>>>(t);
     TANDEM_CUDA_LAUNCH("hash group-by: init table");
   }
 
@@ -1161,7 +1155,7 @@ class HashGroupBy {
     const std::uint32_t cap = static_cast<std::uint32_t>(2 * m + 16);
     K* set = sample_keys_.get<K>(cap);
     TANDEM_CUDA(cudaMemsetAsync(set, 0xff, std::size_t(cap) * sizeof(K), stream));
-    count_distinct_kernel<K><<<grid_for(m), 256, 0, stream>>>(keys, m, set, cap, ctr_);
+    count_distinct_kernel<K><<<gpu::grid_for(m, 256, kGridCap), 256, 0, stream>>>(keys, m, set, cap, ctr_);
     TANDEM_CUDA_LAUNCH("hash group-by: distinct keys of a small sample");
     return read_ctr(stream).out_n;
   }
@@ -1239,7 +1233,7 @@ class HashGroupBy {
     const std::uint32_t limit = std::min<std::uint32_t>(cap, 512);
     init_table(t, stream);
     if (Ds) {
-      merge_kernel<K, V><<<grid_for(Ds), 256, 0, stream>>>(t, sk, sa, Ds, limit, sink);
+      merge_kernel<K, V><<<gpu::grid_for(Ds, 256, kGridCap), 256, 0, stream>>>(t, sk, sa, Ds, limit, sink);
       TANDEM_CUDA_LAUNCH("hash group-by: merge sample");
     }
 
@@ -1329,7 +1323,7 @@ class HashGroupBy {
           if (share >= (part_without_hot ? kMinHotSharePartitioned : kMinHotShare) && want) {
             cold_max = t;  // every key seen more than t times is hot
             K* dst = hot_keys_.get<K>(want);
-            select_hot_kernel<K><<<grid_for(Ds), 256, 0, stream>>>(sk, sc, Ds, t, static_cast<std::uint32_t>(above), need_eq, dst, ctr_);
+            select_hot_kernel<K><<<gpu::grid_for(Ds, 256, kGridCap), 256, 0, stream>>>(sk, sc, Ds, t, static_cast<std::uint32_t>(above), need_eq, dst, ctr_);
             TANDEM_CUDA_LAUNCH("hash group-by: select hot keys");
             hot = dst;
           } else {
@@ -1360,7 +1354,7 @@ class HashGroupBy {
         while (C * 2 <= warps && bytes(S, C * 2) <= cap_bytes) C *= 2;
         smem = bytes(S, C);
         if (smem > prop.optin)
-          throw UsageError(fmtr("hot table of {} keys needs {} bytes of shared memory; the GPU has {}", H, smem, prop.optin));
+          throw UsageError(gpu::format("hot table of {} keys needs {} bytes of shared memory; the GPU has {}", H, smem, prop.optin));
       }
     }
     st.hot_keys = H;
@@ -1397,7 +1391,7 @@ class HashGroupBy {
       }
     }
     st.partitions = pp.use ? pp.partitions : 0;
-    st.partition_note = pp.use ? fmtr("{} partitions of {} keys, reduce tables of {} slots", pp.partitions, pp.capacity, pp.slots) : pp.why;
+    st.partition_note = pp.use ? gpu::format("{} partitions of {} keys, reduce tables of {} slots", pp.partitions, pp.capacity, pp.slots) : pp.why;
 
     // 4. main pass
     const bool hot_pass = H > 0;
@@ -1458,9 +1452,9 @@ class HashGroupBy {
       TableRef<K, V> t2{table_[nx].get<Slot>(cap2), cap2, sent + 1};
       init_table(t2, stream);
       const Sink<K, V> none{nullptr, nullptr, 0, ctr_};
-      merge_kernel<K, V><<<grid_for(n), 256, 0, stream>>>(t2, out_keys_, out_accs_, n, cap2, none);
+      merge_kernel<K, V><<<gpu::grid_for(n, 256, kGridCap), 256, 0, stream>>>(t2, out_keys_, out_accs_, n, cap2, none);
       TANDEM_CUDA_LAUNCH("hash group-by: grow (table)");
-      merge_kernel<K, V><<<grid_for(ovf), 256, 0, stream>>>(t2, sink.keys, sink.accs, ovf, cap2, none);
+      merge_kernel<K, V><<<gpu::grid_for(ovf, 256, kGridCap), 256, 0, stream>>>(t2, sink.keys, sink.accs, ovf, cap2, none);
       TANDEM_CUDA_LAUNCH("hash group-by: grow (overflow list)");
       TANDEM_CUDA(cudaMemsetAsync(&ctr_->out_n, 0, sizeof(unsigned), stream));
       out_keys_ = out_k_[nx].get<K>(std::size_t(cap2) + 1);
@@ -1472,18 +1466,18 @@ class HashGroupBy {
       cur_ = nx;
       st.table_slots = cap2;
       st.result_grows = 1;
-      rep.note(fmtr("table grown from {} to {} slots: {} pairs overflowed the probe limit", cap, cap2, ovf));
+      rep.note(gpu::format("table grown from {} to {} slots: {} pairs overflowed the probe limit", cap, cap2, ovf));
     }
     t4.record(stream);
     TANDEM_CUDA(cudaStreamSynchronize(stream));
     n_out_ = n;
     st.distinct = n;
-    rep.add("GPU sampling pass", "gpu0", t1.seconds_since(t0), fmtr("{} records, {} distinct", Ms, Ds));
-    rep.add("GPU table init + sample merge + hot keys", "gpu0", t2.seconds_since(t1), fmtr("{} slots, H={}", cap, st.hot_keys));
-    rep.add("GPU main pass", "gpu0", t3.seconds_since(t2), fmtr("{} records, {} blocks x {}", M - Ms, blocks, pl.threads));
+    rep.add("GPU sampling pass", "gpu0", t1.seconds_since(t0), gpu::format("{} records, {} distinct", Ms, Ds));
+    rep.add("GPU table init + sample merge + hot keys", "gpu0", t2.seconds_since(t1), gpu::format("{} slots, H={}", cap, st.hot_keys));
+    rep.add("GPU main pass", "gpu0", t3.seconds_since(t2), gpu::format("{} records, {} blocks x {}", M - Ms, blocks, pl.threads));
     if (pp.use)
-      rep.add("GPU partition reduce", "gpu0", t3b.seconds_since(t3), fmtr("{} partitions, {} keys", pp.partitions, st.partitioned));
-    rep.add("GPU compact", "gpu0", t4.seconds_since(t3b), fmtr("{} groups", n));
+      rep.add("GPU partition reduce", "gpu0", t3b.seconds_since(t3), gpu::format("{} partitions, {} keys", pp.partitions, st.partitioned));
+    rep.add("GPU compact", "gpu0", t4.seconds_since(t3b), gpu::format("{} groups", n));
     return true;
   }
 

@@ -9,7 +9,8 @@
 #include <utility>
 #include <vector>
 
-#include "tandem/hd.hpp"
+#include "tandem/core/hash.hpp"
+#include "tandem/cuda/hd.hpp"
 #include "tandem/mapreduce.hpp"
 
 namespace tandem::mr::two_choice {

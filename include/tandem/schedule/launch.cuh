@@ -17,7 +17,7 @@
 #include <optional>
 #include <utility>
 
-#include "tandem/gpu.hpp"
+#include "tandem/cuda/buffers.hpp"
 #include "tandem/schedule.hpp"
 
 namespace tandem::schedule {

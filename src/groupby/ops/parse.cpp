@@ -4,7 +4,7 @@
 #include <fmt/format.h>
 
 #include "groupby/ops/registry.hpp"
-#include "tandem/error.hpp"
+#include "tandem/core/error.hpp"
 #include "tandem/groupby.hpp"
 
 namespace tandem {

@@ -20,7 +20,7 @@
 #include "groupby/ops/sum.hpp"
 #include "groupby/ops/top.hpp"
 #include "groupby/ops/var.hpp"
-#include "tandem/error.hpp"
+#include "tandem/core/error.hpp"
 
 namespace tandem::agg {
 namespace {

@@ -1,0 +1,24 @@
+// Implementation detail of tandem/core/transfer.hpp: the staging pipeline shared by the plain and the
+// chunk-callback forms.
+#pragma once
+#include <algorithm>
+#include <functional>
+
+namespace tandem::detail {
+
+using ChunkCallback = std::function<void(std::size_t offset, std::size_t bytes, cudaStream_t stream)>;
+
+void staged_to_device(void* dst, const void* src, std::size_t bytes, cudaStream_t stream,
+                      const TransferOptions& opts, const ChunkCallback& on_chunk);
+
+}  // namespace tandem::detail
+
+namespace tandem {
+
+template <class F>
+void copy_to_device_chunked(void* dst, const void* src, std::size_t bytes, cudaStream_t stream,
+                            const TransferOptions& opts, F&& on_chunk) {
+  detail::staged_to_device(dst, src, bytes, stream, opts, detail::ChunkCallback(std::forward<F>(on_chunk)));
+}
+
+}  // namespace tandem

@@ -1,0 +1,156 @@
+// Array files (raw little-endian or .npy) and output files that never stay half written.
+//
+// Inputs may be regular files, standard input ("-"), pipes, FIFOs, character devices or /proc
+// files: anything that is not a sized regular file is read by streaming until end of file.
+// Every size taken from a file (a .npy shape, a header length) is checked before it is used.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <fstream>
+#include <initializer_list>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tandem/core/types.hpp"
+
+namespace tandem::io {
+
+// An allocator whose resize() leaves new elements uninitialised: buffers that a read is about to
+// fill are not zero-filled first (a full pass over memory saved, and no page touched twice).
+template <class T>
+struct UninitAllocator : std::allocator<T> {
+  template <class U>
+  struct rebind {
+    using other = UninitAllocator<U>;
+  };
+  UninitAllocator() = default;
+  template <class U>
+  UninitAllocator(const UninitAllocator<U>&) noexcept {}
+  template <class U>
+  void construct(U* p) noexcept {
+    ::new (static_cast<void*>(p)) U;
+  }
+  template <class U, class... Args>
+  void construct(U* p, Args&&... args) {
+    ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
+  }
+};
+
+using ByteBuffer = std::vector<std::byte, UninitAllocator<std::byte>>;
+using CharBuffer = std::vector<char, UninitAllocator<char>>;
+
+// An array read from a file: its bytes and element type.
+struct Array {
+  DType dtype{DType::u8};
+  std::size_t count{0};
+  ByteBuffer bytes;
+
+  template <class T>
+  std::span<T> as() {
+    return {reinterpret_cast<T*>(bytes.data()), count};
+  }
+};
+
+// Reads `path` ("-" for standard input). A name ending in .npy is parsed as NumPy's format and
+// its dtype must equal `dtype`; otherwise the file is raw little-endian elements of `dtype`.
+// The elements are read straight into the returned buffer: the peak memory is the data's size.
+// Throws InputError naming the file and the problem (missing, size not a multiple of the element
+// size, dtype mismatch, bad header with its byte offset, not one-dimensional, a shape whose byte
+// count overflows), and Error naming the file when memory for it cannot be allocated.
+Array read_array(const std::string& path, DType dtype);
+
+template <class T>
+std::vector<T> read_vector(const std::string& path) {
+  Array a = read_array(path, dtype_of<T>());
+  auto s = a.as<T>();
+  return {s.begin(), s.end()};
+}
+
+// Reads a whole file (or standard input for "-") as bytes; InputError if it cannot be read,
+// Error naming the file if memory for it cannot be allocated.
+CharBuffer read_bytes(const std::string& path);
+
+// True when `path` names a regular file with a non-zero size (symbolic links followed): a size
+// that can be trusted. Standard input, pipes, FIFOs, devices and /proc files (size 0) are not, and
+// the readers here stream them to their end instead.
+bool is_sized_file(const std::string& path);
+
+// The fields of a .npy header dictionary, e.g. {'descr': '<u4', 'fortran_order': False, 'shape': (10,), }.
+struct NpyHeader {
+  std::string descr;
+  bool fortran_order{false};
+  std::vector<std::uint64_t> shape;
+};
+
+// Parses the dictionary text of a .npy header (the bytes after the length field). A hand-written
+// single pass with no recursion: any bytes are safe to hand it. Throws InputError
+// "<name>: not a valid .npy file: byte N: <problem>", N counted from `offset` (the dictionary's
+// position in the file). Dimensions must be non-negative and fit in 64 bits.
+NpyHeader parse_npy_header(std::string_view dict, const std::string& name, std::size_t offset = 0);
+
+// Writes `count` elements to `path` ("-" for standard output): .npy when the name ends in .npy,
+// raw little-endian otherwise. The file appears only when it is complete.
+void write_array(const std::string& path, DType dtype, const void* data, std::size_t count);
+
+template <class T>
+void write_vector(const std::string& path, std::span<const T> v) {
+  write_array(path, dtype_of<T>(), v.data(), v.size());
+}
+
+bool has_npy_suffix(const std::string& path);
+
+// An output written so that a failed run leaves nothing behind.
+// - A regular file (or a name that does not exist yet) is written to a temporary name beside it,
+//   created at the first write, and renamed over it by commit(); the file keeps its permissions.
+//   Destroyed without commit(), the temporary is removed. A symbolic link is followed: its target
+//   is replaced, the link stays.
+// - An existing target that is not a regular file (a device such as /dev/null, a FIFO, a
+//   terminal) is written in place: it is never replaced by a regular file.
+// - Path "-" writes to standard output.
+// Every write is checked: finish()/commit() throw Error naming the output when one failed (a full
+// disk, a closed standard output).
+class AtomicOutput {
+ public:
+  // Resolves the target and checks that it can be written (InputError naming it if not: missing
+  // or unwritable directory, a directory given as the file). Creates nothing.
+  explicit AtomicOutput(std::string path);
+  ~AtomicOutput();
+  AtomicOutput(const AtomicOutput&) = delete;
+  AtomicOutput& operator=(const AtomicOutput&) = delete;
+
+  std::ostream& stream();  // the first call creates the temporary (or opens the target in place)
+  const std::string& path() const { return path_; }
+  bool same_destination(const AtomicOutput& other) const;  // both name one file, or both standard output
+
+  void finish();  // flushes and checks every write; the output is complete but not yet in place
+  void commit();  // finish(), then renames into place
+
+  // Several outputs of one command: every one is finished (all writes checked) before the first is
+  // renamed into place, so a failed write leaves none of them behind.
+  static void commit_all(std::initializer_list<AtomicOutput*> outputs);
+
+ private:
+  enum class Mode { stdout_, in_place, replace };
+  void open();
+  std::string path_;    // as given
+  std::string target_;  // symbolic links resolved
+  std::string temp_;
+  Mode mode_{Mode::replace};
+  std::ofstream file_;
+  int slot_{-1};  // entry in the table of temporaries that remove_temporaries() deletes
+  bool opened_{false}, finished_{false}, committed_{false};
+};
+
+// Writes the array into `out` (.npy when out.path() ends in .npy) without committing it: for
+// commands with several outputs that commit them together (AtomicOutput::commit_all).
+void write_array(AtomicOutput& out, DType dtype, const void* data, std::size_t count);
+
+// Deletes the temporary file of every AtomicOutput not yet committed or destroyed. Async-signal-
+// safe: a program's SIGINT/SIGTERM handler calls it and then re-raises the signal (the CLI does),
+// so an interrupted run leaves no *.tmp-* file behind.
+void remove_temporaries() noexcept;
+
+}  // namespace tandem::io

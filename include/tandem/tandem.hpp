@@ -1,0 +1,40 @@
+// tandem in one include: every capability and the utilities they share, for C++ sources (with or
+// without CUDA). Headers for CUDA sources only stay out and are included where needed:
+// tandem/cuda/{runtime,buffers,format}.hpp, tandem/index/device.hpp, tandem/schedule/launch.cuh,
+// tandem/mapreduce/gpu_engine.cuh and hash_groupby.cuh.
+#pragma once
+
+// The capabilities.
+#include "tandem/groupby.hpp"
+#include "tandem/index.hpp"
+#include "tandem/mapreduce.hpp"
+#include "tandem/schedule.hpp"
+#include "tandem/schedule/controller.hpp"
+#include "tandem/sort.hpp"
+#include "tandem/sort/bitonic.hpp"
+#include "tandem/sort/bitonic_affinity.hpp"
+#include "tandem/sort/bitonic_plan.hpp"
+#include "tandem/table.hpp"
+#include "tandem/table/csv.hpp"
+#include "tandem/table/files.hpp"
+#include "tandem/topk.hpp"
+
+// What they share: errors, vocabulary, reports, files, the machine, timing, tuning, transfers.
+#include "tandem/core/calibrate.hpp"
+#include "tandem/core/device.hpp"
+#include "tandem/core/error.hpp"
+#include "tandem/core/format.hpp"
+#include "tandem/core/hash.hpp"
+#include "tandem/core/io.hpp"
+#include "tandem/core/key_order.hpp"
+#include "tandem/core/parallel.hpp"
+#include "tandem/core/report.hpp"
+#include "tandem/core/timing.hpp"
+#include "tandem/core/transfer.hpp"
+#include "tandem/core/tune.hpp"
+#include "tandem/core/types.hpp"
+
+// CUDA helpers that also compile without CUDA.
+#include "tandem/cuda/hd.hpp"
+#include "tandem/cuda/launch.hpp"
+#include "tandem/cuda/stream.hpp"
