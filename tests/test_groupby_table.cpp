@@ -304,3 +304,22 @@ TEST(GroupByTable, ParsesAggregationText) {
     EXPECT_NE(std::string(e.what()).find("avg(v2)"), std::string::npos) << e.what();
   }
 }
+
+TEST(GroupByTable, ManyDistinctKeysAcrossThreadsAndTheirCombination) {
+  // 140,000 rows are 3 chunks, numbered by 3 threads in their own dictionaries: thousands of
+  // distinct short strings and repeating wide integers, whose dictionaries are ranked by a radix
+  // sort of the keys' 64-bit words, and long strings (compared in full); together with small
+  // columns they combine into about one group per row.
+  std::mt19937_64 rng(11);
+  const std::size_t n = 140000;
+  Table t;
+  t.add(random_column(rng, "k0", ColumnType::str, n, 6, 0.01, false));
+  t.add(random_column(rng, "k1", ColumnType::str, n, 30000, 0.01, false));
+  t.add(random_column(rng, "k2", ColumnType::u64, n, 1900, 0.01));
+  t.add(random_column(rng, "k3", ColumnType::i32, n, 7, 0.0));
+  t.add(random_column(rng, "k4", ColumnType::str, n, 20000, 0.0));
+  t.add(random_column(rng, "v_f64", ColumnType::f64, n, 1000, 0.05));
+  const auto aggs = parse_aggregations("sum(v_f64),count(),first(v_f64),max(v_f64)");
+  for (const auto& by : std::vector<std::vector<std::string>>{{"k1"}, {"k2"}, {"k4"}, {"k0", "k1", "k2", "k3", "k4"}})
+    expect_reference(t, {by, aggs}, fmt::format("by {}", fmt::join(by, ",")), 3);
+}

@@ -187,7 +187,7 @@ class Decomposable final : public DecomposableAggregator {
         throw InputError(fmt::format("{}: the sum of column '{}' does not fit {} in at least one group", names_.front(),
                                      spec_.column, to_string(column_type_v<typename Op::Out>)));
   }
-  std::vector<State> states_;
+  Scratch<State> states_;
   std::size_t slots_{0}, groups_{0};
 };
 

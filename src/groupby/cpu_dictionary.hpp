@@ -11,13 +11,16 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <bit>
 #include <cstdint>
 #include <parallel/algorithm>
+#include <type_traits>
 #include <vector>
 
 #include "groupby/cpu_scratch.hpp"
+#include "sort/cpu_radix.hpp"
 #include "tandem/mapreduce/distinct_estimate.hpp"
 
 namespace tandem::cpu_groupby {
@@ -29,7 +32,7 @@ inline constexpr unsigned kChunkShift = 16;  // rows are numbered in chunks of 2
 struct LocalCodes {
   Scratch<std::uint32_t> local;                  // per row; kMissingCode for a missing row
   std::vector<std::uint16_t> owner;              // per chunk: its thread (empty: local holds ranks)
-  std::vector<std::vector<std::uint32_t>> rank;  // per thread: number -> rank
+  std::vector<Scratch<std::uint32_t>> rank;      // per thread: number -> rank
   std::uint32_t missing{0};                      // a missing row's code: the number of distinct keys
 
   // Replaces every row's number by its code, when the rank tables outgrow a core's cache: each
@@ -87,8 +90,8 @@ class KeyIds {
     if (keys_.size() * 2 > slots_.size()) grow();
     return id;
   }
-  const std::vector<Key>& keys() const { return keys_; }
-  const std::vector<std::size_t>& rows() const { return rows_; }
+  const Scratch<Key>& keys() const { return keys_; }
+  const Scratch<std::size_t>& rows() const { return rows_; }
 
  private:
   static constexpr std::uint32_t kEmpty = UINT32_MAX;
@@ -97,7 +100,7 @@ class KeyIds {
     std::uint32_t id;
   };
   void grow() {
-    std::vector<Slot> next(slots_.size() * 2, Slot{Key{}, kEmpty});
+    Scratch<Slot> next(slots_.size() * 2, Slot{Key{}, kEmpty});
     for (std::uint32_t id = 0; id < keys_.size(); ++id) {
       std::size_t i = Hash{}(keys_[id]) & (next.size() - 1);
       while (next[i].id != kEmpty) i = (i + 1) & (next.size() - 1);
@@ -105,9 +108,9 @@ class KeyIds {
     }
     slots_.swap(next);
   }
-  std::vector<Slot> slots_;
-  std::vector<Key> keys_;
-  std::vector<std::size_t> rows_;
+  Scratch<Slot> slots_;
+  Scratch<Key> keys_;
+  Scratch<std::size_t> rows_;
 };
 
 // The distinct keys in key order, a row holding each, and whether any row was missing.
@@ -141,6 +144,49 @@ std::size_t expected_distinct(std::size_t n, Load& load, Present& present, Less&
   return static_cast<std::size_t>(mapreduce::distinct_estimate::estimate(e, 0).chao1);
 }
 
+// The 64-bit words of a key whose order, most significant first, is the keys' order: the
+// key itself for u64, key.radix_words() for a key type that has them; none for others.
+template <class Key>
+auto radix_words(const Key& k) {
+  if constexpr (std::is_same_v<Key, std::uint64_t>) return std::array<std::uint64_t, 1>{k};
+  else return k.radix_words();
+}
+template <class Key>
+concept RadixSortable = std::is_same_v<Key, std::uint64_t> || requires(const Key& k) { k.radix_words(); };
+
+// Sorts entries (each with a .key) by key: by a stable LSD radix sort of their keys' words when
+// the key has them (a few passes over the digits that vary, instead of n log n comparisons),
+// else by a comparison sort.
+template <class Entry, class Less>
+void sort_by_key(Scratch<Entry>& all, Less less, int threads) {
+  using Key = decltype(Entry::key);
+  const std::size_t n = all.size();
+  if constexpr (RadixSortable<Key>) {
+    if (n >= (std::size_t{1} << 12) && n < UINT32_MAX) {
+      constexpr std::size_t W = std::tuple_size_v<decltype(radix_words(all[0].key))>;
+      Scratch<std::uint32_t> order(n);
+      Scratch<std::uint64_t> word(n);
+      for (std::size_t w = W; w-- > 0;) {  // least significant word first, each pass stable
+#pragma omp parallel for num_threads(threads) schedule(static)
+        for (std::size_t j = 0; j < n; ++j) {
+          const std::size_t at = w + 1 == W ? j : order[j];
+          if (w + 1 == W) order[j] = static_cast<std::uint32_t>(j);
+          word[j] = radix_words(all[at].key)[w];
+        }
+        detail::cpu_radix_sort<std::uint64_t, std::uint32_t>(word, order, false, threads);
+      }
+      Scratch<Entry> sorted(n);
+#pragma omp parallel for num_threads(threads) schedule(static)
+      for (std::size_t j = 0; j < n; ++j) sorted[j] = all[order[j]];
+      all.swap(sorted);
+      return;
+    }
+  }
+  const auto by_key = [&](const Entry& a, const Entry& b) { return less(a.key, b.key); };
+  if (n < (std::size_t{1} << 16) || threads == 1) std::sort(all.begin(), all.end(), by_key);
+  else __gnu_parallel::sort(all.begin(), all.end(), by_key, __gnu_parallel::default_parallel_tag(threads));
+}
+
 // Numbers the rows' keys per thread into `out` and ranks them (Less orders keys). `stop` lets
 // load() end the pass early (a string too long for its key type): then the result is empty.
 template <class Key, class Hash, class Less, class Load, class Present>
@@ -150,7 +196,10 @@ Dictionary<Key> encode_dictionary(std::size_t n, int threads, Load load, Present
   const int T = std::max(1, std::min<int>(threads, static_cast<int>(chunks)));
   out.local.resize(n);
   out.owner.assign(chunks, 0);
-  std::vector<KeyIds<Key, Hash>> tables(T, KeyIds<Key, Hash>(expected_distinct<Key>(n, load, present, less)));
+  const std::size_t expected = expected_distinct<Key>(n, load, present, less);
+  std::vector<KeyIds<Key, Hash>> tables(T);
+#pragma omp parallel num_threads(T)  // each thread lays out its own table: no copies of one
+  tables[omp_get_thread_num()] = KeyIds<Key, Hash>(expected);
   int any_missing = 0;
 #pragma omp parallel for num_threads(T) schedule(dynamic, 1) reduction(| : any_missing)
   for (std::size_t c = 0; c < chunks; ++c) {
@@ -183,12 +232,15 @@ Dictionary<Key> encode_dictionary(std::size_t n, int threads, Load load, Present
     Key key;
     std::uint32_t thread, local;
   };
-  std::vector<Entry> all;
+  Scratch<Entry> all;
+  std::size_t total = 0;
+  for (const auto& t : tables) total += t.keys().size();
+  all.reserve(total);
   for (int t = 0; t < T; ++t)
     for (std::uint32_t j = 0; j < tables[t].keys().size(); ++j) all.push_back({tables[t].keys()[j], std::uint32_t(t), j});
-  const auto by_key = [&](const Entry& a, const Entry& b) { return less(a.key, b.key); };
-  if (all.size() < (std::size_t{1} << 16) || T == 1) std::sort(all.begin(), all.end(), by_key);
-  else __gnu_parallel::sort(all.begin(), all.end(), by_key, __gnu_parallel::default_parallel_tag(T));
+  sort_by_key(all, less, T);
+  d.sorted.reserve(all.size());
+  d.rows.reserve(all.size());
   out.rank.assign(T, {});
   for (int t = 0; t < T; ++t) out.rank[t].resize(tables[t].keys().size());
   for (std::size_t j = 0; j < all.size(); ++j) {

@@ -1,5 +1,6 @@
 // Encoding one key column (see cpu_keys.hpp): numbers by offset from the minimum or by rank,
 // strings by rank. Floats are keyed by value: -0.0 as 0.0, every NaN as one NaN after all numbers.
+#include <array>
 #include <cstring>
 #include <numeric>
 
@@ -24,6 +25,7 @@ struct Hash64 {
 struct ShortKey {
   std::uint64_t hi, lo;
   bool operator==(const ShortKey&) const = default;
+  std::array<std::uint64_t, 2> radix_words() const { return {hi, lo}; }
 };
 struct ShortKeyLess {
   bool operator()(const ShortKey& a, const ShortKey& b) const { return a.hi != b.hi ? a.hi < b.hi : a.lo < b.lo; }
@@ -46,6 +48,19 @@ inline ShortKey load_short(const char* bytes, std::size_t size, std::uint64_t be
   const std::uint64_t m0 = len >= 8 ? ~0ull : len == 0 ? 0 : ~0ull << (64 - 8 * len);
   const std::uint64_t m1 = len <= 8 ? 0 : ~0ull << (64 - 8 * (len - 8));
   return {hi & m0, (lo & m1) | (len + 1)};
+}
+
+// The sorted short keys as strings, back to back in key order in one arena (so decoding codes
+// in key order reads it front to back, not the input's rows at random).
+std::pair<Scratch<std::string_view>, Scratch<char>> unpack_sorted(const Scratch<ShortKey>& keys) {
+  Scratch<char> arena(keys.size() * 16);
+  Scratch<std::string_view> views(keys.size());
+  for (std::size_t j = 0; j < keys.size(); ++j) {
+    const std::uint64_t w[2] = {__builtin_bswap64(keys[j].hi), __builtin_bswap64(keys[j].lo)};
+    std::memcpy(arena.data() + 16 * j, w, 16);
+    views[j] = std::string_view(arena.data() + 16 * j, (keys[j].lo & 0xff) - 1);
+  }
+  return {std::move(views), std::move(arena)};
 }
 
 template <class F>
@@ -90,8 +105,11 @@ class RangeKeys final : public KeyColumn {
 template <class T, class Sorted>
 class RankedColumn final : public KeyColumn {
  public:
-  RankedColumn(std::string name, LocalCodes codes, Scratch<Sorted> sorted, bool missing, std::string how)
-      : name_(std::move(name)), codes_(std::move(codes)), sorted_(std::move(sorted)), how_(std::move(how)) {
+  // arena: the bytes the sorted views point into, when the column owns them.
+  RankedColumn(std::string name, LocalCodes codes, Scratch<Sorted> sorted, bool missing, std::string how,
+               Scratch<char> arena = {})
+      : name_(std::move(name)), codes_(std::move(codes)), sorted_(std::move(sorted)), arena_(std::move(arena)),
+        how_(std::move(how)) {
     card = sorted_.size() + (missing ? 1 : 0);
   }
   void codes(std::size_t begin, std::size_t end, std::uint32_t* out) const override { codes_.codes(begin, end, out); }
@@ -108,6 +126,7 @@ class RankedColumn final : public KeyColumn {
   std::string name_;
   LocalCodes codes_;
   Scratch<Sorted> sorted_;
+  Scratch<char> arena_;
   std::string how_;
 };
 
@@ -157,9 +176,9 @@ std::unique_ptr<KeyColumn> encode_strings(const Column& c, int threads, Present 
       },
       present, ShortKeyLess{}, codes, &too_long);
   if (!too_long.load()) {
-    Scratch<std::string_view> sorted(d.rows.size());
-    for (std::size_t j = 0; j < d.rows.size(); ++j) sorted[j] = c.string(d.rows[j]);
-    return std::make_unique<Str>(c.name, std::move(codes), std::move(sorted), d.missing, "hashed per thread as 16-byte keys");
+    auto [sorted, arena] = unpack_sorted(d.sorted);
+    return std::make_unique<Str>(c.name, std::move(codes), std::move(sorted), d.missing, "hashed per thread as 16-byte keys",
+                                 std::move(arena));
   }
   struct ViewHash {
     std::uint64_t operator()(std::string_view s) const { return hash_bytes(s.data(), s.size()); }

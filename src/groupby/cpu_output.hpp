@@ -3,6 +3,7 @@
 // eight, so no two threads write one validity byte.
 #pragma once
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <optional>
 #include <string>
@@ -40,7 +41,7 @@ bool any_false_in_blocks(std::size_t n, int threads, F&& row) {
 template <class T, class F>
 Column build_numbers(std::string name, std::size_t n, int threads, F&& value_of) {
   Scratch<T> values(n);
-  std::vector<std::uint8_t> bits((n + 7) / 8, 0);
+  Scratch<std::uint8_t> bits((n + 7) / 8, 0);
   const bool missing = any_false_in_blocks(n, threads, [&](std::size_t i) {
     const std::optional<T> v = value_of(i);
     if (!v) return false;
@@ -53,15 +54,37 @@ Column build_numbers(std::string name, std::size_t n, int threads, F&& value_of)
   c.type = column_type_v<T>;
   c.length = n;
   c.values = scratch_buffer(std::move(values));
-  if (missing) c.validity = Buffer::take(std::move(bits));
+  if (missing) c.validity = scratch_buffer(std::move(bits));
   return c;
+}
+
+// memcpy for the short strings keys mostly are, without a library call per string: reads and
+// writes only [0, n) of each side.
+inline void copy_bytes(char* to, const char* from, std::size_t n) {
+  if (n >= 8 && n <= 16) {
+    std::uint64_t a, b;
+    std::memcpy(&a, from, 8);
+    std::memcpy(&b, from + n - 8, 8);
+    std::memcpy(to, &a, 8);
+    std::memcpy(to + n - 8, &b, 8);
+  } else if (n >= 4 && n < 8) {
+    std::uint32_t a, b;
+    std::memcpy(&a, from, 4);
+    std::memcpy(&b, from + n - 4, 4);
+    std::memcpy(to, &a, 4);
+    std::memcpy(to + n - 4, &b, 4);
+  } else if (n < 4) {
+    for (std::size_t k = 0; k < n; ++k) to[k] = from[k];
+  } else {
+    std::memcpy(to, from, n);
+  }
 }
 
 template <class F>
 Column build_strings(std::string name, std::size_t n, int threads, F&& value_of) {
   Scratch<std::uint64_t> offsets(n + 1);
   offsets[0] = 0;
-  std::vector<std::uint8_t> bits((n + 7) / 8, 0);
+  Scratch<std::uint8_t> bits((n + 7) / 8, 0);
   const bool missing = any_false_in_blocks(n, threads, [&](std::size_t i) {
     const std::optional<std::string_view> v = value_of(i);
     offsets[i + 1] = v ? v->size() : 0;
@@ -73,7 +96,7 @@ Column build_strings(std::string name, std::size_t n, int threads, F&& value_of)
   Scratch<char> bytes(offsets[n]);
   any_false_in_blocks(n, threads, [&](std::size_t i) {
     const std::optional<std::string_view> v = value_of(i);
-    if (v && !v->empty()) std::memcpy(bytes.data() + offsets[i], v->data(), v->size());
+    if (v) copy_bytes(bytes.data() + offsets[i], v->data(), v->size());
     return true;
   });
   Column c;
@@ -82,7 +105,7 @@ Column build_strings(std::string name, std::size_t n, int threads, F&& value_of)
   c.length = n;
   c.values = scratch_buffer(std::move(bytes));
   c.offsets = scratch_buffer(std::move(offsets));
-  if (missing) c.validity = Buffer::take(std::move(bits));
+  if (missing) c.validity = scratch_buffer(std::move(bits));
   return c;
 }
 

@@ -1,14 +1,15 @@
-// The CPU engine's large per-call arrays (codes, group ids, scattered values): left
-// uninitialised, since every element is written before it is read, and from 2 MiB up placed on
-// transparent huge pages, so the first touch of 10^7 codes costs a few dozen page faults
-// instead of ten thousand.
+// The CPU engine's large per-call arrays (codes, group ids, scattered values, result columns):
+// left uninitialised, since every element is written before it is read, and from 2 MiB up taken
+// from the scratch pool (cpu_scratch_pool.hpp): on transparent huge pages, so the first touch of
+// 10^7 codes costs a few dozen page faults instead of ten thousand, and reused from the last
+// call when one of a similar size freed them.
 #pragma once
-#include <sys/mman.h>
-
 #include <cstdlib>
 #include <memory>
 #include <new>
 #include <vector>
+
+#include "groupby/cpu_scratch_pool.hpp"
 
 namespace tandem::cpu_groupby {
 
@@ -24,15 +25,12 @@ struct ScratchAllocator {
   T* allocate(std::size_t n) {
     const std::size_t bytes = n * sizeof(T);
     if (bytes < kHugePage) return std::allocator<T>{}.allocate(n);
-    const std::size_t rounded = (bytes + kHugePage - 1) / kHugePage * kHugePage;
-    void* p = std::aligned_alloc(kHugePage, rounded);
-    if (p == nullptr) throw std::bad_alloc();
-    ::madvise(p, rounded, MADV_HUGEPAGE);
-    return static_cast<T*>(p);
+    return static_cast<T*>(take_scratch(scratch_class(bytes)));
   }
   void deallocate(T* p, std::size_t n) {
-    if (n * sizeof(T) < kHugePage) std::allocator<T>{}.deallocate(p, n);
-    else std::free(p);
+    const std::size_t bytes = n * sizeof(T);
+    if (bytes < kHugePage) std::allocator<T>{}.deallocate(p, n);
+    else give_scratch(p, scratch_class(bytes));
   }
   template <class U, class... A>
   void construct(U* p, A&&... a) {

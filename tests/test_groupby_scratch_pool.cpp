@@ -1,0 +1,85 @@
+// The CPU group-by's scratch pool: freed large blocks come back for the next request of their
+// size class, and the pool never holds more than its limit.
+#include <gtest/gtest.h>
+
+#include "groupby/cpu_scratch.hpp"
+
+#if defined(__SANITIZE_ADDRESS__)
+#define POOL_TEST_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define POOL_TEST_ASAN 1
+#endif
+#endif
+#ifdef POOL_TEST_ASAN
+#include <sanitizer/asan_interface.h>
+#endif
+
+using namespace tandem::cpu_groupby;
+
+TEST(ScratchPool, SizeClassesAreHugePageMultiplesAtMostAnEighthAbove) {
+  const std::size_t page = std::size_t{2} << 20;
+  EXPECT_EQ(scratch_class(page), page);
+  EXPECT_EQ(scratch_class(page + 1), 2 * page);
+  for (std::size_t bytes : {std::size_t{5} << 20, std::size_t{40'000'000}, std::size_t{123'456'789}}) {
+    const std::size_t c = scratch_class(bytes);
+    EXPECT_GE(c, bytes);
+    EXPECT_EQ(c % page, 0u);
+    EXPECT_LE(c - bytes, bytes / 8 + page);
+  }
+  EXPECT_EQ(scratch_class(40'000'000), scratch_class(40'100'000));  // near sizes share a class
+}
+
+TEST(ScratchPool, AFreedBlockServesTheNextRequestOfItsClass) {
+  release_cached_scratch();
+  const std::size_t n = std::size_t{10} << 20;
+  const std::uint32_t* first = nullptr;
+  {
+    Scratch<std::uint32_t> a(n);
+    a[0] = 7;
+    a[n - 1] = 9;
+    first = a.data();
+  }
+  EXPECT_GE(cached_scratch_bytes(), n * sizeof(std::uint32_t));
+  Scratch<std::uint32_t> b(n - 1000);  // same class
+  EXPECT_EQ(b.data(), first);
+  EXPECT_EQ(cached_scratch_bytes(), 0u);
+  Scratch<std::uint32_t> c(n);  // the pool is empty again: a new block
+  EXPECT_NE(c.data(), first);
+  c[n - 1] = 1;
+  EXPECT_EQ(c[n - 1], 1u);
+}
+
+TEST(ScratchPool, HoldsAtMostItsLimit) {
+  release_cached_scratch();
+  const std::size_t block = std::size_t{64} << 20;
+  std::vector<Scratch<char>> many;
+  for (std::size_t held = 0; held <= cached_limit() + block && many.size() < 1024; held += block)
+    many.emplace_back().reserve(block);  // allocated, never touched
+  many.clear();
+  EXPECT_LE(cached_scratch_bytes(), cached_limit());
+  EXPECT_GT(cached_scratch_bytes(), 0u);
+  release_cached_scratch();
+  EXPECT_EQ(cached_scratch_bytes(), 0u);
+}
+
+TEST(ScratchPool, AHeldBlockIsPoisonedUnderAddressSanitizer) {
+#ifdef POOL_TEST_ASAN
+  release_cached_scratch();
+  const std::size_t n = std::size_t{4} << 20;
+  const char* held = nullptr;
+  {
+    Scratch<char> a;
+    a.reserve(n);
+    held = a.data();
+  }
+  EXPECT_TRUE(__asan_address_is_poisoned(held));  // a use after free would be reported
+  Scratch<char> b;
+  b.reserve(n);
+  ASSERT_EQ(b.data(), held);
+  EXPECT_FALSE(__asan_address_is_poisoned(b.data()));
+  EXPECT_FALSE(__asan_address_is_poisoned(b.data() + n - 1));
+#else
+  GTEST_SKIP() << "not an AddressSanitizer build";
+#endif
+}
