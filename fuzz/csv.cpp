@@ -35,7 +35,8 @@ Outcome read(std::string_view text, const CsvOptions& o, const char* what) {
   } catch (const InputError& e) {
     return std::string(e.what());
   } catch (const std::exception& e) {
-    fuzz::fail(fmt::format("{}: read_csv_text threw {} instead of an InputError: {}", what, fuzz::type_name(e), e.what()));
+    fuzz::fail(
+        fmt::format("{}: read_csv_text threw {} instead of an InputError: {}", what, fuzz::type_name(e), e.what()));
   }
 }
 
@@ -124,7 +125,8 @@ void check_other_schema(std::string_view text, const Table& t, char delimiter, s
   if (got.index() == 1) return;
   for (const auto& s : o.schema) {
     const Column* c = std::get<0>(got).find(s.name);
-    fuzz::check(c && c->type == s.type, fmt::format("column '{}' is not of the schema's type {}", s.name, to_string(s.type)));
+    fuzz::check(c && c->type == s.type,
+                fmt::format("column '{}' is not of the schema's type {}", s.name, to_string(s.type)));
   }
 }
 
@@ -157,7 +159,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   std::size_t salt = 0;
   for (unsigned char b : text) salt = salt * 31 + b;
   for (const char delimiter : {'\0', ',', '\t'}) {
-    const std::string what = fmt::format("delimiter {}", delimiter == 0 ? "from the header" : fmt::format("{:#x}", +delimiter));
+    const std::string what =
+        fmt::format("delimiter {}", delimiter == 0 ? "from the header" : fmt::format("{:#x}", +delimiter));
     CsvOptions whole;
     whole.delimiter = delimiter;
     whole.threads = 1;
@@ -166,7 +169,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       CsvOptions split = whole;
       split.threads = threads;
       split.chunk_bytes = chunk;
-      check_same(want, read(text, split, what.c_str()), fmt::format("{}, {} threads, {}-byte pieces", what, threads, chunk));
+      check_same(want, read(text, split, what.c_str()),
+                 fmt::format("{}, {} threads, {}-byte pieces", what, threads, chunk));
     }
     if (want.index() == 1) continue;
     const Table& t = std::get<0>(want);

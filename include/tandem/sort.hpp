@@ -32,18 +32,18 @@ std::string_view to_string(SortMemory m);
 
 // What only the hybrid bitonic sort reads (algorithm = bitonic or device = hybrid).
 struct BitonicOptions {
-  char policy{'c'};           // CPU share policy 'a', 'b' or 'c'
-  int min_interior_run{-1};   // -1: the cost model decides gather vs concurrent
-  double k{-1};               // CPU/GPU capability ratio; < 0: measured and cached
-  int gpu_sm_limit{0};        // launch on at most this many SMs (0: all)
+  char policy{'c'};          // CPU share policy 'a', 'b' or 'c'
+  int min_interior_run{-1};  // -1: the cost model decides gather vs concurrent
+  double k{-1};              // CPU/GPU capability ratio; < 0: measured and cached
+  int gpu_sm_limit{0};       // launch on at most this many SMs (0: all)
 };
 
 struct SortOptions {
   SortAlgorithm algorithm{SortAlgorithm::auto_};
   Device device{Device::auto_};
   bool descending{false};
-  std::uint64_t gpu_memory_limit{0};  // bytes of GPU memory the sort may use; 0: what is free
-  int threads{0};                     // CPU threads; 0: default_threads()
+  std::uint64_t gpu_memory_limit{0};     // bytes of GPU memory the sort may use; 0: what is free
+  int threads{0};                        // CPU threads; 0: default_threads()
   SortMemory memory{SortMemory::auto_};  // CPU paths: out-of-place scratch or in place (above)
   BitonicOptions bitonic;
   // Called with a status line now and then during long (out-of-core) sorts, and with an empty

@@ -30,10 +30,10 @@ inline constexpr unsigned kChunkShift = 16;  // rows are numbered in chunks of 2
 
 // Each row's number from the thread that saw it, and each thread's numbers' ranks.
 struct LocalCodes {
-  Scratch<std::uint32_t> local;                  // per row; kMissingCode for a missing row
-  std::vector<std::uint16_t> owner;              // per chunk: its thread (empty: local holds ranks)
-  std::vector<Scratch<std::uint32_t>> rank;      // per thread: number -> rank
-  std::uint32_t missing{0};                      // a missing row's code: the number of distinct keys
+  Scratch<std::uint32_t> local;              // per row; kMissingCode for a missing row
+  std::vector<std::uint16_t> owner;          // per chunk: its thread (empty: local holds ranks)
+  std::vector<Scratch<std::uint32_t>> rank;  // per thread: number -> rank
+  std::uint32_t missing{0};                  // a missing row's code: the number of distinct keys
 
   // Replaces every row's number by its code, when the rank tables outgrow a core's cache: each
   // later read of the codes is then a plain copy, not a random lookup.
@@ -152,7 +152,9 @@ auto radix_words(const Key& k) {
   else return k.radix_words();
 }
 template <class Key>
-concept RadixSortable = std::is_same_v<Key, std::uint64_t> || requires(const Key& k) { k.radix_words(); };
+concept RadixSortable = std::is_same_v<Key, std::uint64_t> || requires(const Key& k) {
+  k.radix_words();
+};
 
 // Sorts entries (each with a .key) by key: by a stable LSD radix sort of their keys' words when
 // the key has them (a few passes over the digits that vary, instead of n log n comparisons),
@@ -237,7 +239,8 @@ Dictionary<Key> encode_dictionary(std::size_t n, int threads, Load load, Present
   for (const auto& t : tables) total += t.keys().size();
   all.reserve(total);
   for (int t = 0; t < T; ++t)
-    for (std::uint32_t j = 0; j < tables[t].keys().size(); ++j) all.push_back({tables[t].keys()[j], std::uint32_t(t), j});
+    for (std::uint32_t j = 0; j < tables[t].keys().size(); ++j)
+      all.push_back({tables[t].keys()[j], std::uint32_t(t), j});
   sort_by_key(all, less, T);
   d.sorted.reserve(all.size());
   d.rows.reserve(all.size());

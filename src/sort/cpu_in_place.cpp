@@ -39,7 +39,10 @@ class InPlaceMsd {
   static constexpr int kTopDigit = static_cast<int>(sizeof(U)) * 8 / kBits - 1;
 
   InPlaceMsd(std::span<K> keys, bool descending, int threads, std::size_t min_bucket)
-      : a_(keys.data()), n_(keys.size()), desc_(descending), threads_(in_place_threads(keys.size(), threads, min_bucket)),
+      : a_(keys.data()),
+        n_(keys.size()),
+        desc_(descending),
+        threads_(in_place_threads(keys.size(), threads, min_bucket)),
         limit_(in_place_bucket_limit(keys.size(), threads_, min_bucket)) {}
 
   void run() { sort(0, n_, kTopDigit, true); }

@@ -26,7 +26,10 @@ class StablePairs {
   using U = ordered_bits_t<K>;
 
   StablePairs(std::span<K> keys, std::span<V> values, bool descending, int threads, std::size_t min_block)
-      : k_(keys.data()), v_(values.data()), n_(keys.size()), desc_(descending),
+      : k_(keys.data()),
+        v_(values.data()),
+        n_(keys.size()),
+        desc_(descending),
         threads_(in_place_threads(keys.size(), threads, min_block)),
         block_(in_place_bucket_limit(keys.size(), threads_, min_block)) {}
 
@@ -143,10 +146,10 @@ void cpu_in_place_sort_pairs(std::span<K> keys, std::span<V> values, bool descen
   StablePairs<K, V>(keys, values, descending, threads > 0 ? threads : default_threads(), min_block).run();
 }
 
-#define TANDEM_IN_PLACE_PAIRS(K)                                                                                     \
-  template void cpu_in_place_sort_pairs<K, std::uint32_t>(std::span<K>, std::span<std::uint32_t>, bool, int,       \
-                                                          std::size_t);                                             \
-  template void cpu_in_place_sort_pairs<K, std::uint64_t>(std::span<K>, std::span<std::uint64_t>, bool, int,       \
+#define TANDEM_IN_PLACE_PAIRS(K)                                                                             \
+  template void cpu_in_place_sort_pairs<K, std::uint32_t>(std::span<K>, std::span<std::uint32_t>, bool, int, \
+                                                          std::size_t);                                      \
+  template void cpu_in_place_sort_pairs<K, std::uint64_t>(std::span<K>, std::span<std::uint64_t>, bool, int, \
                                                           std::size_t);
 TANDEM_IN_PLACE_PAIRS(std::uint32_t)
 TANDEM_IN_PLACE_PAIRS(std::int32_t)

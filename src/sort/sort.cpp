@@ -27,18 +27,20 @@
 namespace tandem {
 namespace {
 
-constexpr std::array<std::pair<std::string_view, SortAlgorithm>, 4> kAlgorithms{{
-    {"auto", SortAlgorithm::auto_}, {"bitonic", SortAlgorithm::bitonic},
-    {"radix", SortAlgorithm::radix}, {"merge", SortAlgorithm::merge}}};
+constexpr std::array<std::pair<std::string_view, SortAlgorithm>, 4> kAlgorithms{{{"auto", SortAlgorithm::auto_},
+                                                                                 {"bitonic", SortAlgorithm::bitonic},
+                                                                                 {"radix", SortAlgorithm::radix},
+                                                                                 {"merge", SortAlgorithm::merge}}};
 
-constexpr std::array<std::pair<std::string_view, SortMemory>, 3> kMemory{{
-    {"auto", SortMemory::auto_}, {"fast", SortMemory::fast}, {"low", SortMemory::low}}};
+constexpr std::array<std::pair<std::string_view, SortMemory>, 3> kMemory{
+    {{"auto", SortMemory::auto_}, {"fast", SortMemory::fast}, {"low", SortMemory::low}}};
 
-constexpr std::array<std::pair<std::string_view, SortPath>, 6> kPaths{{
-    {"cpu-radix", SortPath::cpu_radix}, {"cpu-comparison", SortPath::cpu_comparison},
-    {"cpu-in-place", SortPath::cpu_in_place},
-    {"gpu-pipeline", SortPath::gpu_pipeline}, {"gpu-out-of-core", SortPath::gpu_out_of_core},
-    {"bitonic", SortPath::bitonic}}};
+constexpr std::array<std::pair<std::string_view, SortPath>, 6> kPaths{{{"cpu-radix", SortPath::cpu_radix},
+                                                                       {"cpu-comparison", SortPath::cpu_comparison},
+                                                                       {"cpu-in-place", SortPath::cpu_in_place},
+                                                                       {"gpu-pipeline", SortPath::gpu_pipeline},
+                                                                       {"gpu-out-of-core", SortPath::gpu_out_of_core},
+                                                                       {"bitonic", SortPath::bitonic}}};
 
 // The value a name stands for in a table of (name, value), or null; and the name of a value.
 template <class T, std::size_t N>
@@ -72,15 +74,16 @@ void run_cpu(std::span<K> keys, std::span<V> values, const SortOptions& opts, So
       detail::cpu_in_place_sort_pairs(keys, values, opts.descending, threads);
       r.add("CPU in-place stable pair sort", "cpu", w.seconds(),
             fmt::format("{} pairs, blocks of <= {} sorted by LSD radix, merged in place with a buffer of one block "
-                        "per thread, {} threads", keys.size(), piece, used));
+                        "per thread, {} threads",
+                        keys.size(), piece, used));
     }
     return;
   }
   if (path == SortPath::cpu_comparison) {
     detail::cpu_comparison_sort(keys, values, opts.descending, threads);
     r.add("CPU comparison sort", "cpu", w.seconds(),
-          fmt::format("{} elements, __gnu_parallel::{}sort, {} threads", keys.size(),
-                      values.empty() ? "" : "stable_", threads));
+          fmt::format("{} elements, __gnu_parallel::{}sort, {} threads", keys.size(), values.empty() ? "" : "stable_",
+                      threads));
   } else {
     detail::cpu_radix_sort(keys, values, opts.descending, threads);
     r.add("CPU radix sort", "cpu", w.seconds(),
@@ -186,15 +189,17 @@ void choose_memory(const PathInputs& in, PathChoice& c) {
   const std::uint64_t need = host_scratch_bytes(c.path, in.n, in.key_bytes, in.value_bytes);
   const bool low = in.memory == SortMemory::low;
   if (!low && (in.host_available == 0 || need <= in.host_available)) return;
-  std::string why = low ? "memory=low" : fmt::format("the {} scratch ({}) exceeds the {} of memory available",
-                                                     to_string(c.path), human_bytes(need), human_bytes(in.host_available));
+  std::string why = low ? "memory=low"
+                        : fmt::format("the {} scratch ({}) exceeds the {} of memory available", to_string(c.path),
+                                      human_bytes(need), human_bytes(in.host_available));
   if (in.device == Device::gpu) {
     c.why += fmt::format("; {}, but device=gpu keeps the GPU path", why);
     return;
   }
   c.path = SortPath::cpu_in_place;
-  c.why = fmt::format("{}; {}: {} in place (scratch {})", c.why, why, in.value_bytes > 0 ? "pairs merged" : "keys sorted",
-                      human_bytes(host_scratch_bytes(c.path, in.n, in.key_bytes, in.value_bytes)));
+  c.why =
+      fmt::format("{}; {}: {} in place (scratch {})", c.why, why, in.value_bytes > 0 ? "pairs merged" : "keys sorted",
+                  human_bytes(host_scratch_bytes(c.path, in.n, in.key_bytes, in.value_bytes)));
 }
 
 // The path by estimated cost, before the memory choice.
@@ -224,8 +229,8 @@ PathChoice choose_path_by_cost(const PathInputs& in) {
   const double link = in.link_bw > 0 ? in.link_bw : (in.pinned ? 40e9 : std::min(30e9, 0.8 * host_bw));
   c.est_gpu_s = 2 * bytes / link + 1e-3 + (fits ? 0.0 : 3 * bytes / (0.5 * host_bw));
   const SortPath gpu = fits ? SortPath::gpu_pipeline : SortPath::gpu_out_of_core;
-  const std::string mem = fmt::format("{} needed in one piece, {} budget", human_bytes(gpu_bytes_needed(in.n, per_elem)),
-                                      human_bytes(in.gpu_budget));
+  const std::string mem = fmt::format("{} needed in one piece, {} budget",
+                                      human_bytes(gpu_bytes_needed(in.n, per_elem)), human_bytes(in.gpu_budget));
   if (in.device == Device::gpu) {
     c.path = gpu;
     c.why = fmt::format("device=gpu; {}", mem);
@@ -233,7 +238,8 @@ PathChoice choose_path_by_cost(const PathInputs& in) {
   }
   c.path = c.est_gpu_s < c.est_cpu_s ? gpu : cpu;
   c.why = fmt::format("estimated CPU {} vs GPU {} ({}); {}", human_seconds(c.est_cpu_s), human_seconds(c.est_gpu_s),
-                      fits ? "fits on the GPU" : "larger than the GPU budget: host MSD partition into GPU-sized pieces", mem);
+                      fits ? "fits on the GPU" : "larger than the GPU budget: host MSD partition into GPU-sized pieces",
+                      mem);
   return c;
 }
 

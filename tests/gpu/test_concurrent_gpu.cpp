@@ -64,7 +64,8 @@ bool same_groups(const mapreduce::GroupBy& a, const mapreduce::GroupBy& b) {
   if (a.rows.size() != b.rows.size()) return false;
   for (std::size_t i = 0; i < a.rows.size(); ++i) {
     const auto &x = a.rows[i], &y = b.rows[i];
-    if (x.key_bits != y.key_bits || x.count != y.count || x.isum != y.isum || x.imin != y.imin || x.imax != y.imax) return false;
+    if (x.key_bits != y.key_bits || x.count != y.count || x.isum != y.isum || x.imin != y.imin || x.imax != y.imax)
+      return false;
   }
   return true;
 }
@@ -73,7 +74,8 @@ mapreduce::GroupBy gpu_groupby(const Work& w, mapreduce::Options::Mode mode) {
   mapreduce::Options o;
   o.device = Device::gpu;
   o.mode = mode;
-  return mapreduce::groupby(DType::u32, w.keys.data(), w.keys.size(), DType::i64, w.values.data(), w.values.size(), true, o);
+  return mapreduce::groupby(DType::u32, w.keys.data(), w.keys.size(), DType::i64, w.values.data(), w.values.size(),
+                            true, o);
 }
 
 // Sorts a copy of w.to_sort on the device, on this thread's own non-blocking stream.
@@ -135,9 +137,11 @@ TEST(GpuConcurrent, GroupByAlternatingDevices) {
   for (int round = 0; round < 3; ++round)
     for (int dev : {0, 1}) {
       TANDEM_CUDA(cudaSetDevice(dev));
-      EXPECT_TRUE(same_groups(gpu_groupby(round % 2 ? big : w, mapreduce::Options::Mode::hash), (round % 2 ? big : w).groups))
+      EXPECT_TRUE(
+          same_groups(gpu_groupby(round % 2 ? big : w, mapreduce::Options::Mode::hash), (round % 2 ? big : w).groups))
           << "device " << dev << " round " << round;
-      EXPECT_TRUE(same_groups(gpu_groupby(w, mapreduce::Options::Mode::chained), w.groups)) << "chained, device " << dev;
+      EXPECT_TRUE(same_groups(gpu_groupby(w, mapreduce::Options::Mode::chained), w.groups))
+          << "chained, device " << dev;
     }
   TANDEM_CUDA(cudaSetDevice(0));
 }

@@ -23,7 +23,8 @@ Table key_value_table(std::size_t n, std::uint64_t distinct, std::uint64_t seed)
   std::vector<V> v(n);
   for (std::size_t i = 0; i < n; ++i) {
     k[i] = static_cast<K>(rng() % distinct) - static_cast<K>(std::is_signed_v<K> ? distinct / 2 : 0);
-    v[i] = static_cast<V>(static_cast<std::int64_t>(rng() % 2001) - 1000) / static_cast<V>(std::is_floating_point_v<V> ? 8 : 1);
+    v[i] = static_cast<V>(static_cast<std::int64_t>(rng() % 2001) - 1000) /
+           static_cast<V>(std::is_floating_point_v<V> ? 8 : 1);
   }
   Table t;
   t.add(make_column("k", std::move(k)));
@@ -92,8 +93,10 @@ TEST(GroupByTableGpu, SixtyFourBitSumsThatMayWrapRerunOnTheCpu) {
 
 TEST(GroupByTableGpu, TwoHostThreadsAtOnce) {
   TANDEM_REQUIRE_GPU();
-  const Table a = key_value_table<std::uint32_t, double>(1 << 20, 5000, 2), b = key_value_table<std::int64_t, std::int32_t>(1 << 19, 300, 3);
-  const Table want_a = groupby(a, all_five(), {Device::cpu}).table, want_b = groupby(b, all_five(), {Device::cpu}).table;
+  const Table a = key_value_table<std::uint32_t, double>(1 << 20, 5000, 2),
+              b = key_value_table<std::int64_t, std::int32_t>(1 << 19, 300, 3);
+  const Table want_a = groupby(a, all_five(), {Device::cpu}).table,
+              want_b = groupby(b, all_five(), {Device::cpu}).table;
   Table got_a, got_b;
   std::thread ta([&] { got_a = groupby(a, all_five(), {Device::gpu}).table; });
   std::thread tb([&] { got_b = groupby(b, all_five(), {Device::gpu}).table; });

@@ -1,5 +1,5 @@
-// The chained GPU MapReduce engine (Options::mode = chained) against std::unordered_map references, with tiny buffers that force
-// every spill, grow and retry path, with the hot-key path on and off, in block and direct modes.
+// The chained GPU MapReduce engine (Options::mode = chained) against std::unordered_map references, with tiny buffers
+// that force every spill, grow and retry path, with the hot-key path on and off, in block and direct modes.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -53,7 +53,8 @@ TEST(GpuMapReduce, GroupByCountsAllModes) {
         o.hot_keys = mode & 1;
         o.tables = (mode & 2) ? mapreduce::Options::Tables::block : mapreduce::Options::Tables::direct;
         auto g = mapreduce::groupby(DType::u32, keys.data(), n, DType::f64, nullptr, 0, false, o);
-        expect_counts(g, keys, "s=" + std::to_string(s) + " d=" + std::to_string(distinct) + " mode=" + std::to_string(mode));
+        expect_counts(g, keys,
+                      "s=" + std::to_string(s) + " d=" + std::to_string(distinct) + " mode=" + std::to_string(mode));
         EXPECT_EQ(g.gpu.records, n);
         EXPECT_EQ(g.gpu.shared_hits + g.gpu.global_hits + g.gpu.spilled >= n, true);
       }
@@ -197,7 +198,7 @@ TEST(GpuMapReduce, WordCountMatchesReference) {
     auto r = mapreduce::wordcount(text, o);
     std::unordered_map<std::string, std::uint64_t> ref;
     mapreduce::for_each_word(text.data(), text.size(), 0, text.size(),
-                      [&](std::size_t b, std::size_t len) { ++ref[text.substr(b, len)]; });
+                             [&](std::size_t b, std::size_t len) { ++ref[text.substr(b, len)]; });
     ASSERT_EQ(r.words.size(), ref.size());
     for (const auto& [w, c] : r.words) EXPECT_EQ(ref[w], c) << w;
     EXPECT_EQ(ref[std::string(100, 'x')], 2u);

@@ -26,7 +26,8 @@ struct Extreme {
     else return Smaller ? std::numeric_limits<T>::max() : std::numeric_limits<T>::lowest();
   }
   TANDEM_HD static bool better(T a, T b) {  // a replaces b
-    if constexpr (std::is_floating_point_v<T>) return Smaller ? mapreduce::agg_less(a, b) : mapreduce::agg_greater(a, b);
+    if constexpr (std::is_floating_point_v<T>)
+      return Smaller ? mapreduce::agg_less(a, b) : mapreduce::agg_greater(a, b);
     else return Smaller ? a < b : b < a;
   }
   TANDEM_HD static void update(State& s, T v) {

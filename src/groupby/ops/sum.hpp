@@ -24,8 +24,9 @@ struct SumOp {
   // Whether the group's sum lies outside Out.
   static bool overflowed(const State& s) {
     if constexpr (std::is_same_v<State, Out>) return false;
-    else return s > static_cast<State>(std::numeric_limits<Out>::max()) ||
-                s < static_cast<State>(std::numeric_limits<Out>::lowest());
+    else
+      return s > static_cast<State>(std::numeric_limits<Out>::max()) ||
+             s < static_cast<State>(std::numeric_limits<Out>::lowest());
   }
   static std::optional<Out> finalise(const State& s, std::int64_t present) {
     if (present == 0) return std::nullopt;
