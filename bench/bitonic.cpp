@@ -2,7 +2,8 @@
 //  1. GPU kernels on device-resident u32 keys, 2^20..2^28: tandem's fused bitonic against the naive
 //     global-memory bitonic (one kernel per step for strides >= 1024, shared memory below), with
 //     CUB radix sort and CUB merge sort in the same run. Goal: fused >= 3x naive.
-//  2. Host data (2^22..2^24 by default), hybrid vs the better single device (CPU bitonic, GPU bitonic with copies), with k
+//  2. Host data (2^22..2^24 by default), hybrid vs the better single device (CPU bitonic, GPU bitonic with copies),
+//  with k
 //     measured on this machine: hybrid must not be slower than the better one by more than 3%.
 //  3. Co-execution itself: the GPU limited to a few blocks (--gpu-sm-limit) until k >= 0.3; there
 //     the hybrid must take <= 0.9x the better single device and land within 15% of the cost
@@ -23,8 +24,8 @@
 #include <vector>
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 #include <omp.h>
+#include <nlohmann/json.hpp>
 
 #include "event_time.hpp"
 #include "harness.hpp"
@@ -176,7 +177,11 @@ struct HostCase {
   std::vector<std::uint32_t> keys, want;
   std::string c;
   HostCase(bench::Bench& b_, int lg_, std::uint64_t seed, const std::string& what)
-      : b(b_), lg(lg_), n(std::size_t{1} << lg_), keys(random_keys(n, seed)), want(reference_sort(keys)),
+      : b(b_),
+        lg(lg_),
+        n(std::size_t{1} << lg_),
+        keys(random_keys(n, seed)),
+        want(reference_sort(keys)),
         c(fmt::format("2^{} u32 on host{}", lg_, what)) {}
   // The median of the sorts of the keys under o, recorded (and checked) as `name`.
   double timed(const SortOptions& o, const std::string& name, Report* rep = nullptr) {
@@ -246,8 +251,10 @@ std::pair<bitonic::CostModel, double> cost_model(HostCase& hc, gpu::Stream& s, c
   if (h2d == 0) {
     gpu::PinnedBuffer<std::uint32_t> p(n);
     gpu::DeviceBuffer<std::uint32_t> dd(n);
-    h2d = n * 4.0 / event_time(s, [&] { TANDEM_CUDA(cudaMemcpyAsync(dd.data(), p.data(), n * 4, cudaMemcpyHostToDevice, s)); });
-    d2h = n * 4.0 / event_time(s, [&] { TANDEM_CUDA(cudaMemcpyAsync(p.data(), dd.data(), n * 4, cudaMemcpyDeviceToHost, s)); });
+    h2d = n * 4.0 /
+          event_time(s, [&] { TANDEM_CUDA(cudaMemcpyAsync(dd.data(), p.data(), n * 4, cudaMemcpyHostToDevice, s)); });
+    d2h = n * 4.0 /
+          event_time(s, [&] { TANDEM_CUDA(cudaMemcpyAsync(p.data(), dd.data(), n * 4, cudaMemcpyDeviceToHost, s)); });
   }
   cm.h2d_bytes_per_s = h2d;
   cm.d2h_bytes_per_s = d2h;
@@ -277,7 +284,8 @@ void coexecution(HostCase& hc, gpu::Stream& s, const std::optional<Bandwidths>& 
     const bitonic::Plan plan = bitonic::make_plan(hc.n, k_model, pol, 0);
     const double pred = bitonic::predict(plan, cm).total;
     b.info(fmt::format("policy {} (2^{}): concurrent steps {} | measured {:.2f} ms, model {:.2f} ms", pol, hc.lg,
-                       plan.concurrent_ranges(), t * 1e3, pred * 1e3), t / best_l, "x best single");
+                       plan.concurrent_ranges(), t * 1e3, pred * 1e3),
+           t / best_l, "x best single");
     if (t < best_policy) {
       best_policy = t;
       best_pred = pred;
@@ -285,7 +293,8 @@ void coexecution(HostCase& hc, gpu::Stream& s, const std::optional<Bandwidths>& 
   }
   b.goal(fmt::format("hybrid / best single device, GPU limited to {} blocks, k={:.2f}, 2^{}", limit, k, hc.lg),
          best_policy / best_l, 0.9, false);
-  b.goal(fmt::format("hybrid |measured/predicted - 1|, 2^{}", hc.lg), std::fabs(best_policy / best_pred - 1), 0.15, false);
+  b.goal(fmt::format("hybrid |measured/predicted - 1|, 2^{}", hc.lg), std::fabs(best_policy / best_pred - 1), 0.15,
+         false);
 }
 
 // ---- 4. several GPU entries: GPU-only plans on host data ---------------------------------------
@@ -324,7 +333,8 @@ void several_gpus(bench::Bench& b) {
   const Report rk = bitonic::sort(std::span<std::uint32_t>(v), h, {0, 1});
   if (v != hc.want) b.fail("auto sort on GPUs {0,1} is wrong");
   for (const auto& note : rk.notes)
-    if (note.rfind("k per GPU", 0) == 0 || note.rfind("GPU links", 0) == 0 || note.rfind("plan:", 0) == 0) b.info(note, 0);
+    if (note.rfind("k per GPU", 0) == 0 || note.rfind("GPU links", 0) == 0 || note.rfind("plan:", 0) == 0)
+      b.info(note, 0);
 }
 #endif
 

@@ -21,11 +21,11 @@
 #include <nlohmann/json.hpp>
 
 #include "harness.hpp"
-#include "tandem/table/csv.hpp"
 #include "tandem/core/format.hpp"
-#include "tandem/groupby.hpp"
 #include "tandem/core/io.hpp"
 #include "tandem/core/timing.hpp"
+#include "tandem/groupby.hpp"
+#include "tandem/table/csv.hpp"
 
 using namespace tandem;
 
@@ -44,7 +44,8 @@ bool same_values(const Table& generated, const Table& read, std::string& why) {
       bool same = g.present(i) == r.present(i);
       if (same && g.present(i)) {
         if (g.type == ColumnType::str) same = r.type == ColumnType::str && g.string(i) == r.string(i);
-        else if (g.type == ColumnType::i32) same = r.type == ColumnType::i64 && g.numbers<std::int32_t>()[i] == r.numbers<std::int64_t>()[i];
+        else if (g.type == ColumnType::i32)
+          same = r.type == ColumnType::i64 && g.numbers<std::int32_t>()[i] == r.numbers<std::int64_t>()[i];
         else same = r.type == ColumnType::f64 && g.numbers<double>()[i] == r.numbers<double>()[i];
       }
       if (!same) {
@@ -104,8 +105,9 @@ int main(int argc, char** argv) {
   const auto rows = static_cast<std::size_t>(b.get_int("--rows", b.quick() ? 200'000 : 10'000'000));
   const auto k = static_cast<std::size_t>(b.get_int("--k", 100));
   const int threads = static_cast<int>(b.get_int("--threads", 2));
-  const std::string file =
-      b.get("--file", (std::filesystem::temp_directory_path() / fmt::format("tandem-bench-{}-{}.csv", rows, ::getpid())).string());
+  const std::string file = b.get(
+      "--file",
+      (std::filesystem::temp_directory_path() / fmt::format("tandem-bench-{}-{}.csv", rows, ::getpid())).string());
 
   const Table generated = generate_groupby_table({.rows = rows, .k = k});
   Stopwatch w;
@@ -137,7 +139,8 @@ int main(int argc, char** argv) {
     if (!duck.ran) break;
     theirs.push_back(duck.seconds);
     if (duck.rows != rows || duck.sum != expected_sum)
-      b.fail(fmt::format("DuckDB read {} rows, sum(v1) {}; expected {} and {}", duck.rows, duck.sum, rows, expected_sum));
+      b.fail(
+          fmt::format("DuckDB read {} rows, sum(v1) {}; expected {} and {}", duck.rows, duck.sum, rows, expected_sum));
   }
   const std::string c = fmt::format("read_csv {}M rows, {} threads", static_cast<double>(rows) / 1e6, threads);
   const Stats s_ours = summarize(ours);
@@ -148,7 +151,8 @@ int main(int argc, char** argv) {
     b.record(c, fmt::format("DuckDB {} read_csv", duck.version), s_duck, bytes, "B",
              duck.rows == rows && duck.sum == expected_sum);
     b.info(fmt::format("DuckDB read_csv MB/s, {} threads", threads), bytes / s_duck.median / 1e6, " MB/s");
-    b.goal(fmt::format("read_csv {}M rows, {} threads: DuckDB time / tandem time", static_cast<double>(rows) / 1e6, threads),
+    b.goal(fmt::format("read_csv {}M rows, {} threads: DuckDB time / tandem time", static_cast<double>(rows) / 1e6,
+                       threads),
            s_duck.median / s_ours.median, 1.0);
   } else {
     std::cout << "# no DuckDB anchor: " << duck.why << '\n';

@@ -31,8 +31,8 @@
 
 #include "harness.hpp"
 #include "tandem/core/error.hpp"
-#include "tandem/groupby.hpp"
 #include "tandem/core/timing.hpp"
+#include "tandem/groupby.hpp"
 
 using namespace tandem;
 
@@ -155,7 +155,9 @@ std::string compare(const Question& q, const Answer& ours, const Answer& theirs)
   if (ours.size() != theirs.size()) return fmt::format("{} rows, DuckDB {}", ours.size(), theirs.size());
   const double tol = q.id == "q9" ? 1e-6 : 1e-9;
   for (std::size_t i = 0; i < ours.size(); ++i) {
-    if (ours[i].keys != theirs[i].keys) return fmt::format("row {}: keys {} vs DuckDB {}", i, fmt::join(ours[i].keys, ","), fmt::join(theirs[i].keys, ","));
+    if (ours[i].keys != theirs[i].keys)
+      return fmt::format("row {}: keys {} vs DuckDB {}", i, fmt::join(ours[i].keys, ","),
+                         fmt::join(theirs[i].keys, ","));
     for (std::size_t j = 0; j < ours[i].values.size(); ++j) {
       const double x = ours[i].values[j], y = theirs[i].values.at(j);
       if (std::isnan(x) && std::isnan(y)) continue;
@@ -189,9 +191,9 @@ void write_csv(const Table& t, const std::string& path) {
 nlohmann::json run_duckdb(const bench::Bench& b, const std::string& csv, const std::string& out, int threads,
                           const std::string& questions) {
   std::filesystem::create_directories(out);
-  const std::string cmd = fmt::format("node {} --csv {} --threads {} --reps {} --out {} --questions {}",
-                                      b.get("--duckdb-script", "bench/duckdb/groupby.mjs"), csv, threads, b.reps(), out,
-                                      questions);
+  const std::string cmd =
+      fmt::format("node {} --csv {} --threads {} --reps {} --out {} --questions {}",
+                  b.get("--duckdb-script", "bench/duckdb/groupby.mjs"), csv, threads, b.reps(), out, questions);
   std::FILE* p = popen(cmd.c_str(), "r");
   std::string output;
   char buf[4096];
@@ -203,7 +205,8 @@ nlohmann::json run_duckdb(const bench::Bench& b, const std::string& csv, const s
 std::array<double, 2> cpu_seconds() {
   rusage u{};
   getrusage(RUSAGE_SELF, &u);
-  return {double(u.ru_utime.tv_sec) + 1e-6 * double(u.ru_utime.tv_usec), double(u.ru_stime.tv_sec) + 1e-6 * double(u.ru_stime.tv_usec)};
+  return {double(u.ru_utime.tv_sec) + 1e-6 * double(u.ru_utime.tv_usec),
+          double(u.ru_stime.tv_sec) + 1e-6 * double(u.ru_stime.tv_usec)};
 }
 
 }  // namespace
@@ -230,7 +233,8 @@ int main(int argc, char** argv) {
   if (duckdb) {
     if (!std::filesystem::exists(csv)) write_csv(data, csv);
     duck = run_duckdb(b, csv, csv + ".answers", threads, fmt::format("{}", fmt::join(ids, ",")));
-    fmt::print("DuckDB {} loaded the CSV in {:.2f} s\n", duck["version"].get<std::string>(), duck["load_s"].get<double>());
+    fmt::print("DuckDB {} loaded the CSV in {:.2f} s\n", duck["version"].get<std::string>(),
+               duck["load_s"].get<double>());
   }
 
   std::vector<std::string> lines;
@@ -255,13 +259,15 @@ int main(int argc, char** argv) {
       fmt::print("  cpu time of one run: user {:.3f} s, system {:.3f} s\n", cpu[0], cpu[1]);
       continue;
     }
-    const auto why = compare(q, shape(q, r.table), read_answer(fmt::format("{}.answers/{}.csv", csv, q.id), q.by.size()));
+    const auto why =
+        compare(q, shape(q, r.table), read_answer(fmt::format("{}.answers/{}.csv", csv, q.id), q.by.size()));
     const Stats d = summarize(duck["times"][q.id].get<std::vector<double>>());
     const std::string c = fmt::format("{} K={} {}t", q.id, k, threads);
     b.record(c, "DuckDB", d, double(rows), "rows", true);
     b.record(c, "tandem CPU", s, double(rows), "rows", why.empty());
     if (!why.empty()) b.fail(fmt::format("{}: {}", c, why));
-    b.goal(fmt::format("{} 1e{:.0f} K={} {}t vs DuckDB", q.id, std::log10(double(rows)), k, threads), d.median / s.median, 1.0);
+    b.goal(fmt::format("{} 1e{:.0f} K={} {}t vs DuckDB", q.id, std::log10(double(rows)), k, threads),
+           d.median / s.median, 1.0);
     lines.push_back(fmt::format("| {} | {:.3f} | {:.3f} | {:.2f}x |", q.id, s.median, d.median, d.median / s.median));
   }
   fmt::print("\n| question | tandem s | DuckDB s | DuckDB / tandem |\n|---|---|---|---|\n{}\n", fmt::join(lines, "\n"));

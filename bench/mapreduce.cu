@@ -12,12 +12,12 @@
 // and atomic for hot keys (cheap), an L2-resident chain probe + atomic for cold keys (1M keys x
 // 24 B = 24 MiB fits the 50-60 MB L2).
 #include <algorithm>
+#include <cstdio>
+#include <fstream>
 #include <functional>
 #include <map>
 #include <sstream>
 #include <string>
-#include <cstdio>
-#include <fstream>
 #include <unordered_map>
 
 #include <cub/device/device_radix_sort.cuh>
@@ -47,7 +47,8 @@ struct Anchor {
   std::size_t n;
   explicit Anchor(std::size_t n_) : sorted(n_), uniq(n_), counts(n_), nruns(1), n(n_) {
     std::size_t t1 = 0, t2 = 0;
-    TANDEM_CUDA(cub::DeviceRadixSort::SortKeys(nullptr, t1, (const std::uint32_t*)nullptr, (std::uint32_t*)nullptr, int(n)));
+    TANDEM_CUDA(
+        cub::DeviceRadixSort::SortKeys(nullptr, t1, (const std::uint32_t*)nullptr, (std::uint32_t*)nullptr, int(n)));
     TANDEM_CUDA(cub::DeviceRunLengthEncode::Encode(nullptr, t2, (const std::uint32_t*)nullptr, (std::uint32_t*)nullptr,
                                                    (std::uint32_t*)nullptr, (std::uint32_t*)nullptr, int(n)));
     temp = gpu::DeviceBuffer<unsigned char>(std::max(t1, t2));
@@ -56,7 +57,8 @@ struct Anchor {
     std::size_t t = temp.size();
     TANDEM_CUDA(cub::DeviceRadixSort::SortKeys(temp.data(), t, keys, sorted.data(), int(n), 0, 32, s));
     t = temp.size();
-    TANDEM_CUDA(cub::DeviceRunLengthEncode::Encode(temp.data(), t, sorted.data(), uniq.data(), counts.data(), nruns.data(), int(n), s));
+    TANDEM_CUDA(cub::DeviceRunLengthEncode::Encode(temp.data(), t, sorted.data(), uniq.data(), counts.data(),
+                                                   nruns.data(), int(n), s));
   }
   std::vector<std::pair<std::uint32_t, std::uint64_t>> result(cudaStream_t s) {
     std::uint32_t r = 0;
@@ -154,13 +156,13 @@ Stats run_anchor(Ctx& c, const std::string& name, const std::vector<std::uint32_
 
 void print_engine_run(const std::string& name, const Config& cf, const Stats& et, const Stats& at,
                       const mr::EngineStats& st, const Report& tune_rep, const Report& rep) {
-  std::printf("  %s / %s: %.3f ms (anchor %.3f ms), Bs=%d N=%d p=%.3g H=%llu (%.1f%% of sample) S=%zu x%u, shared %.1f%%, "
-              "table %llu slots, overflowed %llu, grows %llu, retries %llu\n",
-              name.c_str(), cf.label.c_str(), et.median * 1e3, at.median * 1e3, st.blocks, st.block_threads,
-              st.sample_fraction, (unsigned long long)st.hot_keys, st.hot_share * 100, st.shared_entries, st.sub_tables,
-              100.0 * st.shared_hits / std::max<double>(1, st.shared_hits + st.global_hits),
-              (unsigned long long)st.table_slots, (unsigned long long)st.spilled, (unsigned long long)st.result_grows,
-              (unsigned long long)st.retries);
+  std::printf(
+      "  %s / %s: %.3f ms (anchor %.3f ms), Bs=%d N=%d p=%.3g H=%llu (%.1f%% of sample) S=%zu x%u, shared %.1f%%, "
+      "table %llu slots, overflowed %llu, grows %llu, retries %llu\n",
+      name.c_str(), cf.label.c_str(), et.median * 1e3, at.median * 1e3, st.blocks, st.block_threads, st.sample_fraction,
+      (unsigned long long)st.hot_keys, st.hot_share * 100, st.shared_entries, st.sub_tables,
+      100.0 * st.shared_hits / std::max<double>(1, st.shared_hits + st.global_hits), (unsigned long long)st.table_slots,
+      (unsigned long long)st.spilled, (unsigned long long)st.result_grows, (unsigned long long)st.retries);
   if (!st.partition_note.empty())
     std::printf("    cold tier: %s (%llu pairs partitioned, %llu to the global table)\n", st.partition_note.c_str(),
                 (unsigned long long)st.partitioned, (unsigned long long)st.partition_direct);
@@ -168,7 +170,8 @@ void print_engine_run(const std::string& name, const Config& cf, const Stats& et
     for (const auto& note : r->notes)
       if (note.find("tun") != std::string::npos || note.find("grown") != std::string::npos)
         std::printf("    %s\n", note.c_str());
-  for (const auto& stg : rep.stages) std::printf("    stage %-42s %8.3f ms  %s\n", stg.name.c_str(), stg.seconds * 1e3, stg.detail.c_str());
+  for (const auto& stg : rep.stages)
+    std::printf("    stage %-42s %8.3f ms  %s\n", stg.name.c_str(), stg.seconds * 1e3, stg.detail.c_str());
 }
 
 // One configuration on the device keys; its last run's result is checked against `ref`.
@@ -202,9 +205,16 @@ double run_config(Ctx& c, const std::string& name, const Config& cf, const Stats
   const bool ok = got == ref;
   if (!ok) c.b.fail(gpu::format("{} / {}: engine result differs from the anchor", name, cf.label));
   c.b.record(name, "engine " + cf.label, et, double(c.n), "keys", ok,
-             {{"hot_keys", st.hot_keys}, {"hot_share", st.hot_share}, {"shared_hits", st.shared_hits},
-              {"global_hits", st.global_hits}, {"spilled", st.spilled}, {"retries", st.retries}, {"blocks", st.blocks},
-              {"threads", st.block_threads}, {"p", st.sample_fraction}, {"table_slots", st.table_slots},
+             {{"hot_keys", st.hot_keys},
+              {"hot_share", st.hot_share},
+              {"shared_hits", st.shared_hits},
+              {"global_hits", st.global_hits},
+              {"spilled", st.spilled},
+              {"retries", st.retries},
+              {"blocks", st.blocks},
+              {"threads", st.block_threads},
+              {"p", st.sample_fraction},
+              {"table_slots", st.table_slots},
               {"sub_tables", st.sub_tables}});
   print_engine_run(name, cf, et, at, st, tune_rep, rep);
   return et.median;
@@ -268,11 +278,13 @@ void time_stage_plan(Ctx& c, double z, const StagePlan& pl, long long table) {
     std::sort(v.begin(), v.end());
     return v[v.size() / 2] * 1e3;
   };
-  std::printf("STAGES zipf %.1f | %-36s | total %.3f ms | H=%llu (%.1f%% of sample) S=%zu, table %llu slots (Chao1 %llu, upper %llu), "
-              "grows %llu, %s\n",
-              z, pl.label.c_str(), med(total), (unsigned long long)st.hot_keys, st.hot_share * 100, st.shared_entries,
-              (unsigned long long)st.table_slots, (unsigned long long)st.distinct_estimate, (unsigned long long)st.distinct_upper,
-              (unsigned long long)st.result_grows, st.partition_note.c_str());
+  std::printf(
+      "STAGES zipf %.1f | %-36s | total %.3f ms | H=%llu (%.1f%% of sample) S=%zu, table %llu slots (Chao1 %llu, upper "
+      "%llu), "
+      "grows %llu, %s\n",
+      z, pl.label.c_str(), med(total), (unsigned long long)st.hot_keys, st.hot_share * 100, st.shared_entries,
+      (unsigned long long)st.table_slots, (unsigned long long)st.distinct_estimate,
+      (unsigned long long)st.distinct_upper, (unsigned long long)st.result_grows, st.partition_note.c_str());
   for (const auto& [name, v] : stage) std::printf("STAGES     %-44s %.3f ms\n", name.c_str(), med(v));
 }
 
@@ -359,13 +371,17 @@ ZipfRow zipf_case(Ctx& c, const GroupByConfigs& g, double z) {
     b.info(gpu::format("chained engine (direct): hot keys on vs off, Zipf {}", z), t[3] / t[2], "x");
     b.info(gpu::format("chained engine (block tables): hot keys on vs off, Zipf {}", z), t[5] / t[4], "x");
     chained_best = std::min(t[2], t[4]);
-    b.info(gpu::format("hash path: lanes grouped by key (match_any) vs top-key ballots only, Zipf {}", z), t[6] / t[0], "x");
+    b.info(gpu::format("hash path: lanes grouped by key (match_any) vs top-key ballots only, Zipf {}", z), t[6] / t[0],
+           "x");
     b.info(gpu::format("hash path: bucketed two-choice hot table vs linear probing, Zipf {}", z), t[7] / t[0], "x");
   }
   if (part_row)
-    b.info(gpu::format("hash path: cold keys partitioned vs straight into the global table, Zipf {}", z), t.back() / t[0], "x");
-  if (z == 0.0) b.goal(gpu::format("group-by count 2^{} u32 uniform / {} keys vs CUB sort+RLE", c.lg, c.distinct), a / t[0], 1.0);
-  if (z == 1.0) b.goal(gpu::format("group-by count 2^{} u32 Zipf 1.0 / {} keys vs CUB sort+RLE", c.lg, c.distinct), a / t[0], 2.0);
+    b.info(gpu::format("hash path: cold keys partitioned vs straight into the global table, Zipf {}", z),
+           t.back() / t[0], "x");
+  if (z == 0.0)
+    b.goal(gpu::format("group-by count 2^{} u32 uniform / {} keys vs CUB sort+RLE", c.lg, c.distinct), a / t[0], 1.0);
+  if (z == 1.0)
+    b.goal(gpu::format("group-by count 2^{} u32 Zipf 1.0 / {} keys vs CUB sort+RLE", c.lg, c.distinct), a / t[0], 2.0);
   return {z, a, t[0], chained_best};
 }
 
@@ -381,13 +397,18 @@ void groupby(Ctx& c) {
     mr::Options probing = g.hash_auto;
     probing.two_choice = false;
     const double a = run_case(c, "uniform128", keys,
-                              {{"hash", true, g.hash_auto}, {"chained, block tables", false, g.block_hot}, {"hash, linear probing", true, probing}}, t);
+                              {{"hash", true, g.hash_auto},
+                               {"chained, block tables", false, g.block_hot},
+                               {"hash, linear probing", true, probing}},
+                              t);
     c.b.goal(gpu::format("group-by count 2^{} u32 128 distinct vs CUB sort+RLE", c.lg), a / t[0], 5.0);
     c.b.info("chained engine (block tables) vs CUB sort+RLE, 128 distinct", a / t[1], "x");
     c.b.info("hash path, 128 distinct: two-choice table vs linear probing", t[2] / t[0], "x");
   }
-  std::printf("\nThroughput vs Zipf exponent (2^%d u32 keys over %llu distinct, group-by count, Gkeys/s; chained = best chained mode):\n",
-              c.lg, (unsigned long long)c.distinct);
+  std::printf(
+      "\nThroughput vs Zipf exponent (2^%d u32 keys over %llu distinct, group-by count, Gkeys/s; chained = best "
+      "chained mode):\n",
+      c.lg, (unsigned long long)c.distinct);
   std::printf("ZIPF_TABLE|exponent|CUB sort+RLE|hash engine|chained engine\n");
   for (const auto& r : rows)
     std::printf("ZIPF_TABLE|%.2f|%.2f|%.2f|%s\n", r.s, c.n / r.anchor / 1e9, c.n / r.hash / 1e9,
@@ -414,9 +435,12 @@ void gpu_wordcount(bench::Bench& b, const std::string& text, const mr::WordCount
     const bool ok = words == full_ref.words;
     if (!ok) b.fail("GPU word count differs from the CPU engine");
     b.record("word count", mode ? "GPU engine (device text, block tables)" : "GPU engine (device text, direct)", gt,
-             double(text.size()), "B", ok, {{"hot_keys", st.hot_keys}, {"shared_hits", st.shared_hits}, {"global_hits", st.global_hits}});
-    b.info(gpu::format("word count GPU device-resident GB/s ({})", mode ? "block tables" : "direct"), text.size() / gt.median / 1e9);
-    if (mode == 0) b.goal("word count GPU on device-resident text GB/s", text.size() / gt.median / 1e9, 10.0, true, "GB/s");
+             double(text.size()), "B", ok,
+             {{"hot_keys", st.hot_keys}, {"shared_hits", st.shared_hits}, {"global_hits", st.global_hits}});
+    b.info(gpu::format("word count GPU device-resident GB/s ({})", mode ? "block tables" : "direct"),
+           text.size() / gt.median / 1e9);
+    if (mode == 0)
+      b.goal("word count GPU on device-resident text GB/s", text.size() / gt.median / 1e9, 10.0, true, "GB/s");
   }
   mr::WordCountOptions go;
   go.engine.device = Device::gpu;
@@ -446,7 +470,8 @@ void wordcount(bench::Bench& b) {
   b.record("word count", "CPU engine 2 threads", c2, double(cpu_small.size()), "B", true);
   wo.engine.threads = std::min(16, default_threads());
   auto c16 = b.time([&] { mr::wordcount(cpu_small, wo); });
-  b.record("word count", gpu::format("CPU engine {} threads", wo.engine.threads), c16, double(cpu_small.size()), "B", true);
+  b.record("word count", gpu::format("CPU engine {} threads", wo.engine.threads), c16, double(cpu_small.size()), "B",
+           true);
   b.info("word count CPU engine 2 threads GB/s", cpu_small.size() / c2.median / 1e9);
   b.info(gpu::format("word count CPU engine {} threads GB/s", wo.engine.threads), cpu_small.size() / c16.median / 1e9);
   gpu_wordcount(b, text, mr::wordcount(text, wo));  // the reference: CPU, all threads

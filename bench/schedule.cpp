@@ -13,10 +13,10 @@
 //                         (cuBLAS reaches ~70-80% of it; the simple tiled kernel far less)
 // Default: a representative subset (8 cases, well under a minute on an H200: clearly bad schedules
 // are timed once, runs over 20 ms three times, outputs compared on the GPU); --full: every kernel
-// at 1024^2 .. 16384^2 (minutes); --kernel NAME [--size N]: one kernel (one case); --quick: 512^2 only (and an info line without a GPU).
-// Prints a goal line per case, the static selector's agreement with measurement, and "heat|" lines:
-// a kernel x schedule table of time relative to sequential (schedules named with W, H for the
-// grid's sides so that columns line up across sizes).
+// at 1024^2 .. 16384^2 (minutes); --kernel NAME [--size N]: one kernel (one case); --quick: 512^2 only (and an info
+// line without a GPU). Prints a goal line per case, the static selector's agreement with measurement, and "heat|"
+// lines: a kernel x schedule table of time relative to sequential (schedules named with W, H for the grid's sides so
+// that columns line up across sizes).
 #include <algorithm>
 #include <filesystem>
 #include <iostream>
@@ -59,8 +59,8 @@ double cublas_sgemm_seconds(bench::Bench& b, std::uint32_t n, const std::vector<
   auto run = [&] {
     gpu::Event e0, e1;
     e0.record();
-    if (cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, int(n), int(n), int(n), &one, db.data(), int(n), da.data(), int(n), &zero,
-                    dc.data(), int(n)) != CUBLAS_STATUS_SUCCESS)
+    if (cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, int(n), int(n), int(n), &one, db.data(), int(n), da.data(), int(n),
+                    &zero, dc.data(), int(n)) != CUBLAS_STATUS_SUCCESS)
       throw CudaError("cublasSgemm failed");
     e1.record();
     e1.sync();
@@ -71,8 +71,8 @@ double cublas_sgemm_seconds(bench::Bench& b, std::uint32_t n, const std::vector<
   TANDEM_CUDA(cudaMemcpy(c.data(), dc.data(), e * 4, cudaMemcpyDeviceToHost));
   cublasDestroy(h);
   const double err = max_rel_error(c, ours);  // cuBLAS sums in another order: tolerance
-  b.record(fmt::format(fmt::runtime("matmul {}"), n), "cuBLAS sgemm (reference)", s, 2.0 * n * n * double(n), "flop", err < 1e-3,
-           {{"max_rel_diff_vs_tiled", err}});
+  b.record(fmt::format(fmt::runtime("matmul {}"), n), "cuBLAS sgemm (reference)", s, 2.0 * n * n * double(n), "flop",
+           err < 1e-3, {{"max_rel_diff_vs_tiled", err}});
   return s.median;
 }
 
@@ -104,7 +104,7 @@ std::vector<std::pair<std::string, std::uint32_t>> cases_to_run(const bench::Ben
     for (const auto& k : kernel_specs())
       for (std::uint32_t n : {1024u, 2048u, 4096u, 8192u, 16384u}) cases.push_back({k.name, n});
   } else {
-    cases = {{"intimg-row", 8192}, {"intimg-col", 8192}, {"conv11", 8192},   {"matmul", 4096},
+    cases = {{"intimg-row", 8192}, {"intimg-col", 8192}, {"conv11", 8192},    {"matmul", 4096},
              {"matmul", 8192},     {"copy-row", 16384},  {"copy-col", 16384}, {"copy-col", 4096}};
   }
   if (const long long sz = b.get_int("--size", 0); sz > 0 && !only.empty()) cases = {{only, std::uint32_t(sz)}};
@@ -124,7 +124,8 @@ void check_small(bench::Bench& b, const std::string& only) {
       r.time_full(s);
       ok &= max_rel_error(r.output(), want) <= 1e-5;
     }
-    if (!ok) b.fail(fmt::format(fmt::runtime("{} at 512^2 differs from the CPU reference under some schedule"), k.name));
+    if (!ok)
+      b.fail(fmt::format(fmt::runtime("{} at 512^2 differs from the CPU reference under some schedule"), k.name));
   }
 }
 
@@ -132,7 +133,7 @@ void check_small(bench::Bench& b, const std::string& only) {
 // and the heat map of every schedule's time relative to sequential.
 struct Summary {
   int agree{0}, near{0}, total_cases{0}, kept_static{0}, profiled{0}, switched_better{0}, switched{0};
-  std::vector<std::string> columns;                                          // heat-map columns, first-seen order
+  std::vector<std::string> columns;                                         // heat-map columns, first-seen order
   std::vector<std::pair<std::string, std::map<std::string, double>>> heat;  // case -> label -> time / sequential
 };
 
@@ -159,10 +160,8 @@ Exhaustive run_exhaustive(bench::Bench& b, KernelRunner& r, const std::string& c
     while (int(samples.size()) < reps) samples.push_back(r.time_full(s));
     const Stats st = summarize(samples);
     bool ok = true;
-    if (s == Schedule::sequential())
-      r.keep_output();
-    else
-      ok = r.output_differences() == 0;
+    if (s == Schedule::sequential()) r.keep_output();
+    else ok = r.output_differences() == 0;
     if (!ok) b.fail(fmt::format(fmt::runtime("{} under {} differs from sequential"), c, to_string(s)));
     b.record(c, to_string(s), st, work, unit, ok, {{"label", label(s, g)}});
     x.med[to_string(s)] = st.median;
@@ -197,8 +196,11 @@ std::pair<ControllerResult, double> run_controller(bench::Bench& b, KernelRunner
   const bool ctl_ok = r.output_differences() == 0;
   if (!ctl_ok) b.fail(fmt::format(fmt::runtime("{} under the controller differs from sequential"), c));
   b.record(c, "controller (first call, incl. profiling)", ctl, work, unit, ctl_ok,
-           {{"chosen", to_string(last.chosen)}, {"incumbent", to_string(last.incumbent)}, {"source", last.source},
-            {"profile_seconds", last.profile_seconds}, {"chunks", last.profile.size()},
+           {{"chosen", to_string(last.chosen)},
+            {"incumbent", to_string(last.incumbent)},
+            {"source", last.source},
+            {"profile_seconds", last.profile_seconds},
+            {"chunks", last.profile.size()},
             {"profiled_blocks", last.profiled_blocks}});
   TuningCache cache(cache_path);
   ControllerOptions oc = o;
@@ -243,13 +245,15 @@ void run_case(bench::Bench& b, const std::string& name, std::uint32_t n, std::ui
   if (name == "matmul" && n <= 8192) {
     r.time_full(Schedule::sequential());
     const double cb = cublas_sgemm_seconds(b, n, r.input(0), r.input(1), r.output());
-    b.info(fmt::format(fmt::runtime("cuBLAS sgemm speedup over the best-scheduled tiled kernel, {}"), c), x.best / cb, "x");
+    b.info(fmt::format(fmt::runtime("cuBLAS sgemm speedup over the best-scheduled tiled kernel, {}"), c), x.best / cb,
+           "x");
   }
 }
 
 void print_summary(bench::Bench& b, const Summary& sum) {
   if (!sum.total_cases) return;
-  b.info("static choice = best exhaustive schedule (cases)", sum.agree, fmt::format(fmt::runtime("of {}"), sum.total_cases));
+  b.info("static choice = best exhaustive schedule (cases)", sum.agree,
+         fmt::format(fmt::runtime("of {}"), sum.total_cases));
   b.info("static choice within 5% of the best (cases)", sum.near, fmt::format(fmt::runtime("of {}"), sum.total_cases));
   b.info("profiled cases where measurement kept the static choice", sum.kept_static,
          fmt::format(fmt::runtime("of {}"), sum.profiled));
@@ -288,7 +292,8 @@ int main(int argc, char** argv) {
   b.info("co-resident blocks assumed by the static selector", window, "blocks");
   check_small(b, only);
   const std::string cache_path =
-      (std::filesystem::temp_directory_path() / fmt::format(fmt::runtime("tandem-bench-schedule-{}.json"), ::getpid())).string();
+      (std::filesystem::temp_directory_path() / fmt::format(fmt::runtime("tandem-bench-schedule-{}.json"), ::getpid()))
+          .string();
   Summary sum;
   for (const auto& [name, n] : cases)
     if (only.empty() || name == only) run_case(b, name, n, window, cache_path, sum);

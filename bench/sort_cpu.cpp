@@ -30,7 +30,8 @@ std::vector<K> uniform(std::size_t n, std::uint64_t seed) {
   std::mt19937_64 rng(seed);
   std::vector<K> v(n);
   for (auto& x : v) {
-    if constexpr (std::is_floating_point_v<K>) x = static_cast<K>(std::uniform_real_distribution<double>(-1e6, 1e6)(rng));
+    if constexpr (std::is_floating_point_v<K>)
+      x = static_cast<K>(std::uniform_real_distribution<double>(-1e6, 1e6)(rng));
     else x = static_cast<K>(rng());
   }
   return v;
@@ -71,8 +72,9 @@ void pairs_case(bench::Bench& b, std::size_t n, int threads, double& ratio_out) 
   auto gnu = b.measure([&] {
     for (std::size_t i = 0; i < n; ++i) a[i] = {ik[i], std::uint32_t(i)};
     Stopwatch w;
-    __gnu_parallel::stable_sort(a.begin(), a.end(), [](const P& x, const P& y) { return x.k < y.k; },
-                                __gnu_parallel::default_parallel_tag(threads));
+    __gnu_parallel::stable_sort(
+        a.begin(), a.end(), [](const P& x, const P& y) { return x.k < y.k; },
+        __gnu_parallel::default_parallel_tag(threads));
     return w.seconds();
   });
   auto rad = b.measure([&] {
@@ -111,7 +113,8 @@ int main(int argc, char** argv) {
     worst = std::min(worst, r);
     if (lg == max_log2) b.info(fmt::format("CPU radix / __gnu_parallel u32/u32 pairs at 2^{}", lg), r, "x");
   }
-  b.goal(fmt::format("CPU radix vs __gnu_parallel::sort, {} threads, worst case 2^{}..2^{}", threads, min_log2, max_log2),
-         worst, 1.0);
+  b.goal(
+      fmt::format("CPU radix vs __gnu_parallel::sort, {} threads, worst case 2^{}..2^{}", threads, min_log2, max_log2),
+      worst, 1.0);
   return b.finish();
 }

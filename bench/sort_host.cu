@@ -14,20 +14,20 @@
 //   bench_sort_host [--max-log2 28|30] [--quick] [--reps N]
 // Prints the goal lines (device API / CUB, pageable and pinned end-to-end / round trip, naive /
 // pipeline, out-of-core / __gnu_parallel::sort) and the plot table (method x size, Gkeys/s).
-#include <cub/cub.cuh>
 #include <thrust/copy.h>
 #include <thrust/device_vector.h>
 #include <thrust/sort.h>
+#include <cub/cub.cuh>
 
 #include <algorithm>
-#include <cmath>
 #include <bit>
-#include <cstdio>
+#include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <map>
-#include <string>
 #include <parallel/algorithm>
+#include <string>
 #include <vector>
 
 #include "event_time.hpp"
@@ -113,7 +113,8 @@ double cub_sort(bench::Bench& b, const K* d_in, const std::vector<K>& ref, gpu::
   cub::DoubleBuffer<K> kb(d.data(), alt.data());
   cub::DoubleBuffer<std::uint32_t> vb(v.data(), valt.data());
   std::size_t temp = 0;
-  if constexpr (Pairs) TANDEM_CUDA(cub::DeviceRadixSort::SortPairs(nullptr, temp, kb, vb, int(n), 0, int(sizeof(K) * 8), s));
+  if constexpr (Pairs)
+    TANDEM_CUDA(cub::DeviceRadixSort::SortPairs(nullptr, temp, kb, vb, int(n), 0, int(sizeof(K) * 8), s));
   else TANDEM_CUDA(cub::DeviceRadixSort::SortKeys(nullptr, temp, kb, int(n), 0, int(sizeof(K) * 8), s));
   gpu::DeviceBuffer<char> t(temp);
   auto st = b.measure([&] {
@@ -121,7 +122,8 @@ double cub_sort(bench::Bench& b, const K* d_in, const std::vector<K>& ref, gpu::
     kb = cub::DoubleBuffer<K>(d.data(), alt.data());
     vb = cub::DoubleBuffer<std::uint32_t>(v.data(), valt.data());
     return event_time(s, [&] {
-      if constexpr (Pairs) TANDEM_CUDA(cub::DeviceRadixSort::SortPairs(t.data(), temp, kb, vb, int(n), 0, int(sizeof(K) * 8), s));
+      if constexpr (Pairs)
+        TANDEM_CUDA(cub::DeviceRadixSort::SortPairs(t.data(), temp, kb, vb, int(n), 0, int(sizeof(K) * 8), s));
       else TANDEM_CUDA(cub::DeviceRadixSort::SortKeys(t.data(), temp, kb, int(n), 0, int(sizeof(K) * 8), s));
     });
   });
@@ -138,7 +140,9 @@ void run_case(bench::Bench& b, const char* tname, std::size_t n, int dist, bool 
   for (std::size_t i = 0; i < vin.size(); ++i) vin[i] = std::uint32_t(i);
   auto ref = in;
   auto vref = vin;
-  if constexpr (Pairs) detail::cpu_radix_sort(std::span<K>(ref.data(), ref.size()), std::span<std::uint32_t>(vref.data(), vref.size()), false, 0);
+  if constexpr (Pairs)
+    detail::cpu_radix_sort(std::span<K>(ref.data(), ref.size()), std::span<std::uint32_t>(vref.data(), vref.size()),
+                           false, 0);
   else detail::cpu_radix_sort(std::span<K>(ref.data(), ref.size()), std::span<detail::NoValue>{}, false, 0);
   const std::string c = std::string(tname) + " " + kDists[dist] + " 2^" + std::to_string(std::countr_zero(n));
   const std::string unit = Pairs ? "pairs" : "keys";
@@ -193,7 +197,8 @@ void run_case(bench::Bench& b, const char* tname, std::size_t n, int dist, bool 
     else last = sort(std::span<K>(k, n), o);
   };
   auto show = [&](const char* what) {
-    if (full && plotted && n >= (std::size_t{1} << 26)) std::printf("--- %s, %s: %s", c.c_str(), what, last.explain().c_str());
+    if (full && plotted && n >= (std::size_t{1} << 26))
+      std::printf("--- %s, %s: %s", c.c_str(), what, last.explain().c_str());
   };
   // Times tandem::sort of the pageable copy w (restored from the input before each run, untimed).
   auto timed_pageable = [&](const SortOptions& o) {
@@ -280,11 +285,12 @@ void run_case(bench::Bench& b, const char* tname, std::size_t n, int dist, bool 
     if (!ok) b.fail(c + ": out-of-core differs");
     parallel_copy(w.data(), in.data(), n * sizeof(K));
     Stopwatch sw;
-    __gnu_parallel::sort(w.begin(), w.end(), [](K a, K x) { return key_less(a, x); },
-                         __gnu_parallel::default_parallel_tag(default_threads()));
+    __gnu_parallel::sort(
+        w.begin(), w.end(), [](K a, K x) { return key_less(a, x); },
+        __gnu_parallel::default_parallel_tag(default_threads()));
     f.gnu = sw.seconds();
-    rec("__gnu_parallel::sort, all " + std::to_string(default_threads()) + " threads (1 run)", Stats{f.gnu, f.gnu, f.gnu, f.gnu, 1},
-        same(ref, w.data()) || Pairs);
+    rec("__gnu_parallel::sort, all " + std::to_string(default_threads()) + " threads (1 run)",
+        Stats{f.gnu, f.gnu, f.gnu, f.gnu, 1}, same(ref, w.data()) || Pairs);
   }
 }
 

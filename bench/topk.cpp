@@ -49,9 +49,9 @@ int main(int argc, char** argv) {
   bench::Bench b("topk", argc, argv);
   const std::uint64_t k = std::uint64_t(b.get_int("--k", 100));
   const bool gpu = gpu_count() > 0;
-  std::vector<std::uint64_t> sizes = b.quick() ? std::vector<std::uint64_t>{100'000, 200'000}
-                                               : std::vector<std::uint64_t>{1'000'000, 2'000'000, 4'000'000,
-                                                                            6'000'000, 8'000'000, 10'000'000};
+  std::vector<std::uint64_t> sizes =
+      b.quick() ? std::vector<std::uint64_t>{100'000, 200'000}
+                : std::vector<std::uint64_t>{1'000'000, 2'000'000, 4'000'000, 6'000'000, 8'000'000, 10'000'000};
   if (b.has_flag("--max-m")) {
     const auto cap = std::uint64_t(b.get_int("--max-m", 10'000'000));
     std::erase_if(sizes, [&](std::uint64_t m) { return m > cap; });
@@ -74,14 +74,17 @@ int main(int argc, char** argv) {
     const auto ref = reference(l, k);
     const std::string c = fmt::format("uniform {}M x 4, k={}", double(m) / 1e6, k);
     Result r1;
-    auto s_cpu = once(b, [&] { r1 = nra_cpu(l, k, {}, cpu1); }, 1);
+    auto s_cpu = once(
+        b, [&] { r1 = nra_cpu(l, k, {}, cpu1); }, 1);
     b.record(c, "CPU NRA 1 thread, stride 100", s_cpu, double(m) * 4, "entries", r1.items == ref,
              {{"depth", r1.stats.mean_depth() / double(m)}, {"rounds", r1.stats.rounds}});
     Result rmt;
-    auto s_mt = once(b, [&] { rmt = nra_cpu(l, k, {}, cpu_mt); }, 1);
+    auto s_mt = once(
+        b, [&] { rmt = nra_cpu(l, k, {}, cpu_mt); }, 1);
     b.record(c, "CPU NRA all cores, adaptive", s_mt, double(m) * 4, "entries", rmt.items == ref);
     Result rs;
-    auto s_scan_cpu = once(b, [&] { rs = scan_cpu(l, k, {}, cpu_mt); }, 1);
+    auto s_scan_cpu = once(
+        b, [&] { rs = scan_cpu(l, k, {}, cpu_mt); }, 1);
     b.record(c, "CPU scan all cores", s_scan_cpu, double(m) * 4, "entries", rs.items == ref);
     if (m == sizes.back()) {
       // Reading depth: exact NRA (stride 100 => within 100 levels) and TA (checked every level).
@@ -117,7 +120,8 @@ int main(int argc, char** argv) {
       b.goal(fmt::format("GPU NRA adaptive vs CPU NRA 1 thread at {}M", m / 1'000'000.0), last_ratio, 100);
       b.info("GPU NRA adaptive rounds", double(ra.stats.rounds));
       b.info("GPU NRA stride 100 rounds", double(rf.stats.rounds));
-      b.goal(fmt::format("uniform {}M: GPU scan time / GPU NRA time", m / 1'000'000.0), s_scan.median / s_adapt.median, 1.0);
+      b.goal(fmt::format("uniform {}M: GPU scan time / GPU NRA time", m / 1'000'000.0), s_scan.median / s_adapt.median,
+             1.0);
       b.info("GPU NRA adaptive ms", s_adapt.median * 1e3, "ms");
       b.info("GPU scan ms", s_scan.median * 1e3, "ms");
       // Managed memory (the paper's shared-memory setting): only the pages NRA touches move.
@@ -144,8 +148,10 @@ int main(int argc, char** argv) {
       Options a;
       a.device = Device::gpu;
       Result ra;
-      auto s_auto = once(b, [&] { ra = query(l, k, {}, a); }, 1);
-      b.record(c, "auto (incl. upload)", s_auto, double(m) * 4, "entries", ra.items == ref, {{"picked", ra.stats.algo}});
+      auto s_auto = once(
+          b, [&] { ra = query(l, k, {}, a); }, 1);
+      b.record(c, "auto (incl. upload)", s_auto, double(m) * 4, "entries", ra.items == ref,
+               {{"picked", ra.stats.algo}});
       if (dist == Dist::correlated) {
         b.goal("correlated: GPU scan time / GPU NRA time", s_scan.median / s_nra.median, 5.0);
         b.info("correlated: NRA depth %", 100.0 * rn.stats.mean_depth() / double(m), "%");
@@ -161,7 +167,8 @@ int main(int argc, char** argv) {
     a.device = Device::cpu;
     auto ra = query(l, k, {}, a);
     if (ra.items != reference(l, k)) b.fail("auto on anti-correlated data differs from the reference");
-    b.info("no GPU: GPU figures skipped; anticorrelated auto picks the scan (1 = yes)", ra.stats.algo == "scan" ? 1.0 : 0.0);
+    b.info("no GPU: GPU figures skipped; anticorrelated auto picks the scan (1 = yes)",
+           ra.stats.algo == "scan" ? 1.0 : 0.0);
   }
   (void)last_m;
   return b.finish();

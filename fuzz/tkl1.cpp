@@ -3,8 +3,8 @@
 // An accepted file must be exactly the header plus n x m entries, the lists must be the file's
 // bytes, validate() must agree, and writing the lists back must give the same bytes. Standard
 // input ("-") is read by other code: it must accept the same files and say the same errors.
-#include <cstring>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <iterator>
@@ -30,8 +30,8 @@ void check_accepted(const topk::Lists& l, const std::uint8_t* data, std::size_t 
   fuzz::check(l.entries.size() == std::size_t(l.n) * l.m,
               fmt::format("read_lists returned {} entries for {} lists x {} objects", l.entries.size(), l.n, l.m));
   const std::size_t bytes = l.entries.size() * sizeof(topk::Entry);
-  fuzz::check(size == kHeader + bytes, fmt::format("read_lists accepted a {}-byte file holding {} entries", size,
-                                                   l.entries.size()));
+  fuzz::check(size == kHeader + bytes,
+              fmt::format("read_lists accepted a {}-byte file holding {} entries", size, l.entries.size()));
   fuzz::check(bytes == 0 || std::memcmp(l.entries.data(), data + kHeader, bytes) == 0,
               "read_lists' entries are not the file's bytes");
   topk::validate(l);  // a tandem::Error here is caught as a finding below: the reader let it through

@@ -55,7 +55,8 @@ void check_engine(std::string_view text, std::size_t chunk, const std::map<std::
   const std::map<std::string_view, std::uint64_t> got(pairs.begin(), pairs.end());
   fuzz::check(got.size() == pairs.size(), fmt::format("chunk {}: the CPU engine returned a word twice", chunk));
   fuzz::check(got == want, fmt::format("chunk {}: the CPU engine's counts differ from the reference ({} vs {} "
-                                       "distinct words)", chunk, got.size(), want.size()));
+                                       "distinct words)",
+                                       chunk, got.size(), want.size()));
 }
 
 void check_wordcount(std::string_view text, bool lowercase) {
@@ -87,7 +88,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::string_view text(reinterpret_cast<const char*>(data), size);
   const std::vector<Word> want = reference_words(text);
   for (std::size_t chunk : {std::size_t{1}, std::size_t{2}, std::size_t{3}, std::size_t{7}, std::size_t{64}, size + 1})
-    fuzz::check(chunked_words(text, chunk) == want, fmt::format("chunks of {} bytes split the words differently", chunk));
+    fuzz::check(chunked_words(text, chunk) == want,
+                fmt::format("chunks of {} bytes split the words differently", chunk));
   std::map<std::string_view, std::uint64_t> counts;
   for (const auto& [b, len] : want) ++counts[text.substr(b, len)];
   try {  // every text is valid input: not even a tandem::Error is an answer here

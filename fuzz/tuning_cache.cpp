@@ -13,9 +13,9 @@
 #include <vector>
 
 #include "harness.hpp"
-#include "tandem/sort/bitonic.hpp"
 #include "tandem/core/device.hpp"
 #include "tandem/core/tune.hpp"
+#include "tandem/sort/bitonic.hpp"
 
 namespace {
 
@@ -52,8 +52,8 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string text = with_cpu_key(std::string(reinterpret_cast<const char*>(data), size));
-  const std::string path = fuzz::write_input("tandem/tuning.json", reinterpret_cast<const std::uint8_t*>(text.data()),
-                                             text.size());
+  const std::string path =
+      fuzz::write_input("tandem/tuning.json", reinterpret_cast<const std::uint8_t*>(text.data()), text.size());
   // The global cache reads its file (at `path`, under XDG_CACHE_HOME) afresh for this input.
   (void)path;
   TuningCache::global().reload();

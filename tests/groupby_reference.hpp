@@ -13,8 +13,8 @@
 
 #include <gtest/gtest.h>
 
-#include "tandem/groupby.hpp"
 #include "tandem/core/key_order.hpp"
+#include "tandem/groupby.hpp"
 #include "tandem/table.hpp"
 
 namespace groupby_test {
@@ -167,7 +167,8 @@ inline std::optional<double> variance(const std::vector<Value>& v) {
 }
 
 // The expected output cells of one aggregation for one group: its rows' values in row order.
-inline std::vector<Expected> reference_aggregate(const Aggregation& a, const Column* c, const std::vector<std::size_t>& rows) {
+inline std::vector<Expected> reference_aggregate(const Aggregation& a, const Column* c,
+                                                 const std::vector<std::size_t>& rows) {
   if (a.op == AggOp::count_rows) return {int_cell(static_cast<std::int64_t>(rows.size()))};
   std::vector<Value> v;
   for (auto r : rows)
@@ -262,7 +263,8 @@ inline void expect_matches(const Table& got, const std::vector<std::vector<Expec
       ASSERT_EQ(e.v.present, g.present) << where;
       if (!g.present) continue;
       if (is_floating(g.type)) {
-        ASSERT_TRUE(same_float(as_double(e.v), g.f, e.approx)) << where << ": want " << as_double(e.v) << " got " << g.f;
+        ASSERT_TRUE(same_float(as_double(e.v), g.f, e.approx))
+            << where << ": want " << as_double(e.v) << " got " << g.f;
       } else if (g.type == ColumnType::str) {
         ASSERT_EQ(e.v.s, g.s) << where;
       } else if (is_signed_int(g.type)) {
@@ -295,9 +297,20 @@ inline void expect_identical(const Table& a, const Table& b, const std::string& 
 // Random tables.
 
 inline const std::vector<std::string>& awkward_strings() {
-  static const std::vector<std::string> s = {"",    "a",   "a,b",   "\"q\"",  "line\nbreak", "\xc3\xa9t\xc3\xa9",
-                                             "b",   "ab",  std::string("a\0b", 3),   "id001", "a much longer string than sixteen bytes",
-                                             "zz",  " ",   "\t,\r\n"};
+  static const std::vector<std::string> s = {"",
+                                             "a",
+                                             "a,b",
+                                             "\"q\"",
+                                             "line\nbreak",
+                                             "\xc3\xa9t\xc3\xa9",
+                                             "b",
+                                             "ab",
+                                             std::string("a\0b", 3),
+                                             "id001",
+                                             "a much longer string than sixteen bytes",
+                                             "zz",
+                                             " ",
+                                             "\t,\r\n"};
   return s;
 }
 
@@ -316,7 +329,9 @@ inline Column random_column(std::mt19937_64& rng, const std::string& name, Colum
   for (auto& x : ints) x = pool <= 4 ? wide(rng) % 7 : wide(rng);
   const auto doubles = awkward_doubles();
   auto strs = awkward_strings();
-  if (!long_strings) strs.erase(std::remove_if(strs.begin(), strs.end(), [](const std::string& s) { return s.size() > 15; }), strs.end());
+  if (!long_strings)
+    strs.erase(std::remove_if(strs.begin(), strs.end(), [](const std::string& s) { return s.size() > 15; }),
+               strs.end());
   for (std::size_t r = 0; r < n; ++r) {
     if (unit(rng) < missing) {
       b.push_missing();
@@ -328,7 +343,9 @@ inline Column random_column(std::mt19937_64& rng, const std::string& name, Colum
       case ColumnType::i64: b.push(ints[j]); break;
       case ColumnType::u32: b.push(static_cast<std::uint32_t>(ints[j] < 0 ? -ints[j] : ints[j])); break;
       case ColumnType::u64: b.push(static_cast<std::uint64_t>(ints[j] < 0 ? -ints[j] : ints[j]) << 10); break;
-      case ColumnType::f32: b.push(static_cast<float>(j < doubles.size() ? doubles[j] : static_cast<double>(ints[j]) / 7)); break;
+      case ColumnType::f32:
+        b.push(static_cast<float>(j < doubles.size() ? doubles[j] : static_cast<double>(ints[j]) / 7));
+        break;
       case ColumnType::f64: b.push(j < doubles.size() ? doubles[j] : static_cast<double>(ints[j]) / 7); break;
       case ColumnType::str: b.push_string(j < strs.size() ? strs[j] : "s" + std::to_string(ints[j])); break;
     }

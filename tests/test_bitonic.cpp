@@ -27,11 +27,11 @@ std::vector<K> make_keys(std::size_t n, int pattern, std::mt19937_64& rng) {
   for (std::size_t i = 0; i < n; ++i) {
     std::uint64_t x = rng();
     switch (pattern) {
-      case 0: break;                                        // uniform
-      case 1: x %= 7; break;                                // many duplicates
-      case 2: x = i; break;                                 // sorted
-      case 3: x = n - i; break;                             // reverse
-      case 4: x = (x % 100 < 90) ? 42 : x; break;           // skewed: 90% one key
+      case 0: break;                               // uniform
+      case 1: x %= 7; break;                       // many duplicates
+      case 2: x = i; break;                        // sorted
+      case 3: x = n - i; break;                    // reverse
+      case 4: x = (x % 100 < 90) ? 42 : x; break;  // skewed: 90% one key
     }
     if constexpr (std::is_floating_point_v<K>) {
       v[i] = pattern == 0 ? K(std::ldexp(double(std::int64_t(x)), -40)) : K(std::int64_t(x % 1000) - 500);
@@ -53,7 +53,8 @@ void expect_matches_std(std::vector<K> v, bool descending, Device dev = Device::
   o.threads = threads;
   bitonic::sort(std::span<K>(v), o);
   ASSERT_EQ(v.size(), want.size());
-  for (std::size_t i = 0; i < v.size(); ++i) ASSERT_EQ(to_ordered(v[i]), to_ordered(want[i])) << "at " << i << " of " << v.size();
+  for (std::size_t i = 0; i < v.size(); ++i)
+    ASSERT_EQ(to_ordered(v[i]), to_ordered(want[i])) << "at " << i << " of " << v.size();
 }
 
 template <class K, class V>
@@ -138,8 +139,8 @@ TEST(Bitonic, FloatTotalOrderWithNaNAndSignedZero) {
   SortOptions o;
   o.device = Device::cpu;
   bitonic::sort(std::span<float>(s), o);
-  EXPECT_TRUE(std::isnan(s.front()) && std::signbit(s.front()));    // -NaN first
-  EXPECT_TRUE(std::isnan(s.back()) && !std::signbit(s.back()));     // +NaN last
+  EXPECT_TRUE(std::isnan(s.front()) && std::signbit(s.front()));  // -NaN first
+  EXPECT_TRUE(std::isnan(s.back()) && !std::signbit(s.back()));   // +NaN last
   auto z = std::find_if(s.begin(), s.end(), [](float f) { return f == 0.0f; });
   ASSERT_NE(z, s.end());
   EXPECT_TRUE(std::signbit(*z));  // -0.0 before +0.0
@@ -159,7 +160,8 @@ TEST(Bitonic, ExtremeKeysAreNotConfusedWithPadding) {
 
 TEST(Bitonic, PairsSizeMismatchIsAUsageError) {
   std::vector<std::uint32_t> k(3), v(2);
-  EXPECT_THROW(bitonic::sort_pairs(std::span<std::uint32_t>(k), std::span<std::uint32_t>(v), SortOptions{}), UsageError);
+  EXPECT_THROW(bitonic::sort_pairs(std::span<std::uint32_t>(k), std::span<std::uint32_t>(v), SortOptions{}),
+               UsageError);
 }
 
 TEST(Bitonic, NoGpuFallsBackOrRefuses) {
@@ -240,10 +242,11 @@ TEST(BitonicEngine, PlansExecutedShareByShareSort) {
         std::vector<std::uint64_t> v(p.padded());
         for (auto& x : v) x = rng();
         run_plan_share_by_share(p, v);
-        EXPECT_TRUE(std::is_sorted(v.begin(), v.end())) << policy << " " << devs.size() << " devices, cpu " << devs[0].capability;
+        EXPECT_TRUE(std::is_sorted(v.begin(), v.end()))
+            << policy << " " << devs.size() << " devices, cpu " << devs[0].capability;
       }
-  const bitonic::Plan cpu_gathers = bitonic::make_multi_plan(
-      1 << 10, {{"cpu", 0.6, 0, 0}, {"gpu0", 0.5, 0, 0}, {"gpu1", 0.5, 0, 0}}, 'c');
+  const bitonic::Plan cpu_gathers =
+      bitonic::make_multi_plan(1 << 10, {{"cpu", 0.6, 0, 0}, {"gpu0", 0.5, 0, 0}, {"gpu1", 0.5, 0, 0}}, 'c');
   EXPECT_EQ(cpu_gathers.gather, 0);
   EXPECT_EQ(cpu_gathers.devices[0].count, 0u);
   EXPECT_GT(cpu_gathers.concurrent_steps(), 0);

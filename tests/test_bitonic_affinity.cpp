@@ -58,8 +58,8 @@ TEST(BitonicAffinity, CandidatesOnTwoPackagesWithSmt) {
   // package-spread equals numa-spread here (one node per package) and is dropped.
   EXPECT_EQ(names(c), (std::vector<std::string>{"none", "compact", "scatter", "core", "numa-spread"}));
   EXPECT_FALSE(c[0].bound());
-  EXPECT_EQ(find(c, "compact").cpus, (Cpus{{0}, {4}, {1}, {5}}));   // SMT siblings together
-  EXPECT_EQ(find(c, "scatter").cpus, (Cpus{{0}, {2}, {1}, {3}}));   // packages, then cores
+  EXPECT_EQ(find(c, "compact").cpus, (Cpus{{0}, {4}, {1}, {5}}));  // SMT siblings together
+  EXPECT_EQ(find(c, "scatter").cpus, (Cpus{{0}, {2}, {1}, {3}}));  // packages, then cores
   EXPECT_EQ(find(c, "core").cpus, (Cpus{{0, 4}, {1, 5}, {2, 6}, {3, 7}}));
   EXPECT_EQ(find(c, "numa-spread").cpus, (Cpus{{0, 4, 1, 5}, {0, 4, 1, 5}, {2, 6, 3, 7}, {2, 6, 3, 7}}));
   EXPECT_EQ(find(c, "scatter").describe(), "scatter: 0 2 1 3");

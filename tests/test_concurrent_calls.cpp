@@ -45,7 +45,8 @@ bool same_rows(const mr::GroupBy& a, const mr::GroupBy& b) {
   if (a.rows.size() != b.rows.size()) return false;
   for (std::size_t i = 0; i < a.rows.size(); ++i) {
     const auto &x = a.rows[i], &y = b.rows[i];
-    if (x.key_bits != y.key_bits || x.count != y.count || x.dsum != y.dsum || x.dmin != y.dmin || x.dmax != y.dmax) return false;
+    if (x.key_bits != y.key_bits || x.count != y.count || x.dsum != y.dsum || x.dmin != y.dmin || x.dmax != y.dmax)
+      return false;
   }
   return true;
 }
@@ -75,7 +76,8 @@ TEST(ConcurrentCalls, CpuGroupByAndSortsFromFourThreads) {
       if (o.algorithm == SortAlgorithm::bitonic) o.threads = 2 * cpu_info().physical_cores + 1;
       auto keys = work[t].to_sort;
       tandem::sort(std::span<std::uint64_t>(keys), o);
-      if (keys != want_sorted[t]) failures[t] = "sort (" + std::string(to_string(o.algorithm)) + ") round " + std::to_string(r);
+      if (keys != want_sorted[t])
+        failures[t] = "sort (" + std::string(to_string(o.algorithm)) + ") round " + std::to_string(r);
     }
   };
   std::vector<std::thread> pool;

@@ -11,8 +11,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "tandem/table/csv.hpp"
 #include "tandem/core/error.hpp"
+#include "tandem/table/csv.hpp"
 #include "test_util.hpp"
 
 using namespace tandem;
@@ -227,8 +227,8 @@ TEST(Csv, NumbersOfEverySpelling) {
   EXPECT_TRUE(std::isnan(g[4]));
   EXPECT_EQ(g[5], 7.0);
   EXPECT_FALSE(t.column("g").present(6));
-  EXPECT_EQ(error_of("i\n1\n9223372036854775808\n").rfind(
-                "t.csv:3: column 1 ('i'): '9223372036854775808' is an integer beyond the range of i64", 0),
+  EXPECT_EQ(error_of("i\n1\n9223372036854775808\n")
+                .rfind("t.csv:3: column 1 ('i'): '9223372036854775808' is an integer beyond the range of i64", 0),
             0u);
   // A number followed by text is text: the column becomes str with every value as written.
   const Table s = read("a,b\n1,2\n12x,3\n-0,4\n");
@@ -238,8 +238,7 @@ TEST(Csv, NumbersOfEverySpelling) {
 }
 
 TEST(Csv, SchemaNamesSomeColumnsTheOthersAreInferred) {
-  const Table t = read("id,v,w,u\n001,5,1.25,7\n002,6,2,8\n",
-                       {.schema = parse_csv_schema("id:str,v:f32,u:u32")});
+  const Table t = read("id,v,w,u\n001,5,1.25,7\n002,6,2,8\n", {.schema = parse_csv_schema("id:str,v:f32,u:u32")});
   EXPECT_EQ(t.column("id").string(0), "001");
   EXPECT_EQ(t.column("v").numbers<float>()[1], 6.0f);
   EXPECT_EQ(t.column("w").type, ColumnType::f64);
@@ -255,7 +254,9 @@ TEST(Csv, SchemaNamesSomeColumnsTheOthersAreInferred) {
 }
 
 TEST(Csv, BlankLinesAndByteOrderMark) {
-  const Table t = read("\xEF\xBB\xBF" "a,b\n1,2\n\n3,4\r\n\r\n");
+  const Table t = read(
+      "\xEF\xBB\xBF"
+      "a,b\n1,2\n\n3,4\r\n\r\n");
   EXPECT_EQ(t.column(0).name, "a");
   EXPECT_EQ(t.rows(), 2u);
   const Table one = read("a\n1\n\n3\n");  // one column: a blank line is a missing value
@@ -288,7 +289,8 @@ TEST(Csv, MalformedFilesNameLineAndColumn) {
   EXPECT_EQ(error_of("a,b,a\n"), "t.csv:1: column 3: the header names column 1 'a' again");
   EXPECT_EQ(error_of("a,,c\n"), "t.csv:1: column 2: the header gives this column no name");
   EXPECT_EQ(error_of("a,\"x\xff\"\n"), "t.csv:1: column 2: the column name 'x\\xff' is not UTF-8");
-  EXPECT_EQ(error_of("a,\"b\n"), "t.csv:1: column 2: a quoted field that never ends (its opening quote has no closing quote)");
+  EXPECT_EQ(error_of("a,\"b\n"),
+            "t.csv:1: column 2: a quoted field that never ends (its opening quote has no closing quote)");
   // Lines count the line breaks inside quoted fields.
   EXPECT_EQ(error_of("a,v1\n\"x\ny\",1\n\"z\",q\n", v1_i64), "t.csv:4: column 2 ('v1'): 'q' is not an i64");
   // Numbers and strings in one inferred column make it str; no error.
@@ -339,7 +341,8 @@ Table random_table(std::size_t rows, std::uint64_t seed) {
     i64[r] = static_cast<std::int64_t>(rng());
     i32[r] = static_cast<std::int32_t>(rng());
     u64[r] = rng();
-    f64[r] = rng() % 3 == 0 ? specials[rng() % std::size(specials)] : std::ldexp(double(rng() >> 11), int(rng() % 80) - 60);
+    f64[r] =
+        rng() % 3 == 0 ? specials[rng() % std::size(specials)] : std::ldexp(double(rng() >> 11), int(rng() % 80) - 60);
     f32[r] = static_cast<float>(f64[r]);
   }
   auto some_missing = [&] { return make_validity(rows, [&](std::size_t) { return rng() % 4 != 0; }); };
@@ -415,7 +418,8 @@ TEST(Csv, WriterQuotesOnlyWhereNeeded) {
   t.add(make_string_column("s", {"plain", "a,b", "q\"", "", "x", " lead", "trail\t", "l\nf"},
                            make_validity(8, [](std::size_t i) { return i != 4; })));
   t.add(make_column<double>("d", {0.1, -0.0, std::nan(""), INFINITY, -INFINITY, 1e20, 3, 2.5}));
-  t.add(make_column<std::int32_t>("n", {1, -2, 3, 4, 5, 6, 7, 8}, make_validity(8, [](std::size_t i) { return i != 2; })));
+  t.add(make_column<std::int32_t>("n", {1, -2, 3, 4, 5, 6, 7, 8},
+                                  make_validity(8, [](std::size_t i) { return i != 2; })));
   EXPECT_EQ(csv_of(t),
             "s,d,n\n"
             "plain,0.1,1\n"
@@ -454,7 +458,7 @@ TEST(Csv, PandasReadsTheWrittenValues) {
   const double specials[] = {-0.0, std::nan(""), INFINITY, -INFINITY, 0.1, 1e-300, 123456789.125};
   for (std::size_t r = 0; r < n; ++r) {
     do s[r] = tricky_string(rng);
-    while (s[r].empty() || s[r].find('\xff') != std::string::npos);  // pandas wants UTF-8
+    while (s[r].empty() || s[r].find('\xff') != std::string::npos);        // pandas wants UTF-8
     i[r] = static_cast<std::int64_t>(rng() >> 11) * (rng() % 2 ? 1 : -1);  // pandas' Int64 passes through f64
     f[r] = rng() % 2 ? specials[rng() % std::size(specials)] : std::ldexp(double(rng() >> 11), int(rng() % 40) - 20);
   }

@@ -44,8 +44,7 @@ TEST(DevicePool, ObjectOfAThrowingUserIsDropped) {
   try {
     auto a = pool.borrow(0);
     throw std::runtime_error("engine failed half-way");
-  } catch (const std::runtime_error&) {
-  }
+  } catch (const std::runtime_error&) {}
   EXPECT_EQ(pool.idle(0), 0u);
   { auto b = pool.borrow(0); }
   EXPECT_EQ(pool.idle(0), 1u);

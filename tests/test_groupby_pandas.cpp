@@ -41,7 +41,8 @@ void write_table(const Table& t, const std::string& path) {
   for (std::size_t c = 0; c < t.num_columns(); ++c) out << (c ? "," : "") << t.column(c).name;
   out << '\n';
   for (std::size_t i = 0; i < t.rows(); ++i)
-    for (std::size_t c = 0; c < t.num_columns(); ++c) out << cell_text(t.column(c), i) << (c + 1 < t.num_columns() ? ',' : '\n');
+    for (std::size_t c = 0; c < t.num_columns(); ++c)
+      out << cell_text(t.column(c), i) << (c + 1 < t.num_columns() ? ',' : '\n');
 }
 
 std::vector<std::vector<std::string>> read_rows(const std::string& path) {
@@ -78,7 +79,8 @@ TEST(GroupByPandas, SameAnswersAsPandasOnGeneratedData) {
   const Table t = generate_groupby_table({.rows = 30000, .k = 10, .nas_percent = 5, .seed = 3});
   write_table(t, dir.file("data.csv"));
   std::ofstream(dir.file("g.py")) << kScript;
-  for (const std::vector<std::string>& by : {std::vector<std::string>{"id1", "id4"}, {"id3"}, {"id6"}, {"id2", "id5", "id1"}}) {
+  for (const std::vector<std::string>& by :
+       {std::vector<std::string>{"id1", "id4"}, {"id3"}, {"id6"}, {"id2", "id5", "id1"}}) {
     const std::string keys = fmt::format("{}", fmt::join(by, ","));
     const std::string cmd = fmt::format("/usr/bin/python3 {} {} {} {}", dir.file("g.py"), dir.file("data.csv"),
                                         dir.file("pandas.csv"), keys);

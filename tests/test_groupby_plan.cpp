@@ -28,7 +28,7 @@ TEST(GroupByPlan, ManyGroupsOrHolisticAggregationsPartitionTheGroupIds) {
     for (const bool holistic : {false, true}) {
       const auto p = plan_aggregation(10'000'000, groups, holistic ? 8 : 4096, holistic, 2);
       if (!p.partitioned) continue;
-      EXPECT_GE(p.partitions << p.partition_shift, groups) << groups;      // every group id has a partition
+      EXPECT_GE(p.partitions << p.partition_shift, groups) << groups;        // every group id has a partition
       EXPECT_LT((p.partitions - 1) << p.partition_shift, groups) << groups;  // and no partition is empty of ids
       EXPECT_LE(p.partitions, 4096u);
     }

@@ -95,19 +95,27 @@ TEST(GroupByTable, WideKeysAreRankedBySortingAndTheirCombinationToo) {
   Table t;
   for (int k = 0; k < 4; ++k) t.add(random_column(rng, fmt::format("k{}", k), ColumnType::i64, 70000, 65000, 0.0));
   t.add(random_column(rng, "v_f64", ColumnType::f64, 70000, 1000, 0.0));
-  const auto spec = spec_of(t, {aggregation(AggOp::count_rows), aggregation(AggOp::sum, "v_f64"), aggregation(AggOp::last, "v_f64")});
+  const auto spec =
+      spec_of(t, {aggregation(AggOp::count_rows), aggregation(AggOp::sum, "v_f64"), aggregation(AggOp::last, "v_f64")});
   const auto r = on_cpu(t, spec);
   EXPECT_NE(r.report.explain().find("radix sort"), std::string::npos) << r.report.explain();
   expect_matches(r.table, reference_groupby(t, spec), "wide keys");
 }
 
 TEST(GroupByTable, LongAndShortStringKeys) {
-  std::vector<std::string> v = {"a much longer string than sixteen bytes", "", "x", "a much longer string than sixteen bytez",
-                                "x", "", "\xc3\xa9", "a,\"b\"\n"};
+  std::vector<std::string> v = {"a much longer string than sixteen bytes",
+                                "",
+                                "x",
+                                "a much longer string than sixteen bytez",
+                                "x",
+                                "",
+                                "\xc3\xa9",
+                                "a,\"b\"\n"};
   Table t;
   t.add(make_string_column("k", v, make_validity(v.size(), [](std::size_t i) { return i != 5; })));
   t.add(make_column<std::int32_t>("v", {1, 2, 3, 4, 5, 6, 7, 8}));
-  const GroupBySpec spec{{"k"}, {aggregation(AggOp::count_rows), aggregation(AggOp::sum, "v"), aggregation(AggOp::first, "k")}};
+  const GroupBySpec spec{
+      {"k"}, {aggregation(AggOp::count_rows), aggregation(AggOp::sum, "v"), aggregation(AggOp::first, "k")}};
   const auto r = on_cpu(t, spec);
   ASSERT_EQ(r.table.rows(), 7u);  // "", "a,\"b\"\n", 2 long ones, "x", "é", missing
   EXPECT_EQ(r.table.column("k").string(0), "");
@@ -205,7 +213,8 @@ TEST(GroupByTable, IntegerSumOverflowNamesTheColumn) {
   Table fits;
   fits.add(make_column<std::int32_t>("k", {2, 2, 2}));
   fits.add(make_column<std::int64_t>("big", {INT64_MAX, 1, -1}));
-  EXPECT_EQ(on_cpu(fits, {{"k"}, {aggregation(AggOp::sum, "big")}}).table.column("sum_big").numbers<std::int64_t>()[0], INT64_MAX);
+  EXPECT_EQ(on_cpu(fits, {{"k"}, {aggregation(AggOp::sum, "big")}}).table.column("sum_big").numbers<std::int64_t>()[0],
+            INT64_MAX);
 }
 
 TEST(GroupByTable, OneAndManyThreadsGiveIdenticalResults) {
@@ -234,8 +243,9 @@ TEST(GroupByTable, ClusteredKeysLeaveRowRangesWithoutSomeGroups) {
   t.add(make_column("k", k));
   t.add(random_column(rng, "v_f64", ColumnType::f64, n, 5000, 0.3));
   t.add(random_column(rng, "v_str", ColumnType::str, n, 20, 0.3));
-  const GroupBySpec s{{"k"}, parse_aggregations("first(v_f64),last(v_f64),first(v_str),last(v_str),min(v_str),"
-                                               "max(v_f64),sum(v_f64),mean(v_f64),var(v_f64),count(v_f64)")};
+  const GroupBySpec s{{"k"},
+                      parse_aggregations("first(v_f64),last(v_f64),first(v_str),last(v_str),min(v_str),"
+                                         "max(v_f64),sum(v_f64),mean(v_f64),var(v_f64),count(v_f64)")};
   expect_matches(on_cpu(t, s, 3).table, reference_groupby(t, s), "clustered");
 }
 
@@ -256,8 +266,8 @@ TEST(GroupByTable, TwoHostThreadsCallGroupByAtOnce) {
 TEST(GroupByTable, GeneratedBenchmarkDataMatchesTheReference) {
   const Table t = generate_groupby_table({.rows = 20000, .k = 10, .nas_percent = 5});
   const auto aggs = parse_aggregations("sum(v1),mean(v3),max(v1),min(v2),median(v3),std(v3),top(v3,2),count()");
-  for (const auto& by : std::vector<std::vector<std::string>>{{"id1"}, {"id1", "id2"}, {"id3"}, {"id4"}, {"id6"},
-                                                               {"id1", "id2", "id3", "id4", "id5", "id6"}})
+  for (const auto& by : std::vector<std::vector<std::string>>{
+           {"id1"}, {"id1", "id2"}, {"id3"}, {"id4"}, {"id6"}, {"id1", "id2", "id3", "id4", "id5", "id6"}})
     expect_reference(t, {by, aggs}, "by " + by.front() + " (" + std::to_string(by.size()) + " columns)");
 }
 
@@ -293,10 +303,15 @@ TEST(GroupByTable, ParsesAggregationText) {
   EXPECT_EQ(output_names(a[3]), std::vector<std::string>{"q0.9_v3"});
   EXPECT_EQ(output_names(a[4]), (std::vector<std::string>{"best1", "best2"}));
   EXPECT_EQ(output_names(a[5]), std::vector<std::string>{"n"});
-  EXPECT_EQ(output_names([] { auto a = aggregation(AggOp::top, "v3"); a.n = 2; return a; }()), (std::vector<std::string>{"top1_v3", "top2_v3"}));
+  EXPECT_EQ(output_names([] {
+              auto a = aggregation(AggOp::top, "v3");
+              a.n = 2;
+              return a;
+            }()),
+            (std::vector<std::string>{"top1_v3", "top2_v3"}));
   EXPECT_EQ(to_string(AggOp::nunique), "nunique");
-  for (const char* bad : {"", "sum", "sum()", "avg(v1)", "sum(v1,v2)", "quantile(v1)", "quantile(v1,1.5)",
-                          "top(v1,0)", "top(v1,x)", "sum(v1) named", "sum(v1),,count()", "count(a,b)", "sum(v1) as"})
+  for (const char* bad : {"", "sum", "sum()", "avg(v1)", "sum(v1,v2)", "quantile(v1)", "quantile(v1,1.5)", "top(v1,0)",
+                          "top(v1,x)", "sum(v1) named", "sum(v1),,count()", "count(a,b)", "sum(v1) as"})
     EXPECT_THROW((void)parse_aggregations(bad), UsageError) << bad;
   try {
     (void)parse_aggregations("sum(v1),avg(v2)");

@@ -18,8 +18,8 @@ TEST(GridFor, CoversTheItemsWithinTheCap) {
   EXPECT_EQ(gpu::grid_for(256, 256, 100), 1u);
   EXPECT_EQ(gpu::grid_for(257, 256, 100), 2u);
   EXPECT_EQ(gpu::grid_for(std::uint64_t{1} << 40, 256, 4096), 4096u);  // capped
-  EXPECT_EQ(gpu::grid_for(10, 1, 3), 3u);                            // blocks as items
-  EXPECT_EQ(gpu::grid_for(10, 1, 0), 1u);                            // a cap of 0 still launches one
+  EXPECT_EQ(gpu::grid_for(10, 1, 3), 3u);                              // blocks as items
+  EXPECT_EQ(gpu::grid_for(10, 1, 0), 1u);                              // a cap of 0 still launches one
 }
 
 TEST(Hash, KeyHashIsTheFinaliserOfItsWidth) {

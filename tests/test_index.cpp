@@ -16,7 +16,7 @@ using namespace tandem;
 using namespace tandem::index;
 
 namespace {
-const std::vector<Dims3> kShapes = {{1, 1, 1},  {5, 70, 10}, {3, 1, 7},   {1, 9, 1},   {7, 7, 7},
+const std::vector<Dims3> kShapes = {{1, 1, 1},   {5, 70, 10}, {3, 1, 7},   {1, 9, 1},  {7, 7, 7},
                                     {32, 64, 1}, {100, 2, 2}, {33, 31, 1}, {1, 1, 13}, {17, 1, 3}};
 
 std::vector<std::uint64_t> steps_for(Dims3 d) {
@@ -70,8 +70,10 @@ TEST(IndexCarry, StepsBeyondTheDomainGrowZ) {
 TEST(IndexCarry, ZeroStepAndZeroDimsRejected) {
   EXPECT_THROW(make_step(0, Dims3{4, 4, 4}), UsageError);
   EXPECT_THROW(walk(Dims3{4, 4, 4}, 0, 0, [](auto, auto) {}), UsageError);
-  EXPECT_THROW((make_carry_plan<2>(std::array<std::uint32_t, 2>{3, 4}, std::array<std::int64_t, 2>{1, 3}, 0)), UsageError);
-  EXPECT_THROW((make_carry_plan<2>(std::array<std::uint32_t, 2>{0, 4}, std::array<std::int64_t, 2>{1, 3}, 1)), UsageError);
+  EXPECT_THROW((make_carry_plan<2>(std::array<std::uint32_t, 2>{3, 4}, std::array<std::int64_t, 2>{1, 3}, 0)),
+               UsageError);
+  EXPECT_THROW((make_carry_plan<2>(std::array<std::uint32_t, 2>{0, 4}, std::array<std::int64_t, 2>{1, 3}, 1)),
+               UsageError);
   EXPECT_THROW(make_dims(0, 3, 3), UsageError);
   EXPECT_THROW(make_dims(3, 3, 0), UsageError);
 }
@@ -233,12 +235,14 @@ TEST(IndexPack, LargerDomainsUseWiderWords) {
 TEST(IndexWarp, ThirtyTwoIndicesPerStepMatchDivMod) {
   for (const Dims3 d : kShapes) {
     std::uint64_t produced = 0;
-    const std::uint64_t warps = generate_warps(d, [&](std::uint64_t w, const Index3<std::uint32_t>* lanes, std::uint32_t count) {
-      const std::uint64_t want = std::min<std::uint64_t>(kWarp, d.count() - w * kWarp);
-      ASSERT_EQ(count, want);
-      for (std::uint32_t l = 0; l < count; ++l) ASSERT_EQ(lanes[l], index_of<std::uint32_t>(std::uint32_t(w * kWarp + l), d));
-      produced += count;
-    });
+    const std::uint64_t warps =
+        generate_warps(d, [&](std::uint64_t w, const Index3<std::uint32_t>* lanes, std::uint32_t count) {
+          const std::uint64_t want = std::min<std::uint64_t>(kWarp, d.count() - w * kWarp);
+          ASSERT_EQ(count, want);
+          for (std::uint32_t l = 0; l < count; ++l)
+            ASSERT_EQ(lanes[l], index_of<std::uint32_t>(std::uint32_t(w * kWarp + l), d));
+          produced += count;
+        });
     EXPECT_EQ(produced, d.count());
     EXPECT_EQ(warps, (d.count() + 31) / 32);
   }
@@ -386,7 +390,8 @@ TEST(IndexGather, EveryMethodGivesTheSameBytes) {
     for (Method m : {Method::div, Method::magic, Method::carry, Method::packed, Method::plain3d}) {
       std::vector<float> out(d.count(), 12345.0f);
       gather_cpu(in.data(), out.data(), s, m, &table);
-      EXPECT_EQ(0, std::memcmp(out.data(), ref.data(), out.size() * sizeof(float))) << to_string(m) << " " << to_string(d);
+      EXPECT_EQ(0, std::memcmp(out.data(), ref.data(), out.size() * sizeof(float)))
+          << to_string(m) << " " << to_string(d);
     }
     std::vector<float> out(d.count());
     EXPECT_THROW(gather_cpu(in.data(), out.data(), s, Method::packed, nullptr), UsageError);
@@ -404,6 +409,6 @@ TEST(IndexDims, ParseAndLimits) {
     EXPECT_THROW(parse_dims(bad), UsageError) << bad;
   EXPECT_THROW(parse_dims("70000x70000x1"), UsageError);  // over 2^32 in 32-bit mode
   EXPECT_EQ(parse_dims("70000x70000x1", false).count(), 4900000000ull);
-  EXPECT_EQ(parse_dims("65536x65536x1").count(), 1ull << 32);  // exactly 2^32 is allowed
+  EXPECT_EQ(parse_dims("65536x65536x1").count(), 1ull << 32);     // exactly 2^32 is allowed
   EXPECT_THROW(parse_dims("4294967296x1x1", false), UsageError);  // an extent of 2^32
 }

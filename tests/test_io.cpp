@@ -114,7 +114,8 @@ TEST(NpyHeader, HugeAndHostileHeadersAreBounded) {
   // A 30,000-character field once overflowed the stack inside std::regex.
   const std::string long_field = "{'descr': '" + std::string(30000, 'u') + "', 'fortran_order': False, 'shape': (1,)}";
   EXPECT_NO_THROW(io::parse_npy_header(long_field, "x"));
-  const std::string long_shape = "{'descr': '<u4', 'fortran_order': False, 'shape': (" + std::string(30000, '7') + ",)}";
+  const std::string long_shape =
+      "{'descr': '<u4', 'fortran_order': False, 'shape': (" + std::string(30000, '7') + ",)}";
   EXPECT_TRUE(contains(input_error([&] { io::parse_npy_header(long_shape, "x"); }), "does not fit in 64 bits"));
   std::string many_dims = "{'descr': '<u4', 'fortran_order': False, 'shape': (";
   for (int i = 0; i < 100; ++i) many_dims += "1,";
@@ -124,15 +125,13 @@ TEST(NpyHeader, HugeAndHostileHeadersAreBounded) {
   for (std::size_t n = 0; n <= good.size(); ++n) {
     try {
       io::parse_npy_header(good.substr(0, n), "x");
-    } catch (const InputError&) {
-    }
+    } catch (const InputError&) {}
     for (char c : {'\0', '\'', '"', '(', ')', '{', '}', ',', ':', '-', '9', '\xff'}) {
       std::string s = good;
       if (n < s.size()) s[n] = c;
       try {
         io::parse_npy_header(s, "x");
-      } catch (const InputError&) {
-      }
+      } catch (const InputError&) {}
     }
   }
 }
@@ -166,9 +165,11 @@ TEST(NpyRead, ShapeFromTheHeaderIsChecked) {
 TEST(NpyRead, LongHeaderFieldIsAnErrorNotACrash) {
   TempDir dir;
   const std::string p = dir.file("long.npy");
-  write_file(p, npy_bytes("{'descr': '<u4', 'fortran_order': False, 'shape': (1,), 'x': '" + std::string(27000, 'a') + "'}"));
+  write_file(
+      p, npy_bytes("{'descr': '<u4', 'fortran_order': False, 'shape': (1,), 'x': '" + std::string(27000, 'a') + "'}"));
   EXPECT_TRUE(contains(input_error([&] { io::read_array(p, DType::u32); }), "unknown key 'x'"));
-  write_file(p, npy_bytes("{'descr': '" + std::string(27000, '<') + "', 'fortran_order': False, 'shape': (1,)}", "abcd"));
+  write_file(p,
+             npy_bytes("{'descr': '" + std::string(27000, '<') + "', 'fortran_order': False, 'shape': (1,)}", "abcd"));
   EXPECT_TRUE(contains(input_error([&] { io::read_array(p, DType::u32); }), "type mismatch"));
 }
 
@@ -189,7 +190,8 @@ TEST(StreamedInput, FifoRawAndNpy) {
   const std::string p = dir.file("g.npy");
   ASSERT_EQ(::mkfifo(p.c_str(), 0600), 0);
   for (const std::string& data : {raw.substr(0, 8), raw + raw}) {
-    std::thread writer([&] { write_file(p, npy_bytes("{'descr': '<u4', 'fortran_order': False, 'shape': (5,), }", data)); });
+    std::thread writer(
+        [&] { write_file(p, npy_bytes("{'descr': '<u4', 'fortran_order': False, 'shape': (5,), }", data)); });
     const std::string m = input_error([&] { io::read_array(p, DType::u32); });
     writer.join();
     EXPECT_TRUE(contains(m, "promises 5 elements (20 bytes) but")) << m;
@@ -278,7 +280,8 @@ TEST(Output, SymlinkToAFileReplacesTheTargetAndKeepsTheLink) {
   // A loop of links is an error naming the path.
   fs::create_symlink("loop-b", dir.file("loop-a"));
   fs::create_symlink("loop-a", dir.file("loop-b"));
-  EXPECT_TRUE(contains(input_error([&] { io::AtomicOutput o(dir.file("loop-a")); }), "too many levels of symbolic links"));
+  EXPECT_TRUE(
+      contains(input_error([&] { io::AtomicOutput o(dir.file("loop-a")); }), "too many levels of symbolic links"));
 }
 
 TEST(Output, NothingIsCreatedBeforeTheFirstWrite) {

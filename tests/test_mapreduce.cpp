@@ -235,7 +235,7 @@ TEST(MapReduceGenerators, ZipfShapeAndDeterminism) {
 // over the CDF, drawing the same random numbers (one chunk of 2^16 records: one RNG stream).
 TEST(MapReduceGenerators, ZipfGuideTableEqualsFullSearch) {
   const std::vector<std::pair<std::uint64_t, double>> cases{{1, 0.0},      {7, 1.0},      {1000, 0.0}, {1000, 1.5},
-                                                             {100000, 1.0}, {100000, 2.0}, {65537, 0.5}};
+                                                            {100000, 1.0}, {100000, 2.0}, {65537, 0.5}};
   for (const auto& [distinct, s] : cases) {
     const std::size_t n = 20000;
     const std::uint64_t seed = 17;
@@ -250,7 +250,8 @@ TEST(MapReduceGenerators, ZipfGuideTableEqualsFullSearch) {
     std::mt19937_64 rng(mix64(seed * 0x9E3779B97F4A7C15ULL + 0));
     for (std::size_t i = 0; i < n; ++i) {
       const double u = double(rng() >> 11) * 0x1.0p-53;
-      const auto want = std::min<std::uint64_t>(distinct - 1, std::uint64_t(std::upper_bound(cdf.begin(), cdf.end(), u) - cdf.begin()));
+      const auto want = std::min<std::uint64_t>(
+          distinct - 1, std::uint64_t(std::upper_bound(cdf.begin(), cdf.end(), u) - cdf.begin()));
       ASSERT_EQ(got[i], want) << "distinct " << distinct << " s " << s << " i " << i;
     }
   }
@@ -265,7 +266,8 @@ TEST(MapReduceTwoChoice, PlacesEveryKeyAtOneOfItsSlots) {
     for (int shape = 0; shape < 3; ++shape) {
       std::vector<std::uint32_t> keys(n);
       for (std::size_t i = 0; i < n; ++i)
-        keys[i] = shape == 0 ? static_cast<std::uint32_t>(rng()) : (shape == 1 ? static_cast<std::uint32_t>(i) : static_cast<std::uint32_t>(i << 20));
+        keys[i] = shape == 0 ? static_cast<std::uint32_t>(rng())
+                             : (shape == 1 ? static_cast<std::uint32_t>(i) : static_cast<std::uint32_t>(i << 20));
       if (n > 10) {
         keys[3] = 0xffffffffu;  // the empty marker: not placed
         keys[4] = keys[5];      // a duplicate: placed once
@@ -280,7 +282,8 @@ TEST(MapReduceTwoChoice, PlacesEveryKeyAtOneOfItsSlots) {
       for (std::uint32_t j = 0; j < S; ++j)
         if (table[j] != 0xffffffffu) {
           ++seen[table[j]];
-          EXPECT_TRUE(tc::slot1(table[j], S) == j || tc::slot2(table[j], seed, S) == j) << "key " << table[j] << " at " << j;
+          EXPECT_TRUE(tc::slot1(table[j], S) == j || tc::slot2(table[j], seed, S) == j)
+              << "key " << table[j] << " at " << j;
         }
       for (auto k : keys) {
         if (k == 0xffffffffu) {
@@ -322,19 +325,18 @@ TEST(MapReduceDistinctEstimate, ChaoBelowGoodTuringAboveOnRealSamples) {
   const std::size_t M = 2'000'000;
   for (double z : {0.0, 1.0, 2.0}) {
     const auto keys = mr::zipf_keys_u32(M, 200'000, z, 5);
-    const double truth = double(std::unordered_map<std::uint32_t, int>(
-                                    [&] {
-                                      std::unordered_map<std::uint32_t, int> m;
-                                      for (auto k : keys) m[k] = 1;
-                                      return m;
-                                    }())
+    const double truth = double(std::unordered_map<std::uint32_t, int>([&] {
+                                  std::unordered_map<std::uint32_t, int> m;
+                                  for (auto k : keys) m[k] = 1;
+                                  return m;
+                                }())
                                     .size());
     const auto s = sample_of(keys, M / 100);
     const auto e = de::estimate(s, 1e12);
     EXPECT_GE(e.chao1, s.distinct) << z;
     EXPECT_LE(e.chao1, e.upper) << z;
-    EXPECT_GE(e.upper, truth) << z;            // the bound holds
-    EXPECT_EQ(e.keys, e.upper) << z;           // cheap: sized for the bound
+    EXPECT_GE(e.upper, truth) << z;   // the bound holds
+    EXPECT_EQ(e.keys, e.upper) << z;  // cheap: sized for the bound
     if (z == 0.0) {
       EXPECT_NEAR(e.chao1, truth, 0.1 * truth);
     } else {
@@ -361,10 +363,10 @@ TEST(MapReduceBuckets, SizesAndPlacementAtFourFifthsLoad) {
   namespace bk = tandem::mr::buckets;
   EXPECT_EQ(bk::buckets_for(0), 1u);
   EXPECT_EQ(bk::buckets_for(1), 1u);
-  EXPECT_EQ(bk::buckets_for(16), 5u);   // 16 keys at 4/5 of 4 ways: 5 buckets
+  EXPECT_EQ(bk::buckets_for(16), 5u);  // 16 keys at 4/5 of 4 ways: 5 buckets
   EXPECT_EQ(bk::buckets_for(17), 6u);
   EXPECT_EQ(bk::capacity(20), 16u);
-  EXPECT_EQ(bk::capacity(23), 16u);     // whole buckets only
+  EXPECT_EQ(bk::capacity(23), 16u);  // whole buckets only
   for (std::uint32_t slots : {4u, 20u, 100u, 6143u, 12288u, 18430u}) {
     const std::uint32_t h = bk::capacity(slots);
     EXPECT_LE(bk::kWays * bk::buckets_for(h), std::max(slots / bk::kWays * bk::kWays, bk::kWays)) << slots;
@@ -374,7 +376,8 @@ TEST(MapReduceBuckets, SizesAndPlacementAtFourFifthsLoad) {
     for (int shape = 0; shape < 3; ++shape) {
       std::vector<std::uint32_t> keys(n);
       for (std::uint32_t i = 0; i < n; ++i)
-        keys[i] = shape == 0 ? static_cast<std::uint32_t>(rng()) : (shape == 1 ? i : i << 12);  // random, dense, strided
+        keys[i] =
+            shape == 0 ? static_cast<std::uint32_t>(rng()) : (shape == 1 ? i : i << 12);  // random, dense, strided
       std::sort(keys.begin(), keys.end());
       keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
       if (keys.size() > 10) keys[3] = 0xffffffffu;  // the empty marker: not placed
@@ -389,7 +392,8 @@ TEST(MapReduceBuckets, SizesAndPlacementAtFourFifthsLoad) {
         if (table[j] != 0xffffffffu) {
           ++seen[table[j]];
           const std::uint32_t b = j / bk::kWays;
-          EXPECT_TRUE(b == bk::bucket1(table[j], nb) || b == bk::bucket2(table[j], nb)) << "key " << table[j] << " in bucket " << b;
+          EXPECT_TRUE(b == bk::bucket1(table[j], nb) || b == bk::bucket2(table[j], nb))
+              << "key " << table[j] << " in bucket " << b;
         }
       for (auto k : keys) {
         if (k == 0xffffffffu) continue;
@@ -421,7 +425,8 @@ TEST(MapReduceBuckets, SizesAndPlacementAtFourFifthsLoad) {
 // ---- i64 sums beyond i64, float sums independent of the thread count ----
 
 namespace {
-std::string groupby_error(const std::vector<std::int64_t>& keys, const std::vector<std::int64_t>& vals, const mr::Options& o) {
+std::string groupby_error(const std::vector<std::int64_t>& keys, const std::vector<std::int64_t>& vals,
+                          const mr::Options& o) {
   try {
     mr::groupby(DType::i64, keys.data(), keys.size(), DType::i64, vals.data(), vals.size(), true, o);
   } catch (const InputError& e) {
@@ -440,7 +445,8 @@ TEST(MapReduceGroupBy, I64SumBeyondRangeIsAnInputErrorOnEveryThreadCount) {
       const std::string up = groupby_error({-42, -42}, {top, 1}, o);
       EXPECT_NE(up.find("sum of the values of key -42 overflows i64"), std::string::npos) << up;
       EXPECT_NE(up.find("above"), std::string::npos) << up;
-      EXPECT_NE(groupby_error({7, 7, 1}, {bottom, -1, 5}, o).find("key 7 overflows i64 (it is below"), std::string::npos);
+      EXPECT_NE(groupby_error({7, 7, 1}, {bottom, -1, 5}, o).find("key 7 overflows i64 (it is below"),
+                std::string::npos);
       // The running sum leaves the range, the sum does not: exact, whatever the order.
       std::vector<std::int64_t> k{1, 1, 1, 2, 2}, v{top, 1, -1, bottom, top};
       auto g = mr::groupby(DType::i64, k.data(), k.size(), DType::i64, v.data(), v.size(), true, o);
@@ -513,7 +519,8 @@ TEST(MapReduceGroupBy, FloatSumsAreTheSameOnEveryThreadCountAndRun) {
     for (int run = 0; run < (threads == 8 ? 5 : 1); ++run) {
       auto g = mr::groupby(DType::u32, keys.data(), n, DType::f64, vals.data(), n, true, cpu(threads));
       ASSERT_EQ(g.rows.size(), want.size());
-      for (const auto& r : g.rows) ASSERT_EQ(r.dsum, want.at(std::uint32_t(r.key_bits))) << threads << " threads, key " << r.key_bits;
+      for (const auto& r : g.rows)
+        ASSERT_EQ(r.dsum, want.at(std::uint32_t(r.key_bits))) << threads << " threads, key " << r.key_bits;
     }
   // With a table limit the spills split blocks, but at the same points on every thread count.
   const auto one = mr::groupby(DType::u32, keys.data(), n, DType::f64, vals.data(), n, true, cpu(1, 50));

@@ -60,10 +60,8 @@ void gilbert_ref(std::int64_t x, std::int64_t y, std::int64_t ax, std::int64_t a
 
 std::vector<Block> gilbert(Grid g) {
   std::vector<Block> out;
-  if (g.w >= g.h)
-    gilbert_ref(0, 0, g.w, 0, 0, g.h, out);
-  else
-    gilbert_ref(0, 0, 0, g.h, g.w, 0, out);
+  if (g.w >= g.h) gilbert_ref(0, 0, g.w, 0, 0, g.h, out);
+  else gilbert_ref(0, 0, 0, g.h, g.w, 0, out);
   return out;
 }
 
@@ -77,8 +75,10 @@ TEST(Schedule, SimpleStylesExhaustiveSmallGrids) {
         ASSERT_EQ(bijection_error(s, g), "") << to_string(s) << " on " << w << "x" << h;
       // Every tile size up to 16x16 grids; on larger grids a spread of sizes, edges included.
       std::vector<std::uint32_t> tws, ths;
-      for (std::uint32_t t = 1; t <= w; ++t) if (w <= 16 || t <= 3 || t == 5 || t + 1 >= w || t == w / 2) tws.push_back(t);
-      for (std::uint32_t t = 1; t <= h; ++t) if (h <= 16 || t <= 3 || t == 5 || t + 1 >= h || t == h / 2) ths.push_back(t);
+      for (std::uint32_t t = 1; t <= w; ++t)
+        if (w <= 16 || t <= 3 || t == 5 || t + 1 >= w || t == w / 2) tws.push_back(t);
+      for (std::uint32_t t = 1; t <= h; ++t)
+        if (h <= 16 || t <= 3 || t == 5 || t + 1 >= h || t == h / 2) ths.push_back(t);
       for (std::uint32_t tw : tws)
         for (std::uint32_t th : ths)
           ASSERT_EQ(bijection_error(Schedule::tiled(tw, th), g), "") << tw << "x" << th << " on " << w << "x" << h;
@@ -238,10 +238,27 @@ TEST(Schedule, ParseAndPrint) {
     EXPECT_EQ(to_string(parse_schedule(t)), t);
   EXPECT_EQ(parse_schedule("tiled:3x5"), Schedule::tiled(3, 5));
   EXPECT_EQ(parse_schedule("strided:7:1"), Schedule::strided(7, 1));
-  for (const char* bad : {"", "morton", "Sequential", "sequential:2", "strided", "strided:4", "strided:0:1",
-                          "strided:1:0", "strided:a:1", "strided:-1:2", "strided:1:2:3", "tiled", "tiled:8",
-                          "tiled:0x4", "tiled:4x", "tiled:x4", "tiled:4x4x4", "tiled:8X4", "hilbert:1",
-                          "strided:99999999999:1", "zigzag:"})
+  for (const char* bad : {"",
+                          "morton",
+                          "Sequential",
+                          "sequential:2",
+                          "strided",
+                          "strided:4",
+                          "strided:0:1",
+                          "strided:1:0",
+                          "strided:a:1",
+                          "strided:-1:2",
+                          "strided:1:2:3",
+                          "tiled",
+                          "tiled:8",
+                          "tiled:0x4",
+                          "tiled:4x",
+                          "tiled:x4",
+                          "tiled:4x4x4",
+                          "tiled:8X4",
+                          "hilbert:1",
+                          "strided:99999999999:1",
+                          "zigzag:"})
     EXPECT_THROW(parse_schedule(bad), UsageError) << bad;
   try {
     parse_schedule("morton");
@@ -255,9 +272,9 @@ TEST(Schedule, ParametersThatDoNotFitTheGrid) {
   EXPECT_THROW(validate(Schedule::tiled(9, 2), Grid{8, 8}), UsageError);
   EXPECT_THROW(validate(Schedule::tiled(2, 9), Grid{8, 8}), UsageError);
   EXPECT_NO_THROW(validate(Schedule::tiled(8, 8), Grid{8, 8}));
-  EXPECT_THROW(validate(Schedule::strided(5, 1), Grid{2, 2}), UsageError);   // 4 groups, stride 5
-  EXPECT_THROW(validate(Schedule::strided(1, 5), Grid{2, 2}), UsageError);   // group larger than grid
-  EXPECT_THROW(validate(Schedule::strided(3, 2), Grid{2, 2}), UsageError);   // 2 groups, stride 3
+  EXPECT_THROW(validate(Schedule::strided(5, 1), Grid{2, 2}), UsageError);  // 4 groups, stride 5
+  EXPECT_THROW(validate(Schedule::strided(1, 5), Grid{2, 2}), UsageError);  // group larger than grid
+  EXPECT_THROW(validate(Schedule::strided(3, 2), Grid{2, 2}), UsageError);  // 2 groups, stride 3
   EXPECT_NO_THROW(validate(Schedule::strided(2, 2), Grid{2, 2}));
   EXPECT_THROW(validate(Schedule::sequential(), Grid{0, 4}), UsageError);
   EXPECT_THROW(order(Schedule::hilbert(), Grid{4, 0}), UsageError);

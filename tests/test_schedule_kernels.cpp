@@ -147,8 +147,8 @@ TEST(ScheduleKernels, ProfilePlanRespectsBudget) {
   ASSERT_EQ(q.candidates.size(), 1u);  // the incumbent only
   // The incumbent is the fallback, and with a ranking only its top few and sequential are profiled.
   o.fallback = Schedule::hilbert();
-  o.ranking = {Schedule::hilbert(), Schedule::tiled(4, 4), Schedule::strided(512, 1), Schedule::zigzag(),
-               Schedule::tiled(16, 16), Schedule::sequential()};
+  o.ranking = {Schedule::hilbert(), Schedule::tiled(4, 4),   Schedule::strided(512, 1),
+               Schedule::zigzag(),  Schedule::tiled(16, 16), Schedule::sequential()};
   auto ranked = plan_profile(g, o, 2112);
   ASSERT_TRUE(ranked.why_not.empty());
   EXPECT_EQ(ranked.candidates, (std::vector<Schedule>{Schedule::hilbert(), Schedule::sequential(),
@@ -256,13 +256,16 @@ TEST(ScheduleKernels, RescaleKeepsTheOrderShape) {
       if (s.style != Style::strided || s.a != g.w) continue;
       ASSERT_TRUE(fits(r, p)) << to_string(s) << " on " << p.w << "x" << p.h;
       const auto ord = order(r, p);
-      for (std::uint64_t i = 0; i < ord.size(); ++i) ASSERT_EQ(ord[i], (Block{std::uint32_t(i / p.h), std::uint32_t(i % p.h)}));
+      for (std::uint64_t i = 0; i < ord.size(); ++i)
+        ASSERT_EQ(ord[i], (Block{std::uint32_t(i / p.h), std::uint32_t(i % p.h)}));
     }
 }
 
 TEST(ScheduleKernels, StaticRankingBestFirst) {
   StaticChoice c;
-  c.scores = {{Schedule::sequential(), 1.0}, {Schedule::zigzag(), 3.0}, {Schedule::hilbert(), 2.0},
+  c.scores = {{Schedule::sequential(), 1.0},
+              {Schedule::zigzag(), 3.0},
+              {Schedule::hilbert(), 2.0},
               {Schedule::tiled(4, 4), 3.0}};
   EXPECT_EQ(static_ranking(c), (std::vector<Schedule>{Schedule::zigzag(), Schedule::tiled(4, 4), Schedule::hilbert(),
                                                       Schedule::sequential()}));

@@ -76,11 +76,13 @@ void check_keys(const std::vector<K>& in, bool descending, const std::function<v
   std::stable_sort(want.begin(), want.end(), [&](K a, K b) { return descending ? key_less(b, a) : key_less(a, b); });
   auto got = in;
   fn(std::span<K>(got));
-  for (std::size_t i = 0; i < in.size(); ++i) ASSERT_EQ(to_ordered(got[i]), to_ordered(want[i])) << "at " << i << " of " << in.size();
+  for (std::size_t i = 0; i < in.size(); ++i)
+    ASSERT_EQ(to_ordered(got[i]), to_ordered(want[i])) << "at " << i << " of " << in.size();
 }
 
 const std::vector<std::size_t> kSizes{0, 1, 2, 63, 64, 65, 255, 257, 4097, 65537, 200003};
-const std::vector<Shape> kShapes{Shape::uniform, Shape::sorted, Shape::reverse, Shape::equal, Shape::few, Shape::skewed};
+const std::vector<Shape> kShapes{Shape::uniform, Shape::sorted, Shape::reverse,
+                                 Shape::equal,   Shape::few,    Shape::skewed};
 
 template <class K>
 void radix_all_cases() {
@@ -91,7 +93,8 @@ void radix_all_cases() {
           // Several threads only split inputs of >= 2^17 elements: the large size covers them.
           if ((n > 70000) != (threads == 3)) continue;
           if (n > 70000 && s != Shape::uniform && s != Shape::few) continue;
-          SCOPED_TRACE(testing::Message() << "n=" << n << " shape=" << int(s) << " desc=" << desc << " threads=" << threads);
+          SCOPED_TRACE(testing::Message()
+                       << "n=" << n << " shape=" << int(s) << " desc=" << desc << " threads=" << threads);
           const auto in = make_keys<K>(n, s, n * 7 + int(s));
           check_keys<K>(in, desc, [&](std::span<K> k) {
             detail::cpu_radix_sort(k, std::span<detail::NoValue>{}, desc, threads);
@@ -112,8 +115,13 @@ TEST(CpuRadix, F32) { radix_all_cases<float>(); }
 TEST(CpuRadix, F64) { radix_all_cases<double>(); }
 
 TEST(CpuRadix, U64ValuesAndExtremes) {
-  std::vector<std::int64_t> in{std::numeric_limits<std::int64_t>::max(), std::numeric_limits<std::int64_t>::min(), 0, -1, 1,
-                               std::numeric_limits<std::int64_t>::min(), 5};
+  std::vector<std::int64_t> in{std::numeric_limits<std::int64_t>::max(),
+                               std::numeric_limits<std::int64_t>::min(),
+                               0,
+                               -1,
+                               1,
+                               std::numeric_limits<std::int64_t>::min(),
+                               5};
   in.resize(5000, 7);  // past the insertion-sort cutoff, with a long run of equal keys
   for (bool desc : {false, true})
     check_pairs<std::int64_t, std::uint64_t>(in, desc, [&](auto k, auto v) { detail::cpu_radix_sort(k, v, desc, 2); });
@@ -128,21 +136,19 @@ TEST(CpuRadix, FloatSpecialValuesInOrder) {
   EXPECT_TRUE(std::isnan(v.back()) && !std::signbit(v.back()));
   const auto neg_zero = std::find_if(v.begin(), v.end(), [](float f) { return f == 0.0f; });
   ASSERT_NE(neg_zero, v.end());
-  EXPECT_TRUE(std::signbit(*neg_zero));              // -0.0 before +0.0
-  EXPECT_FALSE(std::signbit(*(neg_zero + 100)));     // 100 of each
+  EXPECT_TRUE(std::signbit(*neg_zero));           // -0.0 before +0.0
+  EXPECT_FALSE(std::signbit(*(neg_zero + 100)));  // 100 of each
 }
 
 TEST(CpuComparison, KeysAndStablePairs) {
   for (std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{1025}, std::size_t{100001}})
     for (bool desc : {false, true}) {
       const auto in = make_keys<float>(n, Shape::uniform, n);
-      check_keys<float>(in, desc, [&](std::span<float> k) {
-        detail::cpu_comparison_sort(k, std::span<detail::NoValue>{}, desc, 2);
-      });
+      check_keys<float>(
+          in, desc, [&](std::span<float> k) { detail::cpu_comparison_sort(k, std::span<detail::NoValue>{}, desc, 2); });
       const auto few = make_keys<std::uint64_t>(n, Shape::few, n);
-      check_pairs<std::uint64_t, std::uint32_t>(few, desc, [&](auto k, auto v) {
-        detail::cpu_comparison_sort(k, v, desc, 2);
-      });
+      check_pairs<std::uint64_t, std::uint32_t>(few, desc,
+                                                [&](auto k, auto v) { detail::cpu_comparison_sort(k, v, desc, 2); });
     }
 }
 
@@ -175,7 +181,8 @@ TEST(SortEntry, ReportNamesTheBitonicPath) {
   EXPECT_EQ(sort(std::span<std::uint32_t>(v), o).details().value("path", ""), to_string(SortPath::bitonic));
   EXPECT_EQ(v, (std::vector<std::uint32_t>{1, 3, 5, 7, 9}));
   std::vector<std::uint32_t> vals{0, 1, 2, 3, 4};
-  EXPECT_EQ(sort_pairs(std::span<std::uint32_t>(v), std::span<std::uint32_t>(vals), o).details().value("path", ""), "bitonic");
+  EXPECT_EQ(sort_pairs(std::span<std::uint32_t>(v), std::span<std::uint32_t>(vals), o).details().value("path", ""),
+            "bitonic");
 }
 
 TEST(SortEntry, DeviceGpuWithoutGpuIsACleanError) {
@@ -291,7 +298,7 @@ TEST(MsdSplit, PlanForTheGpu) {
   EXPECT_EQ(pos, n);
   EXPECT_FALSE(detail::plan_gpu_split(digit_hist(k), n, 32, n + 1).split);  // below the threshold
   EXPECT_EQ(detail::plan_gpu_split(digit_hist(k), n, 32, n + 1).sort_bits, 32);
-  EXPECT_FALSE(detail::plan_gpu_split({}, n, 32, min).split);               // nothing counted
+  EXPECT_FALSE(detail::plan_gpu_split({}, n, 32, min).split);  // nothing counted
   EXPECT_EQ(detail::plan_gpu_split({}, n, 32, min).sort_bits, 32);
   EXPECT_FALSE(detail::plan_gpu_split(digit_hist(k), n + 1, 32, min).split);  // counts do not add up
   // Small integers: the top two digits agree and are skipped; split on digit 1.
@@ -323,7 +330,8 @@ TEST(MsdSplit, PlanForTheGpu) {
   EXPECT_FALSE(p.split);
   EXPECT_EQ(p.sort_bits, 16);
   // Exactly half in each of two buckets: split into those two.
-  for (std::size_t i = 0; i < n; ++i) k[i] = i % 2 ? 0xFF000000u + static_cast<std::uint32_t>(i) : static_cast<std::uint32_t>(i);
+  for (std::size_t i = 0; i < n; ++i)
+    k[i] = i % 2 ? 0xFF000000u + static_cast<std::uint32_t>(i) : static_cast<std::uint32_t>(i);
   p = plan();
   ASSERT_TRUE(p.split) << p.why;
   EXPECT_EQ(p.groups, (std::vector<detail::ElementRange>{{0, n / 2}, {n / 2, n}}));
@@ -339,15 +347,17 @@ void msd_case(const std::vector<K>& in, bool desc, std::size_t cap, int threads)
       if (sk != dk) std::copy(sk, sk + len, dk);
       if constexpr (!std::is_same_v<V, detail::NoValue>)
         if (sv != dv) std::copy(sv, sv + len, dv);
-      if constexpr (std::is_same_v<V, detail::NoValue>) detail::cpu_radix_sort(std::span<K>(dk, len), std::span<V>{}, desc, 1);
+      if constexpr (std::is_same_v<V, detail::NoValue>)
+        detail::cpu_radix_sort(std::span<K>(dk, len), std::span<V>{}, desc, 1);
       else detail::cpu_radix_sort(std::span<K>(dk, len), std::span<V>(dv, len), desc, 1);
     };
     std::size_t last = 0;
-    const auto st = detail::msd_partition_sort<K, V>(k, v, desc, cap, threads, piece, [&](std::size_t done, std::size_t all) {
-      EXPECT_GE(done, last);
-      EXPECT_LE(done, all);
-      last = done;
-    });
+    const auto st =
+        detail::msd_partition_sort<K, V>(k, v, desc, cap, threads, piece, [&](std::size_t done, std::size_t all) {
+          EXPECT_GE(done, last);
+          EXPECT_LE(done, all);
+          last = done;
+        });
     EXPECT_EQ(st.pieces, pieces);
     if (k.size() > 1) {
       EXPECT_EQ(last, k.size());
@@ -355,13 +365,13 @@ void msd_case(const std::vector<K>& in, bool desc, std::size_t cap, int threads)
   };
   if constexpr (std::is_same_v<V, detail::NoValue>)
     check_keys<K>(in, desc, [&](std::span<K> k) { run(k, std::span<V>{}); });
-  else
-    check_pairs<K, V>(in, desc, run);
+  else check_pairs<K, V>(in, desc, run);
 }
 
 template <class K>
 void msd_all_cases() {
-  for (std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{2}, std::size_t{1023}, std::size_t{1025}, std::size_t{70001}})
+  for (std::size_t n :
+       {std::size_t{0}, std::size_t{1}, std::size_t{2}, std::size_t{1023}, std::size_t{1025}, std::size_t{70001}})
     for (Shape s : kShapes)
       for (bool desc : {false, true})
         for (std::size_t cap : {std::size_t{1}, std::size_t{100}, std::size_t{4096}, std::size_t{1} << 20}) {
@@ -384,13 +394,14 @@ TEST(MsdPartition, PiecesAndLevels) {
   const auto in = make_keys<std::uint32_t>(100000, Shape::uniform, 9);
   auto k = in;
   std::size_t biggest = 0;
-  const detail::PieceSort<std::uint32_t, detail::NoValue> piece = [&](const std::uint32_t* sk, const detail::NoValue*,
-                                                                      std::uint32_t* dk, detail::NoValue*, std::size_t len) {
-    biggest = std::max(biggest, len);
-    std::copy(sk, sk + len, dk);
-    std::sort(dk, dk + len);
-  };
-  auto st = detail::msd_partition_sort<std::uint32_t, detail::NoValue>(std::span<std::uint32_t>(k), {}, false, 5000, 2, piece);
+  const detail::PieceSort<std::uint32_t, detail::NoValue> piece =
+      [&](const std::uint32_t* sk, const detail::NoValue*, std::uint32_t* dk, detail::NoValue*, std::size_t len) {
+        biggest = std::max(biggest, len);
+        std::copy(sk, sk + len, dk);
+        std::sort(dk, dk + len);
+      };
+  auto st = detail::msd_partition_sort<std::uint32_t, detail::NoValue>(std::span<std::uint32_t>(k), {}, false, 5000, 2,
+                                                                       piece);
   EXPECT_TRUE(std::is_sorted(k.begin(), k.end()));
   EXPECT_EQ(st.levels, 1);
   EXPECT_GE(st.pieces, 20u);
@@ -400,16 +411,18 @@ TEST(MsdPartition, PiecesAndLevels) {
   std::vector<std::uint64_t> low(30000);
   for (std::size_t i = 0; i < low.size(); ++i) low[i] = 0xABCDEF0000000000ull + (i * 2654435761u) % 1000003;
   auto lk = low;
-  const detail::PieceSort<std::uint64_t, detail::NoValue> piece64 = [&](const std::uint64_t* sk, const detail::NoValue*,
-                                                                        std::uint64_t* dk, detail::NoValue*, std::size_t len) {
-    std::copy(sk, sk + len, dk);
-    std::sort(dk, dk + len);
-  };
-  st = detail::msd_partition_sort<std::uint64_t, detail::NoValue>(std::span<std::uint64_t>(lk), {}, false, 1000, 2, piece64);
+  const detail::PieceSort<std::uint64_t, detail::NoValue> piece64 =
+      [&](const std::uint64_t* sk, const detail::NoValue*, std::uint64_t* dk, detail::NoValue*, std::size_t len) {
+        std::copy(sk, sk + len, dk);
+        std::sort(dk, dk + len);
+      };
+  st = detail::msd_partition_sort<std::uint64_t, detail::NoValue>(std::span<std::uint64_t>(lk), {}, false, 1000, 2,
+                                                                  piece64);
   std::sort(low.begin(), low.end());
   EXPECT_EQ(lk, low);
   std::vector<std::uint64_t> eq(5000, 7);
-  st = detail::msd_partition_sort<std::uint64_t, detail::NoValue>(std::span<std::uint64_t>(eq), {}, false, 100, 2, piece64);
+  st = detail::msd_partition_sort<std::uint64_t, detail::NoValue>(std::span<std::uint64_t>(eq), {}, false, 100, 2,
+                                                                  piece64);
   EXPECT_EQ(st.pieces, 0u);
   EXPECT_EQ(st.copied, 5000u);
   EXPECT_EQ(eq, std::vector<std::uint64_t>(5000, 7));

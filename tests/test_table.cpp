@@ -59,7 +59,7 @@ TEST(Table, ColumnsByNameLengthsAndClashes) {
 }
 
 TEST(Table, ValidateRejectsBrokenBuffers) {
-  EXPECT_THROW(make_string_column("s", std::vector<char>{'a'}, {0, 2}), InputError);   // past the bytes
+  EXPECT_THROW(make_string_column("s", std::vector<char>{'a'}, {0, 2}), InputError);          // past the bytes
   EXPECT_THROW(make_string_column("s", std::vector<char>{'a', 'b'}, {0, 2, 1}), InputError);  // decreasing
   Column c;
   c.name = "n";
@@ -95,8 +95,8 @@ TEST(Table, GatherReordersEveryColumnWithValidity) {
 }
 
 TEST(Table, ColumnTypesParseAndPrint) {
-  for (auto t : {ColumnType::i32, ColumnType::i64, ColumnType::u32, ColumnType::u64, ColumnType::f32,
-                 ColumnType::f64, ColumnType::str})
+  for (auto t : {ColumnType::i32, ColumnType::i64, ColumnType::u32, ColumnType::u64, ColumnType::f32, ColumnType::f64,
+                 ColumnType::str})
     EXPECT_EQ(parse_column_type(to_string(t)), t);
   EXPECT_THROW(parse_column_type("u8"), UsageError);
   EXPECT_EQ(column_type_of(DType::u8), std::nullopt);

@@ -19,9 +19,11 @@ namespace {
 
 Table sample_table() {
   Table t;
-  t.add(make_string_column("name", {"a,b", "", "caf\xc3\xa9", "x"}, make_validity(4, [](std::size_t i) { return i != 3; })));
+  t.add(make_string_column("name", {"a,b", "", "caf\xc3\xa9", "x"},
+                           make_validity(4, [](std::size_t i) { return i != 3; })));
   t.add(make_column<std::int32_t>("i32", {1, -2, 3, 4}));
-  t.add(make_column<std::uint64_t>("u64", {1, 2, 3, ~std::uint64_t{0}}, make_validity(4, [](std::size_t i) { return i != 0; })));
+  t.add(make_column<std::uint64_t>("u64", {1, 2, 3, ~std::uint64_t{0}},
+                                   make_validity(4, [](std::size_t i) { return i != 0; })));
   t.add(make_column<double>("f64", {0.5, -0.0, NAN, INFINITY}));
   t.add(make_column<float>("f32", {1.5f, 2, 3, 4}));
   return t;
@@ -87,7 +89,8 @@ TEST(TableFiles, ReplacesOnlyTableFoldersAndEmptyFolders) {
   std::ofstream(d.file("file")) << "x";
   EXPECT_THROW(write_table_folder(d.file("file"), small), InputError);
   std::size_t entries = 0;
-  for (const auto& e : fs::directory_iterator(d.path)) entries += e.path().filename().string().find(".tmp-") != std::string::npos;
+  for (const auto& e : fs::directory_iterator(d.path))
+    entries += e.path().filename().string().find(".tmp-") != std::string::npos;
   EXPECT_EQ(entries, 0u);  // no staging folder left behind
 }
 

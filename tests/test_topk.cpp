@@ -45,7 +45,9 @@ std::vector<Item> run(Algo algo, const Lists& l, std::uint64_t k, const Aggregat
   return r.items;
 }
 
-std::vector<Item> ref_prefix(const std::vector<Item>& all, std::uint64_t k) { return {all.begin(), all.begin() + std::ptrdiff_t(k)}; }
+std::vector<Item> ref_prefix(const std::vector<Item>& all, std::uint64_t k) {
+  return {all.begin(), all.begin() + std::ptrdiff_t(k)};
+}
 
 void expect_all_paths(const Lists& l, std::uint64_t k, const Aggregate& agg = {}) {
   const auto ref = reference(l, k, agg);
@@ -84,7 +86,7 @@ TEST(TopkBounds, UpperBoundAndTies) {
     EXPECT_EQ(ub, kind == kSum ? 1.375 : kind == kMin ? 0.125 : 0.5) << kind;
   }
   const Key96 kth = make_key(2.0, 10);
-  EXPECT_TRUE(may_beat(2.0, 9, kth));    // same bound, smaller id: could still rank first
+  EXPECT_TRUE(may_beat(2.0, 9, kth));  // same bound, smaller id: could still rank first
   EXPECT_FALSE(may_beat(2.0, 11, kth));
   EXPECT_FALSE(unseen_may_beat(1.5, kth));
   EXPECT_TRUE(unseen_may_beat(2.0, kth));  // an unseen object could tie with a smaller id
@@ -113,7 +115,8 @@ TEST(TopkFormat, RoundTripAndValidation) {
   Lists unsorted = make(1, {{{0, 0.5f}, {1, 0.7f}}});
   expect_error(unsorted, "list 0, position 1: not sorted");
   expect_error(make(2, {{{0, 0.5f}, {1, 0.4f}}, {{0, 0.5f}, {2, 0.4f}}}), "list 1, position 1: id 2 is out of range");
-  expect_error(make(1, {{{1, 0.5f}, {1, 0.4f}}}), "list 0, position 1: id 1 is duplicated (first at position 0); id 0 is missing");
+  expect_error(make(1, {{{1, 0.5f}, {1, 0.4f}}}),
+               "list 0, position 1: id 1 is duplicated (first at position 0); id 0 is missing");
   expect_error(make(1, {{{0, std::nanf("")}, {1, 0.4f}}}), "list 0, position 0: score is NaN");
   expect_error(make(1, {{{0, std::numeric_limits<float>::infinity()}, {1, 0.4f}}}), "score is infinite");
   Lists none;
@@ -364,8 +367,10 @@ TEST(TopkExact, ScoresAreTheDocumentedRoundedSum) {
   const auto spec = detail::spec_of(a, l);
   std::vector<__int128> units(l.m, 0);
   for (std::uint32_t i = 0; i < l.n; ++i)
-    for (const Entry& e : l.list(i)) units[e.id] += static_cast<__int128>(std::rint(std::ldexp(a.weights[i] * double(e.score), -spec.scale)));
-  for (const Item& it : reference(l, l.m, a)) EXPECT_EQ(it.score, std::ldexp(static_cast<double>(units[it.id]), spec.scale) + 0.0);
+    for (const Entry& e : l.list(i))
+      units[e.id] += static_cast<__int128>(std::rint(std::ldexp(a.weights[i] * double(e.score), -spec.scale)));
+  for (const Item& it : reference(l, l.m, a))
+    EXPECT_EQ(it.score, std::ldexp(static_cast<double>(units[it.id]), spec.scale) + 0.0);
 }
 
 TEST(TopkExact, WeightTimesScoreOverflowIsAnInputError) {

@@ -22,7 +22,9 @@ struct Entry {
   int threads;
   std::string mapping;
 };
-Entry parse_entry(const json& j) { return Entry{positive_field<int>(j, "threads"), j.at("mapping").get<std::string>()}; }
+Entry parse_entry(const json& j) {
+  return Entry{positive_field<int>(j, "threads"), j.at("mapping").get<std::string>()};
+}
 
 // Every way an entry can be malformed: not an object, a field missing, of the wrong JSON type, or
 // out of range for its type (negative, zero, fractional, too large for an int).

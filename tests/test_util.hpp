@@ -21,7 +21,7 @@ struct TempDir {
 };
 
 // GPU tests call this first: they skip, not fail, on machines without a usable GPU.
-#define TANDEM_REQUIRE_GPU()                                    \
-  do {                                                          \
-    if (::tandem::gpu_count() == 0) GTEST_SKIP() << "no GPU";   \
+#define TANDEM_REQUIRE_GPU()                                  \
+  do {                                                        \
+    if (::tandem::gpu_count() == 0) GTEST_SKIP() << "no GPU"; \
   } while (0)

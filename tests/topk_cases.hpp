@@ -22,7 +22,8 @@ inline Lists from_scores(const std::vector<std::vector<float>>& scores) {
   for (std::uint32_t i = 0; i < l.n; ++i) {
     std::vector<Entry> li;
     for (std::uint32_t o = 0; o < l.m; ++o) li.push_back(Entry{o, scores[o][i]});
-    std::sort(li.begin(), li.end(), [](const Entry& a, const Entry& b) { return a.score > b.score || (a.score == b.score && a.id > b.id); });
+    std::sort(li.begin(), li.end(),
+              [](const Entry& a, const Entry& b) { return a.score > b.score || (a.score == b.score && a.id > b.id); });
     l.entries.insert(l.entries.end(), li.begin(), li.end());
   }
   return l;
@@ -32,10 +33,10 @@ inline Lists from_scores(const std::vector<std::vector<float>>& scores) {
 // the lists (1e20 first, -1e20 last) it came out 0 and object 1 (0.75) won on one thread.
 inline Lists cancelling_lists() {
   return from_scores({{1e20f, 1.0f, -1e20f},
-                            {0.25f, 0.25f, 0.25f},
-                            {0.0f, 0.5f, 0.0f},
-                            {-1e20f, 0.0f, 1e20f},
-                            {1e20f, -1e20f, 0.125f}});
+                      {0.25f, 0.25f, 0.25f},
+                      {0.0f, 0.5f, 0.0f},
+                      {-1e20f, 0.0f, 1e20f},
+                      {1e20f, -1e20f, 0.125f}});
 }
 
 // m objects, n lists; every score is +-1e20, +-1 or +-1e-20 times a random factor in [1, 2), and

@@ -41,8 +41,10 @@ tandem::DType npy_dtype(const std::string& path) {
   std::size_t len = static_cast<unsigned char>(pre[8]) | (std::size_t(static_cast<unsigned char>(pre[9])) << 8);
   std::size_t start = 10;
   if (pre[6] != 1) {
-    if (!f.read(pre + 10, 2)) throw tandem::InputError(fmt::format("{}: not a valid .npy file: truncated header", path));
-    len |= (std::size_t(static_cast<unsigned char>(pre[10])) << 16) | (std::size_t(static_cast<unsigned char>(pre[11])) << 24);
+    if (!f.read(pre + 10, 2))
+      throw tandem::InputError(fmt::format("{}: not a valid .npy file: truncated header", path));
+    len |= (std::size_t(static_cast<unsigned char>(pre[10])) << 16) |
+           (std::size_t(static_cast<unsigned char>(pre[11])) << 24);
     start = 12;
   }
   std::string dict(std::min<std::size_t>(len, 1 << 20), '\0');
@@ -106,7 +108,8 @@ tandem::Table read_input_table(const Args& a) {
   for (const auto& spec : a.columns) {
     auto c = read_column_option(spec);
     if (t.num_columns() > 0 && c.length != t.rows())
-      throw tandem::InputError(fmt::format("--column {}: {} values, but the columns before it have {}", spec, c.length, t.rows()));
+      throw tandem::InputError(
+          fmt::format("--column {}: {} values, but the columns before it have {}", spec, c.length, t.rows()));
     t.add(std::move(c));
   }
   if (t.num_columns() == 0) throw tandem::UsageError("no input: name a CSV file or give --column NAME=PATH");
@@ -126,7 +129,8 @@ void write_result(const Args& a, const tandem::Table& t, tandem::io::AtomicOutpu
 bool folder_output(const Args& a) {
   if (a.out_format == "npy") return true;
   if (a.out_format == "csv") return false;
-  if (a.out_format != "auto") throw tandem::UsageError(fmt::format("--out-format {}: expected auto, csv or npy", a.out_format));
+  if (a.out_format != "auto")
+    throw tandem::UsageError(fmt::format("--out-format {}: expected auto, csv or npy", a.out_format));
   return a.out != "-" && a.out.back() == '/';
 }
 
@@ -147,11 +151,11 @@ int run_table(const Args& a) {
   const double read_s = w.seconds();
   auto r = tandem::groupby(input, spec, o);
   tandem::cli::print_notices(r.report);
-  r.report.stages.insert(r.report.stages.begin(),
-                         {"read input", "cpu", read_s, fmt::format("{} rows, {} columns", input.rows(), input.num_columns())});
+  r.report.stages.insert(
+      r.report.stages.begin(),
+      {"read input", "cpu", read_s, fmt::format("{} rows, {} columns", input.rows(), input.num_columns())});
   write_result(a, r.table, csv.get());
-  if (a.explain)
-    std::cerr << r.report.explain() << fmt::format("  {} rows, {} groups\n", input.rows(), r.table.rows());
+  if (a.explain) std::cerr << r.report.explain() << fmt::format("  {} rows, {} groups\n", input.rows(), r.table.rows());
   return 0;
 }
 
@@ -192,42 +196,44 @@ int run_columns(const Args& a) {
   return 0;
 }
 
-const bool registered = tandem::cli::register_command({
-    "groupby",
-    "Group a table by key columns: sum, mean, count, min, max, var, std, first, last, nunique, median, quantile, top",
-    [](CLI::App& app) -> std::function<int()> {
-      auto a = std::make_shared<Args>();
-      app.add_option("table", a->table, "CSV file with a header row ('-' for standard input)");
-      app.add_option("--by", a->by, "Key columns, comma-separated (e.g. id1,id2)");
-      app.add_option("--agg", a->agg,
-                     "Aggregations, e.g. 'sum(v1),mean(v3),count(),quantile(v3,0.9),top(v3,2)'; with --keys: "
-                     "sum,count,min,max,mean (default sum,count)");
-      app.add_option("--column", a->columns, "Add a column from a .npy or raw file: NAME=PATH[:TYPE] (repeatable)");
-      app.add_option("--schema", a->schema, "CSV column types, e.g. id1:str,v1:i64 (others inferred)");
-      app.add_option("--delimiter", a->delimiter, "CSV delimiter: ',' or '\\t' (default: detected from the header)");
-      app.add_option("--out", a->out, "Output CSV ('-' for standard output), or a folder of .npy columns")
-          ->capture_default_str();
-      app.add_option("--out-format", a->out_format, "auto (a folder when --out ends in '/'), csv or npy")
-          ->capture_default_str();
-      app.add_option("--threads", a->threads, "CPU threads (0: all cores)")->check(tandem::cli::in_range(0, tandem::cli::kMaxThreads));
-      app.add_option("--device", a->device, "auto, cpu or gpu")->capture_default_str();
-      app.add_option("--keys", a->keys, "Single-column form: keys file (raw little-endian or .npy)");
-      app.add_option("--key-type", a->key_type, "Single-column form: u32, u64, i32 or i64")->capture_default_str();
-      app.add_option("--values", a->values, "Single-column form: values file (raw or .npy); optional for count");
-      app.add_option("--value-type", a->value_type, "Single-column form: f32, f64, i32 or i64")->capture_default_str();
-      app.add_option("--engine", a->engine,
-                     "Single-column form, GPU engine: auto, hash (open addressing, hot keys in shared memory) or "
-                     "chained (per-block chained tables, hot keys in a shared-memory pool; 'seed' is an older name for it)")
-          ->capture_default_str();
-      app.add_flag("--explain", a->explain, "Print what ran where and how long each stage took (stderr)");
-      return [a] {
-        if (!a->keys.empty()) {
-          if (!a->table.empty() || !a->by.empty() || !a->columns.empty())
-            throw tandem::UsageError("--keys/--values is the single-column form: it takes no table, --by or --column");
-          return run_columns(*a);
-        }
-        return run_table(*a);
-      };
-    }});
+const bool registered = tandem::cli::register_command(
+    {"groupby",
+     "Group a table by key columns: sum, mean, count, min, max, var, std, first, last, nunique, median, quantile, top",
+     [](CLI::App& app) -> std::function<int()> {
+       auto a = std::make_shared<Args>();
+       app.add_option("table", a->table, "CSV file with a header row ('-' for standard input)");
+       app.add_option("--by", a->by, "Key columns, comma-separated (e.g. id1,id2)");
+       app.add_option("--agg", a->agg,
+                      "Aggregations, e.g. 'sum(v1),mean(v3),count(),quantile(v3,0.9),top(v3,2)'; with --keys: "
+                      "sum,count,min,max,mean (default sum,count)");
+       app.add_option("--column", a->columns, "Add a column from a .npy or raw file: NAME=PATH[:TYPE] (repeatable)");
+       app.add_option("--schema", a->schema, "CSV column types, e.g. id1:str,v1:i64 (others inferred)");
+       app.add_option("--delimiter", a->delimiter, "CSV delimiter: ',' or '\\t' (default: detected from the header)");
+       app.add_option("--out", a->out, "Output CSV ('-' for standard output), or a folder of .npy columns")
+           ->capture_default_str();
+       app.add_option("--out-format", a->out_format, "auto (a folder when --out ends in '/'), csv or npy")
+           ->capture_default_str();
+       app.add_option("--threads", a->threads, "CPU threads (0: all cores)")
+           ->check(tandem::cli::in_range(0, tandem::cli::kMaxThreads));
+       app.add_option("--device", a->device, "auto, cpu or gpu")->capture_default_str();
+       app.add_option("--keys", a->keys, "Single-column form: keys file (raw little-endian or .npy)");
+       app.add_option("--key-type", a->key_type, "Single-column form: u32, u64, i32 or i64")->capture_default_str();
+       app.add_option("--values", a->values, "Single-column form: values file (raw or .npy); optional for count");
+       app.add_option("--value-type", a->value_type, "Single-column form: f32, f64, i32 or i64")->capture_default_str();
+       app.add_option(
+              "--engine", a->engine,
+              "Single-column form, GPU engine: auto, hash (open addressing, hot keys in shared memory) or "
+              "chained (per-block chained tables, hot keys in a shared-memory pool; 'seed' is an older name for it)")
+           ->capture_default_str();
+       app.add_flag("--explain", a->explain, "Print what ran where and how long each stage took (stderr)");
+       return [a] {
+         if (!a->keys.empty()) {
+           if (!a->table.empty() || !a->by.empty() || !a->columns.empty())
+             throw tandem::UsageError("--keys/--values is the single-column form: it takes no table, --by or --column");
+           return run_columns(*a);
+         }
+         return run_table(*a);
+       };
+     }});
 
 }  // namespace

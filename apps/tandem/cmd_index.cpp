@@ -41,8 +41,7 @@ int run_bench(const Args& a) {
     if (g.is_goal)
       std::cout << fmt::format("goal {:<60} {:.3g}{} (goal >= {:.3g}{}) {}\n", g.what, g.value, g.unit, g.goal, g.unit,
                                g.value >= g.goal ? "PASS" : "MISS");
-    else
-      std::cout << fmt::format("info {:<60} {:.4g}{}\n", g.what, g.value, g.unit);
+    else std::cout << fmt::format("info {:<60} {:.4g}{}\n", g.what, g.value, g.unit);
   }
   for (const auto& row : r.rows) failed |= !row.ok;
   if (failed) std::cerr << "tandem: error: a benchmark result differs from its reference\n";
@@ -83,12 +82,13 @@ int run_index(const Args& a) {
   }
   std::cout << fmt::format("dims {} ({} indices), step {} = ({}, {}, {})\n", to_string(d), total, a.step, step.idx.x,
                            step.idx.y, step.idx.z);
-  std::cout << fmt::format("bit widths wx={} wy={} wz={} ({} bits) -> {}-bit words; packed table {}\n", l.wx, l.wy, l.wz,
-                           l.bits(), l.word_bits, human_bytes(total * l.word_bits / 8));
+  std::cout << fmt::format("bit widths wx={} wy={} wz={} ({} bits) -> {}-bit words; packed table {}\n", l.wx, l.wy,
+                           l.wz, l.bits(), l.word_bits, human_bytes(total * l.word_bits / 8));
   std::cout << fmt::format("{:>12}  {:>22}  {:>22}{}\n", "n", "carry (x, y, z)", "div/mod (x, y, z)",
                            a.packed ? "  packed" : "");
   for (const auto& r : rows) {
-    std::cout << fmt::format("{:>12}  {:>22}  {:>22}", r.n, fmt::format("({}, {}, {})", r.carry.x, r.carry.y, r.carry.z),
+    std::cout << fmt::format("{:>12}  {:>22}  {:>22}", r.n,
+                             fmt::format("({}, {}, {})", r.carry.x, r.carry.y, r.carry.z),
                              fmt::format("({}, {}, {})", r.direct.x, r.direct.y, r.direct.z));
     if (a.packed) std::cout << fmt::format("  0x{:0{}x}", r.packed, l.word_bits / 4);
     std::cout << '\n';
@@ -120,27 +120,27 @@ int run_index(const Args& a) {
   return 0;
 }
 
-const bool registered = tandem::cli::register_command({
-    "index", "Thread-index generation without division: carry step, packing, GPU benchmarks",
-    [](CLI::App& app) -> std::function<int()> {
-      auto a = std::make_shared<Args>();
-      app.add_option("--dims", a->dims, "Domain or block dimensions XxYxZ (x fastest)");
-      app.add_option("--step", a->step, "Step C between listed indices (>= 1)")
-          ->capture_default_str()
-          ->check(tandem::cli::in_range(1LL, 1LL << 62));
-      app.add_option("--show", a->show, "How many indices to list")
-          ->capture_default_str()
-          ->check(tandem::cli::in_range(0LL, 1LL << 62));
-      app.add_flag("--packed", a->packed, "Show the packed words");
-      app.add_flag("--json", a->json, "Print [{\"n\",\"x\",\"y\",\"z\",\"packed\"}, ...] as JSON");
-      app.add_flag("--explain", a->explain, "Show widths, table memory, timings and the cycle model");
-      app.add_flag("--bench", a->bench, "Run the GPU benchmarks (needs a GPU)");
-      app.add_flag("--quick", a->quick, "With --bench: small sizes");
-      return [a] {
-        if (a->bench) return run_bench(*a);
-        if (a->dims.empty()) throw UsageError("index needs --dims XxYxZ (or --bench)");
-        return run_index(*a);
-      };
-    }});
+const bool registered = tandem::cli::register_command(
+    {"index", "Thread-index generation without division: carry step, packing, GPU benchmarks",
+     [](CLI::App& app) -> std::function<int()> {
+       auto a = std::make_shared<Args>();
+       app.add_option("--dims", a->dims, "Domain or block dimensions XxYxZ (x fastest)");
+       app.add_option("--step", a->step, "Step C between listed indices (>= 1)")
+           ->capture_default_str()
+           ->check(tandem::cli::in_range(1LL, 1LL << 62));
+       app.add_option("--show", a->show, "How many indices to list")
+           ->capture_default_str()
+           ->check(tandem::cli::in_range(0LL, 1LL << 62));
+       app.add_flag("--packed", a->packed, "Show the packed words");
+       app.add_flag("--json", a->json, "Print [{\"n\",\"x\",\"y\",\"z\",\"packed\"}, ...] as JSON");
+       app.add_flag("--explain", a->explain, "Show widths, table memory, timings and the cycle model");
+       app.add_flag("--bench", a->bench, "Run the GPU benchmarks (needs a GPU)");
+       app.add_flag("--quick", a->quick, "With --bench: small sizes");
+       return [a] {
+         if (a->bench) return run_bench(*a);
+         if (a->dims.empty()) throw UsageError("index needs --dims XxYxZ (or --bench)");
+         return run_index(*a);
+       };
+     }});
 
 }  // namespace

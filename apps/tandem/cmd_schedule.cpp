@@ -81,7 +81,7 @@ int run_kernel(const Args& a) {
   bool ok = true;
   auto rate = [&](double s) {
     return flops(k, a.size) > 0 && k.name == "matmul" ? fmt::format("{:.0f} GFLOP/s", flops(k, a.size) / s * 1e-9)
-                                                     : fmt::format("{:.0f} GB/s", k.min_bytes(a.size) / s * 1e-9);
+                                                      : fmt::format("{:.0f} GB/s", k.min_bytes(a.size) / s * 1e-9);
   };
   std::cout << fmt::format("{} ({}), {}^2 f32, grid {}x{} blocks\n", k.name, k.description, a.size, g.w, g.h);
   if (a.exhaustive) {
@@ -116,7 +116,7 @@ int run_kernel(const Args& a) {
     o.profile_fraction = a.fraction;
     o.use_cache = !a.no_cache;
     if (st) {
-      o.fallback = st->best;  // the incumbent, kept unless measured clearly slower
+      o.fallback = st->best;            // the incumbent, kept unless measured clearly slower
       o.ranking = static_ranking(*st);  // only the static top few and sequential are profiled
     }
     r.poison_output();
@@ -135,80 +135,80 @@ int run_kernel(const Args& a) {
   return ok ? 0 : 1;
 }
 
-const bool registered = tandem::cli::register_command({
-    "schedule", "Block schedules: draw one, pick one statically, or run a kernel under the measuring controller",
-    [](CLI::App& app) -> std::function<int()> {
-      auto a = std::make_shared<Args>();
-      app.add_option("--show", a->show, "Draw the order on a WxH grid (e.g. 8x6) instead of running a kernel");
-      app.add_option("--style", a->style,
-                     "auto (controller) | static | sequential | strided:S:G | zigzag | tiled:WxH | hilbert")
-          ->capture_default_str();
-      app.add_option("--kernel", a->kernel, "intimg-row | intimg-col | conv11 | matmul | copy-row | copy-col");
-      app.add_option("--size", a->size, "Matrix side N (multiple of 256)")
-          ->check(tandem::cli::in_range<std::uint32_t>(256, 65536));
-      app.add_option("--profile-fraction", a->fraction, "Share of the blocks profiled by the controller")
-          ->check(tandem::cli::in_range(0.001, 0.5))
-          ->capture_default_str();
-      app.add_option("--window", a->window, "Co-resident blocks for the static selector (default: from the GPU)")
-          ->check(tandem::cli::in_range<std::uint32_t>(0, 1 << 20));
-      app.add_flag("--exhaustive", a->exhaustive, "Time the kernel under every schedule first");
-      app.add_flag("--explain", a->explain, "Print the controller's profile and the static scores");
-      app.add_flag("--json", a->json, "With --show: print the list of [x, y] in launch order");
-      app.add_flag("--no-cache", a->no_cache, "Profile even when a choice is cached, and store nothing");
-      app.add_flag("--ticket", a->ticket, "Dispatch blocks through an atomic ticket (exact launch order)");
-      return [a]() -> int {
-        if (!a->show.empty()) {
-          if (!a->kernel.empty()) throw UsageError("--show draws a schedule; it takes no --kernel");
-          if (a->style == "auto" || a->style == "static")
-            throw UsageError("--show needs a concrete --style (sequential, strided:S:G, zigzag, tiled:WxH, hilbert)");
-          const Grid g = parse_grid(a->show);
-          const Schedule s = parse_schedule(a->style);
-          validate(s, g);
-          if (a->json)
-            std::cout << order_json(s, g) << '\n';
-          else
-            std::cout << draw(s, g);
-          return 0;
-        }
-        if (a->kernel.empty()) throw UsageError("give --kernel NAME --size N, or --show WxH --style S");
-        if (a->size == 0) throw UsageError("--kernel needs --size N (a multiple of 256)");
-        if (a->json) throw UsageError("--json goes with --show");
-        return run_kernel(*a);
-      };
-    }});
+const bool registered = tandem::cli::register_command(
+    {"schedule", "Block schedules: draw one, pick one statically, or run a kernel under the measuring controller",
+     [](CLI::App& app) -> std::function<int()> {
+       auto a = std::make_shared<Args>();
+       app.add_option("--show", a->show, "Draw the order on a WxH grid (e.g. 8x6) instead of running a kernel");
+       app.add_option("--style", a->style,
+                      "auto (controller) | static | sequential | strided:S:G | zigzag | tiled:WxH | hilbert")
+           ->capture_default_str();
+       app.add_option("--kernel", a->kernel, "intimg-row | intimg-col | conv11 | matmul | copy-row | copy-col");
+       app.add_option("--size", a->size, "Matrix side N (multiple of 256)")
+           ->check(tandem::cli::in_range<std::uint32_t>(256, 65536));
+       app.add_option("--profile-fraction", a->fraction, "Share of the blocks profiled by the controller")
+           ->check(tandem::cli::in_range(0.001, 0.5))
+           ->capture_default_str();
+       app.add_option("--window", a->window, "Co-resident blocks for the static selector (default: from the GPU)")
+           ->check(tandem::cli::in_range<std::uint32_t>(0, 1 << 20));
+       app.add_flag("--exhaustive", a->exhaustive, "Time the kernel under every schedule first");
+       app.add_flag("--explain", a->explain, "Print the controller's profile and the static scores");
+       app.add_flag("--json", a->json, "With --show: print the list of [x, y] in launch order");
+       app.add_flag("--no-cache", a->no_cache, "Profile even when a choice is cached, and store nothing");
+       app.add_flag("--ticket", a->ticket, "Dispatch blocks through an atomic ticket (exact launch order)");
+       return [a]() -> int {
+         if (!a->show.empty()) {
+           if (!a->kernel.empty()) throw UsageError("--show draws a schedule; it takes no --kernel");
+           if (a->style == "auto" || a->style == "static")
+             throw UsageError("--show needs a concrete --style (sequential, strided:S:G, zigzag, tiled:WxH, hilbert)");
+           const Grid g = parse_grid(a->show);
+           const Schedule s = parse_schedule(a->style);
+           validate(s, g);
+           if (a->json) std::cout << order_json(s, g) << '\n';
+           else std::cout << draw(s, g);
+           return 0;
+         }
+         if (a->kernel.empty()) throw UsageError("give --kernel NAME --size N, or --show WxH --style S");
+         if (a->size == 0) throw UsageError("--kernel needs --size N (a multiple of 256)");
+         if (a->json) throw UsageError("--json goes with --show");
+         return run_kernel(*a);
+       };
+     }});
 
-const bool demo = tandem::cli::register_demo_part({40, "block schedules", [] {
-  std::cout << "Schedules on a 8x4 grid (launch position of each block):\n";
-  for (const char* s : {"sequential", "zigzag", "tiled:4x2", "strided:8:1", "hilbert"})
-    std::cout << s << ":\n" << draw(parse_schedule(s), Grid{8, 4});
-  bool ok = true;
-  const std::uint32_t n = gpu_count() ? 4096 : 2048;
-  for (const char* name : {"matmul", "copy-col"}) {
-    const KernelSpec& k = kernel_spec(name);
-    const auto st = static_select(k, n, candidates(k.grid(n)), default_window());
-    std::cout << fmt::format("{} {}^2: static choice {}\n", name, n, to_string(st.best));
-    if (gpu_count() == 0) continue;
-    KernelRunner r(k, n);
-    ControllerOptions o;
-    o.use_cache = false;
-    o.fallback = st.best;
-    o.ranking = static_ranking(st);
-    const double seq = r.time_full(Schedule::sequential());
-    const auto want = r.output();
-    r.poison_output();
-    const auto res = run_controlled(r, o);
-    const bool same = r.output() == want;
-    ok &= same;
-    std::cout << fmt::format("{} on gpu0: controller chose {} ({}), total {} incl. profiling {}; sequential {}; "
-                             "output {}\n",
-                             name, to_string(res.chosen), res.source, human_seconds(res.total_seconds),
-                             human_seconds(res.profile_seconds), human_seconds(seq),
-                             same ? "identical to sequential" : "DIFFERS from sequential");
-  }
-  if (gpu_count() == 0) std::cout << "no GPU: kernels not run (the controller's timings need a GPU)\n";
-  // The orders themselves are checked here too (cheap): every drawn schedule is a bijection.
-  for (const auto& s : candidates(Grid{37, 23}, true)) ok &= ranks(s, Grid{37, 23}).size() == 37u * 23u;
-  return ok;
-}});
+const bool demo = tandem::cli::register_demo_part(
+    {40, "block schedules", [] {
+       std::cout << "Schedules on a 8x4 grid (launch position of each block):\n";
+       for (const char* s : {"sequential", "zigzag", "tiled:4x2", "strided:8:1", "hilbert"})
+         std::cout << s << ":\n" << draw(parse_schedule(s), Grid{8, 4});
+       bool ok = true;
+       const std::uint32_t n = gpu_count() ? 4096 : 2048;
+       for (const char* name : {"matmul", "copy-col"}) {
+         const KernelSpec& k = kernel_spec(name);
+         const auto st = static_select(k, n, candidates(k.grid(n)), default_window());
+         std::cout << fmt::format("{} {}^2: static choice {}\n", name, n, to_string(st.best));
+         if (gpu_count() == 0) continue;
+         KernelRunner r(k, n);
+         ControllerOptions o;
+         o.use_cache = false;
+         o.fallback = st.best;
+         o.ranking = static_ranking(st);
+         const double seq = r.time_full(Schedule::sequential());
+         const auto want = r.output();
+         r.poison_output();
+         const auto res = run_controlled(r, o);
+         const bool same = r.output() == want;
+         ok &= same;
+         std::cout << fmt::format(
+             "{} on gpu0: controller chose {} ({}), total {} incl. profiling {}; sequential {}; "
+             "output {}\n",
+             name, to_string(res.chosen), res.source, human_seconds(res.total_seconds),
+             human_seconds(res.profile_seconds), human_seconds(seq),
+             same ? "identical to sequential" : "DIFFERS from sequential");
+       }
+       if (gpu_count() == 0) std::cout << "no GPU: kernels not run (the controller's timings need a GPU)\n";
+       // The orders themselves are checked here too (cheap): every drawn schedule is a bijection.
+       for (const auto& s : candidates(Grid{37, 23}, true)) ok &= ranks(s, Grid{37, 23}).size() == 37u * 23u;
+       return ok;
+     }});
 
 }  // namespace

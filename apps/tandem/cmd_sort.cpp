@@ -21,8 +21,6 @@
 #include "tandem/core/io.hpp"
 #include "tandem/core/key_order.hpp"
 #include "tandem/core/timing.hpp"
-#include "tandem/sort/bitonic.hpp"
-#include "tandem/sort/bitonic_plan.hpp"
 #include "tandem/sort.hpp"
 #include "tandem/sort/bitonic.hpp"
 #include "tandem/sort/bitonic_plan.hpp"
@@ -56,10 +54,8 @@ char parse_policy(const std::string& s) {
 int run_plan(const Args& a) {
   if (a.k < 0) throw tandem::UsageError("--plan needs --k (the CPU/GPU capability ratio, >= 0)");
   const auto p = tandem::bitonic::make_plan(a.n, a.k, parse_policy(a.policy), a.min_interior_run);
-  if (a.json)
-    std::cout << tandem::bitonic::to_json(p).dump(2) << '\n';
-  else
-    std::cout << tandem::bitonic::describe(p);
+  if (a.json) std::cout << tandem::bitonic::to_json(p).dump(2) << '\n';
+  else std::cout << tandem::bitonic::describe(p);
   return 0;
 }
 
@@ -75,16 +71,21 @@ tandem::Report sort_arrays(tandem::io::Array& keys, tandem::io::Array* values, c
 int run_file(const Args& a) {
   if (a.type.empty()) throw tandem::UsageError("sort needs --type (u32, i32, u64, i64, f32 or f64) or --plan");
   if (a.in.empty() || a.out.empty()) throw tandem::UsageError("sort needs --in FILE and --out FILE");
-  if (a.values.empty() != a.values_out.empty())
-    throw tandem::UsageError("--values and --values-out go together");
+  if (a.values.empty() != a.values_out.empty()) throw tandem::UsageError("--values and --values-out go together");
   const tandem::DType t = tandem::parse_dtype(a.type);
   const tandem::DType vt = tandem::parse_dtype(a.values_type);
   if (vt != tandem::DType::u32 && vt != tandem::DType::u64)
     throw tandem::UsageError(fmt::format("--values-type must be u32 or u64 (got {})", a.values_type));
   switch (t) {
-    case tandem::DType::u32: case tandem::DType::i32: case tandem::DType::u64:
-    case tandem::DType::i64: case tandem::DType::f32: case tandem::DType::f64: break;
-    default: throw tandem::UsageError(fmt::format("sort keys of type {} are not supported (u32, i32, u64, i64, f32, f64)", a.type));
+    case tandem::DType::u32:
+    case tandem::DType::i32:
+    case tandem::DType::u64:
+    case tandem::DType::i64:
+    case tandem::DType::f32:
+    case tandem::DType::f64: break;
+    default:
+      throw tandem::UsageError(
+          fmt::format("sort keys of type {} are not supported (u32, i32, u64, i64, f32, f64)", a.type));
   }
   tandem::SortOptions o;
   o.algorithm = tandem::parse_sort_algorithm(a.algorithm);
@@ -96,10 +97,11 @@ int run_file(const Args& a) {
   o.gpu_memory_limit = a.gpu_memory_limit;
   o.bitonic.gpu_sm_limit = a.gpu_sm_limit;
   o.threads = a.threads;
-  if (::isatty(2)) o.progress = [](std::string_view line) {  // long out-of-core sorts, on a terminal only
-    if (line.empty()) std::cerr << "\r\033[K";
-    else std::cerr << "\rtandem sort: " << line << "\033[K";
-  };
+  if (::isatty(2))
+    o.progress = [](std::string_view line) {  // long out-of-core sorts, on a terminal only
+      if (line.empty()) std::cerr << "\r\033[K";
+      else std::cerr << "\rtandem sort: " << line << "\033[K";
+    };
   if (!a.gpus.empty()) tandem::bitonic::set_default_gpus(a.gpus);
 
   // Unwritable or clashing destinations fail before anything is read or sorted; nothing is created yet.
@@ -116,14 +118,15 @@ int run_file(const Args& a) {
   if (!a.values.empty()) {
     values = tandem::io::read_array(a.values, vt);
     if (values->count != keys.count)
-      throw tandem::InputError(fmt::format("{}: {} values for {} keys in {}", a.values, values->count, keys.count, a.in));
+      throw tandem::InputError(
+          fmt::format("{}: {} values for {} keys in {}", a.values, values->count, keys.count, a.in));
   }
   tandem::io::Array* vp = values ? &*values : nullptr;
   tandem::Report r = tandem::visit_dtype(t, [&](auto tag) -> tandem::Report {
     using K = decltype(tag);
     if constexpr (std::is_same_v<K, std::uint32_t> || std::is_same_v<K, std::int32_t> ||
-                  std::is_same_v<K, std::uint64_t> || std::is_same_v<K, std::int64_t> ||
-                  std::is_same_v<K, float> || std::is_same_v<K, double>) {
+                  std::is_same_v<K, std::uint64_t> || std::is_same_v<K, std::int64_t> || std::is_same_v<K, float> ||
+                  std::is_same_v<K, double>) {
       return sort_arrays<K>(keys, vp, o);
     } else {
       throw tandem::UsageError("unsupported key type");
@@ -139,90 +142,95 @@ int run_file(const Args& a) {
   }
   if (a.explain) {
     std::ostream& os = a.out == "-" || a.values_out == "-" ? std::cerr : std::cout;
-    os << r.explain() << fmt::format("  {} keys, {} in all (files included)\n", keys.count,
-                                     tandem::human_seconds(total.seconds()));
+    os << r.explain()
+       << fmt::format("  {} keys, {} in all (files included)\n", keys.count, tandem::human_seconds(total.seconds()));
   }
   return 0;
 }
 
-const bool registered = tandem::cli::register_command({
-    "sort", "Sort an array file (raw little-endian or .npy), or print the hybrid bitonic plan (--plan)",
-    [](CLI::App& app) -> std::function<int()> {
-      auto a = std::make_shared<Args>();
-      app.add_flag("--plan", a->plan, "Print the hybrid CPU+GPU bitonic step plan instead of sorting");
-      app.add_option("--n", a->n, "--plan: number of elements (padded to a power of two)")
-          ->check(tandem::cli::in_range<std::uint64_t>(0, std::uint64_t{1} << 62));
-      app.add_option("--k", a->k, "CPU/GPU capability ratio (--plan: required; sorting: measured when absent)")
-          ->check(tandem::cli::in_range(0.0, 1e12));
-      app.add_option("--policy", a->policy, "CPU share policy: a (k/(1+k)), b (1/2^(N+1)) or c (1/2^N)")->capture_default_str();
-      app.add_option("--min-interior-run", a->min_interior_run,
-                     "Interior concurrent runs shorter than this run on the faster device (default: cost model)")
-          ->check(tandem::cli::in_range(0, 1 << 20));
-      app.add_flag("--json", a->json, "--plan: print JSON");
-      app.add_option("--type", a->type, "Key type: u32, i32, u64, i64, f32, f64");
-      app.add_option("--in", a->in, "Input keys (raw or .npy; - for stdin)");
-      app.add_option("--out", a->out, "Sorted keys (raw or .npy by name; - for stdout)");
-      app.add_option("--values", a->values, "Values carried with the keys (raw or .npy)");
-      app.add_option("--values-out", a->values_out, "Where the permuted values go");
-      app.add_option("--values-type", a->values_type, "Value type: u32 or u64")->capture_default_str();
-      app.add_flag("--descending", a->descending, "Sort in descending order");
-      app.add_option("--device", a->device, "auto, cpu, gpu or hybrid")->capture_default_str();
-      app.add_option("--algorithm", a->algorithm, "auto, bitonic, radix or merge")->capture_default_str();
-      app.add_option("--gpu-memory-limit", a->gpu_memory_limit, "Bytes of GPU memory the sort may use (0: what is free)")
-          ->check(tandem::cli::in_range<std::uint64_t>(0, std::uint64_t{1} << 50));
-      app.add_option("--gpu-sm-limit", a->gpu_sm_limit, "Bitonic: launch on at most this many SMs (0: all)")
-          ->check(tandem::cli::in_range(0, 1 << 16));
-      app.add_option("--threads", a->threads, "CPU threads (0: physical cores)")->check(tandem::cli::in_range(0, tandem::cli::kMaxThreads));
-      app.add_option("--gpus", a->gpus, "Bitonic: GPUs sharing the work, e.g. 0,1 (repeats: 0,0 = two shares on GPU 0)")
-          ->delimiter(',')
-          ->check(tandem::cli::in_range(0, 1023));
-      app.add_flag("--explain", a->explain, "Print what ran where, with the plan and the time of each stage");
-      return [a] { return a->plan ? run_plan(*a) : run_file(*a); };
-    }});
+const bool registered = tandem::cli::register_command(
+    {"sort", "Sort an array file (raw little-endian or .npy), or print the hybrid bitonic plan (--plan)",
+     [](CLI::App& app) -> std::function<int()> {
+       auto a = std::make_shared<Args>();
+       app.add_flag("--plan", a->plan, "Print the hybrid CPU+GPU bitonic step plan instead of sorting");
+       app.add_option("--n", a->n, "--plan: number of elements (padded to a power of two)")
+           ->check(tandem::cli::in_range<std::uint64_t>(0, std::uint64_t{1} << 62));
+       app.add_option("--k", a->k, "CPU/GPU capability ratio (--plan: required; sorting: measured when absent)")
+           ->check(tandem::cli::in_range(0.0, 1e12));
+       app.add_option("--policy", a->policy, "CPU share policy: a (k/(1+k)), b (1/2^(N+1)) or c (1/2^N)")
+           ->capture_default_str();
+       app.add_option("--min-interior-run", a->min_interior_run,
+                      "Interior concurrent runs shorter than this run on the faster device (default: cost model)")
+           ->check(tandem::cli::in_range(0, 1 << 20));
+       app.add_flag("--json", a->json, "--plan: print JSON");
+       app.add_option("--type", a->type, "Key type: u32, i32, u64, i64, f32, f64");
+       app.add_option("--in", a->in, "Input keys (raw or .npy; - for stdin)");
+       app.add_option("--out", a->out, "Sorted keys (raw or .npy by name; - for stdout)");
+       app.add_option("--values", a->values, "Values carried with the keys (raw or .npy)");
+       app.add_option("--values-out", a->values_out, "Where the permuted values go");
+       app.add_option("--values-type", a->values_type, "Value type: u32 or u64")->capture_default_str();
+       app.add_flag("--descending", a->descending, "Sort in descending order");
+       app.add_option("--device", a->device, "auto, cpu, gpu or hybrid")->capture_default_str();
+       app.add_option("--algorithm", a->algorithm, "auto, bitonic, radix or merge")->capture_default_str();
+       app.add_option("--gpu-memory-limit", a->gpu_memory_limit,
+                      "Bytes of GPU memory the sort may use (0: what is free)")
+           ->check(tandem::cli::in_range<std::uint64_t>(0, std::uint64_t{1} << 50));
+       app.add_option("--gpu-sm-limit", a->gpu_sm_limit, "Bitonic: launch on at most this many SMs (0: all)")
+           ->check(tandem::cli::in_range(0, 1 << 16));
+       app.add_option("--threads", a->threads, "CPU threads (0: physical cores)")
+           ->check(tandem::cli::in_range(0, tandem::cli::kMaxThreads));
+       app.add_option("--gpus", a->gpus,
+                      "Bitonic: GPUs sharing the work, e.g. 0,1 (repeats: 0,0 = two shares on GPU 0)")
+           ->delimiter(',')
+           ->check(tandem::cli::in_range(0, 1023));
+       app.add_flag("--explain", a->explain, "Print what ran where, with the plan and the time of each stage");
+       return [a] { return a->plan ? run_plan(*a) : run_file(*a); };
+     }});
 
 // `tandem demo`: the hybrid bitonic plan of the 16-element example (k = 0.6), then a real sort. Without a GPU
 // the plan is shown and the CPU path runs.
-const bool demo = tandem::cli::register_demo_part({30, "hybrid sort", [] {
-  const auto example = tandem::bitonic::make_plan(16, 0.6, 'c');
-  std::cout << "example (16 elements, k = 0.6): policy c concurrent at " << example.concurrent_ranges()
-            << "; policy b at " << tandem::bitonic::make_plan(16, 0.6, 'b').concurrent_ranges()
-            << "; policy a at " << tandem::bitonic::make_plan(16, 0.6, 'a').concurrent_ranges() << '\n';
-  const std::size_t n = tandem::gpu_count() > 0 ? (std::size_t{1} << 24) + 12345 : (std::size_t{1} << 20) + 12345;
-  std::mt19937_64 rng(42);
-  std::vector<std::uint32_t> keys(n);
-  for (auto& k : keys) k = static_cast<std::uint32_t>(rng());
-  auto want = keys;
-  tandem::Stopwatch sw;
-  std::sort(want.begin(), want.end());
-  const double t_std = sw.seconds();
-  bool ok = true;
-  auto run = [&](tandem::SortOptions o, const char* what) {
-    auto v = keys;
-    tandem::Stopwatch w;
-    auto r = tandem::bitonic::sort(std::span<std::uint32_t>(v), o);
-    const double t = w.seconds();
-    const bool good = v == want;
-    ok = ok && good;
-    std::cout << fmt::format("-- {}: {} keys in {} ({}), std::sort {}\n", what, n, tandem::human_seconds(t),
-                             good ? "matches std::sort" : "MISMATCH", tandem::human_seconds(t_std));
-    std::cout << r.explain();
-  };
-  tandem::SortOptions o;
-  o.algorithm = tandem::SortAlgorithm::bitonic;
-  if (tandem::gpu_count() == 0) {
-    std::cout << "no GPU: the plan below would split the work; the CPU runs every step\n"
-              << tandem::bitonic::describe(tandem::bitonic::make_plan(n, 0.6, 'c', 3));
-    o.device = tandem::Device::cpu;
-    run(o, "CPU bitonic");
-    return ok;
-  }
-  o.device = tandem::Device::auto_;
-  run(o, "bitonic, k measured (the cost model picks the split)");
-  o.device = tandem::Device::hybrid;
-  o.bitonic.k = 0.6;
-  o.bitonic.min_interior_run = 3;
-  run(o, "hybrid with k forced to 0.6 (policy c, min_interior_run 3)");
-  return ok;
-}});
+const bool demo = tandem::cli::register_demo_part(
+    {30, "hybrid sort", [] {
+       const auto example = tandem::bitonic::make_plan(16, 0.6, 'c');
+       std::cout << "example (16 elements, k = 0.6): policy c concurrent at " << example.concurrent_ranges()
+                 << "; policy b at " << tandem::bitonic::make_plan(16, 0.6, 'b').concurrent_ranges() << "; policy a at "
+                 << tandem::bitonic::make_plan(16, 0.6, 'a').concurrent_ranges() << '\n';
+       const std::size_t n = tandem::gpu_count() > 0 ? (std::size_t{1} << 24) + 12345 : (std::size_t{1} << 20) + 12345;
+       std::mt19937_64 rng(42);
+       std::vector<std::uint32_t> keys(n);
+       for (auto& k : keys) k = static_cast<std::uint32_t>(rng());
+       auto want = keys;
+       tandem::Stopwatch sw;
+       std::sort(want.begin(), want.end());
+       const double t_std = sw.seconds();
+       bool ok = true;
+       auto run = [&](tandem::SortOptions o, const char* what) {
+         auto v = keys;
+         tandem::Stopwatch w;
+         auto r = tandem::bitonic::sort(std::span<std::uint32_t>(v), o);
+         const double t = w.seconds();
+         const bool good = v == want;
+         ok = ok && good;
+         std::cout << fmt::format("-- {}: {} keys in {} ({}), std::sort {}\n", what, n, tandem::human_seconds(t),
+                                  good ? "matches std::sort" : "MISMATCH", tandem::human_seconds(t_std));
+         std::cout << r.explain();
+       };
+       tandem::SortOptions o;
+       o.algorithm = tandem::SortAlgorithm::bitonic;
+       if (tandem::gpu_count() == 0) {
+         std::cout << "no GPU: the plan below would split the work; the CPU runs every step\n"
+                   << tandem::bitonic::describe(tandem::bitonic::make_plan(n, 0.6, 'c', 3));
+         o.device = tandem::Device::cpu;
+         run(o, "CPU bitonic");
+         return ok;
+       }
+       o.device = tandem::Device::auto_;
+       run(o, "bitonic, k measured (the cost model picks the split)");
+       o.device = tandem::Device::hybrid;
+       o.bitonic.k = 0.6;
+       o.bitonic.min_interior_run = 3;
+       run(o, "hybrid with k forced to 0.6 (policy c, min_interior_run 3)");
+       return ok;
+     }});
 
 }  // namespace

@@ -29,7 +29,7 @@ const std::vector<Command>& generators();
 // A part of `tandem demo`: runs the capability on generated data, prints what ran where, how
 // long it took and whether the result checked out. Returns false when the check failed.
 struct DemoPart {
-  int order;          // parts run in increasing order
+  int order;  // parts run in increasing order
   std::string name;
   std::function<bool()> run;
 };

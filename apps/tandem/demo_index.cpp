@@ -87,9 +87,11 @@ bool run_index_demo(std::ostream& out) {
     const double t = w.seconds();
     const bool good = std::memcmp(o.data(), ref.data(), n * sizeof(float)) == 0;
     ok &= good;
-    out << fmt::format("  cpu   {:<8} {:>10}  {}\n", to_string(m), human_seconds(t), good ? "matches the reference" : "WRONG");
+    out << fmt::format("  cpu   {:<8} {:>10}  {}\n", to_string(m), human_seconds(t),
+                       good ? "matches the reference" : "WRONG");
   }
-  out << fmt::format("  packed table: {} words of {} bits = {}\n", n, table.layout.word_bits, human_bytes(table.memory_bytes()));
+  out << fmt::format("  packed table: {} words of {} bits = {}\n", n, table.layout.word_bits,
+                     human_bytes(table.memory_bytes()));
   return ok;
 }
 

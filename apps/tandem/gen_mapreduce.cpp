@@ -51,46 +51,52 @@ void write_zipf_values(tandem::io::AtomicOutput& out, const ZipfArgs& a, tandem:
 // --exponent and --seed of both Zipf generators.
 void add_exponent_and_seed(CLI::App& app, double& exponent, std::uint64_t& seed) {
   using tandem::cli::in_range;
-  app.add_option("--exponent", exponent, "Zipf exponent s (0: uniform)")->capture_default_str()->check(in_range(0.0, 1000.0));
+  app.add_option("--exponent", exponent, "Zipf exponent s (0: uniform)")
+      ->capture_default_str()
+      ->check(in_range(0.0, 1000.0));
   app.add_option("--seed", seed, "Random seed")->capture_default_str()->check(in_range<std::uint64_t>(0, UINT64_MAX));
 }
 
-const bool gen_zipf = tandem::cli::register_generator({
-    "zipf", "Zipf-distributed integer keys (and optional random values) for group-by",
-    [](CLI::App& app) -> std::function<int()> {
-      using tandem::cli::in_range;
-      auto a = std::make_shared<ZipfArgs>();
-      app.add_option("--n", a->n, "Number of keys")->capture_default_str()->check(in_range<std::size_t>(0, std::size_t{1} << 40));
-      app.add_option("--distinct", a->distinct, "Number of distinct keys")
-          ->capture_default_str()
-          ->check(in_range<std::uint64_t>(1, std::uint64_t{1} << 32));
-      add_exponent_and_seed(app, a->exponent, a->seed);
-      app.add_option("--type", a->type, "Key type: u32, u64, i32 or i64")->capture_default_str();
-      app.add_option("--out", a->out, "Keys file (raw, or .npy by suffix)")->required();
-      app.add_option("--values", a->values, "Also write a values file (uniform in [0, 1000))");
-      app.add_option("--value-type", a->value_type, "f32, f64, i32 or i64")->capture_default_str();
-      return [a] {
-        const auto kt = tandem::parse_dtype(a->type);
-        if (kt != tandem::DType::u32 && kt != tandem::DType::i32 && kt != tandem::DType::u64 && kt != tandem::DType::i64)
-          throw tandem::UsageError(fmt::format("--type {}: expected u32, u64, i32 or i64", a->type));
-        const auto vt = tandem::parse_dtype(a->value_type);
-        if (vt != tandem::DType::f32 && vt != tandem::DType::f64 && vt != tandem::DType::i32 && vt != tandem::DType::i64)
-          throw tandem::UsageError(fmt::format("--value-type {}: expected f32, f64, i32 or i64", a->value_type));
-        tandem::io::AtomicOutput keys_out(a->out);
-        if (a->values.empty()) {
-          write_zipf_keys(keys_out, *a, kt);
-          keys_out.commit();
-          return 0;
-        }
-        tandem::io::AtomicOutput values_out(a->values);
-        if (keys_out.same_destination(values_out))
-          throw tandem::UsageError(fmt::format("--out and --values name the same destination ({})", a->out));
-        write_zipf_keys(keys_out, *a, kt);
-        write_zipf_values(values_out, *a, vt);
-        tandem::io::AtomicOutput::commit_all({&keys_out, &values_out});  // both appear, or neither
-        return 0;
-      };
-    }});
+const bool gen_zipf = tandem::cli::register_generator(
+    {"zipf", "Zipf-distributed integer keys (and optional random values) for group-by",
+     [](CLI::App& app) -> std::function<int()> {
+       using tandem::cli::in_range;
+       auto a = std::make_shared<ZipfArgs>();
+       app.add_option("--n", a->n, "Number of keys")
+           ->capture_default_str()
+           ->check(in_range<std::size_t>(0, std::size_t{1} << 40));
+       app.add_option("--distinct", a->distinct, "Number of distinct keys")
+           ->capture_default_str()
+           ->check(in_range<std::uint64_t>(1, std::uint64_t{1} << 32));
+       add_exponent_and_seed(app, a->exponent, a->seed);
+       app.add_option("--type", a->type, "Key type: u32, u64, i32 or i64")->capture_default_str();
+       app.add_option("--out", a->out, "Keys file (raw, or .npy by suffix)")->required();
+       app.add_option("--values", a->values, "Also write a values file (uniform in [0, 1000))");
+       app.add_option("--value-type", a->value_type, "f32, f64, i32 or i64")->capture_default_str();
+       return [a] {
+         const auto kt = tandem::parse_dtype(a->type);
+         if (kt != tandem::DType::u32 && kt != tandem::DType::i32 && kt != tandem::DType::u64 &&
+             kt != tandem::DType::i64)
+           throw tandem::UsageError(fmt::format("--type {}: expected u32, u64, i32 or i64", a->type));
+         const auto vt = tandem::parse_dtype(a->value_type);
+         if (vt != tandem::DType::f32 && vt != tandem::DType::f64 && vt != tandem::DType::i32 &&
+             vt != tandem::DType::i64)
+           throw tandem::UsageError(fmt::format("--value-type {}: expected f32, f64, i32 or i64", a->value_type));
+         tandem::io::AtomicOutput keys_out(a->out);
+         if (a->values.empty()) {
+           write_zipf_keys(keys_out, *a, kt);
+           keys_out.commit();
+           return 0;
+         }
+         tandem::io::AtomicOutput values_out(a->values);
+         if (keys_out.same_destination(values_out))
+           throw tandem::UsageError(fmt::format("--out and --values name the same destination ({})", a->out));
+         write_zipf_keys(keys_out, *a, kt);
+         write_zipf_values(values_out, *a, vt);
+         tandem::io::AtomicOutput::commit_all({&keys_out, &values_out});  // both appear, or neither
+         return 0;
+       };
+     }});
 
 struct TextArgs {
   std::size_t bytes{1 << 20}, vocab{10000};
@@ -99,70 +105,78 @@ struct TextArgs {
   std::string out;
 };
 
-const bool gen_text = tandem::cli::register_generator({
-    "text", "Text whose words follow a Zipf law over a generated vocabulary (for wordcount)",
-    [](CLI::App& app) -> std::function<int()> {
-      auto a = std::make_shared<TextArgs>();
-      using tandem::cli::in_range;
-      app.add_option("--bytes", a->bytes, "Size of the text")->capture_default_str()->check(in_range<std::size_t>(0, std::size_t{1} << 40));
-      app.add_option("--vocab", a->vocab, "Distinct words in the vocabulary")
-          ->capture_default_str()
-          ->check(in_range<std::size_t>(1, std::size_t{1} << 32));
-      add_exponent_and_seed(app, a->exponent, a->seed);
-      app.add_option("--out", a->out, "Output file ('-' for standard output)")->required();
-      return [a] {
-        tandem::io::AtomicOutput out(a->out);  // checks the destination; the file is created when written
-        const auto vocab = tandem::mr::make_vocabulary(a->vocab, a->seed);
-        const auto t = tandem::mr::zipf_text(a->bytes, vocab, a->exponent, a->seed);
-        out.stream().write(t.data(), static_cast<std::streamsize>(t.size()));
-        out.commit();
-        return 0;
-      };
-    }});
+const bool gen_text = tandem::cli::register_generator(
+    {"text", "Text whose words follow a Zipf law over a generated vocabulary (for wordcount)",
+     [](CLI::App& app) -> std::function<int()> {
+       auto a = std::make_shared<TextArgs>();
+       using tandem::cli::in_range;
+       app.add_option("--bytes", a->bytes, "Size of the text")
+           ->capture_default_str()
+           ->check(in_range<std::size_t>(0, std::size_t{1} << 40));
+       app.add_option("--vocab", a->vocab, "Distinct words in the vocabulary")
+           ->capture_default_str()
+           ->check(in_range<std::size_t>(1, std::size_t{1} << 32));
+       add_exponent_and_seed(app, a->exponent, a->seed);
+       app.add_option("--out", a->out, "Output file ('-' for standard output)")->required();
+       return [a] {
+         tandem::io::AtomicOutput out(a->out);  // checks the destination; the file is created when written
+         const auto vocab = tandem::mr::make_vocabulary(a->vocab, a->seed);
+         const auto t = tandem::mr::zipf_text(a->bytes, vocab, a->exponent, a->seed);
+         out.stream().write(t.data(), static_cast<std::streamsize>(t.size()));
+         out.commit();
+         return 0;
+       };
+     }});
 
-const bool demo_wc = tandem::cli::register_demo_part({50, "word count", [] {
-  const auto vocab = tandem::mr::make_vocabulary(20000, 5);
-  const auto text = tandem::mr::zipf_text(std::size_t{16} << 20, vocab, 1.0, 5);
-  tandem::Stopwatch w;
-  auto r = tandem::mr::wordcount(text);
-  const double t = w.seconds();
-  std::unordered_map<std::string_view, std::uint64_t> ref;
-  tandem::mr::for_each_word(text.data(), text.size(), 0, text.size(),
-                            [&](std::size_t b, std::size_t n) { ++ref[std::string_view(text.data() + b, n)]; });
-  bool ok = ref.size() == r.words.size();
-  for (const auto& [wd, c] : r.words) ok = ok && ref.count(wd) && ref[wd] == c;
-  std::cout << r.report.explain();
-  std::cout << fmt::format("word count of {} Zipf text: {} words, {} distinct, {} ({}); top word '{}' x{}; {} std::unordered_map reference\n",
-                           tandem::human_bytes(text.size()), r.total_words, r.words.size(), tandem::human_seconds(t),
-                           tandem::human_rate(text.size() / t, "B/s"), r.words.empty() ? "" : r.words[0].first,
-                           r.words.empty() ? 0 : r.words[0].second, ok ? "matches the" : "DIFFERS FROM the");
-  return ok;
-}});
+const bool demo_wc = tandem::cli::register_demo_part(
+    {50, "word count", [] {
+       const auto vocab = tandem::mr::make_vocabulary(20000, 5);
+       const auto text = tandem::mr::zipf_text(std::size_t{16} << 20, vocab, 1.0, 5);
+       tandem::Stopwatch w;
+       auto r = tandem::mr::wordcount(text);
+       const double t = w.seconds();
+       std::unordered_map<std::string_view, std::uint64_t> ref;
+       tandem::mr::for_each_word(text.data(), text.size(), 0, text.size(),
+                                 [&](std::size_t b, std::size_t n) { ++ref[std::string_view(text.data() + b, n)]; });
+       bool ok = ref.size() == r.words.size();
+       for (const auto& [wd, c] : r.words) ok = ok && ref.count(wd) && ref[wd] == c;
+       std::cout << r.report.explain();
+       std::cout << fmt::format(
+           "word count of {} Zipf text: {} words, {} distinct, {} ({}); top word '{}' x{}; {} std::unordered_map "
+           "reference\n",
+           tandem::human_bytes(text.size()), r.total_words, r.words.size(), tandem::human_seconds(t),
+           tandem::human_rate(text.size() / t, "B/s"), r.words.empty() ? "" : r.words[0].first,
+           r.words.empty() ? 0 : r.words[0].second, ok ? "matches the" : "DIFFERS FROM the");
+       return ok;
+     }});
 
-const bool demo_gb = tandem::cli::register_demo_part({51, "group-by", [] {
-  const std::size_t n = std::size_t{1} << 22;
-  const auto keys = tandem::mr::zipf_keys_u32(n, 100000, 1.0, 9);
-  std::vector<double> vals(n);
-  for (std::size_t i = 0; i < n; ++i) vals[i] = double(i % 1000);
-  tandem::Stopwatch w;
-  auto g = tandem::mr::groupby(tandem::DType::u32, keys.data(), n, tandem::DType::f64, vals.data(), n, true);
-  const double t = w.seconds();
-  std::unordered_map<std::uint32_t, std::pair<double, std::uint64_t>> ref;
-  for (std::size_t i = 0; i < n; ++i) {
-    auto& e = ref[keys[i]];
-    e.first += vals[i];
-    ++e.second;
-  }
-  bool ok = ref.size() == g.rows.size();
-  for (const auto& row : g.rows) {
-    auto it = ref.find(static_cast<std::uint32_t>(row.key_bits));
-    ok = ok && it != ref.end() && it->second.second == row.count && it->second.first == row.dsum;
-  }
-  std::cout << g.report.explain();
-  std::cout << fmt::format("group-by sum,count of {} u32 keys (Zipf 1.0 over 100000) with f64 values: {} groups, {} ({}); {} std::unordered_map reference\n",
-                           n, g.rows.size(), tandem::human_seconds(t), tandem::human_rate(n / t, "keys/s"),
-                           ok ? "matches the" : "DIFFERS FROM the");
-  return ok;
-}});
+const bool demo_gb = tandem::cli::register_demo_part(
+    {51, "group-by", [] {
+       const std::size_t n = std::size_t{1} << 22;
+       const auto keys = tandem::mr::zipf_keys_u32(n, 100000, 1.0, 9);
+       std::vector<double> vals(n);
+       for (std::size_t i = 0; i < n; ++i) vals[i] = double(i % 1000);
+       tandem::Stopwatch w;
+       auto g = tandem::mr::groupby(tandem::DType::u32, keys.data(), n, tandem::DType::f64, vals.data(), n, true);
+       const double t = w.seconds();
+       std::unordered_map<std::uint32_t, std::pair<double, std::uint64_t>> ref;
+       for (std::size_t i = 0; i < n; ++i) {
+         auto& e = ref[keys[i]];
+         e.first += vals[i];
+         ++e.second;
+       }
+       bool ok = ref.size() == g.rows.size();
+       for (const auto& row : g.rows) {
+         auto it = ref.find(static_cast<std::uint32_t>(row.key_bits));
+         ok = ok && it != ref.end() && it->second.second == row.count && it->second.first == row.dsum;
+       }
+       std::cout << g.report.explain();
+       std::cout << fmt::format(
+           "group-by sum,count of {} u32 keys (Zipf 1.0 over 100000) with f64 values: {} groups, {} ({}); {} "
+           "std::unordered_map reference\n",
+           n, g.rows.size(), tandem::human_seconds(t), tandem::human_rate(n / t, "keys/s"),
+           ok ? "matches the" : "DIFFERS FROM the");
+       return ok;
+     }});
 
 }  // namespace

@@ -95,12 +95,10 @@ void remove_temporaries_on_signals() {
 }
 
 int report(const std::exception& e) {
-  if (dynamic_cast<const std::bad_alloc*>(&e))
-    std::cerr << "tandem: error: out of memory (" << e.what() << ")\n";
+  if (dynamic_cast<const std::bad_alloc*>(&e)) std::cerr << "tandem: error: out of memory (" << e.what() << ")\n";
   else if (dynamic_cast<const std::length_error*>(&e))
     std::cerr << "tandem: error: a size is too large to allocate (" << e.what() << ")\n";
-  else
-    std::cerr << "tandem: error: " << e.what() << '\n';
+  else std::cerr << "tandem: error: " << e.what() << '\n';
   return tandem::exit_code_for(e);
 }
 

@@ -6,8 +6,8 @@
 #include <system_error>
 #include <type_traits>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
 namespace tandem::cli {
 

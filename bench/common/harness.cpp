@@ -74,17 +74,29 @@ void Bench::record(const std::string& case_name, const std::string& method, cons
                            human_seconds(s.median), human_seconds(s.min), human_seconds(s.max),
                            human_rate(rate, unit.c_str()), ok ? "ok" : "WRONG");
   if (!ok) fail(fmt::format("{} / {}: result differs from the reference", case_name, method));
-  rows_.push_back({{"case", case_name}, {"method", method}, {"median_s", s.median}, {"min_s", s.min},
-                   {"max_s", s.max}, {"samples", s.samples}, {"work", work}, {"unit", unit},
-                   {"rate", rate}, {"ok", ok}, {"extra", extra}});
+  rows_.push_back({{"case", case_name},
+                   {"method", method},
+                   {"median_s", s.median},
+                   {"min_s", s.min},
+                   {"max_s", s.max},
+                   {"samples", s.samples},
+                   {"work", work},
+                   {"unit", unit},
+                   {"rate", rate},
+                   {"ok", ok},
+                   {"extra", extra}});
 }
 
 bool Bench::goal(const std::string& what, double value, double goal, bool higher_is_better, const std::string& unit) {
   const bool pass = higher_is_better ? value >= goal : value <= goal;
   std::cout << fmt::format("SUMMARY|{}|{}|{:.3g}{}|{}{:.3g}{}|{}\n", name_, what, value, unit,
                            higher_is_better ? ">=" : "<=", goal, unit, pass ? "PASS" : "MISS");
-  goals_.push_back({{"what", what}, {"value", value}, {"goal", goal}, {"higher_is_better", higher_is_better},
-                    {"unit", unit}, {"pass", pass}});
+  goals_.push_back({{"what", what},
+                    {"value", value},
+                    {"goal", goal},
+                    {"higher_is_better", higher_is_better},
+                    {"unit", unit},
+                    {"pass", pass}});
   return pass;
 }
 
@@ -101,8 +113,12 @@ void Bench::fail(const std::string& why) {
 int Bench::finish() {
   if (!json_path_.empty()) {
     std::ofstream out(json_path_);
-    out << nlohmann::json({{"bench", name_}, {"system", nlohmann::json(system_info())}, {"reps", reps_},
-                           {"rows", rows_}, {"goals", goals_}, {"failures", failures_}})
+    out << nlohmann::json({{"bench", name_},
+                           {"system", nlohmann::json(system_info())},
+                           {"reps", reps_},
+                           {"rows", rows_},
+                           {"goals", goals_},
+                           {"failures", failures_}})
                .dump(1)
         << '\n';
   }

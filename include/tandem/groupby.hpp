@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "tandem/core/report.hpp"
-#include "tandem/table.hpp"
 #include "tandem/core/types.hpp"
+#include "tandem/table.hpp"
 
 namespace tandem {
 
@@ -28,14 +28,14 @@ enum class AggOp : std::uint8_t {
   mean,
   min,
   max,
-  var,         // sample variance (n - 1), as pandas and SQL's var_samp
-  std,         // sample standard deviation
-  first,       // first present value in row order
-  last,        // last present value in row order
-  nunique,     // distinct present values
-  median,      // exact
-  quantile,    // exact, linear interpolation between order statistics (pandas' default)
-  top,         // the n largest values: columns top1_col … topn_col
+  var,       // sample variance (n - 1), as pandas and SQL's var_samp
+  std,       // sample standard deviation
+  first,     // first present value in row order
+  last,      // last present value in row order
+  nunique,   // distinct present values
+  median,    // exact
+  quantile,  // exact, linear interpolation between order statistics (pandas' default)
+  top,       // the n largest values: columns top1_col … topn_col
 };
 
 std::string_view to_string(AggOp op);

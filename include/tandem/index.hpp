@@ -77,7 +77,8 @@ template <class F>
 std::uint64_t generate_warps(Dims3 d, F&& emit) {
   const std::uint64_t total = d.count();
   if (total == 0) return 0;
-  if (total > (std::uint64_t(1) << 32)) throw UsageError("warp generator works in 32-bit index mode (at most 2^32 indices)");
+  if (total > (std::uint64_t(1) << 32))
+    throw UsageError("warp generator works in 32-bit index mode (at most 2^32 indices)");
   const Index3<std::uint64_t> one = index_of<std::uint64_t>(1, d), step = index_of<std::uint64_t>(kWarp, d);
   Index3<std::uint64_t> wide[kWarp];
   Index3<std::uint32_t> lanes[kWarp];
@@ -122,12 +123,12 @@ std::string_view to_string(GenMode m);
 struct PipelineReport {
   GenMode mode{GenMode::warp_per_cycle};
   std::uint64_t threads{0}, warps{0};
-  std::uint32_t instructions{0};     // kernel length; instruction i runs on core i
-  std::uint64_t index_units{0};      // indices produced per cycle (hardware adders): 1, 32 or all
-  std::uint64_t first_start{0};      // cycle at which warp 0 issues instruction 0 (the latency)
-  std::uint64_t all_indices_ready{0};// cycle at which every index of the block exists
-  std::uint64_t total_cycles{0};     // cycles until the last warp retires its last instruction
-  bool conflict_free{true};          // no core ran two warps in one cycle (checked by simulation)
+  std::uint32_t instructions{0};       // kernel length; instruction i runs on core i
+  std::uint64_t index_units{0};        // indices produced per cycle (hardware adders): 1, 32 or all
+  std::uint64_t first_start{0};        // cycle at which warp 0 issues instruction 0 (the latency)
+  std::uint64_t all_indices_ready{0};  // cycle at which every index of the block exists
+  std::uint64_t total_cycles{0};       // cycles until the last warp retires its last instruction
+  bool conflict_free{true};            // no core ran two warps in one cycle (checked by simulation)
 };
 
 // Simulates, cycle by cycle, index generation plus the incremental scheduler: warp w becomes
@@ -183,7 +184,9 @@ class HistoryCache {
   const CacheOptions& options() const { return opt_; }
 
   template <class P>
-  static const P& as(const Result& r) { return *static_cast<const P*>(r.payload.get()); }
+  static const P& as(const Result& r) {
+    return *static_cast<const P*>(r.payload.get());
+  }
 
  private:
   struct Slot {

@@ -29,8 +29,8 @@
 #include "tandem/core/hash.hpp"
 #include "tandem/core/report.hpp"
 #include "tandem/core/types.hpp"
-#include "tandem/mapreduce/detail/local_table.hpp"
 #include "tandem/cuda/hd.hpp"
+#include "tandem/mapreduce/detail/local_table.hpp"
 
 namespace tandem::mr {
 
@@ -38,23 +38,23 @@ namespace tandem::mr {
 // Options shared by the engines. Zero / negative means "tuned or default".
 struct Options {
   Device device{Device::auto_};
-  int threads{0};                      // CPU threads (0: default_threads())
-  std::size_t cpu_table_limit{0};      // CPU: entries per thread-local table before it spills (0: none)
+  int threads{0};                  // CPU threads (0: default_threads())
+  std::size_t cpu_table_limit{0};  // CPU: entries per thread-local table before it spills (0: none)
   // GPU. All 0/-1: chosen by the tuner and cached.
-  int blocks{0};                       // Bs
-  int block_threads{0};                // N (multiple of 32)
-  double sample_fraction{-1};          // p, in [0, 1)
-  double hot_fraction{-1};             // share of the sampled distinct keys preloaded as hot (0.05..0.10)
-  bool hot_keys{true};                 // false: no shared-memory pool at all (the "off" case)
+  int blocks{0};               // Bs
+  int block_threads{0};        // N (multiple of 32)
+  double sample_fraction{-1};  // p, in [0, 1)
+  double hot_fraction{-1};     // share of the sampled distinct keys preloaded as hot (0.05..0.10)
+  bool hot_keys{true};         // false: no shared-memory pool at all (the "off" case)
   // Global tier: per-block global tables, or cold keys straight into the global result
   // table ("direct"). auto_: the tuner measures both on the first job of a problem class and
   // caches the winner (TuningCache, op "mapreduce.tables"); without tuning, direct.
   enum class Tables { auto_, block, direct };
   Tables tables{Tables::auto_};
-  std::size_t shared_entries{0};       // sm_pool entries per block; hash: most hot keys (0: what fits)
-  std::size_t block_pool_entries{0};   // gm_pool entries per block (0: from the sampling estimate)
-  std::size_t spill_entries{0};        // global spill list; hash: overflow list (0: sized from the input)
-  std::size_t result_entries{0};       // initial global result pool; hash: table slots (0: from the sample)
+  std::size_t shared_entries{0};      // sm_pool entries per block; hash: most hot keys (0: what fits)
+  std::size_t block_pool_entries{0};  // gm_pool entries per block (0: from the sampling estimate)
+  std::size_t spill_entries{0};       // global spill list; hash: overflow list (0: sized from the input)
+  std::size_t result_entries{0};      // initial global result pool; hash: table slots (0: from the sample)
   // Group-by engine: chained (per-block chained tables, hot keys in a shared-memory pool with
   // mem_flag; also the only engine for word count) or the open-addressing hash path (integer keys, hot keys in a shared
   // open-addressing table, key and aggregate in one global slot). auto_: hash for group-by.
@@ -74,7 +74,7 @@ struct Options {
   // shared memory, appended to per-partition regions and reduced partition by partition in shared
   // memory, instead of going one by one to the global table (the tuner measures both).
   bool partition_cold{true};
-  bool tune{true};                     // measure candidates on first use of a problem class
+  bool tune{true};                                         // measure candidates on first use of a problem class
   std::uint64_t tune_min_records{std::uint64_t{1} << 22};  // smaller jobs are not worth tuning
 };
 
@@ -82,13 +82,13 @@ struct Options {
 struct EngineStats {
   std::uint64_t records{0};
   std::uint64_t sampled_records{0};
-  std::uint64_t hot_keys{0};           // H
-  double hot_share{0};                 // share of the sampled pairs whose key is hot
-  std::uint64_t shared_hits{0};        // pairs reduced into the shared-memory pool
-  std::uint64_t global_hits{0};        // pairs reduced into global memory (block tables / result)
-  std::uint64_t spilled{0};            // pairs that went to the spill list
-  std::uint64_t result_grows{0};       // times the global result table was grown
-  std::uint64_t retries{0};            // whole-job retries with larger buffers
+  std::uint64_t hot_keys{0};      // H
+  double hot_share{0};            // share of the sampled pairs whose key is hot
+  std::uint64_t shared_hits{0};   // pairs reduced into the shared-memory pool
+  std::uint64_t global_hits{0};   // pairs reduced into global memory (block tables / result)
+  std::uint64_t spilled{0};       // pairs that went to the spill list
+  std::uint64_t result_grows{0};  // times the global result table was grown
+  std::uint64_t retries{0};       // whole-job retries with larger buffers
   std::uint64_t distinct{0};
   int blocks{0}, block_threads{0};
   double sample_fraction{0}, hot_fraction{0};
@@ -130,8 +130,8 @@ struct Hash<std::string_view> {
 // ---------------------------------------------------------------------------------------------
 // Word tokenisation: maximal runs of ASCII letters, digits, '\'', '_' and bytes >= 0x80.
 TANDEM_HD bool is_word_byte(unsigned char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '\'' ||
-         c == '_' || c >= 0x80;
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '\'' || c == '_' ||
+         c >= 0x80;
 }
 TANDEM_HD unsigned char ascii_lower(unsigned char c) { return (c >= 'A' && c <= 'Z') ? c + 32 : c; }
 
@@ -165,8 +165,8 @@ struct Agg {
 template <class A>
 TANDEM_HD bool agg_less(A a, A b) {
   if constexpr (std::is_floating_point_v<A>) {
-    if (a != a) return false;           // NaN is never smaller
-    if (b != b) return true;            // any number is smaller than NaN
+    if (a != a) return false;  // NaN is never smaller
+    if (b != b) return true;   // any number is smaller than NaN
     if (a == b) return std::signbit(a) && !std::signbit(b);
     return a < b;
   } else {
@@ -193,9 +193,9 @@ TANDEM_HD Agg<A> agg_of(V v) {
 template <class A>
 TANDEM_HD void agg_reduce(Agg<A>& into, const Agg<A>& v) {
   if constexpr (std::is_integral_v<A>)  // wraps modulo 2^64; groupby() detects a sum beyond i64 afterwards
-    into.sum = static_cast<A>(static_cast<std::make_unsigned_t<A>>(into.sum) + static_cast<std::make_unsigned_t<A>>(v.sum));
-  else
-    into.sum += v.sum;
+    into.sum =
+        static_cast<A>(static_cast<std::make_unsigned_t<A>>(into.sum) + static_cast<std::make_unsigned_t<A>>(v.sum));
+  else into.sum += v.sum;
   if (agg_less(v.min, into.min)) into.min = v.min;
   if (agg_greater(v.max, into.max)) into.max = v.max;
   into.count += v.count;
@@ -208,7 +208,8 @@ using agg_acc_t = std::conditional_t<std::is_floating_point_v<V>, double, std::i
 template <class K, class V>
 struct GroupByJob {
   using key_type = K;
-  using value_type = std::conditional_t<std::is_void_v<V>, std::uint64_t, Agg<agg_acc_t<std::conditional_t<std::is_void_v<V>, int, V>>>>;
+  using value_type = std::conditional_t<std::is_void_v<V>, std::uint64_t,
+                                        Agg<agg_acc_t<std::conditional_t<std::is_void_v<V>, int, V>>>>;
   // Float sums depend on the order of addition: the CPU engine keeps it fixed (see cpu_mapreduce).
   static constexpr bool fixed_order = std::is_floating_point_v<std::conditional_t<std::is_void_v<V>, int, V>>;
   const K* keys{nullptr};
@@ -254,7 +255,8 @@ struct WordCountCpuJob {
   template <class Emit>
   void map(std::size_t i, Emit&& emit) const {
     const std::size_t first = i * chunk, last = std::min(size, first + chunk);
-    for_each_word(text, size, first, last, [&](std::size_t b, std::size_t len) { emit(std::string_view(text + b, len), value_type{1}); });
+    for_each_word(text, size, first, last,
+                  [&](std::size_t b, std::size_t len) { emit(std::string_view(text + b, len), value_type{1}); });
   }
   void reduce(value_type& into, const value_type& v) const { into += v; }
 };
@@ -264,8 +266,8 @@ struct WordCountCpuJob {
 
 struct CpuStats {
   int threads{1};
-  std::uint64_t pairs{0};      // pairs emitted by map
-  std::uint64_t spills{0};     // times a thread-local table reached the limit and was drained
+  std::uint64_t pairs{0};   // pairs emitted by map
+  std::uint64_t spills{0};  // times a thread-local table reached the limit and was drained
   std::uint64_t spilled_entries{0};
 };
 
@@ -274,7 +276,9 @@ struct CpuStats {
 // thread in record order, and merges the blocks in block order, so every key's result is the same
 // whatever the thread count and schedule.
 template <class Job>
-constexpr bool fixed_order_v = requires { requires Job::fixed_order; };
+constexpr bool fixed_order_v = requires {
+  requires Job::fixed_order;
+};
 // At least 2^14 records, at most 256 blocks: the block size depends on the record count alone.
 constexpr std::size_t fixed_order_block(std::size_t records) {
   return std::max<std::size_t>(std::size_t{1} << 14, (records + 255) / 256);
@@ -290,8 +294,10 @@ void run_threads(int threads, const std::function<void(int)>& body);
 // Runs `job` over records [0, records) on CPU threads; returns one (key, value) per distinct key,
 // in no particular order.
 template <class Job>
-std::vector<std::pair<typename Job::key_type, typename Job::value_type>> cpu_mapreduce(
-    const Job& job, std::size_t records, const Options& opts, CpuStats* stats = nullptr) {
+std::vector<std::pair<typename Job::key_type, typename Job::value_type>> cpu_mapreduce(const Job& job,
+                                                                                       std::size_t records,
+                                                                                       const Options& opts,
+                                                                                       CpuStats* stats = nullptr) {
   using K = typename Job::key_type;
   using V = typename Job::value_type;
   using Pair = std::pair<K, V>;
@@ -302,13 +308,15 @@ std::vector<std::pair<typename Job::key_type, typename Job::value_type>> cpu_map
   Hash<K> hasher;
   const std::size_t limit = opts.cpu_table_limit;
   // Records go in grains, handed to threads as they come; fixed order: a grain is a block.
-  const std::size_t grain = kFixed ? fixed_order_block(records)
-                                   : std::max<std::size_t>(1, std::min<std::size_t>(64, records / (std::size_t(T) * 8) + 1));
+  const std::size_t grain =
+      kFixed ? fixed_order_block(records)
+             : std::max<std::size_t>(1, std::min<std::size_t>(64, records / (std::size_t(T) * 8) + 1));
   const std::size_t grains = (records + grain - 1) / grain;
   // Sources of drained entries, merged in this order: the threads, or (fixed order) the blocks.
   const std::size_t S = kFixed ? std::max<std::size_t>(grains, 1) : std::size_t(T);
   // parts[s][p]: entries drained by source s that belong to partition p, with their hashes.
-  std::vector<std::vector<std::vector<std::pair<Pair, std::uint64_t>>>> parts(S, std::vector<std::vector<std::pair<Pair, std::uint64_t>>>(P));
+  std::vector<std::vector<std::vector<std::pair<Pair, std::uint64_t>>>> parts(
+      S, std::vector<std::vector<std::pair<Pair, std::uint64_t>>>(P));
   std::vector<std::uint64_t> pairs(T, 0), spills(T, 0), spilled(T, 0);
 
   const std::int64_t groups = static_cast<std::int64_t>(grains);
@@ -318,7 +326,9 @@ std::vector<std::pair<typename Job::key_type, typename Job::value_type>> cpu_map
     std::size_t src = std::size_t(t);
     detail::LocalTable<K, V> table(limit ? limit : 1024);
     auto drain = [&] {
-      table.for_each([&](const K& k, const V& v, std::uint64_t h) { parts[src][(h >> 40) % P].push_back({{k, v}, h}); });
+      table.for_each([&](const K& k, const V& v, std::uint64_t h) {
+        parts[src][(h >> 40) % P].push_back({{k, v}, h});
+      });
       table.clear();
     };
     for (std::int64_t g = next_group++; g < groups; g = next_group++) {

@@ -44,23 +44,23 @@ namespace detail {
 
 TANDEM_HD constexpr Block strided_at(std::uint64_t p, Grid g, std::uint64_t S, std::uint64_t G) {
   const std::uint64_t n = g.count();
-  const std::uint64_t ng = (n + G - 1) / G;          // groups
-  const std::uint64_t last_len = n - (ng - 1) * G;   // blocks in the last (maybe partial) group
-  const std::uint64_t R = (ng + S - 1) / S;          // group rows (groups g = r*S + c)
-  const std::uint64_t full = ng - (R - 1) * S;       // columns holding R groups (1..S); the rest R-1
-  const std::uint64_t A = (full - 1) * R * G;        // blocks in the full columns before the last group's
+  const std::uint64_t ng = (n + G - 1) / G;         // groups
+  const std::uint64_t last_len = n - (ng - 1) * G;  // blocks in the last (maybe partial) group
+  const std::uint64_t R = (ng + S - 1) / S;         // group rows (groups g = r*S + c)
+  const std::uint64_t full = ng - (R - 1) * S;      // columns holding R groups (1..S); the rest R-1
+  const std::uint64_t A = (full - 1) * R * G;       // blocks in the full columns before the last group's
   std::uint64_t c, r, j;
   if (p < A) {
     const std::uint64_t q = p / G;
     j = p % G;
     c = q / R;
     r = q % R;
-  } else if (p < A + (R - 1) * G + last_len) {       // the column ending with the partial group
+  } else if (p < A + (R - 1) * G + last_len) {  // the column ending with the partial group
     const std::uint64_t q = p - A;
     c = full - 1;
     r = q / G;
     j = q % G;
-  } else {                                           // columns of R-1 full groups (R >= 2 here)
+  } else {  // columns of R-1 full groups (R >= 2 here)
     const std::uint64_t q = p - A - (R - 1) * G - last_len;
     const std::uint64_t per = (R - 1) * G;
     c = full + q / per;
@@ -98,9 +98,15 @@ TANDEM_HD constexpr std::int64_t floor_half(std::int64_t v) { return v >= 0 ? v 
 TANDEM_HD constexpr Block hilbert_at(std::uint64_t p, Grid g) {
   std::int64_t x = 0, y = 0, ax, ay, bx, by;
   if (g.w >= g.h) {
-    ax = g.w; ay = 0; bx = 0; by = g.h;
+    ax = g.w;
+    ay = 0;
+    bx = 0;
+    by = g.h;
   } else {
-    ax = 0; ay = g.h; bx = g.w; by = 0;
+    ax = 0;
+    ay = g.h;
+    bx = g.w;
+    by = 0;
   }
   std::uint64_t idx = p;
   for (;;) {
@@ -111,35 +117,52 @@ TANDEM_HD constexpr Block hilbert_at(std::uint64_t p, Grid g) {
     std::int64_t ax2 = floor_half(ax), ay2 = floor_half(ay), bx2 = floor_half(bx), by2 = floor_half(by);
     const std::int64_t w2 = iabs(ax2 + ay2), h2 = iabs(bx2 + by2);
     if (2 * w > 3 * h) {
-      if ((w2 % 2) && w > 2) { ax2 += dax; ay2 += day; }
+      if ((w2 % 2) && w > 2) {
+        ax2 += dax;
+        ay2 += day;
+      }
       // long case: (x, y, ax2, ay2, bx, by), then (x+ax2, y+ay2, ax-ax2, ay-ay2, bx, by)
       const std::uint64_t n1 = std::uint64_t(iabs(ax2 + ay2) * h);
       if (idx < n1) {
-        ax = ax2; ay = ay2;
+        ax = ax2;
+        ay = ay2;
       } else {
         idx -= n1;
-        x += ax2; y += ay2;
-        ax -= ax2; ay -= ay2;
+        x += ax2;
+        y += ay2;
+        ax -= ax2;
+        ay -= ay2;
       }
     } else {
-      if ((h2 % 2) && h > 2) { bx2 += dbx; by2 += dby; }
+      if ((h2 % 2) && h > 2) {
+        bx2 += dbx;
+        by2 += dby;
+      }
       // standard case: up (x, y, bx2, by2, ax2, ay2); across (x+bx2, y+by2, ax, ay, bx-bx2, by-by2);
       // down (x+(ax-dax)+(bx2-dbx), y+(ay-day)+(by2-dby), -bx2, -by2, -(ax-ax2), -(ay-ay2))
       const std::uint64_t n1 = std::uint64_t(iabs(bx2 + by2) * iabs(ax2 + ay2));
       const std::uint64_t n2 = std::uint64_t(w * iabs(bx - bx2 + by - by2));
       if (idx < n1) {
         const std::int64_t nax = bx2, nay = by2, nbx = ax2, nby = ay2;
-        ax = nax; ay = nay; bx = nbx; by = nby;
+        ax = nax;
+        ay = nay;
+        bx = nbx;
+        by = nby;
       } else if (idx < n1 + n2) {
         idx -= n1;
-        x += bx2; y += by2;
-        bx -= bx2; by -= by2;
+        x += bx2;
+        y += by2;
+        bx -= bx2;
+        by -= by2;
       } else {
         idx -= n1 + n2;
         x += (ax - dax) + (bx2 - dbx);
         y += (ay - day) + (by2 - dby);
         const std::int64_t nax = -bx2, nay = -by2, nbx = -(ax - ax2), nby = -(ay - ay2);
-        ax = nax; ay = nay; bx = nbx; by = nby;
+        ax = nax;
+        ay = nay;
+        bx = nbx;
+        by = nby;
       }
     }
   }

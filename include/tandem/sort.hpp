@@ -23,10 +23,10 @@ std::string_view to_string(SortAlgorithm a);
 
 // What only the hybrid bitonic sort reads (algorithm = bitonic or device = hybrid).
 struct BitonicOptions {
-  char policy{'c'};           // CPU share policy 'a', 'b' or 'c'
-  int min_interior_run{-1};   // -1: the cost model decides gather vs concurrent
-  double k{-1};               // CPU/GPU capability ratio; < 0: measured and cached
-  int gpu_sm_limit{0};        // launch on at most this many SMs (0: all)
+  char policy{'c'};          // CPU share policy 'a', 'b' or 'c'
+  int min_interior_run{-1};  // -1: the cost model decides gather vs concurrent
+  double k{-1};              // CPU/GPU capability ratio; < 0: measured and cached
+  int gpu_sm_limit{0};       // launch on at most this many SMs (0: all)
 };
 
 struct SortOptions {

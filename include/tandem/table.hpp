@@ -25,8 +25,8 @@ ColumnType parse_column_type(std::string_view name);  // "i32" … "f64", "str";
 std::size_t value_width(ColumnType t);                // bytes per element; 0 for str
 bool is_integer(ColumnType t);
 bool is_floating(ColumnType t);
-std::optional<ColumnType> column_type_of(DType t);    // nullopt for u8, i16, …
-DType to_dtype(ColumnType t);                         // UsageError for str
+std::optional<ColumnType> column_type_of(DType t);  // nullopt for u8, i16, …
+DType to_dtype(ColumnType t);                       // UsageError for str
 
 template <class T>
 constexpr ColumnType column_type_v = [] {

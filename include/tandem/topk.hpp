@@ -90,10 +90,10 @@ std::string_view to_string(Memory m);
 struct Options {
   Algo algo{Algo::auto_};
   Device device{Device::auto_};
-  std::uint64_t stride{0};       // levels per batch (NRA, TA); 0: adaptive (geometric growth)
-  Memory memory{Memory::device}; // where the GPU keeps the lists: device or managed memory
-  int threads{0};                // CPU threads; 0: default_threads(). NRA with 1 = the paper's baseline
-  std::uint64_t max_depth{0};    // NRA/TA give up (finished = false) past this depth; 0: no cap
+  std::uint64_t stride{0};        // levels per batch (NRA, TA); 0: adaptive (geometric growth)
+  Memory memory{Memory::device};  // where the GPU keeps the lists: device or managed memory
+  int threads{0};                 // CPU threads; 0: default_threads(). NRA with 1 = the paper's baseline
+  std::uint64_t max_depth{0};     // NRA/TA give up (finished = false) past this depth; 0: no cap
 };
 
 struct Item {
@@ -104,15 +104,15 @@ struct Item {
 
 // What an algorithm did; also written into the Report's details.
 struct Stats {
-  std::string algo;                   // "nra", "ta", "scan"
-  std::string where;                  // "cpu", "cpu x8", "gpu0"
-  std::vector<std::uint64_t> depth;   // entries read per list (NRA/TA; m for the scan)
-  std::uint64_t candidates{0};        // NRA: most candidates held; TA: objects scored
-  std::uint64_t rounds{0};            // batches (NRA/TA), select passes (scan)
-  std::uint64_t stride{0};            // first batch size (0: none)
+  std::string algo;                  // "nra", "ta", "scan"
+  std::string where;                 // "cpu", "cpu x8", "gpu0"
+  std::vector<std::uint64_t> depth;  // entries read per list (NRA/TA; m for the scan)
+  std::uint64_t candidates{0};       // NRA: most candidates held; TA: objects scored
+  std::uint64_t rounds{0};           // batches (NRA/TA), select passes (scan)
+  std::uint64_t stride{0};           // first batch size (0: none)
   bool adaptive{false};
-  bool finished{true};                // false: stopped at max_depth without an answer
-  double mean_depth() const;          // entries read, averaged over the lists
+  bool finished{true};        // false: stopped at max_depth without an answer
+  double mean_depth() const;  // entries read, averaged over the lists
 };
 
 struct Result {
@@ -148,9 +148,9 @@ Result ta_cpu(const Lists& lists, std::uint64_t k, const Aggregate& agg, const O
 
 // Estimate used by Algo::auto_: the overlap of the lists' prefixes against independence.
 struct Estimate {
-  std::uint64_t prefix{0};   // entries of each list looked at
-  double observed{0};        // pairs (object, two lists) seen together in the prefixes
-  double expected{0};        // the same under independent lists
+  std::uint64_t prefix{0};  // entries of each list looked at
+  double observed{0};       // pairs (object, two lists) seen together in the prefixes
+  double expected{0};       // the same under independent lists
   double ratio() const { return expected > 0 ? observed / expected : 1.0; }
 };
 Estimate estimate_overlap(const Lists& lists);

@@ -31,16 +31,16 @@ bool in_place_layout(const py::array& a) {
 
 namespace {
 void check_layout(const py::array& a, std::string_view what, bool writeable) {
-  if (a.ndim() != 1)
-    throw py::value_error(fmt::format("{}: expected a 1-D array, got {} dimensions", what, a.ndim()));
+  if (a.ndim() != 1) throw py::value_error(fmt::format("{}: expected a 1-D array, got {} dimensions", what, a.ndim()));
   const int flags = a.flags();
   if (!(flags & py::array::c_style))
     throw py::value_error(fmt::format("{}: the array is not contiguous (copy it with numpy.ascontiguousarray)", what));
   if (!(flags & py::detail::npy_api::NPY_ARRAY_ALIGNED_))
     throw py::value_error(fmt::format("{}: the array's elements are not aligned", what));
   if (!native_order(a.dtype()))
-    throw py::value_error(fmt::format("{}: the array is byte-swapped ({}); convert it with a.astype(a.dtype.newbyteorder('='))",
-                                      what, dtype_name(a.dtype())));
+    throw py::value_error(
+        fmt::format("{}: the array is byte-swapped ({}); convert it with a.astype(a.dtype.newbyteorder('='))", what,
+                    dtype_name(a.dtype())));
   if (writeable && !a.writeable()) throw py::value_error(fmt::format("{}: the array is read-only", what));
 }
 }  // namespace
@@ -60,8 +60,9 @@ std::optional<DType> key_dtype(const py::dtype& d) {
 ArrayView key_array(const py::array& a, std::string_view what, bool writeable) {
   const auto t = key_dtype(a.dtype());
   if (!t)
-    throw py::type_error(fmt::format("{}: dtype {} is not supported (expected int32, int64, uint32, uint64, float32 or float64)",
-                                     what, dtype_name(a.dtype())));
+    throw py::type_error(
+        fmt::format("{}: dtype {} is not supported (expected int32, int64, uint32, uint64, float32 or float64)", what,
+                    dtype_name(a.dtype())));
   check_layout(a, what, writeable);
   return {const_cast<void*>(a.data()), static_cast<std::size_t>(a.size()), *t};
 }
@@ -69,13 +70,12 @@ ArrayView key_array(const py::array& a, std::string_view what, bool writeable) {
 ArrayView bits_array(const py::array& a, std::string_view what, bool writeable) {
   const auto itemsize = static_cast<std::size_t>(a.itemsize());
   if ((itemsize != 4 && itemsize != 8) || a.dtype().kind() == 'O')
-    throw py::type_error(fmt::format("{}: expected 4- or 8-byte elements other than objects, got {}", what, dtype_name(a.dtype())));
-  if (a.ndim() != 1)
-    throw py::value_error(fmt::format("{}: expected a 1-D array, got {} dimensions", what, a.ndim()));
+    throw py::type_error(
+        fmt::format("{}: expected 4- or 8-byte elements other than objects, got {}", what, dtype_name(a.dtype())));
+  if (a.ndim() != 1) throw py::value_error(fmt::format("{}: expected a 1-D array, got {} dimensions", what, a.ndim()));
   if (!(a.flags() & py::array::c_style)) throw py::value_error(fmt::format("{}: the array is not contiguous", what));
   if (writeable && !a.writeable()) throw py::value_error(fmt::format("{}: the array is read-only", what));
-  return {const_cast<void*>(a.data()), static_cast<std::size_t>(a.size()),
-          itemsize == 4 ? DType::u32 : DType::u64};
+  return {const_cast<void*>(a.data()), static_cast<std::size_t>(a.size()), itemsize == 4 ? DType::u32 : DType::u64};
 }
 
 std::shared_ptr<const void> keep_alive(py::handle obj) {
@@ -88,7 +88,8 @@ std::shared_ptr<const void> keep_alive(py::handle obj) {
 
 Device device_arg(std::string_view name) {
   const Device d = parse_device(name);
-  if (d == Device::hybrid) throw UsageError("device 'hybrid' applies to the command-line sort only (expected auto, cpu or gpu)");
+  if (d == Device::hybrid)
+    throw UsageError("device 'hybrid' applies to the command-line sort only (expected auto, cpu or gpu)");
   return d;
 }
 

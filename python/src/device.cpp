@@ -33,8 +33,8 @@ int device_of(std::uintptr_t p) {
 Report queued(std::string operation, std::size_t n, DType t, int device, std::uintptr_t stream) {
   Report r;
   r.operation = std::move(operation);
-  r.note(fmt::format("{} {} elements on gpu{} (CUB radix sort), queued on stream {:#x}: no host synchronisation", to_string(t),
-                     n, device, stream));
+  r.note(fmt::format("{} {} elements on gpu{} (CUB radix sort), queued on stream {:#x}: no host synchronisation",
+                     to_string(t), n, device, stream));
   r.details()["device"] = device;
   r.details()["stream"] = stream;
   return r;
@@ -46,7 +46,8 @@ SortOptions options(bool descending) {
   return o;
 }
 
-Report sort_py(std::uintptr_t ptr, std::size_t n, const std::string& dtype, bool descending, bool nan_last, std::uintptr_t stream) {
+Report sort_py(std::uintptr_t ptr, std::size_t n, const std::string& dtype, bool descending, bool nan_last,
+               std::uintptr_t stream) {
   const DType t = parse_dtype(dtype);
   if (n == 0) return queued("sort", n, t, -1, stream);
   const int dev = device_of(ptr);
@@ -65,7 +66,8 @@ Report sort_py(std::uintptr_t ptr, std::size_t n, const std::string& dtype, bool
 Report sort_pairs_py(std::uintptr_t keys_ptr, std::uintptr_t values_ptr, std::size_t value_size, std::size_t n,
                      const std::string& dtype, bool descending, bool nan_last, std::uintptr_t stream) {
   const DType t = parse_dtype(dtype);
-  if (value_size != 4 && value_size != 8) throw py::type_error(fmt::format("values: {}-byte elements (expected 4 or 8)", value_size));
+  if (value_size != 4 && value_size != 8)
+    throw py::type_error(fmt::format("values: {}-byte elements (expected 4 or 8)", value_size));
   if (n == 0) return queued("sort_by_key", n, t, -1, stream);
   const int dev = device_of(keys_ptr);
   if (device_of(values_ptr) != dev) throw py::value_error("keys and values are on different GPUs");
@@ -86,8 +88,8 @@ Report sort_pairs_py(std::uintptr_t keys_ptr, std::uintptr_t values_ptr, std::si
   return queued("sort_by_key", n, t, dev, stream);
 }
 
-Report argsort_py(std::uintptr_t src, std::uintptr_t scratch, std::uintptr_t positions, std::size_t n, const std::string& dtype,
-                  bool descending, bool nan_last, std::uintptr_t stream) {
+Report argsort_py(std::uintptr_t src, std::uintptr_t scratch, std::uintptr_t positions, std::size_t n,
+                  const std::string& dtype, bool descending, bool nan_last, std::uintptr_t stream) {
   const DType t = parse_dtype(dtype);
   if (n == 0) return queued("argsort", n, t, -1, stream);
   const int dev = device_of(src);
@@ -106,8 +108,8 @@ Report argsort_py(std::uintptr_t src, std::uintptr_t scratch, std::uintptr_t pos
 }
 
 // allocate(groups) returns six pointers (keys, count, sum, min, max, mean; 0: not wanted).
-Report groupby_py(std::uintptr_t keys, const std::string& key_dtype, std::uintptr_t values, const std::string& value_dtype,
-                  std::size_t n, std::uintptr_t stream, const py::function& allocate) {
+Report groupby_py(std::uintptr_t keys, const std::string& key_dtype, std::uintptr_t values,
+                  const std::string& value_dtype, std::size_t n, std::uintptr_t stream, const py::function& allocate) {
   DeviceGroupByCall call;
   call.key_type = parse_dtype(key_dtype);
   call.keys = reinterpret_cast<const void*>(keys);
@@ -120,8 +122,9 @@ Report groupby_py(std::uintptr_t keys, const std::string& key_dtype, std::uintpt
     py::gil_scoped_acquire gil;
     const auto p = allocate(groups).cast<std::vector<std::uintptr_t>>();
     if (p.size() != 6) throw py::value_error("groupby: the allocator must return six pointers");
-    return DeviceGroupOutputs{reinterpret_cast<void*>(p[0]), reinterpret_cast<std::int64_t*>(p[1]), reinterpret_cast<void*>(p[2]),
-                              reinterpret_cast<void*>(p[3]), reinterpret_cast<void*>(p[4]), reinterpret_cast<double*>(p[5])};
+    return DeviceGroupOutputs{reinterpret_cast<void*>(p[0]), reinterpret_cast<std::int64_t*>(p[1]),
+                              reinterpret_cast<void*>(p[2]), reinterpret_cast<void*>(p[3]),
+                              reinterpret_cast<void*>(p[4]), reinterpret_cast<double*>(p[5])};
   };
   const int dev = n ? device_of(keys) : 0;
   if (call.has_values && n && device_of(values) != dev) throw py::value_error("keys and values are on different GPUs");
@@ -134,14 +137,14 @@ Report groupby_py(std::uintptr_t keys, const std::string& key_dtype, std::uintpt
 }  // namespace
 
 void bind_device(py::module_& m) {
-  m.def("_device_sort", &sort_py, py::arg("ptr"), py::arg("n"), py::arg("dtype"), py::arg("descending"), py::arg("nan_last"),
-        py::arg("stream"));
+  m.def("_device_sort", &sort_py, py::arg("ptr"), py::arg("n"), py::arg("dtype"), py::arg("descending"),
+        py::arg("nan_last"), py::arg("stream"));
   m.def("_device_sort_pairs", &sort_pairs_py, py::arg("keys"), py::arg("values"), py::arg("value_size"), py::arg("n"),
         py::arg("dtype"), py::arg("descending"), py::arg("nan_last"), py::arg("stream"));
-  m.def("_device_argsort", &argsort_py, py::arg("src"), py::arg("scratch"), py::arg("positions"), py::arg("n"), py::arg("dtype"),
-        py::arg("descending"), py::arg("nan_last"), py::arg("stream"));
-  m.def("_device_groupby", &groupby_py, py::arg("keys"), py::arg("key_dtype"), py::arg("values"), py::arg("value_dtype"),
-        py::arg("n"), py::arg("stream"), py::arg("allocate"));
+  m.def("_device_argsort", &argsort_py, py::arg("src"), py::arg("scratch"), py::arg("positions"), py::arg("n"),
+        py::arg("dtype"), py::arg("descending"), py::arg("nan_last"), py::arg("stream"));
+  m.def("_device_groupby", &groupby_py, py::arg("keys"), py::arg("key_dtype"), py::arg("values"),
+        py::arg("value_dtype"), py::arg("n"), py::arg("stream"), py::arg("allocate"));
 }
 #else
 void bind_device(py::module_&) {}

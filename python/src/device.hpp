@@ -23,7 +23,8 @@ void move_leading_nans_last_device(K* keys, V* values, std::size_t n, cudaStream
 // argsort's inputs: keys[i] = in[i] (with `canonical`, as nan_order.hpp's numpy_equal_key: one NaN,
 // one zero), positions[i] = i.
 template <class K>
-void argsort_prepare_device(const K* in, K* keys, std::uint64_t* positions, std::size_t n, bool canonical, cudaStream_t stream);
+void argsort_prepare_device(const K* in, K* keys, std::uint64_t* positions, std::size_t n, bool canonical,
+                            cudaStream_t stream);
 
 // Group-by of integer keys on the device (the hash group-by engine), result sorted by key.
 // Values: none, double or int64 (narrower types are widened by the caller). The engine reads the
@@ -32,7 +33,7 @@ void argsort_prepare_device(const K* in, K* keys, std::uint64_t* positions, std:
 struct DeviceGroupOutputs {
   void* keys{nullptr};
   std::int64_t* count{nullptr};
-  void* sum{nullptr};   // double or int64, as the values
+  void* sum{nullptr};  // double or int64, as the values
   void* min{nullptr};
   void* max{nullptr};
   double* mean{nullptr};

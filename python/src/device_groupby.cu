@@ -9,10 +9,10 @@
 #include <string>
 
 #include "device.hpp"
+#include "mapreduce/gpu_jobs.hpp"
 #include "tandem/cuda/buffers.hpp"
 #include "tandem/cuda/runtime.hpp"
 #include "tandem/cuda/stream.hpp"
-#include "mapreduce/gpu_jobs.hpp"
 #include "tandem/sort.hpp"
 
 namespace tandem::python {
@@ -21,11 +21,13 @@ namespace {
 constexpr int kThreads = 256;
 
 unsigned grid_for(std::size_t items) {
-  return static_cast<unsigned>(std::max<std::size_t>(1, std::min<std::size_t>((items + kThreads - 1) / kThreads, 1u << 20)));
+  return static_cast<unsigned>(
+      std::max<std::size_t>(1, std::min<std::size_t>((items + kThreads - 1) / kThreads, 1u << 20)));
 }
 
 __global__ void iota_kernel(std::uint32_t* p, std::size_t n) {
-  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x)
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n;
+       i += std::size_t(gridDim.x) * blockDim.x)
     p[i] = static_cast<std::uint32_t>(i);
 }
 
@@ -34,7 +36,8 @@ __global__ void iota_kernel(std::uint32_t* p, std::size_t n) {
 template <class Acc>
 __global__ void gather_kernel(const Acc* accs, const std::uint32_t* order, std::size_t n, DeviceGroupOutputs out,
                               unsigned* may_wrap) {
-  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x) {
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n;
+       i += std::size_t(gridDim.x) * blockDim.x) {
     const Acc a = accs[order[i]];
     if constexpr (std::is_same_v<Acc, std::uint64_t>) {
       if (out.count) out.count[i] = static_cast<std::int64_t>(a);
@@ -91,12 +94,13 @@ Report run(const DeviceGroupByCall& call) {
     }
     TANDEM_CUDA(cudaFreeAsync(scratch, call.stream));
     if (wrapped)
-      throw InputError("device group-by: an int64 sum may overflow in some group (|value| x rows reaches 2^63); "
-                       "sum float64 values, or group on the CPU, which checks every sum");
+      throw InputError(
+          "device group-by: an int64 sum may overflow in some group (|value| x rows reaches 2^63); "
+          "sum float64 values, or group on the CPU, which checks every sum");
     r.note(std::to_string(groups) + " groups sorted by key on the device (CUB radix sort) into the caller's arrays");
   };
-  mr::detail::gpu_groupby_hash_on_device<K, V>(static_cast<const K*>(call.keys), static_cast<const V*>(call.values), call.n,
-                                               mr::Options{}, st, r, call.stream, write);
+  mr::detail::gpu_groupby_hash_on_device<K, V>(static_cast<const K*>(call.keys), static_cast<const V*>(call.values),
+                                               call.n, mr::Options{}, st, r, call.stream, write);
   mr::explain_stats(r, st);
   return r;
 }
@@ -106,7 +110,8 @@ Report with_values(const DeviceGroupByCall& call) {
   if (!call.has_values) return run<S, void>(call);
   if (call.value_type == DType::f64) return run<S, double>(call);
   if (call.value_type == DType::i64) return run<S, std::int64_t>(call);
-  throw UsageError("device group-by: values of type " + std::string(to_string(call.value_type)) + " (expected f64 or i64)");
+  throw UsageError("device group-by: values of type " + std::string(to_string(call.value_type)) +
+                   " (expected f64 or i64)");
 }
 
 }  // namespace

@@ -47,7 +47,8 @@ __global__ void reverse_kernel(T* a, std::size_t n, const unsigned long long* ru
   if (c == 0 || c >= n) return;
   const std::size_t lo = part == 1 ? c : 0;
   const std::size_t len = part == 0 ? c : (part == 1 ? n - c : n);
-  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < len / 2; i += std::size_t(gridDim.x) * blockDim.x) {
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < len / 2;
+       i += std::size_t(gridDim.x) * blockDim.x) {
     const T t = a[lo + i];
     a[lo + i] = a[lo + len - 1 - i];
     a[lo + len - 1 - i] = t;
@@ -56,7 +57,8 @@ __global__ void reverse_kernel(T* a, std::size_t n, const unsigned long long* ru
 
 template <class K>
 __global__ void argsort_prepare_kernel(const K* in, K* keys, std::uint64_t* positions, std::size_t n, bool canonical) {
-  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x) {
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n;
+       i += std::size_t(gridDim.x) * blockDim.x) {
     keys[i] = canonical ? numpy_equal_key(in[i]) : in[i];
     positions[i] = i;
   }
@@ -90,16 +92,17 @@ void move_leading_nans_last_device(K* keys, V* values, std::size_t n, cudaStream
 }
 
 template <class K>
-void argsort_prepare_device(const K* in, K* keys, std::uint64_t* positions, std::size_t n, bool canonical, cudaStream_t stream) {
+void argsort_prepare_device(const K* in, K* keys, std::uint64_t* positions, std::size_t n, bool canonical,
+                            cudaStream_t stream) {
   if (n == 0) return;
   argsort_prepare_kernel<K><<<grid_for(n), kThreads, 0, stream>>>(in, keys, positions, n, canonical);
   TANDEM_CUDA_LAUNCH("argsort prepare");
 }
 
-#define TANDEM_PY_DEVICE_KEYS(K)                                                                                     \
-  template void move_leading_nans_last_device<K, void>(K*, void*, std::size_t, cudaStream_t);                      \
-  template void move_leading_nans_last_device<K, std::uint32_t>(K*, std::uint32_t*, std::size_t, cudaStream_t);    \
-  template void move_leading_nans_last_device<K, std::uint64_t>(K*, std::uint64_t*, std::size_t, cudaStream_t);    \
+#define TANDEM_PY_DEVICE_KEYS(K)                                                                                \
+  template void move_leading_nans_last_device<K, void>(K*, void*, std::size_t, cudaStream_t);                   \
+  template void move_leading_nans_last_device<K, std::uint32_t>(K*, std::uint32_t*, std::size_t, cudaStream_t); \
+  template void move_leading_nans_last_device<K, std::uint64_t>(K*, std::uint64_t*, std::size_t, cudaStream_t); \
   template void argsort_prepare_device<K>(const K*, K*, std::uint64_t*, std::size_t, bool, cudaStream_t);
 TANDEM_PY_DEVICE_KEYS(std::uint32_t)
 TANDEM_PY_DEVICE_KEYS(std::int32_t)

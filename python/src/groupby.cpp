@@ -1,8 +1,8 @@
 // tandem.groupby on host tables: tandem::groupby over columns lent by numpy (table.hpp).
 
+#include "tandem/groupby.hpp"
 #include "common.hpp"
 #include "table.hpp"
-#include "tandem/groupby.hpp"
 
 namespace tandem::python {
 namespace {
@@ -61,8 +61,8 @@ void bind_groupby(py::module_& m) {
         return out;
       },
       py::arg("text"), "tandem::parse_aggregations: (op, column, q, n, name) tuples.");
-  m.def("_groupby", &groupby_tables, py::arg("columns"), py::arg("by"), py::arg("aggs"), py::arg("device"), py::arg("threads"),
-        "tandem::groupby of columns (table.hpp's tuples): (result columns, Report).");
+  m.def("_groupby", &groupby_tables, py::arg("columns"), py::arg("by"), py::arg("aggs"), py::arg("device"),
+        py::arg("threads"), "tandem::groupby of columns (table.hpp's tuples): (result columns, Report).");
   m.def(
       "_generate_groupby",
       [](std::size_t rows, std::size_t k, double nas_percent, bool sorted, std::uint64_t seed) {

@@ -15,7 +15,8 @@ void bind_info(py::module_& m) {
         return j.dump();
       },
       "tandem::system_info() as JSON text.");
-  m.def("_describe", [] { return describe(system_info()); }, "tandem::system_info() as readable text.");
+  m.def(
+      "_describe", [] { return describe(system_info()); }, "tandem::system_info() as readable text.");
 }
 
 }  // namespace tandem::python

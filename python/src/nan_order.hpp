@@ -21,7 +21,8 @@ std::size_t leading_nans(std::span<const K> keys) {
   if constexpr (std::is_floating_point_v<K>) {
     if (keys.empty() || !std::isnan(keys.front())) return 0;
     const bool sign = std::signbit(keys.front());
-    const auto end = std::partition_point(keys.begin(), keys.end(), [&](K k) { return std::isnan(k) && std::signbit(k) == sign; });
+    const auto end =
+        std::partition_point(keys.begin(), keys.end(), [&](K k) { return std::isnan(k) && std::signbit(k) == sign; });
     return static_cast<std::size_t>(end - keys.begin());
   } else {
     return 0;

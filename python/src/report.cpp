@@ -13,15 +13,16 @@ void bind_report(py::module_& m) {
       .def_readonly("seconds", &Stage::seconds)
       .def_readonly("detail", &Stage::detail)
       .def("__repr__", [](const Stage& s) {
-        return "Stage(" + py::repr(py::str(s.name)).cast<std::string>() + ", where=" + py::repr(py::str(s.where)).cast<std::string>() +
+        return "Stage(" + py::repr(py::str(s.name)).cast<std::string>() +
+               ", where=" + py::repr(py::str(s.where)).cast<std::string>() +
                ", seconds=" + py::repr(py::float_(s.seconds)).cast<std::string>() + ")";
       });
   py::class_<Report>(m, "Report", "What an operation did: its stages, notes on its choices and structured details.")
       .def_readonly("operation", &Report::operation)
       .def_readonly("stages", &Report::stages)
       .def_readonly("notes", &Report::notes)
-      .def_property_readonly("details",
-                             [](const Report& r) { return py::module_::import("json").attr("loads")(r.details().dump()); })
+      .def_property_readonly(
+          "details", [](const Report& r) { return py::module_::import("json").attr("loads")(r.details().dump()); })
       .def_property_readonly("total_seconds", &Report::total_seconds)
       .def("to_dict", [](const Report& r) { return py::module_::import("json").attr("loads")(r.to_json().dump()); })
       .def("explain", &Report::explain, "A readable table of the stages and the notes.")

@@ -8,8 +8,8 @@
 #include "common.hpp"
 #include "nan_order.hpp"
 #include "tandem/core/parallel.hpp"
-#include "tandem/sort.hpp"
 #include "tandem/core/timing.hpp"
+#include "tandem/sort.hpp"
 
 namespace tandem::python {
 namespace {
@@ -44,8 +44,8 @@ Report sort_array(const py::array& a, bool descending, std::string_view device, 
   });
 }
 
-Report sort_pairs_arrays(const py::array& keys_arr, const py::array& values_arr, bool descending, std::string_view device,
-                         int threads, bool nan_last) {
+Report sort_pairs_arrays(const py::array& keys_arr, const py::array& values_arr, bool descending,
+                         std::string_view device, int threads, bool nan_last) {
   const ArrayView k = key_array(keys_arr, "keys", true);
   const ArrayView v = bits_array(values_arr, "values", true);
   if (k.size != v.size) throw py::value_error(fmt::format("sort_by_key: {} keys but {} values", k.size, v.size));
@@ -61,7 +61,8 @@ Report sort_pairs_arrays(const py::array& keys_arr, const py::array& values_arr,
         place_nans(keys, vals, nan_last, r);
         return r;
       };
-      return v.dtype == DType::u32 ? run(static_cast<std::uint32_t*>(v.data)) : run(static_cast<std::uint64_t*>(v.data));
+      return v.dtype == DType::u32 ? run(static_cast<std::uint32_t*>(v.data))
+                                   : run(static_cast<std::uint64_t*>(v.data));
     });
   });
 }
@@ -69,7 +70,8 @@ Report sort_pairs_arrays(const py::array& keys_arr, const py::array& values_arr,
 // A sorted copy of a 1-D contiguous array of a key type: the whole call in C++, so that sorting
 // a few elements costs little more than the library's own dispatch. None for any other array (the
 // caller takes the general path).
-py::object sort_copy(const py::array& a, bool descending, std::string_view device, int threads, bool nan_last, bool explain) {
+py::object sort_copy(const py::array& a, bool descending, std::string_view device, int threads, bool nan_last,
+                     bool explain) {
   if (!key_dtype(a.dtype()) || a.ndim() != 1 || !in_place_layout(a)) return py::none();
   const ArrayView v = key_array(a, "sort", false);
   py::array out(a.dtype(), {static_cast<py::ssize_t>(v.size)}, {});
@@ -103,7 +105,8 @@ py::tuple argsort_array(const py::array& a, bool descending, std::string_view de
       std::span<std::uint64_t> positions(idx, v.size);
       Report rep = tandem::sort_pairs(keys, positions, o);
       rep.operation = "argsort";
-      rep.stages.insert(rep.stages.begin(), Stage{"copy keys, number positions", "cpu", prepare_s, fmt::format("{} keys", v.size)});
+      rep.stages.insert(rep.stages.begin(),
+                        Stage{"copy keys, number positions", "cpu", prepare_s, fmt::format("{} keys", v.size)});
       place_nans(keys, positions, nan_last, rep);
       return rep;
     });
@@ -114,7 +117,8 @@ py::tuple argsort_array(const py::array& a, bool descending, std::string_view de
 }  // namespace
 
 void bind_sort(py::module_& m) {
-  m.def("_sort", &sort_array, py::arg("a"), py::arg("descending"), py::arg("device"), py::arg("threads"), py::arg("nan_last"),
+  m.def("_sort", &sort_array, py::arg("a"), py::arg("descending"), py::arg("device"), py::arg("threads"),
+        py::arg("nan_last"),
         "Sorts a 1-D contiguous array in place (checked: dtype, layout, writeable); returns the Report.");
   m.def("_sort_copy", &sort_copy, py::arg("a"), py::arg("descending"), py::arg("device"), py::arg("threads"),
         py::arg("nan_last"), py::arg("explain"),

@@ -35,8 +35,9 @@ Column numbers_column(const std::string& name, const py::handle& values, const p
   if (!a) throw py::type_error(fmt::format("column '{}': expected a numpy array", name));
   const auto type = column_type_of_array(a);
   if (!type)
-    throw py::type_error(fmt::format("column '{}': dtype {} is not supported (int32, int64, uint32, uint64, float32, float64)",
-                                     name, dtype_name(a.dtype())));
+    throw py::type_error(
+        fmt::format("column '{}': dtype {} is not supported (int32, int64, uint32, uint64, float32, float64)", name,
+                    dtype_name(a.dtype())));
   const ArrayView v = key_array(a, fmt::format("column '{}'", name), false);
   Column c;
   c.name = name;
@@ -66,13 +67,15 @@ std::optional<std::string_view> string_item(PyObject* o, const std::string& name
   if (o == Py_None || (PyFloat_Check(o) && std::isnan(PyFloat_AS_DOUBLE(o))) ||
       std::string_view(Py_TYPE(o)->tp_name) == "NAType")
     return std::nullopt;
-  throw py::type_error(fmt::format("column '{}' row {}: {} is not a string (text columns hold str, bytes or None)", name,
-                                   row, Py_TYPE(o)->tp_name));
+  throw py::type_error(fmt::format("column '{}' row {}: {} is not a string (text columns hold str, bytes or None)",
+                                   name, row, Py_TYPE(o)->tp_name));
 }
 
 class StringsBuilder {
  public:
-  explicit StringsBuilder(std::size_t rows) { offsets_.reserve(rows + 1), offsets_.push_back(0), present_.reserve(rows); }
+  explicit StringsBuilder(std::size_t rows) {
+    offsets_.reserve(rows + 1), offsets_.push_back(0), present_.reserve(rows);
+  }
   void add(std::optional<std::string_view> s) {
     if (s) bytes_.insert(bytes_.end(), s->begin(), s->end());
     offsets_.push_back(bytes_.size());
@@ -94,7 +97,8 @@ class StringsBuilder {
 
 Column strings_column(const std::string& name, const py::handle& items) {
   // An object array is read through its pointers; any other sequence through PySequence_Fast.
-  if (auto a = py::array::ensure(items); a && a.dtype().kind() == 'O' && a.ndim() == 1 && (a.flags() & py::array::c_style)) {
+  if (auto a = py::array::ensure(items);
+      a && a.dtype().kind() == 'O' && a.ndim() == 1 && (a.flags() & py::array::c_style)) {
     const auto n = static_cast<std::size_t>(a.size());
     auto* const* objs = static_cast<PyObject* const*>(a.data());
     StringsBuilder b(n);
@@ -113,7 +117,8 @@ Column strings_column(const std::string& name, const py::handle& items) {
 }
 
 template <class C>
-Column expand_codes(const std::string& name, const std::vector<std::optional<std::string>>& cats, const C* codes, std::size_t n) {
+Column expand_codes(const std::string& name, const std::vector<std::optional<std::string>>& cats, const C* codes,
+                    std::size_t n) {
   StringsBuilder b(n);
   for (std::size_t i = 0; i < n; ++i) {
     const C code = codes[i];
@@ -122,7 +127,8 @@ Column expand_codes(const std::string& name, const std::vector<std::optional<std
       continue;
     }
     if (static_cast<std::size_t>(code) >= cats.size())
-      throw py::value_error(fmt::format("column '{}' row {}: category code {} of {} categories", name, i, code, cats.size()));
+      throw py::value_error(
+          fmt::format("column '{}' row {}: category code {} of {} categories", name, i, code, cats.size()));
     const auto& s = cats[static_cast<std::size_t>(code)];
     b.add(s ? std::optional<std::string_view>(*s) : std::nullopt);
   }
@@ -200,8 +206,8 @@ Table table_from_python(const py::sequence& columns) {
   for (py::handle spec : columns) {
     cols.push_back(column_from_python(spec));
     if (cols.back().length != cols.front().length)
-      throw py::value_error(fmt::format("column '{}' has {} rows but column '{}' has {}", cols.back().name, cols.back().length,
-                                        cols.front().name, cols.front().length));
+      throw py::value_error(fmt::format("column '{}' has {} rows but column '{}' has {}", cols.back().name,
+                                        cols.back().length, cols.front().name, cols.front().length));
   }
   return Table(std::move(cols));
 }

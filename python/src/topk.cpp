@@ -64,7 +64,8 @@ void bind_topk(py::module_& m) {
   m.def("_topk_file", &topk_file, py::arg("path"), py::arg("k"), py::arg("agg"), py::arg("algo"), py::arg("device"),
         py::arg("threads"), "Top-k of the lists in a TKL1 file: (ids, scores, Report).");
   m.def("_topk_arrays", &topk_arrays, py::arg("ids"), py::arg("scores"), py::arg("k"), py::arg("agg"), py::arg("algo"),
-        py::arg("device"), py::arg("threads"), "Top-k of lists given as 2-D id and score arrays: (ids, scores, Report).");
+        py::arg("device"), py::arg("threads"),
+        "Top-k of lists given as 2-D id and score arrays: (ids, scores, Report).");
 }
 
 }  // namespace tandem::python

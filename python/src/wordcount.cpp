@@ -7,8 +7,8 @@
 
 #include "common.hpp"
 #include "tandem/core/io.hpp"
-#include "tandem/mapreduce.hpp"
 #include "tandem/core/timing.hpp"
+#include "tandem/mapreduce.hpp"
 
 namespace tandem::python {
 namespace {
@@ -54,7 +54,8 @@ mr::WordCountOptions options(bool lowercase, std::string_view device, int thread
   return o;
 }
 
-py::tuple wordcount_buffer(const py::buffer& text, std::size_t top, bool lowercase, std::string_view device, int threads) {
+py::tuple wordcount_buffer(const py::buffer& text, std::size_t top, bool lowercase, std::string_view device,
+                           int threads) {
   const py::buffer_info b = text.request();
   if (b.ndim != 1 || b.itemsize != 1 || b.strides[0] != 1)
     throw py::value_error("wordcount: expected contiguous bytes (bytes, bytearray, memoryview or a uint8 array)");
@@ -64,21 +65,22 @@ py::tuple wordcount_buffer(const py::buffer& text, std::size_t top, bool lowerca
   return result(r, top);
 }
 
-py::tuple wordcount_files(const std::vector<std::string>& paths, std::size_t top, bool lowercase, std::string_view device,
-                          int threads) {
+py::tuple wordcount_files(const std::vector<std::string>& paths, std::size_t top, bool lowercase,
+                          std::string_view device, int threads) {
   const auto o = options(lowercase, device, threads);
   double read_s = 0;
   const std::string text = read_files(paths, read_s);
   auto r = without_gil([&] { return mr::wordcount(text, o); });
-  r.report.stages.insert(r.report.stages.begin(), Stage{"read input", "cpu", read_s, fmt::format("{} files, {} bytes", paths.size(), text.size())});
+  r.report.stages.insert(r.report.stages.begin(), Stage{"read input", "cpu", read_s,
+                                                        fmt::format("{} files, {} bytes", paths.size(), text.size())});
   return result(r, top);
 }
 
 }  // namespace
 
 void bind_wordcount(py::module_& m) {
-  m.def("_wordcount_buffer", &wordcount_buffer, py::arg("text"), py::arg("top"), py::arg("lowercase"), py::arg("device"),
-        py::arg("threads"), "Word count of bytes in memory: (words, counts, Report).");
+  m.def("_wordcount_buffer", &wordcount_buffer, py::arg("text"), py::arg("top"), py::arg("lowercase"),
+        py::arg("device"), py::arg("threads"), "Word count of bytes in memory: (words, counts, Report).");
   m.def("_wordcount_files", &wordcount_files, py::arg("paths"), py::arg("top"), py::arg("lowercase"), py::arg("device"),
         py::arg("threads"), "Word count of files read one after another: (words, counts, Report).");
 }

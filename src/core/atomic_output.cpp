@@ -150,7 +150,8 @@ void AtomicOutput::finish() {
     const int err = errno;
     const bool flushed = bool(file_);
     file_.close();
-    if (!flushed || file_.fail()) throw Error(fmt::format("{}: write failed ({})", path_, errno_text(flushed ? errno : err)));
+    if (!flushed || file_.fail())
+      throw Error(fmt::format("{}: write failed ({})", path_, errno_text(flushed ? errno : err)));
   }
   finished_ = true;
 }

@@ -57,14 +57,20 @@ Bandwidths calibrate(const CalibrateOptions& opts) {
     std::memset(p2.data(), 0, n);
     gpu::Stream s1, s2;
     auto timed = [&](auto&& f) { return time_repeated([&] { f(); }, reps); };
-    b.pinned_h2d = rate(n, timed([&] { TANDEM_CUDA(cudaMemcpyAsync(d1.data(), p1.data(), n, cudaMemcpyHostToDevice, s1)); s1.sync(); }));
-    b.pinned_d2h = rate(n, timed([&] { TANDEM_CUDA(cudaMemcpyAsync(p2.data(), d1.data(), n, cudaMemcpyDeviceToHost, s1)); s1.sync(); }));
+    b.pinned_h2d = rate(n, timed([&] {
+                          TANDEM_CUDA(cudaMemcpyAsync(d1.data(), p1.data(), n, cudaMemcpyHostToDevice, s1));
+                          s1.sync();
+                        }));
+    b.pinned_d2h = rate(n, timed([&] {
+                          TANDEM_CUDA(cudaMemcpyAsync(p2.data(), d1.data(), n, cudaMemcpyDeviceToHost, s1));
+                          s1.sync();
+                        }));
     b.pinned_both = rate(n, timed([&] {
-      TANDEM_CUDA(cudaMemcpyAsync(d1.data(), p1.data(), n, cudaMemcpyHostToDevice, s1));
-      TANDEM_CUDA(cudaMemcpyAsync(p2.data(), d2.data(), n, cudaMemcpyDeviceToHost, s2));
-      s1.sync();
-      s2.sync();
-    }));
+                           TANDEM_CUDA(cudaMemcpyAsync(d1.data(), p1.data(), n, cudaMemcpyHostToDevice, s1));
+                           TANDEM_CUDA(cudaMemcpyAsync(p2.data(), d2.data(), n, cudaMemcpyDeviceToHost, s2));
+                           s1.sync();
+                           s2.sync();
+                         }));
     b.pageable_h2d = rate(n, timed([&] { TANDEM_CUDA(cudaMemcpy(d1.data(), src.data(), n, cudaMemcpyHostToDevice)); }));
     b.pageable_d2h = rate(n, timed([&] { TANDEM_CUDA(cudaMemcpy(dst.data(), d1.data(), n, cudaMemcpyDeviceToHost)); }));
 
@@ -72,7 +78,8 @@ Bandwidths calibrate(const CalibrateOptions& opts) {
       std::vector<Candidate> cands;
       for (std::int64_t chunk_mib : {8, 16, 32, 64})
         for (std::int64_t t : geometric(4, std::max(4, std::min(16, default_threads())), 2))
-          cands.push_back({fmt::format("chunk={}MiB threads={}", chunk_mib, t), {{"chunk_bytes", chunk_mib << 20}, {"threads", t}}});
+          cands.push_back({fmt::format("chunk={}MiB threads={}", chunk_mib, t),
+                           {{"chunk_bytes", chunk_mib << 20}, {"threads", t}}});
       Tuner tuner;
       tuner.repetitions(3);
       auto result = tuner.run(cands, [&](const Candidate& c) {
@@ -87,9 +94,9 @@ Bandwidths calibrate(const CalibrateOptions& opts) {
       b.staging.chunk_bytes = result.winner().candidate.params["chunk_bytes"].get<std::size_t>();
       b.staging.threads = result.winner().candidate.params["threads"].get<int>();
       if (opts.store)
-        TuningCache::global().put("transfer.staged", b.gpu, cpu_key(),
-                                  {{"chunk_bytes", b.staging.chunk_bytes}, {"threads", b.staging.threads},
-                                   {"tuning", result.to_json()}});
+        TuningCache::global().put(
+            "transfer.staged", b.gpu, cpu_key(),
+            {{"chunk_bytes", b.staging.chunk_bytes}, {"threads", b.staging.threads}, {"tuning", result.to_json()}});
     }
     const TransferOptions o = b.staging;
     b.staged_h2d = rate(n, timed([&] { copy_to_device(d1.data(), src.data(), n, s1, o); }));
@@ -97,10 +104,10 @@ Bandwidths calibrate(const CalibrateOptions& opts) {
     TransferOptions half = o;
     half.threads = std::max(1, o.threads / 2);
     b.staged_both = rate(n, timed([&] {
-      std::thread up([&] { copy_to_device(d1.data(), src.data(), n, s1, half); });
-      copy_to_host(dst.data(), d2.data(), n, s2, half);
-      up.join();
-    }));
+                           std::thread up([&] { copy_to_device(d1.data(), src.data(), n, s1, half); });
+                           copy_to_host(dst.data(), d2.data(), n, s2, half);
+                           up.join();
+                         }));
     b.device_copy = detail::measure_device_copy(n, reps);
     b.pageable_access_h2d = detail::measure_pageable_access(src.data(), n, reps);
     Stopwatch w;
@@ -124,9 +131,11 @@ Bandwidths calibrate(const CalibrateOptions& opts) {
 std::optional<Bandwidths> cached_bandwidths(Report* report) {
   auto parse = [](const nlohmann::json& j) {
     for (const auto& [name, v] : j.items())  // rates, sizes and times: none is negative
-      if (v.is_number() && !(v.get<double>() >= 0)) throw std::out_of_range(fmt::format("{} = {} is negative", name, v.dump()));
+      if (v.is_number() && !(v.get<double>() >= 0))
+        throw std::out_of_range(fmt::format("{} = {} is negative", name, v.dump()));
     for (const char* count : {"bytes", "threads", "staging_chunk_bytes", "staging_threads"})
-      if (j.contains(count) && !j[count].is_number_integer()) throw std::out_of_range(fmt::format("{} is not an integer", count));
+      if (j.contains(count) && !j[count].is_number_integer())
+        throw std::out_of_range(fmt::format("{} is not an integer", count));
     return j.get<Bandwidths>();
   };
   return TuningCache::global().lookup(kOp, machine_key(), cpu_key(), parse, report);
@@ -188,7 +197,8 @@ std::string describe(const Bandwidths& b) {
                    gb(b.staged_d2h), gb(b.staged_both), human_bytes(b.staging.chunk_bytes), b.staging.threads);
   s += fmt::format("  kernel reading pageable mem  {}\n", gb(b.pageable_access_h2d));
   s += fmt::format("  device copy (read+write)     {}\n", gb(b.device_copy));
-  s += fmt::format("  cudaHostRegister / unregister {} / {}\n", human_seconds(b.host_register_s), human_seconds(b.host_unregister_s));
+  s += fmt::format("  cudaHostRegister / unregister {} / {}\n", human_seconds(b.host_register_s),
+                   human_seconds(b.host_unregister_s));
   return s;
 }
 

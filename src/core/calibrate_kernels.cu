@@ -11,7 +11,8 @@ namespace {
 
 __global__ void sum_words(const uint4* __restrict__ in, std::size_t n, unsigned* out) {
   unsigned acc = 0;
-  for (std::size_t i = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x; i < n; i += std::size_t{gridDim.x} * blockDim.x) {
+  for (std::size_t i = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x; i < n;
+       i += std::size_t{gridDim.x} * blockDim.x) {
     const uint4 v = in[i];
     acc ^= v.x ^ v.y ^ v.z ^ v.w;
   }

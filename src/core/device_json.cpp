@@ -13,10 +13,14 @@ void to_json(nlohmann::json& j, const CacheLevel& c) {
 }
 
 void to_json(nlohmann::json& j, const CpuInfo& c) {
-  j = {{"model", c.model},           {"packages", c.packages},
-       {"physical_cores", c.physical_cores}, {"hardware_threads", c.hardware_threads},
-       {"numa_nodes", c.numa_nodes}, {"memory_bytes", c.memory_bytes},
-       {"caches", c.caches},         {"avx2", c.avx2},
+  j = {{"model", c.model},
+       {"packages", c.packages},
+       {"physical_cores", c.physical_cores},
+       {"hardware_threads", c.hardware_threads},
+       {"numa_nodes", c.numa_nodes},
+       {"memory_bytes", c.memory_bytes},
+       {"caches", c.caches},
+       {"avx2", c.avx2},
        {"avx512", c.avx512}};
 }
 
@@ -46,10 +50,11 @@ void to_json(nlohmann::json& j, const GpuInfo& g) {
 void to_json(nlohmann::json& j, const SystemInfo& s) {
   j = {{"cpu", s.cpu},
        {"gpus", s.gpus},
-       {"cuda", {{"built", s.cuda_built},
-                 {"runtime_version", s.cuda_runtime_version},
-                 {"driver_version", s.cuda_driver_version},
-                 {"status", s.cuda_status}}}};
+       {"cuda",
+        {{"built", s.cuda_built},
+         {"runtime_version", s.cuda_runtime_version},
+         {"driver_version", s.cuda_driver_version},
+         {"status", s.cuda_status}}}};
 }
 
 std::string describe(const SystemInfo& s) {
@@ -67,9 +72,9 @@ std::string describe(const SystemInfo& s) {
                        (s.cuda_driver_version % 1000) / 10);
   if (s.gpus.empty()) out += fmt::format("GPU   none ({})\n", s.cuda_status);
   for (const auto& g : s.gpus) {
-    out += fmt::format("GPU {} {} (compute {}.{}), {} SMs, {} memory ({} free), L2 {}\n", g.index, g.name,
-                       g.cc_major, g.cc_minor, g.sms, human_bytes(g.memory_bytes), human_bytes(g.free_bytes),
-                       human_bytes(g.l2_bytes));
+    out +=
+        fmt::format("GPU {} {} (compute {}.{}), {} SMs, {} memory ({} free), L2 {}\n", g.index, g.name, g.cc_major,
+                    g.cc_minor, g.sms, human_bytes(g.memory_bytes), human_bytes(g.free_bytes), human_bytes(g.l2_bytes));
     out += fmt::format("      PCIe {} gen {} x{}, {} copy engines, pageable memory access {}\n", g.pci_bus_id,
                        g.pcie_generation, g.pcie_width, g.async_engines, g.pageable_memory_access ? "yes" : "no");
   }

@@ -21,7 +21,10 @@ class DevicePool {
     Lease(DevicePool* pool, int device, std::unique_ptr<T> obj)
         : pool_(pool), device_(device), obj_(std::move(obj)), exceptions_(std::uncaught_exceptions()) {}
     Lease(Lease&& o) noexcept
-        : pool_(std::exchange(o.pool_, nullptr)), device_(o.device_), obj_(std::move(o.obj_)), exceptions_(o.exceptions_) {}
+        : pool_(std::exchange(o.pool_, nullptr)),
+          device_(o.device_),
+          obj_(std::move(o.obj_)),
+          exceptions_(o.exceptions_) {}
     Lease& operator=(Lease&&) = delete;
     Lease(const Lease&) = delete;
     Lease& operator=(const Lease&) = delete;

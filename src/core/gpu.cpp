@@ -12,8 +12,8 @@ namespace tandem::gpu {
 
 void throw_cuda(cudaError_t err, const char* what, const char* file, int line) {
   cudaGetLastError();  // clear a sticky-free error so later calls can proceed
-  const std::string msg =
-      fmt::format("CUDA error in {} at {}:{}: {} ({})", what, file, line, cudaGetErrorString(err), cudaGetErrorName(err));
+  const std::string msg = fmt::format("CUDA error in {} at {}:{}: {} ({})", what, file, line, cudaGetErrorString(err),
+                                      cudaGetErrorName(err));
   if (err == cudaErrorMemoryAllocation) throw OutOfMemoryError(msg);
   if (err == cudaErrorNoDevice || err == cudaErrorInsufficientDriver) throw NoDeviceError(msg);
   throw CudaError(msg);
@@ -66,7 +66,8 @@ void* device_alloc(std::size_t bytes) {
     cudaGetLastError();
     if (err == cudaErrorMemoryAllocation) {
       auto [free_b, total_b] = memory_info();
-      throw OutOfMemoryError(fmt::format("GPU out of memory: asked for {} bytes, {} of {} free", bytes, free_b, total_b));
+      throw OutOfMemoryError(
+          fmt::format("GPU out of memory: asked for {} bytes, {} of {} free", bytes, free_b, total_b));
     }
     throw_cuda(err, "cudaMalloc", __FILE__, __LINE__);
   }
@@ -80,7 +81,8 @@ void* pinned_alloc(std::size_t bytes) {
   const cudaError_t err = cudaHostAlloc(&p, bytes, cudaHostAllocDefault);
   if (err != cudaSuccess) {
     cudaGetLastError();
-    throw OutOfMemoryError(fmt::format("cannot allocate {} bytes of pinned host memory: {}", bytes, cudaGetErrorString(err)));
+    throw OutOfMemoryError(
+        fmt::format("cannot allocate {} bytes of pinned host memory: {}", bytes, cudaGetErrorString(err)));
   }
   return p;
 }

@@ -22,7 +22,7 @@ namespace {
 
 constexpr std::size_t kNoLimit = std::numeric_limits<std::size_t>::max() - 1;
 constexpr std::size_t kMaxNpyHeader = std::size_t{1} << 20;  // numpy writes a few hundred bytes
-constexpr std::size_t kMaxNpyDims = 64;                        // numpy's own limit
+constexpr std::size_t kMaxNpyDims = 64;                      // numpy's own limit
 
 std::string input_name(const std::string& path) { return path == "-" ? "standard input" : path; }
 
@@ -150,8 +150,8 @@ std::string npy_descr(DType t) {
 }
 
 std::string descr_to_name(const std::string& d) {
-  for (DType t : {DType::u8, DType::u16, DType::u32, DType::u64, DType::i8, DType::i16, DType::i32,
-                  DType::i64, DType::f32, DType::f64}) {
+  for (DType t : {DType::u8, DType::u16, DType::u32, DType::u64, DType::i8, DType::i16, DType::i32, DType::i64,
+                  DType::f32, DType::f64}) {
     std::string ours = npy_descr(t);
     if (d == ours || (d.size() == 3 && ours.size() == 3 && d.substr(1) == ours.substr(1) &&
                       (d[0] == '<' || d[0] == '|' || d[0] == '=')))
@@ -180,7 +180,8 @@ std::string shape_text(const std::vector<std::uint64_t>& shape) {
 // bounded by the header's length whatever the bytes are.
 class NpyDictParser {
  public:
-  NpyDictParser(std::string_view s, const std::string& name, std::size_t offset) : s_(s), name_(name), offset_(offset) {}
+  NpyDictParser(std::string_view s, const std::string& name, std::size_t offset)
+      : s_(s), name_(name), offset_(offset) {}
 
   NpyHeader parse() {
     NpyHeader h;
@@ -209,7 +210,8 @@ class NpyDictParser {
         h.shape = shape();
         seen_shape = true;
       } else {
-        fail_at(key_at, fmt::format("unknown key '{}' (expected 'descr', 'fortran_order' and 'shape')", quoted_excerpt(key)));
+        fail_at(key_at,
+                fmt::format("unknown key '{}' (expected 'descr', 'fortran_order' and 'shape')", quoted_excerpt(key)));
       }
       skip_space();
       if (eat(',')) continue;
@@ -360,9 +362,10 @@ std::size_t read_npy_header(InputFile& f, DType dtype) {
                                  shape_text(h.shape), count, es));
   const std::size_t bytes = static_cast<std::size_t>(count) * es;
   if (f.sized() && bytes != f.remaining())
-    throw InputError(fmt::format("{}: truncated or oversized .npy data: the header promises {} elements ({} bytes) "
-                                 "but {} bytes follow",
-                                 name, count, bytes, f.remaining()));
+    throw InputError(
+        fmt::format("{}: truncated or oversized .npy data: the header promises {} elements ({} bytes) "
+                    "but {} bytes follow",
+                    name, count, bytes, f.remaining()));
   return bytes;
 }
 
@@ -399,10 +402,10 @@ Array read_array(const std::string& path, DType dtype) {
     const std::size_t want = read_npy_header(f, dtype);
     read_to_end(f, a.bytes, want);
     if (a.bytes.size() != want)  // a stream: its length is known only now
-      throw InputError(fmt::format("{}: truncated or oversized .npy data: the header promises {} elements ({} bytes) "
-                                   "but {} bytes follow",
-                                   f.name(), want / es, want,
-                                   a.bytes.size() > want ? "more than that" : std::to_string(a.bytes.size())));
+      throw InputError(fmt::format(
+          "{}: truncated or oversized .npy data: the header promises {} elements ({} bytes) "
+          "but {} bytes follow",
+          f.name(), want / es, want, a.bytes.size() > want ? "more than that" : std::to_string(a.bytes.size())));
   } else {
     if (f.sized() && f.remaining() % es != 0)  // known before reading: fail without reading it
       throw InputError(fmt::format("{}: size {} bytes is not a multiple of the {}-byte element size of {}", f.name(),
@@ -421,8 +424,8 @@ Array read_array(const std::string& path, DType dtype) {
 void write_array(AtomicOutput& out, DType dtype, const void* data, std::size_t count) {
   auto& s = out.stream();
   if (has_npy_suffix(out.path())) {
-    std::string header = fmt::format("{{'descr': '{}', 'fortran_order': False, 'shape': ({},), }}",
-                                     npy_descr(dtype), count);
+    std::string header =
+        fmt::format("{{'descr': '{}', 'fortran_order': False, 'shape': ({},), }}", npy_descr(dtype), count);
     const std::size_t total = 10 + header.size() + 1;
     header.append((64 - total % 64) % 64, ' ');
     header.push_back('\n');

@@ -25,7 +25,8 @@ void parallel_copy(void* dst, const void* src, std::size_t bytes, int threads) {
   // Four pieces per thread, handed out dynamically: a thread that loses its core for a moment
   // (the CUDA driver, another process) delays one small piece, not a 1/threads share of the copy.
   const std::size_t pieces = static_cast<std::size_t>(threads) * 4;
-  const std::size_t piece = std::max<std::size_t>(std::size_t{64} << 10, ((bytes + pieces - 1) / pieces + 4095) & ~std::size_t{4095});
+  const std::size_t piece =
+      std::max<std::size_t>(std::size_t{64} << 10, ((bytes + pieces - 1) / pieces + 4095) & ~std::size_t{4095});
   const std::size_t count = (bytes + piece - 1) / piece;
 #pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
   for (std::size_t i = 0; i < count; ++i) {

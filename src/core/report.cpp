@@ -9,7 +9,10 @@ namespace tandem {
 
 Report::Report() = default;
 Report::Report(const Report& o)
-    : operation(o.operation), stages(o.stages), notes(o.notes), notices(o.notices),
+    : operation(o.operation),
+      stages(o.stages),
+      notes(o.notes),
+      notices(o.notices),
       details_(o.details_ ? std::make_unique<nlohmann::json>(*o.details_) : nullptr) {}
 Report::Report(Report&& o) noexcept = default;
 Report& Report::operator=(const Report& o) {

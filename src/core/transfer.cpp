@@ -68,7 +68,8 @@ class StagingPool {
     {
       std::lock_guard lock(mu_);
       for (auto it = free_.begin(); it != free_.end(); ++it) {
-        if ((*it)->chunk_bytes == chunk_bytes && static_cast<int>((*it)->buffers.size()) >= slots && (*it)->device == dev) {
+        if ((*it)->chunk_bytes == chunk_bytes && static_cast<int>((*it)->buffers.size()) >= slots &&
+            (*it)->device == dev) {
           auto s = std::move(*it);
           free_.erase(it);
           return s;
@@ -118,8 +119,8 @@ struct Lease {
 
 namespace detail {
 
-void staged_to_device(void* dst, const void* src, std::size_t bytes, cudaStream_t stream,
-                      const TransferOptions& in, const ChunkCallback& on_chunk) {
+void staged_to_device(void* dst, const void* src, std::size_t bytes, cudaStream_t stream, const TransferOptions& in,
+                      const ChunkCallback& on_chunk) {
   if (bytes == 0) return;
   const TransferOptions o = resolve(in);
   auto* d = static_cast<char*>(dst);

@@ -23,7 +23,8 @@ namespace tandem {
 
 std::vector<std::int64_t> geometric(std::int64_t lo, std::int64_t hi, double ratio) {
   if (lo <= 0 || hi < lo || ratio <= 1.0)
-    throw UsageError(fmt::format("geometric progression needs 0 < lo <= hi and ratio > 1 (got {}, {}, {})", lo, hi, ratio));
+    throw UsageError(
+        fmt::format("geometric progression needs 0 < lo <= hi and ratio > 1 (got {}, {}, {})", lo, hi, ratio));
   std::vector<std::int64_t> v;
   double x = static_cast<double>(lo);
   while (std::llround(x) <= hi) {
@@ -65,12 +66,10 @@ std::string TuneResult::report() const {
   std::string s;
   for (std::size_t i = 0; i < results.size(); ++i) {
     const auto& r = results[i];
-    if (r.failed)
-      s += fmt::format("    {:<28} failed: {}\n", r.candidate.label, r.error);
+    if (r.failed) s += fmt::format("    {:<28} failed: {}\n", r.candidate.label, r.error);
     else
-      s += fmt::format("  {} {:<28} median {:>10}  min {:>10}  max {:>10}\n", i == best ? '*' : ' ',
-                       r.candidate.label, human_seconds(r.seconds.median), human_seconds(r.seconds.min),
-                       human_seconds(r.seconds.max));
+      s += fmt::format("  {} {:<28} median {:>10}  min {:>10}  max {:>10}\n", i == best ? '*' : ' ', r.candidate.label,
+                       human_seconds(r.seconds.median), human_seconds(r.seconds.min), human_seconds(r.seconds.max));
   }
   return s;
 }
@@ -85,7 +84,8 @@ nlohmann::json TuneResult::to_json() const {
                    {"median_s", r.seconds.median},
                    {"min_s", r.seconds.min},
                    {"max_s", r.seconds.max}});
-  return {{"best", results.at(best).candidate.label}, {"best_params", results.at(best).candidate.params},
+  return {{"best", results.at(best).candidate.label},
+          {"best_params", results.at(best).candidate.params},
           {"candidates", arr}};
 }
 
@@ -154,7 +154,8 @@ nlohmann::json TuningCache::load_file() {
     return nlohmann::json::object();
   }
   if (j["version"] != kVersion) {
-    warn(fmt::format("tuning cache {} is from version {} (this is {}); rebuilding it", path_, j["version"].dump(), kVersion));
+    warn(fmt::format("tuning cache {} is from version {} (this is {}); rebuilding it", path_, j["version"].dump(),
+                     kVersion));
     return nlohmann::json::object();
   }
   return j["entries"];

@@ -9,8 +9,8 @@
 
 namespace tandem {
 namespace {
-constexpr std::array<std::pair<std::string_view, Device>, 4> kDevices{{
-    {"auto", Device::auto_}, {"cpu", Device::cpu}, {"gpu", Device::gpu}, {"hybrid", Device::hybrid}}};
+constexpr std::array<std::pair<std::string_view, Device>, 4> kDevices{
+    {{"auto", Device::auto_}, {"cpu", Device::cpu}, {"gpu", Device::gpu}, {"hybrid", Device::hybrid}}};
 
 struct DTypeInfo {
   std::string_view name;
@@ -19,12 +19,16 @@ struct DTypeInfo {
   bool is_float;
   bool is_signed;
 };
-constexpr std::array<DTypeInfo, 10> kDTypes{{
-    {"u8", DType::u8, 1, false, false},   {"u16", DType::u16, 2, false, false},
-    {"u32", DType::u32, 4, false, false}, {"u64", DType::u64, 8, false, false},
-    {"i8", DType::i8, 1, false, true},    {"i16", DType::i16, 2, false, true},
-    {"i32", DType::i32, 4, false, true},  {"i64", DType::i64, 8, false, true},
-    {"f32", DType::f32, 4, true, true},   {"f64", DType::f64, 8, true, true}}};
+constexpr std::array<DTypeInfo, 10> kDTypes{{{"u8", DType::u8, 1, false, false},
+                                             {"u16", DType::u16, 2, false, false},
+                                             {"u32", DType::u32, 4, false, false},
+                                             {"u64", DType::u64, 8, false, false},
+                                             {"i8", DType::i8, 1, false, true},
+                                             {"i16", DType::i16, 2, false, true},
+                                             {"i32", DType::i32, 4, false, true},
+                                             {"i64", DType::i64, 8, false, true},
+                                             {"f32", DType::f32, 4, true, true},
+                                             {"f64", DType::f64, 8, true, true}}};
 
 const DTypeInfo& info(DType t) {
   for (const auto& i : kDTypes)
@@ -48,8 +52,8 @@ std::string_view to_string(Device d) {
 DType parse_dtype(std::string_view name) {
   for (const auto& i : kDTypes)
     if (i.name == name) return i.type;
-  throw UsageError(fmt::format(
-      "unknown element type '{}' (expected one of u8 u16 u32 u64 i8 i16 i32 i64 f32 f64)", name));
+  throw UsageError(
+      fmt::format("unknown element type '{}' (expected one of u8 u16 u32 u64 i8 i16 i32 i64 f32 f64)", name));
 }
 
 std::string_view to_string(DType t) { return info(t).name; }

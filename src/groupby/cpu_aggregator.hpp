@@ -154,7 +154,8 @@ class Decomposable final : public DecomposableAggregator {
   }
   void update_scattered(const ScatteredColumn* in, const std::uint32_t* gid, std::size_t begin,
                         std::size_t end) override {
-    with_scattered<T>(in, [&](auto get, auto present) { fold_rows<Op>(states_.data(), gid, begin, end, get, present); });
+    with_scattered<T>(in,
+                      [&](auto get, auto present) { fold_rows<Op>(states_.data(), gid, begin, end, get, present); });
   }
   void merge_slots(std::size_t g0, std::size_t g1) override {
     for (std::size_t s = 1; s < slots_; ++s) {

@@ -169,7 +169,8 @@ Dictionary<Key> encode_dictionary(std::size_t n, int threads, Load load, Present
   };
   std::vector<Entry> all;
   for (int t = 0; t < T; ++t)
-    for (std::uint32_t j = 0; j < tables[t].keys().size(); ++j) all.push_back({tables[t].keys()[j], std::uint32_t(t), j});
+    for (std::uint32_t j = 0; j < tables[t].keys().size(); ++j)
+      all.push_back({tables[t].keys()[j], std::uint32_t(t), j});
   const auto by_key = [&](const Entry& a, const Entry& b) { return less(a.key, b.key); };
   if (all.size() < (std::size_t{1} << 16) || T == 1) std::sort(all.begin(), all.end(), by_key);
   else __gnu_parallel::sort(all.begin(), all.end(), by_key, __gnu_parallel::default_parallel_tag(T));

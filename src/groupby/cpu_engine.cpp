@@ -23,8 +23,8 @@ using RowCounter = Decomposable<agg::CountRowsOp<NoInput>, NoInput>;
 constexpr std::size_t kBlockRows = std::size_t{1} << 14;  // rows every aggregation folds in turn
 
 struct Aggregators {
-  RowCounter* rows{nullptr};                          // the engine's own count of rows per group
-  std::vector<std::unique_ptr<Aggregator>> by_spec;   // null where the spec asks for count()
+  RowCounter* rows{nullptr};                         // the engine's own count of rows per group
+  std::vector<std::unique_ptr<Aggregator>> by_spec;  // null where the spec asks for count()
   std::unique_ptr<RowCounter> row_counter;
   std::vector<DecomposableAggregator*> decomposable;  // the row counter first
   std::vector<HolisticAggregator*> holistic;
@@ -149,7 +149,8 @@ void fold_in_partitions(Aggregators& a, const GroupKeys& keys, std::size_t n, co
       d->update_scattered(it == parts.columns.end() ? nullptr : &it->second, parts.gid.data() + b, b, e);
     }
     const auto g0 = static_cast<std::uint32_t>(p << plan.partition_shift);
-    const auto g1 = static_cast<std::uint32_t>(std::min<std::uint64_t>(groups, std::uint64_t{p + 1} << plan.partition_shift));
+    const auto g1 =
+        static_cast<std::uint32_t>(std::min<std::uint64_t>(groups, std::uint64_t{p + 1} << plan.partition_shift));
     for (auto* h : a.holistic) h->compute(parts.columns.at(h->input()), parts.gid.data() + b, b, e, g0, g1);
   }
 }

@@ -19,7 +19,8 @@ std::uint64_t direct_limit(std::size_t rows) {
 }  // namespace
 
 GroupKeys::GroupKeys(const std::vector<const Column*>& keys, std::size_t rows, int threads, Report& report) {
-  if (rows >= UINT32_MAX) throw InputError(fmt::format("group-by of {} rows: at most 2^32 - 2 rows are supported", rows));
+  if (rows >= UINT32_MAX)
+    throw InputError(fmt::format("group-by of {} rows: at most 2^32 - 2 rows are supported", rows));
   Stopwatch w;
   std::uint64_t product = 1;
   bool fits = true;
@@ -28,7 +29,8 @@ GroupKeys::GroupKeys(const std::vector<const Column*>& keys, std::size_t rows, i
     report.note(fmt::format("key '{}' ({}): {}", c->name, to_string(c->type), columns_.back()->how()));
     fits = fits && !__builtin_mul_overflow(product, columns_.back()->card, &product);
   }
-  if (!keys.empty()) report.add("encode keys", "cpu", w.seconds(), fmt::format("{} column(s), {} rows", keys.size(), rows));
+  if (!keys.empty())
+    report.add("encode keys", "cpu", w.seconds(), fmt::format("{} column(s), {} rows", keys.size(), rows));
   ranked_before_.assign(keys.size(), {});
   if (fits && product <= direct_limit(rows)) {
     groups_ = product;
@@ -93,7 +95,8 @@ void GroupKeys::rank_combined(std::size_t rows, int threads, Report& report) {
   ranked_last_ = std::move(r.sorted);
   ranked_ = true;
   groups_ = ranked_last_.size();
-  report.add("combine keys", "cpu", w.seconds(), fmt::format("{} of {} combined codes occur, {}", groups_, card, r.how));
+  report.add("combine keys", "cpu", w.seconds(),
+             fmt::format("{} of {} combined codes occur, {}", groups_, card, r.how));
 }
 
 std::vector<Column> GroupKeys::key_columns(std::span<const std::uint32_t> groups, int threads) const {

@@ -69,7 +69,8 @@ class RangeKeys final : public KeyColumn {
   }
   void codes(std::size_t begin, std::size_t end, std::uint32_t* out) const override {
     for (std::size_t i = begin; i < end; ++i)
-      out[i - begin] = present_(i) ? static_cast<std::uint32_t>(ordered_key(v_[i]) - min_) : static_cast<std::uint32_t>(range_);
+      out[i - begin] =
+          present_(i) ? static_cast<std::uint32_t>(ordered_key(v_[i]) - min_) : static_cast<std::uint32_t>(range_);
   }
   Column decode(std::span<const std::uint32_t> c, int threads) const override {
     return build_numbers<T>(c_.name, c.size(), threads, [&](std::size_t i) -> std::optional<T> {
@@ -133,8 +134,8 @@ std::unique_ptr<KeyColumn> encode_numbers(const Column& c, int threads, Present 
   Scratch<std::uint64_t> keys(n);
 #pragma omp parallel for num_threads(threads) schedule(static)
   for (std::size_t i = 0; i < n; ++i) keys[i] = ordered_key(v[i]);
-  auto r = rank_u64(keys.data(), c.validity.empty() ? nullptr : reinterpret_cast<const std::uint8_t*>(c.validity.data()),
-                    n, threads);
+  auto r = rank_u64(
+      keys.data(), c.validity.empty() ? nullptr : reinterpret_cast<const std::uint8_t*>(c.validity.data()), n, threads);
   return std::make_unique<RankedColumn<T, std::uint64_t>>(c.name, std::move(r.codes), std::move(r.sorted),
                                                           c.missing_count() > 0, r.how);
 }
@@ -159,7 +160,8 @@ std::unique_ptr<KeyColumn> encode_strings(const Column& c, int threads, Present 
   if (!too_long.load()) {
     std::vector<std::string_view> sorted;
     for (const auto row : d.rows) sorted.push_back(c.string(row));
-    return std::make_unique<Str>(c.name, std::move(codes), std::move(sorted), d.missing, "hashed per thread as 16-byte keys");
+    return std::make_unique<Str>(c.name, std::move(codes), std::move(sorted), d.missing,
+                                 "hashed per thread as 16-byte keys");
   }
   struct ViewHash {
     std::uint64_t operator()(std::string_view s) const { return hash_bytes(s.data(), s.size()); }

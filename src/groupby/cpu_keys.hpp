@@ -57,10 +57,11 @@ class GroupKeys {
  private:
   void rank_combined(std::size_t rows, int threads, Report& report);
   std::vector<std::unique_ptr<KeyColumn>> columns_;
-  bool ranked_{false};                                      // group ids are ranks of the combined codes
-  LocalCodes gid_;                                          // then these
-  std::vector<std::vector<std::uint64_t>> ranked_before_;  // per column: the combined codes ranked just before it joined
-  std::vector<std::uint64_t> ranked_last_;                 // the distinct combined codes, when ranked at the end
+  bool ranked_{false};  // group ids are ranks of the combined codes
+  LocalCodes gid_;      // then these
+  std::vector<std::vector<std::uint64_t>>
+      ranked_before_;                       // per column: the combined codes ranked just before it joined
+  std::vector<std::uint64_t> ranked_last_;  // the distinct combined codes, when ranked at the end
   std::uint64_t groups_{1};
 };
 

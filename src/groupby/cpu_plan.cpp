@@ -28,11 +28,11 @@ AggregationPlan plan_aggregation(std::size_t rows, std::uint64_t groups, std::si
   p.partitioned = true;
   const std::uint64_t want = std::max<std::uint64_t>(4 * static_cast<std::uint64_t>(std::max(threads, 1)),
                                                      (bytes + kCacheStates - 1) / kCacheStates);
-  const std::uint64_t per = std::max<std::uint64_t>(1, (groups + std::min<std::uint64_t>(want, kMaxPartitions) - 1) /
-                                                           std::min<std::uint64_t>(want, kMaxPartitions));
+  const std::uint64_t per = std::max<std::uint64_t>(
+      1, (groups + std::min<std::uint64_t>(want, kMaxPartitions) - 1) / std::min<std::uint64_t>(want, kMaxPartitions));
   p.partition_shift = static_cast<unsigned>(std::bit_width(per - 1));
-  p.partitions = std::max<std::size_t>(1, static_cast<std::size_t>((groups + (std::uint64_t{1} << p.partition_shift) - 1) >>
-                                                                   p.partition_shift));
+  p.partitions = std::max<std::size_t>(
+      1, static_cast<std::size_t>((groups + (std::uint64_t{1} << p.partition_shift) - 1) >> p.partition_shift));
   return p;
 }
 

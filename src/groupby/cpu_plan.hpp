@@ -2,10 +2,10 @@
 //
 // Few groups (their states fit the shared cache): the rows are cut into fixed ranges (slots),
 // each range folds into its own partial states, and the partials are merged in row order; the
-// more states a group has, the fewer the slots. Many groups, or any holistic aggregation: the rows are scattered, keeping their order, into
-// partitions of consecutive group ids sized so each partition's states fit the cache, and each
-// partition is folded by one thread in row order. Neither depends on the thread count, so float
-// sums, first and last come out the same on 1 or N threads.
+// more states a group has, the fewer the slots. Many groups, or any holistic aggregation: the rows are scattered,
+// keeping their order, into partitions of consecutive group ids sized so each partition's states fit the cache, and
+// each partition is folded by one thread in row order. Neither depends on the thread count, so float sums, first and
+// last come out the same on 1 or N threads.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -15,9 +15,9 @@ namespace tandem::cpu_groupby {
 
 struct AggregationPlan {
   bool partitioned{false};
-  std::size_t slots{1};        // row ranges with partial states (not partitioned)
+  std::size_t slots{1};  // row ranges with partial states (not partitioned)
   std::size_t slot_rows{0};
-  std::size_t partitions{1};   // group-id ranges (partitioned)
+  std::size_t partitions{1};    // group-id ranges (partitioned)
   unsigned partition_shift{0};  // group id >> shift = its partition
   std::string describe() const;
 };

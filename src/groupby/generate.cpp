@@ -99,9 +99,8 @@ std::vector<std::uint8_t> id_validity(const std::vector<std::int32_t>& v, const 
 
 std::vector<std::uint8_t> value_validity(std::size_t rows, double percent, std::uint64_t seed, std::uint64_t column) {
   if (percent <= 0) return {};
-  const auto absent = draw_column<std::uint8_t>(rows, seed, column, [&](Stream& s) {
-    return static_cast<std::uint8_t>(s.unit() * 100.0 < percent);
-  });
+  const auto absent = draw_column<std::uint8_t>(
+      rows, seed, column, [&](Stream& s) { return static_cast<std::uint8_t>(s.unit() * 100.0 < percent); });
   return make_validity(rows, [&](std::size_t i) { return absent[i] == 0; });
 }
 

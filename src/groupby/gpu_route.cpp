@@ -44,7 +44,8 @@ Column aggregate_column(const mr::GroupBy& g, const Aggregation& a) {
   constexpr bool fl = std::is_floating_point_v<V>;
   auto col = [&](auto f) {
     using Out = decltype(f(rows.front()));
-    return cpu_groupby::build_numbers<Out>(name, rows.size(), 1, [&](std::size_t i) { return std::optional(f(rows[i])); });
+    return cpu_groupby::build_numbers<Out>(name, rows.size(), 1,
+                                           [&](std::size_t i) { return std::optional(f(rows[i])); });
   };
   switch (a.op) {
     case AggOp::count_rows:
@@ -69,7 +70,8 @@ Column aggregate_column(const mr::GroupBy& g, const Aggregation& a) {
 std::optional<std::string> gap(const Table& input, const GroupBySpec& spec) {
   if (spec.by.size() != 1) return fmt::format("{} key columns (it takes one)", spec.by.size());
   const Column& key = input.column(spec.by.front());
-  if (!is_integer(key.type)) return fmt::format("the {} key column '{}' (it takes integers)", to_string(key.type), key.name);
+  if (!is_integer(key.type))
+    return fmt::format("the {} key column '{}' (it takes integers)", to_string(key.type), key.name);
   if (key.missing_count() > 0) return fmt::format("missing keys in '{}'", key.name);
   const Column* values = value_column(input, spec);
   for (const auto& a : spec.aggs) {
@@ -79,7 +81,8 @@ std::optional<std::string> gap(const Table& input, const GroupBySpec& spec) {
   }
   if (values == nullptr) return std::nullopt;
   if (values->type == ColumnType::str || values->type == ColumnType::u32 || values->type == ColumnType::u64)
-    return fmt::format("the {} value column '{}' (it takes f32, f64, i32 or i64)", to_string(values->type), values->name);
+    return fmt::format("the {} value column '{}' (it takes f32, f64, i32 or i64)", to_string(values->type),
+                       values->name);
   if (values->missing_count() > 0) return fmt::format("missing values in '{}'", values->name);
   return std::nullopt;
 }
@@ -97,17 +100,17 @@ std::optional<Table> run(const Table& input, const GroupBySpec& spec, Report& re
   const DType vt = values ? to_dtype(values->type) : DType::f64;
   mr::Options o;
   o.device = Device::gpu;
-  const mr::GroupBy g = mr::groupby(to_dtype(key.type), key.values.data(), key.length, vt,
-                                    values ? values->values.data() : nullptr, values ? values->length : 0,
-                                    values != nullptr, o);
+  const mr::GroupBy g =
+      mr::groupby(to_dtype(key.type), key.values.data(), key.length, vt, values ? values->values.data() : nullptr,
+                  values ? values->length : 0, values != nullptr, o);
   for (const auto& s : g.report.stages) report.stages.push_back(s);
   for (const auto& n : g.report.notes) report.notes.push_back(n);
   if (values && values->type == ColumnType::i64 && may_wrap(g)) return std::nullopt;
   Table out;
   out.add(visit_numeric(key.type, [&](auto t) {
     using K = decltype(t);
-    return cpu_groupby::build_numbers<K>(key.name, g.rows.size(), 1,
-                                         [&](std::size_t i) { return std::optional(from_bits<K>(g.rows[i].key_bits)); });
+    return cpu_groupby::build_numbers<K>(
+        key.name, g.rows.size(), 1, [&](std::size_t i) { return std::optional(from_bits<K>(g.rows[i].key_bits)); });
   }));
   for (const auto& a : spec.aggs) {
     out.add(visit_numeric(values ? values->type : ColumnType::f64,

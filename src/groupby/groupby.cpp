@@ -9,16 +9,17 @@
 #include "groupby/ops/registry.hpp"
 #include "tandem/core/device.hpp"
 #include "tandem/core/error.hpp"
-#include "tandem/groupby.hpp"
 #include "tandem/core/parallel.hpp"
 #include "tandem/core/timing.hpp"
+#include "tandem/groupby.hpp"
 
 namespace tandem {
 namespace {
 
 void check_request(const Table& input, const GroupBySpec& spec, const GroupByOptions& options) {
   if (options.threads < 0)
-    throw UsageError(fmt::format("group-by threads: {} (expected 0 for every core, or a positive count)", options.threads));
+    throw UsageError(
+        fmt::format("group-by threads: {} (expected 0 for every core, or a positive count)", options.threads));
   if (options.device == Device::hybrid)
     throw UsageError("group-by device 'hybrid': a group-by runs on one device (auto, cpu or gpu)");
   std::set<std::string> names;

@@ -143,8 +143,8 @@ std::string schedule_diagram(std::uint64_t threads, std::uint32_t instructions, 
   std::vector<std::uint64_t> start(std::size_t(std::min<std::uint64_t>(warps, cycles + 1)));
   for (std::uint64_t w = 0; w < start.size(); ++w)
     start[w] = std::max(ready_cycle(mode, w, threads, warp), w == 0 ? 0 : start[w - 1] + 1);
-  std::string s = fmt::format("{} ({} threads, {} warps, {} instructions); cell = warp.instruction\ncycle", to_string(mode),
-                              threads, warps, instructions);
+  std::string s = fmt::format("{} ({} threads, {} warps, {} instructions); cell = warp.instruction\ncycle",
+                              to_string(mode), threads, warps, instructions);
   const std::uint32_t cores = std::min<std::uint32_t>(instructions, 8);
   for (std::uint32_t i = 0; i < cores; ++i) s += fmt::format(" | core{:<3}", i);
   s += " | indices ready\n";

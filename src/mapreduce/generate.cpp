@@ -69,7 +69,8 @@ std::vector<std::uint32_t> zipf_keys_u32(std::size_t n, std::uint64_t distinct, 
 
 std::vector<std::uint64_t> zipf_keys_u64(std::size_t n, std::uint64_t distinct, double exponent, std::uint64_t seed) {
   auto r = zipf_ranks(n, distinct, exponent, seed);
-  for (auto& x : r) x = (std::uint64_t(scatter32(static_cast<std::uint32_t>(x))) << 32) | (x * 0x9E3779B1ULL & 0xffffffffULL);
+  for (auto& x : r)
+    x = (std::uint64_t(scatter32(static_cast<std::uint32_t>(x))) << 32) | (x * 0x9E3779B1ULL & 0xffffffffULL);
   return r;
 }
 
@@ -84,7 +85,11 @@ std::vector<std::string> make_vocabulary(std::size_t words, std::uint64_t seed) 
     std::string w(len, 'a');
     for (auto& c : w) {
       const auto x = rng() % 40;
-      c = x < 26 ? char('a' + x) : x < 36 ? char('0' + (x - 26)) : x < 38 ? char('A' + rng() % 26) : x == 38 ? '_' : '\'';
+      c = x < 26    ? char('a' + x)
+          : x < 36  ? char('0' + (x - 26))
+          : x < 38  ? char('A' + rng() % 26)
+          : x == 38 ? '_'
+                    : '\'';
     }
     if (taken(w)) continue;
     seen.insert(std::upper_bound(seen.begin(), seen.end(), w), w);

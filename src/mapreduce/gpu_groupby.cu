@@ -8,8 +8,9 @@
 namespace tandem::mr::detail {
 
 template <class K, class V>
-std::vector<std::pair<K, typename GroupByJob<K, V>::value_type>> gpu_groupby(const K* keys, const V* values, std::size_t n,
-                                                                            const Options& o, EngineStats& st, Report& r) {
+std::vector<std::pair<K, typename GroupByJob<K, V>::value_type>> gpu_groupby(const K* keys, const V* values,
+                                                                             std::size_t n, const Options& o,
+                                                                             EngineStats& st, Report& r) {
   gpu::require();
   using Job = GroupByJob<K, V>;
   using VIn = std::conditional_t<std::is_void_v<V>, char, V>;
@@ -32,8 +33,8 @@ std::vector<std::pair<K, typename GroupByJob<K, V>::value_type>> gpu_groupby(con
   return borrow_engine<gpu_engine::Engine<Job>>()->run(job, n, o, st, r);
 }
 
-#define TANDEM_GPU_GROUPBY(K, V)                                                                             \
-  template std::vector<std::pair<K, typename GroupByJob<K, V>::value_type>> gpu_groupby<K, V>(             \
+#define TANDEM_GPU_GROUPBY(K, V)                                                               \
+  template std::vector<std::pair<K, typename GroupByJob<K, V>::value_type>> gpu_groupby<K, V>( \
       const K*, const V*, std::size_t, const Options&, EngineStats&, Report&);
 TANDEM_GPU_GROUPBY(std::uint32_t, void)
 TANDEM_GPU_GROUPBY(std::uint32_t, double)

@@ -6,9 +6,10 @@
 namespace tandem::mr::detail {
 
 template <class K, class V>
-std::vector<std::pair<K, typename GroupByJob<K, V>::value_type>> gpu_groupby_hash(const K* d_keys, const V* d_values, std::size_t n,
-                                                                                 const Options& o, EngineStats& st, Report& r,
-                                                                                 cudaStream_t stream) {
+std::vector<std::pair<K, typename GroupByJob<K, V>::value_type>> gpu_groupby_hash(const K* d_keys, const V* d_values,
+                                                                                  std::size_t n, const Options& o,
+                                                                                  EngineStats& st, Report& r,
+                                                                                  cudaStream_t stream) {
   using H = hash_groupby::HashGroupBy<K, V>;
   auto engine = borrow_engine<H>();
   return engine->run(d_keys, reinterpret_cast<const typename H::VIn*>(d_values), n, o, st, r, stream);
@@ -16,7 +17,8 @@ std::vector<std::pair<K, typename GroupByJob<K, V>::value_type>> gpu_groupby_has
 
 template <class K, class V>
 void gpu_groupby_hash_on_device(
-    const K* d_keys, const V* d_values, std::size_t n, const Options& o, EngineStats& st, Report& r, cudaStream_t stream,
+    const K* d_keys, const V* d_values, std::size_t n, const Options& o, EngineStats& st, Report& r,
+    cudaStream_t stream,
     const std::function<void(const K*, const typename GroupByJob<K, V>::value_type*, std::size_t)>& use) {
   using H = hash_groupby::HashGroupBy<K, V>;
   auto engine = borrow_engine<H>();
@@ -24,11 +26,11 @@ void gpu_groupby_hash_on_device(
   use(d.keys, d.values, d.n);
 }
 
-#define TANDEM_GPU_GROUPBY_HASH(K, V)                                                                          \
-  template std::vector<std::pair<K, typename GroupByJob<K, V>::value_type>> gpu_groupby_hash<K, V>(           \
-      const K*, const V*, std::size_t, const Options&, EngineStats&, Report&, cudaStream_t);                   \
-  template void gpu_groupby_hash_on_device<K, V>(                                                              \
-      const K*, const V*, std::size_t, const Options&, EngineStats&, Report&, cudaStream_t,                    \
+#define TANDEM_GPU_GROUPBY_HASH(K, V)                                                               \
+  template std::vector<std::pair<K, typename GroupByJob<K, V>::value_type>> gpu_groupby_hash<K, V>( \
+      const K*, const V*, std::size_t, const Options&, EngineStats&, Report&, cudaStream_t);        \
+  template void gpu_groupby_hash_on_device<K, V>(                                                   \
+      const K*, const V*, std::size_t, const Options&, EngineStats&, Report&, cudaStream_t,         \
       const std::function<void(const K*, const typename GroupByJob<K, V>::value_type*, std::size_t)>&);
 TANDEM_GPU_GROUPBY_HASH(std::uint32_t, void)
 TANDEM_GPU_GROUPBY_HASH(std::uint32_t, double)

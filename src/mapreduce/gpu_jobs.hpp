@@ -40,21 +40,24 @@ std::vector<std::pair<std::string, std::uint64_t>> gpu_wordcount_device(const ch
 // Group-by on the GPU. K is u32 or u64 (signed keys are passed as their bit patterns); V is void
 // (counts), double or int64 (other value types are widened on the host first).
 template <class K, class V>
-std::vector<std::pair<K, typename GroupByJob<K, V>::value_type>> gpu_groupby(const K* keys, const V* values, std::size_t n,
-                                                                            const Options& o, EngineStats& st, Report& r);
+std::vector<std::pair<K, typename GroupByJob<K, V>::value_type>> gpu_groupby(const K* keys, const V* values,
+                                                                             std::size_t n, const Options& o,
+                                                                             EngineStats& st, Report& r);
 
 // The hash path on device-resident columns (d_values unused for V = void).
 template <class K, class V>
-std::vector<std::pair<K, typename GroupByJob<K, V>::value_type>> gpu_groupby_hash(const K* d_keys, const V* d_values, std::size_t n,
-                                                                                 const Options& o, EngineStats& st, Report& r,
-                                                                                 cudaStream_t stream);
+std::vector<std::pair<K, typename GroupByJob<K, V>::value_type>> gpu_groupby_hash(const K* d_keys, const V* d_values,
+                                                                                  std::size_t n, const Options& o,
+                                                                                  EngineStats& st, Report& r,
+                                                                                  cudaStream_t stream);
 
 // The same with the result left on the device: use(keys, aggregates, groups) runs while the
 // engine's buffers hold it (one entry per group, in no particular order; valid only during the
 // call). The Python package sorts and copies it into the caller's arrays there.
 template <class K, class V>
 void gpu_groupby_hash_on_device(
-    const K* d_keys, const V* d_values, std::size_t n, const Options& o, EngineStats& st, Report& r, cudaStream_t stream,
+    const K* d_keys, const V* d_values, std::size_t n, const Options& o, EngineStats& st, Report& r,
+    cudaStream_t stream,
     const std::function<void(const K*, const typename GroupByJob<K, V>::value_type*, std::size_t)>& use);
 #endif
 

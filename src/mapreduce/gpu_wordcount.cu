@@ -33,7 +33,8 @@ struct WordCountGpuJob {
 #pragma unroll
       for (int j = 0; j < 8; ++j) k.w[j] = 0;
       const std::size_t m = len < 32 ? len : 32;
-      for (std::size_t j = 0; j < m; ++j) k.w[j / 4] |= std::uint32_t(static_cast<unsigned char>(text[b + j])) << (8 * (j % 4));
+      for (std::size_t j = 0; j < m; ++j)
+        k.w[j / 4] |= std::uint32_t(static_cast<unsigned char>(text[b + j])) << (8 * (j % 4));
       emit(k, value_type{1});
     });
   }
@@ -69,15 +70,17 @@ std::vector<std::pair<std::string, std::uint64_t>> run(const char* d_text, std::
 std::vector<std::pair<std::string, std::uint64_t>> gpu_wordcount_device(const char* d_text, std::string_view host_text,
                                                                         const Options& o, EngineStats& st, Report& r) {
   gpu::require();
-  if (host_text.size() >= (std::uint64_t{1} << 32)) throw UsageError("GPU word count: text of 4 GiB or more is not supported");
+  if (host_text.size() >= (std::uint64_t{1} << 32))
+    throw UsageError("GPU word count: text of 4 GiB or more is not supported");
   if (host_text.empty()) return {};
   return run(d_text, host_text, o, st, r);
 }
 
-std::vector<std::pair<std::string, std::uint64_t>> gpu_wordcount(std::string_view text, const Options& o, EngineStats& st,
-                                                                 Report& r) {
+std::vector<std::pair<std::string, std::uint64_t>> gpu_wordcount(std::string_view text, const Options& o,
+                                                                 EngineStats& st, Report& r) {
   gpu::require();
-  if (text.size() >= (std::uint64_t{1} << 32)) throw OutOfMemoryError("GPU word count: text of 4 GiB or more does not fit the key format");
+  if (text.size() >= (std::uint64_t{1} << 32))
+    throw OutOfMemoryError("GPU word count: text of 4 GiB or more does not fit the key format");
   if (text.empty()) return {};
   Stopwatch w;
   gpu::DeviceBuffer<char> d(text.size());

@@ -69,39 +69,48 @@ DType key_dtype_of() {
 
 void explain_stats(Report& r, const EngineStats& s) {
   if (s.engine == "hash") {
-    r.note(fmt::format("GPU hash group-by: Bs={} blocks x N={} threads; p={:.3g}% sampled ({} records, {} distinct, "
-                       "Chao1 estimate {}, Good-Turing upper bound {}); hot fraction {:.3g}; hot-key path {}",
-                       s.blocks, s.block_threads, s.sample_fraction * 100, s.sampled_records, s.sampled_distinct,
-                       s.distinct_estimate, s.distinct_upper, s.hot_fraction, s.hot_path ? "on" : "off"));
-    r.note(fmt::format("hot keys: H={} in a shared table of {} slots ({}{}) x {} accumulator cop{}, holding {:.1f}% of the sample",
-                       s.hot_keys, s.shared_entries, s.two_choice ? "two-choice placement" : s.hot_buckets ? "two-choice buckets of 4" : "linear probing",
-                       s.warp_match ? ", lanes grouped by key first" : "", s.sub_tables,
-                       s.sub_tables == 1 ? "y" : "ies", s.hot_share * 100));
+    r.note(
+        fmt::format("GPU hash group-by: Bs={} blocks x N={} threads; p={:.3g}% sampled ({} records, {} distinct, "
+                    "Chao1 estimate {}, Good-Turing upper bound {}); hot fraction {:.3g}; hot-key path {}",
+                    s.blocks, s.block_threads, s.sample_fraction * 100, s.sampled_records, s.sampled_distinct,
+                    s.distinct_estimate, s.distinct_upper, s.hot_fraction, s.hot_path ? "on" : "off"));
+    r.note(fmt::format(
+        "hot keys: H={} in a shared table of {} slots ({}{}) x {} accumulator cop{}, holding {:.1f}% of the sample",
+        s.hot_keys, s.shared_entries,
+        s.two_choice    ? "two-choice placement"
+        : s.hot_buckets ? "two-choice buckets of 4"
+                        : "linear probing",
+        s.warp_match ? ", lanes grouped by key first" : "", s.sub_tables, s.sub_tables == 1 ? "y" : "ies",
+        s.hot_share * 100));
     const double all = double(s.shared_hits + s.global_hits);
-    r.note(fmt::format("pairs: {} shared-memory ({:.1f}%), {} global-memory; global table {} slots; {} overflowed the "
-                       "probe limit; {} grow(s), {} retr{}; {} distinct keys",
-                       s.shared_hits, all > 0 ? 100.0 * s.shared_hits / all : 0.0, s.global_hits, s.table_slots, s.spilled,
-                       s.result_grows, s.retries, s.retries == 1 ? "y" : "ies", s.distinct));
+    r.note(
+        fmt::format("pairs: {} shared-memory ({:.1f}%), {} global-memory; global table {} slots; {} overflowed the "
+                    "probe limit; {} grow(s), {} retr{}; {} distinct keys",
+                    s.shared_hits, all > 0 ? 100.0 * s.shared_hits / all : 0.0, s.global_hits, s.table_slots, s.spilled,
+                    s.result_grows, s.retries, s.retries == 1 ? "y" : "ies", s.distinct));
     if (s.partitions)
-      r.note(fmt::format("cold keys partitioned: {}; {} pairs through the partitions, {} of them sent to the global table",
-                         s.partition_note, s.partitioned, s.partition_direct));
+      r.note(
+          fmt::format("cold keys partitioned: {}; {} pairs through the partitions, {} of them sent to the global table",
+                      s.partition_note, s.partitioned, s.partition_direct));
     else
       r.note(fmt::format("cold keys straight into the global table (partitioned tier: {})",
                          s.partition_note.empty() ? "not for this aggregate" : s.partition_note));
     return;
   }
-  r.note(fmt::format("GPU engine: Bs={} blocks x N={} threads; p={:.3g}% sampled ({} records); hot fraction {:.3g}; "
-                     "hot-key path {}; {} tables",
-                     s.blocks, s.block_threads, s.sample_fraction * 100, s.sampled_records, s.hot_fraction,
-                     s.hot_path ? "on" : "off", s.block_tables ? "per-block global" : "direct global (result)"));
+  r.note(
+      fmt::format("GPU engine: Bs={} blocks x N={} threads; p={:.3g}% sampled ({} records); hot fraction {:.3g}; "
+                  "hot-key path {}; {} tables",
+                  s.blocks, s.block_threads, s.sample_fraction * 100, s.sampled_records, s.hot_fraction,
+                  s.hot_path ? "on" : "off", s.block_tables ? "per-block global" : "direct global (result)"));
   r.note(fmt::format("sampling: H={} hot keys holding {:.1f}% of the sampled pairs", s.hot_keys, s.hot_share * 100));
-  r.note(fmt::format("sizes: sm_pool {} entries/block, gm_pool {} entries/block, spill list {} entries", s.shared_entries,
-                     s.block_pool_entries, s.spill_entries));
+  r.note(fmt::format("sizes: sm_pool {} entries/block, gm_pool {} entries/block, spill list {} entries",
+                     s.shared_entries, s.block_pool_entries, s.spill_entries));
   const double all = double(s.shared_hits + s.global_hits + s.spilled);
-  r.note(fmt::format("pairs: {} shared-memory ({:.1f}%), {} global-memory, {} spilled; {} result grow(s), {} retr{}; "
-                     "{} distinct keys",
-                     s.shared_hits, all > 0 ? 100.0 * s.shared_hits / all : 0.0, s.global_hits, s.spilled, s.result_grows,
-                     s.retries, s.retries == 1 ? "y" : "ies", s.distinct));
+  r.note(
+      fmt::format("pairs: {} shared-memory ({:.1f}%), {} global-memory, {} spilled; {} result grow(s), {} retr{}; "
+                  "{} distinct keys",
+                  s.shared_hits, all > 0 ? 100.0 * s.shared_hits / all : 0.0, s.global_hits, s.spilled, s.result_grows,
+                  s.retries, s.retries == 1 ? "y" : "ies", s.distinct));
 }
 
 void sort_word_counts(std::vector<std::pair<std::string, std::uint64_t>>& v) {
@@ -148,7 +157,8 @@ WordCount wordcount(std::string_view text_in, const WordCountOptions& opts) {
     auto pairs = cpu_mapreduce(job, job.records(), opts.engine, &cs);
     out.words.reserve(pairs.size());
     for (auto& [k, v] : pairs) out.words.emplace_back(std::string(k), v);
-    out.report.add("CPU map+reduce+merge", "cpu", w.seconds(), fmt::format("{} bytes, {} distinct", text.size(), pairs.size()));
+    out.report.add("CPU map+reduce+merge", "cpu", w.seconds(),
+                   fmt::format("{} bytes, {} distinct", text.size(), pairs.size()));
     note_cpu(out.report, cs);
   }
   Stopwatch w;
@@ -170,7 +180,8 @@ std::vector<AggKind> parse_aggs(std::string_view list) {
     else if (name == "min") out.push_back(AggKind::min);
     else if (name == "max") out.push_back(AggKind::max);
     else if (name == "mean") out.push_back(AggKind::mean);
-    else throw UsageError(fmt::format("aggregates: unknown aggregate '{}' (expected sum, count, min, max, mean)", name));
+    else
+      throw UsageError(fmt::format("aggregates: unknown aggregate '{}' (expected sum, count, min, max, mean)", name));
     i = j + 1;
   }
   if (out.empty()) throw UsageError("aggregates: none named");
@@ -248,8 +259,7 @@ void check_i64_sums(GroupBy& g, const std::vector<std::pair<K, Agg<std::int64_t>
                     const std::int64_t* values, std::size_t n, const Options& o) {
   constexpr __int128 lo = INT64_MIN, hi = INT64_MAX;
   std::size_t unsure = 0;
-  for (const auto& [k, a] : pairs)
-    unsure += __int128(a.count) * a.min < lo || __int128(a.count) * a.max > hi;
+  for (const auto& [k, a] : pairs) unsure += __int128(a.count) * a.min < lo || __int128(a.count) * a.max > hi;
   if (unsure == 0) return;
   Stopwatch w;
   const auto exact = cpu_mapreduce(ExactSumJob<K>{keys, values}, n, o);
@@ -271,7 +281,10 @@ std::vector<To> widen(const From* p, std::size_t n) {
 template <class K, class VIn>
 void run_groupby(GroupBy& g, const K* keys, std::size_t n, const VIn* values, const Options& o) {
   // The engines see V = void (counts), double or int64; narrower value types are widened.
-  using V = std::conditional_t<std::is_void_v<VIn>, void, std::conditional_t<std::is_floating_point_v<std::conditional_t<std::is_void_v<VIn>, int, VIn>>, double, std::int64_t>>;
+  using V =
+      std::conditional_t<std::is_void_v<VIn>, void,
+                         std::conditional_t<std::is_floating_point_v<std::conditional_t<std::is_void_v<VIn>, int, VIn>>,
+                                            double, std::int64_t>>;
   std::vector<std::conditional_t<std::is_void_v<V>, char, V>> wide;
   const std::conditional_t<std::is_void_v<V>, char, V>* vals = nullptr;
   if constexpr (!std::is_void_v<V>) {
@@ -293,8 +306,8 @@ void run_groupby(GroupBy& g, const K* keys, std::size_t n, const VIn* values, co
       // Signed keys travel as their unsigned bit patterns: hashing and equality are the same.
       using U = std::make_unsigned_t<K>;
       auto up = detail::gpu_groupby<U, V>(reinterpret_cast<const U*>(keys),
-                                          reinterpret_cast<const std::conditional_t<std::is_void_v<V>, void, V>*>(vals), n, o,
-                                          g.gpu, g.report);
+                                          reinterpret_cast<const std::conditional_t<std::is_void_v<V>, void, V>*>(vals),
+                                          n, o, g.gpu, g.report);
       pairs.resize(up.size());
       for (std::size_t i = 0; i < up.size(); ++i) {
         std::memcpy(&pairs[i].first, &up[i].first, sizeof(K));
@@ -308,7 +321,8 @@ void run_groupby(GroupBy& g, const K* keys, std::size_t n, const VIn* values, co
     }
   }
 #else
-  if (o.device == Device::gpu || o.device == Device::hybrid) throw NoDeviceError("device = gpu: this build has no CUDA support");
+  if (o.device == Device::gpu || o.device == Device::hybrid)
+    throw NoDeviceError("device = gpu: this build has no CUDA support");
   if (o.device == Device::auto_) g.report.note("CPU-only build: CPU engine");
 #endif
   if (!done) {
@@ -327,7 +341,8 @@ void run_groupby(GroupBy& g, const K* keys, std::size_t n, const VIn* values, co
 }
 
 template <class K>
-void dispatch_values(GroupBy& g, const K* keys, std::size_t n, DType vt, const void* values, bool has_values, const Options& o) {
+void dispatch_values(GroupBy& g, const K* keys, std::size_t n, DType vt, const void* values, bool has_values,
+                     const Options& o) {
   if (!has_values) return run_groupby<K, void>(g, keys, n, nullptr, o);
   switch (vt) {
     case DType::f32: return run_groupby<K, float>(g, keys, n, static_cast<const float*>(values), o);
@@ -351,10 +366,18 @@ GroupBy groupby(DType key_type, const void* keys, std::size_t n, DType value_typ
   if (has_values && value_count != n)
     throw InputError(fmt::format("keys and values differ in length: {} keys but {} values", n, value_count));
   switch (key_type) {
-    case DType::u32: dispatch_values(g, static_cast<const std::uint32_t*>(keys), n, value_type, values, has_values, opts); break;
-    case DType::u64: dispatch_values(g, static_cast<const std::uint64_t*>(keys), n, value_type, values, has_values, opts); break;
-    case DType::i32: dispatch_values(g, static_cast<const std::int32_t*>(keys), n, value_type, values, has_values, opts); break;
-    case DType::i64: dispatch_values(g, static_cast<const std::int64_t*>(keys), n, value_type, values, has_values, opts); break;
+    case DType::u32:
+      dispatch_values(g, static_cast<const std::uint32_t*>(keys), n, value_type, values, has_values, opts);
+      break;
+    case DType::u64:
+      dispatch_values(g, static_cast<const std::uint64_t*>(keys), n, value_type, values, has_values, opts);
+      break;
+    case DType::i32:
+      dispatch_values(g, static_cast<const std::int32_t*>(keys), n, value_type, values, has_values, opts);
+      break;
+    case DType::i64:
+      dispatch_values(g, static_cast<const std::int64_t*>(keys), n, value_type, values, has_values, opts);
+      break;
     default: throw UsageError(fmt::format("key_type = {}: expected u32, u64, i32 or i64", to_string(key_type)));
   }
   return g;

@@ -54,8 +54,14 @@ std::string device_key() {
 class Controller {
  public:
   Controller(BandLauncher& k, const ControllerOptions& o)
-      : k_(k), o_(o), g_(k.grid()), st_(k.stream()), cache_(o.cache ? *o.cache : TuningCache::global()),
-        op_("schedule/" + k.name()), cls_(fmt::format("{}x{}", g_.w, g_.h)), dev_(device_key()) {
+      : k_(k),
+        o_(o),
+        g_(k.grid()),
+        st_(k.stream()),
+        cache_(o.cache ? *o.cache : TuningCache::global()),
+        op_("schedule/" + k.name()),
+        cls_(fmt::format("{}x{}", g_.w, g_.h)),
+        dev_(device_key()) {
     r_.report.operation = "schedule " + k.name();
   }
 
@@ -246,17 +252,17 @@ class Controller {
 
   void report(const Schedule& chosen) {
     for (const auto& p : r_.profile)
-      r_.report.add(fmt::format("{} {}", p.role, to_string(p.schedule)), "gpu", p.seconds,
-                    fmt::format("blocks ({}, {}) {}x{}, {:.3f} us/1000 blocks{}", p.rect.x0, p.rect.y0, p.rect.w,
-                                p.rect.h, p.per_block * 1e9,
-                                p.ratio > 0 ? fmt::format(", {:.3f}x the incumbent", p.ratio) : ""));
+      r_.report.add(
+          fmt::format("{} {}", p.role, to_string(p.schedule)), "gpu", p.seconds,
+          fmt::format("blocks ({}, {}) {}x{}, {:.3f} us/1000 blocks{}", p.rect.x0, p.rect.y0, p.rect.w, p.rect.h,
+                      p.per_block * 1e9, p.ratio > 0 ? fmt::format(", {:.3f}x the incumbent", p.ratio) : ""));
     r_.report.add("rest " + to_string(chosen), "gpu", r_.remainder_seconds,
                   fmt::format("{} blocks after the last measured chunk", g_.count() - r_.profiled_blocks));
-    r_.report.note(fmt::format("measured {} of {} blocks ({:.1f}%) in {} chunks of {} rows; incumbent {}, chose {}; "
-                               "total incl. profiling and host syncs {:.3f} ms",
-                               r_.profiled_blocks, g_.count(), 100.0 * double(r_.profiled_blocks) / double(g_.count()),
-                               r_.profile.size(), plan_.piece_h, to_string(inc_), to_string(chosen),
-                               r_.total_seconds * 1e3));
+    r_.report.note(
+        fmt::format("measured {} of {} blocks ({:.1f}%) in {} chunks of {} rows; incumbent {}, chose {}; "
+                    "total incl. profiling and host syncs {:.3f} ms",
+                    r_.profiled_blocks, g_.count(), 100.0 * double(r_.profiled_blocks) / double(g_.count()),
+                    r_.profile.size(), plan_.piece_h, to_string(inc_), to_string(chosen), r_.total_seconds * 1e3));
   }
 
   void store(const Schedule& chosen) {

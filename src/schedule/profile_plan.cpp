@@ -28,10 +28,8 @@ ProfilePlan plan_profile(Grid g, const ControllerOptions& o, std::uint32_t min_c
   }
   // The incumbent: the caller's fallback, else the best-ranked schedule, else sequential.
   Schedule inc = Schedule::sequential();
-  if (o.fallback && fits(*o.fallback, g))
-    inc = *o.fallback;
-  else if (!o.ranking.empty() && fits(o.ranking.front(), g))
-    inc = o.ranking.front();
+  if (o.fallback && fits(*o.fallback, g)) inc = *o.fallback;
+  else if (!o.ranking.empty() && fits(o.ranking.front(), g)) inc = o.ranking.front();
   plan.candidates.push_back(inc);
   const std::uint64_t budget = std::uint64_t(std::floor(o.profile_fraction * double(g.count())));
   plan.budget_blocks = budget;
@@ -49,10 +47,10 @@ ProfilePlan plan_profile(Grid g, const ControllerOptions& o, std::uint32_t min_c
   // max_overhead, the grid runs in one launch under the incumbent.
   const double tail_share = 0.5 * double(plan.resident) / double(g.count());
   if ((2 + kExtraLaunches) * tail_share > o.max_overhead) {
-    plan.why_not = fmt::format("grid {}x{} ({:.0f} waves): each added launch costs about {:.2f}% of it (half a block "
-                               "lifetime), one candidate needs {} launches, more than {:.0f}%",
-                               g.w, g.h, double(g.count()) / plan.resident, tail_share * 100, 2 + kExtraLaunches,
-                               o.max_overhead * 100);
+    plan.why_not = fmt::format(
+        "grid {}x{} ({:.0f} waves): each added launch costs about {:.2f}% of it (half a block "
+        "lifetime), one candidate needs {} launches, more than {:.0f}%",
+        g.w, g.h, double(g.count()) / plan.resident, tail_share * 100, 2 + kExtraLaunches, o.max_overhead * 100);
     return plan;
   }
   const std::uint32_t K = std::max<std::uint32_t>(2, o.max_candidates);
@@ -99,13 +97,15 @@ ChunkSizing size_chunks(Grid g, const ProfilePlan& p, double probe_seconds, cons
   if (p.piece_w == 0 || p.piece_h == 0 || p.candidates.size() < 2) return cs;
   const std::uint64_t c0 = std::uint64_t(p.piece_w) * p.piece_h;
   double width = p.piece_w;
-  if (probe_seconds < o.min_chunk_seconds) width = std::ceil(p.piece_w * o.min_chunk_seconds / std::max(probe_seconds, 1e-9));
+  if (probe_seconds < o.min_chunk_seconds)
+    width = std::ceil(p.piece_w * o.min_chunk_seconds / std::max(probe_seconds, 1e-9));
   cs.width = std::uint32_t(std::min<double>(width, g.w));
   const std::uint64_t c1 = std::uint64_t(cs.width) * p.piece_h;
   cs.estimated_total = probe_seconds * double(g.count()) / double(c0);
   // Even a full-width strip of piece_h rows is too short: chunks cannot be trusted.
   if (probe_seconds * double(c1) / double(c0) < o.min_chunk_seconds * 0.999) {
-    cs.why = fmt::format("even {}x{} blocks would take under {:.0f} us", cs.width, p.piece_h, o.min_chunk_seconds * 1e6);
+    cs.why =
+        fmt::format("even {}x{} blocks would take under {:.0f} us", cs.width, p.piece_h, o.min_chunk_seconds * 1e6);
     return cs;
   }
   const std::uint64_t left = p.budget_blocks > c0 ? p.budget_blocks - c0 : 0;
@@ -117,15 +117,20 @@ ChunkSizing size_chunks(Grid g, const ProfilePlan& p, double probe_seconds, cons
   const std::uint64_t by_overhead = allowed >= 2 + kExtraLaunches ? std::uint64_t((allowed - kExtraLaunches) / 2) : 0;
   cs.candidates = std::uint32_t(std::min(by_budget, by_overhead));
   if (by_budget == 0)
-    cs.why = fmt::format("chunks of {}x{} blocks (>= {:.0f} us): the budget left ({} blocks) holds no (candidate, "
-                         "incumbent) pair", cs.width, p.piece_h, o.min_chunk_seconds * 1e6, left);
+    cs.why = fmt::format(
+        "chunks of {}x{} blocks (>= {:.0f} us): the budget left ({} blocks) holds no (candidate, "
+        "incumbent) pair",
+        cs.width, p.piece_h, o.min_chunk_seconds * 1e6, left);
   else if (by_overhead == 0)
-    cs.why = fmt::format("the grid takes about {:.0f} us: the launches profiling adds (~{:.0f} us each) would cost "
-                         "more than {:.0f}% of it", cs.estimated_total * 1e6, cs.launch_cost * 1e6, o.max_overhead * 100);
+    cs.why = fmt::format(
+        "the grid takes about {:.0f} us: the launches profiling adds (~{:.0f} us each) would cost "
+        "more than {:.0f}% of it",
+        cs.estimated_total * 1e6, cs.launch_cost * 1e6, o.max_overhead * 100);
   return cs;
 }
 
-PieceLayout::PieceLayout(Grid g, std::uint32_t piece_h) : g_(g), h_(std::clamp<std::uint32_t>(piece_h, 1, std::max(1u, g.h))) {}
+PieceLayout::PieceLayout(Grid g, std::uint32_t piece_h)
+    : g_(g), h_(std::clamp<std::uint32_t>(piece_h, 1, std::max(1u, g.h))) {}
 
 bool PieceLayout::can_take(std::uint32_t w) const {
   w = std::min(std::max(w, 1u), g_.w);

@@ -11,11 +11,11 @@ namespace tandem::schedule {
 
 // The controller's profiling plan for a grid.
 struct ProfilePlan {
-  std::vector<Schedule> candidates;  // incumbent first; all fit a piece_w x piece_h grid
+  std::vector<Schedule> candidates;      // incumbent first; all fit a piece_w x piece_h grid
   std::uint32_t piece_w{0}, piece_h{0};  // the probe chunk; the height is kept for every chunk
   std::uint64_t budget_blocks{0};
   std::uint32_t resident{0};  // co-resident blocks (min_chunk_blocks / 2), for the launch tail
-  std::string why_not;  // set when nothing is profiled (candidates then holds the incumbent only)
+  std::string why_not;        // set when nothing is profiled (candidates then holds the incumbent only)
 };
 ProfilePlan plan_profile(Grid g, const ControllerOptions& o, std::uint32_t min_chunk_blocks);
 

@@ -40,8 +40,7 @@ std::vector<std::string> split(const std::string& s, char sep) {
 
 std::pair<std::uint32_t, std::uint32_t> parse_wxh(const std::string& s, const std::string& whole) {
   const auto parts = split(s, 'x');
-  if (parts.size() != 2)
-    throw UsageError(fmt::format("'{}': expected WxH (e.g. 8x4), got '{}'", whole, s));
+  if (parts.size() != 2) throw UsageError(fmt::format("'{}': expected WxH (e.g. 8x4), got '{}'", whole, s));
   return {parse_uint(parts[0], "width", whole), parse_uint(parts[1], "height", whole)};
 }
 
@@ -62,8 +61,7 @@ Schedule parse_schedule(const std::string& text) {
   const auto parts = split(text, ':');
   const std::string& name = parts[0];
   auto want = [&](std::size_t n, const char* form) {
-    if (parts.size() != n)
-      throw UsageError(fmt::format("schedule '{}': expected {}", text, form));
+    if (parts.size() != n) throw UsageError(fmt::format("schedule '{}': expected {}", text, form));
   };
   if (name == "sequential") {
     want(1, "'sequential' without parameters");
@@ -89,8 +87,8 @@ Schedule parse_schedule(const std::string& text) {
     if (w < 1 || h < 1) throw UsageError(fmt::format("schedule '{}': tile sides must be >= 1", text));
     return Schedule::tiled(w, h);
   }
-  throw UsageError(fmt::format("unknown schedule style '{}' (expected sequential, strided:S:G, zigzag, tiled:WxH or hilbert)",
-                               name));
+  throw UsageError(fmt::format(
+      "unknown schedule style '{}' (expected sequential, strided:S:G, zigzag, tiled:WxH or hilbert)", name));
 }
 
 std::string to_string(const Schedule& s) {
@@ -155,22 +153,26 @@ std::vector<std::uint32_t> ranks(const Schedule& s, Grid g) {
   for (std::uint64_t p = 0; p < g.count(); ++p) {
     const Block b = s.at(p, g);
     if (b.x >= g.w || b.y >= g.h)
-      throw Error(fmt::format("{} on {}x{}: position {} maps outside the grid ({}, {})", to_string(s), g.w, g.h, p, b.x, b.y));
+      throw Error(
+          fmt::format("{} on {}x{}: position {} maps outside the grid ({}, {})", to_string(s), g.w, g.h, p, b.x, b.y));
     auto& slot = r[std::uint64_t(b.y) * g.w + b.x];
     if (slot != none)
-      throw Error(fmt::format("{} on {}x{}: block ({}, {}) at positions {} and {}", to_string(s), g.w, g.h, b.x, b.y, slot, p));
+      throw Error(
+          fmt::format("{} on {}x{}: block ({}, {}) at positions {} and {}", to_string(s), g.w, g.h, b.x, b.y, slot, p));
     slot = std::uint32_t(p);
   }
   return r;
 }
 
 std::string draw(const Schedule& s, Grid g) {
-  if (g.count() > 65536) throw UsageError(fmt::format("grid {}x{} is too large to draw (at most 65536 blocks)", g.w, g.h));
+  if (g.count() > 65536)
+    throw UsageError(fmt::format("grid {}x{} is too large to draw (at most 65536 blocks)", g.w, g.h));
   const auto r = ranks(s, g);
   const int width = int(std::to_string(g.count() - 1).size());
   std::ostringstream o;
   for (std::uint32_t y = 0; y < g.h; ++y) {
-    for (std::uint32_t x = 0; x < g.w; ++x) o << (x ? " " : "") << fmt::format("{:>{}}", r[std::uint64_t(y) * g.w + x], width);
+    for (std::uint32_t x = 0; x < g.w; ++x)
+      o << (x ? " " : "") << fmt::format("{:>{}}", r[std::uint64_t(y) * g.w + x], width);
     o << '\n';
   }
   return o.str();
@@ -206,7 +208,7 @@ std::vector<Schedule> candidates(Grid g, bool exhaustive, std::uint32_t max_tile
   }
   add(Schedule::strided(g.w, 1));  // column-major
   if (exhaustive) {
-    add(Schedule::strided(2, g.w));       // even rows, then odd rows
+    add(Schedule::strided(2, g.w));                    // even rows, then odd rows
     add(Schedule::strided(g.w / 8 ? g.w / 8 : 1, 8));  // groups of 8, W/8 apart: 8-wide column strips
   }
   add(Schedule::hilbert());
@@ -217,12 +219,9 @@ Schedule rescale(const Schedule& s, Grid from, Grid to) {
   if (from == to) return s;
   Schedule r = s;
   if (s.style == Style::strided) {
-    if (s.a == from.w && s.b == 1)
-      r.a = to.w;
-    else if (s.b == from.w)
-      r.b = to.w;
-    else if (s.b == 8 && s.a == std::max(1u, from.w / 8))
-      r.a = std::max(1u, to.w / 8);
+    if (s.a == from.w && s.b == 1) r.a = to.w;
+    else if (s.b == from.w) r.b = to.w;
+    else if (s.b == 8 && s.a == std::max(1u, from.w / 8)) r.a = std::max(1u, to.w / 8);
   } else if (s.style == Style::tiled) {
     r.a = s.a == from.w ? to.w : std::min(s.a, to.w);
     r.b = s.b == from.h ? to.h : std::min(s.b, to.h);

@@ -11,9 +11,7 @@
 
 namespace tandem::schedule {
 
-double KernelSpec::min_bytes(std::uint32_t n) const {
-  return double(n) * n * 4.0 * (inputs + 1);
-}
+double KernelSpec::min_bytes(std::uint32_t n) const { return double(n) * n * 4.0 * (inputs + 1); }
 
 std::uint32_t default_window() {
   const auto g = gpu_info();
@@ -27,7 +25,8 @@ std::uint32_t default_window() {
 StaticChoice static_select(const KernelSpec& k, std::uint32_t n, const std::vector<Schedule>& cands,
                            std::uint32_t window) {
   if (n == 0 || n % k.tile_w || n % k.tile_h)
-    throw UsageError(fmt::format("size {} must be a positive multiple of {}'s tile ({}x{})", n, k.name, k.tile_w, k.tile_h));
+    throw UsageError(
+        fmt::format("size {} must be a positive multiple of {}'s tile ({}x{})", n, k.name, k.tile_w, k.tile_h));
   if (cands.empty()) throw UsageError("static selection needs at least one candidate schedule");
   const Grid g = k.grid(n);
   StaticChoice out;
@@ -80,7 +79,8 @@ StaticChoice static_select(const KernelSpec& k, std::uint32_t n, const std::vect
 
 std::vector<Schedule> static_ranking(const StaticChoice& c) {
   std::vector<StaticScore> s = c.scores;
-  std::stable_sort(s.begin(), s.end(), [](const StaticScore& a, const StaticScore& b) { return a.score > b.score + 1e-12; });
+  std::stable_sort(s.begin(), s.end(),
+                   [](const StaticScore& a, const StaticScore& b) { return a.score > b.score + 1e-12; });
   std::vector<Schedule> out;
   for (const auto& x : s) out.push_back(x.schedule);
   return out;

@@ -126,7 +126,7 @@ std::vector<AffinityMapping> affinity_candidates(const CpuTopology& topo, int th
   add(compact);
   // scatter: first PU of every core across packages, then the second PUs, ...: consecutive
   // threads land on different packages, then different cores; SMT siblings are used last.
-  std::map<int, int> smt_rank, core_rank;        // PU index -> rank in its core; core -> rank in its package
+  std::map<int, int> smt_rank, core_rank;  // PU index -> rank in its core; core -> rank in its package
   std::map<int, int> seen_in_core;
   std::map<int, std::set<int>> cores_of_package;
   for (int i = 0; i < npu; ++i) {
@@ -142,7 +142,8 @@ std::vector<AffinityMapping> affinity_candidates(const CpuTopology& topo, int th
   std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
     const auto& pa = topo.pus[a];
     const auto& pb = topo.pus[b];
-    return std::tuple(smt_rank[a], core_rank[pa.core], pa.package) < std::tuple(smt_rank[b], core_rank[pb.core], pb.package);
+    return std::tuple(smt_rank[a], core_rank[pa.core], pa.package) <
+           std::tuple(smt_rank[b], core_rank[pb.core], pb.package);
   });
   AffinityMapping scatter{"scatter", {}};
   for (int t = 0; t < threads; ++t) scatter.cpus.push_back({topo.pus[order[t % npu]].os});
@@ -187,8 +188,7 @@ AffinityScope::AffinityScope(const AffinityMapping& m, int threads) : threads_(t
     std::string err;
     if (hwloc_get_cpubind(topo, old, HWLOC_CPUBIND_THREAD) != 0)
       err = fmt::format("hwloc_get_cpubind failed: {}", std::strerror(errno));
-    else
-      s.cpus = bitmap_list(old);
+    else s.cpus = bitmap_list(old);
     hwloc_bitmap_free(old);
     if (err.empty()) err = bind_this_thread(topo, m.cpus[std::size_t(t) % m.cpus.size()]);
     std::lock_guard<std::mutex> lock(mu);

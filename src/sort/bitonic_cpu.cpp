@@ -20,7 +20,7 @@
 namespace tandem::bitonic::detail {
 namespace {
 
-constexpr std::size_t kBlockBytes = std::size_t{1} << 17;  // 128 KiB: fused small-stride steps
+constexpr std::size_t kBlockBytes = std::size_t{1} << 17;       // 128 KiB: fused small-stride steps
 constexpr std::uint64_t kSerialBelow = std::uint64_t{1} << 14;  // fewer elements: one thread
 
 std::atomic<bool> g_force_scalar{false};
@@ -129,7 +129,8 @@ template <class U>
 void cpu_steps(U* data, std::uint64_t lo, std::uint64_t hi, int first, int last, int threads) {
   if (hi <= lo || first > last) return;
   const int nt = (hi - lo) < kSerialBelow ? 1 : (threads > 0 ? threads : default_threads());
-  const std::uint64_t block_cap = std::min<std::uint64_t>(std::max<std::size_t>(2, kBlockBytes / sizeof(U)), alignment(lo, hi));
+  const std::uint64_t block_cap =
+      std::min<std::uint64_t>(std::max<std::size_t>(2, kBlockBytes / sizeof(U)), alignment(lo, hi));
   int t = first;
   while (t <= last) {
     const NetStep st = net_step(t);

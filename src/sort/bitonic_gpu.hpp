@@ -39,7 +39,8 @@ void gpu_steps(U* d_data, std::uint64_t lo, std::uint64_t hi, int first, int las
 // elements and storing the winner), fuse defaults. tune_report receives the tuner's table; report
 // the cache's warnings (a malformed entry measured again).
 template <class U>
-GpuConfig gpu_config(std::uint64_t padded, GpuConfig want, std::string* tune_report = nullptr, Report* report = nullptr);
+GpuConfig gpu_config(std::uint64_t padded, GpuConfig want, std::string* tune_report = nullptr,
+                     Report* report = nullptr);
 
 // Device-resident sort time of `padded` elements copied from `host` (median of a few runs,
 // transfers excluded): what k is measured from.

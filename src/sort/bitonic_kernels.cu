@@ -57,7 +57,8 @@ __device__ __forceinline__ bool ascending(std::uint32_t i, std::uint64_t size, s
 // Steps with compile-time stride S < E on the E consecutive elements a thread owns (tile-local
 // indices own .. own+E-1).
 template <class U, int E, int S>
-__device__ __forceinline__ void reg_step(U (&v)[E], std::uint32_t own, std::uint64_t size, std::uint32_t T, bool tile_asc) {
+__device__ __forceinline__ void reg_step(U (&v)[E], std::uint32_t own, std::uint64_t size, std::uint32_t T,
+                                         bool tile_asc) {
 #pragma unroll
   for (int m = 0; m < E; ++m)
     if ((m & S) == 0) cx(v[m], v[m | S], ascending(own + m, size, T, tile_asc));
@@ -66,10 +67,30 @@ __device__ __forceinline__ void reg_step(U (&v)[E], std::uint32_t own, std::uint
 template <class U, int E>
 __device__ __forceinline__ void reg_step_dispatch(U (&v)[E], std::uint32_t own, std::uint64_t size, std::uint32_t st,
                                                   std::uint32_t T, bool tile_asc) {
-  if constexpr (E > 1) { if (st == 1) { reg_step<U, E, 1>(v, own, size, T, tile_asc); return; } }
-  if constexpr (E > 2) { if (st == 2) { reg_step<U, E, 2>(v, own, size, T, tile_asc); return; } }
-  if constexpr (E > 4) { if (st == 4) { reg_step<U, E, 4>(v, own, size, T, tile_asc); return; } }
-  if constexpr (E > 8) { if (st == 8) { reg_step<U, E, 8>(v, own, size, T, tile_asc); return; } }
+  if constexpr (E > 1) {
+    if (st == 1) {
+      reg_step<U, E, 1>(v, own, size, T, tile_asc);
+      return;
+    }
+  }
+  if constexpr (E > 2) {
+    if (st == 2) {
+      reg_step<U, E, 2>(v, own, size, T, tile_asc);
+      return;
+    }
+  }
+  if constexpr (E > 4) {
+    if (st == 4) {
+      reg_step<U, E, 4>(v, own, size, T, tile_asc);
+      return;
+    }
+  }
+  if constexpr (E > 8) {
+    if (st == 8) {
+      reg_step<U, E, 8>(v, own, size, T, tile_asc);
+      return;
+    }
+  }
 }
 
 // R consecutive steps of one merge (strides 2^top .. 2^(top-R+1)) on a tile in shared memory:
@@ -93,10 +114,26 @@ __device__ __forceinline__ void shared_group(U* s, std::uint32_t T, int top, std
 }
 
 template <class U, int E>
-__device__ __forceinline__ void shared_group_dispatch(int r, U* s, std::uint32_t T, int top, std::uint64_t size, bool tile_asc) {
-  if constexpr (E >= 16) { if (r >= 4) { shared_group<U, 4>(s, T, top, size, tile_asc); return; } }
-  if constexpr (E >= 8) { if (r >= 3) { shared_group<U, 3>(s, T, top, size, tile_asc); return; } }
-  if constexpr (E >= 4) { if (r >= 2) { shared_group<U, 2>(s, T, top, size, tile_asc); return; } }
+__device__ __forceinline__ void shared_group_dispatch(int r, U* s, std::uint32_t T, int top, std::uint64_t size,
+                                                      bool tile_asc) {
+  if constexpr (E >= 16) {
+    if (r >= 4) {
+      shared_group<U, 4>(s, T, top, size, tile_asc);
+      return;
+    }
+  }
+  if constexpr (E >= 8) {
+    if (r >= 3) {
+      shared_group<U, 3>(s, T, top, size, tile_asc);
+      return;
+    }
+  }
+  if constexpr (E >= 4) {
+    if (r >= 2) {
+      shared_group<U, 2>(s, T, top, size, tile_asc);
+      return;
+    }
+  }
   shared_group<U, 1>(s, T, top, size, tile_asc);
 }
 
@@ -132,7 +169,10 @@ __global__ void tile_kernel(U* __restrict__ data, std::uint64_t lo, std::uint64_
         __syncthreads();
         t += r;
         j += r;
-        if (j > p) { ++p; j = 1; }
+        if (j > p) {
+          ++p;
+          j = 1;
+        }
       } else {
         U v[E];
         const std::uint32_t own = tid * E;
@@ -142,7 +182,10 @@ __global__ void tile_kernel(U* __restrict__ data, std::uint64_t lo, std::uint64_
           const std::uint64_t size = std::uint64_t{1} << p;
           reg_step_dispatch<U, E>(v, own, size, 1u << (p - j), T, (base & size) == 0);
           ++t;
-          if (++j > p) { ++p; j = 1; }
+          if (++j > p) {
+            ++p;
+            j = 1;
+          }
         }
 #pragma unroll
         for (int m = 0; m < E; ++m) s[pad(own + m)] = v[m];
@@ -182,7 +225,8 @@ std::size_t tile_shared_bytes(std::uint64_t tile, std::size_t word) { return std
 std::uint64_t grid_cap(int sm_limit) { return sm_limit > 0 ? std::uint64_t(sm_limit) : std::uint64_t{1} << 30; }
 
 template <class U, int E>
-void launch_tile(U* d, std::uint64_t lo, std::uint64_t ntiles, int block, int first, int last, int sm_limit, cudaStream_t s) {
+void launch_tile(U* d, std::uint64_t lo, std::uint64_t ntiles, int block, int first, int last, int sm_limit,
+                 cudaStream_t s) {
   const std::size_t shmem = tile_shared_bytes(std::uint64_t(block) * E, sizeof(U));
   // The shared-memory opt-in is a per-device attribute of the kernel: set once per device.
   static std::mutex m;
@@ -217,7 +261,8 @@ void launch_tile_e(int e, U* d, std::uint64_t lo, std::uint64_t ntiles, int bloc
 }
 
 template <class U>
-void launch_global(int R, U* d, std::uint64_t lo, std::uint64_t count, int subset, int top, int sm_limit, cudaStream_t s) {
+void launch_global(int R, U* d, std::uint64_t lo, std::uint64_t count, int subset, int top, int sm_limit,
+                   cudaStream_t s) {
   constexpr int kThreads = 256;
   const std::uint64_t groups = count >> R;
   const int grid = int(gpu::grid_for(groups, kThreads, grid_cap(sm_limit)));
@@ -274,7 +319,7 @@ void gpu_steps(U* d, std::uint64_t lo, std::uint64_t hi, int first, int last, co
   }
 }
 
-#define TANDEM_BITONIC_GPU(U)                                                                            \
+#define TANDEM_BITONIC_GPU(U) \
   template void gpu_steps<U>(U*, std::uint64_t, std::uint64_t, int, int, const GpuConfig&, cudaStream_t);
 TANDEM_BITONIC_GPU(std::uint32_t)
 TANDEM_BITONIC_GPU(std::uint64_t)

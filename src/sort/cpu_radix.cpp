@@ -182,8 +182,8 @@ void cpu_comparison_sort(std::span<K> keys, std::span<V> values, bool descending
     return descending ? U(~b) : b;
   };
   if constexpr (std::is_same_v<V, NoValue>) {
-    __gnu_parallel::sort(keys.begin(), keys.end(), [&](K a, K b) { return bits(a) < bits(b); },
-                         __gnu_parallel::default_parallel_tag(T));
+    __gnu_parallel::sort(
+        keys.begin(), keys.end(), [&](K a, K b) { return bits(a) < bits(b); }, __gnu_parallel::default_parallel_tag(T));
   } else {
     struct Item {
       U b;
@@ -192,8 +192,9 @@ void cpu_comparison_sort(std::span<K> keys, std::span<V> values, bool descending
     std::vector<Item> items(keys.size());
 #pragma omp parallel for num_threads(T) schedule(static)
     for (std::size_t i = 0; i < keys.size(); ++i) items[i] = {bits(keys[i]), values[i]};
-    __gnu_parallel::stable_sort(items.begin(), items.end(), [](const Item& a, const Item& b) { return a.b < b.b; },
-                                __gnu_parallel::default_parallel_tag(T));
+    __gnu_parallel::stable_sort(
+        items.begin(), items.end(), [](const Item& a, const Item& b) { return a.b < b.b; },
+        __gnu_parallel::default_parallel_tag(T));
 #pragma omp parallel for num_threads(T) schedule(static)
     for (std::size_t i = 0; i < keys.size(); ++i) {
       const U b = descending ? U(~items[i].b) : items[i].b;
@@ -203,8 +204,8 @@ void cpu_comparison_sort(std::span<K> keys, std::span<V> values, bool descending
   }
 }
 
-#define TANDEM_CPU_SORT(K, V)                                                              \
-  template void cpu_radix_sort<K, V>(std::span<K>, std::span<V>, bool, int);              \
+#define TANDEM_CPU_SORT(K, V)                                                \
+  template void cpu_radix_sort<K, V>(std::span<K>, std::span<V>, bool, int); \
   template void cpu_comparison_sort<K, V>(std::span<K>, std::span<V>, bool, int);
 #define TANDEM_CPU_SORT_ALL(K) \
   TANDEM_CPU_SORT(K, NoValue) TANDEM_CPU_SORT(K, std::uint32_t) TANDEM_CPU_SORT(K, std::uint64_t)

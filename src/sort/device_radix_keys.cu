@@ -70,7 +70,8 @@ __global__ void gather_kernel(GatherList<U> list) {
   const U* __restrict__ src = list.src[seg];
   U* __restrict__ dst = list.dst[seg];
   const std::size_t n = list.n[seg];
-  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x)
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n;
+       i += std::size_t(gridDim.x) * blockDim.x)
     dst[i] = src[i];
 }
 
@@ -131,8 +132,8 @@ void map_from_bits(void* d, std::size_t n, bool descending, cudaStream_t s) {
   launch_map<K, true>(d, n, descending, s);
 }
 
-#define TANDEM_MAP(K)                                                        \
-  template void map_to_bits<K>(void*, std::size_t, bool, cudaStream_t);     \
+#define TANDEM_MAP(K)                                                   \
+  template void map_to_bits<K>(void*, std::size_t, bool, cudaStream_t); \
   template void map_from_bits<K>(void*, std::size_t, bool, cudaStream_t);
 TANDEM_MAP(std::uint32_t)
 TANDEM_MAP(std::int32_t)
@@ -143,11 +144,13 @@ TANDEM_MAP(double)
 
 template std::size_t radix_temp_bytes<std::uint32_t, NoValue>(std::size_t, int, int);
 template std::size_t radix_temp_bytes<std::uint64_t, NoValue>(std::size_t, int, int);
-template bool sort_bits_range<std::uint32_t, NoValue>(std::uint32_t*, std::uint32_t*, NoValue*, NoValue*, std::size_t, int,
-                                                      int, void*, std::size_t, cudaStream_t);
-template bool sort_bits_range<std::uint64_t, NoValue>(std::uint64_t*, std::uint64_t*, NoValue*, NoValue*, std::size_t, int,
-                                                      int, void*, std::size_t, cudaStream_t);
-template void sort_bits<std::uint32_t, NoValue>(std::uint32_t*, NoValue*, std::size_t, bool, SortWorkspace&, cudaStream_t);
-template void sort_bits<std::uint64_t, NoValue>(std::uint64_t*, NoValue*, std::size_t, bool, SortWorkspace&, cudaStream_t);
+template bool sort_bits_range<std::uint32_t, NoValue>(std::uint32_t*, std::uint32_t*, NoValue*, NoValue*, std::size_t,
+                                                      int, int, void*, std::size_t, cudaStream_t);
+template bool sort_bits_range<std::uint64_t, NoValue>(std::uint64_t*, std::uint64_t*, NoValue*, NoValue*, std::size_t,
+                                                      int, int, void*, std::size_t, cudaStream_t);
+template void sort_bits<std::uint32_t, NoValue>(std::uint32_t*, NoValue*, std::size_t, bool, SortWorkspace&,
+                                                cudaStream_t);
+template void sort_bits<std::uint64_t, NoValue>(std::uint64_t*, NoValue*, std::size_t, bool, SortWorkspace&,
+                                                cudaStream_t);
 
 }  // namespace tandem::detail

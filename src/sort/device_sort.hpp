@@ -43,8 +43,8 @@ constexpr std::size_t out_of_core_chunk(std::size_t budget, std::size_t per_elem
 // torn down before static destructors run); release_sort_workspace() frees the buffers.
 struct SortWorkspace {
   gpu::DeviceBuffer<char> temp, alt_keys, alt_values, keys, values;
-  gpu::DeviceBuffer<char> scratch;                 // the alternate buffer of one group's sort (pre-partitioned split)
-  gpu::DeviceBuffer<unsigned long long> hist;      // digit histograms of the upload (8 x 256 per upload batch)
+  gpu::DeviceBuffer<char> scratch;             // the alternate buffer of one group's sort (pre-partitioned split)
+  gpu::DeviceBuffer<unsigned long long> hist;  // digit histograms of the upload (8 x 256 per upload batch)
   gpu::PinnedBuffer<unsigned long long> hist_host;
   std::vector<gpu::PinnedBuffer<char>> d2h_slots;  // the pipeline's staged D2H copies
   std::vector<gpu::Event> d2h_done;
@@ -111,7 +111,8 @@ std::size_t& pipeline_chunk_bytes();
 std::size_t gpu_sort_budget(const SortOptions& opts);
 
 // Host data on the GPU: the staged pipeline when it fits in the budget, otherwise a parallel
-// host MSD partition into pieces that fit, each sorted by the pipeline in its final place. Throws CudaError / OutOfMemoryError / NoDeviceError.
+// host MSD partition into pieces that fit, each sorted by the pipeline in its final place. Throws CudaError /
+// OutOfMemoryError / NoDeviceError.
 template <class K, class V>
 void gpu_sort_host(std::span<K> keys, std::span<V> values, const SortOptions& opts, Report& r);
 #endif
@@ -125,11 +126,11 @@ struct PathInputs {
   std::size_t n{0};
   std::size_t key_bytes{4};
   std::size_t value_bytes{0};
-  bool gpu{false};              // a GPU is usable
-  bool pinned{false};           // the caller's memory is page-locked
-  std::size_t gpu_budget{0};    // bytes of GPU memory the sort may use
-  double host_bw{0};            // multi-threaded host memcpy, bytes/s (0: unknown)
-  double link_bw{0};            // host<->device each way for this memory, bytes/s (0: unknown)
+  bool gpu{false};            // a GPU is usable
+  bool pinned{false};         // the caller's memory is page-locked
+  std::size_t gpu_budget{0};  // bytes of GPU memory the sort may use
+  double host_bw{0};          // multi-threaded host memcpy, bytes/s (0: unknown)
+  double link_bw{0};          // host<->device each way for this memory, bytes/s (0: unknown)
   int threads{1};
   SortAlgorithm algorithm{SortAlgorithm::auto_};
   Device device{Device::auto_};

@@ -204,8 +204,8 @@ void decide_multi(Decision& d, const U* data, std::uint64_t n, std::uint64_t pad
     cfg[g] = detail::gpu_config<U>(padded, want, &tune, &r);
     if (!tune.empty()) r.note(fmt::format("GPU {} tuning:\n{}", g, tune));
     cap[g] = measure_k(data, n, padded, threads, cfg[g], r);
-    ks += fmt::format("{}CUDA {} ({}): k = {:.4g}, {} entr{}", ks.empty() ? "" : "; ", g, gpu_info().at(g).name, cap[g].k,
-                      count, count == 1 ? "y" : "ies");
+    ks += fmt::format("{}CUDA {} ({}): k = {:.4g}, {} entr{}", ks.empty() ? "" : "; ", g, gpu_info().at(g).name,
+                      cap[g].k, count, count == 1 ? "y" : "ies");
   }
   r.note("k per GPU: " + ks);
   d.use_gpu = true;
@@ -259,7 +259,8 @@ void decide_multi(Decision& d, const U* data, std::uint64_t n, std::uint64_t pad
       optimise(q, cm, true);
       const double tq = predict(q, cm).total, tp = predict(d.plan, cm).total;
       if (tq < tp) {
-        q.notes.push_back(fmt::format("the GPUs without a CPU share: predicted {} vs {}", human_seconds(tq), human_seconds(tp)));
+        q.notes.push_back(
+            fmt::format("the GPUs without a CPU share: predicted {} vs {}", human_seconds(tq), human_seconds(tp)));
         d.plan = std::move(q);
       }
     }
@@ -285,8 +286,8 @@ Decision decide(const U* data, std::uint64_t n, std::uint64_t padded, const Sort
   const bool over_limit = o.gpu_memory_limit > 0 && padded * sizeof(U) > o.gpu_memory_limit;
   if (have_gpu && over_limit) {
     if (o.device == Device::gpu)
-      throw UsageError(fmt::format("bitonic sort: {} of keys exceed gpu_memory_limit = {}", human_bytes(padded * sizeof(U)),
-                                   human_bytes(o.gpu_memory_limit)));
+      throw UsageError(fmt::format("bitonic sort: {} of keys exceed gpu_memory_limit = {}",
+                                   human_bytes(padded * sizeof(U)), human_bytes(o.gpu_memory_limit)));
     r.note(fmt::format("{} exceed the GPU memory limit {}: the CPU sorts alone", human_bytes(padded * sizeof(U)),
                        human_bytes(o.gpu_memory_limit)));
   }
@@ -379,7 +380,8 @@ int cpu_threads(const U* data, std::uint64_t padded, int asked, Report& r) {
   });
   const int best = tr.winner().candidate.params.at("threads").get<int>();
   TuningCache::global().put("bitonic.cpu_threads", cpu_key(), cls, {{"threads", best}, {"results", tr.to_json()}});
-  r.note(fmt::format("{} threads asked, {} physical cores: thread counts tuned on {} words:\n{}", asked, cores, S, tr.report()));
+  r.note(fmt::format("{} threads asked, {} physical cores: thread counts tuned on {} words:\n{}", asked, cores, S,
+                     tr.report()));
   return best;
 }
 
@@ -459,7 +461,8 @@ void run_words(U* w, std::uint64_t n, std::uint64_t padded, const SortOptions& o
     bind_cpu();
   r.details()["plan"] = to_json(d.plan);
   std::string shares;
-  for (const auto& dv : d.plan.devices) shares += fmt::format("{}{} {}", shares.empty() ? "" : " / ", dv.name, dv.count);
+  for (const auto& dv : d.plan.devices)
+    shares += fmt::format("{}{} {}", shares.empty() ? "" : " / ", dv.name, dv.count);
   r.note(fmt::format("plan: {} elements of {} (policy {}, k={:.4g}, N={}); concurrent steps {}; decided by {}", shares,
                      padded, d.plan.policy, d.plan.k, d.plan.N, d.plan.concurrent_ranges(), d.plan.decided_by));
   for (const auto& note : d.plan.notes) r.note(note);
@@ -607,14 +610,15 @@ Report sort_pairs(std::span<K> keys, std::span<V> values, const SortOptions& opt
     return r;
   }
   // 32-bit keys with an index below 2^32 - 1 fit one u64 (the all-ones padding index stays apart).
-  if (sizeof(K) == 4 && keys.size() < 0xFFFFFFFFull) return sort_pairs_as<K, V, std::uint64_t>(keys, values, opts, gpus);
+  if (sizeof(K) == 4 && keys.size() < 0xFFFFFFFFull)
+    return sort_pairs_as<K, V, std::uint64_t>(keys, values, opts, gpus);
   return sort_pairs_as<K, V, u128>(keys, values, opts, gpus);
 }
 
-#define TANDEM_BITONIC_KEYS(K)                                  \
+#define TANDEM_BITONIC_KEYS(K)                               \
   template Report sort<K>(std::span<K>, const SortOptions&); \
   template Report sort<K>(std::span<K>, const SortOptions&, const std::vector<int>&);
-#define TANDEM_BITONIC_PAIRS(K, V)                                                          \
+#define TANDEM_BITONIC_PAIRS(K, V)                                                  \
   template Report sort_pairs<K, V>(std::span<K>, std::span<V>, const SortOptions&); \
   template Report sort_pairs<K, V>(std::span<K>, std::span<V>, const SortOptions&, const std::vector<int>&);
 #define TANDEM_BITONIC_ALL(K) \

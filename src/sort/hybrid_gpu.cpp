@@ -110,7 +110,8 @@ GpuConfig gpu_config(std::uint64_t padded, GpuConfig want, std::string* tune_rep
   });
   want.block = tr.winner().candidate.params.at("block").get<int>();
   want.elems = tr.winner().candidate.params.at("elems").get<int>();
-  TuningCache::global().put("bitonic.gpu", dev, cls, {{"block", want.block}, {"elems", want.elems}, {"tuned_on", n}, {"results", tr.to_json()}});
+  TuningCache::global().put("bitonic.gpu", dev, cls,
+                            {{"block", want.block}, {"elems", want.elems}, {"tuned_on", n}, {"results", tr.to_json()}});
   if (tune_report) *tune_report = tr.report();
   return want;
 }
@@ -139,8 +140,14 @@ template <class U>
 class HybridExecutor {
  public:
   HybridExecutor(U* host, const Plan& plan, const GpuConfig& cfg, int threads, Report& r)
-      : host_(host), plan_(plan), cfg_(cfg), threads_(threads), r_(r), P_(plan.padded()),
-        c_(plan.devices.at(0).count), gpu_name_(fmt::format("gpu{}", cfg.device)) {}
+      : host_(host),
+        plan_(plan),
+        cfg_(cfg),
+        threads_(threads),
+        r_(r),
+        P_(plan.padded()),
+        c_(plan.devices.at(0).count),
+        gpu_name_(fmt::format("gpu{}", cfg.device)) {}
 
   void run() {
     const int last = step_count(plan_.log2n);
@@ -200,8 +207,13 @@ class HybridExecutor {
              fmt::format("CPU {} on {}, copy in {}", human_seconds(t.cpu_s), P_, human_seconds(t.copy_s)));
     }
     copy_total_ += t.copy_s;
-    jr_.push_back({{"first", run.first}, {"last", run.last}, {"mode", plan_.mode_name(run.mode)}, {"cpu_s", t.cpu_s},
-                   {"gpu_s", t.gpu_s}, {"copy_s", t.copy_s}, {"wall_s", wall.seconds()}});
+    jr_.push_back({{"first", run.first},
+                   {"last", run.last},
+                   {"mode", plan_.mode_name(run.mode)},
+                   {"cpu_s", t.cpu_s},
+                   {"gpu_s", t.gpu_s},
+                   {"copy_s", t.copy_s},
+                   {"wall_s", wall.seconds()}});
   }
 
   // The GPU needs [c, P) on the device, the CPU [0, c) on the host.
@@ -314,9 +326,9 @@ void hybrid_execute(U* host, const Plan& plan, const GpuConfig& cfg, int threads
   HybridExecutor<U>(host, plan, cfg, threads, r).run();
 }
 
-#define TANDEM_HYBRID_GPU(U)                                                                  \
-  template GpuConfig gpu_config<U>(std::uint64_t, GpuConfig, std::string*, Report*);                  \
-  template double gpu_time_sort<U>(const U*, std::uint64_t, const GpuConfig&);               \
+#define TANDEM_HYBRID_GPU(U)                                                         \
+  template GpuConfig gpu_config<U>(std::uint64_t, GpuConfig, std::string*, Report*); \
+  template double gpu_time_sort<U>(const U*, std::uint64_t, const GpuConfig&);       \
   template void hybrid_execute<U>(U*, const Plan&, const GpuConfig&, int, Report&);
 TANDEM_HYBRID_GPU(std::uint32_t)
 TANDEM_HYBRID_GPU(std::uint64_t)

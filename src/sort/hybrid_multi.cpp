@@ -96,7 +96,7 @@ struct Entry {
   std::uint64_t off{0}, count{0};  // its share
   bool full{false};                // holds the whole array (it gathers)
   gpu::DeviceBuffer<U> buf;
-  U* base{nullptr};                // base[i] is element i (global indexing) of what it holds
+  U* base{nullptr};  // base[i] is element i (global indexing) of what it holds
   std::unique_ptr<gpu::Stream> cs, xs;
 };
 
@@ -114,8 +114,14 @@ template <class U>
 class MultiExecutor {
  public:
   MultiExecutor(U* host, const Plan& plan, const std::vector<GpuConfig>& gpus, int threads, Report& r)
-      : host_(host), plan_(plan), gpus_(gpus), threads_(threads), r_(r), P_(plan.padded()),
-        nd_(int(plan.devices.size())), ne_(int(gpus.size())) {
+      : host_(host),
+        plan_(plan),
+        gpus_(gpus),
+        threads_(threads),
+        r_(r),
+        P_(plan.padded()),
+        nd_(int(plan.devices.size())),
+        ne_(int(gpus.size())) {
     if (nd_ != ne_ + 1)
       throw std::logic_error(
           fmt::format("bitonic multi_execute: plan of {} devices for {} GPU entries", nd_, gpus.size()));
@@ -130,9 +136,10 @@ class MultiExecutor {
     copy_home();
     r_.details()["runs"] = jr_;
     r_.details()["gpu_copies"] = {{"peer", peer_copies_}, {"staged", staged_copies_}, {"same_gpu", local_copies_}};
-    r_.note(fmt::format("multi-device run: {} in all; GPU-to-GPU copies: {} peer, {} staged through host, {} on one "
-                        "GPU",
-                        human_seconds(total.seconds()), peer_copies_, staged_copies_, local_copies_));
+    r_.note(
+        fmt::format("multi-device run: {} in all; GPU-to-GPU copies: {} peer, {} staged through host, {} on one "
+                    "GPU",
+                    human_seconds(total.seconds()), peer_copies_, staged_copies_, local_copies_));
   }
 
  private:
@@ -320,7 +327,10 @@ class MultiExecutor {
       detail += fmt::format(" | {} (CUDA {}) {}", plan_.devices[e + 1].name, en_[e].device, human_seconds(t));
     }
     r_.add(fmt::format("steps {}-{} {}", run.first, run.last, what), "multi", wall.seconds(), detail);
-    jr_.push_back({{"first", run.first}, {"last", run.last}, {"mode", plan_.mode_name(run.mode)}, {"seconds", per},
+    jr_.push_back({{"first", run.first},
+                   {"last", run.last},
+                   {"mode", plan_.mode_name(run.mode)},
+                   {"seconds", per},
                    {"wall_s", wall.seconds()}});
   }
 
@@ -347,7 +357,7 @@ class MultiExecutor {
   const int nd_, ne_;
   std::vector<PlanRun> runs_;
   std::vector<Entry<U>> en_;
-  int where_{kHost};  // where the data are: kHost or an entry (everything there) ...
+  int where_{kHost};   // where the data are: kHost or an entry (everything there) ...
   bool split_{false};  // ... or each share at home (after a concurrent run)
   int peer_copies_{0}, staged_copies_{0}, local_copies_{0};
   nlohmann::json jr_ = nlohmann::json::array();
@@ -360,7 +370,8 @@ void multi_execute(U* host, const Plan& plan, const std::vector<GpuConfig>& gpus
   MultiExecutor<U>(host, plan, gpus, threads, r).run();
 }
 
-#define TANDEM_MULTI_GPU(U) template void multi_execute<U>(U*, const Plan&, const std::vector<GpuConfig>&, int, Report&);
+#define TANDEM_MULTI_GPU(U) \
+  template void multi_execute<U>(U*, const Plan&, const std::vector<GpuConfig>&, int, Report&);
 TANDEM_MULTI_GPU(std::uint32_t)
 TANDEM_MULTI_GPU(std::uint64_t)
 TANDEM_MULTI_GPU(u128)

@@ -80,9 +80,10 @@ GpuSplitPlan plan_gpu_split(std::span<const std::uint64_t> digit_counts, std::si
     return p;
   }
   p.sort_bits = (d + 1) * kMsdBits;
-  const std::string skip = p.sort_bits < key_bits ? fmt::format(" (the top {} bits agree: skipped)", key_bits - p.sort_bits)
-                                                  : std::string();
-  const std::span<const std::uint64_t> counts = digit_counts.subspan(static_cast<std::size_t>(d) * kMsdBuckets, kMsdBuckets);
+  const std::string skip =
+      p.sort_bits < key_bits ? fmt::format(" (the top {} bits agree: skipped)", key_bits - p.sort_bits) : std::string();
+  const std::span<const std::uint64_t> counts =
+      digit_counts.subspan(static_cast<std::size_t>(d) * kMsdBuckets, kMsdBuckets);
   const std::uint64_t biggest = *std::max_element(counts.begin(), counts.end());
   if (n < min_elements) {
     p.why = fmt::format("{} elements, below the split threshold of {}: one sort of bits 0..{}{}", n, min_elements,
@@ -105,10 +106,10 @@ GpuSplitPlan plan_gpu_split(std::span<const std::uint64_t> digit_counts, std::si
   p.msd_shift = d * kMsdBits;
   std::size_t largest = 0;
   for (const auto& g : p.groups) largest = std::max(largest, g.size());
-  p.why = fmt::format("MSD split on bits {}..{}{}: {} groups of <= {} elements sorted on bits below {}, each copied "
-                      "back while the next sorts (largest bucket {:.1f}%)",
-                      p.msd_shift, p.sort_bits - 1, skip, p.groups.size(), largest, p.msd_shift,
-                      100.0 * double(biggest) / double(n));
+  p.why = fmt::format(
+      "MSD split on bits {}..{}{}: {} groups of <= {} elements sorted on bits below {}, each copied "
+      "back while the next sorts (largest bucket {:.1f}%)",
+      p.msd_shift, p.sort_bits - 1, skip, p.groups.size(), largest, p.msd_shift, 100.0 * double(biggest) / double(n));
   return p;
 }
 
@@ -140,8 +141,8 @@ class Partition {
   static constexpr bool kValues = !std::is_same_v<V, NoValue>;
   static constexpr int kKeyBits = static_cast<int>(sizeof(U)) * 8;
 
-  Partition(std::span<K> keys, std::span<V> values, bool desc, std::size_t cap, int threads, const PieceSort<K, V>& sort,
-            const std::function<void(std::size_t, std::size_t)>& progress)
+  Partition(std::span<K> keys, std::span<V> values, bool desc, std::size_t cap, int threads,
+            const PieceSort<K, V>& sort, const std::function<void(std::size_t, std::size_t)>& progress)
       : keys_(keys.data()),
         vals_(kValues ? values.data() : nullptr),
         n_(keys.size()),
@@ -282,13 +283,14 @@ class Partition {
 
 template <class K, class V>
 MsdStats msd_partition_sort(std::span<K> keys, std::span<V> values, bool descending, std::size_t cap, int threads,
-                            const PieceSort<K, V>& sort_piece, const std::function<void(std::size_t, std::size_t)>& progress) {
+                            const PieceSort<K, V>& sort_piece,
+                            const std::function<void(std::size_t, std::size_t)>& progress) {
   return Partition<K, V>(keys, values, descending, cap, threads, sort_piece, progress).run();
 }
 
-#define TANDEM_MSD(K, V)                                                                                    \
-  template MsdStats msd_partition_sort<K, V>(std::span<K>, std::span<V>, bool, std::size_t, int,          \
-                                             const PieceSort<K, V>&,                                       \
+#define TANDEM_MSD(K, V)                                                                         \
+  template MsdStats msd_partition_sort<K, V>(std::span<K>, std::span<V>, bool, std::size_t, int, \
+                                             const PieceSort<K, V>&,                             \
                                              const std::function<void(std::size_t, std::size_t)>&);
 #define TANDEM_MSD_ALL(K) TANDEM_MSD(K, NoValue) TANDEM_MSD(K, std::uint32_t) TANDEM_MSD(K, std::uint64_t)
 TANDEM_MSD_ALL(std::uint32_t)

@@ -38,17 +38,17 @@ namespace {
 
 // Times of the fit path's stages, summed over pieces out of core.
 struct StageTimes {
-  double h2d{0};        // wall: staged H2D + key mapping + top-digit histogram, per chunk
-  double exposed{0};    // device: from the last chunk's arrival to the first group sorted
-  double msd{0};        // device: the MSD pass on the top 8 bits
-  double groups{0};     // device: the sorts of the groups (or the whole-array sort)
-  double setup{0};      // wall: histogram readback, plan, enqueueing the sorts (host)
+  double h2d{0};           // wall: staged H2D + key mapping + top-digit histogram, per chunk
+  double exposed{0};       // device: from the last chunk's arrival to the first group sorted
+  double msd{0};           // device: the MSD pass on the top 8 bits
+  double groups{0};        // device: the sorts of the groups (or the whole-array sort)
+  double setup{0};         // wall: histogram readback, plan, enqueueing the sorts (host)
   std::size_t batches{0};  // upload batches partitioned on the top digit during the upload (0: none)
-  double d2h{0};        // wall: the D2H copies, overlapping the remaining group sorts
-  double d2h_wait{0};   // wall: of d2h, the host waiting for a staged chunk's DMA (and its sort)
-  double d2h_copy{0};   // wall: of d2h, the host copying staged chunks out of the pinned slots
+  double d2h{0};           // wall: the D2H copies, overlapping the remaining group sorts
+  double d2h_wait{0};      // wall: of d2h, the host waiting for a staged chunk's DMA (and its sort)
+  double d2h_copy{0};      // wall: of d2h, the host copying staged chunks out of the pinned slots
   std::size_t split_pieces{0}, whole_pieces{0}, groups_n{0};
-  std::string why;      // the split decision of the last (largest) piece
+  std::string why;  // the split decision of the last (largest) piece
 };
 
 TransferOptions transfer_options() {
@@ -171,8 +171,8 @@ void copy_back(const std::vector<D2HPiece>& pieces, SortWorkspace& ws, const Tra
       const std::size_t slot = c % S;
       ready(chunks[c].second);
       TANDEM_CUDA(cudaStreamWaitEvent(staged, chunks[c].first.ready, 0));
-      TANDEM_CUDA(cudaMemcpyAsync(ws.d2h_slots[slot].data(), chunks[c].first.src, chunks[c].first.bytes, cudaMemcpyDeviceToHost,
-                                  staged));
+      TANDEM_CUDA(cudaMemcpyAsync(ws.d2h_slots[slot].data(), chunks[c].first.src, chunks[c].first.bytes,
+                                  cudaMemcpyDeviceToHost, staged));
       ws.d2h_done[slot].record(staged);
     };
     for (std::size_t c = 0; c < std::min(S, chunks.size()); ++c) issue(c);
@@ -210,9 +210,20 @@ class FitSort {
  public:
   FitSort(const K* src_k, const V* src_v, K* dst_k, V* dst_v, std::size_t n, const SortOptions& opts, SortWorkspace& ws,
           cudaStream_t s, StageTimes& t)
-      : src_k_(src_k), src_v_(src_v), dst_k_(dst_k), dst_v_(dst_v), n_(n), opts_(opts), ws_(ws), s_(s), t_(t),
-        map_(needs_mapping<K>(opts.descending)), merge_(opts.algorithm == SortAlgorithm::merge),
-        split_min_(gpu_split_min_elements()), count_(!merge_ && n >= split_min_), to_(transfer_options()) {}
+      : src_k_(src_k),
+        src_v_(src_v),
+        dst_k_(dst_k),
+        dst_v_(dst_v),
+        n_(n),
+        opts_(opts),
+        ws_(ws),
+        s_(s),
+        t_(t),
+        map_(needs_mapping<K>(opts.descending)),
+        merge_(opts.algorithm == SortAlgorithm::merge),
+        split_min_(gpu_split_min_elements()),
+        count_(!merge_ && n >= split_min_),
+        to_(transfer_options()) {}
 
   void run() {
     take_buffers();
@@ -238,7 +249,7 @@ class FitSort {
   static constexpr bool kValues = !std::is_same_v<V, NoValue>;
   static constexpr int kBits = static_cast<int>(sizeof(U)) * 8;
   static constexpr std::size_t kHist = sizeof(U) * kMsdBuckets;  // one histogram per 8-bit digit
-  static constexpr int kTop = kBits - kMsdBits;                   // the top digit's shift
+  static constexpr int kTop = kBits - kMsdBits;                  // the top digit's shift
 
   void take_buffers() {
     dk_ = reinterpret_cast<U*>(grow(ws_.keys, n_ * sizeof(K)));
@@ -481,17 +492,17 @@ class FitSort {
   gpu::Stream staged_, direct_, side_;
   gpu::Event arrived_{false}, side_done_{false};
   gpu::Event e_start_, e_msd_, e_end_;
-  std::size_t nb_{1};                      // upload batches
-  std::vector<std::size_t> batch_end_;     // element end of each batch
-  std::size_t batch_{0};                   // batches partitioned so far (during the upload)
-  char* tp_{nullptr};                      // CUB temporary storage of the batch passes and gathered groups
+  std::size_t nb_{1};                   // upload batches
+  std::vector<std::size_t> batch_end_;  // element end of each batch
+  std::size_t batch_{0};                // batches partitioned so far (during the upload)
+  char* tp_{nullptr};                   // CUB temporary storage of the batch passes and gathered groups
   std::size_t temp_bytes_{0};
   GpuSplitPlan plan_;
   std::vector<std::uint64_t> batch_counts_;  // nb x 256 counts of the top digit
   std::vector<ElementRange> groups_;
-  std::vector<gpu::Event> ready_;            // one per group: sorted and mapped back
+  std::vector<gpu::Event> ready_;  // one per group: sorted and mapped back
   std::vector<D2HPiece> pieces_;
-  std::function<void(std::size_t)> prepare_;  // enqueues groups lazily (gathered groups)
+  std::function<void(std::size_t)> prepare_;             // enqueues groups lazily (gathered groups)
   std::array<std::uint64_t, kMsdBuckets + 1> prefix_{};  // bucket starts of the top digit
   std::size_t next_{0};                                  // groups enqueued so far (lazy path)
 };
@@ -508,12 +519,13 @@ void add_fit_stages(Report& r, const StageTimes& t, const std::string& what, con
   r.add("GPU sort before first D2H", "gpu0", t.exposed,
         fmt::format("{}; device time: MSD pass {}, {} sort(s) {}; host plan + enqueue before the first copy {}",
                     opts.algorithm == SortAlgorithm::merge ? "CUB merge sort" : "CUB radix",
-                    t.batches ? fmt::format("during the upload ({} batches)", t.batches) : human_seconds(t.msd), t.groups_n,
-                    human_seconds(t.groups), human_seconds(t.setup)));
+                    t.batches ? fmt::format("during the upload ({} batches)", t.batches) : human_seconds(t.msd),
+                    t.groups_n, human_seconds(t.groups), human_seconds(t.setup)));
   r.add("D2H copy (overlaps sorts)", "cpu+gpu0", t.d2h,
-        fmt::format("after each group's sort; {} piece(s) split by the top 8 bits, {} sorted whole; staged: host waited {} "
-                    "for DMA, copied {}",
-                    t.split_pieces, t.whole_pieces, human_seconds(t.d2h_wait), human_seconds(t.d2h_copy)));
+        fmt::format(
+            "after each group's sort; {} piece(s) split by the top 8 bits, {} sorted whole; staged: host waited {} "
+            "for DMA, copied {}",
+            t.split_pieces, t.whole_pieces, human_seconds(t.d2h_wait), human_seconds(t.d2h_copy)));
   r.note(t.why);
   r.details()["gpu_split"] = t.split_pieces > 0;
   r.details()["gpu_groups"] = t.groups_n;
@@ -544,8 +556,8 @@ class Progress {
 // Larger than the budget: a stable MSD partition on the host (all CPU threads) into pieces that
 // fit on the GPU, each sorted there through fit_sort straight into its final place: no merge.
 template <class K, class V>
-void out_of_core(std::span<K> keys, std::span<V> values, const SortOptions& opts, std::size_t budget,
-                 SortWorkspace& ws, cudaStream_t s, Report& r) {
+void out_of_core(std::span<K> keys, std::span<V> values, const SortOptions& opts, std::size_t budget, SortWorkspace& ws,
+                 cudaStream_t s, Report& r) {
   constexpr bool kValues = !std::is_same_v<V, NoValue>;
   const std::size_t n = keys.size();
   const std::size_t per = sizeof(K) + (kValues ? sizeof(V) : 0);
@@ -583,13 +595,14 @@ void out_of_core(std::span<K> keys, std::span<V> values, const SortOptions& opts
     cpu_s += w.seconds();
     ++cpu_pieces;
   };
-  const MsdStats st = msd_partition_sort<K, V>(keys, values, opts.descending, C, T, piece, [&](std::size_t done, std::size_t all) {
-    progress.line(fmt::format("{:.0f}% sorted ({} of {} elements; pieces on the GPU)", 100.0 * double(done) / double(all),
-                              done, all));
-  });
+  const MsdStats st =
+      msd_partition_sort<K, V>(keys, values, opts.descending, C, T, piece, [&](std::size_t done, std::size_t all) {
+        progress.line(fmt::format("{:.0f}% sorted ({} of {} elements; pieces on the GPU)",
+                                  100.0 * double(done) / double(all), done, all));
+      });
   r.add("CPU MSD partition", "cpu", st.partition_s,
-        fmt::format("histogram + scatter, {} threads, {} level(s) of 8-bit digits, pieces <= {} elements{}", T, st.levels, C,
-                    st.copied ? fmt::format(", {} equal keys left in place", st.copied) : std::string()));
+        fmt::format("histogram + scatter, {} threads, {} level(s) of 8-bit digits, pieces <= {} elements{}", T,
+                    st.levels, C, st.copied ? fmt::format(", {} equal keys left in place", st.copied) : std::string()));
   add_fit_stages(r, t, fmt::format("{} pieces (largest {})", st.pieces, st.max_piece), opts);
   if (!failure.empty()) {
     r.add("CPU sort after GPU failure", "cpu", cpu_s, fmt::format("{} pieces", cpu_pieces));
@@ -640,18 +653,21 @@ void gpu_sort_host(std::span<K> keys, std::span<V> values, const SortOptions& op
   const bool pinned = gpu::is_pinned(keys.data());
   if (gpu_bytes_needed(n, per) <= budget && n <= static_cast<std::size_t>(INT_MAX)) {
     StageTimes t;
-    fit_sort<K, V>(keys.data(), kValues ? values.data() : nullptr, keys.data(), kValues ? values.data() : nullptr, n, opts,
-                   ws, s, t);
-    add_fit_stages(r, t, fmt::format("{} ({})", human_bytes(n * per),
-                                     pinned ? "pinned, direct DMA" : "pageable, staged through pinned slots"),
+    fit_sort<K, V>(keys.data(), kValues ? values.data() : nullptr, keys.data(), kValues ? values.data() : nullptr, n,
+                   opts, ws, s, t);
+    add_fit_stages(r, t,
+                   fmt::format("{} ({})", human_bytes(n * per),
+                               pinned ? "pinned, direct DMA" : "pageable, staged through pinned slots"),
                    opts);
   } else {
     out_of_core(keys, values, opts, budget, ws, s, r);
   }
 }
 
-#define TANDEM_GPU_HOST(K, V) template void gpu_sort_host<K, V>(std::span<K>, std::span<V>, const SortOptions&, Report&);
-#define TANDEM_GPU_HOST_ALL(K) TANDEM_GPU_HOST(K, NoValue) TANDEM_GPU_HOST(K, std::uint32_t) TANDEM_GPU_HOST(K, std::uint64_t)
+#define TANDEM_GPU_HOST(K, V) \
+  template void gpu_sort_host<K, V>(std::span<K>, std::span<V>, const SortOptions&, Report&);
+#define TANDEM_GPU_HOST_ALL(K) \
+  TANDEM_GPU_HOST(K, NoValue) TANDEM_GPU_HOST(K, std::uint32_t) TANDEM_GPU_HOST(K, std::uint64_t)
 TANDEM_GPU_HOST_ALL(std::uint32_t)
 TANDEM_GPU_HOST_ALL(std::int32_t)
 TANDEM_GPU_HOST_ALL(std::uint64_t)
@@ -671,7 +687,8 @@ void device_sort(K* d_keys, V* d_values, std::size_t n, const SortOptions& opts,
   ws.begin(stream);
   const bool map = detail::needs_mapping<K>(opts.descending);
   if (map) detail::map_to_bits<K>(d_keys, n, opts.descending, stream);
-  detail::sort_bits<U, V>(reinterpret_cast<U*>(d_keys), d_values, n, opts.algorithm == SortAlgorithm::merge, ws, stream);
+  detail::sort_bits<U, V>(reinterpret_cast<U*>(d_keys), d_values, n, opts.algorithm == SortAlgorithm::merge, ws,
+                          stream);
   if (map) detail::map_from_bits<K>(d_keys, n, opts.descending, stream);
   ws.end(stream);
 }
@@ -704,7 +721,7 @@ void release_sort_workspace() {
 }
 
 #define TANDEM_SORT_DEVICE(K)                                                                            \
-  template void sort_device<K>(K*, std::size_t, const SortOptions&, cudaStream_t);                      \
+  template void sort_device<K>(K*, std::size_t, const SortOptions&, cudaStream_t);                       \
   template void sort_pairs_device<K, std::uint32_t>(K*, std::uint32_t*, std::size_t, const SortOptions&, \
                                                     cudaStream_t);                                       \
   template void sort_pairs_device<K, std::uint64_t>(K*, std::uint64_t*, std::size_t, const SortOptions&, cudaStream_t);

@@ -40,10 +40,8 @@ std::string Plan::mode_name(int mode) const {
 std::vector<PlanRun> Plan::runs() const {
   std::vector<PlanRun> r;
   for (const auto& s : steps) {
-    if (!r.empty() && r.back().mode == s.mode && r.back().last + 1 == s.step)
-      r.back().last = s.step;
-    else
-      r.push_back({s.step, s.step, s.mode});
+    if (!r.empty() && r.back().mode == s.mode && r.back().last + 1 == s.step) r.back().last = s.step;
+    else r.push_back({s.step, s.step, s.mode});
   }
   return r;
 }
@@ -122,15 +120,16 @@ double transition_seconds(const Plan& p, const CostModel& c, int from, int to) {
 }
 
 double step_cost(const CostModel& c, int device, std::uint64_t elements, bool alone = false) {
-  if (alone && device >= 0 && device < int(c.alone_step_seconds.size())) return c.alone_step_seconds[device] * double(elements);
+  if (alone && device >= 0 && device < int(c.alone_step_seconds.size()))
+    return c.alone_step_seconds[device] * double(elements);
   if (device < 0 || device >= int(c.step_seconds.size())) return 0;
   return c.step_seconds[device] * double(elements);
 }
 
 void validate_cost(const Plan& p, const CostModel& c) {
   if (c.step_seconds.size() != p.devices.size())
-    throw UsageError(fmt::format("cost model has {} device step times for a plan of {} devices",
-                                 c.step_seconds.size(), p.devices.size()));
+    throw UsageError(fmt::format("cost model has {} device step times for a plan of {} devices", c.step_seconds.size(),
+                                 p.devices.size()));
 }
 
 int active_devices(const Plan& p) {
@@ -235,9 +234,10 @@ Plan make_multi_plan(std::uint64_t n, const std::vector<DeviceShare>& devices, c
   p.devices = devices;
   const std::uint64_t P = p.padded();
   const int nd = int(devices.size());
-  p.gather = int(std::max_element(devices.begin(), devices.end(),
-                                  [](const DeviceShare& a, const DeviceShare& b) { return a.capability < b.capability; }) -
-                 devices.begin());
+  p.gather =
+      int(std::max_element(devices.begin(), devices.end(),
+                           [](const DeviceShare& a, const DeviceShare& b) { return a.capability < b.capability; }) -
+          devices.begin());
   std::uint64_t sum = 0;
   for (int d = 0; d < nd; ++d) {
     auto& s = p.devices[d];
@@ -287,8 +287,7 @@ PlanCost predict(const Plan& p, const CostModel& c) {
     double comp = 0;
     if (r.mode == kConcurrent) {
       double slowest = 0;
-      for (int d = 0; d < int(p.devices.size()); ++d)
-        slowest = std::max(slowest, step_cost(c, d, p.devices[d].count));
+      for (int d = 0; d < int(p.devices.size()); ++d) slowest = std::max(slowest, step_cost(c, d, p.devices[d].count));
       comp = slowest * r.length();
     } else {
       comp = step_cost(c, r.mode, p.padded(), true) * r.length();
@@ -394,8 +393,7 @@ std::string describe(const Plan& p) {
     for (const auto& s : p.steps)
       out += fmt::format("  {:>4} {:>6} {:>6}  {}\n", s.step, s.subset, s.stride, p.mode_name(s.mode));
   } else {
-    for (const auto& r : p.runs())
-      out += fmt::format("  steps {:>4}-{:<4} {}\n", r.first, r.last, p.mode_name(r.mode));
+    for (const auto& r : p.runs()) out += fmt::format("  steps {:>4}-{:<4} {}\n", r.first, r.last, p.mode_name(r.mode));
   }
   for (const auto& n : p.notes) out += "  note: " + n + "\n";
   return out;

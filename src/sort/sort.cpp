@@ -26,14 +26,16 @@
 namespace tandem {
 namespace {
 
-constexpr std::array<std::pair<std::string_view, SortAlgorithm>, 4> kAlgorithms{{
-    {"auto", SortAlgorithm::auto_}, {"bitonic", SortAlgorithm::bitonic},
-    {"radix", SortAlgorithm::radix}, {"merge", SortAlgorithm::merge}}};
+constexpr std::array<std::pair<std::string_view, SortAlgorithm>, 4> kAlgorithms{{{"auto", SortAlgorithm::auto_},
+                                                                                 {"bitonic", SortAlgorithm::bitonic},
+                                                                                 {"radix", SortAlgorithm::radix},
+                                                                                 {"merge", SortAlgorithm::merge}}};
 
-constexpr std::array<std::pair<std::string_view, SortPath>, 5> kPaths{{
-    {"cpu-radix", SortPath::cpu_radix}, {"cpu-comparison", SortPath::cpu_comparison},
-    {"gpu-pipeline", SortPath::gpu_pipeline}, {"gpu-out-of-core", SortPath::gpu_out_of_core},
-    {"bitonic", SortPath::bitonic}}};
+constexpr std::array<std::pair<std::string_view, SortPath>, 5> kPaths{{{"cpu-radix", SortPath::cpu_radix},
+                                                                       {"cpu-comparison", SortPath::cpu_comparison},
+                                                                       {"gpu-pipeline", SortPath::gpu_pipeline},
+                                                                       {"gpu-out-of-core", SortPath::gpu_out_of_core},
+                                                                       {"bitonic", SortPath::bitonic}}};
 
 // Runs the CPU path chosen and records it.
 template <class K, class V>
@@ -43,8 +45,8 @@ void run_cpu(std::span<K> keys, std::span<V> values, const SortOptions& opts, So
   if (path == SortPath::cpu_comparison) {
     detail::cpu_comparison_sort(keys, values, opts.descending, threads);
     r.add("CPU comparison sort", "cpu", w.seconds(),
-          fmt::format("{} elements, __gnu_parallel::{}sort, {} threads", keys.size(),
-                      values.empty() ? "" : "stable_", threads));
+          fmt::format("{} elements, __gnu_parallel::{}sort, {} threads", keys.size(), values.empty() ? "" : "stable_",
+                      threads));
   } else {
     detail::cpu_radix_sort(keys, values, opts.descending, threads);
     r.add("CPU radix sort", "cpu", w.seconds(),
@@ -140,8 +142,8 @@ PathChoice choose_sort_path(const PathInputs& in) {
   const double link = in.link_bw > 0 ? in.link_bw : (in.pinned ? 40e9 : std::min(30e9, 0.8 * host_bw));
   c.est_gpu_s = 2 * bytes / link + 1e-3 + (fits ? 0.0 : 3 * bytes / (0.5 * host_bw));
   const SortPath gpu = fits ? SortPath::gpu_pipeline : SortPath::gpu_out_of_core;
-  const std::string mem = fmt::format("{} needed in one piece, {} budget", human_bytes(gpu_bytes_needed(in.n, per_elem)),
-                                      human_bytes(in.gpu_budget));
+  const std::string mem = fmt::format("{} needed in one piece, {} budget",
+                                      human_bytes(gpu_bytes_needed(in.n, per_elem)), human_bytes(in.gpu_budget));
   if (in.device == Device::gpu) {
     c.path = gpu;
     c.why = fmt::format("device=gpu; {}", mem);
@@ -149,7 +151,8 @@ PathChoice choose_sort_path(const PathInputs& in) {
   }
   c.path = c.est_gpu_s < c.est_cpu_s ? gpu : cpu;
   c.why = fmt::format("estimated CPU {} vs GPU {} ({}); {}", human_seconds(c.est_cpu_s), human_seconds(c.est_gpu_s),
-                      fits ? "fits on the GPU" : "larger than the GPU budget: host MSD partition into GPU-sized pieces", mem);
+                      fits ? "fits on the GPU" : "larger than the GPU budget: host MSD partition into GPU-sized pieces",
+                      mem);
   return c;
 }
 

@@ -35,10 +35,11 @@ ColumnType inferred_type(const std::vector<Piece>& pieces, std::size_t j, std::o
   for (const auto& p : pieces) {
     const auto& c = p.columns[j];
     if (c.overflow_pos == kNone || (overflow && overflow->pos < c.overflow_pos)) continue;
-    overflow = ParseError{c.overflow_pos, j + 1,
-                          fmt::format("'{}' is an integer beyond the range of i64 (name the column's type in the "
-                                      "schema to read it as f64 or str)",
-                                      printable(c.overflow_text.data(), c.overflow_text.data() + c.overflow_text.size()))};
+    overflow =
+        ParseError{c.overflow_pos, j + 1,
+                   fmt::format("'{}' is an integer beyond the range of i64 (name the column's type in the "
+                               "schema to read it as f64 or str)",
+                               printable(c.overflow_text.data(), c.overflow_text.data() + c.overflow_text.size()))};
   }
   return ColumnType::f64;
 }

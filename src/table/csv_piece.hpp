@@ -48,13 +48,13 @@ class ByteStore {
 
 struct PieceColumn {
   ColumnType type{ColumnType::str};
-  bool decided{false};       // false: an inferred column with no value yet
+  bool decided{false};  // false: an inferred column with no value yet
   bool fixed{false};
-  bool saw_fraction{false};  // inferred f64: some value is no integer
+  bool saw_fraction{false};         // inferred f64: some value is no integer
   std::size_t overflow_pos{kNone};  // inferred: the first integer beyond i64 (a byte offset)
   std::string overflow_text;
-  std::byte* slots{nullptr};  // the piece's rows in the column's array
-  ByteStore bytes;            // strings
+  std::byte* slots{nullptr};                // the piece's rows in the column's array
+  ByteStore bytes;                          // strings
   std::vector<std::size_t> missing;         // rows with no value
   std::vector<std::size_t> empties;         // undecided: rows holding a quoted empty field ("")
   std::vector<std::size_t> negative_zeros;  // inferred i64: rows reading "-0", -0.0 as f64
@@ -77,8 +77,8 @@ struct PieceInput {
 struct PieceSpan {
   const char* begin{nullptr};  // a record start
   const char* end{nullptr};
-  std::size_t capacity{0};            // slots: no more records than this
-  std::vector<std::byte*> slots;      // per column: the piece's first slot
+  std::size_t capacity{0};        // slots: no more records than this
+  std::vector<std::byte*> slots;  // per column: the piece's first slot
 };
 
 struct Piece {

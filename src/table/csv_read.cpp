@@ -16,10 +16,10 @@
 #include "table/csv_assemble.hpp"
 #include "table/csv_piece.hpp"
 #include "table/csv_scan.hpp"
-#include "tandem/table/csv.hpp"
 #include "tandem/core/error.hpp"
 #include "tandem/core/io.hpp"
 #include "tandem/core/parallel.hpp"
+#include "tandem/table/csv.hpp"
 
 namespace tandem {
 namespace {
@@ -34,7 +34,8 @@ class MappedFile {
     if (fd_ < 0) throw InputError(fmt::format("{}: cannot open for reading ({})", path, std::strerror(errno)));
     struct stat st {};
     if (::fstat(fd_, &st) != 0 || S_ISDIR(st.st_mode))
-      throw InputError(fmt::format("{}: {}", path, S_ISDIR(st.st_mode) ? "is a directory, not a file" : std::strerror(errno)));
+      throw InputError(
+          fmt::format("{}: {}", path, S_ISDIR(st.st_mode) ? "is a directory, not a file" : std::strerror(errno)));
     size_ = static_cast<std::size_t>(st.st_size);
     if (size_ == 0) return;
     void* p = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd_, 0);
@@ -65,7 +66,10 @@ struct Header {
 class CsvReader {
  public:
   CsvReader(std::string_view text, const CsvOptions& options, std::string_view source)
-      : text_(text.data()), end_(text.data() + text.size()), options_(options), source_(source),
+      : text_(text.data()),
+        end_(text.data() + text.size()),
+        options_(options),
+        source_(source),
         threads_(options.threads > 0 ? options.threads : default_threads()) {}
 
   Table read();
@@ -179,8 +183,7 @@ void CsvReader::raise(const ParseError& e, const std::vector<std::string>& names
   std::string where = fmt::format("{}:{}", source_, line_of(e.pos));
   if (e.column > 0 && e.column <= names.size())
     where += fmt::format(": column {} ('{}')", e.column, names[e.column - 1]);
-  else if (e.column > 0)
-    where += fmt::format(": column {}", e.column);
+  else if (e.column > 0) where += fmt::format(": column {}", e.column);
   throw InputError(fmt::format("{}: {}", where, e.what));
 }
 

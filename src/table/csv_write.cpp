@@ -8,9 +8,9 @@
 #include <fmt/format.h>
 
 #include "table/csv_scan.hpp"
-#include "tandem/table/csv.hpp"
 #include "tandem/core/error.hpp"
 #include "tandem/core/parallel.hpp"
+#include "tandem/table/csv.hpp"
 
 namespace tandem {
 namespace {

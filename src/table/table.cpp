@@ -94,7 +94,8 @@ void Column::check_type(ColumnType expected) const {
 
 void Column::validate() const {
   if (!validity.empty() && validity.size() < (length + 7) / 8)
-    throw InputError(fmt::format("column '{}': validity bitmap of {} bytes for {} rows", name, validity.size(), length));
+    throw InputError(
+        fmt::format("column '{}': validity bitmap of {} bytes for {} rows", name, validity.size(), length));
   if (type != ColumnType::str) {
     if (values.size() < length * value_width(type))
       throw InputError(fmt::format("column '{}': {} bytes hold fewer than {} {} values", name, values.size(), length,
@@ -107,8 +108,7 @@ void Column::validate() const {
   const auto o = offsets.as<std::uint64_t>();
   if (o[0] != 0) throw InputError(fmt::format("column '{}': the first string offset is {}, not 0", name, o[0]));
   for (std::size_t i = 0; i < length; ++i)
-    if (o[i + 1] < o[i])
-      throw InputError(fmt::format("column '{}': string offsets decrease at row {}", name, i));
+    if (o[i + 1] < o[i]) throw InputError(fmt::format("column '{}': string offsets decrease at row {}", name, i));
   if (o[length] > values.size())
     throw InputError(fmt::format("column '{}': string offsets reach byte {} of {}", name, o[length], values.size()));
 }

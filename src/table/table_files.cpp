@@ -31,7 +31,8 @@ ColumnFiles files_of(const fs::path& dir, const std::string& name) {
 void check_file_names(const Table& t) {
   std::set<std::string> used{"table.json"};
   for (const auto& c : t.columns()) {
-    if (c.name.empty() || c.name == "." || c.name == ".." || c.name.find_first_of(std::string("/\0", 2)) != std::string::npos)
+    if (c.name.empty() || c.name == "." || c.name == ".." ||
+        c.name.find_first_of(std::string("/\0", 2)) != std::string::npos)
       throw UsageError(fmt::format("column '{}': its name cannot name a file", c.name));
     std::vector<std::string> names;
     if (c.type == ColumnType::str) names = {c.name + ".offsets.npy", c.name + ".bytes"};
@@ -69,8 +70,8 @@ void check_replaceable(const fs::path& dir) {
   if (!fs::exists(dir, ec)) return;
   if (!fs::is_directory(dir, ec)) throw InputError(fmt::format("{}: exists and is not a folder", dir.string()));
   if (!fs::exists(dir / "table.json", ec) && !fs::is_empty(dir, ec))
-    throw InputError(fmt::format("{}: a folder that is neither empty nor a table folder (no table.json); not replacing it",
-                                 dir.string()));
+    throw InputError(fmt::format(
+        "{}: a folder that is neither empty nor a table folder (no table.json); not replacing it", dir.string()));
 }
 
 // A folder beside the target, removed unless it was renamed into place.
@@ -127,7 +128,8 @@ nlohmann::json read_manifest(const fs::path& dir) {
 Column read_string_column(const std::string& name, const ColumnFiles& f, std::size_t rows) {
   io::Array offsets = io::read_array(f.offsets.string(), DType::u64);
   if (offsets.count != rows + 1)
-    throw InputError(fmt::format("{}: {} offsets for {} rows (expected {})", f.offsets.string(), offsets.count, rows, rows + 1));
+    throw InputError(
+        fmt::format("{}: {} offsets for {} rows (expected {})", f.offsets.string(), offsets.count, rows, rows + 1));
   io::Array bytes = io::read_array(f.bytes.string(), DType::u8);
   Column c;
   c.name = name;
@@ -143,7 +145,8 @@ Column read_string_column(const std::string& name, const ColumnFiles& f, std::si
 Column read_column(const std::string& name, const std::string& path, DType dtype) {
   const auto type = column_type_of(dtype);
   if (!type)
-    throw UsageError(fmt::format("column '{}': {} is no column type (i32, i64, u32, u64, f32 or f64)", name, to_string(dtype)));
+    throw UsageError(
+        fmt::format("column '{}': {} is no column type (i32, i64, u32, u64, f32 or f64)", name, to_string(dtype)));
   io::Array a = io::read_array(path, dtype);
   Column c;
   c.name = name;
@@ -174,14 +177,16 @@ Table read_table_folder(const std::string& dir) {
     const auto name = m["name"].get<std::string>();
     const ColumnType type = parse_column_type(m["type"].get<std::string>());
     const ColumnFiles f = files_of(folder, name);
-    Column c = type == ColumnType::str ? read_string_column(name, f, rows) : read_column(name, f.values.string(), to_dtype(type));
+    Column c = type == ColumnType::str ? read_string_column(name, f, rows)
+                                       : read_column(name, f.values.string(), to_dtype(type));
     if (c.length != rows)
       throw InputError(fmt::format("{}: {} values, table.json says {} rows", f.values.string(), c.length, rows));
     std::error_code ec;
     if (fs::exists(f.valid, ec)) {
       io::Array v = io::read_array(f.valid.string(), DType::u8);
       if (v.count != (rows + 7) / 8)
-        throw InputError(fmt::format("{}: {} bytes for {} rows (expected {})", f.valid.string(), v.count, rows, (rows + 7) / 8));
+        throw InputError(
+            fmt::format("{}: {} bytes for {} rows (expected {})", f.valid.string(), v.count, rows, (rows + 7) / 8));
       c.validity = Buffer::take(std::move(v.bytes));
     }
     c.validate();

@@ -145,9 +145,7 @@ TK_HD Acc acc_combine(int kind, Acc x, Acc y) {
 }
 
 // The aggregate score: the same bits on every path.
-TK_HD double acc_score(int kind, int scale, Acc x) {
-  return is_sum(kind) ? from_fixed(x, scale) : bits_double(x.lo);
-}
+TK_HD double acc_score(int kind, int scale, Acc x) { return is_sum(kind) ? from_fixed(x, scale) : bits_double(x.lo); }
 TK_HD double acc_score(const AggSpec& a, Acc x) { return acc_score(a.kind, a.scale, x); }
 
 TK_HD int lowest_bit(std::uint64_t v) {

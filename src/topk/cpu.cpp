@@ -6,8 +6,8 @@
 #include <queue>
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 #include <omp.h>
+#include <nlohmann/json.hpp>
 
 #include "internal.hpp"
 #include "tandem/core/error.hpp"
@@ -59,8 +59,8 @@ void atomic_combine(int kind, Acc& x, Acc v) {
     return;
   }
   std::uint64_t cur = lo.load(std::memory_order_relaxed);
-  while (acc_combine(kind, Acc{cur, 0}, v).lo != cur && !lo.compare_exchange_weak(cur, v.lo, std::memory_order_relaxed)) {
-  }
+  while (acc_combine(kind, Acc{cur, 0}, v).lo != cur &&
+         !lo.compare_exchange_weak(cur, v.lo, std::memory_order_relaxed)) {}
 }
 
 }  // namespace
@@ -69,7 +69,8 @@ namespace detail {
 std::vector<float> list_max_abs(const Lists& l) {
   std::vector<float> out(l.n, 0.0f);
   if (l.m == 0) return out;
-  for (std::uint32_t i = 0; i < l.n; ++i) out[i] = std::max(std::fabs(l.list(i).front().score), std::fabs(l.list(i).back().score));
+  for (std::uint32_t i = 0; i < l.n; ++i)
+    out[i] = std::max(std::fabs(l.list(i).front().score), std::fabs(l.list(i).back().score));
   return out;
 }
 
@@ -78,7 +79,8 @@ int sum_scale(const AggSpec& a, const std::vector<float>& max_abs) {
   for (std::uint32_t i = 0; i < a.n && i < max_abs.size(); ++i) {
     const double c = std::fabs(agg_value(a, i, max_abs[i]));
     if (!std::isfinite(c))
-      throw InputError(fmt::format("weight {} of list {} times its score {} overflows a double", a.w[i], i, max_abs[i]));
+      throw InputError(
+          fmt::format("weight {} of list {} times its score {} overflows a double", a.w[i], i, max_abs[i]));
     most = std::max(most, c);
   }
   if (most == 0) return 0;
@@ -89,9 +91,9 @@ int sum_scale(const AggSpec& a, const std::vector<float>& max_abs) {
 
 void describe(Result& r, std::uint64_t m) {
   const auto& s = r.stats;
-  nlohmann::json d = {{"algo", s.algo},         {"where", s.where},     {"depth", s.depth},
-                      {"candidates", s.candidates}, {"rounds", s.rounds}, {"stride", s.stride},
-                      {"adaptive", s.adaptive}, {"finished", s.finished}};
+  nlohmann::json d = {
+      {"algo", s.algo},     {"where", s.where},   {"depth", s.depth},       {"candidates", s.candidates},
+      {"rounds", s.rounds}, {"stride", s.stride}, {"adaptive", s.adaptive}, {"finished", s.finished}};
   d["depth_fraction"] = m ? s.mean_depth() / double(m) : 0.0;
   r.report.details()["topk"] = d;
   std::string depth;

@@ -17,7 +17,8 @@
 
 namespace tandem::topk {
 
-static_assert(std::endian::native == std::endian::little, "TKL1 files are little-endian; big-endian hosts need byte swaps");
+static_assert(std::endian::native == std::endian::little,
+              "TKL1 files are little-endian; big-endian hosts need byte swaps");
 
 namespace {
 constexpr char kMagic[4] = {'T', 'K', 'L', '1'};
@@ -35,7 +36,8 @@ std::optional<std::string> check_list(const Lists& l, std::uint32_t i) {
     if (p > 0 && e.score > list[p - 1].score)
       return fmt::format("list {}, position {}: not sorted descending (score {} after {})", i, p, e.score,
                          list[p - 1].score);
-    if (e.id >= l.m) return fmt::format("list {}, position {}: id {} is out of range (m = {} objects)", i, p, e.id, l.m);
+    if (e.id >= l.m)
+      return fmt::format("list {}, position {}: id {} is out of range (m = {} objects)", i, p, e.id, l.m);
     std::uint64_t& w = seen[e.id / 64];
     const std::uint64_t bit = std::uint64_t{1} << (e.id % 64);
     if (w & bit) {
@@ -60,20 +62,21 @@ std::optional<std::string> check_list(const Lists& l, std::uint32_t i) {
   if (bytes < kHeader)
     throw InputError(fmt::format("{}: truncated: {} bytes, shorter than the 16-byte TKL1 header", path, bytes));
   const std::uint64_t entries = (bytes - kHeader) / sizeof(Entry);
-  throw InputError(fmt::format("{}: truncated in list {} at position {}: header says {} lists x {} objects "
-                               "({} bytes), file has {} bytes",
-                               path, entries / m, entries % m, n, m, kHeader + std::uint64_t(n) * m * sizeof(Entry),
-                               bytes));
+  throw InputError(
+      fmt::format("{}: truncated in list {} at position {}: header says {} lists x {} objects "
+                  "({} bytes), file has {} bytes",
+                  path, entries / m, entries % m, n, m, kHeader + std::uint64_t(n) * m * sizeof(Entry), bytes));
 }
 }  // namespace
 
 void validate(const Lists& l) {
   if (l.n < 1 || l.n > kMaxLists) throw InputError(fmt::format("{} lists: must be between 1 and {}", l.n, kMaxLists));
-  if (l.m > (std::uint64_t{1} << 32)) throw InputError(fmt::format("{} objects: ids are u32, at most 2^32 objects", l.m));
+  if (l.m > (std::uint64_t{1} << 32))
+    throw InputError(fmt::format("{} objects: ids are u32, at most 2^32 objects", l.m));
   if (l.entries.size() != std::size_t(l.n) * l.m)
     throw InputError(fmt::format("{} entries for {} lists x {} objects", l.entries.size(), l.n, l.m));
   std::vector<std::optional<std::string>> errors(l.n);
-#pragma omp parallel for schedule(dynamic, 1) num_threads(std::max(1, std::min<int>(default_threads(), int(l.n))))
+#pragma omp parallel for schedule(dynamic, 1) num_threads(std::max(1, std::min <int>(default_threads(), int(l.n))))
   for (int i = 0; i < int(l.n); ++i) errors[i] = check_list(l, std::uint32_t(i));
   for (auto& e : errors)
     if (e) throw InputError(*e);  // the lowest list with a problem
@@ -143,7 +146,8 @@ Dist parse_dist(std::string_view name) {
   if (name == "correlated") return Dist::correlated;
   if (name == "anticorrelated") return Dist::anticorrelated;
   if (name == "zipf") return Dist::zipf;
-  throw UsageError(fmt::format("unknown distribution '{}' (expected uniform, correlated, anticorrelated or zipf)", name));
+  throw UsageError(
+      fmt::format("unknown distribution '{}' (expected uniform, correlated, anticorrelated or zipf)", name));
 }
 std::string_view to_string(Dist d) {
   switch (d) {

@@ -34,7 +34,8 @@ float quantize(double x) {
 }  // namespace
 
 Lists generate(const GenOptions& o) {
-  if (o.lists < 1 || o.lists > kMaxLists) throw UsageError(fmt::format("lists = {}: must be between 1 and {}", o.lists, kMaxLists));
+  if (o.lists < 1 || o.lists > kMaxLists)
+    throw UsageError(fmt::format("lists = {}: must be between 1 and {}", o.lists, kMaxLists));
   if (o.objects > (std::uint64_t{1} << 32)) throw UsageError(fmt::format("objects = {}: at most 2^32", o.objects));
   const int threads = o.threads > 0 ? o.threads : default_threads();
   Lists l;
@@ -76,14 +77,16 @@ Lists generate(const GenOptions& o) {
         const double jitter = (unit(o.seed, 1001, id) - 0.5) * 0.05;
         for (std::uint32_t i = 0; i < n; ++i) x[i] = x[i] - mean + 0.5 + jitter;
       }
-      for (std::uint32_t i = 0; i < n; ++i) l.entries[std::size_t(i) * m + id] = Entry{std::uint32_t(id), quantize(x[i])};
+      for (std::uint32_t i = 0; i < n; ++i)
+        l.entries[std::size_t(i) * m + id] = Entry{std::uint32_t(id), quantize(x[i])};
     }
   }
   // Each list by score descending, ties by id ascending (any tie order would be valid input).
-#pragma omp parallel for num_threads(std::min<int>(threads, int(n))) schedule(dynamic, 1)
+#pragma omp parallel for num_threads(std::min <int>(threads, int(n))) schedule(dynamic, 1)
   for (int i = 0; i < int(n); ++i) {
     Entry* b = l.entries.data() + std::size_t(i) * m;
-    std::sort(b, b + m, [](const Entry& a, const Entry& c) { return a.score > c.score || (a.score == c.score && a.id < c.id); });
+    std::sort(b, b + m,
+              [](const Entry& a, const Entry& c) { return a.score > c.score || (a.score == c.score && a.id < c.id); });
   }
   return l;
 }

@@ -45,7 +45,7 @@ struct DevState {
   Key96 kth;
   int have_kth;
   int pad;
-  float thr[kMaxLists];          // last score read in each list this round
+  float thr[kMaxLists];  // last score read in each list this round
 };
 
 struct Key96Decomposer {
@@ -79,12 +79,14 @@ __device__ void atomic_combine(int kind, Acc* p, Acc v) {
 }
 
 __global__ void k_init_slots(Slot* s, std::uint64_t m, Acc ident) {
-  for (std::uint64_t i = blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x; i < m; i += std::uint64_t(gridDim.x) * blockDim.x)
+  for (std::uint64_t i = blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x; i < m;
+       i += std::uint64_t(gridDim.x) * blockDim.x)
     s[i] = Slot{ident, 0ull};
 }
 
 __global__ void k_reset_slots(const std::uint32_t* ids, std::uint64_t count, Slot* s, std::uint64_t m, Acc ident) {
-  for (std::uint64_t i = blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x; i < count; i += std::uint64_t(gridDim.x) * blockDim.x) {
+  for (std::uint64_t i = blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x; i < count;
+       i += std::uint64_t(gridDim.x) * blockDim.x) {
     const std::uint32_t id = ids[i];
     if (id < m) s[id] = Slot{ident, 0ull};
   }
@@ -96,7 +98,8 @@ __global__ void k_nra_scatter(const Entry* L, std::uint64_t m, std::uint32_t n, 
                               AggSpec a, Slot* s, unsigned long long full, int phase2, std::uint32_t* touched,
                               std::uint32_t* completed, DevState* st) {
   const std::uint64_t total = width * n;
-  for (std::uint64_t q = blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x; q < total; q += std::uint64_t(gridDim.x) * blockDim.x) {
+  for (std::uint64_t q = blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x; q < total;
+       q += std::uint64_t(gridDim.x) * blockDim.x) {
     const auto i = static_cast<std::uint32_t>(q / width);
     const std::uint64_t p = d + q % width;
     const Entry x = L[std::uint64_t(i) * m + p];
@@ -114,9 +117,11 @@ __global__ void k_nra_scatter(const Entry* L, std::uint64_t m, std::uint32_t n, 
 }
 
 // Completed objects better than the current k-th go to `out` (after the running top k).
-__global__ void k_nra_entrants(const std::uint32_t* completed, const Slot* s, int kind, int scale, DevState* st, Key96* out) {
+__global__ void k_nra_entrants(const std::uint32_t* completed, const Slot* s, int kind, int scale, DevState* st,
+                               Key96* out) {
   const unsigned long long count = st->completed;
-  for (std::uint64_t q = blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x; q < count; q += std::uint64_t(gridDim.x) * blockDim.x) {
+  for (std::uint64_t q = blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x; q < count;
+       q += std::uint64_t(gridDim.x) * blockDim.x) {
     const std::uint32_t id = completed[q];
     const Key96 key = make_key(acc_score(kind, scale, s[id].acc), id);
     if (!st->have_kth || key_less(key, st->kth)) out[atomicAdd(&st->entrants, 1ull)] = key;
@@ -130,7 +135,8 @@ __global__ void k_nra_prune(const std::uint32_t* in, std::uint64_t count, const 
   for (std::uint32_t i = threadIdx.x; i < a.n; i += blockDim.x) tval[i] = acc_of(a, i, st->thr[i]);
   __syncthreads();
   const Key96 kth = st->kth;
-  for (std::uint64_t q = blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x; q < count; q += std::uint64_t(gridDim.x) * blockDim.x) {
+  for (std::uint64_t q = blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x; q < count;
+       q += std::uint64_t(gridDim.x) * blockDim.x) {
     const std::uint32_t id = in[q];
     const Slot o = s[id];
     if (o.mask != full && may_beat(acc_score(a, upper_bound(a.kind, o.acc, o.mask, full, tval)), id, kth))
@@ -166,7 +172,8 @@ __global__ void k_set_kth(const Key96* top, std::uint64_t k, DevState* st) {
 // TA: index[i * m + id] = score of id in list i.
 __global__ void k_ta_index(const Entry* L, std::uint64_t m, std::uint32_t n, float* ix) {
   const std::uint64_t total = m * n;
-  for (std::uint64_t q = blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x; q < total; q += std::uint64_t(gridDim.x) * blockDim.x) {
+  for (std::uint64_t q = blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x; q < total;
+       q += std::uint64_t(gridDim.x) * blockDim.x) {
     const Entry x = L[q];
     if (x.id < m) ix[(q / m) * m + x.id] = x.score;
   }
@@ -176,7 +183,8 @@ __global__ void k_ta_index(const Entry* L, std::uint64_t m, std::uint32_t n, flo
 __global__ void k_ta_round(const Entry* L, std::uint64_t m, std::uint32_t n, std::uint64_t d, std::uint64_t width,
                            AggSpec a, const float* ix, Slot* s, std::uint32_t* touched, DevState* st, Key96* out) {
   const std::uint64_t total = width * n;
-  for (std::uint64_t q = blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x; q < total; q += std::uint64_t(gridDim.x) * blockDim.x) {
+  for (std::uint64_t q = blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x; q < total;
+       q += std::uint64_t(gridDim.x) * blockDim.x) {
     const auto i = static_cast<std::uint32_t>(q / width);
     const std::uint64_t p = d + q % width;
     const Entry x = L[std::uint64_t(i) * m + p];
@@ -194,7 +202,8 @@ __global__ void k_ta_round(const Entry* L, std::uint64_t m, std::uint32_t n, std
 // Scan: list i adds its scores. Ids are distinct within a list, so no atomics; the last list also
 // writes each object's score (bit-identical to the CPU paths).
 __global__ void k_scan_list(const Entry* L, std::uint64_t m, AggSpec a, std::uint32_t i, Acc* acc, double* score) {
-  for (std::uint64_t p = blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x; p < m; p += std::uint64_t(gridDim.x) * blockDim.x) {
+  for (std::uint64_t p = blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x; p < m;
+       p += std::uint64_t(gridDim.x) * blockDim.x) {
     const Entry x = L[p];
     if (x.id >= m) continue;
     const Acc v = acc_of(a, i, x.score);
@@ -237,7 +246,8 @@ __global__ void k_select_hist(const double* acc, std::uint64_t m, std::uint64_t 
 // Objects whose top `bits` key bits are <= prefix (all of the top k, plus ties of the last digit).
 __global__ void k_select_compact(const double* acc, std::uint64_t m, std::uint64_t prefix, int bits, Key96* out,
                                  std::uint64_t cap, unsigned long long* count) {
-  for (std::uint64_t id = blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x; id < m; id += std::uint64_t(gridDim.x) * blockDim.x) {
+  for (std::uint64_t id = blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x; id < m;
+       id += std::uint64_t(gridDim.x) * blockDim.x) {
     const std::uint64_t key = order_key(acc[id]);
     if (bits > 0 && (key >> (64 - bits)) > prefix) continue;
     const unsigned long long at = atomicAdd(count, 1ull);
@@ -304,7 +314,8 @@ struct DeviceLists::Impl {
   }
   void reset_touched(std::uint64_t count) {
     if (count) {
-      k_reset_slots<<<gpu::grid_for(count, kBlock, kGridCap), kBlock, 0, stream>>>(touched.data(), count, slots.data(), m, slots_ident);
+      k_reset_slots<<<gpu::grid_for(count, kBlock, kGridCap), kBlock, 0, stream>>>(touched.data(), count, slots.data(),
+                                                                                   m, slots_ident);
       TANDEM_CUDA_LAUNCH("k_reset_slots");
     }
     slots_clean = true;
@@ -313,8 +324,8 @@ struct DeviceLists::Impl {
     std::size_t bytes = 0;
     TANDEM_CUDA(cub::DeviceRadixSort::SortKeys(nullptr, bytes, in, out, items, Key96Decomposer{}, 0, 96, stream.get()));
     ensure(cub_temp, bytes);
-    TANDEM_CUDA(cub::DeviceRadixSort::SortKeys(cub_temp.data(), bytes, in, out, items, Key96Decomposer{}, 0, 96,
-                                               stream.get()));
+    TANDEM_CUDA(
+        cub::DeviceRadixSort::SortKeys(cub_temp.data(), bytes, in, out, items, Key96Decomposer{}, 0, 96, stream.get()));
   }
   void fetch_state() {
     TANDEM_CUDA(cudaMemcpyAsync(host_state.data(), state.data(), sizeof(DevState), cudaMemcpyDeviceToHost, stream));
@@ -389,8 +400,8 @@ struct TopK {
     if (top == k) {
       k_set_kth<<<1, 1, 0, d.stream>>>(d.merge_a.data(), k, d.state.data());
       TANDEM_CUDA_LAUNCH("k_set_kth");
-      TANDEM_CUDA(cudaMemcpyAsync(d.host_key.data(), d.merge_a.data() + (k - 1), sizeof(Key96),
-                                  cudaMemcpyDeviceToHost, d.stream));
+      TANDEM_CUDA(cudaMemcpyAsync(d.host_key.data(), d.merge_a.data() + (k - 1), sizeof(Key96), cudaMemcpyDeviceToHost,
+                                  d.stream));
       d.stream.sync();
       kth = d.host_key[0];
       full = true;
@@ -469,9 +480,9 @@ Result nra_gpu(DeviceLists& dl, std::uint64_t k, const Aggregate& agg, const Opt
     const bool in_phase2 = phase2;
     w.reset();
     TANDEM_CUDA(cudaMemsetAsync(&d.state.data()->completed, 0, 2 * sizeof(unsigned long long), d.stream));
-    k_nra_scatter<<<gpu::grid_for(width * n, kBlock, kGridCap), kBlock, 0, d.stream>>>(d.L, m, n, dpt, width, a, d.slots.data(), full,
-                                                                in_phase2, d.touched.data(), d.completed.data(),
-                                                                d.state.data());
+    k_nra_scatter<<<gpu::grid_for(width * n, kBlock, kGridCap), kBlock, 0, d.stream>>>(
+        d.L, m, n, dpt, width, a, d.slots.data(), full, in_phase2, d.touched.data(), d.completed.data(),
+        d.state.data());
     TANDEM_CUDA_LAUNCH("k_nra_scatter");
     k_nra_entrants<<<gpu::grid_for(std::min(m, width * n), kBlock, kGridCap), kBlock, 0, d.stream>>>(
         d.completed.data(), d.slots.data(), a.kind, a.scale, d.state.data(), d.merge_a.data() + top.top);
@@ -491,8 +502,8 @@ Result nra_gpu(DeviceLists& dl, std::uint64_t k, const Aggregate& agg, const Opt
         const std::uint64_t count = pruned_once ? cands : touched;
         TANDEM_CUDA(cudaMemsetAsync(&d.state.data()->remaining, 0, sizeof(unsigned long long), d.stream));
         if (count) {
-          k_nra_prune<<<gpu::grid_for(count, kBlock, kGridCap), kBlock, 0, d.stream>>>(in, count, d.slots.data(), a, full, d.state.data(),
-                                                                d.cand_b.data());
+          k_nra_prune<<<gpu::grid_for(count, kBlock, kGridCap), kBlock, 0, d.stream>>>(
+              in, count, d.slots.data(), a, full, d.state.data(), d.cand_b.data());
           TANDEM_CUDA_LAUNCH("k_nra_prune");
         }
         d.fetch_state();
@@ -524,7 +535,8 @@ Result ta_gpu(DeviceLists& dl, std::uint64_t k, const Aggregate& agg, const Opti
   Stopwatch w;
   if (!d.ta_built) {
     ensure(d.ta_index, std::size_t(n) * m);
-    k_ta_index<<<gpu::grid_for(std::uint64_t(n) * m, kBlock, kGridCap), kBlock, 0, d.stream>>>(d.L, m, n, d.ta_index.data());
+    k_ta_index<<<gpu::grid_for(std::uint64_t(n) * m, kBlock, kGridCap), kBlock, 0, d.stream>>>(d.L, m, n,
+                                                                                               d.ta_index.data());
     TANDEM_CUDA_LAUNCH("k_ta_index");
     d.stream.sync();
     d.ta_built = true;
@@ -547,9 +559,9 @@ Result ta_gpu(DeviceLists& dl, std::uint64_t k, const Aggregate& agg, const Opti
     if (opts.max_depth) e = std::min(e, std::max(opts.max_depth, dpt + 1));
     const std::uint64_t width = e - dpt;
     TANDEM_CUDA(cudaMemsetAsync(&d.state.data()->completed, 0, 2 * sizeof(unsigned long long), d.stream));
-    k_ta_round<<<gpu::grid_for(width * n, kBlock, kGridCap), kBlock, 0, d.stream>>>(d.L, m, n, dpt, width, a, d.ta_index.data(),
-                                                             d.slots.data(), d.touched.data(), d.state.data(),
-                                                             d.merge_a.data() + top.top);
+    k_ta_round<<<gpu::grid_for(width * n, kBlock, kGridCap), kBlock, 0, d.stream>>>(
+        d.L, m, n, dpt, width, a, d.ta_index.data(), d.slots.data(), d.touched.data(), d.state.data(),
+        d.merge_a.data() + top.top);
     TANDEM_CUDA_LAUNCH("k_ta_round");
     d.fetch_state();
     const DevState st = d.host_state[0];
@@ -563,7 +575,8 @@ Result ta_gpu(DeviceLists& dl, std::uint64_t k, const Aggregate& agg, const Opti
   if (done) r.items = top.items();
   d.reset_touched(touched);
   d.stream.sync();
-  r.report.add("TA sorted + random access", where, w.seconds(), gpu::format("{} rounds, {} objects scored", rounds, touched));
+  r.report.add("TA sorted + random access", where, w.seconds(),
+               gpu::format("{} rounds, {} objects scored", rounds, touched));
   finish(r, "ta", where, n, m, dpt, touched, rounds, adaptive, done);
   return std::move(q.r);
 }
@@ -577,7 +590,7 @@ Result scan_gpu(DeviceLists& dl, std::uint64_t k, const Aggregate& agg, const Op
   e0.record(d.stream);
   for (std::uint32_t i = 0; i < n; ++i) {
     k_scan_list<<<gpu::grid_for(m, kBlock, kGridCap), kBlock, 0, d.stream>>>(d.L + std::uint64_t(i) * m, m, a, i,
-                                                                              d.acc_fixed.data(), d.acc.data());
+                                                                             d.acc_fixed.data(), d.acc.data());
     TANDEM_CUDA_LAUNCH("k_scan_list");
   }
   e1.record(d.stream);
@@ -588,8 +601,8 @@ Result scan_gpu(DeviceLists& dl, std::uint64_t k, const Aggregate& agg, const Op
   while (bits < 64 && less + eq > cap) {
     const int width = std::min(kDigitBits, 64 - bits);
     TANDEM_CUDA(cudaMemsetAsync(d.hist.data(), 0, kBins * sizeof(unsigned long long), d.stream));
-    k_select_hist<<<gpu::grid_for(m, kBlock, 132 * 8), kBlock, 0, d.stream>>>(d.acc.data(), m, prefix, bits,
-                                                                                    width, d.hist.data());
+    k_select_hist<<<gpu::grid_for(m, kBlock, 132 * 8), kBlock, 0, d.stream>>>(d.acc.data(), m, prefix, bits, width,
+                                                                              d.hist.data());
     TANDEM_CUDA_LAUNCH("k_select_hist");
     TANDEM_CUDA(cudaMemcpyAsync(d.host_hist.data(), d.hist.data(), kBins * sizeof(unsigned long long),
                                 cudaMemcpyDeviceToHost, d.stream));
@@ -612,8 +625,8 @@ Result scan_gpu(DeviceLists& dl, std::uint64_t k, const Aggregate& agg, const Op
   ensure(d.merge_a, count);
   ensure(d.merge_b, count);
   TANDEM_CUDA(cudaMemsetAsync(d.counter.data(), 0, sizeof(unsigned long long), d.stream));
-  k_select_compact<<<gpu::grid_for(m, kBlock, kGridCap), kBlock, 0, d.stream>>>(d.acc.data(), m, prefix, bits, d.merge_a.data(), count,
-                                                         d.counter.data());
+  k_select_compact<<<gpu::grid_for(m, kBlock, kGridCap), kBlock, 0, d.stream>>>(
+      d.acc.data(), m, prefix, bits, d.merge_a.data(), count, d.counter.data());
   TANDEM_CUDA_LAUNCH("k_select_compact");
   unsigned long long got = 0;
   TANDEM_CUDA(cudaMemcpyAsync(&got, d.counter.data(), sizeof got, cudaMemcpyDeviceToHost, d.stream));
@@ -627,7 +640,8 @@ Result scan_gpu(DeviceLists& dl, std::uint64_t k, const Aggregate& agg, const Op
   d.stream.sync();
   for (const auto& key : h) r.items.push_back(Item{key.id, key_score(key.hi)});
   r.report.add("aggregate every object", where, e1.seconds_since(e0), gpu::format("{} lists x {} objects", n, m));
-  r.report.add("radix select + sort", where, e2.seconds_since(e1), gpu::format("{} passes, {} objects sorted", passes, count));
+  r.report.add("radix select + sort", where, e2.seconds_since(e1),
+               gpu::format("{} passes, {} objects sorted", passes, count));
   finish(r, "scan", where, n, m, m, 0, std::uint64_t(passes), false, true);
   return std::move(q.r);
 }

@@ -68,22 +68,25 @@ Result query(const Lists& l, std::uint64_t k, const Aggregate& agg, const Option
       rep.note("auto: one list - NRA reads exactly k entries");
     } else {
       const Estimate e = estimate_overlap(l);
-      rep.add("auto: prefix overlap estimate", "cpu", w.seconds(),
-              fmt::format("{} entries of each list", e.prefix));
-      rep.details()["estimate"] = {{"prefix", e.prefix}, {"observed_pairs", e.observed},
-                                 {"independent_pairs", e.expected}, {"ratio", e.ratio()}};
+      rep.add("auto: prefix overlap estimate", "cpu", w.seconds(), fmt::format("{} entries of each list", e.prefix));
+      rep.details()["estimate"] = {{"prefix", e.prefix},
+                                   {"observed_pairs", e.observed},
+                                   {"independent_pairs", e.expected},
+                                   {"ratio", e.ratio()}};
       if (e.ratio() < kAntiRatio) {
         algo = Algo::scan;
-        rep.note(fmt::format("auto: scan - the lists look anti-correlated (prefix overlap {:.2f}x of independent lists "
-                             "< {}): NRA would read most of every list",
-                             e.ratio(), kAntiRatio));
+        rep.note(
+            fmt::format("auto: scan - the lists look anti-correlated (prefix overlap {:.2f}x of independent lists "
+                        "< {}): NRA would read most of every list",
+                        e.ratio(), kAntiRatio));
       } else {
         algo = Algo::nra;
         budgeted = true;
         o.max_depth = std::max<std::uint64_t>(k, l.m / 2);
-        rep.note(fmt::format("auto: NRA with a budget of {} levels, then the scan - prefix overlap {:.2f}x of "
-                             "independent lists ({}): NRA should stop early",
-                             o.max_depth, e.ratio(), e.ratio() > 3 ? "correlated" : "about independent"));
+        rep.note(
+            fmt::format("auto: NRA with a budget of {} levels, then the scan - prefix overlap {:.2f}x of "
+                        "independent lists ({}): NRA should stop early",
+                        o.max_depth, e.ratio(), e.ratio() > 3 ? "correlated" : "about independent"));
       }
     }
   }

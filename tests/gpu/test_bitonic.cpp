@@ -133,7 +133,8 @@ TEST(GpuBitonic, HybridPlansMatchStdSort) {
           o.bitonic.policy = pol;
           o.bitonic.min_interior_run = mir;
           o.bitonic.k = k;
-          SCOPED_TRACE(::testing::Message() << gpus.size() << " GPU entries, policy " << pol << " mir " << mir << " k " << k);
+          SCOPED_TRACE(::testing::Message()
+                       << gpus.size() << " GPU entries, policy " << pol << " mir " << mir << " k " << k);
           expect_sorted_like_std(u, o, gpus);
         }
 }
@@ -179,7 +180,8 @@ TEST(GpuBitonic, HybridAllTypesPairsDescending) {
     bitonic::sort_pairs(std::span<std::uint64_t>(kk64), std::span<std::uint64_t>(v64), o);
     std::vector<std::uint64_t> idx64(n);
     std::iota(idx64.begin(), idx64.end(), 0u);
-    std::stable_sort(idx64.begin(), idx64.end(), [&](auto a, auto b) { return desc ? k64[b] < k64[a] : k64[a] < k64[b]; });
+    std::stable_sort(idx64.begin(), idx64.end(),
+                     [&](auto a, auto b) { return desc ? k64[b] < k64[a] : k64[a] < k64[b]; });
     ASSERT_EQ(v64, idx64);
   }
 }

@@ -61,7 +61,8 @@ void expect_multi_sorts(std::vector<K> v, const SortOptions& o, const std::vecto
   auto want = v;
   std::stable_sort(want.begin(), want.end(), [&](K a, K b) { return o.descending ? key_less(b, a) : key_less(a, b); });
   const Report r = bitonic::sort(std::span<K>(v), o, gpus);
-  for (std::size_t i = 0; i < v.size(); ++i) ASSERT_EQ(to_ordered(v[i]), to_ordered(want[i])) << "at " << i << "\n" << r.explain();
+  for (std::size_t i = 0; i < v.size(); ++i)
+    ASSERT_EQ(to_ordered(v[i]), to_ordered(want[i])) << "at " << i << "\n" << r.explain();
   if (v.size() >= 2) {
     EXPECT_TRUE(r.details().contains("gpu_copies")) << r.explain();
   }
@@ -72,7 +73,8 @@ void expect_multi_pairs_stable(const std::vector<K>& k, const SortOptions& o, co
   std::vector<V> v(k.size());
   std::iota(v.begin(), v.end(), V{0});
   std::vector<V> idx = v;
-  std::stable_sort(idx.begin(), idx.end(), [&](V a, V b) { return o.descending ? key_less(k[b], k[a]) : key_less(k[a], k[b]); });
+  std::stable_sort(idx.begin(), idx.end(),
+                   [&](V a, V b) { return o.descending ? key_less(k[b], k[a]) : key_less(k[a], k[b]); });
   auto kk = k;
   bitonic::sort_pairs(std::span<K>(kk), std::span<V>(v), o, gpus);
   ASSERT_EQ(v, idx);
@@ -89,8 +91,8 @@ TYPED_TEST(GpuBitonicMulti, KeysAnyLengthBothDirections) {
   TANDEM_REQUIRE_GPU();
   using K = TypeParam;
   std::mt19937_64 rng(sizeof(K) * 7 + std::is_floating_point_v<K>);
-  const std::vector<std::size_t> sizes =
-      sanitizer() ? std::vector<std::size_t>{0, 1, 2, 3, 1000, 4099} : std::vector<std::size_t>{0, 1, 3, 1000, 70001, 262144};
+  const std::vector<std::size_t> sizes = sanitizer() ? std::vector<std::size_t>{0, 1, 2, 3, 1000, 4099}
+                                                     : std::vector<std::size_t>{0, 1, 3, 1000, 70001, 262144};
   for (const auto& gpus : device_lists())
     for (std::size_t n : sizes)
       for (bool desc : {false, true})
@@ -100,8 +102,8 @@ TYPED_TEST(GpuBitonicMulti, KeysAnyLengthBothDirections) {
           o.device = Device::hybrid;
           o.descending = desc;
           o.bitonic.k = k;
-          SCOPED_TRACE(::testing::Message() << "gpus " << gpus.size() << " (" << gpus[1] << ") n=" << n << " desc=" << desc
-                                            << " k=" << k);
+          SCOPED_TRACE(::testing::Message()
+                       << "gpus " << gpus.size() << " (" << gpus[1] << ") n=" << n << " desc=" << desc << " k=" << k);
           expect_multi_sorts(make_keys<K>(n, rng), o, gpus);
         }
 }

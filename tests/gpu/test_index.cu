@@ -77,7 +77,8 @@ TEST(GpuIndex, CropEveryMethodEveryElementSize) {
           for (std::uint32_t x = 0; x < d.x; ++x)
             for (int b = 0; b < elem; ++b) {
               const std::uint64_t se = std::uint64_t(w.base) + x + y * w.sy + z * w.sz;
-              ref[((std::size_t(z) * d.y + y) * d.x + x) * elem + b] = std::uint8_t(kernels::test_bits(se * elem + b, 5));
+              ref[((std::size_t(z) * d.y + y) * d.x + x) * elem + b] =
+                  std::uint8_t(kernels::test_bits(se * elem + b, 5));
             }
       for (Method m : kAll) {
         o.poison();
@@ -89,36 +90,38 @@ TEST(GpuIndex, CropEveryMethodEveryElementSize) {
 
 TEST(GpuIndex, WideCropAllAlignmentsAndRowLengths) {
   TANDEM_REQUIRE_GPU();
-  const std::vector<std::uint32_t> rows = sanitizer() ? std::vector<std::uint32_t>{1, 15, 17, 40}
-                                                      : std::vector<std::uint32_t>{1, 2, 3, 7, 15, 16, 17, 31, 32, 33, 40, 100, 1001};
+  const std::vector<std::uint32_t> rows =
+      sanitizer() ? std::vector<std::uint32_t>{1, 15, 17, 40}
+                  : std::vector<std::uint32_t>{1, 2, 3, 7, 15, 16, 17, 31, 32, 33, 40, 100, 1001};
   for (std::uint32_t R : rows)
     for (std::uint32_t ox : {0u, 1u, 5u, 15u, 16u, 17u})
       for (unsigned grid : {0u, 1u})
         for (int unroll : {1, 2, 4}) {
-        const Dims3 d{R, 7, 3};
-        const std::uint32_t SX = R + ox + 3, SY = 9;
-        const std::size_t sb = std::size_t(SX) * SY * 4;
-        gpu::DeviceBuffer<std::uint8_t> s(sb + 16), o(d.count() + 16);
-        kernels::fill_bytes(s.data(), sb, 9, nullptr);
-        kernels::Walk w;
-        w.dims = d;
-        w.sy = SX;
-        w.sz = std::int64_t(SX) * SY;
-        w.base = ox + 1 * w.sy + 1 * w.sz;
-        w.grid = grid;
-        w.unroll = unroll;
-        o.poison();
-        kernels::crop_wide(s.data(), o.data(), w, nullptr);
-        const auto got = download(o);
-        for (std::uint32_t z = 0; z < d.z; ++z)
-          for (std::uint32_t y = 0; y < d.y; ++y)
-            for (std::uint32_t x = 0; x < d.x; ++x) {
-              const std::uint64_t se = std::uint64_t(w.base) + x + y * w.sy + z * w.sz;
-              ASSERT_EQ(got[(std::size_t(z) * d.y + y) * d.x + x], std::uint8_t(kernels::test_bits(se, 9)))
-                  << "R=" << R << " ox=" << ox << " grid=" << grid << " unroll=" << unroll << " at " << x << "," << y << "," << z;
-            }
-        for (std::size_t i = d.count(); i < got.size(); ++i) ASSERT_EQ(got[i], 0xFF) << "wrote past the end, R=" << R;
-      }
+          const Dims3 d{R, 7, 3};
+          const std::uint32_t SX = R + ox + 3, SY = 9;
+          const std::size_t sb = std::size_t(SX) * SY * 4;
+          gpu::DeviceBuffer<std::uint8_t> s(sb + 16), o(d.count() + 16);
+          kernels::fill_bytes(s.data(), sb, 9, nullptr);
+          kernels::Walk w;
+          w.dims = d;
+          w.sy = SX;
+          w.sz = std::int64_t(SX) * SY;
+          w.base = ox + 1 * w.sy + 1 * w.sz;
+          w.grid = grid;
+          w.unroll = unroll;
+          o.poison();
+          kernels::crop_wide(s.data(), o.data(), w, nullptr);
+          const auto got = download(o);
+          for (std::uint32_t z = 0; z < d.z; ++z)
+            for (std::uint32_t y = 0; y < d.y; ++y)
+              for (std::uint32_t x = 0; x < d.x; ++x) {
+                const std::uint64_t se = std::uint64_t(w.base) + x + y * w.sy + z * w.sz;
+                ASSERT_EQ(got[(std::size_t(z) * d.y + y) * d.x + x], std::uint8_t(kernels::test_bits(se, 9)))
+                    << "R=" << R << " ox=" << ox << " grid=" << grid << " unroll=" << unroll << " at " << x << "," << y
+                    << "," << z;
+              }
+          for (std::size_t i = d.count(); i < got.size(); ++i) ASSERT_EQ(got[i], 0xFF) << "wrote past the end, R=" << R;
+        }
 }
 
 TEST(GpuIndex, BroadcastAddAndWideVariant) {

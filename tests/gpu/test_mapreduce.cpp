@@ -1,5 +1,5 @@
-// The chained GPU MapReduce engine (Options::mode = chained) against std::unordered_map references, with tiny buffers that force
-// every spill, grow and retry path, with the hot-key path on and off, in block and direct modes.
+// The chained GPU MapReduce engine (Options::mode = chained) against std::unordered_map references, with tiny buffers
+// that force every spill, grow and retry path, with the hot-key path on and off, in block and direct modes.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -53,7 +53,8 @@ TEST(GpuMapReduce, GroupByCountsAllModes) {
         o.hot_keys = mode & 1;
         o.tables = (mode & 2) ? mr::Options::Tables::block : mr::Options::Tables::direct;
         auto g = mr::groupby(DType::u32, keys.data(), n, DType::f64, nullptr, 0, false, o);
-        expect_counts(g, keys, "s=" + std::to_string(s) + " d=" + std::to_string(distinct) + " mode=" + std::to_string(mode));
+        expect_counts(g, keys,
+                      "s=" + std::to_string(s) + " d=" + std::to_string(distinct) + " mode=" + std::to_string(mode));
         EXPECT_EQ(g.gpu.records, n);
         EXPECT_EQ(g.gpu.shared_hits + g.gpu.global_hits + g.gpu.spilled >= n, true);
       }

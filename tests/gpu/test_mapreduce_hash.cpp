@@ -80,7 +80,8 @@ TEST(GpuHashGroupBy, CountsZipfCardinalityHotOnOff) {
         o.warp_match = variant == 0;  // lanes grouped by key, or the top-key ballots alone
         o.sample_fraction = 0.03;
         auto g = mr::groupby(DType::u32, keys.data(), n, DType::f64, nullptr, 0, false, o);
-        const std::string what = "s=" + std::to_string(s) + " d=" + std::to_string(distinct) + " variant=" + std::to_string(variant);
+        const std::string what =
+            "s=" + std::to_string(s) + " d=" + std::to_string(distinct) + " variant=" + std::to_string(variant);
         if (variant == 1) {
           EXPECT_FALSE(g.gpu.warp_match) << what;
         }
@@ -115,8 +116,9 @@ TEST(GpuHashGroupBy, TwoChoiceTableForFewKeys) {
   const std::size_t n = sanitizer() ? 40009 : 2000003;
   for (std::uint64_t distinct : {std::uint64_t{1}, std::uint64_t{128}, std::uint64_t{1000}, std::uint64_t{5000}}) {
     auto keys = mr::zipf_keys_u32(n, distinct, 0.0, 17 + distinct);
-    for (std::size_t i = n - n / 20; i < n; ++i) keys[i] = 0x40000000u + static_cast<std::uint32_t>(i % 7919);  // unsampled
-    keys[n / 3] = 0xffffffffu;  // the empty marker, once
+    for (std::size_t i = n - n / 20; i < n; ++i)
+      keys[i] = 0x40000000u + static_cast<std::uint32_t>(i % 7919);  // unsampled
+    keys[n / 3] = 0xffffffffu;                                       // the empty marker, once
     for (bool tc : {true, false}) {
       auto o = hash_opts();
       o.two_choice = tc;
@@ -159,7 +161,8 @@ TEST(GpuHashGroupBy, PartitionedColdTier) {
       auto o = hash_opts();
       o.partition_cold = on;
       auto g = mr::groupby(DType::u32, keys.data(), n, DType::f64, nullptr, 0, false, o);
-      const std::string what = "s=" + std::to_string(s) + " partitions=" + std::to_string(on) + " (" + g.gpu.partition_note + ")";
+      const std::string what =
+          "s=" + std::to_string(s) + " partitions=" + std::to_string(on) + " (" + g.gpu.partition_note + ")";
       expect_counts(g, keys, what);
       EXPECT_EQ(g.gpu.shared_hits + g.gpu.global_hits, n) << what;
       if (on && (s == 0.0 || !sanitizer())) {  // the smaller Zipf input has too few cold records
@@ -186,7 +189,8 @@ TEST(GpuHashGroupBy, PartitionedColdTier) {
       if ((fmix32(x) >> 22) == 0) p0.push_back(x);  // the partition's hash
     std::vector<std::uint32_t> keys(n);
     const std::size_t head = n / 100 + 1;
-    for (std::size_t i = 0; i < n; ++i) keys[i] = i < head ? 0x80000000u + std::uint32_t(i % 100000) : p0[(i * 7919) % p0.size()];
+    for (std::size_t i = 0; i < n; ++i)
+      keys[i] = i < head ? 0x80000000u + std::uint32_t(i % 100000) : p0[(i * 7919) % p0.size()];
     auto o = hash_opts();
     o.sample_fraction = 0.01;
     o.hot_keys = false;
@@ -261,8 +265,9 @@ TEST(GpuHashGroupBy, BucketedHotTable) {
 TEST(GpuHashGroupBy, SmallSizesAndOffsets) {
   TANDEM_REQUIRE_GPU();
   // sizes around the vector width and the sampling threshold (4096 records)
-  for (std::size_t n : {std::size_t{1}, std::size_t{2}, std::size_t{3}, std::size_t{5}, std::size_t{7}, std::size_t{4095},
-                        std::size_t{4097}, std::size_t{8191}, std::size_t{12347}, std::size_t{400009}, std::size_t{400011}}) {
+  for (std::size_t n :
+       {std::size_t{1}, std::size_t{2}, std::size_t{3}, std::size_t{5}, std::size_t{7}, std::size_t{4095},
+        std::size_t{4097}, std::size_t{8191}, std::size_t{12347}, std::size_t{400009}, std::size_t{400011}}) {
     auto keys = mr::zipf_keys_u32(n, 37, 0.7, n);
     auto o = hash_opts();
     o.sample_fraction = 0.013;  // the main pass then starts at an unaligned record
@@ -277,8 +282,8 @@ TEST(GpuHashGroupBy, TinyTableGrowsAndOverflowRetries) {
   auto keys = mr::zipf_keys_u32(n, 20000, 0.8, 11);
   {
     auto o = hash_opts();
-    o.result_entries = 64;         // far too small: inserts overflow, the table is grown after the pass
-    o.spill_entries = 1u << 20;    // the overflow list holds them all
+    o.result_entries = 64;       // far too small: inserts overflow, the table is grown after the pass
+    o.spill_entries = 1u << 20;  // the overflow list holds them all
     auto g = mr::groupby(DType::u32, keys.data(), n, DType::f64, nullptr, 0, false, o);
     expect_counts(g, keys, "grow");
     EXPECT_GT(g.gpu.result_grows, 0u);
@@ -287,7 +292,7 @@ TEST(GpuHashGroupBy, TinyTableGrowsAndOverflowRetries) {
   {
     auto o = hash_opts();
     o.result_entries = 16;
-    o.spill_entries = 16;          // the overflow list fills too: the whole job reruns, larger
+    o.spill_entries = 16;  // the overflow list fills too: the whole job reruns, larger
     o.shared_entries = 8;
     o.blocks = 3;
     o.block_threads = 64;
@@ -314,9 +319,10 @@ TEST(GpuHashGroupBy, ColdKeysOnCrowdedTables) {
         o.partition_cold = false;
         o.spill_entries = 1u << 20;
         if (variant == 0) o.result_entries = distinct.size() + distinct.size() / 16;  // ~94% full
-        if (variant == 1) o.result_entries = distinct.size() / 2;                      // overflows: grown
-        if (variant == 2) o.hot_keys = false;                                          // every key to the table
-        const std::string what = "zipf " + std::to_string(z) + (match ? " match" : " ballots") + " variant " + std::to_string(variant);
+        if (variant == 1) o.result_entries = distinct.size() / 2;                     // overflows: grown
+        if (variant == 2) o.hot_keys = false;                                         // every key to the table
+        const std::string what =
+            "zipf " + std::to_string(z) + (match ? " match" : " ballots") + " variant " + std::to_string(variant);
         auto g = mr::groupby(DType::u32, keys.data(), n, DType::f64, nullptr, 0, false, o);
         expect_counts(g, keys, what);
         if (variant == 1) {
@@ -333,22 +339,27 @@ TEST(GpuHashGroupBy, EdgeCasesAndEmptyMarkerKey) {
   const std::size_t n = sanitizer() ? 30001 : 777777;
   // one key only, many times
   std::vector<std::uint32_t> same_key(n, 7);
-  expect_counts(mr::groupby(DType::u32, same_key.data(), n, DType::f64, nullptr, 0, false, hash_opts()), same_key, "one key");
+  expect_counts(mr::groupby(DType::u32, same_key.data(), n, DType::f64, nullptr, 0, false, hash_opts()), same_key,
+                "one key");
   // all distinct
   std::vector<std::uint32_t> all(n);
   for (std::size_t i = 0; i < n; ++i) all[i] = scatter32(static_cast<std::uint32_t>(i));
-  expect_counts(mr::groupby(DType::u32, all.data(), n, DType::f64, nullptr, 0, false, hash_opts()), all, "all distinct");
+  expect_counts(mr::groupby(DType::u32, all.data(), n, DType::f64, nullptr, 0, false, hash_opts()), all,
+                "all distinct");
   // the all-ones key (the tables' empty marker), hot and cold, u32 and u64
   auto mixed = mr::zipf_keys_u32(n, 1000, 1.0, 9);
   for (std::size_t i = 0; i < n; i += 3) mixed[i] = 0xffffffffu;
-  expect_counts(mr::groupby(DType::u32, mixed.data(), n, DType::f64, nullptr, 0, false, hash_opts()), mixed, "all-ones u32");
+  expect_counts(mr::groupby(DType::u32, mixed.data(), n, DType::f64, nullptr, 0, false, hash_opts()), mixed,
+                "all-ones u32");
   auto mixed64 = mr::zipf_keys_u64(n, 1000, 1.0, 9);
   mixed64[n / 2] = ~std::uint64_t{0};
   mixed64[n - 1] = ~std::uint64_t{0};
-  expect_counts(mr::groupby(DType::u64, mixed64.data(), n, DType::f64, nullptr, 0, false, hash_opts()), mixed64, "all-ones u64");
+  expect_counts(mr::groupby(DType::u64, mixed64.data(), n, DType::f64, nullptr, 0, false, hash_opts()), mixed64,
+                "all-ones u64");
   auto o = hash_opts();
   o.hot_keys = false;
-  expect_counts(mr::groupby(DType::u32, mixed.data(), n, DType::f64, nullptr, 0, false, o), mixed, "all-ones u32, no hot keys");
+  expect_counts(mr::groupby(DType::u32, mixed.data(), n, DType::f64, nullptr, 0, false, o), mixed,
+                "all-ones u32, no hot keys");
 }
 
 TEST(GpuHashGroupBy, EveryAggregateEveryValueTypeMatchesCpu) {
@@ -374,16 +385,19 @@ TEST(GpuHashGroupBy, EveryAggregateEveryValueTypeMatchesCpu) {
     f32[7] = -0.0f;
     for (int kt = 0; kt < 3; ++kt) {
       const DType key_t = kt == 0 ? DType::u32 : (kt == 1 ? DType::u64 : DType::i32);
-      const void* keys = kt == 0 ? static_cast<const void*>(k32.data()) : (kt == 1 ? static_cast<const void*>(k64.data()) : ki.data());
+      const void* keys =
+          kt == 0 ? static_cast<const void*>(k32.data()) : (kt == 1 ? static_cast<const void*>(k64.data()) : ki.data());
       for (int vt = 0; vt < 4; ++vt) {
         const DType val_t = vt == 0 ? DType::f64 : (vt == 1 ? DType::f32 : (vt == 2 ? DType::i64 : DType::i32));
         const void* vals = vt == 0 ? static_cast<const void*>(f64.data())
-                                   : (vt == 1 ? static_cast<const void*>(f32.data()) : (vt == 2 ? static_cast<const void*>(i64.data()) : i32.data()));
+                                   : (vt == 1 ? static_cast<const void*>(f32.data())
+                                              : (vt == 2 ? static_cast<const void*>(i64.data()) : i32.data()));
         auto o = hash_opts();
         auto g = mr::groupby(key_t, keys, n, val_t, vals, n, true, o);
         o.device = Device::cpu;
         auto c = mr::groupby(key_t, keys, n, val_t, vals, n, true, o);
-        expect_same_rows(g, c, "d=" + std::to_string(distinct) + " key " + std::to_string(kt) + " value " + std::to_string(vt));
+        expect_same_rows(
+            g, c, "d=" + std::to_string(distinct) + " key " + std::to_string(kt) + " value " + std::to_string(vt));
         EXPECT_EQ(g.gpu.engine, "hash");
       }
     }
@@ -403,7 +417,6 @@ TEST(GpuHashGroupBy, ChainedModeStillSelectable) {
   for (const auto& r : g.rows) EXPECT_EQ(r.count, ref[static_cast<std::uint32_t>(r.key_bits)]);
   EXPECT_EQ(g.gpu.engine, "chained");
 }
-
 
 // i64 sums on the GPU engines: wrapped in 64-bit atomics, checked like the CPU's (a sum beyond
 // i64 is an InputError naming the key, a running sum that leaves i64 and returns is exact).

@@ -21,7 +21,8 @@ bool sanitizer() { return std::getenv("TANDEM_SANITIZER") != nullptr; }
 
 TEST(GpuSchedule, EveryKernelEverySchedule) {
   TANDEM_REQUIRE_GPU();
-  const std::vector<std::uint32_t> sizes = sanitizer() ? std::vector<std::uint32_t>{256} : std::vector<std::uint32_t>{256, 768};
+  const std::vector<std::uint32_t> sizes =
+      sanitizer() ? std::vector<std::uint32_t>{256} : std::vector<std::uint32_t>{256, 768};
   for (const auto& k : kernel_specs())
     for (std::uint32_t n : sizes) {
       KernelRunner r(k, n);
@@ -38,10 +39,8 @@ TEST(GpuSchedule, EveryKernelEverySchedule) {
           const auto out = r.output();
           const double tol = k.name.rfind("intimg", 0) == 0 ? 1e-5 : 0.0;  // others are bit-exact
           ASSERT_LE(max_rel_error(out, want), tol) << k.name << " " << n << " " << to_string(s) << " mode " << mode;
-          if (first.empty())
-            first = out;
-          else
-            ASSERT_EQ(out, first) << k.name << " " << n << " " << to_string(s) << " mode " << mode;
+          if (first.empty()) first = out;
+          else ASSERT_EQ(out, first) << k.name << " " << n << " " << to_string(s) << " mode " << mode;
         }
     }
 }

@@ -36,8 +36,8 @@ std::vector<K> keys_for(std::size_t n, int shape, std::uint64_t seed) {
   std::vector<K> v(n);
   for (std::size_t i = 0; i < n; ++i) {
     std::uint64_t r = rng();
-    if (shape == 1) r %= 7;                           // few distinct: one top-8-bit bucket holds all
-    if (shape == 4) r = (r % 3 == 0) ? r : r % 1000;  // 2/3 of the keys in one top bucket (skewed)
+    if (shape == 1) r %= 7;                                             // few distinct: one top-8-bit bucket holds all
+    if (shape == 4) r = (r % 3 == 0) ? r : r % 1000;                    // 2/3 of the keys in one top bucket (skewed)
     if (shape == 5) r = (r & 1) ? ~std::uint64_t{0} - r % 77 : r % 77;  // two far-apart top buckets
     if (shape == 6) r = 12345;                                          // all equal
     if constexpr (std::is_floating_point_v<K>) {
@@ -182,7 +182,6 @@ void split_paths() {
         expect_pairs(in, k, v64, desc);
       }
 }
-
 
 }  // namespace
 
@@ -355,8 +354,6 @@ TEST(GpuSortHost, AutoPicksAndReportsAPath) {
   release_sort_workspace();
 }
 
-
-
 TEST(GpuSortSplit, PinnedKeysPageableValues) {
   TANDEM_REQUIRE_GPU();
   SplitMin lower(4096);
@@ -376,7 +373,6 @@ TEST(GpuSortSplit, PinnedKeysPageableValues) {
     expect_pairs(in, std::vector<std::int64_t>(p.data(), p.data() + n), v, desc);
   }
 }
-
 
 // Keys-only uploads partitioned on the top digit batch by batch during the upload: the groups
 // are gathered from every batch. Where the plan does not split on the top digit (few distinct,

@@ -12,5 +12,6 @@ TEST(OpMax, SkipsNanOrdersZerosAndMerges) {
   for (const auto r : op_test::split_results<MaxOp<std::uint32_t>>(std::vector<std::uint32_t>{0, UINT32_MAX, 7}))
     EXPECT_EQ(*r, UINT32_MAX);
   using S = MaxOp<std::string_view>;
-  for (const auto r : op_test::split_results<S>(std::vector<std::string_view>{"a", "\xc3\xa9", "z"})) EXPECT_EQ(*r, "\xc3\xa9");
+  for (const auto r : op_test::split_results<S>(std::vector<std::string_view>{"a", "\xc3\xa9", "z"}))
+    EXPECT_EQ(*r, "\xc3\xa9");
 }

@@ -13,6 +13,7 @@ TEST(OpMin, SkipsNanOrdersZerosAndMerges) {
   for (const auto r : op_test::split_results<MinOp<std::int64_t>>(std::vector<std::int64_t>{INT64_MAX, 5, INT64_MIN}))
     EXPECT_EQ(*r, INT64_MIN);
   using S = MinOp<std::string_view>;
-  for (const auto r : op_test::split_results<S>(std::vector<std::string_view>{"b", "", "\xc3\xa9", "a"})) EXPECT_EQ(*r, "");
+  for (const auto r : op_test::split_results<S>(std::vector<std::string_view>{"b", "", "\xc3\xa9", "a"}))
+    EXPECT_EQ(*r, "");
   EXPECT_FALSE(S::finalise(S::identity()).has_value());
 }

@@ -58,7 +58,9 @@ void add_row(Ctx& c, std::string case_name, std::string method, Stats st, double
   c.r.rows.push_back({std::move(case_name), std::move(method), st, bytes, ok, std::move(extra)});
   if (c.on_row && *c.on_row) (*c.on_row)(c.r.rows.back());
 }
-void info(Ctx& c, std::string what, double v, std::string unit = "x") { c.r.goals.push_back({std::move(what), v, 0, false, std::move(unit)}); }
+void info(Ctx& c, std::string what, double v, std::string unit = "x") {
+  c.r.goals.push_back({std::move(what), v, 0, false, std::move(unit)});
+}
 void goal(Ctx& c, std::string what, double v, double g) { c.r.goals.push_back({std::move(what), v, g, true, "x"}); }
 
 constexpr Method kMethods[] = {Method::div, Method::magic, Method::carry, Method::packed, Method::plain3d};
@@ -179,7 +181,8 @@ void bench_crop(Ctx& c, Dims3 d, int elem, HistoryCache& cache, bool last) {
   const Walk w = make_walk(d, ox + oy * sy + oz * sz, 1, sy, sz, cache, "crop", hit);
   std::vector<Variant> vs;
   for (Method m : kMethods)
-    vs.push_back({std::string(to_string(m)), [&c, m, elem, &s, &o, w] { kernels::crop(m, elem, s.data(), o.data(), w, c.s); }});
+    vs.push_back(
+        {std::string(to_string(m)), [&c, m, elem, &s, &o, w] { kernels::crop(m, elem, s.data(), o.data(), w, c.s); }});
   // tandem: rows of bytes, carry iteration, 2 x 16-byte chunks per thread, wide loads/stores.
   Walk wb = w;
   wb.dims = {d.x * std::uint32_t(elem), d.y, d.z};
@@ -192,7 +195,8 @@ void bench_crop(Ctx& c, Dims3 d, int elem, HistoryCache& cache, bool last) {
     for (int u : {1, 2, 4}) {  // 16-byte chunks per thread per iteration (the default is one of them)
       Walk wu = wb;
       wu.unroll = u;
-      vs.push_back({fmt::format("tandem wide, {} chunk(s)/iteration", u), [&c, &s, &o, wu] { kernels::crop_wide(s.data(), o.data(), wu, c.s); }});
+      vs.push_back({fmt::format("tandem wide, {} chunk(s)/iteration", u),
+                    [&c, &s, &o, wu] { kernels::crop_wide(s.data(), o.data(), wu, c.s); }});
     }
   auto check = [&](const void* host) {
     const std::uint8_t* h = static_cast<const std::uint8_t*>(host);
@@ -208,9 +212,8 @@ void bench_crop(Ctx& c, Dims3 d, int elem, HistoryCache& cache, bool last) {
   auto t = run_variants(c, cn, bytes, o.data(), out_bytes, vs, check,
                         {{"table_bytes", hit.bytes}, {"data_bytes", out_bytes}});
   // The anchor for the key goal: a device copy of the same bytes.
-  const Stats copy = time_gpu(c, [&] {
-    TANDEM_CUDA(cudaMemcpyAsync(o.data(), s.data(), out_bytes, cudaMemcpyDeviceToDevice, c.s));
-  });
+  const Stats copy =
+      time_gpu(c, [&] { TANDEM_CUDA(cudaMemcpyAsync(o.data(), s.data(), out_bytes, cudaMemcpyDeviceToDevice, c.s)); });
   add_row(c, cn, "cudaMemcpy D2D (same bytes)", copy, bytes, true);
   if (last) {
     const std::string k = fmt::format("crop {} {}", elem == 1 ? "u8" : elem == 2 ? "u16" : "f32", shape_name(d));
@@ -235,10 +238,12 @@ void bench_broadcast(Ctx& c, Dims3 d, HistoryCache& cache, bool last) {
   const Walk w = make_walk(d, 0, 1, 0, d.x, cache, "broadcast", hit);  // b broadcast along y
   std::vector<Variant> vs;
   for (Method m : kMethods)
-    vs.push_back({std::string(to_string(m)), [&c, m, &a, &b, &o, w] { kernels::broadcast_add(m, a.data(), b.data(), o.data(), w, c.s); }});
+    vs.push_back({std::string(to_string(m)),
+                  [&c, m, &a, &b, &o, w] { kernels::broadcast_add(m, a.data(), b.data(), o.data(), w, c.s); }});
   Walk ww = w;
   ww.grid = 0;
-  vs.push_back({"tandem wide", [&c, &a, &b, &o, ww] { kernels::broadcast_add_wide(a.data(), b.data(), o.data(), ww, c.s); }});
+  vs.push_back(
+      {"tandem wide", [&c, &a, &b, &o, ww] { kernels::broadcast_add_wide(a.data(), b.data(), o.data(), ww, c.s); }});
   auto check = [&](const void* host) {
     return check_floats(host, d, [&](std::uint32_t x, std::uint32_t, std::uint32_t z, std::int64_t e) {
       return kernels::test_float(std::uint64_t(e), 21) + kernels::test_float(x + std::uint64_t(z) * d.x, 22);
@@ -247,16 +252,16 @@ void bench_broadcast(Ctx& c, Dims3 d, HistoryCache& cache, bool last) {
   const std::string cn = fmt::format("broadcast add f32 {}", shape_name(d));
   const double bytes = 8.0 * double(n) + 4.0 * double(nb);
   auto t = run_variants(c, cn, bytes, o.data(), n * sizeof(float), vs, check, {{"table_bytes", hit.bytes}});
-  const Stats copy = time_gpu(c, [&] {
-    TANDEM_CUDA(cudaMemcpyAsync(o.data(), a.data(), n * sizeof(float), cudaMemcpyDeviceToDevice, c.s));
-  });
+  const Stats copy = time_gpu(
+      c, [&] { TANDEM_CUDA(cudaMemcpyAsync(o.data(), a.data(), n * sizeof(float), cudaMemcpyDeviceToDevice, c.s)); });
   add_row(c, cn, "cudaMemcpy D2D (a's bytes)", copy, 8.0 * double(n), true);
   if (last) {
     info(c, cn + ": div / carry time", t.t["div"] / t.t["carry"]);
     info(c, cn + ": magic / carry time", t.t["magic"] / t.t["carry"]);
     info(c, cn + ": packed / carry time", t.t["packed"] / t.t["carry"]);
     // Bandwidth fraction: (bytes / t_wide) / (copy bytes / t_copy).
-    goal(c, cn + ": tandem wide / device copy bandwidth", (bytes / t.t["tandem wide"]) / (8.0 * double(n) / copy.median), 0.8);
+    goal(c, cn + ": tandem wide / device copy bandwidth",
+         (bytes / t.t["tandem wide"]) / (8.0 * double(n) / copy.median), 0.8);
   }
 }
 
@@ -268,7 +273,8 @@ void bench_stencil(Ctx& c, Dims3 d, HistoryCache& cache, bool last) {
   const Walk w = make_walk(d, 0, 1, d.x, std::int64_t(d.x) * d.y, cache, "stencil", hit);
   std::vector<Variant> vs;
   for (Method m : kMethods)
-    vs.push_back({std::string(to_string(m)), [&c, m, &in, &o, w] { kernels::stencil7(m, in.data(), o.data(), w, c.s); }});
+    vs.push_back(
+        {std::string(to_string(m)), [&c, m, &in, &o, w] { kernels::stencil7(m, in.data(), o.data(), w, c.s); }});
   auto check = [&](const void* host) {
     auto v = [](std::int64_t e) { return kernels::test_float(std::uint64_t(e), 31); };
     return check_floats(host, d, [&](std::uint32_t x, std::uint32_t y, std::uint32_t z, std::int64_t e) {
@@ -296,7 +302,8 @@ void bench_permute(Ctx& c, Dims3 d, HistoryCache& cache, bool last) {
   const Walk w = make_walk(d, 0, A * B, 1, A, cache, "permute", hit);
   std::vector<Variant> vs;
   for (Method m : kMethods)
-    vs.push_back({std::string(to_string(m)), [&c, m, &in, &o, w] { kernels::permute(m, in.data(), o.data(), w, c.s); }});
+    vs.push_back(
+        {std::string(to_string(m)), [&c, m, &in, &o, w] { kernels::permute(m, in.data(), o.data(), w, c.s); }});
   auto check = [&](const void* host) {
     return check_floats(host, d, [&](std::uint32_t x, std::uint32_t y, std::uint32_t z, std::int64_t) {
       return kernels::test_float(std::uint64_t(x * A * B + y + z * A), 41);
@@ -313,7 +320,8 @@ void bench_permute(Ctx& c, Dims3 d, HistoryCache& cache, bool last) {
 }  // namespace
 
 BenchResult run_gpu_benchmarks(const BenchOptions& o, const std::function<void(const BenchRow&)>& on_row) {
-  if (!gpu::available()) throw NoDeviceError("tandem index --bench needs a CUDA GPU, and none is usable on this machine");
+  if (!gpu::available())
+    throw NoDeviceError("tandem index --bench needs a CUDA GPU, and none is usable on this machine");
   Ctx c;
   c.o = o;
   if (o.quick) c.o.reps = std::min(c.o.reps, 3);
@@ -342,7 +350,8 @@ BenchResult run_gpu_benchmarks(const BenchOptions& o, const std::function<void(c
     const double hit = hit_w.seconds();
     add_row(c, fmt::format("packed table {}", to_string(d)), "generate (history miss)", summarize({miss}),
             double(h.bytes), true);
-    add_row(c, fmt::format("packed table {}", to_string(d)), "reuse (history hit)", summarize({hit}), double(h.bytes), h.hit);
+    add_row(c, fmt::format("packed table {}", to_string(d)), "reuse (history hit)", summarize({hit}), double(h.bytes),
+            h.hit);
     if (last) {
       info(c, fmt::format("packed table {}: generation on a history miss", to_string(d)), miss * 1e6, " us");
       info(c, fmt::format("packed table {}: generation on a history hit", to_string(d)), hit * 1e6, " us");

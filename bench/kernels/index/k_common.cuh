@@ -58,7 +58,8 @@ void launch_walk(Method m, const Op& op, const Walk& w, cudaStream_t s) {
   if (a.total == 0) return;
   switch (m) {
     case Method::plain3d: {
-      if (w.dims.y > 65535u * 8 || w.dims.z > 65535u) throw UsageError("plain 3-D launch: y or z extent beyond the grid limit");
+      if (w.dims.y > 65535u * 8 || w.dims.z > 65535u)
+        throw UsageError("plain 3-D launch: y or z extent beyond the grid limit");
       const dim3 block(32, 8, 1);
       const dim3 grid((w.dims.x + 31) / 32, (w.dims.y + 7) / 8, w.dims.z);
       k_walk<Method::plain3d><<<grid, block, 0, s>>>(op, a);

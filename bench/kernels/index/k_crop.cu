@@ -51,9 +51,18 @@ struct CropOp {
 void crop(Method m, int elem, const void* src, void* dst, const Walk& w, cudaStream_t s) {
   if (m == Method::packed && !w.table) throw UsageError("packed crop needs a table");
   switch (elem) {
-    case 1: launch_walk(m, CropOp<std::uint8_t>{static_cast<const std::uint8_t*>(src), static_cast<std::uint8_t*>(dst)}, w, s); break;
-    case 2: launch_walk(m, CropOp<std::uint16_t>{static_cast<const std::uint16_t*>(src), static_cast<std::uint16_t*>(dst)}, w, s); break;
-    case 4: launch_walk(m, CropOp<std::uint32_t>{static_cast<const std::uint32_t*>(src), static_cast<std::uint32_t*>(dst)}, w, s); break;
+    case 1:
+      launch_walk(m, CropOp<std::uint8_t>{static_cast<const std::uint8_t*>(src), static_cast<std::uint8_t*>(dst)}, w,
+                  s);
+      break;
+    case 2:
+      launch_walk(m, CropOp<std::uint16_t>{static_cast<const std::uint16_t*>(src), static_cast<std::uint16_t*>(dst)}, w,
+                  s);
+      break;
+    case 4:
+      launch_walk(m, CropOp<std::uint32_t>{static_cast<const std::uint32_t*>(src), static_cast<std::uint32_t*>(dst)}, w,
+                  s);
+      break;
     default: throw UsageError("crop supports 1-, 2- and 4-byte elements");
   }
 }

@@ -8,7 +8,7 @@ namespace tandem::index::kernels {
 namespace {
 
 constexpr int kCropUnroll = 1;  // 16-byte chunks per thread per iteration (crop): best on an H200
-constexpr int kUnroll = 2;  // 16-byte chunks in flight per thread per iteration (broadcast add)
+constexpr int kUnroll = 2;      // 16-byte chunks in flight per thread per iteration (broadcast add)
 
 // An unaligned 16-byte window is read as two aligned 16-byte words (the second only where the
 // address is not aligned: it repeats the first otherwise, so nothing past the bytes used is read).
@@ -63,8 +63,8 @@ struct WideCrop {
 // window; across a row end, the row's tail and the next row's head (two windows, merged); rows
 // shorter than 16 bytes and the last partial chunk go byte by byte.
 template <int U, class Off, class Num>
-__global__ void __launch_bounds__(256) k_crop_wide(const std::uint8_t* __restrict__ src, std::uint8_t* __restrict__ dst,
-                                                    WideCrop<Off, Num> p) {
+__global__ void __launch_bounds__(256)
+    k_crop_wide(const std::uint8_t* __restrict__ src, std::uint8_t* __restrict__ dst, WideCrop<Off, Num> p) {
   using It = CarryIter<3, std::uint32_t, Off>;
   const Num step = Num(gridDim.x) * blockDim.x * 16;
   Num n = Num(global_thread() * 16);
@@ -118,8 +118,8 @@ struct WideAdd {
   std::uint64_t total;
 };
 
-__global__ void __launch_bounds__(256) k_broadcast_add_wide(const float* __restrict__ a, const float* __restrict__ b,
-                                                             float* __restrict__ out, WideAdd p) {
+__global__ void __launch_bounds__(256)
+    k_broadcast_add_wide(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ out, WideAdd p) {
   const std::uint64_t step = std::uint64_t(gridDim.x) * blockDim.x * 4;
   std::uint64_t n = global_thread() * 4;
   Iter3 it = Iter3::at(p.chunk, n);
@@ -204,7 +204,11 @@ void launch_crop_wide(const std::uint8_t* src, std::uint8_t* dst, const Walk& w,
   const std::array<std::uint32_t, 3> ext{w.dims.x, w.dims.y, w.dims.z};
   const std::array<Off, 3> st{Off(1), Off(w.sy), Off(w.sz)};
   WideCrop<Off, Num> p{make_carry_plan<3, std::uint32_t, Off>(ext, st, std::uint64_t(grid) * 256 * 16),
-                       make_carry_plan<3, std::uint32_t, Off>(ext, st, 1), Off(w.base), Off(w.sy), Off(w.sz), Num(total)};
+                       make_carry_plan<3, std::uint32_t, Off>(ext, st, 1),
+                       Off(w.base),
+                       Off(w.sy),
+                       Off(w.sz),
+                       Num(total)};
   k_crop_wide<U, Off, Num><<<grid, 256, 0, s>>>(src, dst, p);
   TANDEM_CUDA_LAUNCH("k_crop_wide");
 }
@@ -213,8 +217,10 @@ template <int U>
 void launch_crop_wide(const std::uint8_t* src, std::uint8_t* dst, const Walk& w, std::uint64_t total, cudaStream_t s) {
   // 32-bit arithmetic when every source offset the walk reaches, and the crop's bytes plus one
   // grid step, stay below 2^31.
-  const std::int64_t last = w.base + std::int64_t(w.dims.x) + std::int64_t(w.dims.y) * w.sy + std::int64_t(w.dims.z) * w.sz;
-  const bool small = w.base >= 0 && w.sy >= 0 && w.sz >= 0 && last < (std::int64_t(1) << 30) && total < (std::uint64_t(1) << 30);
+  const std::int64_t last =
+      w.base + std::int64_t(w.dims.x) + std::int64_t(w.dims.y) * w.sy + std::int64_t(w.dims.z) * w.sz;
+  const bool small =
+      w.base >= 0 && w.sy >= 0 && w.sz >= 0 && last < (std::int64_t(1) << 30) && total < (std::uint64_t(1) << 30);
   if (small) launch_crop_wide<U, std::int32_t, std::uint32_t>(src, dst, w, total, s);
   else launch_crop_wide<U, std::int64_t, std::uint64_t>(src, dst, w, total, s);
 }
@@ -270,8 +276,8 @@ std::uint64_t count_differences(const void* a, const void* b, std::uint64_t byte
   gpu::DeviceBuffer<unsigned long long> c(1);
   TANDEM_CUDA(cudaMemsetAsync(c.data(), 0, sizeof(unsigned long long), s));
   if (bytes) {
-    k_count_diff<<<gpu::grid_for(bytes, 256, full_wave(256)), 256, 0, s>>>(static_cast<const std::uint8_t*>(a),
-                                                      static_cast<const std::uint8_t*>(b), bytes, c.data());
+    k_count_diff<<<gpu::grid_for(bytes, 256, full_wave(256)), 256, 0, s>>>(
+        static_cast<const std::uint8_t*>(a), static_cast<const std::uint8_t*>(b), bytes, c.data());
     TANDEM_CUDA_LAUNCH("k_count_diff");
   }
   unsigned long long h = 0;

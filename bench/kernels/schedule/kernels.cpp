@@ -32,12 +32,12 @@ std::vector<KernelSpec> make_specs() {
                  o.push_back({0, x0, 0, x0 + 32, y0 + 256});
                  o.push_back({2, x0, y0, x0 + 32, y0 + 256});
                }});
-  s.push_back({"conv11", "11x11 convolution, clamped borders", 32, 32, 1,
-               [](std::uint32_t n, Block b, std::vector<Rect>& o) {
-                 const std::int64_t x0 = b.x * 32, y0 = b.y * 32;
-                 o.push_back({0, clampi(x0 - 5, 0, n), clampi(y0 - 5, 0, n), clampi(x0 + 37, 0, n), clampi(y0 + 37, 0, n)});
-                 o.push_back({2, std::uint32_t(x0), std::uint32_t(y0), std::uint32_t(x0 + 32), std::uint32_t(y0 + 32)});
-               }});
+  s.push_back(
+      {"conv11", "11x11 convolution, clamped borders", 32, 32, 1, [](std::uint32_t n, Block b, std::vector<Rect>& o) {
+         const std::int64_t x0 = b.x * 32, y0 = b.y * 32;
+         o.push_back({0, clampi(x0 - 5, 0, n), clampi(y0 - 5, 0, n), clampi(x0 + 37, 0, n), clampi(y0 + 37, 0, n)});
+         o.push_back({2, std::uint32_t(x0), std::uint32_t(y0), std::uint32_t(x0 + 32), std::uint32_t(y0 + 32)});
+       }});
   s.push_back({"matmul", "matrix multiplication C = A B, 32x32 shared-memory tiles", 32, 32, 2,
                [](std::uint32_t n, Block b, std::vector<Rect>& o) {
                  const std::uint32_t x0 = b.x * 32, y0 = b.y * 32;

@@ -39,7 +39,8 @@ __device__ float warp_inclusive_scan(float v, int lane) {
 }
 
 // Block: 32 rows x 256 columns; warp w handles rows w, w+8, w+16, w+24.
-__global__ void intimg_row_kernel(ScheduleView v, const float* __restrict__ in, float* __restrict__ out, std::uint32_t n) {
+__global__ void intimg_row_kernel(ScheduleView v, const float* __restrict__ in, float* __restrict__ out,
+                                  std::uint32_t n) {
   const Block b = v.block();
   const int lane = threadIdx.x;
   const std::size_t x0 = std::size_t(b.x) * 256;
@@ -57,7 +58,8 @@ __global__ void intimg_row_kernel(ScheduleView v, const float* __restrict__ in, 
 }
 
 // Block: 32 columns x 256 rows; thread (lx, ly) owns column x0 + lx; ly splits rows 8 ways.
-__global__ void intimg_col_kernel(ScheduleView v, const float* __restrict__ in, float* __restrict__ out, std::uint32_t n) {
+__global__ void intimg_col_kernel(ScheduleView v, const float* __restrict__ in, float* __restrict__ out,
+                                  std::uint32_t n) {
   const Block b = v.block();
   __shared__ float part[kTY][32];
   __shared__ float seg[kTY][32];
@@ -129,7 +131,8 @@ __global__ void matmul_kernel(ScheduleView v, const float* __restrict__ A, const
 }
 
 // Block: 32 x 32 tile; lanes along a row (coalesced).
-__global__ void copy_row_kernel(ScheduleView v, const float* __restrict__ in, float* __restrict__ out, std::uint32_t n) {
+__global__ void copy_row_kernel(ScheduleView v, const float* __restrict__ in, float* __restrict__ out,
+                                std::uint32_t n) {
   const Block b = v.block();
   const std::size_t x = std::size_t(b.x) * 32 + threadIdx.x;
   for (int r = threadIdx.y; r < 32; r += kTY) {
@@ -139,7 +142,8 @@ __global__ void copy_row_kernel(ScheduleView v, const float* __restrict__ in, fl
 }
 
 // Block: 32 x 32 tile; lanes down a column (each warp access touches 32 rows).
-__global__ void copy_col_kernel(ScheduleView v, const float* __restrict__ in, float* __restrict__ out, std::uint32_t n) {
+__global__ void copy_col_kernel(ScheduleView v, const float* __restrict__ in, float* __restrict__ out,
+                                std::uint32_t n) {
   const Block b = v.block();
   const std::size_t y = std::size_t(b.y) * 32 + threadIdx.x;
   for (int c = threadIdx.y; c < 32; c += kTY) {
@@ -152,7 +156,8 @@ __global__ void copy_col_kernel(ScheduleView v, const float* __restrict__ in, fl
 __global__ void count_differences_kernel(const unsigned* __restrict__ a, const unsigned* __restrict__ b, std::size_t n,
                                          unsigned long long* count) {
   unsigned long long local = 0;
-  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x)
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n;
+       i += std::size_t(gridDim.x) * blockDim.x)
     local += a[i] != b[i];
   if (local) atomicAdd(count, local);
 }
@@ -259,7 +264,8 @@ void KernelRunner::poison_output() {
 void KernelRunner::keep_output() {
   auto& im = *impl_;
   if (!im.kept.size()) im.kept = gpu::DeviceBuffer<float>(im.out.size());
-  TANDEM_CUDA(cudaMemcpyAsync(im.kept.data(), im.out.data(), im.out.bytes(), cudaMemcpyDeviceToDevice, im.stream.get()));
+  TANDEM_CUDA(
+      cudaMemcpyAsync(im.kept.data(), im.out.data(), im.out.bytes(), cudaMemcpyDeviceToDevice, im.stream.get()));
   im.stream.sync();
 }
 

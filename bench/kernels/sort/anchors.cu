@@ -12,7 +12,8 @@ namespace tandem::bench {
 
 void cub_radix_sort_u32(const std::uint32_t* d_in, std::uint32_t* d_out, std::uint64_t n, void* temp,
                         std::size_t* temp_bytes, cudaStream_t stream) {
-  TANDEM_CUDA(cub::DeviceRadixSort::SortKeys(temp, *temp_bytes, d_in, d_out, static_cast<std::int64_t>(n), 0, 32, stream));
+  TANDEM_CUDA(
+      cub::DeviceRadixSort::SortKeys(temp, *temp_bytes, d_in, d_out, static_cast<std::int64_t>(n), 0, 32, stream));
 }
 
 void cub_merge_sort_u32(std::uint32_t* d_keys, std::uint64_t n, void* temp, std::size_t* temp_bytes,
@@ -94,7 +95,8 @@ void naive_bitonic_sort_u32(std::uint32_t* d, std::uint64_t padded, cudaStream_t
   for (int p = 12; p <= n; ++p) {
     for (int j = 1; j <= p - 10; ++j) {  // strides 2^(p-1) .. 2^10 (>= 1024): one kernel each
       const std::uint64_t pairs = padded / 2;
-      naive_step_kernel<U><<<int((pairs + 255) / 256), 256, 0, s>>>(d, pairs, std::uint64_t{1} << p, std::uint64_t{1} << (p - j));
+      naive_step_kernel<U>
+          <<<int((pairs + 255) / 256), 256, 0, s>>>(d, pairs, std::uint64_t{1} << p, std::uint64_t{1} << (p - j));
       TANDEM_CUDA_LAUNCH("naive_step_kernel");
     }
     naive_shared_kernel<U><<<tiles, 1024, 0, s>>>(d, p, p, p - 9);  // strides 512 .. 1

@@ -10,10 +10,10 @@
 namespace tandem {
 
 struct CacheLevel {
-  int level{0};             // 1, 2, 3
-  std::string kind;         // "data", "instruction", "unified"
-  std::uint64_t bytes{0};   // size of one cache
-  int count{0};             // how many of them
+  int level{0};            // 1, 2, 3
+  std::string kind;        // "data", "instruction", "unified"
+  std::uint64_t bytes{0};  // size of one cache
+  int count{0};            // how many of them
 };
 
 struct CpuInfo {
@@ -44,10 +44,10 @@ struct GpuInfo {
   int max_threads_per_sm{0};
   int clock_khz{0};
   int memory_bus_bits{0};
-  int pcie_generation{0};   // from NVML-free sources when known, else 0
+  int pcie_generation{0};  // from NVML-free sources when known, else 0
   int pcie_width{0};
   std::string pci_bus_id;
-  bool pageable_memory_access{false};   // cudaDevAttrPageableMemoryAccess
+  bool pageable_memory_access{false};  // cudaDevAttrPageableMemoryAccess
   bool concurrent_managed_access{false};
   int async_engines{0};
 
@@ -58,16 +58,16 @@ struct SystemInfo {
   CpuInfo cpu;
   std::vector<GpuInfo> gpus;
   bool cuda_built{false};
-  int cuda_runtime_version{0};   // e.g. 13000
+  int cuda_runtime_version{0};  // e.g. 13000
   int cuda_driver_version{0};
-  std::string cuda_status;       // why no GPU is usable, when none is
+  std::string cuda_status;  // why no GPU is usable, when none is
 };
 
-CpuInfo cpu_info();                 // cached after the first call
-std::vector<GpuInfo> gpu_info();    // empty without CUDA or without a usable device
-int gpu_count();                    // usable CUDA devices (0 in CPU-only builds)
+CpuInfo cpu_info();               // cached after the first call
+std::vector<GpuInfo> gpu_info();  // empty without CUDA or without a usable device
+int gpu_count();                  // usable CUDA devices (0 in CPU-only builds)
 SystemInfo system_info();
-std::string cpu_key();              // "model/Nc" identifier for tuning caches
+std::string cpu_key();  // "model/Nc" identifier for tuning caches
 
 void to_json(nlohmann::json& j, const CacheLevel& c);
 void to_json(nlohmann::json& j, const CpuInfo& c);

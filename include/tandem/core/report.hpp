@@ -10,14 +10,14 @@
 namespace tandem {
 
 struct Stage {
-  std::string name;    // "H2D copy", "GPU sort", "CPU merge"
-  std::string where;   // "cpu", "gpu0", "cpu+gpu0"
+  std::string name;   // "H2D copy", "GPU sort", "CPU merge"
+  std::string where;  // "cpu", "gpu0", "cpu+gpu0"
   double seconds{0};
   std::string detail;  // free text: sizes, parameters
 };
 
 struct Report {
-  std::string operation;           // "sort", "wordcount", ...
+  std::string operation;  // "sort", "wordcount", ...
   std::vector<Stage> stages;
   std::vector<std::string> notes;  // choices and why ("GPU-only: k=0.004 below break-even")
   // What the caller should hear of even without asking for the notes, such as a fallback to the
@@ -41,7 +41,7 @@ struct Report {
   void note(std::string text);
   void notice(std::string text);  // a note that is also a notice
   double total_seconds() const;
-  std::string explain() const;     // a readable table of stages and the notes
+  std::string explain() const;  // a readable table of stages and the notes
   nlohmann::json to_json() const;
 
  private:

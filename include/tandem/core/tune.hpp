@@ -31,20 +31,20 @@ namespace tandem {
 std::vector<std::int64_t> geometric(std::int64_t lo, std::int64_t hi, double ratio = 2.0);
 
 struct Candidate {
-  std::string label;     // "threads=8"
-  nlohmann::json params; // {"threads": 8}
+  std::string label;      // "threads=8"
+  nlohmann::json params;  // {"threads": 8}
 };
 
 struct CandidateResult {
   Candidate candidate;
   Stats seconds;
   bool failed{false};
-  std::string error;     // why a candidate could not run
+  std::string error;  // why a candidate could not run
 };
 
 struct TuneResult {
   std::vector<CandidateResult> results;
-  std::size_t best{0};   // index into results
+  std::size_t best{0};  // index into results
   const CandidateResult& winner() const { return results.at(best); }
   std::string report() const;  // one line per candidate, the winner marked
   nlohmann::json to_json() const;
@@ -52,8 +52,14 @@ struct TuneResult {
 
 class Tuner {
  public:
-  Tuner& repetitions(int r) { reps_ = r; return *this; }
-  Tuner& warmup(int w) { warmup_ = w; return *this; }
+  Tuner& repetitions(int r) {
+    reps_ = r;
+    return *this;
+  }
+  Tuner& warmup(int w) {
+    warmup_ = w;
+    return *this;
+  }
 
   // measure(candidate) runs the work once and returns its time in seconds (the caller decides how
   // to time: events on a GPU, a stopwatch on the CPU). A candidate that throws is marked failed;
@@ -77,8 +83,7 @@ class TuningCache {
 
   explicit TuningCache(std::string path);
 
-  std::optional<nlohmann::json> get(const std::string& op, const std::string& device,
-                                    const std::string& problem_class);
+  std::optional<nlohmann::json> get(const std::string& op, const std::string& device, const std::string& problem_class);
   // The entry read by `parse` (json -> value), or nullopt when there is none. An entry that
   // `parse` rejects by throwing (a wrong JSON type, a missing field, a value out of range) counts
   // as missing: it is dropped, so the caller measures again and its put() replaces the entry in
@@ -124,7 +129,7 @@ class TuningCache {
   bool loaded_{false};
   nlohmann::json entries_ = nlohmann::json::object();
   std::vector<std::string> warnings_;
-  std::size_t reported_{0};  // warnings_[0, reported_) went into a report
+  std::size_t reported_{0};        // warnings_[0, reported_) went into a report
   std::set<std::string> dropped_;  // malformed entries to leave out of the next write
 };
 
@@ -137,7 +142,8 @@ T positive_field(const nlohmann::json& entry, const char* name) {
   if constexpr (std::is_integral_v<T>) {
     const auto most = static_cast<std::uint64_t>(std::numeric_limits<T>::max());
     if (f.is_number_unsigned()) ok = f.template get<std::uint64_t>() >= 1 && f.template get<std::uint64_t>() <= most;
-    else if (f.is_number_integer()) ok = f.template get<std::int64_t>() >= 1 && static_cast<std::uint64_t>(f.template get<std::int64_t>()) <= most;
+    else if (f.is_number_integer())
+      ok = f.template get<std::int64_t>() >= 1 && static_cast<std::uint64_t>(f.template get<std::int64_t>()) <= most;
   } else {
     ok = f.is_number() && f.template get<double>() > 0 && std::isfinite(f.template get<double>());
   }

@@ -22,17 +22,48 @@ std::size_t dtype_size(DType t);
 bool dtype_is_float(DType t);
 bool dtype_is_signed(DType t);
 
-template <class T> constexpr DType dtype_of();
-template <> constexpr DType dtype_of<std::uint8_t>() { return DType::u8; }
-template <> constexpr DType dtype_of<std::uint16_t>() { return DType::u16; }
-template <> constexpr DType dtype_of<std::uint32_t>() { return DType::u32; }
-template <> constexpr DType dtype_of<std::uint64_t>() { return DType::u64; }
-template <> constexpr DType dtype_of<std::int8_t>() { return DType::i8; }
-template <> constexpr DType dtype_of<std::int16_t>() { return DType::i16; }
-template <> constexpr DType dtype_of<std::int32_t>() { return DType::i32; }
-template <> constexpr DType dtype_of<std::int64_t>() { return DType::i64; }
-template <> constexpr DType dtype_of<float>() { return DType::f32; }
-template <> constexpr DType dtype_of<double>() { return DType::f64; }
+template <class T>
+constexpr DType dtype_of();
+template <>
+constexpr DType dtype_of<std::uint8_t>() {
+  return DType::u8;
+}
+template <>
+constexpr DType dtype_of<std::uint16_t>() {
+  return DType::u16;
+}
+template <>
+constexpr DType dtype_of<std::uint32_t>() {
+  return DType::u32;
+}
+template <>
+constexpr DType dtype_of<std::uint64_t>() {
+  return DType::u64;
+}
+template <>
+constexpr DType dtype_of<std::int8_t>() {
+  return DType::i8;
+}
+template <>
+constexpr DType dtype_of<std::int16_t>() {
+  return DType::i16;
+}
+template <>
+constexpr DType dtype_of<std::int32_t>() {
+  return DType::i32;
+}
+template <>
+constexpr DType dtype_of<std::int64_t>() {
+  return DType::i64;
+}
+template <>
+constexpr DType dtype_of<float>() {
+  return DType::f32;
+}
+template <>
+constexpr DType dtype_of<double>() {
+  return DType::f64;
+}
 
 // Calls f(T{}) with the C++ type behind t.
 template <class F>

@@ -45,16 +45,10 @@ class Buffer {
   std::size_t bytes() const { return n_ * sizeof(T); }
   std::span<T> span() const { return {p_, n_}; }
   // Host memory only: element access.
-  T& operator[](std::size_t i) const
-    requires std::is_same_v<Memory, PinnedMemory>
-  {
-    return p_[i];
-  }
+  T& operator[](std::size_t i) const requires std::is_same_v<Memory, PinnedMemory> { return p_[i]; }
   // Device memory only: fills every byte with `byte` (0xFF by default); outputs are poisoned
   // before a kernel writes them.
-  void poison(cudaStream_t s = nullptr, int byte = 0xFF)
-    requires std::is_same_v<Memory, DeviceMemory>
-  {
+  void poison(cudaStream_t s = nullptr, int byte = 0xFF) requires std::is_same_v<Memory, DeviceMemory> {
     if (n_) TANDEM_CUDA(cudaMemsetAsync(p_, byte, bytes(), s));
   }
 

@@ -28,7 +28,8 @@ __device__ __forceinline__ std::uint64_t global_thread() {
 
 // Walker at this thread's first element; advance() then moves by grid * block elements.
 template <int N, class T, class Off>
-__device__ __forceinline__ CarryIter<N, T, Off> grid_begin(const CarryPlan<N, T, Off>& p, std::uint64_t elems_per_thread = 1) {
+__device__ __forceinline__ CarryIter<N, T, Off> grid_begin(const CarryPlan<N, T, Off>& p,
+                                                           std::uint64_t elems_per_thread = 1) {
   return CarryIter<N, T, Off>::at(p, global_thread() * elems_per_thread);
 }
 

@@ -227,7 +227,9 @@ TANDEM_HD constexpr Index3<T> unpack(std::uint64_t w, PackLayout l) {
 }
 
 // 32-bit words (16/32-bit layouts): the form kernels use.
-TANDEM_HD constexpr std::uint32_t low_mask32(std::uint32_t bits) { return bits >= 32 ? 0xFFFFFFFFu : (1u << bits) - 1u; }
+TANDEM_HD constexpr std::uint32_t low_mask32(std::uint32_t bits) {
+  return bits >= 32 ? 0xFFFFFFFFu : (1u << bits) - 1u;
+}
 TANDEM_HD constexpr Index3<std::uint32_t> unpack32(std::uint32_t w, PackLayout l) {
   return {w & low_mask32(l.wx), l.wx >= 32 ? 0u : (w >> l.wx) & low_mask32(l.wy),
           l.wx + l.wy >= 32 ? 0u : w >> (l.wx + l.wy)};

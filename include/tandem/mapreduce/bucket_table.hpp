@@ -64,7 +64,8 @@ TANDEM_HD std::uint32_t other(K k, std::uint32_t b, std::uint32_t nb) {
 // Returns the key left without a place (`empty` when every key found one). `salt` varies the
 // evicted slot between walks.
 template <class K, class Read, class Claim, class Exchange>
-TANDEM_HD K insert_walk(K k, std::uint32_t nb, K empty, std::uint32_t salt, Read&& read, Claim&& claim, Exchange&& exchange) {
+TANDEM_HD K insert_walk(K k, std::uint32_t nb, K empty, std::uint32_t salt, Read&& read, Claim&& claim,
+                        Exchange&& exchange) {
   std::uint32_t b = bucket1(k, nb);
   for (int kick = 0; kick < kMaxKicks; ++kick) {
     const std::uint32_t alt = other(k, b, nb);

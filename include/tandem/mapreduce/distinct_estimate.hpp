@@ -15,11 +15,11 @@
 namespace tandem::mr::distinct_estimate {
 
 struct Sample {
-  std::uint64_t records{0};   // Ms: records sampled
-  std::uint64_t total{0};     // M: records in the whole input (>= Ms)
-  double distinct{0};         // D_s: distinct keys in the sample
-  double once{0};             // f1: keys seen exactly once
-  double twice{0};            // f2: keys seen exactly twice
+  std::uint64_t records{0};  // Ms: records sampled
+  std::uint64_t total{0};    // M: records in the whole input (>= Ms)
+  double distinct{0};        // D_s: distinct keys in the sample
+  double once{0};            // f1: keys seen exactly once
+  double twice{0};           // f2: keys seen exactly twice
 };
 
 struct Estimate {

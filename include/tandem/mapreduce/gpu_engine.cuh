@@ -141,23 +141,23 @@ struct Chain {
 };
 
 struct Counters {
-  unsigned long long lost;          // pairs that found no space at all (=> retry)
+  unsigned long long lost;  // pairs that found no space at all (=> retry)
   unsigned long long shared_hits;
   unsigned long long global_hits;
   unsigned long long spilled;
-  unsigned int spill_n;             // entries used in the spill list
-  unsigned int result_tail;         // entries used in the result pool
-  unsigned int out_n;               // extraction cursor
+  unsigned int spill_n;      // entries used in the spill list
+  unsigned int result_tail;  // entries used in the result pool
+  unsigned int out_n;        // extraction cursor
 };
 
 template <class K, class V>
 struct State {
   // per-block tables (Bs of them, laid out one after the other)
-  std::uint32_t* block_buckets;     // Bs * block_nb
-  Entry<K, V>* block_pool;          // Bs * block_pool_n
+  std::uint32_t* block_buckets;  // Bs * block_nb
+  Entry<K, V>* block_pool;       // Bs * block_pool_n
   std::uint32_t block_nb;
   std::uint32_t block_pool_n;
-  std::uint32_t* block_used;        // Bs: entries allocated (upper bound, for sizing the merge)
+  std::uint32_t* block_used;  // Bs: entries allocated (upper bound, for sizing the merge)
   // result
   Chain<K, V> result;
   std::uint32_t result_cap;
@@ -169,9 +169,9 @@ struct State {
   const K* hot;
   std::uint32_t hot_n;
   // shared pool geometry
-  std::uint32_t sm_n;               // sm_pool entries
-  std::uint32_t sm_nb;              // shared buckets (power of two)
-  bool direct;                      // cold keys straight into the result table
+  std::uint32_t sm_n;   // sm_pool entries
+  std::uint32_t sm_nb;  // shared buckets (power of two)
+  bool direct;          // cold keys straight into the result table
 };
 
 template <bool SharedMem>
@@ -202,8 +202,8 @@ __device__ __forceinline__ K load_key(const K* p) {
 
 // Finds k in the chain at `head`, reducing v into it. Returns true if found.
 template <bool SharedMem, bool Count, class Job, class K, class V>
-__device__ __forceinline__ bool chain_find(const Job& job, Entry<K, V>* pool, std::uint32_t r, std::uint32_t stop, const K& k,
-                                           const V& v, std::uint32_t w = 1) {
+__device__ __forceinline__ bool chain_find(const Job& job, Entry<K, V>* pool, std::uint32_t r, std::uint32_t stop,
+                                           const K& k, const V& v, std::uint32_t w = 1) {
   while (r != stop && r != kNil) {
     Entry<K, V>& e = pool[r & ~kSharedFlag];
     if (job_equal(job, load_key<SharedMem>(&e.key), k)) {
@@ -220,7 +220,8 @@ __device__ __forceinline__ bool chain_find(const Job& job, Entry<K, V>* pool, st
 // appears meanwhile (then reduces into it and returns false: idx stays free for reuse).
 template <bool SharedMem, bool Count, class Job, class K, class V>
 __device__ __forceinline__ bool chain_publish(const Job& job, std::uint32_t* head, Entry<K, V>* pool, std::uint32_t idx,
-                                              std::uint32_t ref, std::uint32_t seen, const K& k, const V& v, std::uint32_t count) {
+                                              std::uint32_t ref, std::uint32_t seen, const K& k, const V& v,
+                                              std::uint32_t count) {
   Entry<K, V>& e = pool[idx];
   e.key = k;
   e.value = v;
@@ -307,7 +308,9 @@ __global__ void pass_kernel(Job job, State<typename Job::key_type, typename Job:
   std::uint32_t* sbuckets = reinterpret_cast<std::uint32_t*>(hits + 2);
   Entry<K, V>* sm_pool = nullptr;
   if constexpr (UseShared) {
-    std::size_t off = (reinterpret_cast<std::uintptr_t>(sbuckets + s.sm_nb) - reinterpret_cast<std::uintptr_t>(smem) + 15) & ~std::size_t(15);
+    std::size_t off =
+        (reinterpret_cast<std::uintptr_t>(sbuckets + s.sm_nb) - reinterpret_cast<std::uintptr_t>(smem) + 15) &
+        ~std::size_t(15);
     sm_pool = reinterpret_cast<Entry<K, V>*>(smem + off);
   }
   // Allocation ranges: 3/4 of the pool split among the groups, the last quarter a block tail.
@@ -453,7 +456,8 @@ __global__ void pass_kernel(Job job, State<typename Job::key_type, typename Job:
         // Preloaded hot keys that were never hit still hold the identity: reducing it is harmless
         // (every hot key already has an entry in the result from the sampling pass).
         const Entry<K, V>& e = sm_pool[r & ~kSharedFlag];
-        if (!result_upsert_counted<false>(job, s, e.key, e.value, 0u, job_hash(job, e.key))) spill_pair(s, e.key, e.value, 0u);
+        if (!result_upsert_counted<false>(job, s, e.key, e.value, 0u, job_hash(job, e.key)))
+          spill_pair(s, e.key, e.value, 0u);
         r = e.next;
       }
     }
@@ -463,9 +467,11 @@ __global__ void pass_kernel(Job job, State<typename Job::key_type, typename Job:
 // ---- merge: block tables / spill list / an old result table -> result ----------------------------
 template <class Job>
 __global__ void merge_chains_kernel(Job job, State<typename Job::key_type, typename Job::value_type> s,
-                                    const std::uint32_t* buckets, const Entry<typename Job::key_type, typename Job::value_type>* pool,
+                                    const std::uint32_t* buckets,
+                                    const Entry<typename Job::key_type, typename Job::value_type>* pool,
                                     std::uint64_t n_buckets, std::uint32_t nb_per_table, std::uint32_t pool_per_table) {
-  for (std::uint64_t b = blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x; b < n_buckets; b += std::uint64_t(gridDim.x) * blockDim.x) {
+  for (std::uint64_t b = blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x; b < n_buckets;
+       b += std::uint64_t(gridDim.x) * blockDim.x) {
     const std::uint64_t table = b / nb_per_table;
     const auto* tp = pool + table * pool_per_table;
     for (std::uint32_t r = buckets[b]; r != kNil;) {
@@ -478,7 +484,8 @@ __global__ void merge_chains_kernel(Job job, State<typename Job::key_type, typen
 
 template <class Job>
 __global__ void merge_list_kernel(Job job, State<typename Job::key_type, typename Job::value_type> s,
-                                  const Entry<typename Job::key_type, typename Job::value_type>* list, std::uint32_t n) {
+                                  const Entry<typename Job::key_type, typename Job::value_type>* list,
+                                  std::uint32_t n) {
   for (std::uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
     const auto& e = list[i];
     if (!result_upsert_counted(job, s, e.key, e.value, e.count, job_hash(job, e.key))) atomicAdd(&s.ctr->lost, 1ull);
@@ -487,8 +494,8 @@ __global__ void merge_list_kernel(Job job, State<typename Job::key_type, typenam
 
 // Published result entries -> (key, value, count) arrays.
 template <class K, class V>
-__global__ void extract_kernel(Chain<K, V> t, std::uint32_t nb, Counters* ctr, K* keys, V* values, std::uint32_t* counts,
-                               std::uint32_t cap) {
+__global__ void extract_kernel(Chain<K, V> t, std::uint32_t nb, Counters* ctr, K* keys, V* values,
+                               std::uint32_t* counts, std::uint32_t cap) {
   for (std::uint32_t b = blockIdx.x * blockDim.x + threadIdx.x; b < nb; b += gridDim.x * blockDim.x) {
     for (std::uint32_t r = t.buckets[b]; r != kNil;) {
       const auto& e = t.pool[r];
@@ -502,7 +509,6 @@ __global__ void extract_kernel(Chain<K, V> t, std::uint32_t nb, Counters* ctr, K
     }
   }
 }
-
 
 // ---- host side ------------------------------------------------------------------------------------
 
@@ -580,8 +586,9 @@ class Engine {
         break;
       }
       // Something found no space: run again from scratch with larger buffers.
-      rep.note(gpu::format("retry {}: a buffer overflowed (spill list {} entries, block pool {}, result {}); doubling them",
-                           attempt + 1, pl.spill_cap, pl.block_pool_n, pl.result_cap));
+      rep.note(
+          gpu::format("retry {}: a buffer overflowed (spill list {} entries, block pool {}, result {}); doubling them",
+                      attempt + 1, pl.spill_cap, pl.block_pool_n, pl.result_cap));
       pl.spill_cap = grow32(pl.spill_cap, 4);
       pl.block_pool_n = grow32(pl.block_pool_n, 2);
       pl.result_cap = grow32(pl.result_cap, 2);
@@ -625,7 +632,8 @@ class Engine {
       return w.seconds();
     });
     const auto& win = res.winner();
-    r.tables = win.candidate.params["tables"].get<std::string>() == "block" ? Options::Tables::block : Options::Tables::direct;
+    r.tables =
+        win.candidate.params["tables"].get<std::string>() == "block" ? Options::Tables::block : Options::Tables::direct;
     cache.put("mapreduce.tables", gkey, cls, win.candidate.params);
     rep.note(gpu::format("tuned table mode ({}): {}", cls, res.report()));
     return r;
@@ -666,13 +674,15 @@ class Engine {
     }
     if (!pl.hot) pl.sm_n = 0, pl.sm_nb = 1;
     pl.smem_bytes = shared_bytes<K, V>(pl.threads, pl.sm_nb, pl.sm_n);
-    if (pl.smem_bytes > optin) throw UsageError(gpu::format("shared pool of {} entries needs {} bytes of shared memory; the GPU has {}",
-                                                            pl.sm_n, pl.smem_bytes, optin));
+    if (pl.smem_bytes > optin)
+      throw UsageError(gpu::format("shared pool of {} entries needs {} bytes of shared memory; the GPU has {}", pl.sm_n,
+                                   pl.smem_bytes, optin));
     if (o.blocks > 0) {
       pl.blocks = o.blocks;
     } else {
       int per_sm = 1;
-      auto k = pl.hot ? reinterpret_cast<const void*>(pass_kernel<Job, false, true>) : reinterpret_cast<const void*>(pass_kernel<Job, false, false>);
+      auto k = pl.hot ? reinterpret_cast<const void*>(pass_kernel<Job, false, true>)
+                      : reinterpret_cast<const void*>(pass_kernel<Job, false, false>);
       TANDEM_CUDA(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, int(pl.smem_bytes)));
       TANDEM_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k, pl.threads, pl.smem_bytes));
       pl.blocks = std::max(1, per_sm) * prop.multiProcessorCount;
@@ -727,12 +737,14 @@ class Engine {
     if (used + incoming <= s_.result_cap) return;
     const std::uint32_t old_nb = s_.result.mask + 1;
     const Chain<K, V> old = s_.result;
-    const std::uint32_t cap = grow32(std::max<std::uint64_t>(used + incoming, std::uint64_t(s_.result_cap) * 2) / 2 + 1, 2);
+    const std::uint32_t cap =
+        grow32(std::max<std::uint64_t>(used + incoming, std::uint64_t(s_.result_cap) * 2) / 2 + 1, 2);
     const std::uint32_t nb = std::bit_ceil(std::max<std::uint32_t>(cap / 2, 1024));
     alloc_result(cap, nb, !result_second_);
     TANDEM_CUDA(cudaMemsetAsync(s_.result.buckets, 0xFF, std::size_t(nb) * 4, stream));
     TANDEM_CUDA(cudaMemsetAsync(&s_.ctr->result_tail, 0, sizeof(unsigned int), stream));
-    merge_chains_kernel<Job><<<gpu::grid_for(old_nb, 256, kGridCap), 256, 0, stream>>>(job, s_, old.buckets, old.pool, old_nb, old_nb, 0);
+    merge_chains_kernel<Job>
+        <<<gpu::grid_for(old_nb, 256, kGridCap), 256, 0, stream>>>(job, s_, old.buckets, old.pool, old_nb, old_nb, 0);
     TANDEM_CUDA_LAUNCH("mapreduce result grow");
     ++st.result_grows;
   }
@@ -753,8 +765,8 @@ class Engine {
     ensure_result(incoming, job, st, stream);
     if (!pl.direct) {
       const std::uint64_t nbk = std::uint64_t(pl.blocks) * s_.block_nb;
-      merge_chains_kernel<Job><<<gpu::grid_for(nbk, 256, kGridCap), 256, 0, stream>>>(job, s_, s_.block_buckets, s_.block_pool, nbk, s_.block_nb,
-                                                                  s_.block_pool_n);
+      merge_chains_kernel<Job><<<gpu::grid_for(nbk, 256, kGridCap), 256, 0, stream>>>(
+          job, s_, s_.block_buckets, s_.block_pool, nbk, s_.block_nb, s_.block_pool_n);
       TANDEM_CUDA_LAUNCH("mapreduce merge block tables");
     }
     if (spilled) {
@@ -776,7 +788,8 @@ class Engine {
     TANDEM_CUDA_LAUNCH("mapreduce pass");
   }
 
-  bool attempt_once(const Job& job, std::uint64_t M, const Plan& pl, EngineStats& st, Report& rep, cudaStream_t stream) {
+  bool attempt_once(const Job& job, std::uint64_t M, const Plan& pl, EngineStats& st, Report& rep,
+                    cudaStream_t stream) {
     gpu::Event t0, t1, t2, t3, t4;
     t0.record(stream);
     set_state(pl);
@@ -825,8 +838,8 @@ class Engine {
     values_out_ = values_.get<V>(cap);
     std::uint32_t* counts = counts_.get<std::uint32_t>(cap);
     TANDEM_CUDA(cudaMemsetAsync(&s_.ctr->out_n, 0, sizeof(unsigned int), stream));
-    extract_kernel<K, V><<<gpu::grid_for(s_.result.mask + 1, 256, kGridCap), 256, 0, stream>>>(s_.result, s_.result.mask + 1, s_.ctr, keys_out_,
-                                                                           values_out_, counts, cap);
+    extract_kernel<K, V><<<gpu::grid_for(s_.result.mask + 1, 256, kGridCap), 256, 0, stream>>>(
+        s_.result, s_.result.mask + 1, s_.ctr, keys_out_, values_out_, counts, cap);
     TANDEM_CUDA_LAUNCH("mapreduce extract");
     t4.record(stream);
     c = read_counters(stream);
@@ -853,16 +866,18 @@ class Engine {
     std::uint32_t* counts = counts_.get<std::uint32_t>(cap * 2);
     K* keys_sorted = hot_.get<K>(cap);
     TANDEM_CUDA(cudaMemsetAsync(&s_.ctr->out_n, 0, sizeof(unsigned int), stream));
-    extract_kernel<K, V><<<gpu::grid_for(s_.result.mask + 1, 256, kGridCap), 256, 0, stream>>>(s_.result, s_.result.mask + 1, s_.ctr, keys, vals,
-                                                                           counts, cap);
+    extract_kernel<K, V><<<gpu::grid_for(s_.result.mask + 1, 256, kGridCap), 256, 0, stream>>>(
+        s_.result, s_.result.mask + 1, s_.ctr, keys, vals, counts, cap);
     TANDEM_CUDA_LAUNCH("mapreduce extract sample");
     c = read_counters(stream);
     const std::uint32_t n = std::min(c.out_n, cap);
     std::size_t temp = 0;
     std::uint32_t* counts_sorted = counts + cap;
-    TANDEM_CUDA(cub::DeviceRadixSort::SortPairsDescending(nullptr, temp, counts, counts_sorted, keys, keys_sorted, int(n), 0, 32, stream));
+    TANDEM_CUDA(cub::DeviceRadixSort::SortPairsDescending(nullptr, temp, counts, counts_sorted, keys, keys_sorted,
+                                                          int(n), 0, 32, stream));
     void* tmp = temp_.get<unsigned char>(temp);
-    TANDEM_CUDA(cub::DeviceRadixSort::SortPairsDescending(tmp, temp, counts, counts_sorted, keys, keys_sorted, int(n), 0, 32, stream));
+    TANDEM_CUDA(cub::DeviceRadixSort::SortPairsDescending(tmp, temp, counts, counts_sorted, keys, keys_sorted, int(n),
+                                                          0, 32, stream));
     std::uint32_t H = static_cast<std::uint32_t>(std::ceil(pl.hot_fraction * n));
     H = std::min({H, n, pl.sm_n});
     std::vector<std::uint32_t> top(H);

@@ -21,8 +21,8 @@
 //      streaming loads: each block preloads the hot keys into a shared table (a bucketed
 //      two-choice table, bucket_table.hpp, or linear probing at half load); a key
 //      found there is reduced with a shared atomic, any other goes straight to the global table:
-//      one read of the slot (L1 allowed: keys never change once set), then one atomicCAS (new key) or one atomic update (u32 keys with
-//      counts pack key and count into one 64-bit word). At the end each block flushes its shared
+//      one read of the slot (L1 allowed: keys never change once set), then one atomicCAS (new key) or one atomic update
+//      (u32 keys with counts pack key and count into one 64-bit word). At the end each block flushes its shared
 //      aggregates into the global table. Counts with many cold keys take the partitioned tier
 //      instead (partition_plan.hpp): cold keys sorted by hash partition per tile and written in
 //      runs, then each partition reduced in shared memory (partition_reduce_kernel).
@@ -36,9 +36,9 @@
 
 #include <algorithm>
 #include <bit>
-#include <span>
 #include <cmath>
 #include <cstdint>
+#include <span>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -62,7 +62,7 @@ struct Traits {
   static_assert(std::is_same_v<K, std::uint32_t> || std::is_same_v<K, std::uint64_t>, "keys: u32 or u64 bit patterns");
   static constexpr bool kCount = std::is_void_v<V>;
   using Job = GroupByJob<K, V>;
-  using Acc = typename Job::value_type;                       // u64 count, Agg<double>, Agg<int64>
+  using Acc = typename Job::value_type;                         // u64 count, Agg<double>, Agg<int64>
   using SAcc = std::conditional_t<kCount, std::uint32_t, Acc>;  // shared accumulator (per block)
   using VIn = std::conditional_t<kCount, char, V>;
   static constexpr bool kPacked = kCount && sizeof(K) == 4;  // slot = key << 32 | count
@@ -80,7 +80,8 @@ using slot_t = std::conditional_t<Traits<K, V>::kPacked, unsigned long long, Pai
 
 struct Ctr {
   unsigned long long shared_hits, global_hits, lost, big_pairs;  // big_pairs: sampled pairs of keys in the last bin
-  unsigned long long part_pairs, part_direct, part_missed;  // partitioned tier: appended, past a full region, past a full reduce table
+  // Partitioned tier: pairs appended, pairs past a full region, pairs past a full reduce table.
+  unsigned long long part_pairs, part_direct, part_missed;
   unsigned int overflow_n, out_n, sel_gt, sel_eq;
 };
 // Histogram of the sampled counts: bin c holds the keys seen c times, the last bin those seen more.
@@ -133,7 +134,8 @@ __device__ __forceinline__ void acc_atomic(Acc* p, const Acc& v) {
 }
 template <class SAcc, class Acc>
 __device__ __forceinline__ void sacc_atomic(SAcc* p, const Acc& v) {
-  if constexpr (std::is_same_v<SAcc, std::uint32_t>) atomicAdd(reinterpret_cast<unsigned int*>(p), static_cast<unsigned int>(v));
+  if constexpr (std::is_same_v<SAcc, std::uint32_t>)
+    atomicAdd(reinterpret_cast<unsigned int*>(p), static_cast<unsigned int>(v));
   else acc_atomic(p, v);
 }
 
@@ -145,7 +147,8 @@ __device__ __forceinline__ V ld_stream(const V* p) {
 
 // The aggregate of record i.
 template <class K, class V>
-__device__ __forceinline__ typename Traits<K, V>::Acc acc_at(const typename Traits<K, V>::VIn* values, std::uint64_t i) {
+__device__ __forceinline__ typename Traits<K, V>::Acc acc_at(const typename Traits<K, V>::VIn* values,
+                                                             std::uint64_t i) {
   if constexpr (Traits<K, V>::kCount) {
     (void)values;
     (void)i;
@@ -182,7 +185,8 @@ struct Sink {
 
 // Reduces (k, a) into the table; false when no slot was found within `limit` probes.
 template <class K, class V>
-__device__ __forceinline__ bool upsert(const TableRef<K, V>& t, K k, const typename Traits<K, V>::Acc& a, std::uint32_t limit) {
+__device__ __forceinline__ bool upsert(const TableRef<K, V>& t, K k, const typename Traits<K, V>::Acc& a,
+                                       std::uint32_t limit) {
   using T = Traits<K, V>;
   if (k == T::kEmpty) {
     acc_atomic(t.sentinel, a);
@@ -223,7 +227,8 @@ template <class K, class V>
 __global__ void init_table_kernel(TableRef<K, V> t) {
   using T = Traits<K, V>;
   const typename T::Acc id = typename T::Job{}.identity();
-  for (std::uint64_t i = blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x; i < t.cap; i += std::uint64_t(gridDim.x) * blockDim.x) {
+  for (std::uint64_t i = blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x; i < t.cap;
+       i += std::uint64_t(gridDim.x) * blockDim.x) {
     if constexpr (T::kPacked) {
       t.slots[i] = ~0ull;
     } else {
@@ -243,8 +248,8 @@ struct PartRef {
   K* keys{nullptr};
   std::uint32_t* cursor{nullptr};
   std::uint64_t cap{0};
-  std::uint32_t bits{0};       // partition = top `bits` bits of hash32(key)
-  std::uint32_t smem_off{0};   // where the tile buffer starts in dynamic shared memory
+  std::uint32_t bits{0};      // partition = top `bits` bits of hash32(key)
+  std::uint32_t smem_off{0};  // where the tile buffer starts in dynamic shared memory
   __device__ __forceinline__ std::uint32_t of(K k) const { return bits ? hash32(k) >> (32u - bits) : 0u; }
 };
 
@@ -254,16 +259,16 @@ struct PassArgs {
   const typename Traits<K, V>::VIn* values;
   std::uint64_t begin, end;
   TableRef<K, V> table;
-  std::uint32_t limit;   // probes before an insert gives up (overflow list)
+  std::uint32_t limit;  // probes before an insert gives up (overflow list)
   Sink<K, V> sink;
   Ctr* ctr;
-  const K* hot;          // hot keys (device)
-  std::uint32_t hot_n;   // their number (0: the shared table stays empty)
-  const K* top;          // kHot with counts: up to 8 keys combined per warp first
-  const std::uint32_t* top_n;  // their number (device)
-  std::uint32_t dyn_limit;     // kDynamic: most keys inserted into the shared table
-  std::uint32_t S;       // shared table slots
-  std::uint32_t copies;  // accumulator copies per block (warp w uses copy w % copies)
+  const K* hot;                  // hot keys (device)
+  std::uint32_t hot_n;           // their number (0: the shared table stays empty)
+  const K* top;                  // kHot with counts: up to 8 keys combined per warp first
+  const std::uint32_t* top_n;    // their number (device)
+  std::uint32_t dyn_limit;       // kDynamic: most keys inserted into the shared table
+  std::uint32_t S;               // shared table slots
+  std::uint32_t copies;          // accumulator copies per block (warp w uses copy w % copies)
   const K* two_choice{nullptr};  // kHotTwoChoice: the shared table built on the host (two_choice.hpp)
   std::uint32_t seed{0};         // its second hash's seed
   PartRef<K> part{};             // Part kernels: the partitioned cold tier (partition_plan.hpp)
@@ -288,7 +293,8 @@ __device__ __forceinline__ void load_bucket(const K* bucket, K (&out)[buckets::k
   const auto a = static_cast<unsigned>(__cvta_generic_to_shared(bucket));
   if constexpr (sizeof(K) == 4) {
     unsigned x, y, z, w;
-    if constexpr (Volatile) asm volatile("ld.volatile.shared.v4.u32 {%0,%1,%2,%3}, [%4];" : "=r"(x), "=r"(y), "=r"(z), "=r"(w) : "r"(a));
+    if constexpr (Volatile)
+      asm volatile("ld.volatile.shared.v4.u32 {%0,%1,%2,%3}, [%4];" : "=r"(x), "=r"(y), "=r"(z), "=r"(w) : "r"(a));
     else asm("ld.shared.v4.u32 {%0,%1,%2,%3}, [%4];" : "=r"(x), "=r"(y), "=r"(z), "=r"(w) : "r"(a));
     out[0] = x, out[1] = y, out[2] = z, out[3] = w;
   } else {
@@ -333,7 +339,9 @@ __device__ void build_bucket_table(K* skeys, std::uint32_t nb, const K* hot, std
     buckets::insert_walk<K>(
         k, nb, empty, h, [&](std::uint32_t i) { return *reinterpret_cast<volatile K*>(&skeys[i]); },
         [&](std::uint32_t i, K x) { return cas_key(&skeys[i], empty, x) == empty; },
-        [&](std::uint32_t i, K x) { return static_cast<K>(atomicExch(reinterpret_cast<word_t<K>*>(&skeys[i]), word_t<K>(x))); });
+        [&](std::uint32_t i, K x) {
+          return static_cast<K>(atomicExch(reinterpret_cast<word_t<K>*>(&skeys[i]), word_t<K>(x)));
+        });
   }
 }
 
@@ -342,7 +350,8 @@ __device__ void build_bucket_table(K* skeys, std::uint32_t nb, const K* hot, std
 // so at half load nearly every lane is done after one bucket. A new key first reserves room in
 // *fill (at most `limit` keys join). Returns k's slot, or -1 (table at its limit, or no room).
 template <class K>
-__device__ __forceinline__ int bucket_upsert(K* skeys, std::uint32_t nb, K k, K empty, std::uint32_t* fill, std::uint32_t limit) {
+__device__ __forceinline__ int bucket_upsert(K* skeys, std::uint32_t nb, K k, K empty, std::uint32_t* fill,
+                                             std::uint32_t limit) {
   constexpr std::uint32_t W = buckets::kWays;
   std::uint32_t b = buckets::bucket1(k, nb);
   for (std::uint32_t probed = 0; probed < nb;) {
@@ -392,8 +401,9 @@ __host__ __device__ constexpr std::size_t part_tile_bytes(std::uint32_t tile_key
 // full goes to the global table. Block-uniform loop: `step` may use warp votes.
 // Shared memory from pr.smem_off: tile keys, then hist[P], off[P + 1], base[P], wsum[32].
 template <class K, class V, class Step>
-__device__ __forceinline__ void part_body(const PartRef<K>& pr, const uint4* vp, std::uint64_t nv, unsigned char* smem, Step&& step,
-                                          const TableRef<K, V>& t, std::uint32_t limit, const Sink<K, V>& sink, Ctr* ctr) {
+__device__ __forceinline__ void part_body(const PartRef<K>& pr, const uint4* vp, std::uint64_t nv, unsigned char* smem,
+                                          Step&& step, const TableRef<K, V>& t, std::uint32_t limit,
+                                          const Sink<K, V>& sink, Ctr* ctr) {
   constexpr unsigned kVec = 16 / sizeof(K), kItems = kPartVecs * kVec;
   const std::uint32_t tid = threadIdx.x, N = blockDim.x, lane = tid & 31u, warp = tid >> 5;
   const std::uint32_t P = 1u << pr.bits;
@@ -473,8 +483,8 @@ __device__ __forceinline__ void part_body(const PartRef<K>& pr, const uint4* vp,
 // key goes to the global table once. Keys arriving after the table is half full go to the global
 // table directly (bucket_upsert).
 template <class K, class V>
-__global__ void __launch_bounds__(512) partition_reduce_kernel(PartRef<K> pr, std::uint32_t S, TableRef<K, V> t, std::uint32_t limit,
-                                                               Sink<K, V> sink, Ctr* ctr) {
+__global__ void __launch_bounds__(512) partition_reduce_kernel(PartRef<K> pr, std::uint32_t S, TableRef<K, V> t,
+                                                               std::uint32_t limit, Sink<K, V> sink, Ctr* ctr) {
   using T = Traits<K, V>;
   static_assert(T::kCount, "the partitioned tier: counts");
   extern __shared__ __align__(16) unsigned char smem[];
@@ -537,7 +547,15 @@ __global__ void __launch_bounds__(512) partition_reduce_kernel(PartRef<K> pr, st
 // kHotBuckets / kHotBucketsMatch: as kHot / kHotMatch, the table a bucketed two-choice table that
 // each block builds from the hot list (bucket_table.hpp): two 16-byte loads per lookup, no probe
 // loop, and 4/5 of the slots usable (linear probing: half).
-enum PassMode : int { kGlobal = 0, kHot = 1, kDynamic = 2, kHotTwoChoice = 3, kHotMatch = 4, kHotBuckets = 5, kHotBucketsMatch = 6 };
+enum PassMode : int {
+  kGlobal = 0,
+  kHot = 1,
+  kDynamic = 2,
+  kHotTwoChoice = 3,
+  kHotMatch = 4,
+  kHotBuckets = 5,
+  kHotBucketsMatch = 6
+};
 constexpr bool mode_match(int m) { return m == kHotMatch || m == kHotBucketsMatch; }
 constexpr bool mode_buckets(int m) { return m == kHotBuckets || m == kHotBucketsMatch; }
 
@@ -625,7 +643,8 @@ __global__ void __launch_bounds__(1024) pass_kernel(PassArgs<K, V> a) {
           return false;
         }
       } else if constexpr (Mode == kDynamic) {
-        const int j = bucket_upsert(skeys, a.S / buckets::kWays, k, T::kEmpty, &s_fill, a.dyn_limit);  // dyn_limit <= S/2
+        const int j =
+            bucket_upsert(skeys, a.S / buckets::kWays, k, T::kEmpty, &s_fill, a.dyn_limit);  // dyn_limit <= S/2
         if (j >= 0) {
           sacc_atomic(&mine[j], v);
           n_shared += w;
@@ -666,7 +685,8 @@ __global__ void __launch_bounds__(1024) pass_kernel(PassArgs<K, V> a) {
         const unsigned m = __ballot_sync(0xffffffffu, mine_t);
         if (mine_t) {
           valid = false;
-          if (lane == static_cast<std::uint32_t>(__ffs(m) - 1)) process(k, Acc(__popc(m)), static_cast<unsigned>(__popc(m)));
+          if (lane == static_cast<std::uint32_t>(__ffs(m) - 1))
+            process(k, Acc(__popc(m)), static_cast<unsigned>(__popc(m)));
         }
       }
     }
@@ -686,8 +706,10 @@ __global__ void __launch_bounds__(1024) pass_kernel(PassArgs<K, V> a) {
   const std::uint64_t nv = (e - body) / kVec;
   const uint4* vp = reinterpret_cast<const uint4*>(keys + body);
   if constexpr (Part) {
-    part_body<K, V>(a.part, vp, nv, smem, [&](K k, bool valid, std::uint64_t j, unsigned u) { return step(k, valid, body + j * kVec + u); },
-                    a.table, a.limit, a.sink, a.ctr);
+    part_body<K, V>(
+        a.part, vp, nv, smem,
+        [&](K k, bool valid, std::uint64_t j, unsigned u) { return step(k, valid, body + j * kVec + u); }, a.table,
+        a.limit, a.sink, a.ctr);
   } else {
     for (std::uint64_t jb = gtid - lane; jb < nv; jb += 2 * gstride) {
       const std::uint64_t j0 = jb + lane, j1 = j0 + gstride;
@@ -705,7 +727,7 @@ __global__ void __launch_bounds__(1024) pass_kernel(PassArgs<K, V> a) {
   }
   for (std::uint64_t i = body + nv * kVec + gtid; i < e; i += gstride) process(keys[i], acc_at<K, V>(a.values, i), 1u);
 
-  // hit counters: every thread of the block gets here (block size is a multiple of 32)
+    // hit counters: every thread of the block gets here (block size is a multiple of 32)
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1) {
     n_shared += __shfl_down_sync(0xffffffffu, n_shared, o);
@@ -740,7 +762,8 @@ template <class K>
 __global__ void count_distinct_kernel(const K* keys, std::uint64_t m, K* set, std::uint32_t cap, Ctr* ctr) {
   const unsigned lane = threadIdx.x & 31u;
   unsigned mine = 0;
-  for (std::uint64_t base = std::uint64_t(blockIdx.x) * blockDim.x; base < m; base += std::uint64_t(gridDim.x) * blockDim.x) {
+  for (std::uint64_t base = std::uint64_t(blockIdx.x) * blockDim.x; base < m;
+       base += std::uint64_t(gridDim.x) * blockDim.x) {
     const std::uint64_t i = base + threadIdx.x;
     if (i >= m) continue;
     const K k = keys[i];
@@ -774,10 +797,9 @@ constexpr std::uint64_t kCompactTile = std::uint64_t(kCompactThreads) * kCompact
 // reserves a round's output with one atomic: one per warp was ~100K atomics on one counter for a
 // 3.3M-slot table, 0.06-0.10 ms of contention at the L2.
 template <class K, class V, bool Stats>
-__global__ void __launch_bounds__(kCompactThreads) compact_kernel(TableRef<K, V> t, K* ok, typename Traits<K, V>::Acc* oa,
-                                                                  std::uint32_t* oc, std::uint32_t out_cap, Ctr* ctr,
-                                                                  std::uint32_t* hist, std::uint64_t top_min, K* top,
-                                                                  std::uint32_t* top_n) {
+__global__ void __launch_bounds__(kCompactThreads)
+    compact_kernel(TableRef<K, V> t, K* ok, typename Traits<K, V>::Acc* oa, std::uint32_t* oc, std::uint32_t out_cap,
+                   Ctr* ctr, std::uint32_t* hist, std::uint64_t top_min, K* top, std::uint32_t* top_n) {
   using T = Traits<K, V>;
   __shared__ std::uint32_t sh[Stats ? kBins : 1];
   __shared__ std::uint32_t s_warp[kCompactThreads / 32], s_base;
@@ -786,7 +808,8 @@ __global__ void __launch_bounds__(kCompactThreads) compact_kernel(TableRef<K, V>
     __syncthreads();
   }
   const unsigned lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
-  for (std::uint64_t base = std::uint64_t(blockIdx.x) * kCompactTile; base <= t.cap; base += std::uint64_t(gridDim.x) * kCompactTile) {
+  for (std::uint64_t base = std::uint64_t(blockIdx.x) * kCompactTile; base <= t.cap;
+       base += std::uint64_t(gridDim.x) * kCompactTile) {
     bool have[kCompactItems];
     K k[kCompactItems];
     typename T::Acc v[kCompactItems];
@@ -864,7 +887,8 @@ __global__ void select_hot_kernel(const K* keys, const std::uint32_t* counts, st
                                   std::uint32_t above, std::uint32_t need_eq, K* hot, Ctr* ctr) {
   const unsigned lane = threadIdx.x & 31u;
   const unsigned lt = (1u << lane) - 1u;
-  for (std::uint64_t base = std::uint64_t(blockIdx.x) * blockDim.x; base < n; base += std::uint64_t(gridDim.x) * blockDim.x) {
+  for (std::uint64_t base = std::uint64_t(blockIdx.x) * blockDim.x; base < n;
+       base += std::uint64_t(gridDim.x) * blockDim.x) {
     const std::uint64_t i = base + threadIdx.x;
     const std::uint32_t c = i < n ? counts[i] : 0u;
     const bool gt = i < n && c > t, eq = i < n && c == t && need_eq > 0;
@@ -894,14 +918,15 @@ struct HashPlan {
   std::size_t smem_budget{48 * 1024};  // shared bytes per block for the hot table
   std::uint64_t table_entries{0};      // 0: table_factor x the distinct estimate
   double table_factor{3.0};
-  std::uint32_t overflow_cap{0};       // 0: from the input size
+  std::uint32_t overflow_cap{0};  // 0: from the input size
   bool hot{true};
-  bool warp_match{true};               // kHotMatch where it applies (Options::warp_match allowing)
-  bool partition{true};                // the partitioned cold tier where it applies (Options::partition_cold allowing)
-  bool buckets{true};                  // a bucketed two-choice hot table (Options::hot_buckets allowing)
+  bool warp_match{true};  // kHotMatch where it applies (Options::warp_match allowing)
+  bool partition{true};   // the partitioned cold tier where it applies (Options::partition_cold allowing)
+  bool buckets{true};     // a bucketed two-choice hot table (Options::hot_buckets allowing)
   std::string label() const {
-    return gpu::format("N={} blocks/SM={} p={} hot={} smem={}K table={}x{}{}{}", threads, blocks_per_sm, p, hot_fraction, smem_budget / 1024,
-                table_factor, warp_match ? "" : " no match", partition ? "" : " no partitions", buckets ? "" : " linear probing");
+    return gpu::format("N={} blocks/SM={} p={} hot={} smem={}K table={}x{}{}{}", threads, blocks_per_sm, p,
+                       hot_fraction, smem_budget / 1024, table_factor, warp_match ? "" : " no match",
+                       partition ? "" : " no partitions", buckets ? "" : " linear probing");
   }
 };
 
@@ -934,15 +959,17 @@ class HashGroupBy {
         st.retries = attempt;
         return {out_keys_, out_accs_, n_out_};
       }
-      rep.note(gpu::format("retry {}: the overflow list filled (table {} slots, list {}); rerunning with both 4x larger", attempt + 1,
-                    st.table_slots, st.spill_entries));
+      rep.note(
+          gpu::format("retry {}: the overflow list filled (table {} slots, list {}); rerunning with both 4x larger",
+                      attempt + 1, st.table_slots, st.spill_entries));
       pl.table_entries = std::max<std::uint64_t>(st.table_slots, 16) * 4;
-      pl.overflow_cap = static_cast<std::uint32_t>(std::min<std::uint64_t>(std::uint64_t(st.spill_entries) * 4, 1u << 30));
+      pl.overflow_cap =
+          static_cast<std::uint32_t>(std::min<std::uint64_t>(std::uint64_t(st.spill_entries) * 4, 1u << 30));
     }
   }
 
-  std::vector<std::pair<K, Acc>> run(const K* keys, const VIn* values, std::uint64_t M, const Options& o, EngineStats& st,
-                                     Report& rep, cudaStream_t stream) {
+  std::vector<std::pair<K, Acc>> run(const K* keys, const VIn* values, std::uint64_t M, const Options& o,
+                                     EngineStats& st, Report& rep, cudaStream_t stream) {
     return gpu_engine::to_host(run_device(keys, values, M, o, st, rep, stream), rep, stream);
   }
 
@@ -962,12 +989,13 @@ class HashGroupBy {
  private:
   // Tuning (Tuner + TuningCache, op "mapreduce.hash"): on the first large job of a problem class,
   // a few (N, blocks per SM, shared budget, p, hot fraction) sets are each timed on the whole job.
-  HashPlan resolve(const K* keys, const VIn* values, std::uint64_t M, const Options& o, Report& rep, cudaStream_t stream) {
+  HashPlan resolve(const K* keys, const VIn* values, std::uint64_t M, const Options& o, Report& rep,
+                   cudaStream_t stream) {
     HashPlan base = plan_from(o);
     base.smem_budget = o.shared_entries ? 0 : base.smem_budget;
     opts_ = o;
-    const bool fixed = o.block_threads > 0 || o.blocks > 0 || o.sample_fraction >= 0 || o.hot_fraction >= 0 || o.shared_entries ||
-                       o.result_entries || o.spill_entries;
+    const bool fixed = o.block_threads > 0 || o.blocks > 0 || o.sample_fraction >= 0 || o.hot_fraction >= 0 ||
+                       o.shared_entries || o.result_entries || o.spill_entries;
     if (!o.tune || fixed || M < o.tune_min_records) return base;
     // The problem class includes the cardinality seen by a small sample (first 2^16 records).
     const std::uint64_t m = std::min<std::uint64_t>(M, 1u << 16);
@@ -977,7 +1005,8 @@ class HashGroupBy {
     TANDEM_CUDA(cudaGetDevice(&dev));
     const auto gpus = gpu_info();
     const std::string gkey = dev < int(gpus.size()) ? gpus[dev].key() : std::string("gpu");
-    const std::string cls = gpu::format("k{}v{}/{}/card{}/hot{}", sizeof(K), sizeof(Acc), size_class(M), card, o.hot_keys ? 1 : 0);
+    const std::string cls =
+        gpu::format("k{}v{}/{}/card{}/hot{}", sizeof(K), sizeof(Acc), size_class(M), card, o.hot_keys ? 1 : 0);
     auto from = [&](const nlohmann::json& j) {
       HashPlan p = base;
       p.threads = positive_field<int>(j, "N");
@@ -994,8 +1023,8 @@ class HashGroupBy {
     auto& cache = TuningCache::global();
     auto parse = [&](const nlohmann::json& j) {
       HashPlan p = from(j);
-      if (p.threads < 32 || p.threads > 1024 || p.threads % 32 || p.blocks_per_sm > 64 || p.p > 0.5 || p.hot_fraction > 1 ||
-          !(p.table_factor >= 1 && p.table_factor <= 64))
+      if (p.threads < 32 || p.threads > 1024 || p.threads % 32 || p.blocks_per_sm > 64 || p.p > 0.5 ||
+          p.hot_fraction > 1 || !(p.table_factor >= 1 && p.table_factor <= 64))
         throw std::out_of_range("a parameter is out of range: " + j.dump());
       return p;
     };
@@ -1004,8 +1033,10 @@ class HashGroupBy {
       return *p;
     }
     std::vector<Candidate> cands;
-    auto add = [&](int N, int bps, double p, double hf, std::size_t smem, double tf = 3.0, bool wm = true, bool pt = true, bool bk = true) {
-      nlohmann::json j{{"N", N}, {"bps", bps}, {"p", p}, {"hot", hf}, {"smem", smem}, {"tf", tf}, {"wm", wm}, {"pt", pt}, {"bk", bk}};
+    auto add = [&](int N, int bps, double p, double hf, std::size_t smem, double tf = 3.0, bool wm = true,
+                   bool pt = true, bool bk = true) {
+      nlohmann::json j{{"N", N},   {"bps", bps}, {"p", p},   {"hot", hf}, {"smem", smem},
+                       {"tf", tf}, {"wm", wm},   {"pt", pt}, {"bk", bk}};
       cands.push_back({from(j).label(), j});
     };
     add(512, 4, 0.01, 0.10, 48 * 1024);
@@ -1064,16 +1095,19 @@ class HashGroupBy {
   // memory: a pageable copy costs more than the small kernels.
   // With `keys`, also the first `nkeys` of them into keys_host_ (speculatively: the sample's keys
   // before its size is known, for a two-choice table).
-  Ctr read_ctr(cudaStream_t stream, const std::uint32_t* hist = nullptr, const K* keys = nullptr, std::uint32_t nkeys = 0) {
+  Ctr read_ctr(cudaStream_t stream, const std::uint32_t* hist = nullptr, const K* keys = nullptr,
+               std::uint32_t nkeys = 0) {
     if (!pinned_.data()) pinned_ = gpu::PinnedBuffer<Ctr>(1);
     TANDEM_CUDA(cudaMemcpyAsync(pinned_.data(), ctr_, sizeof(Ctr), cudaMemcpyDeviceToHost, stream));
     if (hist) {
       if (!hist_host_.data()) hist_host_ = gpu::PinnedBuffer<std::uint32_t>(kBins);
-      TANDEM_CUDA(cudaMemcpyAsync(hist_host_.data(), hist, kBins * sizeof(std::uint32_t), cudaMemcpyDeviceToHost, stream));
+      TANDEM_CUDA(
+          cudaMemcpyAsync(hist_host_.data(), hist, kBins * sizeof(std::uint32_t), cudaMemcpyDeviceToHost, stream));
     }
     if (keys && nkeys) {
       if (!keys_host_.data()) keys_host_ = gpu::PinnedBuffer<K>(kTwoChoiceMax);
-      TANDEM_CUDA(cudaMemcpyAsync(keys_host_.data(), keys, std::min(nkeys, kTwoChoiceMax) * sizeof(K), cudaMemcpyDeviceToHost, stream));
+      TANDEM_CUDA(cudaMemcpyAsync(keys_host_.data(), keys, std::min(nkeys, kTwoChoiceMax) * sizeof(K),
+                                  cudaMemcpyDeviceToHost, stream));
     }
     TANDEM_CUDA(cudaStreamSynchronize(stream));
     return pinned_[0];
@@ -1103,8 +1137,8 @@ class HashGroupBy {
   }
 
   void compact(const TableRef<K, V>& t, K* ok, Acc* oa, std::uint32_t out_cap, cudaStream_t stream) {
-    compact_kernel<K, V, false><<<compact_grid(t.cap), kCompactThreads, 0, stream>>>(t, ok, oa, nullptr, out_cap, ctr_, nullptr, 0,
-                                                                                         nullptr, nullptr);
+    compact_kernel<K, V, false><<<compact_grid(t.cap), kCompactThreads, 0, stream>>>(t, ok, oa, nullptr, out_cap, ctr_,
+                                                                                     nullptr, 0, nullptr, nullptr);
     TANDEM_CUDA_LAUNCH("hash group-by: compact");
   }
 
@@ -1140,7 +1174,8 @@ class HashGroupBy {
     }
   }
 
-  void launch_pass(int mode, const PassArgs<K, V>& args, int blocks, int threads, std::size_t smem, cudaStream_t stream, bool part = false) {
+  void launch_pass(int mode, const PassArgs<K, V>& args, int blocks, int threads, std::size_t smem, cudaStream_t stream,
+                   bool part = false) {
     const PassFn k = pass_fn(mode, part);
     TANDEM_CUDA(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
     k<<<blocks, threads, smem, stream>>>(args);
@@ -1176,8 +1211,9 @@ class HashGroupBy {
     ctr_ = ctr_buf_.get<Ctr>(1);
     TANDEM_CUDA(cudaMemsetAsync(ctr_, 0, sizeof(Ctr), stream));
     Acc* sent = sentinel_.get<Acc>(2);
-    const std::uint32_t ovf_cap = pl.overflow_cap ? pl.overflow_cap
-                                                  : static_cast<std::uint32_t>(std::clamp<std::uint64_t>(M / 32, 4096, 1u << 24));
+    const std::uint32_t ovf_cap = pl.overflow_cap
+                                      ? pl.overflow_cap
+                                      : static_cast<std::uint32_t>(std::clamp<std::uint64_t>(M / 32, 4096, 1u << 24));
     st.spill_entries = ovf_cap;
     Sink<K, V> sink{ovf_keys_.get<K>(ovf_cap), ovf_accs_.get<Acc>(ovf_cap), ovf_cap, ctr_};
     const int sms = prop.sms;
@@ -1202,19 +1238,22 @@ class HashGroupBy {
       // shared memory; each block flushes at most 256 keys
       constexpr std::uint32_t kSampleKeys = 256, kSampleSlots = 2 * kSampleKeys;  // whole buckets
       const std::size_t ssm = shared_acc_offset<K, V>(kSampleSlots) + (kSampleSlots + 1) * sizeof(typename T::SAcc);
-      PassArgs<K, V> a{keys, values, 0, Ms, ts, cap_s, sink, ctr_, nullptr, 0, nullptr, nullptr, kSampleKeys, kSampleSlots, 1};
+      PassArgs<K, V> a{keys,    values, 0,       Ms,      ts,          cap_s,        sink, ctr_,
+                       nullptr, 0,      nullptr, nullptr, kSampleKeys, kSampleSlots, 1};
       if (pl.hot) launch_pass(kDynamic, a, sms * 4, 512, ssm, stream);
       else launch_pass(kGlobal, a, sms * 8, 256, 0, stream);
     }
     // keys holding >= 1/16 of the sample are combined per warp in the main pass
     const std::uint64_t top_min = std::max<std::uint64_t>(2, Ms / 16);
-    compact_kernel<K, V, true><<<compact_grid(cap_s), kCompactThreads, 0, stream>>>(ts, sk, sa, sc, cap_s + 1, ctr_, hist, top_min,
-                                                                                         top, top_n);
+    compact_kernel<K, V, true><<<compact_grid(cap_s), kCompactThreads, 0, stream>>>(ts, sk, sa, sc, cap_s + 1, ctr_,
+                                                                                    hist, top_min, top, top_n);
     TANDEM_CUDA_LAUNCH("hash group-by: compact sample");
-    const Ctr c1 = read_ctr(stream, hist, opts_.two_choice && pl.hot ? sk : nullptr, std::min<std::uint32_t>(cap_s + 1, kTwoChoiceMax));
+    const Ctr c1 = read_ctr(stream, hist, opts_.two_choice && pl.hot ? sk : nullptr,
+                            std::min<std::uint32_t>(cap_s + 1, kTwoChoiceMax));
     const std::uint32_t* hh = hist_host_.data();
     const double f1 = hh[1], f2 = hh[2];
-    if (c1.overflow_n || c1.lost || c1.out_n > cap_s + 1) throw Error("hash group-by: internal error, the sample table overflowed");
+    if (c1.overflow_n || c1.lost || c1.out_n > cap_s + 1)
+      throw Error("hash group-by: internal error, the sample table overflowed");
     const std::uint32_t Ds = c1.out_n;
     TANDEM_CUDA(cudaMemsetAsync(ctr_, 0, sizeof(Ctr), stream));
     t1.record(stream);
@@ -1226,7 +1265,8 @@ class HashGroupBy {
     st.sampled_distinct = Ds;
     st.distinct_estimate = static_cast<std::uint64_t>(de.chao1);
     st.distinct_upper = static_cast<std::uint64_t>(de.upper);
-    const std::uint64_t want = pl.table_entries ? pl.table_entries : static_cast<std::uint64_t>(pl.table_factor * est) + 1024;
+    const std::uint64_t want =
+        pl.table_entries ? pl.table_entries : static_cast<std::uint64_t>(pl.table_factor * est) + 1024;
     const std::uint32_t cap = static_cast<std::uint32_t>(std::clamp<std::uint64_t>(want, 2, 0x7fffffffull));
     st.table_slots = cap;
     TableRef<K, V> t{table_[cur_].get<Slot>(cap), cap, sent};
@@ -1279,14 +1319,16 @@ class HashGroupBy {
       };
       std::uint32_t Hmax;
       if (budget) {
-        const std::uint32_t smax = static_cast<std::uint32_t>((budget - 16 - sizeof(typename T::SAcc)) / (sizeof(K) + sizeof(typename T::SAcc)));
+        const std::uint32_t smax = static_cast<std::uint32_t>((budget - 16 - sizeof(typename T::SAcc)) /
+                                                              (sizeof(K) + sizeof(typename T::SAcc)));
         Hmax = use_buckets ? buckets::capacity(smax) : smax / 2;
       } else {
         Hmax = static_cast<std::uint32_t>(opts_.shared_entries);
       }
       const bool all = Ds <= Hmax;
       all_hot = all;
-      std::uint32_t want = all ? Ds : std::min<std::uint32_t>(Hmax, static_cast<std::uint32_t>(std::ceil(pl.hot_fraction * Ds)));
+      std::uint32_t want =
+          all ? Ds : std::min<std::uint32_t>(Hmax, static_cast<std::uint32_t>(std::ceil(pl.hot_fraction * Ds)));
       double share = 1.0;
       if (all) {
         hot = sk;  // every sampled key
@@ -1310,11 +1352,14 @@ class HashGroupBy {
           K* sorted = hot_keys_.get<K>(Ds);
           const int end_bit = std::max(1, int(std::bit_width(static_cast<std::uint64_t>(Ms))));
           std::size_t temp = 0;
-          TANDEM_CUDA(cub::DeviceRadixSort::SortPairsDescending(nullptr, temp, sc, counts_sorted, sk, sorted, int(Ds), 0, end_bit, stream));
+          TANDEM_CUDA(cub::DeviceRadixSort::SortPairsDescending(nullptr, temp, sc, counts_sorted, sk, sorted, int(Ds),
+                                                                0, end_bit, stream));
           void* tmp = temp_.get<unsigned char>(temp);
-          TANDEM_CUDA(cub::DeviceRadixSort::SortPairsDescending(tmp, temp, sc, counts_sorted, sk, sorted, int(Ds), 0, end_bit, stream));
+          TANDEM_CUDA(cub::DeviceRadixSort::SortPairsDescending(tmp, temp, sc, counts_sorted, sk, sorted, int(Ds), 0,
+                                                                end_bit, stream));
           hot = sorted;
-          share = double(c1.big_pairs) * want / std::max<double>(1, hh[kBins - 1]) / double(Ms);  // average key of the last bin
+          share = double(c1.big_pairs) * want / std::max<double>(1, hh[kBins - 1]) /
+                  double(Ms);  // average key of the last bin
         } else {
           const std::uint32_t need_eq = static_cast<std::uint32_t>(std::min<std::uint64_t>(want - above, hh[t]));
           want = static_cast<std::uint32_t>(above + need_eq);
@@ -1323,7 +1368,8 @@ class HashGroupBy {
           if (share >= (part_without_hot ? kMinHotSharePartitioned : kMinHotShare) && want) {
             cold_max = t;  // every key seen more than t times is hot
             K* dst = hot_keys_.get<K>(want);
-            select_hot_kernel<K><<<gpu::grid_for(Ds, 256, kGridCap), 256, 0, stream>>>(sk, sc, Ds, t, static_cast<std::uint32_t>(above), need_eq, dst, ctr_);
+            select_hot_kernel<K><<<gpu::grid_for(Ds, 256, kGridCap), 256, 0, stream>>>(
+                sk, sc, Ds, t, static_cast<std::uint32_t>(above), need_eq, dst, ctr_);
             TANDEM_CUDA_LAUNCH("hash group-by: select hot keys");
             hot = dst;
           } else {
@@ -1342,7 +1388,8 @@ class HashGroupBy {
           tc_seed = two_choice::build<K>(std::span<const K>(keys_host_.data(), Ds), S2, T::kEmpty, two_choice_table_);
           if (tc_seed) {
             S = S2;
-            if (!two_choice_host_.data()) two_choice_host_ = gpu::PinnedBuffer<K>(std::max<std::uint32_t>(64, 4 * kTwoChoiceMax));
+            if (!two_choice_host_.data())
+              two_choice_host_ = gpu::PinnedBuffer<K>(std::max<std::uint32_t>(64, 4 * kTwoChoiceMax));
             std::copy(two_choice_table_.begin(), two_choice_table_.end(), two_choice_host_.data());
             K* dst = two_choice_keys_.get<K>(S);
             TANDEM_CUDA(cudaMemcpyAsync(dst, two_choice_host_.data(), S * sizeof(K), cudaMemcpyHostToDevice, stream));
@@ -1354,7 +1401,8 @@ class HashGroupBy {
         while (C * 2 <= warps && bytes(S, C * 2) <= cap_bytes) C *= 2;
         smem = bytes(S, C);
         if (smem > prop.optin)
-          throw UsageError(gpu::format("hot table of {} keys needs {} bytes of shared memory; the GPU has {}", H, smem, prop.optin));
+          throw UsageError(
+              gpu::format("hot table of {} keys needs {} bytes of shared memory; the GPU has {}", H, smem, prop.optin));
       }
     }
     st.hot_keys = H;
@@ -1387,11 +1435,15 @@ class HashGroupBy {
           smem = part_smem;
         }
       } else {
-        pp.why = !opts_.partition_cold || !pl.partition ? "off" : Ms >= M ? "the sample covers the input" : "every sampled key is hot";
+        pp.why = !opts_.partition_cold || !pl.partition ? "off"
+                 : Ms >= M                              ? "the sample covers the input"
+                                                        : "every sampled key is hot";
       }
     }
     st.partitions = pp.use ? pp.partitions : 0;
-    st.partition_note = pp.use ? gpu::format("{} partitions of {} keys, reduce tables of {} slots", pp.partitions, pp.capacity, pp.slots) : pp.why;
+    st.partition_note = pp.use ? gpu::format("{} partitions of {} keys, reduce tables of {} slots", pp.partitions,
+                                             pp.capacity, pp.slots)
+                               : pp.why;
 
     // 4. main pass
     const bool hot_pass = H > 0;
@@ -1447,14 +1499,16 @@ class HashGroupBy {
       const std::uint32_t ovf = c.overflow_n;
       st.spilled = ovf;
       const std::uint64_t need = 2 * (std::uint64_t(n) + ovf) + 1024;
-      const std::uint32_t cap2 = static_cast<std::uint32_t>(std::min<std::uint64_t>(std::max<std::uint64_t>(need, std::uint64_t(cap) * 2), 0x7fffffffull));
+      const std::uint32_t cap2 = static_cast<std::uint32_t>(
+          std::min<std::uint64_t>(std::max<std::uint64_t>(need, std::uint64_t(cap) * 2), 0x7fffffffull));
       const int nx = 1 - cur_;
       TableRef<K, V> t2{table_[nx].get<Slot>(cap2), cap2, sent + 1};
       init_table(t2, stream);
       const Sink<K, V> none{nullptr, nullptr, 0, ctr_};
       merge_kernel<K, V><<<gpu::grid_for(n, 256, kGridCap), 256, 0, stream>>>(t2, out_keys_, out_accs_, n, cap2, none);
       TANDEM_CUDA_LAUNCH("hash group-by: grow (table)");
-      merge_kernel<K, V><<<gpu::grid_for(ovf, 256, kGridCap), 256, 0, stream>>>(t2, sink.keys, sink.accs, ovf, cap2, none);
+      merge_kernel<K, V>
+          <<<gpu::grid_for(ovf, 256, kGridCap), 256, 0, stream>>>(t2, sink.keys, sink.accs, ovf, cap2, none);
       TANDEM_CUDA_LAUNCH("hash group-by: grow (overflow list)");
       TANDEM_CUDA(cudaMemsetAsync(&ctr_->out_n, 0, sizeof(unsigned), stream));
       out_keys_ = out_k_[nx].get<K>(std::size_t(cap2) + 1);
@@ -1473,10 +1527,13 @@ class HashGroupBy {
     n_out_ = n;
     st.distinct = n;
     rep.add("GPU sampling pass", "gpu0", t1.seconds_since(t0), gpu::format("{} records, {} distinct", Ms, Ds));
-    rep.add("GPU table init + sample merge + hot keys", "gpu0", t2.seconds_since(t1), gpu::format("{} slots, H={}", cap, st.hot_keys));
-    rep.add("GPU main pass", "gpu0", t3.seconds_since(t2), gpu::format("{} records, {} blocks x {}", M - Ms, blocks, pl.threads));
+    rep.add("GPU table init + sample merge + hot keys", "gpu0", t2.seconds_since(t1),
+            gpu::format("{} slots, H={}", cap, st.hot_keys));
+    rep.add("GPU main pass", "gpu0", t3.seconds_since(t2),
+            gpu::format("{} records, {} blocks x {}", M - Ms, blocks, pl.threads));
     if (pp.use)
-      rep.add("GPU partition reduce", "gpu0", t3b.seconds_since(t3), gpu::format("{} partitions, {} keys", pp.partitions, st.partitioned));
+      rep.add("GPU partition reduce", "gpu0", t3b.seconds_since(t3),
+              gpu::format("{} partitions, {} keys", pp.partitions, st.partitioned));
     rep.add("GPU compact", "gpu0", t4.seconds_since(t3b), gpu::format("{} groups", n));
     return true;
   }
@@ -1490,7 +1547,8 @@ class HashGroupBy {
   std::vector<K> two_choice_table_;
   Ctr* ctr_{nullptr};
   Scratch two_choice_keys_, part_keys_, part_cursor_;
-  Scratch ctr_buf_, hist_, top_keys_, top_n_, sentinel_, sample_slots_, sample_keys_, sample_accs_, sample_counts_, hot_keys_, temp_, ovf_keys_, ovf_accs_;
+  Scratch ctr_buf_, hist_, top_keys_, top_n_, sentinel_, sample_slots_, sample_keys_, sample_accs_, sample_counts_,
+      hot_keys_, temp_, ovf_keys_, ovf_accs_;
   Scratch table_[2], out_k_[2], out_a_[2];
   int cur_{0};
   K* out_keys_{nullptr};

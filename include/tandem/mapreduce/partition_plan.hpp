@@ -15,23 +15,23 @@
 namespace tandem::mr::partition_plan {
 
 struct Inputs {
-  std::uint64_t cold_pairs{0};     // records expected to miss the hot table (main pass)
-  double cold_distinct{0};         // distinct keys expected among them
-  double max_cold_share{0};        // largest share of the records one cold key may hold
-  std::uint32_t threads{512};      // main-pass block size (partitions <= threads: one scan lane each)
-  std::uint32_t tile_keys{8192};   // keys per main-pass tile
+  std::uint64_t cold_pairs{0};    // records expected to miss the hot table (main pass)
+  double cold_distinct{0};        // distinct keys expected among them
+  double max_cold_share{0};       // largest share of the records one cold key may hold
+  std::uint32_t threads{512};     // main-pass block size (partitions <= threads: one scan lane each)
+  std::uint32_t tile_keys{8192};  // keys per main-pass tile
   std::uint32_t key_bytes{4};
-  std::size_t free_bytes{0};       // device memory free for the partition buffer
-  std::size_t shared_max{0};       // shared bytes one reduce block may take
+  std::size_t free_bytes{0};  // device memory free for the partition buffer
+  std::size_t shared_max{0};  // shared bytes one reduce block may take
 };
 
 struct Plan {
   bool use{false};
-  std::string why;                 // why not, when not
-  std::uint32_t partitions{0};     // P, a power of two
-  std::uint32_t bits{0};           // log2 P: partition = top bits of the key's 32-bit hash
-  std::uint64_t capacity{0};       // keys per partition region (a multiple of 4)
-  std::uint32_t slots{0};          // reduce kernel's shared table slots
+  std::string why;              // why not, when not
+  std::uint32_t partitions{0};  // P, a power of two
+  std::uint32_t bits{0};        // log2 P: partition = top bits of the key's 32-bit hash
+  std::uint64_t capacity{0};    // keys per partition region (a multiple of 4)
+  std::uint32_t slots{0};       // reduce kernel's shared table slots
   std::size_t buffer_bytes{0};
 };
 
@@ -47,7 +47,8 @@ inline Plan plan(const Inputs& in) {
     return p;
   }
   const std::uint32_t max_p = std::min<std::uint32_t>(1024, std::bit_floor(std::max<std::uint32_t>(in.threads, 32)));
-  std::uint32_t P = std::bit_ceil(static_cast<std::uint32_t>(std::clamp(in.cold_distinct / kDistinctPerPartition, 1.0, 1e9)));
+  std::uint32_t P =
+      std::bit_ceil(static_cast<std::uint32_t>(std::clamp(in.cold_distinct / kDistinctPerPartition, 1.0, 1e9)));
   P = std::clamp<std::uint32_t>(P, 32, max_p);
   const double per = double(in.cold_pairs) / P;
   // One partition's keys are reduced by one block: a cold key heavier than half a partition

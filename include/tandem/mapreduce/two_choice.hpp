@@ -28,7 +28,8 @@ TANDEM_HD std::uint32_t hash1(K k) {
 // Second choice: murmur3's finaliser (mix64) of the seeded key, independent of the first.
 template <class K>
 TANDEM_HD std::uint32_t hash2(K k, std::uint32_t seed) {
-  return static_cast<std::uint32_t>(mix64(static_cast<std::uint64_t>(k) ^ (static_cast<std::uint64_t>(seed) * 0xC2B2AE3D27D4EB4Full)) >> 32);
+  return static_cast<std::uint32_t>(
+      mix64(static_cast<std::uint64_t>(k) ^ (static_cast<std::uint64_t>(seed) * 0xC2B2AE3D27D4EB4Full)) >> 32);
 }
 template <class K>
 TANDEM_HD std::uint32_t slot1(K k, std::uint32_t S) {
@@ -70,7 +71,8 @@ bool place(std::span<const K> keys, std::uint32_t S, std::uint32_t seed, K empty
 
 // Tries seeds 1, 2, ... up to `tries`; returns the seed that placed every key (0: none did).
 template <class K>
-std::uint32_t build(std::span<const K> keys, std::uint32_t S, K empty, std::vector<K>& table, std::uint32_t tries = 32) {
+std::uint32_t build(std::span<const K> keys, std::uint32_t S, K empty, std::vector<K>& table,
+                    std::uint32_t tries = 32) {
   for (std::uint32_t seed = 1; seed <= tries; ++seed)
     if (place(keys, S, seed, empty, table)) return seed;
   table.clear();

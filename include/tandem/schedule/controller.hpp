@@ -49,8 +49,8 @@ struct StaticScore {
 struct StaticChoice {
   Schedule best;
   std::vector<StaticScore> scores;
-  std::uint32_t window;   // co-resident blocks assumed
-  std::uint32_t unit;     // side of the square data unit (elements) footprints are counted in
+  std::uint32_t window;  // co-resident blocks assumed
+  std::uint32_t unit;    // side of the square data unit (elements) footprints are counted in
 };
 // Scores each candidate by how much the footprints of blocks in a window of `window` consecutive
 // launch positions overlap: unit accesses per distinct data unit touched by the window, where a
@@ -88,11 +88,11 @@ class BandLauncher {
 };
 
 struct ControllerOptions {
-  double profile_fraction{0.10};  // at most this share of the blocks runs in measured chunks
+  double profile_fraction{0.10};      // at most this share of the blocks runs in measured chunks
   std::uint32_t min_chunk_blocks{0};  // smallest profiling chunk; 0: 2 waves (2 x default_window())
-  bool refine{false};             // try neighbours of a parameterised winner (one more round trip)
-  bool use_cache{true};           // reuse / store the choice in the tuning cache
-  bool exhaustive{false};         // without a ranking: profile from the exhaustive candidate list
+  bool refine{false};                 // try neighbours of a parameterised winner (one more round trip)
+  bool use_cache{true};               // reuse / store the choice in the tuning cache
+  bool exhaustive{false};             // without a ranking: profile from the exhaustive candidate list
   // The incumbent: run when nothing is profiled, and kept unless a candidate beats it by
   // switch_margin (default: ranking.front(), else sequential).
   std::optional<Schedule> fallback;
@@ -119,7 +119,7 @@ struct ControllerOptions {
   // their launches cost at most max_overhead of that.
   double launch_seconds{5e-6};
   double max_overhead{0.02};
-  TuningCache* cache{nullptr};    // nullptr: TuningCache::global()
+  TuningCache* cache{nullptr};  // nullptr: TuningCache::global()
 };
 
 struct ProfileEntry {

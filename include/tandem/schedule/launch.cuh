@@ -24,10 +24,10 @@ namespace tandem::schedule {
 
 struct ScheduleView {
   Schedule schedule;
-  Grid band;                     // the grid the schedule orders (w x h blocks)
-  std::uint32_t x0{0}, y0{0};    // the band's first block column and row in the full grid
-  const uint2* table{nullptr};   // precomputed order (Hilbert on large grids), or null
-  unsigned int* ticket{nullptr}; // dispatch counter (zeroed before the launch), or null
+  Grid band;                      // the grid the schedule orders (w x h blocks)
+  std::uint32_t x0{0}, y0{0};     // the band's first block column and row in the full grid
+  const uint2* table{nullptr};    // precomputed order (Hilbert on large grids), or null
+  unsigned int* ticket{nullptr};  // dispatch counter (zeroed before the launch), or null
 
   __host__ __device__ unsigned int blocks() const { return unsigned(band.count()); }
 

@@ -56,16 +56,16 @@ struct DeviceShare {
 
 // A run of consecutive steps with the same mode.
 struct PlanRun {
-  int first{0}, last{0};    // step numbers, inclusive
+  int first{0}, last{0};  // step numbers, inclusive
   int mode{kConcurrent};
   int length() const { return last - first + 1; }
 };
 
 struct Plan {
-  std::uint64_t n{0};        // elements asked for
-  int log2n{0};              // network size 2^log2n >= n (padding with sentinels)
-  double k{0};               // CPU/GPU capability ratio (two-device plans)
-  int N{0};                  // from 1/2^(N+1) <= r/(r+1) < 1/2^N; 0 when no split
+  std::uint64_t n{0};  // elements asked for
+  int log2n{0};        // network size 2^log2n >= n (padding with sentinels)
+  double k{0};         // CPU/GPU capability ratio (two-device plans)
+  int N{0};            // from 1/2^(N+1) <= r/(r+1) < 1/2^N; 0 when no split
   char policy{'c'};
   int min_interior_run{-1};  // -1: no short-run rule
   int gather{0};             // device index that runs dependent steps (the fastest)
@@ -76,7 +76,7 @@ struct Plan {
 
   std::uint64_t padded() const { return std::uint64_t{1} << log2n; }
   std::uint64_t share(const std::string& name) const;  // elements of that device (0 if absent)
-  std::string mode_name(int mode) const;                // "concurrent" or the device name
+  std::string mode_name(int mode) const;               // "concurrent" or the device name
   std::vector<PlanRun> runs() const;
   int concurrent_steps() const;
   // "1-6, 8-10": the concurrent steps as ranges ("none" when there are none).
@@ -89,23 +89,23 @@ struct CostModel {
   double h2d_bytes_per_s{0};         // 0: free
   double d2h_bytes_per_s{0};
   std::size_t element_bytes{4};
-  bool data_on_host{true};           // input starts and result ends in host memory
-  int host_device{0};                // index of the CPU device in Plan::devices (-1: none)
+  bool data_on_host{true};  // input starts and result ends in host memory
+  int host_device{0};       // index of the CPU device in Plan::devices (-1: none)
   // Several GPU entries: per device, the step time when it runs alone (a gathered run; entries
   // sharing one GPU are slower only while they run together; empty: step_seconds), the GPU each
   // device runs on (-1 for the host; empty: every device its own), and the GPU-to-GPU links
   // (0: the slower host link).
   std::vector<double> alone_step_seconds;
   std::vector<int> gpu_of;
-  double same_gpu_bytes_per_s{0};    // between entries on one GPU (device-to-device copy)
-  double peer_bytes_per_s{0};        // between two GPUs
+  double same_gpu_bytes_per_s{0};  // between entries on one GPU (device-to-device copy)
+  double peer_bytes_per_s{0};      // between two GPUs
 };
 
 struct PlanCost {
   double total{0};
   double compute{0};
   double transfer{0};
-  std::vector<double> run_seconds;   // per PlanRun, compute + transfers it causes
+  std::vector<double> run_seconds;  // per PlanRun, compute + transfers it causes
 };
 
 // Two devices: CPU (index 0, low part of the array) and GPU (index 1, high part).
@@ -120,8 +120,7 @@ Plan make_plan(std::uint64_t n, double k, char policy, int min_interior_run, con
 // any names work). The fastest device gets the remainder and gathers; each other device gets its
 // proportional share (policy a) or that share rounded to a power-of-two fraction (down: b,
 // up: c). Shares are laid out weaker-and-larger first so split points are as aligned as possible.
-Plan make_multi_plan(std::uint64_t n, const std::vector<DeviceShare>& devices, char policy,
-                     int min_interior_run = -1);
+Plan make_multi_plan(std::uint64_t n, const std::vector<DeviceShare>& devices, char policy, int min_interior_run = -1);
 
 // Predicted time of the plan under the model.
 PlanCost predict(const Plan& p, const CostModel& cost);

@@ -13,8 +13,8 @@
 #pragma once
 #include <string>
 
-#include "tandem/table.hpp"
 #include "tandem/core/types.hpp"
+#include "tandem/table.hpp"
 
 namespace tandem {
 

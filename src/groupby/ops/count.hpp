@@ -11,12 +11,8 @@ struct CountOp {
   using Out = std::int64_t;
   using State = std::int64_t;
   static constexpr State identity() { return 0; }
-  TANDEM_HD static void update(State& s, const T&) {
-    ++s;
-  }
-  TANDEM_HD static void merge(State& a, const State& b) {
-    a += b;
-  }
+  TANDEM_HD static void update(State& s, const T&) { ++s; }
+  TANDEM_HD static void merge(State& a, const State& b) { a += b; }
   static std::optional<Out> finalise(const State& s) { return s; }
 };
 

@@ -22,7 +22,8 @@ std::optional<double> quantile_of(std::span<T> v, double q) {
   const double a = static_cast<double>(normalised(v[lo]));
   const double frac = pos - static_cast<double>(lo);
   if (frac == 0 || lo + 1 >= v.size()) return a;
-  const double b = static_cast<double>(normalised(*std::min_element(v.begin() + static_cast<std::ptrdiff_t>(lo) + 1, v.end(), less)));
+  const double b = static_cast<double>(
+      normalised(*std::min_element(v.begin() + static_cast<std::ptrdiff_t>(lo) + 1, v.end(), less)));
   return a + (b - a) * frac;
 }
 

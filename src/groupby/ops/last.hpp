@@ -14,9 +14,7 @@ struct LastOp {
     bool seen;
   };
   static constexpr State identity() { return {T{}, false}; }
-  TANDEM_HD static void update(State& s, T v) {
-    s = {v, true};
-  }
+  TANDEM_HD static void update(State& s, T v) { s = {v, true}; }
   // a holds earlier rows than b.
   TANDEM_HD static void merge(State& a, const State& b) {
     if (b.seen) a = b;

@@ -14,8 +14,8 @@
 #include <string_view>
 #include <type_traits>
 
-#include "tandem/cuda/hd.hpp"
 #include "tandem/core/key_order.hpp"
+#include "tandem/cuda/hd.hpp"
 
 namespace tandem::agg {
 

@@ -72,7 +72,8 @@ Aggregation parse_call(std::string_view call) {
   Aggregation a;
   const auto rest = trim(call.substr(close + 1));
   if (!rest.empty()) {
-    if (rest.substr(0, 2) != "as" || rest.size() < 3 || (rest[2] != ' ' && rest[2] != '\t') || trim(rest.substr(2)).empty())
+    if (rest.substr(0, 2) != "as" || rest.size() < 3 || (rest[2] != ' ' && rest[2] != '\t') ||
+        trim(rest.substr(2)).empty())
       bad(call, fmt::format("unexpected '{}' after the call (expected 'as NAME')", rest));
     a.name = std::string(trim(rest.substr(2)));
   }

@@ -59,7 +59,8 @@ std::unique_ptr<Aggregator> make_cpu(const Aggregation& a, const Column* input) 
   return visit_input(input->type, [&](auto v) -> std::unique_ptr<Aggregator> {
     using T = decltype(v);
     using O = Op<T>;
-    if constexpr (!O::valid) throw UsageError(fmt::format("{} does not apply to column '{}'", describe(a), input->name));
+    if constexpr (!O::valid)
+      throw UsageError(fmt::format("{} does not apply to column '{}'", describe(a), input->name));
     else if constexpr (O::holistic) return std::make_unique<cpu_groupby::Holistic<O, T>>(a, input);
     else return std::make_unique<cpu_groupby::Decomposable<O, T>>(a, input);
   });

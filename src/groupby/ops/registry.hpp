@@ -23,7 +23,7 @@ struct OpInfo {
   AggOp op;
   std::string_view name;  // as written: "sum" in sum(v1)
   bool holistic;
-  bool reads_column;      // false only for count()
+  bool reads_column;  // false only for count()
   Param param;
   bool (*accepts)(ColumnType input);
   ColumnType (*output_type)(ColumnType input);  // the input is ignored by count()

@@ -34,8 +34,9 @@ struct SumOp {
   // Whether the group's sum lies outside Out.
   static bool overflowed(const State& s) {
     if constexpr (std::is_same_v<Acc, Out>) return false;
-    else return s.sum > static_cast<Acc>(std::numeric_limits<Out>::max()) ||
-                s.sum < static_cast<Acc>(std::numeric_limits<Out>::lowest());
+    else
+      return s.sum > static_cast<Acc>(std::numeric_limits<Out>::max()) ||
+             s.sum < static_cast<Acc>(std::numeric_limits<Out>::lowest());
   }
   static std::optional<Out> finalise(const State& s) {
     if (!s.seen) return std::nullopt;

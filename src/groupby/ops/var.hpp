@@ -42,12 +42,8 @@ struct VarOp {
   using Out = double;
   using State = Moments;
   static constexpr State identity() { return {0, 0.0, 0.0}; }
-  TANDEM_HD static void update(State& s, T v) {
-    s.add(static_cast<double>(v));
-  }
-  TANDEM_HD static void merge(State& a, const State& b) {
-    a.merge(b);
-  }
+  TANDEM_HD static void update(State& s, T v) { s.add(static_cast<double>(v)); }
+  TANDEM_HD static void merge(State& a, const State& b) { a.merge(b); }
   static std::optional<Out> finalise(const State& s) { return s.variance(); }
 };
 

@@ -8,8 +8,8 @@ namespace tandem::detail {
 
 using ChunkCallback = std::function<void(std::size_t offset, std::size_t bytes, cudaStream_t stream)>;
 
-void staged_to_device(void* dst, const void* src, std::size_t bytes, cudaStream_t stream,
-                      const TransferOptions& opts, const ChunkCallback& on_chunk);
+void staged_to_device(void* dst, const void* src, std::size_t bytes, cudaStream_t stream, const TransferOptions& opts,
+                      const ChunkCallback& on_chunk);
 
 }  // namespace tandem::detail
 
