@@ -33,6 +33,10 @@
 #include "tandem/sort.hpp"
 #include "tandem/table.hpp"
 
+#if TANDEM_HAS_CUDA
+#include "tandem/cuda/buffers.hpp"
+#endif
+
 namespace tandem::dist {
 
 struct ContextOptions {
@@ -109,6 +113,16 @@ DistReport sort(const Context& ctx, std::vector<K>& keys, const SortOptions& opt
 template <class K, class V>
 DistReport sort_pairs(const Context& ctx, std::vector<K>& keys, std::vector<V>& values,
                       const SortOptions& opts = {});
+
+#if TANDEM_HAS_CUDA
+// Keys in device memory on this rank's GPU: sorted across ranks as `sort` does, and `keys`
+// replaced by this rank's slice (N/P ± 1 keys) in a new device buffer. The local sort and the
+// final sort of the received runs are tandem::sort_device; the exchange goes GPU to GPU through
+// NCCL when the context has it (every rank a GPU of its own), else through host memory and MPI
+// (ranks sharing one GPU). The Report notes which.
+template <class K>
+DistReport sort_device(const Context& ctx, gpu::DeviceBuffer<K>& keys, const SortOptions& opts = {});
+#endif
 
 // Group-by across ranks: every rank groups its rows, the partial groups are shuffled by a hash of
 // the keys, and each rank finishes the groups it owns. The result (sorted by the keys) is
