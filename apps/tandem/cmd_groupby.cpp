@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "command.hpp"
+#include "distributed.hpp"
 #include "options.hpp"
 #include "tandem/core/error.hpp"
 #include "tandem/core/format.hpp"
@@ -30,6 +31,7 @@ struct Args {
   // both
   std::string agg, out{"-"}, device{"auto"};
   bool explain{false};
+  bool distributed{false}, gather{false};
 };
 
 // The element type a .npy file's header names ('<u4' → u32, …).
@@ -134,6 +136,79 @@ bool folder_output(const Args& a) {
   return a.out != "-" && a.out.back() == '/';
 }
 
+#if TANDEM_HAS_MPI
+// This rank's table: its part of a shared CSV (or its own {rank} file), or its columns.
+tandem::Table read_rank_table(const tandem::dist::Context& ctx, const Args& a) {
+  tandem::Table t;
+  if (!a.table.empty()) {
+    tandem::CsvOptions o;
+    o.delimiter = parse_delimiter(a.delimiter);
+    if (!a.schema.empty()) o.schema = tandem::parse_csv_schema(a.schema);
+    o.threads = a.threads;
+    t = tandem::cli::read_rank_csv(ctx, a.table, o);
+  }
+  for (const auto& spec : a.columns) {
+    const auto eq = spec.find('=');
+    if (eq == std::string::npos || eq == 0)
+      throw tandem::UsageError(fmt::format("--column {}: expected NAME=PATH[:TYPE]", spec));
+    std::string path = spec.substr(eq + 1), type;
+    if (const auto colon = path.rfind(':'); colon != std::string::npos) {
+      type = path.substr(colon + 1);
+      path.resize(colon);
+    }
+    tandem::DType dt{};
+    ctx.run_agreed([&] {
+      if (type.empty() && !tandem::io::has_npy_suffix(path))
+        throw tandem::UsageError(fmt::format("--column {}: a raw file needs its type (NAME=PATH:TYPE)", spec));
+      dt = type.empty() ? npy_dtype(tandem::dist::expand_rank_path(path, ctx.rank(), ctx.size())) : tandem::parse_dtype(type);
+      if (!tandem::column_type_of(dt)) throw tandem::UsageError(fmt::format("--column {}: {} is not a column type", spec, type));
+    });
+    tandem::io::Array arr = tandem::cli::read_rank_array(ctx, path, dt);
+    ctx.run_agreed([&] {
+      tandem::Column c;
+      c.name = spec.substr(0, eq);
+      c.type = *tandem::column_type_of(dt);
+      c.length = arr.count;
+      c.values = tandem::Buffer::take(std::move(arr.bytes));
+      if (t.num_columns() > 0 && c.length != t.rows())
+        throw tandem::InputError(fmt::format("--column {}: {} values, but the columns before it have {}", spec, c.length, t.rows()));
+      t.add(std::move(c));
+    });
+  }
+  if (t.num_columns() == 0) throw tandem::UsageError("no input: name a CSV file or give --column NAME=PATH");
+  return t;
+}
+
+int run_table_distributed(const Args& a, const tandem::GroupBySpec& spec, const tandem::GroupByOptions& o) {
+  auto& ctx = tandem::cli::mpi_context();
+  const std::string out = tandem::cli::rank_output(ctx, a.out, a.gather);
+  const bool to_folder = folder_output(a);
+  std::unique_ptr<tandem::io::AtomicOutput> csv;
+  ctx.run_agreed([&] {
+    if (!to_folder && !out.empty()) csv = std::make_unique<tandem::io::AtomicOutput>(out);
+  });
+  tandem::Stopwatch w;
+  const tandem::Table input = read_rank_table(ctx, a);
+  const double read_s = w.seconds();
+  auto r = tandem::dist::groupby(ctx, input, spec, o, a.gather);
+  tandem::cli::print_notices(r.report.report);
+  ctx.run_agreed([&] {
+    if (out.empty()) return;
+    if (csv) tandem::write_csv(csv->stream(), r.table);
+    else tandem::write_table_folder(out, r.table);
+  });
+  ctx.run_agreed([&] {
+    if (csv) csv->commit();
+  });
+  if (a.explain && ctx.rank() == 0)
+    std::cerr << ctx.describe() << '\n'
+              << r.report.report.explain()
+              << fmt::format("  read {}; rank 0: {} rows in, {} groups out\n", tandem::human_seconds(read_s),
+                             input.rows(), r.table.rows());
+  return 0;
+}
+#endif
+
 int run_table(const Args& a) {
   if (a.engine != "auto" || !a.values.empty())
     throw tandem::UsageError("--engine and --values belong to the --keys form; a table form names its columns");
@@ -143,6 +218,13 @@ int run_table(const Args& a) {
   tandem::GroupByOptions o;
   o.device = tandem::parse_device(a.device);
   o.threads = a.threads;
+  if (a.distributed) {
+    tandem::cli::require_mpi();
+#if TANDEM_HAS_MPI
+    return run_table_distributed(a, spec, o);
+#endif
+  }
+  if (a.gather) throw tandem::UsageError("--gather goes with --distributed");
   const bool to_folder = folder_output(a);
   std::unique_ptr<tandem::io::AtomicOutput> csv;
   if (!to_folder) csv = std::make_unique<tandem::io::AtomicOutput>(a.out);  // checks the destination first
@@ -226,8 +308,10 @@ const bool registered = tandem::cli::register_command(
               "chained (per-block chained tables, hot keys in a shared-memory pool; 'seed' is an older name for it)")
            ->capture_default_str();
        app.add_flag("--explain", a->explain, "Print what ran where and how long each stage took (stderr)");
+       tandem::cli::add_distributed_options(app, a->distributed, &a->gather);
        return [a] {
          if (!a->keys.empty()) {
+           if (a->distributed) throw tandem::UsageError("--distributed takes the table form (a CSV file or --column)");
            if (!a->table.empty() || !a->by.empty() || !a->columns.empty())
              throw tandem::UsageError("--keys/--values is the single-column form: it takes no table, --by or --column");
            return run_columns(*a);

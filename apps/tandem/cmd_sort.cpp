@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "command.hpp"
+#include "distributed.hpp"
 #include "options.hpp"
 #include "tandem/core/device.hpp"
 #include "tandem/core/error.hpp"
@@ -44,6 +45,7 @@ struct Args {
   int threads{0};
   std::vector<int> gpus;
   bool explain{false};
+  bool distributed{false};
 };
 
 char parse_policy(const std::string& s) {
@@ -67,6 +69,83 @@ tandem::Report sort_arrays(tandem::io::Array& keys, tandem::io::Array* values, c
   if (values->dtype == tandem::DType::u32) return tandem::sort_pairs(ks, values->as<std::uint32_t>(), o);
   return tandem::sort_pairs(ks, values->as<std::uint64_t>(), o);
 }
+
+#if TANDEM_HAS_MPI
+// Keys (and values) as vectors: the distributed sort gives each rank a slice of a new length.
+template <class T>
+std::vector<T> to_vector(const tandem::io::Array& a) {
+  const T* p = reinterpret_cast<const T*>(a.bytes.data());
+  return std::vector<T>(p, p + a.count);
+}
+
+// Each rank reads its input (its own file, or its part of a shared one), the ranks sort
+// together, and each writes its slice of the global order; the files appear only when every
+// rank's were written.
+int run_distributed(const Args& a, const tandem::SortOptions& o, tandem::DType t, tandem::DType vt) {
+  auto& ctx = tandem::cli::mpi_context();
+  const std::string out = tandem::cli::rank_output(ctx, a.out, false);
+  const std::string values_out = a.values_out.empty() ? "" : tandem::cli::rank_output(ctx, a.values_out, false);
+  std::optional<tandem::io::AtomicOutput> keys_file, values_file;
+  ctx.run_agreed([&] {
+    keys_file.emplace(out);
+    if (!values_out.empty()) values_file.emplace(values_out);
+  });
+  tandem::Stopwatch total;
+  tandem::io::Array keys = tandem::cli::read_rank_array(ctx, a.in, t);
+  std::optional<tandem::io::Array> values;
+  if (!a.values.empty()) values = tandem::cli::read_rank_array(ctx, a.values, vt);
+  ctx.run_agreed([&] {
+    if (values && values->count != keys.count)
+      throw tandem::InputError(fmt::format("{}: {} values for {} keys in {}",
+                                           tandem::dist::expand_rank_path(a.values, ctx.rank(), ctx.size()),
+                                           values->count, keys.count,
+                                           tandem::dist::expand_rank_path(a.in, ctx.rank(), ctx.size())));
+  });
+  const double read_s = total.seconds();
+  tandem::dist::DistReport r = tandem::visit_dtype(t, [&](auto tag) -> tandem::dist::DistReport {
+    using K = decltype(tag);
+    if constexpr (std::is_same_v<K, std::uint32_t> || std::is_same_v<K, std::int32_t> ||
+                  std::is_same_v<K, std::uint64_t> || std::is_same_v<K, std::int64_t> || std::is_same_v<K, float> ||
+                  std::is_same_v<K, double>) {
+      auto k = to_vector<K>(keys);
+      keys = {};
+      auto write_keys = [&] { tandem::io::write_array(*keys_file, t, k.data(), k.size()); };
+      tandem::dist::DistReport rep;
+      if (!values) {
+        rep = tandem::dist::sort(ctx, k, o);
+        ctx.run_agreed(write_keys);
+      } else if (vt == tandem::DType::u32) {
+        auto v = to_vector<std::uint32_t>(*values);
+        rep = tandem::dist::sort_pairs(ctx, k, v, o);
+        ctx.run_agreed([&] { write_keys(), tandem::io::write_array(*values_file, vt, v.data(), v.size()); });
+      } else {
+        auto v = to_vector<std::uint64_t>(*values);
+        rep = tandem::dist::sort_pairs(ctx, k, v, o);
+        ctx.run_agreed([&] { write_keys(), tandem::io::write_array(*values_file, vt, v.data(), v.size()); });
+      }
+      return rep;
+    } else {
+      throw tandem::UsageError("unsupported key type");
+    }
+  });
+  ctx.run_agreed([&] {
+    if (values_file) tandem::io::AtomicOutput::commit_all({&*keys_file, &*values_file});
+    else keys_file->commit();
+  });
+  tandem::cli::print_notices(r.report);
+  if (a.explain && ctx.rank() == 0)
+    std::cerr << ctx.describe() << '\n'
+              << r.report.explain()
+              << fmt::format("  read {}; {} keys on rank 0, {} in all (files included)\n", tandem::human_seconds(read_s),
+                             r.count_out, tandem::human_seconds(total.seconds()));
+  return 0;
+}
+#else
+int run_distributed(const Args&, const tandem::SortOptions&, tandem::DType, tandem::DType) {
+  tandem::cli::require_mpi();
+  return 2;
+}
+#endif
 
 int run_file(const Args& a) {
   if (a.type.empty()) throw tandem::UsageError("sort needs --type (u32, i32, u64, i64, f32 or f64) or --plan");
@@ -110,6 +189,7 @@ int run_file(const Args& a) {
         "the other paths run on one GPU");
   if (!a.gpus.empty()) tandem::bitonic::set_default_gpus(a.gpus);
 
+  if (a.distributed) return run_distributed(a, o, t, vt);
   // Unwritable or clashing destinations fail before anything is read or sorted; nothing is created yet.
   tandem::io::AtomicOutput keys_out(a.out);
   std::optional<tandem::io::AtomicOutput> values_out;
@@ -196,6 +276,7 @@ const bool registered = tandem::cli::register_command(
            ->delimiter(',')
            ->check(tandem::cli::in_range(0, 1023));
        app.add_flag("--explain", a->explain, "Print what ran where, with the plan and the time of each stage");
+       tandem::cli::add_distributed_options(app, a->distributed);
        app.footer(
            "Peak memory (resident, over the input's size; the input is read straight into the sorted buffer):\n"
            "  cpu-radix (--algorithm radix/auto on the CPU)  2.0x  (keys and values each get a scratch copy)\n"

@@ -74,6 +74,22 @@ class InputFile {
     }
   }
 
+  // Reads n bytes at byte `at` of a sized file (the file position is left alone).
+  void read_at(void* p, std::size_t n, std::uint64_t at) {
+    std::size_t have = 0;
+    while (have < n) {
+      const ssize_t got = ::pread(fd_, static_cast<char*>(p) + have, std::min<std::size_t>(n - have, std::size_t{1} << 30),
+                                  static_cast<off_t>(at + have));
+      if (got > 0) {
+        have += static_cast<std::size_t>(got);
+        continue;
+      }
+      if (got < 0 && errno == EINTR) continue;
+      throw InputError(fmt::format("{}: read failed at byte {} ({})", name_, at + have,
+                                   got == 0 ? "the file ended early" : std::strerror(errno)));
+    }
+  }
+
   // Reads until `n` bytes arrived or the input ended; returns how many arrived.
   std::size_t read_upto(void* p, std::size_t n) {
     std::size_t have = 0;
@@ -420,6 +436,49 @@ Array read_array(const std::string& path, DType dtype) {
 }
 
 // ---- public: writing -----------------------------------------------------------------------------
+
+Array read_array_part(const std::string& path, DType dtype, std::size_t part, std::size_t parts) {
+  if (parts == 0 || part >= parts) throw UsageError(fmt::format("read_array_part: part {} of {}", part, parts));
+  InputFile f(path);
+  if (!f.sized())
+    throw InputError(fmt::format("{}: not a regular file with a size: a part of it cannot be read on its own", f.name()));
+  const std::size_t es = dtype_size(dtype);
+  const std::uint64_t file_size = f.remaining();
+  std::uint64_t data_at = 0, bytes = file_size;
+  if (has_npy_suffix(path)) {
+    bytes = read_npy_header(f, dtype);
+    data_at = f.consumed();
+  } else if (file_size % es != 0) {
+    throw InputError(fmt::format("{}: size {} bytes is not a multiple of the {}-byte element size of {}", f.name(),
+                                 file_size, es, to_string(dtype)));
+  }
+  const std::uint64_t count = bytes / es;
+  const std::uint64_t first = std::uint64_t((unsigned __int128)count * part / parts);
+  const std::uint64_t last = std::uint64_t((unsigned __int128)count * (part + 1) / parts);
+  Array a;
+  a.dtype = dtype;
+  a.count = std::size_t(last - first);
+  a.bytes.resize(a.count * es);
+  f.read_at(a.bytes.data(), a.bytes.size(), data_at + first * es);
+  return a;
+}
+
+CharBuffer read_bytes_range(const std::string& path, std::uint64_t begin, std::uint64_t end) {
+  InputFile f(path);
+  if (!f.sized() && end > begin)
+    throw InputError(fmt::format("{}: not a regular file with a size: a part of it cannot be read on its own", f.name()));
+  if (end < begin || end > f.remaining())
+    throw UsageError(fmt::format("{}: bytes [{}, {}) lie outside its {} bytes", f.name(), begin, end, f.remaining()));
+  CharBuffer out(end - begin);
+  f.read_at(out.data(), out.size(), begin);
+  return out;
+}
+
+std::uint64_t file_size(const std::string& path) {
+  InputFile f(path);
+  if (!f.sized()) throw InputError(fmt::format("{}: not a regular file with a size", f.name()));
+  return f.remaining();
+}
 
 void write_array(AtomicOutput& out, DType dtype, const void* data, std::size_t count) {
   auto& s = out.stream();

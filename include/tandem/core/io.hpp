@@ -69,6 +69,17 @@ std::vector<T> read_vector(const std::string& path) {
   return {s.begin(), s.end()};
 }
 
+// Part `part` of `parts` of an array file: its elements [count * part / parts,
+// count * (part + 1) / parts), read at their offset (ranks sharing one file each read their own
+// part). The file must be a sized regular file; the same checks as read_array.
+Array read_array_part(const std::string& path, DType dtype, std::size_t part, std::size_t parts);
+
+// Bytes [begin, end) of a sized regular file; InputError naming it when it cannot be read.
+CharBuffer read_bytes_range(const std::string& path, std::uint64_t begin, std::uint64_t end);
+
+// The size of a sized regular file (InputError for a stream, a missing file, a directory).
+std::uint64_t file_size(const std::string& path);
+
 // Reads a whole file (or standard input for "-") as bytes; InputError if it cannot be read,
 // Error naming the file if memory for it cannot be allocated.
 CharBuffer read_bytes(const std::string& path);

@@ -1,0 +1,161 @@
+// bench_dist_sort: the distributed sort against its floors, measured in the same run on the same
+// data: MPI_Alltoall of the same bytes (the exchange floor) and the local sort of each rank's
+// keys. Run as an MPI job, e.g. on one 16-core host:
+//   mpirun -np 4 --bind-to none bench_dist_sort --log2 28 --threads 4
+// Goals (issue 20): exchange bandwidth >= 0.8x MPI_Alltoall's; total <= 1.3x (local sort + exchange
+// floor). The result is checked: every slice sorted, slices in order, N keys in all, balanced.
+#include <mpi.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "tandem/core/parallel.hpp"
+#include "tandem/core/timing.hpp"
+#include "tandem/dist.hpp"
+
+namespace {
+
+struct Args {
+  int log2{24};
+  int reps{3};
+  int threads{0};
+  std::string device{"cpu"};
+  std::string label;
+};
+
+Args parse(int argc, char** argv) {
+  Args a;
+  for (int i = 1; i < argc; ++i) {
+    const std::string s = argv[i];
+    auto next = [&] { return i + 1 < argc ? std::string(argv[++i]) : std::string(); };
+    if (s == "--log2") a.log2 = std::stoi(next());
+    else if (s == "--reps") a.reps = std::stoi(next());
+    else if (s == "--threads") a.threads = std::stoi(next());
+    else if (s == "--device") a.device = next();
+    else if (s == "--label") a.label = next();
+    else if (s == "--help") {
+      std::puts("bench_dist_sort [--log2 N (total keys 2^N)] [--reps R] [--threads T per rank] [--device cpu|gpu|auto] "
+                "[--label TEXT]");
+      std::exit(0);
+    } else {
+      std::fprintf(stderr, "bench_dist_sort: unknown option %s\n", s.c_str());
+      std::exit(2);
+    }
+  }
+  return a;
+}
+
+double max_over_ranks(double v, MPI_Comm comm) {
+  double m = v;
+  MPI_Allreduce(&v, &m, 1, MPI_DOUBLE, MPI_MAX, comm);
+  return m;
+}
+
+// Sorted within, in order across ranks, the right total, one element of balance.
+bool check(const std::vector<std::uint32_t>& keys, std::uint64_t total, int rank, int size, MPI_Comm comm) {
+  int ok = std::is_sorted(keys.begin(), keys.end()) ? 1 : 0;
+  std::uint64_t n = keys.size(), sum = 0;
+  MPI_Allreduce(&n, &sum, 1, MPI_UINT64_T, MPI_SUM, comm);
+  ok &= sum == total;
+  const std::uint64_t want = total * std::uint64_t(rank + 1) / std::uint64_t(size) - total * std::uint64_t(rank) / std::uint64_t(size);
+  ok &= n == want;
+  std::uint32_t last = keys.empty() ? 0 : keys.back(), prev_last = 0;
+  MPI_Sendrecv(&last, 1, MPI_UINT32_T, (rank + 1) % size, 0, &prev_last, 1, MPI_UINT32_T, (rank + size - 1) % size, 0,
+               comm, MPI_STATUS_IGNORE);
+  if (rank > 0 && !keys.empty()) ok &= prev_last <= keys.front();
+  int all = 0;
+  MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, comm);
+  return all == 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  const Args a = parse(argc, argv);
+  int status = 0;
+  {
+    tandem::dist::Context ctx(MPI_COMM_WORLD);
+    const int rank = ctx.rank(), size = ctx.size();
+    const std::uint64_t total = std::uint64_t{1} << a.log2;
+    const std::size_t n = std::size_t(total * std::uint64_t(rank + 1) / std::uint64_t(size) - total * std::uint64_t(rank) / std::uint64_t(size));
+    std::vector<std::uint32_t> input(n);
+    std::mt19937 rng(17u + unsigned(rank));
+    for (auto& k : input) k = rng();
+    tandem::SortOptions opts;
+    opts.threads = a.threads;
+    opts.device = tandem::parse_device(a.device);
+
+    // Floor 1: the same bytes through MPI_Alltoall (each rank sends n/size keys to every rank).
+    const int block = int(n / std::size_t(size));
+    std::vector<std::uint32_t> send(std::size_t(block) * std::size_t(size)), recv(send.size());
+    std::vector<double> a2a, local, dist;
+    nlohmann::json last_report;
+    bool ok = true;
+    for (int r = 0; r < a.reps + 1; ++r) {  // the first round warms up
+      MPI_Barrier(ctx.comm());
+      tandem::Stopwatch w;
+      MPI_Alltoall(send.data(), block, MPI_UINT32_T, recv.data(), block, MPI_UINT32_T, ctx.comm());
+      const double t_a2a = max_over_ranks(w.seconds(), ctx.comm());
+      // Floor 2: the local sort of this rank's keys (what each rank does anyway).
+      auto keys = input;
+      MPI_Barrier(ctx.comm());
+      w.reset();
+      tandem::sort(std::span<std::uint32_t>(keys), opts);
+      const double t_local = max_over_ranks(w.seconds(), ctx.comm());
+      keys = input;
+      MPI_Barrier(ctx.comm());
+      w.reset();
+      const auto rep = tandem::dist::sort(ctx, keys, opts);
+      const double t_dist = max_over_ranks(w.seconds(), ctx.comm());
+      ok = ok && check(keys, total, rank, size, ctx.comm());
+      if (r == 0) continue;
+      a2a.push_back(t_a2a);
+      local.push_back(t_local);
+      dist.push_back(t_dist);
+      last_report = rep.report.details()["ranks"];
+    }
+    const double m_a2a = tandem::summarize(a2a).median, m_local = tandem::summarize(local).median;
+    const tandem::Stats s_dist = tandem::summarize(dist);
+    double exchange = 0;
+    for (const auto& x : last_report) exchange = std::max(exchange, x["stages"]["exchange"].get<double>());
+    const double bytes = double(n) * 4.0 * double(size - 1) / double(size);  // per rank, off-rank
+    if (rank == 0) {
+      fmt::print("bench_dist_sort: 2^{} u32 keys over {} ranks ({} threads each, device {}), {} reps, check {}\n", a.log2,
+                 size, a.threads ? a.threads : tandem::default_threads(), a.device, a.reps, ok ? "ok" : "FAILED");
+      fmt::print("  {:<34} {:>10}\n", "what", "median");
+      fmt::print("  {:<34} {:>9.1f}ms  ({:.2f} GB/s per rank)\n", "MPI_Alltoall, same bytes", m_a2a * 1e3, bytes / m_a2a / 1e9);
+      fmt::print("  {:<34} {:>9.1f}ms\n", "local sort of each rank's keys", m_local * 1e3);
+      fmt::print("  {:<34} {:>9.1f}ms  (min {:.1f}, max {:.1f})\n", "dist::sort", s_dist.median * 1e3, s_dist.min * 1e3,
+                 s_dist.max * 1e3);
+      fmt::print("  {:<34} {:>9.1f}ms  ({:.2f} GB/s per rank)\n", "  its exchange stage (slowest rank)", exchange * 1e3,
+                 bytes / exchange / 1e9);
+      for (const auto& x : last_report) {
+        std::string stages;
+        for (auto it = x["stages"].begin(); it != x["stages"].end(); ++it)
+          stages += fmt::format(" {} {:.1f}ms", it.key(), it.value().get<double>() * 1e3);
+        fmt::print("    rank {}:{}\n", x["rank"].get<int>(), stages);
+      }
+      fmt::print("  exchange / MPI_Alltoall bandwidth: {:.2f}x (goal >= 0.8)\n", m_a2a / exchange);
+      const double bw = m_a2a / exchange, total_ratio = s_dist.median / (m_local + m_a2a);
+      fmt::print("  dist::sort / (local sort + exchange floor): {:.2f}x (goal <= 1.3)\n", total_ratio);
+      // Rows of the gpu-check summary table.
+      const std::string who = a.label.empty() ? fmt::format("{} ranks", size) : a.label;
+      if (size > 1)
+        fmt::print("SUMMARY|dist_sort|{}: exchange / MPI_Alltoall bandwidth|{:.2f}x|>= 0.8x|{}\n", who, bw,
+                   bw >= 0.8 ? "ok" : "MISS");
+      fmt::print("SUMMARY|dist_sort|{}: 2^{} total / (local + exchange)|{:.2f}x ({:.0f} ms)|<= 1.3x|{}\n", who, a.log2,
+                 total_ratio, s_dist.median * 1e3, total_ratio <= 1.3 ? "ok" : "MISS");
+      if (!ok) fmt::print("SUMMARY|dist_sort|{}: result check|FAILED||FAIL\n", who);
+    }
+    status = ok ? 0 : 1;
+  }
+  MPI_Finalize();
+  return status;
+}

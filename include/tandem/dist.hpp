@@ -1,0 +1,172 @@
+// tandem across processes: SPMD, one process (rank) per GPU or per CPU socket, started by
+// mpirun/srun. Each rank holds a shard of the input and gets its part of the result.
+//
+//   MPI_Init(&argc, &argv);
+//   {
+//     tandem::dist::Context ctx(MPI_COMM_WORLD);
+//     std::vector<std::uint32_t> keys = my_shard();
+//     auto r = tandem::dist::sort(ctx, keys);   // keys: now rank r's slice of the global order
+//   }
+//   MPI_Finalize();
+//
+// Every operation is collective: all ranks of the context call it with the same options. When
+// one rank fails (bad input, out of memory), every rank throws the same error, naming the rank
+// that failed, instead of waiting for it forever. A rank that dies is MPI's to report: mpirun
+// ends the others.
+//
+// Host data moves with MPI (MPI_Alltoallv); when NCCL was found and every rank has a GPU of its
+// own, the context also holds an NCCL communicator bootstrapped through MPI.
+#pragma once
+#include <cstdint>
+#include <exception>
+#include <memory>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <mpi.h>
+
+#include "tandem/core/report.hpp"
+#include "tandem/groupby.hpp"
+#include "tandem/mapreduce.hpp"
+#include "tandem/sort.hpp"
+#include "tandem/table.hpp"
+
+#if TANDEM_HAS_CUDA
+#include "tandem/cuda/buffers.hpp"
+#endif
+
+namespace tandem::dist {
+
+struct ContextOptions {
+  // Build an NCCL communicator when NCCL was built in and every rank on a host has a GPU of its
+  // own (NCCL refuses two ranks on one GPU). Host data never needs it.
+  bool use_nccl{true};
+};
+
+class Context {
+ public:
+  // Duplicates `comm`: the library's messages never mix with the caller's. Collective.
+  explicit Context(MPI_Comm comm, const ContextOptions& options = {});
+  ~Context();
+  Context(const Context&) = delete;
+  Context& operator=(const Context&) = delete;
+
+  int rank() const noexcept;
+  int size() const noexcept;
+  MPI_Comm comm() const noexcept;
+  int local_rank() const noexcept;  // rank among the processes of this host
+  int local_size() const noexcept;
+  int gpu() const noexcept;  // the GPU this rank uses, or -1 (no GPU, or not its own)
+  bool has_nccl() const noexcept;
+  std::string describe() const;  // "4 ranks on 1 host, MPI (Open MPI 4.1.4), NCCL: no (…)"
+
+  // Collective. Each rank passes the error it met (or none); when any rank failed, every rank
+  // throws the lowest failing rank's error, of the same kind (UsageError, InputError, Error),
+  // its message prefixed with "rank R: ".
+  void agree(std::exception_ptr local_error) const;
+
+  // Runs f() on this rank, then agrees (above): a failure anywhere becomes a failure everywhere.
+  template <class F>
+  void run_agreed(F&& f) const {
+    std::exception_ptr e;
+    try {
+      f();
+    } catch (...) {
+      e = std::current_exception();
+    }
+    agree(e);
+  }
+
+  struct Impl;
+  Impl& impl() const noexcept { return *impl_; }
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+// What moved between ranks in one operation, summed over this rank's peers (itself excluded).
+struct Traffic {
+  std::uint64_t bytes_sent{0};
+  std::uint64_t bytes_received{0};
+};
+
+// The Report of a distributed operation holds this rank's stages; details()["ranks"] lists, for
+// every rank, its stages (name → seconds), elements in and out, and bytes sent and received.
+struct DistReport {
+  Report report;
+  Traffic traffic;
+  std::uint64_t count_in{0};   // elements (rows, bytes of text) this rank held
+  std::uint64_t count_out{0};  // elements (rows, words) this rank holds after
+};
+
+// Sample sort across ranks. On return `keys` holds the r-th slice of the global order of every
+// rank's keys (rank 0 the smallest; the largest with opts.descending). Slices are balanced to one
+// element: ranks get N/P or N/P + 1 keys, whatever the duplicates, because equal keys are ordered
+// by (rank, position). opts apply to the local sort on each rank (a GPU where the rank has one).
+template <class K>
+DistReport sort(const Context& ctx, std::vector<K>& keys, const SortOptions& opts = {});
+
+// As sort, carrying values with their keys; stable: equal keys keep their order of
+// (rank, position in the input).
+template <class K, class V>
+DistReport sort_pairs(const Context& ctx, std::vector<K>& keys, std::vector<V>& values,
+                      const SortOptions& opts = {});
+
+#if TANDEM_HAS_CUDA
+// Keys in device memory on this rank's GPU: sorted across ranks as `sort` does, and `keys`
+// replaced by this rank's slice (N/P ± 1 keys) in a new device buffer. The local sort and the
+// final sort of the received runs are tandem::sort_device; the exchange goes GPU to GPU through
+// NCCL when the context has it (every rank a GPU of its own), else through host memory and MPI
+// (ranks sharing one GPU). The Report notes which.
+template <class K>
+DistReport sort_device(const Context& ctx, gpu::DeviceBuffer<K>& keys, const SortOptions& opts = {});
+#endif
+
+// Group-by across ranks: every rank groups its rows, the partial groups are shuffled by a hash of
+// the keys, and each rank finishes the groups it owns. The result (sorted by the keys) is
+// partitioned: each group lives on exactly one rank. With gather, rank 0 receives the whole
+// result, sorted, and the other ranks an empty table of the same columns. Aggregations that
+// cannot be combined from partial groups (median, quantile, nunique, top, var, std) shuffle the
+// rows themselves instead. The columns must have the same names and types on every rank.
+struct GroupByResult {
+  Table table;
+  DistReport report;
+};
+GroupByResult groupby(const Context& ctx, const Table& input, const GroupBySpec& spec,
+                      const GroupByOptions& options = {}, bool gather = false);
+
+// Word count across ranks: each rank counts its text, the partial counts are shuffled by a hash
+// of the word and summed. words: sorted as mapreduce::wordcount sorts (count descending, then
+// bytes); partitioned, or all on rank 0 with gather. total_words: the total over every rank.
+struct WordCountResult {
+  std::vector<std::pair<std::string, std::uint64_t>> words;
+  std::uint64_t total_words{0};
+  DistReport report;
+};
+WordCountResult wordcount(const Context& ctx, std::string_view text,
+                          const mapreduce::WordCountOptions& opts = {}, bool gather = false);
+
+// The byte range [begin, end) of a file of `file_size` bytes that rank `rank` of `size` reads
+// when the ranks share one file: equal cuts, each moved forward to just after the next `sep`
+// (a line break), so that no record is split. Needs the bytes around the cuts: `find_sep(pos)`
+// returns the position of the first `sep` at or after pos (file_size if none).
+template <class FindSep>
+std::pair<std::uint64_t, std::uint64_t> record_range(std::uint64_t file_size, int rank, int size,
+                                                     FindSep&& find_sep) {
+  auto cut = [&](int r) -> std::uint64_t {
+    if (r <= 0) return 0;
+    if (r >= size) return file_size;
+    const std::uint64_t at = file_size / std::uint64_t(size) * std::uint64_t(r);
+    if (at == 0) return 0;
+    const std::uint64_t s = find_sep(at - 1);  // a cut just after a separator stays put
+    return s >= file_size ? file_size : s + 1;
+  };
+  return {cut(rank), cut(rank + 1)};
+}
+
+// Replaces "{rank}" and "{size}" in a path by the rank and the number of ranks.
+std::string expand_rank_path(std::string path, int rank, int size);
+
+}  // namespace tandem::dist

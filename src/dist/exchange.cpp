@@ -1,0 +1,60 @@
+#include "dist/exchange.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "dist/mpi_check.hpp"
+
+namespace tandem::dist {
+namespace {
+constexpr std::uint64_t kPiece = std::uint64_t{1} << 30;  // bytes per message, well inside int
+}
+
+Traffic exchange_bytes(const Context::Impl& s, const std::byte* send, std::span<const std::uint64_t> counts,
+                       std::vector<std::uint64_t>& recv_counts,
+                       const std::function<std::byte*(std::uint64_t)>& allocate) {
+  const int p = s.size;
+  if (int(counts.size()) != p) throw UsageError(fmt::format("exchange: {} block sizes for {} ranks", counts.size(), p));
+  Traffic traffic;
+  recv_counts.assign(std::size_t(p), 0);
+  check_mpi(MPI_Alltoall(counts.data(), 1, MPI_UINT64_T, recv_counts.data(), 1, MPI_UINT64_T, s.comm),
+            "MPI_Alltoall");
+  std::vector<std::uint64_t> send_at(std::size_t(p) + 1, 0), recv_at(std::size_t(p) + 1, 0);
+  for (int r = 0; r < p; ++r) {
+    send_at[r + 1] = send_at[r] + counts[r];
+    recv_at[r + 1] = recv_at[r] + recv_counts[r];
+  }
+  std::byte* recv = allocate(recv_at[p]);
+  std::vector<MPI_Request> requests;
+  auto post = [&](std::uint64_t bytes, auto&& start) {
+    for (std::uint64_t at = 0, piece = 0; at < bytes; at += kPiece, ++piece) {
+      requests.emplace_back();
+      check_mpi(start(at, int(std::min(kPiece, bytes - at)), int(piece % 32000), &requests.back()),
+                "MPI_Isend/MPI_Irecv");
+    }
+  };
+  // Receives first, then sends, each starting at the next rank so that not every rank sends to
+  // rank 0 at once.
+  for (int i = 1; i < p; ++i) {
+    const int from = (s.rank - i + p) % p;
+    post(recv_counts[from], [&](std::uint64_t at, int n, int tag, MPI_Request* q) {
+      return MPI_Irecv(recv + recv_at[from] + at, n, MPI_BYTE, from, tag, s.comm, q);
+    });
+    traffic.bytes_received += recv_counts[from];
+  }
+  for (int i = 1; i < p; ++i) {
+    const int to = (s.rank + i) % p;
+    post(counts[to], [&](std::uint64_t at, int n, int tag, MPI_Request* q) {
+      return MPI_Isend(send + send_at[to] + at, n, MPI_BYTE, to, tag, s.comm, q);
+    });
+    traffic.bytes_sent += counts[to];
+  }
+  if (counts[s.rank] > 0) std::memcpy(recv + recv_at[s.rank], send + send_at[s.rank], counts[s.rank]);
+  if (!requests.empty())
+    check_mpi(MPI_Waitall(int(requests.size()), requests.data(), MPI_STATUSES_IGNORE), "MPI_Waitall");
+  return traffic;
+}
+
+}  // namespace tandem::dist

@@ -1,0 +1,42 @@
+// The all-to-all exchange of the distributed operations: each rank sends a block of bytes to
+// every rank (itself included) and receives one from each, in rank order. Sizes are 64-bit: a
+// block larger than MPI's int counts goes in pieces of 1 GiB.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <vector>
+
+#include "dist/context_impl.hpp"
+#include "tandem/core/io.hpp"
+
+namespace tandem::dist {
+
+// send: the blocks for rank 0, 1, … back to back; counts[d]: bytes of the block for rank d.
+// recv_counts gets the bytes received from each rank; allocate(total) gives the memory they land
+// in, back to back in source-rank order.
+Traffic exchange_bytes(const Context::Impl& s, const std::byte* send, std::span<const std::uint64_t> counts,
+                       std::vector<std::uint64_t>& recv_counts,
+                       const std::function<std::byte*(std::uint64_t)>& allocate);
+
+// Typed convenience: counts in elements of T; the received counts, in elements, go to recv_counts.
+template <class T>
+std::vector<T, io::UninitAllocator<T>> exchange(const Context::Impl& s, std::span<const T> send,
+                                                std::span<const std::uint64_t> counts,
+                                                std::vector<std::uint64_t>& recv_counts, Traffic& traffic) {
+  std::vector<std::uint64_t> byte_counts(counts.size());
+  for (std::size_t i = 0; i < counts.size(); ++i) byte_counts[i] = counts[i] * sizeof(T);
+  std::vector<T, io::UninitAllocator<T>> out;
+  const Traffic t = exchange_bytes(s, reinterpret_cast<const std::byte*>(send.data()), byte_counts, recv_counts,
+                                   [&](std::uint64_t bytes) {
+                                     out.resize(bytes / sizeof(T));
+                                     return reinterpret_cast<std::byte*>(out.data());
+                                   });
+  traffic.bytes_sent += t.bytes_sent;
+  traffic.bytes_received += t.bytes_received;
+  for (auto& c : recv_counts) c /= sizeof(T);
+  return out;
+}
+
+}  // namespace tandem::dist

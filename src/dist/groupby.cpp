@@ -1,0 +1,197 @@
+// Group-by across ranks: local partial groups (or the rows themselves when the aggregations do
+// not combine), a hash shuffle so that each group has one owner, the final group-by there, and
+// optionally the whole result gathered on rank 0.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include <fmt/format.h>
+
+#include "dist/exchange.hpp"
+#include "dist/groupby_plan.hpp"
+#include "dist/mpi_check.hpp"
+#include "dist/rank_report.hpp"
+#include "dist/table_wire.hpp"
+#include "tandem/core/error.hpp"
+#include "tandem/core/hash.hpp"
+#include "tandem/dist.hpp"
+
+namespace tandem::dist {
+namespace {
+
+// Every rank must hold the same columns: compares a hash of the names and types.
+void check_same_columns(const Context& ctx, const Table& input) {
+  std::uint64_t h = 0x51ed270b27a5f1c3ULL;
+  for (const Column& c : input.columns())
+    h = mix64(h ^ hash_bytes(c.name.data(), c.name.size()) ^ (std::uint64_t(c.type) << 56));
+  std::uint64_t lo = h, hi = h;
+  check_mpi(MPI_Allreduce(&h, &lo, 1, MPI_UINT64_T, MPI_MIN, ctx.comm()), "MPI_Allreduce");
+  check_mpi(MPI_Allreduce(&h, &hi, 1, MPI_UINT64_T, MPI_MAX, ctx.comm()), "MPI_Allreduce");
+  ctx.run_agreed([&] {
+    if (lo != hi && h != lo) {
+      std::string cols;
+      for (const Column& c : input.columns()) cols += fmt::format("{}{} {}", cols.empty() ? "" : ", ", c.name, to_string(c.type));
+      throw UsageError(fmt::format("groupby: this rank's columns ({}) differ from rank 0's", cols));
+    }
+  });
+}
+
+std::vector<std::size_t> key_indices(const Table& t, const std::vector<std::string>& by) {
+  std::vector<std::size_t> out;
+  for (const auto& name : by) {
+    const Column* c = t.find(name);
+    std::size_t i = 0;
+    while (&t.column(i) != c) ++i;
+    out.push_back(i);
+  }
+  return out;
+}
+
+// The key columns and the aggregated ones: what a shuffle of the rows must carry.
+Table used_columns(const Table& input, const GroupBySpec& spec) {
+  std::vector<std::string> names = spec.by;
+  for (const auto& a : spec.aggs)
+    if (!a.column.empty() && std::find(names.begin(), names.end(), a.column) == names.end()) names.push_back(a.column);
+  std::vector<Column> cols;
+  for (const auto& n : names) cols.push_back(input.column(n));
+  return Table(std::move(cols));
+}
+
+// Sends every row of `t` to the rank its keys hash to; returns the rows received, in
+// source-rank order (each rank's rows keep their order).
+Table shuffle_rows(const Context& ctx, const Table& t, const std::vector<std::string>& by, Traffic& traffic) {
+  const int p = ctx.size();
+  const std::vector<std::size_t> keys = key_indices(t, by);
+  std::vector<std::uint64_t> hashes(t.rows());
+  hash_rows(t, keys, hashes);
+  std::vector<std::vector<std::size_t>> rows_for(static_cast<std::size_t>(p));
+  for (std::size_t i = 0; i < t.rows(); ++i) rows_for[hashes[i] % std::uint64_t(p)].push_back(i);
+  std::vector<std::byte> send;
+  std::vector<std::uint64_t> counts(static_cast<std::size_t>(p), 0);
+  for (int d = 0; d < p; ++d) {
+    const std::size_t before = send.size();
+    if (!rows_for[d].empty()) write_table(t.gather(rows_for[d]), send);
+    counts[d] = send.size() - before;
+  }
+  auto received = std::make_shared<std::vector<std::byte>>();
+  std::vector<std::uint64_t> recv_counts;
+  const Traffic moved = exchange_bytes(ctx.impl(), send.data(), counts, recv_counts, [&](std::uint64_t n) {
+    received->resize(n);
+    return received->data();
+  });
+  traffic.bytes_sent += moved.bytes_sent;
+  traffic.bytes_received += moved.bytes_received;
+  return read_tables(received, t);
+}
+
+// Rank 0 receives every rank's table (in rank order); the others get an empty table.
+Table gather_to_first(const Context& ctx, const Table& t, Traffic& traffic) {
+  std::vector<std::byte> send;
+  if (t.rows() > 0) write_table(t, send);
+  std::vector<std::uint64_t> counts(static_cast<std::size_t>(ctx.size()), 0);
+  counts[0] = send.size();
+  auto received = std::make_shared<std::vector<std::byte>>();
+  std::vector<std::uint64_t> recv_counts;
+  const Traffic moved = exchange_bytes(ctx.impl(), send.data(), counts, recv_counts, [&](std::uint64_t n) {
+    received->resize(n);
+    return received->data();
+  });
+  traffic.bytes_sent += moved.bytes_sent;
+  traffic.bytes_received += moved.bytes_received;
+  return read_tables(received, t);
+}
+
+// The result rows ordered by the keys: a group-by taking each (already distinct) group's values.
+Table sort_by_keys(const Table& t, const std::vector<std::string>& by, const GroupByOptions& options) {
+  GroupBySpec spec{by, {}};
+  for (const Column& c : t.columns())
+    if (std::find(by.begin(), by.end(), c.name) == by.end()) spec.aggs.push_back({AggOp::first, c.name, 0.5, 1, c.name});
+  if (spec.aggs.empty()) spec.aggs.push_back({AggOp::count_rows, {}, 0.5, 1, "__rows"});
+  Table sorted = tandem::groupby(t, spec, options).table;
+  if (sorted.find("__rows") == nullptr) return sorted;
+  std::vector<Column> cols;
+  for (const Column& c : sorted.columns())
+    if (c.name != "__rows") cols.push_back(c);
+  return Table(std::move(cols));
+}
+
+template <class S>
+Column mean_column(const std::string& name, const Column& sums, const Column& counts) {
+  const auto s = sums.numbers<S>();
+  const auto c = counts.numbers<std::int64_t>();
+  std::vector<double> v(sums.length);
+  for (std::size_t i = 0; i < v.size(); ++i) v[i] = c[i] > 0 ? double(s[i]) / double(c[i]) : 0.0;
+  auto valid = make_validity(v.size(), [&](std::size_t i) { return c[i] > 0 && sums.present(i); });
+  return make_column(name, std::move(v), std::move(valid));
+}
+
+// The final table's keys, then the caller's outputs in order (means computed here).
+Table assemble_outputs(const Table& final_table, const GroupBySpec& spec, const CombinePlan& plan) {
+  std::vector<Column> cols;
+  for (const auto& k : spec.by) cols.push_back(final_table.column(k));
+  for (const auto& o : plan.outputs) {
+    const Column& source = final_table.column(o.source);
+    if (o.count.empty()) {
+      cols.push_back(source);
+      continue;
+    }
+    const Column& counts = final_table.column(o.count);
+    cols.push_back(visit_numeric(source.type, [&](auto zero) {
+      using S = decltype(zero);
+      if constexpr (std::is_same_v<S, double> || std::is_same_v<S, std::int64_t> || std::is_same_v<S, std::uint64_t>)
+        return mean_column<S>(o.name, source, counts);
+      else
+        throw Error("dist groupby: a partial sum of unexpected type " + std::string(to_string(source.type)));
+      return Column{};
+    }));
+  }
+  return Table(std::move(cols));
+}
+
+}  // namespace
+
+GroupByResult groupby(const Context& ctx, const Table& input, const GroupBySpec& spec, const GroupByOptions& options,
+                      bool gather) {
+  GroupByResult out;
+  Report& report = out.report.report;
+  report.operation = "dist groupby";
+  out.report.count_in = input.rows();
+  check_same_columns(ctx, input);
+  const CombinePlan plan = plan_combine(spec.aggs);
+  StageClock clock;
+
+  Table local;
+  ctx.run_agreed([&] {
+    for (const auto& k : spec.by) (void)input.column(k);  // UsageError naming a missing key column
+    local = plan.combinable ? tandem::groupby(input, {spec.by, plan.partial}, options).table : used_columns(input, spec);
+  });
+  clock.lap(report, "local groupby",
+            plan.combinable ? fmt::format("{} rows to {} partial groups", input.rows(), local.rows())
+                            : "aggregations that do not combine: rows are shuffled as they are");
+
+  Table mine = shuffle_rows(ctx, local, spec.by, out.report.traffic);
+  clock.lap(report, "shuffle", fmt::format("{} rows received", mine.rows()));
+
+  ctx.run_agreed([&] {
+    if (plan.combinable) {
+      tandem::GroupByResult final_groups = tandem::groupby(mine, {spec.by, plan.final}, options);
+      out.table = assemble_outputs(final_groups.table, spec, plan);
+    } else {
+      out.table = tandem::groupby(mine, spec, options).table;
+    }
+  });
+  clock.lap(report, "final groupby", fmt::format("{} groups", out.table.rows()));
+
+  if (gather) {
+    Table all = gather_to_first(ctx, out.table, out.report.traffic);
+    ctx.run_agreed([&] { out.table = ctx.rank() == 0 ? sort_by_keys(all, spec.by, options) : empty_like(out.table); });
+    clock.lap(report, "gather", fmt::format("{} groups on rank 0", out.table.rows()));
+  }
+  report.note(plan.combinable ? "partial groups combined on each group's owner"
+                              : "rows shuffled to each group's owner (an aggregation does not combine)");
+  out.report.count_out = out.table.rows();
+  gather_rank_report(ctx.impl(), out.report);
+  return out;
+}
+
+}  // namespace tandem::dist

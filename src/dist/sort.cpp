@@ -1,0 +1,109 @@
+// Sample sort across ranks with exact splitters:
+//  1. each rank sorts its keys (tandem::sort: GPU pipeline or CPU radix, as the options say);
+//  2. the P-1 cuts of the global order at N*j/P are found by bisection over the keys' ordered
+//     bits, each step one MPI_Allreduce of P-1 counts (32 or 64 steps), and equal keys at a cut
+//     are split by (rank, position) with one MPI_Exscan, so every rank gets N/P keys (±1);
+//  3. one all-to-all exchange of the slices;
+//  4. each rank merges the P sorted runs it received (stably, in rank order).
+#include <parallel/algorithm>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <limits>
+
+#include <fmt/format.h>
+
+#include "dist/exchange.hpp"
+#include "dist/merge_runs.hpp"
+#include "dist/mpi_check.hpp"
+#include "dist/rank_report.hpp"
+#include "dist/splitters.hpp"
+#include "tandem/core/key_order.hpp"
+#include "tandem/core/parallel.hpp"
+#include "tandem/dist.hpp"
+
+namespace tandem::dist {
+namespace {
+
+template <class K, class V>
+DistReport sort_impl(const Context& ctx, std::vector<K>& keys, std::vector<V>* values, const SortOptions& opts) {
+  const Context::Impl& s = ctx.impl();
+  DistReport out;
+  out.report.operation = values ? "dist sort_pairs" : "dist sort";
+  out.count_in = keys.size();
+  StageClock clock;
+  ctx.run_agreed([&] {
+    if (values && values->size() != keys.size())
+      throw UsageError(fmt::format("sort_pairs: {} keys but {} values", keys.size(), values->size()));
+    Report local = values ? tandem::sort_pairs(std::span<K>(keys), std::span<V>(*values), opts)
+                          : tandem::sort(std::span<K>(keys), opts);
+    for (auto& n : local.notes) out.report.note("local sort: " + n);
+    for (auto& n : local.notices) out.report.notice(n);
+  });
+  clock.lap(out.report, "local sort", fmt::format("{} keys", keys.size()));
+
+  const KeyOrder<K> order{opts.descending ? std::numeric_limits<typename KeyOrder<K>::U>::max() : 0};
+  const std::vector<std::uint64_t> cut = find_cuts<K>(s, keys.size(), HostCounter<K>{keys, order});
+  std::vector<std::uint64_t> counts(std::size_t(s.size));
+  for (int d = 0; d < s.size; ++d) counts[d] = cut[d + 1] - cut[d];
+  clock.lap(out.report, "splitters", fmt::format("{} cuts by bisection", s.size - 1));
+
+  std::vector<std::uint64_t> runs;
+  auto recv_keys = exchange<K>(s, std::span<const K>(keys), counts, runs, out.traffic);
+  std::vector<V, io::UninitAllocator<V>> recv_values;
+  if (values) {
+    std::vector<std::uint64_t> value_runs;
+    recv_values = exchange<V>(s, std::span<const V>(*values), counts, value_runs, out.traffic);
+  }
+  clock.lap(out.report, "exchange", fmt::format("{} B sent, {} B received", out.traffic.bytes_sent,
+                                                out.traffic.bytes_received));
+
+  const int threads = opts.threads > 0 ? opts.threads : default_threads();
+  keys.resize(recv_keys.size());
+  if (values) {
+    values->resize(recv_values.size());
+    merge_runs(recv_keys.data(), recv_values.data(), runs, keys.data(), values->data(), order, threads);
+  } else {
+    std::vector<std::pair<K*, K*>> seqs;
+    std::size_t at = 0;
+    for (auto r : runs) {
+      seqs.emplace_back(recv_keys.data() + at, recv_keys.data() + at + r);
+      at += r;
+    }
+    __gnu_parallel::multiway_merge(seqs.begin(), seqs.end(), keys.begin(), std::ptrdiff_t(keys.size()), order,
+                                   __gnu_parallel::parallel_tag(threads));
+  }
+  clock.lap(out.report, "merge", fmt::format("{} runs, {} keys", runs.size(), keys.size()));
+  out.count_out = keys.size();
+  gather_rank_report(s, out);
+  return out;
+}
+
+}  // namespace
+
+template <class K>
+DistReport sort(const Context& ctx, std::vector<K>& keys, const SortOptions& opts) {
+  return sort_impl<K, std::uint32_t>(ctx, keys, nullptr, opts);
+}
+
+template <class K, class V>
+DistReport sort_pairs(const Context& ctx, std::vector<K>& keys, std::vector<V>& values, const SortOptions& opts) {
+  return sort_impl<K, V>(ctx, keys, &values, opts);
+}
+
+#define TANDEM_DIST_SORT(K)                                                                                   \
+  template DistReport sort<K>(const Context&, std::vector<K>&, const SortOptions&);                          \
+  template DistReport sort_pairs<K, std::uint32_t>(const Context&, std::vector<K>&, std::vector<std::uint32_t>&, \
+                                                   const SortOptions&);                                      \
+  template DistReport sort_pairs<K, std::uint64_t>(const Context&, std::vector<K>&, std::vector<std::uint64_t>&, \
+                                                   const SortOptions&);
+TANDEM_DIST_SORT(std::uint32_t)
+TANDEM_DIST_SORT(std::int32_t)
+TANDEM_DIST_SORT(std::uint64_t)
+TANDEM_DIST_SORT(std::int64_t)
+TANDEM_DIST_SORT(float)
+TANDEM_DIST_SORT(double)
+#undef TANDEM_DIST_SORT
+
+}  // namespace tandem::dist

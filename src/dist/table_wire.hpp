@@ -1,0 +1,32 @@
+// Tables on the wire between ranks: a table is written as its columns' buffers back to back,
+// and the tables received from every rank are joined into one, rows in source-rank order.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "tandem/table.hpp"
+
+namespace tandem::dist {
+
+// Appends `t` to `out`.
+void write_table(const Table& t, std::vector<std::byte>& out);
+
+// Reads the tables written back to back into `bytes` (counts[r] bytes from rank r, each a whole
+// number of tables, possibly none) and joins their rows in order. An empty block gives no rows.
+// `like`: the columns' names and types when no rank sent a table.
+Table read_tables(std::shared_ptr<const std::vector<std::byte>> bytes, const Table& like);
+
+// The tables' rows one after another (columns matched by position; names and types must agree).
+Table concat_tables(const std::vector<Table>& parts, const Table& like);
+
+// A table with the columns of `t` and no rows.
+Table empty_like(const Table& t);
+
+// 64-bit hash of row i's values in the key columns, equal for rows that group-by puts in one
+// group: -0.0 and +0.0 hash alike, every NaN alike, and a missing value alike.
+void hash_rows(const Table& t, std::span<const std::size_t> key_columns, std::span<std::uint64_t> out);
+
+}  // namespace tandem::dist

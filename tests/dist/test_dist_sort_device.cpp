@@ -1,0 +1,54 @@
+// dist::sort_device: keys in each rank's GPU memory, sorted across ranks (through NCCL when every
+// rank has a GPU of its own, else staged through host memory). Skips without a GPU.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "dist_helpers.hpp"
+#include "tandem/core/device.hpp"
+
+#if TANDEM_HAS_CUDA
+#include <cuda_runtime_api.h>
+
+namespace tandem::dist::test {
+namespace {
+
+template <class K>
+void check_device_sort(std::vector<K> keys, bool descending) {
+  Context& ctx = context();
+  std::vector<K> all = gather_all(keys, MPI_COMM_WORLD);
+  SortOptions opts;
+  opts.descending = descending;
+  opts.device = Device::cpu;
+  tandem::sort(std::span<K>(all), opts);
+  gpu::DeviceBuffer<K> d(keys.size());
+  ASSERT_EQ(cudaMemcpy(d.data(), keys.data(), keys.size() * sizeof(K), cudaMemcpyHostToDevice), cudaSuccess);
+  const DistReport r = dist::sort_device(ctx, d, opts);
+  std::vector<K> got(d.size());
+  ASSERT_EQ(cudaMemcpy(got.data(), d.data(), got.size() * sizeof(K), cudaMemcpyDeviceToHost), cudaSuccess);
+  const auto [begin, length] = even_slice(all.size(), ctx.rank(), ctx.size());
+  ASSERT_EQ(got.size(), length);
+  EXPECT_TRUE(same_bits(got, std::vector<K>(all.begin() + std::ptrdiff_t(begin), all.begin() + std::ptrdiff_t(begin + length))));
+  bool noted = false;
+  for (const auto& n : r.report.notes) noted |= n.rfind("exchange: ", 0) == 0;
+  EXPECT_TRUE(noted);
+}
+
+TEST(DistSortDevice, EqualsTheHostSortOfEveryRanksKeys) {
+  if (tandem::gpu_count() == 0) GTEST_SKIP() << "no GPU";
+  const Context& ctx = context();
+  std::mt19937_64 rng(31 + std::uint64_t(ctx.rank()));
+  std::vector<std::uint32_t> u(100003 + 17 * std::size_t(ctx.rank()));
+  for (auto& k : u) k = std::uint32_t(rng());
+  check_device_sort(u, false);
+  check_device_sort(u, true);
+  std::vector<double> f(50000);
+  for (auto& k : f) k = double(std::int64_t(rng() % 2001) - 1000) / 4;  // many duplicates, -0.0 absent but 0 present
+  f[0] = -0.0;
+  check_device_sort(f, false);
+  check_device_sort(std::vector<std::uint64_t>(ctx.rank() == 0 ? 70000 : 0, 42), false);  // all equal, one rank
+}
+
+}  // namespace
+}  // namespace tandem::dist::test
+#endif
