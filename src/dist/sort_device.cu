@@ -113,7 +113,7 @@ DistReport sort_device(const Context& ctx, gpu::DeviceBuffer<K>& keys, const Sor
   } else {
     std::vector<K> host(keys.size());
     TANDEM_CUDA(cudaMemcpy(host.data(), keys.data(), keys.bytes(), cudaMemcpyDeviceToHost));
-    auto got = exchange<K>(s, std::span<const K>(host), counts, recv_counts, out.traffic);
+    auto got = exchange<K>(s, std::span<const K>(host.data(), host.size()), counts, recv_counts, out.traffic);
     received = gpu::DeviceBuffer<K>(got.size());
     if (!got.empty()) TANDEM_CUDA(cudaMemcpy(received.data(), got.data(), got.size() * sizeof(K), cudaMemcpyHostToDevice));
     out.report.note("exchange: staged through host memory and MPI (" + ctx.describe() + ")");
