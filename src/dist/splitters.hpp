@@ -68,7 +68,7 @@ std::vector<std::uint64_t> find_cuts(const Context::Impl& s, std::uint64_t n_loc
       mids[j] = U(lo[j] + (hi[j] - lo[j]) / 2);
     }
     if (!open) break;  // the same on every rank: lo and hi follow global counts only
-    std::vector<std::uint64_t> local = count(std::span<const U>(mids), false);
+    std::vector<std::uint64_t> local = count(std::span<const U>(mids.data(), mids.size()), false);
     for (std::size_t j = 0; j < m; ++j)
       if (lo[j] >= hi[j]) local[j] = 0;
     check_mpi(MPI_Allreduce(local.data(), global.data(), int(m), MPI_UINT64_T, MPI_SUM, s.comm), "MPI_Allreduce");
@@ -81,8 +81,8 @@ std::vector<std::uint64_t> find_cuts(const Context::Impl& s, std::uint64_t n_loc
   }
   // Keys equal to the cut key: the first (target - global count below it) of them, in
   // (rank, position) order, go below the cut.
-  std::vector<std::uint64_t> below = count(std::span<const U>(lo), true);
-  std::vector<std::uint64_t> equal = count(std::span<const U>(lo), false);
+  std::vector<std::uint64_t> below = count(std::span<const U>(lo.data(), lo.size()), true);
+  std::vector<std::uint64_t> equal = count(std::span<const U>(lo.data(), lo.size()), false);
   std::vector<std::uint64_t> below_all(m), equal_before(m, 0);
   for (std::size_t j = 0; j < m; ++j) equal[j] -= below[j];
   check_mpi(MPI_Allreduce(below.data(), below_all.data(), int(m), MPI_UINT64_T, MPI_SUM, s.comm), "MPI_Allreduce");
