@@ -113,7 +113,18 @@ DistReport sort_device(const Context& ctx, gpu::DeviceBuffer<K>& keys, const Sor
   } else {
     std::vector<K> host(keys.size());
     TANDEM_CUDA(cudaMemcpy(host.data(), keys.data(), keys.bytes(), cudaMemcpyDeviceToHost));
-    auto got = exchange<K>(s, std::span<const K>(host.data(), host.size()), counts, recv_counts, out.traffic);
+    // exchange_bytes, not the typed helper: nvcc does not deduce its span arguments.
+    std::vector<std::uint64_t> byte_counts(counts.size());
+    for (std::size_t d = 0; d < counts.size(); ++d) byte_counts[d] = counts[d] * sizeof(K);
+    std::vector<K> got;
+    const Traffic t = exchange_bytes(
+        s, reinterpret_cast<const std::byte*>(host.data()),
+        std::span<const std::uint64_t>(byte_counts.data(), byte_counts.size()), recv_counts, [&](std::uint64_t bytes) {
+          got.resize(bytes / sizeof(K));
+          return reinterpret_cast<std::byte*>(got.data());
+        });
+    out.traffic.bytes_sent += t.bytes_sent;
+    out.traffic.bytes_received += t.bytes_received;
     received = gpu::DeviceBuffer<K>(got.size());
     if (!got.empty()) TANDEM_CUDA(cudaMemcpy(received.data(), got.data(), got.size() * sizeof(K), cudaMemcpyHostToDevice));
     out.report.note("exchange: staged through host memory and MPI (" + ctx.describe() + ")");
