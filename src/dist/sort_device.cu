@@ -2,9 +2,9 @@
 // (their counts from a small binary-search kernel), the exchange through NCCL (or host staging),
 // and one more device sort of the received runs (CUB's radix sort is faster than merging them).
 #include <cstdint>
+#include <string>
+// No fmt here: nvcc with fmt 9 rejects its compile-time format strings.
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "dist/exchange.hpp"
 #include "dist/rank_report.hpp"
@@ -55,7 +55,7 @@ struct DeviceCounter {
 
 #if TANDEM_HAS_NCCL
 void check_nccl(ncclResult_t r, const char* call) {
-  if (r != ncclSuccess) throw Error(fmt::format("{} failed: {}", call, ncclGetErrorString(r)));
+  if (r != ncclSuccess) throw Error(std::string(call) + " failed: " + ncclGetErrorString(r));
 }
 #endif
 
@@ -74,7 +74,7 @@ DistReport sort_device(const Context& ctx, gpu::DeviceBuffer<K>& keys, const Sor
     tandem::sort_device(keys.data(), keys.size(), opts, stream);
     TANDEM_CUDA(cudaStreamSynchronize(stream));
   });
-  clock.lap(out.report, "local sort", fmt::format("{} keys on the GPU", keys.size()));
+  clock.lap(out.report, "local sort", std::to_string(keys.size()) + " keys on the GPU");
 
   using U = typename KeyOrder<K>::U;
   const U flip = opts.descending ? std::numeric_limits<U>::max() : U(0);
@@ -84,7 +84,7 @@ DistReport sort_device(const Context& ctx, gpu::DeviceBuffer<K>& keys, const Sor
       find_cuts<K>(s, keys.size(), DeviceCounter<K>{keys.data(), keys.size(), flip, stream, &xs, &counts_d});
   std::vector<std::uint64_t> counts(std::size_t(s.size)), recv_counts(std::size_t(s.size));
   for (int d = 0; d < s.size; ++d) counts[d] = cut[d + 1] - cut[d];
-  clock.lap(out.report, "splitters", fmt::format("{} cuts by bisection", s.size - 1));
+  clock.lap(out.report, "splitters", std::to_string(s.size - 1) + " cuts by bisection");
 
   gpu::DeviceBuffer<K> received;
   if (ctx.has_nccl()) {
@@ -130,15 +130,15 @@ DistReport sort_device(const Context& ctx, gpu::DeviceBuffer<K>& keys, const Sor
     out.report.note("exchange: staged through host memory and MPI (" + ctx.describe() + ")");
   }
   keys = gpu::DeviceBuffer<K>();  // the input's memory back before the final sort
-  clock.lap(out.report, "exchange", fmt::format("{} B sent, {} B received", out.traffic.bytes_sent,
-                                                out.traffic.bytes_received));
+  clock.lap(out.report, "exchange", std::to_string(out.traffic.bytes_sent) + " B sent, " +
+                                        std::to_string(out.traffic.bytes_received) + " B received");
   ctx.run_agreed([&] {
     tandem::sort_device(received.data(), received.size(), opts, stream);
     TANDEM_CUDA(cudaStreamSynchronize(stream));
     TANDEM_CUDA(cudaStreamDestroy(stream));
   });
   keys = std::move(received);
-  clock.lap(out.report, "merge", fmt::format("{} received keys sorted on the GPU", keys.size()));
+  clock.lap(out.report, "merge", std::to_string(keys.size()) + " received keys sorted on the GPU");
   out.count_out = keys.size();
   gather_rank_report(s, out);
   return out;
