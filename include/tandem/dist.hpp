@@ -43,6 +43,9 @@ struct ContextOptions {
   // Build an NCCL communicator when NCCL was built in and every rank on a host has a GPU of its
   // own (NCCL refuses two ranks on one GPU). Host data never needs it.
   bool use_nccl{true};
+  // CPU threads of this rank for the library's own parallel steps and for operations whose
+  // options leave threads at 0; 0: the host's cores shared evenly by the ranks on it.
+  int threads{0};
 };
 
 class Context {
@@ -60,6 +63,7 @@ class Context {
   int local_size() const noexcept;
   int gpu() const noexcept;  // the GPU this rank uses, or -1 (no GPU, or not its own)
   bool has_nccl() const noexcept;
+  int threads() const noexcept;  // ContextOptions::threads, or the cores of the host / ranks on it
   std::string describe() const;  // "4 ranks on 1 host, MPI (Open MPI 4.1.4), NCCL: no (…)"
 
   // Collective. Each rank passes the error it met (or none); when any rank failed, every rank

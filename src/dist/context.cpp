@@ -1,11 +1,14 @@
 // The distributed context: a private duplicate of the caller's communicator, the host layout,
 // the optional NCCL communicator, and the agreement on errors that keeps one rank's failure from
 // leaving the others waiting.
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "dist/context_impl.hpp"
 #include "dist/mpi_check.hpp"
 #include "tandem/core/error.hpp"
+#include "tandem/core/parallel.hpp"
 
 #if TANDEM_HAS_CUDA
 #include <cuda_runtime_api.h>
@@ -100,6 +103,7 @@ Context::Context(MPI_Comm comm, const ContextOptions& options) : impl_(std::make
   MPI_Comm_size(s.host_comm, &s.local_size);
   int leader = s.local_rank == 0 ? 1 : 0;
   check_mpi(MPI_Allreduce(&leader, &s.hosts, 1, MPI_INT, MPI_SUM, s.comm), "MPI_Allreduce");
+  s.threads = options.threads > 0 ? options.threads : std::max(1, default_threads() / s.local_size);
   run_agreed([&] { setup_nccl(s, options); });
 }
 
@@ -120,6 +124,7 @@ int Context::size() const noexcept { return impl_->size; }
 MPI_Comm Context::comm() const noexcept { return impl_->comm; }
 int Context::local_rank() const noexcept { return impl_->local_rank; }
 int Context::local_size() const noexcept { return impl_->local_size; }
+int Context::threads() const noexcept { return impl_->threads; }
 int Context::gpu() const noexcept { return impl_->gpu; }
 bool Context::has_nccl() const noexcept {
 #if TANDEM_HAS_NCCL

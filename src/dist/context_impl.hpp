@@ -17,6 +17,7 @@ struct Context::Impl {
   MPI_Comm host_comm{MPI_COMM_NULL};   // the ranks of this host
   int rank{0}, size{1}, local_rank{0}, local_size{1}, hosts{1};
   int gpu{-1};
+  int threads{1};
   std::string nccl_status;  // why NCCL is or is not used
 #if TANDEM_HAS_NCCL
   ncclComm_t nccl{nullptr};

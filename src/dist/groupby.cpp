@@ -150,8 +150,10 @@ Table assemble_outputs(const Table& final_table, const GroupBySpec& spec, const 
 
 }  // namespace
 
-GroupByResult groupby(const Context& ctx, const Table& input, const GroupBySpec& spec, const GroupByOptions& options,
+GroupByResult groupby(const Context& ctx, const Table& input, const GroupBySpec& spec, const GroupByOptions& given,
                       bool gather) {
+  GroupByOptions options = given;
+  if (options.threads <= 0) options.threads = ctx.threads();  // the host's cores shared by its ranks
   GroupByResult out;
   Report& report = out.report.report;
   report.operation = "dist groupby";

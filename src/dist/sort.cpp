@@ -27,8 +27,10 @@ namespace tandem::dist {
 namespace {
 
 template <class K, class V>
-DistReport sort_impl(const Context& ctx, std::vector<K>& keys, std::vector<V>* values, const SortOptions& opts) {
+DistReport sort_impl(const Context& ctx, std::vector<K>& keys, std::vector<V>* values, const SortOptions& options) {
   const Context::Impl& s = ctx.impl();
+  SortOptions opts = options;
+  if (opts.threads <= 0) opts.threads = s.threads;
   DistReport out;
   out.report.operation = values ? "dist sort_pairs" : "dist sort";
   out.count_in = keys.size();
@@ -43,6 +45,11 @@ DistReport sort_impl(const Context& ctx, std::vector<K>& keys, std::vector<V>* v
   });
   clock.lap(out.report, "local sort", fmt::format("{} keys", keys.size()));
 
+  if (s.size == 1) {  // sorted already: nothing to exchange or merge
+    out.count_out = keys.size();
+    gather_rank_report(s, out);
+    return out;
+  }
   const KeyOrder<K> order{opts.descending ? std::numeric_limits<typename KeyOrder<K>::U>::max() : 0};
   const std::vector<std::uint64_t> cut = find_cuts<K>(s, keys.size(), HostCounter<K>{keys, order});
   std::vector<std::uint64_t> counts(std::size_t(s.size));
@@ -59,7 +66,7 @@ DistReport sort_impl(const Context& ctx, std::vector<K>& keys, std::vector<V>* v
   clock.lap(out.report, "exchange", fmt::format("{} B sent, {} B received", out.traffic.bytes_sent,
                                                 out.traffic.bytes_received));
 
-  const int threads = opts.threads > 0 ? opts.threads : default_threads();
+  const int threads = opts.threads;
   keys.resize(recv_keys.size());
   if (values) {
     values->resize(recv_values.size());

@@ -64,8 +64,10 @@ Counts send_and_sum(const Context& ctx, const Counts& words, Owner&& owner, Traf
 
 }  // namespace
 
-WordCountResult wordcount(const Context& ctx, std::string_view text, const mapreduce::WordCountOptions& opts,
+WordCountResult wordcount(const Context& ctx, std::string_view text, const mapreduce::WordCountOptions& given,
                           bool gather) {
+  mapreduce::WordCountOptions opts = given;
+  if (opts.engine.threads <= 0) opts.engine.threads = ctx.threads();  // the host's cores shared by its ranks
   WordCountResult out;
   Report& report = out.report.report;
   report.operation = "dist wordcount";
