@@ -6,9 +6,11 @@
 
 #include <fmt/format.h>
 
+#include "mapreduce/cpu_wordcount.hpp"
 #include "mapreduce/gpu_jobs.hpp"
 #include "tandem/core/device.hpp"
 #include "tandem/core/error.hpp"
+#include "tandem/core/format.hpp"
 #include "tandem/core/parallel.hpp"
 #include "tandem/core/timing.hpp"
 #include "tandem/mapreduce.hpp"
@@ -54,6 +56,17 @@ bool want_gpu(const Options& o, std::size_t bytes, Report& r) {
   return true;
 }
 #endif
+
+void note_cpu_words(Report& r, const detail::CpuWordCountStats& s, std::size_t distinct) {
+  const std::string where = fmt::format("cpu x{}", s.threads);
+  r.add("CPU count words", where, s.count_seconds,
+        fmt::format("{} words in {} chunks of {}", s.words, s.chunks, human_bytes(s.chunk_bytes)));
+  if (s.partitions)
+    r.add("CPU merge tables", where, s.merge_seconds, fmt::format("{} hash ranges", s.partitions));
+  r.add("sort output", where, s.output_seconds, fmt::format("{} words", distinct));
+  r.note(fmt::format("CPU engine: {} threads, thread tables of up to {} slots ({} grow(s) in all)", s.threads,
+                     s.table_slots, s.table_grows));
+}
 
 void note_cpu(Report& r, const CpuStats& s) {
   r.note(fmt::format("CPU engine: {} threads, {} pairs emitted, {} table spill(s) ({} entries)", s.threads, s.pairs,
@@ -150,21 +163,16 @@ WordCount wordcount(std::string_view text_in, const WordCountOptions& opts) {
     throw NoDeviceError("device = gpu: this build has no CUDA support");
   if (opts.engine.device == Device::auto_) out.report.note("CPU-only build: CPU engine");
 #endif
-  if (!done) {
+  if (done) {
     Stopwatch w;
-    WordCountCpuJob job{text.data(), text.size(), std::size_t{1} << 16};
-    CpuStats cs;
-    auto pairs = cpu_mapreduce(job, job.records(), opts.engine, &cs);
-    out.words.reserve(pairs.size());
-    for (auto& [k, v] : pairs) out.words.emplace_back(std::string(k), v);
-    out.report.add("CPU map+reduce+merge", "cpu", w.seconds(),
-                   fmt::format("{} bytes, {} distinct", text.size(), pairs.size()));
-    note_cpu(out.report, cs);
+    sort_word_counts(out.words);
+    out.report.add("sort output", "cpu", w.seconds(), fmt::format("{} words", out.words.size()));
+  } else {
+    detail::CpuWordCountStats st;
+    out.words = detail::cpu_wordcount(text, cpu_threads(opts.engine), 0, st);
+    note_cpu_words(out.report, st, out.words.size());
   }
-  Stopwatch w;
   for (const auto& p : out.words) out.total_words += p.second;
-  sort_word_counts(out.words);
-  out.report.add("sort output", "cpu", w.seconds(), fmt::format("{} words", out.words.size()));
   return out;
 }
 
