@@ -31,13 +31,15 @@ OutWord out_word(const char* text, const WordSlot& s) {
   return {s.count, __builtin_bswap64(first8), s.offset, len};
 }
 
-void sort_out_words(const char* text, std::vector<OutWord>& v) {
-  std::sort(v.begin(), v.end(), [text](const OutWord& a, const OutWord& b) {
+auto out_word_less(const char* text) {
+  return [text](const OutWord& a, const OutWord& b) {
     if (a.count != b.count) return a.count > b.count;
     if (a.prefix != b.prefix) return a.prefix < b.prefix;
     return std::string_view(text + a.offset, a.len) < std::string_view(text + b.offset, b.len);
-  });
+  };
 }
+
+void sort_out_words(const char* text, std::vector<OutWord>& v) { std::sort(v.begin(), v.end(), out_word_less(text)); }
 
 // Each thread counts the chunks it takes (handed out one at a time) into its own table.
 std::vector<std::unique_ptr<WordTable>> count_chunks(std::string_view text, int threads, std::size_t chunk,
@@ -66,21 +68,50 @@ std::vector<std::unique_ptr<WordTable>> count_chunks(std::string_view text, int 
   return tables;
 }
 
-// Hash range p of every thread table, merged by one thread into one table: the distinct words of
-// that range.
+// Hash range p of every thread table, merged by one thread: the distinct words of that range,
+// sorted.
 std::vector<OutWord> merge_range(std::string_view text, const std::vector<std::unique_ptr<WordTable>>& tables,
                                  std::size_t p, std::size_t parts) {
-  std::size_t most = 0;
-  for (const auto& t : tables) most = std::max(most, t->size());
-  WordTable merged(text.data(), text.size(), std::bit_ceil(std::max<std::size_t>(16, 2 * most / parts + 2)),
-                   std::countr_zero(parts));
-  for (const auto& t : tables)
-    t->for_each_in_range(p, parts, [&](const WordSlot& s, std::uint64_t h) { merged.add(s.key, h, s.offset, s.count); });
   std::vector<OutWord> out;
-  out.reserve(merged.size());
-  for (std::size_t i = 0; i < merged.capacity(); ++i)
-    if (merged.slot(i).count) out.push_back(out_word(text.data(), merged.slot(i)));
+  auto collect = [&](const WordTable& t) {
+    out.reserve(t.size());
+    for (std::size_t i = 0; i < t.capacity(); ++i)
+      if (t.slot(i).count) out.push_back(out_word(text.data(), t.slot(i)));
+  };
+  if (tables.size() == 1) {
+    collect(*tables[0]);  // one table: nothing to merge
+  } else {
+    std::size_t most = 0;
+    for (const auto& t : tables) most = std::max(most, t->size());
+    WordTable merged(text.data(), text.size(), std::bit_ceil(std::max<std::size_t>(16, 2 * most / parts + 2)),
+                     std::countr_zero(parts));
+    for (const auto& t : tables)
+      t->for_each_in_range(p, parts,
+                           [&](const WordSlot& s, std::uint64_t h) { merged.add(s.key, h, s.offset, s.count); });
+    collect(merged);
+  }
+  sort_out_words(text.data(), out);
   return out;
+}
+
+// Sorted runs merged pairwise, the pairs of a round on different threads, into one sorted run.
+std::vector<OutWord> merge_runs(const char* text, std::vector<std::vector<OutWord>> runs, int threads) {
+  const auto less = out_word_less(text);
+  while (runs.size() > 1) {
+    const std::size_t pairs = runs.size() / 2;
+    std::vector<std::vector<OutWord>> next((runs.size() + 1) / 2);
+    std::atomic<std::size_t> take{0};
+    run_threads(std::min<int>(threads, static_cast<int>(pairs)), [&](int) {
+      for (std::size_t i = take++; i < pairs; i = take++) {
+        const auto &a = runs[2 * i], &b = runs[2 * i + 1];
+        next[i].resize(a.size() + b.size());
+        std::merge(a.begin(), a.end(), b.begin(), b.end(), next[i].begin(), less);
+      }
+    });
+    if (runs.size() % 2) next.back() = std::move(runs.back());
+    runs = std::move(next);
+  }
+  return runs.empty() ? std::vector<OutWord>{} : std::move(runs[0]);
 }
 
 }  // namespace
@@ -115,12 +146,8 @@ std::vector<std::pair<std::string, std::uint64_t>> cpu_wordcount(std::string_vie
   st.merge_seconds = w.seconds();
 
   w.reset();
-  std::vector<OutWord> all;
-  std::size_t distinct = 0;
-  for (const auto& r : ranges) distinct += r.size();
-  all.reserve(distinct);
-  for (const auto& r : ranges) all.insert(all.end(), r.begin(), r.end());
-  sort_out_words(text.data(), all);
+  const std::vector<OutWord> all = merge_runs(text.data(), std::move(ranges), T);
+  const std::size_t distinct = all.size();
   std::vector<std::pair<std::string, std::uint64_t>> out(distinct);
   run_threads(T, [&](int t) {
     const std::size_t b = distinct * t / T, e = distinct * (t + 1) / T;

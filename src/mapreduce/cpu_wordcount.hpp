@@ -20,8 +20,8 @@ struct CpuWordCountStats {
   std::size_t table_slots{0};   // the largest thread table
   std::size_t table_grows{0};   // over all thread tables
   double count_seconds{0};      // tokenise and count
-  double merge_seconds{0};      // merge the thread tables
-  double output_seconds{0};     // sort and make the strings
+  double merge_seconds{0};      // merge the thread tables, sort each hash range
+  double output_seconds{0};     // merge the sorted ranges, make the strings
 };
 
 // The chunk size when none is given: about 16 chunks per thread, 64 KiB to 1 MiB.

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cstring>
 #include <functional>
+#include <memory>
 #include <ostream>
 
 #include <fmt/format.h>
@@ -56,6 +57,14 @@ bool want_gpu(const Options& o, std::size_t bytes, Report& r) {
   return true;
 }
 #endif
+
+// `in` with ASCII letters folded to lower case, into out[0, in.size()), on `threads` threads.
+void lower_ascii(std::string_view in, char* out, int threads) {
+  detail::run_threads(threads, [&](int t) {
+    const std::size_t b = in.size() * t / threads, e = in.size() * (t + 1) / threads;
+    for (std::size_t i = b; i < e; ++i) out[i] = static_cast<char>(ascii_lower(static_cast<unsigned char>(in[i])));
+  });
+}
 
 void note_cpu_words(Report& r, const detail::CpuWordCountStats& s, std::size_t distinct) {
   const std::string where = fmt::format("cpu x{}", s.threads);
@@ -136,14 +145,15 @@ void sort_word_counts(std::vector<std::pair<std::string, std::uint64_t>>& v) {
 WordCount wordcount(std::string_view text_in, const WordCountOptions& opts) {
   WordCount out;
   out.report.operation = "wordcount";
-  std::string lowered;
+  std::unique_ptr<char[]> lowered;
   std::string_view text = text_in;
   if (opts.lowercase) {
     Stopwatch w;
-    lowered.assign(text_in);
-    for (auto& c : lowered) c = static_cast<char>(ascii_lower(static_cast<unsigned char>(c)));
-    text = lowered;
-    out.report.add("lowercase", "cpu", w.seconds(), fmt::format("{} bytes", text.size()));
+    const int threads = text_in.size() < (std::size_t{1} << 20) ? 1 : cpu_threads(opts.engine);
+    lowered.reset(new char[text_in.size()]);  // every byte is written below: not zero-filled first
+    lower_ascii(text_in, lowered.get(), threads);
+    text = std::string_view(lowered.get(), text_in.size());
+    out.report.add("lowercase", fmt::format("cpu x{}", threads), w.seconds(), fmt::format("{} bytes", text.size()));
   }
   bool done = false;
 #if TANDEM_HAS_CUDA
