@@ -30,7 +30,8 @@ Words scanned(const std::vector<char>& t, std::size_t first, std::size_t last) {
 }
 Words reference(const std::vector<char>& t, std::size_t first, std::size_t last) {
   Words w;
-  mapreduce::for_each_word(t.data(), t.size(), first, last, [&](std::size_t b, std::size_t n) { w.emplace_back(b, n); });
+  mapreduce::for_each_word(t.data(), t.size(), first, last,
+                           [&](std::size_t b, std::size_t n) { w.emplace_back(b, n); });
   return w;
 }
 
@@ -98,8 +99,13 @@ TEST(WordScan, MaskEqualsTheByteRuleForEveryByte) {
 }
 
 TEST(WordScan, EveryChunkingGivesForEachWordsWords) {
-  std::vector<std::vector<char>> texts{bytes(""), bytes(" "), bytes("a"), bytes(" ,.\n\t!"), bytes("word"),
-                                       bytes(std::string(200, 'x')), bytes(std::string(" ").append(130, 'y').append(" z"))};
+  std::vector<std::vector<char>> texts{bytes(""),
+                                       bytes(" "),
+                                       bytes("a"),
+                                       bytes(" ,.\n\t!"),
+                                       bytes("word"),
+                                       bytes(std::string(200, 'x')),
+                                       bytes(std::string(" ").append(130, 'y').append(" z"))};
   for (std::uint32_t seed = 1; seed <= 4; ++seed) texts.push_back(random_text(700, seed == 4 ? 150 : 12, seed));
   for (const auto& t : texts) {
     const std::size_t n = t.size();
@@ -124,9 +130,8 @@ TEST(WordScan, EveryChunkingGivesForEachWordsWords) {
 }
 
 TEST(WordTable, KeysTellWordsAndLengthsApart) {
-  const std::vector<char> t = bytes(
-      "a ab abcdefgh abcdefghi abcdefghijklmnop abcdefghijklmnopq abcdefghijklmnopr " + std::string(300, 'q') + " " +
-      "x\xc3\xa9");
+  const std::vector<char> t = bytes("a ab abcdefgh abcdefghi abcdefghijklmnop abcdefghijklmnopq abcdefghijklmnopr " +
+                                    std::string(300, 'q') + " " + "x\xc3\xa9");
   std::set<std::pair<std::uint64_t, std::uint64_t>> keys;
   mapreduce::for_each_word(t.data(), t.size(), 0, t.size(), [&](std::size_t b, std::size_t n) {
     const WordKey k = word_key(t.data(), t.size(), b, n);
@@ -145,7 +150,8 @@ TEST(WordTable, KeysTellWordsAndLengthsApart) {
 TEST(WordTable, HashRangesHoldEveryWordOnce) {
   const std::vector<char> t = random_text(20000, 9, 11);
   WordTable table(t.data(), t.size(), 16);  // grows many times
-  mapreduce::for_each_word(t.data(), t.size(), 0, t.size(), [&](std::size_t b, std::size_t n) { table.add_word(b, n); });
+  mapreduce::for_each_word(t.data(), t.size(), 0, t.size(),
+                           [&](std::size_t b, std::size_t n) { table.add_word(b, n); });
   EXPECT_GT(table.grows(), 3u);
   const auto want = reference_counts(t);
   ASSERT_EQ(table.size(), want.size());
@@ -204,9 +210,8 @@ TEST(CpuWordCount, ThreadCountsAndChunkSizesAgree) {
 
 TEST(CpuWordCount, TiesSortByBytesBeyondTheFirstEight) {
   // Same counts; words sharing their first 8 bytes, prefixes of each other, bytes >= 0x80.
-  const std::vector<char> t = bytes(
-      "abcdefghZ abcdefghA abcdefgh abcdefg abcdefghAB \xc3\xa9 b B " + std::string(30, 'k') + "b " +
-      std::string(30, 'k') + "a");
+  const std::vector<char> t = bytes("abcdefghZ abcdefghA abcdefgh abcdefg abcdefghAB \xc3\xa9 b B " +
+                                    std::string(30, 'k') + "b " + std::string(30, 'k') + "a");
   using V = std::vector<std::pair<std::string, std::uint64_t>>;
   const V want{{"B", 1},
                {"abcdefg", 1},

@@ -39,17 +39,16 @@ auto out_word_less(const char* text) {
   };
 }
 
-void sort_out_words(const char* text, std::vector<OutWord>& v) { std::sort(v.begin(), v.end(), out_word_less(text)); }
 
 // Each thread counts the chunks it takes (handed out one at a time) into its own table.
 std::vector<std::unique_ptr<WordTable>> count_chunks(std::string_view text, int threads, std::size_t chunk,
-                                                     CpuWordCountStats& st) {
+                                                     std::size_t slots, CpuWordCountStats& st) {
   const std::size_t n = text.size(), chunks = (n + chunk - 1) / chunk;
   std::vector<std::unique_ptr<WordTable>> tables(threads);
   std::vector<std::uint64_t> words(threads, 0);
   std::atomic<std::size_t> next{0};
   run_threads(threads, [&](int t) {
-    auto table = std::make_unique<WordTable>(text.data(), n, std::size_t{1} << 13);
+    auto table = std::make_unique<WordTable>(text.data(), n, slots);
     std::uint64_t my_words = 0;
     for (std::size_t c = next++; c < chunks; c = next++)
       scan_words(text.data(), n, c * chunk, std::min(n, (c + 1) * chunk), [&](std::size_t b, std::size_t len) {
@@ -68,50 +67,50 @@ std::vector<std::unique_ptr<WordTable>> count_chunks(std::string_view text, int 
   return tables;
 }
 
-// Hash range p of every thread table, merged by one thread: the distinct words of that range,
-// sorted.
-std::vector<OutWord> merge_range(std::string_view text, const std::vector<std::unique_ptr<WordTable>>& tables,
-                                 std::size_t p, std::size_t parts) {
-  std::vector<OutWord> out;
-  auto collect = [&](const WordTable& t) {
-    out.reserve(t.size());
-    for (std::size_t i = 0; i < t.capacity(); ++i)
-      if (t.slot(i).count) out.push_back(out_word(text.data(), t.slot(i)));
-  };
-  if (tables.size() == 1) {
-    collect(*tables[0]);  // one table: nothing to merge
-  } else {
-    std::size_t most = 0;
-    for (const auto& t : tables) most = std::max(most, t->size());
-    WordTable merged(text.data(), text.size(), std::bit_ceil(std::max<std::size_t>(16, 2 * most / parts + 2)),
-                     std::countr_zero(parts));
-    for (const auto& t : tables)
-      t->for_each_in_range(p, parts,
-                           [&](const WordSlot& s, std::uint64_t h) { merged.add(s.key, h, s.offset, s.count); });
-    collect(merged);
-  }
-  sort_out_words(text.data(), out);
-  return out;
+// Hash range p of every thread table merged into one table by one thread (one thread table: that
+// table, nothing to merge).
+std::unique_ptr<WordTable> merge_range(std::string_view text, const std::vector<std::unique_ptr<WordTable>>& tables,
+                                       std::size_t p, std::size_t parts) {
+  std::size_t most = 0;
+  for (const auto& t : tables) most = std::max(most, t->size());
+  auto merged = std::make_unique<WordTable>(text.data(), text.size(),
+                                            std::bit_ceil(std::max<std::size_t>(16, 2 * most / parts + 2)),
+                                            std::countr_zero(parts));
+  for (const auto& t : tables)
+    t->for_each_in_range(p, parts,
+                         [&](const WordSlot& s, std::uint64_t h) { merged->add(s.key, h, s.offset, s.count); });
+  return merged;
 }
 
-// Sorted runs merged pairwise, the pairs of a round on different threads, into one sorted run.
-std::vector<OutWord> merge_runs(const char* text, std::vector<std::vector<OutWord>> runs, int threads) {
+// The words of `t` as records at `out`, sorted.
+void sorted_records(const char* text, const WordTable& t, OutWord* out) {
+  OutWord* o = out;
+  for (std::size_t i = 0; i < t.capacity(); ++i)
+    if (t.slot(i).count) *o++ = out_word(text, t.slot(i));
+  std::sort(out, o, out_word_less(text));
+}
+
+// Sorted runs [bounds[i], bounds[i + 1]) of `a` merged pairwise, the pairs of a round on different
+// threads, between `a` and `b`; returns the buffer that holds the one sorted run.
+OutWord* merge_runs(const char* text, OutWord* a, OutWord* b, std::vector<std::size_t> bounds, int threads) {
   const auto less = out_word_less(text);
-  while (runs.size() > 1) {
-    const std::size_t pairs = runs.size() / 2;
-    std::vector<std::vector<OutWord>> next((runs.size() + 1) / 2);
+  while (bounds.size() > 2) {
+    const std::size_t runs = bounds.size() - 1, pairs = (runs + 1) / 2;  // an odd last run is copied
     std::atomic<std::size_t> take{0};
     run_threads(std::min<int>(threads, static_cast<int>(pairs)), [&](int) {
       for (std::size_t i = take++; i < pairs; i = take++) {
-        const auto &a = runs[2 * i], &b = runs[2 * i + 1];
-        next[i].resize(a.size() + b.size());
-        std::merge(a.begin(), a.end(), b.begin(), b.end(), next[i].begin(), less);
+        const std::size_t lo = bounds[2 * i], mid = bounds[std::min(2 * i + 1, runs)],
+                          hi = bounds[std::min(2 * i + 2, runs)];
+        std::merge(a + lo, a + mid, a + mid, a + hi, b + lo, less);
       }
     });
-    if (runs.size() % 2) next.back() = std::move(runs.back());
-    runs = std::move(next);
+    std::vector<std::size_t> next;
+    for (std::size_t i = 0; i < bounds.size(); i += 2) next.push_back(bounds[i]);
+    if (next.back() != bounds.back()) next.push_back(bounds.back());
+    bounds = std::move(next);
+    std::swap(a, b);
   }
-  return runs.empty() ? std::vector<OutWord>{} : std::move(runs[0]);
+  return a;
 }
 
 }  // namespace
@@ -130,24 +129,43 @@ std::vector<std::pair<std::string, std::uint64_t>> cpu_wordcount(std::string_vie
   st.threads = T;
   st.chunk_bytes = chunk;
 
+  // Hash ranges merged in parallel: a few per thread so that a slow thread holds up little.
+  const std::size_t parts = T == 1 ? 1 : std::bit_ceil(std::size_t(T) * 4);
+  st.partitions = T == 1 ? 0 : parts;
+
   Stopwatch w;
-  const auto tables = count_chunks(text, T, chunk, st);
+  // Thread tables start at a slot per 64 bytes of the thread's share (1,024 to 65,536; a range
+  // needs a slot at least): text has far fewer distinct words than that, so they grow seldom.
+  const std::size_t slots =
+      std::max(parts, std::clamp<std::size_t>(std::bit_ceil(n / std::size_t(T) / 64 + 1), 1024, 65536));
+  const auto tables = count_chunks(text, T, chunk, slots, st);
   st.count_seconds = w.seconds();
 
   w.reset();
-  // Hash ranges: a few per thread so that a slow thread holds up little; one table: one range.
-  const std::size_t parts = T == 1 ? 1 : std::bit_ceil(std::size_t(T) * 4);
-  st.partitions = T == 1 ? 0 : parts;
-  std::vector<std::vector<OutWord>> ranges(parts);
+  std::vector<std::unique_ptr<WordTable>> merged(parts);
+  if (T > 1) {
+    std::atomic<std::size_t> next{0};
+    run_threads(T, [&](int) {
+      for (std::size_t p = next++; p < parts; p = next++) merged[p] = merge_range(text, tables, p, parts);
+    });
+  }
+  const auto range_table = [&](std::size_t p) -> const WordTable& { return T > 1 ? *merged[p] : *tables[0]; };
+  // Each range's records sorted in place in one buffer, then the ranges merged.
+  std::vector<std::size_t> bounds(parts + 1, 0);
+  for (std::size_t p = 0; p < parts; ++p) bounds[p + 1] = bounds[p] + range_table(p).size();
+  const std::size_t distinct = bounds.back();
+  std::unique_ptr<OutWord[]> buf_a(new OutWord[distinct]), buf_b(new OutWord[distinct]);  // written before read
   std::atomic<std::size_t> next{0};
   run_threads(T, [&](int) {
-    for (std::size_t p = next++; p < parts; p = next++) ranges[p] = merge_range(text, tables, p, parts);
+    for (std::size_t p = next++; p < parts; p = next++) {
+      sorted_records(text.data(), range_table(p), buf_a.get() + bounds[p]);
+      if (T > 1) merged[p].reset();
+    }
   });
   st.merge_seconds = w.seconds();
 
   w.reset();
-  const std::vector<OutWord> all = merge_runs(text.data(), std::move(ranges), T);
-  const std::size_t distinct = all.size();
+  const OutWord* all = merge_runs(text.data(), buf_a.get(), buf_b.get(), std::move(bounds), T);
   std::vector<std::pair<std::string, std::uint64_t>> out(distinct);
   run_threads(T, [&](int t) {
     const std::size_t b = distinct * t / T, e = distinct * (t + 1) / T;

@@ -16,12 +16,12 @@ struct CpuWordCountStats {
   std::size_t chunk_bytes{0};
   std::size_t chunks{0};
   std::uint64_t words{0};
-  std::size_t partitions{0};    // hash ranges merged in parallel (0: one table, nothing to merge)
-  std::size_t table_slots{0};   // the largest thread table
-  std::size_t table_grows{0};   // over all thread tables
-  double count_seconds{0};      // tokenise and count
-  double merge_seconds{0};      // merge the thread tables, sort each hash range
-  double output_seconds{0};     // merge the sorted ranges, make the strings
+  std::size_t partitions{0};   // hash ranges merged in parallel (0: one table, nothing to merge)
+  std::size_t table_slots{0};  // the largest thread table
+  std::size_t table_grows{0};  // over all thread tables
+  double count_seconds{0};     // tokenise and count
+  double merge_seconds{0};     // merge the thread tables, sort each hash range
+  double output_seconds{0};    // merge the sorted ranges, make the strings
 };
 
 // The chunk size when none is given: about 16 chunks per thread, 64 KiB to 1 MiB.

@@ -73,10 +73,14 @@ void scan_words(const char* text, std::size_t n, std::size_t first, std::size_t 
     const std::uint64_t before = (m << 1) | carry;  // bit i: byte i - 1 is a word byte
     carry = m >> 63;
     std::uint64_t starts = m & ~before, ends = ~m & before;  // an end is the byte after a word
-    if (last <= pos) starts = 0;  // ours start before `last`
+    // Words of this chunk start before `last`.
+    if (last <= pos) starts = 0;
     else if (last - pos < 64) starts &= (std::uint64_t{1} << (last - pos)) - 1;
     if (open) {
-      if (!ends) continue;  // the word goes on through the whole block
+      if (!ends) {  // the word goes on through the whole block
+        if (skip && pos + 64 >= last) return;  // not ours, and none of ours starts before its end
+        continue;
+      }
       const std::size_t e = pos + static_cast<std::size_t>(__builtin_ctzll(ends));
       ends &= ends - 1;
       if (!skip) f(begin, e - begin);

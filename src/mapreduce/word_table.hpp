@@ -27,7 +27,7 @@ inline std::uint64_t mum(std::uint64_t a, std::uint64_t b) {
   return static_cast<std::uint64_t>(r >> 64) ^ static_cast<std::uint64_t>(r);
 }
 inline constexpr std::uint64_t kWordSeed0 = 0xa0761d6478bd642fULL, kWordSeed1 = 0xe7037ed1a0b428dbULL,
-                                kWordSeed2 = 0x8ebc6af09c88c6e3ULL;
+                               kWordSeed2 = 0x8ebc6af09c88c6e3ULL;
 
 // The low `len` (0..8) bytes of w, zero above them.
 inline std::uint64_t low_bytes(std::uint64_t w, std::size_t len) {
