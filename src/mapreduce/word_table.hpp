@@ -155,7 +155,7 @@ class WordTable {
     mask_ = cap - 1;
     shift_ = 64 - std::countr_zero(cap);
   }
-  void grow() {
+  [[gnu::noinline]] void grow() {  // rare: kept out of add's loop so that add is inlined
     std::unique_ptr<WordSlot[], Free> old = std::move(slots_);
     const std::size_t old_cap = mask_ + 1;
     allocate(old_cap * 2);
