@@ -39,7 +39,6 @@ auto out_word_less(const char* text) {
   };
 }
 
-
 // Each thread counts the chunks it takes (handed out one at a time) into its own table.
 std::vector<std::unique_ptr<WordTable>> count_chunks(std::string_view text, int threads, std::size_t chunk,
                                                      std::size_t slots, CpuWordCountStats& st) {
@@ -167,9 +166,12 @@ std::vector<std::pair<std::string, std::uint64_t>> cpu_wordcount(std::string_vie
   w.reset();
   const OutWord* all = merge_runs(text.data(), buf_a.get(), buf_b.get(), std::move(bounds), T);
   std::vector<std::pair<std::string, std::uint64_t>> out(distinct);
-  run_threads(T, [&](int t) {
-    const std::size_t b = distinct * t / T, e = distinct * (t + 1) / T;
-    for (std::size_t i = b; i < e; ++i) out[i] = {std::string(text.substr(all[i].offset, all[i].len)), all[i].count};
+  constexpr std::size_t kBlock = 4096;  // words per piece of the strings' work, taken as threads come
+  std::atomic<std::size_t> piece{0};
+  run_threads(T, [&](int) {
+    for (std::size_t b = piece++ * kBlock; b < distinct; b = piece++ * kBlock)
+      for (std::size_t i = b; i < std::min(distinct, b + kBlock); ++i)
+        out[i] = {std::string(text.substr(all[i].offset, all[i].len)), all[i].count};
   });
   st.output_seconds = w.seconds();
   return out;
