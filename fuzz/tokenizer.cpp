@@ -1,6 +1,6 @@
-// The word tokenizer of the word-count job (mapreduce::for_each_word, mapreduce::WordCountCpuJob) on the CPU
-// engine, against a reference that applies the documented rule directly: a word is a maximal run
-// of ASCII letters, digits, '\'', '_' and bytes >= 0x80.
+// The word tokenizers of the word count (mapreduce::for_each_word and the mask tokenizer of the
+// word count's own CPU engine, detail::scan_words) and the engines that use them, against a reference that applies the
+// documented rule directly: a word is a maximal run of ASCII letters, digits, '\'', '_' and bytes >= 0x80.
 //
 // Words must come out identical whatever the chunking (chunk edges may cut words anywhere), the
 // CPU MapReduce engine's counts must equal the reference counts, and so must mapreduce::wordcount's
@@ -14,6 +14,8 @@
 #include <fmt/format.h>
 
 #include "harness.hpp"
+#include "mapreduce/cpu_wordcount.hpp"
+#include "mapreduce/word_scan.hpp"
 #include "tandem/mapreduce.hpp"
 
 namespace {
@@ -39,12 +41,28 @@ std::vector<Word> reference_words(std::string_view text) {
   return out;
 }
 
-std::vector<Word> chunked_words(std::string_view text, std::size_t chunk) {
+std::vector<Word> chunked_words(std::string_view text, std::size_t chunk, bool mask_tokenizer) {
   std::vector<Word> out;
-  for (std::size_t first = 0; first < text.size(); first += chunk)
-    mapreduce::for_each_word(text.data(), text.size(), first, std::min(text.size(), first + chunk),
-                             [&](std::size_t b, std::size_t len) { out.emplace_back(b, len); });
+  auto add = [&](std::size_t b, std::size_t len) { out.emplace_back(b, len); };
+  for (std::size_t first = 0; first < text.size(); first += chunk) {
+    const std::size_t last = std::min(text.size(), first + chunk);
+    if (mask_tokenizer) mapreduce::detail::scan_words(text.data(), text.size(), first, last, add);
+    else mapreduce::for_each_word(text.data(), text.size(), first, last, add);
+  }
   return out;
+}
+
+// The word count's own CPU engine on small chunks (words across their edges) and 3 threads.
+void check_word_engine(std::string_view text, std::size_t chunk,
+                       const std::map<std::string_view, std::uint64_t>& want) {
+  mapreduce::detail::CpuWordCountStats st;
+  const auto words = mapreduce::detail::cpu_wordcount(text, 3, chunk, st);
+  std::map<std::string_view, std::uint64_t> got;
+  for (const auto& [w, c] : words) got[w] = c;
+  fuzz::check(got.size() == words.size() && got == want,
+              fmt::format("chunk {}: the word count engine's counts differ from the reference ({} vs {} distinct "
+                          "words)",
+                          chunk, got.size(), want.size()));
 }
 
 void check_engine(std::string_view text, std::size_t chunk, const std::map<std::string_view, std::uint64_t>& want) {
@@ -88,12 +106,16 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::string_view text(reinterpret_cast<const char*>(data), size);
   const std::vector<Word> want = reference_words(text);
   for (std::size_t chunk : {std::size_t{1}, std::size_t{2}, std::size_t{3}, std::size_t{7}, std::size_t{64}, size + 1})
-    fuzz::check(chunked_words(text, chunk) == want,
-                fmt::format("chunks of {} bytes split the words differently", chunk));
+    for (bool mask : {false, true})
+      fuzz::check(chunked_words(text, chunk, mask) == want,
+                  fmt::format("chunks of {} bytes split the words differently ({})", chunk,
+                              mask ? "mask tokenizer" : "for_each_word"));
   std::map<std::string_view, std::uint64_t> counts;
   for (const auto& [b, len] : want) ++counts[text.substr(b, len)];
   try {  // every text is valid input: not even a tandem::Error is an answer here
     for (std::size_t chunk : {std::size_t{3}, std::size_t{64}}) check_engine(text, chunk, counts);
+    for (std::size_t chunk : {std::size_t{1}, std::size_t{5}, std::size_t{64}, std::size_t{100}})
+      check_word_engine(text, chunk, counts);
     check_wordcount(text, false);
     check_wordcount(text, true);
   } catch (const std::exception& e) {

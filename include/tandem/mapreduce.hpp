@@ -39,7 +39,7 @@ namespace tandem::mapreduce {
 struct Options {
   Device device{Device::auto_};
   int threads{0};                  // CPU threads (0: default_threads())
-  std::size_t cpu_table_limit{0};  // CPU: entries per thread-local table before it spills (0: none)
+  std::size_t cpu_table_limit{0};  // cpu_mapreduce: entries per thread-local table before it spills (0: none)
   // GPU. All 0/-1: chosen by the tuner and cached.
   int blocks{0};               // Bs
   int block_threads{0};        // N (multiple of 32)
@@ -243,7 +243,8 @@ struct GroupByJob {
   }
 };
 
-// Word count on the CPU: keys are views into the text (any length).
+// Word count as a generic job (cpu_mapreduce; wordcount() itself uses its own CPU engine): keys are views into
+// the text (any length).
 struct WordCountCpuJob {
   using key_type = std::string_view;
   using value_type = std::uint64_t;

@@ -2,13 +2,16 @@
 #include <algorithm>
 #include <cstring>
 #include <functional>
+#include <memory>
 #include <ostream>
 
 #include <fmt/format.h>
 
+#include "mapreduce/cpu_wordcount.hpp"
 #include "mapreduce/gpu_jobs.hpp"
 #include "tandem/core/device.hpp"
 #include "tandem/core/error.hpp"
+#include "tandem/core/format.hpp"
 #include "tandem/core/parallel.hpp"
 #include "tandem/core/timing.hpp"
 #include "tandem/mapreduce.hpp"
@@ -54,6 +57,24 @@ bool want_gpu(const Options& o, std::size_t bytes, Report& r) {
   return true;
 }
 #endif
+
+// `in` with ASCII letters folded to lower case, into out[0, in.size()), on `threads` threads.
+void lower_ascii(std::string_view in, char* out, int threads) {
+  detail::run_threads(threads, [&](int t) {
+    const std::size_t b = in.size() * t / threads, e = in.size() * (t + 1) / threads;
+    for (std::size_t i = b; i < e; ++i) out[i] = static_cast<char>(ascii_lower(static_cast<unsigned char>(in[i])));
+  });
+}
+
+void note_cpu_words(Report& r, const detail::CpuWordCountStats& s, std::size_t distinct) {
+  const std::string where = fmt::format("cpu x{}", s.threads);
+  r.add("CPU count words", where, s.count_seconds,
+        fmt::format("{} words in {} chunks of {}", s.words, s.chunks, human_bytes(s.chunk_bytes)));
+  if (s.partitions) r.add("CPU merge tables", where, s.merge_seconds, fmt::format("{} hash ranges", s.partitions));
+  r.add("sort output", where, s.output_seconds, fmt::format("{} words", distinct));
+  r.note(fmt::format("CPU engine: {} threads, thread tables of up to {} slots ({} grow(s) in all)", s.threads,
+                     s.table_slots, s.table_grows));
+}
 
 void note_cpu(Report& r, const CpuStats& s) {
   r.note(fmt::format("CPU engine: {} threads, {} pairs emitted, {} table spill(s) ({} entries)", s.threads, s.pairs,
@@ -123,14 +144,15 @@ void sort_word_counts(std::vector<std::pair<std::string, std::uint64_t>>& v) {
 WordCount wordcount(std::string_view text_in, const WordCountOptions& opts) {
   WordCount out;
   out.report.operation = "wordcount";
-  std::string lowered;
+  std::unique_ptr<char[]> lowered;
   std::string_view text = text_in;
   if (opts.lowercase) {
     Stopwatch w;
-    lowered.assign(text_in);
-    for (auto& c : lowered) c = static_cast<char>(ascii_lower(static_cast<unsigned char>(c)));
-    text = lowered;
-    out.report.add("lowercase", "cpu", w.seconds(), fmt::format("{} bytes", text.size()));
+    const int threads = text_in.size() < (std::size_t{1} << 20) ? 1 : cpu_threads(opts.engine);
+    lowered.reset(new char[text_in.size()]);  // every byte is written below: not zero-filled first
+    lower_ascii(text_in, lowered.get(), threads);
+    text = std::string_view(lowered.get(), text_in.size());
+    out.report.add("lowercase", fmt::format("cpu x{}", threads), w.seconds(), fmt::format("{} bytes", text.size()));
   }
   bool done = false;
 #if TANDEM_HAS_CUDA
@@ -150,21 +172,16 @@ WordCount wordcount(std::string_view text_in, const WordCountOptions& opts) {
     throw NoDeviceError("device = gpu: this build has no CUDA support");
   if (opts.engine.device == Device::auto_) out.report.note("CPU-only build: CPU engine");
 #endif
-  if (!done) {
+  if (done) {
     Stopwatch w;
-    WordCountCpuJob job{text.data(), text.size(), std::size_t{1} << 16};
-    CpuStats cs;
-    auto pairs = cpu_mapreduce(job, job.records(), opts.engine, &cs);
-    out.words.reserve(pairs.size());
-    for (auto& [k, v] : pairs) out.words.emplace_back(std::string(k), v);
-    out.report.add("CPU map+reduce+merge", "cpu", w.seconds(),
-                   fmt::format("{} bytes, {} distinct", text.size(), pairs.size()));
-    note_cpu(out.report, cs);
+    sort_word_counts(out.words);
+    out.report.add("sort output", "cpu", w.seconds(), fmt::format("{} words", out.words.size()));
+  } else {
+    detail::CpuWordCountStats st;
+    out.words = detail::cpu_wordcount(text, cpu_threads(opts.engine), 0, st);
+    note_cpu_words(out.report, st, out.words.size());
   }
-  Stopwatch w;
   for (const auto& p : out.words) out.total_words += p.second;
-  sort_word_counts(out.words);
-  out.report.add("sort output", "cpu", w.seconds(), fmt::format("{} words", out.words.size()));
   return out;
 }
 

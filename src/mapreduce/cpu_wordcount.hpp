@@ -1,0 +1,35 @@
+// Word count on CPU threads (mapreduce::wordcount's CPU engine): each thread counts the chunks it
+// takes into its own table of positions in the text, the tables are merged hash range by hash
+// range in parallel, and strings are made only for the distinct words, in output order.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace tandem::mapreduce::detail {
+
+struct CpuWordCountStats {
+  int threads{1};
+  std::size_t chunk_bytes{0};
+  std::size_t chunks{0};
+  std::uint64_t words{0};
+  std::size_t partitions{0};   // hash ranges merged in parallel (0: one table, nothing to merge)
+  std::size_t table_slots{0};  // the largest thread table
+  std::size_t table_grows{0};  // over all thread tables
+  double count_seconds{0};     // tokenise and count
+  double merge_seconds{0};     // merge the thread tables, sort each hash range
+  double output_seconds{0};    // merge the sorted ranges, make the strings
+};
+
+// The chunk size when none is given: about 16 chunks per thread, 64 KiB to 1 MiB.
+std::size_t word_chunk_bytes(std::size_t bytes, int threads);
+
+// Words of `text` with their counts, sorted as sort_word_counts sorts them. threads >= 1;
+// chunk_bytes 0: word_chunk_bytes.
+std::vector<std::pair<std::string, std::uint64_t>> cpu_wordcount(std::string_view text, int threads,
+                                                                 std::size_t chunk_bytes, CpuWordCountStats& stats);
+
+}  // namespace tandem::mapreduce::detail

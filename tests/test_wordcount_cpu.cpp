@@ -1,0 +1,243 @@
+// The CPU word count's parts against the plain definitions: the mask tokenizer against
+// for_each_word on every chunking, the table's keys and hash ranges, and cpu_wordcount against a
+// std::map count (chunk edges, long words, table growth, thread counts, output order). Texts live
+// in exactly sized heap buffers so that AddressSanitizer sees any read past the end.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "mapreduce/cpu_wordcount.hpp"
+#include "mapreduce/word_scan.hpp"
+#include "mapreduce/word_table.hpp"
+#include "tandem/mapreduce.hpp"
+
+using namespace tandem;
+using namespace tandem::mapreduce::detail;
+
+namespace {
+
+using Words = std::vector<std::pair<std::size_t, std::size_t>>;  // begin, length
+
+// The words of chunk [first, last) by the tokenizer under test and by for_each_word.
+Words scanned(const std::vector<char>& t, std::size_t first, std::size_t last) {
+  Words w;
+  scan_words(t.data(), t.size(), first, last, [&](std::size_t b, std::size_t n) { w.emplace_back(b, n); });
+  return w;
+}
+Words reference(const std::vector<char>& t, std::size_t first, std::size_t last) {
+  Words w;
+  mapreduce::for_each_word(t.data(), t.size(), first, last,
+                           [&](std::size_t b, std::size_t n) { w.emplace_back(b, n); });
+  return w;
+}
+
+std::vector<char> bytes(const std::string& s) { return {s.begin(), s.end()}; }
+
+// Text of words from `alphabet` (lengths 1..max_len) and separators, with some bytes >= 0x80.
+std::vector<char> random_text(std::size_t n, std::size_t max_len, std::uint32_t seed) {
+  std::mt19937 rng(seed);
+  const std::string word_bytes = "abcXYZ019'_\xc3\xa9\xff\x80";
+  const std::string separators = " \n\t,.-\x01\x7f";
+  std::vector<char> t;
+  while (t.size() < n) {
+    const std::size_t len = 1 + rng() % max_len;
+    for (std::size_t i = 0; i < len && t.size() < n; ++i) t.push_back(word_bytes[rng() % word_bytes.size()]);
+    const std::size_t gap = 1 + rng() % 3;
+    for (std::size_t i = 0; i < gap && t.size() < n; ++i) t.push_back(separators[rng() % separators.size()]);
+  }
+  return t;
+}
+
+std::map<std::string, std::uint64_t> reference_counts(const std::vector<char>& t) {
+  std::map<std::string, std::uint64_t> m;
+  mapreduce::for_each_word(t.data(), t.size(), 0, t.size(),
+                           [&](std::size_t b, std::size_t n) { ++m[std::string(t.data() + b, n)]; });
+  return m;
+}
+
+std::vector<std::pair<std::string, std::uint64_t>> count(const std::vector<char>& t, int threads, std::size_t chunk,
+                                                         CpuWordCountStats* stats = nullptr) {
+  CpuWordCountStats st;
+  auto out = cpu_wordcount(std::string_view(t.data(), t.size()), threads, chunk, st);
+  if (stats) *stats = st;
+  return out;
+}
+
+// cpu_wordcount's words are the reference's, each once, in sort_word_counts order.
+void expect_counts(const std::vector<char>& t, int threads, std::size_t chunk) {
+  CpuWordCountStats st;
+  const auto got = count(t, threads, chunk, &st);
+  const auto want = reference_counts(t);
+  const std::map<std::string, std::uint64_t> as_map(got.begin(), got.end());
+  EXPECT_EQ(as_map.size(), got.size()) << "a word came out twice";
+  EXPECT_EQ(as_map, want) << threads << " threads, chunks of " << chunk;
+  auto sorted = got;
+  mapreduce::sort_word_counts(sorted);
+  EXPECT_EQ(got, sorted);
+  std::uint64_t total = 0;
+  for (const auto& [w, c] : want) total += c;
+  EXPECT_EQ(st.words, total);
+}
+
+}  // namespace
+
+TEST(WordScan, MaskEqualsTheByteRuleForEveryByte) {
+  std::vector<char> block(64);
+  for (int c = 0; c < 256; ++c) {
+    for (int at : {0, 15, 16, 31, 47, 63}) {
+      std::fill(block.begin(), block.end(), 'a');
+      block[at] = static_cast<char>(c);
+      const std::uint64_t m = word_mask64(block.data());
+      EXPECT_EQ(m, word_mask64_table(block.data())) << "byte " << c;
+      EXPECT_EQ((m >> at) & 1, mapreduce::is_word_byte(static_cast<unsigned char>(c)) ? 1u : 0u) << "byte " << c;
+    }
+  }
+}
+
+TEST(WordScan, EveryChunkingGivesForEachWordsWords) {
+  std::vector<std::vector<char>> texts{bytes(""),
+                                       bytes(" "),
+                                       bytes("a"),
+                                       bytes(" ,.\n\t!"),
+                                       bytes("word"),
+                                       bytes(std::string(200, 'x')),
+                                       bytes(std::string(" ").append(130, 'y').append(" z"))};
+  for (std::uint32_t seed = 1; seed <= 4; ++seed) texts.push_back(random_text(700, seed == 4 ? 150 : 12, seed));
+  for (const auto& t : texts) {
+    const std::size_t n = t.size();
+    // Every (first, last) pair of a short text; chunkings of a long one.
+    if (n <= 200) {
+      for (std::size_t first = 0; first <= n; ++first)
+        for (std::size_t last = first; last <= n; ++last)
+          ASSERT_EQ(scanned(t, first, last), reference(t, first, last)) << "chunk " << first << ".." << last;
+      continue;
+    }
+    for (std::size_t chunk : {1, 2, 3, 63, 64, 65, 100, 128, 129, 700}) {
+      Words all, want;
+      for (std::size_t first = 0; first < n; first += chunk) {
+        const std::size_t last = std::min(n, first + chunk);
+        const Words w = scanned(t, first, last);
+        ASSERT_EQ(w, reference(t, first, last)) << "chunk " << first << ".." << last;
+        all.insert(all.end(), w.begin(), w.end());
+      }
+      ASSERT_EQ(all, reference(t, 0, n)) << "chunks of " << chunk;
+    }
+  }
+}
+
+TEST(WordTable, KeysTellWordsAndLengthsApart) {
+  const std::vector<char> t = bytes("a ab abcdefgh abcdefghi abcdefghijklmnop abcdefghijklmnopq abcdefghijklmnopr " +
+                                    std::string(300, 'q') + " " + "x\xc3\xa9");
+  std::set<std::pair<std::uint64_t, std::uint64_t>> keys;
+  mapreduce::for_each_word(t.data(), t.size(), 0, t.size(), [&](std::size_t b, std::size_t n) {
+    const WordKey k = word_key(t.data(), t.size(), b, n);
+    EXPECT_EQ(k.length(), n);
+    EXPECT_EQ(k.is_short(), n <= kShortWord);
+    EXPECT_TRUE(keys.insert({k.k0, k.k1}).second) << "two words with one key";
+  });
+  EXPECT_EQ(keys.size(), 9u);
+  // The same word near the end of the text (fewer than 16 bytes left to read) has the same key.
+  const std::vector<char> end = bytes("ab abcdefghi ab abcdefghi");
+  const WordKey a = word_key(end.data(), end.size(), 3, 9), b = word_key(end.data(), end.size(), 16, 9);
+  EXPECT_EQ(a, b);
+  EXPECT_EQ(word_key(end.data(), end.size(), 0, 2), word_key(end.data(), end.size(), 13, 2));
+}
+
+TEST(WordTable, HashRangesHoldEveryWordOnce) {
+  const std::vector<char> t = random_text(20000, 9, 11);
+  WordTable table(t.data(), t.size(), 16);  // grows many times
+  mapreduce::for_each_word(t.data(), t.size(), 0, t.size(),
+                           [&](std::size_t b, std::size_t n) { table.add_word(b, n); });
+  EXPECT_GT(table.grows(), 3u);
+  const auto want = reference_counts(t);
+  ASSERT_EQ(table.size(), want.size());
+  for (std::size_t parts = 1; parts <= table.capacity(); parts *= 4) {
+    std::map<std::string, std::uint64_t> got;
+    for (std::size_t p = 0; p < parts; ++p)
+      table.for_each_in_range(p, parts, [&](const WordSlot& s, std::uint64_t h) {
+        EXPECT_EQ(h, s.key.hash());
+        EXPECT_TRUE(got.emplace(std::string(t.data() + s.offset, s.key.length()), s.count).second) << "seen twice";
+      });
+    EXPECT_EQ(got, want) << parts << " ranges";
+  }
+}
+
+TEST(CpuWordCount, EmptySeparatorsAndOneWord) {
+  EXPECT_TRUE(count({}, 2, 0).empty());
+  EXPECT_TRUE(count(bytes(" ,.\n\t!\x01"), 2, 0).empty());
+  using V = std::vector<std::pair<std::string, std::uint64_t>>;
+  EXPECT_EQ(count(bytes("hello"), 2, 0), (V{{"hello", 1}}));
+  EXPECT_EQ(count(bytes("  hello, "), 3, 1), (V{{"hello", 1}}));
+  EXPECT_EQ(count(bytes("\xc3\xa9t\xc3\xa9 \xc3\xa9t\xc3\xa9"), 2, 0), (V{{"\xc3\xa9t\xc3\xa9", 2}}));
+}
+
+TEST(CpuWordCount, WordsAcrossChunkEdgesAndLongerThanAChunk) {
+  std::string s;
+  for (int i = 0; i < 400; ++i) s += std::string(1 + i % 40, char('a' + i % 26)) + (i % 5 ? " " : ",\n");
+  s += std::string(5000, 'L') + " tail " + std::string(5000, 'L') + " " + std::string(999, 'M');  // ends in a word
+  const std::vector<char> t = bytes(s);
+  for (int threads : {1, 2, 5})
+    for (std::size_t chunk : {1, 7, 64, 65, 1000}) expect_counts(t, threads, chunk);
+}
+
+TEST(CpuWordCount, ManyDistinctWordsGrowTheTables) {
+  std::string s;
+  for (int i = 0; i < 150000; ++i) s.append("w").append(std::to_string(i * 7919 % 150001)).append(i % 3 ? " " : "\n");
+  s += "w1 w1 w22 " + std::string(20, 'x') + " " + std::string(20, 'x');
+  const std::vector<char> t = bytes(s);
+  CpuWordCountStats st;
+  const auto got = count(t, 3, 4096, &st);
+  EXPECT_GT(st.table_grows, 0u);
+  EXPECT_EQ(st.partitions, 16u);
+  const std::map<std::string, std::uint64_t> as_map(got.begin(), got.end());
+  EXPECT_EQ(as_map, reference_counts(t));
+  EXPECT_EQ(got[0], (std::pair<std::string, std::uint64_t>{"w1", 3}));
+}
+
+TEST(CpuWordCount, ThreadCountsAndChunkSizesAgree) {
+  const std::vector<char> t = random_text(300000, 24, 5);
+  const auto one = count(t, 1, 0);
+  const std::map<std::string, std::uint64_t> as_map(one.begin(), one.end());
+  EXPECT_EQ(as_map, reference_counts(t));
+  for (int threads : {2, 3, 4, 8})
+    for (std::size_t chunk : {std::size_t{0}, std::size_t{777}, std::size_t{1} << 16})
+      EXPECT_EQ(count(t, threads, chunk), one) << threads << " threads, chunks of " << chunk;
+}
+
+TEST(CpuWordCount, TiesSortByBytesBeyondTheFirstEight) {
+  // Same counts; words sharing their first 8 bytes, prefixes of each other, bytes >= 0x80.
+  const std::vector<char> t = bytes("abcdefghZ abcdefghA abcdefgh abcdefg abcdefghAB \xc3\xa9 b B " +
+                                    std::string(30, 'k') + "b " + std::string(30, 'k') + "a");
+  using V = std::vector<std::pair<std::string, std::uint64_t>>;
+  const V want{{"B", 1},
+               {"abcdefg", 1},
+               {"abcdefgh", 1},
+               {"abcdefghA", 1},
+               {"abcdefghAB", 1},
+               {"abcdefghZ", 1},
+               {"b", 1},
+               {std::string(30, 'k') + "a", 1},
+               {std::string(30, 'k') + "b", 1},
+               {"\xc3\xa9", 1}};
+  EXPECT_EQ(count(t, 1, 0), want);
+  EXPECT_EQ(count(t, 2, 8), want);
+}
+
+TEST(CpuWordCount, WordcountUsesItAndKeepsTheCounts) {
+  const std::vector<char> t = random_text(100000, 20, 9);
+  mapreduce::WordCountOptions o;
+  o.engine.device = Device::cpu;
+  o.engine.threads = 2;
+  const auto r = mapreduce::wordcount(std::string_view(t.data(), t.size()), o);
+  EXPECT_EQ(r.words, count(t, 2, 0));
+  std::uint64_t total = 0;
+  for (const auto& [w, c] : reference_counts(t)) total += c;
+  EXPECT_EQ(r.total_words, total);
+  bool named = false;
+  for (const auto& s : r.report.stages) named |= s.name == "CPU count words";
+  EXPECT_TRUE(named);
+}
