@@ -24,21 +24,18 @@ std::size_t co_rank(std::size_t i, std::span<const K> a, std::span<const K> b, L
   return lo;
 }
 
-// Stable merge of runs [a0,a1) and [b0,b1) of keys (and their values, when V is not void) into out.
+// Stable merge of a (na keys, values va) and b (nb) into out. Branch-free: the comparison picks
+// with a conditional move, so random keys cost no mispredictions.
 template <class K, class V, class Less>
 void merge_range(const K* ka, const V* va, std::size_t na, const K* kb, const V* vb, std::size_t nb, K* ko, V* vo,
                  Less less) {
   std::size_t i = 0, j = 0, o = 0;
   while (i < na && j < nb) {
-    if (less(kb[j], ka[i])) {
-      ko[o] = kb[j];
-      if (vo) vo[o] = vb[j];
-      ++j;
-    } else {
-      ko[o] = ka[i];
-      if (vo) vo[o] = va[i];
-      ++i;
-    }
+    const bool take_b = less(kb[j], ka[i]);
+    ko[o] = take_b ? kb[j] : ka[i];
+    if (vo) vo[o] = take_b ? vb[j] : va[i];
+    j += take_b;
+    i += !take_b;
     ++o;
   }
   std::copy(ka + i, ka + na, ko + o);

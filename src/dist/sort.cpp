@@ -4,9 +4,8 @@
 //     bits, each step one MPI_Allreduce of P-1 counts (32 or 64 steps), and equal keys at a cut
 //     are split by (rank, position) with one MPI_Exscan, so every rank gets N/P keys (±1);
 //  3. one all-to-all exchange of the slices;
-//  4. each rank merges the P sorted runs it received (stably, in rank order).
-#include <parallel/algorithm>
-
+//  4. each rank merges the P sorted runs it received (stably, in rank order): pairwise merges in
+//     a tree, each cut into equal parts by co-ranking, branch-free.
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -72,14 +71,8 @@ DistReport sort_impl(const Context& ctx, std::vector<K>& keys, std::vector<V>* v
     values->resize(recv_values.size());
     merge_runs(recv_keys.data(), recv_values.data(), runs, keys.data(), values->data(), order, threads);
   } else {
-    std::vector<std::pair<K*, K*>> seqs;
-    std::size_t at = 0;
-    for (auto r : runs) {
-      seqs.emplace_back(recv_keys.data() + at, recv_keys.data() + at + r);
-      at += r;
-    }
-    __gnu_parallel::multiway_merge(seqs.begin(), seqs.end(), keys.begin(), std::ptrdiff_t(keys.size()), order,
-                                   __gnu_parallel::parallel_tag(threads));
+    merge_runs(recv_keys.data(), static_cast<char*>(nullptr), runs, keys.data(), static_cast<char*>(nullptr), order,
+               threads);
   }
   clock.lap(out.report, "merge", fmt::format("{} runs, {} keys", runs.size(), keys.size()));
   out.count_out = keys.size();
