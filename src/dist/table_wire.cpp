@@ -1,6 +1,7 @@
 #include "dist/table_wire.hpp"
 
 #include <cmath>
+#include <algorithm>
 #include <cstring>
 #include <limits>
 
@@ -17,9 +18,18 @@ void put_u64(std::vector<std::byte>& out, std::uint64_t v) {
   out.insert(out.end(), p, p + sizeof v);
 }
 
+// Every field starts at a multiple of 8 bytes, so that numbers read in place are aligned.
+constexpr std::size_t padded(std::size_t n) { return (n + 7) & ~std::size_t{7}; }
+
+void put_bytes(std::vector<std::byte>& out, const void* p, std::size_t n) {
+  const auto* b = static_cast<const std::byte*>(p);
+  out.insert(out.end(), b, b + n);
+  out.resize(out.size() + (padded(n) - n), std::byte{0});
+}
+
 void put_buffer(std::vector<std::byte>& out, const Buffer& b) {
   put_u64(out, b.size());
-  out.insert(out.end(), b.data(), b.data() + b.size());
+  put_bytes(out, b.data(), b.size());
 }
 
 struct Reader {
@@ -36,7 +46,7 @@ struct Reader {
     const std::uint64_t n = u64();
     if (end - at < n) throw Error("dist: a received table is cut short");
     Buffer b = Buffer::borrow(all->data() + at, n, all);
-    at += n;
+    at += std::min<std::size_t>(padded(n), end - at);
     return b;
   }
 };
@@ -47,8 +57,7 @@ void write_table(const Table& t, std::vector<std::byte>& out) {
   put_u64(out, t.num_columns());
   for (const Column& c : t.columns()) {
     put_u64(out, c.name.size());
-    const auto* n = reinterpret_cast<const std::byte*>(c.name.data());
-    out.insert(out.end(), n, n + c.name.size());
+    put_bytes(out, c.name.data(), c.name.size());
     put_u64(out, std::uint64_t(c.type));
     put_u64(out, c.length);
     put_buffer(out, c.values);
@@ -81,7 +90,7 @@ Table read_tables(std::shared_ptr<const std::vector<std::byte>> bytes, const Tab
       const std::uint64_t name_length = r.u64();
       if (r.end - r.at < name_length) throw Error("dist: a received table is cut short");
       c.name.assign(reinterpret_cast<const char*>(bytes->data() + r.at), name_length);
-      r.at += name_length;
+      r.at += std::min<std::size_t>(padded(name_length), r.end - r.at);
       c.type = ColumnType(r.u64());
       c.length = r.u64();
       c.values = r.buffer();

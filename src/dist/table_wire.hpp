@@ -11,7 +11,8 @@
 
 namespace tandem::dist {
 
-// Appends `t` to `out`.
+// Appends `t` to `out`: each column's name, type, length and buffers, every field padded to a
+// multiple of 8 bytes so that the reader can lend the numbers in place, aligned.
 void write_table(const Table& t, std::vector<std::byte>& out);
 
 // Reads the tables written back to back into `bytes` (counts[r] bytes from rank r, each a whole
