@@ -169,7 +169,8 @@ struct TopkResult {
 // (objects of ranks below r) + j. Each rank runs topk::query on its objects (opts: algorithm,
 // device, threads; max_depth is not used: the merge needs every rank's answer), then rank 0 merges
 // the P local top-k lists and sends the result to every rank: (P - 1) * k items each way.
-// k must be 1 .. the total number of objects (UsageError); a rank may hold no objects.
+// k must be 1 .. the total number of objects (UsageError); a rank may hold no objects (and then
+// no lists: a default topk::Lists).
 TopkResult topk_partitioned(const Context& ctx, const topk::Lists& local, std::uint64_t k,
                             const topk::Aggregate& agg = {}, const topk::Options& opts = {});
 

@@ -138,38 +138,44 @@ TopkResult topk_partitioned(const Context& ctx, const topk::Lists& local, std::u
   rep.report.operation = "dist topk (objects by rank)";
   rep.count_in = local.m;
   StageClock clock;
-  ctx.run_agreed([&] { topk::validate(local); });
+  // A rank without objects may pass no lists at all (a default Lists).
+  ctx.run_agreed([&] {
+    if (local.n > 0 || local.m > 0) topk::validate(local);
+  });
 
   const std::vector<Shape> shapes = all_to_all(s, std::vector<Shape>{{local.n, local.m}}, rep.traffic);
   std::uint64_t total = 0, offset = 0;
+  int first = -1;  // the lowest rank with lists: its count is the one
   for (int r = 0; r < s.size; ++r) {
     if (r == s.rank) offset = total;
     total += shapes[r].m;
+    if (first < 0 && shapes[r].n > 0) first = r;
   }
+  const auto n = std::uint32_t(first < 0 ? 0 : shapes[first].n);
   ctx.run_agreed([&] {
-    if (local.n != shapes[0].n)
-      throw InputError(fmt::format("{} lists, but rank 0 has {}: every rank must hold the same lists", local.n,
-                                   shapes[0].n));
+    if (local.n != n && local.n != 0)
+      throw InputError(fmt::format("{} lists, but rank {} has {}: every rank must hold the same lists", local.n,
+                                   first, n));
     if (total > (std::uint64_t{1} << 32))
       throw InputError(fmt::format("{} objects over all ranks: ids are u32, at most 2^32", total));
     check_k(k, total);
-    agg.check(local.n);
+    agg.check(n);
   });
 
   // The scale of exact sums comes from the largest |score| of each list over every rank.
-  std::vector<float> max_abs = topk::detail::list_max_abs(local), global_max(max_abs.size());
-  check_mpi(MPI_Allreduce(max_abs.data(), global_max.data(), int(max_abs.size()), MPI_FLOAT, MPI_MAX, s.comm),
-            "MPI_Allreduce");
-  rep.traffic.bytes_sent += max_abs.size() * sizeof(float) * std::uint64_t(s.size - 1);
-  rep.traffic.bytes_received += max_abs.size() * sizeof(float) * std::uint64_t(s.size - 1);
+  std::vector<float> max_abs = topk::detail::list_max_abs(local), global_max(n);
+  max_abs.resize(n, 0.0f);
+  check_mpi(MPI_Allreduce(max_abs.data(), global_max.data(), int(n), MPI_FLOAT, MPI_MAX, s.comm), "MPI_Allreduce");
+  rep.traffic.bytes_sent += n * sizeof(float) * std::uint64_t(s.size - 1);
+  rep.traffic.bytes_received += n * sizeof(float) * std::uint64_t(s.size - 1);
   clock.lap(rep.report, "setup", fmt::format("{} objects on this rank of {}", local.m, total));
 
   std::vector<Item> mine;
   ctx.run_agreed([&] {
     if (local.m == 0) return;
     const std::uint64_t local_k = std::min(k, local.m);
-    const auto global_spec = topk::detail::spec_of(agg, local.n, global_max);
-    const auto local_spec = topk::detail::spec_of(agg, local.n, max_abs);
+    const auto global_spec = topk::detail::spec_of(agg, n, global_max);
+    const auto local_spec = topk::detail::spec_of(agg, n, max_abs);
     if (topk::detail::is_sum(global_spec.kind) && global_spec.scale != local_spec.scale) {
       mine = local_top_at_scale(local, local_k, global_spec);
       rep.report.note("local: every object aggregated at the whole data's scale of exact sums");

@@ -14,6 +14,11 @@
 #include "dist_helpers.hpp"
 #include "tandem/core/error.hpp"
 
+namespace tandem::topk {
+// gtest prints items as (id, score) instead of their bytes.
+inline void PrintTo(const Item& it, std::ostream* os) { *os << "(" << it.id << ", " << fmt::format("{}", it.score) << ")"; }
+}  // namespace tandem::topk
+
 namespace tandem::dist::test {
 namespace {
 
@@ -113,21 +118,26 @@ TEST(DistTopkPartitioned, KLargerThanARanksObjectsAndEmptyRanks) {
   const std::uint64_t begin = ctx.rank() == 0 ? 0 : 3, count = ctx.rank() == 0 ? (last == 0 ? 40 : 3)
                                                                                : ctx.rank() == last ? 37 : 0;
   for (std::uint64_t k : {1, 5, 25, 40}) check_partitioned(all, begin, count, k);
+  // A rank without objects may also pass no lists at all.
+  const TopkResult r = topk_partitioned(ctx, count ? objects(all, begin, count) : topk::Lists{}, 6,
+                                        topk::Aggregate::parse("wsum:2,1", 2));
+  EXPECT_EQ(r.items, topk::reference(all, 6, topk::Aggregate::parse("wsum:2,1", 2)));
 }
 
 TEST(DistTopkPartitioned, RanksOfDifferentMagnitudesGiveTheWholeDatasScores) {
-  // Rank r's scores are 2^(40 r) times larger: its own exact-sum scale differs from the whole data's.
+  // Ranks 1, 2, 3 hold scores 2^-100, 2^-110, 2^-120 times rank 0's: exact at their own scale of
+  // exact sums, rounded at the whole data's (rank 0's) as the single-process query rounds them.
   const Context& ctx = context();
   const std::uint64_t per = 200;
   std::vector<topk::Lists> parts;
-  topk::Lists all{3, 0, {}};
-  for (int r = 0; r < ctx.size(); ++r) parts.push_back(scaled(generated(per, 3, topk::Dist::uniform, 11 + r), 40 * r));
-  all.m = per * std::uint64_t(ctx.size());
+  for (int r = 0; r < ctx.size(); ++r)
+    parts.push_back(scaled(generated(per, 3, topk::Dist::uniform, 11 + r), r == 0 ? 0 : -(90 + 10 * r)));
+  topk::Lists all{3, per * std::uint64_t(ctx.size()), {}};
   for (std::uint32_t i = 0; i < 3; ++i)
-    for (int r = ctx.size() - 1; r >= 0; --r)  // larger ranks first: each list stays sorted
+    for (int r = 0; r < ctx.size(); ++r)  // larger scores first: each list stays sorted
       for (const topk::Entry& e : parts[r].list(i)) all.entries.push_back({std::uint32_t(e.id + per * r), e.score});
-  // Tiny scores added to huge ones: only the whole data's scale reproduces the reference's bits.
   check_partitioned(all, per * std::uint64_t(ctx.rank()), per, 50);
+  check_partitioned(all, per * std::uint64_t(ctx.rank()), per, per * std::uint64_t(ctx.size()));
 }
 
 TEST(DistTopkPartitioned, KAboveEveryObjectIsAUsageErrorOnEveryRank) {
