@@ -33,6 +33,7 @@ TEST(DistTopkPlan, BoundsCountUnseenListsAtTheirLowAndCap) {
   c.add(0, 7, 8);
   c.add(1, 9, 4);
   c.add(0, 9, 2);
+  c.add(0, 9, 2);  // the same pair again (looked up, then sent): once
   EXPECT_EQ(c.size(), 2u);
   EXPECT_EQ(c.lower(7), 8 + -5 + 3);
   EXPECT_EQ(c.upper(7), 8 + 5 + 3);

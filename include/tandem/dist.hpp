@@ -178,12 +178,20 @@ TopkResult topk_partitioned(const Context& ctx, const topk::Lists& local, std::u
 // my_list_indices[j] of total_lists), each complete over all m objects; every list 0 ..
 // total_lists - 1 is held by exactly one rank, and a rank may hold none (my_lists.n == 0).
 // The aggregate must be sum or wsum (weights over total_lists): other aggregates are UsageError.
-// Runs TPUT (three phases, rank 0 the coordinator): 1. the top k of every list; 2. the entries
-// above a threshold from phase 1's k-th best lower bound; 3. the missing scores of the objects
-// whose upper bound still reaches phase 2's k-th best lower bound, looked up by id. The report's
-// details()["tput"] gives the entries and candidates of each phase.
+// Runs TPUT (Cao & Wang, PODC 2004; rank 0 the coordinator): 1. the top k of every list;
+// 2. every entry whose contribution is at least T = (tau1 - lows) / lists above its list's lowest,
+// tau1 the k-th best lower bound; 3. the missing scores, looked up by id, of the objects whose upper
+// bound still reaches phase 2's k-th best lower bound. report.details()["tput"] gives the entries,
+// objects and lookups of each phase.
+struct ListsTopkOptions {
+  // Between phases 1 and 2, look up the scores phase 1's objects lack (at most k x lists x lists
+  // lookups): tau1 is then the k-th best exact score, not partial sum, and phase 2 sends fewer
+  // entries. Off: TPUT as published.
+  bool exact_phase1_scores{true};
+};
 TopkResult topk_distributed_lists(const Context& ctx, const topk::Lists& my_lists,
                                   std::span<const std::uint32_t> my_list_indices, std::uint32_t total_lists,
-                                  std::uint64_t k, const topk::Aggregate& agg = {});
+                                  std::uint64_t k, const topk::Aggregate& agg = {},
+                                  const ListsTopkOptions& opts = {});
 
 }  // namespace tandem::dist

@@ -33,12 +33,13 @@ struct WireItem {  // topk::Item without padding of unknown bytes
   std::uint32_t pad{0};
   double score{0};
 };
-struct Tagged {  // one entry of a list
+struct BlockHeader {  // one list's entries in a phase's message
   std::uint32_t list;
-  std::uint32_t id;
-  float score;
+  std::uint32_t has_next;  // 1: the list goes on, its best score not sent is `next`
+  float next;
+  std::uint32_t pad;
+  std::uint64_t count;
 };
-constexpr std::uint32_t kNextScore = std::numeric_limits<std::uint32_t>::max();  // id of "the best score not sent"
 struct Request {  // the coordinator asks a holder for the score of id in list
   std::uint32_t list;
   std::uint32_t id;
@@ -288,38 +289,63 @@ Layout agree_layout(const Context& ctx, const topk::Lists& lists, std::span<cons
   return lay;
 }
 
-// This rank's entries of its active lists from position `from` on while keep(list, position,
-// contribution) holds; with `edge`, also the first score left out of each list not sent whole
-// (id kNextScore): it caps what the list can add to an object not seen in it.
+// This rank's entries of its active lists at positions from .. until - 1, while keep(list,
+// contribution) holds, as one message: the number of blocks, a header per list, then the entries. With `edge`,
+// the header also gives the first score left out: it caps what the list adds to an object not
+// seen in it.
 template <class Keep>
-std::vector<Tagged> entries_while(const topk::Lists& lists, std::span<const std::uint32_t> indices, const Layout& lay,
-                                  std::uint64_t from, bool edge, Keep&& keep) {
-  std::vector<Tagged> out;
+std::vector<std::byte> entries_while(const topk::Lists& lists, std::span<const std::uint32_t> indices,
+                                     const Layout& lay, std::uint64_t from, std::uint64_t until, bool edge,
+                                     Keep&& keep) {
+  std::vector<BlockHeader> heads;
+  std::vector<topk::Entry> body;
   for (std::uint32_t j = 0; j < lists.n; ++j) {
     const std::uint32_t i = indices[j];
     if (!lay.bounds[i].active()) continue;
     const auto l = lists.list(j);
-    std::uint64_t p = from;
-    for (; p < l.size() && keep(i, p, topk_plan::contribution(lay.spec, i, l[p].score)); ++p)
-      out.push_back(Tagged{i, l[p].id, l[p].score});
-    if (edge && p < l.size()) out.push_back(Tagged{i, kNextScore, l[p].score});
+    const std::uint64_t begin = std::min<std::uint64_t>(from, l.size()), end = std::min<std::uint64_t>(until, l.size());
+    std::uint64_t p = begin;
+    while (p < end && keep(i, topk_plan::contribution(lay.spec, i, l[p].score))) ++p;
+    const bool next = edge && p < l.size();
+    heads.push_back(BlockHeader{i, next ? 1u : 0u, next ? l[p].score : 0.0f, 0, p - begin});
+    body.insert(body.end(), l.begin() + std::ptrdiff_t(begin), l.begin() + std::ptrdiff_t(p));
   }
+  const std::uint64_t blocks = heads.size();
+  std::vector<std::byte> out(sizeof blocks + heads.size() * sizeof(BlockHeader) + body.size() * sizeof(topk::Entry));
+  std::byte* at = out.data();
+  std::memcpy(at, &blocks, sizeof blocks);
+  at += sizeof blocks;
+  if (!heads.empty()) std::memcpy(at, heads.data(), heads.size() * sizeof(BlockHeader));
+  at += heads.size() * sizeof(BlockHeader);
+  if (!body.empty()) std::memcpy(at, body.data(), body.size() * sizeof(topk::Entry));
   return out;
 }
 
-// The coordinator takes in a phase's entries; the first score left out of a list caps it.
-std::uint64_t take_entries(topk_plan::Candidates& c, const Layout& lay, const std::vector<Tagged>& entries) {
-  std::uint64_t n = 0;
-  for (const Tagged& e : entries) {
-    const Fixed v = topk_plan::contribution(lay.spec, e.list, e.score);
-    if (e.id == kNextScore) {
-      c.set_cap(e.list, v);
-    } else {
-      c.add(e.list, e.id, v);
-      ++n;
+// The coordinator takes in a phase's messages (from[r] bytes of rank r's, back to back): the
+// entries, and each list's cap. Returns the entries taken in.
+std::uint64_t take_entries(topk_plan::Candidates& c, const Layout& lay, const std::vector<std::byte>& messages,
+                           const std::vector<std::uint64_t>& from) {
+  std::uint64_t taken = 0;
+  const std::byte* at = messages.data();
+  for (std::uint64_t bytes : from) {
+    if (bytes == 0) continue;
+    std::uint64_t blocks = 0;
+    std::memcpy(&blocks, at, sizeof blocks);
+    std::vector<BlockHeader> heads(blocks);
+    std::memcpy(heads.data(), at + sizeof blocks, blocks * sizeof(BlockHeader));
+    const std::byte* entry = at + sizeof blocks + blocks * sizeof(BlockHeader);
+    for (const BlockHeader& h : heads) {
+      for (std::uint64_t q = 0; q < h.count; ++q, entry += sizeof(topk::Entry)) {
+        topk::Entry e;
+        std::memcpy(&e, entry, sizeof e);
+        c.add(h.list, e.id, topk_plan::contribution(lay.spec, h.list, e.score));
+      }
+      if (h.has_next) c.set_cap(h.list, topk_plan::contribution(lay.spec, h.list, h.next));
+      taken += h.count;
     }
+    at += bytes;
   }
-  return n;
+  return taken;
 }
 
 // A holder answers the coordinator's requests: the score of each (list, id), in order, through
@@ -343,12 +369,12 @@ std::vector<float> look_up(const topk::Lists& lists, std::span<const std::uint32
   return out;
 }
 
-// Phase 3 on the coordinator: the requests for the scores the survivors lack, grouped by the
-// rank holding the list (counts[r] for rank r).
-std::vector<Request> requests_for(const topk_plan::Candidates& c, const std::vector<std::uint32_t>& survivors,
+// The requests for the scores `ids` lack in the active lists, grouped by the rank holding the
+// list (counts[r] for rank r).
+std::vector<Request> requests_for(const topk_plan::Candidates& c, const std::vector<std::uint32_t>& ids,
                                   const std::vector<int>& holder, int ranks, std::vector<std::uint64_t>& counts) {
   std::vector<std::vector<Request>> by_rank(std::size_t(ranks), std::vector<Request>{});
-  for (std::uint32_t id : survivors)
+  for (std::uint32_t id : ids)
     for (std::uint64_t miss = c.missing(id); miss; miss &= miss - 1) {
       const auto i = std::uint32_t(__builtin_ctzll(miss));
       by_rank[holder[i]].push_back(Request{i, id});
@@ -362,11 +388,29 @@ std::vector<Request> requests_for(const topk_plan::Candidates& c, const std::vec
   return all;
 }
 
+// Collective: rank 0 asks the holders for every score the objects `ids` (on rank 0) lack, looked
+// up by id, and adds them: those objects' scores are then exact. Returns the scores fetched.
+std::uint64_t fetch_missing(const Context& ctx, topk_plan::Candidates& cand, const Layout& lay,
+                            const std::vector<std::uint32_t>& ids, const topk::Lists& lists,
+                            std::span<const std::uint32_t> indices, Traffic& traffic) {
+  const Context::Impl& s = ctx.impl();
+  std::vector<std::uint64_t> counts(std::size_t(s.size), 0), from;
+  std::vector<Request> requests;
+  if (s.rank == 0) requests = requests_for(cand, ids, lay.holder, s.size, counts);
+  const auto mine = from_root(s, requests, counts, traffic);
+  std::vector<float> answers;
+  ctx.run_agreed([&] { answers = look_up(lists, indices, mine); });
+  const auto scores = to_root(s, answers, from, traffic);
+  for (std::size_t q = 0; q < requests.size(); ++q)
+    cand.add(requests[q].list, requests[q].id, topk_plan::contribution(lay.spec, requests[q].list, scores[q]));
+  return requests.size();
+}
+
 }  // namespace
 
 TopkResult topk_distributed_lists(const Context& ctx, const topk::Lists& my_lists,
                                   std::span<const std::uint32_t> my_list_indices, std::uint32_t total_lists,
-                                  std::uint64_t k, const topk::Aggregate& agg) {
+                                  std::uint64_t k, const topk::Aggregate& agg, const ListsTopkOptions& opts) {
   const Context::Impl& s = ctx.impl();
   TopkResult out;
   DistReport& rep = out.report;
@@ -378,57 +422,54 @@ TopkResult topk_distributed_lists(const Context& ctx, const topk::Lists& my_list
   const std::uint32_t active = cand.active_lists();
   clock.lap(rep.report, "setup", fmt::format("{} of {} lists here, {} objects", my_lists.n, total_lists, lay.m));
 
-  // Counts for the report: entries sent in phases 1 and 2, objects seen after each, survivors,
-  // scores looked up in phase 3.
-  std::vector<std::uint64_t> stats(6, 0);
+  // Counts for the report (rank 0's, sent to every rank with the result).
+  enum { entries1, seen1, lookups1, entries2, seen2, survivors, lookups3, count };
+  std::vector<std::uint64_t> stats(count, 0);
   std::vector<Item> best;
   if (active == 0) {
     // Every list gives every object the same score: the k smallest ids, no phase needed.
     for (std::uint32_t id = 0; id < k; ++id) best.push_back(Item{id, topk_plan::score_of(lay.spec, cand.low_sum())});
-    for (const char* name : {"phase 1", "phase 2", "phase 3"}) clock.lap(rep.report, name, "no list varies");
+    for (const char* name : {"phase 1", "phase 1 lookups", "phase 2", "phase 3"})
+      clock.lap(rep.report, name, "no list varies");
   } else {
-    // Phase 1: the top k of every list; T from the k-th best lower bound.
+    // Phase 1: the top k of every list.
     std::vector<std::uint64_t> from;
     const auto first = to_root(
-        s, entries_while(my_lists, my_list_indices, lay, 0, false, [&](std::uint32_t, std::uint64_t p, Fixed) { return p < k; }),
-        from, rep.traffic);
-    std::vector<Fixed> threshold(1, 0);
+        s, entries_while(my_lists, my_list_indices, lay, 0, k, false, [](std::uint32_t, Fixed) { return true; }), from,
+        rep.traffic);
     if (s.rank == 0) {
-      stats[0] = take_entries(cand, lay, first);
-      stats[2] = cand.size();
-      threshold[0] = topk_plan::phase2_threshold(cand.kth_lower(k), cand.low_sum(), active);
+      stats[entries1] = take_entries(cand, lay, first, from);
+      stats[seen1] = cand.size();
     }
-    const Fixed t = root_to_all(s, threshold, rep.traffic)[0];
     clock.lap(rep.report, "phase 1", "the top k of every list");
+
+    // Optionally the exact scores of phase 1's objects: a higher k-th best lower bound.
+    if (opts.exact_phase1_scores)
+      stats[lookups1] = fetch_missing(ctx, cand, lay, cand.objects(), my_lists, my_list_indices, rep.traffic);
+    std::vector<Fixed> threshold(1, 0);
+    if (s.rank == 0) threshold[0] = topk_plan::phase2_threshold(cand.kth_lower(k), cand.low_sum(), active);
+    const Fixed t = root_to_all(s, threshold, rep.traffic)[0];
+    clock.lap(rep.report, "phase 1 lookups", opts.exact_phase1_scores ? "the scores phase 1's objects lack" : "off");
 
     // Phase 2: every further entry at least T above its list's low; prune by the new k-th lower bound.
     const auto second = to_root(s,
-                                entries_while(my_lists, my_list_indices, lay, k, true,
-                                              [&](std::uint32_t i, std::uint64_t, Fixed c) { return c - lay.bounds[i].low >= t; }),
+                                entries_while(my_lists, my_list_indices, lay, k, lay.m, true,
+                                              [&](std::uint32_t i, Fixed c) { return c - lay.bounds[i].low >= t; }),
                                 from, rep.traffic);
-    std::vector<std::uint32_t> survivors;
-    std::vector<std::uint64_t> counts;
-    std::vector<Request> requests;
+    std::vector<std::uint32_t> alive;
     if (s.rank == 0) {
-      stats[1] = take_entries(cand, lay, second);
-      stats[3] = cand.size();
-      survivors = cand.survivors(cand.kth_lower(k));
-      stats[4] = survivors.size();
-      requests = requests_for(cand, survivors, lay.holder, s.size, counts);
-      stats[5] = requests.size();
+      stats[entries2] = take_entries(cand, lay, second, from);
+      stats[seen2] = cand.size();
+      alive = cand.survivors(cand.kth_lower(k));
+      stats[survivors] = alive.size();
     }
     clock.lap(rep.report, "phase 2", "the entries above the threshold");
 
     // Phase 3: the survivors' missing scores, looked up by id on their lists' holders.
-    const auto mine = from_root(s, requests, counts, rep.traffic);
-    std::vector<float> answers;
-    ctx.run_agreed([&] { answers = look_up(my_lists, my_list_indices, mine); });
-    const auto scores = to_root(s, answers, from, rep.traffic);
+    stats[lookups3] = fetch_missing(ctx, cand, lay, alive, my_lists, my_list_indices, rep.traffic);
     if (s.rank == 0) {
-      for (std::size_t q = 0; q < requests.size(); ++q)
-        cand.add(requests[q].list, requests[q].id, topk_plan::contribution(lay.spec, requests[q].list, scores[q]));
       std::vector<Item> exact;
-      for (std::uint32_t id : survivors) exact.push_back(Item{id, topk_plan::score_of(lay.spec, cand.lower(id))});
+      for (std::uint32_t id : alive) exact.push_back(Item{id, topk_plan::score_of(lay.spec, cand.lower(id))});
       best = topk_plan::best_k(std::move(exact), k);
     }
     clock.lap(rep.report, "phase 3", "the survivors' missing scores by id");
@@ -437,13 +478,14 @@ TopkResult topk_distributed_lists(const Context& ctx, const topk::Lists& my_list
   stats = root_to_all(s, stats, rep.traffic);
   clock.lap(rep.report, "result", "the k best to every rank");
 
-  rep.report.details()["tput"] = {{"active_lists", active},       {"entries_phase1", stats[0]},
-                                  {"entries_phase2", stats[1]},   {"candidates_phase1", stats[2]},
-                                  {"candidates_phase2", stats[3]}, {"survivors", stats[4]},
-                                  {"lookups_phase3", stats[5]}};
-  rep.report.note(fmt::format("TPUT on {} of {} lists: phase 1 sent {} entries ({} objects seen), phase 2 {} more "
-                              "({} objects seen), {} survived the bounds, phase 3 looked up {} scores",
-                              active, total_lists, stats[0], stats[2], stats[1], stats[3], stats[4], stats[5]));
+  rep.report.details()["tput"] = {{"active_lists", active},          {"entries_phase1", stats[entries1]},
+                                  {"objects_phase1", stats[seen1]},   {"lookups_phase1", stats[lookups1]},
+                                  {"entries_phase2", stats[entries2]}, {"objects_phase2", stats[seen2]},
+                                  {"survivors", stats[survivors]},    {"lookups_phase3", stats[lookups3]}};
+  rep.report.note(fmt::format("TPUT on {} of {} lists: phase 1 sent {} entries ({} objects, {} scores looked up), "
+                              "phase 2 {} more ({} objects seen), {} survived the bounds, phase 3 looked up {} scores",
+                              active, total_lists, stats[entries1], stats[seen1], stats[lookups1], stats[entries2],
+                              stats[seen2], stats[survivors], stats[lookups3]));
   rep.count_out = out.items.size();
   gather_rank_report(s, rep);
   return out;

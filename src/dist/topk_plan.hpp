@@ -76,13 +76,23 @@ class Candidates {
     return s;
   }
 
-  // Adds list `list`'s contribution for object `id` (once per pair).
+  // Adds list `list`'s contribution for object `id`; a pair already seen (an entry looked up, then
+  // sent again in phase 2) counts once.
   void add(std::uint32_t list, std::uint32_t id, Fixed c) {
     Slot& s = slots_[id];
+    const std::uint64_t bit = std::uint64_t{1} << list;
+    if (s.seen & bit) return;
     s.sum += c;
-    s.seen |= std::uint64_t{1} << list;
+    s.seen |= bit;
   }
   std::size_t size() const { return slots_.size(); }
+  std::vector<std::uint32_t> objects() const {  // sorted
+    std::vector<std::uint32_t> ids;
+    ids.reserve(slots_.size());
+    for (const auto& [id, s] : slots_) ids.push_back(id);
+    std::sort(ids.begin(), ids.end());
+    return ids;
+  }
 
   // Every unseen list at its low (lower) or at its cap (upper).
   Fixed lower(std::uint32_t id) const { return bound(slots_.at(id), false); }

@@ -175,14 +175,18 @@ TEST(DistTopkPartitioned, AMalformedShardFailsEveryRankNamingIt) {
 // ---- lists held by different ranks ----
 
 // Runs topk_distributed_lists with list i on rank owner(i), checks it against the reference.
+// Both with and without phase 1's lookups; returns the run with them.
 template <class Owner>
 TopkResult check_lists(const topk::Lists& all, std::uint64_t k, Owner&& owner, const topk::Aggregate& agg = {}) {
   const Context& ctx = context();
   std::vector<std::uint32_t> mine;
   for (std::uint32_t i = 0; i < all.n; ++i)
     if (owner(i) == ctx.rank()) mine.push_back(i);
+  const auto expected = topk::reference(all, k, agg);
+  EXPECT_EQ(topk_distributed_lists(ctx, lists(all, mine), mine, all.n, k, agg, {.exact_phase1_scores = false}).items,
+            expected);
   TopkResult r = topk_distributed_lists(ctx, lists(all, mine), mine, all.n, k, agg);
-  EXPECT_EQ(r.items, topk::reference(all, k, agg));
+  EXPECT_EQ(r.items, expected);
   return r;
 }
 
@@ -204,16 +208,29 @@ TEST(DistTopkLists, EqualsTheReferenceForEveryDataAndK) {
 TEST(DistTopkLists, PrunesEntriesAndCountsTheBytes) {
   const Context& ctx = context();
   const topk::Lists all = generated(20000, 4, topk::Dist::correlated);
-  const TopkResult r = check_lists(all, 10, round_robin());
-  const auto& t = r.report.report.details().at("tput");
-  const auto count = [&](const char* name) { return t.at(name).get<std::uint64_t>(); };
-  EXPECT_EQ(count("entries_phase1"), 40u);
-  // Phase 2's threshold (tau1 / 4 lists) leaves out part of every list; phase 3 asks only for the
-  // survivors' missing scores.
-  EXPECT_LT(count("entries_phase1") + count("entries_phase2"), 4u * 20000u * 3u / 4u);
-  EXPECT_GE(count("survivors"), 10u);
-  EXPECT_LE(count("survivors"), count("candidates_phase2"));
-  EXPECT_LE(count("lookups_phase3"), 3 * count("survivors"));
+  std::vector<std::uint32_t> mine;
+  for (std::uint32_t i = 0; i < all.n; ++i)
+    if (int(i) % ctx.size() == ctx.rank()) mine.push_back(i);
+  const topk::Lists held = lists(all, mine);
+  const TopkResult plain = topk_distributed_lists(ctx, held, mine, 4, 10, {}, {.exact_phase1_scores = false});
+  const TopkResult r = topk_distributed_lists(ctx, held, mine, 4, 10);
+  EXPECT_EQ(r.items, topk::reference(all, 10));
+  const auto count = [](const TopkResult& x, const char* name) {
+    return x.report.report.details().at("tput").at(name).get<std::uint64_t>();
+  };
+  for (const TopkResult* x : {&plain, &r}) {
+    EXPECT_EQ(count(*x, "entries_phase1"), 40u);
+    // Phase 2's threshold leaves out part of every list; phase 3 asks only for the survivors'
+    // missing scores.
+    EXPECT_LT(count(*x, "entries_phase1") + count(*x, "entries_phase2"), 4u * 20000u * 3u / 4u);
+    EXPECT_GE(count(*x, "survivors"), 10u);
+    EXPECT_LE(count(*x, "survivors"), count(*x, "objects_phase2"));
+    EXPECT_LE(count(*x, "lookups_phase3"), 3 * count(*x, "survivors"));
+  }
+  // Phase 1's exact scores raise the threshold: phase 2 sends fewer entries.
+  EXPECT_EQ(count(plain, "lookups_phase1"), 0u);
+  EXPECT_GT(count(r, "lookups_phase1"), 0u);
+  EXPECT_LT(count(r, "entries_phase2"), count(plain, "entries_phase2"));
   const auto& ranks = r.report.report.details().at("ranks");
   ASSERT_EQ(ranks.size(), std::size_t(ctx.size()));
   std::uint64_t sent = 0, received = 0;
