@@ -85,12 +85,13 @@ std::vector<T> root_to_all(const Context::Impl& s, const std::vector<T>& v, Traf
   return from_root(s, blocks, counts, t);
 }
 
-// Every rank's vector to every rank, back to back in rank order.
+// Every rank's vector to every rank, back to back in rank order (from[r]: elements of rank r).
 template <class T>
-std::vector<T> all_to_all(const Context::Impl& s, const std::vector<T>& mine, Traffic& t) {
+std::vector<T> all_to_all(const Context::Impl& s, const std::vector<T>& mine, std::vector<std::uint64_t>& from,
+                          Traffic& t) {
   std::vector<T> blocks;
   for (int r = 0; r < s.size; ++r) blocks.insert(blocks.end(), mine.begin(), mine.end());
-  std::vector<std::uint64_t> counts(std::size_t(s.size), mine.size()), from;
+  std::vector<std::uint64_t> counts(std::size_t(s.size), mine.size());
   return plain(exchange<T>(s, std::span<const T>(blocks), counts, from, t));
 }
 
@@ -144,7 +145,8 @@ TopkResult topk_partitioned(const Context& ctx, const topk::Lists& local, std::u
     if (local.n > 0 || local.m > 0) topk::validate(local);
   });
 
-  const std::vector<Shape> shapes = all_to_all(s, std::vector<Shape>{{local.n, local.m}}, rep.traffic);
+  std::vector<std::uint64_t> from;
+  const std::vector<Shape> shapes = all_to_all(s, std::vector<Shape>{{local.n, local.m}}, from, rep.traffic);
   std::uint64_t total = 0, offset = 0;
   int first = -1;  // the lowest rank with lists: its count is the one
   for (int r = 0; r < s.size; ++r) {
@@ -185,15 +187,14 @@ TopkResult topk_partitioned(const Context& ctx, const topk::Lists& local, std::u
     topk::Options o = opts;
     o.max_depth = 0;
     topk::Result r = topk::query(local, local_k, agg, o);
-    for (auto& n : r.report.notes) rep.report.note("local: " + n);
-    for (auto& n : r.report.notices) rep.report.notice(n);
+    for (auto& line : r.report.notes) rep.report.note("local: " + line);
+    for (auto& line : r.report.notices) rep.report.notice(line);
     rep.report.details()["local"] = r.report.details();
     mine = std::move(r.items);
   });
   for (Item& it : mine) it.id = std::uint32_t(it.id + offset);
   clock.lap(rep.report, "local top-k", fmt::format("{} of {} objects", mine.size(), local.m));
 
-  std::vector<std::uint64_t> from;
   const std::vector<WireItem> gathered = to_root(s, wire(mine), from, rep.traffic);
   std::vector<WireItem> best;
   if (s.rank == 0) best = wire(topk_plan::best_k(unwire(gathered), k));
@@ -249,10 +250,8 @@ Layout agree_layout(const Context& ctx, const topk::Lists& lists, std::span<cons
     mine.push_back(ListInfo{indices[j], 0, lists.m, l.empty() ? 0.0f : l.front().score,
                             l.empty() ? 0.0f : l.back().score});
   }
-  std::vector<std::uint64_t> counts(std::size_t(s.size), mine.size()), from;
-  std::vector<ListInfo> blocks;
-  for (int r = 0; r < s.size; ++r) blocks.insert(blocks.end(), mine.begin(), mine.end());
-  const auto infos = plain(exchange<ListInfo>(s, std::span<const ListInfo>(blocks), counts, from, traffic));
+  std::vector<std::uint64_t> from;
+  const std::vector<ListInfo> infos = all_to_all(s, mine, from, traffic);
 
   Layout lay;
   std::vector<int>& holder = lay.holder;
