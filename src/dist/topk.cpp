@@ -244,13 +244,18 @@ Layout agree_layout(const Context& ctx, const topk::Lists& lists, std::span<cons
     }
   });
 
+  std::vector<std::uint64_t> from;
+  const auto totals = all_to_all(s, std::vector<std::uint64_t>{total}, from, traffic);
+  ctx.run_agreed([&] {
+    if (total != totals[0]) throw UsageError(fmt::format("total_lists = {}, but rank 0 has {}", total, totals[0]));
+  });
+
   std::vector<ListInfo> mine;
   for (std::uint32_t j = 0; j < lists.n; ++j) {
     const auto l = lists.list(j);
     mine.push_back(ListInfo{indices[j], 0, lists.m, l.empty() ? 0.0f : l.front().score,
                             l.empty() ? 0.0f : l.back().score});
   }
-  std::vector<std::uint64_t> from;
   const std::vector<ListInfo> infos = all_to_all(s, mine, from, traffic);
 
   Layout lay;

@@ -308,6 +308,11 @@ TEST(DistTopkLists, BadInputOnOneRankFailsEveryRankNamingIt) {
     expect_error_from([&] { topk_distributed_lists(ctx, twice_held, twice, 4, 5); }, last,
                       "list 0 is also held by rank 0", true);
 
+  // The last rank counts 5 lists in all.
+  if (last > 0)
+    expect_error_from([&] { topk_distributed_lists(ctx, held, mine, ctx.rank() == last ? 5 : 4, 5); }, last,
+                      "total_lists = 5, but rank 0 has 4", true);
+
   // Nobody holds list 4 of 5.
   expect_error_from([&] { topk_distributed_lists(ctx, held, mine, 5, 5); }, 0, "list 4 of 5 is held by no rank",
                     true);
