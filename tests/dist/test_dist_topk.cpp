@@ -68,10 +68,15 @@ topk::Lists scaled(topk::Lists l, int shift) {
 
 // ---- objects partitioned by rank ----
 
+topk::Options on_cpu() {
+  topk::Options o;
+  o.device = Device::cpu;
+  return o;
+}
+
 // Runs topk_partitioned with this rank holding `count` objects from `begin`, checks it against the reference.
 void check_partitioned(const topk::Lists& all, std::uint64_t begin, std::uint64_t count, std::uint64_t k,
-                       const topk::Aggregate& agg = {}, topk::Options opts = {}) {
-  opts.device = Device::cpu;
+                       const topk::Aggregate& agg = {}, const topk::Options& opts = on_cpu()) {
   const TopkResult r = topk_partitioned(context(), objects(all, begin, count), k, agg, opts);
   EXPECT_EQ(r.items, topk::reference(all, k, agg));
   EXPECT_EQ(r.report.count_out, r.items.size());
@@ -94,13 +99,16 @@ TEST(DistTopkPartitioned, EveryAlgorithmAndAggregate) {
   const Context& ctx = context();
   const topk::Lists all = generated(500, 3, topk::Dist::correlated);
   const auto [begin, count] = even_slice(all.m, ctx.rank(), ctx.size());
-  for (topk::Algo algo : {topk::Algo::auto_, topk::Algo::nra, topk::Algo::ta, topk::Algo::scan})
-    for (const char* agg : {"sum", "min", "max"}) {
-      SCOPED_TRACE(testing::Message() << to_string(algo) << " " << agg);
-      topk::Options o;
-      o.algo = algo;
-      check_partitioned(all, begin, count, 20, topk::Aggregate::parse(agg, 3), o);
-    }
+  // device auto: the GPU where the rank sees one (the same bits as the CPU), else the CPU.
+  for (Device device : {Device::cpu, Device::auto_})
+    for (topk::Algo algo : {topk::Algo::auto_, topk::Algo::nra, topk::Algo::ta, topk::Algo::scan})
+      for (const char* agg : {"sum", "min", "max"}) {
+        SCOPED_TRACE(testing::Message() << to_string(algo) << " " << agg << " device " << int(device));
+        topk::Options o;
+        o.algo = algo;
+        o.device = device;
+        check_partitioned(all, begin, count, 20, topk::Aggregate::parse(agg, 3), o);
+      }
 }
 
 TEST(DistTopkPartitioned, TiesGoToTheSmallerGlobalId) {
