@@ -177,8 +177,8 @@ TopkResult topk_partitioned(const Context& ctx, const topk::Lists& local, std::u
 // Lists held by different ranks: rank r holds the lists my_lists (list j of it is list
 // my_list_indices[j] of total_lists), each complete over all m objects; every list 0 ..
 // total_lists - 1 is held by exactly one rank, and a rank may hold none (my_lists.n == 0).
-// The aggregate must be sum or wsum (weights over total_lists): other aggregates are UsageError.
-// Runs TPUT (Cao & Wang, PODC 2004; rank 0 the coordinator): 1. the top k of every list;
+// The aggregate must be sum or wsum (weights over total_lists): other aggregates are UsageError;
+// so is k outside 1 .. m. Runs TPUT (Cao & Wang, PODC 2004; rank 0 the coordinator): 1. the top k of every list;
 // 2. every entry whose contribution is at least T = (tau1 - lows) / lists above its list's lowest,
 // tau1 the k-th best lower bound; 3. the missing scores, looked up by id, of the objects whose upper
 // bound still reaches phase 2's k-th best lower bound. report.details()["tput"] gives the entries,
