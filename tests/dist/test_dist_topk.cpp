@@ -87,7 +87,7 @@ TEST(DistTopkPartitioned, EqualsTheReferenceForEveryDataAndK) {
   for (topk::Dist d : {topk::Dist::uniform, topk::Dist::correlated, topk::Dist::anticorrelated}) {
     const topk::Lists all = generated(1000, 4, d);
     const auto [begin, count] = even_slice(all.m, ctx.rank(), ctx.size());
-    for (std::uint64_t k : {1, 10, 999, 1000}) {
+    for (std::uint64_t k : {1, 10, 1000}) {
       SCOPED_TRACE(testing::Message() << to_string(d) << " k " << k);
       check_partitioned(all, begin, count, k);
       check_partitioned(all, begin, count, k, topk::Aggregate::parse("wsum:1,0,2.5,0.25", 4));
@@ -100,15 +100,14 @@ TEST(DistTopkPartitioned, EveryAlgorithmAndAggregate) {
   const topk::Lists all = generated(500, 3, topk::Dist::correlated);
   const auto [begin, count] = even_slice(all.m, ctx.rank(), ctx.size());
   // device auto: the GPU where the rank sees one (the same bits as the CPU), else the CPU.
-  for (Device device : {Device::cpu, Device::auto_})
-    for (topk::Algo algo : {topk::Algo::auto_, topk::Algo::nra, topk::Algo::ta, topk::Algo::scan})
-      for (const char* agg : {"sum", "min", "max"}) {
-        SCOPED_TRACE(testing::Message() << to_string(algo) << " " << agg << " device " << int(device));
-        topk::Options o;
-        o.algo = algo;
-        o.device = device;
-        check_partitioned(all, begin, count, 20, topk::Aggregate::parse(agg, 3), o);
-      }
+  for (topk::Algo algo : {topk::Algo::auto_, topk::Algo::nra, topk::Algo::ta, topk::Algo::scan})
+    for (const char* agg : {"sum", "min", "max"}) {
+      SCOPED_TRACE(testing::Message() << to_string(algo) << " " << agg);
+      topk::Options o;
+      o.algo = algo;
+      o.device = Device::auto_;
+      check_partitioned(all, begin, count, 20, topk::Aggregate::parse(agg, 3), o);
+    }
 }
 
 TEST(DistTopkPartitioned, TiesGoToTheSmallerGlobalId) {
@@ -205,7 +204,7 @@ auto round_robin() {
 TEST(DistTopkLists, EqualsTheReferenceForEveryDataAndK) {
   for (topk::Dist d : {topk::Dist::uniform, topk::Dist::correlated, topk::Dist::anticorrelated, topk::Dist::zipf}) {
     const topk::Lists all = generated(2000, 5, d);
-    for (std::uint64_t k : {1, 10, 100, 2000}) {
+    for (std::uint64_t k : {1, 10, 2000}) {
       SCOPED_TRACE(testing::Message() << to_string(d) << " k " << k);
       check_lists(all, k, round_robin());
       check_lists(all, k, round_robin(), topk::Aggregate::parse("wsum:1,0,2.5,0.25,3", 5));
