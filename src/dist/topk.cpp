@@ -336,7 +336,7 @@ std::uint64_t take_entries(topk_plan::Candidates& c, const Layout& lay, const st
     std::uint64_t blocks = 0;
     std::memcpy(&blocks, at, sizeof blocks);
     std::vector<BlockHeader> heads(blocks);
-    std::memcpy(heads.data(), at + sizeof blocks, blocks * sizeof(BlockHeader));
+    if (blocks > 0) std::memcpy(heads.data(), at + sizeof blocks, blocks * sizeof(BlockHeader));
     const std::byte* entry = at + sizeof blocks + blocks * sizeof(BlockHeader);
     for (const BlockHeader& h : heads) {
       for (std::uint64_t q = 0; q < h.count; ++q, entry += sizeof(topk::Entry)) {
