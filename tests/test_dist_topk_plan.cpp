@@ -55,8 +55,9 @@ TEST(DistTopkPlan, SurvivorsKeepAnUpperBoundEqualToTau) {
   c.add(0, 2, 3);  // [3, 7]
   c.add(0, 3, 2);  // [2, 6]
   c.add(1, 4, 1);  // [1, 5]
+  // Both lists sent down to 2: now 2: [3, 5], 3: [2, 4], 4: [1, 3].
   c.set_cap(0, 2);
-  c.set_cap(1, 2);  // now 2: [3, 5], 3: [2, 4], 4: [1, 3]
+  c.set_cap(1, 2);
   EXPECT_EQ(c.survivors(4), (std::vector<std::uint32_t>{1, 2, 3}));  // 3 may tie at 4 and win by its id
   EXPECT_EQ(c.survivors(5), (std::vector<std::uint32_t>{1, 2}));
 }

@@ -132,8 +132,8 @@ struct Shape {
 
 }  // namespace
 
-TopkResult topk_partitioned(const Context& ctx, const topk::Lists& local, std::uint64_t k,
-                            const topk::Aggregate& agg, const topk::Options& opts) {
+TopkResult topk_partitioned(const Context& ctx, const topk::Lists& local, std::uint64_t k, const topk::Aggregate& agg,
+                            const topk::Options& opts) {
   const Context::Impl& s = ctx.impl();
   TopkResult out;
   DistReport& rep = out.report;
@@ -157,8 +157,8 @@ TopkResult topk_partitioned(const Context& ctx, const topk::Lists& local, std::u
   const auto n = std::uint32_t(first < 0 ? 0 : shapes[first].n);
   ctx.run_agreed([&] {
     if (local.n != n && local.n != 0)
-      throw InputError(fmt::format("{} lists, but rank {} has {}: every rank must hold the same lists", local.n,
-                                   first, n));
+      throw InputError(
+          fmt::format("{} lists, but rank {} has {}: every rank must hold the same lists", local.n, first, n));
     if (total > (std::uint64_t{1} << 32))
       throw InputError(fmt::format("{} objects over all ranks: ids are u32, at most 2^32", total));
     check_k(k, total);
@@ -224,15 +224,15 @@ Layout agree_layout(const Context& ctx, const topk::Lists& lists, std::span<cons
     if (total < 1 || total > topk::kMaxLists)
       throw UsageError(fmt::format("total_lists = {}: must be between 1 and {}", total, topk::kMaxLists));
     if (agg.kind != topk::AggKind::sum && agg.kind != topk::AggKind::wsum)
-      throw UsageError(fmt::format("aggregate {}: lists held by different ranks need sum or wsum (TPUT's bounds)",
-                                   agg.to_string()));
+      throw UsageError(
+          fmt::format("aggregate {}: lists held by different ranks need sum or wsum (TPUT's bounds)", agg.to_string()));
     agg.check(total);
     if (indices.size() != lists.n)
       throw UsageError(fmt::format("{} list indices for {} lists", indices.size(), lists.n));
     for (std::size_t j = 0; j < indices.size(); ++j) {
       if (indices[j] >= total)
-        throw UsageError(fmt::format("list index {} (of list {} here) is not below total_lists = {}", indices[j], j,
-                                     total));
+        throw UsageError(
+            fmt::format("list index {} (of list {} here) is not below total_lists = {}", indices[j], j, total));
       for (std::size_t i = 0; i < j; ++i)
         if (indices[i] == indices[j]) throw UsageError(fmt::format("list {} is given twice", indices[j]));
     }
@@ -240,7 +240,8 @@ Layout agree_layout(const Context& ctx, const topk::Lists& lists, std::span<cons
     try {
       topk::validate(lists);
     } catch (const InputError& e) {
-      throw InputError(fmt::format("{} (the lists here are lists {} of {})", e.what(), fmt::join(indices, ", "), total));
+      throw InputError(
+          fmt::format("{} (the lists here are lists {} of {})", e.what(), fmt::join(indices, ", "), total));
     }
   });
 
@@ -253,8 +254,8 @@ Layout agree_layout(const Context& ctx, const topk::Lists& lists, std::span<cons
   std::vector<ListInfo> mine;
   for (std::uint32_t j = 0; j < lists.n; ++j) {
     const auto l = lists.list(j);
-    mine.push_back(ListInfo{indices[j], 0, lists.m, l.empty() ? 0.0f : l.front().score,
-                            l.empty() ? 0.0f : l.back().score});
+    mine.push_back(
+        ListInfo{indices[j], 0, lists.m, l.empty() ? 0.0f : l.front().score, l.empty() ? 0.0f : l.back().score});
   }
   const std::vector<ListInfo> infos = all_to_all(s, mine, from, traffic);
 
@@ -276,8 +277,8 @@ Layout agree_layout(const Context& ctx, const topk::Lists& lists, std::span<cons
           lay.m = in.m;
         }
         if (in.m != lay.m && r == s.rank)
-          throw InputError(fmt::format("list {} has {} objects, but the lists of rank {} have {}", in.list, in.m,
-                                       first, lay.m));
+          throw InputError(
+              fmt::format("list {} has {} objects, but the lists of rank {} have {}", in.list, in.m, first, lay.m));
         top[in.list] = in.top;
         bottom[in.list] = in.bottom;
         max_abs[in.list] = std::max(std::fabs(in.top), std::fabs(in.bottom));
@@ -289,7 +290,8 @@ Layout agree_layout(const Context& ctx, const topk::Lists& lists, std::span<cons
     lay.spec = topk::detail::spec_of(agg, total, max_abs);
   });
   for (std::uint32_t i = 0; i < total; ++i)
-    lay.bounds.push_back({topk_plan::contribution(lay.spec, i, bottom[i]), topk_plan::contribution(lay.spec, i, top[i])});
+    lay.bounds.push_back(
+        {topk_plan::contribution(lay.spec, i, bottom[i]), topk_plan::contribution(lay.spec, i, top[i])});
   return lay;
 }
 
@@ -482,14 +484,19 @@ TopkResult topk_distributed_lists(const Context& ctx, const topk::Lists& my_list
   stats = root_to_all(s, stats, rep.traffic);
   clock.lap(rep.report, "result", "the k best to every rank");
 
-  rep.report.details()["tput"] = {{"active_lists", active},          {"entries_phase1", stats[entries1]},
-                                  {"objects_phase1", stats[seen1]},   {"lookups_phase1", stats[lookups1]},
-                                  {"entries_phase2", stats[entries2]}, {"objects_phase2", stats[seen2]},
-                                  {"survivors", stats[survivors]},    {"lookups_phase3", stats[lookups3]}};
-  rep.report.note(fmt::format("TPUT on {} of {} lists: phase 1 sent {} entries ({} objects, {} scores looked up), "
-                              "phase 2 {} more ({} objects seen), {} survived the bounds, phase 3 looked up {} scores",
-                              active, total_lists, stats[entries1], stats[seen1], stats[lookups1], stats[entries2],
-                              stats[seen2], stats[survivors], stats[lookups3]));
+  rep.report.details()["tput"] = {{"active_lists", active},
+                                  {"entries_phase1", stats[entries1]},
+                                  {"objects_phase1", stats[seen1]},
+                                  {"lookups_phase1", stats[lookups1]},
+                                  {"entries_phase2", stats[entries2]},
+                                  {"objects_phase2", stats[seen2]},
+                                  {"survivors", stats[survivors]},
+                                  {"lookups_phase3", stats[lookups3]}};
+  rep.report.note(
+      fmt::format("TPUT on {} of {} lists: phase 1 sent {} entries ({} objects, {} scores looked up), "
+                  "phase 2 {} more ({} objects seen), {} survived the bounds, phase 3 looked up {} scores",
+                  active, total_lists, stats[entries1], stats[seen1], stats[lookups1], stats[entries2], stats[seen2],
+                  stats[survivors], stats[lookups3]));
   rep.count_out = out.items.size();
   gather_rank_report(s, rep);
   return out;

@@ -12,17 +12,15 @@
 #include <unordered_map>
 #include <vector>
 
-#include "topk/bounds.hpp"
 #include "tandem/topk.hpp"
+#include "topk/bounds.hpp"
 
 namespace tandem::dist::topk_plan {
 
 using Fixed = __int128;
 
 inline Fixed to_int(topk::detail::Acc a) { return Fixed(a.hi) * (Fixed(1) << 64) + Fixed(a.lo); }
-inline topk::detail::Acc to_acc(Fixed v) {
-  return topk::detail::Acc{std::uint64_t(v), std::int64_t(v >> 64)};
-}
+inline topk::detail::Acc to_acc(Fixed v) { return topk::detail::Acc{std::uint64_t(v), std::int64_t(v >> 64)}; }
 
 // List i's contribution of score s (monotone in s: weights are >= 0).
 inline Fixed contribution(const topk::detail::AggSpec& spec, std::uint32_t list, float score) {

@@ -16,7 +16,9 @@
 
 namespace tandem::topk {
 // gtest prints items as (id, score) instead of their bytes.
-inline void PrintTo(const Item& it, std::ostream* os) { *os << "(" << it.id << ", " << fmt::format("{}", it.score) << ")"; }
+inline void PrintTo(const Item& it, std::ostream* os) {
+  *os << "(" << it.id << ", " << fmt::format("{}", it.score) << ")";
+}
 }  // namespace tandem::topk
 
 namespace tandem::dist::test {
@@ -122,8 +124,10 @@ TEST(DistTopkPartitioned, KLargerThanARanksObjectsAndEmptyRanks) {
   const topk::Lists all = generated(40, 2, topk::Dist::uniform);
   // Rank 0 holds 3 objects, the last rank the rest, the others none.
   const int last = ctx.size() - 1;
-  const std::uint64_t begin = ctx.rank() == 0 ? 0 : 3, count = ctx.rank() == 0 ? (last == 0 ? 40 : 3)
-                                                                               : ctx.rank() == last ? 37 : 0;
+  const std::uint64_t begin = ctx.rank() == 0 ? 0 : 3;
+  std::uint64_t count = 0;
+  if (ctx.rank() == 0) count = last == 0 ? 40 : 3;
+  else if (ctx.rank() == last) count = 37;
   for (std::uint64_t k : {1, 5, 25, 40}) check_partitioned(all, begin, count, k);
   // A rank without objects may also pass no lists at all.
   const TopkResult r = topk_partitioned(ctx, count ? objects(all, begin, count) : topk::Lists{}, 6,
@@ -173,8 +177,7 @@ TEST(DistTopkPartitioned, AMalformedShardFailsEveryRankNamingIt) {
       topk_partitioned(ctx, other, 5);
       ADD_FAILURE() << "no error";
     } catch (const InputError& e) {
-      EXPECT_EQ(std::string(e.what()).rfind(fmt::format("rank {}: 3 lists, but rank 0 has 2", bad), 0), 0u)
-          << e.what();
+      EXPECT_EQ(std::string(e.what()).rfind(fmt::format("rank {}: 3 lists, but rank 0 has 2", bad), 0), 0u) << e.what();
     }
   }
 }
@@ -320,9 +323,18 @@ TEST(DistTopkLists, BadInputOnOneRankFailsEveryRankNamingIt) {
     expect_error_from([&] { topk_distributed_lists(ctx, held, mine, ctx.rank() == last ? 5 : 4, 5); }, last,
                       "total_lists = 5, but rank 0 has 4", true);
 
+  // Rank 0 names list 0 twice, or a list past the end.
+  const std::vector<std::uint32_t> zero_twice{0, 0}, past_end{7};
+  const topk::Lists two = lists(all, {0, 0}), one = lists(all, {0});
+  expect_error_from(
+      [&] { topk_distributed_lists(ctx, ctx.rank() == 0 ? two : held, ctx.rank() == 0 ? zero_twice : mine, 4, 5); }, 0,
+      "list 0 is given twice", true);
+  expect_error_from(
+      [&] { topk_distributed_lists(ctx, ctx.rank() == 0 ? one : held, ctx.rank() == 0 ? past_end : mine, 4, 5); }, 0,
+      "list index 7 (of list 0 here) is not below total_lists = 4", true);
+
   // Nobody holds list 4 of 5.
-  expect_error_from([&] { topk_distributed_lists(ctx, held, mine, 5, 5); }, 0, "list 4 of 5 is held by no rank",
-                    true);
+  expect_error_from([&] { topk_distributed_lists(ctx, held, mine, 5, 5); }, 0, "list 4 of 5 is held by no rank", true);
 
   // The last rank's lists have fewer objects.
   if (last > 0) {
