@@ -32,6 +32,7 @@
 #include "tandem/mapreduce.hpp"
 #include "tandem/sort.hpp"
 #include "tandem/table.hpp"
+#include "tandem/topk.hpp"
 
 #if TANDEM_HAS_CUDA
 #include "tandem/cuda/buffers.hpp"
@@ -172,5 +173,43 @@ std::pair<std::uint64_t, std::uint64_t> record_range(std::uint64_t file_size, in
 
 // Replaces "{rank}" and "{size}" in a path by the rank and the number of ranks.
 std::string expand_rank_path(std::string path, int rank, int size);
+
+// ---- top-k over ranked lists (tandem/topk.hpp) ----
+// Both return the same k best objects, best first, with their exact scores, on every rank: the
+// answer topk::query gives over the whole data (scores with the same bits; ties to the smaller id).
+struct TopkResult {
+  std::vector<topk::Item> items;
+  DistReport report;
+};
+
+// Objects partitioned by rank: every rank holds all n lists (n the same everywhere), each over its
+// own objects only, with local ids 0 .. local.m - 1; rank r's object j is global object
+// (objects of ranks below r) + j. Each rank runs topk::query on its objects (opts: algorithm,
+// device, threads; max_depth is not used: the merge needs every rank's answer), then rank 0 merges
+// the P local top-k lists and sends the result to every rank: (P - 1) * k items each way.
+// k must be 1 .. the total number of objects (UsageError); a rank may hold no objects (and then
+// no lists: a default topk::Lists).
+TopkResult topk_partitioned(const Context& ctx, const topk::Lists& local, std::uint64_t k,
+                            const topk::Aggregate& agg = {}, const topk::Options& opts = {});
+
+// Lists held by different ranks: rank r holds the lists my_lists (list j of it is list
+// my_list_indices[j] of total_lists), each complete over all m objects; every list 0 ..
+// total_lists - 1 is held by exactly one rank, and a rank may hold none (my_lists.n == 0).
+// The aggregate must be sum or wsum (weights over total_lists): other aggregates are UsageError;
+// so is k outside 1 .. m. Runs TPUT (Cao & Wang, PODC 2004; rank 0 the coordinator): 1. the top k of every list;
+// 2. every entry whose contribution is at least T = (tau1 - lows) / lists above its list's lowest,
+// tau1 the k-th best lower bound; 3. the missing scores, looked up by id, of the objects whose upper
+// bound still reaches phase 2's k-th best lower bound. report.details()["tput"] gives the entries,
+// objects and lookups of each phase.
+struct ListsTopkOptions {
+  // Between phases 1 and 2, look up the scores phase 1's objects lack (at most k x lists x lists
+  // lookups): tau1 is then the k-th best exact score, not partial sum, and phase 2 sends fewer
+  // entries. Off: TPUT as published.
+  bool exact_phase1_scores{true};
+};
+TopkResult topk_distributed_lists(const Context& ctx, const topk::Lists& my_lists,
+                                  std::span<const std::uint32_t> my_list_indices, std::uint32_t total_lists,
+                                  std::uint64_t k, const topk::Aggregate& agg = {},
+                                  const ListsTopkOptions& opts = {});
 
 }  // namespace tandem::dist
