@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "command.hpp"
+#include "distributed.hpp"
 #include "options.hpp"
 #include "tandem/core/device.hpp"
 #include "tandem/core/error.hpp"
@@ -28,7 +29,63 @@ struct Args {
   int threads{0};
   bool explain{false};
   bool json{false};
+  bool distributed{false};
 };
+
+void print_items(const Args& a, const std::vector<topk::Item>& items) {
+  if (a.json) {
+    nlohmann::json res = nlohmann::json::array();
+    for (const auto& it : items) res.push_back({{"id", it.id}, {"score", it.score}});
+    std::cout << nlohmann::json({{"k", a.k}, {"results", res}}).dump() << '\n';
+  } else {
+    for (std::size_t i = 0; i < items.size(); ++i) std::cout << fmt::format("{}\t{}\t{}\n", i + 1, items[i].id, items[i].score);
+  }
+}
+
+#if TANDEM_HAS_MPI
+// --lists with {rank}: each rank's file holds every list over its own objects (rank r's object j
+// is global object (objects of the ranks below) + j). Without {rank}: one file the ranks share,
+// rank r keeping lists r, r + P, … (the lists held by different ranks, TPUT).
+int run_distributed(const Args& a, const topk::Options& o) {
+  auto& ctx = cli::mpi_context();
+  Stopwatch w;
+  topk::Lists lists;
+  ctx.run_agreed([&] { lists = topk::read_lists(dist::expand_rank_path(a.lists, ctx.rank(), ctx.size())); });
+  const double read_s = w.seconds();
+  dist::TopkResult r;
+  if (cli::has_rank_placeholder(a.lists)) {
+    topk::Aggregate agg;
+    ctx.run_agreed([&] { agg = topk::Aggregate::parse(a.agg, lists.n); });
+    r = dist::topk_partitioned(ctx, lists, a.k, agg, o);
+  } else {
+    const std::uint32_t n = lists.n;
+    topk::Aggregate agg;
+    ctx.run_agreed([&] { agg = topk::Aggregate::parse(a.agg, n); });
+    topk::Lists mine;
+    mine.n = 0;
+    mine.m = lists.m;
+    std::vector<std::uint32_t> held;
+    for (std::uint32_t i = std::uint32_t(ctx.rank()); i < n; i += std::uint32_t(ctx.size())) {
+      const auto l = lists.list(i);
+      mine.entries.insert(mine.entries.end(), l.begin(), l.end());
+      held.push_back(i);
+      ++mine.n;
+    }
+    lists = {};
+    r = dist::topk_distributed_lists(ctx, mine, held, n, a.k, agg);
+  }
+  cli::print_notices(r.report.report);
+  if (ctx.rank() == 0) {
+    print_items(a, r.items);
+    if (a.explain)
+      std::cerr << ctx.describe() << '\n'
+                << r.report.report.explain()
+                << fmt::format("  read {}; {} B sent, {} B received by rank 0\n", human_seconds(read_s),
+                               r.report.traffic.bytes_sent, r.report.traffic.bytes_received);
+  }
+  return 0;
+}
+#endif
 
 std::uint64_t parse_stride(const std::string& s) {
   if (s == "auto") return 0;
@@ -58,6 +115,11 @@ const bool registered = cli::register_command(
        app.add_flag("--explain", a->explain,
                     "Print what ran where, depth per list, candidates, rounds, time per phase");
        app.add_flag("--json", a->json, "Print {\"k\": K, \"results\": [{\"id\": ID, \"score\": S}, ...]}");
+       cli::add_distributed_options(app, a->distributed);
+       app.footer(
+           "--distributed: with {rank} in --lists each rank's file holds every list over its own objects (global id = "
+           "objects of the ranks below + local id); without it the ranks share one file and rank r keeps lists r, r+P, "
+           "... (exact top-k by TPUT; sum and wsum). Rank 0 prints the result.");
        return [a] {
          topk::Options o;
          o.algo = topk::parse_algo(a->algo);
@@ -65,6 +127,12 @@ const bool registered = cli::register_command(
          o.memory = topk::parse_memory(a->memory);
          o.stride = parse_stride(a->stride);
          o.threads = a->threads;
+         if (a->distributed) {
+           cli::require_mpi();
+#if TANDEM_HAS_MPI
+           return run_distributed(*a, o);
+#endif
+         }
          Stopwatch w;
          const auto lists = topk::read_lists(a->lists);
          const double read_s = w.seconds();
@@ -72,14 +140,7 @@ const bool registered = cli::register_command(
          auto r = topk::query(lists, a->k, agg, o);
          r.report.stages.insert(r.report.stages.begin(), Stage{"read + validate lists", "cpu", read_s,
                                                                fmt::format("{} lists x {} objects", lists.n, lists.m)});
-         if (a->json) {
-           nlohmann::json res = nlohmann::json::array();
-           for (const auto& it : r.items) res.push_back({{"id", it.id}, {"score", it.score}});
-           std::cout << nlohmann::json({{"k", a->k}, {"results", res}}).dump() << '\n';
-         } else {
-           for (std::size_t i = 0; i < r.items.size(); ++i)
-             std::cout << fmt::format("{}\t{}\t{}\n", i + 1, r.items[i].id, r.items[i].score);
-         }
+         print_items(*a, r.items);
          if (a->explain) (a->json ? std::cerr : std::cout) << r.report.explain();
          return 0;
        };

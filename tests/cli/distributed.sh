@@ -91,6 +91,12 @@ check groupby-partitioned 0 $MPI 3 "$T" groupby --distributed "$D/t.csv" --by id
 check wordcount-gather 0 $MPI 3 "$T" wordcount --distributed --gather "$D/text.txt" --out "$D/w-3.tsv" --device cpu
 cmp -s "$D/w-one.tsv" "$D/w-3.tsv" || { echo "FAIL wordcount-gather: differs"; fails=$((fails+1)); }
 
+# Top-k of one shared lists file, each rank holding some of the lists (TPUT): the one-process answer.
+"$T" gen topk --objects 20000 --lists 4 --dist uniform --seed 3 --out "$D/t.tkl" >/dev/null
+"$T" topk --lists "$D/t.tkl" --k 10 --json >"$D/topk-one.json"
+check topk-lists-by-rank 0 $MPI 3 "$T" topk --distributed --lists "$D/t.tkl" --k 10 --json
+same topk-lists-by-rank-result "$out" "$(cat "$D/topk-one.json")"
+
 # A rank that dies mid-run: rank 1 blocks reading a FIFO (the others wait for it in the first
 # collective) and is killed after 2 s; the job must end, non-zero, well within 30 s.
 cp "$D/k-0.npy" "$D/f-0.npy"; mkfifo "$D/f-1.npy"; cp "$D/k-2.npy" "$D/f-2.npy"
