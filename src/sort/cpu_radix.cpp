@@ -23,7 +23,12 @@ void FreeDeleter::operator()(void* p) const noexcept { std::free(p); }
 
 void* huge_page_alloc(std::size_t bytes) {
   constexpr std::size_t kHuge = std::size_t{2} << 20;
-  bytes = std::max<std::size_t>(kHuge, (bytes + kHuge - 1) / kHuge * kHuge);
+  if (bytes < kHuge) {  // small sorts (many of them in a group-by): no page-sized allocation
+    void* p = std::malloc(std::max<std::size_t>(bytes, 1));
+    if (!p) throw std::bad_alloc();
+    return p;
+  }
+  bytes = (bytes + kHuge - 1) / kHuge * kHuge;
   void* p = std::aligned_alloc(kHuge, bytes);
   if (!p) throw std::bad_alloc();
 #ifdef MADV_HUGEPAGE

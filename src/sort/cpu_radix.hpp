@@ -59,9 +59,9 @@ std::size_t in_place_bucket_limit(std::size_t n, int threads, std::size_t min_bu
 // Value type used for "no values" (an empty span of it).
 struct NoValue {};
 
-// Scratch arrays of the radix sorts: 2 MiB aligned and advised to use huge pages, so the first
-// touch by a scatter costs few page faults and TLB misses (a 4 KiB fault per 4 KiB otherwise:
-// ~10% of a pass). Uninitialised; T is trivial. Throws std::bad_alloc.
+// Scratch arrays of the radix sorts: from 2 MiB on, 2 MiB aligned and advised to use huge pages,
+// so the first touch by a scatter costs few page faults and TLB misses (a 4 KiB fault per 4 KiB
+// otherwise: ~10% of a pass). Uninitialised; T is trivial. Throws std::bad_alloc.
 struct FreeDeleter {
   void operator()(void* p) const noexcept;
 };
