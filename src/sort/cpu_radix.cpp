@@ -74,7 +74,7 @@ class Radix {
       : keys_(keys.data()),
         vals_(kValues ? values.data() : nullptr),
         n_(keys.size()),
-        desc_(descending),
+        flip_(descending ? ~U(0) : U(0)),
         threads_(std::max(1, threads)) {}
 
   void run() {
@@ -86,11 +86,8 @@ class Radix {
   }
 
  private:
-  U bits(K k) const {
-    const U b = to_ordered(k);
-    return desc_ ? U(~b) : b;
-  }
-  K key(U b) const { return from_ordered<K>(desc_ ? U(~b) : b); }
+  U bits(K k) const { return to_ordered(k) ^ flip_; }
+  K key(U b) const { return from_ordered<K>(b ^ flip_); }
   // Element i's bits, from the caller's keys ("home") or from the scratch bits.
   template <bool Home>
   U load(std::size_t i) const {
@@ -323,7 +320,7 @@ class Radix {
   K* keys_;
   V* vals_;
   std::size_t n_;
-  bool desc_;
+  U flip_;  // all ones when descending: the inverted bits sort in descending key order
   std::size_t threads_;
   HugeBuffer<U> tk_;
   HugeBuffer<V> tv_;
