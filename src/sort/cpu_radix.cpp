@@ -215,10 +215,11 @@ class Radix {
   // all counted in one read; the result goes to home.
   void lsd(std::size_t lo, std::size_t hi, bool in_home, int low, int span, int passes,
            std::vector<std::size_t>& counts, std::size_t at) {
-    const int width = (span + passes - 1) / passes;
+    const int width = (span + passes - 1) / passes;  // passes digits of this width cover span
     const std::size_t stride = std::size_t{1} << width;
     Digit d[kLsdMaxPasses];
-    for (int q = 0; q < passes; ++q) d[q] = {low + q * width, std::min(width, low + span - (low + q * width))};
+    passes = 0;
+    for (int b = low; b < low + span; b += width) d[passes++] = {b, std::min(width, low + span - b)};
     if (counts.size() < at + passes * stride) counts.resize(at + passes * stride);
     std::size_t* h = counts.data() + at;
     std::fill(h, h + passes * stride, std::size_t{0});
