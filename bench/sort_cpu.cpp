@@ -197,6 +197,7 @@ int main(int argc, char** argv) {
   }
   const std::string sizes = fmt::format("{} threads, 2^{}..2^{}", threads, min_log2, max_log2);
   if (r.worst_gnu < 1e30) b.goal(fmt::format("CPU radix vs __gnu_parallel, worst case, {}", sizes), r.worst_gnu, 3.0);
-  if (r.worst_naive < 1e30) b.goal(fmt::format("CPU radix vs naive LSD radix, u32 worst, {}", sizes), r.worst_naive, 1.3);
+  if (r.worst_naive < 1e30)
+    b.goal(fmt::format("CPU radix vs naive LSD radix, u32 worst, {}", sizes), r.worst_naive, 1.3);
   return b.finish();
 }

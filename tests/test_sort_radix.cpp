@@ -128,10 +128,10 @@ template <class K>
 void check_radix(const std::vector<K>& in, int threads) {
   for (bool desc : {false, true}) {
     SCOPED_TRACE(testing::Message() << "n=" << in.size() << " desc=" << desc << " threads=" << threads);
-    check_keys<K>(in, desc, [&](std::span<K> k) { detail::cpu_radix_sort(k, std::span<detail::NoValue>{}, desc, threads); });
-    check_pairs<K, std::uint32_t>(in, desc, [&](std::span<K> k, std::span<std::uint32_t> v) {
-      detail::cpu_radix_sort(k, v, desc, threads);
-    });
+    check_keys<K>(in, desc,
+                  [&](std::span<K> k) { detail::cpu_radix_sort(k, std::span<detail::NoValue>{}, desc, threads); });
+    check_pairs<K, std::uint32_t>(
+        in, desc, [&](std::span<K> k, std::span<std::uint32_t> v) { detail::cpu_radix_sort(k, v, desc, threads); });
   }
 }
 
@@ -148,8 +148,8 @@ TEST(CpuRadix, KeysThatDifferOnlyInHighOrOnlyInLowBits) {
     std::vector<std::uint64_t> high(n), low(n), middle(n);
     for (std::size_t i = 0; i < n; ++i) {
       const std::uint64_t r = rng();
-      high[i] = (r >> 52) << 52;                            // only the top 12 bits vary
-      low[i] = r & 0x3ff;                                   // only the low 10 bits
+      high[i] = (r >> 52) << 52;                                // only the top 12 bits vary
+      low[i] = r & 0x3ff;                                       // only the low 10 bits
       middle[i] = 0x5500000000000077ull | ((r & 0xfff) << 30);  // 12 bits in the middle
     }
     check_radix(high, 3);
@@ -176,12 +176,21 @@ TEST(CpuRadix, SmallNegativeAndPositiveI64) {  // the sign bit and the low bits 
 
 TEST(CpuRadix, F64SpecialValues) {
   const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
-  const std::vector<double> special{nan, -nan, 0.0, -0.0, inf, -inf, 1.0, -1.0, std::numeric_limits<double>::min(),
+  const std::vector<double> special{nan,
+                                    -nan,
+                                    0.0,
+                                    -0.0,
+                                    inf,
+                                    -inf,
+                                    1.0,
+                                    -1.0,
+                                    std::numeric_limits<double>::min(),
                                     -std::numeric_limits<double>::denorm_min()};
   for (std::size_t n : kEdgeSizes) {
     std::mt19937_64 rng(n + 2);
     std::vector<double> v(n);
-    for (auto& x : v) x = rng() % 3 == 0 ? special[rng() % special.size()] : double(std::int64_t(rng() % 201) - 100) / 4;
+    for (auto& x : v)
+      x = rng() % 3 == 0 ? special[rng() % special.size()] : double(std::int64_t(rng() % 201) - 100) / 4;
     check_radix(v, 3);
   }
 }

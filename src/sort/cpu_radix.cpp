@@ -39,14 +39,17 @@ void* huge_page_alloc(std::size_t bytes) {
 
 namespace {
 
-constexpr int kLocalBitsMax = 11;                              // digit of the in-cache passes
+// The parallel pass: a digit of 8 to 11 bits, wide enough that a bucket fits in a core's L2.
+constexpr int kTopBitsMin = 8, kTopBitsMax = 11;
+constexpr std::size_t kBucketBytes = std::size_t{1} << 18;
+constexpr std::size_t kPerThreadMin = std::size_t{1} << 16;  // elements a thread needs to pay off
+// The in-cache passes: LSD when at most kLsdMaxPasses digits of at most m / 2^kLsdBucketsBelow
+// buckets cover the varying bits, else an MSD level leaving ~kLeafTarget keys per bucket.
+constexpr int kLocalBitsMax = 11;
+constexpr int kLsdMaxPasses = 3;
+constexpr int kLsdBucketsBelow = 4;
 constexpr std::size_t kLeafTarget = 8;
-constexpr int kLsdMaxPasses = 3;            // a bucket this many LSD passes sort goes LSD
-constexpr int kLsdBucketsBelow = 4;         // LSD digits of at most m / 2^4 buckets                        // keys per bucket they aim at
-constexpr int kTopBitsMin = 8, kTopBitsMax = 11;               // digit of the parallel pass
-constexpr std::size_t kBucketBytes = std::size_t{1} << 18;     // a bucket a thread sorts in L2
-constexpr std::size_t kPerThreadMin = std::size_t{1} << 16;    // elements a thread needs to pay off
-constexpr std::size_t kLeafMax = 16;
+constexpr std::size_t kLeafMax = 16;  // rank-sorted
 
 // A digit: bits [shift, shift + width) of the ordered key bits.
 struct Digit {
@@ -103,7 +106,8 @@ class Radix {
     const std::size_t m = hi - lo;
     const int T = static_cast<int>(std::min<std::size_t>(threads_, std::max<std::size_t>(1, m / kPerThreadMin)));
     if (T == 1) return local_sort(lo, hi, in_home);
-    const int width = std::clamp(static_cast<int>(std::bit_width(m * kElementBytes / kBucketBytes)), kTopBitsMin, kTopBitsMax);
+    const int width =
+        std::clamp(static_cast<int>(std::bit_width(m * kElementBytes / kBucketBytes)), kTopBitsMin, kTopBitsMax);
     const std::size_t stride = std::size_t{1} << width;
     Digit d{std::max(0, top - width), std::min(top, width)};
     std::vector<std::size_t> hist(static_cast<std::size_t>(T) * stride);
@@ -236,7 +240,8 @@ class Radix {
   }
 
   template <bool Home>
-  void count_digits(std::size_t* h, std::size_t stride, std::size_t lo, std::size_t hi, const Digit* d, int passes) const {
+  void count_digits(std::size_t* h, std::size_t stride, std::size_t lo, std::size_t hi, const Digit* d,
+                    int passes) const {
     for (std::size_t i = lo; i < hi; ++i) {
       const U b = load<Home>(i);
       for (int q = 0; q < passes; ++q) ++h[q * stride + ((b >> d[q].shift) & ((U{1} << d[q].width) - 1))];
