@@ -121,6 +121,102 @@ TEST(CpuRadix, I64) { radix_all_cases<std::int64_t>(); }
 TEST(CpuRadix, F32) { radix_all_cases<float>(); }
 TEST(CpuRadix, F64) { radix_all_cases<double>(); }
 
+namespace {
+
+// Keys and (key, index) pairs, ascending and descending, against std::stable_sort.
+template <class K>
+void check_radix(const std::vector<K>& in, int threads) {
+  for (bool desc : {false, true}) {
+    SCOPED_TRACE(testing::Message() << "n=" << in.size() << " desc=" << desc << " threads=" << threads);
+    check_keys<K>(in, desc,
+                  [&](std::span<K> k) { detail::cpu_radix_sort(k, std::span<detail::NoValue>{}, desc, threads); });
+    check_pairs<K, std::uint32_t>(
+        in, desc, [&](std::span<K> k, std::span<std::uint32_t> v) { detail::cpu_radix_sort(k, v, desc, threads); });
+  }
+}
+
+// Sizes around the thresholds: the leaf (16 keys), one thread (< 2^17 keys per parallel pass),
+// the in-cache LSD and MSD levels, several threads.
+const std::vector<std::size_t> kEdgeSizes{16, 17, 33, 4096, (1u << 17) - 1, (1u << 17) + 1, 300001};
+
+}  // namespace
+
+// Bits where every key agrees are skipped; these keys vary only in some of them.
+TEST(CpuRadix, KeysThatDifferOnlyInHighOrOnlyInLowBits) {
+  for (std::size_t n : kEdgeSizes) {
+    std::mt19937_64 rng(n);
+    std::vector<std::uint64_t> high(n), low(n), middle(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::uint64_t r = rng();
+      high[i] = (r >> 52) << 52;                                // only the top 12 bits vary
+      low[i] = r & 0x3ff;                                       // only the low 10 bits
+      middle[i] = 0x5500000000000077ull | ((r & 0xfff) << 30);  // 12 bits in the middle
+    }
+    check_radix(high, 3);
+    check_radix(low, 3);
+    check_radix(middle, 3);
+  }
+}
+
+TEST(CpuRadix, AllKeysEqual) {
+  for (std::size_t n : kEdgeSizes) {
+    check_radix(std::vector<std::uint32_t>(n, 7u), 3);
+    check_radix(std::vector<double>(n, -2.5), 3);
+  }
+}
+
+TEST(CpuRadix, SmallNegativeAndPositiveI64) {  // the sign bit and the low bits vary, not the rest
+  for (std::size_t n : kEdgeSizes) {
+    std::mt19937_64 rng(n + 1);
+    std::vector<std::int64_t> v(n);
+    for (auto& x : v) x = static_cast<std::int64_t>(rng() % 2001) - 1000;
+    check_radix(v, 3);
+  }
+}
+
+TEST(CpuRadix, F64SpecialValues) {
+  const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
+  const std::vector<double> special{nan,
+                                    -nan,
+                                    0.0,
+                                    -0.0,
+                                    inf,
+                                    -inf,
+                                    1.0,
+                                    -1.0,
+                                    std::numeric_limits<double>::min(),
+                                    -std::numeric_limits<double>::denorm_min()};
+  for (std::size_t n : kEdgeSizes) {
+    std::mt19937_64 rng(n + 2);
+    std::vector<double> v(n);
+    for (auto& x : v)
+      x = rng() % 3 == 0 ? special[rng() % special.size()] : double(std::int64_t(rng() % 201) - 100) / 4;
+    check_radix(v, 3);
+  }
+}
+
+// Equal keys spread over every thread's chunk of the parallel pass and over the buckets of the
+// in-cache levels keep their input order.
+TEST(CpuRadix, PairsStableAcrossThreadChunks) {
+  for (int threads : {2, 4, 7}) {
+    const std::size_t n = (std::size_t{1} << 18) + 12345;
+    std::vector<std::uint64_t> few(n), runs(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      few[i] = (i * 7919) % 5 << 40;  // 5 distinct keys, each in every chunk
+      runs[i] = i / 1000;             // runs of 1000 equal keys, some across chunk boundaries
+    }
+    check_radix(few, threads);
+    check_radix(runs, threads);
+  }
+}
+
+TEST(CpuRadix, OneBucketHoldsAlmostAllKeys) {  // the large bucket goes through the parallel pass again
+  const auto in = make_keys<std::uint64_t>(400000, Shape::top_heavy, 5);
+  check_radix(in, 4);
+  const auto in32 = make_keys<float>(400000, Shape::top_heavy, 6);
+  check_radix(in32, 4);
+}
+
 // ---- memory=low: the in-place MSD sort of keys against std::stable_sort in key order, and the
 // stable in-place pair sort against std::stable_sort of (key, index).
 

@@ -1,6 +1,6 @@
 // In-place parallel MSD radix sort of keys (see cpu_radix.hpp): an American-flag partition by one
 // 8-bit digit of the ordered key bits (histogram counted by all threads), then every bucket small
-// enough is sorted by the LSD radix sort with a scratch of its own size, buckets handed to threads
+// enough is sorted by cpu_radix_sort with a scratch of its own size, buckets handed to threads
 // largest first; a larger bucket is partitioned again in place on the next digit.
 #include <omp.h>
 
@@ -57,7 +57,7 @@ class InPlaceMsd {
   // may work on it (else the caller's thread alone).
   void sort(std::size_t lo, std::size_t hi, int d, bool all) {
     const std::size_t m = hi - lo;
-    if (m <= limit_) {  // the LSD sort's scratch of m elements stays within the bound
+    if (m <= limit_) {  // cpu_radix_sort's scratch of m elements stays within the bound
       cpu_radix_sort(std::span<K>(a_ + lo, m), std::span<NoValue>{}, desc_, all ? threads_ : 1);
       return;
     }

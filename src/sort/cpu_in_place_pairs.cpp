@@ -1,5 +1,5 @@
 // Stable sort of key-value pairs with a bounded scratch (see cpu_radix.hpp): blocks of at most
-// in_place_bucket_limit(n, threads) pairs sorted by the stable LSD radix sort, one block per thread
+// in_place_bucket_limit(n, threads) pairs sorted by the stable cpu_radix_sort, one block per thread
 // at a time, then merged bottom-up in place. A merge copies its shorter run into the thread's
 // buffer (of one block) when that run fits; otherwise it splits both runs at a key (binary
 // search), rotates the middle so that the two halves can be merged apart, and merges those as

@@ -8,13 +8,10 @@
 #include "sort/msd.hpp"
 
 #include <omp.h>
-#include <sys/mman.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <cstring>
 #include <memory>
-#include <new>
 #include <type_traits>
 
 #include <fmt/format.h>
@@ -117,23 +114,6 @@ namespace {
 
 constexpr std::size_t kPerThread = std::size_t{1} << 16;
 
-// Scratch arrays of the partition: 2 MiB aligned and advised to use huge pages, so the first
-// touch by the scatter costs few page faults (a 4 KiB fault per 4 KiB otherwise: ~10% of a pass).
-struct FreeDeleter {
-  void operator()(void* p) const noexcept { std::free(p); }
-};
-template <class T>
-std::unique_ptr<T[], FreeDeleter> scratch(std::size_t n) {
-  constexpr std::size_t kHuge = std::size_t{2} << 20;
-  const std::size_t bytes = (n * sizeof(T) + kHuge - 1) / kHuge * kHuge;
-  void* p = std::aligned_alloc(kHuge, bytes);
-  if (!p) throw std::bad_alloc();
-#ifdef MADV_HUGEPAGE
-  ::madvise(p, bytes, MADV_HUGEPAGE);  // advice only: failure is harmless
-#endif
-  return std::unique_ptr<T[], FreeDeleter>(static_cast<T*>(p));
-}
-
 template <class K, class V>
 class Partition {
  public:
@@ -158,8 +138,8 @@ class Partition {
       piece(keys_, vals_, 0, n_);
       return st_;
     }
-    tk_ = scratch<K>(n_);
-    if constexpr (kValues) tv_ = scratch<V>(n_);
+    tk_ = huge_page_buffer<K>(n_);
+    if constexpr (kValues) tv_ = huge_page_buffer<V>(n_);
     part(0, n_, true, kKeyBits - kMsdBits, 1);
     return st_;
   }
@@ -273,8 +253,8 @@ class Partition {
   int threads_;
   const PieceSort<K, V>& sort_;
   const std::function<void(std::size_t, std::size_t)>& progress_;
-  std::unique_ptr<K[], FreeDeleter> tk_;
-  std::unique_ptr<V[], FreeDeleter> tv_;
+  HugeBuffer<K> tk_;
+  HugeBuffer<V> tv_;
   MsdStats st_;
   std::size_t done_{0};
 };
