@@ -8,8 +8,10 @@
 #include <random>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "groupby/cpu_scratch_pool.hpp"
 #include "mapreduce/cpu_wordcount.hpp"
 #include "mapreduce/word_scan.hpp"
 #include "mapreduce/word_table.hpp"
@@ -164,6 +166,57 @@ TEST(WordTable, HashRangesHoldEveryWordOnce) {
       });
     EXPECT_EQ(got, want) << parts << " ranges";
   }
+}
+
+TEST(WordTable, APooledTableStartsEmptyAfterAnotherUsedItsMemory) {
+  const std::vector<char> t = random_text(40000, 12, 3);  // too few words to grow the table
+  const std::size_t cap = std::size_t{1} << 14;  // 512 KiB of slots: from the scratch pool
+  ASSERT_GE(cap * sizeof(WordSlot), SlotMemory::kPooledBytes);
+  cpu_groupby::release_cached_scratch();
+  {
+    WordTable used(t.data(), t.size(), cap);
+    scan_words(t.data(), t.size(), 0, t.size(), [&](std::size_t b, std::size_t n) { used.add_word(b, n); });
+    ASSERT_GT(used.size(), 100u);
+    ASSERT_EQ(used.grows(), 0u);
+  }
+  EXPECT_GE(cpu_groupby::cached_scratch_bytes(), cap * sizeof(WordSlot));  // its block went back
+  const WordTable fresh(t.data(), t.size(), cap);
+  EXPECT_EQ(cpu_groupby::cached_scratch_bytes(), 0u);  // and was taken again
+  EXPECT_EQ(fresh.size(), 0u);
+  for (std::size_t i = 0; i < cap; ++i) ASSERT_EQ(fresh.slot(i).count, 0u) << "slot " << i;
+}
+
+TEST(CpuWordCount, ThreadTablesComeBackToThePoolForTheNextCall) {
+  const std::vector<char> t = random_text(1 << 20, 16, 11);
+  cpu_groupby::release_cached_scratch();
+  CpuWordCountStats st;
+  const auto first = count(t, 2, 0, &st);
+  ASSERT_GE(st.table_slots * sizeof(WordSlot), SlotMemory::kPooledBytes);
+  const std::size_t held = cpu_groupby::cached_scratch_bytes();
+  EXPECT_GE(held, 2 * st.table_slots * sizeof(WordSlot));
+  EXPECT_EQ(count(t, 2, 0), first);
+  EXPECT_EQ(cpu_groupby::cached_scratch_bytes(), held);  // the second call took the same blocks
+}
+
+TEST(CpuWordCount, TwoCallersAtOnceBothGetTheirOwnCounts) {
+  const std::vector<char> a = random_text(1 << 20, 16, 21), b = random_text(1 << 20, 9, 22);
+  const auto want_a = count(a, 1, 0), want_b = count(b, 1, 0);
+  for (int round = 0; round < 3; ++round) {
+    std::vector<std::pair<std::string, std::uint64_t>> got_a, got_b;
+    std::thread other([&] { got_b = count(b, 3, 0); });
+    got_a = count(a, 2, 0);
+    other.join();
+    EXPECT_EQ(got_a, want_a) << "round " << round;
+    EXPECT_EQ(got_b, want_b) << "round " << round;
+  }
+}
+
+TEST(CpuWordCount, ManyThreadsSplitTheOutputSortIntoBuckets) {
+  // Many distinct words, many of them tied in count, so buckets cut through runs of ties.
+  std::string s;
+  for (int i = 0; i < 60000; ++i) s.append("t").append(std::to_string(i % 9000)).append(i % 7 ? " " : "\n");
+  const std::vector<char> t = bytes(s + " " + std::string(random_text(200000, 10, 4).data(), 200000));
+  for (int threads : {2, 7, 16}) expect_counts(t, threads, 4096);
 }
 
 TEST(CpuWordCount, EmptySeparatorsAndOneWord) {
