@@ -92,7 +92,7 @@ Usage usage_now() {
 void stage_lines(bench::Bench& b, std::string_view text, int threads) {
   double count = 1e9, merge = 1e9, output = 1e9, total = 1e9, user = 1e9, sys = 1e9;
   long faults = 0;
-  std::size_t grows = 0;
+  std::size_t grows = 0, merge_grows = 0;
   for (int i = 0; i < b.warmup() + b.reps(); ++i) {
     mapreduce::detail::CpuWordCountStats st;
     const Usage u0 = usage_now();
@@ -109,6 +109,7 @@ void stage_lines(bench::Bench& b, std::string_view text, int threads) {
     sys = std::min(sys, u1.sys - u0.sys);
     faults = std::max(faults, u1.minor_faults - u0.minor_faults);
     grows = std::max(grows, st.table_grows);
+    merge_grows = std::max(merge_grows, st.merge_grows);
   }
   const std::string at = fmt::format("{} threads, least of {}", threads, b.reps());
   b.info(fmt::format("stage count words, {}", at), count * 1e3, "ms");
@@ -119,6 +120,7 @@ void stage_lines(bench::Bench& b, std::string_view text, int threads) {
   b.info(fmt::format("CPU time per call (kernel), {}", at), sys * 1e3, "ms");
   b.info(fmt::format("minor page faults per call, {} threads, most", threads), double(faults), "");
   b.info(fmt::format("thread table grows per call, {} threads, most", threads), double(grows), "");
+  b.info(fmt::format("merged table grows per call, {} threads, most", threads), double(merge_grows), "");
 }
 
 }  // namespace

@@ -66,12 +66,14 @@ std::vector<std::unique_ptr<WordTable>> count_chunks(std::string_view text, int 
   return tables;
 }
 
-// Hash range p of every thread table merged into one table by one thread.
+// Hash range p of every thread table merged into one table by one thread. The table is sized for
+// twice the largest thread table's share of the range (threads of the same text share most of
+// their words) at half load, so that it seldom grows.
 WordTable merge_range(std::string_view text, const std::vector<std::unique_ptr<WordTable>>& tables, std::size_t p,
                       std::size_t parts) {
   std::size_t most = 0;
   for (const auto& t : tables) most = std::max(most, t->size());
-  WordTable merged(text.data(), text.size(), std::bit_ceil(std::max<std::size_t>(16, 2 * most / parts + 2)),
+  WordTable merged(text.data(), text.size(), std::bit_ceil(std::max<std::size_t>(16, 4 * most / parts + 2)),
                    std::countr_zero(parts));
   for (const auto& t : tables)
     t->for_each_in_range(p, parts, [&](const WordSlot& s, std::uint64_t h) { merged.add(s.key, h, s.offset, s.count); });
@@ -137,11 +139,15 @@ std::vector<std::pair<std::string, std::uint64_t>> cpu_wordcount(std::string_vie
   w.reset();
   std::vector<std::vector<OutWord>> runs(T > 1 ? parts : 1);
   if (T > 1) {
-    std::atomic<std::size_t> next{0};
+    std::atomic<std::size_t> next{0}, grows{0};
     run_threads(T, [&](int) {
-      for (std::size_t p = next++; p < parts; p = next++)
-        runs[p] = sorted_records(text.data(), merge_range(text, tables, p, parts));
+      for (std::size_t p = next++; p < parts; p = next++) {
+        const WordTable merged = merge_range(text, tables, p, parts);
+        grows += merged.grows();
+        runs[p] = sorted_records(text.data(), merged);
+      }
     });
+    st.merge_grows = grows;
   } else {
     runs[0] = sorted_records(text.data(), *tables[0]);
   }
