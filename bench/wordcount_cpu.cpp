@@ -91,7 +91,7 @@ Usage usage_now() {
 // whether or not they were descheduled) and its minor page faults (fresh memory touched).
 void stage_lines(bench::Bench& b, std::string_view text, int threads) {
   double count = 1e9, merge = 1e9, output = 1e9, total = 1e9, user = 1e9, sys = 1e9;
-  long faults = 0;
+  long faults_least = -1, faults_most = 0;
   std::size_t grows = 0, merge_grows = 0;
   for (int i = 0; i < b.warmup() + b.reps(); ++i) {
     mapreduce::detail::CpuWordCountStats st;
@@ -107,7 +107,9 @@ void stage_lines(bench::Bench& b, std::string_view text, int threads) {
     total = std::min(total, t);
     user = std::min(user, u1.user - u0.user);
     sys = std::min(sys, u1.sys - u0.sys);
-    faults = std::max(faults, u1.minor_faults - u0.minor_faults);
+    const long faults = u1.minor_faults - u0.minor_faults;
+    faults_least = faults_least < 0 ? faults : std::min(faults_least, faults);
+    faults_most = std::max(faults_most, faults);
     grows = std::max(grows, st.table_grows);
     merge_grows = std::max(merge_grows, st.merge_grows);
   }
@@ -118,7 +120,8 @@ void stage_lines(bench::Bench& b, std::string_view text, int threads) {
   b.info(fmt::format("whole call, {}", at), total * 1e3, "ms");
   b.info(fmt::format("CPU time per call (user), {}", at), user * 1e3, "ms");
   b.info(fmt::format("CPU time per call (kernel), {}", at), sys * 1e3, "ms");
-  b.info(fmt::format("minor page faults per call, {} threads, most", threads), double(faults), "");
+  b.info(fmt::format("minor page faults per call, {} threads, least", threads), double(faults_least), "");
+  b.info(fmt::format("minor page faults per call, {} threads, most", threads), double(faults_most), "");
   b.info(fmt::format("thread table grows per call, {} threads, most", threads), double(grows), "");
   b.info(fmt::format("merged table grows per call, {} threads, most", threads), double(merge_grows), "");
 }

@@ -11,9 +11,9 @@
 #include <thread>
 #include <vector>
 
-#include "groupby/cpu_scratch_pool.hpp"
 #include "mapreduce/cpu_wordcount.hpp"
 #include "mapreduce/word_scan.hpp"
+#include "mapreduce/word_slot_pool.hpp"
 #include "mapreduce/word_table.hpp"
 #include "tandem/mapreduce.hpp"
 
@@ -170,35 +170,37 @@ TEST(WordTable, HashRangesHoldEveryWordOnce) {
 
 TEST(WordTable, APooledTableStartsEmptyAfterAnotherUsedItsMemory) {
   const std::vector<char> t = random_text(40000, 12, 3);  // too few words to grow the table
-  const std::size_t cap = std::size_t{1} << 14;  // 512 KiB of slots: from the scratch pool
+  const std::size_t cap = std::size_t{1} << 14;            // 512 KiB of slots: from the pool
   ASSERT_GE(cap * sizeof(WordSlot), SlotMemory::kPooledBytes);
-  cpu_groupby::release_cached_scratch();
+  const std::size_t before = held_zeroed_bytes();
   {
     WordTable used(t.data(), t.size(), cap);
     scan_words(t.data(), t.size(), 0, t.size(), [&](std::size_t b, std::size_t n) { used.add_word(b, n); });
     ASSERT_GT(used.size(), 100u);
     ASSERT_EQ(used.grows(), 0u);
   }
-  EXPECT_GE(cpu_groupby::cached_scratch_bytes(), cap * sizeof(WordSlot));  // its block went back
+  EXPECT_EQ(held_zeroed_bytes(), before + cap * sizeof(WordSlot));  // its block went back
   const WordTable fresh(t.data(), t.size(), cap);
-  EXPECT_EQ(cpu_groupby::cached_scratch_bytes(), 0u);  // and was taken again
+  EXPECT_EQ(held_zeroed_bytes(), before);  // and was taken again
   EXPECT_EQ(fresh.size(), 0u);
-  for (std::size_t i = 0; i < cap; ++i) ASSERT_EQ(fresh.slot(i).count, 0u) << "slot " << i;
+  for (std::size_t i = 0; i < cap; ++i) {
+    const WordSlot& s = fresh.slot(i);
+    ASSERT_TRUE(s.count == 0 && s.offset == 0 && s.key.k0 == 0 && s.key.k1 == 0) << "slot " << i;
+  }
 }
 
 TEST(CpuWordCount, ThreadTablesComeBackToThePoolForTheNextCall) {
   std::string s;  // 1 MiB over 3,000 distinct words: the tables never grow
   for (int i = 0; s.size() < (std::size_t{1} << 20); ++i) s.append("w").append(std::to_string(i * 7 % 3000)).append(" ");
   const std::vector<char> t = bytes(s);
-  cpu_groupby::release_cached_scratch();
   CpuWordCountStats st;
   const auto first = count(t, 2, 0, &st);
   ASSERT_GE(st.table_slots * sizeof(WordSlot), SlotMemory::kPooledBytes);
   ASSERT_EQ(st.table_grows, 0u);
-  const std::size_t held = cpu_groupby::cached_scratch_bytes();
+  const std::size_t held = held_zeroed_bytes();
   EXPECT_GE(held, 2 * st.table_slots * sizeof(WordSlot));
   EXPECT_EQ(count(t, 2, 0), first);
-  EXPECT_EQ(cpu_groupby::cached_scratch_bytes(), held);  // the second call took the same blocks
+  EXPECT_EQ(held_zeroed_bytes(), held);  // the second call took the same blocks and gave them back
 }
 
 TEST(CpuWordCount, TwoCallersAtOnceBothGetTheirOwnCounts) {

@@ -131,7 +131,7 @@ std::vector<std::pair<std::string, std::uint64_t>> cpu_wordcount(std::string_vie
   // grow, and the larger ones come from the scratch pool already faulted in.
   const std::size_t slots =
       std::max(parts, std::clamp<std::size_t>(std::bit_ceil(n / std::size_t(T) / 32 + 1), 1024, 131072));
-  const auto tables = count_chunks(text, T, chunk, slots, st);
+  auto tables = count_chunks(text, T, chunk, slots, st);
   st.count_seconds = w.seconds();
 
   // Each hash range merged over the thread tables and its records sorted: one sorted run per
@@ -165,8 +165,10 @@ std::vector<std::pair<std::string, std::uint64_t>> cpu_wordcount(std::string_vie
   const auto less = out_word_less(text.data());
   // cut[r * (B + 1) + b]: where bucket b begins in run r.
   std::vector<std::size_t> cut(runs.size() * (B + 1));
-  std::atomic<std::size_t> next_run{0};
-  run_threads(std::min<int>(T, static_cast<int>(runs.size())), [&](int) {
+  std::atomic<std::size_t> next_run{0}, next_table{0};
+  run_threads(T, [&](int) {
+    // The thread tables are done with: cleared for the pool on all threads, not by the caller.
+    for (std::size_t t = next_table++; t < tables.size(); t = next_table++) tables[t].reset();
     for (std::size_t r = next_run++; r < runs.size(); r = next_run++) {
       std::size_t* c = &cut[r * (B + 1)];
       c[0] = 0;

@@ -8,7 +8,7 @@
 // range p of P lie in slots [p * cap / P, (p + 1) * cap / P) of any table and the run of full slots
 // after it: for_each_in_range walks one range of a table without touching the rest.
 //
-// A table of 256 KiB or more takes its slots from the scratch pool (cpu_scratch_pool.hpp): the
+// A table of 64 KiB or more takes its slots from the zeroed-block pool (word_slot_pool.hpp): the
 // next word count's tables reuse pages already faulted in instead of every thread faulting fresh
 // zero pages and unmapping them again (page faults and TLB shootdowns that grow with the threads).
 #pragma once
@@ -22,7 +22,7 @@
 #include <new>
 #include <utility>
 
-#include "groupby/cpu_scratch_pool.hpp"
+#include "mapreduce/word_slot_pool.hpp"
 
 namespace tandem::mapreduce::detail {
 
@@ -96,37 +96,45 @@ struct WordSlot {
   std::uint64_t offset;  // of one occurrence in the text
 };
 
-// Zeroed memory for `cap` slots: from the scratch pool when large, else calloc.
+// Zeroed memory for `cap` slots: from the zeroed-block pool when large, else calloc. A pooled
+// block goes back with its used slots cleared (reading the untouched ones costs no memory).
 class SlotMemory {
  public:
-  static constexpr std::size_t kPooledBytes = std::size_t{256} << 10;
+  static constexpr std::size_t kPooledBytes = std::size_t{64} << 10;
   SlotMemory() = default;
-  explicit SlotMemory(std::size_t cap) {
+  explicit SlotMemory(std::size_t cap) : cap_(cap) {
     const std::size_t bytes = cap * sizeof(WordSlot);
     if (bytes >= kPooledBytes) {
-      pooled_ = cpu_groupby::scratch_class(bytes);
-      p_ = static_cast<WordSlot*>(cpu_groupby::take_scratch(pooled_));
-      std::memset(static_cast<void*>(p_), 0, bytes);  // a pooled block holds the last table's slots
+      pooled_ = true;
+      p_ = static_cast<WordSlot*>(take_zeroed_block(bytes));
     } else {
       p_ = static_cast<WordSlot*>(std::calloc(cap, sizeof(WordSlot)));
       if (!p_) throw std::bad_alloc();
     }
   }
-  SlotMemory(SlotMemory&& o) noexcept : p_(std::exchange(o.p_, nullptr)), pooled_(std::exchange(o.pooled_, 0)) {}
+  SlotMemory(SlotMemory&& o) noexcept
+      : p_(std::exchange(o.p_, nullptr)), cap_(std::exchange(o.cap_, 0)), pooled_(std::exchange(o.pooled_, false)) {}
   SlotMemory& operator=(SlotMemory&& o) noexcept {
     std::swap(p_, o.p_);
+    std::swap(cap_, o.cap_);
     std::swap(pooled_, o.pooled_);
     return *this;
   }
   ~SlotMemory() {
-    if (pooled_) cpu_groupby::give_scratch(p_, pooled_);
-    else std::free(p_);
+    if (!pooled_) {
+      std::free(p_);
+      return;
+    }
+    for (std::size_t i = 0; i < cap_; ++i)
+      if (p_[i].count) p_[i] = WordSlot{};
+    give_zeroed_block(p_, cap_ * sizeof(WordSlot));
   }
   WordSlot& operator[](std::size_t i) const { return p_[i]; }
 
  private:
   WordSlot* p_{nullptr};
-  std::size_t pooled_{0};  // the block's size class; 0: calloc
+  std::size_t cap_{0};
+  bool pooled_{false};
 };
 
 class WordTable {
