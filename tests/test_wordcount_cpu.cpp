@@ -170,7 +170,7 @@ TEST(WordTable, HashRangesHoldEveryWordOnce) {
 
 TEST(WordTable, APooledTableStartsEmptyAfterAnotherUsedItsMemory) {
   const std::vector<char> t = random_text(40000, 12, 3);  // too few words to grow the table
-  const std::size_t cap = std::size_t{1} << 14;            // 512 KiB of slots: from the pool
+  const std::size_t cap = std::size_t{1} << 14;           // 512 KiB of slots: from the pool
   ASSERT_GE(cap * sizeof(WordSlot), SlotMemory::kPooledBytes);
   const std::size_t before = held_zeroed_bytes();
   {
@@ -191,7 +191,8 @@ TEST(WordTable, APooledTableStartsEmptyAfterAnotherUsedItsMemory) {
 
 TEST(CpuWordCount, ThreadTablesComeBackToThePoolForTheNextCall) {
   std::string s;  // 1 MiB over 3,000 distinct words: the tables never grow
-  for (int i = 0; s.size() < (std::size_t{1} << 20); ++i) s.append("w").append(std::to_string(i * 7 % 3000)).append(" ");
+  for (int i = 0; s.size() < (std::size_t{1} << 20); ++i)
+    s.append("w").append(std::to_string(i * 7 % 3000)).append(" ");
   const std::vector<char> t = bytes(s);
   CpuWordCountStats st;
   const auto first = count(t, 2, 0, &st);

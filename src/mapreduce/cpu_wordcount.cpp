@@ -76,7 +76,8 @@ WordTable merge_range(std::string_view text, const std::vector<std::unique_ptr<W
   WordTable merged(text.data(), text.size(), std::bit_ceil(std::max<std::size_t>(16, 4 * most / parts + 2)),
                    std::countr_zero(parts));
   for (const auto& t : tables)
-    t->for_each_in_range(p, parts, [&](const WordSlot& s, std::uint64_t h) { merged.add(s.key, h, s.offset, s.count); });
+    t->for_each_in_range(p, parts,
+                         [&](const WordSlot& s, std::uint64_t h) { merged.add(s.key, h, s.offset, s.count); });
   return merged;
 }
 
@@ -173,8 +174,8 @@ std::vector<std::pair<std::string, std::uint64_t>> cpu_wordcount(std::string_vie
       std::size_t* c = &cut[r * (B + 1)];
       c[0] = 0;
       for (std::size_t b = 1; b < B; ++b)
-        c[b] = static_cast<std::size_t>(std::lower_bound(runs[r].begin() + c[b - 1], runs[r].end(), split[b - 1], less) -
-                                        runs[r].begin());
+        c[b] = static_cast<std::size_t>(
+            std::lower_bound(runs[r].begin() + c[b - 1], runs[r].end(), split[b - 1], less) - runs[r].begin());
       c[B] = runs[r].size();
     }
   });
