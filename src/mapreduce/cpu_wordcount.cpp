@@ -129,7 +129,7 @@ std::vector<std::pair<std::string, std::uint64_t>> cpu_wordcount(std::string_vie
   Stopwatch w;
   // Thread tables start at a slot per 32 bytes of the thread's share (1,024 to 131,072, 4 MiB; a
   // range needs a slot at least): text has far fewer distinct words than that, so they seldom
-  // grow, and the larger ones come from the scratch pool already faulted in.
+  // grow, and the larger ones come from the zeroed-block pool already faulted in.
   const std::size_t slots =
       std::max(parts, std::clamp<std::size_t>(std::bit_ceil(n / std::size_t(T) / 32 + 1), 1024, 131072));
   auto tables = count_chunks(text, T, chunk, slots, st);
