@@ -5,12 +5,16 @@
 // neither sorted nor copied into strings, which wordcount's time includes). Rounds alternate the
 // two.
 //
+// Stage lines: the engine's own timers (least of the calls), its CPU time and page faults per call.
+//
 // Floor lines: every byte read once (the threads' share of memory bandwidth) and the tokenizer
 // alone on one thread (what `wc -w` does), so the distance of the count to both is visible.
 //
 //   bench_wordcount_cpu [--text FILE] [--mib M] [--threads T] [--reps R] [--quick]
 // Without --text, M MiB (default 30) of Zipf text over a 100,000-word vocabulary. T: the thread
 // counts to measure, comma-separated (default "2," plus all cores when there are more).
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cstring>
@@ -22,6 +26,7 @@
 #include <fmt/format.h>
 
 #include "harness.hpp"
+#include "mapreduce/cpu_wordcount.hpp"
 #include "mapreduce/word_scan.hpp"
 #include "tandem/core/io.hpp"
 #include "tandem/core/parallel.hpp"
@@ -70,6 +75,57 @@ double read_floor(bench::Bench& b, std::string_view text, int threads) {
   return st.median;
 }
 
+struct Usage {
+  double user, sys;
+  long minor_faults;
+};
+Usage usage_now() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  const auto sec = [](const timeval& t) { return double(t.tv_sec) + 1e-6 * double(t.tv_usec); };
+  return {sec(u.ru_utime), sec(u.ru_stime), u.ru_minflt};
+}
+
+// The engine's stages on `threads` threads, each the least of the calls (other processes' load
+// only ever adds), with the process's CPU time per call (user and kernel: what the threads did
+// whether or not they were descheduled) and its minor page faults (fresh memory touched).
+void stage_lines(bench::Bench& b, std::string_view text, int threads) {
+  double count = 1e9, merge = 1e9, output = 1e9, total = 1e9, user = 1e9, sys = 1e9;
+  long faults_least = -1, faults_most = 0;
+  std::size_t grows = 0, merge_grows = 0;
+  for (int i = 0; i < b.warmup() + b.reps(); ++i) {
+    mapreduce::detail::CpuWordCountStats st;
+    const Usage u0 = usage_now();
+    Stopwatch w;
+    const auto words = mapreduce::detail::cpu_wordcount(text, threads, 0, st);
+    const double t = w.seconds();
+    const Usage u1 = usage_now();
+    if (i < b.warmup()) continue;
+    count = std::min(count, st.count_seconds);
+    merge = std::min(merge, st.merge_seconds);
+    output = std::min(output, st.output_seconds);
+    total = std::min(total, t);
+    user = std::min(user, u1.user - u0.user);
+    sys = std::min(sys, u1.sys - u0.sys);
+    const long faults = u1.minor_faults - u0.minor_faults;
+    faults_least = faults_least < 0 ? faults : std::min(faults_least, faults);
+    faults_most = std::max(faults_most, faults);
+    grows = std::max(grows, st.table_grows);
+    merge_grows = std::max(merge_grows, st.merge_grows);
+  }
+  const std::string at = fmt::format("{} threads, least of {}", threads, b.reps());
+  b.info(fmt::format("stage count words, {}", at), count * 1e3, "ms");
+  b.info(fmt::format("stage merge tables, {}", at), merge * 1e3, "ms");
+  b.info(fmt::format("stage sort output, {}", at), output * 1e3, "ms");
+  b.info(fmt::format("whole call, {}", at), total * 1e3, "ms");
+  b.info(fmt::format("CPU time per call (user), {}", at), user * 1e3, "ms");
+  b.info(fmt::format("CPU time per call (kernel), {}", at), sys * 1e3, "ms");
+  b.info(fmt::format("minor page faults per call, {} threads, least", threads), double(faults_least), "");
+  b.info(fmt::format("minor page faults per call, {} threads, most", threads), double(faults_most), "");
+  b.info(fmt::format("thread table grows per call, {} threads, most", threads), double(grows), "");
+  b.info(fmt::format("merged table grows per call, {} threads, most", threads), double(merge_grows), "");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -107,6 +163,7 @@ int main(int argc, char** argv) {
   const int all = default_threads();
   const std::vector<int> counts = thread_counts(b.get("--threads", all > 2 ? fmt::format("2,{}", all) : "2"));
   for (int threads : counts) read_floor(b, tv, threads);
+  for (int threads : counts) stage_lines(b, tv, threads);
   // Rounds alternate the anchor and tandem, so that load from other processes falls on both alike.
   std::vector<double> anchor_s;
   std::vector<std::vector<double>> tandem_s(counts.size());

@@ -8,10 +8,12 @@
 #include <random>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "mapreduce/cpu_wordcount.hpp"
 #include "mapreduce/word_scan.hpp"
+#include "mapreduce/word_slot_pool.hpp"
 #include "mapreduce/word_table.hpp"
 #include "tandem/mapreduce.hpp"
 
@@ -164,6 +166,63 @@ TEST(WordTable, HashRangesHoldEveryWordOnce) {
       });
     EXPECT_EQ(got, want) << parts << " ranges";
   }
+}
+
+TEST(WordTable, APooledTableStartsEmptyAfterAnotherUsedItsMemory) {
+  const std::vector<char> t = random_text(40000, 12, 3);  // too few words to grow the table
+  const std::size_t cap = std::size_t{1} << 14;           // 512 KiB of slots: from the pool
+  ASSERT_GE(cap * sizeof(WordSlot), SlotMemory::kPooledBytes);
+  const std::size_t before = held_zeroed_bytes();
+  {
+    WordTable used(t.data(), t.size(), cap);
+    scan_words(t.data(), t.size(), 0, t.size(), [&](std::size_t b, std::size_t n) { used.add_word(b, n); });
+    ASSERT_GT(used.size(), 100u);
+    ASSERT_EQ(used.grows(), 0u);
+  }
+  EXPECT_EQ(held_zeroed_bytes(), before + cap * sizeof(WordSlot));  // its block went back
+  const WordTable fresh(t.data(), t.size(), cap);
+  EXPECT_EQ(held_zeroed_bytes(), before);  // and was taken again
+  EXPECT_EQ(fresh.size(), 0u);
+  for (std::size_t i = 0; i < cap; ++i) {
+    const WordSlot& s = fresh.slot(i);
+    ASSERT_TRUE(s.count == 0 && s.offset == 0 && s.key.k0 == 0 && s.key.k1 == 0) << "slot " << i;
+  }
+}
+
+TEST(CpuWordCount, ThreadTablesComeBackToThePoolForTheNextCall) {
+  std::string s;  // 1 MiB over 3,000 distinct words: the tables never grow
+  for (int i = 0; s.size() < (std::size_t{1} << 20); ++i)
+    s.append("w").append(std::to_string(i * 7 % 3000)).append(" ");
+  const std::vector<char> t = bytes(s);
+  CpuWordCountStats st;
+  const auto first = count(t, 2, 0, &st);
+  ASSERT_GE(st.table_slots * sizeof(WordSlot), SlotMemory::kPooledBytes);
+  ASSERT_EQ(st.table_grows, 0u);
+  const std::size_t held = held_zeroed_bytes();
+  EXPECT_GE(held, 2 * st.table_slots * sizeof(WordSlot));
+  EXPECT_EQ(count(t, 2, 0), first);
+  EXPECT_EQ(held_zeroed_bytes(), held);  // the second call took the same blocks and gave them back
+}
+
+TEST(CpuWordCount, TwoCallersAtOnceBothGetTheirOwnCounts) {
+  const std::vector<char> a = random_text(1 << 20, 16, 21), b = random_text(1 << 20, 9, 22);
+  const auto want_a = count(a, 1, 0), want_b = count(b, 1, 0);
+  for (int round = 0; round < 3; ++round) {
+    std::vector<std::pair<std::string, std::uint64_t>> got_a, got_b;
+    std::thread other([&] { got_b = count(b, 3, 0); });
+    got_a = count(a, 2, 0);
+    other.join();
+    EXPECT_EQ(got_a, want_a) << "round " << round;
+    EXPECT_EQ(got_b, want_b) << "round " << round;
+  }
+}
+
+TEST(CpuWordCount, ManyThreadsSplitTheOutputSortIntoBuckets) {
+  // Many distinct words, many of them tied in count, so buckets cut through runs of ties.
+  std::string s;
+  for (int i = 0; i < 60000; ++i) s.append("t").append(std::to_string(i % 9000)).append(i % 7 ? " " : "\n");
+  const std::vector<char> t = bytes(s + " " + std::string(random_text(200000, 10, 4).data(), 200000));
+  for (int threads : {2, 7, 16}) expect_counts(t, threads, 4096);
 }
 
 TEST(CpuWordCount, EmptySeparatorsAndOneWord) {

@@ -66,50 +66,44 @@ std::vector<std::unique_ptr<WordTable>> count_chunks(std::string_view text, int 
   return tables;
 }
 
-// Hash range p of every thread table merged into one table by one thread (one thread table: that
-// table, nothing to merge).
-std::unique_ptr<WordTable> merge_range(std::string_view text, const std::vector<std::unique_ptr<WordTable>>& tables,
-                                       std::size_t p, std::size_t parts) {
+// Hash range p of every thread table merged into one table by one thread. The table is sized for
+// twice the largest thread table's share of the range (threads of the same text share most of
+// their words) at half load, so that it seldom grows.
+WordTable merge_range(std::string_view text, const std::vector<std::unique_ptr<WordTable>>& tables, std::size_t p,
+                      std::size_t parts) {
   std::size_t most = 0;
   for (const auto& t : tables) most = std::max(most, t->size());
-  auto merged = std::make_unique<WordTable>(text.data(), text.size(),
-                                            std::bit_ceil(std::max<std::size_t>(16, 2 * most / parts + 2)),
-                                            std::countr_zero(parts));
+  WordTable merged(text.data(), text.size(), std::bit_ceil(std::max<std::size_t>(16, 4 * most / parts + 2)),
+                   std::countr_zero(parts));
   for (const auto& t : tables)
     t->for_each_in_range(p, parts,
-                         [&](const WordSlot& s, std::uint64_t h) { merged->add(s.key, h, s.offset, s.count); });
+                         [&](const WordSlot& s, std::uint64_t h) { merged.add(s.key, h, s.offset, s.count); });
   return merged;
 }
 
-// The words of `t` as records at `out`, sorted.
-void sorted_records(const char* text, const WordTable& t, OutWord* out) {
-  OutWord* o = out;
+// The words of `t` as records, sorted.
+std::vector<OutWord> sorted_records(const char* text, const WordTable& t) {
+  std::vector<OutWord> out;
+  out.reserve(t.size());
   for (std::size_t i = 0; i < t.capacity(); ++i)
-    if (t.slot(i).count) *o++ = out_word(text, t.slot(i));
-  std::sort(out, o, out_word_less(text));
+    if (t.slot(i).count) out.push_back(out_word(text, t.slot(i)));
+  std::sort(out.begin(), out.end(), out_word_less(text));
+  return out;
 }
 
-// Sorted runs [bounds[i], bounds[i + 1]) of `a` merged pairwise, the pairs of a round on different
-// threads, between `a` and `b`; returns the buffer that holds the one sorted run.
-OutWord* merge_runs(const char* text, OutWord* a, OutWord* b, std::vector<std::size_t> bounds, int threads) {
-  const auto less = out_word_less(text);
-  while (bounds.size() > 2) {
-    const std::size_t runs = bounds.size() - 1, pairs = (runs + 1) / 2;  // an odd last run is copied
-    std::atomic<std::size_t> take{0};
-    run_threads(std::min<int>(threads, static_cast<int>(pairs)), [&](int) {
-      for (std::size_t i = take++; i < pairs; i = take++) {
-        const std::size_t lo = bounds[2 * i], mid = bounds[std::min(2 * i + 1, runs)],
-                          hi = bounds[std::min(2 * i + 2, runs)];
-        std::merge(a + lo, a + mid, a + mid, a + hi, b + lo, less);
-      }
-    });
-    std::vector<std::size_t> next;
-    for (std::size_t i = 0; i < bounds.size(); i += 2) next.push_back(bounds[i]);
-    if (next.back() != bounds.back()) next.push_back(bounds.back());
-    bounds = std::move(next);
-    std::swap(a, b);
-  }
-  return a;
+// Records that split the sorted runs into `buckets` parts of about equal size, ascending: samples
+// taken evenly from every run (16 per bucket over all), sorted, every 16th kept.
+std::vector<OutWord> bucket_splitters(const char* text, const std::vector<std::vector<OutWord>>& runs,
+                                      std::size_t total, std::size_t buckets) {
+  constexpr std::size_t kOversample = 16;
+  const std::size_t step = std::max<std::size_t>(1, total / (buckets * kOversample));
+  std::vector<OutWord> samples;
+  for (const auto& r : runs)
+    for (std::size_t i = step / 2; i < r.size(); i += step) samples.push_back(r[i]);
+  std::sort(samples.begin(), samples.end(), out_word_less(text));
+  std::vector<OutWord> split;
+  for (std::size_t b = 1; b < buckets && !samples.empty(); ++b) split.push_back(samples[b * samples.size() / buckets]);
+  return split;
 }
 
 }  // namespace
@@ -133,45 +127,75 @@ std::vector<std::pair<std::string, std::uint64_t>> cpu_wordcount(std::string_vie
   st.partitions = T == 1 ? 0 : parts;
 
   Stopwatch w;
-  // Thread tables start at a slot per 64 bytes of the thread's share (1,024 to 65,536; a range
-  // needs a slot at least): text has far fewer distinct words than that, so they grow seldom.
+  // Thread tables start at a slot per 32 bytes of the thread's share (1,024 to 131,072, 4 MiB; a
+  // range needs a slot at least): text has far fewer distinct words than that, so they seldom
+  // grow, and the larger ones come from the zeroed-block pool already faulted in.
   const std::size_t slots =
-      std::max(parts, std::clamp<std::size_t>(std::bit_ceil(n / std::size_t(T) / 64 + 1), 1024, 65536));
-  const auto tables = count_chunks(text, T, chunk, slots, st);
+      std::max(parts, std::clamp<std::size_t>(std::bit_ceil(n / std::size_t(T) / 32 + 1), 1024, 131072));
+  auto tables = count_chunks(text, T, chunk, slots, st);
   st.count_seconds = w.seconds();
 
+  // Each hash range merged over the thread tables and its records sorted: one sorted run per
+  // range (one thread: the thread's table is the one run).
   w.reset();
-  std::vector<std::unique_ptr<WordTable>> merged(parts);
+  std::vector<std::vector<OutWord>> runs(T > 1 ? parts : 1);
   if (T > 1) {
-    std::atomic<std::size_t> next{0};
+    std::atomic<std::size_t> next{0}, grows{0};
     run_threads(T, [&](int) {
-      for (std::size_t p = next++; p < parts; p = next++) merged[p] = merge_range(text, tables, p, parts);
+      for (std::size_t p = next++; p < parts; p = next++) {
+        const WordTable merged = merge_range(text, tables, p, parts);
+        grows += merged.grows();
+        runs[p] = sorted_records(text.data(), merged);
+      }
     });
+    st.merge_grows = grows;
+  } else {
+    runs[0] = sorted_records(text.data(), *tables[0]);
   }
-  const auto range_table = [&](std::size_t p) -> const WordTable& { return T > 1 ? *merged[p] : *tables[0]; };
-  // Each range's records sorted in place in one buffer, then the ranges merged.
-  std::vector<std::size_t> bounds(parts + 1, 0);
-  for (std::size_t p = 0; p < parts; ++p) bounds[p + 1] = bounds[p] + range_table(p).size();
-  const std::size_t distinct = bounds.back();
-  std::unique_ptr<OutWord[]> buf_a(new OutWord[distinct]), buf_b(new OutWord[distinct]);  // written before read
-  std::atomic<std::size_t> next{0};
-  run_threads(T, [&](int) {
-    for (std::size_t p = next++; p < parts; p = next++) {
-      sorted_records(text.data(), range_table(p), buf_a.get() + bounds[p]);
-      if (T > 1) merged[p].reset();
-    }
-  });
   st.merge_seconds = w.seconds();
 
+  // The runs split by sampled records into buckets, every bucket's share of every run found by
+  // binary search, then each bucket's records sorted and made strings at their place in the output
+  // (a parallel sample sort: no merge rounds, no sequential last merge).
   w.reset();
-  const OutWord* all = merge_runs(text.data(), buf_a.get(), buf_b.get(), std::move(bounds), T);
-  std::vector<std::pair<std::string, std::uint64_t>> out(distinct);
-  constexpr std::size_t kBlock = 4096;  // words per piece of the strings' work, taken as threads come
-  std::atomic<std::size_t> piece{0};
+  std::size_t distinct = 0;
+  for (const auto& r : runs) distinct += r.size();
+  const std::size_t buckets = T > 1 ? std::size_t(T) * 4 : 1;
+  const std::vector<OutWord> split = bucket_splitters(text.data(), runs, distinct, buckets);
+  const std::size_t B = split.size() + 1;
+  const auto less = out_word_less(text.data());
+  // cut[r * (B + 1) + b]: where bucket b begins in run r.
+  std::vector<std::size_t> cut(runs.size() * (B + 1));
+  std::atomic<std::size_t> next_run{0}, next_table{0};
   run_threads(T, [&](int) {
-    for (std::size_t b = piece++ * kBlock; b < distinct; b = piece++ * kBlock)
-      for (std::size_t i = b; i < std::min(distinct, b + kBlock); ++i)
-        out[i] = {std::string(text.substr(all[i].offset, all[i].len)), all[i].count};
+    // The thread tables are done with: cleared for the pool on all threads, not by the caller.
+    for (std::size_t t = next_table++; t < tables.size(); t = next_table++) tables[t].reset();
+    for (std::size_t r = next_run++; r < runs.size(); r = next_run++) {
+      std::size_t* c = &cut[r * (B + 1)];
+      c[0] = 0;
+      for (std::size_t b = 1; b < B; ++b)
+        c[b] = static_cast<std::size_t>(
+            std::lower_bound(runs[r].begin() + c[b - 1], runs[r].end(), split[b - 1], less) - runs[r].begin());
+      c[B] = runs[r].size();
+    }
+  });
+  std::vector<std::size_t> start(B + 1, 0);
+  for (std::size_t b = 0; b < B; ++b) {
+    start[b + 1] = start[b];
+    for (std::size_t r = 0; r < runs.size(); ++r) start[b + 1] += cut[r * (B + 1) + b + 1] - cut[r * (B + 1) + b];
+  }
+  std::vector<std::pair<std::string, std::uint64_t>> out(distinct);
+  std::atomic<std::size_t> next_bucket{0};
+  run_threads(T, [&](int) {
+    std::vector<OutWord> mine;
+    for (std::size_t b = next_bucket++; b < B; b = next_bucket++) {
+      mine.clear();
+      for (std::size_t r = 0; r < runs.size(); ++r)
+        mine.insert(mine.end(), runs[r].begin() + cut[r * (B + 1) + b], runs[r].begin() + cut[r * (B + 1) + b + 1]);
+      if (runs.size() > 1) std::sort(mine.begin(), mine.end(), less);
+      for (std::size_t i = 0; i < mine.size(); ++i)
+        out[start[b] + i] = {std::string(text.substr(mine[i].offset, mine[i].len)), mine[i].count};
+    }
   });
   st.output_seconds = w.seconds();
   return out;

@@ -19,6 +19,7 @@ struct CpuWordCountStats {
   std::size_t partitions{0};   // hash ranges merged in parallel (0: one table, nothing to merge)
   std::size_t table_slots{0};  // the largest thread table
   std::size_t table_grows{0};  // over all thread tables
+  std::size_t merge_grows{0};  // over all hash ranges' merged tables
   double count_seconds{0};     // tokenise and count
   double merge_seconds{0};     // merge the thread tables, sort each hash range
   double output_seconds{0};    // merge the sorted ranges, make the strings

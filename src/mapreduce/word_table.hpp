@@ -7,6 +7,10 @@
 // are confirmed in the text. A slot's home is the top bits of the key's hash, so the words of hash
 // range p of P lie in slots [p * cap / P, (p + 1) * cap / P) of any table and the run of full slots
 // after it: for_each_in_range walks one range of a table without touching the rest.
+//
+// A table of 64 KiB or more takes its slots from the zeroed-block pool (word_slot_pool.hpp): the
+// next word count's tables reuse pages already faulted in instead of every thread faulting fresh
+// zero pages and unmapping them again (page faults and TLB shootdowns that grow with the threads).
 #pragma once
 #include <algorithm>
 #include <bit>
@@ -16,6 +20,9 @@
 #include <cstring>
 #include <memory>
 #include <new>
+#include <utility>
+
+#include "mapreduce/word_slot_pool.hpp"
 
 namespace tandem::mapreduce::detail {
 
@@ -89,6 +96,47 @@ struct WordSlot {
   std::uint64_t offset;  // of one occurrence in the text
 };
 
+// Zeroed memory for `cap` slots: from the zeroed-block pool when large, else calloc. A pooled
+// block goes back with its used slots cleared (reading the untouched ones costs no memory).
+class SlotMemory {
+ public:
+  static constexpr std::size_t kPooledBytes = std::size_t{64} << 10;
+  SlotMemory() = default;
+  explicit SlotMemory(std::size_t cap) : cap_(cap) {
+    const std::size_t bytes = cap * sizeof(WordSlot);
+    if (bytes >= kPooledBytes) {
+      pooled_ = true;
+      p_ = static_cast<WordSlot*>(take_zeroed_block(bytes));
+    } else {
+      p_ = static_cast<WordSlot*>(std::calloc(cap, sizeof(WordSlot)));
+      if (!p_) throw std::bad_alloc();
+    }
+  }
+  SlotMemory(SlotMemory&& o) noexcept
+      : p_(std::exchange(o.p_, nullptr)), cap_(std::exchange(o.cap_, 0)), pooled_(std::exchange(o.pooled_, false)) {}
+  SlotMemory& operator=(SlotMemory&& o) noexcept {
+    std::swap(p_, o.p_);
+    std::swap(cap_, o.cap_);
+    std::swap(pooled_, o.pooled_);
+    return *this;
+  }
+  ~SlotMemory() {
+    if (!pooled_) {
+      std::free(p_);
+      return;
+    }
+    for (std::size_t i = 0; i < cap_; ++i)
+      if (p_[i].count) p_[i] = WordSlot{};
+    give_zeroed_block(p_, cap_ * sizeof(WordSlot));
+  }
+  WordSlot& operator[](std::size_t i) const { return p_[i]; }
+
+ private:
+  WordSlot* p_{nullptr};
+  std::size_t cap_{0};
+  bool pooled_{false};
+};
+
 class WordTable {
  public:
   // cap: a power of two >= 2. skip_bits: top hash bits that are the same for every word the table
@@ -145,18 +193,13 @@ class WordTable {
 
  private:
   std::size_t home(std::uint64_t hash) const { return static_cast<std::size_t>((hash << skip_) >> shift_); }
-  struct Free {
-    void operator()(WordSlot* p) const { std::free(p); }
-  };
-  // calloc: large tables come as fresh zero pages from the system, not filled here.
   void allocate(std::size_t cap) {
-    slots_.reset(static_cast<WordSlot*>(std::calloc(cap, sizeof(WordSlot))));
-    if (!slots_) throw std::bad_alloc();
+    slots_ = SlotMemory(cap);
     mask_ = cap - 1;
     shift_ = 64 - std::countr_zero(cap);
   }
   [[gnu::noinline]] void grow() {  // rare: kept out of add's loop so that add is inlined
-    std::unique_ptr<WordSlot[], Free> old = std::move(slots_);
+    const SlotMemory old = std::move(slots_);
     const std::size_t old_cap = mask_ + 1;
     allocate(old_cap * 2);
     for (std::size_t i = 0; i < old_cap; ++i) {
@@ -171,7 +214,7 @@ class WordTable {
   const char* text_;
   std::size_t n_;
   int skip_;
-  std::unique_ptr<WordSlot[], Free> slots_;
+  SlotMemory slots_;
   std::size_t mask_{0};
   int shift_{64};
   std::size_t size_{0};
