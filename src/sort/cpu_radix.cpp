@@ -14,19 +14,27 @@
 #include <utility>
 #include <vector>
 
+#include "groupby/cpu_scratch_pool.hpp"
 #include "tandem/core/key_order.hpp"
 #include "tandem/core/parallel.hpp"
 
 namespace tandem::detail {
 
-void FreeDeleter::operator()(void* p) const noexcept { std::free(p); }
+void ScratchDeleter::operator()(void* p) const noexcept {
+  if (pooled) cpu_groupby::give_scratch(p, pooled);
+  else std::free(p);
+}
 
-void* huge_page_alloc(std::size_t bytes) {
-  constexpr std::size_t kHuge = std::size_t{2} << 20;
+ScratchBlock scratch_alloc(std::size_t bytes) {
+  constexpr std::size_t kHuge = std::size_t{2} << 20, kPooledMax = std::size_t{64} << 20;
   if (bytes < kHuge) {  // small sorts (many of them in a group-by): no page-sized allocation
     void* p = std::malloc(std::max<std::size_t>(bytes, 1));
     if (!p) throw std::bad_alloc();
-    return p;
+    return {p, 0};
+  }
+  if (bytes <= kPooledMax) {
+    const std::size_t size = cpu_groupby::scratch_class(bytes);
+    return {cpu_groupby::take_scratch(size), size};
   }
   bytes = (bytes + kHuge - 1) / kHuge * kHuge;
   void* p = std::aligned_alloc(kHuge, bytes);
@@ -34,7 +42,7 @@ void* huge_page_alloc(std::size_t bytes) {
 #ifdef MADV_HUGEPAGE
   ::madvise(p, bytes, MADV_HUGEPAGE);  // advice only: failure is harmless
 #endif
-  return p;
+  return {p, 0};
 }
 
 namespace {
@@ -43,6 +51,9 @@ namespace {
 constexpr int kTopBitsMin = 8, kTopBitsMax = 11;
 constexpr std::size_t kBucketBytes = std::size_t{1} << 18;
 constexpr std::size_t kPerThreadMin = std::size_t{1} << 16;  // elements a thread needs to pay off
+// A bucket that goes through the parallel pass again (skewed keys, e.g. floats whose exponents
+// crowd a few top digits) has the other threads waiting on it: it takes more of them.
+constexpr std::size_t kNestedPerThreadMin = std::size_t{1} << 14;
 // The in-cache passes: LSD when at most kLsdMaxPasses digits of at most m / 2^kLsdBucketsBelow
 // buckets cover the varying bits, else an MSD level leaving ~kLeafTarget keys per bucket.
 constexpr int kLocalBitsMax = 11;
@@ -102,9 +113,10 @@ class Radix {
   // the digit below `top` (or below the highest varying bit), then the buckets: large ones again
   // with all threads, the others one per thread. The data is in home or scratch; the result goes
   // to home.
-  void parallel_sort(std::size_t lo, std::size_t hi, bool in_home, int top) {
+  void parallel_sort(std::size_t lo, std::size_t hi, bool in_home, int top, bool nested = false) {
     const std::size_t m = hi - lo;
-    const int T = static_cast<int>(std::min<std::size_t>(threads_, std::max<std::size_t>(1, m / kPerThreadMin)));
+    const std::size_t per_thread = nested ? kNestedPerThreadMin : kPerThreadMin;
+    const int T = static_cast<int>(std::min<std::size_t>(threads_, std::max<std::size_t>(1, m / per_thread)));
     if (T == 1) return local_sort(lo, hi, in_home);
     const int width =
         std::clamp(static_cast<int>(std::bit_width(m * kElementBytes / kBucketBytes)), kTopBitsMin, kTopBitsMax);
@@ -166,7 +178,7 @@ class Radix {
     std::vector<std::pair<std::size_t, std::size_t>> small;
     std::size_t start = lo;
     for (std::size_t k = 0; k < d.buckets(); start = ends[k], ++k) {
-      if (ends[k] - start > large) parallel_sort(start, ends[k], !in_home, d.shift);
+      if (ends[k] - start > large) parallel_sort(start, ends[k], !in_home, d.shift, true);
       else if (ends[k] > start) small.emplace_back(start, ends[k]);
     }
     const int Ts = static_cast<int>(std::min<std::size_t>(threads_, small.size()));

@@ -59,18 +59,27 @@ std::size_t in_place_bucket_limit(std::size_t n, int threads, std::size_t min_bu
 // Value type used for "no values" (an empty span of it).
 struct NoValue {};
 
-// Scratch arrays of the radix sorts: from 2 MiB on, 2 MiB aligned and advised to use huge pages,
-// so the first touch by a scatter costs few page faults and TLB misses (a 4 KiB fault per 4 KiB
-// otherwise: ~10% of a pass). Uninitialised; T is trivial. Throws std::bad_alloc.
-struct FreeDeleter {
+// Scratch arrays of the radix sorts, uninitialised (T is trivial). From 2 MiB to 64 MiB they are
+// blocks of the process's scratch pool (groupby/cpu_scratch_pool.hpp: 2 MiB aligned, on huge
+// pages, kept for the next call), since a fresh block's first touch costs a page fault and the
+// kernel zeroing each page: at 2^20 keys on 16 threads that is as long as the sort itself. Larger
+// ones are allocated for the call (the fault cost is a small part of their sort, and the pool
+// would keep gigabytes); below 2 MiB malloc. Throws std::bad_alloc.
+struct ScratchDeleter {
+  std::size_t pooled{0};  // the pool block's size, 0 when not from the pool
   void operator()(void* p) const noexcept;
 };
 template <class T>
-using HugeBuffer = std::unique_ptr<T[], FreeDeleter>;
-void* huge_page_alloc(std::size_t bytes);
+using HugeBuffer = std::unique_ptr<T[], ScratchDeleter>;
+struct ScratchBlock {
+  void* p;
+  std::size_t pooled;
+};
+ScratchBlock scratch_alloc(std::size_t bytes);
 template <class T>
 HugeBuffer<T> huge_page_buffer(std::size_t n) {
-  return HugeBuffer<T>(static_cast<T*>(huge_page_alloc(n * sizeof(T))));
+  const ScratchBlock b = scratch_alloc(n * sizeof(T));
+  return HugeBuffer<T>(static_cast<T*>(b.p), ScratchDeleter{b.pooled});
 }
 
 }  // namespace tandem::detail
