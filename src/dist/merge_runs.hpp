@@ -1,7 +1,7 @@
 // Merging the sorted runs a rank receives from its peers into one sorted array, in parallel and in
 // one pass over the data: the output is cut into equal ranges, a multiway co-rank finds where each
 // range starts in every run, and each range is merged from its P sub-ranges with a loser tree (a
-// branch-free two-way merge for two runs). Stable: on equal keys the earlier run goes first.
+// branch-free two-way merge once two runs are left). Stable: on equal keys the earlier run goes first.
 //
 // Hand-written rather than __gnu_parallel::multiway_merge: that merges sequences of single
 // elements, while keys and values live here in separate arrays (and values may be absent).
@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <type_traits>
 #include <vector>
 
 namespace tandem::dist {
@@ -90,46 +91,104 @@ struct RunCursor {
   const K* end;
 };
 
-// Stable merge of the runs' sub-ranges (at least three) into out, `count` elements in all, with a
-// loser tree: each element costs log2(runs) comparisons, replayed from its leaf with conditional
-// swaps. An exhausted run stands at `last` (a key no element follows) under a tag past every live
-// run, so it loses to every element; the count stops the merge before any such stand-in wins.
-template <class K, class V, class Less>
-void merge_loser_tree(std::vector<RunCursor<K, V>> runs, std::size_t count, const K& last, K* ko, V* vo, Less less) {
-  struct Entry {
-    K key;
-    std::uint32_t tag;  // the leaf while its run is live, leaf + leaves once exhausted
-  };
-  const std::uint32_t leaves = std::bit_ceil(std::uint32_t(runs.size()));
-  auto before = [&](const Entry& a, const Entry& b) {
-    return less(a.key, b.key) || (!less(b.key, a.key) && a.tag < b.tag);
-  };
-  auto head = [&](std::uint32_t q) {
-    return q < runs.size() && runs[q].key < runs[q].end ? Entry{*runs[q].key, q} : Entry{last, q + leaves};
-  };
-  // Bottom-up tournament: winners[n] won below node n, losers[n] lost at it.
-  std::vector<Entry> winners(2 * leaves), losers(leaves);
-  for (std::uint32_t q = 0; q < leaves; ++q) winners[leaves + q] = head(q);
-  for (std::uint32_t n = leaves - 1; n >= 1; --n) {
-    const Entry &a = winners[2 * n], &b = winners[2 * n + 1];
-    const bool a_wins = before(a, b);
-    winners[n] = a_wins ? a : b;
-    losers[n] = a_wins ? b : a;
+// c ? a : b by masking the bits, so that the compiler cannot turn it into a branch (it does for
+// the loser tree's selections, and their outcome is as random as the keys).
+template <class T>
+T pick(bool c, T a, T b) {
+  if constexpr (sizeof(T) == 4 || sizeof(T) == 8) {
+    using U = std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint64_t>;
+    const U mask = U(0) - U(c);
+    return std::bit_cast<T>(U((std::bit_cast<U>(a) & mask) | (std::bit_cast<U>(b) & ~mask)));
+  } else {
+    return c ? a : b;
   }
-  Entry win = winners[1];
-  for (std::size_t o = 0; o < count; ++o) {
-    const std::uint32_t q = win.tag;
-    ko[o] = win.key;
-    if (vo) vo[o] = *runs[q].value++;
-    ++runs[q].key;
-    Entry cand = head(q);
-    for (std::uint32_t n = (q + leaves) >> 1; n >= 1; n >>= 1) {
-      const bool swap = before(losers[n], cand);
-      const Entry up = swap ? losers[n] : cand;
-      losers[n] = swap ? cand : losers[n];
-      cand = up;
+}
+
+// The loser tree's hot loop: writes the winner, advances its run and replays its path to the
+// root, until a run ends (returns the elements written). Keys and leaves of the nodes' losers in
+// separate arrays, every choice a conditional move. Levels > 0 fixes the depth at compile time.
+template <int Levels, class K, class V, class Less>
+std::size_t replay_loser_tree(RunCursor<K, V>* runs, std::uint32_t levels, K* lost_key, std::uint32_t* lost_leaf,
+                              K win_key, std::uint32_t win_leaf, K* ko, V* vo, Less less) {
+  if constexpr (Levels > 0) levels = Levels;
+  const std::uint32_t leaves = 1u << levels;
+  std::size_t o = 0;
+  for (;;) {
+    RunCursor<K, V>& run = runs[win_leaf];
+    ko[o] = win_key;
+    if (vo) vo[o] = *run.value++;
+    ++o;
+    if (++run.key == run.end) return o;
+    K key = *run.key;
+    std::uint32_t leaf = win_leaf;
+    std::uint32_t n = win_leaf + leaves;
+    for (std::uint32_t d = 0; d < levels; ++d) {
+      // Coming from the right, the loser kept at the node came from the left: it wins ties.
+      const bool from_right = n & 1;
+      n >>= 1;
+      const K other = lost_key[n];
+      const std::uint32_t other_leaf = lost_leaf[n];
+      const bool swap = less(pick(from_right, key, other), pick(from_right, other, key)) != from_right;
+      lost_key[n] = pick(swap, key, other);
+      lost_leaf[n] = pick(swap, leaf, other_leaf);
+      key = pick(swap, other, key);
+      leaf = pick(swap, other_leaf, leaf);
     }
-    win = cand;
+    win_key = key;
+    win_leaf = leaf;
+  }
+}
+
+// Stable merge of the runs' sub-ranges into out with a loser tree: each element costs log2(runs)
+// comparisons. Ties go to the left subtree (the earlier runs), so one comparison a level keeps the
+// merge stable. When a run ends, the tree is built again over the runs left (they stay in order,
+// and the stand-ins that pad it to a power of two stay right of them); with two runs left, the
+// branch-free two-way merge finishes.
+template <class K, class V, class Less>
+void merge_loser_tree(std::vector<RunCursor<K, V>> runs, const K& last, K* ko, V* vo, Less less) {
+  std::vector<K> keys, lost_key;
+  std::vector<std::uint32_t> leaf, lost_leaf;
+  for (;;) {
+    std::erase_if(runs, [](const RunCursor<K, V>& r) { return r.key == r.end; });
+    if (runs.size() <= 2) break;
+    const std::uint32_t leaves = std::bit_ceil(std::uint32_t(runs.size()));
+    const std::uint32_t levels = std::uint32_t(std::countr_zero(leaves));
+    // Bottom-up tournament: node n holds its subtree's winner (keys, leaf) and the loser at it
+    // (lost_key, lost_leaf). Stand-ins hold `last`, a key no element follows: right of every run,
+    // they never win a tie.
+    keys.resize(2 * leaves);
+    leaf.resize(2 * leaves);
+    lost_key.resize(leaves);
+    lost_leaf.resize(leaves);
+    for (std::uint32_t q = 0; q < leaves; ++q) {
+      keys[leaves + q] = q < runs.size() ? *runs[q].key : last;
+      leaf[leaves + q] = q;
+    }
+    for (std::uint32_t n = leaves - 1; n >= 1; --n) {
+      const std::uint32_t l = 2 * n, r = 2 * n + 1, w = less(keys[r], keys[l]) ? r : l;
+      keys[n] = keys[w];
+      leaf[n] = leaf[w];
+      lost_key[n] = keys[w ^ 1];
+      lost_leaf[n] = leaf[w ^ 1];
+    }
+    const auto replay = [&]<int Levels>() {
+      return replay_loser_tree<Levels>(runs.data(), levels, lost_key.data(), lost_leaf.data(), keys[1], leaf[1], ko,
+                                       vo, less);
+    };
+    const std::size_t written = levels == 2   ? replay.template operator()<2>()
+                                : levels == 3 ? replay.template operator()<3>()
+                                : levels == 4 ? replay.template operator()<4>()
+                                              : replay.template operator()<0>();
+    ko += written;
+    if (vo) vo += written;
+  }
+  auto value = [&](std::size_t r) { return vo ? runs[r].value : nullptr; };
+  if (runs.size() == 2)
+    merge_range(runs[0].key, value(0), std::size_t(runs[0].end - runs[0].key), runs[1].key, value(1),
+                std::size_t(runs[1].end - runs[1].key), ko, vo, less);
+  else if (runs.size() == 1) {
+    std::copy(runs[0].key, runs[0].end, ko);
+    if (vo) std::copy(runs[0].value, runs[0].value + (runs[0].end - runs[0].key), vo);
   }
 }
 
@@ -167,22 +226,14 @@ void merge_runs(const K* keys, const V* values, std::span<const std::uint64_t> r
     for (std::size_t k = 0; k < parts; ++k) {
       const std::size_t* from = &cut[k * p];
       const std::size_t* to = &cut[(k + 1) * p];
-      const std::size_t o = n * k / parts, count = n * (k + 1) / parts - o;
+      const std::size_t o = n * k / parts;
       K* ko = out_keys + o;
       V* vo = values ? out_values + o : nullptr;
       auto value_at = [&](std::size_t r, std::size_t at) { return values ? value_runs[r] + at : nullptr; };
-      if (p == 1) {
-        std::copy(key_runs[0].data() + from[0], key_runs[0].data() + to[0], ko);
-        if (vo) std::copy(value_at(0, from[0]), value_at(0, to[0]), vo);
-      } else if (p == 2) {
-        merge_range(key_runs[0].data() + from[0], value_at(0, from[0]), to[0] - from[0], key_runs[1].data() + from[1],
-                    value_at(1, from[1]), to[1] - from[1], ko, vo, less);
-      } else {
-        std::vector<RunCursor<K, V>> cursors(p);
-        for (std::size_t r = 0; r < p; ++r)
-          cursors[r] = {key_runs[r].data() + from[r], value_at(r, from[r]), key_runs[r].data() + to[r]};
-        merge_loser_tree(std::move(cursors), count, last, ko, vo, less);
-      }
+      std::vector<RunCursor<K, V>> cursors(p);
+      for (std::size_t r = 0; r < p; ++r)
+        cursors[r] = {key_runs[r].data() + from[r], value_at(r, from[r]), key_runs[r].data() + to[r]};
+      merge_loser_tree(std::move(cursors), last, ko, vo, less);
     }
   }
 }
