@@ -29,9 +29,14 @@ std::vector<std::uint8_t> bytes_of(const std::vector<K>& v) {
 }
 
 // Sorts each run, merges them, and checks against the stable sort of the concatenation.
+// How merge_runs cuts its work: parts of at least min_part elements, merged in chunks of `chunk`.
+struct Cuts {
+  std::size_t min_part;
+  std::size_t chunk;
+};
+
 template <class K>
-void check_merge(std::vector<std::vector<K>> runs, bool descending, bool with_values, int threads,
-                 std::size_t min_part) {
+void check_merge(std::vector<std::vector<K>> runs, bool descending, bool with_values, int threads, Cuts cuts) {
   const Order<K> less{descending};
   std::vector<K> keys;
   std::vector<std::uint64_t> lengths;
@@ -53,7 +58,7 @@ void check_merge(std::vector<std::vector<K>> runs, bool descending, bool with_va
   std::vector<K> out_keys(n);
   std::vector<std::uint64_t> out_values(n, ~std::uint64_t{0});
   merge_runs(keys.data(), with_values ? values.data() : nullptr, lengths, out_keys.data(),
-             with_values ? out_values.data() : nullptr, less, threads, min_part);
+             with_values ? out_values.data() : nullptr, less, threads, cuts.min_part, cuts.chunk);
   ASSERT_EQ(bytes_of(out_keys), bytes_of(want_keys));
   if (with_values) {
     ASSERT_EQ(out_values, want_values);
@@ -82,8 +87,8 @@ TEST(DistMergeRuns, RandomRunsEveryCountOfRunsAndThreads) {
                                             << (descending ? " descending" : "") << (with_values ? " values" : ""));
             const std::uint32_t domain = rng() % 2 ? 5 : 1u << 30;  // many ties, or few
             auto runs = random_runs<std::uint32_t>(rng, p, max_len, [&] { return std::uint32_t(rng() % domain); });
-            check_merge(runs, descending, with_values, threads, 1);
-            check_merge(runs, descending, with_values, threads, 64);
+            for (const Cuts cuts : {Cuts{1, 1}, Cuts{1, 7}, Cuts{64, 100}, Cuts{4096, 0}})
+              check_merge(runs, descending, with_values, threads, cuts);
           }
 }
 
@@ -93,8 +98,8 @@ TEST(DistMergeRuns, AllKeysEqualKeepRunOrder) {
       SCOPED_TRACE(testing::Message() << "p " << p << " threads " << threads);
       std::vector<std::vector<std::int64_t>> runs(static_cast<std::size_t>(p));
       for (int r = 0; r < p; ++r) runs[std::size_t(r)].assign(std::size_t(r % 3 == 1 ? 0 : 10 + 7 * r), -3);
-      check_merge(runs, false, true, threads, 1);
-      check_merge(runs, true, true, threads, 5);
+      check_merge(runs, false, true, threads, {1, 3});
+      check_merge(runs, true, true, threads, {5, 16});
     }
 }
 
@@ -107,8 +112,8 @@ TEST(DistMergeRuns, FloatsInTotalOrderWithNanAndSignedZero) {
       for (const bool descending : {false, true}) {
         SCOPED_TRACE(testing::Message() << "p " << p << " threads " << threads << (descending ? " descending" : ""));
         auto runs = random_runs<float>(rng, p, 50, [&] { return pool[rng() % pool.size()]; });
-        check_merge(runs, descending, true, threads, 1);
-        check_merge(runs, descending, false, threads, 4096);
+        check_merge(runs, descending, true, threads, {1, 2});
+        check_merge(runs, descending, false, threads, {4096, 0});
       }
 }
 
@@ -117,18 +122,18 @@ TEST(DistMergeRuns, DoublesAndEmptyInput) {
   std::normal_distribution<double> normal;
   for (int p = 1; p <= 9; ++p) {
     auto runs = random_runs<double>(rng, p, 300, [&] { return normal(rng); });
-    check_merge(runs, p % 2 == 0, true, 4, 1);
+    check_merge(runs, p % 2 == 0, true, 4, {1, 9});
   }
-  check_merge(std::vector<std::vector<double>>(5), false, true, 4, 1);  // every run empty
-  check_merge(std::vector<std::vector<double>>{}, false, true, 4, 1);   // no runs at all
+  check_merge(std::vector<std::vector<double>>(5), false, true, 4, {1, 1});  // every run empty
+  check_merge(std::vector<std::vector<double>>{}, false, true, 4, {1, 1});   // no runs at all
 }
 
-TEST(DistMergeRuns, LargeRunsInDefaultParts) {
+TEST(DistMergeRuns, LargeRunsInDefaultPartsAndChunks) {
   std::mt19937_64 rng(17);
   for (const int p : {2, 4, 8}) {
     SCOPED_TRACE(testing::Message() << "p " << p);
     auto runs = random_runs<std::uint32_t>(rng, p, 40000, [&] { return std::uint32_t(rng() % 1000); });
-    check_merge(runs, false, true, 4, 4096);
+    check_merge(runs, false, true, 4, {4096, 0});  // as the distributed sort cuts its work
   }
 }
 

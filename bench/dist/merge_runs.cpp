@@ -1,10 +1,17 @@
 // bench_dist_merge_runs: the merge stage of the distributed sort alone (no MPI traffic): P sorted
-// runs of 2^N u32 keys in all merged into one, the one-pass multiway merge (src/dist/merge_runs.hpp)
-// against the pairwise tree merge it replaced (log2 P passes, each cut by two-way co-ranking; kept
-// here only as the anchor). Both results are checked against each other and for order.
-// On the 16-core host, as the 4- and 8-rank sorts use it:
-//   bench_dist_merge_runs --log2 26 --threads 4 && bench_dist_merge_runs --log2 26 --threads 2 --runs 8
+// runs of 2^N u32 keys in all merged into one, the one-pass multiway merge (src/dist/merge_runs.hpp:
+// one pass over memory, the log2 P levels in cache-sized chunks) against the pairwise tree merge it
+// replaced (log2 P passes over memory, each cut by two-way co-ranking; kept here only as the
+// anchor). Both results are checked against each other and for order. When every core merges, the
+// merge is bound by memory bandwidth, so every rank of the job runs the same merge at the same time
+// (as the ranks of a distributed sort do) and a time is the slowest rank's; rank 0 prints.
+// On the 16-core host, as the 4- and 8-rank sorts of 2^28 keys merge:
+//   mpirun -np 4 --bind-to none bench_dist_merge_runs --log2 26 --threads 4 --runs 4
+//   mpirun -np 8 --bind-to none bench_dist_merge_runs --log2 25 --threads 2 --runs 8
+#include <mpi.h>
+
 #include <algorithm>
+#include <cstdio>
 #include <random>
 #include <span>
 #include <vector>
@@ -80,14 +87,20 @@ void tree_merge(K* keys, V* values, std::vector<std::uint64_t> runs, K* out_keys
   }
 }
 
-}  // namespace
+double slowest_rank(double seconds) {
+  double m = seconds;
+  MPI_Allreduce(&seconds, &m, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  return m;
+}
 
-int main(int argc, char** argv) {
+int run(int argc, char** argv) {
   tandem::bench::Bench b("dist_merge_runs", argc, argv);
   const int log2 = int(b.get_int("--log2", b.quick() ? 20 : 26));
   const int threads = int(b.get_int("--threads", tandem::default_threads()));
   const int only_runs = int(b.get_int("--runs", 0));  // 0: 2, 4 and 8
   const std::size_t n = std::size_t{1} << log2;
+  int ranks = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &ranks);
   const tandem::dist::KeyOrder<std::uint32_t> less{0};
   std::mt19937 rng(23);
   std::vector<std::uint32_t> input(n);
@@ -106,7 +119,8 @@ int main(int argc, char** argv) {
     }
     for (std::size_t i = 0; i < n; ++i) values[i] = std::uint32_t(i);
     for (const bool pairs : {false, true}) {
-      const std::string c = fmt::format("{} runs, 2^{} u32 {}, {} threads", p, log2, pairs ? "pairs" : "keys", threads);
+      const std::string c =
+          fmt::format("{} runs, 2^{} u32 {}, {} threads x {} ranks", p, log2, pairs ? "pairs" : "keys", threads, ranks);
       std::uint32_t* v_in = pairs ? scratch_v.data() : nullptr;
       // The tree merge uses its input as scratch: each run starts from a fresh copy, not timed.
       auto fresh_input = [&] {
@@ -115,17 +129,19 @@ int main(int argc, char** argv) {
       };
       const auto s_tree = b.measure([&] {
         fresh_input();
+        MPI_Barrier(MPI_COMM_WORLD);
         tandem::Stopwatch w;
         tree_merge(scratch_k.data(), v_in, runs, anchor_keys.data(), pairs ? anchor_values.data() : nullptr, less,
                    threads);
-        return w.seconds();
+        return slowest_rank(w.seconds());
       });
       const auto s_multi = b.measure([&] {
         fresh_input();
+        MPI_Barrier(MPI_COMM_WORLD);
         tandem::Stopwatch w;
         tandem::dist::merge_runs(scratch_k.data(), v_in, runs, out_keys.data(), pairs ? out_values.data() : nullptr,
                                  less, threads);
-        return w.seconds();
+        return slowest_rank(w.seconds());
       });
       const bool ok = std::is_sorted(out_keys.begin(), out_keys.end()) && out_keys == anchor_keys &&
                       (!pairs || out_values == anchor_values);
@@ -136,4 +152,16 @@ int main(int argc, char** argv) {
     }
   }
   return b.finish();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  if (rank != 0 && !std::freopen("/dev/null", "w", stdout)) MPI_Abort(MPI_COMM_WORLD, 1);
+  const int status = run(argc, argv);
+  MPI_Finalize();
+  return status;
 }
