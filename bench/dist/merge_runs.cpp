@@ -27,7 +27,25 @@
 
 namespace {
 
-using tandem::dist::merge_range;
+// The anchor's two-way merge, as it was: front to back, ternary choices.
+template <class K, class V, class Less>
+void old_merge_range(const K* ka, const V* va, std::size_t na, const K* kb, const V* vb, std::size_t nb, K* ko, V* vo,
+                 Less less) {
+  std::size_t i = 0, j = 0, o = 0;
+  while (i < na && j < nb) {
+    const bool take_b = less(kb[j], ka[i]);
+    ko[o] = take_b ? kb[j] : ka[i];
+    if (vo) vo[o] = take_b ? vb[j] : va[i];
+    j += take_b;
+    i += !take_b;
+    ++o;
+  }
+  std::copy(ka + i, ka + na, ko + o);
+  if (vo) std::copy(va + i, va + na, vo + o);
+  o += na - i;
+  std::copy(kb + j, kb + nb, ko + o);
+  if (vo) std::copy(vb + j, vb + nb, vo + o);
+}
 
 // The number of elements taken from a among the first i of the stable merge of a and b.
 template <class K, class Less>
@@ -70,8 +88,8 @@ void tree_merge(K* keys, V* values, std::vector<std::uint64_t> runs, K* out_keys
         const std::size_t i1 = total * std::size_t(t + 1) / std::size_t(parts);
         const std::span<const K> a(ka, na), b(kb, nb);
         const std::size_t j0 = two_way_co_rank(i0, a, b, less), j1 = two_way_co_rank(i1, a, b, less);
-        merge_range(ka + j0, va ? va + j0 : nullptr, j1 - j0, kb + (i0 - j0), vb ? vb + (i0 - j0) : nullptr,
-                    (i1 - j1) - (i0 - j0), dst_k + at + i0, dst_v ? dst_v + at + i0 : nullptr, less);
+        old_merge_range(ka + j0, va ? va + j0 : nullptr, j1 - j0, kb + (i0 - j0), vb ? vb + (i0 - j0) : nullptr,
+                        (i1 - j1) - (i0 - j0), dst_k + at + i0, dst_v ? dst_v + at + i0 : nullptr, less);
       }
       next.push_back(total);
       at += total;

@@ -1,7 +1,7 @@
 // Merging the sorted runs a rank receives from its peers into one sorted array, in parallel and in
 // one pass over memory. The output is cut into equal parts (a few per thread) by a multiway
 // co-rank; each part is merged in chunks that stay in cache: a chunk's share of every run is found
-// by the co-rank again, and merged pairwise, level by level, with the branch-free two-way merge
+// by the co-rank again, and merged pairwise, level by level, with a branch-free two-way merge
 // through two chunk-sized scratch buffers, the last level into the output. Stable: on equal keys
 // the earlier run goes first.
 //
@@ -11,9 +11,11 @@
 // values live here in separate arrays (and values may be absent).
 #pragma once
 #include <algorithm>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <type_traits>
 #include <vector>
 
 namespace tandem::dist {
@@ -64,25 +66,78 @@ void multiway_co_rank(std::size_t i, std::span<const std::span<const K>> runs, L
   std::copy(lo.begin(), lo.end(), s);
 }
 
-// Stable merge of a (na keys, values va) and b (nb) into out. Branch-free: the comparison picks
-// with a conditional move, so random keys cost no mispredictions.
-template <class K, class V, class Less>
-void merge_range(const K* ka, const V* va, std::size_t na, const K* kb, const V* vb, std::size_t nb, K* ko, V* vo,
-                 Less less) {
-  std::size_t i = 0, j = 0, o = 0;
-  while (i < na && j < nb) {
-    const bool take_b = less(kb[j], ka[i]);
-    ko[o] = take_b ? kb[j] : ka[i];
-    if (vo) vo[o] = take_b ? vb[j] : va[i];
+// c ? a : b by masking the bits: a ternary in the merge loop may become a branch, and the merge's
+// choices are as random as the keys.
+template <class T>
+T pick(bool c, T a, T b) {
+  if constexpr (sizeof(T) == 4 || sizeof(T) == 8) {
+    using U = std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint64_t>;
+    const U mask = U(0) - U(c);
+    return std::bit_cast<T>(U((std::bit_cast<U>(a) & mask) | (std::bit_cast<U>(b) & ~mask)));
+  } else {
+    return c ? a : b;
+  }
+}
+
+// Stable merge of a and b into out from both ends at once: the front takes the smaller head (ties:
+// a), the back the larger tail (ties: b), until each has written its half. The two chains of
+// dependent loads run side by side; with bounds that hold for a whole stretch, the inner loop
+// checks none.
+template <bool HasValues, class K, class V, class Less>
+void merge_two_ends(const K* ka, const V* va, std::size_t na, const K* kb, const V* vb, std::size_t nb, K* ko, V* vo,
+                    Less less) {
+  const std::size_t half = (na + nb) / 2;
+  std::size_t i = 0, j = 0, o = 0;                  // front: next to take, next to write
+  std::size_t ia = na, jb = nb, ob = na + nb;       // back: one past each
+  auto front = [&] {
+    const K a = ka[i], b = kb[j];
+    const bool take_b = less(b, a);
+    ko[o] = pick(take_b, b, a);
+    if constexpr (HasValues) vo[o] = pick(take_b, vb[j], va[i]);
     j += take_b;
     i += !take_b;
     ++o;
+  };
+  auto back = [&] {
+    const K a = ka[ia - 1], b = kb[jb - 1];
+    const bool take_a = less(b, a);
+    --ob;
+    ko[ob] = pick(take_a, a, b);
+    if constexpr (HasValues) vo[ob] = pick(take_a, va[ia - 1], vb[jb - 1]);
+    ia -= take_a;
+    jb -= !take_a;
+  };
+  for (std::size_t s; (s = std::min({half - o, na - i, nb - j, ob - half, ia, jb})) > 0;)
+    for (std::size_t k = 0; k < s; ++k) {
+      front();
+      back();
+    }
+  while (o < half && i < na && j < nb) front();
+  for (; o < half && i < na; ++i, ++o) {  // b ran out before the middle
+    ko[o] = ka[i];
+    if constexpr (HasValues) vo[o] = va[i];
   }
-  std::copy(ka + i, ka + na, ko + o);
-  if (vo) std::copy(va + i, va + na, vo + o);
-  o += na - i;
-  std::copy(kb + j, kb + nb, ko + o);
-  if (vo) std::copy(vb + j, vb + nb, vo + o);
+  for (; o < half && j < nb; ++j, ++o) {
+    ko[o] = kb[j];
+    if constexpr (HasValues) vo[o] = vb[j];
+  }
+  while (ob > half && ia > 0 && jb > 0) back();
+  for (; ob > half && ia > 0; --ia) {
+    ko[--ob] = ka[ia - 1];
+    if constexpr (HasValues) vo[ob] = va[ia - 1];
+  }
+  for (; ob > half && jb > 0; --jb) {
+    ko[--ob] = kb[jb - 1];
+    if constexpr (HasValues) vo[ob] = vb[jb - 1];
+  }
+}
+
+// Stable merge of a (na keys, values va) and b (nb) into out; vo null: keys only.
+template <class K, class V, class Less>
+void merge_range(const K* ka, const V* va, std::size_t na, const K* kb, const V* vb, std::size_t nb, K* ko, V* vo,
+                 Less less) {
+  if (vo) merge_two_ends<true>(ka, va, na, kb, vb, nb, ko, vo, less);
+  else merge_two_ends<false>(ka, va, na, kb, vb, nb, ko, vo, less);
 }
 
 // A stretch of keys (and values, null for keys only) to merge: part of a run, or of a scratch
