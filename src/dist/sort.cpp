@@ -4,8 +4,9 @@
 //     bits, each step one MPI_Allreduce of P-1 counts (32 or 64 steps), and equal keys at a cut
 //     are split by (rank, position) with one MPI_Exscan, so every rank gets N/P keys (±1);
 //  3. one all-to-all exchange of the slices;
-//  4. each rank merges the P sorted runs it received (stably, in rank order): pairwise merges in
-//     a tree, each cut into equal parts by co-ranking, branch-free.
+//  4. each rank merges the P sorted runs it received (stably, in rank order) in one pass over
+//     memory: the output cut into equal parts by a multiway co-rank, each part merged in
+//     cache-sized chunks, pairwise level by level, branch-free.
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
