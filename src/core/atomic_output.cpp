@@ -133,8 +133,8 @@ std::ostream& AtomicOutput::stream() {
 void AtomicOutput::write(const void* data, std::size_t bytes, int threads) {
   std::ostream& s = stream();
   const detail::IoPieces plan(bytes, threads > 0 ? threads : default_threads());
-  // Standard output and devices keep their order; one piece gains nothing from a second handle.
-  if (mode_ != Mode::replace || plan.threads < 2) {
+  // Standard output and devices are written in order; a small write is not worth a second handle.
+  if (mode_ != Mode::replace || bytes < detail::kMinIoPiece) {
     s.write(static_cast<const char*>(data), static_cast<std::streamsize>(bytes));
     return;
   }
@@ -144,7 +144,7 @@ void AtomicOutput::write(const void* data, std::size_t bytes, int threads) {
   const int fd = ::open(temp_.c_str(), O_WRONLY | O_CLOEXEC);
   if (fd < 0) throw Error(fmt::format("{}: write failed ({})", path_, errno_text(errno)));
   std::atomic<int> failed{0};
-#pragma omp parallel for num_threads(plan.threads) schedule(dynamic, 1)
+#pragma omp parallel for num_threads(plan.threads) schedule(dynamic, 1) if (plan.threads > 1)
   for (std::size_t i = 0; i < plan.count; ++i) {
     for (std::size_t done = plan.begin(i), end = plan.end(i); done < end && failed.load() == 0;) {
       const ssize_t put = ::pwrite(fd, static_cast<const char*>(data) + done, std::min(end - done, detail::kMaxIo),

@@ -17,7 +17,7 @@ struct IoPieces {
     const std::size_t wanted = static_cast<std::size_t>(std::max(1, threads)) * 4;
     piece = std::max(kMinIoPiece, ((bytes + wanted - 1) / wanted + 4095) & ~std::size_t{4095});
     count = (bytes + piece - 1) / piece;
-    this->threads = static_cast<int>(std::min<std::size_t>(count, static_cast<std::size_t>(std::max(1, threads))));
+    this->threads = static_cast<int>(std::clamp<std::size_t>(count, 1, static_cast<std::size_t>(std::max(1, threads))));
   }
   std::size_t begin(std::size_t i) const { return i * piece; }
   std::size_t end(std::size_t i) const { return std::min(bytes, (i + 1) * piece); }
