@@ -42,16 +42,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::vector<int> thread_counts(const std::string& list) {
-  std::vector<int> v;
-  for (std::size_t i = 0; i < list.size();) {
-    const std::size_t j = std::min(list.find(',', i), list.size());
-    if (j > i) v.push_back(std::max(1, std::stoi(list.substr(i, j - i))));
-    i = j + 1;
-  }
-  return v;
-}
-
 // The floor's split: thread t moves bytes [n*t/T, n*(t+1)/T) with one pread/pwrite loop.
 template <class Call>
 bool each_share(std::size_t n, int threads, Call&& call) {
@@ -133,22 +123,20 @@ Floors file_lines(bench::Bench& b, const fs::path& dir, const std::vector<std::u
   b.record("read", fmt::format("floor into fresh memory (page faults included), {}", at), read_fresh,
            double(npy_bytes), "B", true);
 
+  // io::read_array of `path` on `threads` threads; `same` says every call returned the keys.
+  const auto tandem_read = [&](const std::string& path, bool& same) {
+    return b.measure([&] {
+      Stopwatch w;
+      const io::Array a = io::read_array(path, DType::u32, threads);
+      const double s = w.seconds();
+      same = same && a.bytes.size() == bytes && std::memcmp(a.bytes.data(), keys.data(), bytes) == 0;
+      return s;
+    });
+  };
   bool same_npy = true, same_raw = true;
-  const Stats read_npy = b.measure([&] {
-    Stopwatch w;
-    const io::Array a = io::read_array(npy, DType::u32, threads);
-    const double s = w.seconds();
-    same_npy = same_npy && a.bytes.size() == bytes && std::memcmp(a.bytes.data(), keys.data(), bytes) == 0;
-    return s;
-  });
+  const Stats read_npy = tandem_read(npy, same_npy);
   b.record("read", fmt::format("tandem io::read_array .npy, {}", at), read_npy, double(npy_bytes), "B", same_npy);
-  const Stats read_raw = b.measure([&] {
-    Stopwatch w;
-    const io::Array a = io::read_array(raw, DType::u32, threads);
-    const double s = w.seconds();
-    same_raw = same_raw && a.bytes.size() == bytes && std::memcmp(a.bytes.data(), keys.data(), bytes) == 0;
-    return s;
-  });
+  const Stats read_raw = tandem_read(raw, same_raw);
   b.record("read", fmt::format("tandem io::read_array raw, {}", at), read_raw, double(bytes), "B", same_raw);
   if (!same_npy || !same_raw) b.fail(fmt::format("io::read_array on {} returned other bytes than the file's", at));
 
@@ -229,12 +217,14 @@ void sort_lines(bench::Bench& b, const fs::path& dir, const std::string& tandem_
 int main(int argc, char** argv) {
   bench::Bench b("io", argc, argv);
   const std::size_t mib = std::size_t(b.get_int("--mib", b.quick() ? 64 : 1024));
-  const fs::path dir = b.get("--dir", fs::temp_directory_path().string());
+  // A folder of this run's own: runs side by side do not share files.
+  const fs::path dir = fs::path(b.get("--dir", fs::temp_directory_path().string())) / fmt::format("bench_io.{}", ::getpid());
+  fs::create_directories(dir);
   const std::string tandem_path =
       b.get("--tandem", (fs::canonical("/proc/self/exe").parent_path().parent_path() / "tandem").string());
   const bool with_sort = !b.has_flag("--no-sort");
   const int all = default_threads();
-  const std::vector<int> counts = thread_counts(b.get("--threads", all > 2 ? fmt::format("1,2,{}", all) : "1,2"));
+  const std::vector<int> counts = b.get_threads("--threads", all > 2 ? fmt::format("1,2,{}", all) : "1,2");
 
   std::vector<std::uint32_t> keys((mib << 20) / 4);
 #pragma omp parallel for
@@ -255,7 +245,6 @@ int main(int argc, char** argv) {
     const Floors floor = file_lines(b, dir, keys, threads);
     if (with_sort) sort_lines(b, dir, tandem_path, keys, threads, floor);
   }
-  fs::remove(raw);
-  fs::remove(npy);
+  fs::remove_all(dir);
   return b.finish();
 }
