@@ -11,12 +11,17 @@
 // End to end: `tandem sort --device cpu` of the .npy file against read floor + write floor + the
 // same in-memory sort (tandem::sort on the CPU, same threads).
 //
+// Each round runs the floors and tandem's calls one after the other, so that load from other
+// processes falls on all of them alike; the lines are the medians over the rounds.
+//
 //   bench_io [--mib M] [--threads T] [--dir DIR] [--tandem PATH] [--no-sort] [--quick]
-// M MiB of u32 keys (default 1024; --quick 64), in DIR (default the temporary folder). T: thread
-// counts, comma-separated (default "1,2" plus all cores when there are more). PATH: the tandem
-// program (default: ../tandem beside this program's folder, as the build lays them out).
+// M MiB of u32 keys (default 1024; --quick 64), in a folder of its own in DIR (default the
+// temporary folder). T: thread counts, comma-separated (default "1,2" plus all cores when there
+// are more). PATH: the tandem program (default: ../tandem beside this program's folder, as the
+// build lays them out).
 #include <fcntl.h>
 #include <omp.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -25,7 +30,9 @@
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <memory>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -94,75 +101,103 @@ int run_program(const std::vector<std::string>& args) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
+// Runs every f once per round, warmup + reps rounds, so that load from other processes falls on
+// all of them alike; returns the statistics of each f's times.
+std::vector<Stats> in_rounds(const bench::Bench& b, const std::vector<std::function<double()>>& fs) {
+  std::vector<std::vector<double>> times(fs.size());
+  for (int round = 0; round < b.warmup() + b.reps(); ++round)
+    for (std::size_t i = 0; i < fs.size(); ++i) {
+      const double t = fs[i]();
+      if (round >= b.warmup()) times[i].push_back(t);
+    }
+  std::vector<Stats> out;
+  for (auto& t : times) out.push_back(summarize(std::move(t)));
+  return out;
+}
+
+// Newly mapped memory, whatever its size (malloc may hand back pages it kept): every page
+// faults in when it is first written.
+class FreshMemory {
+ public:
+  explicit FreshMemory(std::size_t n) : n_(std::max<std::size_t>(n, 1)) {
+    void* p = ::mmap(nullptr, n_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) throw std::bad_alloc();
+    p_ = static_cast<char*>(p);
+  }
+  ~FreshMemory() { ::munmap(p_, n_); }
+  FreshMemory(const FreshMemory&) = delete;
+  FreshMemory& operator=(const FreshMemory&) = delete;
+  char* get() const { return p_; }
+
+ private:
+  std::size_t n_;
+  char* p_;
+};
+
 struct Floors {
   double read, write;
 };
 
 Floors file_lines(bench::Bench& b, const fs::path& dir, const std::vector<std::uint32_t>& keys, int threads) {
   const std::size_t bytes = keys.size() * 4;
-  const std::string raw = (dir / "bench_io_keys.u32").string(), npy = (dir / "bench_io_keys.npy").string();
-  const std::string out_floor = (dir / "bench_io_floor.out").string(), out_npy = (dir / "bench_io_out.npy").string();
+  const std::string raw = (dir / "keys.u32").string(), npy = (dir / "keys.npy").string();
+  const std::string out_floor = (dir / "floor.out").string(), out_npy = (dir / "out.npy").string();
   const std::size_t npy_bytes = fs::file_size(npy);  // the floors move the .npy file's bytes
   const std::string at = fmt::format("{} threads", threads);
 
   auto faulted = std::make_unique<char[]>(npy_bytes);
   std::memset(faulted.get(), 1, npy_bytes);
-  const Stats read_floor = b.measure([&] {
+  const auto floor_read = [&](char* into) {
     Stopwatch w;
-    if (!pread_floor(npy, faulted.get(), npy_bytes, threads)) b.fail("the read floor's pread failed");
+    if (!pread_floor(npy, into, npy_bytes, threads)) b.fail("the read floor's pread failed");
     return w.seconds();
-  });
-  b.record("read", fmt::format("floor: parallel pread into faulted memory, {}", at), read_floor, double(npy_bytes), "B",
-           true);
-  const Stats read_fresh = b.measure([&] {
-    Stopwatch w;
-    std::unique_ptr<char[]> fresh(new char[npy_bytes]);
-    if (!pread_floor(npy, fresh.get(), npy_bytes, threads)) b.fail("the read floor's pread failed");
-    return w.seconds();
-  });
-  b.record("read", fmt::format("floor into fresh memory (page faults included), {}", at), read_fresh,
-           double(npy_bytes), "B", true);
-
-  // io::read_array of `path` on `threads` threads; `same` says every call returned the keys.
-  const auto tandem_read = [&](const std::string& path, bool& same) {
-    return b.measure([&] {
-      Stopwatch w;
-      const io::Array a = io::read_array(path, DType::u32, threads);
-      const double s = w.seconds();
-      same = same && a.bytes.size() == bytes && std::memcmp(a.bytes.data(), keys.data(), bytes) == 0;
-      return s;
-    });
   };
+  // io::read_array of `path`; `same` says every call returned the keys.
   bool same_npy = true, same_raw = true;
-  const Stats read_npy = tandem_read(npy, same_npy);
-  b.record("read", fmt::format("tandem io::read_array .npy, {}", at), read_npy, double(npy_bytes), "B", same_npy);
-  const Stats read_raw = tandem_read(raw, same_raw);
-  b.record("read", fmt::format("tandem io::read_array raw, {}", at), read_raw, double(bytes), "B", same_raw);
-  if (!same_npy || !same_raw) b.fail(fmt::format("io::read_array on {} returned other bytes than the file's", at));
-
-  const Stats write_floor = b.measure([&] {
+  const auto tandem_read = [&](const std::string& path, bool& same) {
+    Stopwatch w;
+    const io::Array a = io::read_array(path, DType::u32, threads);
+    const double s = w.seconds();
+    same = same && a.bytes.size() == bytes && std::memcmp(a.bytes.data(), keys.data(), bytes) == 0;
+    return s;
+  };
+  const auto floor_write = [&] {
     fs::remove(out_floor);
     Stopwatch w;
     if (!pwrite_floor(out_floor, faulted.get(), npy_bytes, threads)) b.fail("the write floor's pwrite failed");
     return w.seconds();
-  });
-  fs::remove(out_floor);
-  b.record("write", fmt::format("floor: parallel pwrite to a new file, {}", at), write_floor, double(npy_bytes), "B",
-           true);
-  const Stats write_npy = b.measure([&] {
+  };
+  const auto tandem_write = [&] {
     fs::remove(out_npy);
     Stopwatch w;
     io::write_array(out_npy, DType::u32, keys.data(), keys.size(), threads);
     return w.seconds();
-  });
+  };
+  const std::vector<Stats> st = in_rounds(b, {[&] { return floor_read(faulted.get()); },
+                                              [&] { return floor_read(FreshMemory(npy_bytes).get()); },
+                                              [&] { return tandem_read(npy, same_npy); },
+                                              [&] { return tandem_read(raw, same_raw); }, floor_write, tandem_write});
+  const Stats &read_floor = st[0], &read_fresh = st[1], &read_npy = st[2], &read_raw = st[3];
+  const Stats &write_floor = st[4], &write_npy = st[5];
   const io::Array back = io::read_array(out_npy, DType::u32, threads);
   const bool written = back.bytes.size() == bytes && std::memcmp(back.bytes.data(), keys.data(), bytes) == 0;
-  if (!written) b.fail(fmt::format("io::write_array on {} wrote other bytes", at));
   fs::remove(out_npy);
-  b.record("write", fmt::format("tandem io::write_array .npy, {}", at), write_npy, double(npy_bytes), "B", written);
+  fs::remove(out_floor);
+  if (!same_npy || !same_raw) b.fail(fmt::format("io::read_array on {} returned other bytes than the file's", at));
+  if (!written) b.fail(fmt::format("io::write_array on {} wrote other bytes", at));
 
+  b.record("read", fmt::format("floor: parallel pread into faulted memory, {}", at), read_floor, double(npy_bytes), "B",
+           true);
+  b.record("read", fmt::format("floor into fresh memory (page faults included), {}", at), read_fresh,
+           double(npy_bytes), "B", true);
+  b.record("read", fmt::format("tandem io::read_array .npy, {}", at), read_npy, double(npy_bytes), "B", same_npy);
+  b.record("read", fmt::format("tandem io::read_array raw, {}", at), read_raw, double(bytes), "B", same_raw);
+  b.record("write", fmt::format("floor: parallel pwrite to a new file, {}", at), write_floor, double(npy_bytes), "B",
+           true);
+  b.record("write", fmt::format("tandem io::write_array .npy, {}", at), write_npy, double(npy_bytes), "B", written);
   b.info(fmt::format("page faults: read floor into fresh / faulted memory, {}", at), read_fresh.median / read_floor.median,
          "x");
+  b.info(fmt::format("read .npy vs the floor into fresh memory, {}", at), read_npy.median / read_fresh.median, "x");
   b.goal(fmt::format("read .npy vs parallel pread floor, {}", at), read_npy.median / read_floor.median, 1.2, false);
   b.goal(fmt::format("read raw vs parallel pread floor, {}", at), read_raw.median / read_floor.median, 1.2, false);
   b.goal(fmt::format("write .npy vs parallel pwrite floor, {}", at), write_npy.median / write_floor.median, 1.2, false);
@@ -178,37 +213,37 @@ void sort_lines(bench::Bench& b, const fs::path& dir, const std::string& tandem_
   o.device = Device::cpu;
   o.threads = threads;
   bool sorted = true;
-  const Stats in_memory = b.measure([&] {
+  const auto in_memory = [&] {
     work = keys;
     Stopwatch w;
     sort(std::span<std::uint32_t>(work), o);
     const double s = w.seconds();
     sorted = sorted && work == want;
+    work = {};
     return s;
-  });
-  work = {};
-  b.record("sort", fmt::format("in memory, tandem::sort cpu, {}", at), in_memory, double(keys.size()), "keys", sorted);
-
-  const std::string in = (dir / "bench_io_keys.npy").string(), out = (dir / "bench_io_sorted.npy").string();
+  };
+  const std::string in = (dir / "keys.npy").string(), out = (dir / "sorted.npy").string();
   const std::vector<std::string> args = {tandem_path, "sort",          "--type",   "u32",       "--in",
                                          in,          "--out",         out,        "--device",  "cpu",
                                          "--threads", std::to_string(threads)};
   bool ran = true;
-  const Stats cli = b.measure([&] {
+  const auto cli = [&] {
     fs::remove(out);
     Stopwatch w;
     ran = ran && run_program(args) == 0;
     return w.seconds();
-  });
+  };
+  const std::vector<Stats> st = in_rounds(b, {in_memory, cli});
   const io::Array got = ran ? io::read_array(out, DType::u32, threads) : io::Array{};
   const bool same = got.bytes.size() == want.size() * 4 && std::memcmp(got.bytes.data(), want.data(), got.bytes.size()) == 0;
   fs::remove(out);
   if (!sorted || !same) b.fail(fmt::format("the sort on {} gave another order than std::sort", at));
-  b.record("sort", fmt::format("end to end: tandem sort --in .npy --out .npy, {}", at), cli, double(keys.size()),
+  b.record("sort", fmt::format("in memory, tandem::sort cpu, {}", at), st[0], double(keys.size()), "keys", sorted);
+  b.record("sort", fmt::format("end to end: tandem sort --in .npy --out .npy, {}", at), st[1], double(keys.size()),
            "keys", same);
-  const double floor_s = floor.read + floor.write + in_memory.median;
+  const double floor_s = floor.read + floor.write + st[0].median;
   b.info(fmt::format("sort floor: read + write floors + in-memory sort, {}", at), floor_s * 1e3, "ms");
-  b.goal(fmt::format("tandem sort file to file vs read + write + sort floor, {}", at), cli.median / floor_s, 1.3,
+  b.goal(fmt::format("tandem sort file to file vs read + write + sort floor, {}", at), st[1].median / floor_s, 1.3,
          false);
 }
 
@@ -234,7 +269,7 @@ int main(int argc, char** argv) {
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
     keys[i] = std::uint32_t(z ^ (z >> 31));
   }
-  const std::string raw = (dir / "bench_io_keys.u32").string(), npy = (dir / "bench_io_keys.npy").string();
+  const std::string raw = (dir / "keys.u32").string(), npy = (dir / "keys.npy").string();
   io::write_array(raw, DType::u32, keys.data(), keys.size());
   io::write_array(npy, DType::u32, keys.data(), keys.size());
   (void)io::read_bytes(raw), (void)io::read_bytes(npy);  // the page cache is warm from here on
