@@ -132,12 +132,12 @@ std::ostream& AtomicOutput::stream() {
 
 void AtomicOutput::write(const void* data, std::size_t bytes, int threads) {
   std::ostream& s = stream();
-  const detail::IoPieces plan(bytes, threads > 0 ? threads : default_threads());
   // Standard output and devices are written in order; a small write is not worth a second handle.
   if (mode_ != Mode::replace || bytes < detail::kMinIoPiece) {
     s.write(static_cast<const char*>(data), static_cast<std::streamsize>(bytes));
     return;
   }
+  const detail::IoPieces plan(bytes, threads > 0 ? threads : default_threads());
   file_.flush();
   if (!file_) return;  // finish() reports the failed write
   const std::streamoff at = file_.tellp();
