@@ -46,16 +46,6 @@ std::vector<std::pair<std::string, std::uint64_t>> anchor_words(
   return v;
 }
 
-std::vector<int> thread_counts(const std::string& list) {
-  std::vector<int> v;
-  for (std::size_t i = 0; i < list.size();) {
-    const std::size_t j = std::min(list.find(',', i), list.size());
-    if (j > i) v.push_back(std::max(1, std::stoi(list.substr(i, j - i))));
-    i = j + 1;
-  }
-  return v;
-}
-
 // Every 8-byte word of the text summed on `threads` threads: the bytes read once.
 double read_floor(bench::Bench& b, std::string_view text, int threads) {
   std::vector<std::uint64_t> sums(threads);
@@ -161,7 +151,7 @@ int main(int argc, char** argv) {
   b.record("floor", "tokenize only, 1 thread", tok, double(text.size()), "B", true, {{"words", words.load()}});
 
   const int all = default_threads();
-  const std::vector<int> counts = thread_counts(b.get("--threads", all > 2 ? fmt::format("2,{}", all) : "2"));
+  const std::vector<int> counts = b.get_threads("--threads", all > 2 ? fmt::format("2,{}", all) : "2");
   for (int threads : counts) read_floor(b, tv, threads);
   for (int threads : counts) stage_lines(b, tv, threads);
   // Rounds alternate the anchor and tandem, so that load from other processes falls on both alike.

@@ -1,9 +1,11 @@
 // Array files and outputs under hostile input: the .npy header parser, sizes from headers,
 // inputs that are not regular files, outputs that are devices or links, several outputs at once.
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
@@ -12,6 +14,9 @@
 #include <thread>
 #include <vector>
 
+#include <fmt/format.h>
+
+#include "tandem/core/detail/io_pieces.hpp"
 #include "tandem/core/error.hpp"
 #include "tandem/core/io.hpp"
 #include "test_util.hpp"
@@ -325,4 +330,148 @@ TEST(Output, SameDestination) {
   EXPECT_FALSE(io::AtomicOutput("-").same_destination(io::AtomicOutput(a)));
   fs::create_symlink("a", dir.file("link-to-a"));
   EXPECT_TRUE(io::AtomicOutput(a).same_destination(io::AtomicOutput(dir.file("link-to-a"))));
+}
+
+// ---- reading and writing in pieces on several threads ----------------------------------------------
+
+TEST(IoPieces, CoverEveryByteOnceWithNoMoreThreadsThanPieces) {
+  const std::size_t mib = io::detail::kMinIoPiece;
+  for (std::size_t bytes : {std::size_t{0}, std::size_t{1}, mib - 1, mib, mib + 1, 7 * mib + 3, 64 * mib + 4096}) {
+    for (int threads : {1, 2, 3, 16}) {
+      const io::detail::IoPieces plan(bytes, threads);
+      SCOPED_TRACE(testing::Message() << bytes << " bytes, " << threads << " threads");
+      std::size_t next = 0;
+      for (std::size_t i = 0; i < plan.count; ++i) {
+        EXPECT_EQ(plan.begin(i), next);
+        EXPECT_LT(plan.begin(i), plan.end(i));
+        EXPECT_LE(plan.end(i) - plan.begin(i), plan.piece);
+        next = plan.end(i);
+      }
+      EXPECT_EQ(next, bytes);
+      EXPECT_GE(plan.threads, 1);
+      EXPECT_LE(std::size_t(plan.threads), std::max<std::size_t>(plan.count, 1));
+      if (bytes <= mib) {
+        EXPECT_EQ(plan.threads, 1);  // a small file is not worth a thread team
+      }
+      if (bytes > 0) {
+        EXPECT_GE(plan.piece, mib);
+      }
+    }
+  }
+}
+
+// Files of sizes that are not multiples of the pieces, read with several threads, come back whole.
+TEST(ParallelRead, EverySizeComesBackWhole) {
+  TempDir dir;
+  const std::size_t mib = io::detail::kMinIoPiece;
+  for (std::size_t count : {std::size_t{0}, std::size_t{1}, mib / 4 + 1, 5 * mib / 4 + 3}) {
+    std::vector<std::uint32_t> v(count);
+    for (std::size_t i = 0; i < count; ++i) v[i] = static_cast<std::uint32_t>(i * 2654435761u);
+    const std::string bytes(reinterpret_cast<const char*>(v.data()), count * 4);
+    const std::string raw = dir.file("v.u32"), npy = dir.file("v.npy");
+    write_file(raw, bytes);
+    write_file(npy, npy_bytes(fmt::format("{{'descr': '<u4', 'fortran_order': False, 'shape': ({},), }}", count), bytes));
+    for (int threads : {1, 2, 3, 8}) {
+      SCOPED_TRACE(testing::Message() << count << " keys, " << threads << " threads");
+      for (const std::string& path : {raw, npy}) {
+        const io::Array a = io::read_array(path, DType::u32, threads);
+        EXPECT_EQ(a.count, count);
+        EXPECT_EQ(std::string(reinterpret_cast<const char*>(a.bytes.data()), a.bytes.size()), bytes);
+      }
+      const io::CharBuffer b = io::read_bytes(raw, threads);
+      EXPECT_EQ(std::string(b.data(), b.size()), bytes);
+    }
+    // Parts of the file, as ranks read them, join up into the whole.
+    std::string joined;
+    for (std::size_t part = 0; part < 3; ++part) {
+      const io::Array a = io::read_array_part(npy, DType::u32, part, 3);
+      joined.append(reinterpret_cast<const char*>(a.bytes.data()), a.bytes.size());
+    }
+    EXPECT_EQ(joined, bytes);
+    if (count > 0) {
+      const io::CharBuffer r = io::read_bytes_range(raw, 1, bytes.size() - 1 > 1 ? bytes.size() - 1 : 1);
+      EXPECT_EQ(std::string(r.data(), r.size()), bytes.substr(1, r.size()));
+    }
+  }
+  // A single byte: not a whole u32, said before anything is read.
+  write_file(dir.file("one.u32"), "x");
+  EXPECT_TRUE(contains(input_error([&] { io::read_array(dir.file("one.u32"), DType::u32, 4); }),
+                       "size 1 bytes is not a multiple of the 4-byte element size of u32"));
+  EXPECT_EQ(io::read_bytes(dir.file("one.u32"), 4).size(), 1u);
+}
+
+// Large files cut short are still rejected, with the same messages, whatever the threads.
+TEST(ParallelRead, TruncatedFilesAreRejected) {
+  TempDir dir;
+  const std::size_t count = 3 * io::detail::kMinIoPiece / 4 * 3 + 5;  // a few pieces, not a multiple
+  const std::string data(count * 4 - 3, '\x5a');                      // three bytes missing
+  write_file(dir.file("short.npy"),
+             npy_bytes(fmt::format("{{'descr': '<u4', 'fortran_order': False, 'shape': ({},), }}", count), data));
+  write_file(dir.file("short.u32"), data);
+  for (int threads : {1, 3}) {
+    const std::string npy = input_error([&] { io::read_array(dir.file("short.npy"), DType::u32, threads); });
+    EXPECT_TRUE(contains(npy, dir.file("short.npy") + ": truncated or oversized .npy data: the header promises " +
+                                  std::to_string(count) + " elements"))
+        << npy;
+    EXPECT_TRUE(contains(npy, std::to_string(data.size()) + " bytes follow")) << npy;
+    EXPECT_TRUE(contains(input_error([&] { io::read_array(dir.file("short.u32"), DType::u32, threads); }),
+                         "is not a multiple of the 4-byte element size of u32"));
+  }
+  // A range past the end is refused; a part of a truncated .npy is refused like the whole.
+  EXPECT_THROW(io::read_bytes_range(dir.file("short.u32"), 0, data.size() + 1), UsageError);
+  EXPECT_TRUE(contains(input_error([&] { io::read_array_part(dir.file("short.npy"), DType::u32, 1, 2); }),
+                       "truncated or oversized .npy data"));
+}
+
+TEST(ParallelWrite, LargeArraysAreWrittenWholeAfterTheHeader) {
+  TempDir dir;
+  const std::size_t count = 9 * io::detail::kMinIoPiece / 4 + 7;  // several pieces, the last one short
+  std::vector<std::uint32_t> v(count);
+  for (std::size_t i = 0; i < count; ++i) v[i] = static_cast<std::uint32_t>(i * 40503u + 1);
+  for (int threads : {1, 2, 5}) {
+    SCOPED_TRACE(testing::Message() << threads << " threads");
+    io::write_array(dir.file("w.npy"), DType::u32, v.data(), count, threads);
+    io::write_array(dir.file("w.u32"), DType::u32, v.data(), count, threads);
+    EXPECT_EQ(io::read_vector<std::uint32_t>(dir.file("w.npy")), v);
+    EXPECT_EQ(read_file(dir.file("w.u32")), std::string(reinterpret_cast<const char*>(v.data()), count * 4));
+    EXPECT_EQ(names_in(dir).size(), 2u);  // no temporary left beside them
+    // Text written after the pieces lands after them.
+    io::AtomicOutput out(dir.file("mixed.bin"));
+    out.stream() << "head";
+    out.write(v.data(), count * 4, threads);
+    out.stream() << "tail";
+    out.commit();
+    EXPECT_EQ(read_file(dir.file("mixed.bin")),
+              "head" + std::string(reinterpret_cast<const char*>(v.data()), count * 4) + "tail");
+    fs::remove(dir.file("mixed.bin"));
+  }
+}
+
+// A write that fails part-way (here: past the file size limit) throws naming the output, and
+// neither the output nor its temporary is left behind.
+TEST(ParallelWrite, AFailedWriteLeavesNothing) {
+  TempDir dir;
+  const std::vector<char> data(5 * io::detail::kMinIoPiece + 3, 'w');
+  struct sigaction ignore {}, old {};
+  ignore.sa_handler = SIG_IGN;
+  ASSERT_EQ(::sigaction(SIGXFSZ, &ignore, &old), 0);  // the write fails with EFBIG instead
+  rlimit limit{}, was{};
+  ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &was), 0);
+  limit = was;
+  limit.rlim_cur = io::detail::kMinIoPiece;
+  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &limit), 0);
+  std::string message;
+  for (int threads : {1, 3}) {
+    try {
+      io::write_array(dir.file("big.u8"), DType::u8, data.data(), data.size(), threads);
+    } catch (const Error& e) {
+      message = e.what();
+    }
+    EXPECT_TRUE(contains(message, dir.file("big.u8") + ": write failed (File too large)"))
+        << threads << " threads: " << message;
+    EXPECT_TRUE(names_in(dir).empty()) << threads << " threads";
+    message.clear();
+  }
+  ::setrlimit(RLIMIT_FSIZE, &was);
+  ::sigaction(SIGXFSZ, &old, nullptr);
 }

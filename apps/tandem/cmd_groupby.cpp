@@ -261,9 +261,9 @@ int run_columns(const Args& a) {
   else throw tandem::UsageError(fmt::format("--engine {}: expected auto, hash or chained", a.engine));
   tandem::io::AtomicOutput out(a.out);  // checks the destination; the file is created when written
   tandem::Stopwatch w;
-  auto keys = tandem::io::read_array(a.keys, kt);
+  auto keys = tandem::io::read_array(a.keys, kt, a.threads);
   tandem::io::Array values;
-  if (has_values) values = tandem::io::read_array(a.values, vt);
+  if (has_values) values = tandem::io::read_array(a.values, vt, a.threads);
   const double read_s = w.seconds();
   if (has_values && values.count != keys.count)
     throw tandem::InputError(fmt::format("{} has {} keys but {} has {} values: the columns must have the same length",

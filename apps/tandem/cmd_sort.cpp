@@ -199,10 +199,10 @@ int run_file(const Args& a) {
       throw tandem::UsageError(fmt::format("--out and --values-out name the same destination ({})", a.out));
   }
   tandem::Stopwatch total;
-  tandem::io::Array keys = tandem::io::read_array(a.in, t);
+  tandem::io::Array keys = tandem::io::read_array(a.in, t, a.threads);
   std::optional<tandem::io::Array> values;
   if (!a.values.empty()) {
-    values = tandem::io::read_array(a.values, vt);
+    values = tandem::io::read_array(a.values, vt, a.threads);
     if (values->count != keys.count)
       throw tandem::InputError(
           fmt::format("{}: {} values for {} keys in {}", a.values, values->count, keys.count, a.in));
@@ -219,9 +219,9 @@ int run_file(const Args& a) {
     }
   });
   tandem::cli::print_notices(r);
-  tandem::io::write_array(keys_out, t, keys.bytes.data(), keys.count);
+  tandem::io::write_array(keys_out, t, keys.bytes.data(), keys.count, a.threads);
   if (values) {
-    tandem::io::write_array(*values_out, vt, values->bytes.data(), values->count);
+    tandem::io::write_array(*values_out, vt, values->bytes.data(), values->count, a.threads);
     tandem::io::AtomicOutput::commit_all({&keys_out, &*values_out});  // both appear, or neither
   } else {
     keys_out.commit();

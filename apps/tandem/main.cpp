@@ -168,5 +168,8 @@ int run(int argc, char** argv) {
 int main(int argc, char** argv) {
   guard_standard_streams();
   remove_temporaries_on_signals();
+  // Past a file size limit (ulimit -f) a write fails with EFBIG and is reported like a full disk,
+  // its temporary removed, instead of the signal ending the process with the temporary left.
+  std::signal(SIGXFSZ, SIG_IGN);
   return check_standard_output(run(argc, argv));
 }

@@ -1,5 +1,6 @@
 #include "harness.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
@@ -63,6 +64,17 @@ std::string Bench::get(const std::string& key, const std::string& def) const {
 bool Bench::has_flag(const std::string& key) const {
   read_.insert(key);
   return extra_.count(key) > 0;
+}
+
+std::vector<int> Bench::get_threads(const std::string& key, const std::string& def) const {
+  const std::string list = get(key, def);
+  std::vector<int> v;
+  for (std::size_t i = 0; i < list.size();) {
+    const std::size_t j = std::min(list.find(',', i), list.size());
+    if (j > i) v.push_back(std::max(1, std::atoi(list.substr(i, j - i).c_str())));
+    i = j + 1;
+  }
+  return v;
 }
 
 Stats Bench::measure(const std::function<double()>& f) const {

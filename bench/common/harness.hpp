@@ -32,6 +32,8 @@ class Bench {
   double get_double(const std::string& key, double def) const;
   std::string get(const std::string& key, const std::string& def) const;
   bool has_flag(const std::string& key) const;
+  // Comma-separated thread counts ("1,2,16"), each at least 1.
+  std::vector<int> get_threads(const std::string& key, const std::string& def) const;
 
   // Runs f (which returns its own time in seconds: GPU events or a stopwatch) warmup + reps times.
   Stats measure(const std::function<double()>& f) const;

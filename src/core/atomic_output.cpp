@@ -14,8 +14,10 @@
 
 #include <fmt/format.h>
 
+#include "tandem/core/detail/io_pieces.hpp"
 #include "tandem/core/error.hpp"
 #include "tandem/core/io.hpp"
+#include "tandem/core/parallel.hpp"
 
 namespace tandem::io {
 namespace {
@@ -126,6 +128,38 @@ void AtomicOutput::open() {
 std::ostream& AtomicOutput::stream() {
   if (!opened_) open();
   return mode_ == Mode::stdout_ ? std::cout : file_;
+}
+
+void AtomicOutput::write(const void* data, std::size_t bytes, int threads) {
+  std::ostream& s = stream();
+  // Standard output and devices are written in order; a small write is not worth a second handle.
+  if (mode_ != Mode::replace || bytes < detail::kMinIoPiece) {
+    s.write(static_cast<const char*>(data), static_cast<std::streamsize>(bytes));
+    return;
+  }
+  const detail::IoPieces plan(bytes, threads > 0 ? threads : default_threads());
+  file_.flush();
+  if (!file_) return;  // finish() reports the failed write
+  const std::streamoff at = file_.tellp();
+  const int fd = ::open(temp_.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) throw Error(fmt::format("{}: write failed ({})", path_, errno_text(errno)));
+  std::atomic<int> failed{0};
+#pragma omp parallel for num_threads(plan.threads) schedule(dynamic, 1) if (plan.threads > 1)
+  for (std::size_t i = 0; i < plan.count; ++i) {
+    for (std::size_t done = plan.begin(i), end = plan.end(i); done < end && failed.load() == 0;) {
+      const ssize_t put = ::pwrite(fd, static_cast<const char*>(data) + done, std::min(end - done, detail::kMaxIo),
+                                   static_cast<off_t>(at) + static_cast<off_t>(done));
+      if (put > 0) {
+        done += static_cast<std::size_t>(put);
+      } else if (put == 0 || errno != EINTR) {
+        int none = 0;
+        failed.compare_exchange_strong(none, put == 0 ? EIO : errno);
+      }
+    }
+  }
+  if (::close(fd) != 0 && failed.load() == 0) failed = errno;
+  if (failed.load() != 0) throw Error(fmt::format("{}: write failed ({})", path_, errno_text(failed.load())));
+  file_.seekp(at + static_cast<std::streamoff>(bytes));
 }
 
 bool AtomicOutput::same_destination(const AtomicOutput& other) const {

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <limits>
@@ -14,11 +15,16 @@
 
 #include <fmt/format.h>
 
+#include "tandem/core/detail/io_pieces.hpp"
 #include "tandem/core/error.hpp"
 #include "tandem/core/format.hpp"
+#include "tandem/core/parallel.hpp"
 
 namespace tandem::io {
 namespace {
+
+using detail::IoPieces;
+using detail::kMaxIo;
 
 constexpr std::size_t kNoLimit = std::numeric_limits<std::size_t>::max() - 1;
 constexpr std::size_t kMaxNpyHeader = std::size_t{1} << 20;  // numpy writes a few hundred bytes
@@ -50,6 +56,7 @@ class InputFile {
     const off_t pos = ::lseek(fd_, 0, SEEK_CUR);
     if (S_ISREG(st.st_mode) && st.st_size > 0 && pos >= 0 && pos <= st.st_size) {
       sized_ = true;
+      start_ = static_cast<std::uint64_t>(pos);
       remaining_ = static_cast<std::uint64_t>(st.st_size - pos);
     }
   }
@@ -64,7 +71,7 @@ class InputFile {
 
   std::size_t read_some(void* p, std::size_t n) {
     for (;;) {
-      const ssize_t got = ::read(fd_, p, std::min<std::size_t>(n, std::size_t{1} << 30));
+      const ssize_t got = ::read(fd_, p, std::min(n, kMaxIo));
       if (got >= 0) {
         consumed_ += static_cast<std::uint64_t>(got);
         return static_cast<std::size_t>(got);
@@ -74,20 +81,22 @@ class InputFile {
     }
   }
 
-  // Reads n bytes at byte `at` of a sized file (the file position is left alone).
-  void read_at(void* p, std::size_t n, std::uint64_t at) {
-    std::size_t have = 0;
-    while (have < n) {
-      const ssize_t got = ::pread(fd_, static_cast<char*>(p) + have, std::min<std::size_t>(n - have, std::size_t{1} << 30),
-                                  static_cast<off_t>(at + have));
-      if (got > 0) {
-        have += static_cast<std::size_t>(got);
-        continue;
-      }
-      if (got < 0 && errno == EINTR) continue;
-      throw InputError(fmt::format("{}: read failed at byte {} ({})", name_, at + have,
-                                   got == 0 ? "the file ended early" : std::strerror(errno)));
-    }
+  // Reads n bytes at byte `at` of a sized file (counted from where the input starts; the file
+  // position is left alone), in pieces on `threads` threads.
+  void read_at(void* p, std::size_t n, std::uint64_t at, int threads) {
+    const std::size_t got = pread_pieces(p, n, at, threads);
+    if (got < n)
+      throw InputError(fmt::format("{}: read failed at byte {} (the file ended early)", name_, at + got));
+  }
+
+  // Reads up to n bytes of a sized file from the current position on `threads` threads and moves
+  // the position past them; fewer only where the file ended (it shrank since it was opened).
+  std::size_t read_parallel(void* p, std::size_t n, int threads) {
+    const std::size_t got = pread_pieces(p, n, consumed_, threads);
+    consumed_ += got;
+    if (::lseek(fd_, static_cast<off_t>(start_ + consumed_), SEEK_SET) < 0)
+      throw InputError(fmt::format("{}: read failed at byte {} ({})", name_, consumed_, std::strerror(errno)));
+    return got;
   }
 
   // Reads until `n` bytes arrived or the input ended; returns how many arrived.
@@ -102,6 +111,40 @@ class InputFile {
   }
 
  private:
+  // Bytes [at, at + n) of the input into p, split into pieces that `threads` threads read with
+  // pread. Returns n, or where the file ended when it ended early (every byte before that was
+  // read). A failed read throws InputError naming the byte.
+  std::size_t pread_pieces(void* p, std::size_t n, std::uint64_t at, int threads) {
+    const IoPieces plan(n, threads > 0 ? threads : default_threads());
+    std::atomic<std::size_t> end{n};
+    std::atomic<int> failed_errno{0};
+    std::atomic<std::size_t> failed_at{0};
+#pragma omp parallel for num_threads(plan.threads) schedule(dynamic, 1) if (plan.threads > 1)
+    for (std::size_t i = 0; i < plan.count; ++i) {
+      const std::size_t lo = plan.begin(i), hi = plan.end(i);
+      std::size_t have = lo;
+      while (have < hi && failed_errno.load(std::memory_order_relaxed) == 0) {
+        const ssize_t got = ::pread(fd_, static_cast<char*>(p) + have, std::min<std::size_t>(hi - have, kMaxIo),
+                                    static_cast<off_t>(start_ + at + have));
+        if (got > 0) {
+          have += static_cast<std::size_t>(got);
+        } else if (got == 0) {  // the file ended here
+          std::size_t e = end.load();
+          while (have < e && !end.compare_exchange_weak(e, have)) {
+          }
+          break;
+        } else if (errno != EINTR) {
+          int none = 0;
+          if (failed_errno.compare_exchange_strong(none, errno)) failed_at = have;
+          break;
+        }
+      }
+    }
+    if (const int err = failed_errno.load())
+      throw InputError(fmt::format("{}: read failed at byte {} ({})", name_, at + failed_at.load(), std::strerror(err)));
+    return end.load();
+  }
+
   void close_fd() {
     if (owned_) ::close(fd_);
     owned_ = false;
@@ -110,6 +153,7 @@ class InputFile {
   int fd_{0};
   bool owned_{false};
   bool sized_{false};
+  std::uint64_t start_{0};  // the file position the input starts at (standard input may be part-read)
   std::uint64_t remaining_{0};
   std::uint64_t consumed_{0};
 };
@@ -118,18 +162,24 @@ std::size_t saturating_add(std::size_t a, std::size_t b) {
   return a > std::numeric_limits<std::size_t>::max() - b ? std::numeric_limits<std::size_t>::max() : a + b;
 }
 
-// Appends the rest of `f` to `buf` (which it resizes; no zero-fill with UninitAllocator). A sized
-// file is read into a buffer of exactly its size plus the one byte that proves its end; a stream
-// grows the buffer geometrically. Stops after `limit` + 1 bytes: more than `limit` is an error the
-// caller reports. Out of memory is an Error naming the input.
+// Reads the rest of `f` into `buf` (which it resizes; no zero-fill with UninitAllocator). A sized
+// file is read on `threads` threads into a buffer of exactly its size plus the one byte that
+// proves its end; a stream grows the buffer geometrically. Stops after `limit` + 1 bytes: more
+// than `limit` is an error the caller reports. Out of memory is an Error naming the input.
 template <class Buffer>
-void read_to_end(InputFile& f, Buffer& buf, std::size_t limit = kNoLimit) {
+void read_to_end(InputFile& f, Buffer& buf, std::size_t limit = kNoLimit, int threads = 0) {
   const std::size_t cap = saturating_add(limit, 1);
   std::size_t have = 0;
   std::size_t size = f.sized() ? saturating_add(static_cast<std::size_t>(f.remaining()), 1) : std::size_t{64} << 10;
   try {
     buf.resize(size = std::min(size, cap));
-    for (;;) {
+    bool ended = false;
+    if (f.sized()) {
+      const std::size_t want = std::min<std::size_t>(static_cast<std::size_t>(f.remaining()), buf.size());
+      have = f.read_parallel(buf.data(), want, threads);
+      ended = have < want;  // it shrank since it was opened: its end is known
+    }
+    while (!ended) {
       if (have == buf.size()) {
         if (have >= cap) break;
         size = std::min(std::max<std::size_t>(std::size_t{1} << 20, saturating_add(have, have)), cap);
@@ -402,21 +452,21 @@ NpyHeader parse_npy_header(std::string_view dict, const std::string& name, std::
   return NpyDictParser(dict, name, offset).parse();
 }
 
-CharBuffer read_bytes(const std::string& path) {
+CharBuffer read_bytes(const std::string& path, int threads) {
   InputFile f(path);
   CharBuffer out;
-  read_to_end(f, out);
+  read_to_end(f, out, kNoLimit, threads);
   return out;
 }
 
-Array read_array(const std::string& path, DType dtype) {
+Array read_array(const std::string& path, DType dtype, int threads) {
   InputFile f(path);
   const std::size_t es = dtype_size(dtype);
   Array a;
   a.dtype = dtype;
   if (has_npy_suffix(path)) {
     const std::size_t want = read_npy_header(f, dtype);
-    read_to_end(f, a.bytes, want);
+    read_to_end(f, a.bytes, want, threads);
     if (a.bytes.size() != want)  // a stream: its length is known only now
       throw InputError(fmt::format(
           "{}: truncated or oversized .npy data: the header promises {} elements ({} bytes) "
@@ -426,7 +476,7 @@ Array read_array(const std::string& path, DType dtype) {
     if (f.sized() && f.remaining() % es != 0)  // known before reading: fail without reading it
       throw InputError(fmt::format("{}: size {} bytes is not a multiple of the {}-byte element size of {}", f.name(),
                                    f.remaining(), es, to_string(dtype)));
-    read_to_end(f, a.bytes);
+    read_to_end(f, a.bytes, kNoLimit, threads);
     if (a.bytes.size() % es != 0)
       throw InputError(fmt::format("{}: size {} bytes is not a multiple of the {}-byte element size of {}", f.name(),
                                    a.bytes.size(), es, to_string(dtype)));
@@ -459,7 +509,7 @@ Array read_array_part(const std::string& path, DType dtype, std::size_t part, st
   a.dtype = dtype;
   a.count = std::size_t(last - first);
   a.bytes.resize(a.count * es);
-  f.read_at(a.bytes.data(), a.bytes.size(), data_at + first * es);
+  f.read_at(a.bytes.data(), a.bytes.size(), data_at + first * es, 0);
   return a;
 }
 
@@ -470,7 +520,7 @@ CharBuffer read_bytes_range(const std::string& path, std::uint64_t begin, std::u
   if (end < begin || end > f.remaining())
     throw UsageError(fmt::format("{}: bytes [{}, {}) lie outside its {} bytes", f.name(), begin, end, f.remaining()));
   CharBuffer out(end - begin);
-  f.read_at(out.data(), out.size(), begin);
+  f.read_at(out.data(), out.size(), begin, 0);
   return out;
 }
 
@@ -480,9 +530,9 @@ std::uint64_t file_size(const std::string& path) {
   return f.remaining();
 }
 
-void write_array(AtomicOutput& out, DType dtype, const void* data, std::size_t count) {
-  auto& s = out.stream();
+void write_array(AtomicOutput& out, DType dtype, const void* data, std::size_t count, int threads) {
   if (has_npy_suffix(out.path())) {
+    auto& s = out.stream();
     std::string header =
         fmt::format("{{'descr': '{}', 'fortran_order': False, 'shape': ({},), }}", npy_descr(dtype), count);
     const std::size_t total = 10 + header.size() + 1;
@@ -494,12 +544,12 @@ void write_array(AtomicOutput& out, DType dtype, const void* data, std::size_t c
     s.write(lenb, 2);
     s << header;
   }
-  s.write(static_cast<const char*>(data), static_cast<std::streamsize>(count * dtype_size(dtype)));
+  out.write(data, count * dtype_size(dtype), threads);
 }
 
-void write_array(const std::string& path, DType dtype, const void* data, std::size_t count) {
+void write_array(const std::string& path, DType dtype, const void* data, std::size_t count, int threads) {
   AtomicOutput out(path);
-  write_array(out, dtype, data, count);
+  write_array(out, dtype, data, count, threads);
   out.commit();
 }
 

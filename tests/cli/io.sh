@@ -226,6 +226,29 @@ exec 3>&-
 wait $pid || fail "groupby from a FIFO failed"
 [ "$(cat "$D/g.csv")" = "$(printf 'key,count\n1,2')" ] || fail "groupby from a FIFO: result"
 
+# --- large files read and written in pieces on several threads ---------------------------------------
+head -c $((6 * 1048576 + 12)) /dev/urandom >"$D/six.u32"
+for threads in 1 3; do
+  check "sort-large-threads-$threads" 0 "$T" sort --type u32 --in "$D/six.u32" --out "$D/six-$threads.npy" --threads $threads --device cpu
+done
+cmp -s "$D/six-1.npy" "$D/six-3.npy" || fail "sort --threads 3: not the output of --threads 1"
+python3 - "$D/six.u32" "$D/six-3.npy" <<'EOF' || fail "sort --threads 3 of a large file: not the sorted input"
+import array, sys
+keys = array.array("I", open(sys.argv[1], "rb").read())
+out = open(sys.argv[2], "rb").read()
+header = 10 + out[8] + 256 * out[9]
+assert array.array("I", out[header:]).tolist() == sorted(keys)
+EOF
+# A write that fails part-way (past the file size limit): exit 1 naming the output, nothing left.
+for threads in 1 3; do
+  check "file-size-limit-threads-$threads" 1 bash -c 'ulimit -f 2048 && "$@"' _ "$T" sort --type u32 --in "$D/six.u32" \
+    --out "$D/limited.npy" --threads $threads --device cpu
+  expect_err "file-size-limit-threads-$threads" "$D/limited.npy: write failed (File too large)"
+  no_temps "file-size-limit-threads-$threads"
+  [ -e "$D/limited.npy" ] && fail "file-size-limit-threads-$threads: the output appeared"
+done
+rm -f "$D"/six*.u32 "$D"/six-*.npy
+
 # --- memory: the input is read into the buffer that is processed (no second copy) -------------------
 peak_kib() {  # the peak resident memory (KiB) of a command
   if [ -x /usr/bin/time ]; then  # a small parent: the tiny run's peak is tandem's own baseline

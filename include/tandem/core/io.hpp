@@ -57,10 +57,11 @@ struct Array {
 // Reads `path` ("-" for standard input). A name ending in .npy is parsed as NumPy's format and
 // its dtype must equal `dtype`; otherwise the file is raw little-endian elements of `dtype`.
 // The elements are read straight into the returned buffer: the peak memory is the data's size.
+// A sized file is read in pieces on `threads` threads (0: default_threads()), a stream in order.
 // Throws InputError naming the file and the problem (missing, size not a multiple of the element
 // size, dtype mismatch, bad header with its byte offset, not one-dimensional, a shape whose byte
 // count overflows), and Error naming the file when memory for it cannot be allocated.
-Array read_array(const std::string& path, DType dtype);
+Array read_array(const std::string& path, DType dtype, int threads = 0);
 
 template <class T>
 std::vector<T> read_vector(const std::string& path) {
@@ -71,7 +72,8 @@ std::vector<T> read_vector(const std::string& path) {
 
 // Part `part` of `parts` of an array file: its elements [count * part / parts,
 // count * (part + 1) / parts), read at their offset (ranks sharing one file each read their own
-// part). The file must be a sized regular file; the same checks as read_array.
+// part). The file must be a sized regular file; the same checks as read_array. Read on
+// default_threads() threads.
 Array read_array_part(const std::string& path, DType dtype, std::size_t part, std::size_t parts);
 
 // Bytes [begin, end) of a sized regular file; InputError naming it when it cannot be read.
@@ -80,9 +82,10 @@ CharBuffer read_bytes_range(const std::string& path, std::uint64_t begin, std::u
 // The size of a sized regular file (InputError for a stream, a missing file, a directory).
 std::uint64_t file_size(const std::string& path);
 
-// Reads a whole file (or standard input for "-") as bytes; InputError if it cannot be read,
-// Error naming the file if memory for it cannot be allocated.
-CharBuffer read_bytes(const std::string& path);
+// Reads a whole file (or standard input for "-") as bytes, a sized file on `threads` threads (0:
+// default_threads()); InputError if it cannot be read, Error naming the file if memory for it
+// cannot be allocated.
+CharBuffer read_bytes(const std::string& path, int threads = 0);
 
 // True when `path` names a regular file with a non-zero size (symbolic links followed): a size
 // that can be trusted. Standard input, pipes, FIFOs, devices and /proc files (size 0) are not, and
@@ -103,8 +106,9 @@ struct NpyHeader {
 NpyHeader parse_npy_header(std::string_view dict, const std::string& name, std::size_t offset = 0);
 
 // Writes `count` elements to `path` ("-" for standard output): .npy when the name ends in .npy,
-// raw little-endian otherwise. The file appears only when it is complete.
-void write_array(const std::string& path, DType dtype, const void* data, std::size_t count);
+// raw little-endian otherwise. The file appears only when it is complete. The elements are written
+// as AtomicOutput::write writes them, on `threads` threads (0: default_threads()).
+void write_array(const std::string& path, DType dtype, const void* data, std::size_t count, int threads = 0);
 
 template <class T>
 void write_vector(const std::string& path, std::span<const T> v) {
@@ -133,6 +137,10 @@ class AtomicOutput {
   AtomicOutput& operator=(const AtomicOutput&) = delete;
 
   std::ostream& stream();  // the first call creates the temporary (or opens the target in place)
+  // Appends `bytes` bytes after what stream() holds. Into a temporary file, large writes go in
+  // pieces that `threads` threads (0: default_threads()) write with pwrite; to standard output or
+  // a device, through stream(). A failed write throws Error naming the output.
+  void write(const void* data, std::size_t bytes, int threads = 0);
   const std::string& path() const { return path_; }
   bool same_destination(const AtomicOutput& other) const;  // both name one file, or both standard output
 
@@ -157,7 +165,7 @@ class AtomicOutput {
 
 // Writes the array into `out` (.npy when out.path() ends in .npy) without committing it: for
 // commands with several outputs that commit them together (AtomicOutput::commit_all).
-void write_array(AtomicOutput& out, DType dtype, const void* data, std::size_t count);
+void write_array(AtomicOutput& out, DType dtype, const void* data, std::size_t count, int threads = 0);
 
 // Deletes the temporary file of every AtomicOutput not yet committed or destroyed. Async-signal-
 // safe: a program's SIGINT/SIGTERM handler calls it and then re-raises the signal (the CLI does),
