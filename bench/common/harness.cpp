@@ -34,7 +34,7 @@ Bench::Bench(std::string name, int argc, char** argv) : name_(std::move(name)) {
     else if (a == "--json") json_path_ = next();
     else if (a == "--quick") quick_ = true;
     else if (a.rfind("--", 0) == 0 && i + 1 < argc && std::string(argv[i + 1]).rfind("--", 0) != 0) extra_[a] = next();
-    else if (a.rfind("--", 0) == 0) extra_[a] = "1";
+    else if (a.rfind("--", 0) == 0) extra_.insert_or_assign(a, std::string(1, '1'));  // a flag
     else {
       std::cerr << name_ << ": unexpected argument " << a << '\n';
       std::exit(2);
