@@ -100,12 +100,11 @@ mapreduce::gpu_engine::Engine<Job>& chained_engine() {
 struct HashEngine {
   mapreduce::hash_groupby::Context context;
   mapreduce::hash_groupby::Workspace ws;
-  mapreduce::gpu_engine::DeviceResult<std::uint32_t, std::uint64_t> run_device(const std::uint32_t* keys,
-                                                                               std::size_t n,
+  mapreduce::gpu_engine::DeviceResult<std::uint32_t, std::uint64_t> run_device(const std::uint32_t* keys, std::size_t n,
                                                                                const mapreduce::Options& o,
                                                                                mapreduce::EngineStats& st, Report& rep,
                                                                                cudaStream_t s) {
-    return mapreduce::hash_groupby::Engine<std::uint32_t, void>(context.current().props(), ws)
+    return mapreduce::hash_groupby::Engine<std::uint32_t, void>(context.current(), ws)
         .run_device(keys, nullptr, n, o, st, rep, s);
   }
 };

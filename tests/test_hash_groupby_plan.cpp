@@ -67,8 +67,8 @@ TEST(HashGroupByPlan, FromOptionsClampsAndMarksFixedPlans) {
 
 TEST(HashGroupByPlan, SampleCoversSmallInputsAndClampsLargeOnes) {
   EXPECT_EQ(sample_records(0, 0.01), 0u);
-  EXPECT_EQ(sample_records(4096, 0.01), 4096u);  // a small input is sampled whole
-  EXPECT_EQ(sample_records(4097, 0.01), 4096u);  // at least 4,096 records
+  EXPECT_EQ(sample_records(4096, 0.01), 4096u);      // a small input is sampled whole
+  EXPECT_EQ(sample_records(4097, 0.01), 4096u);      // at least 4,096 records
   EXPECT_EQ(sample_records(1000001, 0.01), 10001u);  // rounded up
   EXPECT_EQ(sample_records(10000, 0.5), 5000u);
   EXPECT_EQ(sample_records(10000, 0.0), 4096u);
@@ -167,7 +167,7 @@ TEST(HashGroupByPlan, SharedBudgetLeavesRoomForTheKernel) {
 TEST(HashGroupByPlan, SubTablesArePowersOfTwoUpToOnePerWarp) {
   // 100 slots of u32 keys and counts: 400 + 404 C bytes
   EXPECT_EQ(hot_table_bytes(100, 1, 4, 4), 804u);
-  EXPECT_EQ(shared_acc_offset(3, 4), 16u);  // keys rounded up to 16 bytes
+  EXPECT_EQ(shared_acc_offset(3, 4), 16u);                                   // keys rounded up to 16 bytes
   EXPECT_EQ(hot_layout(100, 512, 48 * 1024, 227 * 1024, 4, 4).copies, 16u);  // 16 warps
   EXPECT_EQ(hot_layout(100, 64, 48 * 1024, 227 * 1024, 4, 4).copies, 2u);
   EXPECT_EQ(hot_layout(100, 512, 0, 227 * 1024, 4, 4).copies, 1u);  // no budget: one copy

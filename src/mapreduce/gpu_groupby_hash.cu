@@ -14,7 +14,7 @@ std::vector<std::pair<K, typename GroupByJob<K, V>::value_type>> gpu_groupby_has
   using E = hash_groupby::Engine<K, V>;
   auto& device = hash_groupby::library_context().current();
   auto ws = device.borrow();
-  return E(device.props(), *ws).run(d_keys, reinterpret_cast<const typename E::VIn*>(d_values), n, o, st, r, stream);
+  return E(device, *ws).run(d_keys, reinterpret_cast<const typename E::VIn*>(d_values), n, o, st, r, stream);
 }
 
 template <class K, class V>
@@ -26,7 +26,7 @@ void gpu_groupby_hash_on_device(
   auto& device = hash_groupby::library_context().current();
   auto ws = device.borrow();
   const auto d =
-      E(device.props(), *ws).run_device(d_keys, reinterpret_cast<const typename E::VIn*>(d_values), n, o, st, r, stream);
+      E(device, *ws).run_device(d_keys, reinterpret_cast<const typename E::VIn*>(d_values), n, o, st, r, stream);
   use(d.keys, d.values, d.n);
 }
 

@@ -114,8 +114,7 @@ void run_thread(hg::Context& ctx, int t, int rounds) {
         gpu::DeviceBuffer<std::uint32_t> dk(keys.size());
         TANDEM_CUDA(cudaMemcpy(dk.data(), keys.data(), keys.size() * 4, cudaMemcpyHostToDevice));
         auto ws = dev.borrow();
-        const auto got = hg::Engine<std::uint32_t, void>(dev.props(), *ws).run(dk.data(), nullptr, c.n, c.o, st, rep,
-                                                                              s.get());
+        const auto got = hg::Engine<std::uint32_t, void>(dev, *ws).run(dk.data(), nullptr, c.n, c.o, st, rep, s.get());
         check_counts(got, keys, what);
       } else {
         const auto keys = skewed_keys<std::uint64_t>(c.n, c.distinct, 23 + r);
@@ -127,8 +126,8 @@ void run_thread(hg::Context& ctx, int t, int rounds) {
         TANDEM_CUDA(cudaMemcpy(dk.data(), keys.data(), keys.size() * 8, cudaMemcpyHostToDevice));
         TANDEM_CUDA(cudaMemcpy(dv.data(), values.data(), values.size() * 8, cudaMemcpyHostToDevice));
         auto ws = dev.borrow();
-        const auto got = hg::Engine<std::uint64_t, std::int64_t>(dev.props(), *ws).run(dk.data(), dv.data(), c.n, c.o,
-                                                                                      st, rep, s.get());
+        const auto got =
+            hg::Engine<std::uint64_t, std::int64_t>(dev, *ws).run(dk.data(), dv.data(), c.n, c.o, st, rep, s.get());
         check_aggs(got, keys, values, what);
       }
       EXPECT_EQ(st.engine, "hash") << what;
@@ -154,6 +153,40 @@ TEST(GpuHashGroupByContext, TwoThreadsShareOneContextAndEachMatchesTheCpu) {
   EXPECT_EQ(&ctx.current(), &dev);  // one context per device, made once
 }
 
+// Both threads launch the same pass kernel (counts, bucketed hot table with lanes grouped by key)
+// with hot tables of different sizes: each needs its own dynamic shared-memory limit on the one
+// device, which the context only ever raises (a limit lowered by one thread between the other's
+// setting and launch would fail that launch).
+TEST(GpuHashGroupByContext, OneKernelWithTwoSharedSizesAtOnce) {
+  TANDEM_REQUIRE_GPU();
+  hg::Context ctx;
+  const std::size_t n = sanitizer() ? 50000 : 1000000;
+  const int rounds = sanitizer() ? 2 : 20;
+  auto work = [&](int t) {
+    const auto keys = skewed_keys<std::uint32_t>(n, 200000, 3);
+    gpu::DeviceBuffer<std::uint32_t> dk(keys.size());
+    TANDEM_CUDA(cudaMemcpy(dk.data(), keys.data(), keys.size() * 4, cudaMemcpyHostToDevice));
+    mapreduce::Options o;
+    o.tune = false;
+    o.hot_fraction = 1.0;
+    o.shared_entries = t ? 4096 : 256;  // hot tables of about 2 KB and 33 KB
+    gpu::Stream s;
+    for (int r = 0; r < rounds; ++r) {
+      mapreduce::EngineStats st;
+      Report rep;
+      hg::DeviceContext& dev = ctx.current();
+      auto ws = dev.borrow();
+      const auto got = hg::Engine<std::uint32_t, void>(dev, *ws).run(dk.data(), nullptr, n, o, st, rep, s.get());
+      check_counts(got, keys, "thread " + std::to_string(t) + ", round " + std::to_string(r));
+      EXPECT_GT(st.hot_keys, 0u) << "thread " << t;
+      EXPECT_LE(st.hot_keys, o.shared_entries) << "thread " << t;
+    }
+  };
+  std::thread a(work, 0), b(work, 1);
+  a.join();
+  b.join();
+}
+
 TEST(GpuHashGroupByContext, LibraryGroupByFromTwoThreadsMatchesTheCpu) {
   TANDEM_REQUIRE_GPU();
   const std::size_t n = sanitizer() ? 50000 : 1000000;
@@ -165,11 +198,11 @@ TEST(GpuHashGroupByContext, LibraryGroupByFromTwoThreadsMatchesTheCpu) {
     cpu.device = Device::cpu;
     gpu.device = Device::gpu;
     gpu.mode = mapreduce::Options::Mode::hash;
-    const auto want = mapreduce::groupby(DType::u32, keys.data(), keys.size(), DType::i64, values.data(),
-                                         values.size(), true, cpu);
+    const auto want =
+        mapreduce::groupby(DType::u32, keys.data(), keys.size(), DType::i64, values.data(), values.size(), true, cpu);
     for (int r = 0; r < 4; ++r) {
-      const auto got = mapreduce::groupby(DType::u32, keys.data(), keys.size(), DType::i64, values.data(),
-                                          values.size(), true, gpu);
+      const auto got =
+          mapreduce::groupby(DType::u32, keys.data(), keys.size(), DType::i64, values.data(), values.size(), true, gpu);
       EXPECT_EQ(got.gpu.engine, "hash");
       ASSERT_EQ(got.rows.size(), want.rows.size()) << "thread " << t;
       for (std::size_t i = 0; i < got.rows.size(); ++i) {

@@ -151,7 +151,6 @@ __device__ __forceinline__ bool upsert(const TableRef<K, V>& t, K k, const typen
   return false;
 }
 
-
 // The partitioned cold tier (counts): partition p's keys sit at keys[p * cap, p * cap + cursor[p]);
 // a key past `cap` went straight to the global table.
 template <class K>
@@ -163,7 +162,6 @@ struct PartRef {
   std::uint32_t smem_off{0};  // where the tile buffer starts in dynamic shared memory
   __device__ __forceinline__ std::uint32_t of(K k) const { return bits ? hash32(k) >> (32u - bits) : 0u; }
 };
-
 
 // Hash for the shared tables (multiplicative: cheap; the global table uses hash32).
 template <class K>

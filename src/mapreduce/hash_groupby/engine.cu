@@ -78,18 +78,18 @@ PassFn<K, V> pass_function(int mode, bool part) {
 }
 
 template <class K, class V>
-void launch_pass(int mode, const PassArgs<K, V>& args, int blocks, int threads, std::size_t smem, cudaStream_t stream,
-                 bool part = false) {
+void launch_pass(DeviceContext& device, int mode, const PassArgs<K, V>& args, int blocks, int threads, std::size_t smem,
+                 cudaStream_t stream, bool part = false) {
   const PassFn<K, V> k = pass_function<K, V>(mode, part);
-  TANDEM_CUDA(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+  device.allow_shared(reinterpret_cast<const void*>(k), smem);
   k<<<blocks, threads, smem, stream>>>(args);
   TANDEM_CUDA_LAUNCH("hash group-by: pass");
 }
 
 template <class K, class V>
 void init_table(const TableRef<K, V>& t, cudaStream_t stream) {
-  init_table_kernel<K, V><<<gpu::grid_for(t.cap, tuning::kHelperThreads, tuning::kGridCap), tuning::kHelperThreads, 0,
-                            stream>>>(t);
+  init_table_kernel<K, V>
+      <<<gpu::grid_for(t.cap, tuning::kHelperThreads, tuning::kGridCap), tuning::kHelperThreads, 0, stream>>>(t);
   TANDEM_CUDA_LAUNCH("hash group-by: init table");
 }
 
@@ -151,16 +151,17 @@ struct Engine<K, V>::Attempt {
   int blocks{0};
   std::uint32_t n{0};  // 5. groups
 
-  ColdTier cold_inputs(std::size_t part_buffer) const {
-    return ColdTier{M, Ms, est, pl.threads, sizeof(K), free_b + part_buffer, 0};
+  // The partitioned tier's inputs: the part buffer held already counts as free.
+  ColdTier cold_inputs(std::size_t part_buffer, std::size_t optin) const {
+    return ColdTier{M, Ms, est, pl.threads, sizeof(K), free_b + part_buffer, optin};
   }
 };
 
 template <class K, class V>
 gpu_engine::DeviceResult<K, typename Engine<K, V>::Acc> Engine<K, V>::run_device(const K* keys, const VIn* values,
-                                                                                std::uint64_t M, const Options& o,
-                                                                                EngineStats& st, Report& rep,
-                                                                                cudaStream_t stream) {
+                                                                                 std::uint64_t M, const Options& o,
+                                                                                 EngineStats& st, Report& rep,
+                                                                                 cudaStream_t stream) {
   if (M >= (std::uint64_t{1} << 32)) throw UsageError("hash group-by: 2^32 records or more (use the chained engine)");
   opts_ = o;
   HashPlan pl = resolve(keys, values, M, rep, stream);
@@ -170,18 +171,17 @@ gpu_engine::DeviceResult<K, typename Engine<K, V>::Acc> Engine<K, V>::run_device
       st.retries = attempt;
       return {out_keys_, out_accs_, n_out_};
     }
-    rep.note(
-        gpu::format("retry {}: the overflow list filled (table {} slots, list {}); rerunning with both 4x larger",
-                    attempt + 1, st.table_slots, st.spill_entries));
+    rep.note(gpu::format("retry {}: the overflow list filled (table {} slots, list {}); rerunning with both 4x larger",
+                         attempt + 1, st.table_slots, st.spill_entries));
     pl = plan_after_overflow(pl, st.table_slots, st.spill_entries);
   }
 }
 
 template <class K, class V>
 std::vector<std::pair<K, typename Engine<K, V>::Acc>> Engine<K, V>::run(const K* keys, const VIn* values,
-                                                                       std::uint64_t M, const Options& o,
-                                                                       EngineStats& st, Report& rep,
-                                                                       cudaStream_t stream) {
+                                                                        std::uint64_t M, const Options& o,
+                                                                        EngineStats& st, Report& rep,
+                                                                        cudaStream_t stream) {
   return gpu_engine::to_host(run_device(keys, values, M, o, st, rep, stream), rep, stream);
 }
 
@@ -233,8 +233,9 @@ std::uint64_t Engine<K, V>::sample_distinct(const K* keys, std::uint64_t m, cuda
   const std::uint32_t cap = sample_slots(m);
   K* set = ws_.sample_keys.get<K>(cap);
   TANDEM_CUDA(cudaMemsetAsync(set, 0xff, std::size_t(cap) * sizeof(K), stream));
-  count_distinct_kernel<K><<<gpu::grid_for(m, tuning::kHelperThreads, tuning::kGridCap), tuning::kHelperThreads, 0,
-                             stream>>>(keys, m, set, cap, ctr_);
+  count_distinct_kernel<K>
+      <<<gpu::grid_for(m, tuning::kHelperThreads, tuning::kGridCap), tuning::kHelperThreads, 0, stream>>>(keys, m, set,
+                                                                                                          cap, ctr_);
   TANDEM_CUDA_LAUNCH("hash group-by: distinct keys of a small sample");
   return read_ctr(stream).out_n;
 }
@@ -317,10 +318,23 @@ void Engine<K, V>::sampling_pass(Attempt& a) {
     using namespace tuning;
     const std::size_t ssm =
         shared_acc_offset(kSampleSharedSlots, sizeof(K)) + (kSampleSharedSlots + 1) * sizeof(typename T::SAcc);
-    PassArgs<K, V> p{a.keys,  a.values, 0,       a.Ms,    ts,      cap_s, a.sink, ctr_, nullptr, 0, nullptr, nullptr,
-                     kSampleSharedKeys, kSampleSharedSlots, 1};
-    if (a.pl.hot) launch_pass(kDynamic, p, dev_.sms * kSampleBlocksPerSm, kSampleThreads, ssm, stream);
-    else launch_pass(kGlobal, p, dev_.sms * kSampleBlocksPerSmCold, kSampleThreadsCold, 0, stream);
+    PassArgs<K, V> p{a.keys,
+                     a.values,
+                     0,
+                     a.Ms,
+                     ts,
+                     cap_s,
+                     a.sink,
+                     ctr_,
+                     nullptr,
+                     0,
+                     nullptr,
+                     nullptr,
+                     kSampleSharedKeys,
+                     kSampleSharedSlots,
+                     1};
+    if (a.pl.hot) launch_pass(device_, kDynamic, p, dev_.sms * kSampleBlocksPerSm, kSampleThreads, ssm, stream);
+    else launch_pass(device_, kGlobal, p, dev_.sms * kSampleBlocksPerSmCold, kSampleThreadsCold, 0, stream);
   }
   compact_kernel<K, V, true><<<compact_grid(cap_s), kCompactThreads, 0, stream>>>(
       ts, a.sk, a.sa, a.sc, cap_s + 1, ctr_, hist, top_min_count(a.Ms), a.top, a.top_n);
@@ -373,11 +387,20 @@ void Engine<K, V>::choose_hot_keys(Attempt& a) {
   if (a.may_partition) TANDEM_CUDA(cudaMemGetInfo(&a.free_b, &total_b));
   const bool part_without_hot =
       a.may_partition &&
-      partition_plan::plan(partition_inputs(a.cold_inputs(ws_.part_keys.buf.size()), 0, 0.0, a.cold_max)).use;
+      partition_plan::plan(partition_inputs(a.cold_inputs(ws_.part_keys.buf.size(), dev_.optin), 0, 0.0, a.cold_max))
+          .use;
   if (a.pl.hot && a.Ms < a.M && a.Ds > 0) {
     a.budget = shared_budget(a.pl, dev_.optin);
-    const HotInputs in{a.Ds,          a.Ms,      hist,      a.c1.big_pairs,   a.budget,
-                       opts_.shared_entries, a.use_buckets, a.pl.hot_fraction, part_without_hot, sizeof(K),
+    const HotInputs in{a.Ds,
+                       a.Ms,
+                       hist,
+                       a.c1.big_pairs,
+                       a.budget,
+                       opts_.shared_entries,
+                       a.use_buckets,
+                       a.pl.hot_fraction,
+                       part_without_hot,
+                       sizeof(K),
                        sizeof(typename T::SAcc)};
     const HotChoice hc = choose_hot(in);
     a.all_hot = hc.pick == HotChoice::Pick::all;
@@ -404,8 +427,9 @@ const K* Engine<K, V>::pick_hot(Attempt& a, const HotChoice& hc) {
     case HotChoice::Pick::threshold: {
       a.cold_max = hc.count;  // every key seen more than `count` times is hot
       K* dst = ws_.hot_keys.get<K>(hc.keys);
-      select_hot_kernel<K><<<gpu::grid_for(a.Ds, tuning::kHelperThreads, tuning::kGridCap), tuning::kHelperThreads, 0,
-                             stream>>>(a.sk, a.sc, a.Ds, hc.count, hc.above, hc.equal, dst, ctr_);
+      select_hot_kernel<K>
+          <<<gpu::grid_for(a.Ds, tuning::kHelperThreads, tuning::kGridCap), tuning::kHelperThreads, 0, stream>>>(
+              a.sk, a.sc, a.Ds, hc.count, hc.above, hc.equal, dst, ctr_);
       TANDEM_CUDA_LAUNCH("hash group-by: select hot keys");
       return dst;
     }
@@ -414,8 +438,8 @@ const K* Engine<K, V>::pick_hot(Attempt& a, const HotChoice& hc) {
       K* sorted = ws_.hot_keys.get<K>(a.Ds);
       const int end_bit = std::max(1, int(std::bit_width(static_cast<std::uint64_t>(a.Ms))));
       std::size_t temp = 0;
-      TANDEM_CUDA(cub::DeviceRadixSort::SortPairsDescending(nullptr, temp, a.sc, counts_sorted, a.sk, sorted,
-                                                            int(a.Ds), 0, end_bit, stream));
+      TANDEM_CUDA(cub::DeviceRadixSort::SortPairsDescending(nullptr, temp, a.sc, counts_sorted, a.sk, sorted, int(a.Ds),
+                                                            0, end_bit, stream));
       void* tmp = ws_.temp.get<unsigned char>(temp);
       TANDEM_CUDA(cub::DeviceRadixSort::SortPairsDescending(tmp, temp, a.sc, counts_sorted, a.sk, sorted, int(a.Ds), 0,
                                                             end_bit, stream));
@@ -459,7 +483,7 @@ template <class K, class V>
 void Engine<K, V>::cold_tier(Attempt& a) {
   if constexpr (T::kCount) {
     if (a.may_partition && !a.all_hot) {
-      const partition_plan::Inputs in = partition_inputs(a.cold_inputs(ws_.part_keys.buf.size()), a.H,
+      const partition_plan::Inputs in = partition_inputs(a.cold_inputs(ws_.part_keys.buf.size(), dev_.optin), a.H,
                                                          a.H ? a.st.hot_share : 0.0, a.cold_max);
       a.pp = partition_layout(in, a.smem, dev_.optin);
       const partition_plan::Plan& p = a.pp.plan;
@@ -500,15 +524,15 @@ void Engine<K, V>::main_pass(Attempt& a) {
   int per_sm = 1;
   {
     const PassFn<K, V> kf = pass_function<K, V>(mode, use_part);
-    TANDEM_CUDA(cudaFuncSetAttribute(kf, cudaFuncAttributeMaxDynamicSharedMemorySize, int(a.smem)));
+    device_.allow_shared(reinterpret_cast<const void*>(kf), a.smem);
     TANDEM_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kf, a.pl.threads, a.smem));
   }
   a.blocks = main_grid(opts_.blocks, dev_.sms, per_sm, a.pl.blocks_per_sm);
   a.st.blocks = a.blocks;
   if (a.Ms < a.M) {
-    PassArgs<K, V> p{a.keys, a.values, a.Ms,  a.M, a.t, a.limit, a.sink, ctr_, a.hot,     a.H,
-                     a.top,  a.top_n,  0,     a.S, a.C, a.tc,    a.tc_seed, a.part};
-    launch_pass(mode, p, a.blocks, a.pl.threads, a.smem, a.stream, use_part);
+    PassArgs<K, V> p{a.keys, a.values, a.Ms,    a.M, a.t, a.limit, a.sink, ctr_,      a.hot,
+                     a.H,    a.top,    a.top_n, 0,   a.S, a.C,     a.tc,   a.tc_seed, a.part};
+    launch_pass(device_, mode, p, a.blocks, a.pl.threads, a.smem, a.stream, use_part);
   }
   a.t3.record(a.stream);
   if constexpr (T::kCount) {
@@ -516,9 +540,9 @@ void Engine<K, V>::main_pass(Attempt& a) {
       const partition_plan::Plan& pp = a.pp.plan;
       const std::size_t rsm = partition_reduce_bytes(pp.slots, sizeof(K));
       auto rk = partition_reduce_kernel<K, V>;
-      TANDEM_CUDA(cudaFuncSetAttribute(rk, cudaFuncAttributeMaxDynamicSharedMemorySize, int(rsm)));
+      device_.allow_shared(reinterpret_cast<const void*>(rk), rsm);
       rk<<<pp.partitions, tuning::kPartitionReduceThreads, rsm, a.stream>>>(a.part, pp.slots, a.t, a.limit, a.sink,
-                                                                           ctr_);
+                                                                            ctr_);
       TANDEM_CUDA_LAUNCH("hash group-by: reduce partitions");
     }
   }
@@ -575,7 +599,8 @@ bool Engine<K, V>::grow(Attempt& a, std::uint32_t overflowed) {
   ws_.current = nx;
   a.st.table_slots = cap2;
   a.st.result_grows = 1;
-  a.rep.note(gpu::format("table grown from {} to {} slots: {} pairs overflowed the probe limit", cap, cap2, overflowed));
+  a.rep.note(
+      gpu::format("table grown from {} to {} slots: {} pairs overflowed the probe limit", cap, cap2, overflowed));
   return true;
 }
 

@@ -24,7 +24,7 @@ class Engine {
   using Acc = typename T::Acc;
   using VIn = typename T::VIn;
 
-  Engine(const DeviceProps& dev, Workspace& ws) : dev_(dev), ws_(ws) {}
+  Engine(DeviceContext& device, Workspace& ws) : device_(device), dev_(device.props()), ws_(ws) {}
 
   // Group-by of keys[0, M) (values[0, M) unless counting) already on the device. The result stays
   // in the workspace until its next run.
@@ -42,8 +42,8 @@ class Engine {
   std::uint64_t sample_distinct(const K* keys, std::uint64_t m, cudaStream_t stream);
   Ctr read_ctr(cudaStream_t stream, const std::uint32_t* hist = nullptr, const K* keys = nullptr,
                std::uint32_t nkeys = 0);
-  bool attempt_once(const K* keys, const VIn* values, std::uint64_t M, const HashPlan& pl, EngineStats& st,
-                    Report& rep, cudaStream_t stream);
+  bool attempt_once(const K* keys, const VIn* values, std::uint64_t M, const HashPlan& pl, EngineStats& st, Report& rep,
+                    cudaStream_t stream);
   void start(Attempt& a);
   void sampling_pass(Attempt& a);
   void global_table(Attempt& a);
@@ -56,6 +56,7 @@ class Engine {
   bool grow(Attempt& a, std::uint32_t overflowed);
   void report(const Attempt& a);
 
+  DeviceContext& device_;
   const DeviceProps& dev_;
   Workspace& ws_;
   Options opts_{};

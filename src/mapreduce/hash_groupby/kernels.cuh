@@ -214,63 +214,80 @@ __global__ void __launch_bounds__(512) partition_reduce_kernel(PartRef<K> pr, st
 // thread; a single cold key is not reduced into the global table but appended, with the tile's
 // other cold keys sorted by partition in shared memory, to its partition's region in whole runs
 // (partition_reduce_kernel reduces the regions afterwards).
-template <class K, class V, int Mode, bool Part = false>
-__global__ void __launch_bounds__(1024) pass_kernel(PassArgs<K, V> a) {
+
+// kHot, kHotTwoChoice and kHotBuckets with counts also combine the top keys per warp.
+template <class K, class V>
+constexpr bool combines_top_keys(int mode) {
+  return (mode == kHot || mode == kHotTwoChoice || mode == kHotBuckets) && Traits<K, V>::kCount;
+}
+
+// Empties the block's shared table and its accumulator copies, reads the top keys, and places the
+// hot keys as the mode says. Returns the accumulator copy of the calling thread's warp.
+template <class K, class V, int Mode>
+__device__ __forceinline__ typename Traits<K, V>::SAcc* init_shared_table(const PassArgs<K, V>& a, K* skeys,
+                                                                          typename Traits<K, V>::SAcc* sacc, K* s_top,
+                                                                          std::uint32_t& s_topn,
+                                                                          std::uint32_t& s_fill) {
+  using T = Traits<K, V>;
+  using SAcc = typename T::SAcc;
+  const std::uint32_t tid = threadIdx.x, N = blockDim.x;
+  const std::uint32_t S = a.S, C = a.copies, H = a.hot_n;
+  for (std::uint32_t i = tid; i < S; i += N) skeys[i] = T::kEmpty;
+  SAcc id;
+  if constexpr (T::kCount) id = 0;
+  else id = typename T::Job{}.identity();
+  for (std::uint32_t i = tid; i < C * (S + 1); i += N) sacc[i] = id;
+  if (tid == 0) {
+    s_fill = H;
+    std::uint32_t tn = 0;
+    if constexpr (combines_top_keys<K, V>(Mode)) {
+      tn = a.top_n ? *a.top_n : 0u;
+      tn = tn < 8u ? tn : 8u;
+      for (std::uint32_t t = 0; t < tn; ++t) s_top[t] = a.top[t];
+    }
+    s_topn = tn;
+  }
+  __syncthreads();
+  if constexpr (Mode == kHotTwoChoice) {
+    for (std::uint32_t i = tid; i < S; i += N) skeys[i] = a.two_choice[i];
+  } else if constexpr (mode_buckets(Mode)) {
+    build_bucket_table<K>(skeys, S / buckets::kWays, a.hot, H, T::kEmpty);
+  } else {
+    for (std::uint32_t h = tid; h < H; h += N) {
+      const K k = a.hot[h];
+      if (k == T::kEmpty) continue;  // has its own accumulator
+      std::uint32_t j = slot_of(shash(k), S);
+      while (true) {  // H <= S/2: a free slot exists
+        const K old = cas_key(&skeys[j], T::kEmpty, k);
+        if (old == T::kEmpty || old == k) break;
+        if (++j == S) j = 0;
+      }
+    }
+  }
+  __syncthreads();
+  return sacc + std::size_t((tid / 32) % C) * (S + 1);
+}
+
+// One thread's reductions in pass_kernel: a key found in the block's shared table is reduced
+// there with a shared atomic, any other goes to the global table; the hit counters follow.
+template <class K, class V, int Mode, bool Part>
+struct PassReducer {
   using T = Traits<K, V>;
   using Acc = typename T::Acc;
   using SAcc = typename T::SAcc;
-  constexpr bool kShared = Mode != kGlobal;
-  static_assert(!mode_match(Mode) || T::kCount, "kHotMatch adds group sizes: counts only");
-  static_assert(!Part || (T::kCount && Mode != kDynamic), "the partitioned tier: counts, main pass");
-  constexpr bool kTop = (Mode == kHot || Mode == kHotTwoChoice || Mode == kHotBuckets) && T::kCount;
-  extern __shared__ __align__(16) unsigned char smem[];
-  __shared__ K s_top[8];
-  __shared__ std::uint32_t s_topn, s_fill;
-  const std::uint32_t tid = threadIdx.x, N = blockDim.x, lane = tid & 31u;
-  K* skeys = reinterpret_cast<K*>(smem);
-  SAcc* sacc = reinterpret_cast<SAcc*>(smem + shared_acc_offset(a.S, sizeof(K)));
-  SAcc* mine = nullptr;
-  if constexpr (kShared) {
-    const std::uint32_t S = a.S, C = a.copies, H = a.hot_n;
-    for (std::uint32_t i = tid; i < S; i += N) skeys[i] = T::kEmpty;
-    SAcc id;
-    if constexpr (T::kCount) id = 0;
-    else id = typename T::Job{}.identity();
-    for (std::uint32_t i = tid; i < C * (S + 1); i += N) sacc[i] = id;
-    if (tid == 0) {
-      s_fill = H;
-      std::uint32_t tn = 0;
-      if constexpr (kTop) {
-        tn = a.top_n ? *a.top_n : 0u;
-        tn = tn < 8u ? tn : 8u;
-        for (std::uint32_t t = 0; t < tn; ++t) s_top[t] = a.top[t];
-      }
-      s_topn = tn;
-    }
-    __syncthreads();
-    if constexpr (Mode == kHotTwoChoice) {
-      for (std::uint32_t i = tid; i < S; i += N) skeys[i] = a.two_choice[i];
-    } else if constexpr (mode_buckets(Mode)) {
-      build_bucket_table<K>(skeys, S / buckets::kWays, a.hot, H, T::kEmpty);
-    } else {
-      for (std::uint32_t h = tid; h < H; h += N) {
-        const K k = a.hot[h];
-        if (k == T::kEmpty) continue;  // has its own accumulator
-        std::uint32_t j = slot_of(shash(k), S);
-        while (true) {  // H <= S/2: a free slot exists
-          const K old = cas_key(&skeys[j], T::kEmpty, k);
-          if (old == T::kEmpty || old == k) break;
-          if (++j == S) j = 0;
-        }
-      }
-    }
-    __syncthreads();
-    mine = sacc + std::size_t((tid / 32) % C) * (S + 1);
-  }
-  unsigned long long n_shared = 0, n_global = 0;
+  static constexpr bool kShared = Mode != kGlobal;
+  const PassArgs<K, V>& a;
+  K* skeys;
+  SAcc* mine;
+  const K* s_top;
+  const std::uint32_t& s_topn;
+  std::uint32_t* s_fill;
+  std::uint32_t lane;
+  unsigned long long n_shared{0}, n_global{0};
+
   // Reduces (k, v), standing for w pairs. With `defer` (Part), a single cold key is left to the
   // caller, who appends it to its partition: returns true then.
-  auto process = [&](K k, const Acc& v, unsigned w, bool defer = false) -> bool {
+  __device__ __forceinline__ bool process(K k, const Acc& v, unsigned w, bool defer = false) {
     if constexpr (kShared) {
       if (k == T::kEmpty) {
         sacc_atomic(&mine[a.S], v);
@@ -295,7 +312,7 @@ __global__ void __launch_bounds__(1024) pass_kernel(PassArgs<K, V> a) {
         }
       } else if constexpr (Mode == kDynamic) {
         const int j =
-            bucket_upsert(skeys, a.S / buckets::kWays, k, T::kEmpty, &s_fill, a.dyn_limit);  // dyn_limit <= S/2
+            bucket_upsert(skeys, a.S / buckets::kWays, k, T::kEmpty, s_fill, a.dyn_limit);  // dyn_limit <= S/2
         if (j >= 0) {
           sacc_atomic(&mine[j], v);
           n_shared += w;
@@ -319,17 +336,18 @@ __global__ void __launch_bounds__(1024) pass_kernel(PassArgs<K, V> a) {
     if (Part && defer && w == 1 && k != T::kEmpty) return true;
     if (!upsert(a.table, k, v, a.limit)) a.sink.push(k, v);
     return false;
-  };
+  }
+
   // One key of the warp-uniform body; `valid` false for lanes past the end. True: the key is a
   // single cold key left to the caller (Part only).
-  auto step = [&](K k, bool valid, std::uint64_t idx) -> bool {
+  __device__ __forceinline__ bool step(K k, bool valid, std::uint64_t idx) {
     if constexpr (mode_match(Mode)) {  // uniform: every lane gets here
       const unsigned m = __match_any_sync(0xffffffffu, k) & __ballot_sync(0xffffffffu, valid);
       if (valid && lane == static_cast<std::uint32_t>(__ffs(m) - 1))
         return process(k, Acc(__popc(m)), static_cast<unsigned>(__popc(m)), Part);
       return false;
     }
-    if constexpr (kTop) {
+    if constexpr (combines_top_keys<K, V>(Mode)) {
       const std::uint32_t tn = s_topn;
       for (std::uint32_t t = 0; t < tn; ++t) {  // uniform: every lane runs the ballots
         const bool mine_t = valid && k == s_top[t];
@@ -343,7 +361,60 @@ __global__ void __launch_bounds__(1024) pass_kernel(PassArgs<K, V> a) {
     }
     if (valid) return process(k, acc_at<K, V>(a.values, idx), 1u, Part);
     return false;
-  };
+  }
+
+  // The hit counters: every thread of the block gets here (block size is a multiple of 32).
+  __device__ __forceinline__ void add_hits() {
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) {
+      n_shared += __shfl_down_sync(0xffffffffu, n_shared, o);
+      n_global += __shfl_down_sync(0xffffffffu, n_global, o);
+    }
+    if (lane == 0) {
+      if (n_shared) atomicAdd(&a.ctr->shared_hits, n_shared);
+      if (n_global) atomicAdd(&a.ctr->global_hits, n_global);
+    }
+  }
+};
+
+// The block's shared aggregates into the global table: one update per key it holds.
+template <class K, class V>
+__device__ __forceinline__ void flush_shared_table(const PassArgs<K, V>& a, const K* skeys,
+                                                   const typename Traits<K, V>::SAcc* sacc) {
+  using T = Traits<K, V>;
+  using Acc = typename T::Acc;
+  using SAcc = typename T::SAcc;
+  for (std::uint32_t j = threadIdx.x; j <= a.S; j += blockDim.x) {
+    const K k = j < a.S ? skeys[j] : T::kEmpty;
+    if (j < a.S && k == T::kEmpty) continue;
+    Acc tot = typename T::Job{}.identity();
+    for (std::uint32_t c = 0; c < a.copies; ++c) {
+      const SAcc& x = sacc[std::size_t(c) * (a.S + 1) + j];
+      if constexpr (T::kCount) tot += x;
+      else combine(tot, x);
+    }
+    if (count_of(tot) == 0) continue;
+    if (j == a.S) acc_atomic(a.table.sentinel, tot);
+    else if (!upsert(a.table, k, tot, a.limit)) a.sink.push(k, tot);
+  }
+}
+
+template <class K, class V, int Mode, bool Part = false>
+__global__ void __launch_bounds__(1024) pass_kernel(PassArgs<K, V> a) {
+  using T = Traits<K, V>;
+  using SAcc = typename T::SAcc;
+  constexpr bool kShared = Mode != kGlobal;
+  static_assert(!mode_match(Mode) || T::kCount, "kHotMatch adds group sizes: counts only");
+  static_assert(!Part || (T::kCount && Mode != kDynamic), "the partitioned tier: counts, main pass");
+  extern __shared__ __align__(16) unsigned char smem[];
+  __shared__ K s_top[8];
+  __shared__ std::uint32_t s_topn, s_fill;
+  const std::uint32_t tid = threadIdx.x, N = blockDim.x, lane = tid & 31u;
+  K* skeys = reinterpret_cast<K*>(smem);
+  SAcc* sacc = reinterpret_cast<SAcc*>(smem + shared_acc_offset(a.S, sizeof(K)));
+  SAcc* mine = nullptr;
+  if constexpr (kShared) mine = init_shared_table<K, V, Mode>(a, skeys, sacc, s_top, s_topn, s_fill);
+  PassReducer<K, V, Mode, Part> r{a, skeys, mine, s_top, s_topn, &s_fill, lane};
 
   const std::uint64_t gtid = std::uint64_t(blockIdx.x) * N + tid, gstride = std::uint64_t(gridDim.x) * N;
   constexpr unsigned kVec = 16 / sizeof(K);
@@ -353,13 +424,13 @@ __global__ void __launch_bounds__(1024) pass_kernel(PassArgs<K, V> a) {
   // whose trip count is the same for every lane of a warp), scalar tail
   const std::uint64_t mis = (reinterpret_cast<std::uintptr_t>(keys + b) & 15u) / sizeof(K);
   const std::uint64_t body = std::min<std::uint64_t>(e, mis ? b + (kVec - mis) : b);
-  for (std::uint64_t i = b + gtid; i < body; i += gstride) process(keys[i], acc_at<K, V>(a.values, i), 1u);
+  for (std::uint64_t i = b + gtid; i < body; i += gstride) r.process(keys[i], acc_at<K, V>(a.values, i), 1u);
   const std::uint64_t nv = (e - body) / kVec;
   const uint4* vp = reinterpret_cast<const uint4*>(keys + body);
   if constexpr (Part) {
     part_body<K, V>(
         a.part, vp, nv, smem,
-        [&](K k, bool valid, std::uint64_t j, unsigned u) { return step(k, valid, body + j * kVec + u); }, a.table,
+        [&](K k, bool valid, std::uint64_t j, unsigned u) { return r.step(k, valid, body + j * kVec + u); }, a.table,
         a.limit, a.sink, a.ctr);
   } else {
     for (std::uint64_t jb = gtid - lane; jb < nv; jb += 2 * gstride) {
@@ -371,39 +442,17 @@ __global__ void __launch_bounds__(1024) pass_kernel(PassArgs<K, V> a) {
       memcpy(k0, &q0, 16);
       memcpy(k1, &q1, 16);
 #pragma unroll
-      for (unsigned u = 0; u < kVec; ++u) step(k0[u], j0 < nv, body + j0 * kVec + u);
+      for (unsigned u = 0; u < kVec; ++u) r.step(k0[u], j0 < nv, body + j0 * kVec + u);
 #pragma unroll
-      for (unsigned u = 0; u < kVec; ++u) step(k1[u], j1 < nv, body + j1 * kVec + u);
+      for (unsigned u = 0; u < kVec; ++u) r.step(k1[u], j1 < nv, body + j1 * kVec + u);
     }
   }
-  for (std::uint64_t i = body + nv * kVec + gtid; i < e; i += gstride) process(keys[i], acc_at<K, V>(a.values, i), 1u);
-
-    // hit counters: every thread of the block gets here (block size is a multiple of 32)
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) {
-    n_shared += __shfl_down_sync(0xffffffffu, n_shared, o);
-    n_global += __shfl_down_sync(0xffffffffu, n_global, o);
-  }
-  if (lane == 0) {
-    if (n_shared) atomicAdd(&a.ctr->shared_hits, n_shared);
-    if (n_global) atomicAdd(&a.ctr->global_hits, n_global);
-  }
+  for (std::uint64_t i = body + nv * kVec + gtid; i < e; i += gstride)
+    r.process(keys[i], acc_at<K, V>(a.values, i), 1u);
+  r.add_hits();
   if constexpr (kShared) {
     __syncthreads();
-    // flush: one global update per key the block holds in shared memory
-    for (std::uint32_t j = tid; j <= a.S; j += N) {
-      const K k = j < a.S ? skeys[j] : T::kEmpty;
-      if (j < a.S && k == T::kEmpty) continue;
-      Acc tot = typename T::Job{}.identity();
-      for (std::uint32_t c = 0; c < a.copies; ++c) {
-        const SAcc& x = sacc[std::size_t(c) * (a.S + 1) + j];
-        if constexpr (T::kCount) tot += x;
-        else combine(tot, x);
-      }
-      if (count_of(tot) == 0) continue;
-      if (j == a.S) acc_atomic(a.table.sentinel, tot);
-      else if (!upsert(a.table, k, tot, a.limit)) a.sink.push(k, tot);
-    }
+    flush_shared_table(a, skeys, sacc);
   }
 }
 
@@ -440,6 +489,19 @@ __global__ void merge_kernel(TableRef<K, V> t, const K* keys, const typename Tra
     if (!upsert(t, keys[i], accs[i], limit)) sink.push(keys[i], accs[i]);
 }
 
+// The sample's statistics of one key seen c times: its count (into *count unless null), the
+// count histogram (shared; the last bin sums its pairs too) and the top keys (at most 8).
+template <class K>
+__device__ __forceinline__ void add_sample_stats(K k, std::uint64_t c, std::uint32_t* count, std::uint32_t* hist,
+                                                 Ctr* ctr, std::uint64_t top_min, K* top, std::uint32_t* top_n) {
+  if (count) *count = c > 0xffffffffull ? 0xffffffffu : static_cast<std::uint32_t>(c);
+  atomicAdd(&hist[c < kBins ? c : kBins - 1], 1u);
+  if (c >= kBins - 1) atomicAdd(&ctr->big_pairs, static_cast<unsigned long long>(c));
+  if (c >= top_min) {
+    const std::uint32_t q = atomicAdd(top_n, 1u);
+    if (q < 8) top[q] = k;
+  }
+}
 
 // Table -> arrays; for the sample (Stats) also the counts and their histogram. Slot `cap` stands
 // for the all-ones key. The loop is uniform per block (barriers need every thread). Each block
@@ -509,16 +571,8 @@ __global__ void __launch_bounds__(kCompactThreads)
         ok[o] = k[r];
         oa[o] = v[r];
       }
-      if constexpr (Stats) {
-        const std::uint64_t c = count_of(v[r]);
-        if (o < out_cap) oc[o] = c > 0xffffffffull ? 0xffffffffu : static_cast<std::uint32_t>(c);
-        atomicAdd(&sh[c < kBins ? c : kBins - 1], 1u);
-        if (c >= kBins - 1) atomicAdd(&ctr->big_pairs, static_cast<unsigned long long>(c));
-        if (c >= top_min) {
-          const std::uint32_t q = atomicAdd(top_n, 1u);
-          if (q < 8) top[q] = k[r];
-        }
-      }
+      if constexpr (Stats)
+        add_sample_stats(k[r], count_of(v[r]), o < out_cap ? oc + o : nullptr, sh, ctr, top_min, top, top_n);
       ++o;
     }
   }

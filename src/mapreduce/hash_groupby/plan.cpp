@@ -11,9 +11,9 @@
 namespace tandem::mapreduce::hash_groupby {
 
 std::string HashPlan::label() const {
-  return fmt::format("N={} blocks/SM={} p={} hot={} smem={}K table={}x{}{}{}", threads, blocks_per_sm, p,
-                     hot_fraction, smem_budget / 1024, table_factor, warp_match ? "" : " no match",
-                     partition ? "" : " no partitions", buckets ? "" : " linear probing");
+  return fmt::format("N={} blocks/SM={} p={} hot={} smem={}K table={}x{}{}{}", threads, blocks_per_sm, p, hot_fraction,
+                     smem_budget / 1024, table_factor, warp_match ? "" : " no match", partition ? "" : " no partitions",
+                     buckets ? "" : " linear probing");
 }
 
 HashPlan plan_from(const Options& o) {
@@ -63,9 +63,9 @@ double l2_keys(std::size_t l2_bytes, double table_factor, std::size_t slot_bytes
 }
 
 std::uint32_t table_slots(const HashPlan& pl, double distinct_estimate) {
-  const std::uint64_t want = pl.table_entries ? pl.table_entries
-                                              : static_cast<std::uint64_t>(pl.table_factor * distinct_estimate) +
-                                                    tuning::kTableSlack;
+  const std::uint64_t want =
+      pl.table_entries ? pl.table_entries
+                       : static_cast<std::uint64_t>(pl.table_factor * distinct_estimate) + tuning::kTableSlack;
   return static_cast<std::uint32_t>(std::clamp<std::uint64_t>(want, 2, tuning::kMaxSlots));
 }
 
@@ -78,8 +78,8 @@ std::uint32_t grown_slots(std::uint32_t groups, std::uint32_t overflowed, std::u
 }
 
 int compact_grid(std::uint64_t slots) {
-  return static_cast<int>(std::clamp<std::uint64_t>((slots + tuning::kCompactTile) / tuning::kCompactTile, 1,
-                                                    tuning::kGridCap));
+  return static_cast<int>(
+      std::clamp<std::uint64_t>((slots + tuning::kCompactTile) / tuning::kCompactTile, 1, tuning::kGridCap));
 }
 
 double cold_max_count(std::span<const std::uint32_t> hist, std::uint64_t big_pairs) {
@@ -183,8 +183,8 @@ SharedLayout hot_layout(std::uint32_t slots, int threads, std::size_t budget, st
     l.copies *= 2;
   l.bytes = hot_table_bytes(slots, l.copies, key_bytes, acc_bytes);
   if (l.bytes > optin)
-    throw UsageError(fmt::format("hot table of {} slots needs {} bytes of shared memory; the GPU has {}", slots, l.bytes,
-                                 optin));
+    throw UsageError(
+        fmt::format("hot table of {} slots needs {} bytes of shared memory; the GPU has {}", slots, l.bytes, optin));
   return l;
 }
 
@@ -194,7 +194,8 @@ partition_plan::Inputs partition_inputs(const ColdTier& c, std::uint32_t hot, do
   in.cold_distinct = std::max(1.0, c.distinct_estimate - hot);
   in.max_cold_share = max_count / double(c.sampled);
   in.threads = static_cast<std::uint32_t>(c.threads);
-  in.tile_keys = tuning::kPartVecs * static_cast<std::uint32_t>(16 / c.key_bytes) * static_cast<std::uint32_t>(c.threads);
+  in.tile_keys =
+      tuning::kPartVecs * static_cast<std::uint32_t>(16 / c.key_bytes) * static_cast<std::uint32_t>(c.threads);
   in.key_bytes = static_cast<std::uint32_t>(c.key_bytes);
   in.free_bytes = c.free_bytes;
   in.shared_max = std::min<std::size_t>(c.optin, tuning::kPartitionSharedMax);

@@ -78,11 +78,11 @@ struct HotInputs {
   std::uint32_t distinct{0};  // sampled distinct keys
   std::uint64_t sampled{0};   // sampled records
   std::span<const std::uint32_t> hist;
-  std::uint64_t big_pairs{0};      // sampled pairs of keys in the last bin
-  std::size_t budget{0};           // shared bytes for the table (0: `shared_entries` keys)
-  std::size_t shared_entries{0};   // Options::shared_entries
-  bool buckets{true};              // bucketed two-choice table (else linear probing at half load)
-  double hot_fraction{0.1};        // of the sampled distinct keys, when not all fit
+  std::uint64_t big_pairs{0};           // sampled pairs of keys in the last bin
+  std::size_t budget{0};                // shared bytes for the table (0: `shared_entries` keys)
+  std::size_t shared_entries{0};        // Options::shared_entries
+  bool buckets{true};                   // bucketed two-choice table (else linear probing at half load)
+  double hot_fraction{0.1};             // of the sampled distinct keys, when not all fit
   bool partitioned_without_hot{false};  // the cold tier would be used without hot keys
   std::size_t key_bytes{4}, acc_bytes{4};
 };

@@ -35,8 +35,8 @@ HashPlan plan_from_params(const HashPlan& base, const nlohmann::json& j) {
 
 HashPlan checked_plan(const HashPlan& base, const nlohmann::json& j) {
   HashPlan p = plan_from_params(base, j);
-  if (p.threads < 32 || p.threads > 1024 || p.threads % 32 || p.blocks_per_sm > 64 || p.p > 0.5 ||
-      p.hot_fraction > 1 || !(p.table_factor >= 1 && p.table_factor <= 64))
+  if (p.threads < 32 || p.threads > 1024 || p.threads % 32 || p.blocks_per_sm > 64 || p.p > 0.5 || p.hot_fraction > 1 ||
+      !(p.table_factor >= 1 && p.table_factor <= 64))
     throw std::out_of_range("a parameter is out of range: " + j.dump());
   return p;
 }

@@ -42,9 +42,9 @@ inline constexpr std::uint32_t kTopKeys = 8;
 // keys (distinct_estimate.hpp). H100, Zipf 1.0 over 1M keys: 3.3M slots (half the L2) against 1.9M
 // (Chao1): main pass 1.35 vs 1.41 ms.
 inline constexpr double kTableL2Share = 0.5;
-inline constexpr std::uint64_t kTableSlack = 1024;        // slots added to the estimate
+inline constexpr std::uint64_t kTableSlack = 1024;         // slots added to the estimate
 inline constexpr std::uint64_t kMaxSlots = 0x7fffffffull;  // slot indices stay below 2^31
-inline constexpr std::uint32_t kProbeLimit = 512;         // probes before an insert goes to the overflow list
+inline constexpr std::uint32_t kProbeLimit = 512;          // probes before an insert goes to the overflow list
 // Overflow list: M / 32 entries within [4096, 2^24]; a retry makes table and list 4x larger.
 inline constexpr std::uint64_t kOverflowDivisor = 32, kMinOverflow = 4096, kMaxOverflow = 1u << 24;
 inline constexpr std::uint64_t kMaxOverflowGiven = 1u << 30;
@@ -80,8 +80,7 @@ inline constexpr std::uint64_t kCompactTile = std::uint64_t(kCompactThreads) * k
 inline constexpr std::uint64_t kClassSample = std::uint64_t{1} << 16;
 int cardinality_class(std::uint64_t distinct, std::uint64_t sampled);
 // The problem class: key and accumulator widths, size class, cardinality, hot keys on or off.
-std::string problem_class(std::size_t key_bytes, std::size_t acc_bytes, std::uint64_t records, int card,
-                          bool hot_keys);
+std::string problem_class(std::size_t key_bytes, std::size_t acc_bytes, std::uint64_t records, int card, bool hot_keys);
 // The plans timed for a problem class (counts get the warp-match and partition variants).
 std::vector<Candidate> candidates(bool count, const Options& o, int card);
 // A candidate's or cache entry's plan, on top of `base` (throws std::out_of_range when a value is
