@@ -7,10 +7,10 @@
 #include <cstdint>
 #include <vector>
 
+#include "mapreduce/hash_groupby/bucket_table.hpp"
 #include "mapreduce/hash_groupby/plan.hpp"
 #include "mapreduce/hash_groupby/tuning.hpp"
 #include "tandem/core/error.hpp"
-#include "tandem/mapreduce/bucket_table.hpp"
 
 using namespace tandem;
 using namespace tandem::mapreduce::hash_groupby;
@@ -29,6 +29,16 @@ HotInputs counted(const std::vector<std::uint32_t>& hist, std::uint32_t distinct
   in.shared_entries = entries;  // budget 0: the capacity is `entries`
   in.hot_fraction = fraction;
   return in;
+}
+
+// A threshold pick of `keys` keys: `above` seen more than `count` times, `equal` seen exactly so.
+void expect_threshold(const HotChoice& c, std::uint32_t keys, std::uint32_t count, std::uint32_t above,
+                      std::uint32_t equal) {
+  ASSERT_EQ(c.pick, HotChoice::Pick::threshold);
+  EXPECT_EQ(c.keys, keys);
+  EXPECT_EQ(c.count, count);
+  EXPECT_EQ(c.above, above);
+  EXPECT_EQ(c.equal, equal);
 }
 
 }  // namespace
@@ -206,31 +216,18 @@ TEST(HashGroupByPlan, ThresholdTakesKeysAboveThenSomeAtTheCount) {
   h[10] = 900;
   h[100] = 100;
   const HotChoice c = choose_hot(counted(h, 10000, 28000, 500, 0.1));  // want min(500, 1000)
-  ASSERT_EQ(c.pick, HotChoice::Pick::threshold);
-  EXPECT_EQ(c.keys, 500u);
-  EXPECT_EQ(c.count, 10u);
-  EXPECT_EQ(c.above, 100u);
-  EXPECT_EQ(c.equal, 400u);
+  expect_threshold(c, 500, 10, 100, 400);
   EXPECT_DOUBLE_EQ(c.share, (100.0 * 100 + 400.0 * 10) / 28000);
   // the fraction decides when it is below the capacity
   EXPECT_EQ(choose_hot(counted(h, 10000, 28000, 5000, 0.05)).keys, 500u);
-  const HotChoice top = choose_hot(counted(h, 10000, 28000, 5000, 0.01));  // exactly bin 100
-  EXPECT_EQ(top.keys, 100u);
-  EXPECT_EQ(top.count, 100u);
-  EXPECT_EQ(top.above, 0u);
-  EXPECT_EQ(top.equal, 100u);
+  expect_threshold(choose_hot(counted(h, 10000, 28000, 5000, 0.01)), 100, 100, 0, 100);  // exactly bin 100
 }
 
 TEST(HashGroupByPlan, ThresholdDownToKeysSeenOnce) {
   auto h = empty_hist();
   h[1] = 1000;
   h[3] = 10;
-  const HotChoice c = choose_hot(counted(h, 1010, 1030, 100, 1.0));
-  ASSERT_EQ(c.pick, HotChoice::Pick::threshold);
-  EXPECT_EQ(c.count, 1u);
-  EXPECT_EQ(c.above, 10u);
-  EXPECT_EQ(c.equal, 90u);
-  EXPECT_EQ(c.keys, 100u);
+  expect_threshold(choose_hot(counted(h, 1010, 1030, 100, 1.0)), 100, 1, 10, 90);
 }
 
 TEST(HashGroupByPlan, NoHotTableBelowTheMinimumShare) {

@@ -9,11 +9,11 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "mapreduce/hash_groupby/bucket_table.hpp"
+#include "mapreduce/hash_groupby/two_choice.hpp"
 #include "mapreduce/hash_groupby/types.hpp"
 #include "tandem/core/hash.hpp"
-#include "tandem/mapreduce/bucket_table.hpp"
 #include "tandem/mapreduce/gpu_engine.cuh"
-#include "tandem/mapreduce/two_choice.hpp"
 
 namespace tandem::mapreduce::hash_groupby {
 

@@ -30,13 +30,13 @@
 #include <cub/device/device_radix_sort.cuh>
 
 #include "mapreduce/hash_groupby/kernels.cuh"
+#include "mapreduce/hash_groupby/two_choice.hpp"
 #include "tandem/core/device.hpp"
 #include "tandem/core/tune.hpp"
 #include "tandem/cuda/format.hpp"
 #include "tandem/cuda/launch.hpp"
 #include "tandem/cuda/stream.hpp"
 #include "tandem/mapreduce/distinct_estimate.hpp"
-#include "tandem/mapreduce/two_choice.hpp"
 
 namespace tandem::mapreduce::hash_groupby {
 

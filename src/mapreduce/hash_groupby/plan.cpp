@@ -5,8 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "mapreduce/hash_groupby/bucket_table.hpp"
 #include "tandem/core/error.hpp"
-#include "tandem/mapreduce/bucket_table.hpp"
 
 namespace tandem::mapreduce::hash_groupby {
 

@@ -14,11 +14,11 @@
 #include <span>
 #include <string>
 
+#include "mapreduce/hash_groupby/partition_plan.hpp"
 #include "mapreduce/hash_groupby/tuning.hpp"
 #include "mapreduce/hash_groupby/types.hpp"
 #include "tandem/cuda/hd.hpp"
 #include "tandem/mapreduce.hpp"
-#include "tandem/mapreduce/partition_plan.hpp"
 
 namespace tandem::mapreduce::hash_groupby {
 
