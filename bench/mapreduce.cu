@@ -34,7 +34,9 @@
 #include "tandem/cuda/stream.hpp"
 #include "tandem/mapreduce.hpp"
 #include "tandem/mapreduce/gpu_engine.cuh"
-#include "tandem/mapreduce/hash_groupby.cuh"
+
+#include "mapreduce/hash_groupby/context.hpp"
+#include "mapreduce/hash_groupby/engine.hpp"
 
 using namespace tandem;
 using Job = mapreduce::GroupByJob<std::uint32_t, void>;
@@ -87,15 +89,25 @@ std::vector<std::pair<std::uint32_t, std::uint64_t>> engine_result(const DR& d) 
   return v;
 }
 
-// The static engines: their workspaces stay allocated across the runs (and until exit).
+// The static engine: its workspaces stay allocated across the runs (and until exit).
 mapreduce::gpu_engine::Engine<Job>& chained_engine() {
   static mapreduce::gpu_engine::Engine<Job> e;
   return e;
 }
-mapreduce::hash_groupby::HashGroupBy<std::uint32_t, void>& hash_engine() {
-  static mapreduce::hash_groupby::HashGroupBy<std::uint32_t, void> e;
-  return e;
-}
+
+// The hash engine on one workspace for the whole benchmark (allocated once, as the chained
+// engine's); its device result stays valid until the next run.
+struct HashEngine {
+  mapreduce::hash_groupby::Context context;
+  mapreduce::hash_groupby::Workspace ws;
+  mapreduce::gpu_engine::DeviceResult<std::uint32_t, std::uint64_t> run_device(const std::uint32_t* keys, std::size_t n,
+                                                                               const mapreduce::Options& o,
+                                                                               mapreduce::EngineStats& st, Report& rep,
+                                                                               cudaStream_t s) {
+    return mapreduce::hash_groupby::Engine<std::uint32_t, void>(context.current(), ws)
+        .run_device(keys, nullptr, n, o, st, rep, s);
+  }
+};
 
 // What every GPU part shares: the keys on the device, the anchor, the stream.
 struct Ctx {
@@ -106,6 +118,7 @@ struct Ctx {
   gpu::Stream s;
   gpu::DeviceBuffer<std::uint32_t> dkeys;
   Anchor anchor;
+  HashEngine hash;
   Ctx(bench::Bench& b_, int lg_, std::uint64_t distinct_)
       : b(b_), lg(lg_), n(std::size_t{1} << lg_), distinct(distinct_), dkeys(n), anchor(n) {}
 };
@@ -191,7 +204,7 @@ double run_config(Ctx& c, const std::string& name, const Config& cf, const Stats
     TANDEM_CUDA(cudaDeviceSynchronize());
     Stopwatch w;
     if (cf.hash) {
-      auto d = hash_engine().run_device(c.dkeys.data(), nullptr, c.n, cf.o, st, rep, c.s);
+      auto d = c.hash.run_device(c.dkeys.data(), c.n, cf.o, st, rep, c.s);
       TANDEM_CUDA(cudaStreamSynchronize(c.s));
       fetch = [&got, d] { got = engine_result(d); };
       return w.seconds();
@@ -268,7 +281,7 @@ void time_stage_plan(Ctx& c, double z, const StagePlan& pl, long long table) {
     Report rep;
     TANDEM_CUDA(cudaDeviceSynchronize());
     Stopwatch w;
-    hash_engine().run_device(c.dkeys.data(), nullptr, c.n, o, st, rep, c.s);
+    c.hash.run_device(c.dkeys.data(), c.n, o, st, rep, c.s);
     TANDEM_CUDA(cudaStreamSynchronize(c.s));
     if (r == 0) continue;  // warm-up
     total.push_back(w.seconds());

@@ -10,11 +10,11 @@
 #include <unordered_map>
 #include <vector>
 
+#include "mapreduce/hash_groupby/bucket_table.hpp"
+#include "mapreduce/hash_groupby/two_choice.hpp"
 #include "tandem/core/error.hpp"
 #include "tandem/mapreduce.hpp"
-#include "tandem/mapreduce/bucket_table.hpp"
 #include "tandem/mapreduce/distinct_estimate.hpp"
-#include "tandem/mapreduce/two_choice.hpp"
 #include "test_util.hpp"
 
 using namespace tandem;

@@ -2,7 +2,7 @@
 // every reason to stay with the global table.
 #include <gtest/gtest.h>
 
-#include "tandem/mapreduce/partition_plan.hpp"
+#include "mapreduce/hash_groupby/partition_plan.hpp"
 
 namespace pp = tandem::mapreduce::partition_plan;
 

@@ -1,7 +1,7 @@
 // tandem in one include: every capability and the utilities they share, for C++ sources (with or
 // without CUDA). Headers for CUDA sources only stay out and are included where needed:
 // tandem/cuda/{runtime,buffers,format}.hpp, tandem/index/device.hpp, tandem/schedule/launch.cuh,
-// tandem/mapreduce/gpu_engine.cuh and hash_groupby.cuh.
+// tandem/mapreduce/gpu_engine.cuh.
 #pragma once
 
 // The capabilities.

@@ -1,7 +1,8 @@
-// GPU group-by, hash path (tandem/mapreduce/hash_groupby.cuh): engines per (key width, value kind)
-// and device, one per concurrent caller.
+// GPU group-by, hash path (hash_groupby/engine.hpp) on the library's context: each call borrows a
+// workspace of its device, so concurrent callers never share one.
 #include "mapreduce/gpu_jobs.hpp"
-#include "tandem/mapreduce/hash_groupby.cuh"
+#include "mapreduce/hash_groupby/context.hpp"
+#include "mapreduce/hash_groupby/engine.hpp"
 
 namespace tandem::mapreduce::detail {
 
@@ -10,9 +11,10 @@ std::vector<std::pair<K, typename GroupByJob<K, V>::value_type>> gpu_groupby_has
                                                                                   std::size_t n, const Options& o,
                                                                                   EngineStats& st, Report& r,
                                                                                   cudaStream_t stream) {
-  using H = hash_groupby::HashGroupBy<K, V>;
-  auto engine = borrow_engine<H>();
-  return engine->run(d_keys, reinterpret_cast<const typename H::VIn*>(d_values), n, o, st, r, stream);
+  using E = hash_groupby::Engine<K, V>;
+  auto& device = hash_groupby::library_context().current();
+  auto ws = device.borrow();
+  return E(device, *ws).run(d_keys, reinterpret_cast<const typename E::VIn*>(d_values), n, o, st, r, stream);
 }
 
 template <class K, class V>
@@ -20,9 +22,11 @@ void gpu_groupby_hash_on_device(
     const K* d_keys, const V* d_values, std::size_t n, const Options& o, EngineStats& st, Report& r,
     cudaStream_t stream,
     const std::function<void(const K*, const typename GroupByJob<K, V>::value_type*, std::size_t)>& use) {
-  using H = hash_groupby::HashGroupBy<K, V>;
-  auto engine = borrow_engine<H>();
-  const auto d = engine->run_device(d_keys, reinterpret_cast<const typename H::VIn*>(d_values), n, o, st, r, stream);
+  using E = hash_groupby::Engine<K, V>;
+  auto& device = hash_groupby::library_context().current();
+  auto ws = device.borrow();
+  const auto d =
+      E(device, *ws).run_device(d_keys, reinterpret_cast<const typename E::VIn*>(d_values), n, o, st, r, stream);
   use(d.keys, d.values, d.n);
 }
 

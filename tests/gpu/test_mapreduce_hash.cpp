@@ -11,10 +11,10 @@
 #include <unordered_map>
 #include <vector>
 
+#include "mapreduce/hash_groupby/bucket_table.hpp"
 #include "tandem/core/device.hpp"
 #include "tandem/core/error.hpp"
 #include "tandem/mapreduce.hpp"
-#include "tandem/mapreduce/bucket_table.hpp"
 #include "test_util.hpp"
 
 using namespace tandem;

@@ -18,10 +18,10 @@
 #include <utility>
 #include <vector>
 
+#include "mapreduce/hash_groupby/two_choice.hpp"
 #include "tandem/core/hash.hpp"
 #include "tandem/cuda/hd.hpp"
 #include "tandem/mapreduce.hpp"
-#include "tandem/mapreduce/two_choice.hpp"
 
 namespace tandem::mapreduce::buckets {
 

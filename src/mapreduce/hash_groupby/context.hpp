@@ -1,0 +1,78 @@
+// Who owns the hash group-by's state (cuCollections' model: an owning object, and cheap device
+// views passed to the kernels). Include from .cu files.
+//
+// Workspace: the device scratch and pinned host buffers of one group-by at a time. They grow and
+// stay allocated between calls (cudaMalloc of large buffers costs more than a whole small job);
+// a result left on the device lives in them until the workspace's next run.
+// DeviceContext: one device's properties, read once, its idle workspaces (each caller borrows
+// one, so two host threads never share a workspace) and its kernels' shared-memory limits.
+// Context: the device contexts, each made on first use. Safe to share between host threads.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "core/device_pool.hpp"
+#include "mapreduce/hash_groupby/plan.hpp"
+#include "mapreduce/hash_groupby/types.hpp"
+#include "tandem/cuda/buffers.hpp"
+#include "tandem/mapreduce/gpu_engine.cuh"
+
+namespace tandem::mapreduce::hash_groupby {
+
+struct Workspace {
+  using Scratch = gpu_engine::Scratch;
+  gpu::PinnedBuffer<Ctr> ctr_host;
+  gpu::PinnedBuffer<std::uint32_t> hist_host;
+  // The sample's first keys and the host-built two-choice table (u32 or u64 keys in u64 words).
+  gpu::PinnedBuffer<std::uint64_t> keys_host, two_choice_host;
+  std::vector<std::uint32_t> two_choice32;
+  std::vector<std::uint64_t> two_choice64;
+  Scratch ctr, hist, top_keys, top_n, sentinel, sample_slots, sample_keys, sample_accs, sample_counts, hot_keys, temp,
+      overflow_keys, overflow_accs, two_choice_keys, part_keys, part_cursor;
+  Scratch table[2], out_keys[2], out_accs[2];  // a grow moves the result to the other one
+  int current{0};
+
+  template <class K>
+  std::vector<K>& two_choice_table() {
+    if constexpr (sizeof(K) == 4) return two_choice32;
+    else return two_choice64;
+  }
+};
+
+class DeviceContext {
+ public:
+  using Lease = ::tandem::detail::DevicePool<Workspace>::Lease;
+  explicit DeviceContext(int device);  // reads the device's properties
+  const DeviceProps& props() const { return props_; }
+  Lease borrow() { return pool_.borrow(props_.id); }
+  std::size_t idle_workspaces() const { return pool_.idle(props_.id); }
+  // Lets `kernel` launch with `bytes` of dynamic shared memory on this device (the current one).
+  // The limit only rises: a kernel's limit is per device, so a thread lowering it between another
+  // thread's setting and launch would fail that launch.
+  void allow_shared(const void* kernel, std::size_t bytes);
+
+ private:
+  DeviceProps props_;
+  ::tandem::detail::DevicePool<Workspace> pool_;
+  std::mutex mu_;
+  std::map<const void*, std::size_t> shared_limit_;
+};
+
+class Context {
+ public:
+  DeviceContext& device(int id);
+  DeviceContext& current();  // of the calling thread's current device
+
+ private:
+  std::mutex mu_;
+  std::map<int, std::unique_ptr<DeviceContext>> devices_;
+};
+
+// The context of the library's group-by calls (tandem::mapreduce::groupby and the table group-by);
+// tests and benchmarks may make their own.
+Context& library_context();
+
+}  // namespace tandem::mapreduce::hash_groupby
