@@ -73,7 +73,8 @@ bool each_share(std::size_t n, int threads, Call&& call) {
 bool pread_floor(const std::string& path, char* p, std::size_t n, int threads) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return false;
-  const bool ok = each_share(n, threads, [&](std::size_t at, std::size_t k) { return ::pread(fd, p + at, k, off_t(at)); });
+  const bool ok =
+      each_share(n, threads, [&](std::size_t at, std::size_t k) { return ::pread(fd, p + at, k, off_t(at)); });
   ::close(fd);
   return ok;
 }
@@ -182,10 +183,10 @@ Floors file_lines(bench::Bench& b, const fs::path& dir, const std::vector<std::u
     fs::remove(out_npy);
     return s;
   };
-  const std::vector<Stats> st = in_rounds(b, {[&] { return floor_read(faulted.get()); },
-                                              [&] { return floor_read(FreshMemory(npy_bytes).get()); },
-                                              [&] { return tandem_read(npy, same_npy); },
-                                              [&] { return tandem_read(raw, same_raw); }, floor_write, tandem_write});
+  const std::vector<Stats> st =
+      in_rounds(b, {[&] { return floor_read(faulted.get()); }, [&] { return floor_read(FreshMemory(npy_bytes).get()); },
+                    [&] { return tandem_read(npy, same_npy); }, [&] { return tandem_read(raw, same_raw); }, floor_write,
+                    tandem_write});
   const Stats &read_floor = st[0], &read_fresh = st[1], &read_npy = st[2], &read_raw = st[3];
   const Stats &write_floor = st[4], &write_npy = st[5];
   if (!same_npy || !same_raw) b.fail(fmt::format("io::read_array on {} returned other bytes than the file's", at));
@@ -193,15 +194,15 @@ Floors file_lines(bench::Bench& b, const fs::path& dir, const std::vector<std::u
 
   b.record("read", fmt::format("floor: parallel pread into faulted memory, {}", at), read_floor, double(npy_bytes), "B",
            true);
-  b.record("read", fmt::format("floor into fresh memory (page faults included), {}", at), read_fresh,
-           double(npy_bytes), "B", true);
+  b.record("read", fmt::format("floor into fresh memory (page faults included), {}", at), read_fresh, double(npy_bytes),
+           "B", true);
   b.record("read", fmt::format("tandem io::read_array .npy, {}", at), read_npy, double(npy_bytes), "B", same_npy);
   b.record("read", fmt::format("tandem io::read_array raw, {}", at), read_raw, double(bytes), "B", same_raw);
   b.record("write", fmt::format("floor: parallel pwrite to a new file, {}", at), write_floor, double(npy_bytes), "B",
            true);
   b.record("write", fmt::format("tandem io::write_array .npy, {}", at), write_npy, double(npy_bytes), "B", written);
-  b.info(fmt::format("page faults: read floor into fresh / faulted memory, {}", at), read_fresh.median / read_floor.median,
-         "x");
+  b.info(fmt::format("page faults: read floor into fresh / faulted memory, {}", at),
+         read_fresh.median / read_floor.median, "x");
   b.info(fmt::format("read .npy vs the floor into fresh memory, {}", at), read_npy.median / read_fresh.median, "x");
   b.goal(fmt::format("read .npy vs parallel pread floor, {}", at), read_npy.median / read_floor.median, 1.2, false);
   b.goal(fmt::format("read raw vs parallel pread floor, {}", at), read_raw.median / read_floor.median, 1.2, false);
@@ -228,9 +229,8 @@ void sort_lines(bench::Bench& b, const fs::path& dir, const std::string& tandem_
     return s;
   };
   const std::string in = (dir / "keys.npy").string(), out = (dir / "sorted.npy").string();
-  const std::vector<std::string> args = {tandem_path, "sort",          "--type",   "u32",       "--in",
-                                         in,          "--out",         out,        "--device",  "cpu",
-                                         "--threads", std::to_string(threads)};
+  const std::vector<std::string> args = {tandem_path, "sort", "--type",   "u32", "--in",      in,
+                                         "--out",     out,    "--device", "cpu", "--threads", std::to_string(threads)};
   bool ran = true;
   const auto cli = [&] {
     fs::remove(out);
@@ -241,7 +241,8 @@ void sort_lines(bench::Bench& b, const fs::path& dir, const std::string& tandem_
   };
   const std::vector<Stats> st = in_rounds(b, {in_memory, cli});
   const io::Array got = ran ? io::read_array(out, DType::u32, threads) : io::Array{};
-  const bool same = got.bytes.size() == want.size() * 4 && std::memcmp(got.bytes.data(), want.data(), got.bytes.size()) == 0;
+  const bool same =
+      got.bytes.size() == want.size() * 4 && std::memcmp(got.bytes.data(), want.data(), got.bytes.size()) == 0;
   fs::remove(out);
   if (!sorted || !same) b.fail(fmt::format("the sort on {} gave another order than std::sort", at));
   b.record("sort", fmt::format("in memory, tandem::sort cpu, {}", at), st[0], double(keys.size()), "keys", sorted);
@@ -259,7 +260,8 @@ int main(int argc, char** argv) {
   bench::Bench b("io", argc, argv);
   const std::size_t mib = std::size_t(b.get_int("--mib", b.quick() ? 64 : 1024));
   // A folder of this run's own: runs side by side do not share files.
-  const fs::path dir = fs::path(b.get("--dir", fs::temp_directory_path().string())) / fmt::format("bench_io.{}", ::getpid());
+  const fs::path dir =
+      fs::path(b.get("--dir", fs::temp_directory_path().string())) / fmt::format("bench_io.{}", ::getpid());
   fs::create_directories(dir);
   const std::string tandem_path =
       b.get("--tandem", (fs::canonical("/proc/self/exe").parent_path().parent_path() / "tandem").string());

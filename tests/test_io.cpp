@@ -370,7 +370,8 @@ TEST(ParallelRead, EverySizeComesBackWhole) {
     const std::string bytes(reinterpret_cast<const char*>(v.data()), count * 4);
     const std::string raw = dir.file("v.u32"), npy = dir.file("v.npy");
     write_file(raw, bytes);
-    write_file(npy, npy_bytes(fmt::format("{{'descr': '<u4', 'fortran_order': False, 'shape': ({},), }}", count), bytes));
+    write_file(npy,
+               npy_bytes(fmt::format("{{'descr': '<u4', 'fortran_order': False, 'shape': ({},), }}", count), bytes));
     for (int threads : {1, 2, 3, 8}) {
       SCOPED_TRACE(testing::Message() << count << " keys, " << threads << " threads");
       for (const std::string& path : {raw, npy}) {
@@ -452,7 +453,8 @@ TEST(ParallelWrite, LargeArraysAreWrittenWholeAfterTheHeader) {
 TEST(ParallelWrite, AFailedWriteLeavesNothing) {
   TempDir dir;
   const std::vector<char> data(5 * io::detail::kMinIoPiece + 3, 'w');
-  struct sigaction ignore {}, old {};
+  struct sigaction ignore {
+  }, old{};
   ignore.sa_handler = SIG_IGN;
   ASSERT_EQ(::sigaction(SIGXFSZ, &ignore, &old), 0);  // the write fails with EFBIG instead
   rlimit limit{}, was{};

@@ -160,8 +160,10 @@ tandem::Table read_rank_table(const tandem::dist::Context& ctx, const Args& a) {
     ctx.run_agreed([&] {
       if (type.empty() && !tandem::io::has_npy_suffix(path))
         throw tandem::UsageError(fmt::format("--column {}: a raw file needs its type (NAME=PATH:TYPE)", spec));
-      dt = type.empty() ? npy_dtype(tandem::dist::expand_rank_path(path, ctx.rank(), ctx.size())) : tandem::parse_dtype(type);
-      if (!tandem::column_type_of(dt)) throw tandem::UsageError(fmt::format("--column {}: {} is not a column type", spec, type));
+      dt = type.empty() ? npy_dtype(tandem::dist::expand_rank_path(path, ctx.rank(), ctx.size()))
+                        : tandem::parse_dtype(type);
+      if (!tandem::column_type_of(dt))
+        throw tandem::UsageError(fmt::format("--column {}: {} is not a column type", spec, type));
     });
     tandem::io::Array arr = tandem::cli::read_rank_array(ctx, path, dt);
     ctx.run_agreed([&] {
@@ -171,7 +173,8 @@ tandem::Table read_rank_table(const tandem::dist::Context& ctx, const Args& a) {
       c.length = arr.count;
       c.values = tandem::Buffer::take(std::move(arr.bytes));
       if (t.num_columns() > 0 && c.length != t.rows())
-        throw tandem::InputError(fmt::format("--column {}: {} values, but the columns before it have {}", spec, c.length, t.rows()));
+        throw tandem::InputError(
+            fmt::format("--column {}: {} values, but the columns before it have {}", spec, c.length, t.rows()));
       t.add(std::move(c));
     });
   }

@@ -96,10 +96,9 @@ int run_distributed(const Args& a, const tandem::SortOptions& o, tandem::DType t
   if (!a.values.empty()) values = tandem::cli::read_rank_array(ctx, a.values, vt);
   ctx.run_agreed([&] {
     if (values && values->count != keys.count)
-      throw tandem::InputError(fmt::format("{}: {} values for {} keys in {}",
-                                           tandem::dist::expand_rank_path(a.values, ctx.rank(), ctx.size()),
-                                           values->count, keys.count,
-                                           tandem::dist::expand_rank_path(a.in, ctx.rank(), ctx.size())));
+      throw tandem::InputError(fmt::format(
+          "{}: {} values for {} keys in {}", tandem::dist::expand_rank_path(a.values, ctx.rank(), ctx.size()),
+          values->count, keys.count, tandem::dist::expand_rank_path(a.in, ctx.rank(), ctx.size())));
   });
   const double read_s = total.seconds();
   tandem::dist::DistReport r = tandem::visit_dtype(t, [&](auto tag) -> tandem::dist::DistReport {
@@ -136,8 +135,8 @@ int run_distributed(const Args& a, const tandem::SortOptions& o, tandem::DType t
   if (a.explain && ctx.rank() == 0)
     std::cerr << ctx.describe() << '\n'
               << r.report.explain()
-              << fmt::format("  read {}; {} keys on rank 0, {} in all (files included)\n", tandem::human_seconds(read_s),
-                             r.count_out, tandem::human_seconds(total.seconds()));
+              << fmt::format("  read {}; {} keys on rank 0, {} in all (files included)\n",
+                             tandem::human_seconds(read_s), r.count_out, tandem::human_seconds(total.seconds()));
   return 0;
 }
 #else

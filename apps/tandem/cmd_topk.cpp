@@ -38,7 +38,8 @@ void print_items(const Args& a, const std::vector<topk::Item>& items) {
     for (const auto& it : items) res.push_back({{"id", it.id}, {"score", it.score}});
     std::cout << nlohmann::json({{"k", a.k}, {"results", res}}).dump() << '\n';
   } else {
-    for (std::size_t i = 0; i < items.size(); ++i) std::cout << fmt::format("{}\t{}\t{}\n", i + 1, items[i].id, items[i].score);
+    for (std::size_t i = 0; i < items.size(); ++i)
+      std::cout << fmt::format("{}\t{}\t{}\n", i + 1, items[i].id, items[i].score);
   }
 }
 

@@ -42,7 +42,8 @@ void write_words(std::ostream& os, const std::vector<std::pair<std::string, std:
 int run_distributed(const Args& a, const tandem::mapreduce::WordCountOptions& o) {
   auto& ctx = tandem::cli::mpi_context();
   if (a.files.size() != 1) throw tandem::UsageError("--distributed counts one file (or one {rank} file per rank)");
-  if (a.top && !a.gather) throw tandem::UsageError("--top needs --gather with --distributed (the counts are partitioned)");
+  if (a.top && !a.gather)
+    throw tandem::UsageError("--top needs --gather with --distributed (the counts are partitioned)");
   const std::string out = tandem::cli::rank_output(ctx, a.out, a.gather);
   std::optional<tandem::io::AtomicOutput> file;
   ctx.run_agreed([&] {

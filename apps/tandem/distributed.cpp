@@ -14,8 +14,9 @@ void add_distributed_options(CLI::App& app, bool& distributed, bool* gather) {
                "Run as one rank of an MPI job (mpirun -np N tandem …): paths may hold {rank} and {size}; a shared "
                "input without {rank} is split between the ranks");
   if (gather)
-    app.add_flag("--gather", *gather, "--distributed: rank 0 writes the whole result (else each rank writes its part "
-                                      "to an --out holding {rank})");
+    app.add_flag("--gather", *gather,
+                 "--distributed: rank 0 writes the whole result (else each rank writes its part "
+                 "to an --out holding {rank})");
 }
 
 void require_mpi() {
@@ -53,7 +54,6 @@ struct MpiSession {
 
 bool is_space(char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r' || c == '\f' || c == '\v'; }
 
-
 }  // namespace
 
 dist::Context& mpi_context() {
@@ -64,10 +64,9 @@ dist::Context& mpi_context() {
 io::Array read_rank_array(const dist::Context& ctx, const std::string& path, DType dtype) {
   io::Array a;
   ctx.run_agreed([&] {
-    a = has_rank_placeholder(path)
-            ? io::read_array(dist::expand_rank_path(path, ctx.rank(), ctx.size()), dtype)
-            : io::read_array_part(dist::expand_rank_path(path, ctx.rank(), ctx.size()), dtype,
-                                  std::size_t(ctx.rank()), std::size_t(ctx.size()));
+    a = has_rank_placeholder(path) ? io::read_array(dist::expand_rank_path(path, ctx.rank(), ctx.size()), dtype)
+                                   : io::read_array_part(dist::expand_rank_path(path, ctx.rank(), ctx.size()), dtype,
+                                                         std::size_t(ctx.rank()), std::size_t(ctx.size()));
   });
   return a;
 }
@@ -82,15 +81,17 @@ io::CharBuffer read_rank_text(const dist::Context& ctx, const std::string& path)
   ctx.run_agreed([&] { size = io::file_size(path); });
   // Equal cuts moved forward to the next white space: no word is split between two ranks.
   std::pair<std::uint64_t, std::uint64_t> range;
-  ctx.run_agreed([&] { range = dist::record_range(size, ctx.rank(), ctx.size(), [&](std::uint64_t at) {
-    constexpr std::uint64_t kStep = 1 << 16;
-    for (std::uint64_t pos = at; pos < size; pos += kStep) {
-      const auto bytes = io::read_bytes_range(path, pos, std::min(size, pos + kStep));
-      for (std::size_t i = 0; i < bytes.size(); ++i)
-        if (is_space(bytes[i])) return pos + i;
-    }
-    return size;
-  }); });
+  ctx.run_agreed([&] {
+    range = dist::record_range(size, ctx.rank(), ctx.size(), [&](std::uint64_t at) {
+      constexpr std::uint64_t kStep = 1 << 16;
+      for (std::uint64_t pos = at; pos < size; pos += kStep) {
+        const auto bytes = io::read_bytes_range(path, pos, std::min(size, pos + kStep));
+        for (std::size_t i = 0; i < bytes.size(); ++i)
+          if (is_space(bytes[i])) return pos + i;
+      }
+      return size;
+    });
+  });
   ctx.run_agreed([&] { text = io::read_bytes_range(path, range.first, range.second); });
   return text;
 }
@@ -156,7 +157,8 @@ Table read_rank_csv(const dist::Context& ctx, const std::string& path, const Csv
     int columns = int(mine.size()), least = 0, most = 0;
     MPI_Allreduce(&columns, &least, 1, MPI_INT, MPI_MIN, ctx.comm());
     MPI_Allreduce(&columns, &most, 1, MPI_INT, MPI_MAX, ctx.comm());
-    if (least != most) throw InputError(fmt::format("{}: the parts read by the ranks have {} to {} columns", path, least, most));
+    if (least != most)
+      throw InputError(fmt::format("{}: the parts read by the ranks have {} to {} columns", path, least, most));
   });
   MPI_Allreduce(mine.data(), widest.data(), int(mine.size()), MPI_INT, MPI_MAX, ctx.comm());
   CsvOptions again = options;
@@ -179,9 +181,10 @@ Table read_rank_csv(const dist::Context& ctx, const std::string& path, const Csv
 std::string rank_output(const dist::Context& ctx, const std::string& path, bool gather) {
   if (gather) return ctx.rank() == 0 ? path : std::string();
   if (ctx.size() > 1 && !has_rank_placeholder(path))
-    throw UsageError(fmt::format("--out {}: with --distributed each rank writes its part, so the path needs {{rank}} "
-                                 "(e.g. out-{{rank}}.csv), or give --gather",
-                                 path));
+    throw UsageError(
+        fmt::format("--out {}: with --distributed each rank writes its part, so the path needs {{rank}} "
+                    "(e.g. out-{{rank}}.csv), or give --gather",
+                    path));
   return dist::expand_rank_path(path, ctx.rank(), ctx.size());
 }
 #endif

@@ -30,7 +30,7 @@ namespace {
 // The anchor's two-way merge, as it was: front to back, ternary choices.
 template <class K, class V, class Less>
 void old_merge_range(const K* ka, const V* va, std::size_t na, const K* kb, const V* vb, std::size_t nb, K* ko, V* vo,
-                 Less less) {
+                     Less less) {
   std::size_t i = 0, j = 0, o = 0;
   while (i < na && j < nb) {
     const bool take_b = less(kb[j], ka[i]);
@@ -128,7 +128,8 @@ int run(int argc, char** argv) {
   for (int p : {2, 4, 8}) {
     if (only_runs && p != only_runs) continue;
     std::vector<std::uint64_t> runs;
-    for (int r = 0; r < p; ++r) runs.push_back(n * std::size_t(r + 1) / std::size_t(p) - n * std::size_t(r) / std::size_t(p));
+    for (int r = 0; r < p; ++r)
+      runs.push_back(n * std::size_t(r + 1) / std::size_t(p) - n * std::size_t(r) / std::size_t(p));
     std::vector<std::uint32_t> keys = input;
     std::size_t at = 0;
     for (auto len : runs) {
@@ -163,7 +164,8 @@ int run(int argc, char** argv) {
       });
       const bool ok = std::is_sorted(out_keys.begin(), out_keys.end()) && out_keys == anchor_keys &&
                       (!pairs || out_values == anchor_values);
-      b.record(c, "pairwise tree merge (anchor)", s_tree, double(n), "keys", std::is_sorted(anchor_keys.begin(), anchor_keys.end()));
+      b.record(c, "pairwise tree merge (anchor)", s_tree, double(n), "keys",
+               std::is_sorted(anchor_keys.begin(), anchor_keys.end()));
       b.record(c, "one-pass multiway merge", s_multi, double(n), "keys", ok);
       if (!ok) b.fail(c + ": the multiway merge differs from the tree merge");
       b.info(c + ": tree / multiway time", s_tree.median / s_multi.median, "x");

@@ -40,8 +40,9 @@ Args parse(int argc, char** argv) {
     else if (s == "--device") a.device = next();
     else if (s == "--label") a.label = next();
     else if (s == "--help") {
-      std::puts("bench_dist_sort [--log2 N (total keys 2^N)] [--reps R] [--threads T per rank] [--device cpu|gpu|auto] "
-                "[--label TEXT]");
+      std::puts(
+          "bench_dist_sort [--log2 N (total keys 2^N)] [--reps R] [--threads T per rank] [--device cpu|gpu|auto] "
+          "[--label TEXT]");
       std::exit(0);
     } else {
       std::fprintf(stderr, "bench_dist_sort: unknown option %s\n", s.c_str());
@@ -63,7 +64,8 @@ bool check(const std::vector<std::uint32_t>& keys, std::uint64_t total, int rank
   std::uint64_t n = keys.size(), sum = 0;
   MPI_Allreduce(&n, &sum, 1, MPI_UINT64_T, MPI_SUM, comm);
   ok &= sum == total;
-  const std::uint64_t want = total * std::uint64_t(rank + 1) / std::uint64_t(size) - total * std::uint64_t(rank) / std::uint64_t(size);
+  const std::uint64_t want =
+      total * std::uint64_t(rank + 1) / std::uint64_t(size) - total * std::uint64_t(rank) / std::uint64_t(size);
   ok &= n == want;
   std::uint32_t last = keys.empty() ? 0 : keys.back(), prev_last = 0;
   MPI_Sendrecv(&last, 1, MPI_UINT32_T, (rank + 1) % size, 0, &prev_last, 1, MPI_UINT32_T, (rank + size - 1) % size, 0,
@@ -84,7 +86,8 @@ int main(int argc, char** argv) {
     tandem::dist::Context ctx(MPI_COMM_WORLD);
     const int rank = ctx.rank(), size = ctx.size();
     const std::uint64_t total = std::uint64_t{1} << a.log2;
-    const std::size_t n = std::size_t(total * std::uint64_t(rank + 1) / std::uint64_t(size) - total * std::uint64_t(rank) / std::uint64_t(size));
+    const std::size_t n = std::size_t(total * std::uint64_t(rank + 1) / std::uint64_t(size) -
+                                      total * std::uint64_t(rank) / std::uint64_t(size));
     std::vector<std::uint32_t> input(n);
     std::mt19937 rng(17u + unsigned(rank));
     for (auto& k : input) k = rng();
@@ -126,19 +129,21 @@ int main(int argc, char** argv) {
     double exchange = 0;
     for (const auto& x : last_report)
       if (x["stages"].contains("exchange")) exchange = std::max(exchange, x["stages"]["exchange"].get<double>());
-    exchange = std::max(exchange, 1e-9);  // one rank exchanges nothing
+    exchange = std::max(exchange, 1e-9);                                     // one rank exchanges nothing
     const double bytes = double(n) * 4.0 * double(size - 1) / double(size);  // per rank, off-rank
     if (rank == 0) {
-      fmt::print("bench_dist_sort: 2^{} u32 keys over {} ranks ({} threads each, device {}), {} reps, check {}\n", a.log2,
-                 size, a.threads ? a.threads : tandem::default_threads(), a.device, a.reps, ok ? "ok" : "FAILED");
+      fmt::print("bench_dist_sort: 2^{} u32 keys over {} ranks ({} threads each, device {}), {} reps, check {}\n",
+                 a.log2, size, a.threads ? a.threads : tandem::default_threads(), a.device, a.reps,
+                 ok ? "ok" : "FAILED");
       fmt::print("  {:<34} {:>10}\n", "what", "median");
-      fmt::print("  {:<34} {:>9.1f}ms  ({:.2f} GB/s per rank)\n", "MPI_Alltoall, same bytes", m_a2a * 1e3, bytes / m_a2a / 1e9);
+      fmt::print("  {:<34} {:>9.1f}ms  ({:.2f} GB/s per rank)\n", "MPI_Alltoall, same bytes", m_a2a * 1e3,
+                 bytes / m_a2a / 1e9);
       fmt::print("  {:<34} {:>9.1f}ms\n", "local sort of each rank's keys", m_local * 1e3);
       fmt::print("  {:<34} {:>9.1f}ms  (min {:.1f}, max {:.1f})\n", "dist::sort", s_dist.median * 1e3, s_dist.min * 1e3,
                  s_dist.max * 1e3);
       if (size > 1)
-        fmt::print("  {:<34} {:>9.1f}ms  ({:.2f} GB/s per rank)\n", "  its exchange stage (slowest rank)", exchange * 1e3,
-                   bytes / exchange / 1e9);
+        fmt::print("  {:<34} {:>9.1f}ms  ({:.2f} GB/s per rank)\n", "  its exchange stage (slowest rank)",
+                   exchange * 1e3, bytes / exchange / 1e9);
       for (const auto& x : last_report) {
         std::string stages;
         for (auto it = x["stages"].begin(); it != x["stages"].end(); ++it)

@@ -116,8 +116,7 @@ DistReport sort(const Context& ctx, std::vector<K>& keys, const SortOptions& opt
 // As sort, carrying values with their keys; stable: equal keys keep their order of
 // (rank, position in the input).
 template <class K, class V>
-DistReport sort_pairs(const Context& ctx, std::vector<K>& keys, std::vector<V>& values,
-                      const SortOptions& opts = {});
+DistReport sort_pairs(const Context& ctx, std::vector<K>& keys, std::vector<V>& values, const SortOptions& opts = {});
 
 #if TANDEM_HAS_CUDA
 // Keys in device memory on this rank's GPU: sorted across ranks as `sort` does, and `keys`
@@ -150,16 +149,15 @@ struct WordCountResult {
   std::uint64_t total_words{0};
   DistReport report;
 };
-WordCountResult wordcount(const Context& ctx, std::string_view text,
-                          const mapreduce::WordCountOptions& opts = {}, bool gather = false);
+WordCountResult wordcount(const Context& ctx, std::string_view text, const mapreduce::WordCountOptions& opts = {},
+                          bool gather = false);
 
 // The byte range [begin, end) of a file of `file_size` bytes that rank `rank` of `size` reads
 // when the ranks share one file: equal cuts, each moved forward to just after the next `sep`
 // (a line break), so that no record is split. Needs the bytes around the cuts: `find_sep(pos)`
 // returns the position of the first `sep` at or after pos (file_size if none).
 template <class FindSep>
-std::pair<std::uint64_t, std::uint64_t> record_range(std::uint64_t file_size, int rank, int size,
-                                                     FindSep&& find_sep) {
+std::pair<std::uint64_t, std::uint64_t> record_range(std::uint64_t file_size, int rank, int size, FindSep&& find_sep) {
   auto cut = [&](int r) -> std::uint64_t {
     if (r <= 0) return 0;
     if (r >= size) return file_size;
@@ -209,7 +207,6 @@ struct ListsTopkOptions {
 };
 TopkResult topk_distributed_lists(const Context& ctx, const topk::Lists& my_lists,
                                   std::span<const std::uint32_t> my_list_indices, std::uint32_t total_lists,
-                                  std::uint64_t k, const topk::Aggregate& agg = {},
-                                  const ListsTopkOptions& opts = {});
+                                  std::uint64_t k, const topk::Aggregate& agg = {}, const ListsTopkOptions& opts = {});
 
 }  // namespace tandem::dist

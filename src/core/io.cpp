@@ -85,8 +85,7 @@ class InputFile {
   // position is left alone), in pieces on `threads` threads.
   void read_at(void* p, std::size_t n, std::uint64_t at, int threads) {
     const std::size_t got = pread_pieces(p, n, at, threads);
-    if (got < n)
-      throw InputError(fmt::format("{}: read failed at byte {} (the file ended early)", name_, at + got));
+    if (got < n) throw InputError(fmt::format("{}: read failed at byte {} (the file ended early)", name_, at + got));
   }
 
   // Reads up to n bytes of a sized file from the current position on `threads` threads and moves
@@ -130,8 +129,7 @@ class InputFile {
           have += static_cast<std::size_t>(got);
         } else if (got == 0) {  // the file ended here
           std::size_t e = end.load();
-          while (have < e && !end.compare_exchange_weak(e, have)) {
-          }
+          while (have < e && !end.compare_exchange_weak(e, have)) {}
           break;
         } else if (errno != EINTR) {
           int none = 0;
@@ -141,7 +139,8 @@ class InputFile {
       }
     }
     if (const int err = failed_errno.load())
-      throw InputError(fmt::format("{}: read failed at byte {} ({})", name_, at + failed_at.load(), std::strerror(err)));
+      throw InputError(
+          fmt::format("{}: read failed at byte {} ({})", name_, at + failed_at.load(), std::strerror(err)));
     return end.load();
   }
 
@@ -491,7 +490,8 @@ Array read_array_part(const std::string& path, DType dtype, std::size_t part, st
   if (parts == 0 || part >= parts) throw UsageError(fmt::format("read_array_part: part {} of {}", part, parts));
   InputFile f(path);
   if (!f.sized())
-    throw InputError(fmt::format("{}: not a regular file with a size: a part of it cannot be read on its own", f.name()));
+    throw InputError(
+        fmt::format("{}: not a regular file with a size: a part of it cannot be read on its own", f.name()));
   const std::size_t es = dtype_size(dtype);
   const std::uint64_t file_size = f.remaining();
   std::uint64_t data_at = 0, bytes = file_size;
@@ -516,7 +516,8 @@ Array read_array_part(const std::string& path, DType dtype, std::size_t part, st
 CharBuffer read_bytes_range(const std::string& path, std::uint64_t begin, std::uint64_t end) {
   InputFile f(path);
   if (!f.sized() && end > begin)
-    throw InputError(fmt::format("{}: not a regular file with a size: a part of it cannot be read on its own", f.name()));
+    throw InputError(
+        fmt::format("{}: not a regular file with a size: a part of it cannot be read on its own", f.name()));
   if (end < begin || end > f.remaining())
     throw UsageError(fmt::format("{}: bytes [{}, {}) lie outside its {} bytes", f.name(), begin, end, f.remaining()));
   CharBuffer out(end - begin);

@@ -13,8 +13,8 @@
 namespace tandem::dist {
 
 struct Context::Impl {
-  MPI_Comm comm{MPI_COMM_NULL};        // the library's duplicate of the caller's communicator
-  MPI_Comm host_comm{MPI_COMM_NULL};   // the ranks of this host
+  MPI_Comm comm{MPI_COMM_NULL};       // the library's duplicate of the caller's communicator
+  MPI_Comm host_comm{MPI_COMM_NULL};  // the ranks of this host
   int rank{0}, size{1}, local_rank{0}, local_size{1}, hosts{1};
   int gpu{-1};
   int threads{1};

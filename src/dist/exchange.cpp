@@ -21,8 +21,7 @@ Traffic exchange_bytes(const Context::Impl& s, const std::byte* send, std::span<
   if (int(counts.size()) != p) throw UsageError(fmt::format("exchange: {} block sizes for {} ranks", counts.size(), p));
   Traffic traffic;
   recv_counts.assign(std::size_t(p), 0);
-  check_mpi(MPI_Alltoall(counts.data(), 1, MPI_UINT64_T, recv_counts.data(), 1, MPI_UINT64_T, s.comm),
-            "MPI_Alltoall");
+  check_mpi(MPI_Alltoall(counts.data(), 1, MPI_UINT64_T, recv_counts.data(), 1, MPI_UINT64_T, s.comm), "MPI_Alltoall");
   std::vector<std::uint64_t> send_at(std::size_t(p) + 1, 0), recv_at(std::size_t(p) + 1, 0);
   for (int r = 0; r < p; ++r) {
     send_at[r + 1] = send_at[r] + counts[r];

@@ -30,7 +30,8 @@ void check_same_columns(const Context& ctx, const Table& input) {
   ctx.run_agreed([&] {
     if (lo != hi && h != lo) {
       std::string cols;
-      for (const Column& c : input.columns()) cols += fmt::format("{}{} {}", cols.empty() ? "" : ", ", c.name, to_string(c.type));
+      for (const Column& c : input.columns())
+        cols += fmt::format("{}{} {}", cols.empty() ? "" : ", ", c.name, to_string(c.type));
       throw UsageError(fmt::format("groupby: this rank's columns ({}) differ from rank 0's", cols));
     }
   });
@@ -105,7 +106,8 @@ Table gather_to_first(const Context& ctx, const Table& t, Traffic& traffic) {
 Table sort_by_keys(const Table& t, const std::vector<std::string>& by, const GroupByOptions& options) {
   GroupBySpec spec{by, {}};
   for (const Column& c : t.columns())
-    if (std::find(by.begin(), by.end(), c.name) == by.end()) spec.aggs.push_back({AggOp::first, c.name, 0.5, 1, c.name});
+    if (std::find(by.begin(), by.end(), c.name) == by.end())
+      spec.aggs.push_back({AggOp::first, c.name, 0.5, 1, c.name});
   if (spec.aggs.empty()) spec.aggs.push_back({AggOp::count_rows, {}, 0.5, 1, "__rows"});
   Table sorted = tandem::groupby(t, spec, options).table;
   if (sorted.find("__rows") == nullptr) return sorted;
@@ -140,8 +142,7 @@ Table assemble_outputs(const Table& final_table, const GroupBySpec& spec, const 
       using S = decltype(zero);
       if constexpr (std::is_same_v<S, double> || std::is_same_v<S, std::int64_t> || std::is_same_v<S, std::uint64_t>)
         return mean_column<S>(o.name, source, counts);
-      else
-        throw Error("dist groupby: a partial sum of unexpected type " + std::string(to_string(source.type)));
+      else throw Error("dist groupby: a partial sum of unexpected type " + std::string(to_string(source.type)));
       return Column{};
     }));
   }
@@ -165,7 +166,8 @@ GroupByResult groupby(const Context& ctx, const Table& input, const GroupBySpec&
   Table local;
   ctx.run_agreed([&] {
     for (const auto& k : spec.by) (void)input.column(k);  // UsageError naming a missing key column
-    local = plan.combinable ? tandem::groupby(input, {spec.by, plan.partial}, options).table : used_columns(input, spec);
+    local =
+        plan.combinable ? tandem::groupby(input, {spec.by, plan.partial}, options).table : used_columns(input, spec);
   });
   clock.lap(report, "local groupby",
             plan.combinable ? fmt::format("{} rows to {} partial groups", input.rows(), local.rows())

@@ -34,8 +34,7 @@ CombinePlan plan_combine(const std::vector<Aggregation>& aggs) {
         plan.outputs.push_back({out, part, count});
         break;
       }
-      default:
-        return CombinePlan{};
+      default: return CombinePlan{};
     }
   }
   return plan;

@@ -87,8 +87,8 @@ template <bool HasValues, class K, class V, class Less>
 void merge_two_ends(const K* ka, const V* va, std::size_t na, const K* kb, const V* vb, std::size_t nb, K* ko, V* vo,
                     Less less) {
   const std::size_t half = (na + nb) / 2;
-  std::size_t i = 0, j = 0, o = 0;                  // front: next to take, next to write
-  std::size_t ia = na, jb = nb, ob = na + nb;       // back: one past each
+  std::size_t i = 0, j = 0, o = 0;             // front: next to take, next to write
+  std::size_t ia = na, jb = nb, ob = na + nb;  // back: one past each
   auto front = [&] {
     const K a = ka[i], b = kb[j];
     const bool take_b = less(b, a);

@@ -37,8 +37,8 @@ void gather_rank_report(const Context::Impl& s, DistReport& out) {
     int slowest = 0;
     for (int r = 1; r < s.size; ++r)
       if (all[std::size_t(r) * width + i] > all[std::size_t(slowest) * width + i]) slowest = r;
-    out.report.note(fmt::format("{}: slowest rank {} ({:.3f} s)", stages[i].name, slowest,
-                                all[std::size_t(slowest) * width + i]));
+    out.report.note(
+        fmt::format("{}: slowest rank {} ({:.3f} s)", stages[i].name, slowest, all[std::size_t(slowest) * width + i]));
   }
   for (auto& st : out.report.stages) st.where = fmt::format("rank {}", s.rank);
 }

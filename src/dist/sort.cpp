@@ -63,8 +63,8 @@ DistReport sort_impl(const Context& ctx, std::vector<K>& keys, std::vector<V>* v
     std::vector<std::uint64_t> value_runs;
     recv_values = exchange<V>(s, std::span<const V>(*values), counts, value_runs, out.traffic);
   }
-  clock.lap(out.report, "exchange", fmt::format("{} B sent, {} B received", out.traffic.bytes_sent,
-                                                out.traffic.bytes_received));
+  clock.lap(out.report, "exchange",
+            fmt::format("{} B sent, {} B received", out.traffic.bytes_sent, out.traffic.bytes_received));
 
   const int threads = opts.threads;
   keys.resize(recv_keys.size());
@@ -93,10 +93,10 @@ DistReport sort_pairs(const Context& ctx, std::vector<K>& keys, std::vector<V>& 
   return sort_impl<K, V>(ctx, keys, &values, opts);
 }
 
-#define TANDEM_DIST_SORT(K)                                                                                   \
-  template DistReport sort<K>(const Context&, std::vector<K>&, const SortOptions&);                          \
+#define TANDEM_DIST_SORT(K)                                                                                      \
+  template DistReport sort<K>(const Context&, std::vector<K>&, const SortOptions&);                              \
   template DistReport sort_pairs<K, std::uint32_t>(const Context&, std::vector<K>&, std::vector<std::uint32_t>&, \
-                                                   const SortOptions&);                                      \
+                                                   const SortOptions&);                                          \
   template DistReport sort_pairs<K, std::uint64_t>(const Context&, std::vector<K>&, std::vector<std::uint64_t>&, \
                                                    const SortOptions&);
 TANDEM_DIST_SORT(std::uint32_t)

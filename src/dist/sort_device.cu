@@ -89,7 +89,8 @@ DistReport sort_device(const Context& ctx, gpu::DeviceBuffer<K>& keys, const Sor
   gpu::DeviceBuffer<K> received;
   if (ctx.has_nccl()) {
 #if TANDEM_HAS_NCCL
-    check_mpi(MPI_Alltoall(counts.data(), 1, MPI_UINT64_T, recv_counts.data(), 1, MPI_UINT64_T, s.comm), "MPI_Alltoall");
+    check_mpi(MPI_Alltoall(counts.data(), 1, MPI_UINT64_T, recv_counts.data(), 1, MPI_UINT64_T, s.comm),
+              "MPI_Alltoall");
     std::uint64_t total = 0;
     std::vector<std::uint64_t> at(std::size_t(s.size));
     for (int r = 0; r < s.size; ++r) at[r] = total, total += recv_counts[r];
@@ -97,9 +98,11 @@ DistReport sort_device(const Context& ctx, gpu::DeviceBuffer<K>& keys, const Sor
     check_nccl(ncclGroupStart(), "ncclGroupStart");
     for (int d = 0; d < s.size; ++d) {
       if (d == s.rank) continue;
-      if (counts[d]) check_nccl(ncclSend(keys.data() + cut[d], counts[d] * sizeof(K), ncclUint8, d, s.nccl, stream), "ncclSend");
+      if (counts[d])
+        check_nccl(ncclSend(keys.data() + cut[d], counts[d] * sizeof(K), ncclUint8, d, s.nccl, stream), "ncclSend");
       if (recv_counts[d])
-        check_nccl(ncclRecv(received.data() + at[d], recv_counts[d] * sizeof(K), ncclUint8, d, s.nccl, stream), "ncclRecv");
+        check_nccl(ncclRecv(received.data() + at[d], recv_counts[d] * sizeof(K), ncclUint8, d, s.nccl, stream),
+                   "ncclRecv");
       out.traffic.bytes_sent += counts[d] * sizeof(K);
       out.traffic.bytes_received += recv_counts[d] * sizeof(K);
     }
@@ -117,21 +120,23 @@ DistReport sort_device(const Context& ctx, gpu::DeviceBuffer<K>& keys, const Sor
     std::vector<std::uint64_t> byte_counts(counts.size());
     for (std::size_t d = 0; d < counts.size(); ++d) byte_counts[d] = counts[d] * sizeof(K);
     std::vector<K> got;
-    const Traffic t = exchange_bytes(
-        s, reinterpret_cast<const std::byte*>(host.data()),
-        std::span<const std::uint64_t>(byte_counts.data(), byte_counts.size()), recv_counts, [&](std::uint64_t bytes) {
-          got.resize(bytes / sizeof(K));
-          return reinterpret_cast<std::byte*>(got.data());
-        });
+    const Traffic t = exchange_bytes(s, reinterpret_cast<const std::byte*>(host.data()),
+                                     std::span<const std::uint64_t>(byte_counts.data(), byte_counts.size()),
+                                     recv_counts, [&](std::uint64_t bytes) {
+                                       got.resize(bytes / sizeof(K));
+                                       return reinterpret_cast<std::byte*>(got.data());
+                                     });
     out.traffic.bytes_sent += t.bytes_sent;
     out.traffic.bytes_received += t.bytes_received;
     received = gpu::DeviceBuffer<K>(got.size());
-    if (!got.empty()) TANDEM_CUDA(cudaMemcpy(received.data(), got.data(), got.size() * sizeof(K), cudaMemcpyHostToDevice));
+    if (!got.empty())
+      TANDEM_CUDA(cudaMemcpy(received.data(), got.data(), got.size() * sizeof(K), cudaMemcpyHostToDevice));
     out.report.note("exchange: staged through host memory and MPI (" + ctx.describe() + ")");
   }
   keys = gpu::DeviceBuffer<K>();  // the input's memory back before the final sort
-  clock.lap(out.report, "exchange", std::to_string(out.traffic.bytes_sent) + " B sent, " +
-                                        std::to_string(out.traffic.bytes_received) + " B received");
+  clock.lap(out.report, "exchange",
+            std::to_string(out.traffic.bytes_sent) + " B sent, " + std::to_string(out.traffic.bytes_received) +
+                " B received");
   ctx.run_agreed([&] {
     tandem::sort_device(received.data(), received.size(), opts, stream);
     TANDEM_CUDA(cudaStreamSynchronize(stream));

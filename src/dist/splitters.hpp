@@ -35,9 +35,11 @@ struct HostCounter {
     for (std::size_t j = 0; j < xs.size(); ++j) {
       const U x = xs[j];
       out[j] = strict ? std::uint64_t(std::lower_bound(sorted.begin(), sorted.end(), x,
-                                                       [&](K k, U v) { return order.bits(k) < v; }) - sorted.begin())
+                                                       [&](K k, U v) { return order.bits(k) < v; }) -
+                                      sorted.begin())
                       : std::uint64_t(std::upper_bound(sorted.begin(), sorted.end(), x,
-                                                       [&](U v, K k) { return v < order.bits(k); }) - sorted.begin());
+                                                       [&](U v, K k) { return v < order.bits(k); }) -
+                                      sorted.begin());
     }
     return out;
   }

@@ -1,7 +1,7 @@
 #include "dist/table_wire.hpp"
 
-#include <cmath>
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <limits>
 
@@ -127,8 +127,11 @@ Table concat_tables(const std::vector<Table>& parts, const Table& like) {
     std::size_t row = 0, at = 0;
     for (const Table& p : parts) {
       const Column& c = p.column(ci);
-      const std::size_t n = shape.type == ColumnType::str ? c.string_offsets()[c.length] : c.length * value_width(c.type);
-      if (n) std::memcpy(values.data() + at, c.values.data() + (shape.type == ColumnType::str ? c.string_offsets()[0] : 0), n);
+      const std::size_t n =
+          shape.type == ColumnType::str ? c.string_offsets()[c.length] : c.length * value_width(c.type);
+      if (n)
+        std::memcpy(values.data() + at, c.values.data() + (shape.type == ColumnType::str ? c.string_offsets()[0] : 0),
+                    n);
       if (shape.type == ColumnType::str) {
         const auto o = c.string_offsets();
         for (std::size_t i = 1; i <= c.length; ++i) offsets.push_back(at + (o[i] - o[0]));
@@ -155,7 +158,9 @@ void hash_rows(const Table& t, std::span<const std::size_t> key_columns, std::sp
   std::fill(out.begin(), out.end(), 0x9e3779b97f4a7c15ULL);
   for (std::size_t kc : key_columns) {
     const Column& c = t.column(kc);
-    auto combine = [&](std::size_t i, std::uint64_t h) { out[i] = mix64(out[i] ^ (h + 0x9e3779b97f4a7c15ULL + (out[i] << 6))); };
+    auto combine = [&](std::size_t i, std::uint64_t h) {
+      out[i] = mix64(out[i] ^ (h + 0x9e3779b97f4a7c15ULL + (out[i] << 6)));
+    };
     constexpr std::uint64_t kMissing = 0x5bd1e995u;
     if (c.type == ColumnType::str) {
       for (std::size_t i = 0; i < c.length; ++i) {

@@ -88,7 +88,8 @@ WordCountResult wordcount(const Context& ctx, std::string_view text, const mapre
   check_mpi(MPI_Allreduce(&local.total_words, &total, 1, MPI_UINT64_T, MPI_SUM, ctx.comm()), "MPI_Allreduce");
   out.total_words = total;
   if (gather) {
-    out.words = send_and_sum(ctx, out.words, [](const std::string&) { return 0; }, out.report.traffic);
+    out.words = send_and_sum(
+        ctx, out.words, [](const std::string&) { return 0; }, out.report.traffic);
     clock.lap(report, "gather", fmt::format("{} distinct words on rank 0", out.words.size()));
   }
   out.report.count_out = out.words.size();

@@ -77,7 +77,7 @@ void scan_words(const char* text, std::size_t n, std::size_t first, std::size_t 
     if (last <= pos) starts = 0;
     else if (last - pos < 64) starts &= (std::uint64_t{1} << (last - pos)) - 1;
     if (open) {
-      if (!ends) {  // the word goes on through the whole block
+      if (!ends) {                             // the word goes on through the whole block
         if (skip && pos + 64 >= last) return;  // not ours, and none of ours starts before its end
         continue;
       }

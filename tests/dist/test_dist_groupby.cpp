@@ -24,7 +24,8 @@ Table gather_table(const Table& t) {
 Table ordered(const Table& t, const std::vector<std::string>& by) {
   GroupBySpec spec{by, {}};
   for (const Column& c : t.columns())
-    if (std::find(by.begin(), by.end(), c.name) == by.end()) spec.aggs.push_back({AggOp::first, c.name, 0.5, 1, c.name});
+    if (std::find(by.begin(), by.end(), c.name) == by.end())
+      spec.aggs.push_back({AggOp::first, c.name, 0.5, 1, c.name});
   return tandem::groupby(t, spec).table;
 }
 

@@ -6,8 +6,8 @@
 #include <limits>
 #include <random>
 
-#include "dist_helpers.hpp"
 #include <nlohmann/json.hpp>
+#include "dist_helpers.hpp"
 
 #include "tandem/core/error.hpp"
 
@@ -25,13 +25,35 @@ std::vector<K> make_keys(Shape shape, std::size_t n, int rank, int size) {
     else return K(rng());
   };
   switch (shape) {
-    case Shape::uniform: v.resize(n + std::size_t(rank) * 37); for (auto& k : v) k = random_key(); break;
+    case Shape::uniform:
+      v.resize(n + std::size_t(rank) * 37);
+      for (auto& k : v) k = random_key();
+      break;
     case Shape::all_equal: v.assign(n, K(7)); break;
-    case Shape::one_rank_all: if (rank == size - 1) { v.resize(n * 3); for (auto& k : v) k = random_key(); } break;
-    case Shape::empty_ranks: if (rank % 2 == 0) { v.resize(n); for (auto& k : v) k = random_key(); } break;
-    case Shape::few_distinct: v.resize(n); for (auto& k : v) k = K(rng() % 3); break;
-    case Shape::sorted: v.resize(n); for (std::size_t i = 0; i < n; ++i) v[i] = K(std::size_t(rank) * n + i); break;
-    case Shape::reverse: v.resize(n); for (std::size_t i = 0; i < n; ++i) v[i] = K((size - rank) * n - i); break;
+    case Shape::one_rank_all:
+      if (rank == size - 1) {
+        v.resize(n * 3);
+        for (auto& k : v) k = random_key();
+      }
+      break;
+    case Shape::empty_ranks:
+      if (rank % 2 == 0) {
+        v.resize(n);
+        for (auto& k : v) k = random_key();
+      }
+      break;
+    case Shape::few_distinct:
+      v.resize(n);
+      for (auto& k : v) k = K(rng() % 3);
+      break;
+    case Shape::sorted:
+      v.resize(n);
+      for (std::size_t i = 0; i < n; ++i) v[i] = K(std::size_t(rank) * n + i);
+      break;
+    case Shape::reverse:
+      v.resize(n);
+      for (std::size_t i = 0; i < n; ++i) v[i] = K((size - rank) * n - i);
+      break;
   }
   return v;
 }
@@ -47,7 +69,8 @@ void check_sort(std::vector<K> keys, bool descending) {
   const DistReport r = dist::sort(ctx, keys, opts);
   const auto [begin, length] = even_slice(all.size(), ctx.rank(), ctx.size());
   ASSERT_EQ(keys.size(), length);
-  EXPECT_TRUE(same_bits(keys, std::vector<K>(all.begin() + std::ptrdiff_t(begin), all.begin() + std::ptrdiff_t(begin + length))));
+  EXPECT_TRUE(same_bits(
+      keys, std::vector<K>(all.begin() + std::ptrdiff_t(begin), all.begin() + std::ptrdiff_t(begin + length))));
   EXPECT_EQ(r.count_out, length);
 }
 
@@ -83,8 +106,8 @@ TEST(DistSortFloats, NanAndSignedZeroKeepTheKeyOrder) {
 TEST(DistSortPairs, StableAcrossRanks) {
   Context& ctx = context();
   for (bool descending : {false, true}) {
-    std::vector<std::uint32_t> keys = make_keys<std::uint32_t>(Shape::few_distinct, 3001 + 11 * std::size_t(ctx.rank()),
-                                                               ctx.rank(), ctx.size());
+    std::vector<std::uint32_t> keys =
+        make_keys<std::uint32_t>(Shape::few_distinct, 3001 + 11 * std::size_t(ctx.rank()), ctx.rank(), ctx.size());
     // A value names its origin: (rank, position), so stability is visible.
     std::vector<std::uint64_t> values(keys.size());
     for (std::size_t i = 0; i < values.size(); ++i) values[i] = (std::uint64_t(ctx.rank()) << 32) | i;
@@ -113,7 +136,8 @@ TEST(DistSortPairs, MismatchedLengthsOnOneRankFailEveryRank) {
     dist::sort_pairs(ctx, keys, values);
     FAIL() << "no error";
   } catch (const UsageError& e) {
-    EXPECT_NE(std::string(e.what()).find("rank " + std::to_string(ctx.size() - 1) + ": "), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("rank " + std::to_string(ctx.size() - 1) + ": "), std::string::npos)
+        << e.what();
     EXPECT_NE(std::string(e.what()).find("9 values"), std::string::npos) << e.what();
   }
 }
@@ -128,8 +152,8 @@ TEST(DistContext, AgreeRaisesTheLowestFailingRanksErrorOfTheSameKind) {
     FAIL() << "no error";
   } catch (const InputError& e) {
     const int first = ctx.size() / 2;
-    EXPECT_EQ(std::string(e.what()), "rank " + std::to_string(first) + ": shard.npy: truncated at byte " +
-                                         std::to_string(first));
+    EXPECT_EQ(std::string(e.what()),
+              "rank " + std::to_string(first) + ": shard.npy: truncated at byte " + std::to_string(first));
   }
 }
 

@@ -28,7 +28,8 @@ void check_device_sort(std::vector<K> keys, bool descending) {
   ASSERT_EQ(cudaMemcpy(got.data(), d.data(), got.size() * sizeof(K), cudaMemcpyDeviceToHost), cudaSuccess);
   const auto [begin, length] = even_slice(all.size(), ctx.rank(), ctx.size());
   ASSERT_EQ(got.size(), length);
-  EXPECT_TRUE(same_bits(got, std::vector<K>(all.begin() + std::ptrdiff_t(begin), all.begin() + std::ptrdiff_t(begin + length))));
+  EXPECT_TRUE(same_bits(
+      got, std::vector<K>(all.begin() + std::ptrdiff_t(begin), all.begin() + std::ptrdiff_t(begin + length))));
   bool noted = false;
   for (const auto& n : r.report.notes) noted |= n.rfind("exchange: ", 0) == 0;
   EXPECT_TRUE(noted);

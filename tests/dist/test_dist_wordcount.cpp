@@ -10,7 +10,8 @@ namespace tandem::dist::test {
 namespace {
 
 std::string text_for(int rank, std::size_t words) {
-  static const char* vocabulary[] = {"the", "a", "tandem", "Rank", "rank", "\xc3\xa9t\xc3\xa9", "x", "longer-word", "zipf"};
+  static const char* vocabulary[] = {"the", "a",           "tandem", "Rank", "rank", "\xc3\xa9t\xc3\xa9",
+                                     "x",   "longer-word", "zipf"};
   std::mt19937_64 rng(7 + std::uint64_t(rank));
   std::string t;
   for (std::size_t i = 0; i < words; ++i) {
@@ -27,7 +28,7 @@ void check(std::size_t words_per_rank, bool lowercase) {
   const std::string mine = ctx.rank() == 1 ? std::string() : text_for(ctx.rank(), words_per_rank);
   // Ranks' texts joined with a separator, so that no word spans two ranks.
   std::string all;
-  for (char c : gather_all(std::vector<char>(mine.begin(), mine.end()) , MPI_COMM_WORLD)) all += c;
+  for (char c : gather_all(std::vector<char>(mine.begin(), mine.end()), MPI_COMM_WORLD)) all += c;
   mapreduce::WordCountOptions opts;
   opts.lowercase = lowercase;
   opts.engine.device = Device::cpu;
