@@ -96,6 +96,14 @@ std::vector<std::string> split_names(const std::string& text) {
   return out;
 }
 
+// Adds a --column input to the table, whose columns must all have its length.
+void add_column(tandem::Table& t, tandem::Column c, const std::string& spec) {
+  if (t.num_columns() > 0 && c.length != t.rows())
+    throw tandem::InputError(
+        fmt::format("--column {}: {} values, but the columns before it have {}", spec, c.length, t.rows()));
+  t.add(std::move(c));
+}
+
 tandem::Table read_input_table(const Args& a) {
   tandem::Table t;
   if (!a.table.empty()) {
@@ -108,11 +116,7 @@ tandem::Table read_input_table(const Args& a) {
     throw tandem::UsageError("--schema and --delimiter apply to a CSV input");
   }
   for (const auto& spec : a.columns) {
-    auto c = read_column_option(spec);
-    if (t.num_columns() > 0 && c.length != t.rows())
-      throw tandem::InputError(
-          fmt::format("--column {}: {} values, but the columns before it have {}", spec, c.length, t.rows()));
-    t.add(std::move(c));
+    add_column(t, read_column_option(spec), spec);
   }
   if (t.num_columns() == 0) throw tandem::UsageError("no input: name a CSV file or give --column NAME=PATH");
   return t;
@@ -172,10 +176,7 @@ tandem::Table read_rank_table(const tandem::dist::Context& ctx, const Args& a) {
       c.type = *tandem::column_type_of(dt);
       c.length = arr.count;
       c.values = tandem::Buffer::take(std::move(arr.bytes));
-      if (t.num_columns() > 0 && c.length != t.rows())
-        throw tandem::InputError(
-            fmt::format("--column {}: {} values, but the columns before it have {}", spec, c.length, t.rows()));
-      t.add(std::move(c));
+      add_column(t, std::move(c), spec);
     });
   }
   if (t.num_columns() == 0) throw tandem::UsageError("no input: name a CSV file or give --column NAME=PATH");

@@ -58,6 +58,21 @@ Table used_columns(const Table& input, const GroupBySpec& spec) {
   return Table(std::move(cols));
 }
 
+// Sends counts[d] bytes of `send` (serialised tables, back to back) to rank d and reads the
+// tables received, columns shaped like t's.
+Table exchange_tables(const Context& ctx, const std::vector<std::byte>& send, const std::vector<std::uint64_t>& counts,
+                      const Table& t, Traffic& traffic) {
+  auto received = std::make_shared<std::vector<std::byte>>();
+  std::vector<std::uint64_t> recv_counts;
+  const Traffic moved = exchange_bytes(ctx.impl(), send.data(), counts, recv_counts, [&](std::uint64_t n) {
+    received->resize(n);
+    return received->data();
+  });
+  traffic.bytes_sent += moved.bytes_sent;
+  traffic.bytes_received += moved.bytes_received;
+  return read_tables(received, t);
+}
+
 // Sends every row of `t` to the rank its keys hash to; returns the rows received, in
 // source-rank order (each rank's rows keep their order).
 Table shuffle_rows(const Context& ctx, const Table& t, const std::vector<std::string>& by, Traffic& traffic) {
@@ -74,15 +89,7 @@ Table shuffle_rows(const Context& ctx, const Table& t, const std::vector<std::st
     if (!rows_for[d].empty()) write_table(t.gather(rows_for[d]), send);
     counts[d] = send.size() - before;
   }
-  auto received = std::make_shared<std::vector<std::byte>>();
-  std::vector<std::uint64_t> recv_counts;
-  const Traffic moved = exchange_bytes(ctx.impl(), send.data(), counts, recv_counts, [&](std::uint64_t n) {
-    received->resize(n);
-    return received->data();
-  });
-  traffic.bytes_sent += moved.bytes_sent;
-  traffic.bytes_received += moved.bytes_received;
-  return read_tables(received, t);
+  return exchange_tables(ctx, send, counts, t, traffic);
 }
 
 // Rank 0 receives every rank's table (in rank order); the others get an empty table.
@@ -91,15 +98,7 @@ Table gather_to_first(const Context& ctx, const Table& t, Traffic& traffic) {
   if (t.rows() > 0) write_table(t, send);
   std::vector<std::uint64_t> counts(static_cast<std::size_t>(ctx.size()), 0);
   counts[0] = send.size();
-  auto received = std::make_shared<std::vector<std::byte>>();
-  std::vector<std::uint64_t> recv_counts;
-  const Traffic moved = exchange_bytes(ctx.impl(), send.data(), counts, recv_counts, [&](std::uint64_t n) {
-    received->resize(n);
-    return received->data();
-  });
-  traffic.bytes_sent += moved.bytes_sent;
-  traffic.bytes_received += moved.bytes_received;
-  return read_tables(received, t);
+  return exchange_tables(ctx, send, counts, t, traffic);
 }
 
 // The result rows ordered by the keys: a group-by taking each (already distinct) group's values.

@@ -3,11 +3,13 @@
 #pragma once
 #include <cstdint>
 #include <cstring>
+#include <span>
 #include <vector>
 
 #include <mpi.h>
 
 #include "tandem/dist.hpp"
+#include "tandem/sort.hpp"
 
 namespace tandem::dist::test {
 
@@ -31,6 +33,22 @@ std::vector<T> gather_all(const std::vector<T>& mine, MPI_Comm comm) {
   }
   std::vector<T> all(std::size_t(total) / sizeof(T));
   MPI_Allgatherv(mine.data(), bytes, MPI_BYTE, all.data(), sizes.data(), at.data(), MPI_BYTE, comm);
+  return all;
+}
+
+// Sort options for the CPU in the given direction.
+inline SortOptions cpu_sort_options(bool descending) {
+  SortOptions opts;
+  opts.descending = descending;
+  opts.device = Device::cpu;
+  return opts;
+}
+
+// Every rank's keys together, sorted by one process: what the ranks' parts must add up to.
+template <class K>
+std::vector<K> sorted_whole(const std::vector<K>& mine, bool descending) {
+  std::vector<K> all = gather_all(mine, MPI_COMM_WORLD);
+  tandem::sort(std::span<K>(all), cpu_sort_options(descending));
   return all;
 }
 

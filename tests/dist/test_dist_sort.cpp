@@ -61,11 +61,8 @@ std::vector<K> make_keys(Shape shape, std::size_t n, int rank, int size) {
 template <class K>
 void check_sort(std::vector<K> keys, bool descending) {
   Context& ctx = context();
-  std::vector<K> all = gather_all(keys, MPI_COMM_WORLD);
-  SortOptions opts;
-  opts.descending = descending;
-  opts.device = Device::cpu;
-  tandem::sort(std::span<K>(all), opts);
+  const std::vector<K> all = sorted_whole(keys, descending);
+  SortOptions opts = cpu_sort_options(descending);
   const DistReport r = dist::sort(ctx, keys, opts);
   const auto [begin, length] = even_slice(all.size(), ctx.rank(), ctx.size());
   ASSERT_EQ(keys.size(), length);

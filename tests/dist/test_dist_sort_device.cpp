@@ -16,11 +16,8 @@ namespace {
 template <class K>
 void check_device_sort(std::vector<K> keys, bool descending) {
   Context& ctx = context();
-  std::vector<K> all = gather_all(keys, MPI_COMM_WORLD);
-  SortOptions opts;
-  opts.descending = descending;
-  opts.device = Device::cpu;
-  tandem::sort(std::span<K>(all), opts);
+  const std::vector<K> all = sorted_whole(keys, descending);
+  SortOptions opts = cpu_sort_options(descending);
   gpu::DeviceBuffer<K> d(keys.size());
   ASSERT_EQ(cudaMemcpy(d.data(), keys.data(), keys.size() * sizeof(K), cudaMemcpyHostToDevice), cudaSuccess);
   const DistReport r = dist::sort_device(ctx, d, opts);
