@@ -104,14 +104,18 @@ void add_column(tandem::Table& t, tandem::Column c, const std::string& spec) {
   t.add(std::move(c));
 }
 
+tandem::CsvOptions csv_options(const Args& a) {
+  tandem::CsvOptions o;
+  o.delimiter = parse_delimiter(a.delimiter);
+  if (!a.schema.empty()) o.schema = tandem::parse_csv_schema(a.schema);
+  o.threads = a.threads;
+  return o;
+}
+
 tandem::Table read_input_table(const Args& a) {
   tandem::Table t;
   if (!a.table.empty()) {
-    tandem::CsvOptions o;
-    o.delimiter = parse_delimiter(a.delimiter);
-    if (!a.schema.empty()) o.schema = tandem::parse_csv_schema(a.schema);
-    o.threads = a.threads;
-    t = tandem::read_csv(a.table, o);
+    t = tandem::read_csv(a.table, csv_options(a));
   } else if (!a.schema.empty() || !a.delimiter.empty()) {
     throw tandem::UsageError("--schema and --delimiter apply to a CSV input");
   }
@@ -145,11 +149,7 @@ bool folder_output(const Args& a) {
 tandem::Table read_rank_table(const tandem::dist::Context& ctx, const Args& a) {
   tandem::Table t;
   if (!a.table.empty()) {
-    tandem::CsvOptions o;
-    o.delimiter = parse_delimiter(a.delimiter);
-    if (!a.schema.empty()) o.schema = tandem::parse_csv_schema(a.schema);
-    o.threads = a.threads;
-    t = tandem::cli::read_rank_csv(ctx, a.table, o);
+    t = tandem::cli::read_rank_csv(ctx, a.table, csv_options(a));
   }
   for (const auto& spec : a.columns) {
     const auto eq = spec.find('=');
