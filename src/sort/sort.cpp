@@ -87,7 +87,7 @@ void run_cpu(std::span<K> keys, std::span<V> values, const SortOptions& opts, So
   } else {
     detail::cpu_radix_sort(keys, values, opts.descending, threads);
     r.add("CPU radix sort", "cpu", w.seconds(),
-          fmt::format("{} elements, LSD 8-bit digits, {} threads", keys.size(), threads));
+          fmt::format("{} elements, one parallel MSD pass then buckets in cache, {} threads", keys.size(), threads));
   }
 }
 
