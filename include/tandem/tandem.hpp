@@ -25,6 +25,7 @@
 #include "tandem/core/error.hpp"
 #include "tandem/core/format.hpp"
 #include "tandem/core/hash.hpp"
+#include "tandem/core/memory.hpp"
 #include "tandem/core/io.hpp"
 #include "tandem/core/key_order.hpp"
 #include "tandem/core/parallel.hpp"

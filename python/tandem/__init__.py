@@ -35,10 +35,25 @@ def info():
     return info
 
 
+def cached_memory():
+    """Bytes tandem keeps between calls so that the next call of a similar size takes no page faults:
+    a dict with "scratch" (CPU sort and group-by scratch), "word_tables" (word count tables) and
+    "total"."""
+    scratch, word_tables = _tandem._cached_memory()
+    return {"scratch": scratch, "word_tables": word_tables, "total": scratch + word_tables}
+
+
+def release_memory():
+    """Gives the memory of tandem.cached_memory() back to the system (calls running meanwhile keep
+    theirs)."""
+    _tandem._release_cached_memory()
+
+
 def info_text():
     """tandem.info() as readable text (as `tandem info` prints it)."""
     return _tandem._describe()
 
 
 __all__ = ["sort", "argsort", "sort_by_key", "groupby", "generate_groupby", "read_csv", "wordcount", "topk", "info", "info_text",
+           "cached_memory", "release_memory",
            "Report", "Stage", "Error", "UsageError", "InputError", "NoDeviceError", "CudaError", "OutOfMemoryError"]

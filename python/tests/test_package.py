@@ -44,3 +44,16 @@ def test_compiled_functions_check_their_arrays():
     with pytest.raises(TypeError, match="4- or 8-byte"):
         _tandem._sort_pairs(np.zeros(3), np.zeros(3, np.int16), False, "auto", 0, True)
     assert _tandem._sort_copy(np.zeros(6)[::2], False, "auto", 0, True, False) is None  # the general path's job
+
+
+def test_cached_memory_is_released():
+    tandem.release_memory()
+    assert tandem.cached_memory()["total"] == 0
+    keys = np.random.default_rng(3).integers(0, 2**32, 1 << 20, dtype=np.uint32)  # 4 MiB: pooled scratch
+    out = tandem.sort(keys, device="cpu")
+    assert np.array_equal(out, np.sort(keys))
+    kept = tandem.cached_memory()
+    assert kept["scratch"] >= keys.nbytes
+    assert kept["total"] == kept["scratch"] + kept["word_tables"]
+    tandem.release_memory()
+    assert tandem.cached_memory() == {"scratch": 0, "word_tables": 0, "total": 0}

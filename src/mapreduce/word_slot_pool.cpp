@@ -59,4 +59,14 @@ std::size_t held_zeroed_bytes() {
   return held_bytes;
 }
 
+void release_zeroed_blocks() {
+  std::vector<Block> blocks;
+  {
+    std::lock_guard lock(held_mutex);
+    blocks.swap(held_blocks);
+    held_bytes = 0;
+  }
+  for (const Block& b : blocks) ::munmap(b.p, b.bytes);
+}
+
 }  // namespace tandem::mapreduce::detail

@@ -14,5 +14,7 @@ void* take_zeroed_block(std::size_t bytes);
 void give_zeroed_block(void* block, std::size_t bytes);
 // Bytes the pool holds now.
 std::size_t held_zeroed_bytes();
+// Unmaps every held block.
+void release_zeroed_blocks();
 
 }  // namespace tandem::mapreduce::detail
