@@ -201,7 +201,12 @@ TEST(CpuWordCount, ThreadTablesComeBackToThePoolForTheNextCall) {
   const std::size_t held = held_zeroed_bytes();
   EXPECT_GE(held, 2 * st.table_slots * sizeof(WordSlot));
   EXPECT_EQ(count(t, 2, 0), first);
-  EXPECT_EQ(held_zeroed_bytes(), held);  // the second call took the same blocks and gave them back
+  // The second call took the thread tables' blocks again and gave them back: had it mapped new
+  // ones, the pool would hold two more thread tables now. It may hold one more merged range table
+  // (64 KiB here): how many of those are live at once depends on how the threads race for ranges.
+  const std::size_t after = held_zeroed_bytes();
+  EXPECT_GE(after, held);
+  EXPECT_LT(after - held, st.table_slots * sizeof(WordSlot));
 }
 
 TEST(CpuWordCount, TwoCallersAtOnceBothGetTheirOwnCounts) {
