@@ -196,14 +196,14 @@ int run_table_distributed(const Args& a, const tandem::GroupBySpec& spec, const 
   const double read_s = w.seconds();
   auto r = tandem::dist::groupby(ctx, input, spec, o, a.gather);
   tandem::cli::print_notices(r.report.report);
-  ctx.run_agreed([&] {
-    if (out.empty()) return;
-    if (csv) tandem::write_csv(csv->stream(), r.table);
-    else tandem::write_table_folder(out, r.table);
-  });
-  ctx.run_agreed([&] {
-    if (csv) csv->commit();
-  });
+  tandem::cli::write_then_commit(
+      ctx,
+      [&] {
+        if (out.empty()) return;
+        if (csv) tandem::write_csv(csv->stream(), r.table);
+        else tandem::write_table_folder(out, r.table);
+      },
+      csv.get());
   if (a.explain && ctx.rank() == 0)
     std::cerr << ctx.describe() << '\n'
               << r.report.report.explain()

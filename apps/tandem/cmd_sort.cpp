@@ -109,27 +109,23 @@ int run_distributed(const Args& a, const tandem::SortOptions& o, tandem::DType t
       auto k = to_vector<K>(keys);
       keys = {};
       auto write_keys = [&] { tandem::io::write_array(*keys_file, t, k.data(), k.size()); };
-      tandem::dist::DistReport rep;
-      if (!values) {
-        rep = tandem::dist::sort(ctx, k, o);
-        ctx.run_agreed(write_keys);
-      } else if (vt == tandem::DType::u32) {
-        auto v = to_vector<std::uint32_t>(*values);
-        rep = tandem::dist::sort_pairs(ctx, k, v, o);
-        ctx.run_agreed([&] { write_keys(), tandem::io::write_array(*values_file, vt, v.data(), v.size()); });
-      } else {
-        auto v = to_vector<std::uint64_t>(*values);
-        rep = tandem::dist::sort_pairs(ctx, k, v, o);
-        ctx.run_agreed([&] { write_keys(), tandem::io::write_array(*values_file, vt, v.data(), v.size()); });
-      }
+      // Pairs: the values as `V` (u32 or u64), sorted along and written beside the keys.
+      auto sort_pairs_as = [&](auto value_tag) {
+        auto v = to_vector<decltype(value_tag)>(*values);
+        auto rep = tandem::dist::sort_pairs(ctx, k, v, o);
+        tandem::cli::write_then_commit(
+            ctx, [&] { write_keys(), tandem::io::write_array(*values_file, vt, v.data(), v.size()); }, &*keys_file,
+            &*values_file);
+        return rep;
+      };
+      if (values && vt == tandem::DType::u32) return sort_pairs_as(std::uint32_t{});
+      if (values) return sort_pairs_as(std::uint64_t{});
+      auto rep = tandem::dist::sort(ctx, k, o);
+      tandem::cli::write_then_commit(ctx, write_keys, &*keys_file);
       return rep;
     } else {
       throw tandem::UsageError("unsupported key type");
     }
-  });
-  ctx.run_agreed([&] {
-    if (values_file) tandem::io::AtomicOutput::commit_all({&*keys_file, &*values_file});
-    else keys_file->commit();
   });
   tandem::cli::print_notices(r.report);
   if (a.explain && ctx.rank() == 0)

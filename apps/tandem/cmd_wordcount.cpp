@@ -54,12 +54,12 @@ int run_distributed(const Args& a, const tandem::mapreduce::WordCountOptions& o)
   const double read_s = w.seconds();
   auto r = tandem::dist::wordcount(ctx, std::string_view(text.data(), text.size()), o, a.gather);
   tandem::cli::print_notices(r.report.report);
-  ctx.run_agreed([&] {
-    if (file) write_words(file->stream(), r.words, a.top);
-  });
-  ctx.run_agreed([&] {
-    if (file) file->commit();
-  });
+  tandem::cli::write_then_commit(
+      ctx,
+      [&] {
+        if (file) write_words(file->stream(), r.words, a.top);
+      },
+      file ? &*file : nullptr);
   if (a.explain && ctx.rank() == 0)
     std::cerr << ctx.describe() << '\n'
               << r.report.report.explain()

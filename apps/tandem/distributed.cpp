@@ -187,6 +187,15 @@ std::string rank_output(const dist::Context& ctx, const std::string& path, bool 
                     path));
   return dist::expand_rank_path(path, ctx.rank(), ctx.size());
 }
+
+void write_then_commit(const dist::Context& ctx, const std::function<void()>& write, io::AtomicOutput* first,
+                       io::AtomicOutput* second) {
+  ctx.run_agreed(write);
+  ctx.run_agreed([&] {
+    if (first && second) io::AtomicOutput::commit_all({first, second});
+    else if (first) first->commit();
+  });
+}
 #endif
 
 }  // namespace tandem::cli

@@ -2,6 +2,7 @@
 // Paths may hold {rank} and {size}; a shared input file without them is split between the ranks
 // (arrays by elements, text at white space, CSV at line breaks outside quotes).
 #pragma once
+#include <functional>
 #include <string>
 
 #include <CLI/CLI.hpp>
@@ -36,6 +37,11 @@ Table read_rank_csv(const dist::Context& ctx, const std::string& path, const Csv
 // The path this rank writes, or "" when it writes nothing: with gather only rank 0 writes (the
 // path as given); otherwise every rank writes its part, so the path must hold {rank} (UsageError).
 std::string rank_output(const dist::Context& ctx, const std::string& path, bool gather);
+
+// Every rank runs `write` (into its outputs, if it has any); once every rank has written without
+// error, each commits its outputs (null ones skipped), so no rank leaves a file when one failed.
+void write_then_commit(const dist::Context& ctx, const std::function<void()>& write, io::AtomicOutput* first,
+                       io::AtomicOutput* second = nullptr);
 #endif
 
 }  // namespace tandem::cli
