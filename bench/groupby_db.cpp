@@ -5,6 +5,11 @@
 //   bench_groupby_db [--rows N] [--k K] [--threads T] [--reps R] [--questions q1,q3]
 //                    [--data-dir DIR] [--duckdb-script bench/duckdb/groupby.mjs] [--explain]
 //                    [--no-duckdb]   (tandem alone, unchecked: for profiling)
+//   bench_groupby_db --gpu [--rows 100000000] [--k 100] [--threads 16] [--reps R] [--questions ...]
+//                    the GPU engine against the CPU engine on the same generated table, each GPU
+//                    answer checked against the CPU's: on a DeviceTable uploaded once (compute only,
+//                    as the CPU engine's table is already in memory) and from the host table
+//                    (strings encoded and columns uploaded inside the timed call).
 //
 // Run from the repository root after `npm install` in bench/duckdb. The table is written once
 // as CSV (DIR/tandem-groupby-N-K.csv, kept for the next run); a Node script loads it into
@@ -41,6 +46,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -48,6 +54,7 @@
 #include "harness.hpp"
 #include "tandem/core/error.hpp"
 #include "tandem/core/timing.hpp"
+#include "tandem/device_table.hpp"
 #include "tandem/groupby.hpp"
 
 using namespace tandem;
@@ -225,6 +232,65 @@ std::array<double, 2> cpu_seconds() {
           double(u.ru_stime.tv_sec) + 1e-6 * double(u.ru_stime.tv_usec)};
 }
 
+// GPU floor at 10^8 rows (H100, ~3 TB/s): the codes and values a question reads (u32 string
+// codes, i32 ids, i32/f64 values: q1 0.8 GB, q3 1.6 GB, q10 3.2 GB) plus one gid array written
+// and read per aggregation, ~1-3 ms per question; holistic questions (q6, q8) sort 10^8 values
+// twice (~1.2 GB each way per pass), ~20-40 ms; q10's two rankings of 64-bit tuples, ~50 ms.
+int gpu_questions(bench::Bench& b, const Table& data, const std::vector<Question>& qs, std::size_t k, int threads) {
+  std::optional<DeviceTable> on_gpu;
+  std::optional<DeviceTable> products_on_gpu;
+  Table products;
+  try {
+    on_gpu.emplace(data);
+    products = with_products(data, threads);
+    products_on_gpu.emplace(products);
+  } catch (const NoDeviceError& e) {
+    fmt::print("GPU engine: skipped ({})\n", e.what());
+    return b.finish();
+  }
+  fmt::print("uploaded {} rows: {:.2f} s, {:.2f} GB on the device\n", data.rows(), on_gpu->upload_seconds(),
+             double(on_gpu->device_bytes()) / 1e9);
+  std::vector<std::string> lines;
+  const double rows = double(data.rows());
+  for (const auto& q : qs) {
+    const GroupBySpec spec{q.by, parse_aggregations(q.aggs)};
+    const Table& input = q.id == "q9" ? products : data;
+    const DeviceTable& device = q.id == "q9" ? *products_on_gpu : *on_gpu;
+    GroupByResult cpu, gpu, from_host;
+    const auto c = b.measure([&] {
+      Stopwatch t;
+      cpu = groupby(input, spec, {Device::cpu, threads});
+      return t.seconds();
+    });
+    const auto g = b.measure([&] {
+      Stopwatch t;
+      gpu = groupby(device, spec, {Device::gpu, threads});
+      return t.seconds();
+    });
+    const auto h = b.measure([&] {
+      Stopwatch t;
+      from_host = groupby(input, spec, {Device::gpu, threads});
+      return t.seconds();
+    });
+    if (b.has_flag("--explain")) fmt::print("{}", gpu.report.explain());
+    const std::string what = fmt::format("{} 1e{:.0f} K={}", q.id, std::log10(rows), k);
+    const Answer want = shape(q, cpu.table);
+    std::string why = compare(q, shape(q, gpu.table), want);
+    if (why.empty()) why = compare(q, shape(q, from_host.table), want);
+    b.record(what, fmt::format("tandem CPU {}t", threads), c, rows, "rows", true);
+    b.record(what, "tandem GPU, device table", g, rows, "rows", why.empty());
+    b.record(what, "tandem GPU, from host", h, rows, "rows", why.empty());
+    if (!why.empty()) b.fail(fmt::format("{}: GPU vs CPU: {}", what, why));
+    b.goal(fmt::format("{} GPU vs CPU {}t", what, threads), c.median / g.median, 10.0);
+    lines.push_back(fmt::format("| {} | {:.4f} | {:.4f} | {:.4f} | {:.1f}x | {:.2f}x |", q.id, c.median, g.median,
+                                h.median, c.median / g.median, c.median / h.median));
+  }
+  fmt::print("\n| question | CPU s | GPU s (device table) | GPU s (from host) | CPU / GPU | CPU / GPU from host |\n"
+             "|---|---|---|---|---|---|\n{}\n",
+             fmt::join(lines, "\n"));
+  return b.finish();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -242,6 +308,7 @@ int main(int argc, char** argv) {
   Stopwatch w;
   const Table data = generate_groupby_table({.rows = rows, .k = k});
   fmt::print("generated {} rows, K = {} in {:.2f} s\n", rows, k, w.seconds());
+  if (b.has_flag("--gpu")) return gpu_questions(b, data, qs, k, threads);
   const std::string dir = b.get("--data-dir", "/tmp");
   const std::string csv = fmt::format("{}/tandem-groupby-{}-{}.csv", dir, rows, k);
   const bool duckdb = !b.has_flag("--no-duckdb");

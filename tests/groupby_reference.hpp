@@ -14,6 +14,7 @@
 
 #include <gtest/gtest.h>
 
+#include "groupby/ops/registry.hpp"
 #include "tandem/core/key_order.hpp"
 #include "tandem/groupby.hpp"
 #include "tandem/table.hpp"
@@ -356,5 +357,39 @@ inline Column random_column(std::mt19937_64& rng, const std::string& name, Colum
 
 inline constexpr ColumnType kAllTypes[] = {ColumnType::i32, ColumnType::i64, ColumnType::u32, ColumnType::u64,
                                            ColumnType::f32, ColumnType::f64, ColumnType::str};
+
+// Every operator on every value column it accepts, each with probability `share`.
+inline std::vector<Aggregation> random_aggregations(std::mt19937_64& rng, const Table& t, double share) {
+  std::vector<Aggregation> aggs{aggregation(AggOp::count_rows)};
+  std::uniform_real_distribution<double> unit(0, 1);
+  for (const auto& c : t.columns()) {
+    if (c.name[0] != 'v') continue;
+    for (const auto& o : agg::operators()) {
+      if (!o.reads_column || !o.accepts(c.type) || unit(rng) > share) continue;
+      Aggregation a = aggregation(o.op, c.name);
+      a.q = unit(rng);
+      a.n = 1 + rng() % 3;
+      aggs.push_back(a);
+    }
+  }
+  return aggs;
+}
+
+inline Table random_table(std::mt19937_64& rng, std::size_t rows, std::size_t keys, double missing) {
+  Table t;
+  for (std::size_t k = 0; k < keys; ++k)
+    t.add(random_column(rng, "k" + std::to_string(k), kAllTypes[rng() % 7], rows, 1 + rng() % 6, missing));
+  for (const auto type : kAllTypes)
+    t.add(random_column(rng, "v_" + std::string(to_string(type)), type, rows, 40, 0.1));
+  return t;
+}
+
+inline GroupBySpec spec_of(const Table& t, std::vector<Aggregation> aggs) {
+  GroupBySpec s;  // every column named k… is a key
+  for (const auto& c : t.columns())
+    if (c.name[0] == 'k') s.by.push_back(c.name);
+  s.aggs = std::move(aggs);
+  return s;
+}
 
 }  // namespace groupby_test

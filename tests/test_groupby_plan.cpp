@@ -1,8 +1,12 @@
-// The CPU group-by's plan (pure arithmetic) and which group-bys the GPU route takes.
+// The CPU group-by's plan and the GPU table group-by's (pure arithmetic: codings, mixing, wrap bounds).
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <limits>
+
 #include "groupby/cpu_plan.hpp"
-#include "groupby/gpu_route.hpp"
+#include "groupby/gpu/plan.hpp"
+#include "groupby/ops/holistic.hpp"
 #include "tandem/groupby.hpp"
 
 using namespace tandem;
@@ -36,25 +40,58 @@ TEST(GroupByPlan, ManyGroupsOrHolisticAggregationsPartitionTheGroupIds) {
   EXPECT_TRUE(plan_aggregation(100, 3, 8, true, 2).partitioned);
 }
 
-TEST(GroupByGpuRoute, TakesOneIntegerKeyAndTheFiveSimpleAggregationsOfOneColumn) {
-  Table t;
-  t.add(make_column<std::uint32_t>("k", {1, 2}));
-  t.add(make_column<double>("v", {1, 2}));
-  t.add(make_column<float>("w", {1, 2}));
-  t.add(make_column<std::uint64_t>("u", {1, 2}));
-  t.add(make_string_column("s", {"a", "b"}));
-  t.add(make_column<std::int32_t>("m", {1, 2}, make_validity(2, [](std::size_t i) { return i == 0; })));
-  EXPECT_FALSE(gpu_route::gap(t, {{"k"}, parse_aggregations("count(),sum(v),min(v),max(v),mean(v),count(v)")}));
-  EXPECT_FALSE(gpu_route::gap(t, {{"k"}, parse_aggregations("count()")}));
-  EXPECT_TRUE(gpu_route::gap(t, {{"k", "m"}, parse_aggregations("count()")}));
-  EXPECT_TRUE(gpu_route::gap(t, {{"s"}, parse_aggregations("count()")}));
-  EXPECT_TRUE(gpu_route::gap(t, {{"v"}, parse_aggregations("count()")}));
-  EXPECT_TRUE(gpu_route::gap(t, {{"m"}, parse_aggregations("count()")}));
-  EXPECT_TRUE(gpu_route::gap(t, {{"k"}, parse_aggregations("median(v)")}));
-  EXPECT_TRUE(gpu_route::gap(t, {{"k"}, parse_aggregations("sum(v),sum(w)")}));
-  EXPECT_TRUE(gpu_route::gap(t, {{"k"}, parse_aggregations("sum(u)")}));
-  EXPECT_TRUE(gpu_route::gap(t, {{"k"}, parse_aggregations("sum(m)")}));
-  const auto why = gpu_route::gap(t, {{"k"}, parse_aggregations("sum(v),std(v)")});
-  ASSERT_TRUE(why);
-  EXPECT_NE(why->find("std(v)"), std::string::npos) << *why;
+TEST(GpuGroupByPlan, IntegerKeysAreOffsetsWhileTheirRangeIsSmallElseRanked) {
+  using gpu_groupby::KeyCoding;
+  EXPECT_EQ(gpu_groupby::choose_coding(ColumnType::i32, 10, 110, 1000), KeyCoding::range);
+  EXPECT_EQ(gpu_groupby::choose_coding(ColumnType::u64, 0, 1u << 19, 10), KeyCoding::range);  // small ranges always
+  EXPECT_EQ(gpu_groupby::choose_coding(ColumnType::i64, 0, std::uint64_t{1} << 40, 1000), KeyCoding::ranked);
+  EXPECT_EQ(gpu_groupby::choose_coding(ColumnType::u32, 0, 3'999'999, 1'000'000), KeyCoding::range);
+  EXPECT_EQ(gpu_groupby::choose_coding(ColumnType::u32, 0, 5'000'000, 1'000'000), KeyCoding::ranked);
+  EXPECT_EQ(gpu_groupby::choose_coding(ColumnType::f64, 0, 1, 1000), KeyCoding::ranked);
+  EXPECT_EQ(gpu_groupby::choose_coding(ColumnType::str, 0, 0, 1000), KeyCoding::dictionary);
+  EXPECT_EQ(gpu_groupby::choose_coding(ColumnType::i32, 1, 0, 1000), KeyCoding::ranked);  // no present value
+}
+
+TEST(GpuGroupByPlan, MixedRadixNumbersStayBelowTwoToThe64) {
+  EXPECT_TRUE(gpu_groupby::fits_mixed(1, ~std::uint64_t{0}));
+  EXPECT_TRUE(gpu_groupby::fits_mixed(std::uint64_t{1} << 32, (std::uint64_t{1} << 32) - 1));
+  EXPECT_FALSE(gpu_groupby::fits_mixed(std::uint64_t{1} << 32, std::uint64_t{1} << 32));
+  // The db-benchmark's q10 at 10^8 rows: id1..id5 fit (10^14), id6 (10^6 more) does not.
+  EXPECT_TRUE(gpu_groupby::fits_mixed(100ull * 100 * 1'000'000 * 100, 100));
+  EXPECT_FALSE(gpu_groupby::fits_mixed(100ull * 100 * 1'000'000 * 100 * 100, 1'000'000));
+  EXPECT_EQ(gpu_groupby::bits_for(1), 1);
+  EXPECT_EQ(gpu_groupby::bits_for(2), 1);
+  EXPECT_EQ(gpu_groupby::bits_for(3), 2);
+  EXPECT_EQ(gpu_groupby::bits_for(std::uint64_t{1} << 40), 40);
+  EXPECT_EQ(gpu_groupby::bits_for((std::uint64_t{1} << 40) + 1), 41);
+  EXPECT_EQ(gpu_groupby::direct_limit(10), std::uint64_t{1} << 16);
+  EXPECT_EQ(gpu_groupby::direct_limit(1'000'000), 4'000'000u);
+  EXPECT_EQ(gpu_groupby::direct_limit(100'000'000), std::uint64_t{1} << 26);
+}
+
+TEST(GpuGroupByPlan, SixtyFourBitSumsThatMayWrapAreFlagged) {
+  using gpu_groupby::sum_may_wrap;
+  EXPECT_FALSE(sum_may_wrap(true, -5, 5, 1'000'000));
+  EXPECT_FALSE(sum_may_wrap(true, 0, std::int64_t{1} << 40, std::uint64_t{1} << 22));
+  EXPECT_TRUE(sum_may_wrap(true, 0, std::int64_t{1} << 40, std::uint64_t{1} << 23));
+  EXPECT_TRUE(sum_may_wrap(true, std::numeric_limits<std::int64_t>::min(), 0, 1));
+  EXPECT_FALSE(sum_may_wrap(true, std::numeric_limits<std::int64_t>::max(), std::numeric_limits<std::int64_t>::max(), 1));
+  EXPECT_TRUE(sum_may_wrap(true, std::numeric_limits<std::int64_t>::max(), std::numeric_limits<std::int64_t>::max(), 2));
+  EXPECT_FALSE(gpu_groupby::sum_may_wrap_unsigned(~std::uint64_t{0}, 1));
+  EXPECT_TRUE(gpu_groupby::sum_may_wrap_unsigned(~std::uint64_t{0}, 2));
+  EXPECT_FALSE(gpu_groupby::sum_may_wrap_unsigned(std::uint64_t{1} << 62, 3));
+  EXPECT_TRUE(gpu_groupby::sum_may_wrap_unsigned(std::uint64_t{1} << 62, 4));
+}
+
+TEST(GpuGroupByPlan, QuantilePositionsInterpolateBetweenNeighbours) {
+  const auto p = agg::quantile_position(5, 0.5);
+  EXPECT_EQ(p.lo, 2u);
+  EXPECT_EQ(p.frac, 0.0);
+  const auto q = agg::quantile_position(4, 0.5);
+  EXPECT_EQ(q.lo, 1u);
+  EXPECT_DOUBLE_EQ(q.frac, 0.5);
+  EXPECT_EQ(agg::quantile_position(4, 1.0).lo, 3u);
+  EXPECT_EQ(agg::quantile_position(1, 0.9).lo, 0u);
+  EXPECT_DOUBLE_EQ(agg::interpolate(1.0, 3.0, 0.25), 1.5);
+  EXPECT_EQ(agg::interpolate(2.0, NAN, 0.0), 2.0);
 }

@@ -8,6 +8,7 @@
 #include "groupby_reference.hpp"
 #include "tandem/core/device.hpp"
 #include "tandem/core/error.hpp"
+#include "tandem/device_table.hpp"
 
 using namespace groupby_test;
 
@@ -20,40 +21,6 @@ GroupByResult on_cpu(const Table& t, const GroupBySpec& s, int threads = 2) {
 void expect_reference(const Table& t, const GroupBySpec& s, const std::string& what, int threads = 2) {
   const auto want = reference_groupby(t, s);
   expect_matches(on_cpu(t, s, threads).table, want, what);
-}
-
-// Every operator on every value column it accepts, each with probability `share`.
-std::vector<Aggregation> random_aggregations(std::mt19937_64& rng, const Table& t, double share) {
-  std::vector<Aggregation> aggs{aggregation(AggOp::count_rows)};
-  std::uniform_real_distribution<double> unit(0, 1);
-  for (const auto& c : t.columns()) {
-    if (c.name[0] != 'v') continue;
-    for (const auto& o : agg::operators()) {
-      if (!o.reads_column || !o.accepts(c.type) || unit(rng) > share) continue;
-      Aggregation a = aggregation(o.op, c.name);
-      a.q = unit(rng);
-      a.n = 1 + rng() % 3;
-      aggs.push_back(a);
-    }
-  }
-  return aggs;
-}
-
-Table random_table(std::mt19937_64& rng, std::size_t rows, std::size_t keys, double missing) {
-  Table t;
-  for (std::size_t k = 0; k < keys; ++k)
-    t.add(random_column(rng, fmt::format("k{}", k), kAllTypes[rng() % 7], rows, 1 + rng() % 6, missing));
-  for (const auto type : kAllTypes)
-    t.add(random_column(rng, fmt::format("v_{}", to_string(type)), type, rows, 40, 0.1));
-  return t;
-}
-
-GroupBySpec spec_of(const Table& t, std::vector<Aggregation> aggs) {
-  GroupBySpec s;
-  for (const auto& c : t.columns())
-    if (c.name[0] == 'k') s.by.push_back(c.name);
-  s.aggs = std::move(aggs);
-  return s;
 }
 
 }  // namespace
@@ -337,4 +304,10 @@ TEST(GroupByTable, ManyDistinctKeysAcrossThreadsAndTheirCombination) {
   const auto aggs = parse_aggregations("sum(v_f64),count(),first(v_f64),max(v_f64)");
   for (const auto& by : std::vector<std::vector<std::string>>{{"k1"}, {"k2"}, {"k4"}, {"k0", "k1", "k2", "k3", "k4"}})
     expect_reference(t, {by, aggs}, fmt::format("by {}", fmt::join(by, ",")), 3);
+}
+
+TEST(GroupByTable, ADeviceTableNeedsAGpu) {
+  if (gpu_count() > 0) GTEST_SKIP() << "a GPU is present (tests/gpu covers the device table)";
+  const Table t = generate_groupby_table({.rows = 100, .k = 10});
+  EXPECT_THROW(DeviceTable{t}, NoDeviceError);
 }

@@ -1,16 +1,17 @@
-// tandem::groupby: checks the request, picks the engine (cpu_engine.hpp, or the GPU hash
-// group-by through gpu_route.hpp for what it covers) and says in the report which ran what.
+// tandem::groupby: checks the request, picks the engine (cpu_engine.hpp, or the GPU table engine
+// of gpu/engine.hpp on a DeviceTable) and says in the report which ran what.
 #include <set>
 
 #include <fmt/format.h>
 
 #include "groupby/cpu_engine.hpp"
-#include "groupby/gpu_route.hpp"
+#include "groupby/gpu/engine.hpp"
 #include "groupby/ops/registry.hpp"
 #include "tandem/core/device.hpp"
 #include "tandem/core/error.hpp"
 #include "tandem/core/parallel.hpp"
 #include "tandem/core/timing.hpp"
+#include "tandem/device_table.hpp"
 #include "tandem/groupby.hpp"
 
 namespace tandem {
@@ -53,17 +54,49 @@ GroupByResult on_cpu(const Table& input, const GroupBySpec& spec, const GroupByO
   return {std::move(t), std::move(report)};
 }
 
+// The GPU engine on an uploaded table; the CPU engine reruns a group-by whose 64-bit integer sums
+// may have wrapped in the GPU's atomics.
+GroupByResult on_gpu(const DeviceTable& table, const GroupBySpec& spec, const GroupByOptions& options,
+                     Report report) {
 #if TANDEM_HAS_CUDA
-// The GPU route; nothing when its integer sums may have wrapped (the CPU then reruns it).
-std::optional<GroupByResult> on_gpu(const Table& input, const GroupBySpec& spec, Report& report) {
-  auto t = gpu_route::run(input, spec, report);
-  if (!t) {
-    report.note("GPU sums of 64-bit integers may have wrapped: rerun on the CPU, which checks every sum");
-    return std::nullopt;
-  }
-  return GroupByResult{std::move(*t), report};
-}
+  auto t = gpu_groupby::run(table.impl(), spec, options.threads > 0 ? options.threads : default_threads(), report);
+#else
+  std::optional<Table> t;  // unreachable: a CPU-only build cannot construct a DeviceTable
+  throw NoDeviceError("group-by on a device table: this build has no CUDA support");
 #endif
+  if (!t) {
+    report.notice("GPU sums of 64-bit integers may have wrapped: rerun on the CPU, which checks every sum");
+    return on_cpu(table.host(), spec, options, std::move(report));
+  }
+  return {std::move(*t), std::move(report)};
+}
+
+// The columns a group-by reads.
+std::vector<std::string> columns_read(const GroupBySpec& spec) {
+  std::vector<std::string> names = spec.by;
+  for (const auto& a : spec.aggs)
+    if (agg::operator_info(a.op).reads_column && std::find(names.begin(), names.end(), a.column) == names.end())
+      names.push_back(a.column);
+  return names;
+}
+
+std::size_t bytes_read(const Table& input, const GroupBySpec& spec) {
+  std::size_t bytes = 0;
+  for (const auto& name : columns_read(spec)) {
+    const Column& c = input.column(name);
+    bytes += c.values.size() + c.offsets.size();
+  }
+  return bytes;
+}
+
+GroupByResult upload_and_run(const Table& input, const GroupBySpec& spec, const GroupByOptions& options,
+                             Report report) {
+  const DeviceTable table(input, columns_read(spec), options.threads);
+  report.add("upload", fmt::format("gpu{}", table.device()), table.upload_seconds(),
+             fmt::format("{} columns, {} bytes on the device (strings as dictionary codes)", table.host().num_columns(),
+                         table.device_bytes()));
+  return on_gpu(table, spec, options, std::move(report));
+}
 
 }  // namespace
 
@@ -72,32 +105,36 @@ GroupByResult groupby(const Table& input, const GroupBySpec& spec, const GroupBy
   Report report;
   report.operation = "groupby";
   if (options.device == Device::cpu) return on_cpu(input, spec, options, std::move(report));
-#if TANDEM_HAS_CUDA
-  const auto gap = gpu_route::gap(input, spec);
   if (options.device == Device::gpu) {
-    if (gap) throw UsageError(fmt::format("group-by device 'gpu': the GPU engine does not cover {} yet", *gap));
     if (gpu_count() == 0) throw NoDeviceError("group-by device 'gpu': no usable GPU");
-    if (auto r = on_gpu(input, spec, report)) return std::move(*r);
-    return on_cpu(input, spec, options, std::move(report));
+    return upload_and_run(input, spec, options, std::move(report));
   }
   if (gpu_count() == 0) {
-    report.note("no GPU: CPU engine");
-  } else if (gap) {
-    report.note(fmt::format("the GPU engine does not cover {} yet: CPU engine", *gap));
-  } else if (gpu_route::input_bytes(input, spec) < (std::size_t{1} << 20)) {
+    report.note(TANDEM_HAS_CUDA ? "no GPU: CPU engine" : "CPU-only build: CPU engine");
+  } else if (bytes_read(input, spec) < (std::size_t{1} << 20)) {
     report.note("input below 1 MiB: the CPU engine is faster than a GPU round trip");
+  } else if (input.rows() >= (std::size_t{1} << 32) - 1) {
+    report.note("2^32 rows or more: CPU engine (the GPU engine's group ids are 32-bit)");
   } else {
     try {
-      if (auto r = on_gpu(input, spec, report)) return std::move(*r);
+      return upload_and_run(input, spec, options, report);
     } catch (const OutOfMemoryError& e) {
-      report.note(fmt::format("GPU out of memory ({}): CPU engine", e.what()));
+      report.notice(fmt::format("GPU out of memory ({}): CPU engine", e.what()));
     }
   }
-#else
-  if (options.device == Device::gpu) throw NoDeviceError("group-by device 'gpu': this build has no CUDA support");
-  report.note("CPU-only build: CPU engine");
-#endif
   return on_cpu(input, spec, options, std::move(report));
+}
+
+GroupByResult groupby(const DeviceTable& table, const GroupBySpec& spec, const GroupByOptions& options) {
+  check_request(table.host(), spec, options);
+  Report report;
+  report.operation = "groupby";
+  if (options.device == Device::cpu) return on_cpu(table.host(), spec, options, std::move(report));
+  if (table.rows() == 0) return on_cpu(table.host(), spec, options, std::move(report));
+  for (const auto& name : columns_read(spec))
+    if (table.host().find(name) == nullptr)
+      throw UsageError(fmt::format("group-by: column '{}' was not uploaded to the device table", name));
+  return on_gpu(table, spec, options, std::move(report));
 }
 
 }  // namespace tandem

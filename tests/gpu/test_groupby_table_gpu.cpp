@@ -1,7 +1,8 @@
-// tandem::groupby with device gpu and auto: the group-bys the GPU hash group-by covers (one
-// integer key, count/sum/min/max/mean of one column) against the CPU engine; what it does not
-// cover is a UsageError naming the part; 64-bit sums that may have wrapped rerun on the CPU;
-// two host threads at once.
+// tandem::groupby on the GPU (device gpu and auto, and on a DeviceTable uploaded once) against the
+// plain reference: random tables of 1-6 key columns of every type with missing keys and values,
+// every aggregation on every type it accepts, the shared-memory and global per-group tables,
+// direct and ranked group ids (and a key combination past 64 bits), 64-bit sums that may have
+// wrapped, two host threads at once.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -10,71 +11,106 @@
 #include "groupby_reference.hpp"
 #include "tandem/core/device.hpp"
 #include "tandem/core/error.hpp"
+#include "tandem/device_table.hpp"
 #include "test_util.hpp"
 
 using namespace groupby_test;
 
 namespace {
 
-template <class K, class V>
-Table key_value_table(std::size_t n, std::uint64_t distinct, std::uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::vector<K> k(n);
-  std::vector<V> v(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    k[i] = static_cast<K>(rng() % distinct) - static_cast<K>(std::is_signed_v<K> ? distinct / 2 : 0);
-    v[i] = static_cast<V>(static_cast<std::int64_t>(rng() % 2001) - 1000) /
-           static_cast<V>(std::is_floating_point_v<V> ? 8 : 1);
-  }
-  Table t;
-  t.add(make_column("k", std::move(k)));
-  t.add(make_column("v", std::move(v)));
-  return t;
-}
-
-GroupBySpec all_five() { return {{"k"}, parse_aggregations("count(),sum(v),min(v),max(v),mean(v),count(v)")}; }
-
-template <class K, class V>
-void expect_gpu_matches_cpu(std::size_t n, std::uint64_t distinct) {
-  const Table t = key_value_table<K, V>(n, distinct, n + distinct);
-  const auto gpu = groupby(t, all_five(), {Device::gpu});
-  EXPECT_NE(gpu.report.explain().find("GPU hash group-by"), std::string::npos) << gpu.report.explain();
-  const auto cpu = groupby(t, all_five(), {Device::cpu});
-  expect_matches(gpu.table, reference_groupby(t, all_five()), "gpu vs reference");
-  ASSERT_EQ(gpu.table.num_columns(), cpu.table.num_columns());
+void expect_gpu_reference(const Table& t, const GroupBySpec& spec, const std::string& what) {
+  const auto r = groupby(t, spec, {Device::gpu});
+  EXPECT_NE(r.report.explain().find("GPU engine"), std::string::npos) << what << "\n" << r.report.explain();
+  expect_matches(r.table, reference_groupby(t, spec), what);
+  const auto cpu = groupby(t, spec, {Device::cpu});
+  ASSERT_EQ(r.table.num_columns(), cpu.table.num_columns()) << what;
   for (std::size_t c = 0; c < cpu.table.num_columns(); ++c) {
-    EXPECT_EQ(gpu.table.column(c).name, cpu.table.column(c).name);
-    EXPECT_EQ(gpu.table.column(c).type, cpu.table.column(c).type) << cpu.table.column(c).name;
+    EXPECT_EQ(r.table.column(c).name, cpu.table.column(c).name) << what;
+    EXPECT_EQ(r.table.column(c).type, cpu.table.column(c).type) << what << ": " << cpu.table.column(c).name;
   }
 }
 
 }  // namespace
 
-TEST(GroupByTableGpu, CoveredGroupBysMatchTheCpuEngine) {
+TEST(GroupByTableGpu, RandomTablesMatchTheReference) {
   TANDEM_REQUIRE_GPU();
-  expect_gpu_matches_cpu<std::uint32_t, double>(1 << 20, 1000);
-  expect_gpu_matches_cpu<std::int32_t, float>(1 << 18, 100000);
-  expect_gpu_matches_cpu<std::uint64_t, std::int32_t>(1 << 20, 64);
-  expect_gpu_matches_cpu<std::int64_t, std::int64_t>(100000, 100000);
-  expect_gpu_matches_cpu<std::uint32_t, double>(1, 1);
+  std::mt19937_64 rng(17);
+  const std::size_t sizes[] = {1, 2, 7, 100, 1000, 5000, 40000};
+  for (int round = 0; round < 30; ++round) {
+    const std::size_t rows = sizes[rng() % 7], keys = 1 + rng() % 6;
+    const Table t = random_table(rng, rows, keys, round % 2 ? 0.15 : 0.0);
+    expect_gpu_reference(t, spec_of(t, random_aggregations(rng, t, 0.3)), "round " + std::to_string(round));
+  }
 }
 
-TEST(GroupByTableGpu, UncoveredPartsAreUsageErrorsOnGpuAndCpuRunsOnAuto) {
+TEST(GroupByTableGpu, EveryAggregationOnEveryTypeItAccepts) {
   TANDEM_REQUIRE_GPU();
-  const Table t = key_value_table<std::uint32_t, double>(1 << 20, 1000, 1);
-  for (const char* aggs : {"median(v)", "std(v)", "sum(v),nunique(v)"}) {
-    try {
-      (void)groupby(t, {{"k"}, parse_aggregations(aggs)}, {Device::gpu});
-      FAIL() << aggs << ": no error";
-    } catch (const UsageError& e) {
-      EXPECT_NE(std::string(e.what()).find("does not cover"), std::string::npos) << e.what();
-    }
-    const auto r = groupby(t, {{"k"}, parse_aggregations(aggs)}, {Device::auto_});
-    EXPECT_NE(r.report.explain().find("CPU engine"), std::string::npos) << r.report.explain();
+  std::mt19937_64 rng(11);
+  for (std::size_t keys : {1, 2, 3}) {
+    const Table t = random_table(rng, 20000, keys, 0.1);
+    expect_gpu_reference(t, spec_of(t, random_aggregations(rng, t, 1.0)), std::to_string(keys) + " keys");
   }
-  EXPECT_THROW((void)groupby(t, {{"k", "v"}, parse_aggregations("count()")}, {Device::gpu}), UsageError);
-  const auto r = groupby(t, all_five(), {Device::auto_});
-  EXPECT_NE(r.report.explain().find("GPU hash group-by"), std::string::npos) << r.report.explain();
+}
+
+TEST(GroupByTableGpu, ManyGroupsTakeTheGlobalTablesAndWideKeysAreRanked) {
+  TANDEM_REQUIRE_GPU();
+  std::mt19937_64 rng(5);
+  // ~50K groups: past the shared-memory tables; wide integers: ranked, not offsets.
+  Table t;
+  t.add(random_column(rng, "k0", ColumnType::i64, 200000, 50000, 0.01));
+  t.add(random_column(rng, "k1", ColumnType::str, 200000, 3, 0.0));
+  t.add(random_column(rng, "v_f64", ColumnType::f64, 200000, 1000, 0.1));
+  t.add(random_column(rng, "v_i32", ColumnType::i32, 200000, 1000, 0.1));
+  t.add(random_column(rng, "v_str", ColumnType::str, 200000, 30, 0.1));
+  const auto spec = spec_of(t, random_aggregations(rng, t, 1.0));
+  const auto r = groupby(t, spec, {Device::gpu});
+  EXPECT_NE(r.report.explain().find("ranks among"), std::string::npos) << r.report.explain();
+  expect_gpu_reference(t, spec, "many groups");
+  // Five columns of ~44K distinct wide integers: their codes pass 64 bits when combined, so the
+  // first four are ranked before the fifth joins, and the result is ranked again.
+  Table w;
+  for (int k = 0; k < 5; ++k) w.add(random_column(rng, "k" + std::to_string(k), ColumnType::i64, 70000, 65000, 0.0));
+  w.add(random_column(rng, "v_f64", ColumnType::f64, 70000, 1000, 0.0));
+  const GroupBySpec wide = spec_of(w, {aggregation(AggOp::count_rows), aggregation(AggOp::sum, "v_f64"),
+                                       aggregation(AggOp::median, "v_f64"), aggregation(AggOp::last, "v_f64")});
+  const auto rw = groupby(w, wide, {Device::gpu});
+  EXPECT_NE(rw.report.explain().find("2 ranking pass"), std::string::npos) << rw.report.explain();
+  expect_matches(rw.table, reference_groupby(w, wide), "wide keys");
+}
+
+TEST(GroupByTableGpu, ADeviceTableServesManyGroupBys) {
+  TANDEM_REQUIRE_GPU();
+  const Table data = generate_groupby_table({.rows = 300000, .k = 20, .nas_percent = 5});
+  const DeviceTable on_gpu(data, {"id1", "id2", "id3", "id4", "id6", "v1", "v3"});
+  EXPECT_EQ(on_gpu.rows(), data.rows());
+  EXPECT_GT(on_gpu.device_bytes(), 0u);
+  for (const auto& [by, aggs] : std::vector<std::pair<std::vector<std::string>, std::string>>{
+           {{"id1"}, "sum(v1)"},
+           {{"id1", "id2"}, "sum(v1),count()"},
+           {{"id3"}, "sum(v1),mean(v3)"},
+           {{"id4"}, "median(v3),std(v3)"},
+           {{"id6"}, "top(v3,2),max(v1),min(v1)"},
+           {{"id1", "id2", "id3", "id4", "id6"}, "sum(v3),count(),nunique(v1),first(id3),last(v3)"}}) {
+    const GroupBySpec spec{by, parse_aggregations(aggs)};
+    const auto r = groupby(on_gpu, spec);
+    expect_matches(r.table, reference_groupby(data, spec), aggs);
+  }
+  EXPECT_THROW((void)groupby(on_gpu, {{"id5"}, parse_aggregations("count()")}), UsageError);
+  const auto cpu = groupby(on_gpu, {{"id1"}, parse_aggregations("sum(v1)")}, {Device::cpu});
+  EXPECT_NE(cpu.report.explain().find("CPU engine"), std::string::npos);
+}
+
+TEST(GroupByTableGpu, AutoTakesTheGpuForLargeInputs) {
+  TANDEM_REQUIRE_GPU();
+  const Table data = generate_groupby_table({.rows = 200000, .k = 10});
+  const GroupBySpec spec{{"id2", "id4"}, parse_aggregations("sum(v1),mean(v3)")};
+  const auto r = groupby(data, spec, {Device::auto_});
+  EXPECT_NE(r.report.explain().find("GPU engine"), std::string::npos) << r.report.explain();
+  expect_matches(r.table, reference_groupby(data, spec), "auto");
+  Table tiny;
+  tiny.add(make_column<std::int32_t>("k", {1, 2, 1}));
+  const auto small = groupby(tiny, {{"k"}, parse_aggregations("count()")}, {Device::auto_});
+  EXPECT_NE(small.report.explain().find("below 1 MiB"), std::string::npos) << small.report.explain();
 }
 
 TEST(GroupByTableGpu, SixtyFourBitSumsThatMayWrapRerunOnTheCpu) {
@@ -93,15 +129,14 @@ TEST(GroupByTableGpu, SixtyFourBitSumsThatMayWrapRerunOnTheCpu) {
 
 TEST(GroupByTableGpu, TwoHostThreadsAtOnce) {
   TANDEM_REQUIRE_GPU();
-  const Table a = key_value_table<std::uint32_t, double>(1 << 20, 5000, 2),
-              b = key_value_table<std::int64_t, std::int32_t>(1 << 19, 300, 3);
-  const Table want_a = groupby(a, all_five(), {Device::cpu}).table,
-              want_b = groupby(b, all_five(), {Device::cpu}).table;
+  std::mt19937_64 rng(2);
+  const Table a = random_table(rng, 100000, 2, 0.05), b = random_table(rng, 50000, 3, 0.0);
+  const GroupBySpec sa = spec_of(a, random_aggregations(rng, a, 0.5)), sb = spec_of(b, random_aggregations(rng, b, 0.5));
   Table got_a, got_b;
-  std::thread ta([&] { got_a = groupby(a, all_five(), {Device::gpu}).table; });
-  std::thread tb([&] { got_b = groupby(b, all_five(), {Device::gpu}).table; });
+  std::thread ta([&] { got_a = groupby(a, sa, {Device::gpu}).table; });
+  std::thread tb([&] { got_b = groupby(b, sb, {Device::gpu}).table; });
   ta.join();
   tb.join();
-  expect_matches(got_a, reference_groupby(a, all_five()), "first");
-  expect_matches(got_b, reference_groupby(b, all_five()), "second");
+  expect_matches(got_a, reference_groupby(a, sa), "first");
+  expect_matches(got_b, reference_groupby(b, sb), "second");
 }

@@ -1,0 +1,35 @@
+// DeviceTable's members that do not depend on CUDA; a CPU-only build cannot construct one.
+#include <fmt/format.h>
+
+#include "groupby/gpu/device_columns.hpp"
+#include "tandem/core/error.hpp"
+
+namespace tandem {
+
+#if TANDEM_HAS_CUDA
+DeviceTable::DeviceTable(const Table& table, const std::vector<std::string>& columns, int threads)
+    : impl_(gpu_groupby::upload(table, columns, threads)) {}
+#else
+DeviceTable::DeviceTable(const Table&, const std::vector<std::string>&, int) {
+  throw NoDeviceError("device table: this build has no CUDA support");
+}
+#endif
+
+DeviceTable::~DeviceTable() = default;
+DeviceTable::DeviceTable(DeviceTable&&) noexcept = default;
+DeviceTable& DeviceTable::operator=(DeviceTable&&) noexcept = default;
+
+std::size_t DeviceTable::rows() const { return impl_->host.rows(); }
+int DeviceTable::device() const { return impl_->device; }
+const Table& DeviceTable::host() const { return impl_->host; }
+double DeviceTable::upload_seconds() const { return impl_->upload_seconds; }
+
+std::size_t DeviceTable::device_bytes() const {
+  std::size_t bytes = 0;
+#if TANDEM_HAS_CUDA
+  for (const auto& c : impl_->columns) bytes += c.values.bytes() + c.validity.bytes();
+#endif
+  return bytes;
+}
+
+}  // namespace tandem

@@ -1,0 +1,315 @@
+#include "groupby/gpu/group_ids.hpp"
+
+#include <cub/device/device_radix_sort.cuh>
+#include <cub/device/device_scan.cuh>
+#include <cub/device/device_select.cuh>
+
+#include "groupby/cpu_output.hpp"
+#include "groupby/gpu/kernels.cuh"
+#include "tandem/core/timing.hpp"
+
+namespace tandem::gpu_groupby {
+namespace {
+
+template <class T>
+Values<T> values_of(const DeviceColumn& c) {
+  return {c.as<T>(), c.valid()};
+}
+
+// Calls f(T{}) with the element type the device holds for a column (u32 codes for strings).
+template <class F>
+decltype(auto) visit_device(ColumnType t, F&& f) {
+  if (t == ColumnType::str) return f(std::uint32_t{});
+  return visit_numeric(t, f);
+}
+
+__device__ std::uint64_t lower_bound(const std::uint64_t* a, std::uint64_t n, std::uint64_t x) {
+  std::uint64_t lo = 0, hi = n;
+  while (lo < hi) {
+    const std::uint64_t mid = (lo + hi) / 2;
+    if (a[mid] < x) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+struct CodeParams {
+  KeyCoding coding;
+  std::uint64_t card, lo;
+  const std::uint64_t* distinct;
+  std::uint64_t distinct_n;
+  bool missing;
+};
+
+template <class T>
+__device__ std::uint64_t code_of(Values<T> in, std::size_t i, const CodeParams& p) {
+  if (p.missing && !present(in.valid, i)) return p.card - 1;
+  switch (p.coding) {
+    case KeyCoding::range: return ordered64(in.v[i]) - p.lo;
+    case KeyCoding::ranked: return lower_bound(p.distinct, p.distinct_n, key_bits(in.v[i]));
+    default: return static_cast<std::uint64_t>(in.v[i]);
+  }
+}
+
+// acc[i] = acc[i] · card + code (or the code alone for the first column).
+template <class T>
+__global__ void mix_kernel(Values<T> in, std::size_t n, CodeParams p, std::uint64_t* acc, bool first) {
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n;
+       i += std::size_t(gridDim.x) * blockDim.x) {
+    const std::uint64_t c = code_of(in, i, p);
+    acc[i] = first ? c : acc[i] * p.card + c;
+  }
+}
+
+template <class T>
+__global__ void present_key_bits(Values<T> in, std::size_t n, std::uint64_t* bits, std::uint8_t* flags) {
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n;
+       i += std::size_t(gridDim.x) * blockDim.x) {
+    bits[i] = key_bits(in.v[i]);
+    flags[i] = present(in.valid, i);
+  }
+}
+
+__global__ void iota_kernel(std::uint32_t* out, std::size_t n) {
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n;
+       i += std::size_t(gridDim.x) * blockDim.x)
+    out[i] = static_cast<std::uint32_t>(i);
+}
+
+__global__ void head_flags(const std::uint64_t* sorted, std::size_t n, std::uint32_t* head) {
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n;
+       i += std::size_t(gridDim.x) * blockDim.x)
+    head[i] = i == 0 || sorted[i] != sorted[i - 1];
+}
+
+// rank[i] is the inclusive count of heads: row rows[i] gets rank[i] - 1, and each head's key is
+// that rank's distinct value.
+__global__ void scatter_ranks(const std::uint64_t* sorted, const std::uint32_t* rows, const std::uint32_t* rank,
+                              std::size_t n, std::uint64_t* out, std::uint64_t* distinct) {
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n;
+       i += std::size_t(gridDim.x) * blockDim.x) {
+    const std::uint32_t r = rank[i] - 1;
+    out[rows[i]] = r;
+    if (i == 0 || sorted[i] != sorted[i - 1]) distinct[r] = sorted[i];
+  }
+}
+
+__global__ void narrow_kernel(const std::uint64_t* in, std::size_t n, std::uint32_t* out) {
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n;
+       i += std::size_t(gridDim.x) * blockDim.x)
+    out[i] = static_cast<std::uint32_t>(in[i]);
+}
+
+__global__ void widen_kernel(const std::uint32_t* in, std::size_t n, std::uint64_t* out) {
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n;
+       i += std::size_t(gridDim.x) * blockDim.x)
+    out[i] = in[i];
+}
+
+__global__ void lookup_kernel(std::uint64_t* cur, std::size_t n, const std::uint64_t* distinct) {
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n;
+       i += std::size_t(gridDim.x) * blockDim.x)
+    cur[i] = distinct[cur[i]];
+}
+
+__global__ void peel_kernel(std::uint64_t* cur, std::size_t n, std::uint64_t card, std::uint32_t* code) {
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n;
+       i += std::size_t(gridDim.x) * blockDim.x) {
+    code[i] = static_cast<std::uint32_t>(cur[i] % card);
+    cur[i] /= card;
+  }
+}
+
+#define LAUNCH(kernel, n, ...)                            \
+  do {                                                    \
+    kernel<<<grid_for(n), 256, 0, s>>>(__VA_ARGS__);      \
+    TANDEM_CUDA_LAUNCH(#kernel);                          \
+  } while (0)
+
+// Replaces acc[0, n) (numbers below 2^bits) by their ranks among the distinct ones; returns
+// the distinct numbers, ascending.
+gpu::DeviceBuffer<std::uint64_t> rank_in_place(std::uint64_t* acc, std::size_t n, int bits, cudaStream_t s) {
+  gpu::DeviceBuffer<std::uint64_t> sorted(n);
+  gpu::DeviceBuffer<std::uint32_t> rows(n), rows_sorted(n), rank(n);
+  LAUNCH(iota_kernel, n, rows.data(), n);
+  run_cub("radix sort of mixed key codes", [&](void* t, std::size_t& b) {
+    return cub::DeviceRadixSort::SortPairs(t, b, acc, sorted.data(), rows.data(), rows_sorted.data(), n, 0, bits, s);
+  });
+  rows = {};
+  LAUNCH(head_flags, n, sorted.data(), n, rank.data());
+  run_cub("scan of distinct key heads", [&](void* t, std::size_t& b) {
+    return cub::DeviceScan::InclusiveSum(t, b, rank.data(), rank.data(), n, s);
+  });
+  std::uint32_t distinct_n = 0;
+  TANDEM_CUDA(cudaMemcpyAsync(&distinct_n, rank.data() + n - 1, sizeof distinct_n, cudaMemcpyDeviceToHost, s));
+  TANDEM_CUDA(cudaStreamSynchronize(s));
+  gpu::DeviceBuffer<std::uint64_t> distinct(distinct_n);
+  LAUNCH(scatter_ranks, n, sorted.data(), rows_sorted.data(), rank.data(), n, acc, distinct.data());
+  return distinct;
+}
+
+// The column's distinct present values' key bits, ascending.
+template <class T>
+gpu::DeviceBuffer<std::uint64_t> distinct_values(const DeviceColumn& c, std::size_t n, cudaStream_t s) {
+  gpu::DeviceBuffer<std::uint64_t> bits(n), picked(n);
+  gpu::DeviceBuffer<std::uint8_t> flags(n);
+  gpu::DeviceBuffer<std::uint32_t> count(1);
+  LAUNCH(present_key_bits<T>, n, values_of<T>(c), n, bits.data(), flags.data());
+  run_cub("selection of present keys", [&](void* t, std::size_t& b) {
+    return cub::DeviceSelect::Flagged(t, b, bits.data(), flags.data(), picked.data(), count.data(), n, s);
+  });
+  std::uint32_t m = 0;
+  TANDEM_CUDA(cudaMemcpyAsync(&m, count.data(), sizeof m, cudaMemcpyDeviceToHost, s));
+  TANDEM_CUDA(cudaStreamSynchronize(s));
+  run_cub("radix sort of key values", [&](void* t, std::size_t& b) {
+    return cub::DeviceRadixSort::SortKeys(t, b, picked.data(), bits.data(), m, 0, int(sizeof(T) * 8), s);
+  });
+  run_cub("unique key values", [&](void* t, std::size_t& b) {
+    return cub::DeviceSelect::Unique(t, b, bits.data(), picked.data(), count.data(), m, s);
+  });
+  TANDEM_CUDA(cudaMemcpyAsync(&m, count.data(), sizeof m, cudaMemcpyDeviceToHost, s));
+  TANDEM_CUDA(cudaStreamSynchronize(s));
+  gpu::DeviceBuffer<std::uint64_t> out(m);
+  if (m) TANDEM_CUDA(cudaMemcpyAsync(out.data(), picked.data(), m * sizeof(std::uint64_t), cudaMemcpyDeviceToDevice, s));
+  return out;
+}
+
+template <class T>
+KeyCodes code_column(const DeviceColumn& c, std::size_t n, cudaStream_t s) {
+  KeyCodes k;
+  k.column = &c;
+  k.missing = c.missing > 0;
+  std::uint64_t lo = 0, hi = 0;
+  if (c.type != ColumnType::str && is_integer(c.type) && c.missing < n) {
+    gpu::DeviceBuffer<std::uint64_t> ext(2);
+    fill<u64>(reinterpret_cast<u64*>(ext.data()), 1, MinAcc::identity(), s);
+    fill<u64>(reinterpret_cast<u64*>(ext.data()) + 1, 1, MaxAcc::identity(), s);
+    accumulate<MinAcc, T>(nullptr, values_of<T>(c), n, 1, reinterpret_cast<u64*>(ext.data()), s);
+    accumulate<MaxAcc, T>(nullptr, values_of<T>(c), n, 1, reinterpret_cast<u64*>(ext.data()) + 1, s);
+    std::uint64_t both[2];
+    TANDEM_CUDA(cudaMemcpyAsync(both, ext.data(), sizeof both, cudaMemcpyDeviceToHost, s));
+    TANDEM_CUDA(cudaStreamSynchronize(s));
+    lo = both[0];
+    hi = both[1];
+  }
+  k.coding = c.type == ColumnType::str ? KeyCoding::dictionary : choose_coding(c.type, lo, hi, n);
+  if (k.coding == KeyCoding::dictionary) {
+    k.card = c.dictionary->card;
+    return k;  // its codes already give missing the last one
+  }
+  if (k.coding == KeyCoding::range) {
+    k.lo = lo;
+    k.card = (c.missing < n ? hi - lo + 1 : 0) + k.missing;
+  } else {
+    k.distinct = distinct_values<T>(c, n, s);
+    k.card = k.distinct.size() + k.missing;
+  }
+  return k;
+}
+
+CodeParams params_of(const KeyCodes& k) {
+  return {k.coding, k.card, k.lo, k.distinct.data(), k.distinct.size(), k.missing};
+}
+
+}  // namespace
+
+std::string KeyCodes::how() const {
+  switch (coding) {
+    case KeyCoding::range: return "offsets from the minimum (" + std::to_string(card) + " codes)";
+    case KeyCoding::ranked: return "ranks among " + std::to_string(distinct.size()) + " distinct values (radix sort)";
+    default: return "dictionary codes from the upload (" + std::to_string(card) + " codes)";
+  }
+}
+
+GroupIds group_ids(const DeviceTable::Impl& t, const std::vector<std::string>& by, cudaStream_t s, Report& report) {
+  const std::size_t n = t.host.rows();
+  Stopwatch w;
+  GroupIds ids;
+  gpu::DeviceBuffer<std::uint64_t> acc(n);
+  std::uint64_t acc_card = 1;
+  std::size_t begin = 0;
+  for (std::size_t j = 0; j < by.size(); ++j) {
+    const DeviceColumn& c = t.column(by[j]);
+    ids.keys.push_back(visit_device(c.type, [&](auto v) { return code_column<decltype(v)>(c, n, s); }));
+    KeyCodes& k = ids.keys.back();
+    report.note("key '" + by[j] + "' on the GPU: " + k.how());
+    if (j > 0 && !fits_mixed(acc_card, k.card)) {
+      ids.stages.push_back({begin, j, rank_in_place(acc.data(), n, bits_for(acc_card), s)});
+      acc_card = std::max<std::uint64_t>(ids.stages.back().distinct.size(), 1);
+      begin = j;
+    }
+    visit_device(c.type, [&](auto v) {
+      using T = decltype(v);
+      LAUNCH(mix_kernel<T>, n, values_of<T>(c), n, params_of(k), acc.data(), j == 0 && begin == 0);
+    });
+    acc_card *= std::max<std::uint64_t>(k.card, 1);
+  }
+  MixStage last{begin, by.size(), {}};
+  if (acc_card > direct_limit(n)) {
+    last.distinct = rank_in_place(acc.data(), n, bits_for(acc_card), s);
+    acc_card = last.distinct.size();
+  }
+  ids.stages.push_back(std::move(last));
+  ids.groups = acc_card;
+  ids.gid = gpu::DeviceBuffer<std::uint32_t>(n);
+  LAUNCH(narrow_kernel, n, acc.data(), n, ids.gid.data());
+  TANDEM_CUDA(cudaStreamSynchronize(s));
+  report.add("group ids", "gpu" + std::to_string(t.device), w.seconds(),
+             std::to_string(by.size()) + " key column(s), " + std::to_string(ids.groups) + " group ids (" +
+                 (ids.stages.back().distinct.size() ? "ranked" : "direct") + "), " +
+                 std::to_string(ids.stages.size() - 1 + (ids.stages.back().distinct.size() ? 1 : 0)) +
+                 " ranking pass(es)");
+  return ids;
+}
+
+namespace {
+
+template <class T>
+Column decode_numbers(const KeyCodes& k, const std::string& name, const std::vector<std::uint32_t>& codes,
+                      int threads) {
+  std::vector<std::uint64_t> distinct(k.distinct.size());
+  if (!distinct.empty())
+    TANDEM_CUDA(cudaMemcpy(distinct.data(), k.distinct.data(), k.distinct.bytes(), cudaMemcpyDeviceToHost));
+  using Bits = ordered_bits_t<T>;
+  return cpu_groupby::build_numbers<T>(name, codes.size(), threads, [&](std::size_t i) -> std::optional<T> {
+    const std::uint64_t c = codes[i];
+    if (k.missing && c == k.card - 1) return std::nullopt;
+    const std::uint64_t bits = k.coding == KeyCoding::range ? k.lo + c : distinct[c];
+    return from_ordered<T>(static_cast<Bits>(bits));
+  });
+}
+
+}  // namespace
+
+std::vector<Column> key_columns(const GroupIds& ids, const DeviceTable::Impl& t, const std::uint32_t* groups,
+                                std::size_t m, cudaStream_t s, int threads) {
+  std::vector<gpu::DeviceBuffer<std::uint32_t>> codes(ids.keys.size());
+  gpu::DeviceBuffer<std::uint64_t> cur(m);
+  if (m) LAUNCH(widen_kernel, m, groups, m, cur.data());
+  for (std::size_t st = ids.stages.size(); st-- > 0;) {
+    const MixStage& stage = ids.stages[st];
+    if (m && stage.distinct.size()) LAUNCH(lookup_kernel, m, cur.data(), m, stage.distinct.data());
+    for (std::size_t j = stage.end; j-- > stage.begin;) {
+      codes[j] = gpu::DeviceBuffer<std::uint32_t>(m);
+      if (m) LAUNCH(peel_kernel, m, cur.data(), m, std::max<std::uint64_t>(ids.keys[j].card, 1), codes[j].data());
+    }
+  }
+  std::vector<Column> out;
+  for (std::size_t j = 0; j < ids.keys.size(); ++j) {
+    const KeyCodes& k = ids.keys[j];
+    std::vector<std::uint32_t> host(m);
+    if (m) TANDEM_CUDA(cudaMemcpyAsync(host.data(), codes[j].data(), m * sizeof(std::uint32_t), cudaMemcpyDeviceToHost, s));
+    TANDEM_CUDA(cudaStreamSynchronize(s));
+    const Column& source = t.host_column(*k.column);
+    if (k.coding == KeyCoding::dictionary) {
+      out.push_back(k.column->dictionary->decode(std::span<const std::uint32_t>(host), threads));
+    } else {
+      out.push_back(visit_numeric(source.type, [&](auto v) {
+        return decode_numbers<decltype(v)>(k, source.name, host, threads);
+      }));
+    }
+  }
+  return out;
+}
+
+}  // namespace tandem::gpu_groupby

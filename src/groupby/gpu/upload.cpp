@@ -1,0 +1,87 @@
+// Uploading a table's columns: numbers and validity bitmaps copied as they are, strings encoded
+// on the CPU (the group-by engine's own dictionary, whose codes sort as the strings) and their
+// codes copied.
+#if TANDEM_HAS_CUDA
+#include <omp.h>
+
+#include <fmt/format.h>
+
+#include "groupby/gpu/device_columns.hpp"
+#include "tandem/core/device.hpp"
+#include "tandem/core/error.hpp"
+#include "tandem/core/parallel.hpp"
+#include "tandem/core/timing.hpp"
+#include "tandem/cuda/runtime.hpp"
+
+namespace tandem::gpu_groupby {
+namespace {
+
+template <class T>
+gpu::DeviceBuffer<T> to_device(const void* host, std::size_t bytes) {
+  gpu::DeviceBuffer<T> d((bytes + sizeof(T) - 1) / sizeof(T));
+  if (bytes) TANDEM_CUDA(cudaMemcpy(d.data(), host, bytes, cudaMemcpyHostToDevice));
+  return d;
+}
+
+std::vector<std::uint32_t> string_codes(const cpu_groupby::KeyColumn& dict, std::size_t n, int threads) {
+  std::vector<std::uint32_t> codes(n);
+  const std::size_t pieces = std::max<std::size_t>(1, std::min<std::size_t>(4 * threads, n / 65536 + 1));
+#pragma omp parallel for num_threads(pieces > 1 ? threads : 1) schedule(dynamic, 1)
+  for (std::size_t p = 0; p < pieces; ++p) {
+    const std::size_t b = n * p / pieces, e = n * (p + 1) / pieces;
+    if (e > b) dict.codes(b, e, codes.data() + b);
+  }
+  return codes;
+}
+
+DeviceColumn upload_column(const Column& c, std::size_t index, int threads) {
+  DeviceColumn d;
+  d.index = index;
+  d.type = c.type;
+  d.missing = c.missing_count();
+  if (d.missing) d.validity = to_device<std::uint8_t>(c.validity.data(), (c.length + 7) / 8);
+  if (c.type == ColumnType::str) {
+    d.dictionary = cpu_groupby::encode_key_column(c, threads);
+    const auto codes = string_codes(*d.dictionary, c.length, threads);
+    d.values = to_device<std::byte>(codes.data(), codes.size() * sizeof(std::uint32_t));
+  } else {
+    d.values = to_device<std::byte>(c.values.data(), c.length * value_width(c.type));
+  }
+  return d;
+}
+
+}  // namespace
+
+std::unique_ptr<DeviceTable::Impl> upload(const Table& table, const std::vector<std::string>& columns, int threads) {
+  if (threads < 0)
+    throw UsageError(fmt::format("device table threads: {} (expected 0 for every core, or a positive count)", threads));
+  if (threads == 0) threads = default_threads();
+  if (table.rows() >= (std::size_t{1} << 32) - 1)
+    throw UsageError(fmt::format("device table: {} rows (the GPU group-by takes fewer than 2^32)", table.rows()));
+  if (gpu_count() == 0) throw NoDeviceError("device table: no usable GPU");
+  Stopwatch w;
+  auto impl = std::make_unique<DeviceTable::Impl>();
+  TANDEM_CUDA(cudaGetDevice(&impl->device));
+  if (columns.empty()) {
+    impl->host = table;
+  } else {
+    for (const auto& name : columns) impl->host.add(table.column(name));
+  }
+  for (std::size_t i = 0; i < impl->host.num_columns(); ++i)
+    impl->columns.push_back(upload_column(impl->host.column(i), i, threads));
+  impl->upload_seconds = w.seconds();
+  return impl;
+}
+
+}  // namespace tandem::gpu_groupby
+
+namespace tandem {
+
+const gpu_groupby::DeviceColumn& DeviceTable::Impl::column(std::string_view name) const {
+  const Column& c = host.column(name);  // UsageError naming the column when absent
+  return columns.at(static_cast<std::size_t>(&c - host.columns().data()));
+}
+
+}  // namespace tandem
+
+#endif  // TANDEM_HAS_CUDA
