@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "groupby/ops/registry.hpp"
@@ -378,9 +379,9 @@ inline std::vector<Aggregation> random_aggregations(std::mt19937_64& rng, const 
 inline Table random_table(std::mt19937_64& rng, std::size_t rows, std::size_t keys, double missing) {
   Table t;
   for (std::size_t k = 0; k < keys; ++k)
-    t.add(random_column(rng, "k" + std::to_string(k), kAllTypes[rng() % 7], rows, 1 + rng() % 6, missing));
+    t.add(random_column(rng, fmt::format("k{}", k), kAllTypes[rng() % 7], rows, 1 + rng() % 6, missing));
   for (const auto type : kAllTypes)
-    t.add(random_column(rng, "v_" + std::string(to_string(type)), type, rows, 40, 0.1));
+    t.add(random_column(rng, fmt::format("v_{}", to_string(type)), type, rows, 40, 0.1));
   return t;
 }
 

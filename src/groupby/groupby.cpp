@@ -89,6 +89,17 @@ std::size_t bytes_read(const Table& input, const GroupBySpec& spec) {
   return bytes;
 }
 
+// Whether the GPU, upload included, beats the CPU engine on a host table. Measured at 10^8 rows
+// (docs/BENCHMARKS.md): string keys are encoded on the CPU either way, and simple sums and means
+// cost the CPU engine less than the copy; holistic aggregations (median, top, ...) cost it more.
+bool upload_pays_off(const Table& input, const GroupBySpec& spec) {
+  for (const auto& name : columns_read(spec))
+    if (input.column(name).type == ColumnType::str) return false;
+  for (const auto& a : spec.aggs)
+    if (agg::operator_info(a.op).holistic) return true;
+  return false;
+}
+
 GroupByResult upload_and_run(const Table& input, const GroupBySpec& spec, const GroupByOptions& options,
                              Report report) {
   const DeviceTable table(input, columns_read(spec), options.threads);
@@ -113,6 +124,10 @@ GroupByResult groupby(const Table& input, const GroupBySpec& spec, const GroupBy
     report.note(TANDEM_HAS_CUDA ? "no GPU: CPU engine" : "CPU-only build: CPU engine");
   } else if (bytes_read(input, spec) < (std::size_t{1} << 20)) {
     report.note("input below 1 MiB: the CPU engine is faster than a GPU round trip");
+  } else if (!upload_pays_off(input, spec)) {
+    report.note(
+        "from host memory, encoding and uploading the columns costs more than the CPU engine's pass (a DeviceTable "
+        "uploads once for many group-bys): CPU engine");
   } else if (input.rows() >= (std::size_t{1} << 32) - 1) {
     report.note("2^32 rows or more: CPU engine (the GPU engine's group ids are 32-bit)");
   } else {

@@ -198,8 +198,39 @@ const SortedValues& Aggregations::sorted(const DeviceColumn& c) {
   return *slot;
 }
 
+// top(col, n) for small n without sorting: 2n passes of atomics (LevelAcc, LevelCountAcc), then
+// each group's n largest read off its levels.
+template <class T>
+std::vector<Column> Aggregations::top_by_levels(const Aggregation& a, const DeviceColumn& c) {
+  const std::size_t n = t_.host.rows();
+  using Bits = ordered_bits_t<T>;
+  std::vector<std::vector<std::uint64_t>> level, count;
+  gpu::DeviceBuffer<u64> above;
+  for (std::size_t j = 0; j < a.n; ++j) {
+    auto next = per_group<LevelAcc, T>(ids_, c, n, s_, j == 0 ? nullptr : above.data());
+    const auto occurs = per_group<LevelCountAcc, T>(ids_, c, n, s_, next.data());
+    level.push_back(gathered(reinterpret_cast<const std::uint64_t*>(next.data())));
+    count.push_back(gathered(reinterpret_cast<const std::uint64_t*>(occurs.data())));
+    above = std::move(next);
+  }
+  // values[i * a.n + r]: group i's r-th largest, when it has that many.
+  std::vector<std::optional<T>> values(m_ * a.n);
+  for (std::size_t i = 0; i < m_; ++i) {
+    std::size_t r = 0;
+    for (std::size_t j = 0; j < a.n && r < a.n && count[j][i] > 0; ++j)
+      for (std::uint64_t k = 0; k < count[j][i] && r < a.n; ++k)
+        values[i * a.n + r++] = from_ordered<T>(static_cast<Bits>(level[j][i]));
+  }
+  const auto names = output_names(a);
+  std::vector<Column> out;
+  for (std::size_t r = 0; r < a.n; ++r)
+    out.push_back(column_of<T>(names[r], m_, threads_, [&](std::size_t i) { return values[i * a.n + r]; }));
+  return out;
+}
+
 template <class T>
 std::vector<Column> Aggregations::holistic(const Aggregation& a, const DeviceColumn& c) {
+  if (a.op == AggOp::top && a.n <= kTopByLevels) return top_by_levels<T>(a, c);
   const SortedValues& sv = sorted<T>(c);
   const std::uint64_t* counts = present_counts(c);
   const auto names = output_names(a);

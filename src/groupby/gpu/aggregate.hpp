@@ -30,6 +30,8 @@ class Aggregations {
   template <class T>
   std::optional<std::vector<Column>> numbers(const Aggregation& a, const DeviceColumn& c, Report& report);
   template <class T>
+  std::vector<Column> top_by_levels(const Aggregation& a, const DeviceColumn& c);
+  template <class T>
   std::vector<Column> holistic(const Aggregation& a, const DeviceColumn& c);
   std::vector<Column> strings(const Aggregation& a, const DeviceColumn& c);
   const std::uint64_t* present_counts(const DeviceColumn& c);

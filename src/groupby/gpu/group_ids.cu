@@ -51,13 +51,14 @@ __device__ std::uint64_t code_of(Values<T> in, std::size_t i, const CodeParams& 
   }
 }
 
-// acc[i] = acc[i] · card + code (or the code alone for the first column).
-template <class T>
-__global__ void mix_kernel(Values<T> in, std::size_t n, CodeParams p, std::uint64_t* acc, bool first) {
+// acc[i] = acc[i] · card + code (or the code alone for the first column); Acc is u32 when the
+// product of the cardinalities is the (direct) group id, else u64.
+template <class T, class Acc>
+__global__ void mix_kernel(Values<T> in, std::size_t n, CodeParams p, Acc* acc, bool first) {
   for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n;
        i += std::size_t(gridDim.x) * blockDim.x) {
-    const std::uint64_t c = code_of(in, i, p);
-    acc[i] = first ? c : acc[i] * p.card + c;
+    const auto c = static_cast<Acc>(code_of(in, i, p));
+    acc[i] = first ? c : static_cast<Acc>(acc[i] * p.card + c);
   }
 }
 
@@ -221,46 +222,67 @@ std::string KeyCodes::how() const {
   }
 }
 
+// Mixes the key columns' codes into acc, as the group id itself when `direct`.
+template <class Acc>
+void mix(const KeyCodes& k, std::size_t n, Acc* acc, bool first, cudaStream_t s) {
+  visit_device(k.column->type, [&](auto v) {
+    using T = decltype(v);
+    mix_kernel<T, Acc><<<grid_for(n), 256, 0, s>>>(values_of<T>(*k.column), n, params_of(k), acc, first);
+    TANDEM_CUDA_LAUNCH("mix_kernel");
+  });
+}
+
 GroupIds group_ids(const DeviceTable::Impl& t, const std::vector<std::string>& by, cudaStream_t s, Report& report) {
   const std::size_t n = t.host.rows();
   Stopwatch w;
   GroupIds ids;
-  gpu::DeviceBuffer<std::uint64_t> acc(n);
-  std::uint64_t acc_card = 1;
-  std::size_t begin = 0;
-  for (std::size_t j = 0; j < by.size(); ++j) {
-    const DeviceColumn& c = t.column(by[j]);
+  std::uint64_t product = 1;
+  bool fits = true;
+  for (const auto& name : by) {
+    const DeviceColumn& c = t.column(name);
     ids.keys.push_back(visit_device(c.type, [&](auto v) { return code_column<decltype(v)>(c, n, s); }));
-    KeyCodes& k = ids.keys.back();
-    report.note("key '" + by[j] + "' on the GPU: " + k.how());
-    if (j > 0 && !fits_mixed(acc_card, k.card)) {
-      ids.stages.push_back({begin, j, rank_in_place(acc.data(), n, bits_for(acc_card), s)});
-      acc_card = std::max<std::uint64_t>(ids.stages.back().distinct.size(), 1);
-      begin = j;
-    }
-    visit_device(c.type, [&](auto v) {
-      using T = decltype(v);
-      LAUNCH(mix_kernel<T>, n, values_of<T>(c), n, params_of(k), acc.data(), j == 0 && begin == 0);
-    });
-    acc_card *= std::max<std::uint64_t>(k.card, 1);
+    const KeyCodes& k = ids.keys.back();
+    report.note("key '" + name + "' on the GPU: " + k.how());
+    fits = fits && fits_mixed(product, std::max<std::uint64_t>(k.card, 1));
+    if (fits) product *= std::max<std::uint64_t>(k.card, 1);
   }
-  MixStage last{begin, by.size(), {}};
-  if (acc_card > direct_limit(n)) {
-    last.distinct = rank_in_place(acc.data(), n, bits_for(acc_card), s);
-    acc_card = last.distinct.size();
-  }
-  ids.stages.push_back(std::move(last));
-  ids.groups = acc_card;
   ids.gid = gpu::DeviceBuffer<std::uint32_t>(n);
-  LAUNCH(narrow_kernel, n, acc.data(), n, ids.gid.data());
+  if (fits && product <= direct_limit(n)) {
+    for (std::size_t j = 0; j < by.size(); ++j) mix(ids.keys[j], n, ids.gid.data(), j == 0, s);
+    ids.stages.push_back({0, by.size(), {}});
+    ids.groups = product;
+  } else {
+    gpu::DeviceBuffer<std::uint64_t> acc(n);
+    std::uint64_t acc_card = 1;
+    std::size_t begin = 0;
+    for (std::size_t j = 0; j < by.size(); ++j) {
+      const KeyCodes& k = ids.keys[j];
+      if (j > 0 && !fits_mixed(acc_card, std::max<std::uint64_t>(k.card, 1))) {
+        ids.stages.push_back({begin, j, rank_in_place(acc.data(), n, bits_for(acc_card), s)});
+        acc_card = std::max<std::uint64_t>(ids.stages.back().distinct.size(), 1);
+        begin = j;
+      }
+      mix(k, n, acc.data(), j == 0, s);
+      acc_card *= std::max<std::uint64_t>(k.card, 1);
+    }
+    MixStage last{begin, by.size(), {}};
+    if (acc_card > direct_limit(n)) {
+      last.distinct = rank_in_place(acc.data(), n, bits_for(acc_card), s);
+      acc_card = last.distinct.size();
+    }
+    ids.stages.push_back(std::move(last));
+    ids.groups = acc_card;
+    LAUNCH(narrow_kernel, n, acc.data(), n, ids.gid.data());
+  }
   TANDEM_CUDA(cudaStreamSynchronize(s));
+  const bool ranked = ids.stages.back().distinct.size() > 0;
   report.add("group ids", "gpu" + std::to_string(t.device), w.seconds(),
              std::to_string(by.size()) + " key column(s), " + std::to_string(ids.groups) + " group ids (" +
-                 (ids.stages.back().distinct.size() ? "ranked" : "direct") + "), " +
-                 std::to_string(ids.stages.size() - 1 + (ids.stages.back().distinct.size() ? 1 : 0)) +
-                 " ranking pass(es)");
+                 (ranked ? "ranked" : "direct") + "), " +
+                 std::to_string(ids.stages.size() - 1 + (ranked ? 1 : 0)) + " ranking pass(es)");
   return ids;
 }
+
 
 namespace {
 

@@ -4,6 +4,7 @@
 #pragma once
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -83,7 +84,9 @@ struct MinAcc {
   static __host__ __device__ S identity() { return ~u64{0}; }
   template <class T>
   __device__ static S input(const T* v, std::size_t i, std::uint32_t, const void*) {
-    return ordered64(v[i]);  // NaN orders above every number: skipped unless all are NaN
+    if constexpr (std::is_floating_point_v<T>)
+      if (v[i] != v[i]) return ~u64{0};  // any NaN is skipped unless all are NaN (~0 decodes as NaN)
+    return ordered64(v[i]);
   }
   __device__ static void add(S* p, S x) { atomicMin(p, x); }
 };
@@ -134,6 +137,31 @@ __device__ __forceinline__ bool same_bits(S a, S b) {
   else return a == b;
 }
 
+// top(col, n) by levels: level 0 is each group's largest value (in key order), level j + 1 the
+// largest below level j (ctx: level j per group); a level's count is how often its value occurs.
+struct LevelAcc {
+  using S = u64;
+  static __host__ __device__ S identity() { return 0; }
+  template <class T>
+  __device__ static S input(const T* v, std::size_t i, std::uint32_t g, const void* ctx) {
+    const u64 b = key_bits(v[i]);
+    if (ctx == nullptr) return b;
+    return b < static_cast<const u64*>(ctx)[g] ? b : 0;  // 0: no change to the maximum
+  }
+  __device__ static void add(S* p, S x) { atomicMax(p, x); }
+};
+struct LevelCountAcc {
+  using S = u64;
+  static __host__ __device__ S identity() { return 0; }
+  template <class T>
+  __device__ static S input(const T* v, std::size_t i, std::uint32_t g, const void* ctx) {
+    return key_bits(v[i]) == static_cast<const u64*>(ctx)[g];
+  }
+  __device__ static void add(S* p, S x) {
+    if (x) atomicAdd(p, x);
+  }
+};
+
 template <class S>
 __global__ void fill_kernel(S* out, std::size_t n, S value) {
   for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x)
@@ -152,23 +180,27 @@ __global__ void accumulate_global(const std::uint32_t* gid, Values<T> in, std::s
   }
 }
 
+// Per-block tables in shared memory, `copies` of them (warp w updates copy w % copies), so warps
+// do not queue on one address when the groups are few; each block adds its tables' non-identity
+// entries to the global ones at the end.
 template <class Acc, class T>
 __global__ void accumulate_shared(const std::uint32_t* gid, Values<T> in, std::size_t n, std::uint32_t groups,
-                                  typename Acc::S* out, const void* ctx) {
+                                  std::uint32_t copies, typename Acc::S* out, const void* ctx) {
   using S = typename Acc::S;
   extern __shared__ __align__(8) unsigned char shared_bytes[];
   S* local = reinterpret_cast<S*>(shared_bytes);
-  for (std::uint32_t g = threadIdx.x; g < groups; g += blockDim.x) local[g] = Acc::identity();
+  for (std::uint32_t g = threadIdx.x; g < groups * copies; g += blockDim.x) local[g] = Acc::identity();
   __syncthreads();
+  S* mine = local + (threadIdx.x / 32) % copies * groups;
   for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n;
        i += std::size_t(gridDim.x) * blockDim.x) {
     if (!present(in.valid, i)) continue;
     const std::uint32_t g = gid ? gid[i] : 0;
-    Acc::add(&local[g], Acc::input(in.v, i, g, ctx));
+    Acc::add(&mine[g], Acc::input(in.v, i, g, ctx));
   }
   __syncthreads();
-  for (std::uint32_t g = threadIdx.x; g < groups; g += blockDim.x)
-    if (!same_bits(local[g], Acc::identity())) Acc::add(&out[g], local[g]);
+  for (std::uint32_t g = threadIdx.x; g < groups * copies; g += blockDim.x)
+    if (!same_bits(local[g], Acc::identity())) Acc::add(&out[g % groups], local[g]);
 }
 
 }  // namespace tandem::gpu_groupby
@@ -191,9 +223,11 @@ void accumulate(const std::uint32_t* gid, Values<T> in, std::size_t n, std::uint
                 cudaStream_t s, const void* ctx = nullptr) {
   if (n == 0) return;
   if (groups <= kSharedGroups) {
-    const auto bytes = static_cast<std::size_t>(groups) * sizeof(typename Acc::S);
-    accumulate_shared<Acc, T>
-        <<<grid_for(n, 4), 512, bytes, s>>>(gid, in, n, static_cast<std::uint32_t>(groups), out, ctx);
+    constexpr std::size_t kThreads = 512, kBytes = 32 << 10;
+    const auto one = static_cast<std::size_t>(groups) * sizeof(typename Acc::S);
+    const auto copies = static_cast<std::uint32_t>(std::clamp<std::size_t>(kBytes / one, 1, kThreads / 32));
+    accumulate_shared<Acc, T><<<grid_for(n, 4), kThreads, one * copies, s>>>(
+        gid, in, n, static_cast<std::uint32_t>(groups), copies, out, ctx);
     TANDEM_CUDA_LAUNCH("accumulate_shared");
   } else {
     accumulate_global<Acc, T><<<grid_for(n, 16), 256, 0, s>>>(gid, in, n, out, ctx);

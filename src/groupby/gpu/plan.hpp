@@ -39,6 +39,10 @@ int bits_for(std::uint64_t card);
 bool sum_may_wrap(bool is_signed, std::int64_t lo, std::int64_t hi, std::uint64_t count);
 bool sum_may_wrap_unsigned(std::uint64_t hi, std::uint64_t count);
 
+// top(col, n) up to this n reads levels by atomics (2n passes over the column) instead of sorting
+// the column by (group, value).
+inline constexpr std::size_t kTopByLevels = 4;
+
 // Group counts up to this many take per-block tables in shared memory before global atomics.
 inline constexpr std::uint64_t kSharedGroups = 4096;
 
