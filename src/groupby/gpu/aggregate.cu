@@ -117,7 +117,7 @@ Column column_of(const std::string& name, std::size_t m, int threads, F&& f) {
 }
 
 // A column's bitmap with rows where absent(i) also missing.
-Column with_missing(Column c, const std::vector<std::uint64_t>& counts) {
+Column with_missing(Column c, const std::uint64_t* counts) {
   std::vector<std::uint8_t> bits((c.length + 7) / 8, 0);
   bool any = false;
   for (std::size_t i = 0; i < c.length; ++i) {
@@ -137,9 +137,9 @@ Aggregations::Aggregations(const DeviceTable::Impl& t, const GroupIds& ids, cons
 Aggregations::~Aggregations() = default;
 
 template <class S>
-std::vector<S> Aggregations::gathered(const S* per_group) {
+cpu_groupby::Scratch<S> Aggregations::gathered(const S* per_group) {
   gpu::DeviceBuffer<S> d(m_);
-  std::vector<S> host(m_);
+  cpu_groupby::Scratch<S> host(m_);
   if (m_ == 0) return host;
   LAUNCH(gather_kernel<S>, m_, per_group, groups_, m_, d.data());
   TANDEM_CUDA(cudaMemcpyAsync(host.data(), d.data(), d.bytes(), cudaMemcpyDeviceToHost, s_));
@@ -161,7 +161,9 @@ const std::uint64_t* Aggregations::present_counts(const DeviceColumn& c) {
     }
     counts = reinterpret_cast<const std::uint64_t*>(it->second.data());
   }
-  host_counts_ = gathered(counts);
+  auto& host = host_present_[c.valid() ? &c : nullptr];
+  if (host.size() != m_) host = gathered(counts);
+  host_counts_ = host.data();
   return counts;
 }
 
@@ -204,7 +206,7 @@ template <class T>
 std::vector<Column> Aggregations::top_by_levels(const Aggregation& a, const DeviceColumn& c) {
   const std::size_t n = t_.host.rows();
   using Bits = ordered_bits_t<T>;
-  std::vector<std::vector<std::uint64_t>> level, count;
+  std::vector<cpu_groupby::Scratch<std::uint64_t>> level, count;
   gpu::DeviceBuffer<u64> above;
   for (std::size_t j = 0; j < a.n; ++j) {
     auto next = per_group<LevelAcc, T>(ids_, c, n, s_, j == 0 ? nullptr : above.data());
@@ -325,7 +327,7 @@ std::optional<std::vector<Column>> Aggregations::numbers(const Aggregation& a, c
     case AggOp::max:
     case AggOp::first:
     case AggOp::last: {
-      std::vector<std::uint64_t> bits;
+      cpu_groupby::Scratch<std::uint64_t> bits;
       if (a.op == AggOp::min || a.op == AggOp::max) {
         bits = gathered(as_u64(a.op == AggOp::min ? per_group<MinAcc, T>(ids_, c, n, s_)
                                                   : per_group<MaxAcc, T>(ids_, c, n, s_)));
@@ -338,10 +340,11 @@ std::optional<std::vector<Column>> Aggregations::numbers(const Aggregation& a, c
           LAUNCH(gather_kernel<std::uint64_t>, m_, as_u64(rows), groups_, m_, at.data());
           LAUNCH(values_at_rows<T>, m_, c.as<T>(), at.data(), m_, v.data());
         }
-        std::vector<T> host(m_);
+        cpu_groupby::Scratch<T> host(m_);
         if (m_) TANDEM_CUDA(cudaMemcpyAsync(host.data(), v.data(), v.bytes(), cudaMemcpyDeviceToHost, s_));
         TANDEM_CUDA(cudaStreamSynchronize(s_));
-        for (T x : host) bits.push_back(static_cast<std::uint64_t>(to_ordered(x)));
+        bits.resize(m_);
+        for (std::size_t i = 0; i < m_; ++i) bits[i] = static_cast<std::uint64_t>(to_ordered(host[i]));
       }
       present_counts(c);
       const bool max_nan = a.op == AggOp::max && std::is_floating_point_v<T>;

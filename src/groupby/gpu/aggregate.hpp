@@ -10,6 +10,7 @@
 
 #include <cuda_runtime.h>
 
+#include "groupby/cpu_scratch.hpp"
 #include "groupby/gpu/group_ids.hpp"
 #include "tandem/groupby.hpp"
 
@@ -36,7 +37,7 @@ class Aggregations {
   std::vector<Column> strings(const Aggregation& a, const DeviceColumn& c);
   const std::uint64_t* present_counts(const DeviceColumn& c);
   template <class S>
-  std::vector<S> gathered(const S* per_group);
+  cpu_groupby::Scratch<S> gathered(const S* per_group);
   template <class T>
   const SortedValues& sorted(const DeviceColumn& c);
 
@@ -49,7 +50,10 @@ class Aggregations {
   int threads_;
   std::map<const DeviceColumn*, gpu::DeviceBuffer<unsigned long long>> present_;  // present values per group
   std::map<const DeviceColumn*, std::unique_ptr<SortedValues>> sorted_;
-  std::vector<std::uint64_t> host_counts_;  // of the last present_counts() gathered
+  // Present values per occupied group on the host, per column (nullptr: the row counts), and
+  // those of the column present_counts() was last asked for.
+  std::map<const DeviceColumn*, cpu_groupby::Scratch<std::uint64_t>> host_present_;
+  const std::uint64_t* host_counts_{nullptr};
 };
 
 }  // namespace tandem::gpu_groupby

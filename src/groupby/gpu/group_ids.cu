@@ -287,7 +287,7 @@ GroupIds group_ids(const DeviceTable::Impl& t, const std::vector<std::string>& b
 namespace {
 
 template <class T>
-Column decode_numbers(const KeyCodes& k, const std::string& name, const std::vector<std::uint32_t>& codes,
+Column decode_numbers(const KeyCodes& k, const std::string& name, const cpu_groupby::Scratch<std::uint32_t>& codes,
                       int threads) {
   std::vector<std::uint64_t> distinct(k.distinct.size());
   if (!distinct.empty())
@@ -319,7 +319,7 @@ std::vector<Column> key_columns(const GroupIds& ids, const DeviceTable::Impl& t,
   std::vector<Column> out;
   for (std::size_t j = 0; j < ids.keys.size(); ++j) {
     const KeyCodes& k = ids.keys[j];
-    std::vector<std::uint32_t> host(m);
+    cpu_groupby::Scratch<std::uint32_t> host(m);
     if (m) TANDEM_CUDA(cudaMemcpyAsync(host.data(), codes[j].data(), m * sizeof(std::uint32_t), cudaMemcpyDeviceToHost, s));
     TANDEM_CUDA(cudaStreamSynchronize(s));
     const Column& source = t.host_column(*k.column);
