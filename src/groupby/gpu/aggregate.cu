@@ -9,6 +9,7 @@
 #include "groupby/gpu/kernels.cuh"
 #include "groupby/ops/holistic.hpp"
 #include "groupby/ops/registry.hpp"
+#include "tandem/core/transfer.hpp"
 
 namespace tandem::gpu_groupby {
 
@@ -142,8 +143,7 @@ cpu_groupby::Scratch<S> Aggregations::gathered(const S* per_group) {
   cpu_groupby::Scratch<S> host(m_);
   if (m_ == 0) return host;
   LAUNCH(gather_kernel<S>, m_, per_group, groups_, m_, d.data());
-  TANDEM_CUDA(cudaMemcpyAsync(host.data(), d.data(), d.bytes(), cudaMemcpyDeviceToHost, s_));
-  TANDEM_CUDA(cudaStreamSynchronize(s_));
+  copy_to_host(host.data(), d.data(), d.bytes(), s_);
   return host;
 }
 

@@ -7,6 +7,7 @@
 #include "groupby/cpu_output.hpp"
 #include "groupby/gpu/kernels.cuh"
 #include "tandem/core/timing.hpp"
+#include "tandem/core/transfer.hpp"
 
 namespace tandem::gpu_groupby {
 namespace {
@@ -320,8 +321,7 @@ std::vector<Column> key_columns(const GroupIds& ids, const DeviceTable::Impl& t,
   for (std::size_t j = 0; j < ids.keys.size(); ++j) {
     const KeyCodes& k = ids.keys[j];
     cpu_groupby::Scratch<std::uint32_t> host(m);
-    if (m) TANDEM_CUDA(cudaMemcpyAsync(host.data(), codes[j].data(), m * sizeof(std::uint32_t), cudaMemcpyDeviceToHost, s));
-    TANDEM_CUDA(cudaStreamSynchronize(s));
+    copy_to_host(host.data(), codes[j].data(), m * sizeof(std::uint32_t), s);
     const Column& source = t.host_column(*k.column);
     if (k.coding == KeyCoding::dictionary) {
       out.push_back(k.column->dictionary->decode(std::span<const std::uint32_t>(host), threads));

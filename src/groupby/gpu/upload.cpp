@@ -11,6 +11,7 @@
 #include "tandem/core/error.hpp"
 #include "tandem/core/parallel.hpp"
 #include "tandem/core/timing.hpp"
+#include "tandem/core/transfer.hpp"
 #include "tandem/cuda/runtime.hpp"
 
 namespace tandem::gpu_groupby {
@@ -19,7 +20,7 @@ namespace {
 template <class T>
 gpu::DeviceBuffer<T> to_device(const void* host, std::size_t bytes) {
   gpu::DeviceBuffer<T> d((bytes + sizeof(T) - 1) / sizeof(T));
-  if (bytes) TANDEM_CUDA(cudaMemcpy(d.data(), host, bytes, cudaMemcpyHostToDevice));
+  if (bytes) copy_to_device(d.data(), host, bytes);  // staged through pinned memory by several threads
   return d;
 }
 
