@@ -1,5 +1,6 @@
 // tandem.groupby on host tables: tandem::groupby over columns lent by numpy (table.hpp).
 
+#include "tandem/device_table.hpp"
 #include "tandem/groupby.hpp"
 #include "common.hpp"
 #include "table.hpp"
@@ -24,14 +25,39 @@ std::vector<Aggregation> aggregations(const py::handle& aggs) {
   return out;
 }
 
+GroupByOptions groupby_options(std::string_view device, int threads) {
+  GroupByOptions o;
+  o.device = device_arg(device);
+  o.threads = threads;
+  return o;
+}
+
 py::tuple groupby_tables(const py::sequence& columns, const std::vector<std::string>& by, const py::handle& aggs,
                          std::string_view device, int threads) {
   const Table input = table_from_python(columns);
   GroupBySpec spec{.by = by, .aggs = aggregations(aggs)};
-  GroupByOptions o;
-  o.device = device_arg(device);
-  o.threads = threads;
+  const GroupByOptions o = groupby_options(device, threads);
   GroupByResult r = without_gil([&] { return groupby(input, spec, o); });
+  return py::make_tuple(table_to_python(r.table), std::move(r.report));
+}
+
+// A DeviceTable keeps the host table it came from (and so the numpy arrays it borrows) alive.
+struct PyDeviceTable {
+  Table host;
+  DeviceTable table;
+};
+
+std::unique_ptr<PyDeviceTable> upload(const py::sequence& columns, int threads) {
+  Table host = table_from_python(columns);
+  auto t = without_gil([&] { return DeviceTable(host, {}, threads); });
+  return std::make_unique<PyDeviceTable>(PyDeviceTable{std::move(host), std::move(t)});
+}
+
+py::tuple groupby_device_table(const PyDeviceTable& t, const std::vector<std::string>& by, const py::handle& aggs,
+                               std::string_view device, int threads) {
+  GroupBySpec spec{.by = by, .aggs = aggregations(aggs)};
+  const GroupByOptions o = groupby_options(device, threads);
+  GroupByResult r = without_gil([&] { return groupby(t.table, spec, o); });
   return py::make_tuple(table_to_python(r.table), std::move(r.report));
 }
 
@@ -63,6 +89,12 @@ void bind_groupby(py::module_& m) {
       py::arg("text"), "tandem::parse_aggregations: (op, column, q, n, name) tuples.");
   m.def("_groupby", &groupby_tables, py::arg("columns"), py::arg("by"), py::arg("aggs"), py::arg("device"),
         py::arg("threads"), "tandem::groupby of columns (table.hpp's tuples): (result columns, Report).");
+  py::class_<PyDeviceTable>(m, "_DeviceTable", "tandem::DeviceTable: columns uploaded to the GPU once.")
+      .def(py::init(&upload), py::arg("columns"), py::arg("threads"))
+      .def_property_readonly("rows", [](const PyDeviceTable& t) { return t.table.rows(); })
+      .def_property_readonly("device_bytes", [](const PyDeviceTable& t) { return t.table.device_bytes(); })
+      .def_property_readonly("upload_seconds", [](const PyDeviceTable& t) { return t.table.upload_seconds(); })
+      .def("groupby", &groupby_device_table, py::arg("by"), py::arg("aggs"), py::arg("device"), py::arg("threads"));
   m.def(
       "_generate_groupby",
       [](std::size_t rows, std::size_t k, double nas_percent, bool sorted, std::uint64_t seed) {

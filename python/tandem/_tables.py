@@ -168,13 +168,7 @@ def groupby(table, by, agg="count()", *, device="auto", threads=None, explain=Fa
                        explain=explain)
     pd = _pandas()
     if pd is not None and isinstance(table, pd.DataFrame):
-        available = list(table.columns)
-        columns = []
-        for name in _needed(by, aggs):
-            if name not in table.columns:
-                raise _missing_column(name, available)
-            columns.append(_series_column(str(name), table[name], pd))
-        return _host_groupby(columns, by, aggs, device, threads, explain)
+        return _host_groupby(_host_columns(table, _needed(by, aggs)), by, aggs, device, threads, explain)
     if not isinstance(table, Mapping):
         raise TypeError(f"groupby: expected a pandas DataFrame, a dict of arrays or a CSV path, got {type(table).__name__}")
     needed = _needed(by, aggs)
@@ -189,6 +183,62 @@ def groupby(table, by, agg="count()", *, device="auto", threads=None, explain=Fa
                                                       for op, column, q, n, name in aggs])
         return with_report(result, report, explain)
     return _host_groupby([_array_column(str(name), table[name]) for name in needed], by, aggs, device, threads, explain)
+
+
+def _host_columns(table, names):
+    """The named columns of a DataFrame or a dict of host arrays, as the library takes them."""
+    pd = _pandas()
+    if pd is not None and isinstance(table, pd.DataFrame):
+        make = lambda name: _series_column(str(name), table[name], pd)  # noqa: E731
+    elif isinstance(table, Mapping):
+        make = lambda name: _array_column(str(name), table[name])  # noqa: E731
+    else:
+        raise TypeError(f"expected a pandas DataFrame or a dict of arrays, got {type(table).__name__}")
+    for name in names:
+        if name not in table:
+            raise _missing_column(name, list(table))
+    return [make(name) for name in names]
+
+
+class DeviceTable:
+    """A table uploaded to the GPU once, for many group-bys that then read only device memory
+    (tandem::DeviceTable). table: a pandas DataFrame, a dict of host arrays or a CSV path; columns:
+    the names to upload (default: all). Strings are encoded on the CPU into sorted dictionary codes
+    at upload. Raises NoDeviceError without a GPU or in a CPU-only build."""
+
+    def __init__(self, table, columns=None, *, threads=None):
+        threads = threads_arg(threads)
+        if isinstance(table, (str, os.PathLike)):
+            table = read_csv(table, threads=threads or None)
+        names = list(table) if columns is None else [columns] if isinstance(columns, str) else list(columns)
+        self._table = _tandem._DeviceTable(_host_columns(table, names), threads)
+        self.columns = [str(n) for n in names]
+
+    @property
+    def rows(self):
+        return self._table.rows
+
+    @property
+    def device_bytes(self):
+        """Device memory the columns take."""
+        return self._table.device_bytes
+
+    @property
+    def upload_seconds(self):
+        return self._table.upload_seconds
+
+    def groupby(self, by, agg="count()", *, device="auto", threads=None, explain=False):
+        """tandem.groupby of this table on its GPU (device 'cpu' runs the CPU engine on the host
+        columns); arguments and result as tandem.groupby."""
+        by = [by] if isinstance(by, str) else list(by)
+        if device not in ("auto", "cpu", "gpu"):
+            raise ValueError(f"groupby: device must be 'auto', 'cpu' or 'gpu', got {device!r}")
+        aggs = _library_aggregations(_aggregations(agg))
+        result, report = self._table.groupby([str(b) for b in by], aggs, device, threads_arg(threads))
+        return with_report(_to_output(result), report, explain)
+
+    def __repr__(self):
+        return f"tandem.DeviceTable({self.rows} rows, columns {self.columns}, {self.device_bytes} bytes on the GPU)"
 
 
 def _device_name(op, column, q, n):

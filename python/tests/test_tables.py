@@ -236,3 +236,28 @@ def test_generate_groupby():
     assert df["v1"].between(1, 5).all() and df["v3"].between(0, 100).all()
     again = tandem.generate_groupby(rows=1000, k=10, seed=3)
     pd.testing.assert_frame_equal(df, again)
+
+
+def _gpu_present():
+    info = tandem.info()
+    return bool(info["gpus"]) and info["python_module"]["cuda_built"]
+
+
+@pytest.mark.skipif(_gpu_present(), reason="a GPU is present: the next test uploads")
+def test_device_table_without_a_gpu_is_a_no_device_error():
+    with pytest.raises(tandem.NoDeviceError):
+        tandem.DeviceTable({"k": np.arange(10, dtype=np.int32)})
+
+
+@pytest.mark.skipif(not _gpu_present(), reason="needs a GPU")
+def test_device_table_groupbys_equal_the_cpu_engine():
+    df = tandem.generate_groupby(rows=200_000, k=10, nas_percent=5)
+    table = tandem.DeviceTable(df, ["id1", "id3", "id4", "v1", "v3"])
+    assert table.rows == len(df) and table.device_bytes > 0
+    for by, agg in [("id1", "sum(v1)"), (["id1", "id4"], "mean(v3),count()"), ("id3", "median(v3),top(v3,2)"),
+                    ("id4", "std(v3),nunique(v1),first(id1)")]:
+        got = table.groupby(by, agg)
+        want = tandem.groupby(df, by, agg, device="cpu")
+        pd.testing.assert_frame_equal(got, want, check_exact=False, rtol=1e-9)
+    with pytest.raises(tandem.UsageError):
+        table.groupby("id2", "count()")
