@@ -285,9 +285,10 @@ int gpu_questions(bench::Bench& b, const Table& data, const std::vector<Question
     lines.push_back(fmt::format("| {} | {:.4f} | {:.4f} | {:.4f} | {:.1f}x | {:.2f}x |", q.id, c.median, g.median,
                                 h.median, c.median / g.median, c.median / h.median));
   }
-  fmt::print("\n| question | CPU s | GPU s (device table) | GPU s (from host) | CPU / GPU | CPU / GPU from host |\n"
-             "|---|---|---|---|---|---|\n{}\n",
-             fmt::join(lines, "\n"));
+  fmt::print(
+      "\n| question | CPU s | GPU s (device table) | GPU s (from host) | CPU / GPU | CPU / GPU from host |\n"
+      "|---|---|---|---|---|---|\n{}\n",
+      fmt::join(lines, "\n"));
   return b.finish();
 }
 

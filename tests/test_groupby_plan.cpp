@@ -75,8 +75,10 @@ TEST(GpuGroupByPlan, SixtyFourBitSumsThatMayWrapAreFlagged) {
   EXPECT_FALSE(sum_may_wrap(true, 0, std::int64_t{1} << 40, std::uint64_t{1} << 22));
   EXPECT_TRUE(sum_may_wrap(true, 0, std::int64_t{1} << 40, std::uint64_t{1} << 23));
   EXPECT_TRUE(sum_may_wrap(true, std::numeric_limits<std::int64_t>::min(), 0, 1));
-  EXPECT_FALSE(sum_may_wrap(true, std::numeric_limits<std::int64_t>::max(), std::numeric_limits<std::int64_t>::max(), 1));
-  EXPECT_TRUE(sum_may_wrap(true, std::numeric_limits<std::int64_t>::max(), std::numeric_limits<std::int64_t>::max(), 2));
+  EXPECT_FALSE(
+      sum_may_wrap(true, std::numeric_limits<std::int64_t>::max(), std::numeric_limits<std::int64_t>::max(), 1));
+  EXPECT_TRUE(
+      sum_may_wrap(true, std::numeric_limits<std::int64_t>::max(), std::numeric_limits<std::int64_t>::max(), 2));
   EXPECT_FALSE(gpu_groupby::sum_may_wrap_unsigned(~std::uint64_t{0}, 1));
   EXPECT_TRUE(gpu_groupby::sum_may_wrap_unsigned(~std::uint64_t{0}, 2));
   EXPECT_FALSE(gpu_groupby::sum_may_wrap_unsigned(std::uint64_t{1} << 62, 3));

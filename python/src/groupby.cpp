@@ -1,9 +1,9 @@
 // tandem.groupby on host tables: tandem::groupby over columns lent by numpy (table.hpp).
 
-#include "tandem/device_table.hpp"
 #include "tandem/groupby.hpp"
 #include "common.hpp"
 #include "table.hpp"
+#include "tandem/device_table.hpp"
 
 namespace tandem::python {
 namespace {

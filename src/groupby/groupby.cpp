@@ -56,8 +56,7 @@ GroupByResult on_cpu(const Table& input, const GroupBySpec& spec, const GroupByO
 
 // The GPU engine on an uploaded table; the CPU engine reruns a group-by whose 64-bit integer sums
 // may have wrapped in the GPU's atomics.
-GroupByResult on_gpu(const DeviceTable& table, const GroupBySpec& spec, const GroupByOptions& options,
-                     Report report) {
+GroupByResult on_gpu(const DeviceTable& table, const GroupBySpec& spec, const GroupByOptions& options, Report report) {
 #if TANDEM_HAS_CUDA
   auto t = gpu_groupby::run(table.impl(), spec, options.threads > 0 ? options.threads : default_threads(), report);
 #else

@@ -136,7 +136,8 @@ TEST(GroupByTableGpu, TwoHostThreadsAtOnce) {
   TANDEM_REQUIRE_GPU();
   std::mt19937_64 rng(2);
   const Table a = random_table(rng, 5000, 2, 0.05), b = random_table(rng, 4000, 3, 0.0);
-  const GroupBySpec sa = spec_of(a, random_aggregations(rng, a, 0.5)), sb = spec_of(b, random_aggregations(rng, b, 0.5));
+  const GroupBySpec sa = spec_of(a, random_aggregations(rng, a, 0.5)),
+                    sb = spec_of(b, random_aggregations(rng, b, 0.5));
   Table got_a, got_b;
   std::thread ta([&] { got_a = groupby(a, sa, {Device::gpu}).table; });
   std::thread tb([&] { got_b = groupby(b, sb, {Device::gpu}).table; });

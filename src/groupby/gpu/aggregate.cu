@@ -23,10 +23,10 @@ struct SortedValues {
 
 namespace {
 
-#define LAUNCH(kernel, n, ...)                       \
-  do {                                               \
+#define LAUNCH(kernel, n, ...)                        \
+  do {                                                \
     kernel<<<grid_for(n), 256, 0, s_>>>(__VA_ARGS__); \
-    TANDEM_CUDA_LAUNCH(#kernel);                     \
+    TANDEM_CUDA_LAUNCH(#kernel);                      \
   } while (0)
 
 template <class S>
@@ -104,8 +104,8 @@ Values<T> values_of(const DeviceColumn& c) {
 
 // Per-group states of Acc over a column, started at the identity.
 template <class Acc, class T>
-gpu::DeviceBuffer<typename Acc::S> per_group(const GroupIds& ids, const DeviceColumn& c, std::size_t n,
-                                             cudaStream_t s, const void* ctx = nullptr) {
+gpu::DeviceBuffer<typename Acc::S> per_group(const GroupIds& ids, const DeviceColumn& c, std::size_t n, cudaStream_t s,
+                                             const void* ctx = nullptr) {
   gpu::DeviceBuffer<typename Acc::S> out(ids.groups);
   fill<typename Acc::S>(out.data(), out.size(), Acc::identity(), s);
   accumulate<Acc, T>(ids.gid.data(), values_of<T>(c), n, ids.groups, out.data(), s, ctx);
@@ -153,10 +153,9 @@ const std::uint64_t* Aggregations::present_counts(const DeviceColumn& c) {
     auto it = present_.find(&c);
     if (it == present_.end()) {
       const std::size_t n = t_.host.rows();
-      auto d = c.type == ColumnType::str ? per_group<CountAcc, std::uint32_t>(ids_, c, n, s_)
-                                         : visit_numeric(c.type, [&](auto v) {
-                                             return per_group<CountAcc, decltype(v)>(ids_, c, n, s_);
-                                           });
+      auto d = c.type == ColumnType::str
+                   ? per_group<CountAcc, std::uint32_t>(ids_, c, n, s_)
+                   : visit_numeric(c.type, [&](auto v) { return per_group<CountAcc, decltype(v)>(ids_, c, n, s_); });
       it = present_.emplace(&c, std::move(d)).first;
     }
     counts = reinterpret_cast<const std::uint64_t*>(it->second.data());
@@ -274,8 +273,7 @@ std::vector<Column> Aggregations::holistic(const Aggregation& a, const DeviceCol
 }
 
 template <class T>
-std::optional<std::vector<Column>> Aggregations::numbers(const Aggregation& a, const DeviceColumn& c,
-                                                         Report& report) {
+std::optional<std::vector<Column>> Aggregations::numbers(const Aggregation& a, const DeviceColumn& c, Report& report) {
   const std::size_t n = t_.host.rows();
   const std::string name = output_names(a).front();
   using Bits = ordered_bits_t<T>;
@@ -296,11 +294,10 @@ std::optional<std::vector<Column>> Aggregations::numbers(const Aggregation& a, c
           const auto hi = gathered(as_u64(per_group<MaxAcc, T>(ids_, c, n, s_)));
           for (std::size_t i = 0; i < m_; ++i) {
             if (host_counts_[i] == 0) continue;
-            const bool wraps =
-                std::is_signed_v<T>
-                    ? sum_may_wrap(true, std::int64_t(from_ordered<T>(lo[i])), std::int64_t(from_ordered<T>(hi[i])),
-                                   host_counts_[i])
-                    : sum_may_wrap_unsigned(std::uint64_t(from_ordered<T>(hi[i])), host_counts_[i]);
+            const bool wraps = std::is_signed_v<T>
+                                   ? sum_may_wrap(true, std::int64_t(from_ordered<T>(lo[i])),
+                                                  std::int64_t(from_ordered<T>(hi[i])), host_counts_[i])
+                                   : sum_may_wrap_unsigned(std::uint64_t(from_ordered<T>(hi[i])), host_counts_[i]);
             if (wraps) {
               report.note(agg::describe(a) + ": a group's sum may pass 64 bits");
               return std::nullopt;
@@ -329,11 +326,11 @@ std::optional<std::vector<Column>> Aggregations::numbers(const Aggregation& a, c
     case AggOp::last: {
       cpu_groupby::Scratch<std::uint64_t> bits;
       if (a.op == AggOp::min || a.op == AggOp::max) {
-        bits = gathered(as_u64(a.op == AggOp::min ? per_group<MinAcc, T>(ids_, c, n, s_)
-                                                  : per_group<MaxAcc, T>(ids_, c, n, s_)));
+        bits = gathered(
+            as_u64(a.op == AggOp::min ? per_group<MinAcc, T>(ids_, c, n, s_) : per_group<MaxAcc, T>(ids_, c, n, s_)));
       } else {
-        const auto rows = a.op == AggOp::first ? per_group<FirstRowAcc, T>(ids_, c, n, s_)
-                                               : per_group<LastRowAcc, T>(ids_, c, n, s_);
+        const auto rows =
+            a.op == AggOp::first ? per_group<FirstRowAcc, T>(ids_, c, n, s_) : per_group<LastRowAcc, T>(ids_, c, n, s_);
         gpu::DeviceBuffer<std::uint64_t> at(m_);
         gpu::DeviceBuffer<T> v(m_);
         if (m_) {

@@ -97,7 +97,8 @@ std::optional<Table> run(const DeviceTable::Impl& t, const GroupBySpec& spec, in
                           : "decomposable: per-group states updated by atomics"));
   }
   report.add("aggregate", where, w.seconds(),
-             std::to_string(groups.size()) + " groups, " + std::to_string(n) + " rows, " + std::to_string(spec.aggs.size()) + " aggregation(s)");
+             std::to_string(groups.size()) + " groups, " + std::to_string(n) + " rows, " +
+                 std::to_string(spec.aggs.size()) + " aggregation(s)");
   w.reset();
   Table out;
   for (auto& c : key_columns(ids, t, groups.data(), groups.size(), stream, threads)) out.add(std::move(c));

@@ -122,10 +122,10 @@ __global__ void peel_kernel(std::uint64_t* cur, std::size_t n, std::uint64_t car
   }
 }
 
-#define LAUNCH(kernel, n, ...)                            \
-  do {                                                    \
-    kernel<<<grid_for(n), 256, 0, s>>>(__VA_ARGS__);      \
-    TANDEM_CUDA_LAUNCH(#kernel);                          \
+#define LAUNCH(kernel, n, ...)                       \
+  do {                                               \
+    kernel<<<grid_for(n), 256, 0, s>>>(__VA_ARGS__); \
+    TANDEM_CUDA_LAUNCH(#kernel);                     \
   } while (0)
 
 // Replaces acc[0, n) (numbers below 2^bits) by their ranks among the distinct ones; returns
@@ -139,9 +139,8 @@ gpu::DeviceBuffer<std::uint64_t> rank_in_place(std::uint64_t* acc, std::size_t n
   });
   rows = {};
   LAUNCH(head_flags, n, sorted.data(), n, rank.data());
-  run_cub("scan of distinct key heads", [&](void* t, std::size_t& b) {
-    return cub::DeviceScan::InclusiveSum(t, b, rank.data(), rank.data(), n, s);
-  });
+  run_cub("scan of distinct key heads",
+          [&](void* t, std::size_t& b) { return cub::DeviceScan::InclusiveSum(t, b, rank.data(), rank.data(), n, s); });
   std::uint32_t distinct_n = 0;
   TANDEM_CUDA(cudaMemcpyAsync(&distinct_n, rank.data() + n - 1, sizeof distinct_n, cudaMemcpyDeviceToHost, s));
   TANDEM_CUDA(cudaStreamSynchronize(s));
@@ -172,7 +171,8 @@ gpu::DeviceBuffer<std::uint64_t> distinct_values(const DeviceColumn& c, std::siz
   TANDEM_CUDA(cudaMemcpyAsync(&m, count.data(), sizeof m, cudaMemcpyDeviceToHost, s));
   TANDEM_CUDA(cudaStreamSynchronize(s));
   gpu::DeviceBuffer<std::uint64_t> out(m);
-  if (m) TANDEM_CUDA(cudaMemcpyAsync(out.data(), picked.data(), m * sizeof(std::uint64_t), cudaMemcpyDeviceToDevice, s));
+  if (m)
+    TANDEM_CUDA(cudaMemcpyAsync(out.data(), picked.data(), m * sizeof(std::uint64_t), cudaMemcpyDeviceToDevice, s));
   return out;
 }
 
@@ -279,11 +279,10 @@ GroupIds group_ids(const DeviceTable::Impl& t, const std::vector<std::string>& b
   const bool ranked = ids.stages.back().distinct.size() > 0;
   report.add("group ids", "gpu" + std::to_string(t.device), w.seconds(),
              std::to_string(by.size()) + " key column(s), " + std::to_string(ids.groups) + " group ids (" +
-                 (ranked ? "ranked" : "direct") + "), " +
-                 std::to_string(ids.stages.size() - 1 + (ranked ? 1 : 0)) + " ranking pass(es)");
+                 (ranked ? "ranked" : "direct") + "), " + std::to_string(ids.stages.size() - 1 + (ranked ? 1 : 0)) +
+                 " ranking pass(es)");
   return ids;
 }
-
 
 namespace {
 
@@ -326,9 +325,8 @@ std::vector<Column> key_columns(const GroupIds& ids, const DeviceTable::Impl& t,
     if (k.coding == KeyCoding::dictionary) {
       out.push_back(k.column->dictionary->decode(std::span<const std::uint32_t>(host), threads));
     } else {
-      out.push_back(visit_numeric(source.type, [&](auto v) {
-        return decode_numbers<decltype(v)>(k, source.name, host, threads);
-      }));
+      out.push_back(visit_numeric(source.type,
+                                  [&](auto v) { return decode_numbers<decltype(v)>(k, source.name, host, threads); }));
     }
   }
   return out;

@@ -21,7 +21,7 @@ struct KeyCodes {
   KeyCoding coding{KeyCoding::range};
   std::uint64_t card{1};  // codes are < card; the last one is a missing key's when missing
   bool missing{false};
-  std::uint64_t lo{0};                   // range: the minimum's ordered bits
+  std::uint64_t lo{0};                        // range: the minimum's ordered bits
   gpu::DeviceBuffer<std::uint64_t> distinct;  // ranked: the distinct values' key bits, ascending
   std::string how() const;
 };

@@ -10,7 +10,6 @@
 #include <string_view>
 #include <type_traits>
 
-
 #include "groupby/gpu/plan.hpp"
 #include "groupby/ops/op_common.hpp"
 #include "tandem/core/key_order.hpp"
@@ -164,7 +163,8 @@ struct LevelCountAcc {
 
 template <class S>
 __global__ void fill_kernel(S* out, std::size_t n, S value) {
-  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x)
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n;
+       i += std::size_t(gridDim.x) * blockDim.x)
     out[i] = value;
 }
 
