@@ -44,5 +44,13 @@ check missing-file 2 "$T" groupby "$d/none.csv" --by a --agg 'count()'
 "$T" gen groupby --rows 2000 --k 5 --nas 5 --out "$d/g.csv" >/dev/null 2>&1
 check db-q10 0 "$T" groupby "$d/g.csv" --by id1,id2,id3,id4,id5,id6 --agg 'sum(v3),count()' --device cpu
 [ "$(wc -l <"$out")" -gt 1000 ] || { echo "FAIL db-q10 rows"; fails=$((fails+1)); }
+# Where there is a GPU, its engine writes the same CSV as the CPU engine (string and composite
+# keys, missing values; aggregations whose results do not depend on the order of float additions).
+if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
+  agg='sum(v1),max(v3),median(v3),top(v3,2),min(id3),nunique(v2),count()'
+  check db-gpu 0 "$T" groupby "$d/g.csv" --by id1,id4 --agg "$agg" --device gpu --out "$d/gpu.csv"
+  check db-cpu 0 "$T" groupby "$d/g.csv" --by id1,id4 --agg "$agg" --device cpu --out "$d/cpu.csv"
+  cmp -s "$d/gpu.csv" "$d/cpu.csv" || { echo "FAIL db-gpu differs from the CPU engine"; diff "$d/gpu.csv" "$d/cpu.csv" | head; fails=$((fails+1)); }
+fi
 echo "$fails failed"
 [ $fails -eq 0 ]
