@@ -145,4 +145,13 @@ TEST(GroupByTableGpu, TwoHostThreadsAtOnce) {
   tb.join();
   expect_matches(got_a, reference_groupby(a, sa), "first");
   expect_matches(got_b, reference_groupby(b, sb), "second");
+  // Two threads on one device table (read-only columns, each call its own stream and buffers).
+  const DeviceTable shared(a);
+  const GroupBySpec other = spec_of(a, random_aggregations(rng, a, 0.5));
+  std::thread t1([&] { got_a = groupby(shared, sa).table; });
+  std::thread t2([&] { got_b = groupby(shared, other).table; });
+  t1.join();
+  t2.join();
+  expect_matches(got_a, reference_groupby(a, sa), "shared table, first");
+  expect_matches(got_b, reference_groupby(a, other), "shared table, second");
 }
