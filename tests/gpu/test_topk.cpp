@@ -17,6 +17,14 @@ using namespace tandem::topk;
 namespace {
 bool sanitizer() { return std::getenv("TANDEM_SANITIZER") != nullptr; }
 
+Lists four_lists(std::uint64_t m, Dist dist) {
+  GenOptions g;
+  g.objects = m;
+  g.lists = 4;
+  g.dist = dist;
+  return generate(g);
+}
+
 void check_gpu_paths(DeviceLists& d, const Lists& l, std::uint64_t k, const Aggregate& agg) {
   const auto ref = reference(l, k, agg);
   Options o;
@@ -37,11 +45,7 @@ TEST(GpuTopk, AllPathsMatchBruteForce) {
   const std::uint64_t m = sanitizer() ? 3001 : 200003;
   for (auto dist : {Dist::uniform, Dist::correlated, Dist::anticorrelated, Dist::zipf}) {
     SCOPED_TRACE(std::string(to_string(dist)));
-    GenOptions g;
-    g.objects = m;
-    g.lists = 4;
-    g.dist = dist;
-    const auto l = generate(g);
+    const auto l = four_lists(m, dist);
     auto d = upload(l);
     for (const char* agg : {"sum", "min", "max", "wsum:1,0.5,0,2"}) {
       SCOPED_TRACE(agg);
@@ -119,11 +123,7 @@ TEST(GpuTopk, QueryOnResidentListsPlansAsTheUploadingQuery) {
   const std::uint64_t m = sanitizer() ? 3001 : 200003;
   for (auto dist : {Dist::uniform, Dist::correlated, Dist::anticorrelated}) {
     SCOPED_TRACE(std::string(to_string(dist)));
-    GenOptions g;
-    g.objects = m;
-    g.lists = 4;
-    g.dist = dist;
-    const auto l = generate(g);
+    const auto l = four_lists(m, dist);
     auto d = upload(l);
     EXPECT_EQ(d->overlap().observed, estimate_overlap(l).observed);
     Options host;
