@@ -236,8 +236,7 @@ def run(job, backend, tol):
         W = backend.weights(batch["weights"])
         out["queries"] = W.shape[1]
         out["batch_matmul"], (v, i) = timed(lambda: backend.batch_matmul(W, k), reps, warmup, backend.sync)
-        loop_reps = max(1, reps // 2)  # Q queries a run already
-        out["batch_loop"], each = timed(lambda: backend.batch_loop(W, k), loop_reps, min(warmup, 1), backend.sync)
+        out["batch_loop"], each = timed(lambda: backend.batch_loop(W, k), reps, warmup, backend.sync)
         for q, expect in batch.get("expect", {}).items():
             q = int(q)
             check(f"batch_matmul query {q}", (v[:, q], i[:, q]), expect)
