@@ -17,6 +17,15 @@ using namespace tandem::topk;
 namespace {
 bool sanitizer() { return std::getenv("TANDEM_SANITIZER") != nullptr; }
 
+// auto's account of its choice (the algorithms' own notes hold timing-free counts too, but the plan
+// is what must match).
+std::vector<std::string> auto_notes(const Report& r) {
+  std::vector<std::string> out;
+  for (const auto& n : r.notes)
+    if (n.rfind("auto:", 0) == 0) out.push_back(n);
+  return out;
+}
+
 Lists four_lists(std::uint64_t m, Dist dist) {
   GenOptions g;
   g.objects = m;
@@ -136,7 +145,7 @@ TEST(GpuTopk, QueryOnResidentListsPlansAsTheUploadingQuery) {
       const auto up = query(l, 100, agg, host);
       EXPECT_EQ(r.items, reference(l, 100, agg)) << to_string(algo);
       EXPECT_EQ(r.stats.algo, up.stats.algo) << to_string(algo);
-      EXPECT_EQ(r.report.notes, up.report.notes) << to_string(algo);
+      EXPECT_EQ(auto_notes(r.report), auto_notes(up.report)) << to_string(algo);
     }
     for (std::uint64_t k : {1, 7, 100}) EXPECT_EQ(query(*d, k).items, reference(l, k)) << "k " << k;
   }
