@@ -1,6 +1,9 @@
 #include "harness.hpp"
 
+#include <sys/wait.h>
+
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
@@ -155,6 +158,23 @@ int Bench::finish() {
     return 1;
   }
   return 0;
+}
+
+CommandOutput run_command(const std::string& command) {
+  CommandOutput out;
+  std::FILE* p = popen((command + " 2>&1").c_str(), "r");
+  if (!p) return out;
+  char buf[4096];
+  while (std::fgets(buf, sizeof buf, p)) out.text += buf;
+  const int status = pclose(p);
+  if (status != -1 && WIFEXITED(status)) out.status = WEXITSTATUS(status);
+  return out;
+}
+
+std::string shell_quote(const std::string& text) {
+  std::string q = "'";
+  for (char c : text) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
 }
 
 }  // namespace tandem::bench

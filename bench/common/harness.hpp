@@ -66,4 +66,13 @@ class Bench {
   std::vector<std::string> failures_;
 };
 
+// Runs a shell command (an anchor outside the process): its exit status and its stdout + stderr.
+struct CommandOutput {
+  int status{-1};  // the exit code; -1 when it could not run or was killed
+  std::string text;
+};
+CommandOutput run_command(const std::string& command);
+// `text` quoted for a POSIX shell.
+std::string shell_quote(const std::string& text);
+
 }  // namespace tandem::bench

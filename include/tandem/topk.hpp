@@ -172,6 +172,8 @@ class DeviceLists {
   std::uint32_t n() const;
   std::uint64_t m() const;
   Memory memory() const;
+  // The lists' prefix overlap, measured once at upload: what Algo::auto_ decides by.
+  Estimate overlap() const;
 
  private:
   friend struct detail::DeviceListsAccess;
@@ -182,5 +184,9 @@ std::unique_ptr<DeviceLists> upload(const Lists& lists, Memory memory = Memory::
 Result nra_gpu(DeviceLists& d, std::uint64_t k, const Aggregate& agg, const Options& opts);
 Result ta_gpu(DeviceLists& d, std::uint64_t k, const Aggregate& agg, const Options& opts);  // builds its index once
 Result scan_gpu(DeviceLists& d, std::uint64_t k, const Aggregate& agg, const Options& opts);
+// The whole query on lists already on the GPU (many queries over one upload): the same checks and
+// plan as query() above, Algo::auto_ deciding by d.overlap(); opts.device and opts.memory do not
+// apply.
+Result query(DeviceLists& d, std::uint64_t k, const Aggregate& agg = {}, const Options& opts = {});
 
 }  // namespace tandem::topk

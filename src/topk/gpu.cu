@@ -281,6 +281,7 @@ struct DeviceLists::Impl {
   gpu::Stream stream;
 
   std::vector<float> max_abs;  // each list's largest |score| (the scale of exact sums)
+  Estimate overlap;            // auto's estimate, from the host copy at upload
   gpu::DeviceBuffer<Slot> slots;
   bool slots_clean{false};
   Acc slots_ident{0, 0};
@@ -338,6 +339,7 @@ DeviceLists::~DeviceLists() = default;
 std::uint32_t DeviceLists::n() const { return impl_->n; }
 std::uint64_t DeviceLists::m() const { return impl_->m; }
 Memory DeviceLists::memory() const { return impl_->memory; }
+Estimate DeviceLists::overlap() const { return impl_->overlap; }
 
 std::unique_ptr<DeviceLists> upload(const Lists& l, Memory memory, Report* rep) {
   gpu::require();
@@ -346,6 +348,7 @@ std::unique_ptr<DeviceLists> upload(const Lists& l, Memory memory, Report* rep) 
   impl->m = l.m;
   impl->memory = memory;
   impl->max_abs = list_max_abs(l);
+  impl->overlap = estimate_overlap(l);
   const std::size_t bytes = l.entries.size() * sizeof(Entry);
   Stopwatch w;
   if (memory == Memory::managed) {

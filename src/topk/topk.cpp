@@ -38,12 +38,70 @@ void absorb(Report& into, Result& from) {
   for (auto& [key, v] : from.report.details().items()) into.details()[key] = v;
 }
 
+void check_request(std::uint32_t n, std::uint64_t m, std::uint64_t k, const Aggregate& agg) {
+  if (k < 1 || k > m) throw UsageError(fmt::format("k = {} must be between 1 and the number of objects ({})", k, m));
+  agg.check(n);
+}
+
+// The plan: one algorithm, or NRA with a depth budget and the scan behind it (budgeted).
+struct Plan {
+  Algo algo;
+  Options opts;
+  bool budgeted{false};
+};
+
+// `estimate` is called only when auto needs it (the host path measures it now, the GPU one at upload).
+template <class EstimateFn>
+Plan plan_query(std::uint32_t n, std::uint64_t m, std::uint64_t k, const Options& opts, EstimateFn estimate,
+                Report& rep) {
+  Plan p{opts.algo, opts};
+  if (p.algo != Algo::auto_) return p;
+  if (n == 1) {
+    p.algo = Algo::nra;
+    rep.note("auto: one list - NRA reads exactly k entries");
+    return p;
+  }
+  Stopwatch w;
+  const Estimate e = estimate();
+  rep.add("auto: prefix overlap estimate", "cpu", w.seconds(), fmt::format("{} entries of each list", e.prefix));
+  rep.details()["estimate"] = {
+      {"prefix", e.prefix}, {"observed_pairs", e.observed}, {"independent_pairs", e.expected}, {"ratio", e.ratio()}};
+  if (e.ratio() < kAntiRatio) {
+    p.algo = Algo::scan;
+    rep.note(
+        fmt::format("auto: scan - the lists look anti-correlated (prefix overlap {:.2f}x of independent lists "
+                    "< {}): NRA would read most of every list",
+                    e.ratio(), kAntiRatio));
+  } else {
+    p.algo = Algo::nra;
+    p.budgeted = true;
+    p.opts.max_depth = std::max<std::uint64_t>(k, m / 2);
+    rep.note(
+        fmt::format("auto: NRA with a budget of {} levels, then the scan - prefix overlap {:.2f}x of "
+                    "independent lists ({}): NRA should stop early",
+                    p.opts.max_depth, e.ratio(), e.ratio() > 3 ? "correlated" : "about independent"));
+  }
+  return p;
+}
+
+// Runs the plan: `run(algo, opts)` on the chosen device; the scan when a budgeted NRA gave up.
+template <class RunFn>
+Result run_plan(const Plan& p, Report& rep, RunFn run) {
+  Result r = run(p.algo, p.opts);
+  if (p.budgeted && !r.stats.finished) {
+    absorb(rep, r);
+    rep.note("auto: NRA did not stop within its budget; running the full scan");
+    r = run(Algo::scan, p.opts);
+  }
+  absorb(rep, r);
+  r.report = std::move(rep);
+  return r;
+}
+
 }  // namespace
 
 Result query(const Lists& l, std::uint64_t k, const Aggregate& agg, const Options& opts) {
-  if (k < 1 || k > l.m)
-    throw UsageError(fmt::format("k = {} must be between 1 and the number of objects ({})", k, l.m));
-  agg.check(l.n);
+  check_request(l.n, l.m, k, agg);
   Report rep;
   rep.operation = "topk";
 
@@ -57,66 +115,27 @@ Result query(const Lists& l, std::uint64_t k, const Aggregate& agg, const Option
     if (!gpu) rep.note("device auto: no usable GPU, running on the CPU");
   }
 
-  // The plan: one algorithm, or NRA with a depth budget and the scan behind it.
-  Algo algo = opts.algo;
-  Options o = opts;
-  bool budgeted = false;
-  if (algo == Algo::auto_) {
-    Stopwatch w;
-    if (l.n == 1) {
-      algo = Algo::nra;
-      rep.note("auto: one list - NRA reads exactly k entries");
-    } else {
-      const Estimate e = estimate_overlap(l);
-      rep.add("auto: prefix overlap estimate", "cpu", w.seconds(), fmt::format("{} entries of each list", e.prefix));
-      rep.details()["estimate"] = {{"prefix", e.prefix},
-                                   {"observed_pairs", e.observed},
-                                   {"independent_pairs", e.expected},
-                                   {"ratio", e.ratio()}};
-      if (e.ratio() < kAntiRatio) {
-        algo = Algo::scan;
-        rep.note(
-            fmt::format("auto: scan - the lists look anti-correlated (prefix overlap {:.2f}x of independent lists "
-                        "< {}): NRA would read most of every list",
-                        e.ratio(), kAntiRatio));
-      } else {
-        algo = Algo::nra;
-        budgeted = true;
-        o.max_depth = std::max<std::uint64_t>(k, l.m / 2);
-        rep.note(
-            fmt::format("auto: NRA with a budget of {} levels, then the scan - prefix overlap {:.2f}x of "
-                        "independent lists ({}): NRA should stop early",
-                        o.max_depth, e.ratio(), e.ratio() > 3 ? "correlated" : "about independent"));
-      }
-    }
-  }
-
-  Result r;
-  auto finish_budget = [&](auto&& run_scan) {
-    if (budgeted && !r.stats.finished) {
-      absorb(rep, r);
-      rep.note("auto: NRA did not stop within its budget; running the full scan");
-      r = run_scan();
-    }
-  };
+  const Plan plan = plan_query(
+      l.n, l.m, k, opts, [&] { return estimate_overlap(l); }, rep);
   if (gpu) {
     try {
       auto d = upload(l, opts.memory, &rep);
-      r = run_gpu(algo, *d, k, agg, o);
-      finish_budget([&] { return scan_gpu(*d, k, agg, o); });
+      return run_plan(plan, rep, [&](Algo a, const Options& o) { return run_gpu(a, *d, k, agg, o); });
     } catch (const OutOfMemoryError& e) {
       if (opts.device == Device::gpu) throw;
       rep.note(fmt::format("GPU out of memory ({}); falling back to the CPU", e.what()));
-      gpu = false;
     }
   }
-  if (!gpu) {
-    r = run_cpu(algo, l, k, agg, o);
-    finish_budget([&] { return scan_cpu(l, k, agg, o); });
-  }
-  absorb(rep, r);
-  r.report = std::move(rep);
-  return r;
+  return run_plan(plan, rep, [&](Algo a, const Options& o) { return run_cpu(a, l, k, agg, o); });
+}
+
+Result query(DeviceLists& d, std::uint64_t k, const Aggregate& agg, const Options& opts) {
+  check_request(d.n(), d.m(), k, agg);
+  Report rep;
+  rep.operation = "topk";
+  const Plan plan = plan_query(
+      d.n(), d.m(), k, opts, [&] { return d.overlap(); }, rep);
+  return run_plan(plan, rep, [&](Algo a, const Options& o) { return run_gpu(a, d, k, agg, o); });
 }
 
 #if !TANDEM_HAS_CUDA
@@ -126,6 +145,7 @@ DeviceLists::~DeviceLists() = default;
 std::uint32_t DeviceLists::n() const { return 0; }
 std::uint64_t DeviceLists::m() const { return 0; }
 Memory DeviceLists::memory() const { return Memory::device; }
+Estimate DeviceLists::overlap() const { return {}; }
 std::unique_ptr<DeviceLists> upload(const Lists&, Memory, Report*) {
   throw NoDeviceError("top-k on the GPU: this build has no CUDA");
 }

@@ -6,6 +6,7 @@
 #include <cstdlib>
 
 #include "tandem/core/device.hpp"
+#include "tandem/core/error.hpp"
 #include "tandem/topk.hpp"
 #include "test_util.hpp"
 #include "topk_cases.hpp"
@@ -15,6 +16,23 @@ using namespace tandem::topk;
 
 namespace {
 bool sanitizer() { return std::getenv("TANDEM_SANITIZER") != nullptr; }
+
+// auto's account of its choice (the algorithms' own notes hold timing-free counts too, but the plan
+// is what must match).
+std::vector<std::string> auto_notes(const Report& r) {
+  std::vector<std::string> out;
+  for (const auto& n : r.notes)
+    if (n.rfind("auto:", 0) == 0) out.push_back(n);
+  return out;
+}
+
+Lists four_lists(std::uint64_t m, Dist dist) {
+  GenOptions g;
+  g.objects = m;
+  g.lists = 4;
+  g.dist = dist;
+  return generate(g);
+}
 
 void check_gpu_paths(DeviceLists& d, const Lists& l, std::uint64_t k, const Aggregate& agg) {
   const auto ref = reference(l, k, agg);
@@ -36,11 +54,7 @@ TEST(GpuTopk, AllPathsMatchBruteForce) {
   const std::uint64_t m = sanitizer() ? 3001 : 200003;
   for (auto dist : {Dist::uniform, Dist::correlated, Dist::anticorrelated, Dist::zipf}) {
     SCOPED_TRACE(std::string(to_string(dist)));
-    GenOptions g;
-    g.objects = m;
-    g.lists = 4;
-    g.dist = dist;
-    const auto l = generate(g);
+    const auto l = four_lists(m, dist);
     auto d = upload(l);
     for (const char* agg : {"sum", "min", "max", "wsum:1,0.5,0,2"}) {
       SCOPED_TRACE(agg);
@@ -109,4 +123,36 @@ TEST(GpuTopk, CancellingMagnitudesGiveTheCpuAnswer) {
     const auto ref = reference(l, 25, a);
     for (int rep = 0; rep < 10; ++rep) EXPECT_EQ(nra_gpu(*d, 25, a, {}).items, ref) << "run " << rep;
   }
+}
+
+// query() on lists already on the GPU: the same plan and answer as the query that uploads, for
+// every data shape auto tells apart, and many queries over one upload.
+TEST(GpuTopk, QueryOnResidentListsPlansAsTheUploadingQuery) {
+  TANDEM_REQUIRE_GPU();
+  const std::uint64_t m = sanitizer() ? 3001 : 200003;
+  for (auto dist : {Dist::uniform, Dist::correlated, Dist::anticorrelated}) {
+    SCOPED_TRACE(std::string(to_string(dist)));
+    const auto l = four_lists(m, dist);
+    auto d = upload(l);
+    EXPECT_EQ(d->overlap().observed, estimate_overlap(l).observed);
+    Options host;
+    host.device = Device::gpu;
+    for (auto algo : {Algo::auto_, Algo::nra, Algo::scan}) {
+      Options o;
+      o.algo = host.algo = algo;
+      const auto agg = Aggregate::parse("wsum:1,0.25,2,0.5", 4);
+      const auto r = query(*d, 100, agg, o);
+      const auto up = query(l, 100, agg, host);
+      EXPECT_EQ(r.items, reference(l, 100, agg)) << to_string(algo);
+      EXPECT_EQ(r.stats.algo, up.stats.algo) << to_string(algo);
+      EXPECT_EQ(auto_notes(r.report), auto_notes(up.report)) << to_string(algo);
+    }
+    for (std::uint64_t k : {1, 7, 100}) EXPECT_EQ(query(*d, k).items, reference(l, k)) << "k " << k;
+  }
+  GenOptions g;
+  g.objects = 100;
+  auto d = upload(generate(g));
+  EXPECT_THROW(query(*d, 0), UsageError);
+  EXPECT_THROW(query(*d, 101), UsageError);
+  EXPECT_THROW(query(*d, 5, Aggregate::parse("wsum:1,2", 2)), UsageError);
 }
