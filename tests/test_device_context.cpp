@@ -1,6 +1,7 @@
 // The per-device contexts behind the GPU engines (core/device_context.hpp): one context per device,
 // one object per part type in it, made once even when threads ask at once, and engines borrowed
-// from a pool part the way the chained engine's callers borrow them.
+// from a pool part the way the chained engine's callers borrow them. Then a device's kernel
+// shared-memory limits (core/shared_limits.hpp): raised, never lowered, under concurrent callers.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -11,10 +12,12 @@
 
 #include "core/device_context.hpp"
 #include "core/device_pool.hpp"
+#include "core/shared_limits.hpp"
 
 using tandem::detail::DeviceContext;
 using tandem::detail::DeviceContexts;
 using tandem::detail::DevicePool;
+using tandem::detail::SharedLimits;
 
 namespace {
 // A part that counts how often one was made.
@@ -101,4 +104,50 @@ TEST(DeviceContexts, EnginesFromThePoolPartAreNeverShared) {
     EXPECT_GE(idle, 1u);
     EXPECT_LE(idle, 4u);  // at most one per thread of the device
   }
+}
+
+TEST(SharedLimits, RaisedPerKernelNeverLowered) {
+  SharedLimits limits;
+  const int k1 = 0, k2 = 0;  // two kernels' addresses
+  std::vector<std::size_t> set1, set2;
+  auto on1 = [&](std::size_t b) { set1.push_back(b); };
+  auto on2 = [&](std::size_t b) { set2.push_back(b); };
+  limits.allow(&k1, 1000, on1);
+  limits.allow(&k1, 500, on1);  // already allowed: nothing set
+  limits.allow(&k1, 1000, on1);
+  limits.allow(&k1, 4000, on1);
+  limits.allow(&k2, 200, on2);
+  EXPECT_EQ(set1, (std::vector<std::size_t>{1000, 4000}));
+  EXPECT_EQ(set2, (std::vector<std::size_t>{200}));
+}
+
+TEST(SharedLimits, AKernelWhoseSettingFailedIsSetAgain) {
+  SharedLimits limits;
+  const int k = 0;
+  EXPECT_THROW(limits.allow(&k, 100, [](std::size_t) { throw std::runtime_error("invalid value"); }),
+               std::runtime_error);
+  int calls = 0;
+  limits.allow(&k, 100, [&](std::size_t) { ++calls; });
+  EXPECT_EQ(calls, 1);
+}
+
+// Threads asking one kernel for different sizes at once: the attribute only ever grows, and ends
+// at the largest size asked.
+TEST(SharedLimits, ConcurrentCallersOnlyRaise) {
+  SharedLimits limits;
+  const int k = 0;
+  std::size_t attribute = 0;  // written only by set, which runs under the limits' lock
+  std::atomic<int> lowered{0};
+  std::vector<std::thread> ts;
+  for (int t = 0; t < 8; ++t)
+    ts.emplace_back([&, t] {
+      for (int i = 0; i < 2000; ++i)
+        limits.allow(&k, std::size_t(1 + (i * 7 + t * 13) % 97) * 1024, [&](std::size_t b) {
+          if (b <= attribute) ++lowered;
+          attribute = b;
+        });
+    });
+  for (auto& t : ts) t.join();
+  EXPECT_EQ(lowered.load(), 0);
+  EXPECT_EQ(attribute, std::size_t(97) * 1024);
 }

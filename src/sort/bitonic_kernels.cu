@@ -10,7 +10,6 @@
 #include <bit>
 #include <cstdint>
 
-#include "core/device_context.hpp"
 #include "sort/bitonic_engine.hpp"
 #include "sort/bitonic_gpu.hpp"
 #include "tandem/cuda/launch.hpp"
@@ -224,23 +223,11 @@ std::size_t tile_shared_bytes(std::uint64_t tile, std::size_t word) { return std
 // At most this many blocks: the caller's limit (persistent-style loops), else 2^30.
 std::uint64_t grid_cap(int sm_limit) { return sm_limit > 0 ? std::uint64_t(sm_limit) : std::uint64_t{1} << 30; }
 
-// The shared-memory opt-in is a per-device attribute of the kernel: set once per device, when the
-// device's context makes this part.
-template <class U, int E>
-struct TileSharedOptIn {
-  explicit TileSharedOptIn(int dev) {
-    int optin = 0;
-    TANDEM_CUDA(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
-    TANDEM_CUDA(cudaFuncSetAttribute(tile_kernel<U, E>, cudaFuncAttributeMaxDynamicSharedMemorySize, optin));
-  }
-};
-
 template <class U, int E>
 void launch_tile(U* d, std::uint64_t lo, std::uint64_t ntiles, int block, int first, int last, int sm_limit,
                  cudaStream_t s) {
   const std::size_t shmem = tile_shared_bytes(std::uint64_t(block) * E, sizeof(U));
-  ::tandem::detail::current_device().part<TileSharedOptIn<U, E>>(
-      [](int dev) { return std::make_unique<TileSharedOptIn<U, E>>(dev); });
+  gpu::allow_dynamic_shared(reinterpret_cast<const void*>(tile_kernel<U, E>), shmem);
   tile_kernel<U, E><<<gpu::grid_for(ntiles, 1, grid_cap(sm_limit)), block, shmem, s>>>(d, lo, ntiles, first, last);
   TANDEM_CUDA_LAUNCH("bitonic tile_kernel");
 }

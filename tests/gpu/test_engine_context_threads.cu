@@ -1,7 +1,8 @@
 // The chained engine's state under two host threads at once (core/device_context.hpp): one thread
 // counts words while the other runs a chained group-by, then the other way round, so each engine
 // type also has two callers at once. Every result must equal the CPU engine's, and afterwards the
-// engines must be kept, one per concurrent caller, in the library's context of the device.
+// engines must be kept, one per concurrent caller, in the library's context of the device. Then
+// two threads launch the chained engine's pass kernel with shared pools of different sizes.
 #include <gtest/gtest.h>
 
 #include <barrier>
@@ -118,4 +119,42 @@ TEST(EngineContextThreads, WordCountAndChainedGroupByAtOnce) {
   const std::size_t idle = device.part<tandem::detail::DevicePool<Chained>>().idle(device.device());
   EXPECT_GE(idle, 1u) << "the chained engines are not kept in the library's device context";
   EXPECT_LE(idle, 2u) << "more engines than concurrent callers";
+}
+
+// Both threads run the chained engine's hot-key pass kernel (u32 counts) with shared pools of
+// different sizes: each launch needs its own dynamic shared-memory limit on the one device, which
+// only ever rises (gpu::allow_dynamic_shared); a limit lowered by one thread between the other's
+// setting and launch would fail that launch.
+TEST(EngineContextThreads, ChainedKernelWithTwoSharedSizesAtOnce) {
+  TANDEM_REQUIRE_GPU();
+  const std::size_t n = sanitizer() ? 50000 : 1000000;
+  const int rounds = sanitizer() ? 2 : 20;
+  const auto keys = mapreduce::zipf_keys_u32(n, 200000, 1.0, 3);
+  mapreduce::Options cpu;
+  cpu.device = Device::cpu;
+  const auto want = mapreduce::groupby(DType::u32, keys.data(), n, DType::f64, nullptr, 0, false, cpu);
+  std::vector<std::string> failures(2);
+  auto worker = [&](int t) {
+    try {
+      TANDEM_CUDA(cudaSetDevice(0));
+      mapreduce::Options o;
+      o.device = Device::gpu;
+      o.mode = mapreduce::Options::Mode::chained;
+      o.tables = mapreduce::Options::Tables::direct;
+      o.hot_keys = true;
+      o.shared_entries = t ? 4096 : 256;  // pools of about 7 KB and 112 KiB
+      for (int r = 0; r < rounds && failures[t].empty(); ++r) {
+        const auto got = mapreduce::groupby(DType::u32, keys.data(), n, DType::f64, nullptr, 0, false, o);
+        const std::string diff = group_difference(got, want);
+        if (!diff.empty()) failures[t] = diff + " (round " + std::to_string(r) + ")";
+        else if (got.gpu.shared_hits == 0) failures[t] = "no shared-pool hits (round " + std::to_string(r) + ")";
+      }
+    } catch (const std::exception& e) {
+      failures[t] = e.what();
+    }
+  };
+  std::thread a(worker, 0), b(worker, 1);
+  a.join();
+  b.join();
+  for (int t = 0; t < 2; ++t) EXPECT_TRUE(failures[t].empty()) << "thread " << t << ": " << failures[t];
 }

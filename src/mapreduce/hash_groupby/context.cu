@@ -12,14 +12,6 @@ DeviceContext::DeviceContext(int device) {
   props_ = DeviceProps{device, sms, static_cast<std::size_t>(optin), static_cast<std::size_t>(l2)};
 }
 
-void DeviceContext::allow_shared(const void* kernel, std::size_t bytes) {
-  std::lock_guard lock(mu_);
-  std::size_t& limit = shared_limit_[kernel];
-  if (bytes <= limit) return;
-  TANDEM_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)));
-  limit = bytes;
-}
-
 Context::Context() : own_(std::make_unique<::tandem::detail::DeviceContexts>()), devices_(own_.get()) {}
 
 namespace {

@@ -4,9 +4,9 @@
 // Workspace: the device scratch and pinned host buffers of one group-by at a time. They grow and
 // stay allocated between calls (cudaMalloc of large buffers costs more than a whole small job);
 // a result left on the device lives in them until the workspace's next run.
-// DeviceContext: one device's properties, read once, its idle workspaces (each caller borrows
-// one, so two host threads never share a workspace) and its kernels' shared-memory limits; the
-// hash group-by's part of that device's core context (core/device_context.hpp).
+// DeviceContext: one device's properties, read once, and its idle workspaces (each caller borrows
+// one, so two host threads never share a workspace); the hash group-by's part of that device's
+// context (core/device_context.hpp). Kernels' shared-memory limits: gpu::allow_dynamic_shared.
 // Context: those parts of a set of device contexts, each made on first use: the library's
 // (library_context()) or a set of its own. Safe to share between host threads.
 #pragma once
@@ -52,16 +52,10 @@ class DeviceContext {
   const DeviceProps& props() const { return props_; }
   Lease borrow() { return pool_.borrow(props_.id); }
   std::size_t idle_workspaces() const { return pool_.idle(props_.id); }
-  // Lets `kernel` launch with `bytes` of dynamic shared memory on this device (the current one).
-  // The limit only rises: a kernel's limit is per device, so a thread lowering it between another
-  // thread's setting and launch would fail that launch.
-  void allow_shared(const void* kernel, std::size_t bytes);
 
  private:
   DeviceProps props_;
   ::tandem::detail::DevicePool<Workspace> pool_;
-  std::mutex mu_;
-  std::map<const void*, std::size_t> shared_limit_;
 };
 
 class Context {
