@@ -1,8 +1,9 @@
 // One home for what the library keeps per device between calls. A device's context holds one
 // part per kind of state, each an object of its own type made on first use: a pool of engines
 // (core/device_pool.hpp), the hash group-by's workspaces and device properties, the sort's
-// workspace. The library's contexts live in one registry, library_devices(), never destroyed:
-// the parts free device memory, and CUDA may be torn down before static destructors run.
+// workspace, the kernels' shared-memory limits (core/shared_limits.hpp). The library's contexts
+// live in one registry, library_devices(), never destroyed: the parts free device memory, and
+// CUDA may be torn down before static destructors run.
 // Pure C++ but for current_device(): callers name the device, so the registry is CPU-tested.
 #pragma once
 #include <map>

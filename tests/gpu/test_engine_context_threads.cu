@@ -15,6 +15,7 @@
 
 #include "core/device_context.hpp"
 #include "core/device_pool.hpp"
+#include "cpu_answers.hpp"
 #include "tandem/core/device.hpp"
 #include "tandem/cuda/runtime.hpp"
 #include "tandem/mapreduce.hpp"
@@ -44,24 +45,9 @@ Work make_work(int t) {
   w.values.resize(n);
   for (auto& v : w.values) v = std::int64_t(rng() % 2000001) - 1000000;
   w.text = mapreduce::zipf_text(sanitizer() ? 30000 : 800000, mapreduce::make_vocabulary(3000, 5 + t), 1.0, 9 + t);
-  mapreduce::Options cpu;
-  cpu.device = Device::cpu;
-  w.groups = mapreduce::groupby(DType::u32, w.keys.data(), n, DType::i64, w.values.data(), n, true, cpu);
-  mapreduce::WordCountOptions wc;
-  wc.engine.device = Device::cpu;
-  w.words = mapreduce::wordcount(w.text, wc);
+  w.groups = test::cpu_groupby(w.keys, w.values);
+  w.words = test::cpu_wordcount(w.text);
   return w;
-}
-
-std::string group_difference(const mapreduce::GroupBy& got, const mapreduce::GroupBy& want) {
-  if (got.rows.size() != want.rows.size())
-    return std::to_string(got.rows.size()) + " groups, expected " + std::to_string(want.rows.size());
-  for (std::size_t i = 0; i < got.rows.size(); ++i) {
-    const auto &x = got.rows[i], &y = want.rows[i];
-    if (x.key_bits != y.key_bits || x.count != y.count || x.isum != y.isum || x.imin != y.imin || x.imax != y.imax)
-      return "group " + std::to_string(i) + " (key " + std::to_string(y.key_bits) + ") differs";
-  }
-  return {};
 }
 
 // The group-by on the chained engine (the seed engine of user jobs), as mapreduce::groupby runs it.
@@ -72,7 +58,7 @@ std::string chained_groupby(const Work& w) {
   o.tables = mapreduce::Options::Tables::direct;  // no tuning run: the calls stay concurrent
   const auto g = mapreduce::groupby(DType::u32, w.keys.data(), w.keys.size(), DType::i64, w.values.data(),
                                     w.values.size(), true, o);
-  const std::string diff = group_difference(g, w.groups);
+  const std::string diff = test::group_difference(g, w.groups);
   return diff.empty() ? diff : "chained group-by: " + diff;
 }
 
@@ -145,7 +131,7 @@ TEST(EngineContextThreads, ChainedKernelWithTwoSharedSizesAtOnce) {
       o.shared_entries = t ? 4096 : 256;  // pools of about 7 KB and 112 KiB
       for (int r = 0; r < rounds && failures[t].empty(); ++r) {
         const auto got = mapreduce::groupby(DType::u32, keys.data(), n, DType::f64, nullptr, 0, false, o);
-        const std::string diff = group_difference(got, want);
+        const std::string diff = test::group_difference(got, want);
         if (!diff.empty()) failures[t] = diff + " (round " + std::to_string(r) + ")";
         else if (got.gpu.shared_hits == 0) failures[t] = "no shared-pool hits (round " + std::to_string(r) + ")";
       }

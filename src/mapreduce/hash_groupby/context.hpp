@@ -11,9 +11,7 @@
 // (library_context()) or a set of its own. Safe to share between host threads.
 #pragma once
 #include <cstdint>
-#include <map>
 #include <memory>
-#include <mutex>
 #include <vector>
 
 #include "core/device_context.hpp"

@@ -78,8 +78,8 @@ PassFn<K, V> pass_function(int mode, bool part) {
 }
 
 template <class K, class V>
-void launch_pass(int mode, const PassArgs<K, V>& args, int blocks, int threads, std::size_t smem,
-                 cudaStream_t stream, bool part = false) {
+void launch_pass(int mode, const PassArgs<K, V>& args, int blocks, int threads, std::size_t smem, cudaStream_t stream,
+                 bool part = false) {
   const PassFn<K, V> k = pass_function<K, V>(mode, part);
   gpu::allow_dynamic_shared(reinterpret_cast<const void*>(k), smem);
   k<<<blocks, threads, smem, stream>>>(args);
