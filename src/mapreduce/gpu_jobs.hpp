@@ -11,6 +11,7 @@
 #if TANDEM_HAS_CUDA
 #include <cuda_runtime.h>
 
+#include "core/device_context.hpp"
 #include "core/device_pool.hpp"
 #include "tandem/cuda/buffers.hpp"
 #include "tandem/cuda/runtime.hpp"
@@ -20,14 +21,13 @@
 namespace tandem::mapreduce::detail {
 
 #if TANDEM_HAS_CUDA
-// An engine of type E for this call on the current device: engines keep device buffers between
-// calls, one per concurrent caller and device.
+// An engine of type E for this call on the current device, from the pool of E in the device's
+// context (core/device_context.hpp): engines keep device buffers between calls, one per
+// concurrent caller and device.
 template <class E>
 typename ::tandem::detail::DevicePool<E>::Lease borrow_engine() {
-  static auto* pool = new ::tandem::detail::DevicePool<E>;  // never destroyed: CUDA may be torn down first
-  int dev = 0;
-  TANDEM_CUDA(cudaGetDevice(&dev));
-  return pool->borrow(dev);
+  ::tandem::detail::DeviceContext& device = ::tandem::detail::current_device();
+  return device.part<::tandem::detail::DevicePool<E>>().borrow(device.device());
 }
 
 // Word count of `text` (already lower-cased when asked). Throws NoDeviceError/OutOfMemoryError.

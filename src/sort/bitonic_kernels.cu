@@ -9,7 +9,6 @@
 #include <algorithm>
 #include <bit>
 #include <cstdint>
-#include <mutex>
 
 #include "sort/bitonic_engine.hpp"
 #include "sort/bitonic_gpu.hpp"
@@ -228,21 +227,7 @@ template <class U, int E>
 void launch_tile(U* d, std::uint64_t lo, std::uint64_t ntiles, int block, int first, int last, int sm_limit,
                  cudaStream_t s) {
   const std::size_t shmem = tile_shared_bytes(std::uint64_t(block) * E, sizeof(U));
-  // The shared-memory opt-in is a per-device attribute of the kernel: set once per device.
-  static std::mutex m;
-  static std::uint64_t done = 0;  // bit d: set on device d
-  int dev = 0;
-  TANDEM_CUDA(cudaGetDevice(&dev));
-  {
-    std::lock_guard<std::mutex> lock(m);
-    const std::uint64_t bit = std::uint64_t{1} << (dev & 63);
-    if (!(done & bit)) {
-      int optin = 0;
-      TANDEM_CUDA(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
-      TANDEM_CUDA(cudaFuncSetAttribute(tile_kernel<U, E>, cudaFuncAttributeMaxDynamicSharedMemorySize, optin));
-      done |= bit;
-    }
-  }
+  gpu::allow_dynamic_shared(reinterpret_cast<const void*>(tile_kernel<U, E>), shmem);
   tile_kernel<U, E><<<gpu::grid_for(ntiles, 1, grid_cap(sm_limit)), block, shmem, s>>>(d, lo, ntiles, first, last);
   TANDEM_CUDA_LAUNCH("bitonic tile_kernel");
 }

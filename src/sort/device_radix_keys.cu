@@ -1,9 +1,7 @@
 // CUB sorts of ordered key bits (u32, u64), the key mapping kernels, and the sort workspace.
 #include "sort/device_radix_impl.cuh"
 
-#include <map>
-#include <memory>
-
+#include "core/device_context.hpp"
 #include "sort/msd.hpp"
 #include "tandem/core/key_order.hpp"
 
@@ -100,16 +98,7 @@ void SortWorkspace::end(cudaStream_t s) {
   pending = true;
 }
 
-SortWorkspace& sort_workspace() {
-  static auto* mu = new std::mutex;
-  static auto* all = new std::map<int, std::unique_ptr<SortWorkspace>>;
-  int dev = 0;
-  TANDEM_CUDA(cudaGetDevice(&dev));
-  std::lock_guard lock(*mu);
-  auto& w = (*all)[dev];
-  if (!w) w = std::make_unique<SortWorkspace>();
-  return *w;
-}
+SortWorkspace& sort_workspace() { return current_device().part<SortWorkspace>(); }
 
 char* grow(gpu::DeviceBuffer<char>& b, std::size_t bytes) {
   if (b.size() < bytes) {

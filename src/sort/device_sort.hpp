@@ -39,8 +39,8 @@ constexpr std::size_t out_of_core_chunk(std::size_t budget, std::size_t per_elem
 #if TANDEM_HAS_CUDA
 // Device memory kept between sorts on one device: CUB's temporary storage, the alternate (double)
 // buffers, and the host pipeline's copy of the data. `done` marks its last use on any stream, so
-// the next user's stream waits for it on the device (no host sync). Never destroyed (CUDA may be
-// torn down before static destructors run); release_sort_workspace() frees the buffers.
+// the next user's stream waits for it on the device (no host sync). A part of the device's
+// context (core/device_context.hpp), never destroyed; release_sort_workspace() frees the buffers.
 struct SortWorkspace {
   gpu::DeviceBuffer<char> temp, alt_keys, alt_values, keys, values;
   gpu::DeviceBuffer<char> scratch;             // the alternate buffer of one group's sort (pre-partitioned split)

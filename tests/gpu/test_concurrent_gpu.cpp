@@ -14,6 +14,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include "cpu_answers.hpp"
 #include "tandem/core/device.hpp"
 #include "tandem/cuda/buffers.hpp"
 #include "tandem/cuda/runtime.hpp"
@@ -49,25 +50,15 @@ Work make_work(int t) {
   w.text = mapreduce::zipf_text(sanitizer() ? 30000 : 600000, mapreduce::make_vocabulary(2000, t + 1), 1.0, t + 1);
   w.to_sort.resize(n / 2);
   for (auto& x : w.to_sort) x = rng();
-  mapreduce::Options cpu;
-  cpu.device = Device::cpu;
-  w.groups = mapreduce::groupby(DType::u32, w.keys.data(), n, DType::i64, w.values.data(), n, true, cpu);
-  mapreduce::WordCountOptions wc;
-  wc.engine.device = Device::cpu;
-  w.words = mapreduce::wordcount(w.text, wc);
+  w.groups = test::cpu_groupby(w.keys, w.values);
+  w.words = test::cpu_wordcount(w.text);
   w.sorted = w.to_sort;
   std::sort(w.sorted.begin(), w.sorted.end());
   return w;
 }
 
 bool same_groups(const mapreduce::GroupBy& a, const mapreduce::GroupBy& b) {
-  if (a.rows.size() != b.rows.size()) return false;
-  for (std::size_t i = 0; i < a.rows.size(); ++i) {
-    const auto &x = a.rows[i], &y = b.rows[i];
-    if (x.key_bits != y.key_bits || x.count != y.count || x.isum != y.isum || x.imin != y.imin || x.imax != y.imax)
-      return false;
-  }
-  return true;
+  return test::group_difference(a, b).empty();
 }
 
 mapreduce::GroupBy gpu_groupby(const Work& w, mapreduce::Options::Mode mode) {

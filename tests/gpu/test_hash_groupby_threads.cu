@@ -155,8 +155,8 @@ TEST(GpuHashGroupByContext, TwoThreadsShareOneContextAndEachMatchesTheCpu) {
 
 // Both threads launch the same pass kernel (counts, bucketed hot table with lanes grouped by key)
 // with hot tables of different sizes: each needs its own dynamic shared-memory limit on the one
-// device, which the context only ever raises (a limit lowered by one thread between the other's
-// setting and launch would fail that launch).
+// device, which only ever rises (gpu::allow_dynamic_shared; a limit lowered by one thread between
+// the other's setting and launch would fail that launch).
 TEST(GpuHashGroupByContext, OneKernelWithTwoSharedSizesAtOnce) {
   TANDEM_REQUIRE_GPU();
   hg::Context ctx;

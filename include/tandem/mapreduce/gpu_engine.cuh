@@ -683,7 +683,7 @@ class Engine {
       int per_sm = 1;
       auto k = pl.hot ? reinterpret_cast<const void*>(pass_kernel<Job, false, true>)
                       : reinterpret_cast<const void*>(pass_kernel<Job, false, false>);
-      TANDEM_CUDA(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, int(pl.smem_bytes)));
+      gpu::allow_dynamic_shared(k, pl.smem_bytes);
       TANDEM_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k, pl.threads, pl.smem_bytes));
       pl.blocks = std::max(1, per_sm) * prop.multiProcessorCount;
     }
@@ -783,7 +783,7 @@ class Engine {
       TANDEM_CUDA(cudaMemsetAsync(s_.block_buckets, 0xFF, std::size_t(pl.blocks) * s_.block_nb * 4, stream));
     const std::size_t smem = UseShared ? pl.smem_bytes : shared_bytes<K, V>(pl.threads, 1, 0);
     auto k = pass_kernel<Job, Sampling, UseShared>;
-    TANDEM_CUDA(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+    gpu::allow_dynamic_shared(reinterpret_cast<const void*>(k), smem);
     k<<<pl.blocks, pl.threads, smem, stream>>>(job, s_, b, e);
     TANDEM_CUDA_LAUNCH("mapreduce pass");
   }

@@ -12,32 +12,18 @@ DeviceContext::DeviceContext(int device) {
   props_ = DeviceProps{device, sms, static_cast<std::size_t>(optin), static_cast<std::size_t>(l2)};
 }
 
-void DeviceContext::allow_shared(const void* kernel, std::size_t bytes) {
-  std::lock_guard lock(mu_);
-  std::size_t& limit = shared_limit_[kernel];
-  if (bytes <= limit) return;
-  TANDEM_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)));
-  limit = bytes;
-}
-
-DeviceContext& Context::device(int id) {
-  std::lock_guard lock(mu_);
-  auto& d = devices_[id];
-  if (!d) d = std::make_unique<DeviceContext>(id);
-  return *d;
-}
-
-DeviceContext& Context::current() {
-  int id = 0;
-  TANDEM_CUDA(cudaGetDevice(&id));
-  return device(id);
-}
+Context::Context() : own_(std::make_unique<::tandem::detail::DeviceContexts>()), devices_(own_.get()) {}
 
 namespace {
-// Never destroyed: CUDA may be torn down before static destructors run.
-Context* const library = new Context;
+DeviceContext& hash_part(::tandem::detail::DeviceContext& device) {
+  return device.part<DeviceContext>([](int id) { return std::make_unique<DeviceContext>(id); });
+}
 }  // namespace
 
-Context& library_context() { return *library; }
+DeviceContext& Context::device(int id) { return hash_part(devices_->device(id)); }
+
+DeviceContext& Context::current() { return hash_part(::tandem::detail::current_device(*devices_)); }
+
+Context library_context() { return Context(::tandem::detail::library_devices()); }
 
 }  // namespace tandem::mapreduce::hash_groupby

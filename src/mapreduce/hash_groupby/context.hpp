@@ -4,16 +4,17 @@
 // Workspace: the device scratch and pinned host buffers of one group-by at a time. They grow and
 // stay allocated between calls (cudaMalloc of large buffers costs more than a whole small job);
 // a result left on the device lives in them until the workspace's next run.
-// DeviceContext: one device's properties, read once, its idle workspaces (each caller borrows
-// one, so two host threads never share a workspace) and its kernels' shared-memory limits.
-// Context: the device contexts, each made on first use. Safe to share between host threads.
+// DeviceContext: one device's properties, read once, and its idle workspaces (each caller borrows
+// one, so two host threads never share a workspace); the hash group-by's part of that device's
+// context (core/device_context.hpp). Kernels' shared-memory limits: gpu::allow_dynamic_shared.
+// Context: those parts of a set of device contexts, each made on first use: the library's
+// (library_context()) or a set of its own. Safe to share between host threads.
 #pragma once
 #include <cstdint>
-#include <map>
 #include <memory>
-#include <mutex>
 #include <vector>
 
+#include "core/device_context.hpp"
 #include "core/device_pool.hpp"
 #include "mapreduce/hash_groupby/plan.hpp"
 #include "mapreduce/hash_groupby/types.hpp"
@@ -49,30 +50,26 @@ class DeviceContext {
   const DeviceProps& props() const { return props_; }
   Lease borrow() { return pool_.borrow(props_.id); }
   std::size_t idle_workspaces() const { return pool_.idle(props_.id); }
-  // Lets `kernel` launch with `bytes` of dynamic shared memory on this device (the current one).
-  // The limit only rises: a kernel's limit is per device, so a thread lowering it between another
-  // thread's setting and launch would fail that launch.
-  void allow_shared(const void* kernel, std::size_t bytes);
 
  private:
   DeviceProps props_;
   ::tandem::detail::DevicePool<Workspace> pool_;
-  std::mutex mu_;
-  std::map<const void*, std::size_t> shared_limit_;
 };
 
 class Context {
  public:
+  Context();  // over device contexts of its own (tests, benchmarks)
+  explicit Context(::tandem::detail::DeviceContexts& devices) : devices_(&devices) {}
   DeviceContext& device(int id);
   DeviceContext& current();  // of the calling thread's current device
 
  private:
-  std::mutex mu_;
-  std::map<int, std::unique_ptr<DeviceContext>> devices_;
+  std::unique_ptr<::tandem::detail::DeviceContexts> own_;
+  ::tandem::detail::DeviceContexts* devices_;
 };
 
-// The context of the library's group-by calls (tandem::mapreduce::groupby and the table group-by);
-// tests and benchmarks may make their own.
-Context& library_context();
+// The context of the library's group-by calls (tandem::mapreduce::groupby and the table group-by):
+// over the library's device contexts, where the other engines keep theirs.
+Context library_context();
 
 }  // namespace tandem::mapreduce::hash_groupby

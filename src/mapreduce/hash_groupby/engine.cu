@@ -78,10 +78,10 @@ PassFn<K, V> pass_function(int mode, bool part) {
 }
 
 template <class K, class V>
-void launch_pass(DeviceContext& device, int mode, const PassArgs<K, V>& args, int blocks, int threads, std::size_t smem,
-                 cudaStream_t stream, bool part = false) {
+void launch_pass(int mode, const PassArgs<K, V>& args, int blocks, int threads, std::size_t smem, cudaStream_t stream,
+                 bool part = false) {
   const PassFn<K, V> k = pass_function<K, V>(mode, part);
-  device.allow_shared(reinterpret_cast<const void*>(k), smem);
+  gpu::allow_dynamic_shared(reinterpret_cast<const void*>(k), smem);
   k<<<blocks, threads, smem, stream>>>(args);
   TANDEM_CUDA_LAUNCH("hash group-by: pass");
 }
@@ -333,8 +333,8 @@ void Engine<K, V>::sampling_pass(Attempt& a) {
                      kSampleSharedKeys,
                      kSampleSharedSlots,
                      1};
-    if (a.pl.hot) launch_pass(device_, kDynamic, p, dev_.sms * kSampleBlocksPerSm, kSampleThreads, ssm, stream);
-    else launch_pass(device_, kGlobal, p, dev_.sms * kSampleBlocksPerSmCold, kSampleThreadsCold, 0, stream);
+    if (a.pl.hot) launch_pass(kDynamic, p, dev_.sms * kSampleBlocksPerSm, kSampleThreads, ssm, stream);
+    else launch_pass(kGlobal, p, dev_.sms * kSampleBlocksPerSmCold, kSampleThreadsCold, 0, stream);
   }
   compact_kernel<K, V, true><<<compact_grid(cap_s), kCompactThreads, 0, stream>>>(
       ts, a.sk, a.sa, a.sc, cap_s + 1, ctr_, hist, top_min_count(a.Ms), a.top, a.top_n);
@@ -524,7 +524,7 @@ void Engine<K, V>::main_pass(Attempt& a) {
   int per_sm = 1;
   {
     const PassFn<K, V> kf = pass_function<K, V>(mode, use_part);
-    device_.allow_shared(reinterpret_cast<const void*>(kf), a.smem);
+    gpu::allow_dynamic_shared(reinterpret_cast<const void*>(kf), a.smem);
     TANDEM_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kf, a.pl.threads, a.smem));
   }
   a.blocks = main_grid(opts_.blocks, dev_.sms, per_sm, a.pl.blocks_per_sm);
@@ -532,7 +532,7 @@ void Engine<K, V>::main_pass(Attempt& a) {
   if (a.Ms < a.M) {
     PassArgs<K, V> p{a.keys, a.values, a.Ms,    a.M, a.t, a.limit, a.sink, ctr_,      a.hot,
                      a.H,    a.top,    a.top_n, 0,   a.S, a.C,     a.tc,   a.tc_seed, a.part};
-    launch_pass(device_, mode, p, a.blocks, a.pl.threads, a.smem, a.stream, use_part);
+    launch_pass(mode, p, a.blocks, a.pl.threads, a.smem, a.stream, use_part);
   }
   a.t3.record(a.stream);
   if constexpr (T::kCount) {
@@ -540,7 +540,7 @@ void Engine<K, V>::main_pass(Attempt& a) {
       const partition_plan::Plan& pp = a.pp.plan;
       const std::size_t rsm = partition_reduce_bytes(pp.slots, sizeof(K));
       auto rk = partition_reduce_kernel<K, V>;
-      device_.allow_shared(reinterpret_cast<const void*>(rk), rsm);
+      gpu::allow_dynamic_shared(reinterpret_cast<const void*>(rk), rsm);
       rk<<<pp.partitions, tuning::kPartitionReduceThreads, rsm, a.stream>>>(a.part, pp.slots, a.t, a.limit, a.sink,
                                                                             ctr_);
       TANDEM_CUDA_LAUNCH("hash group-by: reduce partitions");

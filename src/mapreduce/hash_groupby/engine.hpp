@@ -24,7 +24,7 @@ class Engine {
   using Acc = typename T::Acc;
   using VIn = typename T::VIn;
 
-  Engine(DeviceContext& device, Workspace& ws) : device_(device), dev_(device.props()), ws_(ws) {}
+  Engine(DeviceContext& device, Workspace& ws) : dev_(device.props()), ws_(ws) {}
 
   // Group-by of keys[0, M) (values[0, M) unless counting) already on the device. The result stays
   // in the workspace until its next run.
@@ -56,7 +56,6 @@ class Engine {
   bool grow(Attempt& a, std::uint32_t overflowed);
   void report(const Attempt& a);
 
-  DeviceContext& device_;
   const DeviceProps& dev_;
   Workspace& ws_;
   Options opts_{};
