@@ -26,11 +26,11 @@ TEST(ScheduleSignal, ParseAndName) {
 }
 
 TEST(ScheduleSignal, RepeatsSpanTheMinimum) {
-  EXPECT_EQ(repeats_for_span(1e-3, 0.05, 1000), 50u);      // 50 x 1 ms = 50 ms
-  EXPECT_EQ(repeats_for_span(0.3e-3, 0.05, 1000), 167u);   // rounded up: 167 x 0.3 ms >= 50 ms
+  EXPECT_EQ(repeats_for_span(1e-3, 0.05, 1000), 50u);     // 50 x 1 ms = 50 ms
+  EXPECT_EQ(repeats_for_span(0.3e-3, 0.05, 1000), 167u);  // rounded up: 167 x 0.3 ms >= 50 ms
   EXPECT_GE(repeats_for_span(0.3e-3, 0.05, 1000) * 0.3e-3, 0.05);
-  EXPECT_EQ(repeats_for_span(0.2, 0.05, 1000), 1u);        // one run already spans it
-  EXPECT_EQ(repeats_for_span(1e-7, 0.05, 1000), 1000u);    // capped
+  EXPECT_EQ(repeats_for_span(0.2, 0.05, 1000), 1u);      // one run already spans it
+  EXPECT_EQ(repeats_for_span(1e-7, 0.05, 1000), 1000u);  // capped
   EXPECT_EQ(repeats_for_span(1e-3, 0.0, 1000), 1u);
   EXPECT_EQ(repeats_for_span(1e-3, 0.05, 0), 1u);
   EXPECT_THROW(repeats_for_span(0.0, 0.05, 10), UsageError);
@@ -70,7 +70,7 @@ TEST(ScheduleSignal, Candidates) {
 }
 
 TEST(ScheduleSignal, JoulesPerRun) {
-  EXPECT_DOUBLE_EQ(joules_per_run(1000, 3000, 4), 0.5);  // 2000 mJ over 4 runs
+  EXPECT_DOUBLE_EQ(joules_per_run(1000, 3000, 4), 0.5);    // 2000 mJ over 4 runs
   EXPECT_TRUE(std::isnan(joules_per_run(1000, 1000, 4)));  // below the counter's resolution
   EXPECT_THROW(joules_per_run(1000, 2000, 0), UsageError);
   try {

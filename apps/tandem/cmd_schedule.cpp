@@ -63,8 +63,8 @@ void run_signals(KernelRunner& r, const StaticChoice& st, const Grid& g, bool ex
   const SignalComparison c = compare_signals(r, cands, so);
   tandem::cli::print_notices(c.report);
   auto joules = [](double j) { return std::isnan(j) ? std::string("-") : fmt::format("{:.4g} J", j); };
-  std::cout << fmt::format("signals: {} candidates, each run whole and repeated to span >= {:.0f} ms{}\n",
-                           cands.size(), so.min_span_seconds * 1e3,
+  std::cout << fmt::format("signals: {} candidates, each run whole and repeated to span >= {:.0f} ms{}\n", cands.size(),
+                           so.min_span_seconds * 1e3,
                            c.energy_unavailable.empty() ? "" : "; energy not read: " + c.energy_unavailable);
   for (std::size_t i = 0; i < c.samples.size(); ++i) {
     const auto& s = c.samples[i];
@@ -90,7 +90,8 @@ int run_kernel(const Args& a) {
   if (signal == Signal::ipc)
     throw UsageError("--signal ipc is not available yet (instructions per cycle need CUPTI); use time or energy");
   if (signal == Signal::energy && a.style != "auto")
-    throw UsageError(fmt::format("--signal energy chooses among schedules: it goes with --style auto, not {}", a.style));
+    throw UsageError(
+        fmt::format("--signal energy chooses among schedules: it goes with --style auto, not {}", a.style));
   const Grid g = k.grid(a.size);
   const std::uint32_t window = a.window ? a.window : default_window();
   std::optional<StaticChoice> st;
@@ -193,9 +194,10 @@ const bool registered = tandem::cli::register_command(
            ->capture_default_str();
        app.add_option("--window", a->window, "Co-resident blocks for the static selector (default: from the GPU)")
            ->check(tandem::cli::in_range<std::uint32_t>(0, 1 << 20));
-       app.add_option("--signal", a->signal,
-                      "What the schedule is chosen by: time (the controller, on a minority of the blocks) | energy "
-                      "(whole-grid runs, NVML's energy counter; time where it cannot be read) | ipc (not available yet)")
+       app.add_option(
+              "--signal", a->signal,
+              "What the schedule is chosen by: time (the controller, on a minority of the blocks) | energy "
+              "(whole-grid runs, NVML's energy counter; time where it cannot be read) | ipc (not available yet)")
            ->check(CLI::IsMember({"time", "energy", "ipc"}))
            ->capture_default_str();
        app.add_flag("--exhaustive", a->exhaustive, "Time the kernel under every schedule first");

@@ -59,9 +59,10 @@ char parse_policy(const std::string& s) {
 void check_gpus_used(const Args& a, const tandem::SortOptions& o) {
   if (a.gpus.empty()) return;
   auto refuse = [](std::string_view where) {
-    throw tandem::UsageError(fmt::format("--gpus has no effect {}: only the bitonic sort of one process "
-                                         "(--algorithm bitonic or --device hybrid) runs on several GPUs",
-                                         where));
+    throw tandem::UsageError(
+        fmt::format("--gpus has no effect {}: only the bitonic sort of one process "
+                    "(--algorithm bitonic or --device hybrid) runs on several GPUs",
+                    where));
   };
   if (a.plan) refuse("with --plan");
   if (a.distributed) refuse("with --distributed (one GPU per rank)");

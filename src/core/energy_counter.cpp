@@ -64,9 +64,9 @@ EnergyCounter::EnergyCounter(const std::string& pci_bus_id) : api_(std::make_uni
   }
   unsigned long long mj = 0;
   if (const nvml_return r = api_->total_energy(dev, &mj); r != kNvmlSuccess) {
-    why_ = r == kNvmlNotSupported ? fmt::format("the GPU at {} has no total-energy counter", pci_bus_id)
-                                  : fmt::format("reading the energy counter of {} failed: {}", pci_bus_id,
-                                                api_->error(r));
+    why_ = r == kNvmlNotSupported
+               ? fmt::format("the GPU at {} has no total-energy counter", pci_bus_id)
+               : fmt::format("reading the energy counter of {} failed: {}", pci_bus_id, api_->error(r));
     return;
   }
   device_ = dev;

@@ -37,8 +37,7 @@ std::string to_string(Signal s) {
 
 std::uint32_t repeats_for_span(double run_seconds, double min_span_seconds, std::uint32_t max_repeats) {
   if (!(run_seconds > 0)) throw UsageError(fmt::format("run_seconds = {} must be > 0", run_seconds));
-  if (!(min_span_seconds >= 0))
-    throw UsageError(fmt::format("min_span_seconds = {} must be >= 0", min_span_seconds));
+  if (!(min_span_seconds >= 0)) throw UsageError(fmt::format("min_span_seconds = {} must be >= 0", min_span_seconds));
   const double want = std::ceil(min_span_seconds / run_seconds);
   return std::uint32_t(std::clamp(want, 1.0, double(std::max<std::uint32_t>(1, max_repeats))));
 }
@@ -119,8 +118,8 @@ SignalComparison compare_signals(BandLauncher& k, const std::vector<Schedule>& c
     repeats.push_back(repeats_for_span(single_run_seconds(k, s), o.min_span_seconds, o.max_repeats));
   }
   for (std::size_t i = 0; i < candidates.size(); ++i)
-    c.samples.push_back({candidates[i], repeats[i], std::numeric_limits<double>::infinity(),
-                         std::numeric_limits<double>::quiet_NaN()});
+    c.samples.push_back(
+        {candidates[i], repeats[i], std::numeric_limits<double>::infinity(), std::numeric_limits<double>::quiet_NaN()});
   for (int round = 0; round < o.rounds; ++round)
     for (std::size_t i = 0; i < candidates.size(); ++i) {
       const SignalSample m = measure(k, candidates[i], repeats[i], energy);
@@ -131,16 +130,17 @@ SignalComparison compare_signals(BandLauncher& k, const std::vector<Schedule>& c
   c.by_time = *pick_by(c.samples, Signal::time);
   c.by_energy = pick_by(c.samples, Signal::energy);
   if (energy && !c.by_energy)
-    c.energy_unavailable = fmt::format("the energy counter did not move during {:.0f} ms measurements",
-                                       o.min_span_seconds * 1e3);
+    c.energy_unavailable =
+        fmt::format("the energy counter did not move during {:.0f} ms measurements", o.min_span_seconds * 1e3);
   c.signal = o.signal == Signal::energy && c.by_energy ? Signal::energy : Signal::time;
   c.chosen = c.signal == Signal::energy ? *c.by_energy : c.by_time;
   if (o.signal == Signal::energy && c.signal == Signal::time)
     c.report.notice("energy could not be read (" + c.energy_unavailable + "): chose by time");
   for (const SignalSample& s : c.samples)
-    c.report.add("runs of " + to_string(s.schedule), "gpu", s.seconds * s.repeats,
-                 fmt::format("{} runs; per run {}, {}", s.repeats, human_seconds(s.seconds),
-                             std::isnan(s.joules) ? std::string("energy not read") : fmt::format("{:.4g} J", s.joules)));
+    c.report.add(
+        "runs of " + to_string(s.schedule), "gpu", s.seconds * s.repeats,
+        fmt::format("{} runs; per run {}, {}", s.repeats, human_seconds(s.seconds),
+                    std::isnan(s.joules) ? std::string("energy not read") : fmt::format("{:.4g} J", s.joules)));
   return c;
 }
 

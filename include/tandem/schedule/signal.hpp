@@ -40,10 +40,10 @@ struct SignalSample {
 struct SignalComparison {
   Signal signal{Signal::time};  // the signal that chose (time when energy could not be read)
   std::vector<SignalSample> samples;
-  std::size_t by_time{0};                   // index of the fastest sample
-  std::optional<std::size_t> by_energy;     // index of the least energy (none without readings)
-  std::size_t chosen{0};                    // by the signal used
-  std::string energy_unavailable;           // why energy was not read (empty when it was)
+  std::size_t by_time{0};                // index of the fastest sample
+  std::optional<std::size_t> by_energy;  // index of the least energy (none without readings)
+  std::size_t chosen{0};                 // by the signal used
+  std::string energy_unavailable;        // why energy was not read (empty when it was)
   Report report;
 };
 
@@ -65,7 +65,6 @@ std::vector<Schedule> signal_candidates(const std::vector<Schedule>& ranking, co
 // GPU's energy counter can be read, energy, and picks by o.signal (time when energy is not
 // available: SignalComparison::energy_unavailable and a notice say why). The launcher's output is
 // that of the last run. NoDeviceError without CUDA; UsageError for Signal::ipc or no candidates.
-SignalComparison compare_signals(BandLauncher& k, const std::vector<Schedule>& candidates,
-                                 const SignalOptions& o = {});
+SignalComparison compare_signals(BandLauncher& k, const std::vector<Schedule>& candidates, const SignalOptions& o = {});
 
 }  // namespace tandem::schedule
