@@ -26,6 +26,7 @@ struct Args {
   double fraction{0.10};
   bool exhaustive{false}, explain{false}, json{false}, no_cache{false}, ticket{false};
   std::uint32_t window{0};
+  double energy_span_ms{50};
 };
 
 void print_static(const StaticChoice& c, std::uint32_t n, const KernelSpec& k) {
@@ -56,9 +57,10 @@ bool check_output(KernelRunner& r, const KernelSpec& k, std::uint32_t n, std::ve
 
 // Energy as the signal: every candidate's whole grid repeated to span the energy counter's
 // resolution; both signals' picks and what each costs in time and energy.
-void run_signals(KernelRunner& r, const StaticChoice& st, const Grid& g, bool explain) {
+void run_signals(KernelRunner& r, const StaticChoice& st, const Grid& g, const Args& a) {
   SignalOptions so;
   so.signal = Signal::energy;
+  so.min_span_seconds = a.energy_span_ms * 1e-3;
   const auto cands = signal_candidates(static_ranking(st), st.best, g, 4);
   const SignalComparison c = compare_signals(r, cands, so);
   tandem::cli::print_notices(c.report);
@@ -80,7 +82,7 @@ void run_signals(KernelRunner& r, const StaticChoice& st, const Grid& g, bool ex
                              joules(e.joules), *c.by_energy == c.by_time ? "the same schedule" : "different schedules");
   }
   std::cout << fmt::format("\nchosen by {}: {}\n", to_string(c.signal), to_string(c.samples[c.chosen].schedule));
-  if (explain) std::cout << c.report.explain();
+  if (a.explain) std::cout << c.report.explain();
 }
 
 int run_kernel(const Args& a) {
@@ -150,7 +152,7 @@ int run_kernel(const Args& a) {
     std::cout << fmt::format("{}: {} ({}), {}\n", to_string(s), human_seconds(t), rate(t), how);
   } else if (signal == Signal::energy) {
     r.poison_output();
-    run_signals(r, *st, g, a.explain);
+    run_signals(r, *st, g, a);
     std::string how;
     ok &= check_output(r, k, a.size, &ref, how);
     std::cout << "output: " << how << '\n';
@@ -199,6 +201,11 @@ const bool registered = tandem::cli::register_command(
               "What the schedule is chosen by: time (the controller, on a minority of the blocks) | energy "
               "(whole-grid runs, NVML's energy counter; time where it cannot be read) | ipc (not available yet)")
            ->check(CLI::IsMember({"time", "energy", "ipc"}))
+           ->capture_default_str();
+       app.add_option("--energy-span-ms", a->energy_span_ms,
+                      "--signal energy: each measurement repeats the grid for at least this long (the energy "
+                      "counter moves in coarse steps)")
+           ->check(tandem::cli::in_range(1.0, 10000.0))
            ->capture_default_str();
        app.add_flag("--exhaustive", a->exhaustive, "Time the kernel under every schedule first");
        app.add_flag("--explain", a->explain, "Print the controller's profile and the static scores");

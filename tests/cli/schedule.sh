@@ -45,6 +45,8 @@ grep -q "<- static choice" $out || { echo "FAIL static mark"; fails=$((fails+1))
 check signal-ipc 2 "$T" schedule --kernel matmul --size 1024 --signal ipc
 grep -q "signal ipc is not available yet" $out || { echo "FAIL signal-ipc message"; fails=$((fails+1)); }
 check signal-unknown 2 "$T" schedule --kernel matmul --size 1024 --signal power
+check energy-span-zero 2 "$T" schedule --kernel matmul --size 1024 --signal energy --energy-span-ms 0
+grep -q -- "--energy-span-ms" $out || { echo "FAIL energy-span-zero message"; fails=$((fails+1)); }
 check signal-fixed-style 2 "$T" schedule --kernel matmul --size 1024 --signal energy --style zigzag
 grep -q "goes with --style auto" $out || { echo "FAIL signal-fixed-style message"; fails=$((fails+1)); }
 if "$T" info --json | python3 -c 'import json,sys; sys.exit(0 if json.load(sys.stdin)["gpus"] else 1)'; then

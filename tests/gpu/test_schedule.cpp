@@ -186,7 +186,7 @@ TEST(GpuSchedule, SignalsTimeAndEnergy) {
     EXPECT_EQ(s.schedule, cands[i]);
     EXPECT_GT(s.seconds, 0.0);
     EXPECT_GE(s.repeats * s.seconds, 0.5 * o.min_span_seconds) << to_string(s.schedule);  // min over rounds
-    if (c.energy_unavailable.empty()) {
+    if (c.energy_unavailable.empty() && !sanitizer()) {  // 2 ms spans may fall between two counter updates
       ASSERT_FALSE(std::isnan(s.joules)) << to_string(s.schedule);
       const double watts = s.joules / s.seconds;
       EXPECT_GT(watts, 20.0) << to_string(s.schedule);  // a GPU at work, in watts (mJ read as J would be 1000x off)
