@@ -82,6 +82,27 @@ TEST(SortPlan, WorkedExamplePolicyA) {
   EXPECT_EQ(concurrent(make_plan(16, 0.6, 'a', 2)), (std::set<int>{1, 10}));
 }
 
+// Independence from the comparators themselves: a step is independent exactly when none of its
+// compare-exchanges (i, i ^ stride) has one element on each side of the CPU/GPU split. This is why
+// policy a (6 of 16 on the CPU) also runs step 3 concurrently, which the document's table [0074] omits.
+TEST(SortPlan, IndependenceMeansNoComparatorCrossesTheSplit) {
+  for (char policy : {'a', 'b', 'c'})
+    for (double k : {0.1, 0.3, 0.6, 0.9})
+      for (int n = 2; n <= 10; ++n) {
+        const Plan p = make_plan(std::uint64_t{1} << n, k, policy);
+        const std::uint64_t split = p.share("cpu");
+        for (const PlanStep& s : p.steps) {
+          bool crosses = false;
+          for (std::uint64_t i = 0; i < p.padded(); ++i) crosses |= (i < split) != ((i ^ s.stride) < split);
+          EXPECT_EQ(s.independent, !crosses) << "policy " << policy << " k " << k << " n " << n << " step " << s.step;
+        }
+      }
+  const Plan a = make_plan(16, 0.6, 'a');
+  EXPECT_EQ(a.steps[2].stride, 1u);  // step 3: pairs (0,1), (2,3), ...: the split at 6 falls between pairs
+  EXPECT_TRUE(a.steps[2].independent);
+  EXPECT_FALSE(a.steps[1].independent);  // step 2, stride 2: the pair (5, 7) crosses it
+}
+
 TEST(SortPlan, IndependenceMatchesTheClosedFormForPolicyC) {
   // With 2^(n-N) on the CPU, steps 1..(n-N+1)(n-N)/2 and, in subset q > n-N, its last
   // n-N steps are independent; the rest dependent.

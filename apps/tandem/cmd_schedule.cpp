@@ -1,5 +1,6 @@
 // tandem schedule: draw block schedules, pick one statically, or run a benchmark kernel under a
 // schedule / under the controller that picks one by measurement.
+#include <cmath>
 #include <iostream>
 #include <memory>
 
@@ -12,6 +13,7 @@
 #include "tandem/core/error.hpp"
 #include "tandem/core/format.hpp"
 #include "tandem/schedule.hpp"
+#include "tandem/schedule/signal.hpp"
 
 namespace {
 
@@ -19,11 +21,12 @@ using namespace tandem;
 using namespace tandem::schedule;
 
 struct Args {
-  std::string show, style{"auto"}, kernel;
+  std::string show, style{"auto"}, kernel, signal{"time"};
   std::uint32_t size{0};
   double fraction{0.10};
   bool exhaustive{false}, explain{false}, json{false}, no_cache{false}, ticket{false};
   std::uint32_t window{0};
+  double energy_span_ms{50};
 };
 
 void print_static(const StaticChoice& c, std::uint32_t n, const KernelSpec& k) {
@@ -52,9 +55,45 @@ bool check_output(KernelRunner& r, const KernelSpec& k, std::uint32_t n, std::ve
   return out == *ref;
 }
 
+// Energy as the signal: every candidate's whole grid repeated to span the energy counter's
+// resolution; both signals' picks and what each costs in time and energy.
+void run_signals(KernelRunner& r, const StaticChoice& st, const Grid& g, const Args& a) {
+  SignalOptions so;
+  so.signal = Signal::energy;
+  so.min_span_seconds = a.energy_span_ms * 1e-3;
+  const auto cands = signal_candidates(static_ranking(st), st.best, g, 4);
+  const SignalComparison c = compare_signals(r, cands, so);
+  tandem::cli::print_notices(c.report);
+  auto joules = [](double j) { return std::isnan(j) ? std::string("-") : fmt::format("{:.4g} J", j); };
+  std::cout << fmt::format("signals: {} candidates, each run whole and repeated to span >= {:.0f} ms{}\n", cands.size(),
+                           so.min_span_seconds * 1e3,
+                           c.energy_unavailable.empty() ? "" : "; energy not read: " + c.energy_unavailable);
+  for (std::size_t i = 0; i < c.samples.size(); ++i) {
+    const auto& s = c.samples[i];
+    std::cout << fmt::format("  {:<16} {:>6} runs  {:>10}/run  {:>10}/run{}{}\n", to_string(s.schedule), s.repeats,
+                             human_seconds(s.seconds), joules(s.joules), i == c.by_time ? "  <- time" : "",
+                             c.by_energy && i == *c.by_energy ? "  <- energy" : "");
+  }
+  const auto& t = c.samples[c.by_time];
+  std::cout << fmt::format("time picks {} ({}, {})", to_string(t.schedule), human_seconds(t.seconds), joules(t.joules));
+  if (c.by_energy) {
+    const auto& e = c.samples[*c.by_energy];
+    std::cout << fmt::format("; energy picks {} ({}, {}): {}", to_string(e.schedule), human_seconds(e.seconds),
+                             joules(e.joules), *c.by_energy == c.by_time ? "the same schedule" : "different schedules");
+  }
+  std::cout << fmt::format("\nchosen by {}: {}\n", to_string(c.signal), to_string(c.samples[c.chosen].schedule));
+  if (a.explain) std::cout << c.report.explain();
+}
+
 int run_kernel(const Args& a) {
   const KernelSpec& k = kernel_spec(a.kernel);
   check_size(a.size);
+  const Signal signal = parse_signal(a.signal);
+  if (signal == Signal::ipc)
+    throw UsageError("--signal ipc is not available yet (instructions per cycle need CUPTI); use time or energy");
+  if (signal == Signal::energy && a.style != "auto")
+    throw UsageError(
+        fmt::format("--signal energy chooses among schedules: it goes with --style auto, not {}", a.style));
   const Grid g = k.grid(a.size);
   const std::uint32_t window = a.window ? a.window : default_window();
   std::optional<StaticChoice> st;
@@ -111,6 +150,12 @@ int run_kernel(const Args& a) {
     const bool good = check_output(r, k, a.size, &ref, how);
     ok &= good;
     std::cout << fmt::format("{}: {} ({}), {}\n", to_string(s), human_seconds(t), rate(t), how);
+  } else if (signal == Signal::energy) {
+    r.poison_output();
+    run_signals(r, *st, g, a);
+    std::string how;
+    ok &= check_output(r, k, a.size, &ref, how);
+    std::cout << "output: " << how << '\n';
   } else {
     ControllerOptions o;
     o.profile_fraction = a.fraction;
@@ -151,6 +196,17 @@ const bool registered = tandem::cli::register_command(
            ->capture_default_str();
        app.add_option("--window", a->window, "Co-resident blocks for the static selector (default: from the GPU)")
            ->check(tandem::cli::in_range<std::uint32_t>(0, 1 << 20));
+       app.add_option(
+              "--signal", a->signal,
+              "What the schedule is chosen by: time (the controller, on a minority of the blocks) | energy "
+              "(whole-grid runs, NVML's energy counter; time where it cannot be read) | ipc (not available yet)")
+           ->check(CLI::IsMember({"time", "energy", "ipc"}))
+           ->capture_default_str();
+       app.add_option("--energy-span-ms", a->energy_span_ms,
+                      "--signal energy: each measurement repeats the grid for at least this long (the energy "
+                      "counter moves in coarse steps)")
+           ->check(tandem::cli::in_range(1.0, 10000.0))
+           ->capture_default_str();
        app.add_flag("--exhaustive", a->exhaustive, "Time the kernel under every schedule first");
        app.add_flag("--explain", a->explain, "Print the controller's profile and the static scores");
        app.add_flag("--json", a->json, "With --show: print the list of [x, y] in launch order");

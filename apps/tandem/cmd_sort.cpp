@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 #include <random>
+#include <string_view>
 #include <vector>
 
 #include <fmt/format.h>
@@ -53,7 +54,25 @@ char parse_policy(const std::string& s) {
   throw tandem::UsageError(fmt::format("--policy must be a, b or c (got '{}')", s));
 }
 
+// Only the bitonic sort of one process (--algorithm bitonic or --device hybrid, not --device cpu) spreads over
+// several GPUs; everywhere else --gpus would be ignored, so it is refused.
+void check_gpus_used(const Args& a, const tandem::SortOptions& o) {
+  if (a.gpus.empty()) return;
+  auto refuse = [](std::string_view where) {
+    throw tandem::UsageError(
+        fmt::format("--gpus has no effect {}: only the bitonic sort of one process "
+                    "(--algorithm bitonic or --device hybrid) runs on several GPUs",
+                    where));
+  };
+  if (a.plan) refuse("with --plan");
+  if (a.distributed) refuse("with --distributed (one GPU per rank)");
+  if (o.algorithm != tandem::SortAlgorithm::bitonic && o.device != tandem::Device::hybrid)
+    refuse("outside the bitonic sort (the other paths run on one GPU)");
+  if (o.device == tandem::Device::cpu) refuse("with --device cpu");
+}
+
 int run_plan(const Args& a) {
+  check_gpus_used(a, {});
   if (a.k < 0) throw tandem::UsageError("--plan needs --k (the CPU/GPU capability ratio, >= 0)");
   const auto p = tandem::bitonic::make_plan(a.n, a.k, parse_policy(a.policy), a.min_interior_run);
   if (a.json) std::cout << tandem::bitonic::to_json(p).dump(2) << '\n';
@@ -177,11 +196,7 @@ int run_file(const Args& a) {
       if (line.empty()) std::cerr << "\r\033[K";
       else std::cerr << "\rtandem sort: " << line << "\033[K";
     };
-  // Only the hybrid bitonic sort spreads over several GPUs; every other path uses one.
-  if (!a.gpus.empty() && o.algorithm != tandem::SortAlgorithm::bitonic && o.device != tandem::Device::hybrid)
-    throw tandem::UsageError(
-        "--gpus applies to the bitonic sort only (--algorithm bitonic or --device hybrid); "
-        "the other paths run on one GPU");
+  check_gpus_used(a, o);
   if (!a.gpus.empty()) tandem::bitonic::set_default_gpus(a.gpus);
 
   if (a.distributed) return run_distributed(a, o, t, vt);

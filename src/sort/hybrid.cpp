@@ -18,6 +18,7 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "sort/bitonic_engine.hpp"
@@ -293,6 +294,7 @@ Decision decide(const U* data, std::uint64_t n, std::uint64_t padded, const Sort
   }
   if (!have_gpu || over_limit) {
     if (o.device == Device::hybrid && !have_gpu) r.note("no usable GPU: the hybrid sort runs on the CPU alone");
+    if (!gpus.empty()) r.notice(fmt::format("gpus = {} not used: the CPU sorts alone", fmt::join(gpus, ",")));
     d.plan = make_plan(n, std::numeric_limits<double>::infinity(), o.bitonic.policy, o.bitonic.min_interior_run);
     d.plan.decided_by = have_gpu ? "GPU memory limit" : "no GPU";
     return d;

@@ -42,7 +42,26 @@ check bad-fraction 2 "$T" schedule --kernel matmul --size 1024 --profile-fractio
 check static 0 "$T" schedule --kernel matmul --size 4096 --style static --window 1056
 grep -q "static choice for matmul" $out || { echo "FAIL static output"; fails=$((fails+1)); }
 grep -q "<- static choice" $out || { echo "FAIL static mark"; fails=$((fails+1)); }
+check signal-ipc 2 "$T" schedule --kernel matmul --size 1024 --signal ipc
+grep -q "signal ipc is not available yet" $out || { echo "FAIL signal-ipc message"; fails=$((fails+1)); }
+check signal-unknown 2 "$T" schedule --kernel matmul --size 1024 --signal power
+check energy-span-zero 2 "$T" schedule --kernel matmul --size 1024 --signal energy --energy-span-ms 0
+grep -q -- "--energy-span-ms" $out || { echo "FAIL energy-span-zero message"; fails=$((fails+1)); }
+check signal-fixed-style 2 "$T" schedule --kernel matmul --size 1024 --signal energy --style zigzag
+grep -q "goes with --style auto" $out || { echo "FAIL signal-fixed-style message"; fails=$((fails+1)); }
 if "$T" info --json | python3 -c 'import json,sys; sys.exit(0 if json.load(sys.stdin)["gpus"] else 1)'; then
+  # Energy as the signal: both picks and their costs; where NVML cannot be read, time chooses and says why.
+  check run-energy 0 "$T" schedule --kernel copy-col --size 2048 --signal energy
+  grep -q "^time picks " $out || { echo "FAIL run-energy: no time pick"; fails=$((fails+1)); }
+  grep -q "^chosen by \(energy\|time\): " $out || { echo "FAIL run-energy: no choice"; fails=$((fails+1)); }
+  if grep -q "energy not read" $out; then
+    grep -q "chose by time" $out || { echo "FAIL run-energy: fallback to time not said"; fails=$((fails+1)); }
+  else
+    grep -q "energy picks .*: \(the same schedule\|different schedules\)" $out \
+      || { echo "FAIL run-energy: no energy pick"; fails=$((fails+1)); }
+  fi
+  grep -q "^output: identical\|^output: max relative error\|^output: reference" $out \
+    || { echo "FAIL run-energy: output not checked"; fails=$((fails+1)); }
   check run-auto 0 "$T" schedule --kernel copy-row --size 1024 --no-cache --explain
   check run-style 0 "$T" schedule --kernel conv11 --size 512 --style hilbert
   check run-exhaustive 0 "$T" schedule --kernel intimg-col --size 512 --exhaustive
@@ -50,6 +69,7 @@ else
   check needs-gpu 1 "$T" schedule --kernel matmul --size 1024
   grep -q "needs a GPU" $out || { echo "FAIL needs-gpu message"; fails=$((fails+1)); }
   check needs-gpu-style 1 "$T" schedule --kernel copy-col --size 1024 --style tiled:4x4
+  check needs-gpu-energy 1 "$T" schedule --kernel copy-col --size 1024 --signal energy
 fi
 check demo 0 "$T" demo --only "block schedules"
 [ $fails -eq 0 ]

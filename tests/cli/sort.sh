@@ -131,8 +131,25 @@ cmp -s "$D/s4.u32" "$D/s.u32" && cmp -s "$D/sv4.u32" "$D/sv.u32" || fail "--memo
 check bad-memory 2 "$T" sort --type f64 --in "$D/k.f64" --out "$D/x9.f64" --memory tiny
 [ -e "$D/x9.f64" ] && fail "--memory tiny left an output file"
 check gpus-without-bitonic 2 "$T" sort --type f64 --in "$D/k.f64" --out "$D/x10.f64" --gpus 0,1
-grep -q "bitonic sort only" "$D/out.txt" || fail "--gpus outside the bitonic sort names the reason"
+grep -q "only the bitonic sort of one process (--algorithm bitonic or --device hybrid) runs on several GPUs" \
+  "$D/out.txt" || fail "--gpus outside the bitonic sort names what runs on several GPUs"
 [ -e "$D/x10.f64" ] && fail "--gpus outside the bitonic sort left an output file"
+# Everywhere else --gpus would be ignored: refused, naming the option that makes it useless.
+check gpus-bitonic-cpu 2 "$T" sort --type f64 --in "$D/k.f64" --out "$D/x11.f64" --algorithm bitonic --device cpu --gpus 0
+grep -q -- "--gpus has no effect with --device cpu" "$D/out.txt" || fail "--gpus with --device cpu names the reason"
+[ -e "$D/x11.f64" ] && fail "--gpus with --device cpu left an output file"
+check gpus-plan 2 "$T" sort --plan --n 16 --k 0.6 --gpus 0
+grep -q -- "--gpus has no effect with --plan" "$D/out.txt" || fail "--gpus with --plan names the reason"
+check gpus-distributed 2 "$T" sort --type f64 --in "$D/k.f64" --out "$D/x12.f64" --algorithm bitonic --distributed --gpus 0
+grep -q -- "--gpus has no effect with --distributed" "$D/out.txt" || fail "--gpus with --distributed names the reason"
+[ -e "$D/x12.f64" ] && fail "--gpus with --distributed left an output file"
+# The bitonic sort takes --gpus (0,0: two shares of GPU 0); without a GPU it says the list went unused.
+gpu=$("$T" info --json | python3 -c 'import json,sys; print(1 if json.load(sys.stdin)["gpus"] else 0)')
+check gpus-bitonic 0 "$T" sort --type f64 --in "$D/k.f64" --out "$D/x13.f64" --algorithm bitonic --gpus 0,0
+cmp -s "$D/s.f64" "$D/x13.f64" || fail "bitonic --gpus 0,0 sorts like the other paths"
+if [ "$gpu" = 0 ]; then
+  grep -q "gpus = 0,0 not used: the CPU sorts alone" "$D/out.txt" || fail "--gpus without a GPU says the list went unused"
+fi
 "$T" sort --help | grep -q "cpu-in-place (--memory low)  *<= 1.07x" || fail "sort --help gives the peak memory per path"
 # Larger than a forced GPU memory limit: out of core on a GPU machine (host partition + GPU pieces),
 # the CPU radix sort elsewhere; the result is the same either way.

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <random>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -77,6 +78,49 @@ TEST(GpuMapReduce, HotKeysAreReducedInSharedMemory) {
   auto off = mapreduce::groupby(DType::u32, keys.data(), n, DType::f64, nullptr, 0, false, o);
   expect_counts(off, keys, "hot keys off");
   EXPECT_LT(off.gpu.shared_hits, on.gpu.shared_hits);
+}
+
+// The shared pool's share of the updates, with the pool's size fixed (8 blocks of 256 threads, 512
+// entries each, no tuning) so the expectation does not depend on the device. Zipf(1.2) keys over
+// 100,000 values: the hot keys of the 1% sample (and the first keys each block meets) take ~77% of
+// the records. Uniform keys over 2^32: nearly every key is new, the pool holds at most 8 x 512 of
+// them, and the rest must go to global memory.
+namespace {
+mapreduce::Options fixed_pool_opts() {
+  auto o = gpu_opts();
+  o.hot_keys = true;
+  o.tune = false;
+  o.blocks = 8;
+  o.block_threads = 256;
+  o.shared_entries = 512;
+  return o;
+}
+}  // namespace
+
+TEST(GpuMapReduce, SkewedKeysMostlyHitTheSharedPool) {
+  TANDEM_REQUIRE_GPU();
+  const std::size_t n = sanitizer() ? 100000 : 2000003;
+  const auto keys = mapreduce::zipf_keys_u32(n, 100000, 1.2, 5);
+  const auto g = mapreduce::groupby(DType::u32, keys.data(), n, DType::f64, nullptr, 0, false, fixed_pool_opts());
+  expect_counts(g, keys, "zipf 1.2");
+  EXPECT_GT(g.gpu.hot_keys, 0u);
+  EXPECT_GT(g.gpu.shared_hits, n / 2) << "shared " << g.gpu.shared_hits << ", global " << g.gpu.global_hits;
+  EXPECT_GT(g.gpu.shared_hits, 2 * g.gpu.global_hits);
+}
+
+TEST(GpuMapReduce, UniformKeysOverAHugeKeySpaceMostlyMissTheSharedPool) {
+  TANDEM_REQUIRE_GPU();
+  const std::size_t n = sanitizer() ? 100000 : 2000003;
+  std::mt19937 rng(9);
+  std::vector<std::uint32_t> keys(n);
+  for (auto& k : keys) k = rng();  // 2^32 values: almost every key occurs once
+  const auto o = fixed_pool_opts();
+  const auto g = mapreduce::groupby(DType::u32, keys.data(), n, DType::f64, nullptr, 0, false, o);
+  expect_counts(g, keys, "uniform 2^32");
+  EXPECT_LE(g.gpu.shared_hits, std::uint64_t(o.blocks) * o.shared_entries + n / 1000)
+      << "only the pool's entries (and rare repeats) can be shared hits";
+  EXPECT_LT(g.gpu.shared_hits, n / 10);
+  EXPECT_GT(g.gpu.global_hits + g.gpu.spilled, n - n / 10);
 }
 
 TEST(GpuMapReduce, TinyBuffersForceSpillGrowRetry) {

@@ -3,6 +3,7 @@
 // every block once and reuses its cached choice.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdlib>
 
 #include "kernels/schedule/kernels.hpp"
@@ -10,6 +11,7 @@
 #include "tandem/core/device.hpp"
 #include "tandem/core/error.hpp"
 #include "tandem/core/tune.hpp"
+#include "tandem/schedule/signal.hpp"
 #include "test_util.hpp"
 
 using namespace tandem;
@@ -160,5 +162,46 @@ TEST(GpuSchedule, ControllerIdenticalAndCached) {
     EXPECT_EQ(fb.chosen, Schedule::zigzag());
     EXPECT_NE(fb.source.find("not profiled"), std::string::npos);
     EXPECT_EQ(r.output(), want);
+  }
+}
+
+// Time and energy per whole-grid run: measurements span the minimum, energy (where NVML reads it)
+// is a plausible power times the time, and the choice falls back to time, saying so, where it
+// cannot be read.
+TEST(GpuSchedule, SignalsTimeAndEnergy) {
+  TANDEM_REQUIRE_GPU();
+  const KernelSpec& k = kernel_spec("copy-col");
+  const std::uint32_t n = sanitizer() ? 256 : 2048;
+  KernelRunner r(k, n);
+  const std::vector<Schedule> cands{Schedule::sequential(), parse_schedule("tiled:4x4"), parse_schedule("hilbert")};
+  SignalOptions o;
+  o.signal = Signal::energy;
+  if (sanitizer()) o.min_span_seconds = 0.002, o.rounds = 1;
+  r.poison_output();
+  const SignalComparison c = compare_signals(r, cands, o);
+  EXPECT_EQ(r.output(), reference(k, n, r.input(0), r.input(1)));
+  ASSERT_EQ(c.samples.size(), cands.size());
+  for (std::size_t i = 0; i < cands.size(); ++i) {
+    const SignalSample& s = c.samples[i];
+    EXPECT_EQ(s.schedule, cands[i]);
+    EXPECT_GT(s.seconds, 0.0);
+    EXPECT_GE(s.repeats * s.seconds, 0.5 * o.min_span_seconds) << to_string(s.schedule);  // min over rounds
+    if (c.energy_unavailable.empty() && !sanitizer()) {  // 2 ms spans may fall between two counter updates
+      ASSERT_FALSE(std::isnan(s.joules)) << to_string(s.schedule);
+      const double watts = s.joules / s.seconds;
+      EXPECT_GT(watts, 20.0) << to_string(s.schedule);  // a GPU at work, in watts (mJ read as J would be 1000x off)
+      EXPECT_LT(watts, 2000.0) << to_string(s.schedule);
+    }
+  }
+  EXPECT_LT(c.by_time, cands.size());
+  if (c.energy_unavailable.empty()) {
+    ASSERT_TRUE(c.by_energy.has_value());
+    EXPECT_EQ(c.signal, Signal::energy);
+    EXPECT_EQ(c.chosen, *c.by_energy);
+  } else {
+    EXPECT_EQ(c.signal, Signal::time);
+    EXPECT_EQ(c.chosen, c.by_time);
+    ASSERT_FALSE(c.report.notices.empty());
+    EXPECT_NE(c.report.notices.front().find("chose by time"), std::string::npos);
   }
 }

@@ -1,0 +1,156 @@
+// Choosing a schedule by time or by energy: whole-grid runs repeated to span the energy counter's
+// resolution (signal.hpp). The sizing and the pick are pure code, tested on the CPU.
+#include "tandem/schedule/signal.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include <fmt/format.h>
+
+#include "core/energy_counter.hpp"
+#include "tandem/core/error.hpp"
+#include "tandem/core/format.hpp"
+
+#if TANDEM_HAS_CUDA
+#include "tandem/cuda/runtime.hpp"
+#include "tandem/cuda/stream.hpp"
+#endif
+
+namespace tandem::schedule {
+
+Signal parse_signal(const std::string& text) {
+  if (text == "time") return Signal::time;
+  if (text == "energy") return Signal::energy;
+  if (text == "ipc") return Signal::ipc;
+  throw UsageError(fmt::format("signal '{}' is not one of time, energy, ipc", text));
+}
+
+std::string to_string(Signal s) {
+  switch (s) {
+    case Signal::time: return "time";
+    case Signal::energy: return "energy";
+    case Signal::ipc: return "ipc";
+  }
+  return "?";
+}
+
+std::uint32_t repeats_for_span(double run_seconds, double min_span_seconds, std::uint32_t max_repeats) {
+  if (!(run_seconds > 0)) throw UsageError(fmt::format("run_seconds = {} must be > 0", run_seconds));
+  if (!(min_span_seconds >= 0)) throw UsageError(fmt::format("min_span_seconds = {} must be >= 0", min_span_seconds));
+  const double want = std::ceil(min_span_seconds / run_seconds);
+  return std::uint32_t(std::clamp(want, 1.0, double(std::max<std::uint32_t>(1, max_repeats))));
+}
+
+std::optional<std::size_t> pick_by(const std::vector<SignalSample>& samples, Signal s) {
+  if (s == Signal::ipc) throw UsageError("signal = ipc is not available yet (time or energy)");
+  std::optional<std::size_t> best;
+  for (std::size_t i = 0; i < samples.size(); ++i) {
+    const double v = s == Signal::time ? samples[i].seconds : samples[i].joules;
+    if (std::isnan(v)) continue;
+    const double b = !best ? 0 : s == Signal::time ? samples[*best].seconds : samples[*best].joules;
+    if (!best || v < b) best = i;
+  }
+  return best;
+}
+
+std::vector<Schedule> signal_candidates(const std::vector<Schedule>& ranking, const std::optional<Schedule>& incumbent,
+                                        Grid g, std::uint32_t max_candidates) {
+  std::vector<Schedule> out;
+  auto add = [&](const Schedule& s) {
+    if (out.size() >= max_candidates || !fits(s, g)) return;
+    if (std::find(out.begin(), out.end(), s) == out.end()) out.push_back(s);
+  };
+  if (incumbent) add(*incumbent);
+  else if (!ranking.empty()) add(ranking.front());
+  add(Schedule::sequential());
+  for (const Schedule& s : ranking) add(s);
+  return out;
+}
+
+#if TANDEM_HAS_CUDA
+
+namespace {
+
+std::string current_bus_id() {
+  int dev = 0;
+  TANDEM_CUDA(cudaGetDevice(&dev));
+  char id[32] = {};
+  TANDEM_CUDA(cudaDeviceGetPCIBusId(id, int(sizeof id), dev));
+  return id;
+}
+
+// One measurement: `repeats` whole-grid runs of s; seconds and joules per run.
+SignalSample measure(BandLauncher& k, const Schedule& s, std::uint32_t repeats, const EnergyCounter* energy) {
+  const Grid g = k.grid();
+  gpu::Event e0, e1;
+  const std::uint64_t mj0 = energy ? energy->millijoules() : 0;
+  e0.record(k.stream());
+  for (std::uint32_t i = 0; i < repeats; ++i) k.launch_rect(s, {0, 0, g.w, g.h});
+  e1.record(k.stream());
+  e1.sync();
+  const std::uint64_t mj1 = energy ? energy->millijoules() : 0;
+  SignalSample r{s, repeats, e1.seconds_since(e0) / repeats, std::numeric_limits<double>::quiet_NaN()};
+  if (energy) r.joules = joules_per_run(mj0, mj1, repeats);
+  return r;
+}
+
+double single_run_seconds(BandLauncher& k, const Schedule& s) {
+  return std::max(measure(k, s, 1, nullptr).seconds, 1e-9);
+}
+
+}  // namespace
+
+SignalComparison compare_signals(BandLauncher& k, const std::vector<Schedule>& candidates, const SignalOptions& o) {
+  if (o.signal == Signal::ipc) throw UsageError("signal = ipc is not available yet (time or energy)");
+  if (candidates.empty()) throw UsageError("candidates: none to compare");
+  if (o.rounds < 1) throw UsageError(fmt::format("rounds = {} must be >= 1", o.rounds));
+  gpu::require();
+  SignalComparison c;
+  c.report.operation = "schedule signals " + k.name();
+  const EnergyCounter counter(current_bus_id());
+  if (!counter.available()) c.energy_unavailable = counter.why();
+  const EnergyCounter* energy = counter.available() ? &counter : nullptr;
+  // Sizing: one warm run of each candidate, then repeats so one measurement spans min_span_seconds.
+  std::vector<std::uint32_t> repeats;
+  for (const Schedule& s : candidates) {
+    single_run_seconds(k, s);  // warm-up: module load, clocks, caches
+    repeats.push_back(repeats_for_span(single_run_seconds(k, s), o.min_span_seconds, o.max_repeats));
+  }
+  for (std::size_t i = 0; i < candidates.size(); ++i)
+    c.samples.push_back(
+        {candidates[i], repeats[i], std::numeric_limits<double>::infinity(), std::numeric_limits<double>::quiet_NaN()});
+  for (int round = 0; round < o.rounds; ++round)
+    for (std::size_t i = 0; i < candidates.size(); ++i) {
+      const SignalSample m = measure(k, candidates[i], repeats[i], energy);
+      SignalSample& best = c.samples[i];
+      best.seconds = std::min(best.seconds, m.seconds);
+      if (!std::isnan(m.joules)) best.joules = std::isnan(best.joules) ? m.joules : std::min(best.joules, m.joules);
+    }
+  c.by_time = *pick_by(c.samples, Signal::time);
+  c.by_energy = pick_by(c.samples, Signal::energy);
+  if (energy && !c.by_energy)
+    c.energy_unavailable =
+        fmt::format("the energy counter did not move during {:.0f} ms measurements", o.min_span_seconds * 1e3);
+  c.signal = o.signal == Signal::energy && c.by_energy ? Signal::energy : Signal::time;
+  c.chosen = c.signal == Signal::energy ? *c.by_energy : c.by_time;
+  if (o.signal == Signal::energy && c.signal == Signal::time)
+    c.report.notice("energy could not be read (" + c.energy_unavailable + "): chose by time");
+  for (const SignalSample& s : c.samples)
+    c.report.add(
+        "runs of " + to_string(s.schedule), "gpu", s.seconds * s.repeats,
+        fmt::format("{} runs; per run {}, {}", s.repeats, human_seconds(s.seconds),
+                    std::isnan(s.joules) ? std::string("energy not read") : fmt::format("{:.4g} J", s.joules)));
+  return c;
+}
+
+#else  // CPU-only build
+
+SignalComparison compare_signals(BandLauncher&, const std::vector<Schedule>&, const SignalOptions& o) {
+  if (o.signal == Signal::ipc) throw UsageError("signal = ipc is not available yet (time or energy)");
+  throw NoDeviceError("comparing schedules by time or energy needs a GPU (this build has no CUDA)");
+}
+
+#endif
+
+}  // namespace tandem::schedule
