@@ -393,4 +393,15 @@ inline GroupBySpec spec_of(const Table& t, std::vector<Aggregation> aggs) {
   return s;
 }
 
+// ~50K groups of a wide integer key and a 3-string key, with f64 and i32 values: past the engines'
+// small-group paths (the CPU engine's partitions, the GPU's shared-memory tables).
+inline Table many_groups_table(std::mt19937_64& rng, std::size_t rows) {
+  Table t;
+  t.add(random_column(rng, "k0", ColumnType::i64, rows, 50000, 0.01));
+  t.add(random_column(rng, "k1", ColumnType::str, rows, 3, 0.0));
+  t.add(random_column(rng, "v_f64", ColumnType::f64, rows, 1000, 0.1));
+  t.add(random_column(rng, "v_i32", ColumnType::i32, rows, 1000, 0.1));
+  return t;
+}
+
 }  // namespace groupby_test

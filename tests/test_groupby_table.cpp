@@ -44,11 +44,7 @@ TEST(GroupByTable, EveryAggregationOnEveryTypeItAccepts) {
 
 TEST(GroupByTable, ManyGroupsTakeThePartitionedPath) {
   std::mt19937_64 rng(3);
-  Table t;
-  t.add(random_column(rng, "k0", ColumnType::i64, 60000, 50000, 0.01));
-  t.add(random_column(rng, "k1", ColumnType::str, 60000, 3, 0.0));
-  t.add(random_column(rng, "v_f64", ColumnType::f64, 60000, 1000, 0.1));
-  t.add(random_column(rng, "v_i32", ColumnType::i32, 60000, 1000, 0.1));
+  const Table t = many_groups_table(rng, 60000);
   const auto spec = spec_of(t, random_aggregations(rng, t, 1.0));
   const auto r = on_cpu(t, spec);
   EXPECT_NE(r.report.explain().find("partition"), std::string::npos) << r.report.explain();

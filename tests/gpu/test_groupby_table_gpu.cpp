@@ -56,11 +56,7 @@ TEST(GroupByTableGpu, ManyGroupsTakeTheGlobalTablesAndWideKeysAreRanked) {
   TANDEM_REQUIRE_GPU();
   std::mt19937_64 rng(5);
   // ~50K groups: past the shared-memory tables; wide integers: ranked, not offsets.
-  Table t;
-  t.add(random_column(rng, "k0", ColumnType::i64, 200000, 50000, 0.01));
-  t.add(random_column(rng, "k1", ColumnType::str, 200000, 3, 0.0));
-  t.add(random_column(rng, "v_f64", ColumnType::f64, 200000, 1000, 0.1));
-  t.add(random_column(rng, "v_i32", ColumnType::i32, 200000, 1000, 0.1));
+  Table t = many_groups_table(rng, 200000);
   t.add(random_column(rng, "v_str", ColumnType::str, 200000, 30, 0.1));
   const auto spec = spec_of(t, random_aggregations(rng, t, 1.0));
   const auto r = groupby(t, spec, {Device::gpu});

@@ -78,29 +78,26 @@ struct SumIntAcc {
   __device__ static void add(S* p, S x) { atomicAdd(p, x); }
 };
 
-struct MinAcc {
+// min and max in tandem's key order (-0.0 below +0.0); a NaN is skipped unless every value is NaN:
+// it contributes the identity, and a group with values whose state is still the identity decodes
+// as NaN (~0 and 0 are no number's ordered bits).
+template <bool kMin>
+struct ExtremeAcc {
   using S = u64;
-  static __host__ __device__ S identity() { return ~u64{0}; }
+  static __host__ __device__ S identity() { return kMin ? ~u64{0} : 0; }
   template <class T>
   __device__ static S input(const T* v, std::size_t i, std::uint32_t, const void*) {
     if constexpr (std::is_floating_point_v<T>)
-      if (v[i] != v[i]) return ~u64{0};  // any NaN is skipped unless all are NaN (~0 decodes as NaN)
+      if (v[i] != v[i]) return identity();
     return ordered64(v[i]);
   }
-  __device__ static void add(S* p, S x) { atomicMin(p, x); }
-};
-
-struct MaxAcc {
-  using S = u64;
-  static __host__ __device__ S identity() { return 0; }
-  template <class T>
-  __device__ static S input(const T* v, std::size_t i, std::uint32_t, const void*) {
-    if constexpr (std::is_floating_point_v<T>)
-      if (v[i] != v[i]) return 0;  // NaN is skipped unless all are NaN (0 then decodes as NaN)
-    return ordered64(v[i]);
+  __device__ static void add(S* p, S x) {
+    if constexpr (kMin) atomicMin(p, x);
+    else atomicMax(p, x);
   }
-  __device__ static void add(S* p, S x) { atomicMax(p, x); }
 };
+using MinAcc = ExtremeAcc<true>;
+using MaxAcc = ExtremeAcc<false>;
 
 // The first and last present row of each group (first() and last()).
 struct FirstRowAcc {
