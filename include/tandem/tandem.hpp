@@ -5,6 +5,7 @@
 #pragma once
 
 // The capabilities.
+#include "tandem/device_table.hpp"
 #include "tandem/groupby.hpp"
 #include "tandem/index.hpp"
 #include "tandem/mapreduce.hpp"
