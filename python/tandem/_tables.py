@@ -231,8 +231,7 @@ class DeviceTable:
         """tandem.groupby of this table on its GPU (device 'cpu' runs the CPU engine on the host
         columns); arguments and result as tandem.groupby."""
         by = [by] if isinstance(by, str) else list(by)
-        if device not in ("auto", "cpu", "gpu"):
-            raise ValueError(f"groupby: device must be 'auto', 'cpu' or 'gpu', got {device!r}")
+        _check_device(device)
         aggs = _library_aggregations(_aggregations(agg))
         result, report = self._table.groupby([str(b) for b in by], aggs, device, threads_arg(threads))
         return with_report(_to_output(result), report, explain)
@@ -245,9 +244,13 @@ def _device_name(op, column, q, n):
     return "count" if op == "size" else f"{op}_{column}"
 
 
-def _host_groupby(columns, by, aggs, device, threads, explain):
+def _check_device(device):
     if device not in ("auto", "cpu", "gpu"):
         raise ValueError(f"groupby: device must be 'auto', 'cpu' or 'gpu', got {device!r}")
+
+
+def _host_groupby(columns, by, aggs, device, threads, explain):
+    _check_device(device)
     result, report = _tandem._groupby(columns, [str(b) for b in by], _library_aggregations(aggs), device, threads)
     return with_report(_to_output(result), report, explain)
 

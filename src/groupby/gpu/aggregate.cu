@@ -97,11 +97,6 @@ __global__ void distinct_kernel(const std::uint64_t* bits, const std::uint32_t* 
   }
 }
 
-template <class T>
-Values<T> values_of(const DeviceColumn& c) {
-  return {c.as<T>(), c.valid()};
-}
-
 // Per-group states of Acc over a column, started at the identity.
 template <class Acc, class T>
 gpu::DeviceBuffer<typename Acc::S> per_group(const GroupIds& ids, const DeviceColumn& c, std::size_t n, cudaStream_t s,
@@ -112,12 +107,7 @@ gpu::DeviceBuffer<typename Acc::S> per_group(const GroupIds& ids, const DeviceCo
   return out;
 }
 
-template <class T, class F>
-Column column_of(const std::string& name, std::size_t m, int threads, F&& f) {
-  return cpu_groupby::build_numbers<T>(name, m, threads, f);
-}
-
-// A column's bitmap with rows where absent(i) also missing.
+// The column with rows of groups that hold no present value (counts[i] == 0) missing too.
 Column with_missing(Column c, const std::uint64_t* counts) {
   std::vector<std::uint8_t> bits((c.length + 7) / 8, 0);
   bool any = false;
@@ -153,17 +143,19 @@ const std::uint64_t* Aggregations::present_counts(const DeviceColumn& c) {
     auto it = present_.find(&c);
     if (it == present_.end()) {
       const std::size_t n = t_.host.rows();
-      auto d = c.type == ColumnType::str
-                   ? per_group<CountAcc, std::uint32_t>(ids_, c, n, s_)
-                   : visit_numeric(c.type, [&](auto v) { return per_group<CountAcc, decltype(v)>(ids_, c, n, s_); });
+      auto d = visit_device(c.type, [&](auto v) { return per_group<CountAcc, decltype(v)>(ids_, c, n, s_); });
       it = present_.emplace(&c, std::move(d)).first;
     }
     counts = reinterpret_cast<const std::uint64_t*>(it->second.data());
   }
-  auto& host = host_present_[c.valid() ? &c : nullptr];
-  if (host.size() != m_) host = gathered(counts);
-  host_counts_ = host.data();
+  host_counts_ = host_counts(c.valid() ? &c : nullptr, counts);
   return counts;
+}
+
+const std::uint64_t* Aggregations::host_counts(const DeviceColumn* c, const std::uint64_t* device_counts) {
+  auto& host = host_present_[c];
+  if (host.size() != m_) host = gathered(device_counts);
+  return host.data();
 }
 
 template <class T>
@@ -225,7 +217,8 @@ std::vector<Column> Aggregations::top_by_levels(const Aggregation& a, const Devi
   const auto names = output_names(a);
   std::vector<Column> out;
   for (std::size_t r = 0; r < a.n; ++r)
-    out.push_back(column_of<T>(names[r], m_, threads_, [&](std::size_t i) { return values[i * a.n + r]; }));
+    out.push_back(
+        cpu_groupby::build_numbers<T>(names[r], m_, threads_, [&](std::size_t i) { return values[i * a.n + r]; }));
   return out;
 }
 
@@ -243,8 +236,8 @@ std::vector<Column> Aggregations::holistic(const Aggregation& a, const DeviceCol
     LAUNCH(distinct_kernel, n, sv.bits.data(), sv.gid.data(), n, static_cast<std::uint32_t>(ids_.groups),
            distinct.data());
     const auto d = gathered(reinterpret_cast<const std::uint64_t*>(distinct.data()));
-    return {column_of<std::int64_t>(names[0], m_, threads_,
-                                    [&](std::size_t i) { return std::optional(static_cast<std::int64_t>(d[i])); })};
+    return {cpu_groupby::build_numbers<std::int64_t>(
+        names[0], m_, threads_, [&](std::size_t i) { return std::optional(static_cast<std::int64_t>(d[i])); })};
   }
   if (a.op == AggOp::top) {
     gpu::DeviceBuffer<std::uint64_t> top(a.n * m_);
@@ -254,7 +247,7 @@ std::vector<Column> Aggregations::holistic(const Aggregation& a, const DeviceCol
     TANDEM_CUDA(cudaStreamSynchronize(s_));
     std::vector<Column> out;
     for (std::size_t j = 0; j < a.n; ++j)
-      out.push_back(column_of<T>(names[j], m_, threads_, [&](std::size_t i) -> std::optional<T> {
+      out.push_back(cpu_groupby::build_numbers<T>(names[j], m_, threads_, [&](std::size_t i) -> std::optional<T> {
         if (host_counts_[i] <= j) return std::nullopt;
         return from_ordered<T>(static_cast<Bits>(host[j * m_ + i]));
       }));
@@ -266,7 +259,7 @@ std::vector<Column> Aggregations::holistic(const Aggregation& a, const DeviceCol
   std::vector<double> host(m_);
   if (m_) TANDEM_CUDA(cudaMemcpyAsync(host.data(), qs.data(), qs.bytes(), cudaMemcpyDeviceToHost, s_));
   TANDEM_CUDA(cudaStreamSynchronize(s_));
-  return {column_of<double>(names[0], m_, threads_, [&](std::size_t i) -> std::optional<double> {
+  return {cpu_groupby::build_numbers<double>(names[0], m_, threads_, [&](std::size_t i) -> std::optional<double> {
     if (host_counts_[i] == 0) return std::nullopt;
     return host[i];
   })};
@@ -281,7 +274,7 @@ std::optional<std::vector<Column>> Aggregations::numbers(const Aggregation& a, c
   switch (a.op) {
     case AggOp::count: {
       present_counts(c);
-      return std::vector{column_of<std::int64_t>(name, m_, threads_, [&](std::size_t i) {
+      return std::vector{cpu_groupby::build_numbers<std::int64_t>(name, m_, threads_, [&](std::size_t i) {
         return std::optional(static_cast<std::int64_t>(host_counts_[i]));
       })};
     }
@@ -305,20 +298,22 @@ std::optional<std::vector<Column>> Aggregations::numbers(const Aggregation& a, c
           }
         }
         using Out = agg::sum_t<T>;
-        return std::vector{column_of<Out>(name, m_, threads_, [&](std::size_t i) -> std::optional<Out> {
-          if (host_counts_[i] == 0) return std::nullopt;
-          return static_cast<Out>(sums[i]);
-        })};
+        return std::vector{
+            cpu_groupby::build_numbers<Out>(name, m_, threads_, [&](std::size_t i) -> std::optional<Out> {
+              if (host_counts_[i] == 0) return std::nullopt;
+              return static_cast<Out>(sums[i]);
+            })};
       }
       [[fallthrough]];
     case AggOp::mean: {
       const auto sums = gathered(per_group<SumF64Acc, T>(ids_, c, n, s_).data());
       present_counts(c);
       const bool mean = a.op == AggOp::mean;
-      return std::vector{column_of<double>(name, m_, threads_, [&](std::size_t i) -> std::optional<double> {
-        if (host_counts_[i] == 0) return std::nullopt;
-        return mean ? sums[i] / static_cast<double>(host_counts_[i]) : sums[i];
-      })};
+      return std::vector{
+          cpu_groupby::build_numbers<double>(name, m_, threads_, [&](std::size_t i) -> std::optional<double> {
+            if (host_counts_[i] == 0) return std::nullopt;
+            return mean ? sums[i] / static_cast<double>(host_counts_[i]) : sums[i];
+          })};
     }
     case AggOp::min:
     case AggOp::max:
@@ -345,7 +340,7 @@ std::optional<std::vector<Column>> Aggregations::numbers(const Aggregation& a, c
       }
       present_counts(c);
       const bool max_nan = a.op == AggOp::max && std::is_floating_point_v<T>;
-      return std::vector{column_of<T>(name, m_, threads_, [&](std::size_t i) -> std::optional<T> {
+      return std::vector{cpu_groupby::build_numbers<T>(name, m_, threads_, [&](std::size_t i) -> std::optional<T> {
         if (host_counts_[i] == 0) return std::nullopt;
         if (max_nan && bits[i] == 0) return std::numeric_limits<T>::quiet_NaN();
         return from_ordered<T>(static_cast<Bits>(bits[i]));
@@ -359,11 +354,12 @@ std::optional<std::vector<Column>> Aggregations::numbers(const Aggregation& a, c
       LAUNCH(mean_kernel, ids_.groups, sums.data(), counts, ids_.groups, means.data());
       const auto m2 = gathered(per_group<SquaredDeviationAcc, T>(ids_, c, n, s_, means.data()).data());
       const bool root = a.op == AggOp::std;
-      return std::vector{column_of<double>(name, m_, threads_, [&](std::size_t i) -> std::optional<double> {
-        if (host_counts_[i] < 2) return std::nullopt;
-        const double var = m2[i] / static_cast<double>(host_counts_[i] - 1);
-        return root ? std::sqrt(var) : var;
-      })};
+      return std::vector{
+          cpu_groupby::build_numbers<double>(name, m_, threads_, [&](std::size_t i) -> std::optional<double> {
+            if (host_counts_[i] < 2) return std::nullopt;
+            const double var = m2[i] / static_cast<double>(host_counts_[i] - 1);
+            return root ? std::sqrt(var) : var;
+          })};
     }
     default: return holistic<T>(a, c);
   }
@@ -387,10 +383,10 @@ std::vector<Column> Aggregations::strings(const Aggregation& a, const DeviceColu
 
 std::optional<std::vector<Column>> Aggregations::run(const Aggregation& a, Report& report) {
   if (a.op == AggOp::count_rows) {
-    const auto counts = gathered(rows_);
-    return std::vector{column_of<std::int64_t>(output_names(a).front(), m_, threads_, [&](std::size_t i) {
-      return std::optional(static_cast<std::int64_t>(counts[i]));
-    })};
+    const std::uint64_t* counts = host_counts(nullptr, rows_);
+    return std::vector{cpu_groupby::build_numbers<std::int64_t>(
+        output_names(a).front(), m_, threads_,
+        [&](std::size_t i) { return std::optional(static_cast<std::int64_t>(counts[i])); })};
   }
   const DeviceColumn& c = t_.column(a.column);
   if (c.type == ColumnType::str) return strings(a, c);

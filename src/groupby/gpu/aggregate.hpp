@@ -36,6 +36,8 @@ class Aggregations {
   std::vector<Column> holistic(const Aggregation& a, const DeviceColumn& c);
   std::vector<Column> strings(const Aggregation& a, const DeviceColumn& c);
   const std::uint64_t* present_counts(const DeviceColumn& c);
+  // The occupied groups' counts on the host, copied once per column (nullptr: the row counts).
+  const std::uint64_t* host_counts(const DeviceColumn* c, const std::uint64_t* device_counts);
   template <class S>
   cpu_groupby::Scratch<S> gathered(const S* per_group);
   template <class T>

@@ -12,18 +12,6 @@
 namespace tandem::gpu_groupby {
 namespace {
 
-template <class T>
-Values<T> values_of(const DeviceColumn& c) {
-  return {c.as<T>(), c.valid()};
-}
-
-// Calls f(T{}) with the element type the device holds for a column (u32 codes for strings).
-template <class F>
-decltype(auto) visit_device(ColumnType t, F&& f) {
-  if (t == ColumnType::str) return f(std::uint32_t{});
-  return visit_numeric(t, f);
-}
-
 __device__ std::uint64_t lower_bound(const std::uint64_t* a, std::uint64_t n, std::uint64_t x) {
   std::uint64_t lo = 0, hi = n;
   while (lo < hi) {

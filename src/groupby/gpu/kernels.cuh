@@ -10,6 +10,7 @@
 #include <string_view>
 #include <type_traits>
 
+#include "groupby/gpu/device_columns.hpp"
 #include "groupby/gpu/plan.hpp"
 #include "groupby/ops/op_common.hpp"
 #include "tandem/core/key_order.hpp"
@@ -43,6 +44,18 @@ struct Values {
   const T* v;
   const std::uint8_t* valid;
 };
+
+template <class T>
+Values<T> values_of(const DeviceColumn& c) {
+  return {c.as<T>(), c.valid()};
+}
+
+// Calls f(T{}) with the element type the device holds for a column (u32 codes for strings).
+template <class F>
+decltype(auto) visit_device(ColumnType t, F&& f) {
+  if (t == ColumnType::str) return f(std::uint32_t{});
+  return visit_numeric(t, f);
+}
 
 // Accumulators: S is the per-group state, identity() its start, input() what row i contributes
 // and add() the atomic update (shared or global memory alike).
