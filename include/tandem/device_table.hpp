@@ -9,6 +9,9 @@
 // per column, built at upload) and the codes go to the device; numbers go as they are, with
 // their validity bitmaps. The host table's buffers are kept (shared, not copied) for the result's
 // strings and for the CPU engine where a group-by falls back to it.
+//
+// groupby_on_device leaves the result on the device as another DeviceTable (as cuDF returns its
+// results): group it again, or copy it to the host with host().
 #pragma once
 #include <cstddef>
 #include <memory>
@@ -26,6 +29,8 @@ class DeviceTable {
   // NoDeviceError without a GPU or in a CPU-only build; OutOfMemoryError when it does not fit;
   // UsageError for an unknown column. threads: CPU threads for encoding strings (0: every core).
   explicit DeviceTable(const Table& table, const std::vector<std::string>& columns = {}, int threads = 0);
+  struct Impl;
+  explicit DeviceTable(std::unique_ptr<Impl> impl);  // made by the library (a group-by's result)
   ~DeviceTable();
   DeviceTable(DeviceTable&&) noexcept;
   DeviceTable& operator=(DeviceTable&&) noexcept;
@@ -33,10 +38,12 @@ class DeviceTable {
   std::size_t rows() const;
   std::size_t device_bytes() const;  // device memory the columns take
   int device() const;                // the GPU they live on
-  const Table& host() const;         // the uploaded columns as they are on the host
-  double upload_seconds() const;     // encoding strings and copying, when constructed
+  const Table& schema() const;       // the columns' names and types (no rows)
+  // The columns on the host: the uploaded ones as they were, or, for a table made on the device,
+  // a copy downloaded on the first call (strings decoded) and kept. Safe from several threads.
+  const Table& host() const;
+  double upload_seconds() const;  // encoding strings and copying, when uploaded
 
-  struct Impl;
   const Impl& impl() const { return *impl_; }
 
  private:
@@ -47,5 +54,16 @@ class DeviceTable {
 // engine on the host columns). Results and errors as groupby(const Table&, ...); a group whose
 // 64-bit integer sum may have wrapped in the GPU's atomics is rerun on the CPU, which checks.
 GroupByResult groupby(const DeviceTable& table, const GroupBySpec& spec, const GroupByOptions& options = {});
+
+// The same group-by with its result left on the GPU: keys and aggregates as a DeviceTable, in
+// the same order, types and missing cells as groupby()'s (string columns as codes of the input's
+// dictionaries). options.device: auto or gpu. A group-by the GPU cannot finish (a 64-bit sum that
+// may wrap) runs on the CPU and its result is uploaded; the report says so.
+struct DeviceGroupByResult {
+  DeviceTable table;
+  Report report;
+};
+DeviceGroupByResult groupby_on_device(const DeviceTable& table, const GroupBySpec& spec,
+                                      const GroupByOptions& options = {});
 
 }  // namespace tandem

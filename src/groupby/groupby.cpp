@@ -54,20 +54,30 @@ GroupByResult on_cpu(const Table& input, const GroupBySpec& spec, const GroupByO
   return {std::move(t), std::move(report)};
 }
 
-// The GPU engine on an uploaded table; the CPU engine reruns a group-by whose 64-bit integer sums
-// may have wrapped in the GPU's atomics.
-GroupByResult on_gpu(const DeviceTable& table, const GroupBySpec& spec, const GroupByOptions& options, Report report) {
+// The GPU engine on a device table, its result left on the device; nullptr when a 64-bit integer
+// sum may have wrapped in the GPU's atomics (the CPU engine reruns it and checks every sum).
+std::unique_ptr<DeviceTable::Impl> on_gpu(const DeviceTable& table, const GroupBySpec& spec,
+                                          const GroupByOptions& options, Report& report) {
 #if TANDEM_HAS_CUDA
   auto t = gpu_groupby::run(table.impl(), spec, options.threads > 0 ? options.threads : default_threads(), report);
+  if (!t) report.notice("GPU sums of 64-bit integers may have wrapped: rerun on the CPU, which checks every sum");
+  return t;
 #else
-  std::optional<Table> t;  // unreachable: a CPU-only build cannot construct a DeviceTable
+  (void)table, (void)spec, (void)options, (void)report;  // a CPU-only build cannot construct a DeviceTable
   throw NoDeviceError("group-by on a device table: this build has no CUDA support");
 #endif
-  if (!t) {
-    report.notice("GPU sums of 64-bit integers may have wrapped: rerun on the CPU, which checks every sum");
-    return on_cpu(table.host(), spec, options, std::move(report));
-  }
-  return {std::move(*t), std::move(report)};
+}
+
+GroupByResult on_gpu_to_host(const DeviceTable& table, const GroupBySpec& spec, const GroupByOptions& options,
+                             Report report) {
+  auto impl = on_gpu(table, spec, options, report);
+  if (!impl) return on_cpu(table.host(), spec, options, std::move(report));
+  const DeviceTable result(std::move(impl));
+  Stopwatch w;
+  Table out = result.host();
+  report.add("result table", fmt::format("gpu{}", table.device()), w.seconds(),
+             fmt::format("{} groups copied to the host, strings decoded", out.rows()));
+  return {std::move(out), std::move(report)};
 }
 
 // The columns a group-by reads.
@@ -103,9 +113,17 @@ GroupByResult upload_and_run(const Table& input, const GroupBySpec& spec, const 
                              Report report) {
   const DeviceTable table(input, columns_read(spec), options.threads);
   report.add("upload", fmt::format("gpu{}", table.device()), table.upload_seconds(),
-             fmt::format("{} columns, {} bytes on the device (strings as dictionary codes)", table.host().num_columns(),
+             fmt::format("{} columns, {} bytes on the device (strings as dictionary codes)", table.schema().num_columns(),
                          table.device_bytes()));
-  return on_gpu(table, spec, options, std::move(report));
+  return on_gpu_to_host(table, spec, options, std::move(report));
+}
+
+// The checks every group-by of a device table makes; UsageError for a column not uploaded.
+void check_device_request(const DeviceTable& table, const GroupBySpec& spec, const GroupByOptions& options) {
+  check_request(table.schema(), spec, options);
+  for (const auto& name : columns_read(spec))
+    if (table.schema().find(name) == nullptr)
+      throw UsageError(fmt::format("group-by: column '{}' was not uploaded to the device table", name));
 }
 
 }  // namespace
@@ -140,15 +158,33 @@ GroupByResult groupby(const Table& input, const GroupBySpec& spec, const GroupBy
 }
 
 GroupByResult groupby(const DeviceTable& table, const GroupBySpec& spec, const GroupByOptions& options) {
-  check_request(table.host(), spec, options);
+  check_device_request(table, spec, options);
   Report report;
   report.operation = "groupby";
   if (options.device == Device::cpu) return on_cpu(table.host(), spec, options, std::move(report));
   if (table.rows() == 0) return on_cpu(table.host(), spec, options, std::move(report));
-  for (const auto& name : columns_read(spec))
-    if (table.host().find(name) == nullptr)
-      throw UsageError(fmt::format("group-by: column '{}' was not uploaded to the device table", name));
-  return on_gpu(table, spec, options, std::move(report));
+  return on_gpu_to_host(table, spec, options, std::move(report));
+}
+
+DeviceGroupByResult groupby_on_device(const DeviceTable& table, const GroupBySpec& spec,
+                                      const GroupByOptions& options) {
+  check_device_request(table, spec, options);
+  if (options.device == Device::cpu)
+    throw UsageError("group-by with its result on the device: device 'cpu' (expected auto or gpu)");
+  Report report;
+  report.operation = "groupby";
+  std::unique_ptr<DeviceTable::Impl> impl;
+  if (table.rows() > 0) impl = on_gpu(table, spec, options, report);
+  if (impl) return {DeviceTable(std::move(impl)), std::move(report)};
+  // No rows, or sums the GPU cannot check: the CPU engine's result, uploaded.
+  auto cpu = on_cpu(table.host(), spec, options, std::move(report));
+  Stopwatch w;
+#if TANDEM_HAS_CUDA
+  const gpu_groupby::OnDevice on(table.device());
+#endif
+  DeviceTable up(cpu.table, {}, options.threads);
+  cpu.report.add("upload", fmt::format("gpu{}", up.device()), w.seconds(), "the CPU engine's result");
+  return {std::move(up), std::move(cpu.report)};
 }
 
 }  // namespace tandem

@@ -2,7 +2,8 @@
 // plain reference: random tables of 1-6 key columns of every type with missing keys and values,
 // every aggregation on every type it accepts, the shared-memory and global per-group tables,
 // direct and ranked group ids (and a key combination past 64 bits), 64-bit sums that may have
-// wrapped, two host threads at once.
+// wrapped, two host threads at once; results left on the device (groupby_on_device) equal the
+// host ones, group again, outlive their input and download once for several threads.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -28,6 +29,10 @@ void expect_gpu_reference(const Table& t, const GroupBySpec& spec, const std::st
     EXPECT_EQ(r.table.column(c).name, cpu.table.column(c).name) << what;
     EXPECT_EQ(r.table.column(c).type, cpu.table.column(c).type) << what << ": " << cpu.table.column(c).name;
   }
+  const DeviceTable on_gpu(t);
+  const auto d = groupby_on_device(on_gpu, spec);
+  EXPECT_EQ(d.table.rows(), r.table.rows()) << what;
+  expect_matches(d.table.host(), reference_groupby(t, spec), what + ", result on the device");
 }
 
 }  // namespace
@@ -150,4 +155,56 @@ TEST(GroupByTableGpu, TwoHostThreadsAtOnce) {
   t2.join();
   expect_matches(got_a, reference_groupby(a, sa), "shared table, first");
   expect_matches(got_b, reference_groupby(a, other), "shared table, second");
+}
+
+TEST(GroupByTableGpu, ResultsOnTheDeviceGroupAgainAndOutliveTheirInput) {
+  TANDEM_REQUIRE_GPU();
+  const Table data = generate_groupby_table({.rows = 200000, .k = 30, .nas_percent = 3});
+  std::optional<DeviceGroupByResult> fine;
+  {
+    const DeviceTable on_gpu(data, {"id1", "id2", "id4", "v1", "v3"});
+    fine.emplace(groupby_on_device(on_gpu, {{"id1", "id2", "id4"}, parse_aggregations("sum(v1),max(v3),min(id2)")}));
+  }  // the input is gone: the result keeps the dictionaries its string columns need
+  EXPECT_EQ(fine->table.schema().column("id1").type, ColumnType::str);
+  EXPECT_EQ(fine->table.schema().column("min_id2").type, ColumnType::str);
+  const GroupBySpec again{{"id1"}, parse_aggregations("sum(sum_v1),max(max_v3),count(),min(min_id2)")};
+  const auto coarse = groupby_on_device(fine->table, again);
+  const GroupBySpec direct{{"id1"}, parse_aggregations("sum(v1),max(v3),min(id2)")};
+  const Table want = groupby(data, direct, {Device::cpu}).table;  // the CPU engine, tested against the reference
+  const Table& got = coarse.table.host();
+  ASSERT_EQ(got.rows(), want.rows());
+  for (std::size_t i = 0; i < got.rows(); ++i) {
+    EXPECT_EQ(got.column("id1").string(i), want.column("id1").string(i)) << i;
+    EXPECT_EQ(got.column("min_min_id2").string(i), want.column("min_id2").string(i)) << i;
+    EXPECT_EQ(got.column("max_max_v3").numbers<double>()[i], want.column("max_v3").numbers<double>()[i]) << i;
+    EXPECT_EQ(got.column("sum_sum_v1").present(i), want.column("sum_v1").present(i)) << i;
+    if (want.column("sum_v1").present(i)) {
+      EXPECT_EQ(got.column("sum_sum_v1").numbers<std::int64_t>()[i], want.column("sum_v1").numbers<std::int64_t>()[i]);
+    }
+  }
+  // Several threads ask for one result's host copy: it is downloaded once, the same for all.
+  const auto shared = groupby_on_device(DeviceTable(data, {"id3", "v3"}), {{"id3"}, parse_aggregations("mean(v3)")});
+  std::vector<const Table*> seen(4);
+  std::vector<std::thread> threads;
+  for (std::size_t k = 0; k < seen.size(); ++k) threads.emplace_back([&, k] { seen[k] = &shared.table.host(); });
+  for (auto& t : threads) t.join();
+  for (const Table* t : seen) EXPECT_EQ(t, seen[0]);
+  expect_matches(*seen[0], reference_groupby(data, {{"id3"}, parse_aggregations("mean(v3)")}), "mean by id3");
+  EXPECT_THROW((void)groupby_on_device(fine->table, again, {Device::cpu}), UsageError);
+}
+
+TEST(GroupByTableGpu, ResultsOnTheDeviceOfEmptyTablesAndWrappingSums) {
+  TANDEM_REQUIRE_GPU();
+  Table empty;
+  empty.add(make_column<std::int32_t>("k", {}));
+  empty.add(make_column<double>("v", {}));
+  const auto e = groupby_on_device(DeviceTable(empty), {{"k"}, parse_aggregations("sum(v),count()")});
+  EXPECT_EQ(e.table.rows(), 0u);
+  EXPECT_EQ(e.table.host().num_columns(), 3u);
+  Table t;
+  t.add(make_column<std::int64_t>("k", {1, 1, 1, 2}));
+  t.add(make_column<std::int64_t>("v", {INT64_MAX, 1, -1, 5}));
+  const auto w = groupby_on_device(DeviceTable(t), {{"k"}, parse_aggregations("sum(v)")});
+  EXPECT_EQ(w.table.host().column("sum_v").numbers<std::int64_t>()[0], INT64_MAX);
+  EXPECT_NE(w.report.explain().find("rerun on the CPU"), std::string::npos) << w.report.explain();
 }

@@ -15,13 +15,15 @@ DeviceTable::DeviceTable(const Table&, const std::vector<std::string>&, int) {
 }
 #endif
 
+DeviceTable::DeviceTable(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 DeviceTable::~DeviceTable() = default;
 DeviceTable::DeviceTable(DeviceTable&&) noexcept = default;
 DeviceTable& DeviceTable::operator=(DeviceTable&&) noexcept = default;
 
-std::size_t DeviceTable::rows() const { return impl_->host.rows(); }
+std::size_t DeviceTable::rows() const { return impl_->rows; }
 int DeviceTable::device() const { return impl_->device; }
-const Table& DeviceTable::host() const { return impl_->host; }
+const Table& DeviceTable::schema() const { return impl_->schema; }
+const Table& DeviceTable::host() const { return impl_->host(); }
 double DeviceTable::upload_seconds() const { return impl_->upload_seconds; }
 
 std::size_t DeviceTable::device_bytes() const {
@@ -30,6 +32,14 @@ std::size_t DeviceTable::device_bytes() const {
   for (const auto& c : impl_->columns) bytes += c.values.bytes() + c.validity.bytes();
 #endif
   return bytes;
+}
+
+const Table& DeviceTable::Impl::host() const {
+  const std::lock_guard lock(host_mutex_);
+#if TANDEM_HAS_CUDA
+  if (!host_) host_ = gpu_groupby::download(*this);
+#endif
+  return *host_;
 }
 
 }  // namespace tandem

@@ -44,21 +44,6 @@ gpu::DeviceBuffer<std::uint32_t> occupied(const std::uint64_t* rows, std::size_t
   return out;
 }
 
-// Makes t's device current for the call and restores the caller's.
-class OnDevice {
- public:
-  explicit OnDevice(int device) {
-    TANDEM_CUDA(cudaGetDevice(&previous_));
-    if (device != previous_) TANDEM_CUDA(cudaSetDevice(device));
-  }
-  ~OnDevice() { cudaSetDevice(previous_); }
-  OnDevice(const OnDevice&) = delete;
-  OnDevice& operator=(const OnDevice&) = delete;
-
- private:
-  int previous_{0};
-};
-
 }  // namespace
 
 int grid_for(std::size_t n, int per_sm) {
@@ -72,11 +57,12 @@ int grid_for(std::size_t n, int per_sm) {
   return static_cast<int>(std::max<std::size_t>(1, std::min<std::size_t>(wanted, std::size_t(sms) * per_sm)));
 }
 
-std::optional<Table> run(const DeviceTable::Impl& t, const GroupBySpec& spec, int threads, Report& report) {
+std::unique_ptr<DeviceTable::Impl> run(const DeviceTable::Impl& t, const GroupBySpec& spec, int threads,
+                                       Report& report) {
   const OnDevice on(t.device);
   const std::string where = "gpu" + std::to_string(t.device);
   gpu::Stream stream;
-  const std::size_t n = t.host.rows();
+  const std::size_t n = t.rows;
   const GroupIds ids = group_ids(t, spec.by, stream, report);
   Stopwatch w;
   gpu::DeviceBuffer<u64> rows(ids.groups);
@@ -85,26 +71,26 @@ std::optional<Table> run(const DeviceTable::Impl& t, const GroupBySpec& spec, in
                                       rows.data(), stream);
   const auto* row_counts = reinterpret_cast<const std::uint64_t*>(rows.data());
   const auto groups = occupied(row_counts, ids.groups, stream);
-  Aggregations aggs(t, ids, groups.data(), groups.size(), row_counts, stream, threads);
-  std::vector<std::vector<Column>> results;
+  auto out = std::make_unique<DeviceTable::Impl>();
+  out->rows = groups.size();
+  out->device = t.device;
+  out->threads = threads;
+  out->columns = key_columns(ids, groups.data(), groups.size(), stream);
+  Aggregations aggs(t, ids, groups.data(), groups.size(), row_counts, stream);
   for (const auto& a : spec.aggs) {
     auto cols = aggs.run(a, report);
-    if (!cols) return std::nullopt;
-    results.push_back(std::move(*cols));
+    if (!cols) return nullptr;
+    for (auto& c : *cols) out->columns.push_back(std::move(c));
     const bool holistic = agg::operator_info(a.op).holistic;
     report.note(agg::describe(a) + ": GPU engine, " +
                 (holistic ? "holistic: values sorted by (group, value), each group's run read"
                           : "decomposable: per-group states updated by atomics"));
   }
+  stream.sync();
+  out->describe_columns();
   report.add("aggregate", where, w.seconds(),
              std::to_string(groups.size()) + " groups, " + std::to_string(n) + " rows, " +
-                 std::to_string(spec.aggs.size()) + " aggregation(s)");
-  w.reset();
-  Table out;
-  for (auto& c : key_columns(ids, t, groups.data(), groups.size(), stream, threads)) out.add(std::move(c));
-  for (auto& cols : results)
-    for (auto& c : cols) out.add(std::move(c));
-  report.add("result table", where, w.seconds(), std::to_string(groups.size()) + " groups in key order");
+                 std::to_string(spec.aggs.size()) + " aggregation(s), result on the device");
   return out;
 }
 

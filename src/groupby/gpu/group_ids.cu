@@ -4,7 +4,7 @@
 #include <cub/device/device_scan.cuh>
 #include <cub/device/device_select.cuh>
 
-#include "groupby/cpu_output.hpp"
+#include "groupby/gpu/finish.cuh"
 #include "groupby/gpu/kernels.cuh"
 #include "tandem/core/timing.hpp"
 #include "tandem/core/transfer.hpp"
@@ -222,7 +222,7 @@ void mix(const KeyCodes& k, std::size_t n, Acc* acc, bool first, cudaStream_t s)
 }
 
 GroupIds group_ids(const DeviceTable::Impl& t, const std::vector<std::string>& by, cudaStream_t s, Report& report) {
-  const std::size_t n = t.host.rows();
+  const std::size_t n = t.rows;
   Stopwatch w;
   GroupIds ids;
   std::uint64_t product = 1;
@@ -274,25 +274,39 @@ GroupIds group_ids(const DeviceTable::Impl& t, const std::vector<std::string>& b
 
 namespace {
 
+// A number key column's values from its codes (an offset from the minimum, or a rank among the
+// distinct values); the last code is a missing key's when the column has missing keys.
 template <class T>
-Column decode_numbers(const KeyCodes& k, const std::string& name, const cpu_groupby::Scratch<std::uint32_t>& codes,
-                      int threads) {
-  std::vector<std::uint64_t> distinct(k.distinct.size());
-  if (!distinct.empty())
-    TANDEM_CUDA(cudaMemcpy(distinct.data(), k.distinct.data(), k.distinct.bytes(), cudaMemcpyDeviceToHost));
-  using Bits = ordered_bits_t<T>;
-  return cpu_groupby::build_numbers<T>(name, codes.size(), threads, [&](std::size_t i) -> std::optional<T> {
+struct KeyOut {
+  const std::uint32_t* codes;
+  KeyCoding coding;
+  std::uint64_t lo, card;
+  const std::uint64_t* distinct;
+  bool missing;
+  __device__ bool operator()(std::size_t i, T& v) const {
     const std::uint64_t c = codes[i];
-    if (k.missing && c == k.card - 1) return std::nullopt;
-    const std::uint64_t bits = k.coding == KeyCoding::range ? k.lo + c : distinct[c];
-    return from_ordered<T>(static_cast<Bits>(bits));
-  });
-}
+    if (missing && c == card - 1) return false;
+    const std::uint64_t bits = coding == KeyCoding::range ? lo + c : distinct[c];
+    v = from_ordered<T>(static_cast<ordered_bits_t<T>>(bits));
+    return true;
+  }
+};
+
+// A string key column: its codes are the dictionary's.
+struct CodeOut {
+  const std::uint32_t* codes;
+  std::uint64_t card;
+  bool missing;
+  __device__ bool operator()(std::size_t i, std::uint32_t& v) const {
+    v = codes[i];
+    return !(missing && v == card - 1);
+  }
+};
 
 }  // namespace
 
-std::vector<Column> key_columns(const GroupIds& ids, const DeviceTable::Impl& t, const std::uint32_t* groups,
-                                std::size_t m, cudaStream_t s, int threads) {
+std::vector<DeviceColumn> key_columns(const GroupIds& ids, const std::uint32_t* groups, std::size_t m,
+                                      cudaStream_t s) {
   std::vector<gpu::DeviceBuffer<std::uint32_t>> codes(ids.keys.size());
   gpu::DeviceBuffer<std::uint64_t> cur(m);
   if (m) LAUNCH(widen_kernel, m, groups, m, cur.data());
@@ -304,17 +318,18 @@ std::vector<Column> key_columns(const GroupIds& ids, const DeviceTable::Impl& t,
       if (m) LAUNCH(peel_kernel, m, cur.data(), m, std::max<std::uint64_t>(ids.keys[j].card, 1), codes[j].data());
     }
   }
-  std::vector<Column> out;
+  std::vector<DeviceColumn> out;
   for (std::size_t j = 0; j < ids.keys.size(); ++j) {
     const KeyCodes& k = ids.keys[j];
-    cpu_groupby::Scratch<std::uint32_t> host(m);
-    copy_to_host(host.data(), codes[j].data(), m * sizeof(std::uint32_t), s);
-    const Column& source = t.host_column(*k.column);
+    const DeviceColumn& source = *k.column;
     if (k.coding == KeyCoding::dictionary) {
-      out.push_back(k.column->dictionary->decode(std::span<const std::uint32_t>(host), threads));
+      out.push_back(finish<std::uint32_t>(source.name, ColumnType::str, m, CodeOut{codes[j].data(), k.card, k.missing}, s));
+      out.back().dictionary = source.dictionary;
     } else {
-      out.push_back(visit_numeric(source.type,
-                                  [&](auto v) { return decode_numbers<decltype(v)>(k, source.name, host, threads); }));
+      out.push_back(visit_numeric(source.type, [&](auto v) {
+        using T = decltype(v);
+        return finish<T>(source.name, m, KeyOut<T>{codes[j].data(), k.coding, k.lo, k.card, k.distinct.data(), k.missing}, s);
+      }));
     }
   }
   return out;

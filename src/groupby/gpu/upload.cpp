@@ -35,14 +35,26 @@ std::vector<std::uint32_t> string_codes(const cpu_groupby::KeyColumn& dict, std:
   return codes;
 }
 
-DeviceColumn upload_column(const Column& c, std::size_t index, int threads) {
+// The dictionary keeps its own copy of the column (the buffers, shared): its strings may point
+// into the column's bytes, and results that pick its codes may outlive the table.
+std::shared_ptr<const cpu_groupby::KeyColumn> dictionary_of(const Column& c, int threads) {
+  struct Owned {
+    Column source;
+    std::unique_ptr<cpu_groupby::KeyColumn> keys;
+  };
+  auto owned = std::make_shared<Owned>(Owned{c, nullptr});
+  owned->keys = cpu_groupby::encode_key_column(owned->source, threads);
+  return {owned, owned->keys.get()};
+}
+
+DeviceColumn upload_column(const Column& c, int threads) {
   DeviceColumn d;
-  d.index = index;
+  d.name = c.name;
   d.type = c.type;
   d.missing = c.missing_count();
   if (d.missing) d.validity = to_device<std::uint8_t>(c.validity.data(), (c.length + 7) / 8);
   if (c.type == ColumnType::str) {
-    d.dictionary = cpu_groupby::encode_key_column(c, threads);
+    d.dictionary = dictionary_of(c, threads);
     const auto codes = string_codes(*d.dictionary, c.length, threads);
     d.values = to_device<std::byte>(codes.data(), codes.size() * sizeof(std::uint32_t));
   } else {
@@ -63,26 +75,21 @@ std::unique_ptr<DeviceTable::Impl> upload(const Table& table, const std::vector<
   Stopwatch w;
   auto impl = std::make_unique<DeviceTable::Impl>();
   TANDEM_CUDA(cudaGetDevice(&impl->device));
+  Table host;
   if (columns.empty()) {
-    impl->host = table;
+    host = table;
   } else {
-    for (const auto& name : columns) impl->host.add(table.column(name));
+    for (const auto& name : columns) host.add(table.column(name));
   }
-  for (std::size_t i = 0; i < impl->host.num_columns(); ++i)
-    impl->columns.push_back(upload_column(impl->host.column(i), i, threads));
+  for (const auto& c : host.columns()) impl->columns.push_back(upload_column(c, threads));
+  impl->rows = table.rows();
+  impl->threads = threads;
+  impl->describe_columns();
+  impl->set_host(std::move(host));
   impl->upload_seconds = w.seconds();
   return impl;
 }
 
 }  // namespace tandem::gpu_groupby
-
-namespace tandem {
-
-const gpu_groupby::DeviceColumn& DeviceTable::Impl::column(std::string_view name) const {
-  const Column& c = host.column(name);  // UsageError naming the column when absent
-  return columns.at(static_cast<std::size_t>(&c - host.columns().data()));
-}
-
-}  // namespace tandem
 
 #endif  // TANDEM_HAS_CUDA
