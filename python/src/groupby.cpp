@@ -41,16 +41,18 @@ py::tuple groupby_tables(const py::sequence& columns, const std::vector<std::str
   return py::make_tuple(table_to_python(r.table), std::move(r.report));
 }
 
-// A DeviceTable keeps the host table it came from (and so the numpy arrays it borrows) alive.
+// A DeviceTable keeps the host table it came from (and so the numpy arrays it borrows) alive; a
+// group-by's result on the device keeps the table it came from alive.
 struct PyDeviceTable {
   Table host;
   DeviceTable table;
+  py::object parent;
 };
 
 std::unique_ptr<PyDeviceTable> upload(const py::sequence& columns, int threads) {
   Table host = table_from_python(columns);
   auto t = without_gil([&] { return DeviceTable(host, {}, threads); });
-  return std::make_unique<PyDeviceTable>(PyDeviceTable{std::move(host), std::move(t)});
+  return std::make_unique<PyDeviceTable>(PyDeviceTable{std::move(host), std::move(t), py::none()});
 }
 
 py::tuple groupby_device_table(const PyDeviceTable& t, const std::vector<std::string>& by, const py::handle& aggs,
@@ -59,6 +61,16 @@ py::tuple groupby_device_table(const PyDeviceTable& t, const std::vector<std::st
   const GroupByOptions o = groupby_options(device, threads);
   GroupByResult r = without_gil([&] { return groupby(t.table, spec, o); });
   return py::make_tuple(table_to_python(r.table), std::move(r.report));
+}
+
+py::tuple groupby_on_device_table(const py::object& self, const std::vector<std::string>& by, const py::handle& aggs,
+                                  std::string_view device, int threads) {
+  const auto& t = self.cast<const PyDeviceTable&>();
+  GroupBySpec spec{.by = by, .aggs = aggregations(aggs)};
+  const GroupByOptions o = groupby_options(device, threads);
+  DeviceGroupByResult r = without_gil([&] { return groupby_on_device(t.table, spec, o); });
+  auto result = std::make_unique<PyDeviceTable>(PyDeviceTable{Table{}, std::move(r.table), self});
+  return py::make_tuple(std::move(result), std::move(r.report));
 }
 
 }  // namespace
@@ -94,7 +106,22 @@ void bind_groupby(py::module_& m) {
       .def_property_readonly("rows", [](const PyDeviceTable& t) { return t.table.rows(); })
       .def_property_readonly("device_bytes", [](const PyDeviceTable& t) { return t.table.device_bytes(); })
       .def_property_readonly("upload_seconds", [](const PyDeviceTable& t) { return t.table.upload_seconds(); })
-      .def("groupby", &groupby_device_table, py::arg("by"), py::arg("aggs"), py::arg("device"), py::arg("threads"));
+      .def_property_readonly("columns",
+                             [](const PyDeviceTable& t) {
+                               std::vector<std::string> names;
+                               for (const auto& c : t.table.schema().columns()) names.push_back(c.name);
+                               return names;
+                             })
+      .def("groupby", &groupby_device_table, py::arg("by"), py::arg("aggs"), py::arg("device"), py::arg("threads"))
+      .def("groupby_on_device", &groupby_on_device_table, py::arg("by"), py::arg("aggs"), py::arg("device"),
+           py::arg("threads"), "tandem::groupby_on_device: (_DeviceTable of the result, Report).")
+      .def(
+          "to_host",
+          [](const PyDeviceTable& t) {
+            const Table& host = without_gil([&]() -> const Table& { return t.table.host(); });
+            return table_to_python(host);
+          },
+          "The columns on the host (a result's are downloaded once, on the first call).");
   m.def(
       "_generate_groupby",
       [](std::size_t rows, std::size_t k, double nas_percent, bool sorted, std::uint64_t seed) {

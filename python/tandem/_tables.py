@@ -214,6 +214,13 @@ class DeviceTable:
         self._table = _tandem._DeviceTable(_host_columns(table, names), threads)
         self.columns = [str(n) for n in names]
 
+    @classmethod
+    def _of(cls, device_table):
+        t = cls.__new__(cls)
+        t._table = device_table
+        t.columns = list(device_table.columns)
+        return t
+
     @property
     def rows(self):
         return self._table.rows
@@ -227,14 +234,26 @@ class DeviceTable:
     def upload_seconds(self):
         return self._table.upload_seconds
 
-    def groupby(self, by, agg="count()", *, device="auto", threads=None, explain=False):
+    def groupby(self, by, agg="count()", *, device="auto", threads=None, explain=False, on_device=False):
         """tandem.groupby of this table on its GPU (device 'cpu' runs the CPU engine on the host
-        columns); arguments and result as tandem.groupby."""
+        columns); arguments and result as tandem.groupby. on_device=True leaves the result on the
+        GPU as another DeviceTable (tandem::groupby_on_device): group it again, or copy it to the
+        host with to_host()."""
         by = [by] if isinstance(by, str) else list(by)
         _check_device(device)
         aggs = _library_aggregations(_aggregations(agg))
+        if on_device:
+            if device == "cpu":
+                raise ValueError("groupby: on_device=True needs device 'auto' or 'gpu'")
+            result, report = self._table.groupby_on_device([str(b) for b in by], aggs, device, threads_arg(threads))
+            return with_report(DeviceTable._of(result), report, explain)
         result, report = self._table.groupby([str(b) for b in by], aggs, device, threads_arg(threads))
         return with_report(_to_output(result), report, explain)
+
+    def to_host(self):
+        """The columns on the host as a DataFrame (a dict of numpy arrays without pandas); a group-by
+        result's are copied from the GPU once, on the first call."""
+        return _to_output(self._table.to_host())
 
     def __repr__(self):
         return f"tandem.DeviceTable({self.rows} rows, columns {self.columns}, {self.device_bytes} bytes on the GPU)"

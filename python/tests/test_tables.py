@@ -261,3 +261,21 @@ def test_device_table_groupbys_equal_the_cpu_engine():
         pd.testing.assert_frame_equal(got, want, check_exact=False, rtol=1e-9)
     with pytest.raises(tandem.UsageError):
         table.groupby("id2", "count()")
+
+
+@pytest.mark.skipif(not _gpu_present(), reason="needs a GPU")
+def test_device_table_results_stay_on_the_gpu_and_group_again():
+    df = tandem.generate_groupby(rows=200_000, k=10, nas_percent=5)
+    table = tandem.DeviceTable(df, ["id1", "id2", "id4", "v1", "v3"])
+    fine = table.groupby(["id1", "id2", "id4"], "sum(v1),max(v3),min(id2)", on_device=True)
+    assert isinstance(fine, tandem.DeviceTable)
+    assert fine.columns == ["id1", "id2", "id4", "sum_v1", "max_v3", "min_id2"]
+    want = tandem.groupby(df, ["id1", "id2", "id4"], "sum(v1),max(v3),min(id2)", device="cpu")
+    pd.testing.assert_frame_equal(fine.to_host(), want, check_exact=False, rtol=1e-9)
+    del table  # the result keeps what it needs
+    coarse = fine.groupby("id1", "sum(sum_v1),max(max_v3)", on_device=True).to_host()
+    direct = tandem.groupby(df, "id1", "sum(v1),max(v3)", device="cpu")
+    assert list(coarse["id1"]) == list(direct["id1"])
+    assert np.allclose(coarse["max_max_v3"], direct["max_v3"])
+    with pytest.raises(ValueError):
+        fine.groupby("id1", "count()", device="cpu", on_device=True)

@@ -113,8 +113,8 @@ GroupByResult upload_and_run(const Table& input, const GroupBySpec& spec, const 
                              Report report) {
   const DeviceTable table(input, columns_read(spec), options.threads);
   report.add("upload", fmt::format("gpu{}", table.device()), table.upload_seconds(),
-             fmt::format("{} columns, {} bytes on the device (strings as dictionary codes)", table.schema().num_columns(),
-                         table.device_bytes()));
+             fmt::format("{} columns, {} bytes on the device (strings as dictionary codes)",
+                         table.schema().num_columns(), table.device_bytes()));
   return on_gpu_to_host(table, spec, options, std::move(report));
 }
 

@@ -350,8 +350,7 @@ std::vector<DeviceColumn> Aggregations::holistic(const Aggregation& a, const Dev
   if (a.op == AggOp::top) {
     std::vector<DeviceColumn> cols;
     for (std::size_t r = 0; r < a.n; ++r)
-      cols.push_back(
-          finish<T>(names[r], m_, SortedTopOut<T>{groups_, counts, sv.bits.data(), sv.start.data(), r}, s_));
+      cols.push_back(finish<T>(names[r], m_, SortedTopOut<T>{groups_, counts, sv.bits.data(), sv.start.data(), r}, s_));
     return cols;
   }
   const double q = a.op == AggOp::median ? 0.5 : a.q;
@@ -371,9 +370,10 @@ std::optional<DeviceColumn> Aggregations::integer_sum(const Aggregation& a, cons
     const auto host_counts = gathered(counts);
     for (std::size_t i = 0; i < m_; ++i) {
       if (host_counts[i] == 0) continue;
-      const bool wraps = std::is_signed_v<T> ? sum_may_wrap(true, std::int64_t(from_ordered<T>(lo[i])),
-                                                            std::int64_t(from_ordered<T>(hi[i])), host_counts[i])
-                                             : sum_may_wrap_unsigned(std::uint64_t(from_ordered<T>(hi[i])), host_counts[i]);
+      const bool wraps = std::is_signed_v<T>
+                             ? sum_may_wrap(true, std::int64_t(from_ordered<T>(lo[i])),
+                                            std::int64_t(from_ordered<T>(hi[i])), host_counts[i])
+                             : sum_may_wrap_unsigned(std::uint64_t(from_ordered<T>(hi[i])), host_counts[i]);
       if (wraps) {
         report.note(agg::describe(a) + ": a group's sum may pass 64 bits");
         return std::nullopt;

@@ -305,8 +305,7 @@ struct CodeOut {
 
 }  // namespace
 
-std::vector<DeviceColumn> key_columns(const GroupIds& ids, const std::uint32_t* groups, std::size_t m,
-                                      cudaStream_t s) {
+std::vector<DeviceColumn> key_columns(const GroupIds& ids, const std::uint32_t* groups, std::size_t m, cudaStream_t s) {
   std::vector<gpu::DeviceBuffer<std::uint32_t>> codes(ids.keys.size());
   gpu::DeviceBuffer<std::uint64_t> cur(m);
   if (m) LAUNCH(widen_kernel, m, groups, m, cur.data());
@@ -323,12 +322,14 @@ std::vector<DeviceColumn> key_columns(const GroupIds& ids, const std::uint32_t* 
     const KeyCodes& k = ids.keys[j];
     const DeviceColumn& source = *k.column;
     if (k.coding == KeyCoding::dictionary) {
-      out.push_back(finish<std::uint32_t>(source.name, ColumnType::str, m, CodeOut{codes[j].data(), k.card, k.missing}, s));
+      out.push_back(
+          finish<std::uint32_t>(source.name, ColumnType::str, m, CodeOut{codes[j].data(), k.card, k.missing}, s));
       out.back().dictionary = source.dictionary;
     } else {
       out.push_back(visit_numeric(source.type, [&](auto v) {
         using T = decltype(v);
-        return finish<T>(source.name, m, KeyOut<T>{codes[j].data(), k.coding, k.lo, k.card, k.distinct.data(), k.missing}, s);
+        return finish<T>(source.name, m,
+                         KeyOut<T>{codes[j].data(), k.coding, k.lo, k.card, k.distinct.data(), k.missing}, s);
       }));
     }
   }

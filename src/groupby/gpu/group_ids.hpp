@@ -44,7 +44,6 @@ GroupIds group_ids(const DeviceTable::Impl& t, const std::vector<std::string>& b
 
 // The key columns of the given group ids (m of them, on the device), as device columns named as
 // the keys, in that order (string keys as codes of their columns' dictionaries).
-std::vector<DeviceColumn> key_columns(const GroupIds& ids, const std::uint32_t* groups, std::size_t m,
-                                      cudaStream_t s);
+std::vector<DeviceColumn> key_columns(const GroupIds& ids, const std::uint32_t* groups, std::size_t m, cudaStream_t s);
 
 }  // namespace tandem::gpu_groupby
