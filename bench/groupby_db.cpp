@@ -289,7 +289,7 @@ int gpu_questions(bench::Bench& b, const Table& data, const std::vector<Question
     resident.reset();
     b.record(what, fmt::format("tandem CPU {}t", threads), c, rows, "rows", true);
     b.record(what, "tandem GPU, device table, result on the device", d, rows, "rows", why.empty());
-    b.record(what, "tandem GPU, device table", g, rows, "rows", why.empty());
+    b.record(what, "tandem GPU, device table, result to the host", g, rows, "rows", why.empty());
     b.record(what, "tandem GPU, from host", h, rows, "rows", why.empty());
     if (!why.empty()) b.fail(fmt::format("{}: GPU vs CPU: {}", what, why));
     b.goal(fmt::format("{} GPU vs CPU {}t", what, threads), c.median / d.median, 10.0);
