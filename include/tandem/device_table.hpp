@@ -16,12 +16,24 @@
 #include <cstddef>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "tandem/groupby.hpp"
 #include "tandem/table.hpp"
 
 namespace tandem {
+
+// A column in GPU memory: what DeviceTable::borrow takes (numbers only, no copy) and what
+// DeviceTable::column_view lends (string columns as u32 codes of their dictionary).
+struct DeviceColumnView {
+  std::string name;
+  ColumnType type{ColumnType::i64};
+  const void* data{nullptr};               // device memory of the table's rows() values
+  const std::uint8_t* validity{nullptr};   // device bitmap (bit i % 8 of byte i / 8); nullptr: all present
+  std::size_t missing{0};                  // column_view: rows without a value
+  std::shared_ptr<const void> keep_alive;  // borrow: held while the table lives
+};
 
 class DeviceTable {
  public:
@@ -31,18 +43,25 @@ class DeviceTable {
   explicit DeviceTable(const Table& table, const std::vector<std::string>& columns = {}, int threads = 0);
   struct Impl;
   explicit DeviceTable(std::unique_ptr<Impl> impl);  // made by the library (a group-by's result)
+
+  // Columns already in memory of the current GPU (CuPy or PyTorch arrays, say), of `rows` values
+  // each, used where they are: the memory must hold still while the table lives. Number columns
+  // only; UsageError for a string column, a null pointer with rows, or two columns of one name.
+  static DeviceTable borrow(std::vector<DeviceColumnView> columns, std::size_t rows, int threads = 0);
   ~DeviceTable();
   DeviceTable(DeviceTable&&) noexcept;
   DeviceTable& operator=(DeviceTable&&) noexcept;
 
   std::size_t rows() const;
-  std::size_t device_bytes() const;  // device memory the columns take
+  std::size_t device_bytes() const;  // device memory the table owns (borrowed columns not counted)
   int device() const;                // the GPU they live on
   const Table& schema() const;       // the columns' names and types (no rows)
   // The columns on the host: the uploaded ones as they were, or, for a table made on the device,
   // a copy downloaded on the first call (strings decoded) and kept. Safe from several threads.
   const Table& host() const;
   double upload_seconds() const;  // encoding strings and copying, when uploaded
+  // A column's device memory, valid while the table lives (UsageError naming an absent column).
+  DeviceColumnView column_view(std::string_view name) const;
 
   const Impl& impl() const { return *impl_; }
 

@@ -63,6 +63,28 @@ py::tuple groupby_device_table(const PyDeviceTable& t, const std::vector<std::st
   return py::make_tuple(table_to_python(r.table), std::move(r.report));
 }
 
+// Columns in GPU memory (name, tandem type name such as "i32", device pointer), used in place; the
+// arrays (`owners`) stay referenced by the table.
+std::unique_ptr<PyDeviceTable> borrow(const std::vector<std::tuple<std::string, std::string, std::uintptr_t>>& columns,
+                                      std::size_t rows, const py::object& owners, int threads) {
+  std::vector<DeviceColumnView> views;
+  for (const auto& [name, type, ptr] : columns)
+    views.push_back({name, parse_column_type(type), reinterpret_cast<const void*>(ptr), nullptr, 0, {}});
+  auto t = without_gil([&] { return DeviceTable::borrow(std::move(views), rows, threads); });
+  return std::make_unique<PyDeviceTable>(PyDeviceTable{Table{}, std::move(t), owners});
+}
+
+// Each column's (name, type name, device pointer, validity bitmap pointer or 0, missing rows).
+py::list device_columns(const PyDeviceTable& t) {
+  py::list out;
+  for (const auto& c : t.table.schema().columns()) {
+    const DeviceColumnView v = t.table.column_view(c.name);
+    out.append(py::make_tuple(v.name, std::string(to_string(v.type)), reinterpret_cast<std::uintptr_t>(v.data),
+                              reinterpret_cast<std::uintptr_t>(v.validity), v.missing));
+  }
+  return out;
+}
+
 py::tuple groupby_on_device_table(const py::object& self, const std::vector<std::string>& by, const py::handle& aggs,
                                   std::string_view device, int threads) {
   const auto& t = self.cast<const PyDeviceTable&>();
@@ -112,6 +134,9 @@ void bind_groupby(py::module_& m) {
                                for (const auto& c : t.table.schema().columns()) names.push_back(c.name);
                                return names;
                              })
+      .def_static("borrow", &borrow, py::arg("columns"), py::arg("rows"), py::arg("owners"), py::arg("threads"),
+                  "tandem::DeviceTable::borrow of columns in GPU memory.")
+      .def("device_columns", &device_columns, "Each column's device memory: (name, type, data, validity, missing).")
       .def("groupby", &groupby_device_table, py::arg("by"), py::arg("aggs"), py::arg("device"), py::arg("threads"))
       .def("groupby_on_device", &groupby_on_device_table, py::arg("by"), py::arg("aggs"), py::arg("device"),
            py::arg("threads"), "tandem::groupby_on_device: (_DeviceTable of the result, Report).")

@@ -261,3 +261,128 @@ def groupby(columns, by, aggs):
     if kdtype != keys.dtype:
         result[by[0]] = out[by[0]].astype(keys.dtype)
     return result, report
+
+
+# ---- group-by of GPU columns through the table engine ---------------------------------------------
+# tandem's column types for the dtypes GPU arrays come in; narrower ones are widened (a copy).
+_TABLE_TYPES = {"int32": "i32", "int64": "i64", "uint32": "u32", "uint64": "u64", "float32": "f32", "float64": "f64"}
+_WIDER = {"b": np.uint32, "i": np.int32, "u": np.uint32, "f": np.float32}
+_SAME_TYPE_OPS = ("min", "max", "first", "last", "top")  # results of the input column's type
+
+
+class _Memory:
+    """Device memory owned by `owner` (a result table), shown through __cuda_array_interface__."""
+
+    def __init__(self, ptr, n, dtype, owner):
+        self.__cuda_array_interface__ = {"shape": (n,), "typestr": np.dtype(dtype).str, "data": (ptr, False),
+                                         "version": 3, "strides": None}
+        self._owner = owner
+
+
+def _wrap_memory(like, ptr, n, dtype, owner):
+    """An array of like's library on its device viewing memory that `owner` keeps alive."""
+    if n == 0:
+        return like.empty(0, dtype, "groupby").obj
+    memory = _Memory(ptr, n, dtype, owner)
+    if like.lib == "cupy":
+        import cupy
+        with like.obj.device:
+            return cupy.asarray(memory)
+    import torch
+    return torch.as_tensor(memory, device=like.obj.device)
+
+
+def _missing_as_nan(like, values, validity_ptr, n, owner):
+    """values with its missing rows (validity bit 0) as NaN: floats in place, integers as float64."""
+    bits = _wrap_memory(like, validity_ptr, (n + 7) // 8, np.uint8, owner)
+    if like.lib == "cupy":
+        import cupy
+        present = cupy.unpackbits(bits, bitorder="little")[:n].astype(bool)
+        out = values if values.dtype.kind == "f" else values.astype(np.float64)
+        out[~present] = cupy.nan
+        return out
+    import torch
+    shifts = torch.arange(8, device=bits.device, dtype=torch.uint8)
+    present = ((bits.unsqueeze(1) >> shifts) & 1).flatten()[:n].bool()
+    out = values if values.is_floating_point() else values.to(torch.float64)
+    out[~present] = float("nan")
+    return out
+
+
+def _synchronize(dev):
+    """Waits for the caller's stream, so its work on the columns is done before tandem reads them."""
+    if dev.lib == "cupy":
+        import cupy
+        with dev.obj.device:
+            cupy.cuda.get_current_stream().synchronize()
+    elif dev.lib == "torch":
+        import torch
+        torch.cuda.current_stream(dev.obj.device).synchronize()
+
+
+def _table_column(name, dev, n, what):
+    if dev.n != n:
+        raise ValueError(f"{what}: column '{name}' has {dev.n} rows, the first column {n}")
+    if dev.dtype.kind not in "biuf":
+        raise TypeError(f"{what}: GPU column '{name}' is {dev.dtype}, not a number")
+    if dev.dtype.name in _TABLE_TYPES and dev.contiguous:
+        return dev
+    wide = np.dtype(dev.dtype) if dev.dtype.name in _TABLE_TYPES else np.dtype(_WIDER[dev.dtype.kind])
+    return dev.copy_as(wide, what)
+
+
+def _output_names(op, column, n, name):
+    if op == "top":
+        return [f"{name}{i}" if name else f"top{i}_{column}" for i in range(1, n + 1)]
+    return [name or f"{op}_{column}"]
+
+
+def groupby_table(columns, by, aggs, threads):
+    """Group-by of GPU columns on tandem's table engine, used where they are
+    (tandem::DeviceTable::borrow, then groupby_on_device): several key columns, every aggregation.
+    aggs: (python op, column, q, n, name) and their library form. Returns ({name: array}, report):
+    arrays of the input's library on its device, viewing the result's device memory; missing cells
+    (var of one value, top past a group's size, ...) are NaN, in float64 for integer columns."""
+    what = "groupby"
+    first = next(iter(columns.values()))
+    for dev in columns.values():
+        _check(dev, "gpu", what)
+        if dev.lib is None:
+            dev._need_library(what)
+    work = {name: _table_column(name, dev, first.n, what) for name, dev in columns.items()}
+    for dev in work.values():
+        _synchronize(dev)
+    python_aggs, library_aggs = aggs
+    device = first.obj.device
+    with (device if first.lib == "cupy" else _torch_device(device)):
+        table = _tandem._DeviceTable.borrow(
+            [(name, _TABLE_TYPES[dev.dtype.name], dev.ptr) for name, dev in work.items()], first.n,
+            [dev.obj for dev in work.values()], threads)
+        result, report = table.groupby_on_device([str(b) for b in by], library_aggs, "gpu", threads)
+    rows = result.rows
+    out = {}
+    for name, kind, ptr, validity, missing in result.device_columns():
+        dtype = np.dtype({v: k for k, v in _TABLE_TYPES.items()}[kind])
+        values = _wrap_memory(first, ptr, rows, dtype, result)
+        out[name] = _missing_as_nan(first, values, validity, rows, result) if missing else values
+    # Narrow inputs were widened: their keys and same-type aggregates go back to the input's dtype.
+    back = {b: b for b in by}
+    for op, column, q, n, name in python_aggs:
+        if op in _SAME_TYPE_OPS:
+            for out_name in _output_names(op, column, n, name):
+                back[out_name] = column
+    for out_name, column in back.items():
+        source = columns[column]
+        if work[column] is not source and out_name in out and not _has_nan_from_missing(out[out_name], source):
+            out[out_name] = source.wrap(out[out_name]).astype(source.dtype)
+    return out, report
+
+
+def _has_nan_from_missing(values, source):
+    """Whether values was turned into float64 for missing cells (it then keeps that type)."""
+    return np.dtype(str(values.dtype).replace("torch.", "")).kind == "f" and source.dtype.kind != "f"
+
+
+def _torch_device(device):
+    import torch
+    return torch.cuda.device(device)

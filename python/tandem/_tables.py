@@ -179,8 +179,11 @@ def groupby(table, by, agg="count()", *, device="auto", threads=None, explain=Fa
     if any(d is not None for d in on_gpu.values()):
         if any(d is None for d in on_gpu.values()):
             raise ValueError("groupby: some columns are in GPU memory and some are not; move them to one place")
-        result, report = _device.groupby(on_gpu, by, [(op, column, name or _device_name(op, column, q, n))
-                                                      for op, column, q, n, name in aggs])
+        if _device_fast_path(on_gpu, by, aggs):
+            result, report = _device.groupby(on_gpu, by, [(op, column, name or _device_name(op, column, q, n))
+                                                          for op, column, q, n, name in aggs])
+        else:
+            result, report = _device.groupby_table(on_gpu, by, (aggs, _library_aggregations(aggs)), threads)
         return with_report(result, report, explain)
     return _host_groupby([_array_column(str(name), table[name]) for name in needed], by, aggs, device, threads, explain)
 
@@ -257,6 +260,14 @@ class DeviceTable:
 
     def __repr__(self):
         return f"tandem.DeviceTable({self.rows} rows, columns {self.columns}, {self.device_bytes} bytes on the GPU)"
+
+
+def _device_fast_path(on_gpu, by, aggs):
+    """One integer key and count/sum/min/max/mean of one value column: the hash group-by of
+    tandem::mapreduce, on the caller's stream; everything else takes the table engine."""
+    values = {column for op, column, _, _, _ in aggs if op != "size"}
+    return (len(by) == 1 and on_gpu[by[0]].dtype.kind in "iub" and len(values) <= 1
+            and all(op in _device._DEVICE_OPS for op, _, _, _, _ in aggs))
 
 
 def _device_name(op, column, q, n):

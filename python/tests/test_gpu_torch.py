@@ -46,6 +46,20 @@ def test_groupby_like_unique():
     assert torch.equal(got["k"], uniq) and torch.equal(got["count"], counts)
 
 
+def test_groupby_several_keys_on_the_table_engine():
+    rng = np.random.default_rng(3)
+    host = {"a": rng.integers(0, 20, 5000).astype(np.int64), "b": rng.integers(0, 4, 5000).astype(np.int32),
+            "v": rng.random(5000)}
+    got = tandem.groupby({k: torch.from_numpy(v).cuda() for k, v in host.items()}, by=["a", "b"],
+                         agg="median(v),var(v),top(v,3)")
+    want = tandem.groupby(host, by=["a", "b"], agg="median(v),var(v),top(v,3)", device="cpu")
+    assert all(isinstance(t, torch.Tensor) and t.is_cuda for t in got.values())
+    for name in want:
+        w = want[name]
+        w = w.to_numpy(dtype=np.float64, na_value=np.nan) if hasattr(w, "to_numpy") else np.asarray(w, dtype=np.float64)
+        np.testing.assert_allclose(got[name].cpu().numpy().astype(np.float64), w, rtol=1e-9, equal_nan=True)
+
+
 def test_host_tensors_are_host_arrays():
     t = torch.tensor([3, 1, 2])
     np.testing.assert_array_equal(tandem.sort(t), [1, 2, 3])

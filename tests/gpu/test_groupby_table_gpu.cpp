@@ -12,6 +12,8 @@
 #include "groupby_reference.hpp"
 #include "tandem/core/device.hpp"
 #include "tandem/core/error.hpp"
+#include "tandem/cuda/buffers.hpp"
+#include "tandem/cuda/runtime.hpp"
 #include "tandem/device_table.hpp"
 #include "test_util.hpp"
 
@@ -207,4 +209,57 @@ TEST(GroupByTableGpu, ResultsOnTheDeviceOfEmptyTablesAndWrappingSums) {
   const auto w = groupby_on_device(DeviceTable(t), {{"k"}, parse_aggregations("sum(v)")});
   EXPECT_EQ(w.table.host().column("sum_v").numbers<std::int64_t>()[0], INT64_MAX);
   EXPECT_NE(w.report.explain().find("rerun on the CPU"), std::string::npos) << w.report.explain();
+}
+
+TEST(GroupByTableGpu, BorrowedDeviceColumnsAndColumnViews) {
+  TANDEM_REQUIRE_GPU();
+  std::mt19937_64 rng(9);
+  const std::size_t n = 50000;
+  std::vector<std::int32_t> a(n), b(n);
+  std::vector<double> v(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    a[i] = static_cast<std::int32_t>(rng() % 40);
+    b[i] = static_cast<std::int32_t>(rng() % 7) - 3;
+    v[i] = double(rng() % 1000) / 8.0;
+  }
+  // Every fifth v missing: a device bitmap borrowed with the values.
+  std::vector<std::uint8_t> valid((n + 7) / 8, 0);
+  for (std::size_t i = 0; i < n; ++i)
+    if (i % 5) valid[i / 8] |= static_cast<std::uint8_t>(1u << (i % 8));
+  auto to_gpu = [](const auto& host) {
+    using T = typename std::decay_t<decltype(host)>::value_type;
+    auto d = std::make_shared<tandem::gpu::DeviceBuffer<T>>(host.size());
+    TANDEM_CUDA(cudaMemcpy(d->data(), host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice));
+    return d;
+  };
+  auto da = to_gpu(a), db = to_gpu(b);
+  auto dv = to_gpu(v);
+  auto dvalid = to_gpu(valid);
+  const DeviceTable t = DeviceTable::borrow(
+      {{"a", ColumnType::i32, da->data(), nullptr, 0, da},
+       {"b", ColumnType::i32, db->data(), nullptr, 0, db},
+       {"v", ColumnType::f64, dv->data(), dvalid->data(), 0, std::make_shared<std::pair<decltype(dv), decltype(dvalid)>>(dv, dvalid)}},
+      n);
+  EXPECT_EQ(t.device_bytes(), 0u);
+  Table host;
+  host.add(make_column<std::int32_t>("a", a));
+  host.add(make_column<std::int32_t>("b", b));
+  Column hv = make_column<double>("v", v);
+  hv.validity = Buffer::take(valid);
+  host.add(hv);
+  const GroupBySpec spec{{"a", "b"}, parse_aggregations("count(),sum(v),median(v),top(v,3),var(v)")};
+  const auto r = groupby_on_device(t, spec);
+  expect_matches(r.table.host(), reference_groupby(host, spec), "borrowed columns");
+  // A result column's device memory, as a caller reads it in place.
+  const DeviceColumnView count = r.table.column_view("count");
+  EXPECT_EQ(count.type, ColumnType::i64);
+  EXPECT_EQ(count.validity, nullptr);
+  std::vector<std::int64_t> counts(r.table.rows());
+  TANDEM_CUDA(cudaMemcpy(counts.data(), count.data, counts.size() * sizeof(std::int64_t), cudaMemcpyDeviceToHost));
+  const auto want = r.table.host().column("count").numbers<std::int64_t>();
+  EXPECT_TRUE(std::equal(counts.begin(), counts.end(), want.begin()));
+  EXPECT_GT(r.table.column_view("var_v").missing + r.table.column_view("top3_v").missing, 0u);
+  EXPECT_THROW((void)r.table.column_view("nope"), UsageError);
+  EXPECT_THROW((void)DeviceTable::borrow({{"a", ColumnType::str, da->data(), nullptr, 0, da}}, n), UsageError);
+  EXPECT_THROW((void)DeviceTable::borrow({{"a", ColumnType::i32, nullptr, nullptr, 0, {}}}, n), UsageError);
 }

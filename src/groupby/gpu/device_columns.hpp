@@ -30,13 +30,24 @@ struct DeviceColumn {
   std::size_t missing{0};
   // Strings: codes back to strings (shared by the group-by results that pick codes of this column).
   std::shared_ptr<const cpu_groupby::KeyColumn> dictionary;
+  // A borrowed column (DeviceTable::borrow) points at its owner's memory instead.
+  const std::byte* borrowed_values{nullptr};
+  const std::uint8_t* borrowed_validity{nullptr};
+  std::shared_ptr<const void> owner;
 
-  const std::uint8_t* valid() const { return validity.size() ? validity.data() : nullptr; }
+  const std::byte* data() const { return borrowed_values ? borrowed_values : values.data(); }
+  const std::uint8_t* valid() const {
+    if (borrowed_values) return borrowed_validity;
+    return validity.size() ? validity.data() : nullptr;
+  }
   template <class T>
   const T* as() const {
-    return reinterpret_cast<const T*>(values.data());
+    return reinterpret_cast<const T*>(data());
   }
 };
+
+// How many of a column's `rows` values are present (counted on the device).
+std::size_t present_rows(const DeviceColumn& c, std::size_t rows);
 #endif
 
 // Uploads the named columns (all when empty) to the current device.

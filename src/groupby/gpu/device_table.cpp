@@ -15,6 +15,16 @@ DeviceTable::DeviceTable(const Table&, const std::vector<std::string>&, int) {
 }
 #endif
 
+#if !TANDEM_HAS_CUDA
+DeviceTable DeviceTable::borrow(std::vector<DeviceColumnView>, std::size_t, int) {
+  throw NoDeviceError("device table: this build has no CUDA support");
+}
+
+DeviceColumnView DeviceTable::column_view(std::string_view) const {
+  throw NoDeviceError("device table: this build has no CUDA support");
+}
+#endif
+
 DeviceTable::DeviceTable(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 DeviceTable::~DeviceTable() = default;
 DeviceTable::DeviceTable(DeviceTable&&) noexcept = default;

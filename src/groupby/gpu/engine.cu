@@ -46,6 +46,21 @@ gpu::DeviceBuffer<std::uint32_t> occupied(const std::uint64_t* rows, std::size_t
 
 }  // namespace
 
+std::size_t present_rows(const DeviceColumn& c, std::size_t rows) {
+  if (c.valid() == nullptr || rows == 0) return rows;
+  gpu::Stream stream;
+  gpu::DeviceBuffer<u64> count(1);
+  fill<u64>(count.data(), 1, 0, stream);
+  visit_device(c.type, [&](auto v) {
+    using T = decltype(v);
+    accumulate<CountAcc, T>(nullptr, values_of<T>(c), rows, 1, count.data(), stream);
+  });
+  u64 n = 0;
+  TANDEM_CUDA(cudaMemcpyAsync(&n, count.data(), sizeof n, cudaMemcpyDeviceToHost, stream));
+  stream.sync();
+  return static_cast<std::size_t>(n);
+}
+
 int grid_for(std::size_t n, int per_sm) {
   static thread_local int sms = [] {
     int device = 0, count = 0;

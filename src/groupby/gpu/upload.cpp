@@ -92,4 +92,41 @@ std::unique_ptr<DeviceTable::Impl> upload(const Table& table, const std::vector<
 
 }  // namespace tandem::gpu_groupby
 
+namespace tandem {
+
+DeviceTable DeviceTable::borrow(std::vector<DeviceColumnView> columns, std::size_t rows, int threads) {
+  if (threads < 0)
+    throw UsageError(fmt::format("device table threads: {} (expected 0 for every core, or a positive count)", threads));
+  if (rows >= (std::size_t{1} << 32) - 1)
+    throw UsageError(fmt::format("device table: {} rows (the GPU group-by takes fewer than 2^32)", rows));
+  if (gpu_count() == 0) throw NoDeviceError("device table: no usable GPU");
+  auto impl = std::make_unique<Impl>();
+  TANDEM_CUDA(cudaGetDevice(&impl->device));
+  impl->rows = rows;
+  impl->threads = threads > 0 ? threads : default_threads();
+  for (auto& v : columns) {
+    if (v.type == ColumnType::str)
+      throw UsageError(fmt::format("device table: column '{}' is text; only number columns are borrowed", v.name));
+    if (v.data == nullptr && rows > 0)
+      throw UsageError(fmt::format("device table: column '{}' has no device memory", v.name));
+    gpu_groupby::DeviceColumn c;
+    c.name = v.name;
+    c.type = v.type;
+    c.borrowed_values = static_cast<const std::byte*>(v.data);
+    c.borrowed_validity = v.validity;
+    c.owner = std::move(v.keep_alive);
+    c.missing = rows - gpu_groupby::present_rows(c, rows);
+    impl->columns.push_back(std::move(c));
+  }
+  impl->describe_columns();  // UsageError for two columns of one name
+  return DeviceTable(std::move(impl));
+}
+
+DeviceColumnView DeviceTable::column_view(std::string_view name) const {
+  const auto& c = impl_->column(name);
+  return {c.name, c.type, c.data(), c.valid(), c.missing, {}};
+}
+
+}  // namespace tandem
+
 #endif  // TANDEM_HAS_CUDA
