@@ -222,6 +222,7 @@ TEST(GroupByTableGpu, BorrowedDeviceColumnsAndColumnViews) {
     b[i] = static_cast<std::int32_t>(rng() % 7) - 3;
     v[i] = double(rng() % 1000) / 8.0;
   }
+  a[0] = 999;  // a group of one row, whose v is missing: var and the top three are missing
   // Every fifth v missing: a device bitmap borrowed with the values.
   std::vector<std::uint8_t> valid((n + 7) / 8, 0);
   for (std::size_t i = 0; i < n; ++i)
