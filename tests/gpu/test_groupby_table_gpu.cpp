@@ -236,11 +236,11 @@ TEST(GroupByTableGpu, BorrowedDeviceColumnsAndColumnViews) {
   auto da = to_gpu(a), db = to_gpu(b);
   auto dv = to_gpu(v);
   auto dvalid = to_gpu(valid);
-  const DeviceTable t = DeviceTable::borrow(
-      {{"a", ColumnType::i32, da->data(), nullptr, 0, da},
-       {"b", ColumnType::i32, db->data(), nullptr, 0, db},
-       {"v", ColumnType::f64, dv->data(), dvalid->data(), 0, std::make_shared<std::pair<decltype(dv), decltype(dvalid)>>(dv, dvalid)}},
-      n);
+  const DeviceTable t = DeviceTable::borrow({{"a", ColumnType::i32, da->data(), nullptr, 0, da},
+                                             {"b", ColumnType::i32, db->data(), nullptr, 0, db},
+                                             {"v", ColumnType::f64, dv->data(), dvalid->data(), 0,
+                                              std::make_shared<std::pair<decltype(dv), decltype(dvalid)>>(dv, dvalid)}},
+                                            n);
   EXPECT_EQ(t.device_bytes(), 0u);
   Table host;
   host.add(make_column<std::int32_t>("a", a));
