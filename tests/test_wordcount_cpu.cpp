@@ -142,11 +142,25 @@ TEST(WordTable, KeysTellWordsAndLengthsApart) {
     EXPECT_TRUE(keys.insert({k.k0, k.k1}).second) << "two words with one key";
   });
   EXPECT_EQ(keys.size(), 9u);
+  EXPECT_EQ(keys.count({0, 0}), 0u) << "a word's key is zero: the table's empty slots hold zero keys";
   // The same word near the end of the text (fewer than 16 bytes left to read) has the same key.
   const std::vector<char> end = bytes("ab abcdefghi ab abcdefghi");
   const WordKey a = word_key(end.data(), end.size(), 3, 9), b = word_key(end.data(), end.size(), 16, 9);
   EXPECT_EQ(a, b);
   EXPECT_EQ(word_key(end.data(), end.size(), 0, 2), word_key(end.data(), end.size(), 13, 2));
+}
+
+TEST(WordTable, ShortKeysAreTheSameWithOrWithoutBytesToSpareAfterTheWord) {
+  // The usual key reads 16 bytes from the word's start and masks them by length; at the end of
+  // the text it reads only the word's bytes. Every length, every byte position of the mask.
+  const std::string word = "abcdefghijklmnop";
+  for (std::size_t len = 1; len <= kShortWord; ++len) {
+    const std::vector<char> spare = bytes(word.substr(0, len) + std::string(20, 'z')),
+                            exact = bytes(word.substr(0, len));
+    const WordKey k = word_key(spare.data(), spare.size(), 0, len);
+    EXPECT_EQ(k, word_key(exact.data(), exact.size(), 0, len)) << "length " << len;
+    EXPECT_EQ(k.length(), len);
+  }
 }
 
 TEST(WordTable, HashRangesHoldEveryWordOnce) {
