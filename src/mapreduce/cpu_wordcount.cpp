@@ -39,7 +39,40 @@ auto out_word_less(const char* text) {
   };
 }
 
-// Each thread counts the chunks it takes (handed out one at a time) into its own table.
+// One thread's counting: the chunks it takes (handed out one at a time) into its table; returns
+// how many words it counted.
+template <WordMaskFn Mask>
+std::uint64_t count_taken_chunks(WordTable& table, std::string_view text, std::size_t chunk, std::size_t chunks,
+                                 std::atomic<std::size_t>& next) {
+  const std::size_t n = text.size();
+  std::uint64_t words = 0;
+  for (std::size_t c = next++; c < chunks; c = next++)
+    scan_words<Mask>(text.data(), n, c * chunk, std::min(n, (c + 1) * chunk), [&](std::size_t b, std::size_t len) {
+      table.add_word(b, len);
+      ++words;
+    });
+  return words;
+}
+
+#if TANDEM_WORD_MASK_AVX2
+// The same built for AVX2 and BMI2 (three-operand vector instructions, shifts by a register
+// without flags), with the AVX2 classifier; flatten inlines the loop's callees into this target.
+[[gnu::target("avx2,bmi,bmi2"), gnu::flatten]] std::uint64_t count_taken_chunks_avx2(
+    WordTable& table, std::string_view text, std::size_t chunk, std::size_t chunks, std::atomic<std::size_t>& next) {
+  return count_taken_chunks<word_mask64_avx2>(table, text, chunk, chunks, next);
+}
+#endif
+
+std::uint64_t count_taken_chunks(WordScanIsa isa, WordTable& table, std::string_view text, std::size_t chunk,
+                                 std::size_t chunks, std::atomic<std::size_t>& next) {
+#if TANDEM_WORD_MASK_AVX2
+  if (isa == WordScanIsa::avx2) return count_taken_chunks_avx2(table, text, chunk, chunks, next);
+#endif
+  (void)isa;
+  return count_taken_chunks<word_mask64>(table, text, chunk, chunks, next);
+}
+
+// Each thread counts the chunks it takes into its own table.
 std::vector<std::unique_ptr<WordTable>> count_chunks(std::string_view text, int threads, std::size_t chunk,
                                                      std::size_t slots, CpuWordCountStats& st) {
   const std::size_t n = text.size(), chunks = (n + chunk - 1) / chunk;
@@ -48,13 +81,7 @@ std::vector<std::unique_ptr<WordTable>> count_chunks(std::string_view text, int 
   std::atomic<std::size_t> next{0};
   run_threads(threads, [&](int t) {
     auto table = std::make_unique<WordTable>(text.data(), n, slots);
-    std::uint64_t my_words = 0;
-    for (std::size_t c = next++; c < chunks; c = next++)
-      scan_words(text.data(), n, c * chunk, std::min(n, (c + 1) * chunk), [&](std::size_t b, std::size_t len) {
-        table->add_word(b, len);
-        ++my_words;
-      });
-    words[t] = my_words;
+    words[t] = count_taken_chunks(st.isa, *table, text, chunk, chunks, next);
     tables[t] = std::move(table);
   });
   st.chunks = chunks;
@@ -108,14 +135,23 @@ std::vector<OutWord> bucket_splitters(const char* text, const std::vector<std::v
 
 }  // namespace
 
+WordScanIsa best_word_scan_isa() {
+#if TANDEM_WORD_MASK_AVX2
+  if (cpu_has_avx2()) return WordScanIsa::avx2;
+#endif
+  return WordScanIsa::baseline;
+}
+
 std::size_t word_chunk_bytes(std::size_t bytes, int threads) {
   const std::size_t want = bytes / (std::size_t(std::max(1, threads)) * 16);
   return std::clamp<std::size_t>(want, std::size_t{64} << 10, std::size_t{1} << 20);
 }
 
 std::vector<std::pair<std::string, std::uint64_t>> cpu_wordcount(std::string_view text, int threads,
-                                                                 std::size_t chunk_bytes, CpuWordCountStats& st) {
+                                                                 std::size_t chunk_bytes, CpuWordCountStats& st,
+                                                                 WordScanIsa isa) {
   st = {};
+  st.isa = isa;
   const std::size_t n = text.size();
   const std::size_t chunk = chunk_bytes ? chunk_bytes : word_chunk_bytes(n, threads);
   const int T = static_cast<int>(std::clamp<std::size_t>((n + chunk - 1) / chunk, 1, std::max(1, threads)));
