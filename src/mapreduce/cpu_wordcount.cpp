@@ -133,6 +133,26 @@ std::vector<OutWord> bucket_splitters(const char* text, const std::vector<std::v
   return split;
 }
 
+// `v` holds sorted runs between consecutive `bounds` (bounds[0] = 0): merged pairwise in rounds
+// into one sorted run, `tmp` the other buffer — the runs' order is used, not sorted again. An odd
+// run out is merged with an empty one.
+template <class Less>
+void merge_sorted_runs(std::vector<OutWord>& v, std::vector<OutWord>& tmp, std::vector<std::size_t>& bounds,
+                       const Less& less) {
+  tmp.resize(v.size());
+  std::vector<std::size_t> merged;
+  while (bounds.size() > 2) {
+    merged.assign(1, 0);
+    for (std::size_t i = 0; i + 1 < bounds.size(); i += 2) {
+      const std::size_t lo = bounds[i], mid = bounds[i + 1], hi = i + 2 < bounds.size() ? bounds[i + 2] : mid;
+      std::merge(v.begin() + lo, v.begin() + mid, v.begin() + mid, v.begin() + hi, tmp.begin() + lo, less);
+      merged.push_back(hi);
+    }
+    v.swap(tmp);
+    bounds.swap(merged);
+  }
+}
+
 }  // namespace
 
 WordScanIsa best_word_scan_isa() {
@@ -191,8 +211,8 @@ std::vector<std::pair<std::string, std::uint64_t>> cpu_wordcount(std::string_vie
   st.merge_seconds = w.seconds();
 
   // The runs split by sampled records into buckets, every bucket's share of every run found by
-  // binary search, then each bucket's records sorted and made strings at their place in the output
-  // (a parallel sample sort: no merge rounds, no sequential last merge).
+  // binary search, then each bucket's pieces merged and made strings at their place in the output
+  // (a parallel sample sort: no merge rounds over all words, no sequential last merge).
   w.reset();
   std::size_t distinct = 0;
   for (const auto& r : runs) distinct += r.size();
@@ -223,12 +243,16 @@ std::vector<std::pair<std::string, std::uint64_t>> cpu_wordcount(std::string_vie
   std::vector<std::pair<std::string, std::uint64_t>> out(distinct);
   std::atomic<std::size_t> next_bucket{0};
   run_threads(T, [&](int) {
-    std::vector<OutWord> mine;
+    std::vector<OutWord> mine, tmp;
+    std::vector<std::size_t> bounds;
     for (std::size_t b = next_bucket++; b < B; b = next_bucket++) {
       mine.clear();
-      for (std::size_t r = 0; r < runs.size(); ++r)
+      bounds.assign(1, 0);
+      for (std::size_t r = 0; r < runs.size(); ++r) {
         mine.insert(mine.end(), runs[r].begin() + cut[r * (B + 1) + b], runs[r].begin() + cut[r * (B + 1) + b + 1]);
-      if (runs.size() > 1) std::sort(mine.begin(), mine.end(), less);
+        bounds.push_back(mine.size());
+      }
+      merge_sorted_runs(mine, tmp, bounds, less);
       for (std::size_t i = 0; i < mine.size(); ++i)
         out[start[b] + i] = {std::string(text.substr(mine[i].offset, mine[i].len)), mine[i].count};
     }

@@ -30,7 +30,7 @@ struct CpuWordCountStats {
   std::size_t merge_grows{0};  // over all hash ranges' merged tables
   double count_seconds{0};     // tokenise and count
   double merge_seconds{0};     // merge the thread tables, sort each hash range
-  double output_seconds{0};    // merge the sorted ranges, make the strings
+  double output_seconds{0};    // cut the sorted ranges into buckets, merge each, make the strings
 };
 
 // The chunk size when none is given: about 16 chunks per thread, 64 KiB to 1 MiB.
