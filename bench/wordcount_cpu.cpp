@@ -52,7 +52,7 @@ std::vector<std::pair<std::string, std::uint64_t>> anchor_words(
 [[gnu::target("avx2,bmi,bmi2"), gnu::flatten]] std::uint64_t count_words_avx2(std::string_view text) {
   std::uint64_t n = 0;
   mapreduce::detail::scan_words<mapreduce::detail::word_mask64_avx2>(text.data(), text.size(), 0, text.size(),
-                                                                      [&](std::size_t, std::size_t) { ++n; });
+                                                                     [&](std::size_t, std::size_t) { ++n; });
   return n;
 }
 #endif
@@ -163,11 +163,13 @@ int main(int argc, char** argv) {
 #if TANDEM_WORD_MASK_AVX2
   if (mapreduce::detail::cpu_has_avx2()) {
     const auto tok2 = b.time([&] { words = count_words_avx2(tv); });
-    b.record("floor", "tokenize only (AVX2), 1 thread", tok2, double(text.size()), "B", true, {{"words", words.load()}});
+    b.record("floor", "tokenize only (AVX2), 1 thread", tok2, double(text.size()), "B", true,
+             {{"words", words.load()}});
   }
 #endif
-  b.info(fmt::format("engine's counting loop: {}",
-                     mapreduce::detail::best_word_scan_isa() == mapreduce::detail::WordScanIsa::avx2 ? "AVX2" : "baseline"),
+  b.info(fmt::format(
+             "engine's counting loop: {}",
+             mapreduce::detail::best_word_scan_isa() == mapreduce::detail::WordScanIsa::avx2 ? "AVX2" : "baseline"),
          1, "");
 
   const int all = default_threads();

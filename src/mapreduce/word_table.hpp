@@ -73,7 +73,9 @@ struct ShortKeyMask {
 };
 inline constexpr auto kShortKeyMask = [] {
   std::array<ShortKeyMask, kShortWord + 1> t{};
-  const auto low = [](std::size_t bytes) { return bytes >= 8 ? ~std::uint64_t{0} : (std::uint64_t{1} << (8 * bytes)) - 1; };
+  const auto low = [](std::size_t bytes) {
+    return bytes >= 8 ? ~std::uint64_t{0} : (std::uint64_t{1} << (8 * bytes)) - 1;
+  };
   for (std::size_t len = 0; len <= kShortWord; ++len) t[len] = {low(len), len > 8 ? low(len - 8) : 0};
   return t;
 }();
