@@ -8,7 +8,8 @@
 // Stage lines: the engine's own timers (least of the calls), its CPU time and page faults per call.
 //
 // Floor lines: every byte read once (the threads' share of memory bandwidth) and the tokenizer
-// alone on one thread (what `wc -w` does), so the distance of the count to both is visible.
+// alone on one thread (what `wc -w` does; baseline SSE2, and AVX2 where the CPU has it, as the
+// engine uses), so the distance of the count to both is visible.
 //
 //   bench_wordcount_cpu [--text FILE] [--mib M] [--threads T] [--reps R] [--quick]
 // Without --text, M MiB (default 30) of Zipf text over a 100,000-word vocabulary. T: the thread
@@ -45,6 +46,16 @@ std::vector<std::pair<std::string, std::uint64_t>> anchor_words(
   mapreduce::sort_word_counts(v);
   return v;
 }
+
+#if TANDEM_WORD_MASK_AVX2
+// The tokenizer alone with the AVX2 classifier, built as the engine's AVX2 counting loop is.
+[[gnu::target("avx2,bmi,bmi2"), gnu::flatten]] std::uint64_t count_words_avx2(std::string_view text) {
+  std::uint64_t n = 0;
+  mapreduce::detail::scan_words<mapreduce::detail::word_mask64_avx2>(text.data(), text.size(), 0, text.size(),
+                                                                     [&](std::size_t, std::size_t) { ++n; });
+  return n;
+}
+#endif
 
 // Every 8-byte word of the text summed on `threads` threads: the bytes read once.
 double read_floor(bench::Bench& b, std::string_view text, int threads) {
@@ -149,6 +160,17 @@ int main(int argc, char** argv) {
     words = n;
   });
   b.record("floor", "tokenize only, 1 thread", tok, double(text.size()), "B", true, {{"words", words.load()}});
+#if TANDEM_WORD_MASK_AVX2
+  if (mapreduce::detail::cpu_has_avx2()) {
+    const auto tok2 = b.time([&] { words = count_words_avx2(tv); });
+    b.record("floor", "tokenize only (AVX2), 1 thread", tok2, double(text.size()), "B", true,
+             {{"words", words.load()}});
+  }
+#endif
+  b.info(fmt::format(
+             "engine's counting loop: {}",
+             mapreduce::detail::best_word_scan_isa() == mapreduce::detail::WordScanIsa::avx2 ? "AVX2" : "baseline"),
+         1, "");
 
   const int all = default_threads();
   const std::vector<int> counts = b.get_threads("--threads", all > 2 ? fmt::format("2,{}", all) : "2");

@@ -25,9 +25,10 @@ namespace {
 using Words = std::vector<std::pair<std::size_t, std::size_t>>;  // begin, length
 
 // The words of chunk [first, last) by the tokenizer under test and by for_each_word.
+template <WordMaskFn Mask = word_mask64>
 Words scanned(const std::vector<char>& t, std::size_t first, std::size_t last) {
   Words w;
-  scan_words(t.data(), t.size(), first, last, [&](std::size_t b, std::size_t n) { w.emplace_back(b, n); });
+  scan_words<Mask>(t.data(), t.size(), first, last, [&](std::size_t b, std::size_t n) { w.emplace_back(b, n); });
   return w;
 }
 Words reference(const std::vector<char>& t, std::size_t first, std::size_t last) {
@@ -62,9 +63,10 @@ std::map<std::string, std::uint64_t> reference_counts(const std::vector<char>& t
 }
 
 std::vector<std::pair<std::string, std::uint64_t>> count(const std::vector<char>& t, int threads, std::size_t chunk,
-                                                         CpuWordCountStats* stats = nullptr) {
+                                                         CpuWordCountStats* stats = nullptr,
+                                                         WordScanIsa isa = best_word_scan_isa()) {
   CpuWordCountStats st;
-  auto out = cpu_wordcount(std::string_view(t.data(), t.size()), threads, chunk, st);
+  auto out = cpu_wordcount(std::string_view(t.data(), t.size()), threads, chunk, st, isa);
   if (stats) *stats = st;
   return out;
 }
@@ -100,7 +102,10 @@ TEST(WordScan, MaskEqualsTheByteRuleForEveryByte) {
   }
 }
 
-TEST(WordScan, EveryChunkingGivesForEachWordsWords) {
+// Every (first, last) of short texts and chunkings of long ones: the words the tokenizer with
+// this classifier finds are for_each_word's.
+template <WordMaskFn Mask>
+void expect_every_chunking_gives_for_each_words_words() {
   std::vector<std::vector<char>> texts{bytes(""),
                                        bytes(" "),
                                        bytes("a"),
@@ -115,14 +120,14 @@ TEST(WordScan, EveryChunkingGivesForEachWordsWords) {
     if (n <= 200) {
       for (std::size_t first = 0; first <= n; ++first)
         for (std::size_t last = first; last <= n; ++last)
-          ASSERT_EQ(scanned(t, first, last), reference(t, first, last)) << "chunk " << first << ".." << last;
+          ASSERT_EQ(scanned<Mask>(t, first, last), reference(t, first, last)) << "chunk " << first << ".." << last;
       continue;
     }
     for (std::size_t chunk : {1, 2, 3, 63, 64, 65, 100, 128, 129, 700}) {
       Words all, want;
       for (std::size_t first = 0; first < n; first += chunk) {
         const std::size_t last = std::min(n, first + chunk);
-        const Words w = scanned(t, first, last);
+        const Words w = scanned<Mask>(t, first, last);
         ASSERT_EQ(w, reference(t, first, last)) << "chunk " << first << ".." << last;
         all.insert(all.end(), w.begin(), w.end());
       }
@@ -130,6 +135,27 @@ TEST(WordScan, EveryChunkingGivesForEachWordsWords) {
     }
   }
 }
+
+TEST(WordScan, EveryChunkingGivesForEachWordsWords) { expect_every_chunking_gives_for_each_words_words<word_mask64>(); }
+
+#if TANDEM_WORD_MASK_AVX2
+TEST(WordScan, Avx2MaskEqualsTheByteRuleForEveryByte) {
+  if (!cpu_has_avx2()) GTEST_SKIP() << "this CPU has no AVX2";
+  std::vector<char> block(64);
+  for (char background : {'a', ' '})
+    for (int c = 0; c < 256; ++c)
+      for (int at : {0, 15, 16, 31, 32, 47, 63}) {
+        std::fill(block.begin(), block.end(), background);
+        block[at] = static_cast<char>(c);
+        EXPECT_EQ(word_mask64_avx2(block.data()), word_mask64_table(block.data())) << "byte " << c << " at " << at;
+      }
+}
+
+TEST(WordScan, Avx2EveryChunkingGivesForEachWordsWords) {
+  if (!cpu_has_avx2()) GTEST_SKIP() << "this CPU has no AVX2";
+  expect_every_chunking_gives_for_each_words_words<word_mask64_avx2>();
+}
+#endif
 
 TEST(WordTable, KeysTellWordsAndLengthsApart) {
   const std::vector<char> t = bytes("a ab abcdefgh abcdefghi abcdefghijklmnop abcdefghijklmnopq abcdefghijklmnopr " +
@@ -142,11 +168,25 @@ TEST(WordTable, KeysTellWordsAndLengthsApart) {
     EXPECT_TRUE(keys.insert({k.k0, k.k1}).second) << "two words with one key";
   });
   EXPECT_EQ(keys.size(), 9u);
+  EXPECT_EQ(keys.count({0, 0}), 0u) << "a word's key is zero: the table's empty slots hold zero keys";
   // The same word near the end of the text (fewer than 16 bytes left to read) has the same key.
   const std::vector<char> end = bytes("ab abcdefghi ab abcdefghi");
   const WordKey a = word_key(end.data(), end.size(), 3, 9), b = word_key(end.data(), end.size(), 16, 9);
   EXPECT_EQ(a, b);
   EXPECT_EQ(word_key(end.data(), end.size(), 0, 2), word_key(end.data(), end.size(), 13, 2));
+}
+
+TEST(WordTable, ShortKeysAreTheSameWithOrWithoutBytesToSpareAfterTheWord) {
+  // The usual key reads 16 bytes from the word's start and masks them by length; at the end of
+  // the text it reads only the word's bytes. Every length, every byte position of the mask.
+  const std::string word = "abcdefghijklmnop";
+  for (std::size_t len = 1; len <= kShortWord; ++len) {
+    const std::vector<char> spare = bytes(word.substr(0, len) + std::string(20, 'z')),
+                            exact = bytes(word.substr(0, len));
+    const WordKey k = word_key(spare.data(), spare.size(), 0, len);
+    EXPECT_EQ(k, word_key(exact.data(), exact.size(), 0, len)) << "length " << len;
+    EXPECT_EQ(k.length(), len);
+  }
 }
 
 TEST(WordTable, HashRangesHoldEveryWordOnce) {
@@ -270,6 +310,23 @@ TEST(CpuWordCount, ThreadCountsAndChunkSizesAgree) {
   for (int threads : {2, 3, 4, 8})
     for (std::size_t chunk : {std::size_t{0}, std::size_t{777}, std::size_t{1} << 16})
       EXPECT_EQ(count(t, threads, chunk), one) << threads << " threads, chunks of " << chunk;
+}
+
+TEST(CpuWordCount, Avx2AndBaselineLoopsCountAlike) {
+  if (best_word_scan_isa() != WordScanIsa::avx2) GTEST_SKIP() << "this CPU has no AVX2";
+  std::string s;
+  for (int i = 0; i < 3000; ++i) s += std::string(1 + i % 40, char('a' + i % 26)) + (i % 5 ? " " : ",\n");
+  const std::vector<char> long_words = bytes(s + std::string(5000, 'L') + " x");
+  for (const auto& t : {random_text(300000, 24, 5), long_words})
+    for (int threads : {1, 3})
+      for (std::size_t chunk : {std::size_t{0}, std::size_t{777}}) {
+        CpuWordCountStats st;
+        const auto avx2 = count(t, threads, chunk, &st, WordScanIsa::avx2);
+        EXPECT_EQ(st.isa, WordScanIsa::avx2);
+        EXPECT_EQ(avx2, count(t, threads, chunk, nullptr, WordScanIsa::baseline)) << threads << " threads, " << chunk;
+        const std::map<std::string, std::uint64_t> as_map(avx2.begin(), avx2.end());
+        EXPECT_EQ(as_map, reference_counts(t));
+      }
 }
 
 TEST(CpuWordCount, TiesSortByBytesBeyondTheFirstEight) {

@@ -39,7 +39,40 @@ auto out_word_less(const char* text) {
   };
 }
 
-// Each thread counts the chunks it takes (handed out one at a time) into its own table.
+// One thread's counting: the chunks it takes (handed out one at a time) into its table; returns
+// how many words it counted.
+template <WordMaskFn Mask>
+std::uint64_t count_taken_chunks(WordTable& table, std::string_view text, std::size_t chunk, std::size_t chunks,
+                                 std::atomic<std::size_t>& next) {
+  const std::size_t n = text.size();
+  std::uint64_t words = 0;
+  for (std::size_t c = next++; c < chunks; c = next++)
+    scan_words<Mask>(text.data(), n, c * chunk, std::min(n, (c + 1) * chunk), [&](std::size_t b, std::size_t len) {
+      table.add_word(b, len);
+      ++words;
+    });
+  return words;
+}
+
+#if TANDEM_WORD_MASK_AVX2
+// The same built for AVX2 and BMI2 (three-operand vector instructions, shifts by a register
+// without flags), with the AVX2 classifier; flatten inlines the loop's callees into this target.
+[[gnu::target("avx2,bmi,bmi2"), gnu::flatten]] std::uint64_t count_taken_chunks_avx2(
+    WordTable& table, std::string_view text, std::size_t chunk, std::size_t chunks, std::atomic<std::size_t>& next) {
+  return count_taken_chunks<word_mask64_avx2>(table, text, chunk, chunks, next);
+}
+#endif
+
+std::uint64_t count_taken_chunks(WordScanIsa isa, WordTable& table, std::string_view text, std::size_t chunk,
+                                 std::size_t chunks, std::atomic<std::size_t>& next) {
+#if TANDEM_WORD_MASK_AVX2
+  if (isa == WordScanIsa::avx2) return count_taken_chunks_avx2(table, text, chunk, chunks, next);
+#endif
+  (void)isa;
+  return count_taken_chunks<word_mask64>(table, text, chunk, chunks, next);
+}
+
+// Each thread counts the chunks it takes into its own table.
 std::vector<std::unique_ptr<WordTable>> count_chunks(std::string_view text, int threads, std::size_t chunk,
                                                      std::size_t slots, CpuWordCountStats& st) {
   const std::size_t n = text.size(), chunks = (n + chunk - 1) / chunk;
@@ -48,13 +81,7 @@ std::vector<std::unique_ptr<WordTable>> count_chunks(std::string_view text, int 
   std::atomic<std::size_t> next{0};
   run_threads(threads, [&](int t) {
     auto table = std::make_unique<WordTable>(text.data(), n, slots);
-    std::uint64_t my_words = 0;
-    for (std::size_t c = next++; c < chunks; c = next++)
-      scan_words(text.data(), n, c * chunk, std::min(n, (c + 1) * chunk), [&](std::size_t b, std::size_t len) {
-        table->add_word(b, len);
-        ++my_words;
-      });
-    words[t] = my_words;
+    words[t] = count_taken_chunks(st.isa, *table, text, chunk, chunks, next);
     tables[t] = std::move(table);
   });
   st.chunks = chunks;
@@ -106,7 +133,34 @@ std::vector<OutWord> bucket_splitters(const char* text, const std::vector<std::v
   return split;
 }
 
+// `v` holds sorted runs between consecutive `bounds` (bounds[0] = 0): merged pairwise in rounds
+// into one sorted run, `tmp` the other buffer — the runs' order is used, not sorted again. An odd
+// run out is merged with an empty one.
+template <class Less>
+void merge_sorted_runs(std::vector<OutWord>& v, std::vector<OutWord>& tmp, std::vector<std::size_t>& bounds,
+                       const Less& less) {
+  tmp.resize(v.size());
+  std::vector<std::size_t> merged;
+  while (bounds.size() > 2) {
+    merged.assign(1, 0);
+    for (std::size_t i = 0; i + 1 < bounds.size(); i += 2) {
+      const std::size_t lo = bounds[i], mid = bounds[i + 1], hi = i + 2 < bounds.size() ? bounds[i + 2] : mid;
+      std::merge(v.begin() + lo, v.begin() + mid, v.begin() + mid, v.begin() + hi, tmp.begin() + lo, less);
+      merged.push_back(hi);
+    }
+    v.swap(tmp);
+    bounds.swap(merged);
+  }
+}
+
 }  // namespace
+
+WordScanIsa best_word_scan_isa() {
+#if TANDEM_WORD_MASK_AVX2
+  if (cpu_has_avx2()) return WordScanIsa::avx2;
+#endif
+  return WordScanIsa::baseline;
+}
 
 std::size_t word_chunk_bytes(std::size_t bytes, int threads) {
   const std::size_t want = bytes / (std::size_t(std::max(1, threads)) * 16);
@@ -114,8 +168,10 @@ std::size_t word_chunk_bytes(std::size_t bytes, int threads) {
 }
 
 std::vector<std::pair<std::string, std::uint64_t>> cpu_wordcount(std::string_view text, int threads,
-                                                                 std::size_t chunk_bytes, CpuWordCountStats& st) {
+                                                                 std::size_t chunk_bytes, CpuWordCountStats& st,
+                                                                 WordScanIsa isa) {
   st = {};
+  st.isa = isa;
   const std::size_t n = text.size();
   const std::size_t chunk = chunk_bytes ? chunk_bytes : word_chunk_bytes(n, threads);
   const int T = static_cast<int>(std::clamp<std::size_t>((n + chunk - 1) / chunk, 1, std::max(1, threads)));
@@ -155,8 +211,8 @@ std::vector<std::pair<std::string, std::uint64_t>> cpu_wordcount(std::string_vie
   st.merge_seconds = w.seconds();
 
   // The runs split by sampled records into buckets, every bucket's share of every run found by
-  // binary search, then each bucket's records sorted and made strings at their place in the output
-  // (a parallel sample sort: no merge rounds, no sequential last merge).
+  // binary search, then each bucket's pieces merged and made strings at their place in the output
+  // (a parallel sample sort: no merge rounds over all words, no sequential last merge).
   w.reset();
   std::size_t distinct = 0;
   for (const auto& r : runs) distinct += r.size();
@@ -187,12 +243,16 @@ std::vector<std::pair<std::string, std::uint64_t>> cpu_wordcount(std::string_vie
   std::vector<std::pair<std::string, std::uint64_t>> out(distinct);
   std::atomic<std::size_t> next_bucket{0};
   run_threads(T, [&](int) {
-    std::vector<OutWord> mine;
+    std::vector<OutWord> mine, tmp;
+    std::vector<std::size_t> bounds;
     for (std::size_t b = next_bucket++; b < B; b = next_bucket++) {
       mine.clear();
-      for (std::size_t r = 0; r < runs.size(); ++r)
+      bounds.assign(1, 0);
+      for (std::size_t r = 0; r < runs.size(); ++r) {
         mine.insert(mine.end(), runs[r].begin() + cut[r * (B + 1) + b], runs[r].begin() + cut[r * (B + 1) + b + 1]);
-      if (runs.size() > 1) std::sort(mine.begin(), mine.end(), less);
+        bounds.push_back(mine.size());
+      }
+      merge_sorted_runs(mine, tmp, bounds, less);
       for (std::size_t i = 0; i < mine.size(); ++i)
         out[start[b] + i] = {std::string(text.substr(mine[i].offset, mine[i].len)), mine[i].count};
     }

@@ -11,8 +11,16 @@
 
 namespace tandem::mapreduce::detail {
 
+// The counting loop's instructions: baseline x86-64 (SSE2; or no SIMD on other CPUs), or built
+// for AVX2 and BMI2 with the AVX2 classifier (word_mask64_avx2).
+enum class WordScanIsa { baseline, avx2 };
+
+// AVX2 where the CPU has it, else baseline.
+WordScanIsa best_word_scan_isa();
+
 struct CpuWordCountStats {
   int threads{1};
+  WordScanIsa isa{WordScanIsa::baseline};
   std::size_t chunk_bytes{0};
   std::size_t chunks{0};
   std::uint64_t words{0};
@@ -22,15 +30,17 @@ struct CpuWordCountStats {
   std::size_t merge_grows{0};  // over all hash ranges' merged tables
   double count_seconds{0};     // tokenise and count
   double merge_seconds{0};     // merge the thread tables, sort each hash range
-  double output_seconds{0};    // merge the sorted ranges, make the strings
+  double output_seconds{0};    // cut the sorted ranges into buckets, merge each, make the strings
 };
 
 // The chunk size when none is given: about 16 chunks per thread, 64 KiB to 1 MiB.
 std::size_t word_chunk_bytes(std::size_t bytes, int threads);
 
 // Words of `text` with their counts, sorted as sort_word_counts sorts them. threads >= 1;
-// chunk_bytes 0: word_chunk_bytes.
+// chunk_bytes 0: word_chunk_bytes; isa: one this CPU runs (avx2 only where best_word_scan_isa
+// says so).
 std::vector<std::pair<std::string, std::uint64_t>> cpu_wordcount(std::string_view text, int threads,
-                                                                 std::size_t chunk_bytes, CpuWordCountStats& stats);
+                                                                 std::size_t chunk_bytes, CpuWordCountStats& stats,
+                                                                 WordScanIsa isa = best_word_scan_isa());
 
 }  // namespace tandem::mapreduce::detail

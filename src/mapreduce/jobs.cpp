@@ -69,7 +69,8 @@ void lower_ascii(std::string_view in, char* out, int threads) {
 void note_cpu_words(Report& r, const detail::CpuWordCountStats& s, std::size_t distinct) {
   const std::string where = fmt::format("cpu x{}", s.threads);
   r.add("CPU count words", where, s.count_seconds,
-        fmt::format("{} words in {} chunks of {}", s.words, s.chunks, human_bytes(s.chunk_bytes)));
+        fmt::format("{} words in {} chunks of {}{}", s.words, s.chunks, human_bytes(s.chunk_bytes),
+                    s.isa == detail::WordScanIsa::avx2 ? ", AVX2" : ""));
   if (s.partitions) r.add("CPU merge tables", where, s.merge_seconds, fmt::format("{} hash ranges", s.partitions));
   r.add("sort output", where, s.output_seconds, fmt::format("{} words", distinct));
   r.note(fmt::format("CPU engine: {} threads, thread tables of up to {} slots ({} grow(s) in all)", s.threads,

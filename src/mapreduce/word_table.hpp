@@ -13,6 +13,7 @@
 // zero pages and unmapping them again (page faults and TLB shootdowns that grow with the threads).
 #pragma once
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cstddef>
 #include <cstdint>
@@ -66,15 +67,28 @@ struct WordKey {
   }
 };
 
+// Masks that keep a short word's bytes of the two 8-byte loads at its start: kShortKeyMask[len].
+struct ShortKeyMask {
+  std::uint64_t m0, m1;
+};
+inline constexpr auto kShortKeyMask = [] {
+  std::array<ShortKeyMask, kShortWord + 1> t{};
+  const auto low = [](std::size_t bytes) {
+    return bytes >= 8 ? ~std::uint64_t{0} : (std::uint64_t{1} << (8 * bytes)) - 1;
+  };
+  for (std::size_t len = 0; len <= kShortWord; ++len) t[len] = {low(len), len > 8 ? low(len - 8) : 0};
+  return t;
+}();
+
 // The key of the word text[b, b + len) (len >= 1) of a text of n bytes.
 inline WordKey word_key(const char* text, std::size_t n, std::size_t b, std::size_t len) {
   const char* p = text + b;
   if (len <= kShortWord) {
-    if (n - b >= 16) {  // the usual case: two loads and masks, no branch on the length
+    if (n - b >= 16) [[likely]] {  // two loads and two masks from a table: no branch on the length
       std::uint64_t w0, w1;
       std::memcpy(&w0, p, 8);
       std::memcpy(&w1, p + 8, 8);
-      return {low_bytes(w0, std::min<std::size_t>(len, 8)), low_bytes(w1, len - std::min<std::size_t>(len, 8))};
+      return {w0 & kShortKeyMask[len].m0, w1 & kShortKeyMask[len].m1};
     }
     const std::size_t l0 = std::min<std::size_t>(len, 8);
     return {load_bytes(p, l0, n - b), load_bytes(p + l0, len - l0, n - b - l0)};
@@ -148,15 +162,19 @@ class WordTable {
 
   // Adds `count` occurrences of the word with key k and one occurrence at text offset b.
   void add(const WordKey& k, std::uint64_t hash, std::size_t b, std::uint64_t count = 1) {
+    // An empty slot's key is zero, which no word's key is: the key test comes first, the usual
+    // case taking one branch.
+    const bool is_short = k.is_short();
     for (std::size_t i = home(hash);; i = (i + 1) & mask_) {
       WordSlot& s = slots_[i];
+      if (((s.key.k0 ^ k.k0) | (s.key.k1 ^ k.k1)) == 0 &&
+          (is_short || std::memcmp(text_ + s.offset, text_ + b, k.length()) == 0)) [[likely]] {
+        s.count += count;
+        return;
+      }
       if (s.count == 0) {
         s = {k, count, b};
         if (++size_ * 2 > mask_ + 1) grow();
-        return;
-      }
-      if (s.key == k && (k.is_short() || std::memcmp(text_ + s.offset, text_ + b, k.length()) == 0)) {
-        s.count += count;
         return;
       }
     }
