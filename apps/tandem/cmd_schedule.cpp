@@ -201,11 +201,10 @@ const bool registered = tandem::cli::register_command(
            ->capture_default_str();
        app.add_option("--window", a->window, "Co-resident blocks for the static selector (default: from the GPU)")
            ->check(tandem::cli::in_range<std::uint32_t>(0, 1 << 20));
-       app.add_option(
-              "--signal", a->signal,
-              "What the schedule is chosen by: time (the controller, on a minority of the blocks) | energy "
-              "(whole-grid runs, NVML's energy counter; time where it cannot be read) | ipc (instructions per "
-              "active SM cycle from hardware counters, CUPTI; time where they cannot be read)")
+       app.add_option("--signal", a->signal,
+                      "What the schedule is chosen by: time (the controller, on a minority of the blocks) | energy "
+                      "(whole-grid runs, NVML's energy counter; time where it cannot be read) | ipc (instructions per "
+                      "active SM cycle from hardware counters, CUPTI; time where they cannot be read)")
            ->check(CLI::IsMember({"time", "energy", "ipc"}))
            ->capture_default_str();
        app.add_option("--energy-span-ms", a->energy_span_ms,

@@ -39,10 +39,10 @@ TuneSignal parse_tune_signal(std::string_view name);  // "time", "counters"; thr
 std::string_view to_string(TuneSignal s);
 
 struct BitonicOptions {
-  char policy{'c'};          // CPU share policy 'a', 'b' or 'c'
-  int min_interior_run{-1};  // -1: the cost model decides gather vs concurrent
-  double k{-1};              // CPU/GPU capability ratio; < 0: measured and cached
-  int gpu_sm_limit{0};       // launch on at most this many SMs (0: all)
+  char policy{'c'};                          // CPU share policy 'a', 'b' or 'c'
+  int min_interior_run{-1};                  // -1: the cost model decides gather vs concurrent
+  double k{-1};                              // CPU/GPU capability ratio; < 0: measured and cached
+  int gpu_sm_limit{0};                       // launch on at most this many SMs (0: all)
   TuneSignal tune_signal{TuneSignal::time};  // GPU launch shape: tuned by time or by counters
 };
 

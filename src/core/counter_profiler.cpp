@@ -31,6 +31,14 @@ std::string g_refused;          // a permission refusal, remembered (under g_mut
 bool g_initialised = false;     // cuptiProfilerInitialize done (under g_mutex)
 constexpr int kMaxPasses = 64;  // user replay stops here even if CUPTI asks for more
 
+// A CUPTI parameter block: zeroed, its size set (CUPTI tells its versions apart by the size).
+template <class Params>
+Params cupti_params(std::size_t size) {
+  Params p{};
+  p.structSize = size;
+  return p;
+}
+
 struct CuptiFailure {
   CUptiResult code;
   std::string call;
@@ -72,14 +80,15 @@ CUcontext current_context() {
 std::string chip_name() {
   int dev = 0;
   TANDEM_CUDA(cudaGetDevice(&dev));
-  CUpti_Device_GetChipName_Params p{CUpti_Device_GetChipName_Params_STRUCT_SIZE};
+  auto p = cupti_params<CUpti_Device_GetChipName_Params>(CUpti_Device_GetChipName_Params_STRUCT_SIZE);
   p.deviceIndex = std::size_t(dev);
   check(cuptiDeviceGetChipName(&p), "cuptiDeviceGetChipName");
   return p.pChipName;
 }
 
 std::vector<std::uint8_t> counter_availability(CUcontext ctx) {
-  CUpti_Profiler_GetCounterAvailability_Params p{CUpti_Profiler_GetCounterAvailability_Params_STRUCT_SIZE};
+  auto p = cupti_params<CUpti_Profiler_GetCounterAvailability_Params>(
+      CUpti_Profiler_GetCounterAvailability_Params_STRUCT_SIZE);
   p.ctx = ctx;
   check(cuptiProfilerGetCounterAvailability(&p), "cuptiProfilerGetCounterAvailability");
   std::vector<std::uint8_t> image(p.counterAvailabilityImageSize);
@@ -92,7 +101,7 @@ std::vector<std::uint8_t> counter_availability(CUcontext ctx) {
 class HostConfig {
  public:
   HostConfig(const std::string& chip, const std::vector<std::uint8_t>& availability) {
-    CUpti_Profiler_Host_Initialize_Params p{CUpti_Profiler_Host_Initialize_Params_STRUCT_SIZE};
+    auto p = cupti_params<CUpti_Profiler_Host_Initialize_Params>(CUpti_Profiler_Host_Initialize_Params_STRUCT_SIZE);
     p.profilerType = CUPTI_PROFILER_TYPE_RANGE_PROFILER;
     p.pChipName = chip.c_str();
     p.pCounterAvailabilityImage = availability.data();
@@ -100,7 +109,7 @@ class HostConfig {
     host_ = p.pHostObject;
   }
   ~HostConfig() {
-    CUpti_Profiler_Host_Deinitialize_Params p{CUpti_Profiler_Host_Deinitialize_Params_STRUCT_SIZE};
+    auto p = cupti_params<CUpti_Profiler_Host_Deinitialize_Params>(CUpti_Profiler_Host_Deinitialize_Params_STRUCT_SIZE);
     p.pHostObject = host_;
     cuptiProfilerHostDeinitialize(&p);
   }
@@ -108,16 +117,19 @@ class HostConfig {
   HostConfig& operator=(const HostConfig&) = delete;
 
   std::vector<std::uint8_t> config_image(std::vector<const char*>& names) {
-    CUpti_Profiler_Host_ConfigAddMetrics_Params add{CUpti_Profiler_Host_ConfigAddMetrics_Params_STRUCT_SIZE};
+    auto add = cupti_params<CUpti_Profiler_Host_ConfigAddMetrics_Params>(
+        CUpti_Profiler_Host_ConfigAddMetrics_Params_STRUCT_SIZE);
     add.pHostObject = host_;
     add.ppMetricNames = names.data();
     add.numMetrics = names.size();
     check(cuptiProfilerHostConfigAddMetrics(&add), "cuptiProfilerHostConfigAddMetrics");
-    CUpti_Profiler_Host_GetConfigImageSize_Params size{CUpti_Profiler_Host_GetConfigImageSize_Params_STRUCT_SIZE};
+    auto size = cupti_params<CUpti_Profiler_Host_GetConfigImageSize_Params>(
+        CUpti_Profiler_Host_GetConfigImageSize_Params_STRUCT_SIZE);
     size.pHostObject = host_;
     check(cuptiProfilerHostGetConfigImageSize(&size), "cuptiProfilerHostGetConfigImageSize");
     std::vector<std::uint8_t> image(size.configImageSize);
-    CUpti_Profiler_Host_GetConfigImage_Params get{CUpti_Profiler_Host_GetConfigImage_Params_STRUCT_SIZE};
+    auto get =
+        cupti_params<CUpti_Profiler_Host_GetConfigImage_Params>(CUpti_Profiler_Host_GetConfigImage_Params_STRUCT_SIZE);
     get.pHostObject = host_;
     get.pConfigImage = image.data();
     get.configImageSize = image.size();
@@ -126,13 +138,15 @@ class HostConfig {
   }
 
   std::vector<double> evaluate(std::vector<std::uint8_t>& counter_data, std::vector<const char*>& names) {
-    CUpti_RangeProfiler_GetCounterDataInfo_Params info{CUpti_RangeProfiler_GetCounterDataInfo_Params_STRUCT_SIZE};
+    auto info = cupti_params<CUpti_RangeProfiler_GetCounterDataInfo_Params>(
+        CUpti_RangeProfiler_GetCounterDataInfo_Params_STRUCT_SIZE);
     info.pCounterDataImage = counter_data.data();
     info.counterDataImageSize = counter_data.size();
     check(cuptiRangeProfilerGetCounterDataInfo(&info), "cuptiRangeProfilerGetCounterDataInfo");
     if (info.numTotalRanges == 0) throw CuptiFailure{CUPTI_ERROR_UNKNOWN, "the profiled range (no data collected)"};
     std::vector<double> values(names.size());
-    CUpti_Profiler_Host_EvaluateToGpuValues_Params p{CUpti_Profiler_Host_EvaluateToGpuValues_Params_STRUCT_SIZE};
+    auto p = cupti_params<CUpti_Profiler_Host_EvaluateToGpuValues_Params>(
+        CUpti_Profiler_Host_EvaluateToGpuValues_Params_STRUCT_SIZE);
     p.pHostObject = host_;
     p.pCounterDataImage = counter_data.data();
     p.counterDataImageSize = counter_data.size();
@@ -153,7 +167,7 @@ class HostConfig {
 class RangeSession {
  public:
   explicit RangeSession(CUcontext ctx) {
-    CUpti_RangeProfiler_Enable_Params p{CUpti_RangeProfiler_Enable_Params_STRUCT_SIZE};
+    auto p = cupti_params<CUpti_RangeProfiler_Enable_Params>(CUpti_RangeProfiler_Enable_Params_STRUCT_SIZE);
     p.ctx = ctx;
     check(cuptiRangeProfilerEnable(&p), "cuptiRangeProfilerEnable");
     obj_ = p.pRangeProfilerObject;
@@ -161,7 +175,7 @@ class RangeSession {
   ~RangeSession() {
     if (in_range_) pop();
     if (started_) stop();
-    CUpti_RangeProfiler_Disable_Params p{CUpti_RangeProfiler_Disable_Params_STRUCT_SIZE};
+    auto p = cupti_params<CUpti_RangeProfiler_Disable_Params>(CUpti_RangeProfiler_Disable_Params_STRUCT_SIZE);
     p.pRangeProfilerObject = obj_;
     cuptiRangeProfilerDisable(&p);
   }
@@ -169,7 +183,8 @@ class RangeSession {
   RangeSession& operator=(const RangeSession&) = delete;
 
   std::vector<std::uint8_t> counter_data(std::vector<const char*>& names) {
-    CUpti_RangeProfiler_GetCounterDataSize_Params size{CUpti_RangeProfiler_GetCounterDataSize_Params_STRUCT_SIZE};
+    auto size = cupti_params<CUpti_RangeProfiler_GetCounterDataSize_Params>(
+        CUpti_RangeProfiler_GetCounterDataSize_Params_STRUCT_SIZE);
     size.pRangeProfilerObject = obj_;
     size.pMetricNames = names.data();
     size.numMetrics = names.size();
@@ -177,8 +192,8 @@ class RangeSession {
     size.maxNumRangeTreeNodes = 1;
     check(cuptiRangeProfilerGetCounterDataSize(&size), "cuptiRangeProfilerGetCounterDataSize");
     std::vector<std::uint8_t> data(size.counterDataSize);
-    CUpti_RangeProfiler_CounterDataImage_Initialize_Params init{
-        CUpti_RangeProfiler_CounterDataImage_Initialize_Params_STRUCT_SIZE};
+    auto init = cupti_params<CUpti_RangeProfiler_CounterDataImage_Initialize_Params>(
+        CUpti_RangeProfiler_CounterDataImage_Initialize_Params_STRUCT_SIZE);
     init.pRangeProfilerObject = obj_;
     init.counterDataSize = data.size();
     init.pCounterData = data.data();
@@ -187,7 +202,7 @@ class RangeSession {
   }
 
   void configure(const std::vector<std::uint8_t>& config, std::vector<std::uint8_t>& data) {
-    CUpti_RangeProfiler_SetConfig_Params p{CUpti_RangeProfiler_SetConfig_Params_STRUCT_SIZE};
+    auto p = cupti_params<CUpti_RangeProfiler_SetConfig_Params>(CUpti_RangeProfiler_SetConfig_Params_STRUCT_SIZE);
     p.pRangeProfilerObject = obj_;
     p.configSize = config.size();
     p.pConfig = config.data();
@@ -207,11 +222,11 @@ class RangeSession {
   // has every pass it needs.
   bool pass(const std::function<void()>& launch) {
     TANDEM_CUDA(cudaDeviceSynchronize());
-    CUpti_RangeProfiler_Start_Params start{CUpti_RangeProfiler_Start_Params_STRUCT_SIZE};
+    auto start = cupti_params<CUpti_RangeProfiler_Start_Params>(CUpti_RangeProfiler_Start_Params_STRUCT_SIZE);
     start.pRangeProfilerObject = obj_;
     check(cuptiRangeProfilerStart(&start), "cuptiRangeProfilerStart");
     started_ = true;
-    CUpti_RangeProfiler_PushRange_Params push{CUpti_RangeProfiler_PushRange_Params_STRUCT_SIZE};
+    auto push = cupti_params<CUpti_RangeProfiler_PushRange_Params>(CUpti_RangeProfiler_PushRange_Params_STRUCT_SIZE);
     push.pRangeProfilerObject = obj_;
     push.pRangeName = "range";
     check(cuptiRangeProfilerPushRange(&push), "cuptiRangeProfilerPushRange");
@@ -219,7 +234,7 @@ class RangeSession {
     launch();
     TANDEM_CUDA(cudaDeviceSynchronize());
     check(pop(), "cuptiRangeProfilerPopRange");
-    CUpti_RangeProfiler_Stop_Params p{CUpti_RangeProfiler_Stop_Params_STRUCT_SIZE};
+    auto p = cupti_params<CUpti_RangeProfiler_Stop_Params>(CUpti_RangeProfiler_Stop_Params_STRUCT_SIZE);
     p.pRangeProfilerObject = obj_;
     started_ = false;
     check(cuptiRangeProfilerStop(&p), "cuptiRangeProfilerStop");
@@ -227,7 +242,7 @@ class RangeSession {
   }
 
   void decode() {
-    CUpti_RangeProfiler_DecodeData_Params p{CUpti_RangeProfiler_DecodeData_Params_STRUCT_SIZE};
+    auto p = cupti_params<CUpti_RangeProfiler_DecodeData_Params>(CUpti_RangeProfiler_DecodeData_Params_STRUCT_SIZE);
     p.pRangeProfilerObject = obj_;
     check(cuptiRangeProfilerDecodeData(&p), "cuptiRangeProfilerDecodeData");
   }
@@ -235,13 +250,13 @@ class RangeSession {
  private:
   CUptiResult pop() {
     in_range_ = false;
-    CUpti_RangeProfiler_PopRange_Params p{CUpti_RangeProfiler_PopRange_Params_STRUCT_SIZE};
+    auto p = cupti_params<CUpti_RangeProfiler_PopRange_Params>(CUpti_RangeProfiler_PopRange_Params_STRUCT_SIZE);
     p.pRangeProfilerObject = obj_;
     return cuptiRangeProfilerPopRange(&p);
   }
   void stop() {
     started_ = false;
-    CUpti_RangeProfiler_Stop_Params p{CUpti_RangeProfiler_Stop_Params_STRUCT_SIZE};
+    auto p = cupti_params<CUpti_RangeProfiler_Stop_Params>(CUpti_RangeProfiler_Stop_Params_STRUCT_SIZE);
     p.pRangeProfilerObject = obj_;
     cuptiRangeProfilerStop(&p);
   }
@@ -252,7 +267,7 @@ class RangeSession {
 
 void initialise_once() {
   if (g_initialised) return;
-  CUpti_Profiler_Initialize_Params p{CUpti_Profiler_Initialize_Params_STRUCT_SIZE};
+  auto p = cupti_params<CUpti_Profiler_Initialize_Params>(CUpti_Profiler_Initialize_Params_STRUCT_SIZE);
   check(cuptiProfilerInitialize(&p), "cuptiProfilerInitialize");
   g_initialised = true;
 }

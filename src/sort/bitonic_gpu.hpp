@@ -1,7 +1,7 @@
 // Internal: the GPU side of the bitonic sort (kernels in bitonic_kernels.cu, driver pieces in
-// hybrid_gpu.cpp and hybrid_multi.cpp). Plain C++ (streams are cudaStream_t from
-// tandem/cuda/stream.hpp), so the host driver (hybrid.cpp) includes it in every build; the GPU
-// functions are declared only when TANDEM_HAS_CUDA is 1.
+// hybrid_gpu.cpp, gpu_launch_tuning.cpp and hybrid_multi.cpp). Plain C++ (streams are
+// cudaStream_t from tandem/cuda/stream.hpp), so the host driver (hybrid.cpp) includes it in every
+// build; the GPU functions are declared only when TANDEM_HAS_CUDA is 1.
 #pragma once
 #include <cstdint>
 #include <string>

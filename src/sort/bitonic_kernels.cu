@@ -322,7 +322,7 @@ void gpu_steps(U* d, std::uint64_t lo, std::uint64_t hi, int first, int last, co
   }
 }
 
-#define TANDEM_BITONIC_GPU(U)                                                                              \
+#define TANDEM_BITONIC_GPU(U)                                                                             \
   template void gpu_steps<U>(U*, std::uint64_t, std::uint64_t, int, int, const GpuConfig&, cudaStream_t); \
   template int tile_kernel_registers<U>(int);
 TANDEM_BITONIC_GPU(std::uint32_t)

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "core/counter_profiler.hpp"
@@ -126,7 +127,8 @@ template <class U>
 TuneResult tune_by_time(TuningData<U>& data, const std::vector<VectorLength>& lengths, const GpuConfig& want) {
   std::vector<Candidate> cands;
   for (const VectorLength& v : lengths)
-    for (int b : v.blocks) cands.push_back({fmt::format("block={} elems={}", b, v.elems), {{"block", b}, {"elems", v.elems}}});
+    for (int b : v.blocks)
+      cands.push_back({fmt::format("block={} elems={}", b, v.elems), {{"block", b}, {"elems", v.elems}}});
   if (cands.empty()) cands.push_back({"block=128 elems=2", {{"block", 128}, {"elems", 2}}});
   return Tuner().repetitions(3).warmup(0).run(cands, [&](const Candidate& c) {
     return data.seconds(with_shape(want, c.params.at("block").get<int>(), c.params.at("elems").get<int>()), 1);
@@ -187,17 +189,18 @@ std::string counter_table(const CounterTuning& t) {
   for (std::size_t i = 0; i < t.rows.size(); ++i) {
     const CounterRow& r = t.rows[i];
     const double ratio = counter_ratio(r.counters);
-    s += fmt::format("  block={:<4} elems={:<2} {:>10}  ALU {:5.1f} %  bank conflicts {:7.3f} % of SM cycles  "
-                     "ratio {:>8}{}{}\n",
-                     r.block, r.elems, human_seconds(r.seconds), r.counters.alu_utilisation_pct,
-                     100 * conflict_share(r.counters), std::isinf(ratio) ? std::string("inf") : fmt::format("{:.3g}", ratio),
-                     i == t.by_time ? "  <- time" : "", i == t.by_counters ? "  <- counters" : "");
+    s += fmt::format(
+        "  block={:<4} elems={:<2} {:>10}  ALU {:5.1f} %  bank conflicts {:7.3f} % of SM cycles  "
+        "ratio {:>8}{}{}\n",
+        r.block, r.elems, human_seconds(r.seconds), r.counters.alu_utilisation_pct, 100 * conflict_share(r.counters),
+        std::isinf(ratio) ? std::string("inf") : fmt::format("{:.3g}", ratio), i == t.by_time ? "  <- time" : "",
+        i == t.by_counters ? "  <- counters" : "");
   }
   const CounterRow &c = t.rows[t.by_counters], &w = t.rows[t.by_time];
   s += fmt::format("counters pick block={} elems={}; time picks block={} elems={}: {}\n", c.block, c.elems, w.block,
                    w.elems, t.by_counters == t.by_time ? "the same shape" : "different shapes");
-  s += fmt::format("tuning cost: counter reading {} ({} replays of the sort), timing {}\n", human_seconds(t.counter_seconds),
-                   t.passes, human_seconds(t.timing_seconds));
+  s += fmt::format("tuning cost: counter reading {} ({} replays of the sort), timing {}\n",
+                   human_seconds(t.counter_seconds), t.passes, human_seconds(t.timing_seconds));
   return s;
 }
 
@@ -227,7 +230,8 @@ void notice_once(Report* report, const std::string& text) {
 }  // namespace
 
 template <class U>
-GpuConfig gpu_config(std::uint64_t padded, GpuConfig want, TuneSignal signal, std::string* tune_report, Report* report) {
+GpuConfig gpu_config(std::uint64_t padded, GpuConfig want, TuneSignal signal, std::string* tune_report,
+                     Report* report) {
   if (want.fuse <= 0) want.fuse = sizeof(U) <= 8 ? 5 : 4;
   if (want.block > 0 && want.elems > 0) return want;
   const gpu::DeviceGuard guard(want.device);
@@ -260,14 +264,15 @@ GpuConfig gpu_config(std::uint64_t padded, GpuConfig want, TuneSignal signal, st
     if (t.unavailable.empty()) {
       want.block = t.rows[t.by_counters].block;
       want.elems = t.rows[t.by_counters].elems;
-      TuningCache::global().put("bitonic.gpu.counters", dev, cls,
-                                {{"block", want.block}, {"elems", want.elems}, {"tuned_on", n}, {"results", to_json(t)}});
+      TuningCache::global().put(
+          "bitonic.gpu.counters", dev, cls,
+          {{"block", want.block}, {"elems", want.elems}, {"tuned_on", n}, {"results", to_json(t)}});
       if (tune_report) *tune_report = "by hardware counters; register bounds:\n" + bounds + counter_table(t);
       if (report) report->details()["gpu_tuning"] = to_json(t);
       return want;
     }
-    notice_once(report, "hardware counters could not be read (" + t.unavailable +
-                            "): the GPU launch shape is chosen by time");
+    notice_once(report,
+                "hardware counters could not be read (" + t.unavailable + "): the GPU launch shape is chosen by time");
   }
   if (cached("bitonic.gpu")) return want;
   if (!data) data.emplace(n);

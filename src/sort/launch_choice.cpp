@@ -51,7 +51,8 @@ double conflict_share(const CounterSample& s) {
 
 double counter_ratio(const CounterSample& s) {
   const double share = conflict_share(s);
-  if (std::isnan(share) || !(s.alu_utilisation_pct > 0) || !(share >= 0)) return std::numeric_limits<double>::quiet_NaN();
+  if (std::isnan(share) || !(s.alu_utilisation_pct > 0) || !(share >= 0))
+    return std::numeric_limits<double>::quiet_NaN();
   if (share == 0) return std::numeric_limits<double>::infinity();
   return s.alu_utilisation_pct / 100.0 / share;
 }

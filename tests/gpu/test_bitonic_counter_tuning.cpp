@@ -24,7 +24,8 @@ namespace bd = tandem::bitonic::detail;
 namespace {
 
 bool mentions(const std::vector<std::string>& lines, const std::string& what) {
-  return std::any_of(lines.begin(), lines.end(), [&](const std::string& l) { return l.find(what) != std::string::npos; });
+  return std::any_of(lines.begin(), lines.end(),
+                     [&](const std::string& l) { return l.find(what) != std::string::npos; });
 }
 
 int regs_per_block() {

@@ -46,10 +46,10 @@ __global__ void add_one(int* data, int n) {
 
 bool refused(const CounterReading& r) { return r.unavailable.find("administrators") != std::string::npos; }
 
-#define TANDEM_REQUIRE_COUNTERS(reading)                                        \
-  do {                                                                          \
-    if (refused(reading)) GTEST_SKIP() << (reading).unavailable;                \
-    ASSERT_TRUE((reading).ok()) << (reading).unavailable;                       \
+#define TANDEM_REQUIRE_COUNTERS(reading)                         \
+  do {                                                           \
+    if (refused(reading)) GTEST_SKIP() << (reading).unavailable; \
+    ASSERT_TRUE((reading).ok()) << (reading).unavailable;        \
   } while (0)
 
 CounterReading conflicts_of(gpu::DeviceBuffer<float>& out, int stride) {
