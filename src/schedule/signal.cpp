@@ -108,16 +108,23 @@ double single_run_seconds(BandLauncher& k, const Schedule& s) {
   return std::max(measure(k, s, 1, nullptr).seconds, 1e-9);
 }
 
-// IPC of one whole-grid run per sample (all or none); the reason when the counters cannot be read.
-std::string read_ipc(BandLauncher& k, std::vector<SignalSample>& samples) {
+// IPC of one whole-grid run per sample (all or none), its cost noted in the report; the reason
+// when the counters cannot be read.
+std::string read_ipc(BandLauncher& k, std::vector<SignalSample>& samples, Report& report) {
   const Grid g = k.grid();
   std::vector<double> ipc;
+  double seconds = 0;
+  int replays = 0;
   for (const SignalSample& s : samples) {
     const CounterReading r = read_counters({metric::ipc}, [&] { k.launch_rect(s.schedule, {0, 0, g.w, g.h}); });
     if (!r.ok()) return r.unavailable;
     ipc.push_back(r.values.at(0));
+    seconds += r.seconds;
+    replays += r.passes;
   }
   for (std::size_t i = 0; i < samples.size(); ++i) samples[i].ipc = ipc[i];
+  report.note(fmt::format("IPC ({}) read in {} ({} runs of the grid under the profiler)", metric::ipc,
+                          human_seconds(seconds), replays));
   return {};
 }
 
@@ -160,7 +167,7 @@ SignalComparison compare_signals(BandLauncher& k, const std::vector<Schedule>& c
     c.energy_unavailable =
         fmt::format("the energy counter did not move during {:.0f} ms measurements", o.min_span_seconds * 1e3);
   if (o.signal == Signal::ipc) {
-    c.ipc_unavailable = read_ipc(k, c.samples);
+    c.ipc_unavailable = read_ipc(k, c.samples, c.report);
     if (c.ipc_unavailable.empty()) c.by_ipc = pick_by(c.samples, Signal::ipc);
   }
   c.signal = Signal::time;
