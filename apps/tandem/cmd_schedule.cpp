@@ -55,32 +55,39 @@ bool check_output(KernelRunner& r, const KernelSpec& k, std::uint32_t n, std::ve
   return out == *ref;
 }
 
-// Energy as the signal: every candidate's whole grid repeated to span the energy counter's
-// resolution; both signals' picks and what each costs in time and energy.
-void run_signals(KernelRunner& r, const StaticChoice& st, const Grid& g, const Args& a) {
+// Energy or IPC as the signal: every candidate's whole grid repeated to span the energy counter's
+// resolution (IPC from one more run each); each signal's pick and what it costs in time and energy.
+void run_signals(KernelRunner& r, const StaticChoice& st, const Grid& g, const Args& a, Signal signal) {
   SignalOptions so;
-  so.signal = Signal::energy;
+  so.signal = signal;
   so.min_span_seconds = a.energy_span_ms * 1e-3;
   const auto cands = signal_candidates(static_ranking(st), st.best, g, 4);
   const SignalComparison c = compare_signals(r, cands, so);
   tandem::cli::print_notices(c.report);
   auto joules = [](double j) { return std::isnan(j) ? std::string("-") : fmt::format("{:.4g} J", j); };
-  std::cout << fmt::format("signals: {} candidates, each run whole and repeated to span >= {:.0f} ms{}\n", cands.size(),
-                           so.min_span_seconds * 1e3,
-                           c.energy_unavailable.empty() ? "" : "; energy not read: " + c.energy_unavailable);
+  const bool ipc = signal == Signal::ipc;
+  std::cout << fmt::format("signals: {} candidates, each run whole and repeated to span >= {:.0f} ms{}{}{}\n",
+                           cands.size(), so.min_span_seconds * 1e3, ipc ? "; IPC over one run each" : "",
+                           c.energy_unavailable.empty() ? "" : "; energy not read: " + c.energy_unavailable,
+                           c.ipc_unavailable.empty() ? "" : "; IPC not read: " + c.ipc_unavailable);
   for (std::size_t i = 0; i < c.samples.size(); ++i) {
     const auto& s = c.samples[i];
-    std::cout << fmt::format("  {:<16} {:>6} runs  {:>10}/run  {:>10}/run{}{}\n", to_string(s.schedule), s.repeats,
-                             human_seconds(s.seconds), joules(s.joules), i == c.by_time ? "  <- time" : "",
-                             c.by_energy && i == *c.by_energy ? "  <- energy" : "");
+    std::cout << fmt::format("  {:<16} {:>6} runs  {:>10}/run  {:>10}/run{}{}{}{}\n", to_string(s.schedule), s.repeats,
+                             human_seconds(s.seconds), joules(s.joules),
+                             ipc ? (std::isnan(s.ipc) ? "  IPC -" : fmt::format("  IPC {:.3f}", s.ipc)) : "",
+                             i == c.by_time ? "  <- time" : "", c.by_energy && i == *c.by_energy ? "  <- energy" : "",
+                             c.by_ipc && i == *c.by_ipc ? "  <- ipc" : "");
   }
+  // Each signal's pick, what it costs in time and energy, and whether it is the time pick.
+  auto pick = [&](const char* name, std::size_t i) {
+    const auto& s = c.samples[i];
+    return fmt::format("; {} picks {} ({}, {}): {}", name, to_string(s.schedule), human_seconds(s.seconds),
+                       joules(s.joules), i == c.by_time ? "the same schedule" : "different schedules");
+  };
   const auto& t = c.samples[c.by_time];
   std::cout << fmt::format("time picks {} ({}, {})", to_string(t.schedule), human_seconds(t.seconds), joules(t.joules));
-  if (c.by_energy) {
-    const auto& e = c.samples[*c.by_energy];
-    std::cout << fmt::format("; energy picks {} ({}, {}): {}", to_string(e.schedule), human_seconds(e.seconds),
-                             joules(e.joules), *c.by_energy == c.by_time ? "the same schedule" : "different schedules");
-  }
+  if (c.by_energy) std::cout << pick("energy", *c.by_energy);
+  if (c.by_ipc) std::cout << pick("ipc", *c.by_ipc);
   std::cout << fmt::format("\nchosen by {}: {}\n", to_string(c.signal), to_string(c.samples[c.chosen].schedule));
   if (a.explain) std::cout << c.report.explain();
 }
@@ -89,11 +96,9 @@ int run_kernel(const Args& a) {
   const KernelSpec& k = kernel_spec(a.kernel);
   check_size(a.size);
   const Signal signal = parse_signal(a.signal);
-  if (signal == Signal::ipc)
-    throw UsageError("--signal ipc is not available yet (instructions per cycle need CUPTI); use time or energy");
-  if (signal == Signal::energy && a.style != "auto")
-    throw UsageError(
-        fmt::format("--signal energy chooses among schedules: it goes with --style auto, not {}", a.style));
+  if (signal != Signal::time && a.style != "auto")
+    throw UsageError(fmt::format("--signal {} chooses among schedules: it goes with --style auto, not {}",
+                                 to_string(signal), a.style));
   const Grid g = k.grid(a.size);
   const std::uint32_t window = a.window ? a.window : default_window();
   std::optional<StaticChoice> st;
@@ -150,9 +155,9 @@ int run_kernel(const Args& a) {
     const bool good = check_output(r, k, a.size, &ref, how);
     ok &= good;
     std::cout << fmt::format("{}: {} ({}), {}\n", to_string(s), human_seconds(t), rate(t), how);
-  } else if (signal == Signal::energy) {
+  } else if (signal != Signal::time) {
     r.poison_output();
-    run_signals(r, *st, g, a);
+    run_signals(r, *st, g, a, signal);
     std::string how;
     ok &= check_output(r, k, a.size, &ref, how);
     std::cout << "output: " << how << '\n';
@@ -196,10 +201,10 @@ const bool registered = tandem::cli::register_command(
            ->capture_default_str();
        app.add_option("--window", a->window, "Co-resident blocks for the static selector (default: from the GPU)")
            ->check(tandem::cli::in_range<std::uint32_t>(0, 1 << 20));
-       app.add_option(
-              "--signal", a->signal,
-              "What the schedule is chosen by: time (the controller, on a minority of the blocks) | energy "
-              "(whole-grid runs, NVML's energy counter; time where it cannot be read) | ipc (not available yet)")
+       app.add_option("--signal", a->signal,
+                      "What the schedule is chosen by: time (the controller, on a minority of the blocks) | energy "
+                      "(whole-grid runs, NVML's energy counter; time where it cannot be read) | ipc (instructions per "
+                      "active SM cycle from hardware counters, CUPTI; time where they cannot be read)")
            ->check(CLI::IsMember({"time", "energy", "ipc"}))
            ->capture_default_str();
        app.add_option("--energy-span-ms", a->energy_span_ms,

@@ -43,6 +43,7 @@ struct Args {
   std::string device{"auto"}, algorithm{"auto"}, memory{"auto"};
   std::uint64_t gpu_memory_limit{0};
   int gpu_sm_limit{0};
+  std::string tune_signal{"time"};
   int threads{0};
   std::vector<int> gpus;
   bool explain{false};
@@ -190,6 +191,7 @@ int run_file(const Args& a) {
   o.bitonic.k = a.k;
   o.gpu_memory_limit = a.gpu_memory_limit;
   o.bitonic.gpu_sm_limit = a.gpu_sm_limit;
+  o.bitonic.tune_signal = tandem::parse_tune_signal(a.tune_signal);
   o.threads = a.threads;
   if (::isatty(2))
     o.progress = [](std::string_view line) {  // long out-of-core sorts, on a terminal only
@@ -279,6 +281,12 @@ const bool registered = tandem::cli::register_command(
            ->check(tandem::cli::in_range<std::uint64_t>(0, std::uint64_t{1} << 50));
        app.add_option("--gpu-sm-limit", a->gpu_sm_limit, "Bitonic: launch on at most this many SMs (0: all)")
            ->check(tandem::cli::in_range(0, 1 << 16));
+       app.add_option("--tune-signal", a->tune_signal,
+                      "Bitonic: what the GPU launch shape is tuned by: time (every shape timed) or counters "
+                      "(ALU utilisation over shared-memory bank-conflict cost, CUPTI; time where counters cannot "
+                      "be read)")
+           ->check(CLI::IsMember({"time", "counters"}))
+           ->capture_default_str();
        app.add_option("--threads", a->threads, "CPU threads (0: physical cores)")
            ->check(tandem::cli::in_range(0, tandem::cli::kMaxThreads));
        app.add_option("--gpus", a->gpus,

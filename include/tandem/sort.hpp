@@ -31,11 +31,19 @@ SortMemory parse_sort_memory(std::string_view name);  // "auto", "fast", "low"; 
 std::string_view to_string(SortMemory m);
 
 // What only the hybrid bitonic sort reads (algorithm = bitonic or device = hybrid).
+// What the GPU launch shape (threads per block, elements per thread) is tuned by: wall time, or
+// hardware counters (ALU utilisation over shared-memory bank-conflict cost, read through CUPTI;
+// time where the driver does not let counters be read).
+enum class TuneSignal { time, counters };
+TuneSignal parse_tune_signal(std::string_view name);  // "time", "counters"; throws UsageError
+std::string_view to_string(TuneSignal s);
+
 struct BitonicOptions {
-  char policy{'c'};          // CPU share policy 'a', 'b' or 'c'
-  int min_interior_run{-1};  // -1: the cost model decides gather vs concurrent
-  double k{-1};              // CPU/GPU capability ratio; < 0: measured and cached
-  int gpu_sm_limit{0};       // launch on at most this many SMs (0: all)
+  char policy{'c'};                          // CPU share policy 'a', 'b' or 'c'
+  int min_interior_run{-1};                  // -1: the cost model decides gather vs concurrent
+  double k{-1};                              // CPU/GPU capability ratio; < 0: measured and cached
+  int gpu_sm_limit{0};                       // launch on at most this many SMs (0: all)
+  TuneSignal tune_signal{TuneSignal::time};  // GPU launch shape: tuned by time or by counters
 };
 
 struct SortOptions {

@@ -1,5 +1,6 @@
-// Choosing a schedule by time or by energy: whole-grid runs repeated to span the energy counter's
-// resolution (signal.hpp). The sizing and the pick are pure code, tested on the CPU.
+// Choosing a schedule by time, energy or IPC: whole-grid runs repeated to span the energy
+// counter's resolution, hardware counters over one run (signal.hpp). The sizing and the pick are
+// pure code, tested on the CPU.
 #include "tandem/schedule/signal.hpp"
 
 #include <algorithm>
@@ -8,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "core/counter_profiler.hpp"
 #include "core/energy_counter.hpp"
 #include "tandem/core/error.hpp"
 #include "tandem/core/format.hpp"
@@ -43,13 +45,20 @@ std::uint32_t repeats_for_span(double run_seconds, double min_span_seconds, std:
 }
 
 std::optional<std::size_t> pick_by(const std::vector<SignalSample>& samples, Signal s) {
-  if (s == Signal::ipc) throw UsageError("signal = ipc is not available yet (time or energy)");
+  // Every signal as a cost, lower is better: IPC negated.
+  auto cost = [s](const SignalSample& x) {
+    switch (s) {
+      case Signal::time: return x.seconds;
+      case Signal::energy: return x.joules;
+      case Signal::ipc: return -x.ipc;
+    }
+    return std::numeric_limits<double>::quiet_NaN();
+  };
   std::optional<std::size_t> best;
   for (std::size_t i = 0; i < samples.size(); ++i) {
-    const double v = s == Signal::time ? samples[i].seconds : samples[i].joules;
+    const double v = cost(samples[i]);
     if (std::isnan(v)) continue;
-    const double b = !best ? 0 : s == Signal::time ? samples[*best].seconds : samples[*best].joules;
-    if (!best || v < b) best = i;
+    if (!best || v < cost(samples[*best])) best = i;
   }
   return best;
 }
@@ -99,10 +108,35 @@ double single_run_seconds(BandLauncher& k, const Schedule& s) {
   return std::max(measure(k, s, 1, nullptr).seconds, 1e-9);
 }
 
+// IPC of one whole-grid run per sample (all or none), its cost noted in the report; the reason
+// when the counters cannot be read.
+std::string read_ipc(BandLauncher& k, std::vector<SignalSample>& samples, Report& report) {
+  const Grid g = k.grid();
+  std::vector<double> ipc;
+  double seconds = 0;
+  int replays = 0;
+  for (const SignalSample& s : samples) {
+    const CounterReading r = read_counters({metric::ipc}, [&] { k.launch_rect(s.schedule, {0, 0, g.w, g.h}); });
+    if (!r.ok()) return r.unavailable;
+    ipc.push_back(r.values.at(0));
+    seconds += r.seconds;
+    replays += r.passes;
+  }
+  for (std::size_t i = 0; i < samples.size(); ++i) samples[i].ipc = ipc[i];
+  report.note(fmt::format("IPC ({}) read in {} ({} runs of the grid under the profiler)", metric::ipc,
+                          human_seconds(seconds), replays));
+  return {};
+}
+
+std::string describe(const SignalSample& s) {
+  return fmt::format("{} runs; per run {}, {}{}", s.repeats, human_seconds(s.seconds),
+                     std::isnan(s.joules) ? std::string("energy not read") : fmt::format("{:.4g} J", s.joules),
+                     std::isnan(s.ipc) ? std::string() : fmt::format(", IPC {:.3f}", s.ipc));
+}
+
 }  // namespace
 
 SignalComparison compare_signals(BandLauncher& k, const std::vector<Schedule>& candidates, const SignalOptions& o) {
-  if (o.signal == Signal::ipc) throw UsageError("signal = ipc is not available yet (time or energy)");
   if (candidates.empty()) throw UsageError("candidates: none to compare");
   if (o.rounds < 1) throw UsageError(fmt::format("rounds = {} must be >= 1", o.rounds));
   gpu::require();
@@ -132,23 +166,27 @@ SignalComparison compare_signals(BandLauncher& k, const std::vector<Schedule>& c
   if (energy && !c.by_energy)
     c.energy_unavailable =
         fmt::format("the energy counter did not move during {:.0f} ms measurements", o.min_span_seconds * 1e3);
-  c.signal = o.signal == Signal::energy && c.by_energy ? Signal::energy : Signal::time;
-  c.chosen = c.signal == Signal::energy ? *c.by_energy : c.by_time;
+  if (o.signal == Signal::ipc) {
+    c.ipc_unavailable = read_ipc(k, c.samples, c.report);
+    if (c.ipc_unavailable.empty()) c.by_ipc = pick_by(c.samples, Signal::ipc);
+  }
+  c.signal = Signal::time;
+  c.chosen = c.by_time;
+  if (o.signal == Signal::energy && c.by_energy) c.signal = Signal::energy, c.chosen = *c.by_energy;
+  if (o.signal == Signal::ipc && c.by_ipc) c.signal = Signal::ipc, c.chosen = *c.by_ipc;
   if (o.signal == Signal::energy && c.signal == Signal::time)
     c.report.notice("energy could not be read (" + c.energy_unavailable + "): chose by time");
+  if (o.signal == Signal::ipc && c.signal == Signal::time)
+    c.report.notice("IPC could not be read (" + c.ipc_unavailable + "): chose by time");
   for (const SignalSample& s : c.samples)
-    c.report.add(
-        "runs of " + to_string(s.schedule), "gpu", s.seconds * s.repeats,
-        fmt::format("{} runs; per run {}, {}", s.repeats, human_seconds(s.seconds),
-                    std::isnan(s.joules) ? std::string("energy not read") : fmt::format("{:.4g} J", s.joules)));
+    c.report.add("runs of " + to_string(s.schedule), "gpu", s.seconds * s.repeats, describe(s));
   return c;
 }
 
 #else  // CPU-only build
 
-SignalComparison compare_signals(BandLauncher&, const std::vector<Schedule>&, const SignalOptions& o) {
-  if (o.signal == Signal::ipc) throw UsageError("signal = ipc is not available yet (time or energy)");
-  throw NoDeviceError("comparing schedules by time or energy needs a GPU (this build has no CUDA)");
+SignalComparison compare_signals(BandLauncher&, const std::vector<Schedule>&, const SignalOptions&) {
+  throw NoDeviceError("comparing schedules by time, energy or IPC needs a GPU (this build has no CUDA)");
 }
 
 #endif

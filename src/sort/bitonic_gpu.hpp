@@ -1,7 +1,7 @@
 // Internal: the GPU side of the bitonic sort (kernels in bitonic_kernels.cu, driver pieces in
-// hybrid_gpu.cpp and hybrid_multi.cpp). Plain C++ (streams are cudaStream_t from
-// tandem/cuda/stream.hpp), so the host driver (hybrid.cpp) includes it in every build; the GPU
-// functions are declared only when TANDEM_HAS_CUDA is 1.
+// hybrid_gpu.cpp, gpu_launch_tuning.cpp and hybrid_multi.cpp). Plain C++ (streams are
+// cudaStream_t from tandem/cuda/stream.hpp), so the host driver (hybrid.cpp) includes it in every
+// build; the GPU functions are declared only when TANDEM_HAS_CUDA is 1.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -11,6 +11,7 @@
 
 #include "tandem/core/report.hpp"
 #include "tandem/cuda/stream.hpp"
+#include "tandem/sort.hpp"
 #include "tandem/sort/bitonic_plan.hpp"
 
 namespace tandem::bitonic::detail {
@@ -35,12 +36,20 @@ template <class U>
 void gpu_steps(U* d_data, std::uint64_t lo, std::uint64_t hi, int first, int last, const GpuConfig& cfg,
                cudaStream_t stream);
 
+// Registers per thread of the tile kernel for `elems` elements per thread (cudaFuncGetAttributes).
+template <class U>
+int tile_kernel_registers(int elems);
+
 // Fills in block/elems (from the tuning cache, else by measuring candidates on `padded` random
-// elements and storing the winner), fuse defaults. tune_report receives the tuner's table; report
+// elements and storing the winner), fuse defaults. Block sizes are bounded by the tile kernel's
+// registers (launch_choice.hpp). TuneSignal::time: every candidate timed, the fastest kept.
+// TuneSignal::counters: one candidate per vector length (its largest block), each timed and its
+// hardware counters read, the largest counter ratio kept; where counters cannot be read, a notice
+// in `report` says why and time decides. tune_report receives the table of candidates; report
 // the cache's warnings (a malformed entry measured again).
 template <class U>
-GpuConfig gpu_config(std::uint64_t padded, GpuConfig want, std::string* tune_report = nullptr,
-                     Report* report = nullptr);
+GpuConfig gpu_config(std::uint64_t padded, GpuConfig want, TuneSignal signal = TuneSignal::time,
+                     std::string* tune_report = nullptr, Report* report = nullptr);
 
 // Device-resident sort time of `padded` elements copied from `host` (median of a few runs,
 // transfers excluded): what k is measured from.

@@ -12,6 +12,7 @@
 
 #include "sort/bitonic_engine.hpp"
 #include "sort/bitonic_gpu.hpp"
+#include "sort/launch_choice.hpp"
 #include "tandem/cuda/launch.hpp"
 #include "tandem/cuda/runtime.hpp"
 
@@ -218,8 +219,6 @@ __global__ void global_pass_kernel(U* __restrict__ data, std::uint64_t lo, std::
   }
 }
 
-std::size_t tile_shared_bytes(std::uint64_t tile, std::size_t word) { return std::size_t(tile + tile / 32 + 1) * word; }
-
 // At most this many blocks: the caller's limit (persistent-style loops), else 2^30.
 std::uint64_t grid_cap(int sm_limit) { return sm_limit > 0 ? std::uint64_t(sm_limit) : std::uint64_t{1} << 30; }
 
@@ -266,7 +265,26 @@ void launch_global(int R, U* d, std::uint64_t lo, std::uint64_t count, int subse
 
 std::uint64_t lowest_bit(std::uint64_t x) { return x & (~x + 1); }
 
+template <class U, int E>
+int registers_of_tile_kernel() {
+  cudaFuncAttributes a{};
+  TANDEM_CUDA(cudaFuncGetAttributes(&a, reinterpret_cast<const void*>(tile_kernel<U, E>)));
+  return a.numRegs;
+}
+
 }  // namespace
+
+template <class U>
+int tile_kernel_registers(int elems) {
+  switch (elems) {
+    case 2: return registers_of_tile_kernel<U, 2>();
+    case 4: return registers_of_tile_kernel<U, 4>();
+    case 8: return registers_of_tile_kernel<U, 8>();
+    default:
+      if constexpr (sizeof(U) <= 8) return registers_of_tile_kernel<U, 16>();
+      else return registers_of_tile_kernel<U, 8>();
+  }
+}
 
 template <class U>
 void gpu_steps(U* d, std::uint64_t lo, std::uint64_t hi, int first, int last, const GpuConfig& cfg, cudaStream_t s) {
@@ -304,8 +322,9 @@ void gpu_steps(U* d, std::uint64_t lo, std::uint64_t hi, int first, int last, co
   }
 }
 
-#define TANDEM_BITONIC_GPU(U) \
-  template void gpu_steps<U>(U*, std::uint64_t, std::uint64_t, int, int, const GpuConfig&, cudaStream_t);
+#define TANDEM_BITONIC_GPU(U)                                                                             \
+  template void gpu_steps<U>(U*, std::uint64_t, std::uint64_t, int, int, const GpuConfig&, cudaStream_t); \
+  template int tile_kernel_registers<U>(int);
 TANDEM_BITONIC_GPU(std::uint32_t)
 TANDEM_BITONIC_GPU(std::uint64_t)
 TANDEM_BITONIC_GPU(u128)

@@ -202,7 +202,7 @@ void decide_multi(Decision& d, const U* data, std::uint64_t n, std::uint64_t pad
     want.sm_limit = o.bitonic.gpu_sm_limit;
     want.device = g;
     std::string tune;
-    cfg[g] = detail::gpu_config<U>(padded, want, &tune, &r);
+    cfg[g] = detail::gpu_config<U>(padded, want, o.bitonic.tune_signal, &tune, &r);
     if (!tune.empty()) r.note(fmt::format("GPU {} tuning:\n{}", g, tune));
     cap[g] = measure_k(data, n, padded, threads, cfg[g], r);
     ks += fmt::format("{}CUDA {} ({}): k = {:.4g}, {} entr{}", ks.empty() ? "" : "; ", g, gpu_info().at(g).name,
@@ -312,7 +312,7 @@ Decision decide(const U* data, std::uint64_t n, std::uint64_t padded, const Sort
   want.sm_limit = o.bitonic.gpu_sm_limit;
   want.device = gpus.empty() ? 0 : gpus.front();
   std::string tune;
-  d.gpu = detail::gpu_config<U>(padded, want, &tune, &r);
+  d.gpu = detail::gpu_config<U>(padded, want, o.bitonic.tune_signal, &tune, &r);
   if (!tune.empty()) r.note("GPU tuning:\n" + tune);
   d.use_gpu = true;
   if (o.device == Device::gpu) {

@@ -1,5 +1,5 @@
-// The GPU side of the hybrid bitonic driver: launch-shape tuning (cached), device sort timing for
-// k, and the plan executor that runs CPU and GPU at once. Host code only (the kernels are in
+// The GPU side of the hybrid bitonic driver: the plan executor that runs CPU and GPU at once (the
+// launch-shape tuning is in gpu_launch_tuning.cpp). Host code only (the kernels are in
 // bitonic_kernels.cu), compiled by the C++ compiler in CUDA builds.
 #if TANDEM_HAS_CUDA
 #include <algorithm>
@@ -31,98 +31,6 @@ std::string GpuConfig::describe() const {
 
 nlohmann::json to_json(const GpuConfig& c) {
   return {{"block", c.block}, {"elems", c.elems}, {"fuse", c.fuse}, {"sm_limit", c.sm_limit}, {"device", c.device}};
-}
-
-namespace {
-
-template <class U>
-std::string word_name() {
-  if constexpr (sizeof(U) == 4) return "u32";
-  else if constexpr (sizeof(U) == 8) return "u64";
-  else return "u128";
-}
-
-template <class U>
-double time_device_sort(U* d, const U* src_d, std::uint64_t padded, const GpuConfig& cfg, cudaStream_t s, int reps) {
-  gpu::Event e0, e1;
-  std::vector<double> t;
-  for (int r = 0; r < reps + 1; ++r) {
-    TANDEM_CUDA(cudaMemcpyAsync(d, src_d, padded * sizeof(U), cudaMemcpyDeviceToDevice, s));
-    e0.record(s);
-    gpu_steps(d, 0, padded, 1, step_count(ceil_log2(padded)), cfg, s);
-    e1.record(s);
-    e1.sync();
-    if (r > 0) t.push_back(e1.seconds_since(e0));  // the first run is the warm-up
-  }
-  return summarize(t).median;
-}
-
-}  // namespace
-
-template <class U>
-GpuConfig gpu_config(std::uint64_t padded, GpuConfig want, std::string* tune_report, Report* report) {
-  if (want.fuse <= 0) want.fuse = sizeof(U) <= 8 ? 5 : 4;
-  if (want.block > 0 && want.elems > 0) return want;
-  const gpu::DeviceGuard guard(want.device);
-  const auto gi = gpu_info();
-  const std::string dev = want.device < int(gi.size()) ? gi[want.device].key() : "gpu";
-  // Tuned on up to 2^24 elements; the class is the word type and the (capped) size.
-  const std::uint64_t n = std::min<std::uint64_t>(std::max<std::uint64_t>(padded, 1 << 12), std::uint64_t{1} << 24);
-  // Tuned on the whole GPU: --gpu-sm-limit runs reuse the shape (tuning on one block would take
-  // seconds and is not what the limit is for).
-  const std::string cls = fmt::format("{}/{}", word_name<U>(), size_class(n));
-  auto parse = [](const nlohmann::json& j) {
-    return std::pair{positive_field<int>(j, "block"), positive_field<int>(j, "elems")};
-  };
-  if (auto j = TuningCache::global().lookup("bitonic.gpu", dev, cls, parse, report)) {
-    want.block = j->first;
-    want.elems = j->second;
-    return want;
-  }
-  // Candidates: block sizes 2^b bounded by the kernel's register limit and the device's shared
-  // memory, elements per thread 2, 4, 8 (16 for words up to 8 bytes).
-  int dev_id = 0, optin = 0, max_threads = 1024;
-  TANDEM_CUDA(cudaGetDevice(&dev_id));
-  TANDEM_CUDA(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev_id));
-  TANDEM_CUDA(cudaDeviceGetAttribute(&max_threads, cudaDevAttrMaxThreadsPerBlock, dev_id));
-  std::vector<Candidate> cands;
-  for (int e : {2, 4, 8, 16}) {
-    if (e == 16 && sizeof(U) > 8) continue;
-    for (int b = 128; b <= max_threads; b *= 2) {
-      if (std::size_t(b) * e * sizeof(U) * 33 / 32 + sizeof(U) > std::size_t(optin)) continue;
-      if (std::uint64_t(b) * e > n) continue;
-      cands.push_back({fmt::format("block={} elems={}", b, e), {{"block", b}, {"elems", e}}});
-    }
-  }
-  if (cands.empty()) cands.push_back({"block=128 elems=2", {{"block", 128}, {"elems", 2}}});
-  std::vector<U> h(n);
-  std::mt19937_64 rng(12345);
-  for (auto& x : h) x = U(rng());
-  gpu::DeviceBuffer<U> src(n), d(n);
-  gpu::Stream s;
-  TANDEM_CUDA(cudaMemcpyAsync(src.data(), h.data(), n * sizeof(U), cudaMemcpyHostToDevice, s));
-  TuneResult tr = Tuner().repetitions(3).warmup(0).run(cands, [&](const Candidate& c) {
-    GpuConfig g = want;
-    g.sm_limit = 0;
-    g.block = c.params.at("block").get<int>();
-    g.elems = c.params.at("elems").get<int>();
-    return time_device_sort<U>(d.data(), src.data(), n, g, s, 1);
-  });
-  want.block = tr.winner().candidate.params.at("block").get<int>();
-  want.elems = tr.winner().candidate.params.at("elems").get<int>();
-  TuningCache::global().put("bitonic.gpu", dev, cls,
-                            {{"block", want.block}, {"elems", want.elems}, {"tuned_on", n}, {"results", tr.to_json()}});
-  if (tune_report) *tune_report = tr.report();
-  return want;
-}
-
-template <class U>
-double gpu_time_sort(const U* host, std::uint64_t padded, const GpuConfig& cfg) {
-  const gpu::DeviceGuard guard(cfg.device);
-  gpu::DeviceBuffer<U> src(padded), d(padded);
-  gpu::Stream s;
-  TANDEM_CUDA(cudaMemcpyAsync(src.data(), host, padded * sizeof(U), cudaMemcpyHostToDevice, s));
-  return time_device_sort<U>(d.data(), src.data(), padded, cfg, s, 3);
 }
 
 // Chunks of the overlapped copies: 8 for arrays of 2^20 and more, none below.
@@ -326,10 +234,7 @@ void hybrid_execute(U* host, const Plan& plan, const GpuConfig& cfg, int threads
   HybridExecutor<U>(host, plan, cfg, threads, r).run();
 }
 
-#define TANDEM_HYBRID_GPU(U)                                                         \
-  template GpuConfig gpu_config<U>(std::uint64_t, GpuConfig, std::string*, Report*); \
-  template double gpu_time_sort<U>(const U*, std::uint64_t, const GpuConfig&);       \
-  template void hybrid_execute<U>(U*, const Plan&, const GpuConfig&, int, Report&);
+#define TANDEM_HYBRID_GPU(U) template void hybrid_execute<U>(U*, const Plan&, const GpuConfig&, int, Report&);
 TANDEM_HYBRID_GPU(std::uint32_t)
 TANDEM_HYBRID_GPU(std::uint64_t)
 TANDEM_HYBRID_GPU(u128)

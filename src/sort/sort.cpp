@@ -35,6 +35,9 @@ constexpr std::array<std::pair<std::string_view, SortAlgorithm>, 4> kAlgorithms{
 constexpr std::array<std::pair<std::string_view, SortMemory>, 3> kMemory{
     {{"auto", SortMemory::auto_}, {"fast", SortMemory::fast}, {"low", SortMemory::low}}};
 
+constexpr std::array<std::pair<std::string_view, TuneSignal>, 2> kTuneSignals{
+    {{"time", TuneSignal::time}, {"counters", TuneSignal::counters}}};
+
 constexpr std::array<std::pair<std::string_view, SortPath>, 6> kPaths{{{"cpu-radix", SortPath::cpu_radix},
                                                                        {"cpu-comparison", SortPath::cpu_comparison},
                                                                        {"cpu-in-place", SortPath::cpu_in_place},
@@ -263,7 +266,13 @@ SortMemory parse_sort_memory(std::string_view name) {
   throw UsageError(fmt::format("unknown sort memory mode '{}' (expected auto, fast or low)", name));
 }
 
+TuneSignal parse_tune_signal(std::string_view name) {
+  if (const auto* t = value_named(kTuneSignals, name)) return *t;
+  throw UsageError(fmt::format("unknown tune_signal '{}' (expected time or counters)", name));
+}
+
 std::string_view to_string(SortAlgorithm a) { return name_of(kAlgorithms, a); }
+std::string_view to_string(TuneSignal s) { return name_of(kTuneSignals, s); }
 std::string_view to_string(SortMemory m) { return name_of(kMemory, m); }
 std::string_view to_string(SortPath p) { return name_of(kPaths, p); }
 

@@ -42,8 +42,8 @@ check bad-fraction 2 "$T" schedule --kernel matmul --size 1024 --profile-fractio
 check static 0 "$T" schedule --kernel matmul --size 4096 --style static --window 1056
 grep -q "static choice for matmul" $out || { echo "FAIL static output"; fails=$((fails+1)); }
 grep -q "<- static choice" $out || { echo "FAIL static mark"; fails=$((fails+1)); }
-check signal-ipc 2 "$T" schedule --kernel matmul --size 1024 --signal ipc
-grep -q "signal ipc is not available yet" $out || { echo "FAIL signal-ipc message"; fails=$((fails+1)); }
+check signal-ipc-fixed-style 2 "$T" schedule --kernel matmul --size 1024 --signal ipc --style hilbert
+grep -q "signal ipc chooses among schedules" $out || { echo "FAIL signal-ipc-fixed-style message"; fails=$((fails+1)); }
 check signal-unknown 2 "$T" schedule --kernel matmul --size 1024 --signal power
 check energy-span-zero 2 "$T" schedule --kernel matmul --size 1024 --signal energy --energy-span-ms 0
 grep -q -- "--energy-span-ms" $out || { echo "FAIL energy-span-zero message"; fails=$((fails+1)); }
@@ -62,6 +62,21 @@ if "$T" info --json | python3 -c 'import json,sys; sys.exit(0 if json.load(sys.s
   fi
   grep -q "^output: identical\|^output: max relative error\|^output: reference" $out \
     || { echo "FAIL run-energy: output not checked"; fails=$((fails+1)); }
+  # IPC as the signal: its pick beside time's and energy's, with the IPC pick's time and energy; where
+  # the counters cannot be read, time chooses and says why.
+  check run-ipc 0 "$T" schedule --kernel copy-col --size 2048 --signal ipc
+  grep -q "^time picks " $out || { echo "FAIL run-ipc: no time pick"; fails=$((fails+1)); }
+  if grep -q "IPC not read" $out; then
+    grep -q "IPC could not be read .*chose by time" $out || { echo "FAIL run-ipc: fallback not said"; fails=$((fails+1)); }
+    grep -q "^chosen by time: " $out || { echo "FAIL run-ipc: fallback not by time"; fails=$((fails+1)); }
+  else
+    grep -q "  IPC [0-9]" $out || { echo "FAIL run-ipc: no IPC column"; fails=$((fails+1)); }
+    grep -q "; ipc picks .* ([^,]*, [^)]*): \(the same schedule\|different schedules\)" $out \
+      || { echo "FAIL run-ipc: no ipc pick"; fails=$((fails+1)); }
+    grep -q "^chosen by ipc: " $out || { echo "FAIL run-ipc: not chosen by ipc"; fails=$((fails+1)); }
+  fi
+  grep -q "^output: identical\|^output: max relative error\|^output: reference" $out \
+    || { echo "FAIL run-ipc: output not checked"; fails=$((fails+1)); }
   check run-auto 0 "$T" schedule --kernel copy-row --size 1024 --no-cache --explain
   check run-style 0 "$T" schedule --kernel conv11 --size 512 --style hilbert
   check run-exhaustive 0 "$T" schedule --kernel intimg-col --size 512 --exhaustive
@@ -70,6 +85,7 @@ else
   grep -q "needs a GPU" $out || { echo "FAIL needs-gpu message"; fails=$((fails+1)); }
   check needs-gpu-style 1 "$T" schedule --kernel copy-col --size 1024 --style tiled:4x4
   check needs-gpu-energy 1 "$T" schedule --kernel copy-col --size 1024 --signal energy
+  check needs-gpu-ipc 1 "$T" schedule --kernel copy-col --size 1024 --signal ipc
 fi
 check demo 0 "$T" demo --only "block schedules"
 [ $fails -eq 0 ]

@@ -187,6 +187,28 @@ check bad-device 2 "$T" sort --type u32 --in "$D/k.u32" --out "$D/x7.u32" --devi
 check bad-algorithm 2 "$T" sort --type u32 --in "$D/k.u32" --out "$D/x7.u32" --algorithm quick
 check bad-policy 2 "$T" sort --type u32 --in "$D/k.u32" --out "$D/x7.u32" --policy z
 check no-type 2 "$T" sort --in "$D/k.u32" --out "$D/x8.u32"
+check bad-tune-signal 2 "$T" sort --type u32 --in "$D/k.u32" --out "$D/x7.u32" --algorithm bitonic --tune-signal ipc
+grep -q -- "--tune-signal" "$D/out.txt" || fail "a bad --tune-signal names the option"
 [ -e "$D/x7.u32" ] && fail "bad options left an output file"
+
+# The GPU launch shape tuned by hardware counters (a fresh tuning cache, so that it is measured):
+# every candidate's time and counters with both picks and the tuning cost, or, where counters
+# cannot be read, the reason once and time deciding.
+if "$T" info --json | python3 -c 'import json,sys; sys.exit(0 if json.load(sys.stdin)["gpus"] else 1)'; then
+  check tune-counters 0 env XDG_CACHE_HOME="$D/cache" "$T" sort --type u32 --in "$D/k.u32" --out "$D/s.u32" \
+    --algorithm bitonic --device gpu --tune-signal counters --explain
+  if grep -q "hardware counters could not be read" "$D/out.txt"; then
+    grep -q "GPU tuning:" "$D/out.txt" && ! grep -q "by time" "$D/out.txt" && fail "counter fallback: tuned by time"
+  else
+    grep -q "by hardware counters" "$D/out.txt" || fail "--tune-signal counters: no counter table"
+    grep -q "<- counters" "$D/out.txt" || fail "--tune-signal counters: no counter pick"
+    grep -q "tuning cost: counter reading" "$D/out.txt" || fail "--tune-signal counters: no tuning cost"
+  fi
+  python3 -c '
+import struct, sys
+a = open(sys.argv[1], "rb").read(); b = open(sys.argv[2], "rb").read()
+x = struct.unpack(f"<{len(a)//4}I", a); y = struct.unpack(f"<{len(b)//4}I", b)
+assert list(y) == sorted(x)' "$D/k.u32" "$D/s.u32" || fail "sorted u32 (tuned by counters)"
+fi
 
 exit $((fails > 0))

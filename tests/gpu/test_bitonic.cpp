@@ -104,7 +104,7 @@ TEST(GpuBitonic, TunedConfigIsValidAndCached) {
   TANDEM_REQUIRE_GPU();
   const std::size_t n = std::size_t{1} << (sanitizer() ? 12 : 18);
   std::string report;
-  const auto c = bd::gpu_config<std::uint32_t>(n, {}, &report);
+  const auto c = bd::gpu_config<std::uint32_t>(n, {}, TuneSignal::time, &report);
   EXPECT_GT(c.block, 0);
   EXPECT_GT(c.elems, 0);
   const auto again = bd::gpu_config<std::uint32_t>(n, {});

@@ -165,21 +165,33 @@ TEST(GpuSchedule, ControllerIdenticalAndCached) {
   }
 }
 
+namespace {
+std::vector<Schedule> signal_candidates_of_test() {
+  return {Schedule::sequential(), parse_schedule("tiled:4x4"), parse_schedule("hilbert")};
+}
+
+// copy-col compared under those candidates; its output checked against the reference.
+SignalComparison compare_on_copy_col(const SignalOptions& o) {
+  const KernelSpec& k = kernel_spec("copy-col");
+  const std::uint32_t n = sanitizer() ? 256 : 2048;
+  KernelRunner r(k, n);
+  r.poison_output();
+  SignalComparison c = compare_signals(r, signal_candidates_of_test(), o);
+  EXPECT_EQ(r.output(), reference(k, n, r.input(0), r.input(1)));
+  return c;
+}
+}  // namespace
+
 // Time and energy per whole-grid run: measurements span the minimum, energy (where NVML reads it)
 // is a plausible power times the time, and the choice falls back to time, saying so, where it
 // cannot be read.
 TEST(GpuSchedule, SignalsTimeAndEnergy) {
   TANDEM_REQUIRE_GPU();
-  const KernelSpec& k = kernel_spec("copy-col");
-  const std::uint32_t n = sanitizer() ? 256 : 2048;
-  KernelRunner r(k, n);
-  const std::vector<Schedule> cands{Schedule::sequential(), parse_schedule("tiled:4x4"), parse_schedule("hilbert")};
+  const std::vector<Schedule> cands = signal_candidates_of_test();
   SignalOptions o;
   o.signal = Signal::energy;
   if (sanitizer()) o.min_span_seconds = 0.002, o.rounds = 1;
-  r.poison_output();
-  const SignalComparison c = compare_signals(r, cands, o);
-  EXPECT_EQ(r.output(), reference(k, n, r.input(0), r.input(1)));
+  const SignalComparison c = compare_on_copy_col(o);
   ASSERT_EQ(c.samples.size(), cands.size());
   for (std::size_t i = 0; i < cands.size(); ++i) {
     const SignalSample& s = c.samples[i];
@@ -203,5 +215,35 @@ TEST(GpuSchedule, SignalsTimeAndEnergy) {
     EXPECT_EQ(c.chosen, c.by_time);
     ASSERT_FALSE(c.report.notices.empty());
     EXPECT_NE(c.report.notices.front().find("chose by time"), std::string::npos);
+  }
+}
+
+// IPC per whole-grid run from hardware counters: in range on every candidate, the pick is the
+// highest, the output survives the replays; where counters cannot be read, time chooses and a
+// notice says why.
+TEST(GpuSchedule, SignalIpc) {
+  TANDEM_REQUIRE_GPU();
+  SignalOptions o;
+  o.signal = Signal::ipc;
+  o.min_span_seconds = 0.005;
+  o.rounds = 1;
+  const SignalComparison c = compare_on_copy_col(o);
+  ASSERT_EQ(c.samples.size(), signal_candidates_of_test().size());
+  if (!c.ipc_unavailable.empty()) {
+    EXPECT_EQ(c.signal, Signal::time);
+    EXPECT_EQ(c.chosen, c.by_time);
+    EXPECT_FALSE(c.by_ipc.has_value());
+    bool said = false;
+    for (const auto& s : c.report.notices) said |= s.find("IPC could not be read") != std::string::npos;
+    EXPECT_TRUE(said) << c.ipc_unavailable;
+    return;
+  }
+  ASSERT_TRUE(c.by_ipc.has_value());
+  EXPECT_EQ(c.signal, Signal::ipc);
+  EXPECT_EQ(c.chosen, *c.by_ipc);
+  for (const SignalSample& s : c.samples) {
+    EXPECT_GT(s.ipc, 0.0) << to_string(s.schedule);
+    EXPECT_LE(s.ipc, 4.0) << to_string(s.schedule);  // an SM issues at most 4 warp instructions per cycle
+    EXPECT_LE(s.ipc, c.samples[*c.by_ipc].ipc) << to_string(s.schedule);
   }
 }

@@ -1,12 +1,16 @@
-// The signal a schedule is chosen by: run time, or GPU energy (NVML's total-energy counter).
+// The signal a schedule is chosen by: run time, GPU energy (NVML's total-energy counter), or
+// instructions per cycle (hardware counters through CUPTI).
 //
 // The controller (controller.hpp) profiles a minority of the blocks by time: its chunks last tens
 // of microseconds, far below the energy counter's resolution. Energy is therefore measured on
 // whole-grid runs repeated until one measurement spans min_span_seconds (50 ms by default), and
 // every candidate gets both numbers from the same runs, so the two signals' choices can be compared.
-// Instructions per cycle (CUPTI) is not available yet.
+// Instructions per cycle (instructions executed per active SM cycle, higher is better) are read
+// over one whole-grid run per candidate (counters need no repeats), the kernels replayed as many
+// times as the counters need.
 #pragma once
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -35,15 +39,18 @@ struct SignalSample {
   std::uint32_t repeats{0};  // runs per measurement
   double seconds{0};         // per run
   double joules{0};          // per run; NaN when not measured (no counter, or it did not move)
+  double ipc{std::numeric_limits<double>::quiet_NaN()};  // instructions per active SM cycle; NaN: not read
 };
 
 struct SignalComparison {
-  Signal signal{Signal::time};  // the signal that chose (time when energy could not be read)
+  Signal signal{Signal::time};  // the signal that chose (time when energy or IPC could not be read)
   std::vector<SignalSample> samples;
   std::size_t by_time{0};                // index of the fastest sample
   std::optional<std::size_t> by_energy;  // index of the least energy (none without readings)
+  std::optional<std::size_t> by_ipc;     // index of the highest IPC (none when not read)
   std::size_t chosen{0};                 // by the signal used
   std::string energy_unavailable;        // why energy was not read (empty when it was)
+  std::string ipc_unavailable;           // why IPC was not read (empty when it was, or not asked for)
   Report report;
 };
 
@@ -52,8 +59,9 @@ struct SignalComparison {
 // min_span_seconds < 0.
 std::uint32_t repeats_for_span(double run_seconds, double min_span_seconds, std::uint32_t max_repeats);
 
-// Index of the sample with the least seconds (Signal::time) or joules (Signal::energy; NaN samples
-// skipped); ties keep the earlier sample; nullopt when none qualifies. UsageError for ipc.
+// Index of the sample with the least seconds (Signal::time) or joules (Signal::energy), or the
+// highest ipc (Signal::ipc); NaN samples skipped; ties keep the earlier sample; nullopt when none
+// qualifies.
 std::optional<std::size_t> pick_by(const std::vector<SignalSample>& samples, Signal s);
 
 // The schedules to compare: the incumbent (or the ranking's first, or sequential), sequential,
@@ -62,9 +70,10 @@ std::vector<Schedule> signal_candidates(const std::vector<Schedule>& ranking, co
                                         Grid g, std::uint32_t max_candidates);
 
 // Runs the whole grid under each candidate (repeated, see SignalOptions), reads time and, when the
-// GPU's energy counter can be read, energy, and picks by o.signal (time when energy is not
-// available: SignalComparison::energy_unavailable and a notice say why). The launcher's output is
-// that of the last run. NoDeviceError without CUDA; UsageError for Signal::ipc or no candidates.
+// GPU's energy counter can be read, energy; with o.signal = ipc also the IPC of one whole-grid run
+// per candidate. Picks by o.signal (time when energy or IPC cannot be read:
+// SignalComparison::energy_unavailable / ipc_unavailable and a notice say why). The launcher's
+// output is that of the last run. NoDeviceError without CUDA; UsageError for no candidates.
 SignalComparison compare_signals(BandLauncher& k, const std::vector<Schedule>& candidates, const SignalOptions& o = {});
 
 }  // namespace tandem::schedule
