@@ -98,13 +98,15 @@ std::vector<std::uint8_t> counter_availability(CUcontext ctx) {
 }
 
 // The host side: metric names to a configuration image, counter data to values.
+// It keeps the chip name and the availability image: the host object points into them.
 class HostConfig {
  public:
-  HostConfig(const std::string& chip, const std::vector<std::uint8_t>& availability) {
+  HostConfig(std::string chip, std::vector<std::uint8_t> availability)
+      : chip_(std::move(chip)), availability_(std::move(availability)) {
     auto p = cupti_params<CUpti_Profiler_Host_Initialize_Params>(CUpti_Profiler_Host_Initialize_Params_STRUCT_SIZE);
     p.profilerType = CUPTI_PROFILER_TYPE_RANGE_PROFILER;
-    p.pChipName = chip.c_str();
-    p.pCounterAvailabilityImage = availability.data();
+    p.pChipName = chip_.c_str();
+    p.pCounterAvailabilityImage = availability_.data();
     check(cuptiProfilerHostInitialize(&p), "cuptiProfilerHostInitialize");
     host_ = p.pHostObject;
   }
@@ -159,6 +161,8 @@ class HostConfig {
   }
 
  private:
+  std::string chip_;
+  std::vector<std::uint8_t> availability_;
   CUpti_Profiler_Host_Object* host_{nullptr};
 };
 
