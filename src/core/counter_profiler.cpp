@@ -55,6 +55,11 @@ bool is_refusal(CUptiResult r) {
 std::string describe(const CuptiFailure& f) {
   const char* text = nullptr;
   if (cuptiGetResultString(f.code, &text) != CUPTI_SUCCESS || !text) text = "unknown CUPTI error";
+  if (f.code == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED)
+    return fmt::format(
+        "another profiling tool holds the GPU's counters (a debugger, compute-sanitizer or Nsight attached to the "
+        "process; {}: {})",
+        f.call, text);
   if (is_refusal(f.code))
     return fmt::format(
         "the driver restricts GPU performance counters to administrators ({}: {}; NVreg_RestrictProfilingToAdminUsers)",
