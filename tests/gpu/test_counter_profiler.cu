@@ -119,14 +119,17 @@ TEST(GpuCounterProfiler, ReplaysStartFromPreparedInput) {
 
 TEST(GpuCounterProfiler, LaunchErrorsPassThroughAndLeaveItUsable) {
   TANDEM_REQUIRE_GPU();
-  EXPECT_THROW(read_counters({metric::instructions}, [] { throw std::runtime_error("launch failed"); }),
-               std::runtime_error);
   gpu::DeviceBuffer<int> d(256);
-  const CounterReading r = read_counters({metric::instructions}, [&] {
+  const auto add = [&] {
     add_one<<<1, 256>>>(d.data(), 256);
     TANDEM_CUDA_LAUNCH("add_one");
-  });
-  TANDEM_REQUIRE_COUNTERS(r);
+  };
+  const CounterReading first = read_counters({metric::instructions}, add);
+  TANDEM_REQUIRE_COUNTERS(first);
+  EXPECT_THROW(read_counters({metric::instructions}, [] { throw std::runtime_error("launch failed"); }),
+               std::runtime_error);
+  const CounterReading r = read_counters({metric::instructions}, add);
+  ASSERT_TRUE(r.ok()) << r.unavailable;
   EXPECT_GT(r.values[0], 0.0);
 }
 
