@@ -185,37 +185,38 @@ struct LevelOut {
   }
 };
 
-// From a column sorted by (group, value).
+// Each group's present values as a sorted run of a column sorted by (group, value).
 template <class T>
-struct SortedTopOut {
+struct SortedRuns {
   const std::uint32_t* groups;
   const std::uint64_t* counts;
   const std::uint64_t* bits;
   const std::uint64_t* start;
+  __device__ T at(std::uint64_t k) const { return from_ordered<T>(static_cast<ordered_bits_t<T>>(bits[k])); }
+};
+
+template <class T>
+struct SortedTopOut : SortedRuns<T> {
   std::size_t r;
   __device__ bool operator()(std::size_t i, T& v) const {
-    const std::uint32_t g = groups[i];
-    if (r >= counts[g]) return false;
-    v = from_ordered<T>(static_cast<ordered_bits_t<T>>(bits[start[g] + counts[g] - 1 - r]));
+    const std::uint32_t g = this->groups[i];
+    const std::uint64_t n = this->counts[g];
+    if (r >= n) return false;
+    v = this->at(this->start[g] + n - 1 - r);
     return true;
   }
 };
 
 template <class T>
-struct QuantileOut {
-  const std::uint32_t* groups;
-  const std::uint64_t* counts;
-  const std::uint64_t* bits;
-  const std::uint64_t* start;
+struct QuantileOut : SortedRuns<T> {
   double q;
-  __device__ T at(std::uint64_t k) const { return from_ordered<T>(static_cast<ordered_bits_t<T>>(bits[k])); }
   __device__ bool operator()(std::size_t i, double& v) const {
-    const std::uint32_t g = groups[i];
-    const std::uint64_t n = counts[g];
+    const std::uint32_t g = this->groups[i];
+    const std::uint64_t n = this->counts[g], first = this->start[g];
     if (n == 0) return false;
     const auto p = agg::quantile_position(n, q);
-    const double a = static_cast<double>(at(start[g] + p.lo));
-    const double b = p.lo + 1 < n ? static_cast<double>(at(start[g] + p.lo + 1)) : a;
+    const double a = static_cast<double>(this->at(first + p.lo));
+    const double b = p.lo + 1 < n ? static_cast<double>(this->at(first + p.lo + 1)) : a;
     v = agg::interpolate(a, b, p.frac);
     return true;
   }
@@ -350,11 +351,12 @@ std::vector<DeviceColumn> Aggregations::holistic(const Aggregation& a, const Dev
   if (a.op == AggOp::top) {
     std::vector<DeviceColumn> cols;
     for (std::size_t r = 0; r < a.n; ++r)
-      cols.push_back(finish<T>(names[r], m_, SortedTopOut<T>{groups_, counts, sv.bits.data(), sv.start.data(), r}, s_));
+      cols.push_back(
+          finish<T>(names[r], m_, SortedTopOut<T>{{groups_, counts, sv.bits.data(), sv.start.data()}, r}, s_));
     return cols;
   }
   const double q = a.op == AggOp::median ? 0.5 : a.q;
-  return one(finish<double>(names[0], m_, QuantileOut<T>{groups_, counts, sv.bits.data(), sv.start.data(), q}, s_));
+  return one(finish<double>(names[0], m_, QuantileOut<T>{{groups_, counts, sv.bits.data(), sv.start.data()}, q}, s_));
 }
 
 // Integer sums in two's complement; a group of 64-bit values whose sum may have wrapped is
