@@ -23,12 +23,6 @@ struct SortedValues {
 
 namespace {
 
-#define LAUNCH(kernel, n, ...)                        \
-  do {                                                \
-    kernel<<<grid_for(n), 256, 0, s_>>>(__VA_ARGS__); \
-    TANDEM_CUDA_LAUNCH(#kernel);                      \
-  } while (0)
-
 template <class S>
 __global__ void gather_kernel(const S* per_group, const std::uint32_t* groups, std::size_t m, S* out) {
   for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < m;
@@ -251,7 +245,7 @@ std::vector<S> Aggregations::gathered(const S* per_group) {
   gpu::DeviceBuffer<S> d(m_);
   std::vector<S> host(m_);
   if (m_ == 0) return host;
-  LAUNCH(gather_kernel<S>, m_, per_group, groups_, m_, d.data());
+  TANDEM_GROUPBY_LAUNCH(gather_kernel<S>, m_, s_, per_group, groups_, m_, d.data());
   copy_to_host(host.data(), d.data(), d.bytes(), s_);
   return host;
 }
@@ -277,7 +271,7 @@ const SortedValues& Aggregations::sorted(const DeviceColumn& c) {
   gpu::DeviceBuffer<std::uint32_t> gid(n);
   sv->bits = gpu::DeviceBuffer<std::uint64_t>(n);
   sv->gid = gpu::DeviceBuffer<std::uint32_t>(n);
-  LAUNCH(sort_inputs<T>, n, values_of<T>(c), ids_.gid.data(), n, groups, bits.data(), gid.data());
+  TANDEM_GROUPBY_LAUNCH(sort_inputs<T>, n, s_, values_of<T>(c), ids_.gid.data(), n, groups, bits.data(), gid.data());
   const int value_bits = int(sizeof(T) * 8), group_bits = bits_for(std::uint64_t{groups} + 1);
   // By value, then stably by group: each group's run ends up in value order.
   run_cub("radix sort of values", [&](void* t, std::size_t& b) {
@@ -316,7 +310,8 @@ std::vector<DeviceColumn> Aggregations::top_by_levels(const Aggregation& a, cons
       accumulate<LevelCountAcc, T>(ids_.gid.data(), values_of<T>(c), n, ids_.groups, occurs.data(), s_, above);
       accumulate<LevelAcc, T>(ids_.gid.data(), values_of<T>(c), n, ids_.groups, below.data(), s_, above);
     } else {
-      LAUNCH(split_at_level<T>, n, ids_.gid.data(), values_of<T>(c), n, above, occurs.data(), below.data());
+      TANDEM_GROUPBY_LAUNCH(split_at_level<T>, n, s_, ids_.gid.data(), values_of<T>(c), n, above, occurs.data(),
+                            below.data());
     }
     count.push_back(std::move(occurs));
     level.push_back(std::move(below));
@@ -343,8 +338,8 @@ std::vector<DeviceColumn> Aggregations::holistic(const Aggregation& a, const Dev
     gpu::DeviceBuffer<u64> distinct(ids_.groups);
     fill<u64>(distinct.data(), distinct.size(), 0, s_);
     const std::size_t n = t_.rows;
-    LAUNCH(distinct_kernel, n, sv.bits.data(), sv.gid.data(), n, static_cast<std::uint32_t>(ids_.groups),
-           distinct.data());
+    TANDEM_GROUPBY_LAUNCH(distinct_kernel, n, s_, sv.bits.data(), sv.gid.data(), n,
+                          static_cast<std::uint32_t>(ids_.groups), distinct.data());
     const CountOut out{groups_, reinterpret_cast<const std::uint64_t*>(distinct.data())};
     return one(finish<std::int64_t>(names[0], m_, out, s_));
   }
@@ -431,7 +426,7 @@ std::optional<std::vector<DeviceColumn>> Aggregations::numbers(const Aggregation
       const auto sums = per_group<SumF64Acc, T>(ids_, c, n, s_);
       const std::uint64_t* counts = present_counts(c);
       gpu::DeviceBuffer<double> means(ids_.groups);
-      LAUNCH(mean_kernel, ids_.groups, sums.data(), counts, ids_.groups, means.data());
+      TANDEM_GROUPBY_LAUNCH(mean_kernel, ids_.groups, s_, sums.data(), counts, ids_.groups, means.data());
       const auto m2 = per_group<SquaredDeviationAcc, T>(ids_, c, n, s_, means.data());
       return one(finish<double>(name, m_, VarianceOut{groups_, counts, m2.data(), a.op == AggOp::std}, s_));
     }

@@ -110,30 +110,24 @@ __global__ void peel_kernel(std::uint64_t* cur, std::size_t n, std::uint64_t car
   }
 }
 
-#define LAUNCH(kernel, n, ...)                       \
-  do {                                               \
-    kernel<<<grid_for(n), 256, 0, s>>>(__VA_ARGS__); \
-    TANDEM_CUDA_LAUNCH(#kernel);                     \
-  } while (0)
-
 // Replaces acc[0, n) (numbers below 2^bits) by their ranks among the distinct ones; returns
 // the distinct numbers, ascending.
 gpu::DeviceBuffer<std::uint64_t> rank_in_place(std::uint64_t* acc, std::size_t n, int bits, cudaStream_t s) {
   gpu::DeviceBuffer<std::uint64_t> sorted(n);
   gpu::DeviceBuffer<std::uint32_t> rows(n), rows_sorted(n), rank(n);
-  LAUNCH(iota_kernel, n, rows.data(), n);
+  TANDEM_GROUPBY_LAUNCH(iota_kernel, n, s, rows.data(), n);
   run_cub("radix sort of mixed key codes", [&](void* t, std::size_t& b) {
     return cub::DeviceRadixSort::SortPairs(t, b, acc, sorted.data(), rows.data(), rows_sorted.data(), n, 0, bits, s);
   });
   rows = {};
-  LAUNCH(head_flags, n, sorted.data(), n, rank.data());
+  TANDEM_GROUPBY_LAUNCH(head_flags, n, s, sorted.data(), n, rank.data());
   run_cub("scan of distinct key heads",
           [&](void* t, std::size_t& b) { return cub::DeviceScan::InclusiveSum(t, b, rank.data(), rank.data(), n, s); });
   std::uint32_t distinct_n = 0;
   TANDEM_CUDA(cudaMemcpyAsync(&distinct_n, rank.data() + n - 1, sizeof distinct_n, cudaMemcpyDeviceToHost, s));
   TANDEM_CUDA(cudaStreamSynchronize(s));
   gpu::DeviceBuffer<std::uint64_t> distinct(distinct_n);
-  LAUNCH(scatter_ranks, n, sorted.data(), rows_sorted.data(), rank.data(), n, acc, distinct.data());
+  TANDEM_GROUPBY_LAUNCH(scatter_ranks, n, s, sorted.data(), rows_sorted.data(), rank.data(), n, acc, distinct.data());
   return distinct;
 }
 
@@ -143,7 +137,7 @@ gpu::DeviceBuffer<std::uint64_t> distinct_values(const DeviceColumn& c, std::siz
   gpu::DeviceBuffer<std::uint64_t> bits(n), picked(n);
   gpu::DeviceBuffer<std::uint8_t> flags(n);
   gpu::DeviceBuffer<std::uint32_t> count(1);
-  LAUNCH(present_key_bits<T>, n, values_of<T>(c), n, bits.data(), flags.data());
+  TANDEM_GROUPBY_LAUNCH(present_key_bits<T>, n, s, values_of<T>(c), n, bits.data(), flags.data());
   run_cub("selection of present keys", [&](void* t, std::size_t& b) {
     return cub::DeviceSelect::Flagged(t, b, bits.data(), flags.data(), picked.data(), count.data(), n, s);
   });
@@ -261,7 +255,7 @@ GroupIds group_ids(const DeviceTable::Impl& t, const std::vector<std::string>& b
     }
     ids.stages.push_back(std::move(last));
     ids.groups = acc_card;
-    LAUNCH(narrow_kernel, n, acc.data(), n, ids.gid.data());
+    TANDEM_GROUPBY_LAUNCH(narrow_kernel, n, s, acc.data(), n, ids.gid.data());
   }
   TANDEM_CUDA(cudaStreamSynchronize(s));
   const bool ranked = ids.stages.back().distinct.size() > 0;
@@ -308,13 +302,15 @@ struct CodeOut {
 std::vector<DeviceColumn> key_columns(const GroupIds& ids, const std::uint32_t* groups, std::size_t m, cudaStream_t s) {
   std::vector<gpu::DeviceBuffer<std::uint32_t>> codes(ids.keys.size());
   gpu::DeviceBuffer<std::uint64_t> cur(m);
-  if (m) LAUNCH(widen_kernel, m, groups, m, cur.data());
+  if (m) TANDEM_GROUPBY_LAUNCH(widen_kernel, m, s, groups, m, cur.data());
   for (std::size_t st = ids.stages.size(); st-- > 0;) {
     const MixStage& stage = ids.stages[st];
-    if (m && stage.distinct.size()) LAUNCH(lookup_kernel, m, cur.data(), m, stage.distinct.data());
+    if (m && stage.distinct.size()) TANDEM_GROUPBY_LAUNCH(lookup_kernel, m, s, cur.data(), m, stage.distinct.data());
     for (std::size_t j = stage.end; j-- > stage.begin;) {
       codes[j] = gpu::DeviceBuffer<std::uint32_t>(m);
-      if (m) LAUNCH(peel_kernel, m, cur.data(), m, std::max<std::uint64_t>(ids.keys[j].card, 1), codes[j].data());
+      if (m)
+        TANDEM_GROUPBY_LAUNCH(peel_kernel, m, s, cur.data(), m, std::max<std::uint64_t>(ids.keys[j].card, 1),
+                              codes[j].data());
     }
   }
   std::vector<DeviceColumn> out;

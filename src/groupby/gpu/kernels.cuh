@@ -220,6 +220,13 @@ namespace tandem::gpu_groupby {
 // Blocks for a grid-stride loop over n items: enough to fill the device, no more.
 int grid_for(std::size_t n, int per_sm = 8);
 
+// Launches a grid-stride kernel over n items on stream s and checks the launch.
+#define TANDEM_GROUPBY_LAUNCH(kernel, n, s, ...)                            \
+  do {                                                                      \
+    kernel<<<::tandem::gpu_groupby::grid_for(n), 256, 0, s>>>(__VA_ARGS__); \
+    TANDEM_CUDA_LAUNCH(#kernel);                                            \
+  } while (0)
+
 template <class S>
 void fill(S* out, std::size_t n, S value, cudaStream_t s) {
   if (n == 0) return;
