@@ -266,6 +266,7 @@ def groupby(columns, by, aggs):
 # ---- group-by of GPU columns through the table engine ---------------------------------------------
 # tandem's column types for the dtypes GPU arrays come in; narrower ones are widened (a copy).
 _TABLE_TYPES = {"int32": "i32", "int64": "i64", "uint32": "u32", "uint64": "u64", "float32": "f32", "float64": "f64"}
+_NUMPY_TYPES = {kind: np.dtype(name) for name, kind in _TABLE_TYPES.items()}
 _WIDER = {"b": np.uint32, "i": np.int32, "u": np.uint32, "f": np.float32}
 _SAME_TYPE_OPS = ("min", "max", "first", "last", "top")  # results of the input column's type
 
@@ -360,11 +361,13 @@ def groupby_table(columns, by, aggs, threads):
             [dev.obj for dev in work.values()], threads)
         result, report = table.groupby_on_device([str(b) for b in by], library_aggs, "gpu", threads)
     rows = result.rows
-    out = {}
+    out, promoted = {}, set()  # promoted: integer columns made float64 to hold NaN for missing cells
     for name, kind, ptr, validity, missing in result.device_columns():
-        dtype = np.dtype({v: k for k, v in _TABLE_TYPES.items()}[kind])
+        dtype = _NUMPY_TYPES[kind]
         values = _wrap_memory(first, ptr, rows, dtype, result)
         out[name] = _missing_as_nan(first, values, validity, rows, result) if missing else values
+        if missing and dtype.kind != "f":
+            promoted.add(name)
     # Narrow inputs were widened: their keys and same-type aggregates go back to the input's dtype.
     back = {b: b for b in by}
     for op, column, q, n, name in python_aggs:
@@ -373,14 +376,9 @@ def groupby_table(columns, by, aggs, threads):
                 back[out_name] = column
     for out_name, column in back.items():
         source = columns[column]
-        if work[column] is not source and out_name in out and not _has_nan_from_missing(out[out_name], source):
+        if work[column] is not source and out_name in out and out_name not in promoted:
             out[out_name] = source.wrap(out[out_name]).astype(source.dtype)
     return out, report
-
-
-def _has_nan_from_missing(values, source):
-    """Whether values was turned into float64 for missing cells (it then keeps that type)."""
-    return np.dtype(str(values.dtype).replace("torch.", "")).kind == "f" and source.dtype.kind != "f"
 
 
 def _torch_device(device):

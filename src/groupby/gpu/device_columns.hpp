@@ -50,6 +50,10 @@ struct DeviceColumn {
 std::size_t present_rows(const DeviceColumn& c, std::size_t rows);
 #endif
 
+// The checks every device table makes (UsageError for a negative thread count or 2^32 rows,
+// NoDeviceError without a GPU); the CPU threads to use.
+int checked_threads(std::size_t rows, int threads);
+
 // Uploads the named columns (all when empty) to the current device.
 std::unique_ptr<DeviceTable::Impl> upload(const Table& table, const std::vector<std::string>& columns, int threads);
 

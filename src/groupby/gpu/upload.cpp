@@ -65,13 +65,17 @@ DeviceColumn upload_column(const Column& c, int threads) {
 
 }  // namespace
 
-std::unique_ptr<DeviceTable::Impl> upload(const Table& table, const std::vector<std::string>& columns, int threads) {
+int checked_threads(std::size_t rows, int threads) {
   if (threads < 0)
     throw UsageError(fmt::format("device table threads: {} (expected 0 for every core, or a positive count)", threads));
-  if (threads == 0) threads = default_threads();
-  if (table.rows() >= (std::size_t{1} << 32) - 1)
-    throw UsageError(fmt::format("device table: {} rows (the GPU group-by takes fewer than 2^32)", table.rows()));
+  if (rows >= (std::size_t{1} << 32) - 1)
+    throw UsageError(fmt::format("device table: {} rows (the GPU group-by takes fewer than 2^32)", rows));
   if (gpu_count() == 0) throw NoDeviceError("device table: no usable GPU");
+  return threads > 0 ? threads : default_threads();
+}
+
+std::unique_ptr<DeviceTable::Impl> upload(const Table& table, const std::vector<std::string>& columns, int threads) {
+  threads = checked_threads(table.rows(), threads);
   Stopwatch w;
   auto impl = std::make_unique<DeviceTable::Impl>();
   TANDEM_CUDA(cudaGetDevice(&impl->device));
@@ -95,15 +99,10 @@ std::unique_ptr<DeviceTable::Impl> upload(const Table& table, const std::vector<
 namespace tandem {
 
 DeviceTable DeviceTable::borrow(std::vector<DeviceColumnView> columns, std::size_t rows, int threads) {
-  if (threads < 0)
-    throw UsageError(fmt::format("device table threads: {} (expected 0 for every core, or a positive count)", threads));
-  if (rows >= (std::size_t{1} << 32) - 1)
-    throw UsageError(fmt::format("device table: {} rows (the GPU group-by takes fewer than 2^32)", rows));
-  if (gpu_count() == 0) throw NoDeviceError("device table: no usable GPU");
   auto impl = std::make_unique<Impl>();
+  impl->threads = gpu_groupby::checked_threads(rows, threads);
   TANDEM_CUDA(cudaGetDevice(&impl->device));
   impl->rows = rows;
-  impl->threads = threads > 0 ? threads : default_threads();
   for (auto& v : columns) {
     if (v.type == ColumnType::str)
       throw UsageError(fmt::format("device table: column '{}' is text; only number columns are borrowed", v.name));
