@@ -14,6 +14,11 @@ if "$T" sort --distributed --type u32 --in /dev/null --out "$D/x" 2>&1 | grep -q
 fi
 command -v mpirun >/dev/null || { echo "skip: no mpirun"; exit 0; }
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1 OMP_NUM_THREADS=1
+# In sanitizer builds, LeakSanitizer's exit-time tracer sometimes crashes (signal 11) in one of four
+# oversubscribed ranks on two cores, failing a step that leaked nothing. Leaks of the distributed
+# code are checked by the dist.np1..np4 tests under the same sanitizer; this script checks results
+# and exit codes.
+export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
 MPI="mpirun -np"
 
 python3 - "$D" <<'PY'
