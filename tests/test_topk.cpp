@@ -92,6 +92,63 @@ TEST(TopkBounds, UpperBoundAndTies) {
   EXPECT_TRUE(unseen_may_beat(2.0, kth));  // an unseen object could tie with a smaller id
 }
 
+TEST(TopkBounds, FloatOrderKeyIsDescendingScoreAndMergesSignedZero) {
+  using namespace tandem::topk::detail;
+  const float v[] = {-std::numeric_limits<float>::infinity(), -3.5f, -1e-40f, 0.0f, 1e-40f, 2.0f, 7.25f};
+  for (std::size_t i = 1; i < std::size(v); ++i) EXPECT_GT(order_key32(v[i - 1]), order_key32(v[i]));
+  EXPECT_EQ(order_key32(-0.0f), order_key32(0.0f));
+  for (float x : v) EXPECT_EQ(key32_score(order_key32(x)), x);
+}
+
+// The filtered scan's promise: every object's float aggregate (list order, as the GPU adds it) is
+// within approx_error of its exact score, so the cut keeps every object of the exact top k.
+TEST(TopkBounds, FloatAggregateIsWithinTheErrorBound) {
+  using namespace tandem::topk::detail;
+  std::vector<Lists> cases{topk_cases::mixed_magnitude_lists(4000, 5, 3), topk_cases::cancelling_lists()};
+  GenOptions g;
+  g.objects = 4000;
+  g.lists = 6;
+  cases.push_back(generate(g));
+  for (const auto& l : cases) {
+    const char* weights[] = {"0.1", "3", "7.5", "0", "1e-3", "2"};
+    std::string wsum = "wsum:";
+    for (std::uint32_t i = 0; i < l.n; ++i) wsum += std::string(i ? "," : "") + weights[i];
+    for (const std::string& agg : {std::string("sum"), wsum, std::string("min"), std::string("max")}) {
+      SCOPED_TRACE(agg);
+      const auto spec = spec_of(Aggregate::parse(agg, l.n), l);
+      const double err = approx_error(spec, list_max_abs(l));
+      ASSERT_TRUE(std::isfinite(err));
+      std::vector<Acc> exact(l.m, acc_identity(spec.kind));
+      std::vector<float> approx(l.m, approx_identity(spec.kind));
+      for (std::uint32_t i = 0; i < l.n; ++i)
+        for (const Entry& e : l.list(i)) {
+          exact[e.id] = acc_combine(spec.kind, exact[e.id], acc_of(spec, i, e.score));
+          approx[e.id] = approx_combine(spec.kind, approx[e.id], approx_value(spec, i, e.score));
+        }
+      for (std::uint64_t o = 0; o < l.m; ++o) {
+        const double e = acc_score(spec, exact[o]);
+        if (is_sum(spec.kind)) EXPECT_LE(std::fabs(double(approx[o]) - e), err) << o;
+        else EXPECT_EQ(double(approx[o]), e) << o;
+      }
+    }
+  }
+  AggSpec big;
+  big.kind = kWsum;
+  big.n = 2;
+  big.w[0] = big.w[1] = 1e30;
+  EXPECT_FALSE(std::isfinite(approx_error(big, {1e10f, 1.0f})));  // 1e40 is no float: no filter
+}
+
+TEST(TopkBounds, ApproxCutRoundsDown) {
+  using namespace tandem::topk::detail;
+  EXPECT_EQ(approx_cut(1.0f, 0.0), 1.0f);
+  const float c = approx_cut(1.0f, 1e-9);  // 1 - 2e-9 is no float: the float below it
+  EXPECT_LT(double(c), 1.0 - 2e-9);
+  EXPECT_EQ(std::nextafter(c, 2.0f), 1.0f);
+  EXPECT_EQ(approx_cut(-3e38f, 1e38), -std::numeric_limits<float>::infinity());
+  EXPECT_EQ(approx_cut(std::numeric_limits<float>::quiet_NaN(), 0.0), -std::numeric_limits<float>::infinity());
+}
+
 TEST(TopkFormat, RoundTripAndValidation) {
   TempDir t;
   GenOptions g;

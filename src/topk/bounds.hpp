@@ -197,6 +197,48 @@ TK_HD double key_score(std::uint64_t key) {
   return s;
 }
 
+// ---- the scan's float filter ----
+// The scan first aggregates every object in float (an array small enough to stay in the GPU's L2),
+// then aggregates exactly only the objects whose float aggregate lies within twice the float's
+// error bound (approx_error) of the k-th best float aggregate. min and max are exact in float.
+TK_HD float approx_value(const AggSpec& a, std::uint32_t i, float s) {
+  return a.kind == kWsum ? static_cast<float>(a.w[i] * double(s)) : s;
+}
+
+TK_HD float approx_identity(int kind) { return static_cast<float>(agg_identity(kind)); }
+
+TK_HD float approx_combine(int kind, float x, float y) {
+  if (kind == kMin) return y < x ? y : x;
+  if (kind == kMax) return y > x ? y : x;
+  return x + y;
+}
+
+// order_key for floats: ascending as the score descends; -0.0 and +0.0 are one key.
+TK_HD std::uint32_t order_key32(float s) {
+  s = s + 0.0f;
+  std::uint32_t u;
+#if defined(__CUDA_ARCH__)
+  u = static_cast<std::uint32_t>(__float_as_uint(s));
+#else
+  std::memcpy(&u, &s, sizeof u);
+#endif
+  const std::uint32_t sign = std::uint32_t{1} << 31;
+  return ~((u & sign) ? ~u : (u | sign));
+}
+
+TK_HD float key32_score(std::uint32_t key) {
+  const std::uint32_t sign = std::uint32_t{1} << 31;
+  const std::uint32_t up = ~key;
+  const std::uint32_t u = (up & sign) ? (up & ~sign) : ~up;
+  float s;
+#if defined(__CUDA_ARCH__)
+  s = __uint_as_float(u);
+#else
+  std::memcpy(&s, &u, sizeof s);
+#endif
+  return s;
+}
+
 // (score key, id): ascending order = best first.
 struct Key96 {
   std::uint64_t hi;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <limits>
 #include <queue>
 
 #include <fmt/format.h>
@@ -87,6 +88,26 @@ int sum_scale(const AggSpec& a, const std::vector<float>& max_abs) {
   int e = 0;
   std::frexp(most, &e);  // most < 2^e
   return e - 120;
+}
+
+double approx_error(const AggSpec& a, const std::vector<float>& max_abs) {
+  if (!is_sum(a.kind)) return 0.0;  // a float min or max is the exact score
+  double b = 0;                     // bound on every partial sum's magnitude
+  for (std::uint32_t i = 0; i < a.n && i < max_abs.size(); ++i) b += std::fabs(agg_value(a, i, max_abs[i]));
+  const double n = a.n;
+  if (!(b * (1 + 0x1p-20) < double(std::numeric_limits<float>::max()) / 2)) return HUGE_VAL;
+  // float: each contribution rounded once (2^-24 relative, 2^-150 absolute below the normals),
+  // each of n - 1 additions 2^-24 of a partial sum; exact: each contribution rounded to the 2^scale
+  // grid (half a unit), the sum rounded once to a double (2^-53). Generous constants on top.
+  return n * 0x1p-24 * b * (1 + 0x1p-20) + n * std::ldexp(1.0, a.scale) + 0x1p-52 * b + n * 0x1p-149;
+}
+
+float approx_cut(float kth_low, double error) {
+  const double cut = double(kth_low) - 2 * error;
+  if (!(cut > -double(std::numeric_limits<float>::max()))) return -std::numeric_limits<float>::infinity();
+  float f = static_cast<float>(cut);
+  if (double(f) > cut) f = std::nextafter(f, -std::numeric_limits<float>::infinity());
+  return f;
 }
 
 void describe(Result& r, std::uint64_t m) {

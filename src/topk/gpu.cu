@@ -216,9 +216,15 @@ __global__ void k_scan_list(const Entry* L, std::uint64_t m, AggSpec a, std::uin
 constexpr int kDigitBits = 11;
 constexpr int kBins = 1 << kDigitBits;
 
+// Radix select keys: ascending as the score descends (64-bit for double scores, 32 for floats).
+__device__ __forceinline__ std::uint64_t select_key(double s) { return order_key(s); }
+__device__ __forceinline__ std::uint32_t select_key(float s) { return order_key32(s); }
+
 // Radix select: histogram of the next `width` key bits among objects whose top `bits` bits equal `prefix`.
-__global__ void k_select_hist(const double* acc, std::uint64_t m, std::uint64_t prefix, int bits, int width,
+template <class T>
+__global__ void k_select_hist(const T* acc, std::uint64_t m, std::uint64_t prefix, int bits, int width,
                               unsigned long long* hist) {
+  constexpr int kKeyBits = 8 * sizeof(T);
   __shared__ unsigned int h[kBins];
   for (int b = threadIdx.x; b < kBins; b += blockDim.x) h[b] = 0;
   __syncthreads();
@@ -232,8 +238,9 @@ __global__ void k_select_hist(const double* acc, std::uint64_t m, std::uint64_t 
     const std::uint64_t id = base + (threadIdx.x & 31);
     int bin = -1;
     if (id < m) {
-      const std::uint64_t key = order_key(acc[id]);
-      if (bits == 0 || (key >> (64 - bits)) == prefix) bin = int(unsigned(key >> (64 - bits - width)) & mask);
+      const std::uint64_t key = select_key(acc[id]);
+      if (bits == 0 || (key >> (kKeyBits - bits)) == prefix)
+        bin = int(unsigned(key >> (kKeyBits - bits - width)) & mask);
     }
     const unsigned peers = __match_any_sync(0xffffffffu, bin);
     if (bin >= 0 && (threadIdx.x & 31) == unsigned(__ffs(peers) - 1)) atomicAdd(&h[bin], unsigned(__popc(peers)));
@@ -253,6 +260,57 @@ __global__ void k_select_compact(const double* acc, std::uint64_t m, std::uint64
     const unsigned long long at = atomicAdd(count, 1ull);
     if (at < cap) out[at] = Key96{key, std::uint32_t(id), 0};
   }
+}
+
+// The filtered scan's float pass over list i (lists in order: the same bits every run). Entries are
+// read once (streaming loads keep the float array in L2).
+__global__ void k_approx_list(const Entry* L, std::uint64_t m, AggSpec a, std::uint32_t i, float* approx) {
+  const auto* raw = reinterpret_cast<const unsigned long long*>(L);
+  for (std::uint64_t p = blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x; p < m;
+       p += std::uint64_t(gridDim.x) * blockDim.x) {
+    const unsigned long long bits = __ldcs(raw + p);
+    const auto id = static_cast<std::uint32_t>(bits);
+    if (id >= m) continue;
+    const float v = approx_value(a, i, __uint_as_float(static_cast<unsigned>(bits >> 32)));
+    approx[id] = i == 0 ? v : approx_combine(a.kind, approx[id], v);
+  }
+}
+
+// Candidates: objects whose float aggregate reaches the cut get a slot (any order: the keys are
+// sorted afterwards).
+__global__ void k_approx_candidates(const float* approx, std::uint64_t m, float cut, std::uint32_t* slot_of,
+                                    std::uint32_t* ids, Acc* accs, Acc ident, std::uint64_t cap,
+                                    unsigned long long* count) {
+  for (std::uint64_t id = blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x; id < m;
+       id += std::uint64_t(gridDim.x) * blockDim.x) {
+    if (!(approx[id] >= cut)) continue;
+    const unsigned long long at = atomicAdd(count, 1ull);
+    if (at >= cap) continue;
+    slot_of[id] = std::uint32_t(at);
+    ids[at] = std::uint32_t(id);
+    accs[at] = ident;
+  }
+}
+
+// The candidates' exact aggregates: every list at once (blockIdx.y), exact atomics (any order).
+__global__ void k_exact_candidates(const Entry* L, std::uint64_t m, AggSpec a, const float* approx, float cut,
+                                   const std::uint32_t* slot_of, Acc* accs) {
+  const std::uint32_t i = blockIdx.y;
+  const auto* raw = reinterpret_cast<const unsigned long long*>(L + std::uint64_t(i) * m);
+  for (std::uint64_t p = blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x; p < m;
+       p += std::uint64_t(gridDim.x) * blockDim.x) {
+    const unsigned long long bits = __ldcs(raw + p);
+    const auto id = static_cast<std::uint32_t>(bits);
+    if (id >= m || !(approx[id] >= cut)) continue;
+    atomic_combine(a.kind, &accs[slot_of[id]], acc_of(a, i, __uint_as_float(static_cast<unsigned>(bits >> 32))));
+  }
+}
+
+__global__ void k_candidate_keys(const std::uint32_t* ids, const Acc* accs, std::uint64_t count, AggSpec a,
+                                 Key96* out) {
+  for (std::uint64_t q = blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x; q < count;
+       q += std::uint64_t(gridDim.x) * blockDim.x)
+    out[q] = make_key(acc_score(a, accs[q]), ids[q]);
 }
 
 template <class T>
@@ -290,6 +348,9 @@ struct DeviceLists::Impl {
   gpu::DeviceBuffer<unsigned char> cub_temp;
   gpu::DeviceBuffer<double> acc;
   gpu::DeviceBuffer<Acc> acc_fixed;
+  gpu::DeviceBuffer<float> approx;  // the filtered scan's float aggregates
+  gpu::DeviceBuffer<std::uint32_t> slot_of, cand_ids;
+  gpu::DeviceBuffer<Acc> cand_acc;
   gpu::DeviceBuffer<float> ta_index;
   bool ta_built{false};
   gpu::DeviceBuffer<DevState> state;
@@ -584,8 +645,76 @@ Result ta_gpu(DeviceLists& dl, std::uint64_t k, const Aggregate& agg, const Opti
   return std::move(q.r);
 }
 
-Result scan_gpu(DeviceLists& dl, std::uint64_t k, const Aggregate& agg, const Options&) {
-  auto q = start_query(dl, k, agg);
+namespace {
+
+// Where a radix select stopped: the bucket (top `bits` key bits = prefix) holding the k-th best,
+// with `less` objects before it and `eq` in it.
+struct Selected {
+  std::uint64_t prefix{0}, less{0}, eq{0};
+  int bits{0}, passes{0};
+};
+
+// Radix select over m scores (double or float), kDigitBits at a time, until at most `cap` objects
+// are in or before the k-th's bucket.
+template <class T>
+Selected radix_select(DeviceLists::Impl& d, const T* vals, std::uint64_t m, std::uint64_t k, std::uint64_t cap) {
+  constexpr int kKeyBits = 8 * sizeof(T);
+  Selected s;
+  s.eq = m;
+  while (s.bits < kKeyBits && s.less + s.eq > cap) {
+    const int width = std::min(kDigitBits, kKeyBits - s.bits);
+    TANDEM_CUDA(cudaMemsetAsync(d.hist.data(), 0, kBins * sizeof(unsigned long long), d.stream));
+    k_select_hist<T><<<gpu::grid_for(m, kBlock, 132 * 8), kBlock, 0, d.stream>>>(vals, m, s.prefix, s.bits, width,
+                                                                                 d.hist.data());
+    TANDEM_CUDA_LAUNCH("k_select_hist");
+    TANDEM_CUDA(cudaMemcpyAsync(d.host_hist.data(), d.hist.data(), kBins * sizeof(unsigned long long),
+                                cudaMemcpyDeviceToHost, d.stream));
+    d.stream.sync();
+    const std::uint64_t need = k - s.less;
+    std::uint64_t cum = 0;
+    int b = 0;
+    for (; b < (1 << width); ++b) {
+      if (cum + d.host_hist[b] >= need) break;
+      cum += d.host_hist[b];
+    }
+    if (b == (1 << width)) throw Error("top-k scan: radix select lost objects (internal error)");
+    s.less += cum;
+    s.eq = d.host_hist[b];
+    s.prefix = (s.prefix << width) | std::uint64_t(b);
+    s.bits += width;
+    ++s.passes;
+  }
+  return s;
+}
+
+// The lowest float score in a select's bucket (its largest key).
+float bucket_low(const Selected& s) {
+  const int rest = 32 - s.bits;
+  const std::uint64_t key = (s.prefix << rest) | ((std::uint64_t{1} << rest) - 1);
+  return key32_score(static_cast<std::uint32_t>(key));
+}
+
+// Sorts `count` keys (merge_a -> merge_b) and returns the first k as items.
+std::vector<Item> best_keys(DeviceLists::Impl& d, std::uint64_t count, std::uint64_t k) {
+  if (count <= kSmallSort) {
+    k_small_sort<<<1, kSmallThreads, 0, d.stream>>>(d.merge_a.data(), d.merge_b.data(), int(count));
+    TANDEM_CUDA_LAUNCH("k_small_sort");
+  } else {
+    d.sort_keys(d.merge_a.data(), d.merge_b.data(), count);
+  }
+  std::vector<Key96> h(k);
+  TANDEM_CUDA(cudaMemcpyAsync(h.data(), d.merge_b.data(), k * sizeof(Key96), cudaMemcpyDeviceToHost, d.stream));
+  d.stream.sync();
+  std::vector<Item> items;
+  for (const auto& key : h) items.push_back(Item{key.id, key_score(key.hi)});
+  return items;
+}
+
+}  // namespace
+
+// The scan by exact aggregates of every object: 16-byte fixed-point sums per object (which do
+// not stay in L2), then a radix select on the 64-bit score keys.
+static void scan_exact(Query& q, std::uint64_t k) {
   auto& [d, n, m, a, where, r] = q;
   ensure(d.acc, m);
   if (n > 1) ensure(d.acc_fixed, m);
@@ -597,55 +726,98 @@ Result scan_gpu(DeviceLists& dl, std::uint64_t k, const Aggregate& agg, const Op
     TANDEM_CUDA_LAUNCH("k_scan_list");
   }
   e1.record(d.stream);
-  // Radix select on the 64-bit score key, 11 bits at a time, until few enough objects remain.
-  const std::uint64_t cap = std::max<std::uint64_t>(2 * k, 1 << 16);
-  std::uint64_t prefix = 0, less = 0, eq = m;
-  int bits = 0, passes = 0;
-  while (bits < 64 && less + eq > cap) {
-    const int width = std::min(kDigitBits, 64 - bits);
-    TANDEM_CUDA(cudaMemsetAsync(d.hist.data(), 0, kBins * sizeof(unsigned long long), d.stream));
-    k_select_hist<<<gpu::grid_for(m, kBlock, 132 * 8), kBlock, 0, d.stream>>>(d.acc.data(), m, prefix, bits, width,
-                                                                              d.hist.data());
-    TANDEM_CUDA_LAUNCH("k_select_hist");
-    TANDEM_CUDA(cudaMemcpyAsync(d.host_hist.data(), d.hist.data(), kBins * sizeof(unsigned long long),
-                                cudaMemcpyDeviceToHost, d.stream));
-    d.stream.sync();
-    const std::uint64_t need = k - less;
-    std::uint64_t cum = 0;
-    int b = 0;
-    for (; b < (1 << width); ++b) {
-      if (cum + d.host_hist[b] >= need) break;
-      cum += d.host_hist[b];
-    }
-    if (b == (1 << width)) throw Error("top-k scan: radix select lost objects (internal error)");
-    less += cum;
-    eq = d.host_hist[b];
-    prefix = (prefix << width) | std::uint64_t(b);
-    bits += width;
-    ++passes;
-  }
-  const std::uint64_t count = less + eq;
+  const Selected s = radix_select(d, d.acc.data(), m, k, std::max<std::uint64_t>(2 * k, 1 << 16));
+  const std::uint64_t count = s.less + s.eq;
   ensure(d.merge_a, count);
   ensure(d.merge_b, count);
   TANDEM_CUDA(cudaMemsetAsync(d.counter.data(), 0, sizeof(unsigned long long), d.stream));
   k_select_compact<<<gpu::grid_for(m, kBlock, kGridCap), kBlock, 0, d.stream>>>(
-      d.acc.data(), m, prefix, bits, d.merge_a.data(), count, d.counter.data());
+      d.acc.data(), m, s.prefix, s.bits, d.merge_a.data(), count, d.counter.data());
   TANDEM_CUDA_LAUNCH("k_select_compact");
   unsigned long long got = 0;
   TANDEM_CUDA(cudaMemcpyAsync(&got, d.counter.data(), sizeof got, cudaMemcpyDeviceToHost, d.stream));
   d.stream.sync();
   if (got != count)
     throw Error(gpu::format("top-k scan: select kept {} objects, expected {} (internal error)", got, count));
-  d.sort_keys(d.merge_a.data(), d.merge_b.data(), count);
+  r.items = best_keys(d, count, k);
   e2.record(d.stream);
-  std::vector<Key96> h(k);
-  TANDEM_CUDA(cudaMemcpyAsync(h.data(), d.merge_b.data(), k * sizeof(Key96), cudaMemcpyDeviceToHost, d.stream));
-  d.stream.sync();
-  for (const auto& key : h) r.items.push_back(Item{key.id, key_score(key.hi)});
+  e2.sync();
   r.report.add("aggregate every object", where, e1.seconds_since(e0), gpu::format("{} lists x {} objects", n, m));
   r.report.add("radix select + sort", where, e2.seconds_since(e1),
-               gpu::format("{} passes, {} objects sorted", passes, count));
-  finish(r, "scan", where, n, m, m, 0, std::uint64_t(passes), false, true);
+               gpu::format("{} passes, {} objects sorted", s.passes, count));
+  finish(r, "scan", where, n, m, m, 0, std::uint64_t(s.passes), false, true);
+}
+
+// The filtered scan: float aggregates of every object (4 bytes each: they stay in L2), a radix
+// select on them, then exact aggregates of the candidates only, those within twice the float's
+// error bound of the k-th float aggregate (every object of the exact top k is one). False, with a
+// note (and the filter's time) in q.r, when the bound is useless or too many objects are near
+// the k-th (ties): the exact scan then answers.
+static bool scan_filtered(Query& q, std::uint64_t k) {
+  auto& [d, n, m, a, where, r] = q;
+  const double error = approx_error(a, d.max_abs);
+  if (!std::isfinite(error)) {
+    r.report.note("scan: float aggregates could overflow; every object aggregated exactly");
+    return false;
+  }
+  ensure(d.approx, m);
+  gpu::Event e0, e1, e2, e3;
+  e0.record(d.stream);
+  for (std::uint32_t i = 0; i < n; ++i) {
+    k_approx_list<<<gpu::grid_for(m, kBlock, kGridCap), kBlock, 0, d.stream>>>(d.L + std::uint64_t(i) * m, m, a, i,
+                                                                               d.approx.data());
+    TANDEM_CUDA_LAUNCH("k_approx_list");
+  }
+  e1.record(d.stream);
+  const Selected s = radix_select(d, d.approx.data(), m, k, std::max<std::uint64_t>(2 * k, 4096));
+  const float cut = approx_cut(bucket_low(s), error);
+  const std::uint64_t cap = std::min(m, std::max<std::uint64_t>(16 * k, 1 << 16));
+  ensure(d.slot_of, m);
+  ensure(d.cand_ids, cap);
+  ensure(d.cand_acc, cap);
+  ensure(d.merge_a, cap);
+  ensure(d.merge_b, cap);
+  TANDEM_CUDA(cudaMemsetAsync(d.counter.data(), 0, sizeof(unsigned long long), d.stream));
+  k_approx_candidates<<<gpu::grid_for(m, kBlock, kGridCap), kBlock, 0, d.stream>>>(
+      d.approx.data(), m, cut, d.slot_of.data(), d.cand_ids.data(), d.cand_acc.data(), acc_identity(a.kind), cap,
+      d.counter.data());
+  TANDEM_CUDA_LAUNCH("k_approx_candidates");
+  unsigned long long count = 0;
+  TANDEM_CUDA(cudaMemcpyAsync(&count, d.counter.data(), sizeof count, cudaMemcpyDeviceToHost, d.stream));
+  d.stream.sync();
+  e2.record(d.stream);
+  if (count > cap) {
+    r.report.add("float aggregate + select (filter not used)", where, e2.seconds_since(e0),
+                 gpu::format("{} candidates", count));
+    r.report.note(gpu::format("scan: {} objects within the float error bound of the k-th (more than {}); every "
+                              "object aggregated exactly",
+                              count, cap));
+    return false;
+  }
+  if (count < k) throw Error(gpu::format("top-k scan: {} candidates for k = {} (internal error)", count, k));
+  const dim3 grid(gpu::grid_for(m, kBlock, kGridCap), n);
+  k_exact_candidates<<<grid, kBlock, 0, d.stream>>>(d.L, m, a, d.approx.data(), cut, d.slot_of.data(),
+                                                     d.cand_acc.data());
+  TANDEM_CUDA_LAUNCH("k_exact_candidates");
+  k_candidate_keys<<<gpu::grid_for(count, kBlock, kGridCap), kBlock, 0, d.stream>>>(
+      d.cand_ids.data(), d.cand_acc.data(), count, a, d.merge_a.data());
+  TANDEM_CUDA_LAUNCH("k_candidate_keys");
+  r.items = best_keys(d, count, k);
+  e3.record(d.stream);
+  e3.sync();
+  r.report.add("float aggregate of every object", where, e1.seconds_since(e0),
+               gpu::format("{} lists x {} objects", n, m));
+  r.report.add("radix select on the floats + candidates", where, e2.seconds_since(e1),
+               gpu::format("{} passes; {} candidates within {:.3g} of the k-th", s.passes, count, 2 * error));
+  r.report.add("exact aggregate of the candidates + sort", where, e3.seconds_since(e2),
+               gpu::format("{} lists read again", n));
+  finish(r, "scan", where, n, m, m, count, std::uint64_t(s.passes), false, true);
+  return true;
+}
+
+Result scan_gpu(DeviceLists& dl, std::uint64_t k, const Aggregate& agg, const Options&) {
+  auto q = start_query(dl, k, agg);
+  if (!scan_filtered(q, k)) scan_exact(q, k);
   return std::move(q.r);
 }
 

@@ -156,3 +156,36 @@ TEST(GpuTopk, QueryOnResidentListsPlansAsTheUploadingQuery) {
   EXPECT_THROW(query(*d, 101), UsageError);
   EXPECT_THROW(query(*d, 5, Aggregate::parse("wsum:1,2", 2)), UsageError);
 }
+
+// The scan's float filter: used on ordinary lists; ties beyond its candidate room and weights
+// whose products overflow a float send it to the exact scan of every object, with a note.
+TEST(GpuTopk, ScanFilterAndItsFallbacksGiveTheCpuAnswer) {
+  TANDEM_REQUIRE_GPU();
+  auto has_note = [](const Result& r, const char* text) {
+    for (const auto& n : r.report.notes)
+      if (n.find(text) != std::string::npos) return true;
+    return false;
+  };
+  const auto l = four_lists(sanitizer() ? 3001 : 200003, Dist::uniform);
+  auto d = upload(l);
+  auto r = scan_gpu(*d, 100, {}, {});
+  EXPECT_EQ(r.items, reference(l, 100));
+  EXPECT_FALSE(has_note(r, "every object aggregated exactly"));
+  EXPECT_LT(r.stats.candidates, 4096u);
+
+  const std::uint64_t m = sanitizer() ? 70001 : 300007;  // more equal objects than the filter keeps
+  std::vector<std::vector<float>> same(m, std::vector<float>(3, 0.5f));
+  same[m / 2] = {0.5f, 0.5f, 0.75f};
+  const auto ties = topk_cases::from_scores(same);
+  auto dt = upload(ties);
+  for (std::uint64_t k : {1, 2, 100}) {
+    r = scan_gpu(*dt, k, {}, {});
+    EXPECT_EQ(r.items, reference(ties, k)) << k;
+    EXPECT_EQ(has_note(r, "every object aggregated exactly"), k > 1) << k;
+  }
+
+  const auto big = Aggregate::parse("wsum:1e39,1,1,1", 4);
+  r = scan_gpu(*d, 50, big, {});
+  EXPECT_EQ(r.items, reference(l, 50, big));
+  EXPECT_TRUE(has_note(r, "could overflow"));
+}
