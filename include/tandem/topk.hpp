@@ -174,6 +174,9 @@ class DeviceLists {
   Memory memory() const;
   // The lists' prefix overlap, measured once at upload: what Algo::auto_ decides by.
   Estimate overlap() const;
+  // Whether the lists are also held by object id (built by the first scan or TA query): the scan is
+  // then one pass over n x m floats, and Algo::auto_ takes it.
+  bool indexed() const;
 
  private:
   friend struct detail::DeviceListsAccess;
@@ -182,8 +185,8 @@ class DeviceLists {
 
 std::unique_ptr<DeviceLists> upload(const Lists& lists, Memory memory = Memory::device, Report* report = nullptr);
 Result nra_gpu(DeviceLists& d, std::uint64_t k, const Aggregate& agg, const Options& opts);
-Result ta_gpu(DeviceLists& d, std::uint64_t k, const Aggregate& agg, const Options& opts);  // builds its index once
-Result scan_gpu(DeviceLists& d, std::uint64_t k, const Aggregate& agg, const Options& opts);
+Result ta_gpu(DeviceLists& d, std::uint64_t k, const Aggregate& agg, const Options& opts);    // builds the index once
+Result scan_gpu(DeviceLists& d, std::uint64_t k, const Aggregate& agg, const Options& opts);  // builds the index once
 // The whole query on lists already on the GPU (many queries over one upload): the same checks and
 // plan as query() above, Algo::auto_ deciding by d.overlap(); opts.device and opts.memory do not
 // apply.

@@ -239,6 +239,28 @@ TK_HD float key32_score(std::uint32_t key) {
   return s;
 }
 
+// The smallest float aggregate an object may have and still be in the top k, when the k-th best
+// float aggregate is at least `kth_low` and approx_error is `error`: kth_low - 2 * error, rounded
+// down to a float (-inf when that is no finite float, or kth_low is NaN).
+TK_HD float approx_cut(float kth_low, double error) {
+  const double cut = double(kth_low) - 2 * error;
+  if (!(cut > -double(std::numeric_limits<float>::max()))) return -std::numeric_limits<float>::infinity();
+#if defined(__CUDA_ARCH__)
+  return __double2float_rd(cut);
+#else
+  float f = static_cast<float>(cut);
+  if (double(f) > cut) f = nextafterf(f, -std::numeric_limits<float>::infinity());
+  return f;
+#endif
+}
+
+// The lowest float score in a radix-select bucket: keys whose top `bits` bits are `prefix`.
+TK_HD float bucket_low(std::uint64_t prefix, int bits) {
+  const int rest = 32 - bits;
+  const std::uint64_t key = (prefix << rest) | ((std::uint64_t{1} << rest) - 1);
+  return key32_score(static_cast<std::uint32_t>(key));
+}
+
 // (score key, id): ascending order = best first.
 struct Key96 {
   std::uint64_t hi;

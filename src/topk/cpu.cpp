@@ -102,14 +102,6 @@ double approx_error(const AggSpec& a, const std::vector<float>& max_abs) {
   return n * 0x1p-24 * b * (1 + 0x1p-20) + n * std::ldexp(1.0, a.scale) + 0x1p-52 * b + n * 0x1p-149;
 }
 
-float approx_cut(float kth_low, double error) {
-  const double cut = double(kth_low) - 2 * error;
-  if (!(cut > -double(std::numeric_limits<float>::max()))) return -std::numeric_limits<float>::infinity();
-  float f = static_cast<float>(cut);
-  if (double(f) > cut) f = std::nextafter(f, -std::numeric_limits<float>::infinity());
-  return f;
-}
-
 void describe(Result& r, std::uint64_t m) {
   const auto& s = r.stats;
   nlohmann::json d = {

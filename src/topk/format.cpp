@@ -13,6 +13,7 @@
 #include "tandem/core/error.hpp"
 #include "tandem/core/io.hpp"
 #include "tandem/core/parallel.hpp"
+#include "internal.hpp"
 #include "tandem/topk.hpp"
 
 namespace tandem::topk {
@@ -69,12 +70,16 @@ std::optional<std::string> check_list(const Lists& l, std::uint32_t i) {
 }
 }  // namespace
 
-void validate(const Lists& l) {
+void detail::check_shape(const Lists& l) {
   if (l.n < 1 || l.n > kMaxLists) throw InputError(fmt::format("{} lists: must be between 1 and {}", l.n, kMaxLists));
   if (l.m > (std::uint64_t{1} << 32))
     throw InputError(fmt::format("{} objects: ids are u32, at most 2^32 objects", l.m));
   if (l.entries.size() != std::size_t(l.n) * l.m)
     throw InputError(fmt::format("{} entries for {} lists x {} objects", l.entries.size(), l.n, l.m));
+}
+
+void validate(const Lists& l) {
+  detail::check_shape(l);
   std::vector<std::optional<std::string>> errors(l.n);
 #pragma omp parallel for schedule(dynamic, 1) num_threads(std::max(1, std::min <int>(default_threads(), int(l.n))))
   for (int i = 0; i < int(l.n); ++i) errors[i] = check_list(l, std::uint32_t(i));

@@ -3,7 +3,10 @@
 // (partial aggregate + bitmap of lists seen), so a round is one pass over its batch with atomics;
 // fully known objects that beat the current k-th enter a running top k (the paper's tmp) through a
 // small radix sort; phase 2 prunes the candidate list by upper bound. Per round the host reads back
-// one small status struct (counts and the batch's last scores) and decides.
+// one small status struct (counts and the batch's last scores) and decides. TA and the scan read
+// the lists by id: each list's scores in id order, built once per upload. The scan adds every
+// object's scores in float (an array that stays in L2), selects, and scores exactly only the
+// objects the float's error bound cannot rule out.
 #include <cub/cub.cuh>
 #include <cuda/std/tuple>
 
@@ -169,8 +172,8 @@ __global__ void k_set_kth(const Key96* top, std::uint64_t k, DevState* st) {
   st->have_kth = 1;
 }
 
-// TA: index[i * m + id] = score of id in list i.
-__global__ void k_ta_index(const Entry* L, std::uint64_t m, std::uint32_t n, float* ix) {
+// The lists by id (TA's random access, the scan's dense pass): index[i * m + id] = score of id in list i.
+__global__ void k_score_index(const Entry* L, std::uint64_t m, std::uint32_t n, float* ix) {
   const std::uint64_t total = m * n;
   for (std::uint64_t q = blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x; q < total;
        q += std::uint64_t(gridDim.x) * blockDim.x) {
@@ -199,20 +202,6 @@ __global__ void k_ta_round(const Entry* L, std::uint64_t m, std::uint32_t n, std
   }
 }
 
-// Scan: list i adds its scores. Ids are distinct within a list, so no atomics; the last list also
-// writes each object's score (bit-identical to the CPU paths).
-__global__ void k_scan_list(const Entry* L, std::uint64_t m, AggSpec a, std::uint32_t i, Acc* acc, double* score) {
-  for (std::uint64_t p = blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x; p < m;
-       p += std::uint64_t(gridDim.x) * blockDim.x) {
-    const Entry x = L[p];
-    if (x.id >= m) continue;
-    const Acc v = acc_of(a, i, x.score);
-    const Acc sum = i == 0 ? v : acc_combine(a.kind, acc[x.id], v);
-    if (i + 1 == a.n) score[x.id] = acc_score(a, sum);
-    else acc[x.id] = sum;
-  }
-}
-
 constexpr int kDigitBits = 11;
 constexpr int kBins = 1 << kDigitBits;
 
@@ -220,14 +209,24 @@ constexpr int kBins = 1 << kDigitBits;
 __device__ __forceinline__ std::uint64_t select_key(double s) { return order_key(s); }
 __device__ __forceinline__ std::uint32_t select_key(float s) { return order_key32(s); }
 
-// Radix select: histogram of the next `width` key bits among objects whose top `bits` bits equal `prefix`.
+// A radix select on the device: the bucket (top `bits` key bits = prefix) holding the k-th best,
+// `less` objects before it and `eq` in it; lost = 1 if a pass found no such bucket (a bug).
+struct SelectState {
+  unsigned long long prefix, less, eq;
+  unsigned long long count;  // objects the compaction after the select kept
+  int bits, lost;
+};
+
+// Radix select: histogram of the next `width` key bits among objects in the select's bucket.
 template <class T>
-__global__ void k_select_hist(const T* acc, std::uint64_t m, std::uint64_t prefix, int bits, int width,
+__global__ void k_select_hist(const T* acc, std::uint64_t m, const SelectState* st, int width,
                               unsigned long long* hist) {
   constexpr int kKeyBits = 8 * sizeof(T);
   __shared__ unsigned int h[kBins];
   for (int b = threadIdx.x; b < kBins; b += blockDim.x) h[b] = 0;
   __syncthreads();
+  const std::uint64_t prefix = st->prefix;
+  const int bits = st->bits;
   const unsigned mask = (1u << width) - 1;
   const std::uint64_t stride = std::uint64_t(gridDim.x) * blockDim.x;
   // Every lane of a warp runs the same number of iterations, so the warp can aggregate its
@@ -242,6 +241,7 @@ __global__ void k_select_hist(const T* acc, std::uint64_t m, std::uint64_t prefi
       if (bits == 0 || (key >> (kKeyBits - bits)) == prefix)
         bin = int(unsigned(key >> (kKeyBits - bits - width)) & mask);
     }
+    if (!__any_sync(0xffffffffu, bin >= 0)) continue;  // later passes: most warps hold no object of the bucket
     const unsigned peers = __match_any_sync(0xffffffffu, bin);
     if (bin >= 0 && (threadIdx.x & 31) == unsigned(__ffs(peers) - 1)) atomicAdd(&h[bin], unsigned(__popc(peers)));
   }
@@ -250,9 +250,35 @@ __global__ void k_select_hist(const T* acc, std::uint64_t m, std::uint64_t prefi
     if (h[b]) atomicAdd(&hist[b], static_cast<unsigned long long>(h[b]));
 }
 
-// Objects whose top `bits` key bits are <= prefix (all of the top k, plus ties of the last digit).
-__global__ void k_select_compact(const double* acc, std::uint64_t m, std::uint64_t prefix, int bits, Key96* out,
+// One block picks the bin holding the k-th and narrows the select's bucket to it (no host round trip).
+constexpr int kPickThreads = kBins / 2;
+__global__ void __launch_bounds__(kPickThreads) k_select_pick(const unsigned long long* hist, int width,
+                                                              std::uint64_t k, SelectState* st) {
+  using Scan = cub::BlockScan<unsigned long long, kPickThreads>;
+  __shared__ typename Scan::TempStorage tmp;
+  const SelectState s = *st;
+  const int b0 = 2 * int(threadIdx.x), bins = 1 << width;
+  const unsigned long long h0 = b0 < bins ? hist[b0] : 0, h1 = b0 + 1 < bins ? hist[b0 + 1] : 0;
+  unsigned long long before = 0;
+  Scan(tmp).ExclusiveSum(h0 + h1, before);
+  __syncthreads();  // every thread has read *st
+  const unsigned long long need = k - s.less;
+  auto take = [&](int bin, unsigned long long at, unsigned long long count) {
+    st->prefix = (s.prefix << width) | unsigned(bin);
+    st->less = s.less + at;
+    st->eq = count;
+    st->bits = s.bits + width;
+  };
+  if (before < need && before + h0 >= need) take(b0, before, h0);
+  else if (before + h0 < need && before + h0 + h1 >= need) take(b0 + 1, before + h0, h1);
+  if (threadIdx.x == kPickThreads - 1 && before + h0 + h1 < need) st->lost = 1;
+}
+
+// Objects whose top `bits` key bits are <= the select's prefix (the top k, plus ties of the last digit).
+__global__ void k_select_compact(const double* acc, std::uint64_t m, const SelectState* st, Key96* out,
                                  std::uint64_t cap, unsigned long long* count) {
+  const std::uint64_t prefix = st->prefix;
+  const int bits = st->bits;
   for (std::uint64_t id = blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x; id < m;
        id += std::uint64_t(gridDim.x) * blockDim.x) {
     const std::uint64_t key = order_key(acc[id]);
@@ -262,55 +288,49 @@ __global__ void k_select_compact(const double* acc, std::uint64_t m, std::uint64
   }
 }
 
-// The filtered scan's float pass over list i (lists in order: the same bits every run). Entries are
-// read once (streaming loads keep the float array in L2).
-__global__ void k_approx_list(const Entry* L, std::uint64_t m, AggSpec a, std::uint32_t i, float* approx) {
-  const auto* raw = reinterpret_cast<const unsigned long long*>(L);
-  for (std::uint64_t p = blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x; p < m;
-       p += std::uint64_t(gridDim.x) * blockDim.x) {
-    const unsigned long long bits = __ldcs(raw + p);
-    const auto id = static_cast<std::uint32_t>(bits);
-    if (id >= m) continue;
-    const float v = approx_value(a, i, __uint_as_float(static_cast<unsigned>(bits >> 32)));
-    approx[id] = i == 0 ? v : approx_combine(a.kind, approx[id], v);
+// The scan's float pass: every object's float aggregate from the index, lists in order.
+__global__ void k_dense_approx(const float* ix, std::uint64_t m, AggSpec a, float* approx) {
+  for (std::uint64_t o = blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x; o < m;
+       o += std::uint64_t(gridDim.x) * blockDim.x) {
+    float v = approx_identity(a.kind);
+    for (std::uint32_t i = 0; i < a.n; ++i) v = approx_combine(a.kind, v, approx_value(a, i, ix[i * m + o]));
+    approx[o] = v;
   }
 }
 
-// Candidates: objects whose float aggregate reaches the cut get a slot (any order: the keys are
-// sorted afterwards).
-__global__ void k_approx_candidates(const float* approx, std::uint64_t m, float cut, std::uint32_t* slot_of,
-                                    std::uint32_t* ids, Acc* accs, Acc ident, std::uint64_t cap,
-                                    unsigned long long* count) {
+// The exact score of every object from the index (the scan without the float filter).
+__global__ void k_dense_exact(const float* ix, std::uint64_t m, AggSpec a, double* score) {
+  for (std::uint64_t o = blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x; o < m;
+       o += std::uint64_t(gridDim.x) * blockDim.x) {
+    Acc v = acc_identity(a.kind);
+    for (std::uint32_t i = 0; i < a.n; ++i) v = acc_combine(a.kind, v, acc_of(a, i, ix[i * m + o]));
+    score[o] = acc_score(a, v);
+  }
+}
+
+// Candidates: objects whose float aggregate reaches the cut below the select's bucket (any order:
+// their keys are sorted).
+__global__ void k_approx_candidates(const float* approx, std::uint64_t m, const SelectState* st, double error,
+                                    std::uint32_t* ids, std::uint64_t cap, unsigned long long* count) {
+  const float cut = approx_cut(bucket_low(st->prefix, st->bits), error);
   for (std::uint64_t id = blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x; id < m;
        id += std::uint64_t(gridDim.x) * blockDim.x) {
     if (!(approx[id] >= cut)) continue;
     const unsigned long long at = atomicAdd(count, 1ull);
-    if (at >= cap) continue;
-    slot_of[id] = std::uint32_t(at);
-    ids[at] = std::uint32_t(id);
-    accs[at] = ident;
+    if (at < cap) ids[at] = std::uint32_t(id);
   }
 }
 
-// The candidates' exact aggregates: every list at once (blockIdx.y), exact atomics (any order).
-__global__ void k_exact_candidates(const Entry* L, std::uint64_t m, AggSpec a, const float* approx, float cut,
-                                   const std::uint32_t* slot_of, Acc* accs) {
-  const std::uint32_t i = blockIdx.y;
-  const auto* raw = reinterpret_cast<const unsigned long long*>(L + std::uint64_t(i) * m);
-  for (std::uint64_t p = blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x; p < m;
-       p += std::uint64_t(gridDim.x) * blockDim.x) {
-    const unsigned long long bits = __ldcs(raw + p);
-    const auto id = static_cast<std::uint32_t>(bits);
-    if (id >= m || !(approx[id] >= cut)) continue;
-    atomic_combine(a.kind, &accs[slot_of[id]], acc_of(a, i, __uint_as_float(static_cast<unsigned>(bits >> 32))));
-  }
-}
-
-__global__ void k_candidate_keys(const std::uint32_t* ids, const Acc* accs, std::uint64_t count, AggSpec a,
-                                 Key96* out) {
+// The candidates' exact scores, by random access to the index.
+__global__ void k_candidate_keys(const std::uint32_t* ids, std::uint64_t count, const float* ix, std::uint64_t m,
+                                 AggSpec a, Key96* out) {
   for (std::uint64_t q = blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x; q < count;
-       q += std::uint64_t(gridDim.x) * blockDim.x)
-    out[q] = make_key(acc_score(a, accs[q]), ids[q]);
+       q += std::uint64_t(gridDim.x) * blockDim.x) {
+    const std::uint32_t id = ids[q];
+    Acc v = acc_identity(a.kind);
+    for (std::uint32_t i = 0; i < a.n; ++i) v = acc_combine(a.kind, v, acc_of(a, i, ix[i * m + id]));
+    out[q] = make_key(acc_score(a, v), id);
+  }
 }
 
 template <class T>
@@ -347,18 +367,16 @@ struct DeviceLists::Impl {
   gpu::DeviceBuffer<Key96> merge_a, merge_b;
   gpu::DeviceBuffer<unsigned char> cub_temp;
   gpu::DeviceBuffer<double> acc;
-  gpu::DeviceBuffer<Acc> acc_fixed;
-  gpu::DeviceBuffer<float> approx;  // the filtered scan's float aggregates
-  gpu::DeviceBuffer<std::uint32_t> slot_of, cand_ids;
-  gpu::DeviceBuffer<Acc> cand_acc;
-  gpu::DeviceBuffer<float> ta_index;
-  bool ta_built{false};
+  gpu::DeviceBuffer<float> approx;  // the scan's float aggregates
+  gpu::DeviceBuffer<std::uint32_t> cand_ids;
+  gpu::DeviceBuffer<float> by_id;  // score_index(): each list's scores by object id, built once
+  bool by_id_built{false};
   gpu::DeviceBuffer<DevState> state;
   gpu::DeviceBuffer<unsigned long long> hist;
-  gpu::DeviceBuffer<unsigned long long> counter;
   gpu::PinnedBuffer<DevState> host_state{1};
   gpu::PinnedBuffer<Key96> host_key{1};
-  gpu::PinnedBuffer<unsigned long long> host_hist{kBins};
+  gpu::DeviceBuffer<SelectState> select;
+  gpu::PinnedBuffer<SelectState> host_select{1};
 
   ~Impl() {
     if (managed) cudaFree(managed);
@@ -401,9 +419,11 @@ std::uint32_t DeviceLists::n() const { return impl_->n; }
 std::uint64_t DeviceLists::m() const { return impl_->m; }
 Memory DeviceLists::memory() const { return impl_->memory; }
 Estimate DeviceLists::overlap() const { return impl_->overlap; }
+bool DeviceLists::indexed() const { return impl_->by_id_built; }
 
 std::unique_ptr<DeviceLists> upload(const Lists& l, Memory memory, Report* rep) {
   gpu::require();
+  check_shape(l);  // the kernels index n x m entries
   auto impl = std::make_unique<DeviceLists::Impl>();
   impl->n = l.n;
   impl->m = l.m;
@@ -432,7 +452,7 @@ std::unique_ptr<DeviceLists> upload(const Lists& l, Memory memory, Report* rep) 
   }
   impl->state = gpu::DeviceBuffer<DevState>(1);
   impl->hist = gpu::DeviceBuffer<unsigned long long>(kBins);
-  impl->counter = gpu::DeviceBuffer<unsigned long long>(1);
+  impl->select = gpu::DeviceBuffer<SelectState>(1);
   if (rep)
     rep->add(memory == Memory::managed ? "lists into managed memory" : "H2D lists", "cpu->" + where_gpu(), w.seconds(),
              human_bytes(bytes));
@@ -593,21 +613,29 @@ Result nra_gpu(DeviceLists& dl, std::uint64_t k, const Aggregate& agg, const Opt
   return std::move(q.r);
 }
 
+// Each list's scores by object id (n x m floats), built on the first query that needs it (TA, the
+// scan) and kept with the lists.
+static const float* score_index(Query& q) {
+  auto& d = q.d;
+  if (!d.by_id_built) {
+    Stopwatch w;
+    ensure(d.by_id, std::size_t(q.n) * q.m);
+    k_score_index<<<gpu::grid_for(std::uint64_t(q.n) * q.m, kBlock, kGridCap), kBlock, 0, d.stream>>>(
+        d.L, q.m, q.n, d.by_id.data());
+    TANDEM_CUDA_LAUNCH("k_score_index");
+    d.stream.sync();
+    d.by_id_built = true;
+    q.r.report.add("index build (score by id in each list; once per upload)", q.where, w.seconds(),
+                   human_bytes(std::uint64_t(q.n) * q.m * sizeof(float)));
+  }
+  return d.by_id.data();
+}
+
 Result ta_gpu(DeviceLists& dl, std::uint64_t k, const Aggregate& agg, const Options& opts) {
   auto q = start_query(dl, k, agg);
   auto& [d, n, m, a, where, r] = q;
+  score_index(q);
   Stopwatch w;
-  if (!d.ta_built) {
-    ensure(d.ta_index, std::size_t(n) * m);
-    k_ta_index<<<gpu::grid_for(std::uint64_t(n) * m, kBlock, kGridCap), kBlock, 0, d.stream>>>(d.L, m, n,
-                                                                                               d.ta_index.data());
-    TANDEM_CUDA_LAUNCH("k_ta_index");
-    d.stream.sync();
-    d.ta_built = true;
-    r.report.add("TA index build (id -> score per list)", where, w.seconds(),
-                 human_bytes(std::uint64_t(n) * m * sizeof(float)));
-  }
-  w.reset();
   prepare_common(d, k);
   d.prepare_slots(acc_identity(kSum));
   TopK top{d, k};
@@ -624,7 +652,7 @@ Result ta_gpu(DeviceLists& dl, std::uint64_t k, const Aggregate& agg, const Opti
     const std::uint64_t width = e - dpt;
     TANDEM_CUDA(cudaMemsetAsync(&d.state.data()->completed, 0, 2 * sizeof(unsigned long long), d.stream));
     k_ta_round<<<gpu::grid_for(width * n, kBlock, kGridCap), kBlock, 0, d.stream>>>(
-        d.L, m, n, dpt, width, a, d.ta_index.data(), d.slots.data(), d.touched.data(), d.state.data(),
+        d.L, m, n, dpt, width, a, d.by_id.data(), d.slots.data(), d.touched.data(), d.state.data(),
         d.merge_a.data() + top.top);
     TANDEM_CUDA_LAUNCH("k_ta_round");
     d.fetch_state();
@@ -647,51 +675,33 @@ Result ta_gpu(DeviceLists& dl, std::uint64_t k, const Aggregate& agg, const Opti
 
 namespace {
 
-// Where a radix select stopped: the bucket (top `bits` key bits = prefix) holding the k-th best,
-// with `less` objects before it and `eq` in it.
-struct Selected {
-  std::uint64_t prefix{0}, less{0}, eq{0};
-  int bits{0}, passes{0};
-};
-
-// Radix select over m scores (double or float), kDigitBits at a time, until at most `cap` objects
-// are in or before the k-th's bucket.
+// Radix select over m scores (double or float) on the device, kDigitBits at a time down to the
+// last key bit: the state (d.select) ends on the k-th best key. Returns the passes run.
 template <class T>
-Selected radix_select(DeviceLists::Impl& d, const T* vals, std::uint64_t m, std::uint64_t k, std::uint64_t cap) {
+int radix_select(DeviceLists::Impl& d, const T* vals, std::uint64_t m, std::uint64_t k) {
   constexpr int kKeyBits = 8 * sizeof(T);
-  Selected s;
-  s.eq = m;
-  while (s.bits < kKeyBits && s.less + s.eq > cap) {
-    const int width = std::min(kDigitBits, kKeyBits - s.bits);
+  TANDEM_CUDA(cudaMemsetAsync(d.select.data(), 0, sizeof(SelectState), d.stream));
+  int passes = 0;
+  for (int bits = 0, width = 0; bits < kKeyBits; bits += width, ++passes) {
+    width = std::min(kDigitBits, kKeyBits - bits);
     TANDEM_CUDA(cudaMemsetAsync(d.hist.data(), 0, kBins * sizeof(unsigned long long), d.stream));
-    k_select_hist<T><<<gpu::grid_for(m, kBlock, 132 * 8), kBlock, 0, d.stream>>>(vals, m, s.prefix, s.bits, width,
+    k_select_hist<T><<<gpu::grid_for(m, kBlock, 132 * 8), kBlock, 0, d.stream>>>(vals, m, d.select.data(), width,
                                                                                  d.hist.data());
     TANDEM_CUDA_LAUNCH("k_select_hist");
-    TANDEM_CUDA(cudaMemcpyAsync(d.host_hist.data(), d.hist.data(), kBins * sizeof(unsigned long long),
-                                cudaMemcpyDeviceToHost, d.stream));
-    d.stream.sync();
-    const std::uint64_t need = k - s.less;
-    std::uint64_t cum = 0;
-    int b = 0;
-    for (; b < (1 << width); ++b) {
-      if (cum + d.host_hist[b] >= need) break;
-      cum += d.host_hist[b];
-    }
-    if (b == (1 << width)) throw Error("top-k scan: radix select lost objects (internal error)");
-    s.less += cum;
-    s.eq = d.host_hist[b];
-    s.prefix = (s.prefix << width) | std::uint64_t(b);
-    s.bits += width;
-    ++s.passes;
+    k_select_pick<<<1, kPickThreads, 0, d.stream>>>(d.hist.data(), width, k, d.select.data());
+    TANDEM_CUDA_LAUNCH("k_select_pick");
   }
-  return s;
+  return passes;
 }
 
-// The lowest float score in a select's bucket (its largest key).
-float bucket_low(const Selected& s) {
-  const int rest = 32 - s.bits;
-  const std::uint64_t key = (s.prefix << rest) | ((std::uint64_t{1} << rest) - 1);
-  return key32_score(static_cast<std::uint32_t>(key));
+// The select's state on the host (one round trip; the stream's work so far is done after it).
+SelectState read_select(DeviceLists::Impl& d) {
+  TANDEM_CUDA(
+      cudaMemcpyAsync(d.host_select.data(), d.select.data(), sizeof(SelectState), cudaMemcpyDeviceToHost, d.stream));
+  d.stream.sync();
+  const SelectState st = d.host_select[0];
+  if (st.lost) throw Error("top-k scan: radix select lost objects (internal error)");
+  return st;
 }
 
 // Sorts `count` keys (merge_a -> merge_b) and returns the first k as items.
@@ -712,95 +722,76 @@ std::vector<Item> best_keys(DeviceLists::Impl& d, std::uint64_t count, std::uint
 
 }  // namespace
 
-// The scan by exact aggregates of every object: 16-byte fixed-point sums per object (which do
-// not stay in L2), then a radix select on the 64-bit score keys.
-static void scan_exact(Query& q, std::uint64_t k) {
+// The scan by exact scores of every object (in registers, from the index), then a radix select on
+// the 64-bit score keys.
+static void scan_exact(Query& q, std::uint64_t k, const float* ix) {
   auto& [d, n, m, a, where, r] = q;
   ensure(d.acc, m);
-  if (n > 1) ensure(d.acc_fixed, m);
   gpu::Event e0, e1, e2;
   e0.record(d.stream);
-  for (std::uint32_t i = 0; i < n; ++i) {
-    k_scan_list<<<gpu::grid_for(m, kBlock, kGridCap), kBlock, 0, d.stream>>>(d.L + std::uint64_t(i) * m, m, a, i,
-                                                                             d.acc_fixed.data(), d.acc.data());
-    TANDEM_CUDA_LAUNCH("k_scan_list");
-  }
+  k_dense_exact<<<gpu::grid_for(m, kBlock, kGridCap), kBlock, 0, d.stream>>>(ix, m, a, d.acc.data());
+  TANDEM_CUDA_LAUNCH("k_dense_exact");
   e1.record(d.stream);
-  const Selected s = radix_select(d, d.acc.data(), m, k, std::max<std::uint64_t>(2 * k, 1 << 16));
+  const int passes = radix_select(d, d.acc.data(), m, k);
+  const SelectState s = read_select(d);
   const std::uint64_t count = s.less + s.eq;
   ensure(d.merge_a, count);
   ensure(d.merge_b, count);
-  TANDEM_CUDA(cudaMemsetAsync(d.counter.data(), 0, sizeof(unsigned long long), d.stream));
   k_select_compact<<<gpu::grid_for(m, kBlock, kGridCap), kBlock, 0, d.stream>>>(
-      d.acc.data(), m, s.prefix, s.bits, d.merge_a.data(), count, d.counter.data());
+      d.acc.data(), m, d.select.data(), d.merge_a.data(), count, &d.select.data()->count);
   TANDEM_CUDA_LAUNCH("k_select_compact");
-  unsigned long long got = 0;
-  TANDEM_CUDA(cudaMemcpyAsync(&got, d.counter.data(), sizeof got, cudaMemcpyDeviceToHost, d.stream));
-  d.stream.sync();
+  const unsigned long long got = read_select(d).count;
   if (got != count)
     throw Error(gpu::format("top-k scan: select kept {} objects, expected {} (internal error)", got, count));
   r.items = best_keys(d, count, k);
   e2.record(d.stream);
   e2.sync();
-  r.report.add("aggregate every object", where, e1.seconds_since(e0), gpu::format("{} lists x {} objects", n, m));
+  r.report.add("exact score of every object", where, e1.seconds_since(e0), gpu::format("{} lists x {} objects", n, m));
   r.report.add("radix select + sort", where, e2.seconds_since(e1),
-               gpu::format("{} passes, {} objects sorted", s.passes, count));
-  finish(r, "scan", where, n, m, m, 0, std::uint64_t(s.passes), false, true);
+               gpu::format("{} passes, {} objects sorted", passes, count));
+  finish(r, "scan", where, n, m, m, count, std::uint64_t(passes), false, true);
 }
 
-// The filtered scan: float aggregates of every object (4 bytes each: they stay in L2), a radix
-// select on them, then exact aggregates of the candidates only, those within twice the float's
+// The filtered scan: every object's float aggregate (4 bytes each: the array stays in L2), a radix
+// select on them, then exact scores of the candidates only, the objects within twice the float's
 // error bound of the k-th float aggregate (every object of the exact top k is one). False, with a
-// note (and the filter's time) in q.r, when the bound is useless or too many objects are near
-// the k-th (ties): the exact scan then answers.
-static bool scan_filtered(Query& q, std::uint64_t k) {
+// note (and the filter's time) in q.r, when the bound is useless or too many objects are near the
+// k-th (ties): scan_exact then answers.
+static bool scan_filtered(Query& q, std::uint64_t k, const float* ix) {
   auto& [d, n, m, a, where, r] = q;
   const double error = approx_error(a, d.max_abs);
   if (!std::isfinite(error)) {
-    r.report.note("scan: float aggregates could overflow; every object aggregated exactly");
+    r.report.note("scan: float aggregates could overflow; every object scored exactly");
     return false;
   }
   ensure(d.approx, m);
   gpu::Event e0, e1, e2, e3;
   e0.record(d.stream);
-  for (std::uint32_t i = 0; i < n; ++i) {
-    k_approx_list<<<gpu::grid_for(m, kBlock, kGridCap), kBlock, 0, d.stream>>>(d.L + std::uint64_t(i) * m, m, a, i,
-                                                                               d.approx.data());
-    TANDEM_CUDA_LAUNCH("k_approx_list");
-  }
+  k_dense_approx<<<gpu::grid_for(m, kBlock, kGridCap), kBlock, 0, d.stream>>>(ix, m, a, d.approx.data());
+  TANDEM_CUDA_LAUNCH("k_dense_approx");
   e1.record(d.stream);
-  const Selected s = radix_select(d, d.approx.data(), m, k, std::max<std::uint64_t>(2 * k, 4096));
-  const float cut = approx_cut(bucket_low(s), error);
+  const int passes = radix_select(d, d.approx.data(), m, k);
   const std::uint64_t cap = std::min(m, std::max<std::uint64_t>(16 * k, 1 << 16));
-  ensure(d.slot_of, m);
   ensure(d.cand_ids, cap);
-  ensure(d.cand_acc, cap);
   ensure(d.merge_a, cap);
   ensure(d.merge_b, cap);
-  TANDEM_CUDA(cudaMemsetAsync(d.counter.data(), 0, sizeof(unsigned long long), d.stream));
   k_approx_candidates<<<gpu::grid_for(m, kBlock, kGridCap), kBlock, 0, d.stream>>>(
-      d.approx.data(), m, cut, d.slot_of.data(), d.cand_ids.data(), d.cand_acc.data(), acc_identity(a.kind), cap,
-      d.counter.data());
+      d.approx.data(), m, d.select.data(), error, d.cand_ids.data(), cap, &d.select.data()->count);
   TANDEM_CUDA_LAUNCH("k_approx_candidates");
-  unsigned long long count = 0;
-  TANDEM_CUDA(cudaMemcpyAsync(&count, d.counter.data(), sizeof count, cudaMemcpyDeviceToHost, d.stream));
-  d.stream.sync();
+  const unsigned long long count = read_select(d).count;
   e2.record(d.stream);
   if (count > cap) {
+    e2.sync();
     r.report.add("float aggregate + select (filter not used)", where, e2.seconds_since(e0),
                  gpu::format("{} candidates", count));
     r.report.note(gpu::format("scan: {} objects within the float error bound of the k-th (more than {}); every "
-                              "object aggregated exactly",
+                              "object scored exactly",
                               count, cap));
     return false;
   }
   if (count < k) throw Error(gpu::format("top-k scan: {} candidates for k = {} (internal error)", count, k));
-  const dim3 grid(gpu::grid_for(m, kBlock, kGridCap), n);
-  k_exact_candidates<<<grid, kBlock, 0, d.stream>>>(d.L, m, a, d.approx.data(), cut, d.slot_of.data(),
-                                                     d.cand_acc.data());
-  TANDEM_CUDA_LAUNCH("k_exact_candidates");
-  k_candidate_keys<<<gpu::grid_for(count, kBlock, kGridCap), kBlock, 0, d.stream>>>(
-      d.cand_ids.data(), d.cand_acc.data(), count, a, d.merge_a.data());
+  k_candidate_keys<<<gpu::grid_for(count, kBlock, kGridCap), kBlock, 0, d.stream>>>(d.cand_ids.data(), count, ix, m,
+                                                                                    a, d.merge_a.data());
   TANDEM_CUDA_LAUNCH("k_candidate_keys");
   r.items = best_keys(d, count, k);
   e3.record(d.stream);
@@ -808,16 +799,17 @@ static bool scan_filtered(Query& q, std::uint64_t k) {
   r.report.add("float aggregate of every object", where, e1.seconds_since(e0),
                gpu::format("{} lists x {} objects", n, m));
   r.report.add("radix select on the floats + candidates", where, e2.seconds_since(e1),
-               gpu::format("{} passes; {} candidates within {:.3g} of the k-th", s.passes, count, 2 * error));
-  r.report.add("exact aggregate of the candidates + sort", where, e3.seconds_since(e2),
-               gpu::format("{} lists read again", n));
-  finish(r, "scan", where, n, m, m, count, std::uint64_t(s.passes), false, true);
+               gpu::format("{} passes; {} candidates within {} of the k-th", passes, count, 2 * error));
+  r.report.add("exact scores of the candidates + sort", where, e3.seconds_since(e2),
+               gpu::format("{} objects", count));
+  finish(r, "scan", where, n, m, m, count, std::uint64_t(passes), false, true);
   return true;
 }
 
 Result scan_gpu(DeviceLists& dl, std::uint64_t k, const Aggregate& agg, const Options&) {
   auto q = start_query(dl, k, agg);
-  if (!scan_filtered(q, k)) scan_exact(q, k);
+  const float* ix = score_index(q);
+  if (!scan_filtered(q, k, ix)) scan_exact(q, k, ix);
   return std::move(q.r);
 }
 

@@ -9,6 +9,9 @@
 
 namespace tandem::topk::detail {
 
+// validate()'s checks of n, m and the entry count only (no pass over the scores): InputError.
+void check_shape(const Lists& l);
+
 // Each list's largest |score| (lists are sorted: at one of its ends); 0 for empty lists.
 std::vector<float> list_max_abs(const Lists& l);
 
@@ -22,10 +25,6 @@ int sum_scale(const AggSpec& a, const std::vector<float>& max_abs);
 // A bound on |float aggregate - exact score| of every object (approx_value/approx_combine in list
 // order against acc_of/acc_combine/acc_score), or infinity when the float aggregate could overflow.
 double approx_error(const AggSpec& a, const std::vector<float>& max_abs);
-
-// The smallest float aggregate an object may have and still be in the top k, when the k-th best
-// float aggregate is at least `kth_low`: kth_low - 2 * error, rounded down to a float.
-float approx_cut(float kth_low, double error);
 
 // The aggregate for the kernels and bounds; max_abs from list_max_abs.
 inline AggSpec spec_of(const Aggregate& a, std::uint32_t n, const std::vector<float>& max_abs) {

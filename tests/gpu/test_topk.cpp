@@ -155,6 +155,10 @@ TEST(GpuTopk, QueryOnResidentListsPlansAsTheUploadingQuery) {
   EXPECT_THROW(query(*d, 0), UsageError);
   EXPECT_THROW(query(*d, 101), UsageError);
   EXPECT_THROW(query(*d, 5, Aggregate::parse("wsum:1,2", 2)), UsageError);
+  Lists hollow;  // n x m without the entries (a moved-from Lists): refused, never read
+  hollow.n = 4;
+  hollow.m = 1000;
+  EXPECT_THROW(upload(hollow), InputError);
 }
 
 // The scan's float filter: used on ordinary lists; ties beyond its candidate room and weights
@@ -168,10 +172,24 @@ TEST(GpuTopk, ScanFilterAndItsFallbacksGiveTheCpuAnswer) {
   };
   const auto l = four_lists(sanitizer() ? 3001 : 200003, Dist::uniform);
   auto d = upload(l);
+  auto has_stage = [](const Result& r, const char* text) {
+    for (const auto& st : r.report.stages)
+      if (st.name.find(text) != std::string::npos) return true;
+    return false;
+  };
   auto r = scan_gpu(*d, 100, {}, {});
   EXPECT_EQ(r.items, reference(l, 100));
-  EXPECT_FALSE(has_note(r, "every object aggregated exactly"));
+  EXPECT_FALSE(has_note(r, "every object scored exactly"));
   EXPECT_LT(r.stats.candidates, 4096u);
+  EXPECT_TRUE(has_stage(r, "index build"));
+  r = scan_gpu(*d, 10, Aggregate::parse("min", 4), {});  // the index is kept with the lists
+  EXPECT_EQ(r.items, reference(l, 10, Aggregate::parse("min", 4)));
+  EXPECT_FALSE(has_stage(r, "index build"));
+  EXPECT_TRUE(d->indexed());
+  r = query(*d, 100);  // auto takes the scan once the lists are indexed
+  EXPECT_EQ(r.items, reference(l, 100));
+  EXPECT_EQ(r.stats.algo, "scan");
+  EXPECT_TRUE(has_note(r, "auto: scan - the lists are indexed by id and not correlated"));
 
   const std::uint64_t m = sanitizer() ? 70001 : 300007;  // more equal objects than the filter keeps
   std::vector<std::vector<float>> same(m, std::vector<float>(3, 0.5f));
@@ -181,7 +199,18 @@ TEST(GpuTopk, ScanFilterAndItsFallbacksGiveTheCpuAnswer) {
   for (std::uint64_t k : {1, 2, 100}) {
     r = scan_gpu(*dt, k, {}, {});
     EXPECT_EQ(r.items, reference(ties, k)) << k;
-    EXPECT_EQ(has_note(r, "every object aggregated exactly"), k > 1) << k;
+    EXPECT_EQ(has_note(r, "every object scored exactly"), k > 1) << k;
+  }
+
+  // Ties the filter keeps (around what one block sorts): ties by id.
+  for (std::uint64_t tied : {std::uint64_t{2044}, std::uint64_t{2045}, std::uint64_t{5000}}) {
+    std::vector<std::vector<float>> t(tied + 3, std::vector<float>(2, 0.25f));
+    t[7] = {0.5f, 0.5f};
+    const auto tl = topk_cases::from_scores(t);
+    auto dtl = upload(tl);
+    r = scan_gpu(*dtl, 100, {}, {});
+    EXPECT_EQ(r.items, reference(tl, 100)) << tied;
+    EXPECT_FALSE(has_note(r, "every object scored exactly")) << tied;
   }
 
   const auto big = Aggregate::parse("wsum:1e39,1,1,1", 4);
