@@ -477,3 +477,19 @@ TEST(ParallelWrite, AFailedWriteLeavesNothing) {
   ::setrlimit(RLIMIT_FSIZE, &was);
   ::sigaction(SIGXFSZ, &old, nullptr);
 }
+
+// Buffers of 8 MiB and more sit on 2 MiB-aligned huge-page blocks; smaller ones on the heap; both
+// grow, shrink and free through the same allocator.
+TEST(IoBuffers, LargeBuffersAreHugePageAligned) {
+  tandem::io::ByteBuffer small(1000), large;
+  large.resize(std::size_t{9} << 20);
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(large.data()) % tandem::detail::kHugePage, 0u);
+  for (std::size_t i = 0; i < large.size(); i += 4096) large[i] = std::byte(i >> 12);
+  large.resize(std::size_t{20} << 20);  // moves to a larger block, keeping the bytes
+  for (std::size_t i = 0; i < (std::size_t{9} << 20); i += 4096) ASSERT_EQ(large[i], std::byte(i >> 12));
+  small.resize(std::size_t{8} << 20);  // crosses the threshold
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(small.data()) % tandem::detail::kHugePage, 0u);
+  large.clear();
+  large.shrink_to_fit();
+  EXPECT_EQ(large.capacity(), 0u);
+}

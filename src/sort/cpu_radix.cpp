@@ -3,7 +3,6 @@
 #include "sort/cpu_radix.hpp"
 
 #include <omp.h>
-#include <sys/mman.h>
 
 #include <algorithm>
 #include <bit>
@@ -15,6 +14,7 @@
 #include <vector>
 
 #include "groupby/cpu_scratch_pool.hpp"
+#include "tandem/core/detail/huge_pages.hpp"
 #include "tandem/core/key_order.hpp"
 #include "tandem/core/parallel.hpp"
 
@@ -22,7 +22,7 @@ namespace tandem::detail {
 
 void ScratchDeleter::operator()(void* p) const noexcept {
   if (pooled) cpu_groupby::give_scratch(p, pooled);
-  else std::free(p);
+  else std::free(p);  // malloc's and allocate_huge_pages' blocks alike
 }
 
 ScratchBlock scratch_alloc(std::size_t bytes) {
@@ -36,13 +36,7 @@ ScratchBlock scratch_alloc(std::size_t bytes) {
     const std::size_t size = cpu_groupby::scratch_class(bytes);
     return {cpu_groupby::take_scratch(size), size};
   }
-  bytes = (bytes + kHuge - 1) / kHuge * kHuge;
-  void* p = std::aligned_alloc(kHuge, bytes);
-  if (!p) throw std::bad_alloc();
-#ifdef MADV_HUGEPAGE
-  ::madvise(p, bytes, MADV_HUGEPAGE);  // advice only: failure is harmless
-#endif
-  return {p, 0};
+  return {detail::allocate_huge_pages(bytes), 0};
 }
 
 namespace {
