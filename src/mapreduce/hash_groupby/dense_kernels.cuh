@@ -170,7 +170,7 @@ constexpr std::size_t partition_shared_bytes() {
 // tile by partition in shared memory and writes each run with consecutive threads: the low bits
 // as u16 (and the value), whole sectors rather than one scattered store per record.
 template <class K, class V>
-__global__ void __launch_bounds__(kThreads) partition_kernel(PartitionArgs<K, V> a) {
+__global__ void __launch_bounds__(kThreads, 2) partition_kernel(PartitionArgs<K, V> a) {
   using T = Traits<K, V>;
   using VIn = typename T::VIn;
   constexpr unsigned kItems = partition_items<V>();
