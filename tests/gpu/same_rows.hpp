@@ -1,10 +1,14 @@
-// Two group-bys compared row by row (GPU against the CPU engine), every aggregate as stored.
+// Two group-bys compared row by row (GPU against the CPU engine), every aggregate as stored, and
+// the values they aggregate.
 #pragma once
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
 #include <string>
+#include <vector>
 
+#include "tandem/core/hash.hpp"
 #include "tandem/mapreduce.hpp"
 
 namespace tandem::test {
@@ -29,6 +33,31 @@ inline void expect_same_rows(const mapreduce::GroupBy& gpu, const mapreduce::Gro
     EXPECT_EQ(a.imin, b.imin) << what << " key " << a.key_bits;
     EXPECT_EQ(a.imax, b.imax) << what << " key " << a.key_bits;
   }
+}
+
+// n values of each type: integers (exact sums in any order), negative ones too; -0.0 and NaN in
+// f64, -0.0 in f32 (from 8 values on).
+struct MixedValues {
+  std::vector<double> f64;
+  std::vector<float> f32;
+  std::vector<std::int64_t> i64;
+  std::vector<std::int32_t> i32;
+};
+inline MixedValues mixed_values(std::size_t n) {
+  MixedValues v{std::vector<double>(n), std::vector<float>(n), std::vector<std::int64_t>(n),
+                std::vector<std::int32_t>(n)};
+  for (std::size_t i = 0; i < n; ++i) {
+    v.f64[i] = double(std::int64_t(mix64(i) % 2001) - 1000);
+    v.f32[i] = float(std::int64_t(mix64(i + 3) % 201) - 100);
+    v.i64[i] = std::int64_t(mix64(i + 7) % 2000001) - 1000000;
+    v.i32[i] = std::int32_t(mix64(i + 9) % 20001) - 10000;
+  }
+  if (n > 7) {
+    v.f64[5] = -0.0;
+    v.f64[6] = std::nan("");
+    v.f32[7] = -0.0f;
+  }
+  return v;
 }
 
 }  // namespace tandem::test

@@ -66,25 +66,10 @@ mapreduce::GroupBy check(const std::vector<K>& keys, DType vt, const void* vals,
   return g;
 }
 
-// Counts and every value type (f64 with -0.0 and NaN, f32, negative i64 and i32 values).
+// Counts and every value type (test::mixed_values: f64 with -0.0 and NaN, f32, negative i64 and i32).
 template <class K>
 void check_every_aggregate(const std::vector<K>& keys, const std::string& what, bool dense = true) {
-  const std::size_t n = keys.size();
-  std::vector<double> f64(n);
-  std::vector<float> f32(n);
-  std::vector<std::int64_t> i64(n);
-  std::vector<std::int32_t> i32(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    f64[i] = double(std::int64_t(mix64(i) % 2001) - 1000);  // integers: exact sums in any order
-    f32[i] = float(std::int64_t(mix64(i + 3) % 201) - 100);
-    i64[i] = std::int64_t(mix64(i + 7) % 2000001) - 1000000;
-    i32[i] = std::int32_t(mix64(i + 9) % 20001) - 10000;
-  }
-  if (n > 6) {
-    f64[5] = -0.0;
-    f64[6] = std::nan("");
-    f32[5] = -0.0f;
-  }
+  const auto [f64, f32, i64, i32] = test::mixed_values(keys.size());
   check(keys, DType::f64, nullptr, what + " counts", dense);
   check(keys, DType::f64, f64.data(), what + " f64", dense);
   check(keys, DType::f32, f32.data(), what + " f32", dense);

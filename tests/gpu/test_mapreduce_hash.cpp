@@ -353,19 +353,7 @@ TEST(GpuHashGroupBy, EveryAggregateEveryValueTypeMatchesCpu) {
     auto k32 = mapreduce::zipf_keys_u32(n, distinct, 1.1, 5 + distinct);
     std::vector<std::int32_t> ki(n);
     for (std::size_t i = 0; i < n; ++i) ki[i] = static_cast<std::int32_t>(k32[i]);  // negative keys too
-    std::vector<double> f64(n);
-    std::vector<float> f32(n);
-    std::vector<std::int64_t> i64(n);
-    std::vector<std::int32_t> i32(n);
-    for (std::size_t i = 0; i < n; ++i) {
-      f64[i] = double(std::int64_t(mix64(i) % 2001) - 1000);  // integers: exact sums in any order
-      f32[i] = float(std::int64_t(mix64(i + 3) % 201) - 100);
-      i64[i] = std::int64_t(mix64(i + 7) % 2000001) - 1000000;
-      i32[i] = std::int32_t(mix64(i + 9) % 20001) - 10000;
-    }
-    f64[5] = -0.0;
-    f64[6] = std::nan("");
-    f32[7] = -0.0f;
+    const auto [f64, f32, i64, i32] = test::mixed_values(n);
     for (int kt = 0; kt < 3; ++kt) {
       const DType key_t = kt == 0 ? DType::u32 : (kt == 1 ? DType::u64 : DType::i32);
       const void* keys =
