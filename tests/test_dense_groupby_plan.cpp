@@ -118,6 +118,8 @@ TEST(DenseGroupByPlan, NoRoomOnTheDeviceMeansTheHashPath) {
   const auto p = dense::plan(in);
   EXPECT_FALSE(p.use);
   EXPECT_NE(p.why.find("free"), std::string::npos) << p.why;
+  in.free_bytes = p.table_bytes + p.buffer_bytes;
+  EXPECT_TRUE(dense::plan(in).use);
 }
 
 TEST(DenseGroupByPlan, RegionsHoldEvenKeysAndEveryExactSplit) {

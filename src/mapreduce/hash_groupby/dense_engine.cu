@@ -65,11 +65,19 @@ std::optional<gpu_engine::DeviceResult<K, typename DenseEngine<K, V>::Acc>> Dens
     }
   }
   std::tie(a.min, a.max) = min_max(keys, M, 1, stream);
-  std::size_t free_b = 0, total_b = 0;
-  TANDEM_CUDA(cudaMemGetInfo(&free_b, &total_b));
-  free_b += ws_.dense_table.buf.size() + ws_.dense_low.buf.size() + ws_.dense_vals.buf.size();
-  const dense::Inputs in{M, a.min, a.max, kSharedAcc, sizeof(Acc), T::kCount ? 0 : sizeof(VIn), free_b / 5 * 4};
+  // Free device memory is asked for only when the workspace's buffers would have to grow.
+  dense::Inputs in{M, a.min, a.max, kSharedAcc, sizeof(Acc), T::kCount ? 0 : sizeof(VIn), ~std::size_t{0}};
   a.plan = dense::plan(in);
+  const std::size_t records = std::size_t(a.plan.partitions) * a.plan.region;
+  if (a.plan.use && (a.plan.table_bytes > ws_.dense_table.buf.size() ||
+                     records * sizeof(std::uint16_t) > ws_.dense_low.buf.size() ||
+                     records * in.value_bytes > ws_.dense_vals.buf.size())) {
+    std::size_t free_b = 0, total_b = 0;
+    TANDEM_CUDA(cudaMemGetInfo(&free_b, &total_b));
+    in.free_bytes = (free_b + ws_.dense_table.buf.size() + ws_.dense_low.buf.size() + ws_.dense_vals.buf.size()) /
+                    5 * 4;
+    a.plan = dense::plan(in);
+  }
   if (!a.plan.use) {
     why_ = a.plan.why;
     return std::nullopt;
