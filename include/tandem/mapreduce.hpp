@@ -74,6 +74,10 @@ struct Options {
   // shared memory, appended to per-partition regions and reduced partition by partition in shared
   // memory, instead of going one by one to the global table (the tuner measures both).
   bool partition_cold{true};
+  // Hash path: integer keys whose range (max - min + 1) is small are reduced into direct-indexed
+  // accumulators (slot = key - min), partitioned by the slot's high bits, and come out in key
+  // order; a wide range takes the hash table (mapreduce/hash_groupby/dense_plan.hpp says when).
+  bool dense_range{true};
   bool tune{true};                                         // measure candidates on first use of a problem class
   std::uint64_t tune_min_records{std::uint64_t{1} << 22};  // smaller jobs are not worth tuning
 };
@@ -108,6 +112,9 @@ struct EngineStats {
   std::string partition_note;          // its sizes, or why it was not used
   std::uint64_t partitioned{0};        // pairs that went through the partitions
   std::uint64_t partition_direct{0};   // of those, pairs sent to the global table (full region or reduce table)
+  bool dense{false};                   // the dense-range path (direct-indexed accumulators) ran
+  std::uint64_t key_range{0};          // its key range R (max - min + 1)
+  std::string dense_note;              // why the dense-range path was not taken
 };
 
 // ---------------------------------------------------------------------------------------------

@@ -1,5 +1,6 @@
 // Group-by of integer keys in GPU memory: tandem's hash group-by engine (hot keys in shared
-// memory, mapreduce/gpu_jobs.hpp), then the groups sorted by key on the device and written to the
+// memory, or direct-indexed accumulators for keys of a small range; mapreduce/gpu_jobs.hpp), then
+// the groups sorted by key on the device (unless they came in key order) and written to the
 // caller's arrays.
 #include <cuda_runtime.h>
 
@@ -31,14 +32,15 @@ __global__ void iota_kernel(std::uint32_t* p, std::size_t n) {
     p[i] = static_cast<std::uint32_t>(i);
 }
 
-// Output row i takes the group at position order[i] of the engine's result. Integer sums wrap on
-// the device: a group where |value| * count may reach 2^63 raises *may_wrap.
+// Output row i takes the group at position order[i] of the engine's result (at i without an
+// order). Integer sums wrap on the device: a group where |value| * count may reach 2^63 raises
+// *may_wrap.
 template <class Acc>
 __global__ void gather_kernel(const Acc* accs, const std::uint32_t* order, std::size_t n, DeviceGroupOutputs out,
                               unsigned* may_wrap) {
   for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n;
        i += std::size_t(gridDim.x) * blockDim.x) {
-    const Acc a = accs[order[i]];
+    const Acc a = accs[order ? order[i] : i];
     if constexpr (std::is_same_v<Acc, std::uint64_t>) {
       if (out.count) out.count[i] = static_cast<std::int64_t>(a);
     } else {
@@ -75,13 +77,19 @@ Report run(const DeviceGroupByCall& call) {
     if (groups == 0) return;
     S* keys = static_cast<S*>(out.keys);
     TANDEM_CUDA(cudaMemcpyAsync(keys, group_keys, groups * sizeof(K), cudaMemcpyDeviceToDevice, call.stream));
+    // The dense-range path's groups come in key order already; its range never spans the sign
+    // change of signed keys (that range is 2^31 or more), so that is their signed order too.
+    const bool sorted = st.dense;
+    const std::size_t positions = sorted ? 0 : groups;
     void* scratch = nullptr;  // the positions and the wrap flag
-    TANDEM_CUDA(cudaMallocAsync(&scratch, (groups + 1) * sizeof(std::uint32_t), call.stream));
-    auto* order = static_cast<std::uint32_t*>(scratch);
-    iota_kernel<<<grid_for(groups), kThreads, 0, call.stream>>>(order, groups);
-    TANDEM_CUDA_LAUNCH("groupby: number groups");
-    sort_pairs_device(keys, order, groups, SortOptions{}, call.stream);
-    unsigned* may_wrap = reinterpret_cast<unsigned*>(order + groups);
+    TANDEM_CUDA(cudaMallocAsync(&scratch, (positions + 1) * sizeof(std::uint32_t), call.stream));
+    auto* order = sorted ? nullptr : static_cast<std::uint32_t*>(scratch);
+    if (!sorted) {
+      iota_kernel<<<grid_for(groups), kThreads, 0, call.stream>>>(order, groups);
+      TANDEM_CUDA_LAUNCH("groupby: number groups");
+      sort_pairs_device(keys, order, groups, SortOptions{}, call.stream);
+    }
+    unsigned* may_wrap = static_cast<unsigned*>(scratch) + positions;
     TANDEM_CUDA(cudaMemsetAsync(may_wrap, 0, sizeof(unsigned), call.stream));
     gather_kernel<<<grid_for(groups), kThreads, 0, call.stream>>>(accs, order, groups, out, may_wrap);
     TANDEM_CUDA_LAUNCH("groupby: gather aggregates");
@@ -97,7 +105,9 @@ Report run(const DeviceGroupByCall& call) {
       throw InputError(
           "device group-by: an int64 sum may overflow in some group (|value| x rows reaches 2^63); "
           "sum float64 values, or group on the CPU, which checks every sum");
-    r.note(std::to_string(groups) + " groups sorted by key on the device (CUB radix sort) into the caller's arrays");
+    r.note(std::to_string(groups) + (sorted ? " groups in key order from the dense-range path into the caller's arrays"
+                                            : " groups sorted by key on the device (CUB radix sort) into the "
+                                              "caller's arrays"));
   };
   mapreduce::detail::gpu_groupby_hash_on_device<K, V>(static_cast<const K*>(call.keys),
                                                       static_cast<const V*>(call.values), call.n, mapreduce::Options{},

@@ -90,7 +90,14 @@ DType key_dtype_of() {
 }  // namespace
 
 void explain_stats(Report& r, const EngineStats& s) {
+  if (s.engine == "hash" && s.dense) {
+    r.note(fmt::format("GPU dense-range group-by: keys over a range of {}, direct-indexed accumulators ({} slots a "
+                       "block); partitions: {}; {} distinct keys, in key order",
+                       s.key_range, s.shared_entries, s.partition_note, s.distinct));
+    return;
+  }
   if (s.engine == "hash") {
+    if (!s.dense_note.empty()) r.note("dense-range path not taken: " + s.dense_note);
     r.note(
         fmt::format("GPU hash group-by: Bs={} blocks x N={} threads; p={:.3g}% sampled ({} records, {} distinct, "
                     "Chao1 estimate {}, Good-Turing upper bound {}); hot fraction {:.3g}; hot-key path {}",

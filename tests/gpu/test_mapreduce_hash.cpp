@@ -11,6 +11,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "gpu/same_rows.hpp"
 #include "mapreduce/hash_groupby/bucket_table.hpp"
 #include "tandem/core/device.hpp"
 #include "tandem/core/error.hpp"
@@ -18,6 +19,7 @@
 #include "test_util.hpp"
 
 using namespace tandem;
+using tandem::test::expect_same_rows;
 
 namespace {
 bool sanitizer() { return std::getenv("TANDEM_SANITIZER") != nullptr; }
@@ -41,30 +43,10 @@ mapreduce::Options hash_opts() {
   mapreduce::Options o;
   o.device = Device::gpu;
   o.mode = mapreduce::Options::Mode::hash;
+  o.dense_range = false;  // the hash table's paths (test_dense_groupby.cpp tests the dense range)
   return o;
 }
 
-// Equal as stored: NaN equals NaN, -0.0 differs from +0.0.
-bool same(double a, double b) {
-  if (std::isnan(a) || std::isnan(b)) return std::isnan(a) && std::isnan(b);
-  return a == b && std::signbit(a) == std::signbit(b);
-}
-
-void expect_same_rows(const mapreduce::GroupBy& gpu, const mapreduce::GroupBy& cpu, const std::string& what) {
-  ASSERT_EQ(gpu.rows.size(), cpu.rows.size()) << what;
-  for (std::size_t i = 0; i < gpu.rows.size(); ++i) {
-    const auto& a = gpu.rows[i];
-    const auto& b = cpu.rows[i];
-    ASSERT_EQ(a.key_bits, b.key_bits) << what << " row " << i;
-    EXPECT_EQ(a.count, b.count) << what << " key " << a.key_bits;
-    EXPECT_TRUE(same(a.dsum, b.dsum)) << what << " key " << a.key_bits << " sum " << a.dsum << " vs " << b.dsum;
-    EXPECT_TRUE(same(a.dmin, b.dmin)) << what << " key " << a.key_bits << " min " << a.dmin << " vs " << b.dmin;
-    EXPECT_TRUE(same(a.dmax, b.dmax)) << what << " key " << a.key_bits << " max " << a.dmax << " vs " << b.dmax;
-    EXPECT_EQ(a.isum, b.isum) << what << " key " << a.key_bits;
-    EXPECT_EQ(a.imin, b.imin) << what << " key " << a.key_bits;
-    EXPECT_EQ(a.imax, b.imax) << what << " key " << a.key_bits;
-  }
-}
 }  // namespace
 
 TEST(GpuHashGroupBy, CountsZipfCardinalityHotOnOff) {
@@ -371,19 +353,7 @@ TEST(GpuHashGroupBy, EveryAggregateEveryValueTypeMatchesCpu) {
     auto k32 = mapreduce::zipf_keys_u32(n, distinct, 1.1, 5 + distinct);
     std::vector<std::int32_t> ki(n);
     for (std::size_t i = 0; i < n; ++i) ki[i] = static_cast<std::int32_t>(k32[i]);  // negative keys too
-    std::vector<double> f64(n);
-    std::vector<float> f32(n);
-    std::vector<std::int64_t> i64(n);
-    std::vector<std::int32_t> i32(n);
-    for (std::size_t i = 0; i < n; ++i) {
-      f64[i] = double(std::int64_t(mix64(i) % 2001) - 1000);  // integers: exact sums in any order
-      f32[i] = float(std::int64_t(mix64(i + 3) % 201) - 100);
-      i64[i] = std::int64_t(mix64(i + 7) % 2000001) - 1000000;
-      i32[i] = std::int32_t(mix64(i + 9) % 20001) - 10000;
-    }
-    f64[5] = -0.0;
-    f64[6] = std::nan("");
-    f32[7] = -0.0f;
+    const auto [f64, f32, i64, i32] = test::mixed_values(n);
     for (int kt = 0; kt < 3; ++kt) {
       const DType key_t = kt == 0 ? DType::u32 : (kt == 1 ? DType::u64 : DType::i32);
       const void* keys =

@@ -34,6 +34,9 @@ struct Workspace {
   Scratch ctr, hist, top_keys, top_n, sentinel, sample_slots, sample_keys, sample_accs, sample_counts, hot_keys, temp,
       overflow_keys, overflow_accs, two_choice_keys, part_keys, part_cursor;
   Scratch table[2], out_keys[2], out_accs[2];  // a grow moves the result to the other one
+  // The dense-range path (dense_engine.hpp): min/max, global accumulators, partition buffer
+  // (low bits, values), regions, the emitted slots.
+  Scratch dense_minmax, dense_table, dense_low, dense_vals, dense_regions, dense_index;
   int current{0};
 
   template <class K>

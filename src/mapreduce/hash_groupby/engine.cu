@@ -16,6 +16,8 @@
 //      global table. At the end each block flushes its shared aggregates. Counts with many cold
 //      keys take the partitioned tier instead (partition_plan.hpp; partition_reduce_kernel).
 //   5. Compact the table to arrays. Second host round trip: the counters (overflow, entries).
+// Integer keys of a small range take the dense-range path instead (dense_engine.hpp): no
+// hashing, and the groups come out in key order.
 // Nothing is lost: an insert that finds no slot within the probe limit goes to an overflow list;
 // after the pass the table is grown (rehashed into one large enough for everything) and the list
 // merged. Only if the overflow list itself fills is the whole job rerun with a table and list 4x
@@ -29,6 +31,7 @@
 
 #include <cub/device/device_radix_sort.cuh>
 
+#include "mapreduce/hash_groupby/dense_engine.hpp"
 #include "mapreduce/hash_groupby/kernels.cuh"
 #include "mapreduce/hash_groupby/two_choice.hpp"
 #include "tandem/core/device.hpp"
@@ -164,11 +167,18 @@ gpu_engine::DeviceResult<K, typename Engine<K, V>::Acc> Engine<K, V>::run_device
                                                                                  cudaStream_t stream) {
   if (M >= (std::uint64_t{1} << 32)) throw UsageError("hash group-by: 2^32 records or more (use the chained engine)");
   opts_ = o;
+  std::string dense_why = "off";
+  if (o.dense_range) {
+    DenseEngine<K, V> dense(dev_, ws_);
+    if (auto r = dense.run(keys, values, M, st, rep, stream)) return *r;
+    dense_why = dense.why_not();
+  }
   HashPlan pl = resolve(keys, values, M, rep, stream);
   for (int attempt = 0;; ++attempt) {
     if (attempt > tuning::kMaxRetries) throw Error("hash group-by: the table kept overflowing after 12 retries");
     if (attempt_once(keys, values, M, pl, st, rep, stream)) {
       st.retries = attempt;
+      st.dense_note = dense_why;
       return {out_keys_, out_accs_, n_out_};
     }
     rep.note(gpu::format("retry {}: the overflow list filled (table {} slots, list {}); rerunning with both 4x larger",
