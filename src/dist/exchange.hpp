@@ -10,21 +10,35 @@
 
 #include "dist/context_impl.hpp"
 #include "tandem/core/io.hpp"
+#include "tandem/core/report.hpp"
 
 namespace tandem::dist {
 
+// Where an exchange's time went, summed over the exchanges of one operation: the all-to-all of
+// the block sizes (and the agreement on the path), the receive buffer (allocation and page
+// faults), and the data's all-to-all.
+struct ExchangeTimes {
+  double counts{0}, buffer{0}, data{0};
+  std::vector<std::uint64_t> bytes_to, bytes_from;  // this rank's blocks, per peer (itself included)
+};
+
+// Adds the stages "exchange counts", "exchange buffer" and "exchange data" to the report, and the
+// bytes per peer to details()["exchange"].
+void add_exchange_stages(Report& report, const ExchangeTimes& times, const Traffic& traffic);
+
 // send: the blocks for rank 0, 1, … back to back; counts[d]: bytes of the block for rank d.
 // recv_counts gets the bytes received from each rank; allocate(total) gives the memory they land
-// in, back to back in source-rank order.
+// in, back to back in source-rank order. times, when given, gets the sub-stages' seconds added.
 Traffic exchange_bytes(const Context::Impl& s, const std::byte* send, std::span<const std::uint64_t> counts,
-                       std::vector<std::uint64_t>& recv_counts,
-                       const std::function<std::byte*(std::uint64_t)>& allocate);
+                       std::vector<std::uint64_t>& recv_counts, const std::function<std::byte*(std::uint64_t)>& allocate,
+                       ExchangeTimes* times = nullptr);
 
 // Typed convenience: counts in elements of T; the received counts, in elements, go to recv_counts.
 template <class T>
 std::vector<T, io::UninitAllocator<T>> exchange(const Context::Impl& s, std::span<const T> send,
                                                 std::span<const std::uint64_t> counts,
-                                                std::vector<std::uint64_t>& recv_counts, Traffic& traffic) {
+                                                std::vector<std::uint64_t>& recv_counts, Traffic& traffic,
+                                                ExchangeTimes* times = nullptr) {
   std::vector<std::uint64_t> byte_counts(counts.size());
   for (std::size_t i = 0; i < counts.size(); ++i) byte_counts[i] = counts[i] * sizeof(T);
   std::vector<T, io::UninitAllocator<T>> out;
@@ -32,7 +46,8 @@ std::vector<T, io::UninitAllocator<T>> exchange(const Context::Impl& s, std::spa
                                    [&](std::uint64_t bytes) {
                                      out.resize(bytes / sizeof(T));
                                      return reinterpret_cast<std::byte*>(out.data());
-                                   });
+                                   },
+                                   times);
   traffic.bytes_sent += t.bytes_sent;
   traffic.bytes_received += t.bytes_received;
   for (auto& c : recv_counts) c /= sizeof(T);

@@ -57,14 +57,15 @@ DistReport sort_impl(const Context& ctx, std::vector<K>& keys, std::vector<V>* v
   clock.lap(out.report, "splitters", fmt::format("{} cuts by bisection", s.size - 1));
 
   std::vector<std::uint64_t> runs;
-  auto recv_keys = exchange<K>(s, std::span<const K>(keys), counts, runs, out.traffic);
+  ExchangeTimes times;
+  auto recv_keys = exchange<K>(s, std::span<const K>(keys), counts, runs, out.traffic, &times);
   std::vector<V, io::UninitAllocator<V>> recv_values;
   if (values) {
     std::vector<std::uint64_t> value_runs;
-    recv_values = exchange<V>(s, std::span<const V>(*values), counts, value_runs, out.traffic);
+    recv_values = exchange<V>(s, std::span<const V>(*values), counts, value_runs, out.traffic, &times);
   }
-  clock.lap(out.report, "exchange",
-            fmt::format("{} B sent, {} B received", out.traffic.bytes_sent, out.traffic.bytes_received));
+  add_exchange_stages(out.report, times, out.traffic);
+  clock.restart();
 
   const int threads = opts.threads;
   keys.resize(recv_keys.size());

@@ -175,7 +175,7 @@ TEST(DistReport, EveryRankFiguresInTheDetails) {
     received += x.at("bytes_received").get<std::uint64_t>();
     EXPECT_TRUE(x.at("stages").contains("local sort"));
     if (ctx.size() > 1) {
-      EXPECT_TRUE(x.at("stages").contains("exchange"));
+      EXPECT_TRUE(x.at("stages").contains("exchange data"));
     }
   }
   EXPECT_EQ(in, std::uint64_t(1000 * ctx.size() + ctx.size() * (ctx.size() - 1) / 2));
