@@ -26,6 +26,7 @@ struct Args {
   int log2{24};
   int reps{3};
   int threads{0};
+  long long keep{-1};  // ContextOptions::keep_receive_bytes; -1: its default
   std::string device{"cpu"};
   std::string label;
 };
@@ -39,11 +40,12 @@ Args parse(int argc, char** argv) {
     else if (s == "--reps") a.reps = std::stoi(next());
     else if (s == "--threads") a.threads = std::stoi(next());
     else if (s == "--device") a.device = next();
+    else if (s == "--keep-receive-bytes") a.keep = std::stoll(next());
     else if (s == "--label") a.label = next();
     else if (s == "--help") {
       std::puts(
           "bench_dist_sort [--log2 N (total keys 2^N)] [--reps R] [--threads T per rank] [--device cpu|gpu|auto] "
-          "[--label TEXT]");
+          "[--label TEXT] [--keep-receive-bytes B (kept between calls; 0: every exchange into fresh memory)]");
       std::exit(0);
     } else {
       std::fprintf(stderr, "bench_dist_sort: unknown option %s\n", s.c_str());
@@ -139,7 +141,9 @@ int main(int argc, char** argv) {
   const Args a = parse(argc, argv);
   int status = 0;
   {
-    tandem::dist::Context ctx(MPI_COMM_WORLD);
+    tandem::dist::ContextOptions context_options;
+    if (a.keep >= 0) context_options.keep_receive_bytes = std::uint64_t(a.keep);
+    tandem::dist::Context ctx(MPI_COMM_WORLD, context_options);
     const int rank = ctx.rank(), size = ctx.size();
     const std::uint64_t total = std::uint64_t{1} << a.log2;
     const std::size_t n = std::size_t(total * std::uint64_t(rank + 1) / std::uint64_t(size) -

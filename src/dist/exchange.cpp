@@ -53,12 +53,6 @@ Traffic exchange_bytes(const Context::Impl& s, const std::byte* send, std::span<
   }
   lap(&ExchangeTimes::counts);
   std::byte* recv = allocate(recv_at[p]);
-  // Fault the receive buffer's fresh pages in on every thread first: faulted inside MPI's copies
-  // they cost more than the copies (one thread takes every fault).
-  constexpr std::size_t kPage = 4096;
-  const std::int64_t pages = std::int64_t(recv_at[p] / kPage);
-#pragma omp parallel for num_threads(s.threads) schedule(static)
-  for (std::int64_t i = 0; i < pages; ++i) recv[std::size_t(i) * kPage] = std::byte{0};
   lap(&ExchangeTimes::buffer);
   // The common case, every count and offset inside MPI's int: one MPI_Alltoallv, MPI's own
   // tuned all-to-all. Larger blocks go as 1 GiB pieces through MPI_Isend/MPI_Irecv below.
