@@ -63,6 +63,9 @@ Traffic exchange_bytes(const Context::Impl& s, const std::byte* send, std::span<
       sc[r] = int(counts[r]), sd[r] = int(send_at[r]), rc[r] = int(recv_counts[r]), rd[r] = int(recv_at[r]);
       if (r != s.rank) traffic.bytes_sent += counts[r], traffic.bytes_received += recv_counts[r];
     }
+    // The own block on the rank's threads (MPI would copy it on one), then the others through MPI.
+    sc[s.rank] = rc[s.rank] = 0;
+    parallel_copy(recv + recv_at[s.rank], send + send_at[s.rank], counts[s.rank], s.threads);
     check_mpi(MPI_Alltoallv(send, sc.data(), sd.data(), MPI_BYTE, recv, rc.data(), rd.data(), MPI_BYTE, s.comm),
               "MPI_Alltoallv");
     lap(&ExchangeTimes::data);
