@@ -1,6 +1,7 @@
 // bench_dist_sort: the distributed sort against its floors, measured in the same run on the same
-// data: MPI_Alltoall of the same bytes (the exchange floor) and the local sort of each rank's
-// keys. Run as an MPI job, e.g. on one 16-core host:
+// data: MPI_Alltoall of the same bytes (the exchange floor), MPI_Alltoallv of the sort's own block
+// sizes, and the local sort of each rank's keys. The exchange is shown split into its sub-stages
+// (block sizes, receive buffer, data), also for the first, cold call. Run as an MPI job, e.g. on one 16-core host:
 //   mpirun -np 4 --bind-to none bench_dist_sort --log2 28 --threads 4
 // Goals (issue 20): exchange bandwidth >= 0.8x MPI_Alltoall's; total <= 1.3x (local sort + exchange
 // floor). The result is checked: every slice sorted, slices in order, N keys in all, balanced.
@@ -25,6 +26,7 @@ struct Args {
   int log2{24};
   int reps{3};
   int threads{0};
+  long long keep{-1};  // ContextOptions::keep_receive_bytes; -1: its default
   std::string device{"cpu"};
   std::string label;
 };
@@ -38,11 +40,12 @@ Args parse(int argc, char** argv) {
     else if (s == "--reps") a.reps = std::stoi(next());
     else if (s == "--threads") a.threads = std::stoi(next());
     else if (s == "--device") a.device = next();
+    else if (s == "--keep-receive-bytes") a.keep = std::stoll(next());
     else if (s == "--label") a.label = next();
     else if (s == "--help") {
       std::puts(
           "bench_dist_sort [--log2 N (total keys 2^N)] [--reps R] [--threads T per rank] [--device cpu|gpu|auto] "
-          "[--label TEXT]");
+          "[--label TEXT] [--keep-receive-bytes B (kept between calls; 0: every exchange into fresh memory)]");
       std::exit(0);
     } else {
       std::fprintf(stderr, "bench_dist_sort: unknown option %s\n", s.c_str());
@@ -56,6 +59,61 @@ double max_over_ranks(double v, MPI_Comm comm) {
   double m = v;
   MPI_Allreduce(&v, &m, 1, MPI_DOUBLE, MPI_MAX, comm);
   return m;
+}
+
+// The exchange's sub-stages, each the slowest rank's, and the slowest rank's whole exchange.
+struct ExchangeSplit {
+  double counts{0}, buffer{0}, data{0}, total{0};
+};
+
+ExchangeSplit exchange_split(const nlohmann::json& ranks) {
+  ExchangeSplit m;
+  auto at = [](const nlohmann::json& st, const char* name) { return st.contains(name) ? st[name].get<double>() : 0.0; };
+  for (const auto& x : ranks) {
+    const auto& st = x["stages"];
+    const double c = at(st, "exchange counts"), b = at(st, "exchange buffer"), d = at(st, "exchange data");
+    m.counts = std::max(m.counts, c);
+    m.buffer = std::max(m.buffer, b);
+    m.data = std::max(m.data, d);
+    m.total = std::max(m.total, c + b + d);
+  }
+  return m;
+}
+
+// Each field's median over the repetitions.
+ExchangeSplit median_split(const std::vector<ExchangeSplit>& v) {
+  auto med = [&](double ExchangeSplit::*f) {
+    std::vector<double> x;
+    for (const auto& s : v) x.push_back(s.*f);
+    return tandem::summarize(x).median;
+  };
+  return {med(&ExchangeSplit::counts), med(&ExchangeSplit::buffer), med(&ExchangeSplit::data),
+          med(&ExchangeSplit::total)};
+}
+
+void print_split(const char* what, const ExchangeSplit& s) {
+  fmt::print("  {:<38} {:>9.1f}ms  ({:.1f} + {:.1f} + {:.1f} ms)\n", what, s.total * 1e3, s.counts * 1e3,
+             s.buffer * 1e3, s.data * 1e3);
+}
+
+// MPI_Alltoallv of the bytes the sort sent to and received from each rank (its report's
+// details()["exchange"]), on buffers kept between calls; the slowest rank's seconds.
+double alltoallv_floor(const nlohmann::json& exchange, std::vector<std::byte>& send, std::vector<std::byte>& recv,
+                       MPI_Comm comm) {
+  const auto to = exchange["bytes_to"].get<std::vector<std::uint64_t>>();
+  const auto from = exchange["bytes_from"].get<std::vector<std::uint64_t>>();
+  std::vector<int> sc, sd, rc, rd;
+  std::uint64_t s = 0, r = 0;
+  for (std::size_t i = 0; i < to.size(); ++i) {
+    sc.push_back(int(to[i])), sd.push_back(int(s)), s += to[i];
+    rc.push_back(int(from[i])), rd.push_back(int(r)), r += from[i];
+  }
+  if (send.size() < s) send.resize(s, std::byte{1});  // written: warm, as the MPI_Alltoall floor's
+  if (recv.size() < r) recv.resize(r, std::byte{1});
+  MPI_Barrier(comm);
+  tandem::Stopwatch w;
+  MPI_Alltoallv(send.data(), sc.data(), sd.data(), MPI_BYTE, recv.data(), rc.data(), rd.data(), MPI_BYTE, comm);
+  return max_over_ranks(w.seconds(), comm);
 }
 
 // Sorted within, in order across ranks, the right total, one element of balance.
@@ -83,7 +141,9 @@ int main(int argc, char** argv) {
   const Args a = parse(argc, argv);
   int status = 0;
   {
-    tandem::dist::Context ctx(MPI_COMM_WORLD);
+    tandem::dist::ContextOptions context_options;
+    if (a.keep >= 0) context_options.keep_receive_bytes = std::uint64_t(a.keep);
+    tandem::dist::Context ctx(MPI_COMM_WORLD, context_options);
     const int rank = ctx.rank(), size = ctx.size();
     const std::uint64_t total = std::uint64_t{1} << a.log2;
     const std::size_t n = std::size_t(total * std::uint64_t(rank + 1) / std::uint64_t(size) -
@@ -98,7 +158,11 @@ int main(int argc, char** argv) {
     // Floor 1: the same bytes through MPI_Alltoall (each rank sends n/size keys to every rank).
     const int block = int(n / std::size_t(size));
     std::vector<std::uint32_t> send(std::size_t(block) * std::size_t(size)), recv(send.size());
-    std::vector<double> a2a, local, dist;
+    // Floor 1b: MPI_Alltoallv with the sort's own (uneven) block sizes, on buffers as warm.
+    std::vector<std::byte> send_v, recv_v;
+    std::vector<double> a2a, a2av, local, dist;
+    std::vector<ExchangeSplit> splits;
+    ExchangeSplit first_call;
     nlohmann::json last_report;
     bool ok = true;
     for (int r = 0; r < a.reps + 1; ++r) {  // the first round warms up
@@ -118,39 +182,53 @@ int main(int argc, char** argv) {
       const auto rep = tandem::dist::sort(ctx, keys, opts);
       const double t_dist = max_over_ranks(w.seconds(), ctx.comm());
       ok = ok && check(keys, total, rank, size, ctx.comm());
-      if (r == 0) continue;
+      const double t_a2av = size > 1 ? alltoallv_floor(rep.report.details()["exchange"], send_v, recv_v, ctx.comm()) : 0;
+      const ExchangeSplit split = exchange_split(rep.report.details()["ranks"]);
+      if (r == 0) {
+        first_call = split;
+        continue;
+      }
       a2a.push_back(t_a2a);
+      a2av.push_back(t_a2av);
       local.push_back(t_local);
       dist.push_back(t_dist);
+      splits.push_back(split);
       last_report = rep.report.details()["ranks"];
     }
-    const double m_a2a = tandem::summarize(a2a).median, m_local = tandem::summarize(local).median;
+    const double m_a2a = tandem::summarize(a2a).median, m_a2av = tandem::summarize(a2av).median,
+                 m_local = tandem::summarize(local).median;
     const tandem::Stats s_dist = tandem::summarize(dist);
-    double exchange = 0;
-    for (const auto& x : last_report)
-      if (x["stages"].contains("exchange")) exchange = std::max(exchange, x["stages"]["exchange"].get<double>());
-    exchange = std::max(exchange, 1e-9);                                     // one rank exchanges nothing
+    const ExchangeSplit mid = median_split(splits);
+    const double exchange = std::max(mid.total, 1e-9);                       // one rank exchanges nothing
     const double bytes = double(n) * 4.0 * double(size - 1) / double(size);  // per rank, off-rank
     if (rank == 0) {
       fmt::print("bench_dist_sort: 2^{} u32 keys over {} ranks ({} threads each, device {}), {} reps, check {}\n",
                  a.log2, size, a.threads ? a.threads : tandem::default_threads(), a.device, a.reps,
                  ok ? "ok" : "FAILED");
-      fmt::print("  {:<34} {:>10}\n", "what", "median");
-      fmt::print("  {:<34} {:>9.1f}ms  ({:.2f} GB/s per rank)\n", "MPI_Alltoall, same bytes", m_a2a * 1e3,
+      fmt::print("  {:<38} {:>10}\n", "what", "median");
+      fmt::print("  {:<38} {:>9.1f}ms  ({:.2f} GB/s per rank)\n", "MPI_Alltoall, same bytes", m_a2a * 1e3,
                  bytes / m_a2a / 1e9);
-      fmt::print("  {:<34} {:>9.1f}ms\n", "local sort of each rank's keys", m_local * 1e3);
-      fmt::print("  {:<34} {:>9.1f}ms  (min {:.1f}, max {:.1f})\n", "dist::sort", s_dist.median * 1e3, s_dist.min * 1e3,
-                 s_dist.max * 1e3);
       if (size > 1)
-        fmt::print("  {:<34} {:>9.1f}ms  ({:.2f} GB/s per rank)\n", "  its exchange stage (slowest rank)",
-                   exchange * 1e3, bytes / exchange / 1e9);
+        fmt::print("  {:<38} {:>9.1f}ms  ({:.2f} GB/s per rank)\n", "MPI_Alltoallv, the sort's block sizes",
+                   m_a2av * 1e3, bytes / m_a2av / 1e9);
+      fmt::print("  {:<38} {:>9.1f}ms\n", "local sort of each rank's keys", m_local * 1e3);
+      fmt::print("  {:<38} {:>9.1f}ms  (min {:.1f}, max {:.1f})\n", "dist::sort", s_dist.median * 1e3,
+                 s_dist.min * 1e3, s_dist.max * 1e3);
+      if (size > 1) {
+        fmt::print("  {:<38} {:>9.1f}ms  ({:.2f} GB/s per rank)\n", "  its exchange (slowest rank)", exchange * 1e3,
+                   bytes / exchange / 1e9);
+        print_split("    counts / buffer / data, slowest rank", mid);
+        print_split("    the same in the first, cold call", first_call);
+      }
       for (const auto& x : last_report) {
         std::string stages;
         for (auto it = x["stages"].begin(); it != x["stages"].end(); ++it)
           stages += fmt::format(" {} {:.1f}ms", it.key(), it.value().get<double>() * 1e3);
         fmt::print("    rank {}:{}\n", x["rank"].get<int>(), stages);
       }
-      if (size > 1) fmt::print("  exchange / MPI_Alltoall bandwidth: {:.2f}x (goal >= 0.8)\n", m_a2a / exchange);
+      if (size > 1)
+        fmt::print("  exchange / MPI_Alltoall bandwidth: {:.2f}x (goal >= 0.8); / MPI_Alltoallv: {:.2f}x\n",
+                   m_a2a / exchange, m_a2av / exchange);
       const double bw = m_a2a / exchange, total_ratio = s_dist.median / (m_local + m_a2a);
       fmt::print("  dist::sort / (local sort + exchange floor): {:.2f}x (goal <= 1.3)\n", total_ratio);
       // Rows of the gpu-check summary table.

@@ -47,6 +47,10 @@ struct ContextOptions {
   // CPU threads of this rank for the library's own parallel steps and for operations whose
   // options leave threads at 0; 0: the host's cores shared evenly by the ranks on it.
   int threads{0};
+  // Bytes of receive buffers the context keeps between operations, so that an exchange writes
+  // to memory already faulted in (as warm as what MPI's own benchmarks reuse) instead of paying a
+  // page fault per page. Kept: at most this much beyond what an operation itself holds; 0: none.
+  std::uint64_t keep_receive_bytes{std::uint64_t{2} << 30};
 };
 
 class Context {
@@ -66,6 +70,10 @@ class Context {
   bool has_nccl() const noexcept;
   int threads() const noexcept;  // ContextOptions::threads, or the cores of the host / ranks on it
   std::string describe() const;  // "4 ranks on 1 host, MPI (Open MPI 4.1.4), NCCL: no (…)"
+  // The receive buffers kept between operations (ContextOptions::keep_receive_bytes): their
+  // bytes, and freeing them now (not collective).
+  std::uint64_t kept_buffer_bytes() const noexcept;
+  void release_buffers() const noexcept;
 
   // Collective. Each rank passes the error it met (or none); when any rank failed, every rank
   // throws the lowest failing rank's error, of the same kind (UsageError, InputError, Error),

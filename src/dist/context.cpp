@@ -104,6 +104,7 @@ Context::Context(MPI_Comm comm, const ContextOptions& options) : impl_(std::make
   int leader = s.local_rank == 0 ? 1 : 0;
   check_mpi(MPI_Allreduce(&leader, &s.hosts, 1, MPI_INT, MPI_SUM, s.comm), "MPI_Allreduce");
   s.threads = options.threads > 0 ? options.threads : std::max(1, default_threads() / s.local_size);
+  s.receive_buffers = ReceiveBuffers(options.keep_receive_bytes);
   run_agreed([&] { setup_nccl(s, options); });
 }
 
@@ -125,6 +126,8 @@ MPI_Comm Context::comm() const noexcept { return impl_->comm; }
 int Context::local_rank() const noexcept { return impl_->local_rank; }
 int Context::local_size() const noexcept { return impl_->local_size; }
 int Context::threads() const noexcept { return impl_->threads; }
+void Context::release_buffers() const noexcept { impl_->receive_buffers.release(); }
+std::uint64_t Context::kept_buffer_bytes() const noexcept { return impl_->receive_buffers.kept_bytes(); }
 int Context::gpu() const noexcept { return impl_->gpu; }
 bool Context::has_nccl() const noexcept {
 #if TANDEM_HAS_NCCL

@@ -4,6 +4,7 @@
 
 #include <mpi.h>
 
+#include "dist/receive_buffers.hpp"
 #include "tandem/dist.hpp"
 
 #if TANDEM_HAS_NCCL
@@ -19,6 +20,8 @@ struct Context::Impl {
   int gpu{-1};
   int threads{1};
   std::string nccl_status;  // why NCCL is or is not used
+  // Kept between operations (a cache: operations on a const Context take and give back).
+  mutable ReceiveBuffers receive_buffers;
 #if TANDEM_HAS_NCCL
   ncclComm_t nccl{nullptr};
 #endif

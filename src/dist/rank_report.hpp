@@ -14,6 +14,7 @@ class StageClock {
     r.add(std::move(name), "cpu", watch_.seconds(), std::move(detail));
     watch_.reset();
   }
+  void restart() { watch_.reset(); }  // after stages added with their own times
 
  private:
   Stopwatch watch_;

@@ -56,20 +56,18 @@ DistReport sort_impl(const Context& ctx, std::vector<K>& keys, std::vector<V>* v
   for (int d = 0; d < s.size; ++d) counts[d] = cut[d + 1] - cut[d];
   clock.lap(out.report, "splitters", fmt::format("{} cuts by bisection", s.size - 1));
 
-  std::vector<std::uint64_t> runs;
-  auto recv_keys = exchange<K>(s, std::span<const K>(keys), counts, runs, out.traffic);
-  std::vector<V, io::UninitAllocator<V>> recv_values;
-  if (values) {
-    std::vector<std::uint64_t> value_runs;
-    recv_values = exchange<V>(s, std::span<const V>(*values), counts, value_runs, out.traffic);
-  }
-  clock.lap(out.report, "exchange",
-            fmt::format("{} B sent, {} B received", out.traffic.bytes_sent, out.traffic.bytes_received));
+  ExchangeTimes times;
+  const Received<K> recv_keys = exchange_kept<K>(s, std::span<const K>(keys), counts, out.traffic, &times);
+  Received<V> recv_values;
+  if (values) recv_values = exchange_kept<V>(s, std::span<const V>(*values), counts, out.traffic, &times);
+  add_exchange_stages(out.report, times, out.traffic);
+  clock.restart();
 
   const int threads = opts.threads;
-  keys.resize(recv_keys.size());
+  const std::vector<std::uint64_t>& runs = recv_keys.runs;
+  keys.resize(recv_keys.size);
   if (values) {
-    values->resize(recv_values.size());
+    values->resize(recv_values.size);
     merge_runs(recv_keys.data(), recv_values.data(), runs, keys.data(), values->data(), order, threads);
   } else {
     merge_runs(recv_keys.data(), static_cast<char*>(nullptr), runs, keys.data(), static_cast<char*>(nullptr), order,

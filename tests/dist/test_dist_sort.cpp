@@ -59,8 +59,7 @@ std::vector<K> make_keys(Shape shape, std::size_t n, int rank, int size) {
 }
 
 template <class K>
-void check_sort(std::vector<K> keys, bool descending) {
-  Context& ctx = context();
+void check_sort(std::vector<K> keys, bool descending, const Context& ctx = context()) {
   const std::vector<K> all = sorted_whole(keys, descending);
   SortOptions opts = cpu_sort_options(descending);
   const DistReport r = dist::sort(ctx, keys, opts);
@@ -125,6 +124,42 @@ TEST(DistSortPairs, StableAcrossRanks) {
   }
 }
 
+// The receive buffers the context keeps between operations: calls in a row, of other sizes and
+// types, each right, with no more kept than the bound (none, a few pages, the default).
+TEST(DistSort, CallsInARowReuseTheKeptReceiveBuffersWithinTheirBound) {
+  for (std::uint64_t keep : {std::uint64_t{0}, std::uint64_t{3} << 20, ContextOptions{}.keep_receive_bytes}) {
+    SCOPED_TRACE(testing::Message() << "keep " << keep);
+    ContextOptions options;
+    options.keep_receive_bytes = keep;
+    const Context ctx(MPI_COMM_WORLD, options);
+    const int r = ctx.rank(), p = ctx.size();
+    check_sort(make_keys<std::uint32_t>(Shape::uniform, 200000, r, p), false, ctx);
+    EXPECT_LE(ctx.kept_buffer_bytes(), keep);
+    if (p > 1 && keep >= (std::uint64_t{3} << 20)) {
+      EXPECT_GT(ctx.kept_buffer_bytes(), 0u);
+    }
+    check_sort(make_keys<double>(Shape::uniform, 5003, r, p), true, ctx);  // smaller: a kept buffer does
+    check_sort(make_keys<std::uint64_t>(Shape::reverse, 700000, r, p), false, ctx);  // larger: a fresh one
+    check_sort(make_keys<std::int32_t>(Shape::few_distinct, 300000, r, p), false, ctx);
+    EXPECT_LE(ctx.kept_buffer_bytes(), keep);
+    // Pairs take two buffers at once: keys and values must not share one.
+    std::vector<std::uint32_t> keys = make_keys<std::uint32_t>(Shape::few_distinct, 150000, r, p);
+    std::vector<std::uint64_t> values(keys.size());
+    for (std::size_t i = 0; i < values.size(); ++i) values[i] = (std::uint64_t(r) << 32) | i;
+    std::vector<std::uint32_t> all_keys = gather_all(keys, MPI_COMM_WORLD);
+    std::vector<std::uint64_t> all_values = gather_all(values, MPI_COMM_WORLD);
+    tandem::sort_pairs(std::span(all_keys), std::span(all_values), cpu_sort_options(false));
+    dist::sort_pairs(ctx, keys, values, cpu_sort_options(false));
+    const auto [begin, length] = even_slice(all_keys.size(), r, p);
+    ASSERT_EQ(values.size(), length);
+    EXPECT_TRUE(std::equal(keys.begin(), keys.end(), all_keys.begin() + std::ptrdiff_t(begin)));
+    EXPECT_TRUE(std::equal(values.begin(), values.end(), all_values.begin() + std::ptrdiff_t(begin)));
+    EXPECT_LE(ctx.kept_buffer_bytes(), keep);
+    ctx.release_buffers();
+    EXPECT_EQ(ctx.kept_buffer_bytes(), 0u);
+  }
+}
+
 TEST(DistSortPairs, MismatchedLengthsOnOneRankFailEveryRank) {
   Context& ctx = context();
   std::vector<std::uint32_t> keys(10, 1);
@@ -175,7 +210,7 @@ TEST(DistReport, EveryRankFiguresInTheDetails) {
     received += x.at("bytes_received").get<std::uint64_t>();
     EXPECT_TRUE(x.at("stages").contains("local sort"));
     if (ctx.size() > 1) {
-      EXPECT_TRUE(x.at("stages").contains("exchange"));
+      EXPECT_TRUE(x.at("stages").contains("exchange data"));
     }
   }
   EXPECT_EQ(in, std::uint64_t(1000 * ctx.size() + ctx.size() * (ctx.size() - 1) / 2));
