@@ -1,27 +1,23 @@
 #include "dist/receive_buffers.hpp"
 
-#include <sys/mman.h>
-
 #include <algorithm>
 #include <cstdlib>
 #include <new>
 #include <utility>
 
+#include "tandem/core/detail/huge_pages.hpp"
+
 namespace tandem::dist {
 namespace {
-constexpr std::uint64_t kHuge = std::uint64_t{2} << 20;
 constexpr std::uint64_t kPage = 4096;
 }  // namespace
 
 HostBuffer::HostBuffer(std::uint64_t bytes, int threads) {
   if (bytes == 0) return;
-  const bool huge = bytes >= kHuge;
-  size_ = huge ? (bytes + kHuge - 1) / kHuge * kHuge : bytes;
-  void* p = huge ? std::aligned_alloc(kHuge, size_) : std::malloc(size_);
+  const bool huge = bytes >= detail::kHugePage;
+  size_ = huge ? (bytes + detail::kHugePage - 1) / detail::kHugePage * detail::kHugePage : bytes;
+  void* p = huge ? detail::allocate_huge_pages(size_) : std::malloc(size_);
   if (!p) throw std::bad_alloc();
-#ifdef MADV_HUGEPAGE
-  if (huge) ::madvise(p, size_, MADV_HUGEPAGE);  // advice only: failure is harmless
-#endif
   data_ = static_cast<std::byte*>(p);
   // One write per 4 KiB page, the pages split among the threads: the faults (and the kernel's
   // zeroing) go in parallel, not one by one inside MPI's copy.
