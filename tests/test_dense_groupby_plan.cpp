@@ -123,7 +123,8 @@ TEST(DenseGroupByPlan, NoRoomOnTheDeviceMeansTheHashPath) {
 }
 
 TEST(DenseGroupByPlan, RegionsHoldEvenKeysAndEveryExactSplit) {
-  for (std::uint64_t records : {std::uint64_t{1}, std::uint64_t{1000}, std::uint64_t{1} << 27, (std::uint64_t{1} << 32) - 1}) {
+  for (std::uint64_t records :
+       {std::uint64_t{1}, std::uint64_t{1000}, std::uint64_t{1} << 27, (std::uint64_t{1} << 32) - 1}) {
     for (std::uint64_t R : {std::uint64_t{16385}, std::uint64_t{1} << 20, std::uint64_t{3} << 21}) {
       if (!dense::range_fits(R, records, 4)) continue;
       auto in = counts(records, 100, 100 + R - 1);

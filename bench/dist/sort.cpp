@@ -182,7 +182,8 @@ int main(int argc, char** argv) {
       const auto rep = tandem::dist::sort(ctx, keys, opts);
       const double t_dist = max_over_ranks(w.seconds(), ctx.comm());
       ok = ok && check(keys, total, rank, size, ctx.comm());
-      const double t_a2av = size > 1 ? alltoallv_floor(rep.report.details()["exchange"], send_v, recv_v, ctx.comm()) : 0;
+      const double t_a2av =
+          size > 1 ? alltoallv_floor(rep.report.details()["exchange"], send_v, recv_v, ctx.comm()) : 0;
       const ExchangeSplit split = exchange_split(rep.report.details()["ranks"]);
       if (r == 0) {
         first_call = split;
@@ -212,8 +213,8 @@ int main(int argc, char** argv) {
         fmt::print("  {:<38} {:>9.1f}ms  ({:.2f} GB/s per rank)\n", "MPI_Alltoallv, the sort's block sizes",
                    m_a2av * 1e3, bytes / m_a2av / 1e9);
       fmt::print("  {:<38} {:>9.1f}ms\n", "local sort of each rank's keys", m_local * 1e3);
-      fmt::print("  {:<38} {:>9.1f}ms  (min {:.1f}, max {:.1f})\n", "dist::sort", s_dist.median * 1e3,
-                 s_dist.min * 1e3, s_dist.max * 1e3);
+      fmt::print("  {:<38} {:>9.1f}ms  (min {:.1f}, max {:.1f})\n", "dist::sort", s_dist.median * 1e3, s_dist.min * 1e3,
+                 s_dist.max * 1e3);
       if (size > 1) {
         fmt::print("  {:<38} {:>9.1f}ms  ({:.2f} GB/s per rank)\n", "  its exchange (slowest rank)", exchange * 1e3,
                    bytes / exchange / 1e9);

@@ -25,8 +25,8 @@ void add_exchange_stages(Report& report, const ExchangeTimes& times, const Traff
 }
 
 Traffic exchange_bytes(const Context::Impl& s, const std::byte* send, std::span<const std::uint64_t> counts,
-                       std::vector<std::uint64_t>& recv_counts, const std::function<std::byte*(std::uint64_t)>& allocate,
-                       ExchangeTimes* times) {
+                       std::vector<std::uint64_t>& recv_counts,
+                       const std::function<std::byte*(std::uint64_t)>& allocate, ExchangeTimes* times) {
   Stopwatch watch;
   auto lap = [&](double ExchangeTimes::*field) {
     if (times) times->*field += watch.seconds();

@@ -31,8 +31,8 @@ void add_exchange_stages(Report& report, const ExchangeTimes& times, const Traff
 // recv_counts gets the bytes received from each rank; allocate(total) gives the memory they land
 // in, back to back in source-rank order. times, when given, gets the sub-stages' seconds added.
 Traffic exchange_bytes(const Context::Impl& s, const std::byte* send, std::span<const std::uint64_t> counts,
-                       std::vector<std::uint64_t>& recv_counts, const std::function<std::byte*(std::uint64_t)>& allocate,
-                       ExchangeTimes* times = nullptr);
+                       std::vector<std::uint64_t>& recv_counts,
+                       const std::function<std::byte*(std::uint64_t)>& allocate, ExchangeTimes* times = nullptr);
 
 // What a typed exchange received: the elements from every rank, back to back in rank order, in a
 // buffer of the context's, handed back to it when this ends.
@@ -47,7 +47,7 @@ struct Received {
 // Typed: counts in elements of T; received into the context's kept buffers (receive_buffers.hpp).
 template <class T>
 Received<T> exchange_kept(const Context::Impl& s, std::span<const T> send, std::span<const std::uint64_t> counts,
-                     Traffic& traffic, ExchangeTimes* times = nullptr) {
+                          Traffic& traffic, ExchangeTimes* times = nullptr) {
   std::vector<std::uint64_t> byte_counts(counts.size());
   for (std::size_t i = 0; i < counts.size(); ++i) byte_counts[i] = counts[i] * sizeof(T);
   Received<T> out;

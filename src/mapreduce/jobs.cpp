@@ -91,9 +91,10 @@ DType key_dtype_of() {
 
 void explain_stats(Report& r, const EngineStats& s) {
   if (s.engine == "hash" && s.dense) {
-    r.note(fmt::format("GPU dense-range group-by: keys over a range of {}, direct-indexed accumulators ({} slots a "
-                       "block); partitions: {}; {} distinct keys, in key order",
-                       s.key_range, s.shared_entries, s.partition_note, s.distinct));
+    r.note(
+        fmt::format("GPU dense-range group-by: keys over a range of {}, direct-indexed accumulators ({} slots a "
+                    "block); partitions: {}; {} distinct keys, in key order",
+                    s.key_range, s.shared_entries, s.partition_note, s.distinct));
     return;
   }
   if (s.engine == "hash") {

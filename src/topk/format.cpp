@@ -10,10 +10,10 @@
 
 #include <fmt/format.h>
 
+#include "internal.hpp"
 #include "tandem/core/error.hpp"
 #include "tandem/core/io.hpp"
 #include "tandem/core/parallel.hpp"
-#include "internal.hpp"
 #include "tandem/topk.hpp"
 
 namespace tandem::topk {

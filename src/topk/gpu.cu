@@ -252,8 +252,8 @@ __global__ void k_select_hist(const T* acc, std::uint64_t m, const SelectState* 
 
 // One block picks the bin holding the k-th and narrows the select's bucket to it (no host round trip).
 constexpr int kPickThreads = kBins / 2;
-__global__ void __launch_bounds__(kPickThreads) k_select_pick(const unsigned long long* hist, int width,
-                                                              std::uint64_t k, SelectState* st) {
+__global__ void __launch_bounds__(kPickThreads)
+    k_select_pick(const unsigned long long* hist, int width, std::uint64_t k, SelectState* st) {
   using Scan = cub::BlockScan<unsigned long long, kPickThreads>;
   __shared__ typename Scan::TempStorage tmp;
   const SelectState s = *st;
@@ -620,8 +620,8 @@ static const float* score_index(Query& q) {
   if (!d.by_id_built) {
     Stopwatch w;
     ensure(d.by_id, std::size_t(q.n) * q.m);
-    k_score_index<<<gpu::grid_for(std::uint64_t(q.n) * q.m, kBlock, kGridCap), kBlock, 0, d.stream>>>(
-        d.L, q.m, q.n, d.by_id.data());
+    k_score_index<<<gpu::grid_for(std::uint64_t(q.n) * q.m, kBlock, kGridCap), kBlock, 0, d.stream>>>(d.L, q.m, q.n,
+                                                                                                      d.by_id.data());
     TANDEM_CUDA_LAUNCH("k_score_index");
     d.stream.sync();
     d.by_id_built = true;
@@ -685,8 +685,8 @@ int radix_select(DeviceLists::Impl& d, const T* vals, std::uint64_t m, std::uint
   for (int bits = 0, width = 0; bits < kKeyBits; bits += width, ++passes) {
     width = std::min(kDigitBits, kKeyBits - bits);
     TANDEM_CUDA(cudaMemsetAsync(d.hist.data(), 0, kBins * sizeof(unsigned long long), d.stream));
-    k_select_hist<T><<<gpu::grid_for(m, kBlock, 132 * 8), kBlock, 0, d.stream>>>(vals, m, d.select.data(), width,
-                                                                                 d.hist.data());
+    k_select_hist<T>
+        <<<gpu::grid_for(m, kBlock, 132 * 8), kBlock, 0, d.stream>>>(vals, m, d.select.data(), width, d.hist.data());
     TANDEM_CUDA_LAUNCH("k_select_hist");
     k_select_pick<<<1, kPickThreads, 0, d.stream>>>(d.hist.data(), width, k, d.select.data());
     TANDEM_CUDA_LAUNCH("k_select_pick");
@@ -784,14 +784,15 @@ static bool scan_filtered(Query& q, std::uint64_t k, const float* ix) {
     e2.sync();
     r.report.add("float aggregate + select (filter not used)", where, e2.seconds_since(e0),
                  gpu::format("{} candidates", count));
-    r.report.note(gpu::format("scan: {} objects within the float error bound of the k-th (more than {}); every "
-                              "object scored exactly",
-                              count, cap));
+    r.report.note(
+        gpu::format("scan: {} objects within the float error bound of the k-th (more than {}); every "
+                    "object scored exactly",
+                    count, cap));
     return false;
   }
   if (count < k) throw Error(gpu::format("top-k scan: {} candidates for k = {} (internal error)", count, k));
-  k_candidate_keys<<<gpu::grid_for(count, kBlock, kGridCap), kBlock, 0, d.stream>>>(d.cand_ids.data(), count, ix, m,
-                                                                                    a, d.merge_a.data());
+  k_candidate_keys<<<gpu::grid_for(count, kBlock, kGridCap), kBlock, 0, d.stream>>>(d.cand_ids.data(), count, ix, m, a,
+                                                                                    d.merge_a.data());
   TANDEM_CUDA_LAUNCH("k_candidate_keys");
   r.items = best_keys(d, count, k);
   e3.record(d.stream);
@@ -800,8 +801,7 @@ static bool scan_filtered(Query& q, std::uint64_t k, const float* ix) {
                gpu::format("{} lists x {} objects", n, m));
   r.report.add("radix select on the floats + candidates", where, e2.seconds_since(e1),
                gpu::format("{} passes; {} candidates within {} of the k-th", passes, count, 2 * error));
-  r.report.add("exact scores of the candidates + sort", where, e3.seconds_since(e2),
-               gpu::format("{} objects", count));
+  r.report.add("exact scores of the candidates + sort", where, e3.seconds_since(e2), gpu::format("{} objects", count));
   finish(r, "scan", where, n, m, m, count, std::uint64_t(passes), false, true);
   return true;
 }

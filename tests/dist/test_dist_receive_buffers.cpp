@@ -26,7 +26,7 @@ TEST(ReceiveBuffers, AKeptBufferServesTheNextRequestItFits) {
   {
     BufferLease b = pool.take(3 * kMiB, 2);
     EXPECT_EQ(b.data(), first);
-    EXPECT_EQ(pool.kept_bytes(), 0u);  // lent out, not kept
+    EXPECT_EQ(pool.kept_bytes(), 0u);    // lent out, not kept
     BufferLease c = pool.take(1000, 1);  // the first is lent: a fresh one
     EXPECT_NE(c.data(), first);
     std::memset(c.data(), 1, 1000);
@@ -40,13 +40,11 @@ TEST(ReceiveBuffers, AKeptBufferServesTheNextRequestItFits) {
 
 TEST(ReceiveBuffers, NeverKeepsMoreThanTheBound) {
   ReceiveBuffers pool(5 * kMiB);
-  {
-    BufferLease a = pool.take(2 * kMiB, 1), b = pool.take(2 * kMiB, 1), c = pool.take(2 * kMiB, 1);
-  }
+  { BufferLease a = pool.take(2 * kMiB, 1), b = pool.take(2 * kMiB, 1), c = pool.take(2 * kMiB, 1); }
   EXPECT_EQ(pool.kept_bytes(), 4 * kMiB);
   {
     BufferLease big = pool.take(8 * kMiB, 1);  // larger than the bound: used, then freed
-    EXPECT_EQ(pool.kept_bytes(), 0u);             // the smaller kept ones went first
+    EXPECT_EQ(pool.kept_bytes(), 0u);          // the smaller kept ones went first
   }
   EXPECT_EQ(pool.kept_bytes(), 0u);
   ReceiveBuffers none(0);

@@ -138,7 +138,7 @@ TEST(DistSort, CallsInARowReuseTheKeptReceiveBuffersWithinTheirBound) {
     if (p > 1 && keep >= (std::uint64_t{3} << 20)) {
       EXPECT_GT(ctx.kept_buffer_bytes(), 0u);
     }
-    check_sort(make_keys<double>(Shape::uniform, 5003, r, p), true, ctx);  // smaller: a kept buffer does
+    check_sort(make_keys<double>(Shape::uniform, 5003, r, p), true, ctx);            // smaller: a kept buffer does
     check_sort(make_keys<std::uint64_t>(Shape::reverse, 700000, r, p), false, ctx);  // larger: a fresh one
     check_sort(make_keys<std::int32_t>(Shape::few_distinct, 300000, r, p), false, ctx);
     EXPECT_LE(ctx.kept_buffer_bytes(), keep);

@@ -83,9 +83,9 @@ constexpr std::uint64_t kCountSlots = 1u << 14, kAggSlots = 1u << 11;
 
 TEST(GpuDenseGroupBy, RangesAroundOneBlockAndThePartitionSize) {
   TANDEM_REQUIRE_GPU();
-  for (std::uint64_t R : {std::uint64_t{1}, std::uint64_t{2}, std::uint64_t{37}, kAggSlots - 1, kAggSlots,
-                          kAggSlots + 1, kCountSlots - 1, kCountSlots, kCountSlots + 1, 2 * kCountSlots,
-                          2 * kCountSlots + 1, 5 * kCountSlots + 7}) {
+  for (std::uint64_t R :
+       {std::uint64_t{1}, std::uint64_t{2}, std::uint64_t{37}, kAggSlots - 1, kAggSlots, kAggSlots + 1, kCountSlots - 1,
+        kCountSlots, kCountSlots + 1, 2 * kCountSlots, 2 * kCountSlots + 1, 5 * kCountSlots + 7}) {
     const std::size_t n = std::max<std::size_t>(3 * R, 5000) + 3;
     const auto keys = uniform_keys<std::uint32_t>(n, 1000, R, R);
     const std::string what = "R=" + std::to_string(R);
@@ -148,9 +148,9 @@ TEST(GpuDenseGroupBy, OneKeyAndOneHotKeyHoldingNinetyPercent) {
 
 TEST(GpuDenseGroupBy, OddSizesAndTheEmptyInput) {
   TANDEM_REQUIRE_GPU();
-  for (std::size_t n : {std::size_t{1}, std::size_t{2}, std::size_t{3}, std::size_t{7}, std::size_t{8},
-                        std::size_t{9}, std::size_t{4095}, std::size_t{8191}, std::size_t{8192}, std::size_t{8193},
-                        std::size_t{12347}, std::size_t{40961}}) {
+  for (std::size_t n : {std::size_t{1}, std::size_t{2}, std::size_t{3}, std::size_t{7}, std::size_t{8}, std::size_t{9},
+                        std::size_t{4095}, std::size_t{8191}, std::size_t{8192}, std::size_t{8193}, std::size_t{12347},
+                        std::size_t{40961}}) {
     const std::uint64_t R = std::min<std::uint64_t>(n, 20000);  // from n = 16385 on: 2 partitions
     check_every_aggregate(uniform_keys<std::uint32_t>(n, 123, R, n), "n=" + std::to_string(n));
     check_every_aggregate(uniform_keys<std::uint64_t>(n, 1ull << 33, R, n), "u64 n=" + std::to_string(n));
@@ -208,8 +208,8 @@ TEST(GpuDenseGroupBy, UniformKeysOverTwoToTheTwentyReportTheirStages) {
   EXPECT_EQ(g.gpu.retries, 0u);
   for (const char* stage :
        {"GPU dense range (min/max)", "GPU dense partition pass", "GPU dense reduce", "GPU dense emit"}) {
-    const bool found = std::any_of(g.report.stages.begin(), g.report.stages.end(),
-                                   [&](const Stage& s) { return s.name == stage; });
+    const bool found =
+        std::any_of(g.report.stages.begin(), g.report.stages.end(), [&](const Stage& s) { return s.name == stage; });
     EXPECT_TRUE(found) << stage;
   }
 }

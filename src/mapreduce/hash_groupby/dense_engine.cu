@@ -12,8 +12,8 @@
 #include <algorithm>
 #include <tuple>
 
-#include <cub/device/device_select.cuh>
 #include <thrust/iterator/counting_iterator.h>
+#include <cub/device/device_select.cuh>
 
 #include "mapreduce/hash_groupby/dense_kernels.cuh"
 #include "mapreduce/hash_groupby/tuning.hpp"
@@ -40,8 +40,8 @@ struct DenseEngine<K, V>::Pass {
   std::uint64_t chunk{0}, reduce_blocks{0};
   unsigned partition_blocks{0};
   std::uint32_t groups{0};
-  bool exact{false};   // regions of exactly what the first pass counted
-  double first_s{0};   // the overflowed attempt, when there was one
+  bool exact{false};  // regions of exactly what the first pass counted
+  double first_s{0};  // the overflowed attempt, when there was one
   gpu::Event t0{}, t1{}, t2{}, t3{}, t4{};
 };
 
@@ -69,13 +69,13 @@ std::optional<gpu_engine::DeviceResult<K, typename DenseEngine<K, V>::Acc>> Dens
   dense::Inputs in{M, a.min, a.max, kSharedAcc, sizeof(Acc), T::kCount ? 0 : sizeof(VIn), ~std::size_t{0}};
   a.plan = dense::plan(in);
   const std::size_t records = std::size_t(a.plan.partitions) * a.plan.region;
-  if (a.plan.use && (a.plan.table_bytes > ws_.dense_table.buf.size() ||
-                     records * sizeof(std::uint16_t) > ws_.dense_low.buf.size() ||
-                     records * in.value_bytes > ws_.dense_vals.buf.size())) {
+  if (a.plan.use &&
+      (a.plan.table_bytes > ws_.dense_table.buf.size() || records * sizeof(std::uint16_t) > ws_.dense_low.buf.size() ||
+       records * in.value_bytes > ws_.dense_vals.buf.size())) {
     std::size_t free_b = 0, total_b = 0;
     TANDEM_CUDA(cudaMemGetInfo(&free_b, &total_b));
-    in.free_bytes = (free_b + ws_.dense_table.buf.size() + ws_.dense_low.buf.size() + ws_.dense_vals.buf.size()) /
-                    5 * 4;
+    in.free_bytes =
+        (free_b + ws_.dense_table.buf.size() + ws_.dense_low.buf.size() + ws_.dense_vals.buf.size()) / 5 * 4;
     a.plan = dense::plan(in);
   }
   if (!a.plan.use) {
@@ -185,9 +185,8 @@ void DenseEngine<K, V>::partition(Pass& a) {
 template <class K, class V>
 void DenseEngine<K, V>::reduce(Pass& a) {
   const dense::Plan& p = a.plan;
-  const dense::ReduceArgs<K, V> args{a.keys,    a.values,     a.M,     a.min,   a.low,
-                                     a.vals,    a.regions,    p.partitions, p.shift, a.chunk,
-                                     a.table};
+  const dense::ReduceArgs<K, V> args{a.keys,    a.values,     a.M,     a.min,   a.low,  a.vals,
+                                     a.regions, p.partitions, p.shift, a.chunk, a.table};
   const std::size_t rsm = std::size_t(p.slots) * sizeof(typename T::SAcc);
   const unsigned blocks = static_cast<unsigned>(a.reduce_blocks);
   if (p.partitions) dense::reduce_kernel<K, V, false><<<blocks, dense::kThreads, rsm, a.stream>>>(args);
@@ -203,8 +202,8 @@ void DenseEngine<K, V>::emit(Pass& a) {
   const thrust::counting_iterator<std::uint32_t> slots(0);
   const dense::Occupied<Acc> occupied{a.table};
   std::size_t temp = 0;
-  TANDEM_CUDA(cub::DeviceSelect::If(nullptr, temp, slots, idx, &ctr_->out_n, static_cast<std::int64_t>(R), occupied,
-                                    a.stream));
+  TANDEM_CUDA(
+      cub::DeviceSelect::If(nullptr, temp, slots, idx, &ctr_->out_n, static_cast<std::int64_t>(R), occupied, a.stream));
   void* tmp = ws_.temp.get<unsigned char>(temp);
   TANDEM_CUDA(
       cub::DeviceSelect::If(tmp, temp, slots, idx, &ctr_->out_n, static_cast<std::int64_t>(R), occupied, a.stream));
@@ -250,9 +249,10 @@ void DenseEngine<K, V>::report(const Pass& a, EngineStats& st, Report& rep) {
           gpu::format("{} blocks x {} records into {} shared slots", a.reduce_blocks, a.chunk, p.slots));
   rep.add("GPU dense emit", "gpu0", a.t4.seconds_since(a.t3), gpu::format("{} groups in key order", a.groups));
   if (a.exact)
-    rep.note(gpu::format("dense group-by: keys spread unevenly over the range overflowed a partition region; "
-                         "partitioned again into regions of the exact sizes ({} s lost)",
-                         a.first_s));
+    rep.note(
+        gpu::format("dense group-by: keys spread unevenly over the range overflowed a partition region; "
+                    "partitioned again into regions of the exact sizes ({} s lost)",
+                    a.first_s));
 }
 
 template class DenseEngine<std::uint32_t, void>;

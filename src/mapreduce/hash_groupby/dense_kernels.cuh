@@ -197,7 +197,8 @@ __global__ void __launch_bounds__(kThreads, 2) partition_kernel(PartitionArgs<K,
 #pragma unroll
     for (unsigned u = 0; u < kItems; ++u) rank[u] = d[u] != ~0u ? atomicAdd(&hist[d[u] >> shift], 1u) : 0u;
     __syncthreads();
-    block_scan_partitions<std::uint32_t>(P, [&](std::uint32_t p) { return hist[p]; }, off, false);
+    block_scan_partitions<std::uint32_t>(
+        P, [&](std::uint32_t p) { return hist[p]; }, off, false);
     __syncthreads();
     for (std::uint32_t p = tid; p < P; p += kThreads) {
       const std::uint32_t x = hist[p];

@@ -36,10 +36,9 @@ Plan plan(const Inputs& in) {
     return p;
   }
   if (!range_fits(R, in.records, in.shared_acc_bytes)) {
-    p.why = R == 0 || R > S * kMaxPartitions
-                ? fmt::format("key range {} above {} partitions of {} slots", R == 0 ? "2^64" : fmt::format("{}", R),
-                              kMaxPartitions, S)
-                : fmt::format("key range {} wider than the {} records", R, in.records);
+    p.why = R == 0 || R > S * kMaxPartitions ? fmt::format("key range {} above {} partitions of {} slots",
+                                                           R == 0 ? "2^64" : fmt::format("{}", R), kMaxPartitions, S)
+                                             : fmt::format("key range {} wider than the {} records", R, in.records);
     return p;
   }
   p.table_bytes = R * in.acc_bytes;
@@ -51,8 +50,8 @@ Plan plan(const Inputs& in) {
     p.buffer_bytes = p.partitions * p.region * (sizeof(std::uint16_t) + in.value_bytes);
   }
   if (p.table_bytes + p.buffer_bytes > in.free_bytes) {
-    p.why = fmt::format("{} bytes of dense table and partitions, {} free on the device",
-                        p.table_bytes + p.buffer_bytes, in.free_bytes);
+    p.why = fmt::format("{} bytes of dense table and partitions, {} free on the device", p.table_bytes + p.buffer_bytes,
+                        in.free_bytes);
     return p;
   }
   p.use = true;
