@@ -9,7 +9,7 @@ namespace tandem::detail {
 
 void* allocate_huge_pages(std::size_t bytes) {
   if (bytes > ~std::size_t{0} - kHugePage) throw std::bad_alloc();
-  bytes = (bytes + kHugePage - 1) / kHugePage * kHugePage;
+  bytes = huge_page_bytes(bytes);
   void* p = std::aligned_alloc(kHugePage, bytes == 0 ? kHugePage : bytes);
   if (!p) throw std::bad_alloc();
 #ifdef MADV_HUGEPAGE

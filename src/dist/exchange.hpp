@@ -44,24 +44,34 @@ struct Received {
   const T* data() const noexcept { return reinterpret_cast<const T*>(buffer.data()); }
 };
 
+// The typed exchanges' common part: counts and recv_counts in elements of T; allocate(bytes)
+// gives the memory the blocks land in.
+template <class T, class Allocate>
+void exchange_elements(const Context::Impl& s, std::span<const T> send, std::span<const std::uint64_t> counts,
+                       std::vector<std::uint64_t>& recv_counts, Traffic& traffic, const Allocate& allocate,
+                       ExchangeTimes* times = nullptr) {
+  std::vector<std::uint64_t> byte_counts(counts.size());
+  for (std::size_t i = 0; i < counts.size(); ++i) byte_counts[i] = counts[i] * sizeof(T);
+  const Traffic t =
+      exchange_bytes(s, reinterpret_cast<const std::byte*>(send.data()), byte_counts, recv_counts, allocate, times);
+  traffic.bytes_sent += t.bytes_sent;
+  traffic.bytes_received += t.bytes_received;
+  for (auto& c : recv_counts) c /= sizeof(T);
+}
+
 // Typed: counts in elements of T; received into the context's kept buffers (receive_buffers.hpp).
 template <class T>
 Received<T> exchange_kept(const Context::Impl& s, std::span<const T> send, std::span<const std::uint64_t> counts,
                           Traffic& traffic, ExchangeTimes* times = nullptr) {
-  std::vector<std::uint64_t> byte_counts(counts.size());
-  for (std::size_t i = 0; i < counts.size(); ++i) byte_counts[i] = counts[i] * sizeof(T);
   Received<T> out;
-  const Traffic t = exchange_bytes(
-      s, reinterpret_cast<const std::byte*>(send.data()), byte_counts, out.runs,
+  exchange_elements<T>(
+      s, send, counts, out.runs, traffic,
       [&](std::uint64_t bytes) {
         out.buffer = s.receive_buffers.take(bytes, s.threads);
         out.size = bytes / sizeof(T);
         return out.buffer.data();
       },
       times);
-  traffic.bytes_sent += t.bytes_sent;
-  traffic.bytes_received += t.bytes_received;
-  for (auto& c : out.runs) c /= sizeof(T);
   return out;
 }
 
@@ -71,17 +81,11 @@ template <class T>
 std::vector<T, io::UninitAllocator<T>> exchange(const Context::Impl& s, std::span<const T> send,
                                                 std::span<const std::uint64_t> counts,
                                                 std::vector<std::uint64_t>& recv_counts, Traffic& traffic) {
-  std::vector<std::uint64_t> byte_counts(counts.size());
-  for (std::size_t i = 0; i < counts.size(); ++i) byte_counts[i] = counts[i] * sizeof(T);
   std::vector<T, io::UninitAllocator<T>> out;
-  const Traffic t = exchange_bytes(s, reinterpret_cast<const std::byte*>(send.data()), byte_counts, recv_counts,
-                                   [&](std::uint64_t bytes) {
-                                     out.resize(bytes / sizeof(T));
-                                     return reinterpret_cast<std::byte*>(out.data());
-                                   });
-  traffic.bytes_sent += t.bytes_sent;
-  traffic.bytes_received += t.bytes_received;
-  for (auto& c : recv_counts) c /= sizeof(T);
+  exchange_elements<T>(s, send, counts, recv_counts, traffic, [&](std::uint64_t bytes) {
+    out.resize(bytes / sizeof(T));
+    return reinterpret_cast<std::byte*>(out.data());
+  });
   return out;
 }
 

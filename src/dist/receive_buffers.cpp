@@ -15,7 +15,7 @@ constexpr std::uint64_t kPage = 4096;
 HostBuffer::HostBuffer(std::uint64_t bytes, int threads) {
   if (bytes == 0) return;
   const bool huge = bytes >= detail::kHugePage;
-  size_ = huge ? (bytes + detail::kHugePage - 1) / detail::kHugePage * detail::kHugePage : bytes;
+  size_ = huge ? detail::huge_page_bytes(bytes) : bytes;
   void* p = huge ? detail::allocate_huge_pages(size_) : std::malloc(size_);
   if (!p) throw std::bad_alloc();
   data_ = static_cast<std::byte*>(p);

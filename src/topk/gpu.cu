@@ -298,14 +298,18 @@ __global__ void k_dense_approx(const float* ix, std::uint64_t m, AggSpec a, floa
   }
 }
 
+// An object's exact score from the index, lists in order.
+__device__ double exact_score(const float* ix, std::uint64_t m, const AggSpec& a, std::uint64_t id) {
+  Acc v = acc_identity(a.kind);
+  for (std::uint32_t i = 0; i < a.n; ++i) v = acc_combine(a.kind, v, acc_of(a, i, ix[i * m + id]));
+  return acc_score(a, v);
+}
+
 // The exact score of every object from the index (the scan without the float filter).
 __global__ void k_dense_exact(const float* ix, std::uint64_t m, AggSpec a, double* score) {
   for (std::uint64_t o = blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x; o < m;
-       o += std::uint64_t(gridDim.x) * blockDim.x) {
-    Acc v = acc_identity(a.kind);
-    for (std::uint32_t i = 0; i < a.n; ++i) v = acc_combine(a.kind, v, acc_of(a, i, ix[i * m + o]));
-    score[o] = acc_score(a, v);
-  }
+       o += std::uint64_t(gridDim.x) * blockDim.x)
+    score[o] = exact_score(ix, m, a, o);
 }
 
 // Candidates: objects whose float aggregate reaches the cut below the select's bucket (any order:
@@ -327,9 +331,7 @@ __global__ void k_candidate_keys(const std::uint32_t* ids, std::uint64_t count, 
   for (std::uint64_t q = blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x; q < count;
        q += std::uint64_t(gridDim.x) * blockDim.x) {
     const std::uint32_t id = ids[q];
-    Acc v = acc_identity(a.kind);
-    for (std::uint32_t i = 0; i < a.n; ++i) v = acc_combine(a.kind, v, acc_of(a, i, ix[i * m + id]));
-    out[q] = make_key(acc_score(a, v), id);
+    out[q] = make_key(exact_score(ix, m, a, id), id);
   }
 }
 
@@ -461,6 +463,17 @@ std::unique_ptr<DeviceLists> upload(const Lists& l, Memory memory, Report* rep) 
 
 namespace {
 
+// The first `count` sorted keys on the device as (id, score) items.
+std::vector<Item> download_items(DeviceLists::Impl& d, const Key96* keys, std::uint64_t count) {
+  std::vector<Key96> h(count);
+  if (count) TANDEM_CUDA(cudaMemcpyAsync(h.data(), keys, count * sizeof(Key96), cudaMemcpyDeviceToHost, d.stream));
+  d.stream.sync();
+  std::vector<Item> items;
+  items.reserve(count);
+  for (const auto& key : h) items.push_back(Item{key.id, key_score(key.hi)});
+  return items;
+}
+
 // The running top k on the device (merge_a[0, top)), fed by entrants written right after it.
 struct TopK {
   DeviceLists::Impl& d;
@@ -491,15 +504,7 @@ struct TopK {
       full = true;
     }
   }
-  std::vector<Item> items() {
-    std::vector<Key96> h(top);
-    if (top)
-      TANDEM_CUDA(cudaMemcpyAsync(h.data(), d.merge_a.data(), top * sizeof(Key96), cudaMemcpyDeviceToHost, d.stream));
-    d.stream.sync();
-    std::vector<Item> out;
-    for (const auto& key : h) out.push_back(Item{key.id, key_score(key.hi)});
-    return out;
-  }
+  std::vector<Item> items() { return download_items(d, d.merge_a.data(), top); }
 };
 
 void prepare_common(DeviceLists::Impl& d, std::uint64_t k) {
@@ -712,12 +717,7 @@ std::vector<Item> best_keys(DeviceLists::Impl& d, std::uint64_t count, std::uint
   } else {
     d.sort_keys(d.merge_a.data(), d.merge_b.data(), count);
   }
-  std::vector<Key96> h(k);
-  TANDEM_CUDA(cudaMemcpyAsync(h.data(), d.merge_b.data(), k * sizeof(Key96), cudaMemcpyDeviceToHost, d.stream));
-  d.stream.sync();
-  std::vector<Item> items;
-  for (const auto& key : h) items.push_back(Item{key.id, key_score(key.hi)});
-  return items;
+  return download_items(d, d.merge_b.data(), k);
 }
 
 }  // namespace
