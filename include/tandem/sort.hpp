@@ -98,6 +98,14 @@ namespace tandem {
 template <class K>
 void sort_device(K* d_keys, std::size_t n, const SortOptions& opts = {}, cudaStream_t stream = nullptr);
 
+// A sorted copy on the device: d_out (n keys, not overlapping d_in unless it is d_in) receives the
+// keys of d_in sorted and d_in is left as it is. Unsigned ascending keys are read from d_in by the
+// sort's first pass (no separate copy); other keys are mapped into d_out in one pass and sorted
+// there. Same stream contract as sort_device.
+template <class K>
+void sort_device_copy(const K* d_in, K* d_out, std::size_t n, const SortOptions& opts = {},
+                      cudaStream_t stream = nullptr);
+
 // Pairs on the device, stable (equal keys keep their input order), ascending or descending.
 template <class K, class V>
 void sort_pairs_device(K* d_keys, V* d_values, std::size_t n, const SortOptions& opts = {},

@@ -63,6 +63,25 @@ Report sort_py(std::uintptr_t ptr, std::size_t n, const std::string& dtype, bool
   return queued("sort", n, t, dev, stream);
 }
 
+// A sorted copy: src is left as it is, out receives the keys sorted (no separate copy pass).
+Report sort_copy_py(std::uintptr_t src, std::uintptr_t out, std::size_t n, const std::string& dtype, bool descending,
+                    bool nan_last, std::uintptr_t stream) {
+  const DType t = parse_dtype(dtype);
+  if (n == 0) return queued("sort", n, t, -1, stream);
+  const int dev = device_of(src);
+  if (device_of(out) != dev) throw py::value_error("input and output are on different GPUs");
+  without_gil([&] {
+    gpu::DeviceGuard guard(dev);
+    visit_key(t, [&](auto k) {
+      using K = decltype(k);
+      K* keys = reinterpret_cast<K*>(out);
+      sort_device_copy(reinterpret_cast<const K*>(src), keys, n, options(descending), stream_arg(stream));
+      if (nan_last) move_leading_nans_last_device<K, void>(keys, nullptr, n, stream_arg(stream));
+    });
+  });
+  return queued("sort", n, t, dev, stream);
+}
+
 Report sort_pairs_py(std::uintptr_t keys_ptr, std::uintptr_t values_ptr, std::size_t value_size, std::size_t n,
                      const std::string& dtype, bool descending, bool nan_last, std::uintptr_t stream) {
   const DType t = parse_dtype(dtype);
@@ -139,6 +158,8 @@ Report groupby_py(std::uintptr_t keys, const std::string& key_dtype, std::uintpt
 void bind_device(py::module_& m) {
   m.def("_device_sort", &sort_py, py::arg("ptr"), py::arg("n"), py::arg("dtype"), py::arg("descending"),
         py::arg("nan_last"), py::arg("stream"));
+  m.def("_device_sort_copy", &sort_copy_py, py::arg("src"), py::arg("out"), py::arg("n"), py::arg("dtype"),
+        py::arg("descending"), py::arg("nan_last"), py::arg("stream"));
   m.def("_device_sort_pairs", &sort_pairs_py, py::arg("keys"), py::arg("values"), py::arg("value_size"), py::arg("n"),
         py::arg("dtype"), py::arg("descending"), py::arg("nan_last"), py::arg("stream"));
   m.def("_device_argsort", &argsort_py, py::arg("src"), py::arg("scratch"), py::arg("positions"), py::arg("n"),

@@ -149,6 +149,12 @@ def _working_copy(dev, dtype, inplace, what):
 def sort(dev, descending, device, inplace, nan_last, what):
     _check(dev, device, what)
     dtype = key_dtype(dev.dtype, what)
+    if not inplace and dev.dtype == dtype and dev.contiguous:
+        # The sort reads the input in its first pass and writes the new array: no copy first.
+        out = dev.empty(dev.n, dtype, what)
+        report = _tandem._device_sort_copy(dev.ptr, out.ptr, dev.n, key_name(dtype), bool(descending), nan_last,
+                                           dev.stream)
+        return out.obj, report
     work = _working_copy(dev, dtype, inplace, what)
     report = _tandem._device_sort(work.ptr, work.n, key_name(dtype), bool(descending), nan_last, work.stream)
     if inplace:

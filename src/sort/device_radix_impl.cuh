@@ -6,6 +6,7 @@
 #include <climits>
 
 #include "sort/device_sort.hpp"
+#include "sort/radix_policy.cuh"
 
 namespace tandem::detail {
 
@@ -37,9 +38,10 @@ void sort_bits(U* k, V* v, std::size_t n, bool merge, SortWorkspace& ws, cudaStr
     TANDEM_CUDA(cub::DeviceRadixSort::SortPairs(t, temp, kb, vb, items, 0, int(sizeof(U) * 8), s));
     if (vb.Current() != v) TANDEM_CUDA(cudaMemcpyAsync(v, vb.Current(), n * sizeof(V), cudaMemcpyDeviceToDevice, s));
   } else {
-    TANDEM_CUDA(cub::DeviceRadixSort::SortKeys(nullptr, temp, kb, items, 0, int(sizeof(U) * 8), s));
+    const auto n32 = static_cast<std::uint32_t>(n);
+    TANDEM_CUDA(radix_sort_keys(nullptr, temp, kb, n32, 0, int(sizeof(U) * 8), true, s));
     char* t = grow(ws.temp, temp);
-    TANDEM_CUDA(cub::DeviceRadixSort::SortKeys(t, temp, kb, items, 0, int(sizeof(U) * 8), s));
+    TANDEM_CUDA(radix_sort_keys(t, temp, kb, n32, 0, int(sizeof(U) * 8), true, s));
   }
   if (kb.Current() != k) TANDEM_CUDA(cudaMemcpyAsync(k, kb.Current(), n * sizeof(U), cudaMemcpyDeviceToDevice, s));
 }
@@ -56,7 +58,7 @@ std::size_t radix_temp_bytes(std::size_t n, int begin_bit, int end_bit) {
     cub::DoubleBuffer<V> vb(nullptr, nullptr);
     TANDEM_CUDA(cub::DeviceRadixSort::SortPairs(nullptr, temp, kb, vb, static_cast<int>(n), begin_bit, end_bit));
   } else {
-    TANDEM_CUDA(cub::DeviceRadixSort::SortKeys(nullptr, temp, kb, static_cast<int>(n), begin_bit, end_bit));
+    TANDEM_CUDA(radix_sort_keys(nullptr, temp, kb, static_cast<std::uint32_t>(n), begin_bit, end_bit, true, nullptr));
   }
   return temp;
 }
@@ -74,7 +76,7 @@ bool sort_bits_range(U* k, U* k_alt, V* v, V* v_alt, std::size_t n, int begin_bi
     if ((vb.Current() == v_alt) != (kb.Current() == k_alt))  // CUB flips both together; never trust it blindly
       throw CudaError("device sort: keys and values ended in different buffers");
   } else {
-    TANDEM_CUDA(cub::DeviceRadixSort::SortKeys(temp, temp_bytes, kb, static_cast<int>(n), begin_bit, end_bit, s));
+    TANDEM_CUDA(radix_sort_keys(temp, temp_bytes, kb, static_cast<std::uint32_t>(n), begin_bit, end_bit, true, s));
   }
   return kb.Current() == k_alt;
 }

@@ -8,28 +8,29 @@
 namespace tandem::detail {
 namespace {
 
+// src and dst may be the same array (in place).
 template <class K, bool Inverse>
-__global__ void map_kernel(void* data, std::size_t n, bool descending) {
+__global__ void map_kernel(const void* src, void* dst, std::size_t n, bool descending) {
   using U = ordered_bits_t<K>;
   const std::size_t stride = std::size_t(gridDim.x) * blockDim.x;
   for (std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
     if constexpr (Inverse) {
-      U b = static_cast<U*>(data)[i];
+      U b = static_cast<const U*>(src)[i];
       if (descending) b = ~b;
-      static_cast<K*>(data)[i] = from_ordered<K>(b);
+      static_cast<K*>(dst)[i] = from_ordered<K>(b);
     } else {
-      U b = to_ordered(static_cast<K*>(data)[i]);
+      U b = to_ordered(static_cast<const K*>(src)[i]);
       if (descending) b = ~b;
-      static_cast<U*>(data)[i] = b;
+      static_cast<U*>(dst)[i] = b;
     }
   }
 }
 
 template <class K, bool Inverse>
-void launch_map(void* d, std::size_t n, bool descending, cudaStream_t s) {
+void launch_map(const void* src, void* dst, std::size_t n, bool descending, cudaStream_t s) {
   if (n == 0) return;
   const unsigned blocks = static_cast<unsigned>(std::min<std::size_t>((n + 255) / 256, 132 * 32));
-  map_kernel<K, Inverse><<<blocks, 256, 0, s>>>(d, n, descending);
+  map_kernel<K, Inverse><<<blocks, 256, 0, s>>>(src, dst, n, descending);
   TANDEM_CUDA_LAUNCH("sort key mapping");
 }
 
@@ -114,15 +115,31 @@ char* grow(gpu::DeviceBuffer<char>& b, std::size_t bytes) {
 
 template <class K>
 void map_to_bits(void* d, std::size_t n, bool descending, cudaStream_t s) {
-  launch_map<K, false>(d, n, descending, s);
+  launch_map<K, false>(d, d, n, descending, s);
+}
+template <class K>
+void map_to_bits_copy(const void* src, void* dst, std::size_t n, bool descending, cudaStream_t s) {
+  launch_map<K, false>(src, dst, n, descending, s);
 }
 template <class K>
 void map_from_bits(void* d, std::size_t n, bool descending, cudaStream_t s) {
-  launch_map<K, true>(d, n, descending, s);
+  launch_map<K, true>(d, d, n, descending, s);
 }
 
-#define TANDEM_MAP(K)                                                   \
-  template void map_to_bits<K>(void*, std::size_t, bool, cudaStream_t); \
+template <class U>
+void sort_bits_copy(const U* in, U* out, std::size_t n, SortWorkspace& ws, cudaStream_t s) {
+  if (n > static_cast<std::size_t>(INT_MAX)) throw UsageError("device sort: more than 2^31-1 elements in one piece");
+  const auto n32 = static_cast<std::uint32_t>(n);
+  cub::DoubleBuffer<U> kb(const_cast<U*>(in), out);  // overwrite = false: `in` is only read
+  std::size_t temp = 0;
+  TANDEM_CUDA(radix_sort_keys(nullptr, temp, kb, n32, 0, int(sizeof(U) * 8), false, s));
+  char* t = grow(ws.temp, temp);
+  TANDEM_CUDA(radix_sort_keys(t, temp, kb, n32, 0, int(sizeof(U) * 8), false, s));
+}
+
+#define TANDEM_MAP(K)                                                                     \
+  template void map_to_bits<K>(void*, std::size_t, bool, cudaStream_t);                   \
+  template void map_to_bits_copy<K>(const void*, void*, std::size_t, bool, cudaStream_t); \
   template void map_from_bits<K>(void*, std::size_t, bool, cudaStream_t);
 TANDEM_MAP(std::uint32_t)
 TANDEM_MAP(std::int32_t)
@@ -141,5 +158,9 @@ template void sort_bits<std::uint32_t, NoValue>(std::uint32_t*, NoValue*, std::s
                                                 cudaStream_t);
 template void sort_bits<std::uint64_t, NoValue>(std::uint64_t*, NoValue*, std::size_t, bool, SortWorkspace&,
                                                 cudaStream_t);
+template void sort_bits_copy<std::uint32_t>(const std::uint32_t*, std::uint32_t*, std::size_t, SortWorkspace&,
+                                            cudaStream_t);
+template void sort_bits_copy<std::uint64_t>(const std::uint64_t*, std::uint64_t*, std::size_t, SortWorkspace&,
+                                            cudaStream_t);
 
 }  // namespace tandem::detail

@@ -69,10 +69,17 @@ template <class K>
 void map_to_bits(void* d, std::size_t n, bool descending, cudaStream_t s);
 template <class K>
 void map_from_bits(void* d, std::size_t n, bool descending, cudaStream_t s);
+// map_to_bits from src into dst in one pass (src is left as it is).
+template <class K>
+void map_to_bits_copy(const void* src, void* dst, std::size_t n, bool descending, cudaStream_t s);
 // Ascending, stable sort of unsigned bits (values may be NoValue*/nullptr) with CUB radix sort,
 // or CUB merge sort when `merge`; the result ends in k/v. n <= INT32_MAX.
 template <class U, class V>
 void sort_bits(U* k, V* v, std::size_t n, bool merge, SortWorkspace& ws, cudaStream_t s);
+// Ascending radix sort of the n bits at `in` into `out`: `in` is read by the first pass and left
+// as it is (CUB keeps its alternate buffer in ws.temp). n <= INT32_MAX.
+template <class U>
+void sort_bits_copy(const U* in, U* out, std::size_t n, SortWorkspace& ws, cudaStream_t s);
 
 // Histograms of every 8-bit digit of n ordered bits, added into hist[sizeof(U) * 256] (digit k,
 // least significant first, at hist[k * 256]; not cleared).

@@ -704,6 +704,30 @@ void sort_pairs_device(K* d_keys, V* d_values, std::size_t n, const SortOptions&
   device_sort<K, V>(d_keys, d_values, n, opts, stream);
 }
 
+template <class K>
+void sort_device_copy(const K* d_in, K* d_out, std::size_t n, const SortOptions& opts, cudaStream_t stream) {
+  using U = ordered_bits_t<K>;
+  if (n == 0) return;
+  if (d_in == d_out || n < 2 || opts.algorithm == SortAlgorithm::merge) {
+    if (d_in != d_out) TANDEM_CUDA(cudaMemcpyAsync(d_out, d_in, n * sizeof(K), cudaMemcpyDeviceToDevice, stream));
+    sort_device(d_out, n, opts, stream);
+    return;
+  }
+  auto& ws = detail::sort_workspace();
+  std::lock_guard lock(ws.mu);
+  ws.begin(stream);
+  auto* out = reinterpret_cast<U*>(d_out);
+  if (detail::needs_mapping<K>(opts.descending)) {
+    // The mapping pass writes the copy; the sort then runs in place on it.
+    detail::map_to_bits_copy<K>(d_in, d_out, n, opts.descending, stream);
+    detail::sort_bits<U, detail::NoValue>(out, nullptr, n, false, ws, stream);
+    detail::map_from_bits<K>(d_out, n, opts.descending, stream);
+  } else {
+    detail::sort_bits_copy<U>(reinterpret_cast<const U*>(d_in), out, n, ws, stream);
+  }
+  ws.end(stream);
+}
+
 void release_sort_workspace() {
   auto& ws = detail::sort_workspace();
   std::lock_guard lock(ws.mu);
@@ -722,6 +746,7 @@ void release_sort_workspace() {
 
 #define TANDEM_SORT_DEVICE(K)                                                                            \
   template void sort_device<K>(K*, std::size_t, const SortOptions&, cudaStream_t);                       \
+  template void sort_device_copy<K>(const K*, K*, std::size_t, const SortOptions&, cudaStream_t);        \
   template void sort_pairs_device<K, std::uint32_t>(K*, std::uint32_t*, std::size_t, const SortOptions&, \
                                                     cudaStream_t);                                       \
   template void sort_pairs_device<K, std::uint64_t>(K*, std::uint64_t*, std::size_t, const SortOptions&, cudaStream_t);

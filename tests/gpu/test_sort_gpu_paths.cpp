@@ -282,6 +282,77 @@ TEST(GpuSortDevice, KeysAndPairsInPlace) {
       }
 }
 
+// sort_device_copy: the output sorted, the input untouched (poisoned output first), for keys read
+// by the sort's first pass (unsigned ascending) and keys mapped into the output (the rest).
+template <class K>
+void check_sorted_copy(std::size_t n, bool desc, SortAlgorithm alg, int shape, cudaStream_t s) {
+  SCOPED_TRACE(testing::Message() << "n=" << n << " desc=" << desc << " alg=" << to_string(alg) << " shape=" << shape
+                                  << " key bytes=" << sizeof(K) << (std::is_floating_point_v<K> ? " float" : ""));
+  SortOptions o;
+  o.descending = desc;
+  o.algorithm = alg;
+  const auto in = keys_for<K>(n, shape, n * 5 + 7);
+  gpu::DeviceBuffer<K> din(n), dout(n);
+  upload(din, in, s);
+  if (n) TANDEM_CUDA(cudaMemsetAsync(dout.data(), 0xA5, dout.bytes(), s));
+  sort_device_copy(din.data(), dout.data(), n, o, s);
+  expect_keys(in, download(dout, s), desc);
+  const auto after = download(din, s);
+  for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(to_ordered(after[i]), to_ordered(in[i])) << "input changed at " << i;
+}
+
+TEST(GpuSortDevice, SortedCopyLeavesTheInput) {
+  TANDEM_REQUIRE_GPU();
+  gpu::Stream s;
+  for (std::size_t n : sizes())
+    for (bool desc : {false, true}) {
+      check_sorted_copy<std::uint32_t>(n, desc, SortAlgorithm::radix, 0, s);
+      check_sorted_copy<std::uint64_t>(n, desc, SortAlgorithm::radix, 0, s);
+      check_sorted_copy<std::int32_t>(n, desc, SortAlgorithm::radix, 0, s);
+      check_sorted_copy<float>(n, desc, SortAlgorithm::radix, 0, s);
+      check_sorted_copy<double>(n, desc, SortAlgorithm::merge, 0, s);
+    }
+  for (int shape : {1, 2, 3, 4, 5, 6})
+    check_sorted_copy<std::uint32_t>(small() ? 4097 : 300001, false, SortAlgorithm::radix, shape, s);
+}
+
+TEST(GpuSortDevice, SortedCopyOntoItself) {
+  TANDEM_REQUIRE_GPU();
+  gpu::Stream s;
+  const auto in = keys_for<std::uint32_t>(100003, 0, 3);
+  gpu::DeviceBuffer<std::uint32_t> d(in.size());
+  upload(d, in, s);
+  sort_device_copy(d.data(), d.data(), in.size(), {}, s);
+  expect_keys(in, download(d, s), false);
+}
+
+// Keys-only 32-bit sorts run CUB's onesweep with tandem's wider tile; sizes around its tile
+// (512 x 22 keys) and the single-tile path, every key type that maps to 32 bits.
+TEST(GpuSortDevice, WideTileSizes) {
+  TANDEM_REQUIRE_GPU();
+  gpu::Stream s;
+  const std::size_t tile = 512 * 22;
+  std::vector<std::size_t> ns = {tile - 1, tile, tile + 1, 2 * tile + 3, 4000, 9000};
+  if (!small()) ns.push_back((std::size_t{1} << 24) + 12345);
+  for (std::size_t n : ns) {
+    for (int shape : {0, 1, 6}) {
+      SCOPED_TRACE(testing::Message() << "n=" << n << " shape=" << shape);
+      const auto in = keys_for<std::uint32_t>(n, shape, n);
+      gpu::DeviceBuffer<std::uint32_t> d(n);
+      upload(d, in, s);
+      sort_device(d.data(), n, {}, s);
+      expect_keys(in, download(d, s), false);
+    }
+    const auto fin = keys_for<float>(n, 0, n + 1);
+    gpu::DeviceBuffer<float> fd(n);
+    upload(fd, fin, s);
+    SortOptions desc;
+    desc.descending = true;
+    sort_device(fd.data(), n, desc, s);
+    expect_keys(fin, download(fd, s), true);
+  }
+}
+
 // The workspace shared by every sort_device call of a device, under load: host threads on their
 // own non-blocking streams, each round a fresh buffer of a new size (the workspace grows while
 // other streams' sorts are in flight), keys and pairs, radix and merge; one thread uploads on a
