@@ -347,6 +347,7 @@ int main(int argc, char** argv) {
     b.record(c, "GPU full scan (anchor)", s_scan, double(m) * 4, "entries", rsc.items == ref);
     if (last) {
       fmt::print("GPU full scan, stages of its last run:\n{}", rsc.report.explain());
+      fmt::print("GPU NRA adaptive, stages of its last run:\n{}", ra.report.explain());
       // The scan reads the lists by id, an index built by the first scan or TA query of an upload.
       auto fresh = upload(uni.lists);
       Result first;
@@ -403,6 +404,7 @@ int main(int argc, char** argv) {
       auto s_scan = b.time([&] { rs = scan_gpu(*d, k, {}, g_adapt); });
       b.record(c, "GPU full scan (anchor)", s_scan, double(m) * 4, "entries", rs.items == ref);
       fmt::print("GPU full scan ({}), stages of its last run:\n{}", to_string(dist), rs.report.explain());
+      fmt::print("GPU NRA adaptive ({}), stages of its last run:\n{}", to_string(dist), rn.report.explain());
       Options a;
       a.device = Device::gpu;
       Result ra;

@@ -149,6 +149,103 @@ TEST(TopkBounds, ApproxCutRoundsDown) {
   EXPECT_EQ(approx_cut(std::numeric_limits<float>::quiet_NaN(), 0.0), -std::numeric_limits<float>::infinity());
 }
 
+TEST(TopkBounds, FloatNraDepthsAndUpperBound) {
+  using namespace tandem::topk::detail;
+  // 10M objects in 4 independent lists: k = 100 objects are expected in every list by depth
+  // m (k/m)^(1/4) = 10M x 0.0562.
+  EXPECT_NEAR(double(nra_first_depth(10'000'000, 4, 100, 4096)), 562341.3, 1.0);
+  EXPECT_EQ(nra_first_depth(10'000'000, 1, 100, 4096), 4096u);  // one list: k levels, at least the floor
+  EXPECT_EQ(nra_first_depth(1000, 4, 5, 4096), 1000u);          // never past the lists' end
+  EXPECT_EQ(nra_first_depth(1000, 4, 1000, 1), 1000u);          // k = m: everything
+  EXPECT_EQ(nra_first_depth(0, 4, 1, 4096), 0u);
+  EXPECT_EQ(nra_next_depth(4096, 10'000'000, 24, 100), 8192u);  // under k/4 complete: twice as deep
+  EXPECT_EQ(nra_next_depth(4096, 10'000'000, 25, 100), 6144u);
+  EXPECT_EQ(nra_next_depth(4096, 10'000'000), 6144u);
+  EXPECT_EQ(nra_next_depth(9'000'000, 10'000'000), 10'000'000u);
+  EXPECT_EQ(nra_next_depth(1, 10), 2u);
+  const double tw[3] = {0.5, 0.25, 2.0};
+  EXPECT_EQ(approx_upper_bound(1.0f, 0b111u, 0b111u, tw), 1.0);   // complete: its aggregate
+  EXPECT_EQ(approx_upper_bound(1.0f, 0b001u, 0b111u, tw), 3.25);  // lists 1 and 2 unseen
+  EXPECT_EQ(approx_upper_bound(0.0f, 0b000u, 0b111u, tw), 2.75);  // unseen everywhere: the thresholds
+}
+
+// The float NRA's rules (src/topk/gpu.cu, nra_float) on the CPU: float partial aggregates (list
+// order here, any order on the GPU: the bound holds for every order), the stop tests against the
+// k-th complete float with the bound's margins, candidates within twice the bound, exact
+// aggregates of the candidates only. Must give the exact answer on every data shape.
+static std::vector<Item> float_nra_model(const Lists& l, std::uint64_t k, const Aggregate& agg) {
+  using namespace tandem::topk::detail;
+  const AggSpec a = spec_of(agg, l);
+  const double error = 2 * approx_error(a, list_max_abs(l));
+  const auto full = static_cast<std::uint32_t>(full_mask(l.n));
+  std::vector<float> part(l.m, 0.0f);
+  std::vector<std::uint32_t> seen(l.m, 0), completed;
+  std::uint64_t depth = 0, next = nra_first_depth(l.m, l.n, k, 16);
+  float kth = 0;
+  for (bool done = false; !done; next = nra_next_depth(depth, l.m, completed.size(), k)) {
+    std::vector<float> thr(l.n);
+    for (std::uint32_t i = 0; i < l.n; ++i)
+      for (std::uint64_t p = depth; p < next; ++p) {
+        const Entry e = l.list(i)[p];
+        part[e.id] += approx_value(a, i, e.score);
+        if ((seen[e.id] |= 1u << i) == full) completed.push_back(e.id);
+        thr[i] = e.score;
+      }
+    depth = next;
+    if (completed.size() < k) continue;
+    std::vector<float> c;
+    for (auto id : completed) c.push_back(part[id]);
+    std::nth_element(c.begin(), c.begin() + (k - 1), c.end(), std::greater<>());
+    kth = c[k - 1];
+    if (depth == l.m) break;
+    Acc t = acc_identity(a.kind);
+    for (std::uint32_t i = 0; i < l.n; ++i) t = acc_combine(a.kind, t, acc_of(a, i, thr[i]));
+    if (!(acc_score(a, t) < approx_cut(kth, error / 2))) continue;
+    double tw[32];
+    for (std::uint32_t i = 0; i < l.n; ++i) tw[i] = agg_value(a, i, thr[i]);
+    done = true;
+    for (std::uint64_t o = 0; o < l.m && done; ++o)
+      done = seen[o] == 0 || seen[o] == full || approx_upper_bound(part[o], seen[o], full, tw) < approx_cut(kth, error);
+  }
+  std::vector<Key96> keys;
+  for (auto id : completed) {
+    if (!(part[id] >= approx_cut(kth, error))) continue;
+    Acc v = acc_identity(a.kind);
+    for (std::uint32_t i = 0; i < l.n; ++i)
+      for (std::uint64_t p = 0; p < depth; ++p)
+        if (l.list(i)[p].id == id) v = acc_combine(a.kind, v, acc_of(a, i, l.list(i)[p].score));
+    keys.push_back(make_key(acc_score(a, v), id));
+  }
+  std::sort(keys.begin(), keys.end(), [](const Key96& x, const Key96& y) { return key_less(x, y); });
+  std::vector<Item> items;
+  for (std::uint64_t j = 0; j < k && j < keys.size(); ++j) items.push_back(Item{keys[j].id, key_score(keys[j].hi)});
+  return items;
+}
+
+TEST(TopkBounds, FloatNraRulesGiveTheExactAnswer) {
+  for (auto dist : {Dist::uniform, Dist::correlated, Dist::anticorrelated, Dist::zipf}) {
+    SCOPED_TRACE(std::string(to_string(dist)));
+    GenOptions g;
+    g.objects = 3001;
+    g.lists = 4;
+    g.dist = dist;
+    const auto l = generate(g);
+    for (const char* agg : {"sum", "wsum:1,0.5,0,2"})
+      for (std::uint64_t k : {1, 10, 100, 3001}) {
+        const auto a = Aggregate::parse(agg, 4);
+        EXPECT_EQ(float_nra_model(l, k, a), reference(l, k, a)) << agg << " k=" << k;
+      }
+  }
+  const auto c = topk_cases::cancelling_lists();
+  for (std::uint64_t k : {1, 3, 5}) EXPECT_EQ(float_nra_model(c, k, {}), reference(c, k));
+  GenOptions g;
+  g.objects = 500;
+  g.lists = 3;
+  auto ties = generate(g);
+  for (auto& e : ties.entries) e.score = 0.5f;
+  EXPECT_EQ(float_nra_model(ties, 7, {}), reference(ties, 7));
+}
+
 TEST(TopkFormat, RoundTripAndValidation) {
   TempDir t;
   GenOptions g;

@@ -261,6 +261,15 @@ TK_HD float bucket_low(std::uint64_t prefix, int bits) {
   return key32_score(static_cast<std::uint32_t>(key));
 }
 
+// ---- NRA on float partial aggregates ----
+// The upper bound (in double) of an object whose float partial aggregate over the lists in `seen`
+// is `part`: each unseen list i adds at most tw[i], its weight times the last score read in it.
+TK_HD double approx_upper_bound(float part, std::uint32_t seen, std::uint32_t full, const double* tw) {
+  double ub = part;
+  for (std::uint32_t unseen = full & ~seen; unseen; unseen &= unseen - 1) ub += tw[lowest_bit(unseen)];
+  return ub;
+}
+
 // (score key, id): ascending order = best first.
 struct Key96 {
   std::uint64_t hi;

@@ -102,6 +102,13 @@ double approx_error(const AggSpec& a, const std::vector<float>& max_abs) {
   return n * 0x1p-24 * b * (1 + 0x1p-20) + n * std::ldexp(1.0, a.scale) + 0x1p-52 * b + n * 0x1p-149;
 }
 
+std::uint64_t nra_first_depth(std::uint64_t m, std::uint32_t n, std::uint64_t k, std::uint64_t floor) {
+  if (m == 0) return 0;
+  const double expected = double(m) * std::pow(double(std::min(k, m)) / double(m), 1.0 / double(std::max(n, 1u)));
+  const auto d = static_cast<std::uint64_t>(std::ceil(expected));
+  return std::min(m, std::max(floor, d));
+}
+
 void describe(Result& r, std::uint64_t m) {
   const auto& s = r.stats;
   nlohmann::json d = {

@@ -49,6 +49,12 @@ struct DevState {
   int have_kth;
   int pad;
   float thr[kMaxLists];  // last score read in each list this round
+  // The float NRA's probe (reset each probe): objects seen in some lists whose upper bound reaches
+  // the cut; the order key of the k-th best complete float aggregate, and whether it was found
+  // (0: fewer than k complete, 1: found, 2: more complete objects than one block selects among).
+  unsigned long long open;
+  std::uint32_t kth_key;
+  int kth_state;
 };
 
 struct Key96Decomposer {
@@ -335,6 +341,176 @@ __global__ void k_candidate_keys(const std::uint32_t* ids, std::uint64_t count, 
   }
 }
 
+// ---- NRA on float partial aggregates (sums) ----
+// One 64-bit word per object: the lists it was seen in (high half) and its float partial
+// aggregate (low half), in one sector.
+__device__ __forceinline__ std::uint32_t word_seen(unsigned long long w) { return std::uint32_t(w >> 32); }
+__device__ __forceinline__ float word_part(unsigned long long w) { return __uint_as_float(std::uint32_t(w)); }
+
+// Levels [d, d + width) of every list into the words; objects seen in every list for the first
+// time are appended to `completed`.
+__global__ void k_fnra_scatter(const Entry* L, std::uint64_t m, std::uint32_t n, std::uint64_t d, std::uint64_t width,
+                               AggSpec a, unsigned long long* words, std::uint32_t full, std::uint32_t* completed,
+                               DevState* st) {
+  const std::uint64_t total = width * n;
+  for (std::uint64_t q = blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x; q < total;
+       q += std::uint64_t(gridDim.x) * blockDim.x) {
+    const auto i = static_cast<std::uint32_t>(q / width);
+    const std::uint64_t p = d + q % width;
+    const Entry x = L[std::uint64_t(i) * m + p];
+    if (p == d + width - 1) st->thr[i] = x.score;
+    if (x.id >= m) continue;  // validated input never has this; stay in bounds regardless
+    // Two 32-bit atomics on the halves of one word (one sector): the partial's add returns
+    // nothing, the lists' or returns what completion needs. The partial is read by later kernels.
+    auto* halves = reinterpret_cast<unsigned int*>(&words[x.id]);
+    atomicAdd(reinterpret_cast<float*>(halves), approx_value(a, i, x.score));
+    const std::uint32_t before = atomicOr(halves + 1, 1u << i);
+    if ((before | (1u << i)) == full && before != full) completed[atomicAdd(&st->completed, 1ull)] = x.id;
+  }
+}
+
+// The completed objects' float aggregates, for the select.
+__global__ void k_fnra_gather(const std::uint32_t* completed, std::uint64_t count, const unsigned long long* words,
+                              float* out) {
+  for (std::uint64_t q = blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x; q < count;
+       q += std::uint64_t(gridDim.x) * blockDim.x)
+    out[q] = word_part(words[completed[q]]);
+}
+
+constexpr int kBlockSelectThreads = 1024;
+constexpr std::uint64_t kBlockSelectMax = 65536;
+
+// The k-th best of the completed objects' float aggregates, by one block when there are at most
+// kBlockSelectMax of them (st->kth_state 2 otherwise): four 8-bit radix passes over their order
+// keys, re-read from the words (in L2) each pass.
+__global__ void __launch_bounds__(kBlockSelectThreads)
+    k_fnra_block_select(const std::uint32_t* completed, const unsigned long long* words, std::uint64_t k,
+                        DevState* st) {
+  __shared__ unsigned int hist[256];
+  __shared__ std::uint32_t prefix;
+  __shared__ unsigned long long need;
+  const unsigned long long count = st->completed;
+  if (count < k || count > kBlockSelectMax) {
+    if (threadIdx.x == 0) st->kth_state = count < k ? 0 : 2;
+    return;
+  }
+  if (threadIdx.x == 0) {
+    prefix = 0;
+    need = k;
+  }
+  for (int pass = 0; pass < 4; ++pass) {
+    const int shift = 24 - 8 * pass;
+    for (int b = threadIdx.x; b < 256; b += blockDim.x) hist[b] = 0;
+    __syncthreads();
+    const std::uint32_t want = prefix;
+    for (std::uint64_t j = threadIdx.x; j < count; j += blockDim.x) {
+      const std::uint32_t key = order_key32(word_part(words[completed[j]]));
+      if (pass == 0 || (key >> (shift + 8)) == want) atomicAdd(&hist[(key >> shift) & 255u], 1u);
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      unsigned long long before = 0;
+      int b = 0;
+      for (; b < 255 && before + hist[b] < need; ++b) before += hist[b];
+      prefix = (want << 8) | unsigned(b);
+      need -= before;
+    }
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) {
+    st->kth_key = prefix;
+    st->kth_state = 1;
+  }
+}
+
+// The device select's k-th (radix_select over more complete objects than one block takes).
+__global__ void k_fnra_take_select(const SelectState* sel, DevState* st) {
+  st->kth_key = static_cast<std::uint32_t>(sel->prefix);
+  st->kth_state = 1;
+}
+
+// The aggregate of the last scores read: what an object seen in no list may reach at most.
+__host__ __device__ double t_agg(const AggSpec& a, const float* thr) {
+  Acc t = acc_identity(a.kind);
+  for (std::uint32_t i = 0; i < a.n; ++i) t = acc_combine(a.kind, t, acc_of(a, i, thr[i]));
+  return acc_score(a, t);
+}
+
+// Once the k-th is known and no unseen object can beat it (by more than the error bound): are
+// there objects seen in some lists but not all whose upper bound reaches the cut (they may still
+// beat the k-th)? Counted a warp at a time into st->open, warps stopping once it is not 0 (a
+// lower bound on their number then). Nothing to do otherwise.
+__global__ void k_fnra_open(const unsigned long long* words, std::uint64_t m, std::uint32_t full, AggSpec a,
+                            double error, DevState* st) {
+  __shared__ double tw[32];
+  __shared__ double cut;
+  __shared__ int go;
+  if (threadIdx.x == 0) {
+    go = 0;
+    if (st->kth_state == 1) {
+      const float kth = key32_score(st->kth_key);
+      go = t_agg(a, st->thr) < approx_cut(kth, error / 2);
+      cut = approx_cut(kth, error);
+    }
+  }
+  for (std::uint32_t i = threadIdx.x; i < a.n; i += blockDim.x) tw[i] = agg_value(a, i, st->thr[i]);
+  __syncthreads();
+  if (!go) return;
+  const std::uint64_t stride = std::uint64_t(gridDim.x) * blockDim.x;
+  const std::uint64_t first = blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x;
+  const auto* found = reinterpret_cast<volatile unsigned long long*>(&st->open);
+  for (std::uint64_t base = first - (threadIdx.x & 31); base < m; base += stride) {
+    const std::uint64_t id = base + (threadIdx.x & 31);
+    bool open = false;
+    if (id < m) {
+      const unsigned long long w = words[id];
+      const std::uint32_t seen = word_seen(w);
+      open = seen != 0 && seen != full && approx_upper_bound(word_part(w), seen, full, tw) >= cut;
+    }
+    const unsigned votes = __ballot_sync(0xffffffffu, open);
+    if (votes && (threadIdx.x & 31) == 0) atomicAdd(&st->open, static_cast<unsigned long long>(__popc(votes)));
+    // One open object decides the probe: the warp stops once any has been counted.
+    if (__shfl_sync(0xffffffffu, (threadIdx.x & 31) == 0 ? *found : 0ull, 0) != 0) break;
+  }
+}
+
+// Candidates: completed objects whose float aggregate reaches `cut`, listed and marked in `bits`.
+__global__ void k_fnra_candidates(const std::uint32_t* completed, std::uint64_t count, const unsigned long long* words,
+                                  float cut, std::uint32_t* ids, std::uint64_t cap, unsigned long long* n_out,
+                                  std::uint32_t* bits) {
+  for (std::uint64_t q = blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x; q < count;
+       q += std::uint64_t(gridDim.x) * blockDim.x) {
+    const std::uint32_t id = completed[q];
+    if (!(word_part(words[id]) >= cut)) continue;
+    const unsigned long long at = atomicAdd(n_out, 1ull);
+    if (at < cap) ids[at] = id;
+    atomicOr(&bits[id >> 5], 1u << (id & 31));
+  }
+}
+
+// The candidates' exact aggregates, by reading the same list prefixes again (sorted access only).
+__global__ void k_fnra_exact(const Entry* L, std::uint64_t m, std::uint32_t n, std::uint64_t depth, AggSpec a,
+                             const std::uint32_t* bits, Slot* s) {
+  const std::uint64_t total = depth * n;
+  for (std::uint64_t q = blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x; q < total;
+       q += std::uint64_t(gridDim.x) * blockDim.x) {
+    const auto i = static_cast<std::uint32_t>(q / depth);
+    const Entry x = L[std::uint64_t(i) * m + q % depth];
+    if (x.id < m && ((bits[x.id >> 5] >> (x.id & 31)) & 1u))
+      atomic_combine(a.kind, &s[x.id].acc, acc_of(a, i, x.score));
+  }
+}
+
+// The candidates' keys; their slots go back to the identity for the next query.
+__global__ void k_fnra_keys(const std::uint32_t* ids, std::uint64_t count, Slot* s, AggSpec a, Acc ident, Key96* out) {
+  for (std::uint64_t q = blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x; q < count;
+       q += std::uint64_t(gridDim.x) * blockDim.x) {
+    const std::uint32_t id = ids[q];
+    out[q] = make_key(acc_score(a, s[id].acc), id);
+    s[id] = Slot{ident, 0ull};
+  }
+}
+
 template <class T>
 void ensure(gpu::DeviceBuffer<T>& b, std::size_t n) {
   if (b.size() < n) {
@@ -371,7 +547,9 @@ struct DeviceLists::Impl {
   gpu::DeviceBuffer<double> acc;
   gpu::DeviceBuffer<float> approx;  // the scan's float aggregates
   gpu::DeviceBuffer<std::uint32_t> cand_ids;
-  gpu::DeviceBuffer<float> by_id;  // score_index(): each list's scores by object id, built once
+  gpu::DeviceBuffer<float> by_id;                   // score_index(): each list's scores by object id, built once
+  gpu::DeviceBuffer<unsigned long long> nra_words;  // the float NRA's state per object
+  gpu::DeviceBuffer<std::uint32_t> cand_bits;       // the float NRA's candidates, a bit per object
   bool by_id_built{false};
   gpu::DeviceBuffer<DevState> state;
   gpu::DeviceBuffer<unsigned long long> hist;
@@ -455,6 +633,7 @@ std::unique_ptr<DeviceLists> upload(const Lists& l, Memory memory, Report* rep) 
   impl->state = gpu::DeviceBuffer<DevState>(1);
   impl->hist = gpu::DeviceBuffer<unsigned long long>(kBins);
   impl->select = gpu::DeviceBuffer<SelectState>(1);
+  TANDEM_CUDA(cudaMemsetAsync(impl->select.data(), 0, sizeof(SelectState), impl->stream));
   if (rep)
     rep->add(memory == Memory::managed ? "lists into managed memory" : "H2D lists", "cpu->" + where_gpu(), w.seconds(),
              human_bytes(bytes));
@@ -517,12 +696,6 @@ void prepare_common(DeviceLists::Impl& d, std::uint64_t k) {
   TANDEM_CUDA(cudaMemsetAsync(d.state.data(), 0, sizeof(DevState), d.stream));
 }
 
-double t_agg(const AggSpec& a, const float* thr) {
-  Acc t = acc_identity(a.kind);
-  for (std::uint32_t i = 0; i < a.n; ++i) t = acc_combine(a.kind, t, acc_of(a, i, thr[i]));
-  return acc_score(a, t);
-}
-
 }  // namespace
 
 // What every GPU query starts from: the lists, the checked k, the aggregate and an empty result.
@@ -543,8 +716,9 @@ static Query start_query(DeviceLists& dl, std::uint64_t k, const Aggregate& agg)
   return q;
 }
 
-Result nra_gpu(DeviceLists& dl, std::uint64_t k, const Aggregate& agg, const Options& opts) {
-  auto q = start_query(dl, k, agg);
+// NRA on exact partial aggregates (24-byte slots), in rounds of `stride` levels read in every
+// list: phase 1 until k fully known objects beat every unseen one, phase 2 pruning by upper bound.
+static void nra_exact(Query& q, std::uint64_t k, const Options& opts) {
   auto& [d, n, m, a, where, r] = q;
   const unsigned long long full = full_mask(n);
   Stopwatch w;
@@ -615,7 +789,6 @@ Result nra_gpu(DeviceLists& dl, std::uint64_t k, const Aggregate& agg, const Opt
   r.report.add("NRA phase 2 (upper bounds only)", where, t2, gpu::format("{} rounds", rounds - rounds1));
   r.report.add("results D2H + state reset", where, w.seconds(), gpu::format("{} objects touched", touched));
   finish(r, "nra", where, n, m, dpt, peak, rounds, adaptive, done);
-  return std::move(q.r);
 }
 
 // Each list's scores by object id (n x m floats), built on the first query that needs it (TA, the
@@ -810,6 +983,143 @@ Result scan_gpu(DeviceLists& dl, std::uint64_t k, const Aggregate& agg, const Op
   auto q = start_query(dl, k, agg);
   const float* ix = score_index(q);
   if (!scan_filtered(q, k, ix)) scan_exact(q, k, ix);
+  return std::move(q.r);
+}
+
+// NRA on float partial aggregates, for sums and weighted sums over at most 32 lists that are not
+// correlated: one 64-bit
+// word per object (lists seen, float partial), list prefixes read to depths probed 1.5x deeper each
+// time until k objects seen everywhere beat, by more than the float's error bound, every object
+// seen nowhere (the aggregate of the last scores read) and every upper bound of the objects seen in
+// some lists; then the candidates within twice the bound of the k-th float get their exact
+// aggregates by reading the same prefixes again (sorted access only). False, with a note when the
+// float cannot decide, and the exact NRA answers.
+static bool nra_float(Query& q, std::uint64_t k) {
+  auto& [d, n, m, a, where, r] = q;
+  if (!is_sum(a.kind) || n > 32) return false;
+  // Twice the scan's bound: the upper bounds also add n doubles.
+  const double error = 2 * approx_error(a, d.max_abs);
+  if (!std::isfinite(error)) {
+    r.report.note("nra: float partial aggregates could overflow; exact partial aggregates used");
+    return false;
+  }
+  gpu::Event e0, e1, e2, p0, p1, p2;
+  e0.record(d.stream);
+  prepare_common(d, k);
+  ensure(d.nra_words, m);
+  TANDEM_CUDA(cudaMemsetAsync(d.nra_words.data(), 0, m * sizeof(unsigned long long), d.stream));
+  const auto full = static_cast<std::uint32_t>(full_mask(n));
+  std::uint64_t depth = 0, probes = 0, completed = 0, open_passes = 0, many = 0;
+  float kth = 0;
+  double t_scatter = 0, t_tests = 0;
+  DevState* dst = d.state.data();
+  auto open_pass = [&] {
+    k_fnra_open<<<gpu::grid_for(m, kBlock, 132 * 8), kBlock, 0, d.stream>>>(d.nra_words.data(), m, full, a, error, dst);
+    TANDEM_CUDA_LAUNCH("k_fnra_open");
+  };
+  // One probe: read the lists down to `next`, select the k-th complete object and run the stop
+  // tests on the device, then one read back; true when the answer is known.
+  auto probe = [&](std::uint64_t next) {
+    const std::uint64_t width = next - depth;
+    TANDEM_CUDA(cudaMemsetAsync(&dst->open, 0, sizeof(unsigned long long) + 2 * sizeof(std::uint32_t), d.stream));
+    p0.record(d.stream);
+    k_fnra_scatter<<<gpu::grid_for(width * n, kBlock, kGridCap), kBlock, 0, d.stream>>>(
+        d.L, m, n, depth, width, a, d.nra_words.data(), full, d.completed.data(), dst);
+    TANDEM_CUDA_LAUNCH("k_fnra_scatter");
+    p1.record(d.stream);
+    k_fnra_block_select<<<1, kBlockSelectThreads, 0, d.stream>>>(d.completed.data(), d.nra_words.data(), k, dst);
+    TANDEM_CUDA_LAUNCH("k_fnra_block_select");
+    open_pass();
+    p2.record(d.stream);
+    d.fetch_state();
+    depth = next;
+    ++probes;
+    DevState st = d.host_state[0];
+    if (st.kth_state == 2) {  // too many complete objects for one block: the device-wide select
+      ++many;
+      ensure(d.approx, st.completed);
+      k_fnra_gather<<<gpu::grid_for(st.completed, kBlock, kGridCap), kBlock, 0, d.stream>>>(
+          d.completed.data(), st.completed, d.nra_words.data(), d.approx.data());
+      TANDEM_CUDA_LAUNCH("k_fnra_gather");
+      radix_select(d, d.approx.data(), st.completed, k);
+      k_fnra_take_select<<<1, 1, 0, d.stream>>>(d.select.data(), dst);
+      TANDEM_CUDA_LAUNCH("k_fnra_take_select");
+      open_pass();
+      p2.record(d.stream);
+      d.fetch_state();
+      st = d.host_state[0];
+    }
+    t_scatter += p1.seconds_since(p0);
+    t_tests += p2.seconds_since(p1);
+    completed = st.completed;
+    if (st.kth_state != 1) {
+      if (depth == m)
+        throw Error(gpu::format("top-k NRA: {} objects complete at full depth, k = {} (internal error)", completed, k));
+      return false;
+    }
+    kth = key32_score(st.kth_key);
+    if (depth == m) return true;                                         // every object is complete
+    if (!(t_agg(a, st.thr) < approx_cut(kth, error / 2))) return false;  // an unseen object may beat the k-th
+    ++open_passes;
+    return st.open == 0;
+  };
+  for (std::uint64_t next = nra_first_depth(m, n, k, 4096); !probe(next);)
+    next = nra_next_depth(depth, m, completed, k);
+  e1.record(d.stream);
+  const float cut = approx_cut(kth, error);
+  const std::uint64_t cap = std::min(m, std::max<std::uint64_t>(16 * k, 1 << 16));
+  ensure(d.cand_ids, cap);
+  ensure(d.cand_bits, m / 32 + 1);
+  TANDEM_CUDA(cudaMemsetAsync(d.cand_bits.data(), 0, (m / 32 + 1) * sizeof(std::uint32_t), d.stream));
+  TANDEM_CUDA(cudaMemsetAsync(d.select.data(), 0, sizeof(SelectState), d.stream));  // the count, and no stale `lost`
+  k_fnra_candidates<<<gpu::grid_for(completed, kBlock, kGridCap), kBlock, 0, d.stream>>>(
+      d.completed.data(), completed, d.nra_words.data(), cut, d.cand_ids.data(), cap, &d.select.data()->count,
+      d.cand_bits.data());
+  TANDEM_CUDA_LAUNCH("k_fnra_candidates");
+  const unsigned long long count = read_select(d).count;
+  if (count > cap) {
+    e2.record(d.stream);
+    e2.sync();
+    r.report.add("NRA probes (float partial aggregates, not used)", where, e2.seconds_since(e0),
+                 gpu::format("{} probes, {} levels of each list, {} candidates", probes, depth, count));
+    r.report.note(gpu::format(
+        "nra: {} objects within the float error bound of the k-th (more than {}); exact partial aggregates used", count,
+        cap));
+    return false;
+  }
+  if (count < k) throw Error(gpu::format("top-k NRA: {} candidates for k = {} (internal error)", count, k));
+  const Acc ident = acc_identity(a.kind);
+  d.prepare_slots(ident);
+  k_fnra_exact<<<gpu::grid_for(depth * n, kBlock, kGridCap), kBlock, 0, d.stream>>>(d.L, m, n, depth, a,
+                                                                                    d.cand_bits.data(), d.slots.data());
+  TANDEM_CUDA_LAUNCH("k_fnra_exact");
+  k_fnra_keys<<<gpu::grid_for(count, kBlock, kGridCap), kBlock, 0, d.stream>>>(d.cand_ids.data(), count, d.slots.data(),
+                                                                               a, ident, d.merge_a.data());
+  TANDEM_CUDA_LAUNCH("k_fnra_keys");
+  d.slots_clean = true;  // the keys kernel put back every slot the exact pass touched
+  r.items = best_keys(d, count, k);
+  e2.record(d.stream);
+  e2.sync();
+  const double t_probes = e1.seconds_since(e0);
+  r.report.add("NRA state clear + first set-up", where, t_probes - t_scatter - t_tests,
+               human_bytes(m * sizeof(unsigned long long)));
+  r.report.add("NRA probes: list prefixes into float partial aggregates", where, t_scatter,
+               gpu::format("{} probes, {} levels of each list, {} objects complete", probes, depth, completed));
+  r.report.add("NRA probes: select the k-th complete + stop tests", where, t_tests,
+               gpu::format("{} upper-bound passes over the objects; {} device-wide selects", open_passes, many));
+  r.report.add("NRA candidates' exact aggregates (prefixes read again) + sort", where, e2.seconds_since(e1),
+               gpu::format("{} candidates within {} of the k-th", count, 2 * error));
+  finish(r, "nra", where, n, m, depth, count, probes, true, true);
+  return true;
+}
+
+Result nra_gpu(DeviceLists& dl, std::uint64_t k, const Aggregate& agg, const Options& opts) {
+  auto q = start_query(dl, k, agg);
+  // Correlated lists stop within a few levels: the exact NRA's rounds cost less there than the
+  // float NRA's state clear and probes (0.31 against 0.76 ms at 10M x 4 on an H100).
+  const bool correlated = q.d.overlap.ratio() > kCorrelatedRatio;
+  if (opts.stride == 0 && opts.max_depth == 0 && !correlated && nra_float(q, k)) return std::move(q.r);
+  nra_exact(q, k, opts);
   return std::move(q.r);
 }
 

@@ -50,6 +50,20 @@ inline std::uint64_t next_stride(std::uint64_t stride, std::uint64_t depth, bool
   return std::max(floor, depth / 4);
 }
 
+// Lists whose prefixes share objects more than this many times as often as independent lists
+// would (Estimate::ratio) count as correlated.
+constexpr double kCorrelatedRatio = 3.0;
+
+// The float NRA's depths: first where k objects are expected to have been seen in every list of n
+// independent lists (m (k/m)^(1/n), at least `floor`); then twice as deep while fewer than a
+// quarter of k objects are complete, half as deep again after.
+std::uint64_t nra_first_depth(std::uint64_t m, std::uint32_t n, std::uint64_t k, std::uint64_t floor);
+inline std::uint64_t nra_next_depth(std::uint64_t depth, std::uint64_t m, std::uint64_t complete = ~0ull,
+                                    std::uint64_t k = 0) {
+  const bool far = complete < k / 4;
+  return std::min(m, depth + std::max<std::uint64_t>(far ? depth : depth / 2, 1));
+}
+
 // Writes stats into the report (details + a line per list when few).
 void describe(Result& r, std::uint64_t m);
 

@@ -85,6 +85,25 @@ TEST(GpuTopk, TinyTiesAndManyLists) {
   check_gpu_paths(*d, l, 10, Aggregate::parse("min", 64));
 }
 
+// The float NRA on lists fresh from upload (its first query: no select state from an earlier
+// one), shallower than its first probe, and deep enough for several probes; sums and weighted sums.
+TEST(GpuTopk, FloatNraOnFreshUploads) {
+  TANDEM_REQUIRE_GPU();
+  for (std::uint64_t m : {std::uint64_t{2000}, std::uint64_t{sanitizer() ? 20000 : 400000}}) {
+    for (auto dist : {Dist::uniform, Dist::correlated}) {
+      const auto l = four_lists(m, dist);
+      for (const char* agg : {"sum", "wsum:0.5,1,2,0.25"}) {
+        SCOPED_TRACE(testing::Message() << "m=" << m << " " << to_string(dist) << " " << agg);
+        auto d = upload(l);
+        const auto a = Aggregate::parse(agg, 4);
+        const auto r = nra_gpu(*d, 20, a, {});
+        EXPECT_EQ(r.items, reference(l, 20, a));
+        EXPECT_EQ(r.stats.algo, "nra");
+      }
+    }
+  }
+}
+
 TEST(GpuTopk, ManagedMemoryAndQuery) {
   TANDEM_REQUIRE_GPU();
   GenOptions g;
