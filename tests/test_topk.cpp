@@ -167,6 +167,15 @@ TEST(TopkBounds, FloatNraDepthsAndUpperBound) {
   EXPECT_EQ(approx_upper_bound(1.0f, 0b111u, 0b111u, tw), 1.0);   // complete: its aggregate
   EXPECT_EQ(approx_upper_bound(1.0f, 0b001u, 0b111u, tw), 3.25);  // lists 1 and 2 unseen
   EXPECT_EQ(approx_upper_bound(0.0f, 0b000u, 0b111u, tw), 2.75);  // unseen everywhere: the thresholds
+  // The packed word: seen lists in the low n bits, the partial in the rest, within packed_error.
+  std::uint32_t w = 0;
+  w = packed_add(w, 0.1f, 2, 4);
+  w = packed_add(w, 0.7f, 0, 4);
+  EXPECT_EQ(packed_seen(w, 4), 0b0101u);
+  EXPECT_NEAR(double(packed_part(w, 4)), 0.8, packed_error(1e-7, 4));
+  EXPECT_LE(std::fabs(double(packed_part(w, 4))), 0.8 + 1e-7);   // cleared bits round toward zero
+  EXPECT_EQ(packed_part(packed_add(0, -2.5f, 1, 4), 4), -2.5f);  // exact values stay exact
+  EXPECT_EQ(packed_error(1.0, 4), 65.0);
 }
 
 // The float NRA's rules (src/topk/gpu.cu, nra_float) on the CPU: float partial aggregates (list
@@ -176,10 +185,9 @@ TEST(TopkBounds, FloatNraDepthsAndUpperBound) {
 static std::vector<Item> float_nra_model(const Lists& l, std::uint64_t k, const Aggregate& agg) {
   using namespace tandem::topk::detail;
   const AggSpec a = spec_of(agg, l);
-  const double error = 2 * approx_error(a, list_max_abs(l));
+  const double error = 2 * packed_error(approx_error(a, list_max_abs(l)), l.n);
   const auto full = static_cast<std::uint32_t>(full_mask(l.n));
-  std::vector<float> part(l.m, 0.0f);
-  std::vector<std::uint32_t> seen(l.m, 0), completed;
+  std::vector<std::uint32_t> words(l.m, 0), completed;
   std::uint64_t depth = 0, next = nra_first_depth(l.m, l.n, k, 16);
   float kth = 0;
   for (bool done = false; !done; next = nra_next_depth(depth, l.m, completed.size(), k)) {
@@ -187,14 +195,14 @@ static std::vector<Item> float_nra_model(const Lists& l, std::uint64_t k, const 
     for (std::uint32_t i = 0; i < l.n; ++i)
       for (std::uint64_t p = depth; p < next; ++p) {
         const Entry e = l.list(i)[p];
-        part[e.id] += approx_value(a, i, e.score);
-        if ((seen[e.id] |= 1u << i) == full) completed.push_back(e.id);
+        words[e.id] = packed_add(words[e.id], approx_value(a, i, e.score), i, l.n);
+        if (packed_seen(words[e.id], l.n) == full) completed.push_back(e.id);
         thr[i] = e.score;
       }
     depth = next;
     if (completed.size() < k) continue;
     std::vector<float> c;
-    for (auto id : completed) c.push_back(part[id]);
+    for (auto id : completed) c.push_back(packed_part(words[id], l.n));
     std::nth_element(c.begin(), c.begin() + (k - 1), c.end(), std::greater<>());
     kth = c[k - 1];
     if (depth == l.m) break;
@@ -204,12 +212,15 @@ static std::vector<Item> float_nra_model(const Lists& l, std::uint64_t k, const 
     double tw[32];
     for (std::uint32_t i = 0; i < l.n; ++i) tw[i] = agg_value(a, i, thr[i]);
     done = true;
-    for (std::uint64_t o = 0; o < l.m && done; ++o)
-      done = seen[o] == 0 || seen[o] == full || approx_upper_bound(part[o], seen[o], full, tw) < approx_cut(kth, error);
+    for (std::uint64_t o = 0; o < l.m && done; ++o) {
+      const std::uint32_t seen = packed_seen(words[o], l.n);
+      done = seen == 0 || seen == full ||
+             approx_upper_bound(packed_part(words[o], l.n), seen, full, tw) < approx_cut(kth, error);
+    }
   }
   std::vector<Key96> keys;
   for (auto id : completed) {
-    if (!(part[id] >= approx_cut(kth, error))) continue;
+    if (!(packed_part(words[id], l.n) >= approx_cut(kth, error))) continue;
     Acc v = acc_identity(a.kind);
     for (std::uint32_t i = 0; i < l.n; ++i)
       for (std::uint64_t p = 0; p < depth; ++p)

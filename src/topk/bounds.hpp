@@ -262,6 +262,46 @@ TK_HD float bucket_low(std::uint64_t prefix, int bits) {
 }
 
 // ---- NRA on float partial aggregates ----
+// Its state is one 32-bit word per object (an array of m of them stays in the GPU's L2): the low n
+// bits hold the lists the object was seen in, the others its float partial aggregate with the n
+// lowest mantissa bits cleared (so n <= kPackedMaxLists).
+constexpr std::uint32_t kPackedMaxLists = 8;
+
+TK_HD std::uint32_t float_bits(float x) {
+#if defined(__CUDA_ARCH__)
+  return __float_as_uint(x);
+#else
+  std::uint32_t u;
+  std::memcpy(&u, &x, sizeof u);
+  return u;
+#endif
+}
+
+TK_HD float bits_float(std::uint32_t u) {
+#if defined(__CUDA_ARCH__)
+  return __uint_as_float(u);
+#else
+  float x;
+  std::memcpy(&x, &u, sizeof x);
+  return x;
+#endif
+}
+
+TK_HD std::uint32_t packed_low(std::uint32_t n) { return (1u << n) - 1; }
+TK_HD std::uint32_t packed_seen(std::uint32_t w, std::uint32_t n) { return w & packed_low(n); }
+TK_HD float packed_part(std::uint32_t w, std::uint32_t n) { return bits_float(w & ~packed_low(n)); }
+
+// The word after adding v, list i's float contribution, and marking list i seen.
+TK_HD std::uint32_t packed_add(std::uint32_t w, float v, std::uint32_t i, std::uint32_t n) {
+  const float sum = packed_part(w, n) + v;
+  return (float_bits(sum) & ~packed_low(n)) | packed_seen(w, n) | (1u << i);
+}
+
+// A bound on |packed partial - exact| from approx_error's (`err`): clearing n mantissa bits loses
+// at most 2^(n-23) of the sum at each of the n additions, 2^(n+1) times the 2^-24 that approx_error
+// allows each; twice that for margin.
+TK_HD double packed_error(double err, std::uint32_t n) { return err * double((1u << (n + 2)) + 1); }
+
 // The upper bound (in double) of an object whose float partial aggregate over the lists in `seen`
 // is `part`: each unseen list i adds at most tw[i], its weight times the last score read in it.
 TK_HD double approx_upper_bound(float part, std::uint32_t seen, std::uint32_t full, const double* tw) {

@@ -342,15 +342,12 @@ __global__ void k_candidate_keys(const std::uint32_t* ids, std::uint64_t count, 
 }
 
 // ---- NRA on float partial aggregates (sums) ----
-// One 64-bit word per object: the lists it was seen in (high half) and its float partial
-// aggregate (low half), in one sector.
-__device__ __forceinline__ std::uint32_t word_seen(unsigned long long w) { return std::uint32_t(w >> 32); }
-__device__ __forceinline__ float word_part(unsigned long long w) { return __uint_as_float(std::uint32_t(w)); }
-
+// One 32-bit word per object (packed_add in bounds.hpp), updated by compare-and-swap (ids are
+// spread: retries are rare).
 // Levels [d, d + width) of every list into the words; objects seen in every list for the first
 // time are appended to `completed`.
 __global__ void k_fnra_scatter(const Entry* L, std::uint64_t m, std::uint32_t n, std::uint64_t d, std::uint64_t width,
-                               AggSpec a, unsigned long long* words, std::uint32_t full, std::uint32_t* completed,
+                               AggSpec a, std::uint32_t* words, std::uint32_t full, std::uint32_t* completed,
                                DevState* st) {
   const std::uint64_t total = width * n;
   for (std::uint64_t q = blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x; q < total;
@@ -360,21 +357,24 @@ __global__ void k_fnra_scatter(const Entry* L, std::uint64_t m, std::uint32_t n,
     const Entry x = L[std::uint64_t(i) * m + p];
     if (p == d + width - 1) st->thr[i] = x.score;
     if (x.id >= m) continue;  // validated input never has this; stay in bounds regardless
-    // Two 32-bit atomics on the halves of one word (one sector): the partial's add returns
-    // nothing, the lists' or returns what completion needs. The partial is read by later kernels.
-    auto* halves = reinterpret_cast<unsigned int*>(&words[x.id]);
-    atomicAdd(reinterpret_cast<float*>(halves), approx_value(a, i, x.score));
-    const std::uint32_t before = atomicOr(halves + 1, 1u << i);
+    const float v = approx_value(a, i, x.score);
+    std::uint32_t old = words[x.id];
+    while (true) {
+      const std::uint32_t got = atomicCAS(&words[x.id], old, packed_add(old, v, i, n));
+      if (got == old) break;
+      old = got;
+    }
+    const std::uint32_t before = packed_seen(old, n);
     if ((before | (1u << i)) == full && before != full) completed[atomicAdd(&st->completed, 1ull)] = x.id;
   }
 }
 
 // The completed objects' float aggregates, for the select.
-__global__ void k_fnra_gather(const std::uint32_t* completed, std::uint64_t count, const unsigned long long* words,
-                              float* out) {
+__global__ void k_fnra_gather(const std::uint32_t* completed, std::uint64_t count, const std::uint32_t* words,
+                              std::uint32_t n, float* out) {
   for (std::uint64_t q = blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x; q < count;
        q += std::uint64_t(gridDim.x) * blockDim.x)
-    out[q] = word_part(words[completed[q]]);
+    out[q] = packed_part(words[completed[q]], n);
 }
 
 constexpr int kBlockSelectThreads = 1024;
@@ -384,7 +384,7 @@ constexpr std::uint64_t kBlockSelectMax = 65536;
 // kBlockSelectMax of them (st->kth_state 2 otherwise): four 8-bit radix passes over their order
 // keys, re-read from the words (in L2) each pass.
 __global__ void __launch_bounds__(kBlockSelectThreads)
-    k_fnra_block_select(const std::uint32_t* completed, const unsigned long long* words, std::uint64_t k,
+    k_fnra_block_select(const std::uint32_t* completed, const std::uint32_t* words, std::uint32_t n, std::uint64_t k,
                         DevState* st) {
   __shared__ unsigned int hist[256];
   __shared__ std::uint32_t prefix;
@@ -404,7 +404,7 @@ __global__ void __launch_bounds__(kBlockSelectThreads)
     __syncthreads();
     const std::uint32_t want = prefix;
     for (std::uint64_t j = threadIdx.x; j < count; j += blockDim.x) {
-      const std::uint32_t key = order_key32(word_part(words[completed[j]]));
+      const std::uint32_t key = order_key32(packed_part(words[completed[j]], n));
       if (pass == 0 || (key >> (shift + 8)) == want) atomicAdd(&hist[(key >> shift) & 255u], 1u);
     }
     __syncthreads();
@@ -440,8 +440,8 @@ __host__ __device__ double t_agg(const AggSpec& a, const float* thr) {
 // there objects seen in some lists but not all whose upper bound reaches the cut (they may still
 // beat the k-th)? Counted a warp at a time into st->open, warps stopping once it is not 0 (a
 // lower bound on their number then). Nothing to do otherwise.
-__global__ void k_fnra_open(const unsigned long long* words, std::uint64_t m, std::uint32_t full, AggSpec a,
-                            double error, DevState* st) {
+__global__ void k_fnra_open(const std::uint32_t* words, std::uint64_t m, std::uint32_t full, AggSpec a, double error,
+                            DevState* st) {
   __shared__ double tw[32];
   __shared__ double cut;
   __shared__ int go;
@@ -463,9 +463,9 @@ __global__ void k_fnra_open(const unsigned long long* words, std::uint64_t m, st
     const std::uint64_t id = base + (threadIdx.x & 31);
     bool open = false;
     if (id < m) {
-      const unsigned long long w = words[id];
-      const std::uint32_t seen = word_seen(w);
-      open = seen != 0 && seen != full && approx_upper_bound(word_part(w), seen, full, tw) >= cut;
+      const std::uint32_t w = words[id];
+      const std::uint32_t seen = packed_seen(w, a.n);
+      open = seen != 0 && seen != full && approx_upper_bound(packed_part(w, a.n), seen, full, tw) >= cut;
     }
     const unsigned votes = __ballot_sync(0xffffffffu, open);
     if (votes && (threadIdx.x & 31) == 0) atomicAdd(&st->open, static_cast<unsigned long long>(__popc(votes)));
@@ -475,13 +475,13 @@ __global__ void k_fnra_open(const unsigned long long* words, std::uint64_t m, st
 }
 
 // Candidates: completed objects whose float aggregate reaches `cut`, listed and marked in `bits`.
-__global__ void k_fnra_candidates(const std::uint32_t* completed, std::uint64_t count, const unsigned long long* words,
-                                  float cut, std::uint32_t* ids, std::uint64_t cap, unsigned long long* n_out,
-                                  std::uint32_t* bits) {
+__global__ void k_fnra_candidates(const std::uint32_t* completed, std::uint64_t count, const std::uint32_t* words,
+                                  std::uint32_t n, float cut, std::uint32_t* ids, std::uint64_t cap,
+                                  unsigned long long* n_out, std::uint32_t* bits) {
   for (std::uint64_t q = blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x; q < count;
        q += std::uint64_t(gridDim.x) * blockDim.x) {
     const std::uint32_t id = completed[q];
-    if (!(word_part(words[id]) >= cut)) continue;
+    if (!(packed_part(words[id], n) >= cut)) continue;
     const unsigned long long at = atomicAdd(n_out, 1ull);
     if (at < cap) ids[at] = id;
     atomicOr(&bits[id >> 5], 1u << (id & 31));
@@ -547,9 +547,9 @@ struct DeviceLists::Impl {
   gpu::DeviceBuffer<double> acc;
   gpu::DeviceBuffer<float> approx;  // the scan's float aggregates
   gpu::DeviceBuffer<std::uint32_t> cand_ids;
-  gpu::DeviceBuffer<float> by_id;                   // score_index(): each list's scores by object id, built once
-  gpu::DeviceBuffer<unsigned long long> nra_words;  // the float NRA's state per object
-  gpu::DeviceBuffer<std::uint32_t> cand_bits;       // the float NRA's candidates, a bit per object
+  gpu::DeviceBuffer<float> by_id;              // score_index(): each list's scores by object id, built once
+  gpu::DeviceBuffer<std::uint32_t> nra_words;  // the float NRA's state per object (packed_add)
+  gpu::DeviceBuffer<std::uint32_t> cand_bits;  // the float NRA's candidates, a bit per object
   bool by_id_built{false};
   gpu::DeviceBuffer<DevState> state;
   gpu::DeviceBuffer<unsigned long long> hist;
@@ -986,19 +986,18 @@ Result scan_gpu(DeviceLists& dl, std::uint64_t k, const Aggregate& agg, const Op
   return std::move(q.r);
 }
 
-// NRA on float partial aggregates, for sums and weighted sums over at most 32 lists that are not
-// correlated: one 64-bit
-// word per object (lists seen, float partial), list prefixes read to depths probed 1.5x deeper each
-// time until k objects seen everywhere beat, by more than the float's error bound, every object
-// seen nowhere (the aggregate of the last scores read) and every upper bound of the objects seen in
+// NRA on float partial aggregates, for sums and weighted sums over at most 8 lists that are not
+// correlated: one 32-bit word per object (lists seen, float partial: packed_add), list prefixes
+// read to depths probed 1.5x deeper each time until k objects seen everywhere beat, by more than the float's error
+// bound, every object seen nowhere (the aggregate of the last scores read) and every upper bound of the objects seen in
 // some lists; then the candidates within twice the bound of the k-th float get their exact
 // aggregates by reading the same prefixes again (sorted access only). False, with a note when the
 // float cannot decide, and the exact NRA answers.
 static bool nra_float(Query& q, std::uint64_t k) {
   auto& [d, n, m, a, where, r] = q;
-  if (!is_sum(a.kind) || n > 32) return false;
-  // Twice the scan's bound: the upper bounds also add n doubles.
-  const double error = 2 * approx_error(a, d.max_abs);
+  if (!is_sum(a.kind) || n > kPackedMaxLists) return false;
+  // Twice the packed partials' bound: the upper bounds also add n doubles.
+  const double error = 2 * packed_error(approx_error(a, d.max_abs), n);
   if (!std::isfinite(error)) {
     r.report.note("nra: float partial aggregates could overflow; exact partial aggregates used");
     return false;
@@ -1007,7 +1006,7 @@ static bool nra_float(Query& q, std::uint64_t k) {
   e0.record(d.stream);
   prepare_common(d, k);
   ensure(d.nra_words, m);
-  TANDEM_CUDA(cudaMemsetAsync(d.nra_words.data(), 0, m * sizeof(unsigned long long), d.stream));
+  TANDEM_CUDA(cudaMemsetAsync(d.nra_words.data(), 0, m * sizeof(std::uint32_t), d.stream));
   const auto full = static_cast<std::uint32_t>(full_mask(n));
   std::uint64_t depth = 0, probes = 0, completed = 0, open_passes = 0, many = 0;
   float kth = 0;
@@ -1027,7 +1026,7 @@ static bool nra_float(Query& q, std::uint64_t k) {
         d.L, m, n, depth, width, a, d.nra_words.data(), full, d.completed.data(), dst);
     TANDEM_CUDA_LAUNCH("k_fnra_scatter");
     p1.record(d.stream);
-    k_fnra_block_select<<<1, kBlockSelectThreads, 0, d.stream>>>(d.completed.data(), d.nra_words.data(), k, dst);
+    k_fnra_block_select<<<1, kBlockSelectThreads, 0, d.stream>>>(d.completed.data(), d.nra_words.data(), n, k, dst);
     TANDEM_CUDA_LAUNCH("k_fnra_block_select");
     open_pass();
     p2.record(d.stream);
@@ -1039,7 +1038,7 @@ static bool nra_float(Query& q, std::uint64_t k) {
       ++many;
       ensure(d.approx, st.completed);
       k_fnra_gather<<<gpu::grid_for(st.completed, kBlock, kGridCap), kBlock, 0, d.stream>>>(
-          d.completed.data(), st.completed, d.nra_words.data(), d.approx.data());
+          d.completed.data(), st.completed, d.nra_words.data(), n, d.approx.data());
       TANDEM_CUDA_LAUNCH("k_fnra_gather");
       radix_select(d, d.approx.data(), st.completed, k);
       k_fnra_take_select<<<1, 1, 0, d.stream>>>(d.select.data(), dst);
@@ -1073,7 +1072,7 @@ static bool nra_float(Query& q, std::uint64_t k) {
   TANDEM_CUDA(cudaMemsetAsync(d.cand_bits.data(), 0, (m / 32 + 1) * sizeof(std::uint32_t), d.stream));
   TANDEM_CUDA(cudaMemsetAsync(d.select.data(), 0, sizeof(SelectState), d.stream));  // the count, and no stale `lost`
   k_fnra_candidates<<<gpu::grid_for(completed, kBlock, kGridCap), kBlock, 0, d.stream>>>(
-      d.completed.data(), completed, d.nra_words.data(), cut, d.cand_ids.data(), cap, &d.select.data()->count,
+      d.completed.data(), completed, d.nra_words.data(), n, cut, d.cand_ids.data(), cap, &d.select.data()->count,
       d.cand_bits.data());
   TANDEM_CUDA_LAUNCH("k_fnra_candidates");
   const unsigned long long count = read_select(d).count;
@@ -1102,7 +1101,7 @@ static bool nra_float(Query& q, std::uint64_t k) {
   e2.sync();
   const double t_probes = e1.seconds_since(e0);
   r.report.add("NRA state clear + first set-up", where, t_probes - t_scatter - t_tests,
-               human_bytes(m * sizeof(unsigned long long)));
+               human_bytes(m * sizeof(std::uint32_t)));
   r.report.add("NRA probes: list prefixes into float partial aggregates", where, t_scatter,
                gpu::format("{} probes, {} levels of each list, {} objects complete", probes, depth, completed));
   r.report.add("NRA probes: select the k-th complete + stop tests", where, t_tests,

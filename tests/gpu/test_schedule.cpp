@@ -193,18 +193,21 @@ TEST(GpuSchedule, SignalsTimeAndEnergy) {
   if (sanitizer()) o.min_span_seconds = 0.002, o.rounds = 1;
   const SignalComparison c = compare_on_copy_col(o);
   ASSERT_EQ(c.samples.size(), cands.size());
+  std::size_t read = 0;
   for (std::size_t i = 0; i < cands.size(); ++i) {
     const SignalSample& s = c.samples[i];
     EXPECT_EQ(s.schedule, cands[i]);
     EXPECT_GT(s.seconds, 0.0);
     EXPECT_GE(s.repeats * s.seconds, 0.5 * o.min_span_seconds) << to_string(s.schedule);  // min over rounds
-    if (c.energy_unavailable.empty() && !sanitizer()) {  // 2 ms spans may fall between two counter updates
-      ASSERT_FALSE(std::isnan(s.joules)) << to_string(s.schedule);
+    // A span the counter did not step across reads as NaN (not read); the others must be plausible.
+    if (c.energy_unavailable.empty() && !sanitizer() && !std::isnan(s.joules)) {
+      ++read;
       const double watts = s.joules / s.seconds;
       EXPECT_GT(watts, 20.0) << to_string(s.schedule);  // a GPU at work, in watts (mJ read as J would be 1000x off)
       EXPECT_LT(watts, 2000.0) << to_string(s.schedule);
     }
   }
+  if (c.energy_unavailable.empty() && !sanitizer()) EXPECT_GT(read, 0u) << "no candidate's energy was read";
   EXPECT_LT(c.by_time, cands.size());
   if (c.energy_unavailable.empty()) {
     ASSERT_TRUE(c.by_energy.has_value());
