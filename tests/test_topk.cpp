@@ -247,6 +247,17 @@ TEST(TopkBounds, FloatNraRulesGiveTheExactAnswer) {
         EXPECT_EQ(float_nra_model(l, k, a), reference(l, k, a)) << agg << " k=" << k;
       }
   }
+  for (std::uint32_t lists : {1u, 8u}) {  // one list, and the most the packed word holds
+    GenOptions g;
+    g.objects = 2001;
+    g.lists = lists;
+    const auto l = generate(g);
+    for (std::uint64_t k : {1, 50}) EXPECT_EQ(float_nra_model(l, k, {}), reference(l, k)) << lists << " lists";
+  }
+  const auto mixed = topk_cases::mixed_magnitude_lists(3001, 5, 11);  // signs and magnitudes mixed
+  for (const char* agg : {"sum", "wsum:1,0.5,3,0,2"})
+    EXPECT_EQ(float_nra_model(mixed, 25, Aggregate::parse(agg, 5)), reference(mixed, 25, Aggregate::parse(agg, 5)))
+        << agg;
   const auto c = topk_cases::cancelling_lists();
   for (std::uint64_t k : {1, 3, 5}) EXPECT_EQ(float_nra_model(c, k, {}), reference(c, k));
   GenOptions g;
