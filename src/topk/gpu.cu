@@ -342,10 +342,9 @@ __global__ void k_candidate_keys(const std::uint32_t* ids, std::uint64_t count, 
 }
 
 // ---- NRA on float partial aggregates (sums) ----
-// One 32-bit word per object (packed_add in bounds.hpp), updated by compare-and-swap (ids are
-// spread: retries are rare).
-// Levels [d, d + width) of every list into the words; objects seen in every list for the first
-// time are appended to `completed`.
+// Levels [d, d + width) of every list into the words, one 32-bit word per object (packed_add in
+// bounds.hpp) updated by compare-and-swap (ids are spread: retries are rare); objects seen in every
+// list for the first time are appended to `completed`.
 __global__ void k_fnra_scatter(const Entry* L, std::uint64_t m, std::uint32_t n, std::uint64_t d, std::uint64_t width,
                                AggSpec a, std::uint32_t* words, std::uint32_t full, std::uint32_t* completed,
                                DevState* st) {
