@@ -219,6 +219,7 @@ int run_file(const Args& a) {
       throw tandem::InputError(
           fmt::format("{}: {} values for {} keys in {}", a.values, values->count, keys.count, a.in));
   }
+  const double read_s = total.seconds();
   tandem::io::Array* vp = values ? &*values : nullptr;
   tandem::Report r = tandem::visit_dtype(t, [&](auto tag) -> tandem::Report {
     using K = decltype(tag);
@@ -231,6 +232,7 @@ int run_file(const Args& a) {
     }
   });
   tandem::cli::print_notices(r);
+  tandem::Stopwatch written;
   tandem::io::write_array(keys_out, t, keys.bytes.data(), keys.count, a.threads);
   if (values) {
     tandem::io::write_array(*values_out, vt, values->bytes.data(), values->count, a.threads);
@@ -239,6 +241,10 @@ int run_file(const Args& a) {
     keys_out.commit();
   }
   if (a.explain) {
+    const std::size_t bytes = keys.bytes.size() + (values ? values->bytes.size() : 0);
+    r.stages.insert(r.stages.begin(), tandem::Stage{"read input", "cpu", read_s, tandem::human_bytes(bytes)});
+    r.add("write output", "cpu", written.seconds(),
+          fmt::format("{}, then renamed into place", tandem::human_bytes(bytes)));
     std::ostream& os = a.out == "-" || a.values_out == "-" ? std::cerr : std::cout;
     os << r.explain()
        << fmt::format("  {} keys, {} in all (files included)\n", keys.count, tandem::human_seconds(total.seconds()));
