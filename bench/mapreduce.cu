@@ -459,14 +459,19 @@ void gpu_wordcount(bench::Bench& b, const std::string& text, const mapreduce::Wo
   go.engine.device = Device::gpu;
   const std::string path = "/tmp/tandem_bench_wordcount.txt";
   { std::ofstream(path, std::ios::binary).write(text.data(), std::streamsize(text.size())); }
+  // From the file in the page cache to the sorted (word, count) list: the read overlapped with the
+  // upload, the count, the words and the output sort (the process's CUDA start-up excluded).
+  Report last;
   auto e2e = b.time([&] {
-    auto bytes = io::read_bytes(path);
-    auto r = mapreduce::wordcount(std::string_view(bytes.data(), bytes.size()), go);
+    auto r = mapreduce::wordcount_files({path}, go);
     if (r.words != full_ref.words) b.fail("GPU end-to-end word count differs");
+    last = std::move(r.report);
   });
   std::remove(path.c_str());
   b.record("word count", "GPU end-to-end from a file", e2e, double(text.size()), "B", true);
-  b.info("word count GPU end-to-end from a file GB/s", text.size() / e2e.median / 1e9);
+  for (const auto& st : last.stages)
+    b.info(gpu::format("word count GPU end-to-end stage ms: {}", st.name), st.seconds * 1e3, "ms");
+  b.goal("word count GPU end-to-end from a file GB/s", text.size() / e2e.median / 1e9, 10.0, true, "GB/s");
 }
 
 // Word count: the CPU engine on 2 and on all threads, then the GPU (checked against the CPU).

@@ -94,29 +94,13 @@ const bool registered = tandem::cli::register_command(
 #endif
          }
          if (a->gather) throw tandem::UsageError("--gather goes with --distributed");
-         tandem::Stopwatch w;
          tandem::io::AtomicOutput out(a->out);  // checks the destination; the file is created when written
-         tandem::io::CharBuffer text;
-         for (std::size_t i = 0; i < a->files.size(); ++i) {
-           auto bytes = tandem::io::read_bytes(a->files[i]);
-           if (i == 0) {
-             text = std::move(bytes);  // one file: counted in the buffer it was read into
-             continue;
-           }
-           text.push_back('\n');  // words never join across files
-           text.insert(text.end(), bytes.begin(), bytes.end());
-         }
-         const double read_s = w.seconds();
-         auto r = tandem::mapreduce::wordcount(std::string_view(text.data(), text.size()), o);
+         auto r = tandem::mapreduce::wordcount_files(a->files, o);
          tandem::cli::print_notices(r.report);
-         r.report.stages.insert(r.report.stages.begin(),
-                                {"read input", "cpu", read_s, tandem::human_bytes(text.size())});
          write_words(out.stream(), r.words, a->top);
          out.commit();
          if (a->explain)
-           std::cerr << r.report.explain()
-                     << fmt::format("  {} words, {} distinct, {}\n", r.total_words, r.words.size(),
-                                    tandem::human_bytes(text.size()));
+           std::cerr << r.report.explain() << fmt::format("  {} words, {} distinct\n", r.total_words, r.words.size());
          return 0;
        };
      }});

@@ -407,8 +407,15 @@ struct WordCount {
 // Counts the words of `text`. With lowercase, ASCII letters are folded first.
 WordCount wordcount(std::string_view text, const WordCountOptions& opts = {});
 
-// Sorts (word, count) pairs as the CLI prints them.
-void sort_word_counts(std::vector<std::pair<std::string, std::uint64_t>>& v);
+// Counts the words of the files at `paths` ("-": standard input), read as one text with a newline
+// after each file but the last, so that no word spans two. On the GPU, regular files are read in
+// pieces straight into pinned buffers whose upload overlaps the next piece's read: the host never
+// holds the whole text. InputError names a file that cannot be read.
+WordCount wordcount_files(const std::vector<std::string>& paths, const WordCountOptions& opts = {});
+
+// Sorts (word, count) pairs as the CLI prints them: count descending, then word bytewise. On
+// `threads` threads (0: default_threads()) when there are many.
+void sort_word_counts(std::vector<std::pair<std::string, std::uint64_t>>& v, int threads = 1);
 
 enum class AggKind { sum, count, min, max, mean };
 std::vector<AggKind> parse_aggs(std::string_view list);  // "sum,count" ; UsageError on bad names

@@ -13,20 +13,6 @@
 namespace tandem::python {
 namespace {
 
-// Text from files, separated by a newline so that words never join across files. Ctrl-C is
-// looked at between files.
-std::string read_files(const std::vector<std::string>& paths, double& seconds) {
-  Stopwatch w;
-  std::string text;
-  for (std::size_t i = 0; i < paths.size(); ++i) {
-    auto bytes = without_gil([&] { return io::read_bytes(paths[i]); });
-    if (i) text.push_back('\n');
-    text.append(bytes.data(), bytes.size());
-  }
-  seconds = w.seconds();
-  return text;
-}
-
 py::tuple result(mapreduce::WordCount& r, std::size_t top) {
   const std::size_t n = top ? std::min(top, r.words.size()) : r.words.size();
   py::array words(py::dtype("O"), {static_cast<py::ssize_t>(n)}, {});
@@ -68,11 +54,7 @@ py::tuple wordcount_buffer(const py::buffer& text, std::size_t top, bool lowerca
 py::tuple wordcount_files(const std::vector<std::string>& paths, std::size_t top, bool lowercase,
                           std::string_view device, int threads) {
   const auto o = options(lowercase, device, threads);
-  double read_s = 0;
-  const std::string text = read_files(paths, read_s);
-  auto r = without_gil([&] { return mapreduce::wordcount(text, o); });
-  r.report.stages.insert(r.report.stages.begin(), Stage{"read input", "cpu", read_s,
-                                                        fmt::format("{} files, {} bytes", paths.size(), text.size())});
+  auto r = without_gil([&] { return mapreduce::wordcount_files(paths, o); });
   return result(r, top);
 }
 

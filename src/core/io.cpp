@@ -525,6 +525,27 @@ CharBuffer read_bytes_range(const std::string& path, std::uint64_t begin, std::u
   return out;
 }
 
+struct SizedFile::Impl {
+  InputFile file;
+  std::uint64_t size;
+  explicit Impl(const std::string& path) : file(path), size(file.remaining()) {
+    if (!file.sized()) throw InputError(fmt::format("{}: not a regular file with a size", file.name()));
+  }
+};
+
+SizedFile::SizedFile(const std::string& path) : impl_(std::make_unique<Impl>(path)) {}
+SizedFile::~SizedFile() = default;
+SizedFile::SizedFile(SizedFile&&) noexcept = default;
+SizedFile& SizedFile::operator=(SizedFile&&) noexcept = default;
+const std::string& SizedFile::name() const { return impl_->file.name(); }
+std::uint64_t SizedFile::size() const { return impl_->size; }
+
+void SizedFile::read(void* dst, std::size_t n, std::uint64_t at, int threads) {
+  if (at > impl_->size || n > impl_->size - at)
+    throw UsageError(fmt::format("{}: bytes [{}, {}) lie outside its {} bytes", name(), at, at + n, impl_->size));
+  impl_->file.read_at(dst, n, at, threads);
+}
+
 std::uint64_t file_size(const std::string& path) {
   InputFile f(path);
   if (!f.sized()) throw InputError(fmt::format("{}: not a regular file with a size", f.name()));

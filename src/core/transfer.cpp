@@ -134,6 +134,16 @@ void staged_to_device(void* dst, const void* src, std::size_t bytes, cudaStream_
     TANDEM_CUDA(cudaStreamSynchronize(stream));
     return;
   }
+  staged_fill_to_device(
+      dst, bytes, stream, o,
+      [&](char* slot, std::size_t off, std::size_t len) { parallel_copy(slot, s + off, len, o.threads); }, on_chunk);
+}
+
+void staged_fill_to_device(void* dst, std::size_t bytes, cudaStream_t stream, const TransferOptions& in,
+                           const FillCallback& fill, const ChunkCallback& on_chunk) {
+  if (bytes == 0) return;
+  const TransferOptions o = resolve(in);
+  auto* d = static_cast<char*>(dst);
   Lease lease{pool().acquire(o.chunk_bytes, o.slots)};
   auto& set = *lease.set;
   std::size_t chunk = 0;
@@ -141,7 +151,7 @@ void staged_to_device(void* dst, const void* src, std::size_t bytes, cudaStream_
     const std::size_t len = std::min(o.chunk_bytes, bytes - off);
     const std::size_t slot = chunk % o.slots;
     set.done[slot].sync();  // the DMA that last read this slot has finished
-    parallel_copy(set.buffers[slot].data(), s + off, len, o.threads);
+    fill(set.buffers[slot].data(), off, len);
     TANDEM_CUDA(cudaMemcpyAsync(d + off, set.buffers[slot].data(), len, cudaMemcpyHostToDevice, stream));
     if (on_chunk) on_chunk(off, len, stream);
     set.done[slot].record(stream);

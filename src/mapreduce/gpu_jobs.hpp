@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "tandem/core/io.hpp"
 #include "tandem/mapreduce.hpp"
 
 #if TANDEM_HAS_CUDA
@@ -33,6 +34,11 @@ typename ::tandem::detail::DevicePool<E>::Lease borrow_engine() {
 // Word count of `text` (already lower-cased when asked). Throws NoDeviceError/OutOfMemoryError.
 std::vector<std::pair<std::string, std::uint64_t>> gpu_wordcount(std::string_view text, const Options& o,
                                                                  EngineStats& st, Report& r);
+// Word count of files (sized regular files; joined by a newline each) read in pieces straight into
+// pinned slots whose upload overlaps the next piece's read; lowercase folds on the device.
+std::vector<std::pair<std::string, std::uint64_t>> gpu_wordcount_files(std::vector<io::SizedFile>& files,
+                                                                       bool lowercase, const Options& o,
+                                                                       EngineStats& st, Report& r);
 // Word count of text already in device memory (d_text, n bytes): the benchmark's entry point.
 std::vector<std::pair<std::string, std::uint64_t>> gpu_wordcount_device(const char* d_text, std::string_view host_text,
                                                                         const Options& o, EngineStats& st, Report& r);

@@ -9,9 +9,11 @@
 
 #include "mapreduce/cpu_wordcount.hpp"
 #include "mapreduce/gpu_jobs.hpp"
+#include "mapreduce/word_order.hpp"
 #include "tandem/core/device.hpp"
 #include "tandem/core/error.hpp"
 #include "tandem/core/format.hpp"
+#include "tandem/core/io.hpp"
 #include "tandem/core/parallel.hpp"
 #include "tandem/core/timing.hpp"
 #include "tandem/mapreduce.hpp"
@@ -143,12 +145,33 @@ void explain_stats(Report& r, const EngineStats& s) {
                   s.retries, s.retries == 1 ? "y" : "ies", s.distinct));
 }
 
-void sort_word_counts(std::vector<std::pair<std::string, std::uint64_t>>& v) {
-  std::sort(v.begin(), v.end(), [](const auto& a, const auto& b) {
-    if (a.second != b.second) return a.second > b.second;
-    return a.first < b.first;  // std::string compares bytes as unsigned char via char_traits
-  });
+void sort_word_counts(std::vector<std::pair<std::string, std::uint64_t>>& v, int threads) {
+  std::vector<std::string_view> words(v.size());
+  std::vector<std::uint64_t> counts(v.size());
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    words[i] = v[i].first;
+    counts[i] = v[i].second;
+  }
+  const auto order = detail::word_count_order(words, counts, threads > 0 ? threads : default_threads());
+  std::vector<std::pair<std::string, std::uint64_t>> out(v.size());
+  for (std::size_t i = 0; i < order.size(); ++i) out[i] = std::move(v[order[i]]);
+  v = std::move(out);
 }
+
+namespace {
+
+// The files read into one buffer, a newline after each but the last.
+io::CharBuffer read_joined(const std::vector<std::string>& paths, int threads) {
+  io::CharBuffer text = io::read_bytes(paths[0], threads);  // one file: counted in the buffer it was read into
+  for (std::size_t i = 1; i < paths.size(); ++i) {
+    const io::CharBuffer more = io::read_bytes(paths[i], threads);
+    text.push_back('\n');
+    text.insert(text.end(), more.begin(), more.end());
+  }
+  return text;
+}
+
+}  // namespace
 
 WordCount wordcount(std::string_view text_in, const WordCountOptions& opts) {
   WordCount out;
@@ -181,16 +204,49 @@ WordCount wordcount(std::string_view text_in, const WordCountOptions& opts) {
     throw NoDeviceError("device = gpu: this build has no CUDA support");
   if (opts.engine.device == Device::auto_) out.report.note("CPU-only build: CPU engine");
 #endif
-  if (done) {
-    Stopwatch w;
-    sort_word_counts(out.words);
-    out.report.add("sort output", "cpu", w.seconds(), fmt::format("{} words", out.words.size()));
-  } else {
+  if (!done) {
     detail::CpuWordCountStats st;
     out.words = detail::cpu_wordcount(text, cpu_threads(opts.engine), 0, st);
     note_cpu_words(out.report, st, out.words.size());
   }
   for (const auto& p : out.words) out.total_words += p.second;
+  return out;
+}
+
+WordCount wordcount_files(const std::vector<std::string>& paths, const WordCountOptions& opts) {
+  if (paths.empty()) throw UsageError("wordcount: no input files");
+  WordCountOptions host_opts = opts;
+  std::string fell_back;
+#if TANDEM_HAS_CUDA
+  if (opts.engine.device != Device::cpu && std::all_of(paths.begin(), paths.end(), io::is_sized_file)) {
+    std::vector<io::SizedFile> files;
+    std::uint64_t bytes = paths.size() - 1;  // the newlines between files
+    for (const auto& p : paths) bytes += files.emplace_back(p).size();
+    WordCount out;
+    out.report.operation = "wordcount";
+    if (want_gpu(opts.engine, bytes, out.report)) {
+      try {
+        out.words = detail::gpu_wordcount_files(files, opts.lowercase, opts.engine, out.gpu, out.report);
+        explain_stats(out.report, out.gpu);
+        for (const auto& p : out.words) out.total_words += p.second;
+        return out;
+      } catch (const OutOfMemoryError& e) {
+        if (opts.engine.device == Device::gpu) throw;
+        fell_back = fmt::format("GPU out of memory ({}): fell back to the CPU engine", e.what());
+        host_opts.engine.device = Device::cpu;  // not tried again on the text in memory
+      }
+    }
+  }
+#endif
+  Stopwatch w;
+  const io::CharBuffer text = read_joined(paths, cpu_threads(opts.engine));
+  const double read_s = w.seconds();
+  WordCount out = wordcount(std::string_view(text.data(), text.size()), host_opts);
+  out.report.stages.insert(
+      out.report.stages.begin(),
+      Stage{"read input", "cpu", read_s,
+            fmt::format("{} file{}, {}", paths.size(), paths.size() == 1 ? "" : "s", human_bytes(text.size()))});
+  if (!fell_back.empty()) out.report.notice(std::move(fell_back));
   return out;
 }
 

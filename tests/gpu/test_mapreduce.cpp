@@ -2,7 +2,9 @@
 // that force every spill, grow and retry path, with the hot-key path on and off, in block and direct modes.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <fstream>
 #include <random>
 #include <string>
 #include <unordered_map>
@@ -246,5 +248,40 @@ TEST(GpuMapReduce, WordCountMatchesReference) {
     ASSERT_EQ(r.words.size(), ref.size());
     for (const auto& [w, c] : r.words) EXPECT_EQ(ref[w], c) << w;
     EXPECT_EQ(ref[std::string(100, 'x')], 2u);
+  }
+}
+
+// Files read straight into pinned upload slots: several files (more than one upload slot of
+// 32 MiB in all, so pieces of a file and the newlines between files land on slot edges), words
+// longer than the key's 32 inline bytes (gathered from the device text) and lowercase on the GPU,
+// against the CPU engine on the joined text.
+TEST(GpuMapReduce, WordCountOfFilesMatchesTheCpuEngine) {
+  TANDEM_REQUIRE_GPU();
+  TempDir dir;
+  auto vocab = mapreduce::make_vocabulary(5000, 3);
+  const std::size_t big = sanitizer() ? 300000 : (std::size_t{40} << 20);
+  std::vector<std::string> parts = {mapreduce::zipf_text(big, vocab, 1.0, 3), "end",
+                                    "Start " + std::string(70, 'Q') + " MiXeD",
+                                    mapreduce::zipf_text(12345, vocab, 0.5, 4)};
+  std::string joined;
+  std::vector<std::string> paths;
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    if (i) joined += '\n';
+    joined += parts[i];
+    paths.push_back(dir.file("p" + std::to_string(i)));
+    std::ofstream(paths.back(), std::ios::binary).write(parts[i].data(), std::streamsize(parts[i].size()));
+  }
+  for (bool lower : {false, true}) {
+    mapreduce::WordCountOptions cpu;
+    cpu.lowercase = lower;
+    cpu.engine.device = Device::cpu;
+    const auto want = mapreduce::wordcount(joined, cpu);
+    mapreduce::WordCountOptions o = cpu;
+    o.engine = gpu_opts();
+    const auto got = mapreduce::wordcount_files(paths, o);
+    EXPECT_EQ(got.words, want.words) << "lowercase " << lower;
+    EXPECT_EQ(got.total_words, want.total_words);
+    const auto& stages = got.report.stages;
+    EXPECT_TRUE(std::any_of(stages.begin(), stages.end(), [](const Stage& s) { return s.name == "read + H2D text"; }));
   }
 }

@@ -92,6 +92,25 @@ Array read_array_part(const std::string& path, DType dtype, std::size_t part, st
 // Bytes [begin, end) of a sized regular file; InputError naming it when it cannot be read.
 CharBuffer read_bytes_range(const std::string& path, std::uint64_t begin, std::uint64_t end);
 
+// A sized regular file read at any offset straight into memory the caller owns (a pinned staging
+// buffer, say), without the whole file ever in one buffer. InputError naming the file when it
+// cannot be opened, is not a sized regular file, or ends before a read.
+class SizedFile {
+ public:
+  explicit SizedFile(const std::string& path);
+  ~SizedFile();
+  SizedFile(SizedFile&&) noexcept;
+  SizedFile& operator=(SizedFile&&) noexcept;
+  const std::string& name() const;
+  std::uint64_t size() const;
+  // Bytes [at, at + n) into dst, in pieces on `threads` threads (0: default_threads()).
+  void read(void* dst, std::size_t n, std::uint64_t at, int threads = 0);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
 // The size of a sized regular file (InputError for a stream, a missing file, a directory).
 std::uint64_t file_size(const std::string& path);
 

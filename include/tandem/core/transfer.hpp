@@ -43,6 +43,11 @@ template <class F>
 void copy_to_device_chunked(void* dst, const void* src, std::size_t bytes, cudaStream_t stream,
                             const TransferOptions& opts, F&& on_chunk);
 
+// The staged pipeline with each pinned slot written by fill(slot, offset, bytes) instead of copied
+// from host memory (a file read straight into the slot): bytes [offset, offset + bytes) of the
+// upload. The slot's DMA overlaps the next slot's fill; returns when every byte is on the device.
+template <class Fill>
+void fill_to_device(void* dst, std::size_t bytes, cudaStream_t stream, const TransferOptions& opts, Fill&& fill);
 // Releases the cached pinned staging slots (they are otherwise kept for reuse).
 void release_staging_buffers();
 
