@@ -7,7 +7,8 @@
 // uniform data reads ~11% of the lists (~35 MB) but scatters into per-object state at random
 // (~4.5M atomics) and pays a host round trip per batch (~10-20 us): with an adaptive stride about
 // 15-20 rounds, so its floor is dominated by the atomics and the round trips (~0.3 ms), not bytes.
-// On correlated data NRA stops after a few thousand levels: a few rounds, ~0.05 ms.
+// On correlated data NRA stops at ~1.3% of each list (the top scores tie): NRA in one launch,
+// ~0.08 ms (src/topk/gpu.cu, k_nra_shallow).
 //
 // The PyTorch anchor (bench/torch/topk_anchor.py, run through `--python` at the largest size on
 // the uniform and the correlated lists): bench_topk writes the lists (TKL1) and tandem's answers
@@ -32,7 +33,7 @@
 // 10M scores (~2 x 40 MB each): ~64 x 0.03 ms ~ 2 ms, ~30k queries/s; torch's matmul writes and
 // topk reads [m, Q] floats (2.6 GB each way, ~1.6 ms at 3.3 TB/s).
 //
-//   bench_topk [--k 100] [--max-m M] [--queries 64] [--python python3] [--no-torch-anchor]
+//   bench_topk [--k 100] [--max-m M] [--queries 64] [--correlated-only] [--python python3] [--no-torch-anchor]
 //              [--torch-anchor bench/torch/topk_anchor.py] [--anchor-backend auto|torch|numpy]
 //              [--anchor-dir /tmp]
 // Without torch (or CUDA) the anchor says "skipped"; --anchor-backend numpy runs the script's
@@ -302,9 +303,12 @@ int main(int argc, char** argv) {
   if (!anchor.skipped.empty()) fmt::print("torch anchor: skipped ({})\n", anchor.skipped);
   Kept uni;  // uniform, largest size
 
+  // --correlated-only: section 3 at the largest size alone (NRA in one launch against the scan).
+  const bool correlated_only = b.has_flag("--correlated-only");
   // 1. The paper's experiment: uniform, 4 lists, k = 100, 1M..10M objects.
   double last_ratio = 0, last_ratio_paper = 0, nra_depth = 0, ta_depth = 0, last_m = 0;
   for (std::uint64_t m : sizes) {
+    if (correlated_only) break;
     auto l = make(m, Dist::uniform);
     const auto ref = reference(l, k);
     const std::string c = fmt::format("uniform {}M x 4, k={}", double(m) / 1e6, k);
@@ -420,7 +424,12 @@ int main(int argc, char** argv) {
       auto_goal(b, label, t);
       if (dist == Dist::correlated) {
         b.goal("correlated: GPU scan time / GPU NRA time", s_scan.median / s_nra.median, 5.0);
+        b.info("correlated: GPU NRA ms", s_nra.median * 1e3, "ms");
+        b.info("correlated: GPU scan ms", s_scan.median * 1e3, "ms");
         b.info("correlated: NRA depth %", 100.0 * rn.stats.mean_depth() / double(m), "%");
+        bool one_launch = false;
+        for (const auto& st : rn.report.stages) one_launch |= st.name.rfind("NRA in one launch: ", 0) == 0;
+        b.info("correlated: NRA ran in one launch (1 = yes)", one_launch ? 1.0 : 0.0);
         if (anchor.skipped.empty())
           if (const auto out = run_anchor(b, anchor, "correlated", l, k, ref, nullptr); !out.is_null())
             torch_ratios(b, label, record_anchor(b, c, out, double(m) * 4), t, false);
@@ -439,6 +448,7 @@ int main(int argc, char** argv) {
     b.info("no GPU: GPU figures skipped; anticorrelated auto picks the scan (1 = yes)",
            ra.stats.algo == "scan" ? 1.0 : 0.0);
   }
+  if (correlated_only) return b.finish();
   // 4. Many queries over the same uniform lists, and the anchor on them.
   const std::size_t queries = std::size_t(std::max<long long>(1, b.get_int("--queries", 64)));
   std::vector<std::pair<std::string, QueryFn>> paths;

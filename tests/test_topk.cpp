@@ -6,6 +6,7 @@
 #include <cstring>
 #include <fstream>
 #include <limits>
+#include <optional>
 #include <random>
 
 #include "tandem/core/device.hpp"
@@ -266,6 +267,285 @@ TEST(TopkBounds, FloatNraRulesGiveTheExactAnswer) {
   auto ties = generate(g);
   for (auto& e : ties.entries) e.score = 0.5f;
   EXPECT_EQ(float_nra_model(ties, 7, {}), reference(ties, 7));
+}
+
+// ---- NRA in one launch (src/topk/gpu.cu, k_nra_shallow): its pure rules ----
+
+TEST(TopkBounds, OneLaunchNraDepthRules) {
+  using namespace tandem::topk::detail;
+  // Leading runs of the top score (-0.0 and 0.0 are one score).
+  const auto l = from_scores({{1.0f, 0.0f, 0.5f}, {1.0f, -0.0f, 0.5f}, {0.5f, 0.0f, 0.5f}, {0.25f, -1.0f, 0.5f}});
+  EXPECT_EQ(list_top_runs(l), (std::vector<std::uint64_t>{2, 3, 4}));
+  AggSpec a;
+  a.n = 3;
+  for (int kind : {kSum, kMin, kMax}) {
+    a.kind = kind;
+    EXPECT_EQ(nra_least_depth(a, {2, 3, 4}, 4), 3u) << kind;  // past the shortest run
+    EXPECT_EQ(nra_least_depth(a, {9, 9, 9}, 4), 4u) << kind;  // never past the lists' end
+  }
+  a.kind = kWsum;
+  a.w[0] = 0;  // a list that does not count: reading past its run does not lower T
+  a.w[1] = 2;
+  a.w[2] = 0.5;
+  EXPECT_EQ(nra_least_depth(a, {2, 3, 4}, 10), 4u);
+  a.w[1] = a.w[2] = 0;
+  EXPECT_EQ(nra_least_depth(a, {2, 3, 4}, 10), 10u);  // no list counts: only the full depth decides
+
+  // The first depth: past the shortest run, or past the longest when the runs are within twice
+  // each other; at least k and the floor, at most m.
+  a.kind = kSum;
+  EXPECT_EQ(shallow_first_depth(a, {125'053, 125'430, 126'061}, 10'000'000, 100, 4096), 126'062u);
+  EXPECT_EQ(shallow_first_depth(a, {125'053, 300'000, 126'061}, 10'000'000, 100, 4096), 125'054u);
+  EXPECT_EQ(shallow_first_depth(a, {1, 1, 1}, 10'000'000, 100, 4096), 4096u);
+  EXPECT_EQ(shallow_first_depth(a, {1, 1, 1}, 10'000'000, 9000, 4096), 9000u);  // k complete objects take k levels
+  EXPECT_EQ(shallow_first_depth(a, {1, 1, 1}, 1000, 100, 4096), 1000u);
+  EXPECT_EQ(shallow_first_depth(a, {5000, 5000, 5000}, 1000, 1, 16), 1000u);  // all ties: the full depth
+  AggSpec one;
+  one.n = 1;
+  EXPECT_EQ(shallow_first_depth(one, {1}, 10'000'000, 5000, 16), 5001u);  // one list: past the k-th's level
+  a.kind = kWsum;
+  a.w[0] = 1;
+  a.w[1] = 0;  // its long run does not count
+  a.w[2] = 1;
+  EXPECT_EQ(shallow_first_depth(a, {10'000, 900'000, 12'000}, 10'000'000, 1, 16), 12'001u);
+  EXPECT_EQ(shallow_budget(10'000'000, 125'055), 625'000u);
+  EXPECT_EQ(shallow_budget(10'000'000, 900'000), 900'000u);
+  EXPECT_EQ(shallow_budget(1000, 1000), 1000u);
+
+  // The table: a key per entry (id + 1; 0: free), the scores apart (kUnseen: a NaN); one and a
+  // half times the entries the first round can fill; homes inside it.
+  EXPECT_EQ(table_key(0), 1u);
+  EXPECT_EQ(table_key(0xfffffffeu), 0xffffffffu);  // ids stay below 2^32 - 1 (m < 2^32)
+  float unseen;
+  std::memcpy(&unseen, &kUnseen, sizeof unseen);
+  EXPECT_TRUE(std::isnan(unseen));
+  EXPECT_EQ(table_entries(4, 126'062), 756'384u);
+  EXPECT_EQ(table_entries(1, 100), 4096u);
+  EXPECT_FALSE(table_crowded(3072, 4096));
+  EXPECT_TRUE(table_crowded(3073, 4096));
+  for (std::uint64_t entries : {std::uint64_t{4096}, std::uint64_t{756'384}, std::uint64_t{1} << 23})
+    for (std::uint32_t id : {0u, 1u, 12345u, 0x7fffffffu, 0xfffffffeu}) EXPECT_LT(table_home(id, entries), entries);
+  EXPECT_EQ(shallow_next_depth(4096, false, 4096, 1 << 20), 8192u);       // phase 1: twice as deep
+  EXPECT_EQ(shallow_next_depth(1000, false, 4096, 1 << 20), 5096u);       // at least the floor
+  EXPECT_EQ(shallow_next_depth(125'055, true, 4096, 1 << 20), 156'318u);  // phase 2: a quarter deeper
+  EXPECT_EQ(shallow_next_depth(8192, true, 4096, 1 << 20), 12'288u);
+  EXPECT_EQ(shallow_next_depth(600'000, true, 4096, 625'000), 625'000u);  // never past the budget
+  // From the floor to a budget of 2^28 levels: always fewer rounds than the kernel counts (64).
+  for (bool phase2 : {false, true}) {
+    std::uint64_t d = 4096;
+    int rounds = 1;
+    for (; d < (1u << 28); ++rounds) d = shallow_next_depth(d, phase2, 4096, 1u << 28);
+    EXPECT_LT(rounds, 64) << phase2;
+  }
+}
+
+// The one-launch NRA scales a sum's contributions by multiplying with 2^-scale: the same fixed
+// value as to_fixed's ldexp, bit for bit, for every score (normal, subnormal, huge, signed zero).
+TEST(TopkBounds, ScalingByTheUnitInverseIsToFixed) {
+  using namespace tandem::topk::detail;
+  std::mt19937_64 rng(5);
+  std::uniform_int_distribution<int> ex(-150, 128);
+  std::uniform_real_distribution<double> mant(1.0, 2.0);
+  std::vector<double> xs{0.0, -0.0, 1.0, -1.0, 0x1p-149, -0x1p-149, 0x1p-126, 3.4028234663852886e38};
+  for (int j = 0; j < 20000; ++j) xs.push_back((rng() % 2 ? -1 : 1) * std::ldexp(mant(rng), ex(rng)));
+  for (int scale : {-1022, -400, -269, -120, -119, -30, 0, 7, 8, 300, 1022}) {
+    const double inv = unit_inverse(scale);
+    ASSERT_NE(inv, 0.0) << scale;
+    for (double x : xs) {
+      const Acc a = to_fixed(x, scale), b = to_fixed_units(x * inv);
+      EXPECT_TRUE(a.lo == b.lo && a.hi == b.hi) << x << " scale " << scale;
+    }
+  }
+  EXPECT_EQ(unit_inverse(-1023), 0.0);  // 2^1023 and beyond: ldexp stays
+  EXPECT_EQ(unit_inverse(1023), 0.0);
+}
+
+TEST(TopkBounds, OneLaunchStopKeysAreTheNraBounds) {
+  using namespace tandem::topk::detail;
+  const double scores[] = {-2.0, -0.0, 0.0, 0.5, 1.0, 1.0 + 0x1p-52, 3.0};
+  const std::uint32_t ids[] = {0, 1, 7, 0xfffffffeu};
+  for (double ks : scores)
+    for (std::uint32_t kid : ids) {
+      const Key96 kth = make_key(ks, kid);
+      EXPECT_TRUE(key_less(kth, no_bound_key()));
+      for (double b : scores) {
+        EXPECT_EQ(key_less(kth, unseen_bound_key(b)), !unseen_may_beat(b, kth)) << ks << " " << b;
+        for (std::uint32_t id : ids) {
+          if (id != kid) {
+            EXPECT_EQ(key_less(kth, make_key(b, id)), !may_beat(b, id, kth)) << ks << " " << b;
+          }
+        }
+      }
+    }
+  EXPECT_EQ(key_min(make_key(1.0, 5), make_key(1.0, 4)).id, 4u);
+  EXPECT_EQ(key_min(make_key(2.0, 5), make_key(1.0, 4)).id, 5u);
+  // Samples: all candidates up to kShallowSamples, else evenly spread, first and increasing.
+  EXPECT_EQ(shallow_samples(10), 10u);
+  EXPECT_EQ(shallow_samples(5000), kShallowSamples);
+  EXPECT_EQ(shallow_samples(100), 100u);
+  for (std::uint64_t count : {std::uint64_t{1}, std::uint64_t{128}, std::uint64_t{129}, std::uint64_t{10342}}) {
+    EXPECT_EQ(shallow_sample_at(0, count), 0u);
+    for (std::uint64_t t = 1; t < shallow_samples(count); ++t) {
+      EXPECT_LT(shallow_sample_at(t - 1, count), shallow_sample_at(t, count));
+      EXPECT_LT(shallow_sample_at(t, count), count);
+    }
+  }
+}
+
+// The one-launch NRA's rules on the CPU (src/topk/gpu.cu, k_nra_shallow): rounds at the depths
+// above, each ending with the stop test as keys - k complete objects before the smallest of the
+// unseen bound key and every partially seen object's bound key - then the complete objects cut at
+// the smallest sample with k of them at or before it, sorted. nullopt when it gives up at the
+// budget or with its table more than three quarters full.
+static std::optional<std::vector<Item>> one_launch_model(const Lists& l, std::uint64_t k, const Aggregate& agg,
+                                                         std::uint64_t floor, std::uint64_t* depth_out = nullptr) {
+  using namespace tandem::topk::detail;
+  const AggSpec a = spec_of(agg, l);
+  const std::uint64_t first = shallow_first_depth(a, list_top_runs(l), l.m, k, floor);
+  const std::uint64_t budget = shallow_budget(l.m, first), full = full_mask(l.n);
+  const std::uint64_t entries = table_entries(l.n, first);
+  std::vector<Acc> acc(l.m, acc_identity(a.kind));
+  std::vector<std::uint64_t> mask(l.m, 0);
+  std::uint64_t depth = 0, next = first;
+  for (int round = 0; round < 64; ++round) {
+    for (std::uint32_t i = 0; i < l.n; ++i)
+      for (std::uint64_t p = depth; p < next; ++p) {
+        const Entry e = l.list(i)[p];
+        acc[e.id] = acc_combine(a.kind, acc[e.id], acc_of(a, i, e.score));
+        mask[e.id] |= std::uint64_t{1} << i;
+      }
+    depth = next;
+    if (depth_out) *depth_out = depth;
+    Acc tval[kMaxLists], t = acc_identity(a.kind);
+    for (std::uint32_t i = 0; i < l.n; ++i)
+      t = acc_combine(a.kind, t, tval[i] = acc_of(a, i, l.list(i)[depth - 1].score));
+    const double tscore = acc_score(a, t);
+    Key96 bound = depth < l.m ? unseen_bound_key(tscore) : no_bound_key();
+    for (std::uint32_t i = 0; i < l.n; ++i)
+      for (std::uint64_t p = 0; p < depth; ++p) {
+        const std::uint32_t id = l.list(i)[p].id;
+        if (mask[id] != full)
+          bound = key_min(bound, make_key(acc_score(a, upper_bound(a.kind, acc[id], mask[id], full, tval)), id));
+      }
+    std::vector<Key96> complete;
+    std::uint64_t before = 0, beat = 0;
+    for (std::uint64_t p = 0; p < depth; ++p) {
+      const std::uint32_t id = l.list(0)[p].id;
+      if (mask[id] != full) continue;
+      const Key96 key = make_key(acc_score(a, acc[id]), id);
+      complete.push_back(key);
+      before += key_less(key, bound);
+      beat += key.hi < order_key(tscore);
+    }
+    if (before >= k) {
+      // The k best complete objects (all before the bound): cut at the smallest sample with k of
+      // them at or before it, then sorted.
+      const std::uint64_t count = complete.size();
+      Key96 cut = no_bound_key();
+      for (std::uint64_t s = 0; s < shallow_samples(count); ++s) {
+        const Key96 sample = complete[shallow_sample_at(s, count)];
+        std::uint64_t rank = 0;
+        for (const Key96& c : complete) rank += key_less(c, sample);
+        if (rank + 1 >= k) cut = key_min(cut, sample);
+      }
+      std::vector<Key96> kept;
+      for (const Key96& c : complete)
+        if (!key_less(cut, c)) kept.push_back(c);
+      EXPECT_GE(kept.size(), k);
+      std::sort(kept.begin(), kept.end(), [](const Key96& x, const Key96& y) { return key_less(x, y); });
+      for (std::uint64_t j = 0; j < k && j < kept.size(); ++j) EXPECT_TRUE(key_less(kept[j], bound));
+      std::vector<Item> items;
+      for (std::uint64_t j = 0; j < k && j < kept.size(); ++j) items.push_back(Item{kept[j].id, key_score(kept[j].hi)});
+      return items;
+    }
+    std::uint64_t seen = 0;
+    for (std::uint64_t o = 0; o < l.m; ++o) seen += mask[o] != 0;
+    if (depth >= budget || table_crowded(seen, entries)) return std::nullopt;  // the budget, or the table fills up
+    next = shallow_next_depth(depth, beat >= k, floor, budget);
+  }
+  return std::nullopt;
+}
+
+// The model against the brute force; where it gives up, the exact NRA (checked at every level)
+// cannot stop within the budget either.
+static void expect_one_launch_model(const Lists& l, std::uint64_t k, const Aggregate& agg, std::uint64_t floor,
+                                    bool must_answer) {
+  std::uint64_t depth = 0;
+  const auto got = one_launch_model(l, k, agg, floor, &depth);
+  if (got) {
+    EXPECT_EQ(*got, reference(l, k, agg)) << "k=" << k << " " << agg.to_string();
+    return;
+  }
+  EXPECT_FALSE(must_answer) << "gave up at depth " << depth << ", k=" << k << " " << agg.to_string();
+  Options o;
+  o.threads = 1;
+  o.stride = 1;
+  o.max_depth = depth;
+  EXPECT_FALSE(nra_cpu(l, k, agg, o).stats.finished) << "gave up at depth " << depth << " where NRA stops";
+}
+
+TEST(TopkBounds, OneLaunchNraRulesGiveTheExactAnswer) {
+  for (std::uint32_t n : {1u, 2u, 4u, 8u}) {
+    GenOptions g;
+    g.objects = 4001;
+    g.lists = n;
+    g.dist = Dist::correlated;
+    const auto l = generate(g);
+    SCOPED_TRACE(testing::Message() << n << " correlated lists");
+    std::vector<std::string> aggs{"sum", "min", "max"};
+    std::string w = "wsum:";
+    for (std::uint32_t i = 0; i < n; ++i) w += std::string(i ? "," : "") + (i % 3 == 1 ? "0" : "0.75");
+    aggs.push_back(w);
+    for (const auto& agg : aggs)
+      for (std::uint64_t k : {1, 10, 100, 4001})
+        for (std::uint64_t floor : {1, 16, 4096})
+          expect_one_launch_model(l, k, Aggregate::parse(agg, n), floor, n == 1);
+  }
+  for (auto dist : {Dist::uniform, Dist::anticorrelated, Dist::zipf}) {  // may give up: checked against NRA
+    SCOPED_TRACE(std::string(to_string(dist)));
+    GenOptions g;
+    g.objects = 3001;
+    g.dist = dist;
+    const auto l = generate(g);
+    for (const char* agg : {"sum", "min", "max"})
+      for (std::uint64_t k : {1, 10, 3001}) expect_one_launch_model(l, k, Aggregate::parse(agg, 4), 16, k == 3001);
+  }
+  // Ties everywhere (the answer is ids 0..k-1), signed zeros, cancelling magnitudes.
+  std::vector<std::vector<float>> same(3000, std::vector<float>(3, 0.5f));
+  const auto ties = from_scores(same);
+  for (std::uint64_t k : {1, 7, 1500, 3000}) expect_one_launch_model(ties, k, {}, 16, true);
+  std::vector<std::vector<float>> zeros(2000, std::vector<float>(4));
+  for (std::size_t o = 0; o < zeros.size(); ++o)
+    for (std::size_t i = 0; i < 4; ++i) zeros[o][i] = (o + i) % 3 == 0 ? -0.0f : (o % 7 == 0 ? 0.25f : 0.0f);
+  const auto z = from_scores(zeros);
+  for (const char* agg : {"sum", "min", "max", "wsum:1,0,2,0.5"})
+    for (std::uint64_t k : {1, 100, 2000}) expect_one_launch_model(z, k, Aggregate::parse(agg, 4), 16, false);
+  const auto mixed = topk_cases::mixed_magnitude_lists(2001, 5, 11);
+  for (const char* agg : {"sum", "wsum:1,0.5,3,0,2", "min", "max"})
+    expect_one_launch_model(mixed, 25, Aggregate::parse(agg, 5), 16, false);
+  const auto c = topk_cases::cancelling_lists();
+  for (std::uint64_t k : {1, 3, 5}) expect_one_launch_model(c, k, {}, 1, false);
+}
+
+// The GPU tests' case where NRA in one launch must give up: correlated by the prefix estimate,
+// but NRA stops only past the one-launch budget.
+TEST(TopkBounds, OneLaunchNraGivesUpBehindACorrelatedHead) {
+  using namespace tandem::topk::detail;
+  const auto l = topk_cases::deep_behind_correlated_head(20011, 4, 1000, 5);
+  validate(l);
+  EXPECT_GT(estimate_overlap(l).ratio(), kCorrelatedRatio);
+  for (const char* agg : {"sum", "min"}) {
+    const auto a = Aggregate::parse(agg, 4);
+    std::uint64_t depth = 0;
+    EXPECT_FALSE(one_launch_model(l, 1100, a, 4096, &depth)) << agg;
+    EXPECT_EQ(depth, 4096u) << agg;  // one round: the first depth is past the budget (m/16) already
+    Options o;
+    o.threads = 1;
+    o.stride = 1;
+    o.max_depth = depth;
+    EXPECT_FALSE(nra_cpu(l, 1100, a, o).stats.finished) << agg;
+    EXPECT_EQ(*one_launch_model(l, 100, a, 4096), reference(l, 100, a)) << agg;  // inside the head: shallow
+  }
 }
 
 TEST(TopkFormat, RoundTripAndValidation) {

@@ -56,4 +56,24 @@ inline Lists mixed_magnitude_lists(std::uint64_t m, std::uint32_t n, std::uint64
   return from_scores(s);
 }
 
+// A head of `head` objects scoring the same in every list (0.9 and up: the lists' prefixes agree, so
+// they look correlated), then m - head objects whose n scores in [0, 0.8] add up to about 0.4 n
+// (anti-correlated): the (head + 1)-th best and later lie deep in every list.
+inline Lists deep_behind_correlated_head(std::uint64_t m, std::uint32_t n, std::uint64_t head, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<float> u(0.0f, 1.0f);
+  std::vector<std::vector<float>> s(m, std::vector<float>(n));
+  for (std::uint64_t o = 0; o < m; ++o) {
+    if (o < head) {
+      for (auto& x : s[o]) x = 0.9f + 0.05f * float(o) / float(head);
+      continue;
+    }
+    float mean = 0;
+    for (auto& x : s[o]) mean += x = u(rng);
+    mean /= float(n);
+    for (auto& x : s[o]) x = std::clamp(0.4f + 0.8f * (x - mean), 0.0f, 0.8f);
+  }
+  return from_scores(s);
+}
+
 }  // namespace topk_cases

@@ -79,10 +79,9 @@ TK_HD double bits_double(std::uint64_t u) {
 #endif
 }
 
-// x in units of 2^scale, rounded to nearest (ties to even), as a 128-bit integer. sum_scale keeps
-// |x| below 2^(scale + 120); beyond 2^(scale + 126) (lists breaking their contract) it saturates.
-TK_HD Acc to_fixed(double x, int scale) {
-  double r = rint(ldexp(x, -scale));
+// y (already in units of 2^scale) rounded to a whole number of units, as to_fixed does.
+TK_HD Acc to_fixed_units(double y) {
+  double r = rint(y);
   if (r != r) r = 0;
   r = fmin(fmax(r, -0x1p126), 0x1p126);
   if (fabs(r) < 0x1p63) {
@@ -93,6 +92,14 @@ TK_HD Acc to_fixed(double x, int scale) {
   const double l = r - h * 0x1p64;      // exact, in [0, 2^64)
   return Acc{static_cast<std::uint64_t>(l), static_cast<std::int64_t>(h)};
 }
+
+// x in units of 2^scale, rounded to nearest (ties to even), as a 128-bit integer. sum_scale keeps
+// |x| below 2^(scale + 120); beyond 2^(scale + 126) (lists breaking their contract) it saturates.
+TK_HD Acc to_fixed(double x, int scale) { return to_fixed_units(ldexp(x, -scale)); }
+
+// 2^-scale when it is a normal double (0 otherwise): then x * unit_inverse(scale) is ldexp(x,
+// -scale) bit for bit (both the correctly rounded x * 2^-scale), without ldexp's special cases.
+TK_HD double unit_inverse(int scale) { return scale >= -1022 && scale <= 1022 ? ldexp(1.0, -scale) : 0.0; }
 
 TK_HD int leading_zeros(std::uint64_t v) {
 #if defined(__CUDA_ARCH__)
@@ -329,5 +336,51 @@ TK_HD bool may_beat(double ub, std::uint32_t id, const Key96& kth) {
 
 // Can an object never read yet (any id) with upper bound `t_agg` rank before `kth`?
 TK_HD bool unseen_may_beat(double t_agg, const Key96& kth) { return order_key(t_agg) <= kth.hi; }
+
+// ---- NRA's stop test as one key (the GPU's NRA in one launch) ----
+// Every bound as a key that the k-th must rank strictly before: an object read nowhere (any id)
+// with upper bound T as (order_key(T), 0), an object seen in some lists as make_key(its upper
+// bound, id) - key_less(kth, bound) is !unseen_may_beat / !may_beat. So NRA may stop once at least
+// k complete objects rank before the smallest of these keys, and the answer is the k best complete
+// objects.
+TK_HD Key96 unseen_bound_key(double t_agg) { return Key96{order_key(t_agg), 0, 0}; }
+TK_HD Key96 no_bound_key() { return Key96{~std::uint64_t{0}, ~std::uint32_t{0}, 0}; }  // after every real key
+TK_HD Key96 key_min(const Key96& a, const Key96& b) { return key_less(b, a) ? b : a; }
+
+// Its depths: the first round reads `first` levels (shallow_first_depth); then twice as deep
+// while fewer than k complete objects beat T (phase 1), a quarter deeper after (phase 2, as the
+// exact NRA's stride), never past `budget`, at least `floor` levels a round.
+TK_HD std::uint64_t shallow_next_depth(std::uint64_t depth, bool phase2, std::uint64_t floor, std::uint64_t budget) {
+  const std::uint64_t step = phase2 ? (depth / 4 > floor ? depth / 4 : floor) : (depth > floor ? depth : floor);
+  return depth + step < budget ? depth + step : budget;
+}
+
+// Its state: an open-addressing table (linear probing) of the objects seen: a 32-bit key per
+// entry (id + 1; 0: a free entry) and, in an array per list, one float per entry, kUnseen until
+// the list's score is read (scores are never NaN: validate), so the lists seen need no atomics;
+// 4 + 4n bytes an entry. The kernel splits it into one range per block (an object's range: the one
+// holding its home) and sets each up afresh. One and a half times as many entries as the first
+// round can see (n x first levels), so that round never fills the table beyond two thirds.
+constexpr std::uint32_t kShallowMaxLists = 16;
+constexpr std::uint32_t kUnseen = 0xffffffffu;  // a NaN's bits
+TK_HD std::uint32_t table_key(std::uint32_t id) { return id + 1; }
+TK_HD std::uint64_t table_entries(std::uint32_t n, std::uint64_t first) {
+  const std::uint64_t want = 3 * std::uint64_t(n) * first / 2;
+  return want < 4096 ? 4096 : (want + 31) / 32 * 32;
+}
+// Past three quarters full, linear probing slows down: the one-launch NRA gives up.
+TK_HD bool table_crowded(std::uint64_t claimed, std::uint64_t entries) { return claimed * 4 > entries * 3; }
+// An id's first entry: a multiplicative hash scaled onto [0, entries).
+TK_HD std::uint64_t table_home(std::uint32_t id, std::uint64_t entries) {
+  return (std::uint64_t(id * 0x9E3779B1u) * entries) >> 32;
+}
+
+// The complete objects at the stop are ranked through up to kShallowSamples of them: sample t of
+// `count`.
+constexpr std::uint64_t kShallowSamples = 128;
+TK_HD std::uint64_t shallow_samples(std::uint64_t count) { return count < kShallowSamples ? count : kShallowSamples; }
+TK_HD std::uint64_t shallow_sample_at(std::uint64_t t, std::uint64_t count) {
+  return t * count / shallow_samples(count);
+}
 
 }  // namespace tandem::topk::detail

@@ -75,6 +75,37 @@ std::vector<float> list_max_abs(const Lists& l) {
   return out;
 }
 
+std::vector<std::uint64_t> list_top_runs(const Lists& l) {
+  std::vector<std::uint64_t> out(l.n, 0);
+  if (l.m == 0) return out;
+  for (std::uint32_t i = 0; i < l.n; ++i) {
+    const auto li = l.list(i);
+    const float top = li.front().score;
+    // Sorted descending: the run is the prefix not below the top (-0.0 and 0.0 are one score).
+    out[i] = std::uint64_t(
+        std::partition_point(li.begin(), li.end(), [&](const Entry& e) { return !(e.score < top); }) - li.begin());
+  }
+  return out;
+}
+
+std::uint64_t nra_least_depth(const AggSpec& a, const std::vector<std::uint64_t>& top_runs, std::uint64_t m) {
+  std::uint64_t least = m;
+  for (std::uint32_t i = 0; i < a.n && i < top_runs.size(); ++i)
+    if (a.kind != kWsum || a.w[i] > 0) least = std::min(least, top_runs[i] + 1);
+  return std::min(least, m);
+}
+
+std::uint64_t shallow_first_depth(const AggSpec& a, const std::vector<std::uint64_t>& top_runs, std::uint64_t m,
+                                  std::uint64_t k, std::uint64_t floor) {
+  const std::uint64_t least = nra_least_depth(a, top_runs, m);
+  std::uint64_t most = least;
+  for (std::uint32_t i = 0; i < a.n && i < top_runs.size(); ++i)
+    if (a.kind != kWsum || a.w[i] > 0) most = std::max(most, std::min(m, top_runs[i] + 1));
+  // One list: the k-th's own level still reads T = its score, so k levels never stop.
+  const std::uint64_t past_k = a.n == 1 ? k + 1 : k;
+  return std::min(m, std::max({floor, past_k, most <= 2 * least ? most : least}));
+}
+
 int sum_scale(const AggSpec& a, const std::vector<float>& max_abs) {
   double most = 0;
   for (std::uint32_t i = 0; i < a.n && i < max_abs.size(); ++i) {

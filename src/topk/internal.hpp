@@ -64,6 +64,28 @@ inline std::uint64_t nra_next_depth(std::uint64_t depth, std::uint64_t m, std::u
   return std::min(m, depth + std::max<std::uint64_t>(far ? depth : depth / 2, 1));
 }
 
+// ---- NRA in one launch (GPU) ----
+// Each list's leading run: how many of its first entries equal its top score (at upload).
+std::vector<std::uint64_t> list_top_runs(const Lists& l);
+// No depth shallower than this can end NRA: there T, the aggregate of the last scores read, still
+// equals the aggregate of the top scores, which no object exceeds, so no complete object beats it.
+// T falls only once some list that counts (a weight > 0) is read past its leading run. m when no
+// list counts (all weights 0: only the full depth decides).
+std::uint64_t nra_least_depth(const AggSpec& a, const std::vector<std::uint64_t>& top_runs, std::uint64_t m);
+// The one-launch NRA's first depth: the least depth, or, when the lists that count tie their tops
+// over runs within twice each other (data clamped at a maximum, like the correlated generator's),
+// past the longest run - until every such list has fallen below its top, an object seen at the top
+// of some lists and not yet in the others keeps the bound at the top, so a round there would not
+// stop. At least k (k complete objects take k levels of list 0; k + 1 for one list) and `floor`;
+// at most m.
+std::uint64_t shallow_first_depth(const AggSpec& a, const std::vector<std::uint64_t>& top_runs, std::uint64_t m,
+                                  std::uint64_t k, std::uint64_t floor);
+// The deepest level the one-launch NRA reads before giving up (the stop is not shallow: the
+// other paths answer): a sixteenth of the lists, or the first depth when that is deeper.
+inline std::uint64_t shallow_budget(std::uint64_t m, std::uint64_t first) {
+  return std::min(m, std::max(first, m / 16));
+}
+
 // Writes stats into the report (details + a line per list when few).
 void describe(Result& r, std::uint64_t m);
 
