@@ -1,10 +1,12 @@
-// Host threads sharing GPUs: four threads run group-bys (hash and chained engines), word counts and
-// sorts (host pipeline and device-resident) on one GPU at once, and a group-by alternates between
-// devices; every result is checked against one computed alone on the CPU.
+// Host threads sharing GPUs: four threads run group-bys (hash and chained engines), word counts (of
+// text in memory and of files, through the shared pinned staging slots) and sorts (host pipeline and device-resident)
+// on one GPU at once, and a group-by alternates between devices; every result is checked against one computed alone on
+// the CPU.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cstdlib>
+#include <fstream>
 #include <numeric>
 #include <random>
 #include <span>
@@ -86,8 +88,15 @@ std::vector<std::uint64_t> sort_on_device(const Work& w, cudaStream_t s) {
 TEST(GpuConcurrent, FourHostThreadsShareOneGpu) {
   TANDEM_REQUIRE_GPU();
   const int threads = 4, rounds = sanitizer() ? 2 : 5;
+  TempDir dir;
   std::vector<Work> work;
-  for (int t = 0; t < threads; ++t) work.push_back(make_work(t));
+  std::vector<std::string> text_files;
+  for (int t = 0; t < threads; ++t) {
+    work.push_back(make_work(t));
+    text_files.push_back(dir.file("text" + std::to_string(t)));
+    std::ofstream(text_files.back(), std::ios::binary)
+        .write(work.back().text.data(), std::streamsize(work.back().text.size()));
+  }
   std::vector<std::string> failures(threads);
   auto worker = [&](int t) {
     try {
@@ -101,6 +110,8 @@ TEST(GpuConcurrent, FourHostThreadsShareOneGpu) {
         mapreduce::WordCountOptions wc;
         wc.engine.device = Device::gpu;
         if (mapreduce::wordcount(w.text, wc).words != w.words.words) failures[t] = "word count" + at;
+        if (mapreduce::wordcount_files({text_files[t]}, wc).words != w.words.words)
+          failures[t] = "word count of a file" + at;
         auto keys = w.to_sort;
         SortOptions o;
         o.device = Device::gpu;
