@@ -1,13 +1,10 @@
 // tandem.wordcount: word frequencies of bytes in memory (used in place) or of files.
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include <string>
 #include <vector>
 
 #include "common.hpp"
-#include "tandem/core/io.hpp"
-#include "tandem/core/timing.hpp"
 #include "tandem/mapreduce.hpp"
 
 namespace tandem::python {

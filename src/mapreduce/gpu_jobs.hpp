@@ -39,8 +39,9 @@ std::vector<std::pair<std::string, std::uint64_t>> gpu_wordcount(std::string_vie
 std::vector<std::pair<std::string, std::uint64_t>> gpu_wordcount_files(std::vector<io::SizedFile>& files,
                                                                        bool lowercase, const Options& o,
                                                                        EngineStats& st, Report& r);
-// Word count of text already in device memory (d_text, n bytes): the benchmark's entry point.
-std::vector<std::pair<std::string, std::uint64_t>> gpu_wordcount_device(const char* d_text, std::string_view host_text,
+// Word count of text already in device memory (d_text, n bytes), in print order: the benchmark's
+// entry point.
+std::vector<std::pair<std::string, std::uint64_t>> gpu_wordcount_device(const char* d_text, std::uint64_t n,
                                                                         const Options& o, EngineStats& st, Report& r);
 
 // Group-by on the GPU. K is u32 or u64 (signed keys are passed as their bit patterns); V is void

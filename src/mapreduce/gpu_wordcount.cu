@@ -166,13 +166,12 @@ void check_gpu_text_size(std::uint64_t bytes) {
 
 }  // namespace
 
-std::vector<std::pair<std::string, std::uint64_t>> gpu_wordcount_device(const char* d_text, std::string_view host_text,
+std::vector<std::pair<std::string, std::uint64_t>> gpu_wordcount_device(const char* d_text, std::uint64_t n,
                                                                         const Options& o, EngineStats& st, Report& r) {
   gpu::require();
-  if (host_text.size() >= (std::uint64_t{1} << 32))
-    throw UsageError("GPU word count: text of 4 GiB or more is not supported");
-  if (host_text.empty()) return {};
-  return count_words(d_text, host_text.size(), o, st, r);
+  if (n >= (std::uint64_t{1} << 32)) throw UsageError("GPU word count: text of 4 GiB or more is not supported");
+  if (n == 0) return {};
+  return count_words(d_text, n, o, st, r);
 }
 
 std::vector<std::pair<std::string, std::uint64_t>> gpu_wordcount(std::string_view text, const Options& o,

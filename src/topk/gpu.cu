@@ -104,6 +104,18 @@ __global__ void k_reset_slots(const std::uint32_t* ids, std::uint64_t count, Slo
   }
 }
 
+// Entry q of a batch of levels [d, d + width) of every list: list i = q / width, level
+// d + q % width (consecutive threads read consecutive entries of one list). The batch's last level
+// records each list's score in st->thr, the bound for objects not seen yet.
+__device__ __forceinline__ Entry batch_entry(const Entry* L, std::uint64_t m, std::uint64_t d, std::uint64_t width,
+                                             std::uint64_t q, DevState* st, std::uint32_t& i) {
+  i = static_cast<std::uint32_t>(q / width);
+  const std::uint64_t p = d + q % width;
+  const Entry x = L[std::uint64_t(i) * m + p];
+  if (p == d + width - 1) st->thr[i] = x.score;
+  return x;
+}
+
 // One NRA batch: levels [d, d + width) of every list. Thread q reads list q / width, level q % width
 // (consecutive threads read consecutive entries of one list).
 __global__ void k_nra_scatter(const Entry* L, std::uint64_t m, std::uint32_t n, std::uint64_t d, std::uint64_t width,
@@ -112,10 +124,8 @@ __global__ void k_nra_scatter(const Entry* L, std::uint64_t m, std::uint32_t n, 
   const std::uint64_t total = width * n;
   for (std::uint64_t q = blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x; q < total;
        q += std::uint64_t(gridDim.x) * blockDim.x) {
-    const auto i = static_cast<std::uint32_t>(q / width);
-    const std::uint64_t p = d + q % width;
-    const Entry x = L[std::uint64_t(i) * m + p];
-    if (p == d + width - 1) st->thr[i] = x.score;
+    std::uint32_t i;
+    const Entry x = batch_entry(L, m, d, width, q, st, i);
     if (x.id >= m) continue;  // validated input never has this; stay in bounds regardless
     Slot* o = s + x.id;
     // Phase 2 ignores objects never seen: they cannot enter the top k any more.
@@ -197,10 +207,8 @@ __global__ void k_ta_round(const Entry* L, std::uint64_t m, std::uint32_t n, std
   const std::uint64_t total = width * n;
   for (std::uint64_t q = blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x; q < total;
        q += std::uint64_t(gridDim.x) * blockDim.x) {
-    const auto i = static_cast<std::uint32_t>(q / width);
-    const std::uint64_t p = d + q % width;
-    const Entry x = L[std::uint64_t(i) * m + p];
-    if (p == d + width - 1) st->thr[i] = x.score;
+    std::uint32_t i;
+    const Entry x = batch_entry(L, m, d, width, q, st, i);
     if (x.id >= m) continue;
     if (atomicOr(&s[x.id].mask, 1ull) != 0ull) continue;
     touched[atomicAdd(&st->touched, 1ull)] = x.id;
@@ -354,10 +362,8 @@ __global__ void k_fnra_scatter(const Entry* L, std::uint64_t m, std::uint32_t n,
   const std::uint64_t total = width * n;
   for (std::uint64_t q = blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x; q < total;
        q += std::uint64_t(gridDim.x) * blockDim.x) {
-    const auto i = static_cast<std::uint32_t>(q / width);
-    const std::uint64_t p = d + q % width;
-    const Entry x = L[std::uint64_t(i) * m + p];
-    if (p == d + width - 1) st->thr[i] = x.score;
+    std::uint32_t i;
+    const Entry x = batch_entry(L, m, d, width, q, st, i);
     if (x.id >= m) continue;  // validated input never has this; stay in bounds regardless
     const float v = approx_value(a, i, x.score);
     std::uint32_t old = words[x.id];
