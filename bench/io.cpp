@@ -6,7 +6,8 @@
 //   write floor  a buffer by parallel pwrite into a new file (created, written, closed).
 // The page cache is warm (the file is read once before anything is timed). tandem's read also
 // allocates the buffer it returns, and its pages are faulted in by the read: the "read floor into
-// fresh memory" line shows what that costs on its own.
+// fresh memory" line shows what that costs on its own. io::map_array (what read-only consumers
+// use) maps the page cache's pages instead and fills the page tables before it returns.
 //
 // End to end: `tandem sort --device cpu` of the .npy file against read floor + write floor + the
 // same in-memory sort (tandem::sort on the CPU, same threads).
@@ -162,6 +163,17 @@ Floors file_lines(bench::Bench& b, const fs::path& dir, const std::vector<std::u
     same = same && a.bytes.size() == bytes && std::memcmp(a.bytes.data(), keys.data(), bytes) == 0;
     return s;
   };
+  // io::map_array of `path`: the mapping made and its page tables filled (the unmapping, like the
+  // freeing of read_array's buffer, is not timed). `mapped` says every call mapped the file.
+  bool same_map_npy = true, same_map_raw = true, mapped = true;
+  const auto tandem_map = [&](const std::string& path, bool& same) {
+    Stopwatch w;
+    const io::MappedArray a = io::map_array(path, DType::u32, threads);
+    const double s = w.seconds();
+    mapped = mapped && a.mapped;
+    same = same && a.bytes() == bytes && std::memcmp(a.data, keys.data(), bytes) == 0;
+    return s;
+  };
   // Every timed write starts with no dirty pages (sync), and its file goes away after it (its
   // dirty pages with it): neither write pays for the write-back of the other's.
   bool written = true;
@@ -185,11 +197,15 @@ Floors file_lines(bench::Bench& b, const fs::path& dir, const std::vector<std::u
   };
   const std::vector<Stats> st =
       in_rounds(b, {[&] { return floor_read(faulted.get()); }, [&] { return floor_read(FreshMemory(npy_bytes).get()); },
-                    [&] { return tandem_read(npy, same_npy); }, [&] { return tandem_read(raw, same_raw); }, floor_write,
-                    tandem_write});
+                    [&] { return tandem_read(npy, same_npy); }, [&] { return tandem_read(raw, same_raw); },
+                    [&] { return tandem_map(npy, same_map_npy); }, [&] { return tandem_map(raw, same_map_raw); },
+                    floor_write, tandem_write});
   const Stats &read_floor = st[0], &read_fresh = st[1], &read_npy = st[2], &read_raw = st[3];
-  const Stats &write_floor = st[4], &write_npy = st[5];
+  const Stats &map_npy = st[4], &map_raw = st[5], &write_floor = st[6], &write_npy = st[7];
   if (!same_npy || !same_raw) b.fail(fmt::format("io::read_array on {} returned other bytes than the file's", at));
+  if (!same_map_npy || !same_map_raw)
+    b.fail(fmt::format("io::map_array on {} returned other bytes than the file's", at));
+  if (!mapped) b.fail(fmt::format("io::map_array on {} read the file instead of mapping it", at));
   if (!written) b.fail(fmt::format("io::write_array on {} wrote other bytes", at));
 
   b.record("read", fmt::format("floor: parallel pread into faulted memory, {}", at), read_floor, double(npy_bytes), "B",
@@ -198,6 +214,10 @@ Floors file_lines(bench::Bench& b, const fs::path& dir, const std::vector<std::u
            "B", true);
   b.record("read", fmt::format("tandem io::read_array .npy, {}", at), read_npy, double(npy_bytes), "B", same_npy);
   b.record("read", fmt::format("tandem io::read_array raw, {}", at), read_raw, double(bytes), "B", same_raw);
+  b.record("read", fmt::format("tandem io::map_array .npy, {}", at), map_npy, double(npy_bytes), "B",
+           same_map_npy && mapped);
+  b.record("read", fmt::format("tandem io::map_array raw, {}", at), map_raw, double(bytes), "B",
+           same_map_raw && mapped);
   b.record("write", fmt::format("floor: parallel pwrite to a new file, {}", at), write_floor, double(npy_bytes), "B",
            true);
   b.record("write", fmt::format("tandem io::write_array .npy, {}", at), write_npy, double(npy_bytes), "B", written);
@@ -206,6 +226,8 @@ Floors file_lines(bench::Bench& b, const fs::path& dir, const std::vector<std::u
   b.info(fmt::format("read .npy vs the floor into fresh memory, {}", at), read_npy.median / read_fresh.median, "x");
   b.goal(fmt::format("read .npy vs parallel pread floor, {}", at), read_npy.median / read_floor.median, 1.2, false);
   b.goal(fmt::format("read raw vs parallel pread floor, {}", at), read_raw.median / read_floor.median, 1.2, false);
+  b.goal(fmt::format("map .npy vs parallel pread floor, {}", at), map_npy.median / read_floor.median, 1.2, false);
+  b.goal(fmt::format("map raw vs parallel pread floor, {}", at), map_raw.median / read_floor.median, 1.2, false);
   b.goal(fmt::format("write .npy vs parallel pwrite floor, {}", at), write_npy.median / write_floor.median, 1.2, false);
   return {read_floor.median, write_floor.median};
 }

@@ -1,5 +1,7 @@
 // Array files and outputs under hostile input: the .npy header parser, sizes from headers,
-// inputs that are not regular files, outputs that are devices or links, several outputs at once.
+// inputs that are not regular files, outputs that are devices or links, several outputs at once;
+// arrays mapped for reading (io::map_array) against the same files read.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -19,6 +21,7 @@
 #include "tandem/core/detail/io_pieces.hpp"
 #include "tandem/core/error.hpp"
 #include "tandem/core/io.hpp"
+#include "tandem/table/files.hpp"
 #include "test_util.hpp"
 
 using namespace tandem;
@@ -492,4 +495,201 @@ TEST(IoBuffers, LargeBuffersAreHugePageAligned) {
   large.clear();
   large.shrink_to_fit();
   EXPECT_EQ(large.capacity(), 0u);
+}
+
+// ---- io::map_array ----------------------------------------------------------------------------------
+
+namespace {
+
+std::string as_string(const io::MappedArray& m) { return {reinterpret_cast<const char*>(m.data), m.bytes()}; }
+
+std::string u32_npy_dict(std::size_t count) {
+  return fmt::format("{{'descr': '<u4', 'fortran_order': False, 'shape': ({},), }}", count);
+}
+
+// Runs f with standard input taken from descriptor `fd`, restored afterwards.
+template <class F>
+void with_stdin(int fd, F f) {
+  const int saved = ::dup(0);
+  ASSERT_GE(saved, 0);
+  ASSERT_EQ(::dup2(fd, 0), 0);
+  f();
+  ::dup2(saved, 0);
+  ::close(saved);
+}
+
+}  // namespace
+
+// The elements read_array returns, for files of every size around the page and piece boundaries
+// and the huge-buffer threshold, on any number of threads; only non-empty sized files are mapped.
+TEST(MapArray, SameElementsAsReadArray) {
+  TempDir dir;
+  const std::size_t mib = io::detail::kMinIoPiece;
+  for (std::size_t count : {std::size_t{0}, std::size_t{1}, std::size_t{1023}, mib / 4 + 1, 9 * mib / 4 + 3}) {
+    std::vector<std::uint32_t> v(count);
+    for (std::size_t i = 0; i < count; ++i) v[i] = static_cast<std::uint32_t>(i * 2654435761u + 7);
+    const std::string bytes(reinterpret_cast<const char*>(v.data()), count * 4);
+    const std::string raw = dir.file("v.u32"), npy = dir.file("v.npy");
+    write_file(raw, bytes);
+    write_file(npy, npy_bytes(u32_npy_dict(count), bytes));
+    for (int threads : {1, 2, 3}) {
+      for (const std::string& path : {raw, npy}) {
+        SCOPED_TRACE(testing::Message() << path << ", " << count << " keys, " << threads << " threads");
+        const io::MappedArray m = io::map_array(path, DType::u32, threads);
+        const io::Array a = io::read_array(path, DType::u32, threads);
+        EXPECT_EQ(m.dtype, DType::u32);
+        EXPECT_EQ(m.count, a.count);
+        EXPECT_EQ(as_string(m), std::string(reinterpret_cast<const char*>(a.bytes.data()), a.bytes.size()));
+        EXPECT_EQ(m.mapped, count > 0);
+        if (count > 0) {
+          EXPECT_EQ(m.as<std::uint32_t>().back(), v.back());
+        }
+      }
+    }
+  }
+}
+
+// Every error read_array reports, map_array reports with the same message.
+TEST(MapArray, ErrorsAreReadArrays) {
+  TempDir dir;
+  const std::string four(16, '\x01');
+  struct Case {
+    std::string name, bytes;
+    DType dtype;
+  };
+  const std::vector<Case> cases = {
+      {"odd.u32", std::string(4099, 'x'), DType::u32},
+      {"one.u64", "x", DType::u64},
+      {"nomagic.npy", "not a numpy file at all", DType::u32},
+      {"short.npy", std::string("\x93NUMPY\x01\x00", 8), DType::u32},
+      {"dict.npy", npy_bytes("{'descr': '<u4', 'fortran_order': False, 'shape': (4,), 'x': 1}", four), DType::u32},
+      {"type.npy", npy_bytes(u32_npy_dict(4), four), DType::f32},
+      {"twod.npy", npy_bytes("{'descr': '<u4', 'fortran_order': False, 'shape': (2, 2), }", four), DType::u32},
+      {"fortran.npy", npy_bytes("{'descr': '<u4', 'fortran_order': True, 'shape': (4,), }", four), DType::u32},
+      {"truncated.npy", npy_bytes(u32_npy_dict(5), four), DType::u32},
+      {"oversized.npy", npy_bytes(u32_npy_dict(3), four), DType::u32},
+      {"huge.npy", npy_bytes(u32_npy_dict(std::size_t{1} << 62)), DType::u32},
+      {"bigendian.npy", npy_bytes("{'descr': '>u4', 'fortran_order': False, 'shape': (4,), }", four), DType::u32},
+  };
+  for (const Case& c : cases) {
+    const std::string p = dir.file(c.name);
+    write_file(p, c.bytes);
+    const std::string want = input_error([&] { io::read_array(p, c.dtype, 2); });
+    EXPECT_FALSE(want.empty()) << c.name;
+    EXPECT_EQ(input_error([&] { io::map_array(p, c.dtype, 2); }), want) << c.name;
+  }
+  for (const std::string& p : {dir.file("none.u32"), dir.file("none.npy"), dir.path.string()}) {
+    const std::string want = input_error([&] { io::read_array(p, DType::u32); });
+    EXPECT_TRUE(contains(want, p + ": ")) << want;
+    EXPECT_EQ(input_error([&] { io::map_array(p, DType::u32); }), want);
+  }
+}
+
+// Streams are read as read_array reads them: FIFOs, and standard input from a pipe or a file.
+TEST(MapArray, StreamsAndStandardInputAreRead) {
+  TempDir dir;
+  const std::vector<std::uint32_t> v{9, 8, 7, 6, 5};
+  const std::string raw(reinterpret_cast<const char*>(v.data()), v.size() * 4);
+  const std::string npy = npy_bytes(u32_npy_dict(5), raw);
+  for (const std::string name : {"f.u32", "f.npy"}) {
+    const std::string p = dir.file(name);
+    ASSERT_EQ(::mkfifo(p.c_str(), 0600), 0);
+    std::thread writer([&] { write_file(p, name == "f.npy" ? npy : raw); });
+    const io::MappedArray m = io::map_array(p, DType::u32, 2);
+    writer.join();
+    EXPECT_FALSE(m.mapped) << name;
+    EXPECT_EQ(as_string(m), raw) << name;
+  }
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  std::thread writer([&] {
+    ASSERT_EQ(::write(fds[1], raw.data(), raw.size()), ssize_t(raw.size()));
+    ::close(fds[1]);
+  });
+  with_stdin(fds[0], [&] {
+    const io::MappedArray m = io::map_array("-", DType::u32);
+    EXPECT_FALSE(m.mapped);
+    EXPECT_EQ(as_string(m), raw);
+  });
+  writer.join();
+  ::close(fds[0]);
+  write_file(dir.file("in.u32"), raw);
+  const int fd = ::open(dir.file("in.u32").c_str(), O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  with_stdin(fd, [&] {
+    const io::MappedArray m = io::map_array("-", DType::u32);
+    EXPECT_FALSE(m.mapped);
+    EXPECT_EQ(as_string(m), raw);
+    EXPECT_EQ(io::map_array("-", DType::u32).count, 0u);  // read as read_array reads it: to its end
+  });
+  ::close(fd);
+}
+
+// .npy data at an offset that is not a multiple of the element size is read, not mapped.
+TEST(MapArray, MisalignedNpyDataIsRead) {
+  TempDir dir;
+  const std::vector<std::uint64_t> v{1, 2, 3, ~std::uint64_t{0}};
+  const std::string data(reinterpret_cast<const char*>(v.data()), v.size() * 8);
+  std::string dict = "{'descr': '<u8', 'fortran_order': False, 'shape': (4,), }";
+  dict.append((68 - 10 - dict.size() - 1), ' ');  // data at byte 68: 4 past a multiple of 8
+  dict.push_back('\n');
+  std::string file = std::string("\x93NUMPY\x01\x00", 8);
+  file.push_back(static_cast<char>(dict.size()));
+  file.push_back('\0');
+  write_file(dir.file("odd.npy"), file + dict + data);
+  const io::MappedArray m = io::map_array(dir.file("odd.npy"), DType::u64, 2);
+  EXPECT_FALSE(m.mapped);
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(m.data) % alignof(std::uint64_t), 0u);
+  EXPECT_EQ(std::vector<std::uint64_t>(m.as<std::uint64_t>().begin(), m.as<std::uint64_t>().end()), v);
+}
+
+// Two threads mapping one file at once, each on several threads, both see the whole file.
+TEST(MapArray, TwoThreadsMapOneFileAtOnce) {
+  TempDir dir;
+  const std::size_t count = 3 * io::detail::kMinIoPiece + 5;
+  std::vector<std::uint32_t> v(count);
+  for (std::size_t i = 0; i < count; ++i) v[i] = static_cast<std::uint32_t>(i * 40503u + 11);
+  io::write_vector<std::uint32_t>(dir.file("v.npy"), v);
+  bool same[2] = {false, false};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 2; ++t)
+    threads.emplace_back([&, t] {
+      for (int round = 0; round < 5; ++round) {
+        const io::MappedArray m = io::map_array(dir.file("v.npy"), DType::u32, 2);
+        same[t] = m.mapped && m.count == count && std::memcmp(m.data, v.data(), count * 4) == 0;
+        if (!same[t]) break;
+      }
+    });
+  for (auto& t : threads) t.join();
+  EXPECT_TRUE(same[0]);
+  EXPECT_TRUE(same[1]);
+}
+
+// A table folder read back is the table written, and its columns (the files' pages) stay valid
+// when the folder is replaced: the old files are renamed and deleted, never truncated.
+TEST(MapArray, TableFolderColumnsOutliveTheFolder) {
+  TempDir dir;
+  const std::size_t rows = 300001;  // columns over a megabyte, not a whole number of pages
+  std::vector<std::int64_t> numbers(rows);
+  std::vector<std::string> words(rows);
+  for (std::size_t i = 0; i < rows; ++i) {
+    numbers[i] = static_cast<std::int64_t>(i * 2654435761u) - 5;
+    words[i] = std::string(i % 7, static_cast<char>('a' + i % 26));
+  }
+  Table t;
+  t.add(make_column<std::int64_t>("n", numbers, make_validity(rows, [](std::size_t i) { return i % 5 != 0; })));
+  t.add(make_string_column("s", words));
+  const std::string folder = dir.file("t");
+  write_table_folder(folder, t);
+  const Table back = read_table_folder(folder);
+  Table other;
+  other.add(make_column<std::int64_t>("n", {1}));
+  write_table_folder(folder, other);  // replaces the folder the columns came from
+  ASSERT_EQ(back.rows(), rows);
+  const Column &n = back.column("n"), &s = back.column("s");
+  for (std::size_t i = 0; i < rows; ++i) {
+    ASSERT_EQ(n.present(i), i % 5 != 0) << i;
+    ASSERT_EQ(n.numbers<std::int64_t>()[i], numbers[i]) << i;
+    ASSERT_EQ(s.string(i), words[i]) << i;
+  }
 }

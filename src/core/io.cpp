@@ -11,6 +11,7 @@
 #include <cstring>
 #include <limits>
 #include <new>
+#include <optional>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -68,6 +69,8 @@ class InputFile {
   bool sized() const { return sized_; }
   std::uint64_t remaining() const { return sized_ ? remaining_ - std::min(remaining_, consumed_) : 0; }
   std::uint64_t consumed() const { return consumed_; }
+  int fd() const { return fd_; }
+  std::uint64_t offset() const { return start_ + consumed_; }  // the file position reading has reached
 
   std::size_t read_some(void* p, std::size_t n) {
     for (;;) {
@@ -434,6 +437,36 @@ std::size_t read_npy_header(InputFile& f, DType dtype) {
   return bytes;
 }
 
+void check_raw_size(const InputFile& f, std::uint64_t bytes, DType dtype) {
+  const std::size_t es = dtype_size(dtype);
+  if (bytes % es != 0)
+    throw InputError(fmt::format("{}: size {} bytes is not a multiple of the {}-byte element size of {}", f.name(),
+                                 bytes, es, to_string(dtype)));
+}
+
+// The rest of `f` as elements of `dtype`: the data after a .npy header that promised `npy` bytes,
+// or a whole raw file.
+Array read_elements(InputFile& f, DType dtype, std::optional<std::size_t> npy, int threads) {
+  const std::size_t es = dtype_size(dtype);
+  Array a;
+  a.dtype = dtype;
+  if (npy) {
+    const std::size_t want = *npy;
+    read_to_end(f, a.bytes, want, threads);
+    if (a.bytes.size() != want)  // a stream: its length is known only now
+      throw InputError(fmt::format(
+          "{}: truncated or oversized .npy data: the header promises {} elements ({} bytes) "
+          "but {} bytes follow",
+          f.name(), want / es, want, a.bytes.size() > want ? "more than that" : std::to_string(a.bytes.size())));
+  } else {
+    if (f.sized()) check_raw_size(f, f.remaining(), dtype);  // known before reading: fail without reading it
+    read_to_end(f, a.bytes, kNoLimit, threads);
+    check_raw_size(f, a.bytes.size(), dtype);
+  }
+  a.count = a.bytes.size() / es;
+  return a;
+}
+
 }  // namespace
 
 // ---- public: reading -----------------------------------------------------------------------------
@@ -460,28 +493,37 @@ CharBuffer read_bytes(const std::string& path, int threads) {
 
 Array read_array(const std::string& path, DType dtype, int threads) {
   InputFile f(path);
+  std::optional<std::size_t> npy;
+  if (has_npy_suffix(path)) npy = read_npy_header(f, dtype);
+  return read_elements(f, dtype, npy, threads);
+}
+
+MappedArray map_array(const std::string& path, DType dtype, int threads) {
+  InputFile f(path);
+  std::optional<std::size_t> npy;
+  if (has_npy_suffix(path)) npy = read_npy_header(f, dtype);
   const std::size_t es = dtype_size(dtype);
-  Array a;
-  a.dtype = dtype;
-  if (has_npy_suffix(path)) {
-    const std::size_t want = read_npy_header(f, dtype);
-    read_to_end(f, a.bytes, want, threads);
-    if (a.bytes.size() != want)  // a stream: its length is known only now
-      throw InputError(fmt::format(
-          "{}: truncated or oversized .npy data: the header promises {} elements ({} bytes) "
-          "but {} bytes follow",
-          f.name(), want / es, want, a.bytes.size() > want ? "more than that" : std::to_string(a.bytes.size())));
-  } else {
-    if (f.sized() && f.remaining() % es != 0)  // known before reading: fail without reading it
-      throw InputError(fmt::format("{}: size {} bytes is not a multiple of the {}-byte element size of {}", f.name(),
-                                   f.remaining(), es, to_string(dtype)));
-    read_to_end(f, a.bytes, kNoLimit, threads);
-    if (a.bytes.size() % es != 0)
-      throw InputError(fmt::format("{}: size {} bytes is not a multiple of the {}-byte element size of {}", f.name(),
-                                   a.bytes.size(), es, to_string(dtype)));
+  MappedArray m;
+  m.dtype = dtype;
+  // Standard input is read: a mapping would leave its file position where it was.
+  if (path != "-" && f.sized() && f.remaining() > 0) {
+    if (!npy) check_raw_size(f, f.remaining(), dtype);  // a sized .npy was checked with its header
+    const std::uint64_t at = f.offset();
+    if (at % es == 0) {  // the elements' alignment: .npy data starts at a multiple of 64 when numpy wrote it
+      if (auto base = detail::map_file(f.fd(), f.name(), at + f.remaining(), at, threads)) {
+        m.count = static_cast<std::size_t>(f.remaining()) / es;
+        m.data = base.get() + at;
+        m.owner = std::move(base);
+        m.mapped = true;
+        return m;
+      }
+    }
   }
-  a.count = a.bytes.size() / es;
-  return a;
+  auto read = std::make_shared<Array>(read_elements(f, dtype, npy, threads));
+  m.count = read->count;
+  m.data = read->bytes.data();
+  m.owner = std::move(read);
+  return m;
 }
 
 // ---- public: writing -----------------------------------------------------------------------------
@@ -498,9 +540,8 @@ Array read_array_part(const std::string& path, DType dtype, std::size_t part, st
   if (has_npy_suffix(path)) {
     bytes = read_npy_header(f, dtype);
     data_at = f.consumed();
-  } else if (file_size % es != 0) {
-    throw InputError(fmt::format("{}: size {} bytes is not a multiple of the {}-byte element size of {}", f.name(),
-                                 file_size, es, to_string(dtype)));
+  } else {
+    check_raw_size(f, file_size, dtype);
   }
   const std::uint64_t count = bytes / es;
   const std::uint64_t first = std::uint64_t((unsigned __int128)count * part / parts);

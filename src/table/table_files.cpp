@@ -125,18 +125,21 @@ nlohmann::json read_manifest(const fs::path& dir) {
   }
 }
 
+// A column's buffers are only read: they are the files' own pages, mapped (io::map_array).
+Buffer file_buffer(io::MappedArray a) { return Buffer::borrow(a.data, a.bytes(), std::move(a.owner)); }
+
 Column read_string_column(const std::string& name, const ColumnFiles& f, std::size_t rows) {
-  io::Array offsets = io::read_array(f.offsets.string(), DType::u64);
+  io::MappedArray offsets = io::map_array(f.offsets.string(), DType::u64);
   if (offsets.count != rows + 1)
     throw InputError(
         fmt::format("{}: {} offsets for {} rows (expected {})", f.offsets.string(), offsets.count, rows, rows + 1));
-  io::Array bytes = io::read_array(f.bytes.string(), DType::u8);
+  io::MappedArray bytes = io::map_array(f.bytes.string(), DType::u8);
   Column c;
   c.name = name;
   c.type = ColumnType::str;
   c.length = rows;
-  c.values = Buffer::take(std::move(bytes.bytes));
-  c.offsets = Buffer::take(std::move(offsets.bytes));
+  c.values = file_buffer(std::move(bytes));
+  c.offsets = file_buffer(std::move(offsets));
   return c;
 }
 
@@ -147,12 +150,12 @@ Column read_column(const std::string& name, const std::string& path, DType dtype
   if (!type)
     throw UsageError(
         fmt::format("column '{}': {} is no column type (i32, i64, u32, u64, f32 or f64)", name, to_string(dtype)));
-  io::Array a = io::read_array(path, dtype);
+  io::MappedArray a = io::map_array(path, dtype);
   Column c;
   c.name = name;
   c.type = *type;
   c.length = a.count;
-  c.values = Buffer::take(std::move(a.bytes));
+  c.values = file_buffer(std::move(a));
   c.validate();
   return c;
 }
@@ -183,11 +186,11 @@ Table read_table_folder(const std::string& dir) {
       throw InputError(fmt::format("{}: {} values, table.json says {} rows", f.values.string(), c.length, rows));
     std::error_code ec;
     if (fs::exists(f.valid, ec)) {
-      io::Array v = io::read_array(f.valid.string(), DType::u8);
+      io::MappedArray v = io::map_array(f.valid.string(), DType::u8);
       if (v.count != (rows + 7) / 8)
         throw InputError(
             fmt::format("{}: {} bytes for {} rows (expected {})", f.valid.string(), v.count, rows, (rows + 7) / 8));
-      c.validity = Buffer::take(std::move(v.bytes));
+      c.validity = file_buffer(std::move(v));
     }
     c.validate();
     t.add(std::move(c));

@@ -76,6 +76,41 @@ struct Array {
 // count overflows), and Error naming the file when memory for it cannot be allocated.
 Array read_array(const std::string& path, DType dtype, int threads = 0);
 
+// An array file's elements for a consumer that only reads them (map_array).
+struct MappedArray {
+  DType dtype{DType::u8};
+  std::size_t count{0};
+  const std::byte* data{nullptr};
+  std::shared_ptr<const void> owner;  // keeps `data` valid: the mapping, or the buffer read
+  bool mapped{false};                 // true: the file's own pages; false: read into memory
+
+  std::size_t bytes() const { return count * dtype_size(dtype); }
+  template <class T>
+  std::span<const T> as() const {
+    return {reinterpret_cast<const T*>(data), count};
+  }
+};
+
+// read_array for consumers that only read: a sized regular file is opened and checked as
+// read_array checks it (the same errors), mapped read-only (MAP_PRIVATE) and its data's page
+// tables filled on `threads` threads (0: default_threads()) before the call returns, so the data
+// is resident and no fresh memory is zeroed or copied into. Standard input ("-"), streams, empty
+// files, a file that cannot be mapped, and .npy data at an offset that is not a multiple of the
+// element size are read by read_array instead, its buffer returned in the same shape.
+// The mapping is the file's pages: writes to the file by others show through, and if the file is
+// truncated while it is mapped, reading the part cut off raises SIGBUS (as numpy.memmap does).
+// Replacing it by rename, as tandem's outputs do, or deleting it leaves the mapping intact.
+MappedArray map_array(const std::string& path, DType dtype, int threads = 0);
+
+namespace detail {
+// The first `size` bytes of the open regular file `fd` mapped read-only, the page tables of bytes
+// [from, size) filled on `threads` threads (mapped_file.cpp); unmapped when the last copy of the
+// pointer goes. Null when the file cannot be mapped (the caller reads it instead); InputError
+// naming `name` when its pages cannot be read.
+std::shared_ptr<const std::byte> map_file(int fd, const std::string& name, std::uint64_t size, std::uint64_t from,
+                                          int threads);
+}  // namespace detail
+
 template <class T>
 std::vector<T> read_vector(const std::string& path) {
   Array a = read_array(path, dtype_of<T>());
