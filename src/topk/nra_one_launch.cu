@@ -90,6 +90,24 @@ __device__ void block_offsets(unsigned long long count, unsigned long long* offs
   __syncthreads();
 }
 
+// Sorts keys[0, width) into key order (width a power of two, at most blockDim.x): a bitonic
+// network, one compare-exchange a thread a step. Every thread of the block calls it.
+__device__ void block_sort_keys(Key96* keys, unsigned width) {
+  for (unsigned size = 2; size <= width; size <<= 1)
+    for (unsigned stride = size / 2; stride > 0; stride >>= 1) {
+      __syncthreads();
+      const unsigned i = threadIdx.x, j = i ^ stride;
+      if (i < width && j > i) {
+        const Key96 x = keys[i], y = keys[j];
+        if (key_less(y, x) == ((i & size) == 0)) {  // ascending where bit `size` of i is 0
+          keys[i] = y;
+          keys[j] = x;
+        }
+      }
+    }
+  __syncthreads();
+}
+
 // Whether this block is the last of the grid to arrive at `counter` (the other blocks' writes
 // then visible to it).
 __device__ bool last_to_arrive(unsigned* counter, int* flag) {
@@ -307,15 +325,23 @@ __global__ void __launch_bounds__(kShallowThreads, 1) k_nra_shallow(const Shallo
           const std::uint32_t v = __shfl_sync(0xffffffffu, key[j], int(src));
           if (j == jj) k = v;
         }
-        if (d >= first[kU]) continue;
-        Key96 k96;
-        if (entry_key(s, scores, b0 + std::uint64_t(jj) * blockDim.x + warp_first + src, k, tval, k96)) {
-          const unsigned at = atomicAdd(&held, 1u);
-          if (at < kShallowThreads) tile[at] = k96;
-          slab[at] = k96;
-        } else {
-          best = key_min(best, k96);
+        const bool real = d < first[kU];
+        Key96 k96 = no_bound_key();
+        const bool whole =
+            real && entry_key(s, scores, b0 + std::uint64_t(jj) * blockDim.x + warp_first + src, k, tval, k96);
+        // One shared atomic a warp for its complete objects' places (lanes on one address serialise).
+        const unsigned done = __ballot_sync(0xffffffffu, whole);
+        if (done) {
+          unsigned base = 0;
+          if (lane == 0) base = atomicAdd(&held, unsigned(__popc(done)));
+          base = __shfl_sync(0xffffffffu, base, 0);
+          if (whole) {
+            const unsigned at = base + unsigned(__popc(done & ((1u << lane) - 1u)));
+            if (at < kShallowThreads) tile[at] = k96;
+            slab[at] = k96;
+          }
         }
+        if (real && !whole) best = key_min(best, k96);
       }
     }
     best = block_min_key(best, red);
@@ -334,10 +360,13 @@ __global__ void __launch_bounds__(kShallowThreads, 1) k_nra_shallow(const Shallo
     // Where each block's objects start in the order of all (block by block), and the samples.
     block_offsets(threadIdx.x < blocks ? __ldcg(s.num.complete + threadIdx.x) : 0u, offset, sums);
     complete = offset[blocks];
+    // Sample t is ranked by threads 8t..8t+7, one eighth of the objects each (with one thread a
+    // sample, the count ran one shared load at a time on four warps).
     const std::uint64_t samples = shallow_samples(complete);
+    const unsigned t = threadIdx.x / 8, part = threadIdx.x % 8;
     Key96 sample = no_bound_key();
-    if (threadIdx.x < samples) {
-      const std::uint64_t g = shallow_sample_at(threadIdx.x, complete);
+    if (t < samples) {
+      const std::uint64_t g = shallow_sample_at(t, complete);
       const unsigned owner = block_of(offset, g);
       sample = load_key(s.comp + owner * s.range + (g - offset[owner]));
     }
@@ -351,11 +380,12 @@ __global__ void __launch_bounds__(kShallowThreads, 1) k_nra_shallow(const Shallo
         before += key_less(tile[threadIdx.x], bound);
         above += tile[threadIdx.x].hi < t_key;
       }
-      if (threadIdx.x < samples)
-        for (std::uint64_t j = 0; j < items; ++j) below += key_less(tile[j], sample);
+      if (t < samples)
+        for (std::uint64_t j = part; j < items; j += 8) below += key_less(tile[j], sample);
       __syncthreads();
     }
-    if (threadIdx.x < samples) s.num.srank[std::uint64_t(threadIdx.x) * s.num.row + b] = below;
+    for (int o = 1; o < 8; o <<= 1) below += __shfl_xor_sync(0xffffffffu, below, o);
+    if (t < samples && part == 0) s.num.srank[std::uint64_t(t) * s.num.row + b] = below;
     const unsigned long long both = block_sum((above << 32) | before, sums);  // each below 2^32
     if (threadIdx.x == 0) {
       s.num.before[b] = unsigned(both);
@@ -431,17 +461,18 @@ __global__ void __launch_bounds__(kShallowThreads, 1) k_nra_shallow(const Shallo
     write_status(s, ShallowStatus{kShallowHostSort, rounds, depth, complete, 0, 0});
     return;
   }
-  if (threadIdx.x < ranked) {  // kept object t: in the block whose kept range holds it
-    const unsigned owner = block_of(koff, threadIdx.x);
-    tile[threadIdx.x] = load_key(s.kept + offset[owner] + (threadIdx.x - koff[owner]));
-  }
-  __syncthreads();
+  // Kept object i (in the block whose kept range holds it) at tile[i], the rest padded, sorted by a
+  // bitonic network (each thread counting its rank against every kept object took ~8 us).
+  Key96 own = no_bound_key();
   if (threadIdx.x < ranked) {
-    const Key96 own = tile[threadIdx.x];
-    unsigned r = 0;
-    for (std::uint64_t j = 0; j < ranked; ++j) r += key_less(tile[j], own);
-    if (r < s.k) s.out[2 + r] = own;
+    const unsigned owner = block_of(koff, threadIdx.x);
+    own = load_key(s.kept + offset[owner] + (threadIdx.x - koff[owner]));
   }
+  tile[threadIdx.x] = own;
+  unsigned width = 1;
+  while (width < ranked) width <<= 1;
+  block_sort_keys(tile, width);
+  if (threadIdx.x < ranked && threadIdx.x < s.k) s.out[2 + threadIdx.x] = tile[threadIdx.x];
   write_status(s, ShallowStatus{kShallowAnswer, rounds, depth, complete, unsigned(ranked), 0});
 }
 
