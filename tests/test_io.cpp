@@ -170,6 +170,23 @@ TEST(NpyRead, ShapeFromTheHeaderIsChecked) {
   EXPECT_TRUE(contains(input_error([&] { io::read_array(p, DType::u32); }), "truncated header"));
 }
 
+TEST(NpyRead, DTypeFromTheHeaderAlone) {
+  TempDir dir;
+  const std::string p = dir.file("a.npy");
+  for (const auto& [descr, want] : std::vector<std::pair<std::string, DType>>{
+           {"<u4", DType::u32}, {"|u1", DType::u8}, {"<i8", DType::i64}, {"=f8", DType::f64}, {"<f4", DType::f32}}) {
+    write_file(p, npy_bytes("{'descr': '" + descr + "', 'fortran_order': False, 'shape': (0,), }"));
+    EXPECT_EQ(io::npy_dtype(p), want) << descr;
+  }
+  write_file(p, npy_bytes("{'descr': '<c8', 'fortran_order': False, 'shape': (0,), }"));
+  EXPECT_TRUE(contains(input_error([&] { io::npy_dtype(p); }), p + ": the .npy element type '<c8' is not one"));
+  write_file(p, npy_bytes("{'descr': '>u4', 'fortran_order': False, 'shape': (0,), }"));
+  EXPECT_TRUE(contains(input_error([&] { io::npy_dtype(p); }), "big-endian data is not supported"));
+  write_file(p, "not numpy");
+  EXPECT_TRUE(contains(input_error([&] { io::npy_dtype(p); }), p + ": not a valid .npy file: byte 0"));
+  EXPECT_TRUE(contains(input_error([&] { io::npy_dtype(dir.file("missing.npy")); }), "missing.npy"));
+}
+
 TEST(NpyRead, LongHeaderFieldIsAnErrorNotACrash) {
   TempDir dir;
   const std::string p = dir.file("long.npy");

@@ -1,7 +1,6 @@
 // tandem groupby: group-by over a table (a CSV file or .npy columns: several keys, strings,
 // missing values, every aggregation of tandem/groupby.hpp), or the single-column form
 // (--keys/--values) of the MapReduce engines.
-#include <fstream>
 #include <iostream>
 #include <memory>
 
@@ -34,33 +33,6 @@ struct Args {
   bool distributed{false}, gather{false};
 };
 
-// The element type a .npy file's header names ('<u4' → u32, …).
-tandem::DType npy_dtype(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  char pre[12] = {};
-  if (!f.read(pre, 10) || std::string_view(pre, 6) != "\x93NUMPY")
-    throw tandem::InputError(fmt::format("{}: not a .npy file (no \\x93NUMPY magic string)", path));
-  std::size_t len = static_cast<unsigned char>(pre[8]) | (std::size_t(static_cast<unsigned char>(pre[9])) << 8);
-  std::size_t start = 10;
-  if (pre[6] != 1) {
-    if (!f.read(pre + 10, 2))
-      throw tandem::InputError(fmt::format("{}: not a valid .npy file: truncated header", path));
-    len |= (std::size_t(static_cast<unsigned char>(pre[10])) << 16) |
-           (std::size_t(static_cast<unsigned char>(pre[11])) << 24);
-    start = 12;
-  }
-  std::string dict(std::min<std::size_t>(len, 1 << 20), '\0');
-  if (!f.read(dict.data(), static_cast<std::streamsize>(dict.size())))
-    throw tandem::InputError(fmt::format("{}: not a valid .npy file: truncated header", path));
-  const auto h = tandem::io::parse_npy_header(dict, path, start);
-  const std::string_view d = h.descr;
-  if (d.size() == 3 && (d[0] == '<' || d[0] == '|' || d[0] == '=')) {
-    const std::string name = fmt::format("{}{}", d[1] == 'f' ? 'f' : d[1] == 'i' ? 'i' : 'u', (d[2] - '0') * 8);
-    if (d[1] == 'f' || d[1] == 'i' || d[1] == 'u') return tandem::parse_dtype(name);
-  }
-  throw tandem::InputError(fmt::format("{}: .npy element type '{}' is not a column type", path, h.descr));
-}
-
 // --column NAME=PATH[:TYPE]: a raw file needs its TYPE; a .npy file's header gives it.
 tandem::Column read_column_option(const std::string& spec) {
   const auto eq = spec.find('=');
@@ -74,7 +46,7 @@ tandem::Column read_column_option(const std::string& spec) {
   }
   if (type.empty() && !tandem::io::has_npy_suffix(path))
     throw tandem::UsageError(fmt::format("--column {}: a raw file needs its type (NAME=PATH:TYPE, e.g. :i64)", spec));
-  return tandem::read_column(name, path, type.empty() ? npy_dtype(path) : tandem::parse_dtype(type));
+  return tandem::read_column(name, path, type.empty() ? tandem::io::npy_dtype(path) : tandem::parse_dtype(type));
 }
 
 char parse_delimiter(const std::string& d) {
@@ -164,7 +136,7 @@ tandem::Table read_rank_table(const tandem::dist::Context& ctx, const Args& a) {
     ctx.run_agreed([&] {
       if (type.empty() && !tandem::io::has_npy_suffix(path))
         throw tandem::UsageError(fmt::format("--column {}: a raw file needs its type (NAME=PATH:TYPE)", spec));
-      dt = type.empty() ? npy_dtype(tandem::dist::expand_rank_path(path, ctx.rank(), ctx.size()))
+      dt = type.empty() ? tandem::io::npy_dtype(tandem::dist::expand_rank_path(path, ctx.rank(), ctx.size()))
                         : tandem::parse_dtype(type);
       if (!tandem::column_type_of(dt))
         throw tandem::UsageError(fmt::format("--column {}: {} is not a column type", spec, type));

@@ -380,20 +380,22 @@ class NpyDictParser {
   std::size_t pos_{0};
 };
 
-// Reads the magic, version, header length and header of a .npy input; checks the type and shape
-// against `dtype`; returns the number of data bytes the header promises. A sized file whose
-// length disagrees fails here, before any memory is set aside for the data.
-std::size_t read_npy_header(InputFile& f, DType dtype) {
+InputError bad_npy(const std::string& name, std::uint64_t at, const std::string& why) {
+  return InputError(fmt::format("{}: not a valid .npy file: byte {}: {}", name, at, why));
+}
+
+// The magic, version, header length and header dictionary of a .npy input, parsed; `start`: the
+// dictionary's byte offset (for error messages).
+NpyHeader read_npy_dict(InputFile& f, std::size_t& start) {
   const std::string& name = f.name();
-  auto bad = [&](std::uint64_t at, const std::string& why) {
-    return InputError(fmt::format("{}: not a valid .npy file: byte {}: {}", name, at, why));
-  };
+  auto bad = [&](std::uint64_t at, const std::string& why) { return bad_npy(name, at, why); };
   unsigned char pre[12] = {};
   std::size_t got = f.read_upto(pre, 10);
   if (got < 6 || std::memcmp(pre, "\x93NUMPY", 6) != 0) throw bad(0, "missing the magic string \\x93NUMPY");
   if (got < 10) throw bad(got, "truncated header");
   const unsigned major = pre[6];
-  std::size_t header_len = 0, start = 10;
+  std::size_t header_len = 0;
+  start = 10;
   if (major == 1) {
     header_len = pre[8] | (std::size_t{pre[9]} << 8);
   } else if (major == 2 || major == 3) {
@@ -409,8 +411,17 @@ std::size_t read_npy_header(InputFile& f, DType dtype) {
     throw bad(start, fmt::format("truncated header: {} bytes announced, {} present", header_len, f.remaining()));
   std::string dict(header_len, '\0');
   if (f.read_upto(dict.data(), header_len) < header_len) throw bad(start, "truncated header");
-  const NpyHeader h = parse_npy_header(dict, name, start);
+  return parse_npy_header(dict, name, start);
+}
 
+// Reads the magic, version, header length and header of a .npy input; checks the type and shape
+// against `dtype`; returns the number of data bytes the header promises. A sized file whose
+// length disagrees fails here, before any memory is set aside for the data.
+std::size_t read_npy_header(InputFile& f, DType dtype) {
+  const std::string& name = f.name();
+  auto bad = [&](std::uint64_t at, const std::string& why) { return bad_npy(name, at, why); };
+  std::size_t start = 0;
+  const NpyHeader h = read_npy_dict(f, start);
   if (h.descr.size() == 3 && h.descr[0] == '>') throw bad(start, "big-endian data is not supported");
   if (descr_to_name(h.descr) != to_string(dtype))
     throw InputError(fmt::format("{}: type mismatch: the .npy header says '{}' ({}) but {} was asked for", name,
@@ -524,6 +535,19 @@ MappedArray map_array(const std::string& path, DType dtype, int threads) {
   m.data = read->bytes.data();
   m.owner = std::move(read);
   return m;
+}
+
+DType npy_dtype(const std::string& path) {
+  InputFile f(path);
+  std::size_t start = 0;
+  const NpyHeader h = read_npy_dict(f, start);
+  if (h.descr.size() == 3 && h.descr[0] == '>') throw bad_npy(f.name(), start, "big-endian data is not supported");
+  const std::string name = descr_to_name(h.descr);
+  for (DType t : {DType::u8, DType::u16, DType::u32, DType::u64, DType::i8, DType::i16, DType::i32, DType::i64,
+                  DType::f32, DType::f64})
+    if (name == to_string(t)) return t;
+  throw InputError(
+      fmt::format("{}: the .npy element type '{}' is not one tandem reads", f.name(), quoted_excerpt(h.descr)));
 }
 
 // ---- public: writing -----------------------------------------------------------------------------

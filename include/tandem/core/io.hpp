@@ -102,6 +102,10 @@ struct MappedArray {
 // Replacing it by rename, as tandem's outputs do, or deleting it leaves the mapping intact.
 MappedArray map_array(const std::string& path, DType dtype, int threads = 0);
 
+// The element type a .npy file's header names ('<u4': u32, ...), from its header alone;
+// InputError naming the file when it is no valid .npy file or its type is none tandem reads.
+DType npy_dtype(const std::string& path);
+
 namespace detail {
 // The first `size` bytes of the open regular file `fd` mapped read-only, the page tables of bytes
 // [from, size) filled on `threads` threads (mapped_file.cpp); unmapped when the last copy of the
