@@ -7,17 +7,29 @@
 //
 // Stage lines: the engine's own timers (least of the calls), its CPU time and page faults per call.
 //
-// Floor lines: every byte read once (the threads' share of memory bandwidth) and the tokenizer
-// alone on one thread (what `wc -w` does; baseline SSE2, and AVX2 where the CPU has it, as the
-// engine uses), so the distance of the count to both is visible.
+// Floor lines: every byte read once (the threads' share of memory bandwidth), the tokenizer alone
+// on one thread (what `wc -w` does; baseline SSE2, and AVX2 where the CPU has it, as the engine
+// uses), then with every word's key and hash, then with one slot of a table of the engine's size
+// incremented per word (one memory access, no compare, nothing inserted), so the distance of the
+// counting stage to each is visible, also per word.
 //
-//   bench_wordcount_cpu [--text FILE] [--mib M] [--threads T] [--reps R] [--quick]
+// --share-of S: the stage lines again on one thread for one thread's share of an S-thread call
+// (every S-th chunk of the S-thread chunking), the per-thread work of S threads without the
+// other threads' noise.
+//
+// --chunk-bytes C: the stage lines with chunks of C bytes instead of the engine's choice (the
+// goal lines always use the engine's).
+//
+//   bench_wordcount_cpu [--text FILE] [--mib M] [--threads T] [--reps R] [--share-of S] [--chunk-bytes C]
+//                       [--quick]
 // Without --text, M MiB (default 30) of Zipf text over a 100,000-word vocabulary. T: the thread
 // counts to measure, comma-separated (default "2," plus all cores when there are more).
 #include <sys/resource.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
+#include <bit>
 #include <cstring>
 #include <string>
 #include <string_view>
@@ -29,6 +41,7 @@
 #include "harness.hpp"
 #include "mapreduce/cpu_wordcount.hpp"
 #include "mapreduce/word_scan.hpp"
+#include "mapreduce/word_table.hpp"
 #include "tandem/core/io.hpp"
 #include "tandem/core/parallel.hpp"
 #include "tandem/core/timing.hpp"
@@ -54,6 +67,33 @@ std::vector<std::pair<std::string, std::uint64_t>> anchor_words(
   mapreduce::detail::scan_words<mapreduce::detail::word_mask64_avx2>(text.data(), text.size(), 0, text.size(),
                                                                      [&](std::size_t, std::size_t) { ++n; });
   return n;
+}
+#endif
+
+// The tokenizer with every word's key and hash (what the counting loop computes before its table),
+// and with one 16-byte slot of `slots` (a power of two, as the engine's inline table) incremented
+// per word at the hash's home: the table's one memory access without its compare, probing or
+// inserts.
+using FloorSlot = std::array<std::uint64_t, 2>;
+template <mapreduce::detail::WordMaskFn Mask>
+std::uint64_t keys_floor(std::string_view text, FloorSlot* slots, std::size_t n_slots) {
+  using namespace mapreduce::detail;
+  const char* p = text.data();
+  const std::size_t n = text.size();
+  const int shift = 64 - std::countr_zero(n_slots);
+  std::uint64_t sum = 0;
+  scan_words<Mask>(p, n, 0, n, [&](std::size_t b, std::size_t len, auto readable16) {
+    const WordKey k =
+        decltype(readable16)::value && len <= kShortWord ? short_word_key(p + b, len) : word_key(p, n, b, len);
+    if (slots) ++slots[k.hash() >> shift][1];
+    else sum += k.hash();
+  });
+  return sum;
+}
+#if TANDEM_WORD_MASK_AVX2
+[[gnu::target("avx2,bmi,bmi2"), gnu::flatten]] std::uint64_t keys_floor_avx2(std::string_view text, FloorSlot* slots,
+                                                                             std::size_t n_slots) {
+  return keys_floor<mapreduce::detail::word_mask64_avx2>(text, slots, n_slots);
 }
 #endif
 
@@ -90,15 +130,17 @@ Usage usage_now() {
 // The engine's stages on `threads` threads, each the least of the calls (other processes' load
 // only ever adds), with the process's CPU time per call (user and kernel: what the threads did
 // whether or not they were descheduled) and its minor page faults (fresh memory touched).
-void stage_lines(bench::Bench& b, std::string_view text, int threads) {
+void stage_lines(bench::Bench& b, std::string_view text, int threads, const std::string& label = "") {
+  const std::size_t chunk_bytes = static_cast<std::size_t>(b.get_int("--chunk-bytes", 0));
   double count = 1e9, merge = 1e9, output = 1e9, total = 1e9, user = 1e9, sys = 1e9;
   long faults_least = -1, faults_most = 0;
   std::size_t grows = 0, merge_grows = 0;
+  std::uint64_t words_per_call = 0;
   for (int i = 0; i < b.warmup() + b.reps(); ++i) {
     mapreduce::detail::CpuWordCountStats st;
     const Usage u0 = usage_now();
     Stopwatch w;
-    const auto words = mapreduce::detail::cpu_wordcount(text, threads, 0, st);
+    const auto words = mapreduce::detail::cpu_wordcount(text, threads, chunk_bytes, st);
     const double t = w.seconds();
     const Usage u1 = usage_now();
     if (i < b.warmup()) continue;
@@ -112,19 +154,23 @@ void stage_lines(bench::Bench& b, std::string_view text, int threads) {
     faults_least = faults_least < 0 ? faults : std::min(faults_least, faults);
     faults_most = std::max(faults_most, faults);
     grows = std::max(grows, st.table_grows);
+    words_per_call = st.words;
     merge_grows = std::max(merge_grows, st.merge_grows);
   }
-  const std::string at = fmt::format("{} threads, least of {}", threads, b.reps());
+  const std::string at = fmt::format("{} threads{}, least of {}", threads, label, b.reps());
   b.info(fmt::format("stage count words, {}", at), count * 1e3, "ms");
   b.info(fmt::format("stage merge tables, {}", at), merge * 1e3, "ms");
   b.info(fmt::format("stage sort output, {}", at), output * 1e3, "ms");
   b.info(fmt::format("whole call, {}", at), total * 1e3, "ms");
   b.info(fmt::format("CPU time per call (user), {}", at), user * 1e3, "ms");
   b.info(fmt::format("CPU time per call (kernel), {}", at), sys * 1e3, "ms");
-  b.info(fmt::format("minor page faults per call, {} threads, least", threads), double(faults_least), "");
-  b.info(fmt::format("minor page faults per call, {} threads, most", threads), double(faults_most), "");
-  b.info(fmt::format("thread table grows per call, {} threads, most", threads), double(grows), "");
-  b.info(fmt::format("merged table grows per call, {} threads, most", threads), double(merge_grows), "");
+  b.info(fmt::format("minor page faults per call, {} threads{}, least", threads, label), double(faults_least), "");
+  b.info(fmt::format("minor page faults per call, {} threads{}, most", threads, label), double(faults_most), "");
+  b.info(fmt::format("thread table grows per call, {} threads{}, most", threads, label), double(grows), "");
+  b.info(fmt::format("merged table grows per call, {} threads{}, most", threads, label), double(merge_grows), "");
+  if (words_per_call > 0)
+    b.info(fmt::format("stage count words per word, {}", at), count * 1e9 / double(words_per_call) * threads,
+           "ns (thread time)");
 }
 
 }  // namespace
@@ -160,13 +206,39 @@ int main(int argc, char** argv) {
     words = n;
   });
   b.record("floor", "tokenize only, 1 thread", tok, double(text.size()), "B", true, {{"words", words.load()}});
+  double tok_avx2_median = tok.median;
 #if TANDEM_WORD_MASK_AVX2
   if (mapreduce::detail::cpu_has_avx2()) {
     const auto tok2 = b.time([&] { words = count_words_avx2(tv); });
+    tok_avx2_median = tok2.median;
     b.record("floor", "tokenize only (AVX2), 1 thread", tok2, double(text.size()), "B", true,
              {{"words", words.load()}});
   }
 #endif
+  {
+    // The engine's one-thread inline table size, for the one-access floor.
+    const std::size_t n_slots = std::clamp<std::size_t>(std::bit_ceil(text.size() / 64 + 1), 1024, 65536);
+    std::vector<FloorSlot> slots(n_slots);
+    const bool avx2 = mapreduce::detail::best_word_scan_isa() == mapreduce::detail::WordScanIsa::avx2;
+    const auto floor = [&](FloorSlot* table) {
+#if TANDEM_WORD_MASK_AVX2
+      if (avx2) return keys_floor_avx2(tv, table, n_slots);
+#endif
+      return keys_floor<mapreduce::detail::word_mask64>(tv, table, n_slots);
+    };
+    std::atomic<std::uint64_t> sink{0};
+    const auto keys = b.time([&] { sink += floor(nullptr); });
+    const auto touch = b.time([&] { sink += floor(slots.data()); });
+    const std::string isa = avx2 ? " (AVX2)" : "";
+    b.record("floor", fmt::format("tokenize + key + hash{}, 1 thread", isa), keys, double(text.size()), "B", true);
+    b.record("floor", fmt::format("tokenize + key + hash + one slot per word{}, 1 thread", isa), touch,
+             double(text.size()), "B", true, {{"slots", n_slots}});
+    const double w = double(words.load());
+    b.info("floor per word: tokenize only (AVX2 where the engine uses it)",
+           (avx2 ? tok_avx2_median : tok.median) * 1e9 / w, "ns");
+    b.info("floor per word: tokenize + key + hash", keys.median * 1e9 / w, "ns");
+    b.info("floor per word: tokenize + key + hash + one slot access", touch.median * 1e9 / w, "ns");
+  }
   b.info(fmt::format(
              "engine's counting loop: {}",
              mapreduce::detail::best_word_scan_isa() == mapreduce::detail::WordScanIsa::avx2 ? "AVX2" : "baseline"),
@@ -176,6 +248,14 @@ int main(int argc, char** argv) {
   const std::vector<int> counts = b.get_threads("--threads", all > 2 ? fmt::format("2,{}", all) : "2");
   for (int threads : counts) read_floor(b, tv, threads);
   for (int threads : counts) stage_lines(b, tv, threads);
+  if (const int share_of = static_cast<int>(b.get_int("--share-of", 0)); share_of > 1) {
+    // Every share_of-th chunk of the share_of-thread chunking: what one of those threads counts.
+    const std::size_t chunk = mapreduce::detail::word_chunk_bytes(text.size(), share_of);
+    std::string share;
+    for (std::size_t c = 0; c < text.size(); c += chunk * std::size_t(share_of)) share.append(tv.substr(c, chunk));
+    b.info(fmt::format("one thread's share of {} threads", share_of), double(share.size()) / 1e6, "MB");
+    stage_lines(b, share, 1, fmt::format(" (a {}-thread share)", share_of));
+  }
   // Rounds alternate the anchor and tandem, so that load from other processes falls on both alike.
   std::vector<double> anchor_s;
   std::vector<std::vector<double>> tandem_s(counts.size());

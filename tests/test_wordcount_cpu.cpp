@@ -4,6 +4,7 @@
 // in exactly sized heap buffers so that AddressSanitizer sees any read past the end.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <map>
 #include <random>
 #include <set>
@@ -29,6 +30,15 @@ template <WordMaskFn Mask = word_mask64>
 Words scanned(const std::vector<char>& t, std::size_t first, std::size_t last) {
   Words w;
   scan_words<Mask>(t.data(), t.size(), first, last, [&](std::size_t b, std::size_t n) { w.emplace_back(b, n); });
+  // The same words through a callback that is told where 16 bytes may be read from a word's start.
+  Words told;
+  scan_words<Mask>(t.data(), t.size(), first, last, [&](std::size_t b, std::size_t n, auto readable16) {
+    if (decltype(readable16)::value) {
+      EXPECT_GE(t.size() - b, 16u) << "word at " << b;
+    }
+    told.emplace_back(b, n);
+  });
+  EXPECT_EQ(told, w);
   return w;
 }
 Words reference(const std::vector<char>& t, std::size_t first, std::size_t last) {
@@ -190,28 +200,97 @@ TEST(WordTable, ShortKeysAreTheSameWithOrWithoutBytesToSpareAfterTheWord) {
 }
 
 TEST(WordTable, HashRangesHoldEveryWordOnce) {
-  const std::vector<char> t = random_text(20000, 9, 11);
-  WordTable table(t.data(), t.size(), 16);  // grows many times
-  mapreduce::for_each_word(t.data(), t.size(), 0, t.size(),
-                           [&](std::size_t b, std::size_t n) { table.add_word(b, n); });
-  EXPECT_GT(table.grows(), 3u);
+  const std::vector<char> t = random_text(20000, 24, 11);  // short, inline-key and hashed-key words
   const auto want = reference_counts(t);
-  ASSERT_EQ(table.size(), want.size());
-  for (std::size_t parts = 1; parts <= table.capacity(); parts *= 4) {
-    std::map<std::string, std::uint64_t> got;
-    for (std::size_t p = 0; p < parts; ++p)
-      table.for_each_in_range(p, parts, [&](const WordSlot& s, std::uint64_t h) {
-        EXPECT_EQ(h, s.key.hash());
-        EXPECT_TRUE(got.emplace(std::string(t.data() + s.offset, s.key.length()), s.count).second) << "seen twice";
-      });
-    EXPECT_EQ(got, want) << parts << " ranges";
+  for (int load_quarters : {2, 3}) {  // doubling at half load (all tables) and at 3/4 (long words)
+    WordTable table(t.data(), t.size(), 16, 0, load_quarters);  // grows many times
+    mapreduce::for_each_word(t.data(), t.size(), 0, t.size(),
+                             [&](std::size_t b, std::size_t n) { table.add_word(b, n); });
+    EXPECT_GT(table.grows(), 3u);
+    ASSERT_EQ(table.size(), want.size());
+    EXPECT_LE(table.size() * 4, table.capacity() * std::size_t(load_quarters));
+    for (std::size_t parts = 1; parts <= table.capacity(); parts *= 4) {
+      std::map<std::string, std::uint64_t> got;
+      for (std::size_t p = 0; p < parts; ++p)
+        table.for_each_in_range(p, parts, [&](const WordSlot& s, std::uint64_t h) {
+          EXPECT_EQ(h, s.key.hash());
+          EXPECT_TRUE(got.emplace(std::string(t.data() + s.offset, s.key.length()), s.count).second) << "seen twice";
+        });
+      EXPECT_EQ(got, want) << parts << " ranges, load " << load_quarters << "/4";
+    }
   }
+}
+
+TEST(WordTable, InlineKeysTellWordsApartInTheirLastBytes) {
+  // Words of at most 11 bytes are their own keys in 16-byte slots: the first 8 bytes, then bytes
+  // 8..10 under the count. Words that differ only there, or only in length, stay apart, in a table
+  // that starts at 16 slots and grows.
+  const std::vector<std::string> words{"abcdefgh",
+                                       "abcdefghi",
+                                       "abcdefghij",
+                                       "abcdefghijk",
+                                       "abcdefghijz",
+                                       "abcdefghizk",
+                                       "abcdefghzjk",
+                                       "zbcdefghijk",
+                                       "a",
+                                       "\xff\x80\xc3",
+                                       "\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff"};
+  std::string s;
+  for (std::size_t i = 0; i < words.size(); ++i)
+    for (std::size_t r = 0; r <= i; ++r) s += words[i] + " ";
+  const std::vector<char> t = bytes(s + std::string(20, ' '));
+  InlineWordTable table(16);
+  mapreduce::for_each_word(t.data(), t.size(), 0, t.size(), [&](std::size_t b, std::size_t n) {
+    ASSERT_LE(n, kInlineWord);
+    const WordKey k = word_key(t.data(), t.size(), b, n);
+    EXPECT_LT(k.k1, std::uint64_t{1} << 24);
+    table.add(k.k0, k.k1);
+  });
+  EXPECT_GT(table.grows(), 0u);
+  std::map<std::string, std::uint64_t> got;
+  for (std::size_t p = 0; p < 4; ++p)
+    table.for_each_in_range(p, 4, [&](const InlineSlot& slot, std::uint64_t h) {
+      EXPECT_EQ(h, slot.key().hash());
+      EXPECT_EQ(h >> 62, p);
+      const WordKey k = slot.key();
+      char buf[16];
+      std::memcpy(buf, &k.k0, 8);
+      std::memcpy(buf + 8, &k.k1, 8);
+      EXPECT_TRUE(got.emplace(std::string(buf, k.length()), slot.count()).second) << "seen twice";
+    });
+  std::map<std::string, std::uint64_t> want;
+  for (std::size_t i = 0; i < words.size(); ++i) want[words[i]] = i + 1;
+  EXPECT_EQ(got, want);
+}
+
+TEST(WordTable, InlineTableGrowsFromTheSmallestStartAndKeepsCounts) {
+  const std::vector<char> t = random_text(60000, 11, 12);
+  InlineWordTable table(2);  // grows many times
+  std::map<std::string, std::uint64_t> want;
+  mapreduce::for_each_word(t.data(), t.size(), 0, t.size(), [&](std::size_t b, std::size_t n) {
+    if (n > kInlineWord) return;
+    const WordKey k = word_key(t.data(), t.size(), b, n);
+    table.add(k.k0, k.k1);
+    ++want[std::string(t.data() + b, n)];
+  });
+  EXPECT_GT(table.grows(), 8u);
+  ASSERT_EQ(table.size(), want.size());
+  std::map<std::string, std::uint64_t> got;
+  table.for_each_in_range(0, 1, [&](const InlineSlot& slot, std::uint64_t) {
+    const WordKey k = slot.key();
+    char buf[16];
+    std::memcpy(buf, &k.k0, 8);
+    std::memcpy(buf + 8, &k.k1, 8);
+    got.emplace(std::string(buf, k.length()), slot.count());
+  });
+  EXPECT_EQ(got, want);
 }
 
 TEST(WordTable, APooledTableStartsEmptyAfterAnotherUsedItsMemory) {
   const std::vector<char> t = random_text(40000, 12, 3);  // too few words to grow the table
   const std::size_t cap = std::size_t{1} << 14;           // 512 KiB of slots: from the pool
-  ASSERT_GE(cap * sizeof(WordSlot), SlotMemory::kPooledBytes);
+  ASSERT_GE(cap * sizeof(WordSlot), kPooledSlotBytes);
   const std::size_t before = held_zeroed_bytes();
   {
     WordTable used(t.data(), t.size(), cap);
@@ -236,17 +315,18 @@ TEST(CpuWordCount, ThreadTablesComeBackToThePoolForTheNextCall) {
   const std::vector<char> t = bytes(s);
   CpuWordCountStats st;
   const auto first = count(t, 2, 0, &st);
-  ASSERT_GE(st.table_slots * sizeof(WordSlot), SlotMemory::kPooledBytes);
+  // Both of a thread's tables are large enough to come from the pool.
+  ASSERT_GE(st.table_bytes, 2 * kPooledSlotBytes);
   ASSERT_EQ(st.table_grows, 0u);
   const std::size_t held = held_zeroed_bytes();
-  EXPECT_GE(held, 2 * st.table_slots * sizeof(WordSlot));
+  EXPECT_GE(held, 2 * st.table_bytes);
   EXPECT_EQ(count(t, 2, 0), first);
   // The second call took the thread tables' blocks again and gave them back: had it mapped new
   // ones, the pool would hold two more thread tables now. It may hold one more merged range table
   // (64 KiB here): how many of those are live at once depends on how the threads race for ranges.
   const std::size_t after = held_zeroed_bytes();
   EXPECT_GE(after, held);
-  EXPECT_LT(after - held, st.table_slots * sizeof(WordSlot));
+  EXPECT_LT(after - held, st.table_bytes);
 }
 
 TEST(CpuWordCount, TwoCallersAtOnceBothGetTheirOwnCounts) {
@@ -346,6 +426,81 @@ TEST(CpuWordCount, TiesSortByBytesBeyondTheFirstEight) {
                {"\xc3\xa9", 1}};
   EXPECT_EQ(count(t, 1, 0), want);
   EXPECT_EQ(count(t, 2, 8), want);
+}
+
+TEST(CpuWordCount, ManyDistinctLongWordsGrowTheLongTables) {
+  // 12 to 40 bytes: the long-word tables (inline keys up to 16 bytes, hashed keys beyond) start
+  // small for this text and grow, and the merge confirms hashed keys in the text.
+  std::string s;
+  for (int i = 0; i < 60000; ++i) {
+    const std::string w = "longword_" + std::to_string(i * 7919 % 60007);
+    s.append(w).append(std::string(i % 29, char('a' + i % 26))).append(i % 4 ? " " : "\n");
+  }
+  const std::vector<char> t = bytes(s);
+  CpuWordCountStats st;
+  const auto got = count(t, 4, 8192, &st);
+  EXPECT_GT(st.table_grows, 0u);
+  const std::map<std::string, std::uint64_t> as_map(got.begin(), got.end());
+  EXPECT_EQ(as_map.size(), got.size());
+  EXPECT_EQ(as_map, reference_counts(t));
+  auto sorted = got;
+  mapreduce::sort_word_counts(sorted);
+  EXPECT_EQ(got, sorted);
+}
+
+TEST(CpuWordCount, OneWordRepeatedMillionsOfTimes) {
+  for (const std::string& w : std::vector<std::string>{"the", "abcdefghijk", "abcdefghijkl", std::string(40, '\xe9')}) {
+    std::string s;
+    const std::size_t times = w.size() < 12 ? 3000000 : 400000;
+    s.reserve(times * (w.size() + 1));
+    for (std::size_t i = 0; i < times; ++i) s.append(w).push_back(i % 3 ? ' ' : '\n');
+    const std::vector<char> t = bytes(s);
+    for (int threads : {1, 3}) {
+      CpuWordCountStats st;
+      const auto got = count(t, threads, 0, &st);
+      ASSERT_EQ(got.size(), 1u) << w.size() << " bytes, " << threads << " threads";
+      EXPECT_EQ(got[0].first, w);
+      EXPECT_EQ(got[0].second, times);
+      EXPECT_EQ(st.words, times);
+    }
+  }
+}
+
+TEST(CpuWordCount, WordsOfEveryLengthNearTheEndOfTheText) {
+  // A word's key reads 16 bytes from its start where the text has them: words of 1 to 20 bytes
+  // ending the text, or a few bytes before its end, counted as the reference counts them.
+  for (std::size_t len = 1; len <= 20; ++len)
+    for (std::size_t tail = 0; tail < 20; tail += 3) {
+      std::string s;
+      for (int i = 0; i < 40; ++i) s += std::string(1 + (i * 7 + len) % 20, char('a' + i % 5)) + " ";
+      s += std::string(len, 'q') + " " + std::string(len, 'q') + std::string(tail, ' ');
+      const std::vector<char> t = bytes(s);
+      for (int threads : {1, 2})
+        for (std::size_t chunk : {std::size_t{0}, std::size_t{7}, std::size_t{64}}) {
+          const auto got = count(t, threads, chunk);
+          const std::map<std::string, std::uint64_t> as_map(got.begin(), got.end());
+          ASSERT_EQ(as_map, reference_counts(t)) << len << " bytes, " << tail << " spaces after";
+        }
+    }
+}
+
+TEST(CpuWordCount, TiesAcrossTheInlineAndLongTables) {
+  // Words of 8 to 24 bytes sharing their first 8 or 16 bytes, each once: the output orders them
+  // by bytes whether a record holds the word (up to 16 bytes) or points into the text.
+  const std::string base = "abcdefghijklmnop";  // 16 bytes
+  std::vector<std::string> words;
+  for (std::size_t len = 8; len <= 16; ++len) words.push_back(base.substr(0, len));
+  for (const char* tail : {"a", "z", "\x80", "aa", "zzzzzzzz"}) words.push_back(base + tail);
+  words.push_back("abcdefghijklmnoZ");
+  words.push_back("abcdefghijkZ");
+  words.push_back("abcdefghZ");
+  std::string s;
+  for (std::size_t i = 0; i < words.size(); ++i) s += words[(i * 5) % words.size()] + (i % 2 ? " " : "\n");
+  const std::vector<char> t = bytes(s);
+  std::vector<std::pair<std::string, std::uint64_t>> want;
+  for (const auto& w : words) want.emplace_back(w, 1);
+  mapreduce::sort_word_counts(want);
+  for (int threads : {1, 2, 5}) EXPECT_EQ(count(t, threads, 16), want) << threads << " threads";
 }
 
 TEST(CpuWordCount, WordcountUsesItAndKeepsTheCounts) {

@@ -15,105 +15,167 @@ namespace tandem::mapreduce::detail {
 
 namespace {
 
-// A distinct word in output order: count descending, then bytes ascending; `prefix` is its first
-// 8 bytes big-endian (zero-padded), which orders most pairs without reading the text.
+// A distinct word in output order: count descending, then bytes ascending. `rank` is the count's
+// complement and `prefix` the first 8 bytes big-endian (zero-padded), so that (rank, prefix) as one
+// 128-bit number orders most pairs with one comparison, without reading the text; `rest` is, for a
+// word of at most 16 bytes, its bytes 8..15 big-endian (so such a word needs no text at all), and
+// for a longer one its offset in the text.
 struct OutWord {
-  std::uint64_t count;
+  std::uint64_t rank;
   std::uint64_t prefix;
-  std::uint64_t offset;
+  std::uint64_t rest;
   std::uint64_t len;
+  std::uint64_t count() const { return ~rank; }
 };
 
-OutWord out_word(const char* text, const WordSlot& s) {
-  const std::size_t len = s.key.length();
-  std::uint64_t first8 = s.key.k0;  // a long word's first 8 bytes are in the text
-  if (!s.key.is_short()) std::memcpy(&first8, text + s.offset, 8);
-  return {s.count, __builtin_bswap64(first8), s.offset, len};
+OutWord out_word(const char* text, const WordKey& key, std::uint64_t count, std::uint64_t offset) {
+  const std::size_t len = key.length();
+  if (key.is_short()) return {~count, __builtin_bswap64(key.k0), __builtin_bswap64(key.k1), len};
+  std::uint64_t first8;  // a long word's first 8 bytes are in the text
+  std::memcpy(&first8, text + offset, 8);
+  return {~count, __builtin_bswap64(first8), offset, len};
+}
+
+// The word's bytes: from the record when it holds them (into buf, 16 bytes), else in the text.
+std::string_view word_bytes(const char* text, const OutWord& w, char* buf) {
+  if (w.len > kShortWord) return {text + w.rest, w.len};
+  const std::uint64_t b0 = __builtin_bswap64(w.prefix), b1 = __builtin_bswap64(w.rest);
+  std::memcpy(buf, &b0, 8);
+  std::memcpy(buf + 8, &b1, 8);
+  return {buf, w.len};
 }
 
 auto out_word_less(const char* text) {
   return [text](const OutWord& a, const OutWord& b) {
-    if (a.count != b.count) return a.count > b.count;
-    if (a.prefix != b.prefix) return a.prefix < b.prefix;
-    return std::string_view(text + a.offset, a.len) < std::string_view(text + b.offset, b.len);
+    using U128 = unsigned __int128;
+    const U128 ka = U128(a.rank) << 64 | a.prefix, kb = U128(b.rank) << 64 | b.prefix;
+    if (ka != kb) [[likely]]
+      return ka < kb;
+    // Zero-padded bytes compare as the words do: a word has no zero byte.
+    if (a.len <= kShortWord && b.len <= kShortWord) return a.rest < b.rest;
+    char abuf[16], bbuf[16];
+    return word_bytes(text, a, abuf) < word_bytes(text, b, bbuf);
   };
 }
 
-// One thread's counting: the chunks it takes (handed out one at a time) into its table; returns
-// how many words it counted.
-template <WordMaskFn Mask>
-std::uint64_t count_taken_chunks(WordTable& table, std::string_view text, std::size_t chunk, std::size_t chunks,
+// One thread's counts: words of at most kInlineWord bytes (most words) in 16-byte slots, longer
+// ones with a place in the text.
+struct ThreadTables {
+  ThreadTables(const char* text, std::size_t n, std::size_t inline_slots, std::size_t long_slots)
+      : inline_words(inline_slots), long_words(text, n, long_slots, 0, 3) {}
+  std::size_t size() const { return inline_words.size() + long_words.size(); }
+  InlineWordTable inline_words;
+  WordTable long_words;
+};
+
+// One thread's counting: the chunks it takes (handed out one at a time) into its tables; returns
+// how many words it counted. Inline: words of at most kInlineWord bytes go to the inline table.
+template <WordMaskFn Mask, bool Inline>
+std::uint64_t count_taken_chunks(ThreadTables& t, std::string_view text, std::size_t chunk, std::size_t chunks,
                                  std::atomic<std::size_t>& next) {
+  const char* p = text.data();
   const std::size_t n = text.size();
   std::uint64_t words = 0;
   for (std::size_t c = next++; c < chunks; c = next++)
-    scan_words<Mask>(text.data(), n, c * chunk, std::min(n, (c + 1) * chunk), [&](std::size_t b, std::size_t len) {
-      table.add_word(b, len);
-      ++words;
-    });
+    scan_words<Mask>(
+        p, n, c * chunk, std::min(n, (c + 1) * chunk), [&](std::size_t b, std::size_t len, auto readable16) {
+          if (Inline && len <= kInlineWord) [[likely]] {
+            const WordKey k = decltype(readable16)::value ? short_word_key(p + b, len) : word_key(p, n, b, len);
+            t.inline_words.add(k.k0, k.k1);
+          } else {
+            const WordKey k = word_key(p, n, b, len);
+            t.long_words.add(k, k.hash(), b);
+          }
+          ++words;
+        });
   return words;
+}
+
+// The counting loop for this ISA. 40-bit inline counts hold any thread's count of a text below
+// kInlineMaxText bytes; beyond it every word goes to the long table.
+template <WordMaskFn Mask>
+std::uint64_t count_taken_chunks(ThreadTables& t, std::string_view text, std::size_t chunk, std::size_t chunks,
+                                 std::atomic<std::size_t>& next) {
+  if (text.size() < kInlineMaxText) [[likely]]
+    return count_taken_chunks<Mask, true>(t, text, chunk, chunks, next);
+  return count_taken_chunks<Mask, false>(t, text, chunk, chunks, next);
 }
 
 #if TANDEM_WORD_MASK_AVX2
 // The same built for AVX2 and BMI2 (three-operand vector instructions, shifts by a register
 // without flags), with the AVX2 classifier; flatten inlines the loop's callees into this target.
 [[gnu::target("avx2,bmi,bmi2"), gnu::flatten]] std::uint64_t count_taken_chunks_avx2(
-    WordTable& table, std::string_view text, std::size_t chunk, std::size_t chunks, std::atomic<std::size_t>& next) {
-  return count_taken_chunks<word_mask64_avx2>(table, text, chunk, chunks, next);
+    ThreadTables& t, std::string_view text, std::size_t chunk, std::size_t chunks, std::atomic<std::size_t>& next) {
+  return count_taken_chunks<word_mask64_avx2>(t, text, chunk, chunks, next);
 }
 #endif
 
-std::uint64_t count_taken_chunks(WordScanIsa isa, WordTable& table, std::string_view text, std::size_t chunk,
+std::uint64_t count_taken_chunks(WordScanIsa isa, ThreadTables& t, std::string_view text, std::size_t chunk,
                                  std::size_t chunks, std::atomic<std::size_t>& next) {
 #if TANDEM_WORD_MASK_AVX2
-  if (isa == WordScanIsa::avx2) return count_taken_chunks_avx2(table, text, chunk, chunks, next);
+  if (isa == WordScanIsa::avx2) return count_taken_chunks_avx2(t, text, chunk, chunks, next);
 #endif
   (void)isa;
-  return count_taken_chunks<word_mask64>(table, text, chunk, chunks, next);
+  return count_taken_chunks<word_mask64>(t, text, chunk, chunks, next);
 }
 
-// Each thread counts the chunks it takes into its own table.
-std::vector<std::unique_ptr<WordTable>> count_chunks(std::string_view text, int threads, std::size_t chunk,
-                                                     std::size_t slots, CpuWordCountStats& st) {
+// Each thread counts the chunks it takes into its own tables.
+std::vector<std::unique_ptr<ThreadTables>> count_chunks(std::string_view text, int threads, std::size_t chunk,
+                                                        std::size_t inline_slots, std::size_t long_slots,
+                                                        CpuWordCountStats& st) {
   const std::size_t n = text.size(), chunks = (n + chunk - 1) / chunk;
-  std::vector<std::unique_ptr<WordTable>> tables(threads);
+  std::vector<std::unique_ptr<ThreadTables>> tables(threads);
   std::vector<std::uint64_t> words(threads, 0);
   std::atomic<std::size_t> next{0};
   run_threads(threads, [&](int t) {
-    auto table = std::make_unique<WordTable>(text.data(), n, slots);
-    words[t] = count_taken_chunks(st.isa, *table, text, chunk, chunks, next);
-    tables[t] = std::move(table);
+    auto mine = std::make_unique<ThreadTables>(text.data(), n, inline_slots, long_slots);
+    words[t] = count_taken_chunks(st.isa, *mine, text, chunk, chunks, next);
+    tables[t] = std::move(mine);
   });
+  std::erase(tables, nullptr);  // threads OpenMP did not start (none took a chunk)
   st.chunks = chunks;
-  for (int t = 0; t < threads; ++t) {
-    st.words += words[t];
-    st.table_slots = std::max(st.table_slots, tables[t]->capacity());
-    st.table_grows += tables[t]->grows();
+  for (const std::uint64_t w : words) st.words += w;
+  for (const auto& t : tables) {
+    st.table_slots = std::max(st.table_slots, t->inline_words.capacity() + t->long_words.capacity());
+    st.table_bytes = std::max(
+        st.table_bytes, t->inline_words.capacity() * sizeof(InlineSlot) + t->long_words.capacity() * sizeof(WordSlot));
+    st.table_grows += t->inline_words.grows() + t->long_words.grows();
   }
   return tables;
 }
 
-// Hash range p of every thread table merged into one table by one thread. The table is sized for
-// twice the largest thread table's share of the range (threads of the same text share most of
-// their words) at half load, so that it seldom grows.
-WordTable merge_range(std::string_view text, const std::vector<std::unique_ptr<WordTable>>& tables, std::size_t p,
+// Hash range p of every thread's tables merged into one table by one thread, at half load for an
+// estimate of the words all threads have: the largest thread's words times 1 + log2(threads) / 2
+// (threads of one text share most of their words; measured on real text: 1.1 times at 2 threads,
+// 2.7 times at 16), at most all the threads' words.
+WordTable merge_range(std::string_view text, const std::vector<std::unique_ptr<ThreadTables>>& tables, std::size_t p,
                       std::size_t parts) {
-  std::size_t most = 0;
-  for (const auto& t : tables) most = std::max(most, t->size());
-  WordTable merged(text.data(), text.size(), std::bit_ceil(std::max<std::size_t>(16, 4 * most / parts + 2)),
+  std::size_t most = 0, sum = 0;
+  for (const auto& t : tables) {
+    most = std::max(most, t->size());
+    sum += t->size();
+  }
+  const std::size_t words = std::min(sum, most + most * std::bit_width(tables.size() - 1) / 2);
+  WordTable merged(text.data(), text.size(), std::bit_ceil(std::max<std::size_t>(16, 2 * words / parts + 2)),
                    std::countr_zero(parts));
-  for (const auto& t : tables)
-    t->for_each_in_range(p, parts,
-                         [&](const WordSlot& s, std::uint64_t h) { merged.add(s.key, h, s.offset, s.count); });
+  for (const auto& t : tables) {
+    t->inline_words.for_each_in_range(
+        p, parts, [&](const InlineSlot& s, std::uint64_t h) { merged.add(s.key(), h, 0, s.count()); });
+    t->long_words.for_each_in_range(
+        p, parts, [&](const WordSlot& s, std::uint64_t h) { merged.add(s.key, h, s.offset, s.count); });
+  }
   return merged;
 }
 
-// The words of `t` as records, sorted.
-std::vector<OutWord> sorted_records(const char* text, const WordTable& t) {
+// The words of the tables as records, sorted.
+std::vector<OutWord> sorted_records(const char* text, const WordTable& t, const InlineWordTable* inline_words) {
   std::vector<OutWord> out;
-  out.reserve(t.size());
+  out.reserve(t.size() + (inline_words ? inline_words->size() : 0));
   for (std::size_t i = 0; i < t.capacity(); ++i)
-    if (t.slot(i).count) out.push_back(out_word(text, t.slot(i)));
+    if (const WordSlot& s = t.slot(i); s.count) out.push_back(out_word(text, s.key, s.count, s.offset));
+  if (inline_words)
+    for (std::size_t i = 0; i < inline_words->capacity(); ++i)
+      if (const InlineSlot& s = inline_words->slot(i); s.used()) out.push_back(out_word(text, s.key(), s.count(), 0));
   std::sort(out.begin(), out.end(), out_word_less(text));
   return out;
 }
@@ -183,12 +245,14 @@ std::vector<std::pair<std::string, std::uint64_t>> cpu_wordcount(std::string_vie
   st.partitions = T == 1 ? 0 : parts;
 
   Stopwatch w;
-  // Thread tables start at a slot per 32 bytes of the thread's share (1,024 to 131,072, 4 MiB; a
-  // range needs a slot at least): text has far fewer distinct words than that, so they seldom
-  // grow, and the larger ones come from the zeroed-block pool already faulted in.
-  const std::size_t slots =
-      std::max(parts, std::clamp<std::size_t>(std::bit_ceil(n / std::size_t(T) / 32 + 1), 1024, 131072));
-  auto tables = count_chunks(text, T, chunk, slots, st);
+  // Thread tables start at an inline slot per 64 bytes of the thread's share and a long word's slot
+  // per 128 (1,024 to 65,536 each: 1 and 2 MiB; a range needs a slot at least): text has far fewer
+  // distinct words than that, so they seldom grow, and the larger ones come from the zeroed-block
+  // pool already faulted in.
+  const std::size_t share = n / std::size_t(T);
+  const std::size_t inline_slots = std::max(parts, std::clamp<std::size_t>(std::bit_ceil(share / 64 + 1), 1024, 65536));
+  const std::size_t long_slots = std::max(parts, std::clamp<std::size_t>(std::bit_ceil(share / 128 + 1), 1024, 65536));
+  auto tables = count_chunks(text, T, chunk, inline_slots, long_slots, st);
   st.count_seconds = w.seconds();
 
   // Each hash range merged over the thread tables and its records sorted: one sorted run per
@@ -201,18 +265,20 @@ std::vector<std::pair<std::string, std::uint64_t>> cpu_wordcount(std::string_vie
       for (std::size_t p = next++; p < parts; p = next++) {
         const WordTable merged = merge_range(text, tables, p, parts);
         grows += merged.grows();
-        runs[p] = sorted_records(text.data(), merged);
+        runs[p] = sorted_records(text.data(), merged, nullptr);
       }
     });
     st.merge_grows = grows;
   } else {
-    runs[0] = sorted_records(text.data(), *tables[0]);
+    runs[0] = sorted_records(text.data(), tables[0]->long_words, &tables[0]->inline_words);
   }
   st.merge_seconds = w.seconds();
 
-  // The runs split by sampled records into buckets, every bucket's share of every run found by
-  // binary search, then each bucket's pieces merged and made strings at their place in the output
-  // (a parallel sample sort: no merge rounds over all words, no sequential last merge).
+  // The runs split by sampled records into buckets; each bucket's share of every run is found by
+  // binary search, its pieces merged and made strings at their place in the output (a parallel
+  // sample sort: no merge rounds over all words, no sequential last merge). A bucket's place is the
+  // number of records below its first splitter, summed over the runs, so buckets need nothing from
+  // each other.
   w.reset();
   std::size_t distinct = 0;
   for (const auto& r : runs) distinct += r.size();
@@ -220,41 +286,29 @@ std::vector<std::pair<std::string, std::uint64_t>> cpu_wordcount(std::string_vie
   const std::vector<OutWord> split = bucket_splitters(text.data(), runs, distinct, buckets);
   const std::size_t B = split.size() + 1;
   const auto less = out_word_less(text.data());
-  // cut[r * (B + 1) + b]: where bucket b begins in run r.
-  std::vector<std::size_t> cut(runs.size() * (B + 1));
-  std::atomic<std::size_t> next_run{0}, next_table{0};
-  run_threads(T, [&](int) {
-    // The thread tables are done with: cleared for the pool on all threads, not by the caller.
-    for (std::size_t t = next_table++; t < tables.size(); t = next_table++) tables[t].reset();
-    for (std::size_t r = next_run++; r < runs.size(); r = next_run++) {
-      std::size_t* c = &cut[r * (B + 1)];
-      c[0] = 0;
-      for (std::size_t b = 1; b < B; ++b)
-        c[b] = static_cast<std::size_t>(
-            std::lower_bound(runs[r].begin() + c[b - 1], runs[r].end(), split[b - 1], less) - runs[r].begin());
-      c[B] = runs[r].size();
-    }
-  });
-  std::vector<std::size_t> start(B + 1, 0);
-  for (std::size_t b = 0; b < B; ++b) {
-    start[b + 1] = start[b];
-    for (std::size_t r = 0; r < runs.size(); ++r) start[b + 1] += cut[r * (B + 1) + b + 1] - cut[r * (B + 1) + b];
-  }
   std::vector<std::pair<std::string, std::uint64_t>> out(distinct);
   std::atomic<std::size_t> next_bucket{0};
-  run_threads(T, [&](int) {
+  run_threads(T, [&](int t) {
+    // The thread tables are done with: each cleared for the pool by the thread that counted into it,
+    // on the core whose caches hold its lines (the pool hands them to that core again).
+    if (std::size_t(t) < tables.size()) tables[t].reset();
     std::vector<OutWord> mine, tmp;
     std::vector<std::size_t> bounds;
     for (std::size_t b = next_bucket++; b < B; b = next_bucket++) {
       mine.clear();
       bounds.assign(1, 0);
-      for (std::size_t r = 0; r < runs.size(); ++r) {
-        mine.insert(mine.end(), runs[r].begin() + cut[r * (B + 1) + b], runs[r].begin() + cut[r * (B + 1) + b + 1]);
+      std::size_t start = 0;
+      for (const auto& r : runs) {
+        const auto lo = b == 0 ? r.begin() : std::lower_bound(r.begin(), r.end(), split[b - 1], less);
+        const auto hi = b + 1 == B ? r.end() : std::lower_bound(lo, r.end(), split[b], less);
+        start += static_cast<std::size_t>(lo - r.begin());
+        mine.insert(mine.end(), lo, hi);
         bounds.push_back(mine.size());
       }
       merge_sorted_runs(mine, tmp, bounds, less);
+      char buf[16];
       for (std::size_t i = 0; i < mine.size(); ++i)
-        out[start[b] + i] = {std::string(text.substr(mine[i].offset, mine[i].len)), mine[i].count};
+        out[start + i] = {std::string(word_bytes(text.data(), mine[i], buf)), mine[i].count()};
     }
   });
   st.output_seconds = w.seconds();

@@ -25,7 +25,8 @@ struct CpuWordCountStats {
   std::size_t chunks{0};
   std::uint64_t words{0};
   std::size_t partitions{0};   // hash ranges merged in parallel (0: one table, nothing to merge)
-  std::size_t table_slots{0};  // the largest thread table
+  std::size_t table_slots{0};  // the largest thread's tables (inline and long words), in slots
+  std::size_t table_bytes{0};  // and in bytes
   std::size_t table_grows{0};  // over all thread tables
   std::size_t merge_grows{0};  // over all hash ranges' merged tables
   double count_seconds{0};     // tokenise and count

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
@@ -96,9 +97,14 @@ using WordMaskFn = std::uint64_t (*)(const char*);
 
 // Calls f(begin, length) for every word that starts inside [first, last) of text[0, n), as
 // for_each_word does: a word crossing `last` is finished past it, one crossing `first` belongs to
-// the previous chunk.
+// the previous chunk. An f that takes a third argument gets std::true_type where at least 16 bytes
+// of the text from `begin` on may be read, else std::false_type.
 template <WordMaskFn Mask = word_mask64, class F>
 void scan_words(const char* text, std::size_t n, std::size_t first, std::size_t last, F&& f) {
+  const auto call = [&](std::size_t b, std::size_t len, auto readable16) {
+    if constexpr (std::is_invocable_v<F&, std::size_t, std::size_t, std::true_type>) f(b, len, readable16);
+    else f(b, len);
+  };
   // open: inside a word begun before the block (at `begin`); a word running into `first` is
   // open too but not ours (skip).
   std::uint64_t carry = first > 0 && first < n && kWordByte[static_cast<unsigned char>(text[first - 1])];
@@ -116,9 +122,13 @@ void scan_words(const char* text, std::size_t n, std::size_t first, std::size_t 
     const std::uint64_t before = (m << 1) | carry;  // bit i: byte i - 1 is a word byte
     carry = m >> 63;
     std::uint64_t starts = m & ~before, ends = ~m & before;  // an end is the byte after a word
+    // A block inside the chunk with 16 bytes to read after any word that starts in it.
+    const bool inner = pos + 64 <= last && pos + 80 <= n;
     // Words of this chunk start before `last`.
-    if (last <= pos) starts = 0;
-    else if (last - pos < 64) starts &= (std::uint64_t{1} << (last - pos)) - 1;
+    if (!inner) {
+      if (last <= pos) starts = 0;
+      else if (last - pos < 64) starts &= (std::uint64_t{1} << (last - pos)) - 1;
+    }
     if (open) {
       if (!ends) {                             // the word goes on through the whole block
         if (skip && pos + 64 >= last) return;  // not ours, and none of ours starts before its end
@@ -126,24 +136,40 @@ void scan_words(const char* text, std::size_t n, std::size_t first, std::size_t 
       }
       const std::size_t e = pos + static_cast<std::size_t>(__builtin_ctzll(ends));
       ends &= ends - 1;
-      if (!skip) f(begin, e - begin);
+      if (!skip) {
+        if (n - begin >= 16) call(begin, e - begin, std::true_type{});
+        else call(begin, e - begin, std::false_type{});
+      }
       open = skip = false;
     }
     // Starts and ends now alternate, start first; a last start without an end stays open.
-    while (starts) {
-      const std::size_t b = pos + static_cast<std::size_t>(__builtin_ctzll(starts));
-      starts &= starts - 1;
-      if (!ends) {
-        begin = b;
-        open = true;
-        break;
+    if (inner) [[likely]] {
+      while (ends) {  // every end closes the lowest start: one branch a word
+        const std::size_t b = static_cast<std::size_t>(__builtin_ctzll(starts));
+        call(pos + b, static_cast<std::size_t>(__builtin_ctzll(ends)) - b, std::true_type{});
+        starts &= starts - 1;
+        ends &= ends - 1;
       }
-      f(b, pos + static_cast<std::size_t>(__builtin_ctzll(ends)) - b);
-      ends &= ends - 1;
+      if (starts) {
+        begin = pos + static_cast<std::size_t>(__builtin_ctzll(starts));
+        open = true;
+      }
+    } else {
+      while (starts) {
+        const std::size_t b = pos + static_cast<std::size_t>(__builtin_ctzll(starts));
+        starts &= starts - 1;
+        if (!ends) {
+          begin = b;
+          open = true;
+          break;
+        }
+        call(b, pos + static_cast<std::size_t>(__builtin_ctzll(ends)) - b, std::false_type{});
+        ends &= ends - 1;
+      }
     }
     if (pos + 64 >= last && !open) return;  // nothing of ours can start beyond `last`
   }
-  if (open && !skip) f(begin, n - begin);
+  if (open && !skip) call(begin, n - begin, std::false_type{});
 }
 
 }  // namespace tandem::mapreduce::detail

@@ -1,5 +1,6 @@
 #include "mapreduce/word_slot_pool.hpp"
 
+#include <sched.h>
 #include <sys/mman.h>
 
 #include <algorithm>
@@ -15,6 +16,7 @@ namespace {
 struct Block {
   void* p;
   std::size_t bytes;
+  int cpu;  // where it was given back (-1: unknown)
 };
 
 // A few dozen blocks at most (a table per thread and per hash range): a list searched in full.
@@ -25,14 +27,24 @@ std::size_t held_bytes = 0;
 }  // namespace
 
 void* take_zeroed_block(std::size_t bytes) {
+  const int cpu = sched_getcpu();
   {
     std::lock_guard lock(held_mutex);
-    const auto it =
-        std::find_if(held_blocks.begin(), held_blocks.end(), [&](const Block& b) { return b.bytes == bytes; });
-    if (it != held_blocks.end()) {
-      void* p = it->p;
-      *it = held_blocks.back();
-      held_blocks.pop_back();
+    // The newest block of this size given back on this CPU: the lines its user cleared may still
+    // be in this core's caches (a thread counting the next text often finds its words in the same
+    // slots). Else the newest of this size.
+    std::size_t pick = held_blocks.size();
+    for (std::size_t i = held_blocks.size(); i-- > 0;) {
+      if (held_blocks[i].bytes != bytes) continue;
+      if (pick == held_blocks.size()) pick = i;
+      if (held_blocks[i].cpu == cpu) {
+        pick = i;
+        break;
+      }
+    }
+    if (pick < held_blocks.size()) {
+      void* p = held_blocks[pick].p;
+      held_blocks.erase(held_blocks.begin() + static_cast<std::ptrdiff_t>(pick));
       held_bytes -= bytes;
       return p;
     }
@@ -43,10 +55,11 @@ void* take_zeroed_block(std::size_t bytes) {
 }
 
 void give_zeroed_block(void* p, std::size_t bytes) {
+  const int cpu = sched_getcpu();
   {
     std::lock_guard lock(held_mutex);
     if (held_bytes + bytes <= cpu_groupby::cached_limit() / 2) {  // half the group-by pool's share
-      held_blocks.push_back({p, bytes});
+      held_blocks.push_back({p, bytes, cpu});
       held_bytes += bytes;
       return;
     }

@@ -8,7 +8,8 @@
 
 namespace tandem::mapreduce::detail {
 
-// A zeroed block of `bytes` (a multiple of 4 KiB). Throws std::bad_alloc.
+// A zeroed block of `bytes` (a multiple of 4 KiB), preferably one given back on the calling CPU.
+// Throws std::bad_alloc.
 void* take_zeroed_block(std::size_t bytes);
 // Gives back a block taken with `bytes`; every byte of it must be zero again.
 void give_zeroed_block(void* block, std::size_t bytes);

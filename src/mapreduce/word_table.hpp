@@ -1,5 +1,6 @@
-// The CPU word count's table: open addressing with linear probing, one 32-byte slot per distinct
-// word holding a 16-byte key, the count and where the word is in the text (no copy of it).
+// The CPU word count's tables: open addressing with linear probing, one 32-byte slot per distinct
+// word holding a 16-byte key, the count and where the word is in the text (no copy of it); words of
+// at most 11 bytes in a table of their own, 16-byte slots of the word's bytes and its count.
 //
 // A word of at most 16 bytes is its own key: its bytes, zero above them (a word has no zero byte,
 // so the key alone tells the word and its length). A longer word's key is its hash and its length
@@ -58,7 +59,9 @@ inline constexpr std::size_t kShortWord = 16;  // longest word that is its own k
 struct WordKey {
   std::uint64_t k0, k1;
   bool operator==(const WordKey&) const = default;
-  std::uint64_t hash() const { return mum(k0 ^ kWordSeed0, k1 ^ kWordSeed1); }
+  // Multiplicative: tables use the top bits (two multiplies, no 128-bit product), and words differ
+  // in their low bytes, which move every top bit.
+  std::uint64_t hash() const { return k0 * kWordSeed0 ^ k1 * kWordSeed1; }
   bool is_short() const { return (k1 & 0xff) != 0 || k1 == 0; }
   // The word's length (short words: their nonzero bytes).
   std::size_t length() const {
@@ -80,16 +83,21 @@ inline constexpr auto kShortKeyMask = [] {
   return t;
 }();
 
+// The key of the word of len (1..kShortWord) bytes at p, 16 bytes of which may be read: two loads
+// and two masks from a table, no branch on the length.
+inline WordKey short_word_key(const char* p, std::size_t len) {
+  std::uint64_t w0, w1;
+  std::memcpy(&w0, p, 8);
+  std::memcpy(&w1, p + 8, 8);
+  return {w0 & kShortKeyMask[len].m0, w1 & kShortKeyMask[len].m1};
+}
+
 // The key of the word text[b, b + len) (len >= 1) of a text of n bytes.
 inline WordKey word_key(const char* text, std::size_t n, std::size_t b, std::size_t len) {
   const char* p = text + b;
   if (len <= kShortWord) {
-    if (n - b >= 16) [[likely]] {  // two loads and two masks from a table: no branch on the length
-      std::uint64_t w0, w1;
-      std::memcpy(&w0, p, 8);
-      std::memcpy(&w1, p + 8, 8);
-      return {w0 & kShortKeyMask[len].m0, w1 & kShortKeyMask[len].m1};
-    }
+    if (n - b >= 16) [[likely]]
+      return short_word_key(p, len);
     const std::size_t l0 = std::min<std::size_t>(len, 8);
     return {load_bytes(p, l0, n - b), load_bytes(p + l0, len - l0, n - b - l0)};
   }
@@ -107,22 +115,47 @@ inline WordKey word_key(const char* text, std::size_t n, std::size_t b, std::siz
 struct WordSlot {
   WordKey key;
   std::uint64_t count;   // 0: empty
-  std::uint64_t offset;  // of one occurrence in the text
+  std::uint64_t offset;  // of one occurrence in the text (unused for a key that holds the word)
+  bool used() const { return count != 0; }
+  std::uint64_t hash() const { return key.hash(); }
 };
+
+// Words of at most kInlineWord bytes are counted in 16-byte slots (InlineSlot): their first 8
+// bytes, then bytes 8..10 under a 40-bit count. Over 90 % of a text's words fit, and a table of
+// them is half the bytes of one of WordSlots: fewer cache lines to miss and to merge.
+inline constexpr std::size_t kInlineWord = 11;
+inline constexpr int kInlineCountShift = 24;
+inline constexpr std::uint64_t kInlineOne = std::uint64_t{1} << kInlineCountShift;
+inline constexpr std::uint64_t kInlineKeyMask = kInlineOne - 1;
+// A thread counts at most (bytes + 1) / 2 words, so texts shorter than this never carry a 40-bit
+// count out of its bits.
+inline constexpr std::size_t kInlineMaxText = std::size_t{1} << (64 - kInlineCountShift);
+
+struct InlineSlot {
+  std::uint64_t k0;    // bytes 0..7 (zero-padded): never zero for a word
+  std::uint64_t rest;  // bytes 8..10 in the low 24 bits, the count above them; 0: empty
+  bool used() const { return rest != 0; }
+  WordKey key() const { return {k0, rest & kInlineKeyMask}; }
+  std::uint64_t count() const { return rest >> kInlineCountShift; }
+  std::uint64_t hash() const { return key().hash(); }
+};
+
+// Tables of 64 KiB or more come from the zeroed-block pool.
+inline constexpr std::size_t kPooledSlotBytes = std::size_t{64} << 10;
 
 // Zeroed memory for `cap` slots: from the zeroed-block pool when large, else calloc. A pooled
 // block goes back with its used slots cleared (reading the untouched ones costs no memory).
+template <class Slot>
 class SlotMemory {
  public:
-  static constexpr std::size_t kPooledBytes = std::size_t{64} << 10;
   SlotMemory() = default;
   explicit SlotMemory(std::size_t cap) : cap_(cap) {
-    const std::size_t bytes = cap * sizeof(WordSlot);
-    if (bytes >= kPooledBytes) {
+    const std::size_t bytes = cap * sizeof(Slot);
+    if (bytes >= kPooledSlotBytes) {
       pooled_ = true;
-      p_ = static_cast<WordSlot*>(take_zeroed_block(bytes));
+      p_ = static_cast<Slot*>(take_zeroed_block(bytes));
     } else {
-      p_ = static_cast<WordSlot*>(std::calloc(cap, sizeof(WordSlot)));
+      p_ = static_cast<Slot*>(std::calloc(cap, sizeof(Slot)));
       if (!p_) throw std::bad_alloc();
     }
   }
@@ -140,25 +173,99 @@ class SlotMemory {
       return;
     }
     for (std::size_t i = 0; i < cap_; ++i)
-      if (p_[i].count) p_[i] = WordSlot{};
-    give_zeroed_block(p_, cap_ * sizeof(WordSlot));
+      if (p_[i].used()) p_[i] = Slot{};
+    give_zeroed_block(p_, cap_ * sizeof(Slot));
   }
-  WordSlot& operator[](std::size_t i) const { return p_[i]; }
+  Slot& operator[](std::size_t i) const { return p_[i]; }
 
  private:
-  WordSlot* p_{nullptr};
+  Slot* p_{nullptr};
   std::size_t cap_{0};
   bool pooled_{false};
 };
 
-class WordTable {
+// What both tables share: slots at their hash's home, linear probing, doubling at a load of 1/2
+// (or 3/4, see WordTable).
+template <class Slot>
+class OpenTable {
  public:
+  std::size_t size() const { return size_; }
+  std::size_t capacity() const { return mask_ + 1; }
+  std::size_t grows() const { return grows_; }
+  const Slot& slot(std::size_t i) const { return slots_[i]; }
+  // The slot a word of this hash is looked up in first.
+  const Slot* home_slot(std::uint64_t hash) const { return &slots_[home(hash)]; }
+
+  // Calls f(slot, hash) for every word of hash range `part` of `parts` (a power of two <=
+  // capacity), reading only that range's slots and the run of full slots after it. For tables
+  // made with skip_bits 0.
+  template <class F>
+  void for_each_in_range(std::size_t part, std::size_t parts, F&& f) const {
+    const std::size_t per = capacity() / parts, begin = part * per, end = begin + per;
+    const int range_shift = std::countr_zero(parts);
+    auto visit = [&](const Slot& s) {
+      const std::uint64_t h = s.hash();
+      if (range_shift == 0 || (h >> (64 - range_shift)) == part) f(s, h);
+    };
+    for (std::size_t i = begin; i < end; ++i)
+      if (slots_[i].used()) visit(slots_[i]);
+    for (std::size_t j = end & mask_; slots_[j].used() && j != begin; j = (j + 1) & mask_)
+      visit(slots_[j]);  // words pushed past the range (wrapping at the end)
+  }
+
+ protected:
   // cap: a power of two >= 2. skip_bits: top hash bits that are the same for every word the table
-  // will hold (a table of one hash range), left out of the slot index.
-  WordTable(const char* text, std::size_t n, std::size_t cap, int skip_bits = 0)
-      : text_(text), n_(n), skip_(skip_bits) {
+  // will hold (a table of one hash range), left out of the slot index. load_quarters: 2 or 3, the
+  // load (in quarters) beyond which it doubles.
+  OpenTable(std::size_t cap, int skip_bits, int load_quarters = 2) : skip_(skip_bits), load_quarters_(load_quarters) {
     allocate(cap);
   }
+
+  std::size_t home(std::uint64_t hash) const { return static_cast<std::size_t>((hash << skip_) >> shift_); }
+  // After a new word took a slot.
+  void added() {
+    if (++size_ > grow_above_) grow();
+  }
+
+  SlotMemory<Slot> slots_;
+  std::size_t mask_{0};
+  int shift_{64};
+
+ private:
+  void allocate(std::size_t cap) {
+    slots_ = SlotMemory<Slot>(cap);
+    mask_ = cap - 1;
+    shift_ = 64 - std::countr_zero(cap);
+    grow_above_ = cap * static_cast<std::size_t>(load_quarters_) / 4;
+  }
+  [[gnu::noinline]] void grow() {  // rare: kept out of the callers' loops so that they are inlined
+    const SlotMemory<Slot> old = std::move(slots_);
+    const std::size_t old_cap = mask_ + 1;
+    allocate(old_cap * 2);
+    for (std::size_t i = 0; i < old_cap; ++i) {
+      if (!old[i].used()) continue;
+      std::size_t j = home(old[i].hash());
+      while (slots_[j].used()) j = (j + 1) & mask_;
+      slots_[j] = old[i];
+    }
+    ++grows_;
+  }
+
+  int skip_;
+  int load_quarters_;
+  std::size_t grow_above_{0};
+  std::size_t size_{0};
+  std::size_t grows_{0};
+};
+
+// Words of any length: their WordKey, count and where one occurrence is. A thread's table of long
+// words (a few percent of the words it counts, a third of the distinct ones, and how many varies
+// much between parts of a text) fills to 3/4 before it doubles: grows cost more than a few longer
+// probes.
+class WordTable : public OpenTable<WordSlot> {
+ public:
+  WordTable(const char* text, std::size_t n, std::size_t cap, int skip_bits = 0, int load_quarters = 2)
+      : OpenTable(cap, skip_bits, load_quarters), text_(text), n_(n) {}
 
   // Adds `count` occurrences of the word with key k and one occurrence at text offset b.
   void add(const WordKey& k, std::uint64_t hash, std::size_t b, std::uint64_t count = 1) {
@@ -174,7 +281,7 @@ class WordTable {
       }
       if (s.count == 0) {
         s = {k, count, b};
-        if (++size_ * 2 > mask_ + 1) grow();
+        added();
         return;
       }
     }
@@ -184,59 +291,33 @@ class WordTable {
     const WordKey k = word_key(text_, n_, b, len);
     add(k, k.hash(), b);
   }
-  // The slot a word of this hash is looked up in first (to prefetch it).
-  const WordSlot* home_slot(std::uint64_t hash) const { return &slots_[home(hash)]; }
-
-  std::size_t size() const { return size_; }
-  std::size_t capacity() const { return mask_ + 1; }
-  std::size_t grows() const { return grows_; }
-  const WordSlot& slot(std::size_t i) const { return slots_[i]; }
-
-  // Calls f(slot, hash) for every word of hash range `part` of `parts` (a power of two <=
-  // capacity), reading only that range's slots and the run of full slots after it. For tables
-  // made with skip_bits 0.
-  template <class F>
-  void for_each_in_range(std::size_t part, std::size_t parts, F&& f) const {
-    const std::size_t per = capacity() / parts, begin = part * per, end = begin + per;
-    const int range_shift = std::countr_zero(parts);
-    auto visit = [&](const WordSlot& s) {
-      const std::uint64_t h = s.key.hash();
-      if (range_shift == 0 || (h >> (64 - range_shift)) == part) f(s, h);
-    };
-    for (std::size_t i = begin; i < end; ++i)
-      if (slots_[i].count) visit(slots_[i]);
-    for (std::size_t j = end & mask_; slots_[j].count && j != begin; j = (j + 1) & mask_)
-      visit(slots_[j]);  // words pushed past the range (wrapping at the end)
-  }
 
  private:
-  std::size_t home(std::uint64_t hash) const { return static_cast<std::size_t>((hash << skip_) >> shift_); }
-  void allocate(std::size_t cap) {
-    slots_ = SlotMemory(cap);
-    mask_ = cap - 1;
-    shift_ = 64 - std::countr_zero(cap);
-  }
-  [[gnu::noinline]] void grow() {  // rare: kept out of add's loop so that add is inlined
-    const SlotMemory old = std::move(slots_);
-    const std::size_t old_cap = mask_ + 1;
-    allocate(old_cap * 2);
-    for (std::size_t i = 0; i < old_cap; ++i) {
-      if (!old[i].count) continue;
-      std::size_t j = home(old[i].key.hash());
-      while (slots_[j].count) j = (j + 1) & mask_;
-      slots_[j] = old[i];
-    }
-    ++grows_;
-  }
-
   const char* text_;
   std::size_t n_;
-  int skip_;
-  SlotMemory slots_;
-  std::size_t mask_{0};
-  int shift_{64};
-  std::size_t size_{0};
-  std::size_t grows_{0};
+};
+
+// Words of at most kInlineWord bytes, whose keys (word_key's) are their bytes: k1 < 2^24.
+class InlineWordTable : public OpenTable<InlineSlot> {
+ public:
+  explicit InlineWordTable(std::size_t cap) : OpenTable(cap, 0) {}
+
+  void add(std::uint64_t k0, std::uint64_t k1) {
+    // As WordTable::add: an empty slot's k0 is zero, which no word's is. No skip bits: the home is
+    // the hash's top bits.
+    for (std::size_t i = WordKey{k0, k1}.hash() >> shift_;; i = (i + 1) & mask_) {
+      InlineSlot& s = slots_[i];
+      if (((s.k0 ^ k0) | ((s.rest ^ k1) & kInlineKeyMask)) == 0) [[likely]] {
+        s.rest += kInlineOne;
+        return;
+      }
+      if (s.rest == 0) {
+        s = {k0, k1 | kInlineOne};
+        added();
+        return;
+      }
+    }
+  }
 };
 
 }  // namespace tandem::mapreduce::detail
