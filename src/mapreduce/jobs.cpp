@@ -208,6 +208,8 @@ WordCount wordcount(std::string_view text_in, const WordCountOptions& opts) {
     detail::CpuWordCountStats st;
     out.words = detail::cpu_wordcount(text, cpu_threads(opts.engine), 0, st);
     note_cpu_words(out.report, st, out.words.size());
+    out.total_words = st.words;  // counted by the engine: a pass over every pair costs 0.1 ms
+    return out;
   }
   for (const auto& p : out.words) out.total_words += p.second;
   return out;
