@@ -266,6 +266,9 @@ def test_ctrl_c_is_raised_by_the_call_after_the_work():
     """SIGINT during a long sort: the sort finishes (the array is sorted, never half), then the call
     raises KeyboardInterrupt instead of returning."""
     a = np.random.default_rng(3).random(1 << 25)
+    # A shell's background job starts with SIGINT ignored, and Python then installs no handler:
+    # install Python's own for the test.
+    old = signal.signal(signal.SIGINT, signal.default_int_handler)
     timer = threading.Timer(0.05, os.kill, (os.getpid(), signal.SIGINT))
     returned = False
     timer.start()
@@ -276,5 +279,6 @@ def test_ctrl_c_is_raised_by_the_call_after_the_work():
             time.sleep(5)
     finally:
         timer.cancel()
+        signal.signal(signal.SIGINT, old)
     assert not returned
     assert np.all(a[:-1] <= a[1:])
