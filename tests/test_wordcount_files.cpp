@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "mapreduce/joined_files.hpp"
 #include "tandem/core/error.hpp"
 #include "tandem/core/io.hpp"
@@ -93,7 +95,7 @@ TEST(WordCountFiles, SameAsTheJoinedTextWithNoWordAcrossFiles) {
   const std::vector<std::string> parts = {"The cat and the end", "start The CAT", "", "x\n", "tail"};
   std::vector<std::string> paths;
   for (std::size_t i = 0; i < parts.size(); ++i) {
-    paths.push_back(dir.file("f" + std::to_string(i) + ".txt"));
+    paths.push_back(dir.file(fmt::format("f{}.txt", i)));
     write_file(paths.back(), parts[i]);
   }
   for (bool lower : {false, true}) {
@@ -109,6 +111,21 @@ TEST(WordCountFiles, SameAsTheJoinedTextWithNoWordAcrossFiles) {
   }
   const auto one = mapreduce::wordcount_files({paths[0]});
   EXPECT_EQ(one.total_words, 5u);
+  // One file on the CPU is counted in its mapped pages; an empty one is read (nothing to map).
+  mapreduce::WordCountOptions cpu;
+  cpu.engine.device = Device::cpu;
+  cpu.engine.threads = 2;
+  for (bool lower : {false, true}) {
+    cpu.lowercase = lower;
+    const auto got = mapreduce::wordcount_files({paths[1]}, cpu);
+    EXPECT_EQ(got.words, mapreduce::wordcount(parts[1], cpu).words) << "lowercase " << lower;
+    ASSERT_FALSE(got.report.stages.empty());
+    EXPECT_EQ(got.report.stages.front().name, "map input");
+  }
+  const auto empty = mapreduce::wordcount_files({paths[2]}, cpu);
+  EXPECT_TRUE(empty.words.empty());
+  EXPECT_EQ(empty.total_words, 0u);
+  EXPECT_EQ(empty.report.stages.front().name, "read input");
 }
 
 TEST(WordCountFiles, ErrorsNameTheFile) {
