@@ -1,7 +1,10 @@
 // Core library on the CPU: vocabulary types, array files, tuning and its cache, reports, devices.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -9,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tandem/core/detail/huge_pages.hpp"
 #include "tandem/core/device.hpp"
 #include "tandem/core/error.hpp"
 #include "tandem/core/io.hpp"
@@ -116,6 +120,22 @@ TEST(Io, AtomicOutputLeavesNothingOnFailure) {
   in >> s;
   EXPECT_EQ(s, "whole");
   EXPECT_THROW(io::AtomicOutput("/nonexistent-dir/x"), InputError);
+}
+
+TEST(HugePages, AllocatedAlignedAndAdvisedMemoryIsUsable) {
+  for (std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{4095}, (std::size_t{2} << 20) - 1,
+                        (std::size_t{2} << 20) + 5, std::size_t{5} << 20}) {
+    void* p = detail::allocate_huge_pages(n);
+    EXPECT_EQ(reinterpret_cast<std::uintptr_t>(p) % detail::kHugePage, 0u) << n;
+    std::memset(p, 0x5a, detail::huge_page_bytes(n));
+    detail::free_huge_pages(p);
+    // Advice on a vector's untouched capacity: only the whole 2 MiB pages inside it.
+    std::vector<char> v;
+    v.reserve(n);
+    detail::advise_huge_pages(v.data(), v.capacity());
+    v.resize(n, 'x');
+    EXPECT_EQ(std::count(v.begin(), v.end(), 'x'), static_cast<std::ptrdiff_t>(n)) << n;
+  }
 }
 
 TEST(Tune, GeometricProgression) {

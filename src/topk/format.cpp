@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "internal.hpp"
+#include "tandem/core/detail/huge_pages.hpp"
 #include "tandem/core/error.hpp"
 #include "tandem/core/io.hpp"
 #include "tandem/core/parallel.hpp"
@@ -112,17 +113,17 @@ Lists read_lists(const std::string& path) {
     parse_header(bytes.size(), true);
     l.entries.resize(std::size_t(l.n) * l.m);
     if (!l.entries.empty()) std::memcpy(l.entries.data(), bytes.data() + kHeader, l.entries.size() * sizeof(Entry));
-  } else {
-    std::ifstream f(path, std::ios::binary | std::ios::ate);
-    if (!f) throw InputError(fmt::format("{}: cannot open: {}", path, std::strerror(errno)));
-    const auto size = static_cast<std::uint64_t>(f.tellg());
+  } else {  // the lists read in pieces on all threads (one stream read them at a third of the speed)
+    io::SizedFile f(path);
+    const std::uint64_t size = f.size();
     if (size < kHeader) truncated(path, 0, 1, size);
-    f.seekg(0);
-    f.read(header.data(), kHeader);
+    f.read(header.data(), kHeader, 0, 1);
     parse_header(size, true);
+    // Zero-filled by resize(): on huge pages where the kernel allows, one fault per 2 MiB.
+    l.entries.reserve(std::size_t(l.n) * l.m);
+    tandem::detail::advise_huge_pages(l.entries.data(), l.entries.capacity() * sizeof(Entry));
     l.entries.resize(std::size_t(l.n) * l.m);
-    f.read(reinterpret_cast<char*>(l.entries.data()), std::streamsize(l.entries.size() * sizeof(Entry)));
-    if (!f) throw InputError(fmt::format("{}: read error", path));
+    if (!l.entries.empty()) f.read(l.entries.data(), l.entries.size() * sizeof(Entry), kHeader);
   }
   try {
     validate(l);
