@@ -20,6 +20,7 @@
 #include "tandem/core/report.hpp"
 #include "tandem/core/tune.hpp"
 #include "tandem/core/types.hpp"
+#include "tandem/core/uninit_allocator.hpp"
 #include "test_util.hpp"
 
 using namespace tandem;
@@ -122,19 +123,20 @@ TEST(Io, AtomicOutputLeavesNothingOnFailure) {
   EXPECT_THROW(io::AtomicOutput("/nonexistent-dir/x"), InputError);
 }
 
-TEST(HugePages, AllocatedAlignedAndAdvisedMemoryIsUsable) {
+TEST(HugePages, AllocatedAlignedAndUsable) {
   for (std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{4095}, (std::size_t{2} << 20) - 1,
                         (std::size_t{2} << 20) + 5, std::size_t{5} << 20}) {
     void* p = detail::allocate_huge_pages(n);
     EXPECT_EQ(reinterpret_cast<std::uintptr_t>(p) % detail::kHugePage, 0u) << n;
     std::memset(p, 0x5a, detail::huge_page_bytes(n));
     detail::free_huge_pages(p);
-    // Advice on a vector's untouched capacity: only the whole 2 MiB pages inside it.
-    std::vector<char> v;
-    v.reserve(n);
-    detail::advise_huge_pages(v.data(), v.capacity());
-    v.resize(n, 'x');
-    EXPECT_EQ(std::count(v.begin(), v.end(), 'x'), static_cast<std::ptrdiff_t>(n)) << n;
+    // The uninitialising allocator: small buffers from the heap, large ones on huge pages.
+    std::vector<char, UninitAllocator<char>> v;
+    v.resize(n);
+    std::fill(v.begin(), v.end(), 'x');
+    v.resize(n + (std::size_t{8} << 20), 'y');  // grows past the huge-page size: the bytes move
+    EXPECT_EQ(std::count(v.begin(), v.begin() + std::ptrdiff_t(n), 'x'), static_cast<std::ptrdiff_t>(n)) << n;
+    EXPECT_EQ(v.back(), 'y');
   }
 }
 

@@ -820,7 +820,7 @@ TEST(TopkExact, ScoresAreTheDocumentedRoundedSum) {
   // rounded once to a double - computed here with the compiler's 128-bit integers.
   const auto l = topk_cases::mixed_magnitude_lists(500, 4, 5);
   const auto a = Aggregate::parse("wsum:0.1,1,7,0.3", 4);
-  const auto spec = detail::spec_of(a, l);
+  const auto spec = topk::detail::spec_of(a, l);
   std::vector<__int128> units(l.m, 0);
   for (std::uint32_t i = 0; i < l.n; ++i)
     for (const Entry& e : l.list(i))

@@ -21,6 +21,7 @@
 
 #include "tandem/core/report.hpp"
 #include "tandem/core/types.hpp"
+#include "tandem/core/uninit_allocator.hpp"
 
 namespace tandem::topk {
 
@@ -36,7 +37,9 @@ static_assert(sizeof(Entry) == 8, "Entry must be 8 bytes (the file's layout)");
 struct Lists {
   std::uint32_t n{0};  // lists
   std::uint64_t m{0};  // objects
-  std::vector<Entry> entries;
+  // n lists of m entries, one after another. resize() leaves new entries uninitialised (every
+  // reader and generator fills them all), on huge pages from 8 MiB: no zero-fill pass.
+  std::vector<Entry, UninitAllocator<Entry>> entries;
   std::span<const Entry> list(std::uint32_t i) const { return {entries.data() + std::size_t(i) * m, m}; }
 };
 

@@ -2,7 +2,6 @@
 
 #include <sys/mman.h>
 
-#include <cstdint>
 #include <cstdlib>
 #include <new>
 
@@ -20,16 +19,5 @@ void* allocate_huge_pages(std::size_t bytes) {
 }
 
 void free_huge_pages(void* p) noexcept { std::free(p); }
-
-void advise_huge_pages(void* p, std::size_t bytes) noexcept {
-#ifdef MADV_HUGEPAGE
-  const auto at = reinterpret_cast<std::uintptr_t>(p);
-  const std::uintptr_t first = (at + kHugePage - 1) / kHugePage * kHugePage, end = (at + bytes) / kHugePage * kHugePage;
-  if (end > first) ::madvise(reinterpret_cast<void*>(first), end - first, MADV_HUGEPAGE);
-#else
-  (void)p;
-  (void)bytes;
-#endif
-}
 
 }  // namespace tandem::detail

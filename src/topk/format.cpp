@@ -11,7 +11,6 @@
 #include <fmt/format.h>
 
 #include "internal.hpp"
-#include "tandem/core/detail/huge_pages.hpp"
 #include "tandem/core/error.hpp"
 #include "tandem/core/io.hpp"
 #include "tandem/core/parallel.hpp"
@@ -119,10 +118,7 @@ Lists read_lists(const std::string& path) {
     if (size < kHeader) truncated(path, 0, 1, size);
     f.read(header.data(), kHeader, 0, 1);
     parse_header(size, true);
-    // Zero-filled by resize(): on huge pages where the kernel allows, one fault per 2 MiB.
-    l.entries.reserve(std::size_t(l.n) * l.m);
-    tandem::detail::advise_huge_pages(l.entries.data(), l.entries.capacity() * sizeof(Entry));
-    l.entries.resize(std::size_t(l.n) * l.m);
+    l.entries.resize(std::size_t(l.n) * l.m);  // not zero-filled: the read's threads fault its pages in
     if (!l.entries.empty()) f.read(l.entries.data(), l.entries.size() * sizeof(Entry), kHeader);
   }
   try {

@@ -15,8 +15,4 @@ constexpr std::size_t huge_page_bytes(std::size_t bytes) { return (bytes + kHuge
 void* allocate_huge_pages(std::size_t bytes);
 void free_huge_pages(void* p) noexcept;
 
-// Advises the whole 2 MiB pages inside [p, p + bytes) as huge pages (memory another allocator
-// gave, not yet touched: a std::vector's after reserve()); advice only.
-void advise_huge_pages(void* p, std::size_t bytes) noexcept;
-
 }  // namespace tandem::detail
