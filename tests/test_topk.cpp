@@ -2,9 +2,11 @@
 // (NRA 1 thread and many, TA, scan, auto) against the brute-force reference.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <limits>
 #include <optional>
 #include <random>
@@ -832,4 +834,53 @@ TEST(TopkExact, ScoresAreTheDocumentedRoundedSum) {
 TEST(TopkExact, WeightTimesScoreOverflowIsAnInputError) {
   const auto l = topk_cases::cancelling_lists();
   EXPECT_THROW(query(l, 1, Aggregate::parse("wsum:1e300,1,1", 3)), InputError);
+}
+
+// validate()'s checks on several threads against the sequential ones: every kind of problem,
+// in a chunk's middle and across the chunks' edges, for thread counts that cut the lists
+// differently; and validate() still names the first problem.
+TEST(TopkValidate, ChecksOnSeveralThreadsFindWhatTheSequentialOnesFind) {
+  constexpr std::uint64_t m = 100'003;
+  std::mt19937_64 rng(11);
+  Lists good;
+  good.n = 3;
+  good.m = m;
+  good.entries.resize(3 * m);
+  for (std::uint32_t i = 0; i < 3; ++i) {
+    std::vector<std::uint32_t> ids(m);
+    for (std::uint32_t j = 0; j < m; ++j) ids[j] = j;
+    std::shuffle(ids.begin(), ids.end(), rng);
+    for (std::uint64_t p = 0; p < m; ++p)  // descending, with runs of ties and a -0.0 after +0.0
+      good.entries[i * m + p] = Entry{ids[p], p < m / 2 ? float((m - p) / 7) : (p % 2 ? -0.0f : 0.0f) - float(p / 5)};
+  }
+  for (int threads : {1, 2, 3, 7, 16}) EXPECT_TRUE(topk::detail::lists_pass_checks(good, threads)) << threads;
+  EXPECT_NO_THROW(validate(good));
+
+  struct Bad {
+    std::string what, needle;
+    std::function<void(Lists&)> spoil;
+  };
+  const std::uint64_t edge7 = m * 3 / 7;  // where the 4th of 7 chunks starts
+  const std::vector<Bad> bad = {
+      {"duplicate in two chunks", "is duplicated",
+       [&](Lists& l) { l.entries[2 * m + m - 3].id = l.entries[2 * m + 5].id; }},
+      {"duplicate in one chunk", "is duplicated", [&](Lists& l) { l.entries[m + 11].id = l.entries[m + 10].id; }},
+      {"NaN in the middle", "score is NaN", [&](Lists& l) { l.entries[m / 2].score = std::nanf(""); }},
+      {"infinity first", "score is infinite",
+       [&](Lists& l) { l.entries[m].score = std::numeric_limits<float>::infinity(); }},
+      {"ascending at a chunk's edge", "not sorted",
+       [&](Lists& l) { l.entries[edge7].score = l.entries[edge7 - 1].score + 1.0f; }},
+      {"id out of range", "is out of range", [&](Lists& l) { l.entries[2 * m + m - 1].id = std::uint32_t(m); }},
+  };
+  for (const auto& b : bad) {
+    Lists l = good;
+    b.spoil(l);
+    for (int threads : {1, 2, 3, 7, 16}) EXPECT_FALSE(topk::detail::lists_pass_checks(l, threads)) << b.what << threads;
+    try {
+      validate(l);
+      ADD_FAILURE() << "no error for " << b.what;
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(b.needle), std::string::npos) << b.what << ": " << e.what();
+    }
+  }
 }

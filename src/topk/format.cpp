@@ -24,6 +24,10 @@ static_assert(std::endian::native == std::endian::little,
 namespace {
 constexpr char kMagic[4] = {'T', 'K', 'L', '1'};
 constexpr std::size_t kHeader = 16;
+// Lists of this many objects and more are checked on all threads first (lists_pass_checks), with
+// at most kCheckThreads bitmaps of m bits (a quarter of the lists' own bytes).
+constexpr std::uint64_t kParallelCheckFrom = std::uint64_t{1} << 16;
+constexpr int kCheckThreads = 16;
 
 // The first problem in list i, or nothing.
 std::optional<std::string> check_list(const Lists& l, std::uint32_t i) {
@@ -80,6 +84,11 @@ void detail::check_shape(const Lists& l) {
 
 void validate(const Lists& l) {
   detail::check_shape(l);
+  // Large lists are checked on all threads first; only lists with a problem take the sequential
+  // check, which names the first one.
+  const int threads = default_threads();
+  if (threads > 1 && l.m >= kParallelCheckFrom && detail::lists_pass_checks(l, std::min(threads, kCheckThreads)))
+    return;
   std::vector<std::optional<std::string>> errors(l.n);
 #pragma omp parallel for schedule(dynamic, 1) num_threads(std::max(1, std::min <int>(default_threads(), int(l.n))))
   for (int i = 0; i < int(l.n); ++i) errors[i] = check_list(l, std::uint32_t(i));

@@ -12,6 +12,11 @@ namespace tandem::topk::detail {
 // validate()'s checks of n, m and the entry count only (no pass over the scores): InputError.
 void check_shape(const Lists& l);
 
+// Whether every list passes validate()'s checks (finite scores, descending, ids below m, each id
+// once), on `threads` threads with a bitmap of ids per thread (list_checks.cpp). False says only
+// that some check fails: the sequential check then names the first problem.
+bool lists_pass_checks(const Lists& l, int threads);
+
 // Each list's largest |score| (lists are sorted: at one of its ends); 0 for empty lists.
 std::vector<float> list_max_abs(const Lists& l);
 
