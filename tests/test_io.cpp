@@ -566,6 +566,44 @@ TEST(MapArray, SameElementsAsReadArray) {
   }
 }
 
+// The parts ranks map of a shared file are read_array_part's, for any number of parts (parts with
+// no element included), raw and .npy; an empty file and a part of a truncated .npy are refused alike.
+TEST(MapArray, PartsAreReadArrayParts) {
+  TempDir dir;
+  for (std::size_t count : {std::size_t{2}, std::size_t{5}, std::size_t{300007}}) {
+    std::vector<std::uint64_t> v(count);
+    for (std::size_t i = 0; i < count; ++i) v[i] = i * 0x9E3779B97F4A7C15ull;
+    const std::string bytes(reinterpret_cast<const char*>(v.data()), count * 8);
+    const std::string raw = dir.file("v.u64"), npy = dir.file("v.npy");
+    write_file(raw, bytes);
+    write_file(npy,
+               npy_bytes(fmt::format("{{'descr': '<u8', 'fortran_order': False, 'shape': ({},), }}", count), bytes));
+    for (const std::string& path : {raw, npy})
+      for (std::size_t parts : {std::size_t{1}, std::size_t{3}, std::size_t{7}}) {
+        std::string joined;
+        for (std::size_t part = 0; part < parts; ++part) {
+          SCOPED_TRACE(testing::Message() << path << ", " << count << " keys, part " << part << " of " << parts);
+          const io::MappedArray m = io::map_array_part(path, DType::u64, part, parts, 2);
+          const io::Array a = io::read_array_part(path, DType::u64, part, parts);
+          EXPECT_EQ(m.count, a.count);
+          EXPECT_EQ(m.mapped, m.count > 0);
+          EXPECT_EQ(as_string(m), std::string(reinterpret_cast<const char*>(a.bytes.data()), a.bytes.size()));
+          joined += as_string(m);
+        }
+        EXPECT_EQ(joined, bytes);
+      }
+  }
+  // An empty file has no parts (it is no sized file): the same error from both.
+  write_file(dir.file("empty.u64"), "");
+  EXPECT_EQ(input_error([&] { io::map_array_part(dir.file("empty.u64"), DType::u64, 0, 2); }),
+            input_error([&] { io::read_array_part(dir.file("empty.u64"), DType::u64, 0, 2); }));
+  const std::string data(4 * 1000 - 3, '\x5a');
+  write_file(dir.file("short.npy"), npy_bytes("{'descr': '<u4', 'fortran_order': False, 'shape': (1000,), }", data));
+  EXPECT_EQ(input_error([&] { io::map_array_part(dir.file("short.npy"), DType::u32, 1, 2); }),
+            input_error([&] { io::read_array_part(dir.file("short.npy"), DType::u32, 1, 2); }));
+  EXPECT_THROW(io::map_array_part(dir.file("short.npy"), DType::u32, 2, 2), UsageError);
+}
+
 // Every error read_array reports, map_array reports with the same message.
 TEST(MapArray, ErrorsAreReadArrays) {
   TempDir dir;

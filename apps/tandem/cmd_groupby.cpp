@@ -141,13 +141,13 @@ tandem::Table read_rank_table(const tandem::dist::Context& ctx, const Args& a) {
       if (!tandem::column_type_of(dt))
         throw tandem::UsageError(fmt::format("--column {}: {} is not a column type", spec, type));
     });
-    tandem::io::Array arr = tandem::cli::read_rank_array(ctx, path, dt);
+    tandem::io::MappedArray arr = tandem::cli::read_rank_array(ctx, path, dt);
     ctx.run_agreed([&] {
       tandem::Column c;
       c.name = spec.substr(0, eq);
       c.type = *tandem::column_type_of(dt);
       c.length = arr.count;
-      c.values = tandem::Buffer::take(std::move(arr.bytes));
+      c.values = tandem::Buffer::borrow(arr.data, arr.bytes(), std::move(arr.owner));
       add_column(t, std::move(c), spec);
     });
   }

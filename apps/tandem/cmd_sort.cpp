@@ -92,10 +92,11 @@ tandem::Report sort_arrays(tandem::io::Array& keys, tandem::io::Array* values, c
 
 #if TANDEM_HAS_MPI
 // Keys (and values) as vectors: the distributed sort gives each rank a slice of a new length.
+// Copied from the mapped file: the only fresh memory is the vector's.
 template <class T>
-std::vector<T> to_vector(const tandem::io::Array& a) {
-  const T* p = reinterpret_cast<const T*>(a.bytes.data());
-  return std::vector<T>(p, p + a.count);
+std::vector<T> to_vector(const tandem::io::MappedArray& a) {
+  const auto s = a.as<T>();
+  return std::vector<T>(s.begin(), s.end());
 }
 
 // Each rank reads its input (its own file, or its part of a shared one), the ranks sort
@@ -111,8 +112,8 @@ int run_distributed(const Args& a, const tandem::SortOptions& o, tandem::DType t
     if (!values_out.empty()) values_file.emplace(values_out);
   });
   tandem::Stopwatch total;
-  tandem::io::Array keys = tandem::cli::read_rank_array(ctx, a.in, t);
-  std::optional<tandem::io::Array> values;
+  tandem::io::MappedArray keys = tandem::cli::read_rank_array(ctx, a.in, t);
+  std::optional<tandem::io::MappedArray> values;
   if (!a.values.empty()) values = tandem::cli::read_rank_array(ctx, a.values, vt);
   ctx.run_agreed([&] {
     if (values && values->count != keys.count)

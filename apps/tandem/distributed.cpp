@@ -61,12 +61,12 @@ dist::Context& mpi_context() {
   return *session.ctx;
 }
 
-io::Array read_rank_array(const dist::Context& ctx, const std::string& path, DType dtype) {
-  io::Array a;
+io::MappedArray read_rank_array(const dist::Context& ctx, const std::string& path, DType dtype) {
+  io::MappedArray a;
   ctx.run_agreed([&] {
-    a = has_rank_placeholder(path) ? io::read_array(dist::expand_rank_path(path, ctx.rank(), ctx.size()), dtype)
-                                   : io::read_array_part(dist::expand_rank_path(path, ctx.rank(), ctx.size()), dtype,
-                                                         std::size_t(ctx.rank()), std::size_t(ctx.size()));
+    a = has_rank_placeholder(path) ? io::map_array(dist::expand_rank_path(path, ctx.rank(), ctx.size()), dtype)
+                                   : io::map_array_part(dist::expand_rank_path(path, ctx.rank(), ctx.size()), dtype,
+                                                        std::size_t(ctx.rank()), std::size_t(ctx.size()));
   });
   return a;
 }

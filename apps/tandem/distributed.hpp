@@ -29,8 +29,9 @@ bool has_rank_placeholder(const std::string& path);
 // The job's context: MPI is started on the first call and finalised when the program ends.
 dist::Context& mpi_context();
 
-// This rank's input: its own file when the path holds {rank}, else its part of a shared file.
-io::Array read_rank_array(const dist::Context& ctx, const std::string& path, DType dtype);
+// This rank's input: its own file when the path holds {rank}, else its part of a shared file;
+// mapped (io::map_array), since the callers only read it (they copy what they keep).
+io::MappedArray read_rank_array(const dist::Context& ctx, const std::string& path, DType dtype);
 io::CharBuffer read_rank_text(const dist::Context& ctx, const std::string& path);
 Table read_rank_csv(const dist::Context& ctx, const std::string& path, const CsvOptions& options);
 

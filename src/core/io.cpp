@@ -550,11 +550,15 @@ DType npy_dtype(const std::string& path) {
       fmt::format("{}: the .npy element type '{}' is not one tandem reads", f.name(), quoted_excerpt(h.descr)));
 }
 
-// ---- public: writing -----------------------------------------------------------------------------
+namespace {
 
-Array read_array_part(const std::string& path, DType dtype, std::size_t part, std::size_t parts) {
-  if (parts == 0 || part >= parts) throw UsageError(fmt::format("read_array_part: part {} of {}", part, parts));
-  InputFile f(path);
+// Part `part` of `parts` of the array file `f` (named `path`), checked: its elements as bytes
+// [begin, end) of the file.
+struct PartBytes {
+  std::uint64_t begin{0}, end{0};
+};
+
+PartBytes part_bytes(InputFile& f, const std::string& path, DType dtype, std::size_t part, std::size_t parts) {
   if (!f.sized())
     throw InputError(
         fmt::format("{}: not a regular file with a size: a part of it cannot be read on its own", f.name()));
@@ -568,14 +572,52 @@ Array read_array_part(const std::string& path, DType dtype, std::size_t part, st
     check_raw_size(f, file_size, dtype);
   }
   const std::uint64_t count = bytes / es;
-  const std::uint64_t first = std::uint64_t((unsigned __int128)count * part / parts);
-  const std::uint64_t last = std::uint64_t((unsigned __int128)count * (part + 1) / parts);
+  return {data_at + es * std::uint64_t((unsigned __int128)count * part / parts),
+          data_at + es * std::uint64_t((unsigned __int128)count * (part + 1) / parts)};
+}
+
+void check_part(std::size_t part, std::size_t parts) {
+  if (parts == 0 || part >= parts) throw UsageError(fmt::format("read_array_part: part {} of {}", part, parts));
+}
+
+}  // namespace
+
+Array read_array_part(const std::string& path, DType dtype, std::size_t part, std::size_t parts) {
+  check_part(part, parts);
+  InputFile f(path);
+  const PartBytes p = part_bytes(f, path, dtype, part, parts);
   Array a;
   a.dtype = dtype;
-  a.count = std::size_t(last - first);
-  a.bytes.resize(a.count * es);
-  f.read_at(a.bytes.data(), a.bytes.size(), data_at + first * es, 0);
+  a.count = std::size_t((p.end - p.begin) / dtype_size(dtype));
+  a.bytes.resize(std::size_t(p.end - p.begin));
+  f.read_at(a.bytes.data(), a.bytes.size(), p.begin, 0);
   return a;
+}
+
+MappedArray map_array_part(const std::string& path, DType dtype, std::size_t part, std::size_t parts, int threads) {
+  check_part(part, parts);
+  InputFile f(path);
+  const PartBytes p = part_bytes(f, path, dtype, part, parts);
+  const std::size_t es = dtype_size(dtype);
+  MappedArray m;
+  m.dtype = dtype;
+  m.count = std::size_t((p.end - p.begin) / es);
+  // Bytes [0, end) mapped, only the part's pages filled.
+  if (m.count > 0 && p.begin % es == 0)
+    if (auto base = detail::map_file(f.fd(), f.name(), p.end, p.begin, threads)) {
+      m.data = base.get() + p.begin;
+      m.owner = std::move(base);
+      m.mapped = true;
+      return m;
+    }
+  auto read = std::make_shared<Array>();
+  read->dtype = dtype;
+  read->count = m.count;
+  read->bytes.resize(std::size_t(p.end - p.begin));
+  f.read_at(read->bytes.data(), read->bytes.size(), p.begin, threads);
+  m.data = read->bytes.data();
+  m.owner = std::move(read);
+  return m;
 }
 
 CharBuffer read_bytes_range(const std::string& path, std::uint64_t begin, std::uint64_t end) {
@@ -616,6 +658,8 @@ std::uint64_t file_size(const std::string& path) {
   if (!f.sized()) throw InputError(fmt::format("{}: not a regular file with a size", f.name()));
   return f.remaining();
 }
+
+// ---- public: writing -----------------------------------------------------------------------------
 
 void write_array(AtomicOutput& out, DType dtype, const void* data, std::size_t count, int threads) {
   if (has_npy_suffix(out.path())) {

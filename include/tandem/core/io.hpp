@@ -97,6 +97,9 @@ std::vector<T> read_vector(const std::string& path) {
 // part). The file must be a sized regular file; the same checks as read_array. Read on
 // default_threads() threads.
 Array read_array_part(const std::string& path, DType dtype, std::size_t part, std::size_t parts);
+// read_array_part for consumers that only read: the part's pages of the file, mapped as map_array
+// maps a whole file (read instead where the part cannot be mapped).
+MappedArray map_array_part(const std::string& path, DType dtype, std::size_t part, std::size_t parts, int threads = 0);
 
 // Bytes [begin, end) of a sized regular file; InputError naming it when it cannot be read.
 CharBuffer read_bytes_range(const std::string& path, std::uint64_t begin, std::uint64_t end);
