@@ -217,15 +217,21 @@ std::string npy_descr(DType t) {
   return "?";
 }
 
-std::string descr_to_name(const std::string& d) {
+// The element type a .npy descr names in this machine's byte order, if it is one tandem reads.
+std::optional<DType> descr_dtype(const std::string& d) {
   for (DType t : {DType::u8, DType::u16, DType::u32, DType::u64, DType::i8, DType::i16, DType::i32, DType::i64,
                   DType::f32, DType::f64}) {
     std::string ours = npy_descr(t);
     if (d == ours || (d.size() == 3 && ours.size() == 3 && d.substr(1) == ours.substr(1) &&
                       (d[0] == '<' || d[0] == '|' || d[0] == '=')))
-      return std::string(to_string(t));
+      return t;
   }
-  return d;
+  return std::nullopt;
+}
+
+std::string descr_to_name(const std::string& d) {
+  const auto t = descr_dtype(d);
+  return t ? std::string(to_string(*t)) : d;
 }
 
 // Text from a header for an error message: printable ASCII, at most 40 characters.
@@ -478,6 +484,28 @@ Array read_elements(InputFile& f, DType dtype, std::optional<std::size_t> npy, i
   return a;
 }
 
+// A read array in map_array's shape (its buffer kept alive by the result).
+MappedArray holding(Array a) {
+  auto kept = std::make_shared<Array>(std::move(a));
+  MappedArray m;
+  m.dtype = kept->dtype;
+  m.count = kept->count;
+  m.data = kept->bytes.data();
+  m.owner = std::move(kept);
+  return m;
+}
+
+// `count` elements of `dtype` at byte `at` of a mapped file.
+MappedArray mapped_at(std::shared_ptr<const std::byte> base, std::uint64_t at, DType dtype, std::size_t count) {
+  MappedArray m;
+  m.dtype = dtype;
+  m.count = count;
+  m.data = base.get() + at;
+  m.owner = std::move(base);
+  m.mapped = true;
+  return m;
+}
+
 }  // namespace
 
 // ---- public: reading -----------------------------------------------------------------------------
@@ -514,27 +542,15 @@ MappedArray map_array(const std::string& path, DType dtype, int threads) {
   std::optional<std::size_t> npy;
   if (has_npy_suffix(path)) npy = read_npy_header(f, dtype);
   const std::size_t es = dtype_size(dtype);
-  MappedArray m;
-  m.dtype = dtype;
   // Standard input is read: a mapping would leave its file position where it was.
   if (path != "-" && f.sized() && f.remaining() > 0) {
     if (!npy) check_raw_size(f, f.remaining(), dtype);  // a sized .npy was checked with its header
     const std::uint64_t at = f.offset();
-    if (at % es == 0) {  // the elements' alignment: .npy data starts at a multiple of 64 when numpy wrote it
-      if (auto base = detail::map_file(f.fd(), f.name(), at + f.remaining(), at, threads)) {
-        m.count = static_cast<std::size_t>(f.remaining()) / es;
-        m.data = base.get() + at;
-        m.owner = std::move(base);
-        m.mapped = true;
-        return m;
-      }
-    }
+    if (at % es == 0)  // the elements' alignment: .npy data starts at a multiple of 64 when numpy wrote it
+      if (auto base = detail::map_file(f.fd(), f.name(), at + f.remaining(), at, threads))
+        return mapped_at(std::move(base), at, dtype, static_cast<std::size_t>(f.remaining()) / es);
   }
-  auto read = std::make_shared<Array>(read_elements(f, dtype, npy, threads));
-  m.count = read->count;
-  m.data = read->bytes.data();
-  m.owner = std::move(read);
-  return m;
+  return holding(read_elements(f, dtype, npy, threads));
 }
 
 DType npy_dtype(const std::string& path) {
@@ -542,10 +558,7 @@ DType npy_dtype(const std::string& path) {
   std::size_t start = 0;
   const NpyHeader h = read_npy_dict(f, start);
   if (h.descr.size() == 3 && h.descr[0] == '>') throw bad_npy(f.name(), start, "big-endian data is not supported");
-  const std::string name = descr_to_name(h.descr);
-  for (DType t : {DType::u8, DType::u16, DType::u32, DType::u64, DType::i8, DType::i16, DType::i32, DType::i64,
-                  DType::f32, DType::f64})
-    if (name == to_string(t)) return t;
+  if (const auto t = descr_dtype(h.descr)) return *t;
   throw InputError(
       fmt::format("{}: the .npy element type '{}' is not one tandem reads", f.name(), quoted_excerpt(h.descr)));
 }
@@ -580,44 +593,33 @@ void check_part(std::size_t part, std::size_t parts) {
   if (parts == 0 || part >= parts) throw UsageError(fmt::format("read_array_part: part {} of {}", part, parts));
 }
 
+Array read_part(InputFile& f, const PartBytes& p, DType dtype, int threads) {
+  Array a;
+  a.dtype = dtype;
+  a.count = std::size_t((p.end - p.begin) / dtype_size(dtype));
+  a.bytes.resize(std::size_t(p.end - p.begin));
+  f.read_at(a.bytes.data(), a.bytes.size(), p.begin, threads);
+  return a;
+}
+
 }  // namespace
 
 Array read_array_part(const std::string& path, DType dtype, std::size_t part, std::size_t parts) {
   check_part(part, parts);
   InputFile f(path);
-  const PartBytes p = part_bytes(f, path, dtype, part, parts);
-  Array a;
-  a.dtype = dtype;
-  a.count = std::size_t((p.end - p.begin) / dtype_size(dtype));
-  a.bytes.resize(std::size_t(p.end - p.begin));
-  f.read_at(a.bytes.data(), a.bytes.size(), p.begin, 0);
-  return a;
+  return read_part(f, part_bytes(f, path, dtype, part, parts), dtype, 0);
 }
 
 MappedArray map_array_part(const std::string& path, DType dtype, std::size_t part, std::size_t parts, int threads) {
   check_part(part, parts);
   InputFile f(path);
   const PartBytes p = part_bytes(f, path, dtype, part, parts);
-  const std::size_t es = dtype_size(dtype);
-  MappedArray m;
-  m.dtype = dtype;
-  m.count = std::size_t((p.end - p.begin) / es);
+  const std::size_t es = dtype_size(dtype), count = std::size_t((p.end - p.begin) / es);
   // Bytes [0, end) mapped, only the part's pages filled.
-  if (m.count > 0 && p.begin % es == 0)
-    if (auto base = detail::map_file(f.fd(), f.name(), p.end, p.begin, threads)) {
-      m.data = base.get() + p.begin;
-      m.owner = std::move(base);
-      m.mapped = true;
-      return m;
-    }
-  auto read = std::make_shared<Array>();
-  read->dtype = dtype;
-  read->count = m.count;
-  read->bytes.resize(std::size_t(p.end - p.begin));
-  f.read_at(read->bytes.data(), read->bytes.size(), p.begin, threads);
-  m.data = read->bytes.data();
-  m.owner = std::move(read);
-  return m;
+  if (count > 0 && p.begin % es == 0)
+    if (auto base = detail::map_file(f.fd(), f.name(), p.end, p.begin, threads))
+      return mapped_at(std::move(base), p.begin, dtype, count);
+  return holding(read_part(f, p, dtype, threads));
 }
 
 CharBuffer read_bytes_range(const std::string& path, std::uint64_t begin, std::uint64_t end) {

@@ -257,7 +257,7 @@ WordCount wordcount_files(const std::vector<std::string>& paths, const WordCount
   WordCount out = wordcount(text, host_opts);
   out.report.stages.insert(
       out.report.stages.begin(),
-      Stage{paths.size() == 1 && mapped.mapped ? "map input" : "read input", "cpu", read_s,
+      Stage{mapped.mapped ? "map input" : "read input", "cpu", read_s,
             fmt::format("{} file{}, {}", paths.size(), paths.size() == 1 ? "" : "s", human_bytes(text.size()))});
   if (!fell_back.empty()) out.report.notice(std::move(fell_back));
   return out;
