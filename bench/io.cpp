@@ -10,7 +10,10 @@
 // use) maps the page cache's pages instead and fills the page tables before it returns.
 //
 // End to end: `tandem sort --device cpu` of the .npy file against read floor + write floor + the
-// same in-memory sort (tandem::sort on the CPU, same threads).
+// same in-memory sort (tandem::sort on the CPU, same threads). In process, the command's two ways
+// to take its input and sort it: io::read_array + tandem::sort in place (inputs that cannot be
+// mapped, and memory=low) against io::map_array + tandem::sort_copy, whose first pass reads the
+// mapped pages (regular files).
 //
 // Each round runs the floors and tandem's calls one after the other, so that load from other
 // processes falls on all of them alike; the lines are the medians over the rounds.
@@ -251,6 +254,29 @@ void sort_lines(bench::Bench& b, const fs::path& dir, const std::string& tandem_
     return s;
   };
   const std::string in = (dir / "keys.npy").string(), out = (dir / "sorted.npy").string();
+  // The command's input and sort in process, both ways: read into memory and sorted there, or
+  // mapped and sorted into new memory by a first pass that reads the mapping (what it does now).
+  bool read_sorted = true, map_sorted = true;
+  const auto read_then_sort = [&] {
+    Stopwatch w;
+    io::Array a = io::read_array(in, DType::u32, threads);
+    sort(a.as<std::uint32_t>(), o);
+    const double s = w.seconds();
+    read_sorted = read_sorted && a.bytes.size() == want.size() * 4 &&
+                  std::memcmp(a.bytes.data(), want.data(), a.bytes.size()) == 0;
+    return s;
+  };
+  const auto map_then_sort_copy = [&] {
+    Stopwatch w;
+    const io::MappedArray m = io::map_array(in, DType::u32, threads);
+    io::ByteBuffer sorted_bytes(m.bytes());
+    const std::span<std::uint32_t> dst(reinterpret_cast<std::uint32_t*>(sorted_bytes.data()), m.count);
+    sort_copy(m.as<std::uint32_t>(), dst, o);
+    const double s = w.seconds();
+    map_sorted = map_sorted && m.mapped && sorted_bytes.size() == want.size() * 4 &&
+                 std::memcmp(sorted_bytes.data(), want.data(), sorted_bytes.size()) == 0;
+    return s;
+  };
   const std::vector<std::string> args = {tandem_path, "sort", "--type",   "u32", "--in",      in,
                                          "--out",     out,    "--device", "cpu", "--threads", std::to_string(threads)};
   bool ran = true;
@@ -261,12 +287,18 @@ void sort_lines(bench::Bench& b, const fs::path& dir, const std::string& tandem_
     ran = ran && run_program(args) == 0;
     return w.seconds();
   };
-  const std::vector<Stats> st = in_rounds(b, {in_memory, cli});
+  const std::vector<Stats> st = in_rounds(b, {in_memory, cli, read_then_sort, map_then_sort_copy});
   const io::Array got = ran ? io::read_array(out, DType::u32, threads) : io::Array{};
   const bool same =
       got.bytes.size() == want.size() * 4 && std::memcmp(got.bytes.data(), want.data(), got.bytes.size()) == 0;
   fs::remove(out);
-  if (!sorted || !same) b.fail(fmt::format("the sort on {} gave another order than std::sort", at));
+  if (!sorted || !same || !read_sorted || !map_sorted)
+    b.fail(fmt::format("the sort on {} gave another order than std::sort", at));
+  b.record("sort", fmt::format("in process: io::read_array + tandem::sort in place, {}", at), st[2],
+           double(keys.size()), "keys", read_sorted);
+  b.record("sort", fmt::format("in process: io::map_array + tandem::sort_copy, {}", at), st[3], double(keys.size()),
+           "keys", map_sorted);
+  b.info(fmt::format("mapped input + sorted copy vs read + sort in place, {}", at), st[3].median / st[2].median, "x");
   b.record("sort", fmt::format("in memory, tandem::sort cpu, {}", at), st[0], double(keys.size()), "keys", sorted);
   b.record("sort", fmt::format("end to end: tandem sort --in .npy --out .npy, {}", at), st[1], double(keys.size()),
            "keys", same);

@@ -88,6 +88,21 @@ void check_keys(const std::vector<K>& in, bool descending, const std::function<v
     ASSERT_EQ(to_ordered(got[i]), to_ordered(want[i])) << "at " << i << " of " << in.size();
 }
 
+// Runs a sort that copies (sort_copy and the like) as check_keys / check_pairs expect a sort in
+// place: the spans' contents become the const source, the spans are poisoned and receive the
+// result, and the source must be left as it was.
+template <class K, class V, class F>
+void from_source(std::span<K> keys, std::span<V> values, F&& sort_copy_fn) {
+  const std::vector<K> ks(keys.begin(), keys.end());
+  const std::vector<V> vs(values.begin(), values.end());
+  const auto ks_before = ks;
+  std::fill(keys.begin(), keys.end(), from_ordered<K>(ordered_bits_t<K>(0x5a5a5a5a5a5a5a5aull)));
+  if constexpr (!std::is_same_v<V, detail::NoValue>) std::fill(values.begin(), values.end(), V(0xdeadbeef));
+  sort_copy_fn(std::span<const K>(ks), std::span<const V>(vs), keys, values);
+  for (std::size_t i = 0; i < ks.size(); ++i)
+    ASSERT_EQ(to_ordered(ks[i]), to_ordered(ks_before[i])) << "source at " << i;
+}
+
 const std::vector<std::size_t> kSizes{0, 1, 2, 63, 64, 65, 255, 257, 4097, 65537, 200003};
 const std::vector<Shape> kShapes{Shape::uniform, Shape::sorted, Shape::reverse,
                                  Shape::equal,   Shape::few,    Shape::skewed};
@@ -109,6 +124,16 @@ void radix_all_cases() {
           });
           check_pairs<K, std::uint32_t>(in, desc, [&](std::span<K> k, std::span<std::uint32_t> v) {
             detail::cpu_radix_sort(k, v, desc, threads);
+          });
+          check_keys<K>(in, desc, [&](std::span<K> k) {
+            from_source<K, detail::NoValue>(k, {}, [&](auto ki, auto vi, auto ko, auto vo) {
+              detail::cpu_radix_sort_copy(ki, vi, ko, vo, desc, threads);
+            });
+          });
+          check_pairs<K, std::uint32_t>(in, desc, [&](std::span<K> k, std::span<std::uint32_t> v) {
+            from_source<K, std::uint32_t>(k, v, [&](auto ki, auto vi, auto ko, auto vo) {
+              detail::cpu_radix_sort_copy(ki, vi, ko, vo, desc, threads);
+            });
           });
         }
 }
@@ -350,6 +375,64 @@ TEST(SortEntry, EveryAlgorithmOnTheCpu) {
         }
       });
     }
+}
+
+// sort_copy and sort_pairs_copy on every CPU path: the radix sort reading the source in its first
+// pass, and the paths that copy it and sort in place.
+TEST(SortEntry, SortedCopyOnEveryCpuPath) {
+  struct Case {
+    SortAlgorithm algorithm;
+    SortMemory memory;
+    const char* path;
+  };
+  const Case cases[] = {{SortAlgorithm::auto_, SortMemory::auto_, "cpu-radix"},
+                        {SortAlgorithm::merge, SortMemory::auto_, "cpu-comparison"},
+                        {SortAlgorithm::radix, SortMemory::low, "cpu-in-place"},
+                        {SortAlgorithm::bitonic, SortMemory::auto_, "bitonic"}};
+  for (const Case& c : cases)
+    for (std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{2}, std::size_t{17}, std::size_t{200003}})
+      for (bool desc : {false, true}) {
+        SCOPED_TRACE(testing::Message() << "path=" << c.path << " n=" << n << " desc=" << desc);
+        SortOptions o;
+        o.algorithm = c.algorithm;
+        o.memory = c.memory;
+        o.device = Device::cpu;
+        o.threads = 2;
+        o.descending = desc;
+        const auto in = make_keys<float>(n, Shape::uniform, n + 11);
+        check_keys<float>(in, desc, [&](std::span<float> k) {
+          from_source<float, detail::NoValue>(k, {}, [&](auto ki, auto, auto ko, auto) {
+            const Report r = sort_copy(ki, ko, o);
+            if (n > 1) EXPECT_EQ(r.details().value("path", ""), c.path);
+          });
+        });
+        const auto few = make_keys<std::uint64_t>(n, Shape::few, n + 12);
+        check_pairs<std::uint64_t, std::uint32_t>(few, desc, [&](auto k, auto v) {
+          from_source<std::uint64_t, std::uint32_t>(
+              k, v, [&](auto ki, auto vi, auto ko, auto vo) { sort_pairs_copy(ki, vi, ko, vo, o); });
+        });
+      }
+}
+
+TEST(SortEntry, SortedCopyRefusesOverlapAndLengthMismatch) {
+  std::vector<std::uint32_t> a{3, 1, 2, 5}, b(3), vals{0, 1, 2, 3};
+  SortOptions o;
+  o.device = Device::cpu;
+  EXPECT_THROW(sort_copy(std::span<const std::uint32_t>(a), std::span<std::uint32_t>(b), o), UsageError);
+  EXPECT_THROW(sort_copy(std::span<const std::uint32_t>(a.data(), 3), std::span<std::uint32_t>(a.data() + 1, 3), o),
+               UsageError);
+  std::vector<std::uint32_t> out(4), vout(4);
+  EXPECT_THROW(sort_pairs_copy(std::span<const std::uint32_t>(a), std::span<const std::uint32_t>(vals.data(), 3),
+                               std::span<std::uint32_t>(out), std::span<std::uint32_t>(vout), o),
+               UsageError);
+  EXPECT_THROW(sort_pairs_copy(std::span<const std::uint32_t>(a), std::span<const std::uint32_t>(vals),
+                               std::span<std::uint32_t>(out), std::span<std::uint32_t>(vals), o),
+               UsageError);
+  EXPECT_EQ(a, (std::vector<std::uint32_t>{3, 1, 2, 5}));
+  // Adjacent but not overlapping is fine.
+  std::vector<std::uint32_t> both{4, 2, 3, 1, 0, 0, 0, 0};
+  sort_copy(std::span<const std::uint32_t>(both.data(), 4), std::span<std::uint32_t>(both.data() + 4, 4), o);
+  EXPECT_EQ(both, (std::vector<std::uint32_t>{4, 2, 3, 1, 1, 2, 3, 4}));
 }
 
 TEST(SortEntry, ReportNamesTheBitonicPath) {

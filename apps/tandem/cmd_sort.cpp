@@ -81,13 +81,59 @@ int run_plan(const Args& a) {
   return 0;
 }
 
-// Sorts the keys (and values) in the buffers they were read into: no copy of the data.
+// Where the sort writes its result: the buffers the inputs were read into (sorted in place), or,
+// for mapped inputs, new memory the sort fills straight from the mapping (no copy of its own).
+struct SortTargets {
+  tandem::io::Array* keys{nullptr};
+  tandem::io::Array* values{nullptr};
+  tandem::io::Array fresh_keys, fresh_values;
+  bool in_place{false};
+};
+
+// memory=low keeps the resident memory near the data's size: the input is read into the buffer
+// it is sorted in, since a mapping's pages count as resident beside new memory for the result.
+tandem::io::MappedArray read_input(const std::string& path, tandem::DType t, const tandem::SortOptions& o) {
+  if (o.memory == tandem::SortMemory::low) return tandem::io::holding(tandem::io::read_array(path, t, o.threads));
+  return tandem::io::map_array(path, t, o.threads);
+}
+
+void fresh_like(const tandem::io::MappedArray& in, tandem::io::Array& out) {
+  out.dtype = in.dtype;
+  out.count = in.count;
+  out.bytes = tandem::io::ByteBuffer(in.bytes());  // not zeroed: the sort writes every element
+}
+
+void choose_targets(const tandem::io::MappedArray& keys, const tandem::io::MappedArray* values, SortTargets& t) {
+  t.in_place = keys.read_buffer && (!values || values->read_buffer);
+  if (t.in_place) {
+    t.keys = keys.read_buffer.get();
+    t.values = values ? values->read_buffer.get() : nullptr;
+    return;
+  }
+  fresh_like(keys, t.fresh_keys);
+  t.keys = &t.fresh_keys;
+  if (values) {
+    fresh_like(*values, t.fresh_values);
+    t.values = &t.fresh_values;
+  }
+}
+
+template <class K, class V>
+tandem::Report sort_pairs_into(const tandem::io::MappedArray& keys, const tandem::io::MappedArray& values,
+                               SortTargets& t, const tandem::SortOptions& o) {
+  auto ks = t.keys->as<K>();
+  auto vs = t.values->as<V>();
+  if (t.in_place) return tandem::sort_pairs(ks, vs, o);
+  return tandem::sort_pairs_copy(keys.as<K>(), values.as<V>(), ks, vs, o);
+}
+
 template <class K>
-tandem::Report sort_arrays(tandem::io::Array& keys, tandem::io::Array* values, const tandem::SortOptions& o) {
-  auto ks = keys.as<K>();
-  if (!values) return tandem::sort(ks, o);
-  if (values->dtype == tandem::DType::u32) return tandem::sort_pairs(ks, values->as<std::uint32_t>(), o);
-  return tandem::sort_pairs(ks, values->as<std::uint64_t>(), o);
+tandem::Report sort_arrays(const tandem::io::MappedArray& keys, const tandem::io::MappedArray* values, SortTargets& t,
+                           const tandem::SortOptions& o) {
+  if (!values)
+    return t.in_place ? tandem::sort(t.keys->as<K>(), o) : tandem::sort_copy(keys.as<K>(), t.keys->as<K>(), o);
+  if (values->dtype == tandem::DType::u32) return sort_pairs_into<K, std::uint32_t>(keys, *values, t, o);
+  return sort_pairs_into<K, std::uint64_t>(keys, *values, t, o);
 }
 
 #if TANDEM_HAS_MPI
@@ -212,38 +258,43 @@ int run_file(const Args& a) {
       throw tandem::UsageError(fmt::format("--out and --values-out name the same destination ({})", a.out));
   }
   tandem::Stopwatch total;
-  tandem::io::Array keys = tandem::io::read_array(a.in, t, a.threads);
-  std::optional<tandem::io::Array> values;
+  const tandem::io::MappedArray keys = read_input(a.in, t, o);
+  std::optional<tandem::io::MappedArray> values;
   if (!a.values.empty()) {
-    values = tandem::io::read_array(a.values, vt, a.threads);
+    values = read_input(a.values, vt, o);
     if (values->count != keys.count)
       throw tandem::InputError(
           fmt::format("{}: {} values for {} keys in {}", a.values, values->count, keys.count, a.in));
   }
   const double read_s = total.seconds();
-  tandem::io::Array* vp = values ? &*values : nullptr;
+  const tandem::io::MappedArray* vp = values ? &*values : nullptr;
+  SortTargets out;
+  choose_targets(keys, vp, out);
   tandem::Report r = tandem::visit_dtype(t, [&](auto tag) -> tandem::Report {
     using K = decltype(tag);
     if constexpr (std::is_same_v<K, std::uint32_t> || std::is_same_v<K, std::int32_t> ||
                   std::is_same_v<K, std::uint64_t> || std::is_same_v<K, std::int64_t> || std::is_same_v<K, float> ||
                   std::is_same_v<K, double>) {
-      return sort_arrays<K>(keys, vp, o);
+      return sort_arrays<K>(keys, vp, out, o);
     } else {
       throw tandem::UsageError("unsupported key type");
     }
   });
   tandem::cli::print_notices(r);
   tandem::Stopwatch written;
-  tandem::io::write_array(keys_out, t, keys.bytes.data(), keys.count, a.threads);
+  tandem::io::write_array(keys_out, t, out.keys->bytes.data(), out.keys->count, a.threads);
   if (values) {
-    tandem::io::write_array(*values_out, vt, values->bytes.data(), values->count, a.threads);
+    tandem::io::write_array(*values_out, vt, out.values->bytes.data(), out.values->count, a.threads);
     tandem::io::AtomicOutput::commit_all({&keys_out, &*values_out});  // both appear, or neither
   } else {
     keys_out.commit();
   }
   if (a.explain) {
-    const std::size_t bytes = keys.bytes.size() + (values ? values->bytes.size() : 0);
-    r.stages.insert(r.stages.begin(), tandem::Stage{"read input", "cpu", read_s, tandem::human_bytes(bytes)});
+    const std::size_t bytes = keys.bytes() + (values ? values->bytes() : 0);
+    r.stages.insert(r.stages.begin(),
+                    tandem::Stage{"read input", "cpu", read_s,
+                                  fmt::format("{}, {}", tandem::human_bytes(bytes),
+                                              out.in_place ? "read into memory" : "mapped; the sort reads the pages")});
     r.add("write output", "cpu", written.seconds(),
           fmt::format("{}, then renamed into place", tandem::human_bytes(bytes)));
     std::ostream& os = a.out == "-" || a.values_out == "-" ? std::cerr : std::cout;

@@ -68,6 +68,18 @@ Report sort(std::span<K> keys, const SortOptions& opts = {});
 template <class K, class V>
 Report sort_pairs(std::span<K> keys, std::span<V> values, const SortOptions& opts = {});
 
+// A sorted copy: out (in.size() keys, not overlapping in) receives the keys of in sorted, and in
+// is only read (a read-only mapping of a file, say). The CPU radix sort's first pass and the GPU
+// pipeline's upload read `in` themselves, so the copy costs no pass of its own; the other paths
+// copy it into out and sort there. Same paths, options and Report as sort.
+template <class K>
+Report sort_copy(std::span<const K> in, std::span<K> out, const SortOptions& opts = {});
+
+// Pairs the same way, stable: keys_out and values_out receive keys_in and values_in sorted by key.
+template <class K, class V>
+Report sort_pairs_copy(std::span<const K> keys_in, std::span<const V> values_in, std::span<K> keys_out,
+                       std::span<V> values_out, const SortOptions& opts = {});
+
 // The paths tandem::sort can take for host data, as the Report names them.
 enum class SortPath { cpu_radix, cpu_comparison, cpu_in_place, gpu_pipeline, gpu_out_of_core, bitonic };
 std::string_view to_string(SortPath p);

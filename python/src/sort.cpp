@@ -2,7 +2,6 @@
 // through a scratch copy of the keys carrying their positions.
 #include <fmt/format.h>
 
-#include <cstring>
 #include <memory>
 
 #include "common.hpp"
@@ -75,8 +74,18 @@ py::object sort_copy(const py::array& a, bool descending, std::string_view devic
   if (!key_dtype(a.dtype()) || a.ndim() != 1 || !in_place_layout(a)) return py::none();
   const ArrayView v = key_array(a, "sort", false);
   py::array out(a.dtype(), {static_cast<py::ssize_t>(v.size)}, {});
-  if (v.size) std::memcpy(out.mutable_data(), v.data, v.size * static_cast<std::size_t>(a.itemsize()));
-  Report r = sort_array(out, descending, device, threads, nan_last);
+  void* dst = out.mutable_data();
+  const SortOptions o = sort_options(descending, device, threads);
+  // The sort reads `a` in its first pass and writes the new array: no copy of its own.
+  Report r = without_gil([&] {
+    return visit_key(v.dtype, [&](auto t) {
+      using K = decltype(t);
+      std::span<K> keys(static_cast<K*>(dst), v.size);
+      Report rep = tandem::sort_copy(std::span<const K>(static_cast<const K*>(v.data), v.size), keys, o);
+      place_nans(keys, std::span<std::uint32_t>{}, nan_last, rep);
+      return rep;
+    });
+  });
   if (!explain) return out;
   return py::make_tuple(std::move(out), std::move(r));
 }

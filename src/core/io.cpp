@@ -484,16 +484,6 @@ Array read_elements(InputFile& f, DType dtype, std::optional<std::size_t> npy, i
   return a;
 }
 
-// A read array in map_array's shape (its buffer kept alive by the result).
-MappedArray holding(Array a) {
-  auto kept = std::make_shared<Array>(std::move(a));
-  MappedArray m;
-  m.dtype = kept->dtype;
-  m.count = kept->count;
-  m.data = kept->bytes.data();
-  m.owner = std::move(kept);
-  return m;
-}
 
 // `count` elements of `dtype` at byte `at` of a mapped file.
 MappedArray mapped_at(std::shared_ptr<const std::byte> base, std::uint64_t at, DType dtype, std::size_t count) {
@@ -509,6 +499,17 @@ MappedArray mapped_at(std::shared_ptr<const std::byte> base, std::uint64_t at, D
 }  // namespace
 
 // ---- public: reading -----------------------------------------------------------------------------
+
+MappedArray holding(Array a) {
+  auto kept = std::make_shared<Array>(std::move(a));
+  MappedArray m;
+  m.dtype = kept->dtype;
+  m.count = kept->count;
+  m.data = kept->bytes.data();
+  m.owner = kept;
+  m.read_buffer = std::move(kept);
+  return m;
+}
 
 bool has_npy_suffix(const std::string& path) {
   return path.size() >= 4 && path.compare(path.size() - 4, 4, ".npy") == 0;

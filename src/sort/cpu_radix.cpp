@@ -78,16 +78,23 @@ class Radix {
   static constexpr int kKeyBits = static_cast<int>(sizeof(U)) * 8;
   static constexpr std::size_t kElementBytes = sizeof(U) + (kValues ? sizeof(V) : 0);
 
-  Radix(std::span<K> keys, std::span<V> values, bool descending, int threads)
+  // Sorts keys (values) in place, or, when the sources are given, into keys (values) from them.
+  Radix(std::span<K> keys, std::span<V> values, bool descending, int threads, const K* keys_in = nullptr,
+        const V* values_in = nullptr)
       : keys_(keys.data()),
         vals_(kValues ? values.data() : nullptr),
+        src_(keys_in ? keys_in : keys_),
+        vsrc_(kValues && values_in ? values_in : vals_),
         n_(keys.size()),
         flip_(descending ? ~U(0) : U(0)),
         threads_(std::max(1, threads)) {}
 
   void run() {
-    if (n_ < 2) return;
-    if (n_ <= kLeafMax) return leaf(0, n_, true);
+    if (n_ < 2) return adopt_source(0, n_);
+    if (n_ <= kLeafMax) {
+      adopt_source(0, n_);
+      return leaf(0, n_, true);
+    }
     tk_ = huge_page_buffer<U>(n_);
     if constexpr (kValues) tv_ = huge_page_buffer<V>(n_);
     parallel_sort(0, n_, true, kKeyBits);
@@ -96,11 +103,23 @@ class Radix {
  private:
   U bits(K k) const { return to_ordered(k) ^ flip_; }
   K key(U b) const { return from_ordered<K>(b ^ flip_); }
-  // Element i's bits, from the caller's keys ("home") or from the scratch bits.
+  // Element i's bits, from the caller's keys ("home") or from the scratch bits. Until the first
+  // pass is done, home is read from the source (the caller's keys when sorting in place).
   template <bool Home>
   U load(std::size_t i) const {
-    if constexpr (Home) return bits(keys_[i]);
+    if constexpr (Home) return bits(src_[i]);
     else return tk_[i];
+  }
+
+  // Copies the source's [lo, hi) home, where the first pass does not read it itself.
+  void adopt_source(std::size_t lo, std::size_t hi) {
+    if (src_ != keys_) std::copy(src_ + lo, src_ + hi, keys_ + lo);
+    if constexpr (kValues)
+      if (vsrc_ != vals_) std::copy(vsrc_ + lo, vsrc_ + hi, vals_ + lo);
+  }
+  void home_is_source() {
+    src_ = keys_;
+    vsrc_ = vals_;
   }
 
   // Sorts [lo, hi), whose keys agree on every bit from `top` up, with all threads: one scatter by
@@ -111,7 +130,10 @@ class Radix {
     const std::size_t m = hi - lo;
     const std::size_t per_thread = nested ? kNestedPerThreadMin : kPerThreadMin;
     const int T = static_cast<int>(std::min<std::size_t>(threads_, std::max<std::size_t>(1, m / per_thread)));
-    if (T == 1) return local_sort(lo, hi, in_home);
+    if (T == 1) {
+      if (in_home) adopt_source(lo, hi), home_is_source();
+      return local_sort(lo, hi, in_home);
+    }
     const int width =
         std::clamp(static_cast<int>(std::bit_width(m * kElementBytes / kBucketBytes)), kTopBitsMin, kTopBitsMax);
     const std::size_t stride = std::size_t{1} << width;
@@ -164,8 +186,11 @@ class Radix {
         else scatter<false>(h, a, b, d);
       } else if (!in_home) {
         copy_home(a, b);  // all keys equal, already in order
+      } else {
+        adopt_source(a, b);
       }
     }
+    if (in_home) home_is_source();  // the source has been read whole
     if (diff == 0) return;
     // Buckets too large for one thread to keep the others busy go through this again.
     const std::size_t large = std::max(m / (2 * static_cast<std::size_t>(T)), 2 * kPerThreadMin);
@@ -293,7 +318,7 @@ class Radix {
     const V* sv = nullptr;
     V* dv = nullptr;
     if constexpr (kValues) {
-      sv = Home ? vals_ : tv_.get();
+      sv = Home ? vsrc_ : tv_.get();
       dv = Home ? tv_.get() : vals_;
     }
     for (std::size_t i = lo; i < hi; ++i) {
@@ -331,6 +356,8 @@ class Radix {
 
   K* keys_;
   V* vals_;
+  const K* src_;  // where home is read from: the caller's source until the first pass has read it
+  const V* vsrc_;
   std::size_t n_;
   U flip_;  // all ones when descending: the inverted bits sort in descending key order
   std::size_t threads_;
@@ -345,6 +372,12 @@ int resolve_threads(int threads) { return threads > 0 ? threads : default_thread
 template <class K, class V>
 void cpu_radix_sort(std::span<K> keys, std::span<V> values, bool descending, int threads) {
   Radix<K, V>(keys, values, descending, resolve_threads(threads)).run();
+}
+
+template <class K, class V>
+void cpu_radix_sort_copy(std::span<const K> keys_in, std::span<const V> values_in, std::span<K> keys,
+                         std::span<V> values, bool descending, int threads) {
+  Radix<K, V>(keys, values, descending, resolve_threads(threads), keys_in.data(), values_in.data()).run();
 }
 
 template <class K, class V>
@@ -378,8 +411,10 @@ void cpu_comparison_sort(std::span<K> keys, std::span<V> values, bool descending
   }
 }
 
-#define TANDEM_CPU_SORT(K, V)                                                \
-  template void cpu_radix_sort<K, V>(std::span<K>, std::span<V>, bool, int); \
+#define TANDEM_CPU_SORT(K, V)                                                                                       \
+  template void cpu_radix_sort<K, V>(std::span<K>, std::span<V>, bool, int);                                        \
+  template void cpu_radix_sort_copy<K, V>(std::span<const K>, std::span<const V>, std::span<K>, std::span<V>, bool, \
+                                          int);                                                                     \
   template void cpu_comparison_sort<K, V>(std::span<K>, std::span<V>, bool, int);
 #define TANDEM_CPU_SORT_ALL(K) \
   TANDEM_CPU_SORT(K, NoValue) TANDEM_CPU_SORT(K, std::uint32_t) TANDEM_CPU_SORT(K, std::uint64_t)

@@ -18,6 +18,9 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <type_traits>
+
+#include "tandem/core/parallel.hpp"
 
 namespace tandem::detail {
 
@@ -26,6 +29,13 @@ namespace tandem::detail {
 // Uses n extra elements of each type; 64-bit sizes throughout.
 template <class K, class V>
 void cpu_radix_sort(std::span<K> keys, std::span<V> values, bool descending, int threads);
+
+// The same sort into other memory: keys (values) receive keys_in (values_in) sorted, and the
+// inputs are only read. The first pass reads them, so they need no copy of their own (a mapped
+// file is sorted straight out of its pages). Inputs and outputs must not overlap; sizes equal.
+template <class K, class V>
+void cpu_radix_sort_copy(std::span<const K> keys_in, std::span<const V> values_in, std::span<K> keys,
+                         std::span<V> values, bool descending, int threads);
 
 // A parallel comparison sort (__gnu_parallel), stable for pairs. The fallback for algorithm=merge.
 template <class K, class V>
@@ -58,6 +68,15 @@ std::size_t in_place_bucket_limit(std::size_t n, int threads, std::size_t min_bu
 
 // Value type used for "no values" (an empty span of it).
 struct NoValue {};
+
+// For the sorts that work in place: copies the sources (where given and not already the
+// outputs) into keys (values) on `threads` threads (<= 0: default).
+template <class K, class V>
+void copy_sources(std::span<K> keys, std::span<V> values, const K* keys_in, const V* values_in, int threads) {
+  if (keys_in && keys_in != keys.data()) parallel_copy(keys.data(), keys_in, keys.size_bytes(), threads);
+  if constexpr (!std::is_same_v<V, NoValue>)
+    if (values_in && values_in != values.data()) parallel_copy(values.data(), values_in, values.size_bytes(), threads);
+}
 
 // Scratch arrays of the radix sorts, uninitialised (T is trivial). From 2 MiB to 64 MiB they are
 // blocks of the process's scratch pool (groupby/cpu_scratch_pool.hpp: 2 MiB aligned, on huge

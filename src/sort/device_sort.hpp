@@ -119,9 +119,12 @@ std::size_t gpu_sort_budget(const SortOptions& opts);
 
 // Host data on the GPU: the staged pipeline when it fits in the budget, otherwise a parallel
 // host MSD partition into pieces that fit, each sorted by the pipeline in its final place. Throws CudaError /
-// OutOfMemoryError / NoDeviceError.
+// OutOfMemoryError / NoDeviceError. With sources (keys_in, values_in not null, not overlapping the
+// outputs), keys (values) receive them sorted and the sources are only read: the pipeline uploads
+// from them; the out-of-core path copies them first.
 template <class K, class V>
-void gpu_sort_host(std::span<K> keys, std::span<V> values, const SortOptions& opts, Report& r);
+void gpu_sort_host(std::span<K> keys, std::span<V> values, const SortOptions& opts, Report& r,
+                   const K* keys_in = nullptr, const V* values_in = nullptr);
 #endif
 
 }  // namespace tandem::detail

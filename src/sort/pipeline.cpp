@@ -640,32 +640,38 @@ std::size_t gpu_sort_budget(const SortOptions& opts) {
 }
 
 template <class K, class V>
-void gpu_sort_host(std::span<K> keys, std::span<V> values, const SortOptions& opts, Report& r) {
+void gpu_sort_host(std::span<K> keys, std::span<V> values, const SortOptions& opts, Report& r, const K* keys_in,
+                   const V* values_in) {
   constexpr bool kValues = !std::is_same_v<V, NoValue>;
   gpu::require();
   const std::size_t n = keys.size();
-  if (n < 2) return;
+  const K* src_k = keys_in ? keys_in : keys.data();
+  const V* src_v = kValues ? (values_in ? values_in : values.data()) : nullptr;
+  if (n < 2) {
+    copy_sources(keys, values, src_k, src_v, opts.threads);
+    return;
+  }
   const std::size_t per = sizeof(K) + (kValues ? sizeof(V) : 0);
   const std::size_t budget = gpu_sort_budget(opts);
   SortWorkspace& ws = sort_workspace();
   std::lock_guard lock(ws.mu);
   gpu::Stream s;
-  const bool pinned = gpu::is_pinned(keys.data());
+  const bool pinned = gpu::is_pinned(src_k) && gpu::is_pinned(keys.data());
   if (gpu_bytes_needed(n, per) <= budget && n <= static_cast<std::size_t>(INT_MAX)) {
     StageTimes t;
-    fit_sort<K, V>(keys.data(), kValues ? values.data() : nullptr, keys.data(), kValues ? values.data() : nullptr, n,
-                   opts, ws, s, t);
+    fit_sort<K, V>(src_k, src_v, keys.data(), kValues ? values.data() : nullptr, n, opts, ws, s, t);
     add_fit_stages(r, t,
                    fmt::format("{} ({})", human_bytes(n * per),
                                pinned ? "pinned, direct DMA" : "pageable, staged through pinned slots"),
                    opts);
   } else {
+    copy_sources(keys, values, src_k, src_v, opts.threads);
     out_of_core(keys, values, opts, budget, ws, s, r);
   }
 }
 
 #define TANDEM_GPU_HOST(K, V) \
-  template void gpu_sort_host<K, V>(std::span<K>, std::span<V>, const SortOptions&, Report&);
+  template void gpu_sort_host<K, V>(std::span<K>, std::span<V>, const SortOptions&, Report&, const K*, const V*);
 #define TANDEM_GPU_HOST_ALL(K) \
   TANDEM_GPU_HOST(K, NoValue) TANDEM_GPU_HOST(K, std::uint32_t) TANDEM_GPU_HOST(K, std::uint64_t)
 TANDEM_GPU_HOST_ALL(std::uint32_t)

@@ -60,11 +60,36 @@ std::string_view name_of(const std::array<std::pair<std::string_view, T>, N>& ta
   return "?";
 }
 
-// Runs the CPU path chosen and records it.
+// Where a sort reads its input when it is not the output (sort_copy): null when in place.
 template <class K, class V>
-void run_cpu(std::span<K> keys, std::span<V> values, const SortOptions& opts, SortPath path, Report& r) {
+struct Sources {
+  const K* keys{nullptr};
+  const V* values{nullptr};
+};
+
+// Runs the CPU path chosen and records it. The radix sort reads the sources in its first pass;
+// the other paths sort a copy of them in place.
+template <class K, class V>
+void run_cpu(std::span<K> keys, std::span<V> values, const SortOptions& opts, SortPath path, Report& r,
+             Sources<K, V> src) {
   const int threads = opts.threads > 0 ? opts.threads : default_threads();
   Stopwatch w;
+  if (path == SortPath::cpu_radix) {
+    if (src.keys)
+      detail::cpu_radix_sort_copy(std::span<const K>(src.keys, keys.size()),
+                                  std::span<const V>(src.values, src.values ? values.size() : 0), keys, values,
+                                  opts.descending, threads);
+    else detail::cpu_radix_sort(keys, values, opts.descending, threads);
+    r.add("CPU radix sort", "cpu", w.seconds(),
+          fmt::format("{} elements, one parallel MSD pass{} then buckets in cache, {} threads", keys.size(),
+                      src.keys ? " (reading the input)" : "", threads));
+    return;
+  }
+  if (src.keys) {
+    detail::copy_sources(keys, values, src.keys, src.values, threads);
+    r.add("copy input", "cpu", w.seconds(), "the path sorts in place");
+    w = Stopwatch();
+  }
   if (path == SortPath::cpu_in_place) {
     const std::size_t piece = detail::in_place_bucket_limit(keys.size(), threads);
     const int used = detail::in_place_threads(keys.size(), threads);
@@ -82,23 +107,17 @@ void run_cpu(std::span<K> keys, std::span<V> values, const SortOptions& opts, So
     }
     return;
   }
-  if (path == SortPath::cpu_comparison) {
-    detail::cpu_comparison_sort(keys, values, opts.descending, threads);
-    r.add("CPU comparison sort", "cpu", w.seconds(),
-          fmt::format("{} elements, __gnu_parallel::{}sort, {} threads", keys.size(), values.empty() ? "" : "stable_",
-                      threads));
-  } else {
-    detail::cpu_radix_sort(keys, values, opts.descending, threads);
-    r.add("CPU radix sort", "cpu", w.seconds(),
-          fmt::format("{} elements, one parallel MSD pass then buckets in cache, {} threads", keys.size(), threads));
-  }
+  detail::cpu_comparison_sort(keys, values, opts.descending, threads);
+  r.add("CPU comparison sort", "cpu", w.seconds(),
+        fmt::format("{} elements, __gnu_parallel::{}sort, {} threads", keys.size(), values.empty() ? "" : "stable_",
+                    threads));
 }
 
 // Below this much data the sort's scratch is never worth a memory check.
 constexpr std::uint64_t kMemoryCheckBytes = std::uint64_t{16} << 20;
 
 template <class K, class V>
-Report dispatch(std::span<K> keys, std::span<V> values, const SortOptions& opts) {
+Report dispatch(std::span<K> keys, std::span<V> values, const SortOptions& opts, Sources<K, V> src = {}) {
   Report r;
   r.operation = "sort";
   detail::PathInputs in;
@@ -123,7 +142,7 @@ Report dispatch(std::span<K> keys, std::span<V> values, const SortOptions& opts)
   try {
     in.gpu = opts.device != Device::cpu && gpu_count() > 0;
     if (in.gpu && !keys.empty()) {
-      in.pinned = gpu::is_pinned(keys.data());
+      in.pinned = gpu::is_pinned(keys.data()) && (!src.keys || gpu::is_pinned(src.keys));
       in.gpu_budget = detail::gpu_sort_budget(opts);
       if (auto b = cached_bandwidths(&r)) in.link_bw = in.pinned ? b->pinned_both : b->staged_both;
     }
@@ -142,11 +161,14 @@ Report dispatch(std::span<K> keys, std::span<V> values, const SortOptions& opts)
   r.details()["estimate_cpu_s"] = c.est_cpu_s;
   r.details()["estimate_gpu_s"] = c.est_gpu_s;
   r.details()["host_scratch_bytes"] = detail::host_scratch_bytes(c.path, in.n, in.key_bytes, in.value_bytes);
-  if (keys.size() < 2) return r;
+  if (keys.size() < 2) {
+    detail::copy_sources(keys, values, src.keys, src.values, 1);
+    return r;
+  }
 #if TANDEM_HAS_CUDA
   if (c.path == SortPath::gpu_pipeline || c.path == SortPath::gpu_out_of_core) {
     try {
-      detail::gpu_sort_host(keys, values, opts, r);
+      detail::gpu_sort_host(keys, values, opts, r, src.keys, src.values);
       return r;
     } catch (const CudaError& e) {  // OutOfMemoryError included
       if (opts.device == Device::gpu) throw;
@@ -159,11 +181,11 @@ Report dispatch(std::span<K> keys, std::span<V> values, const SortOptions& opts)
     on_cpu.device = Device::cpu;
     const SortPath cpu = detail::choose_sort_path(on_cpu).path;
     r.details()["path"] = std::string(to_string(cpu));
-    run_cpu(keys, values, opts, cpu, r);
+    run_cpu(keys, values, opts, cpu, r, src);
     return r;
   }
 #endif
-  run_cpu(keys, values, opts, c.path, r);
+  run_cpu(keys, values, opts, c.path, r, src);
   return r;
 }
 
@@ -304,8 +326,51 @@ Report sort_pairs(std::span<K> keys, std::span<V> values, const SortOptions& opt
   return dispatch(keys, values, opts);
 }
 
-#define TANDEM_SORT_KEYS(K) template Report sort<K>(std::span<K>, const SortOptions&);
-#define TANDEM_SORT_PAIRS(K, V) template Report sort_pairs<K, V>(std::span<K>, std::span<V>, const SortOptions&);
+namespace {
+// sort_copy's inputs and outputs: equal lengths, and no overlap (the first pass reads the input
+// while it writes elsewhere; a sort in place is sort(), not a copy onto itself).
+template <class T>
+void check_copy_spans(std::span<const T> in, std::span<T> out, const char* what) {
+  if (in.size() != out.size())
+    throw UsageError(fmt::format("sort_copy: {} {} in but room for {} out", in.size(), what, out.size()));
+  const auto* a = reinterpret_cast<const std::byte*>(in.data());
+  const auto* b = reinterpret_cast<const std::byte*>(out.data());
+  if (!in.empty() && a < b + out.size_bytes() && b < a + in.size_bytes())
+    throw UsageError(fmt::format("sort_copy: the input and output {} overlap", what));
+}
+}  // namespace
+
+template <class K>
+Report sort_copy(std::span<const K> in, std::span<K> out, const SortOptions& opts) {
+  check_copy_spans(in, out, "keys");
+  if (routes_to_bitonic(opts)) {
+    parallel_copy(out.data(), in.data(), in.size_bytes(), opts.threads);
+    return named_bitonic(bitonic::sort(out, opts));
+  }
+  return dispatch(out, std::span<detail::NoValue>{}, opts, Sources<K, detail::NoValue>{in.data(), nullptr});
+}
+
+template <class K, class V>
+Report sort_pairs_copy(std::span<const K> keys_in, std::span<const V> values_in, std::span<K> keys_out,
+                       std::span<V> values_out, const SortOptions& opts) {
+  if (keys_in.size() != values_in.size())
+    throw UsageError(fmt::format("sort_pairs_copy: {} keys but {} values", keys_in.size(), values_in.size()));
+  check_copy_spans(keys_in, keys_out, "keys");
+  check_copy_spans(values_in, values_out, "values");
+  if (routes_to_bitonic(opts)) {
+    detail::copy_sources(keys_out, values_out, keys_in.data(), values_in.data(), opts.threads);
+    return named_bitonic(bitonic::sort_pairs(keys_out, values_out, opts));
+  }
+  return dispatch(keys_out, values_out, opts, Sources<K, V>{keys_in.data(), values_in.data()});
+}
+
+#define TANDEM_SORT_KEYS(K)                                  \
+  template Report sort<K>(std::span<K>, const SortOptions&); \
+  template Report sort_copy<K>(std::span<const K>, std::span<K>, const SortOptions&);
+#define TANDEM_SORT_PAIRS(K, V)                                                                             \
+  template Report sort_pairs<K, V>(std::span<K>, std::span<V>, const SortOptions&);                         \
+  template Report sort_pairs_copy<K, V>(std::span<const K>, std::span<const V>, std::span<K>, std::span<V>, \
+                                        const SortOptions&);
 #define TANDEM_SORT_ALL(K) TANDEM_SORT_KEYS(K) TANDEM_SORT_PAIRS(K, std::uint32_t) TANDEM_SORT_PAIRS(K, std::uint64_t)
 TANDEM_SORT_ALL(std::uint32_t)
 TANDEM_SORT_ALL(std::int32_t)

@@ -252,6 +252,37 @@ TEST(GpuSortHost, OutOfCoreWithSmallMemoryLimit) {
   }
 }
 
+// sort_copy of host data: the pipeline uploads from the source and leaves it as it was; the
+// out-of-core path copies it first. The outputs start poisoned.
+TEST(GpuSortHost, SortedCopyFromAReadOnlySource) {
+  TANDEM_REQUIRE_GPU();
+  const std::size_t big = small() ? (1u << 20) + 7 : (3u << 20) + 7;
+  for (std::size_t n : {std::size_t{1}, std::size_t{4097}, big})
+    for (bool out_of_core : {false, true}) {
+      if (out_of_core && n != big) continue;
+      SCOPED_TRACE(testing::Message() << "n=" << n << " out_of_core=" << out_of_core);
+      SortOptions o;
+      o.device = Device::gpu;
+      if (out_of_core) o.gpu_memory_limit = std::size_t{64} << 20;
+      const auto in = keys_for<float>(n, 0, n + 3);
+      std::vector<float> out(n, 7.5f);
+      const Report r = tandem::sort_copy(std::span<const float>(in), std::span<float>(out), o);
+      if (n > 1) EXPECT_EQ(r.details().value("path", ""), out_of_core ? "gpu-out-of-core" : "gpu-pipeline");
+      expect_keys(in, out, false);
+      const auto again = keys_for<float>(n, 0, n + 3);
+      for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(to_ordered(in[i]), to_ordered(again[i])) << "source at " << i;
+      const auto few = keys_for<std::uint64_t>(n, 1, n + 4);
+      std::vector<std::uint32_t> v(n);
+      std::iota(v.begin(), v.end(), 0u);
+      std::vector<std::uint64_t> ko(n, 99);
+      std::vector<std::uint32_t> vo(n, 99);
+      o.descending = true;
+      sort_pairs_copy(std::span<const std::uint64_t>(few), std::span<const std::uint32_t>(v),
+                      std::span<std::uint64_t>(ko), std::span<std::uint32_t>(vo), o);
+      expect_pairs(few, ko, vo, true);
+    }
+}
+
 TEST(GpuSortDevice, KeysAndPairsInPlace) {
   TANDEM_REQUIRE_GPU();
   gpu::Stream s;

@@ -53,6 +53,9 @@ struct MappedArray {
   const std::byte* data{nullptr};
   std::shared_ptr<const void> owner;  // keeps `data` valid: the mapping, or the buffer read
   bool mapped{false};                 // true: the file's own pages; false: read into memory
+  // Not mapped: the buffer the elements were read into (data points into it), which its holders
+  // may write, e.g. to sort it in place instead of into new memory. Null when mapped.
+  std::shared_ptr<Array> read_buffer;
 
   std::size_t bytes() const { return count * dtype_size(dtype); }
   template <class T>
@@ -71,6 +74,10 @@ struct MappedArray {
 // truncated while it is mapped, reading the part cut off raises SIGBUS (as numpy.memmap does).
 // Replacing it by rename, as tandem's outputs do, or deleting it leaves the mapping intact.
 MappedArray map_array(const std::string& path, DType dtype, int threads = 0);
+
+// An array read into memory in map_array's shape: the result keeps its buffer alive and names it
+// as its read_buffer.
+MappedArray holding(Array a);
 
 // The element type a .npy file's header names ('<u4': u32, ...), from its header alone;
 // InputError naming the file when it is no valid .npy file or its type is none tandem reads.
