@@ -484,7 +484,6 @@ Array read_elements(InputFile& f, DType dtype, std::optional<std::size_t> npy, i
   return a;
 }
 
-
 // `count` elements of `dtype` at byte `at` of a mapped file.
 MappedArray mapped_at(std::shared_ptr<const std::byte> base, std::uint64_t at, DType dtype, std::size_t count) {
   MappedArray m;
