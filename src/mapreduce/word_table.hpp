@@ -277,6 +277,9 @@ class WordTable : public OpenTable<WordSlot> {
       if (((s.key.k0 ^ k.k0) | (s.key.k1 ^ k.k1)) == 0 &&
           (is_short || std::memcmp(text_ + s.offset, text_ + b, k.length()) == 0)) [[likely]] {
         s.count += count;
+        // The latest occurrence: the next comparison reads text still in cache, not the first
+        // occurrence's bytes megabytes back.
+        if (!is_short) s.offset = b;
         return;
       }
       if (s.count == 0) {
