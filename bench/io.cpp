@@ -1,6 +1,6 @@
-// Files at the I/O floor: tandem's reading and writing of array files (io::read_array and
-// io::write_array, what the commands use) against the floor, measured in the same run on the same
-// file with the same threads:
+// Files at the I/O floor: tandem's reading and writing of array files (io::map_array, what the
+// commands read regular files with, io::read_array for streams, and io::write_array) against the
+// floor, measured in the same run on the same file with the same threads:
 //   read floor   the file's bytes by parallel pread (one contiguous share per thread) into a
 //                buffer already faulted in (allocated and touched once, before the timing);
 //   write floor  a buffer by parallel pwrite into a new file (created, written, closed).
@@ -227,8 +227,12 @@ Floors file_lines(bench::Bench& b, const fs::path& dir, const std::vector<std::u
   b.info(fmt::format("page faults: read floor into fresh / faulted memory, {}", at),
          read_fresh.median / read_floor.median, "x");
   b.info(fmt::format("read .npy vs the floor into fresh memory, {}", at), read_npy.median / read_fresh.median, "x");
-  b.goal(fmt::format("read .npy vs parallel pread floor, {}", at), read_npy.median / read_floor.median, 1.2, false);
-  b.goal(fmt::format("read raw vs parallel pread floor, {}", at), read_raw.median / read_floor.median, 1.2, false);
+  // Commands map regular files (the sort too, since it sorts into new memory from the mapping);
+  // read_array serves standard input, streams and the sort's memory=low, so its ratio is shown
+  // beside the goal, not as one.
+  b.info(fmt::format("read .npy into memory (streams, sort memory=low) vs parallel pread floor, {}", at),
+         read_npy.median / read_floor.median, "x");
+  b.info(fmt::format("read raw into memory vs parallel pread floor, {}", at), read_raw.median / read_floor.median, "x");
   b.goal(fmt::format("map .npy vs parallel pread floor, {}", at), map_npy.median / read_floor.median, 1.2, false);
   b.goal(fmt::format("map raw vs parallel pread floor, {}", at), map_raw.median / read_floor.median, 1.2, false);
   b.goal(fmt::format("write .npy vs parallel pwrite floor, {}", at), write_npy.median / write_floor.median, 1.2, false);
