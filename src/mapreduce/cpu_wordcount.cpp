@@ -6,6 +6,7 @@
 #include <cstring>
 #include <memory>
 
+#include "mapreduce/word_order.hpp"
 #include "mapreduce/word_scan.hpp"
 #include "mapreduce/word_table.hpp"
 #include "tandem/core/timing.hpp"
@@ -31,9 +32,7 @@ struct OutWord {
 OutWord out_word(const char* text, const WordKey& key, std::uint64_t count, std::uint64_t offset) {
   const std::size_t len = key.length();
   if (key.is_short()) return {~count, __builtin_bswap64(key.k0), __builtin_bswap64(key.k1), len};
-  std::uint64_t first8;  // a long word's first 8 bytes are in the text
-  std::memcpy(&first8, text + offset, 8);
-  return {~count, __builtin_bswap64(first8), offset, len};
+  return {~count, word_prefix({text + offset, len}), offset, len};  // a long word's bytes are in the text
 }
 
 // The word's bytes: from the record when it holds them (into buf, 16 bytes), else in the text.

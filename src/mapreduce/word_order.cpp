@@ -5,19 +5,6 @@
 #include <parallel/algorithm>
 
 namespace tandem::mapreduce::detail {
-namespace {
-
-// A word's first 8 bytes, zero-padded, as a big-endian number: numbers that differ order as the
-// words do (a pad byte sorts first, as the end of a shorter word does); equal ones need the words.
-std::uint64_t word_prefix(std::string_view w) {
-  unsigned char b[8] = {};
-  std::memcpy(b, w.data(), std::min<std::size_t>(w.size(), 8));
-  std::uint64_t p = 0;
-  for (unsigned char c : b) p = (p << 8) | c;
-  return p;
-}
-
-}  // namespace
 
 std::vector<std::size_t> word_count_order(std::span<const std::string_view> words,
                                           std::span<const std::uint64_t> counts, int threads) {

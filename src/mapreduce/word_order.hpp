@@ -2,13 +2,23 @@
 // Shared by sort_word_counts and the GPU word count, which sorts views of the words it downloaded
 // and makes each string once, in place.
 #pragma once
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <span>
 #include <string_view>
 #include <vector>
 
 namespace tandem::mapreduce::detail {
+
+// A word's first 8 bytes, zero-padded, as a big-endian number: numbers that differ order as the
+// words do (a pad byte sorts first, as the end of a shorter word does); equal ones need the words.
+inline std::uint64_t word_prefix(std::string_view w) {
+  std::uint64_t p = 0;
+  if (!w.empty()) std::memcpy(&p, w.data(), std::min<std::size_t>(w.size(), 8));
+  return __builtin_bswap64(p);
+}
 
 // Indices of the entries (words[i], counts[i]) in print order, sorted on `threads` threads when
 // there are many: small records (count, first 8 bytes as a number, index) are sorted, the words
