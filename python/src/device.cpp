@@ -30,13 +30,18 @@ int device_of(std::uintptr_t p) {
   return a.device;
 }
 
-Report queued(std::string operation, std::size_t n, DType t, int device, std::uintptr_t stream) {
+// The MSD sort waits on the host for its prefix counts; the others only queue their work.
+Report queued(std::string operation, std::size_t n, DType t, int device, std::uintptr_t stream,
+              DeviceSortPath path = DeviceSortPath::cub_radix) {
   Report r;
   r.operation = std::move(operation);
-  r.note(fmt::format("{} {} elements on gpu{} (CUB radix sort), queued on stream {:#x}: no host synchronisation",
-                     to_string(t), n, device, stream));
+  r.note(fmt::format("{} {} elements on gpu{} ({} sort), queued on stream {:#x}: {}", to_string(t), n, device,
+                     to_string(path), stream,
+                     path == DeviceSortPath::msd_radix ? "the host waited for the keys' prefix counts only"
+                                                       : "no host synchronisation"));
   r.details()["device"] = device;
   r.details()["stream"] = stream;
+  r.details()["sort"] = std::string(to_string(path));
   return r;
 }
 
@@ -49,37 +54,39 @@ SortOptions options(bool descending) {
 Report sort_py(std::uintptr_t ptr, std::size_t n, const std::string& dtype, bool descending, bool nan_last,
                std::uintptr_t stream) {
   const DType t = parse_dtype(dtype);
-  if (n == 0) return queued("sort", n, t, -1, stream);
+  if (n == 0) return queued("sort", n, t, -1, stream, DeviceSortPath::none);
   const int dev = device_of(ptr);
+  DeviceSortPath path = DeviceSortPath::none;
   without_gil([&] {
     gpu::DeviceGuard guard(dev);
     visit_key(t, [&](auto k) {
       using K = decltype(k);
       K* keys = reinterpret_cast<K*>(ptr);
-      sort_device(keys, n, options(descending), stream_arg(stream));
+      path = sort_device(keys, n, options(descending), stream_arg(stream));
       if (nan_last) move_leading_nans_last_device<K, void>(keys, nullptr, n, stream_arg(stream));
     });
   });
-  return queued("sort", n, t, dev, stream);
+  return queued("sort", n, t, dev, stream, path);
 }
 
 // A sorted copy: src is left as it is, out receives the keys sorted (no separate copy pass).
 Report sort_copy_py(std::uintptr_t src, std::uintptr_t out, std::size_t n, const std::string& dtype, bool descending,
                     bool nan_last, std::uintptr_t stream) {
   const DType t = parse_dtype(dtype);
-  if (n == 0) return queued("sort", n, t, -1, stream);
+  if (n == 0) return queued("sort", n, t, -1, stream, DeviceSortPath::none);
   const int dev = device_of(src);
   if (device_of(out) != dev) throw py::value_error("input and output are on different GPUs");
+  DeviceSortPath path = DeviceSortPath::none;
   without_gil([&] {
     gpu::DeviceGuard guard(dev);
     visit_key(t, [&](auto k) {
       using K = decltype(k);
       K* keys = reinterpret_cast<K*>(out);
-      sort_device_copy(reinterpret_cast<const K*>(src), keys, n, options(descending), stream_arg(stream));
+      path = sort_device_copy(reinterpret_cast<const K*>(src), keys, n, options(descending), stream_arg(stream));
       if (nan_last) move_leading_nans_last_device<K, void>(keys, nullptr, n, stream_arg(stream));
     });
   });
-  return queued("sort", n, t, dev, stream);
+  return queued("sort", n, t, dev, stream, path);
 }
 
 Report sort_pairs_py(std::uintptr_t keys_ptr, std::uintptr_t values_ptr, std::size_t value_size, std::size_t n,
@@ -87,7 +94,7 @@ Report sort_pairs_py(std::uintptr_t keys_ptr, std::uintptr_t values_ptr, std::si
   const DType t = parse_dtype(dtype);
   if (value_size != 4 && value_size != 8)
     throw py::type_error(fmt::format("values: {}-byte elements (expected 4 or 8)", value_size));
-  if (n == 0) return queued("sort_by_key", n, t, -1, stream);
+  if (n == 0) return queued("sort_by_key", n, t, -1, stream, DeviceSortPath::none);
   const int dev = device_of(keys_ptr);
   if (device_of(values_ptr) != dev) throw py::value_error("keys and values are on different GPUs");
   without_gil([&] {
@@ -110,7 +117,7 @@ Report sort_pairs_py(std::uintptr_t keys_ptr, std::uintptr_t values_ptr, std::si
 Report argsort_py(std::uintptr_t src, std::uintptr_t scratch, std::uintptr_t positions, std::size_t n,
                   const std::string& dtype, bool descending, bool nan_last, std::uintptr_t stream) {
   const DType t = parse_dtype(dtype);
-  if (n == 0) return queued("argsort", n, t, -1, stream);
+  if (n == 0) return queued("argsort", n, t, -1, stream, DeviceSortPath::none);
   const int dev = device_of(src);
   without_gil([&] {
     gpu::DeviceGuard guard(dev);

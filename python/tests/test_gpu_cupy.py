@@ -116,6 +116,25 @@ def test_runs_on_the_current_stream():
     np.testing.assert_array_equal(cupy.asnumpy(out), np.sort(h))
 
 
+@needs_cuda_build
+@pytest.mark.parametrize("dtype", [np.uint32, np.int32, np.float32])
+def test_large_32_bit_keys_take_the_msd_sort_and_say_so(dtype):
+    # Random bits spread over every 16-bit prefix (normal floats crowd into a few exponents, whose
+    # prefixes hold more keys than a block sorts: they take CUB's sort).
+    bits = np.random.default_rng(5).integers(0, 1 << 32, (1 << 26) + 3, dtype=np.uint64).astype(np.uint32)
+    h = bits.view(dtype)
+    d = cupy.asarray(h)
+    out, report = tandem.sort(d, explain=True)
+    assert report.details["sort"] == "msd-radix", report.notes
+    np.testing.assert_array_equal(cupy.asnumpy(out), np.sort(h))  # NaNs last, as numpy puts them
+    few = cupy.asarray(np.arange((1 << 26) + 3, dtype=np.uint32) % 16)
+    out, report = tandem.sort(few, explain=True)
+    assert report.details["sort"] == "cub-radix", report.notes  # 16 distinct keys share one prefix
+    assert bool(cupy.all(out[1:] >= out[:-1]))
+    small = cupy.asarray(h[:1000])
+    assert tandem.sort(small, explain=True)[1].details["sort"] == "cub-radix"
+
+
 class DlpackOnly:
     """An array that offers nothing but DLPack."""
 

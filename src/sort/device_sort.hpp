@@ -10,6 +10,7 @@
 #include "tandem/sort.hpp"
 #if TANDEM_HAS_CUDA
 #include <mutex>
+#include <optional>
 #include <type_traits>
 #include <vector>
 
@@ -46,6 +47,9 @@ struct SortWorkspace {
   gpu::DeviceBuffer<char> scratch;             // the alternate buffer of one group's sort (pre-partitioned split)
   gpu::DeviceBuffer<unsigned long long> hist;  // digit histograms of the upload (8 x 256 per upload batch)
   gpu::PinnedBuffer<unsigned long long> hist_host;
+  gpu::DeviceBuffer<char> msd;                     // the 32-bit keys' MSD sort: counts, starts, cursors, scan storage
+  gpu::PinnedBuffer<std::uint32_t> msd_host;       // its summary on the host
+  std::optional<gpu::Event> msd_counted;           // the summary reached the host
   std::vector<gpu::PinnedBuffer<char>> d2h_slots;  // the pipeline's staged D2H copies
   std::vector<gpu::Event> d2h_done;
   cudaEvent_t done{nullptr};
@@ -80,6 +84,15 @@ void sort_bits(U* k, V* v, std::size_t n, bool merge, SortWorkspace& ws, cudaStr
 // as it is (CUB keeps its alternate buffer in ws.temp). n <= INT32_MAX.
 template <class U>
 void sort_bits_copy(const U* in, U* out, std::size_t n, SortWorkspace& ws, cudaStream_t s);
+
+// The MSD sort of 32-bit keys (msd_keys32_plan.hpp): sorts the n keys at `in` into `out` (in ==
+// out allowed; ws.alt_keys is its scratch) and returns true, or returns false having written
+// nothing when it declines: fewer than msd_keys32_min_elements() keys, a stream being captured
+// into a graph, or prefix counts that a block cannot sort (skewed keys). Waits on the host for
+// the counts.
+bool msd_sort_keys32(const std::uint32_t* in, std::uint32_t* out, std::size_t n, SortWorkspace& ws, cudaStream_t s);
+// Keys below this many take CUB's sort (default kMsdKeys32MinElements; tests lower it).
+std::size_t& msd_keys32_min_elements();
 
 // Histograms of every 8-bit digit of n ordered bits, added into hist[sizeof(U) * 256] (digit k,
 // least significant first, at hist[k * 256]; not cleared).

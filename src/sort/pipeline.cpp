@@ -684,54 +684,83 @@ TANDEM_GPU_HOST_ALL(double)
 }  // namespace detail
 
 namespace {
+// The 32-bit keys' MSD sort where the options allow it and it takes the keys; false: not sorted.
+template <class U, class V>
+bool msd_sorted(const U* in, U* out, std::size_t n, const SortOptions& opts, detail::SortWorkspace& ws,
+                cudaStream_t stream) {
+  if constexpr (std::is_same_v<U, std::uint32_t> && std::is_same_v<V, detail::NoValue>) {
+    return opts.device_host_wait && opts.algorithm != SortAlgorithm::merge &&
+           detail::msd_sort_keys32(in, out, n, ws, stream);
+  } else {
+    return false;
+  }
+}
+
 template <class K, class V>
-void device_sort(K* d_keys, V* d_values, std::size_t n, const SortOptions& opts, cudaStream_t stream) {
+DeviceSortPath device_sort(K* d_keys, V* d_values, std::size_t n, const SortOptions& opts, cudaStream_t stream) {
   using U = ordered_bits_t<K>;
-  if (n < 2) return;
+  if (n < 2) return DeviceSortPath::none;
   auto& ws = detail::sort_workspace();
   std::lock_guard lock(ws.mu);
   ws.begin(stream);
   const bool map = detail::needs_mapping<K>(opts.descending);
   if (map) detail::map_to_bits<K>(d_keys, n, opts.descending, stream);
-  detail::sort_bits<U, V>(reinterpret_cast<U*>(d_keys), d_values, n, opts.algorithm == SortAlgorithm::merge, ws,
-                          stream);
+  auto* bits = reinterpret_cast<U*>(d_keys);
+  const bool merge = opts.algorithm == SortAlgorithm::merge;
+  const bool msd = msd_sorted<U, V>(bits, bits, n, opts, ws, stream);
+  if (!msd) detail::sort_bits<U, V>(bits, d_values, n, merge, ws, stream);
   if (map) detail::map_from_bits<K>(d_keys, n, opts.descending, stream);
   ws.end(stream);
+  return msd ? DeviceSortPath::msd_radix : merge ? DeviceSortPath::cub_merge : DeviceSortPath::cub_radix;
 }
 }  // namespace
 
+std::string_view to_string(DeviceSortPath p) {
+  switch (p) {
+    case DeviceSortPath::none: return "none";
+    case DeviceSortPath::cub_radix: return "cub-radix";
+    case DeviceSortPath::cub_merge: return "cub-merge";
+    case DeviceSortPath::msd_radix: return "msd-radix";
+  }
+  return "?";
+}
+
 template <class K>
-void sort_device(K* d_keys, std::size_t n, const SortOptions& opts, cudaStream_t stream) {
-  device_sort<K, detail::NoValue>(d_keys, nullptr, n, opts, stream);
+DeviceSortPath sort_device(K* d_keys, std::size_t n, const SortOptions& opts, cudaStream_t stream) {
+  return device_sort<K, detail::NoValue>(d_keys, nullptr, n, opts, stream);
 }
 
 template <class K, class V>
 void sort_pairs_device(K* d_keys, V* d_values, std::size_t n, const SortOptions& opts, cudaStream_t stream) {
-  device_sort<K, V>(d_keys, d_values, n, opts, stream);
+  (void)device_sort<K, V>(d_keys, d_values, n, opts, stream);
 }
 
 template <class K>
-void sort_device_copy(const K* d_in, K* d_out, std::size_t n, const SortOptions& opts, cudaStream_t stream) {
+DeviceSortPath sort_device_copy(const K* d_in, K* d_out, std::size_t n, const SortOptions& opts, cudaStream_t stream) {
   using U = ordered_bits_t<K>;
-  if (n == 0) return;
+  if (n == 0) return DeviceSortPath::none;
   if (d_in == d_out || n < 2 || opts.algorithm == SortAlgorithm::merge) {
     if (d_in != d_out) TANDEM_CUDA(cudaMemcpyAsync(d_out, d_in, n * sizeof(K), cudaMemcpyDeviceToDevice, stream));
-    sort_device(d_out, n, opts, stream);
-    return;
+    return sort_device(d_out, n, opts, stream);
   }
   auto& ws = detail::sort_workspace();
   std::lock_guard lock(ws.mu);
   ws.begin(stream);
   auto* out = reinterpret_cast<U*>(d_out);
+  bool msd = false;
   if (detail::needs_mapping<K>(opts.descending)) {
     // The mapping pass writes the copy; the sort then runs in place on it.
     detail::map_to_bits_copy<K>(d_in, d_out, n, opts.descending, stream);
-    detail::sort_bits<U, detail::NoValue>(out, nullptr, n, false, ws, stream);
+    msd = msd_sorted<U, detail::NoValue>(out, out, n, opts, ws, stream);
+    if (!msd) detail::sort_bits<U, detail::NoValue>(out, nullptr, n, false, ws, stream);
     detail::map_from_bits<K>(d_out, n, opts.descending, stream);
   } else {
-    detail::sort_bits_copy<U>(reinterpret_cast<const U*>(d_in), out, n, ws, stream);
+    const auto* in = reinterpret_cast<const U*>(d_in);
+    msd = msd_sorted<U, detail::NoValue>(in, out, n, opts, ws, stream);
+    if (!msd) detail::sort_bits_copy<U>(in, out, n, ws, stream);
   }
   ws.end(stream);
+  return msd ? DeviceSortPath::msd_radix : DeviceSortPath::cub_radix;
 }
 
 void release_sort_workspace() {
@@ -746,15 +775,17 @@ void release_sort_workspace() {
   ws.values = {};
   ws.hist = {};
   ws.hist_host = {};
+  ws.msd = {};
+  ws.msd_host = {};
   ws.d2h_slots.clear();
   ws.d2h_done.clear();
 }
 
-#define TANDEM_SORT_DEVICE(K)                                                                            \
-  template void sort_device<K>(K*, std::size_t, const SortOptions&, cudaStream_t);                       \
-  template void sort_device_copy<K>(const K*, K*, std::size_t, const SortOptions&, cudaStream_t);        \
-  template void sort_pairs_device<K, std::uint32_t>(K*, std::uint32_t*, std::size_t, const SortOptions&, \
-                                                    cudaStream_t);                                       \
+#define TANDEM_SORT_DEVICE(K)                                                                               \
+  template DeviceSortPath sort_device<K>(K*, std::size_t, const SortOptions&, cudaStream_t);                \
+  template DeviceSortPath sort_device_copy<K>(const K*, K*, std::size_t, const SortOptions&, cudaStream_t); \
+  template void sort_pairs_device<K, std::uint32_t>(K*, std::uint32_t*, std::size_t, const SortOptions&,    \
+                                                    cudaStream_t);                                          \
   template void sort_pairs_device<K, std::uint64_t>(K*, std::uint64_t*, std::size_t, const SortOptions&, cudaStream_t);
 TANDEM_SORT_DEVICE(std::uint32_t)
 TANDEM_SORT_DEVICE(std::int32_t)

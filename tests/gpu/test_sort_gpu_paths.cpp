@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "sort/device_sort.hpp"
+#include "sort/msd_keys32_plan.hpp"
 #include "tandem/core/device.hpp"
 #include "tandem/core/key_order.hpp"
 #include "tandem/cuda/buffers.hpp"
@@ -267,7 +268,9 @@ TEST(GpuSortHost, SortedCopyFromAReadOnlySource) {
       const auto in = keys_for<float>(n, 0, n + 3);
       std::vector<float> out(n, 7.5f);
       const Report r = tandem::sort_copy(std::span<const float>(in), std::span<float>(out), o);
-      if (n > 1) EXPECT_EQ(r.details().value("path", ""), out_of_core ? "gpu-out-of-core" : "gpu-pipeline");
+      if (n > 1) {
+        EXPECT_EQ(r.details().value("path", ""), out_of_core ? "gpu-out-of-core" : "gpu-pipeline");
+      }
       expect_keys(in, out, false);
       const auto again = keys_for<float>(n, 0, n + 3);
       for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(to_ordered(in[i]), to_ordered(again[i])) << "source at " << i;
@@ -545,4 +548,162 @@ TEST(GpuSortHost, OutOfCoreSkewedAndEqual) {
     EXPECT_EQ(r.details().value("pieces", -1), 0);
     expect_pairs(std::vector<float>(n, 2.5f), eq, ev, desc);
   }
+}
+
+// tandem's MSD sort of 32-bit device keys. It takes 2^26 keys and more by default; the tests lower
+// that so small arrays take it too (sub-buckets of a few keys, part tiles everywhere).
+namespace {
+
+struct MsdThreshold {
+  std::size_t saved = detail::msd_keys32_min_elements();
+  explicit MsdThreshold(std::size_t n) { detail::msd_keys32_min_elements() = n; }
+  ~MsdThreshold() { detail::msd_keys32_min_elements() = saved; }
+  MsdThreshold(const MsdThreshold&) = delete;
+  MsdThreshold& operator=(const MsdThreshold&) = delete;
+};
+
+// Whether the MSD sort takes the keys (called directly, as sort_device does); when it does, its
+// sorted copy is checked and the input is left as it was.
+bool msd_takes(const std::vector<std::uint32_t>& in, cudaStream_t s) {
+  const std::size_t n = in.size();
+  gpu::DeviceBuffer<std::uint32_t> d(n), out(n);
+  upload(d, in, s);
+  TANDEM_CUDA(cudaMemsetAsync(out.data(), 0xA5, out.bytes(), s));
+  bool took = false;
+  {
+    auto& ws = detail::sort_workspace();
+    std::lock_guard lock(ws.mu);
+    ws.begin(s);
+    took = detail::msd_sort_keys32(d.data(), out.data(), n, ws, s);
+    ws.end(s);
+  }
+  if (took) expect_keys(in, download(out, s), false);
+  EXPECT_EQ(download(d, s), in) << "input changed";
+  return took;
+}
+
+}  // namespace
+
+TEST(GpuSortMsd, TakesSpreadKeysAndLeavesSkewedOnesToCub) {
+  TANDEM_REQUIRE_GPU();
+  MsdThreshold low(std::size_t{1} << 12);
+  gpu::Stream s;
+  const std::size_t n = small() ? 50001 : 1000003;
+  EXPECT_TRUE(msd_takes(keys_for<std::uint32_t>(n, 0, 1), s)) << "uniform";
+  EXPECT_TRUE(msd_takes(keys_for<std::uint32_t>(n, 2, 2), s)) << "sorted";
+  EXPECT_TRUE(msd_takes(keys_for<std::uint32_t>(n, 3, 3), s)) << "reverse";
+  EXPECT_FALSE(msd_takes(keys_for<std::uint32_t>(n, 1, 4), s)) << "7 distinct keys share one 16-bit prefix";
+  EXPECT_FALSE(msd_takes(keys_for<std::uint32_t>(n, 4, 5), s)) << "2/3 of the keys below 1000";
+  EXPECT_FALSE(msd_takes(keys_for<std::uint32_t>(n, 5, 6), s)) << "two far-apart prefixes";
+  EXPECT_FALSE(msd_takes(keys_for<std::uint32_t>(n, 6, 7), s)) << "all equal";
+  EXPECT_FALSE(msd_takes(keys_for<std::uint32_t>(4095, 0, 8), s)) << "below the threshold";
+  // A prefix of exactly one block's worth of equal keys is still taken.
+  auto full = keys_for<std::uint32_t>(n, 0, 9);
+  for (auto& k : full)
+    if ((k >> 16) == 0x1234u) k ^= 0x10000u;  // the prefix holds only the keys set below
+  for (std::size_t i = 0; i < detail::kLowSortMax; ++i) full[i * 97 % n] = 0x12340000u + std::uint32_t(i % 5);
+  EXPECT_TRUE(msd_takes(full, s)) << "a prefix holding " << detail::kLowSortMax << " keys";
+}
+
+TEST(GpuSortMsd, EveryThirtyTwoBitKeyTypeInPlaceAndCopied) {
+  TANDEM_REQUIRE_GPU();
+  MsdThreshold low(std::size_t{1} << 12);
+  gpu::Stream s;
+  std::vector<std::size_t> ns = {4096, 4097, (1u << 16) + 3};
+  if (!small()) ns.push_back((1u << 20) + 11);
+  for (std::size_t n : ns)
+    for (bool desc : {false, true}) {
+      check_sorted_copy<std::uint32_t>(n, desc, SortAlgorithm::radix, 0, s);
+      check_sorted_copy<std::int32_t>(n, desc, SortAlgorithm::radix, 0, s);
+      check_sorted_copy<float>(n, desc, SortAlgorithm::radix, 0, s);  // NaN of both signs, -0.0 and 0.0
+      for (int shape : {0, 2, 3}) {
+        SCOPED_TRACE(testing::Message() << "in place n=" << n << " desc=" << desc << " shape=" << shape);
+        const auto in = keys_for<std::int32_t>(n, shape, n + shape);
+        gpu::DeviceBuffer<std::int32_t> d(n);
+        upload(d, in, s);
+        SortOptions o;
+        o.descending = desc;
+        sort_device(d.data(), n, o, s);
+        expect_keys(in, download(d, s), desc);
+      }
+    }
+}
+
+TEST(GpuSortMsd, InputOffTheSixteenByteGridAndOddSizes) {
+  TANDEM_REQUIRE_GPU();
+  MsdThreshold low(std::size_t{1} << 12);
+  gpu::Stream s;
+  for (std::size_t n : {std::size_t{4099}, std::size_t{123457}}) {
+    for (std::size_t skip : {1, 2, 3}) {
+      SCOPED_TRACE(testing::Message() << "n=" << n << " skip=" << skip);
+      const auto all = keys_for<std::uint32_t>(n + skip, 0, n * 7 + skip);
+      const std::vector<std::uint32_t> in(all.begin() + std::ptrdiff_t(skip), all.end());
+      gpu::DeviceBuffer<std::uint32_t> d(n + skip), out(n);
+      upload(d, all, s);
+      TANDEM_CUDA(cudaMemsetAsync(out.data(), 0xA5, out.bytes(), s));
+      sort_device_copy(d.data() + skip, out.data(), n, {}, s);
+      expect_keys(in, download(out, s), false);
+    }
+  }
+}
+
+TEST(GpuSortMsd, DefaultThresholdAndTheOptionThatKeepsCub) {
+  TANDEM_REQUIRE_GPU();
+  if (small()) GTEST_SKIP() << "2^26 keys: too slow under the sanitizer";
+  gpu::Stream s;
+  const std::size_t n = (std::size_t{1} << 26) + 5;
+  const auto in = keys_for<std::uint32_t>(n, 0, 42);
+  gpu::DeviceBuffer<std::uint32_t> d(n), out(n);
+  upload(d, in, s);
+  for (bool wait : {true, false}) {
+    SCOPED_TRACE(testing::Message() << "device_host_wait=" << wait);
+    SortOptions o;
+    o.device_host_wait = wait;
+    TANDEM_CUDA(cudaMemsetAsync(out.data(), 0xA5, out.bytes(), s));
+    sort_device_copy(d.data(), out.data(), n, o, s);
+    expect_keys(in, download(out, s), false);
+  }
+  EXPECT_TRUE(msd_takes(in, s));
+}
+
+TEST(GpuSortMsd, TwoHostThreadsAtOnce) {
+  TANDEM_REQUIRE_GPU();
+  MsdThreshold low(std::size_t{1} << 12);
+  std::vector<std::string> failures(2);
+  auto worker = [&](int t) {
+    gpu::Stream s;
+    for (int round = 0; round < 4 && failures[t].empty(); ++round) {
+      const std::size_t n = 100003 + 1000 * round + t;
+      const auto in = keys_for<std::uint32_t>(n, 0, 100 * t + round);
+      gpu::DeviceBuffer<std::uint32_t> d(n);
+      upload(d, in, s);
+      sort_device(d.data(), n, {}, s);
+      auto want = in;
+      std::sort(want.begin(), want.end());
+      if (download(d, s) != want) failures[t] = "thread " + std::to_string(t) + " round " + std::to_string(round);
+    }
+  };
+  std::thread a(worker, 0), b(worker, 1);
+  a.join();
+  b.join();
+  for (const auto& f : failures) EXPECT_TRUE(f.empty()) << f;
+}
+
+TEST(GpuSortMsd, NeverWaitsOnAStreamBeingCaptured) {
+  TANDEM_REQUIRE_GPU();
+  MsdThreshold low(std::size_t{1} << 12);
+  gpu::Stream s;
+  const std::size_t n = 100000;
+  gpu::DeviceBuffer<std::uint32_t> d(n), out(n);
+  TANDEM_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+  bool took = true;
+  {
+    auto& ws = detail::sort_workspace();
+    std::lock_guard lock(ws.mu);
+    took = detail::msd_sort_keys32(d.data(), out.data(), n, ws, s);
+  }
+  cudaGraph_t graph = nullptr;
+  TANDEM_CUDA(cudaStreamEndCapture(s, &graph));
+  EXPECT_FALSE(took);
+  if (graph) TANDEM_CUDA(cudaGraphDestroy(graph));
 }
