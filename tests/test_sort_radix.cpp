@@ -403,7 +403,9 @@ TEST(SortEntry, SortedCopyOnEveryCpuPath) {
         check_keys<float>(in, desc, [&](std::span<float> k) {
           from_source<float, detail::NoValue>(k, {}, [&](auto ki, auto, auto ko, auto) {
             const Report r = sort_copy(ki, ko, o);
-            if (n > 1) EXPECT_EQ(r.details().value("path", ""), c.path);
+            if (n > 1) {
+              EXPECT_EQ(r.details().value("path", ""), c.path);
+            }
           });
         });
         const auto few = make_keys<std::uint64_t>(n, Shape::few, n + 12);
