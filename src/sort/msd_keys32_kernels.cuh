@@ -97,6 +97,13 @@ using Rank8 = cub::BlockRadixRankMatchEarlyCounts<Threads, 8, false, cub::BLOCK_
 template <int Threads>
 constexpr int kBinsPerThread = (256 + Threads - 1) / Threads;
 
+// A block's shared memory: the ranking's storage, then the tile's keys in ranked order.
+template <int Threads, int Items>
+union RankOrKeys {
+  typename Rank8<Threads>::TempStorage rank;
+  std::uint32_t keys[Threads * Items];
+};
+
 // The counts callback of the scatter: as soon as a tile's digit counts are known, each digit's
 // run is reserved in the bucket with one atomic add (the padding, all-ones keys, is not counted).
 template <int Threads>
@@ -127,10 +134,7 @@ __global__ void __launch_bounds__(Threads)
                          int shift, ScatterTiles tiles) {
   constexpr int kTile = Threads * Items, kBins = kBinsPerThread<Threads>;
   using Rank = Rank8<Threads>;
-  __shared__ union {
-    typename Rank::TempStorage rank;
-    std::uint32_t keys[kTile];
-  } tmp;
+  __shared__ RankOrKeys<Threads, Items> tmp;
   __shared__ std::uint32_t offset[256];
   __shared__ std::uint32_t bucket;
   const std::uint32_t tile = blockIdx.x;
@@ -182,10 +186,7 @@ __global__ void __launch_bounds__(Threads)
     sort_low_kernel(std::uint32_t* data, const std::uint32_t* __restrict__ ends, std::uint32_t lo, std::uint32_t hi) {
   constexpr int kTile = Threads * Items, kBins = kBinsPerThread<Threads>;
   using Rank = Rank8<Threads>;
-  __shared__ union {
-    typename Rank::TempStorage rank;
-    std::uint32_t keys[kTile];
-  } tmp;
+  __shared__ RankOrKeys<Threads, Items> tmp;
   const std::uint32_t i = blockIdx.x;
   const std::uint32_t end = ends[i], begin = i ? ends[i - 1] : 0u;
   const std::uint32_t size = end - begin;

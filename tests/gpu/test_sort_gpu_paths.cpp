@@ -335,6 +335,17 @@ void check_sorted_copy(std::size_t n, bool desc, SortAlgorithm alg, int shape, c
   for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(to_ordered(after[i]), to_ordered(in[i])) << "input changed at " << i;
 }
 
+// sort_device in place, checked against std::stable_sort.
+template <class K>
+void check_in_place(const std::vector<K>& in, bool desc, cudaStream_t s) {
+  gpu::DeviceBuffer<K> d(in.size());
+  upload(d, in, s);
+  SortOptions o;
+  o.descending = desc;
+  sort_device(d.data(), in.size(), o, s);
+  expect_keys(in, download(d, s), desc);
+}
+
 TEST(GpuSortDevice, SortedCopyLeavesTheInput) {
   TANDEM_REQUIRE_GPU();
   gpu::Stream s;
@@ -371,19 +382,9 @@ TEST(GpuSortDevice, WideTileSizes) {
   for (std::size_t n : ns) {
     for (int shape : {0, 1, 6}) {
       SCOPED_TRACE(testing::Message() << "n=" << n << " shape=" << shape);
-      const auto in = keys_for<std::uint32_t>(n, shape, n);
-      gpu::DeviceBuffer<std::uint32_t> d(n);
-      upload(d, in, s);
-      sort_device(d.data(), n, {}, s);
-      expect_keys(in, download(d, s), false);
+      check_in_place(keys_for<std::uint32_t>(n, shape, n), false, s);
     }
-    const auto fin = keys_for<float>(n, 0, n + 1);
-    gpu::DeviceBuffer<float> fd(n);
-    upload(fd, fin, s);
-    SortOptions desc;
-    desc.descending = true;
-    sort_device(fd.data(), n, desc, s);
-    expect_keys(fin, download(fd, s), true);
+    check_in_place(keys_for<float>(n, 0, n + 1), true, s);
   }
 }
 
@@ -618,13 +619,7 @@ TEST(GpuSortMsd, EveryThirtyTwoBitKeyTypeInPlaceAndCopied) {
       check_sorted_copy<float>(n, desc, SortAlgorithm::radix, 0, s);  // NaN of both signs, -0.0 and 0.0
       for (int shape : {0, 2, 3}) {
         SCOPED_TRACE(testing::Message() << "in place n=" << n << " desc=" << desc << " shape=" << shape);
-        const auto in = keys_for<std::int32_t>(n, shape, n + shape);
-        gpu::DeviceBuffer<std::int32_t> d(n);
-        upload(d, in, s);
-        SortOptions o;
-        o.descending = desc;
-        sort_device(d.data(), n, o, s);
-        expect_keys(in, download(d, s), desc);
+        check_in_place(keys_for<std::int32_t>(n, shape, n + shape), desc, s);
       }
     }
 }
