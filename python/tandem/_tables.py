@@ -119,6 +119,81 @@ def _series_column(name, s, pd):
     return _numbers(name, values)
 
 
+def _category_ranks(spec):
+    """A key column of string categories as the ranks of its categories in tandem's string order
+    (UTF-8 bytes), and each rank's category code: the engine then groups small integers instead
+    of every row's string (the db-benchmark's id1..id3 are categoricals; expanding 10^7 rows of
+    them cost 4x the group-by). None when a category is not text: the general path names the
+    problem."""
+    _, name, categories, codes = spec
+    encoded = _utf8_categories(name, categories)
+    if encoded is None:
+        return None
+    code_of_rank = np.array(sorted(range(len(encoded)), key=encoded.__getitem__), dtype=np.int64)
+    missing = codes < 0
+    if np.array_equal(code_of_rank, np.arange(len(encoded))):  # categories already in string order
+        ranks = codes.astype(np.int32)
+    else:
+        rank = np.zeros(len(encoded) + 1, dtype=np.int32)  # the last slot: code -1 (missing, masked)
+        rank[code_of_rank] = np.arange(len(encoded), dtype=np.int32)
+        ranks = rank[codes]
+    return ("numbers", name, ranks, missing if missing.any() else None), code_of_rank
+
+
+def _utf8_categories(name, categories):
+    """The categories as UTF-8 bytes (bytes categories as they are); None when one is not text."""
+    if not all(isinstance(c, (str, bytes)) for c in categories):
+        return None
+    try:
+        return [c if isinstance(c, bytes) else c.encode("utf-8") for c in categories]
+    except UnicodeEncodeError:
+        row = next(i for i, c in enumerate(categories) if isinstance(c, str) and not _encodes(c))
+        raise ValueError(f"column '{name}' row {row}: the string cannot be encoded as UTF-8") from None
+
+
+def _encodes(text):
+    try:
+        text.encode("utf-8")
+        return True
+    except UnicodeEncodeError:
+        return False
+
+
+def _rank_coded_keys(columns, by, aggs, dtypes):
+    """Key columns of string categories replaced by their ranks (_category_ranks), unless an
+    aggregation also reads the column; returns the columns and {name: (code of each rank, the
+    column's dtype)}."""
+    read = {column for _, column, _, _, _ in aggs}
+    keys = {str(b) for b in by}
+    out, coded = [], {}
+    for spec in columns:
+        if spec[0] == "categories" and spec[1] in keys and spec[1] not in read:
+            ranked = _category_ranks(spec)
+            if ranked is not None:
+                spec, code_of_rank = ranked
+                coded[spec[1]] = (code_of_rank, dtypes[spec[1]])
+        out.append(spec)
+    return out, coded
+
+
+def _categorical_keys(columns, coded):
+    """The result's rank-coded key columns as categoricals of the input's dtype (its categories,
+    their order, unused ones too), as pandas gives categorical keys back; rows stay in tandem's
+    key order, the strings'."""
+    pd = _pandas()
+    out = []
+    for name, values, missing in columns:
+        if name in coded:
+            code_of_rank, dtype = coded[name]
+            if missing is None:
+                codes = code_of_rank[values]
+            else:  # a missing key's value is not a rank
+                codes = np.where(missing, -1, code_of_rank[np.where(missing, 0, values)])
+            values, missing = pd.Categorical.from_codes(codes, dtype=dtype), None
+        out.append((name, values, missing))
+    return out
+
+
 def _needed(by, aggs):
     names = list(by)
     for _, column, _, _, _ in aggs:
@@ -138,7 +213,7 @@ def _to_output(columns):
     pd = _pandas()
     out = {}
     for name, values, missing in columns:
-        if missing is None or values.dtype.kind == "O":
+        if missing is None or values.dtype.kind == "O":  # categoricals too
             out[name] = values
         elif pd is None:
             out[name] = np.ma.MaskedArray(values, mask=missing)
@@ -168,7 +243,10 @@ def groupby(table, by, agg="count()", *, device="auto", threads=None, explain=Fa
                        explain=explain)
     pd = _pandas()
     if pd is not None and isinstance(table, pd.DataFrame):
-        return _host_groupby(_host_columns(table, _needed(by, aggs)), by, aggs, device, threads, explain)
+        needed = _needed(by, aggs)
+        columns, coded = _rank_coded_keys(_host_columns(table, needed), by, aggs,
+                                          {str(name): table[name].dtype for name in needed if name in table})
+        return _host_groupby(columns, by, aggs, device, threads, explain, coded)
     if not isinstance(table, Mapping):
         raise TypeError(f"groupby: expected a pandas DataFrame, a dict of arrays or a CSV path, got {type(table).__name__}")
     needed = _needed(by, aggs)
@@ -279,10 +357,10 @@ def _check_device(device):
         raise ValueError(f"groupby: device must be 'auto', 'cpu' or 'gpu', got {device!r}")
 
 
-def _host_groupby(columns, by, aggs, device, threads, explain):
+def _host_groupby(columns, by, aggs, device, threads, explain, coded=None):
     _check_device(device)
     result, report = _tandem._groupby(columns, [str(b) for b in by], _library_aggregations(aggs), device, threads)
-    return with_report(_to_output(result), report, explain)
+    return with_report(_to_output(_categorical_keys(result, coded) if coded else result), report, explain)
 
 
 def _csv_columns(path, schema, delimiter, threads):

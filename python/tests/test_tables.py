@@ -158,6 +158,35 @@ def test_groupby_category_keys_and_quantiles():
     np.testing.assert_allclose(got["top1_v"].to_numpy(), g.max().to_numpy(), equal_nan=True)
 
 
+@pytest.mark.parametrize("reorder", [False, True])
+def test_groupby_category_keys_equal_the_same_keys_as_strings(reorder):
+    # Categorical keys are grouped by their categories' ranks: the result must be the one the strings
+    # give, whatever the categories' own order, with missing codes, unused categories, a second key.
+    df = messy_frame(seed=5)
+    cat = df["s"].astype("category")
+    if reorder:
+        cat = cat.cat.set_categories(list(cat.cat.categories)[::-1] + ["unused"])
+    df["c"] = cat
+    for by in (["c"], ["c", "k2"], ["k2", "c"]):
+        got = tandem.groupby(df, by=by, agg="sum(v),count(),nunique(iv)")
+        want = tandem.groupby(df.assign(c=df["s"]), by=by, agg="sum(v),count(),nunique(iv)")
+        assert_frames_match(got, want)
+        assert got["c"].dtype == df["c"].dtype  # a categorical key comes back as one, as in pandas
+        assert "unused" not in set(got["c"].dropna())
+    both = tandem.groupby(df, by="c", agg={"c": ["count", "first"]})  # the key read as a value: strings
+    assert list(both.columns) == ["c", "count_c", "first_c"]
+    assert list(both["first_c"].dropna()) == list(both["c"].dropna())
+
+
+def test_groupby_category_keys_of_bytes_and_text_that_cannot_be_utf8():
+    df = pd.DataFrame({"c": pd.Categorical([b"b", b"a", b"b"]), "v": [1, 2, 3]})
+    got = tandem.groupby(df, by="c", agg={"v": "sum"})
+    assert list(got["c"]) == [b"a", b"b"] and list(got["sum_v"]) == [2, 4]
+    bad = pd.DataFrame({"c": pd.Categorical(["ok", "\ud800"]), "v": [1, 2]})
+    with pytest.raises(ValueError, match="column 'c'.*UTF-8"):
+        tandem.groupby(bad, by="c")
+
+
 def test_groupby_dict_of_numpy_arrays():
     keys = np.array([3, 1, 3, 2, 1], dtype=np.uint32)
     vals = np.array([1.0, np.nan, 2.0, 4.0, 8.0])  # NaN is a number in numpy arrays
