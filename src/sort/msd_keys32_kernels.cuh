@@ -1,9 +1,11 @@
 // Kernels of the 32-bit keys' MSD sort (msd_keys32_plan.hpp says how the passes fit together).
-// Only CUB and the plan's structs: the benchmark probe includes this file on its own.
+// Only CUB and the plan's structs: bench_sort_msd includes this file to time the stages.
 #pragma once
 #include <cub/cub.cuh>
 
 #include <cstdint>
+#include <type_traits>
+#include <utility>
 
 #include "sort/msd_keys32_plan.hpp"
 
@@ -217,12 +219,8 @@ __global__ void __launch_bounds__(Threads)
   }
 }
 
-}  // namespace tandem::detail::msd32
-
-namespace tandem::detail::msd32 {
-
-// Device scratch of one sort (raw pointers: the library keeps them in its sort workspace, the
-// probe allocates its own).
+// Device scratch of one sort (raw pointers: the library keeps them in its sort workspace,
+// bench_sort_msd allocates its own).
 struct Scratch {
   std::uint32_t* hist{nullptr};        // 65536 prefix counts
   std::uint32_t* starts{nullptr};      // 65536: where each sub-bucket starts, then (after the mid scatter) ends
@@ -242,11 +240,17 @@ inline std::size_t scan_temp_bytes() {
   return bytes;
 }
 
-template <int C, class Check>
-void launch_low_sort(std::uint32_t* data, const std::uint32_t* ends, cudaStream_t s, Check& check) {
-  constexpr LowSortClass k = kLowSortClasses[C];
-  sort_low_kernel<k.threads, k.items><<<kMsdKeys32SubBuckets, k.threads, 0, s>>>(data, ends, k.lo, k.hi);
-  check(cudaGetLastError(), "MSD sort: shared-memory sort of the sub-buckets");
+// The shared-memory sort launches the plan chose, one per size class of kLowSortClasses.
+template <class Check, std::size_t... C>
+void launch_low_sorts(const MsdKeys32Plan& plan, std::uint32_t* data, const std::uint32_t* ends, cudaStream_t s,
+                      Check& check, std::index_sequence<C...>) {
+  auto launch = [&](auto c) {
+    constexpr LowSortClass k = kLowSortClasses[decltype(c)::value];
+    if (!plan.low[decltype(c)::value]) return;
+    sort_low_kernel<k.threads, k.items><<<kMsdKeys32SubBuckets, k.threads, 0, s>>>(data, ends, k.lo, k.hi);
+    check(cudaGetLastError(), "MSD sort: shared-memory sort of the sub-buckets");
+  };
+  (launch(std::integral_constant<std::size_t, C>{}), ...);
 }
 
 // Sorts the n keys at `in` into `out` (in == out is allowed; tmp holds n keys) when the plan
@@ -297,12 +301,7 @@ MsdKeys32Plan sort_keys32(const std::uint32_t* in, std::uint32_t* out, std::uint
   scatter_digit_kernel<T, I><<<plan.mid.total(), T, 0, s>>>(tmp, out, sc.starts, 16, plan.mid);
   check(cudaGetLastError(), "MSD sort: scatter by the middle byte");
   mark(2);
-  if (plan.low[0]) launch_low_sort<0>(out, sc.starts, s, check);
-  if (plan.low[1]) launch_low_sort<1>(out, sc.starts, s, check);
-  if (plan.low[2]) launch_low_sort<2>(out, sc.starts, s, check);
-  if (plan.low[3]) launch_low_sort<3>(out, sc.starts, s, check);
-  if (plan.low[4]) launch_low_sort<4>(out, sc.starts, s, check);
-  if (plan.low[5]) launch_low_sort<5>(out, sc.starts, s, check);
+  launch_low_sorts(plan, out, sc.starts, s, check, std::make_index_sequence<kLowSortClasses.size()>{});
   mark(3);
   return plan;
 }
