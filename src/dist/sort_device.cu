@@ -1,14 +1,22 @@
-// The distributed sort of keys in device memory: the same exact splitters as the host sort
-// (their counts from a small binary-search kernel), the exchange through NCCL (or host staging),
-// and one more device sort of the received runs (CUB's radix sort is faster than merging them).
+// The distributed sort of keys in device memory, each key sorted once: the keys' range, a count
+// of every rank's keys per bin of a 12-bit digit (summed over the ranks), a partition of each
+// rank's keys by the rank that owns their bin, the exchange through NCCL (or host staging), one
+// device sort of what each rank received, and a small second exchange that makes every slice
+// exactly N/P keys (src/dist/device_sort_plan.hpp has the arithmetic).
+#include <cub/block/block_reduce.cuh>
+
+#include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <string>
+#include <type_traits>
 // No fmt here: nvcc with fmt 9 rejects its compile-time format strings.
 #include <vector>
 
+#include "dist/device_sort_plan.hpp"
 #include "dist/exchange.hpp"
+#include "dist/mpi_check.hpp"
 #include "dist/rank_report.hpp"
-#include "dist/splitters.hpp"
 #include "tandem/core/key_order.hpp"
 #include "tandem/cuda/runtime.hpp"
 #include "tandem/dist.hpp"
@@ -16,42 +24,109 @@
 namespace tandem::dist {
 namespace {
 
-template <class K, class U>
-__global__ void count_sorted(const K* keys, std::size_t n, const U* xs, int m, bool strict, U flip,
-                             unsigned long long* out) {
-  const int j = int(blockIdx.x * blockDim.x + threadIdx.x);
-  if (j >= m) return;
-  const U x = xs[j];
-  std::size_t lo = 0, hi = n;
-  while (lo < hi) {
-    const std::size_t mid = lo + (hi - lo) / 2;
-    const U b = U(to_ordered(keys[mid]) ^ flip);
-    if (strict ? b < x : b <= x) lo = mid + 1;
-    else hi = mid;
-  }
-  out[j] = lo;
-}
+namespace plan = device_sort_plan;
+constexpr int kBinBits = 12;  // 4096 bins: their counts fit one block's shared memory
+constexpr int kThreads = 256;
+constexpr int kItems = 16;  // keys per thread in the partition's tiles
 
-template <class K>
-struct DeviceCounter {
-  using U = typename KeyOrder<K>::U;
-  const K* keys;
-  std::size_t n;
-  U flip;
-  cudaStream_t stream;
-  gpu::DeviceBuffer<U>* xs;
-  gpu::DeviceBuffer<unsigned long long>* counts;
-  std::vector<std::uint64_t> operator()(std::span<const U> values, bool strict) const {
-    const int m = int(values.size());
-    TANDEM_CUDA(cudaMemcpyAsync(xs->data(), values.data(), values.size_bytes(), cudaMemcpyHostToDevice, stream));
-    count_sorted<<<(m + 127) / 128, 128, 0, stream>>>(keys, n, xs->data(), m, strict, flip, counts->data());
-    TANDEM_CUDA(cudaGetLastError());
-    std::vector<std::uint64_t> out(values.size());
-    TANDEM_CUDA(cudaMemcpyAsync(out.data(), counts->data(), out.size() * 8, cudaMemcpyDeviceToHost, stream));
-    TANDEM_CUDA(cudaStreamSynchronize(stream));
-    return out;
+template <class U>
+__device__ U ordered(U bits, U flip) {
+  return U(bits ^ flip);
+}
+// The CUDA atomics' integer type of the same width as U.
+template <class U>
+using Atomic = std::conditional_t<sizeof(U) == 4, unsigned int, unsigned long long>;
+struct Smaller {
+  template <class U>
+  __device__ U operator()(U a, U b) const {
+    return b < a ? b : a;
   }
 };
+struct Larger {
+  template <class U>
+  __device__ U operator()(U a, U b) const {
+    return b > a ? b : a;
+  }
+};
+
+// The smallest and largest ordered bits of the keys: lo_hi[0] min, lo_hi[1] max (set up as
+// max and 0 before the launch).
+template <class K, class U>
+__global__ void __launch_bounds__(kThreads) key_range_kernel(const K* keys, std::size_t n, U flip, Atomic<U>* lo_hi) {
+  using Reduce = cub::BlockReduce<U, kThreads>;
+  __shared__ typename Reduce::TempStorage tmp;
+  U lo = std::numeric_limits<U>::max(), hi = 0;
+  for (std::size_t i = blockIdx.x * std::size_t(kThreads) + threadIdx.x; i < n;
+       i += std::size_t(gridDim.x) * kThreads) {
+    const U b = ordered(U(to_ordered(keys[i])), flip);
+    lo = b < lo ? b : lo;
+    hi = b > hi ? b : hi;
+  }
+  lo = Reduce(tmp).Reduce(lo, Smaller{});
+  __syncthreads();
+  hi = Reduce(tmp).Reduce(hi, Larger{});
+  if (threadIdx.x == 0) {
+    atomicMin(lo_hi, Atomic<U>(lo));
+    atomicMax(lo_hi + 1, Atomic<U>(hi));
+  }
+}
+
+// Keys per bin of bits [shift, shift + width): a shared-memory count per block, added to counts.
+template <class K, class U>
+__global__ void __launch_bounds__(kThreads)
+    bin_count_kernel(const K* keys, std::size_t n, U flip, int shift, std::uint32_t mask, unsigned long long* counts) {
+  __shared__ unsigned int h[1u << kBinBits];
+  for (std::uint32_t b = threadIdx.x; b <= mask; b += kThreads) h[b] = 0;
+  __syncthreads();
+  for (std::size_t i = blockIdx.x * std::size_t(kThreads) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * kThreads)
+    atomicAdd(&h[std::uint32_t(ordered(U(to_ordered(keys[i])), flip) >> shift) & mask], 1u);
+  __syncthreads();
+  for (std::uint32_t b = threadIdx.x; b <= mask; b += kThreads)
+    if (h[b]) atomicAdd(&counts[b], (unsigned long long)h[b]);
+}
+
+// Each tile's keys go to the part of `out` for the rank that owns their bin (owner[bin]): the
+// warps' lanes with the same owner take their places with one shared atomic, then the tile
+// reserves each owner's run in `out` with one global atomic. The order within a part is not
+// kept (the receiving rank sorts it).
+template <class K, class U>
+__global__ void __launch_bounds__(kThreads)
+    partition_kernel(const K* keys, std::size_t n, U flip, int shift, std::uint32_t mask, const std::uint16_t* owner,
+                     int ranks, unsigned long long* cursor, K* out) {
+  extern __shared__ unsigned long long base[];  // ranks bases, then ranks counts
+  auto* count = reinterpret_cast<unsigned int*>(base + ranks);
+  for (int r = threadIdx.x; r < ranks; r += kThreads) count[r] = 0;
+  __syncthreads();
+  const std::size_t tile = blockIdx.x * std::size_t(kThreads * kItems);
+  const unsigned lane = threadIdx.x % 32;
+  K k[kItems];
+  int to[kItems];
+  unsigned place[kItems];
+#pragma unroll
+  for (int u = 0; u < kItems; ++u) {
+    const std::size_t i = tile + std::size_t(u) * kThreads + threadIdx.x;
+    const bool valid = i < n;  // the same for a warp's lanes but the last tile's
+    const unsigned active = __ballot_sync(0xffffffffu, valid);
+    to[u] = -1;
+    if (valid) {
+      k[u] = keys[i];
+      to[u] = owner[std::uint32_t(ordered(U(to_ordered(k[u])), flip) >> shift) & mask];
+      const unsigned peers = __match_any_sync(active, to[u]);
+      const int leader = __ffs(peers) - 1;
+      unsigned first = 0;
+      if (int(lane) == leader) first = atomicAdd(&count[to[u]], unsigned(__popc(peers)));
+      first = __shfl_sync(peers, first, leader);
+      place[u] = first + unsigned(__popc(peers & ((1u << lane) - 1)));
+    }
+  }
+  __syncthreads();
+  for (int r = threadIdx.x; r < ranks; r += kThreads)
+    if (count[r]) base[r] = atomicAdd(&cursor[r], (unsigned long long)count[r]);
+  __syncthreads();
+#pragma unroll
+  for (int u = 0; u < kItems; ++u)
+    if (to[u] >= 0) out[base[to[u]] + place[u]] = k[u];
+}
 
 #if TANDEM_HAS_NCCL
 void check_nccl(ncclResult_t r, const char* call) {
@@ -59,67 +134,65 @@ void check_nccl(ncclResult_t r, const char* call) {
 }
 #endif
 
-}  // namespace
+int grid_for(std::size_t n) {
+  int device = 0, sms = 0;
+  TANDEM_CUDA(cudaGetDevice(&device));
+  TANDEM_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  const std::size_t blocks = (n + kThreads - 1) / kThreads;
+  return int(std::max<std::size_t>(1, std::min<std::size_t>(blocks, std::size_t(sms) * 8)));
+}
 
+// Sends counts[d] keys of `data` (back to back in rank order) to each rank d and returns what
+// this rank received, back to back in rank order: GPU to GPU through NCCL when the context has
+// it, else staged through host memory and MPI. Collective; a failure to allocate on any rank
+// fails every rank before the transfer starts.
 template <class K>
-DistReport sort_device(const Context& ctx, gpu::DeviceBuffer<K>& keys, const SortOptions& opts) {
+gpu::DeviceBuffer<K> exchange_keys(const Context& ctx, const K* data, const std::vector<std::uint64_t>& counts,
+                                   cudaStream_t stream, DistReport& out) {
   const Context::Impl& s = ctx.impl();
-  DistReport out;
-  out.report.operation = "dist sort_device";
-  out.count_in = keys.size();
-  StageClock clock;
-  cudaStream_t stream = nullptr;
-  ctx.run_agreed([&] {
-    TANDEM_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-    tandem::sort_device(keys.data(), keys.size(), opts, stream);
-    TANDEM_CUDA(cudaStreamSynchronize(stream));
-  });
-  clock.lap(out.report, "local sort", std::to_string(keys.size()) + " keys on the GPU");
-
-  using U = typename KeyOrder<K>::U;
-  const U flip = opts.descending ? std::numeric_limits<U>::max() : U(0);
-  gpu::DeviceBuffer<U> xs(std::size_t(s.size));
-  gpu::DeviceBuffer<unsigned long long> counts_d(std::size_t(s.size));
-  const std::vector<std::uint64_t> cut =
-      find_cuts<K>(s, keys.size(), DeviceCounter<K>{keys.data(), keys.size(), flip, stream, &xs, &counts_d});
-  std::vector<std::uint64_t> counts(std::size_t(s.size)), recv_counts(std::size_t(s.size));
-  for (int d = 0; d < s.size; ++d) counts[d] = cut[d + 1] - cut[d];
-  clock.lap(out.report, "splitters", std::to_string(s.size - 1) + " cuts by bisection");
-
+  std::vector<std::uint64_t> at(counts.size() + 1, 0), recv_counts(counts.size());
+  for (std::size_t d = 0; d < counts.size(); ++d) at[d + 1] = at[d] + counts[d];
   gpu::DeviceBuffer<K> received;
   if (ctx.has_nccl()) {
 #if TANDEM_HAS_NCCL
     check_mpi(MPI_Alltoall(counts.data(), 1, MPI_UINT64_T, recv_counts.data(), 1, MPI_UINT64_T, s.comm),
               "MPI_Alltoall");
     std::uint64_t total = 0;
-    std::vector<std::uint64_t> at(std::size_t(s.size));
-    for (int r = 0; r < s.size; ++r) at[r] = total, total += recv_counts[r];
-    received = gpu::DeviceBuffer<K>(total);
+    std::vector<std::uint64_t> from(std::size_t(s.size));
+    for (int r = 0; r < s.size; ++r) from[r] = total, total += recv_counts[r];
+    ctx.run_agreed([&] { received = gpu::DeviceBuffer<K>(total); });
     check_nccl(ncclGroupStart(), "ncclGroupStart");
     for (int d = 0; d < s.size; ++d) {
       if (d == s.rank) continue;
       if (counts[d])
-        check_nccl(ncclSend(keys.data() + cut[d], counts[d] * sizeof(K), ncclUint8, d, s.nccl, stream), "ncclSend");
+        check_nccl(ncclSend(data + at[d], counts[d] * sizeof(K), ncclUint8, d, s.nccl, stream), "ncclSend");
       if (recv_counts[d])
-        check_nccl(ncclRecv(received.data() + at[d], recv_counts[d] * sizeof(K), ncclUint8, d, s.nccl, stream),
+        check_nccl(ncclRecv(received.data() + from[d], recv_counts[d] * sizeof(K), ncclUint8, d, s.nccl, stream),
                    "ncclRecv");
       out.traffic.bytes_sent += counts[d] * sizeof(K);
       out.traffic.bytes_received += recv_counts[d] * sizeof(K);
     }
     check_nccl(ncclGroupEnd(), "ncclGroupEnd");
     if (counts[s.rank])
-      TANDEM_CUDA(cudaMemcpyAsync(received.data() + at[s.rank], keys.data() + cut[s.rank], counts[s.rank] * sizeof(K),
+      TANDEM_CUDA(cudaMemcpyAsync(received.data() + from[s.rank], data + at[s.rank], counts[s.rank] * sizeof(K),
                                   cudaMemcpyDeviceToDevice, stream));
     TANDEM_CUDA(cudaStreamSynchronize(stream));
     out.report.note("exchange: NCCL, GPU to GPU");
 #endif
   } else {
-    std::vector<K> host(keys.size());
-    TANDEM_CUDA(cudaMemcpy(host.data(), keys.data(), keys.bytes(), cudaMemcpyDeviceToHost));
-    // exchange_bytes, not the typed helper: nvcc does not deduce its span arguments.
+    // Only the blocks for other ranks go through host memory; this rank's own stays on the GPU.
+    const auto me = std::size_t(s.rank);
     std::vector<std::uint64_t> byte_counts(counts.size());
-    for (std::size_t d = 0; d < counts.size(); ++d) byte_counts[d] = counts[d] * sizeof(K);
+    for (std::size_t d = 0; d < counts.size(); ++d) byte_counts[d] = d == me ? 0 : counts[d] * sizeof(K);
+    std::vector<K> host;
+    ctx.run_agreed([&] {
+      host.resize(at.back() - counts[me]);
+      TANDEM_CUDA(cudaMemcpy(host.data(), data, at[me] * sizeof(K), cudaMemcpyDeviceToHost));
+      TANDEM_CUDA(cudaMemcpy(host.data() + at[me], data + at[me + 1], (at.back() - at[me + 1]) * sizeof(K),
+                             cudaMemcpyDeviceToHost));
+    });
     std::vector<K> got;
+    // exchange_bytes, not the typed helper: nvcc does not deduce its span arguments.
     const Traffic t = exchange_bytes(s, reinterpret_cast<const std::byte*>(host.data()),
                                      std::span<const std::uint64_t>(byte_counts.data(), byte_counts.size()),
                                      recv_counts, [&](std::uint64_t bytes) {
@@ -128,22 +201,161 @@ DistReport sort_device(const Context& ctx, gpu::DeviceBuffer<K>& keys, const Sor
                                      });
     out.traffic.bytes_sent += t.bytes_sent;
     out.traffic.bytes_received += t.bytes_received;
-    received = gpu::DeviceBuffer<K>(got.size());
-    if (!got.empty())
-      TANDEM_CUDA(cudaMemcpy(received.data(), got.data(), got.size() * sizeof(K), cudaMemcpyHostToDevice));
+    std::uint64_t below = 0;  // keys received from lower ranks: they go before this rank's own
+    for (std::size_t r = 0; r < me; ++r) below += recv_counts[r] / sizeof(K);
+    ctx.run_agreed([&] {
+      received = gpu::DeviceBuffer<K>(got.size() + counts[me]);
+      TANDEM_CUDA(cudaMemcpy(received.data(), got.data(), below * sizeof(K), cudaMemcpyHostToDevice));
+      TANDEM_CUDA(cudaMemcpy(received.data() + below, data + at[me], counts[me] * sizeof(K), cudaMemcpyDeviceToDevice));
+      TANDEM_CUDA(cudaMemcpy(received.data() + below + counts[me], got.data() + below, (got.size() - below) * sizeof(K),
+                             cudaMemcpyHostToDevice));
+    });
     out.report.note("exchange: staged through host memory and MPI (" + ctx.describe() + ")");
   }
-  keys = gpu::DeviceBuffer<K>();  // the input's memory back before the final sort
+  return received;
+}
+
+// The smallest and largest ordered bits of this rank's keys ({max, 0} for none).
+template <class K, class U>
+std::vector<U> local_key_range(const K* keys, std::size_t n, U flip, cudaStream_t stream) {
+  std::vector<U> lo_hi{std::numeric_limits<U>::max(), U(0)};
+  if (!n) return lo_hi;
+  static_assert(sizeof(Atomic<U>) == sizeof(U));
+  gpu::DeviceBuffer<Atomic<U>> d(2);
+  TANDEM_CUDA(cudaMemcpyAsync(d.data(), lo_hi.data(), 2 * sizeof(U), cudaMemcpyHostToDevice, stream));
+  key_range_kernel<K, U><<<grid_for(n), kThreads, 0, stream>>>(keys, n, flip, d.data());
+  TANDEM_CUDA(cudaGetLastError());
+  TANDEM_CUDA(cudaMemcpyAsync(lo_hi.data(), d.data(), 2 * sizeof(U), cudaMemcpyDeviceToHost, stream));
+  TANDEM_CUDA(cudaStreamSynchronize(stream));
+  return lo_hi;
+}
+
+// This rank's keys per bin of the digit.
+template <class K, class U>
+std::vector<std::uint64_t> local_bin_counts(const K* keys, std::size_t n, U flip, plan::BinDigit digit,
+                                            cudaStream_t stream) {
+  std::vector<std::uint64_t> counts(digit.bins(), 0);
+  if (!n) return counts;
+  gpu::DeviceBuffer<unsigned long long> d(counts.size());
+  TANDEM_CUDA(cudaMemsetAsync(d.data(), 0, counts.size() * sizeof(unsigned long long), stream));
+  bin_count_kernel<K, U><<<grid_for(n), kThreads, 0, stream>>>(keys, n, flip, digit.shift, digit.bins() - 1, d.data());
+  TANDEM_CUDA(cudaGetLastError());
+  TANDEM_CUDA(cudaMemcpyAsync(counts.data(), d.data(), counts.size() * 8, cudaMemcpyDeviceToHost, stream));
+  TANDEM_CUDA(cudaStreamSynchronize(stream));
+  return counts;
+}
+
+// This rank's keys grouped by the rank that owns their bin (rank d: bins [first[d], first[d+1])),
+// counts[d] of them for rank d.
+template <class K, class U>
+gpu::DeviceBuffer<K> partition_by_owner(const K* keys, std::size_t n, U flip, plan::BinDigit digit,
+                                        const std::vector<std::uint32_t>& first,
+                                        const std::vector<std::uint64_t>& counts, cudaStream_t stream) {
+  const int ranks = int(counts.size());
+  const std::uint32_t bins = digit.bins();
+  std::vector<std::uint16_t> owner(bins);
+  for (int d = 0; d < ranks; ++d) std::fill(owner.begin() + first[d], owner.begin() + first[d + 1], std::uint16_t(d));
+  std::vector<unsigned long long> cursor(std::size_t(ranks), 0);
+  for (int d = 1; d < ranks; ++d) cursor[d] = cursor[d - 1] + counts[d - 1];
+  gpu::DeviceBuffer<K> parts(n);
+  if (!n) return parts;
+  gpu::DeviceBuffer<std::uint16_t> owner_d(bins);
+  gpu::DeviceBuffer<unsigned long long> cursor_d(cursor.size());
+  TANDEM_CUDA(
+      cudaMemcpyAsync(owner_d.data(), owner.data(), bins * sizeof(std::uint16_t), cudaMemcpyHostToDevice, stream));
+  TANDEM_CUDA(cudaMemcpyAsync(cursor_d.data(), cursor.data(), cursor.size() * sizeof(unsigned long long),
+                              cudaMemcpyHostToDevice, stream));
+  const std::size_t tiles = (n + kThreads * kItems - 1) / (kThreads * kItems);
+  const std::size_t shared = std::size_t(ranks) * (sizeof(unsigned long long) + sizeof(unsigned int));
+  partition_kernel<K, U><<<unsigned(tiles), kThreads, shared, stream>>>(
+      keys, n, flip, digit.shift, bins - 1, owner_d.data(), ranks, cursor_d.data(), parts.data());
+  TANDEM_CUDA(cudaGetLastError());
+  TANDEM_CUDA(cudaStreamSynchronize(stream));  // the host vectors and device tables outlive their use
+  return parts;
+}
+
+}  // namespace
+
+template <class K>
+DistReport sort_device(const Context& ctx, gpu::DeviceBuffer<K>& keys, const SortOptions& opts) {
+  const Context::Impl& s = ctx.impl();
+  if (s.size > 65535) throw UsageError("dist::sort_device: at most 65535 ranks");
+  DistReport out;
+  out.report.operation = "dist sort_device";
+  out.count_in = keys.size();
+  StageClock clock;
+  cudaStream_t stream = nullptr;
+  ctx.run_agreed([&] { TANDEM_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking)); });
+  struct StreamGuard {
+    cudaStream_t s;
+    ~StreamGuard() {
+      if (s) cudaStreamDestroy(s);
+    }
+  } guard{stream};
+  auto sort_here = [&](gpu::DeviceBuffer<K>& d) {
+    ctx.run_agreed([&] {
+      tandem::sort_device(d.data(), d.size(), opts, stream);
+      TANDEM_CUDA(cudaStreamSynchronize(stream));
+    });
+  };
+  if (s.size == 1) {
+    sort_here(keys);
+    clock.lap(out.report, "local sort", std::to_string(keys.size()) + " keys on the GPU");
+    out.report.note("exchange: none (one rank)");
+    out.count_out = keys.size();
+    gather_rank_report(s, out);
+    return out;
+  }
+
+  using U = ordered_bits_t<K>;
+  const U flip = opts.descending ? std::numeric_limits<U>::max() : U(0);
+  const std::size_t n = keys.size();
+  const MPI_Datatype bits_type = sizeof(U) == 4 ? MPI_UINT32_T : MPI_UINT64_T;
+  std::vector<U> range, global(2);
+  ctx.run_agreed([&] { range = local_key_range<K, U>(keys.data(), n, flip, stream); });
+  check_mpi(MPI_Allreduce(&range[0], &global[0], 1, bits_type, MPI_MIN, s.comm), "MPI_Allreduce");
+  check_mpi(MPI_Allreduce(&range[1], &global[1], 1, bits_type, MPI_MAX, s.comm), "MPI_Allreduce");
+  clock.lap(out.report, "key range");
+  // With no key anywhere the range is empty (min above max): one bin, every count 0.
+  const plan::BinDigit digit =
+      global[0] <= global[1] ? plan::bin_digit<U>(global[0], global[1], kBinBits) : plan::BinDigit{};
+  std::vector<std::uint64_t> local_counts, global_counts(digit.bins());
+  ctx.run_agreed([&] { local_counts = local_bin_counts<K, U>(keys.data(), n, flip, digit, stream); });
+  check_mpi(MPI_Allreduce(local_counts.data(), global_counts.data(), int(digit.bins()), MPI_UINT64_T, MPI_SUM, s.comm),
+            "MPI_Allreduce");
+  const std::vector<std::uint32_t> first = plan::bin_cuts(global_counts, s.size);
+  const std::vector<std::uint64_t> counts = plan::keys_per_rank(local_counts, first);
+  clock.lap(out.report, "bin counts", std::to_string(digit.bins()) + " bins of the key range");
+  gpu::DeviceBuffer<K> parts;
+  ctx.run_agreed([&] { parts = partition_by_owner<K, U>(keys.data(), n, flip, digit, first, counts, stream); });
+  clock.lap(out.report, "partition", "keys grouped by the rank that owns their bin");
+
+  gpu::DeviceBuffer<K> received = exchange_keys(ctx, parts.data(), counts, stream, out);
+  parts = gpu::DeviceBuffer<K>();
   clock.lap(out.report, "exchange",
             std::to_string(out.traffic.bytes_sent) + " B sent, " + std::to_string(out.traffic.bytes_received) +
                 " B received");
-  ctx.run_agreed([&] {
-    tandem::sort_device(received.data(), received.size(), opts, stream);
-    TANDEM_CUDA(cudaStreamSynchronize(stream));
-    TANDEM_CUDA(cudaStreamDestroy(stream));
-  });
-  keys = std::move(received);
-  clock.lap(out.report, "merge", std::to_string(keys.size()) + " received keys sorted on the GPU");
+
+  sort_here(received);
+  clock.lap(out.report, "local sort", std::to_string(received.size()) + " received keys sorted on the GPU");
+
+  // Exact slices: every rank learns what every rank holds, and the few keys off by a bin move.
+  std::uint64_t held = received.size();
+  std::vector<std::uint64_t> all_held(std::size_t(s.size));
+  check_mpi(MPI_Allgather(&held, 1, MPI_UINT64_T, all_held.data(), 1, MPI_UINT64_T, s.comm), "MPI_Allgather");
+  const plan::Rebalance moves = plan::rebalance(all_held, s.rank);
+  if (moves.moves) {
+    DistReport quiet;  // the rebalance's traffic is counted, its notes are the exchange's above
+    keys = exchange_keys(ctx, received.data(), moves.send, stream, quiet);
+    out.traffic.bytes_sent += quiet.traffic.bytes_sent;
+    out.traffic.bytes_received += quiet.traffic.bytes_received;
+    received = gpu::DeviceBuffer<K>();
+    clock.lap(out.report, "rebalance",
+              std::to_string(quiet.traffic.bytes_sent) + " B sent for slices of exactly N/P keys");
+  } else {
+    keys = std::move(received);
+    clock.lap(out.report, "rebalance", "none needed");
+  }
   out.count_out = keys.size();
   gather_rank_report(s, out);
   return out;

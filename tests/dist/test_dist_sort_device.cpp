@@ -47,6 +47,32 @@ TEST(DistSortDevice, EqualsTheHostSortOfEveryRanksKeys) {
   check_device_sort(std::vector<std::uint64_t>(ctx.rank() == 0 ? 70000 : 0, 42), false);  // all equal, one rank
 }
 
+TEST(DistSortDevice, SkewNarrowRangesAndEmptyRanks) {
+  if (tandem::gpu_count() == 0) GTEST_SKIP() << "no GPU";
+  const Context& ctx = context();
+  std::mt19937_64 rng(77 + std::uint64_t(ctx.rank()));
+  // Nine keys in ten equal: one bin holds nearly everything and the rebalance moves most keys.
+  std::vector<std::uint32_t> skew(60000 + 1000 * std::size_t(ctx.rank()));
+  for (auto& k : skew) k = rng() % 10 ? 7u : std::uint32_t(rng());
+  check_device_sort(skew, false);
+  check_device_sort(skew, true);
+  // Keys that differ in their lowest bits only, negative keys, and a range of two values.
+  std::vector<std::uint64_t> narrow(30000);
+  for (auto& k : narrow) k = 0xfedcba9876543200ull + rng() % 37;
+  check_device_sort(narrow, false);
+  std::vector<std::int32_t> negative(40000);
+  for (auto& k : negative) k = std::int32_t(rng() % 101) - 50;
+  check_device_sort(negative, true);
+  std::vector<float> two(20000);
+  for (auto& k : two) k = rng() % 2 ? -0.0f : 0.0f;
+  check_device_sort(two, false);
+  // No keys anywhere; keys on the last rank only.
+  check_device_sort(std::vector<std::uint32_t>{}, false);
+  std::vector<std::int64_t> last(ctx.rank() == ctx.size() - 1 ? 12345 : 0);
+  for (auto& k : last) k = std::int64_t(rng());
+  check_device_sort(last, false);
+}
+
 }  // namespace
 }  // namespace tandem::dist::test
 #endif
