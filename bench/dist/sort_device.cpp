@@ -1,0 +1,292 @@
+// bench_dist_sort_device: dist::sort_device of keys already in each rank's GPU memory (one rank
+// per GPU), against, in the same run on the same generated keys: the sort of all N keys on one
+// GPU (rank 0's, while the others wait), and NCCL's all-to-all of the bytes an even exchange
+// moves (the exchange floor). Run one rank per GPU, e.g. on a host with two GPUs:
+//   NCCL_NVLS_ENABLE=0 mpirun -np 2 --bind-to none bench_dist_sort_device --log2 30
+// Goals (several GPUs): exchange >= 0.7x NCCL's all-to-all bandwidth; 2 GPUs >= 1.6x one GPU,
+// 4 GPUs >= 2.8x. Results are checked: every slice sorted, slices in order, N/P +- 1 keys each,
+// the keys' sum and xor unchanged, and the one-GPU sort the same way.
+#include <mpi.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include <cuda_runtime_api.h>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#if TANDEM_BENCH_NCCL
+#include <nccl.h>
+#endif
+
+#include "tandem/core/parallel.hpp"
+#include "tandem/core/timing.hpp"
+#include "tandem/dist.hpp"
+
+namespace {
+
+struct Args {
+  int log2{30};
+  int reps{5};
+  std::string type{"u32"};
+  bool one_gpu{true};
+};
+
+Args parse(int argc, char** argv) {
+  Args a;
+  for (int i = 1; i < argc; ++i) {
+    const std::string s = argv[i];
+    auto next = [&] { return i + 1 < argc ? std::string(argv[++i]) : std::string(); };
+    if (s == "--log2") a.log2 = std::stoi(next());
+    else if (s == "--reps") a.reps = std::stoi(next());
+    else if (s == "--type") a.type = next();
+    else if (s == "--no-one-gpu") a.one_gpu = false;
+    else if (s == "--quick") a.log2 = 24, a.reps = 3;
+    else if (s == "--help") {
+      std::puts("bench_dist_sort_device [--log2 N (total keys 2^N)] [--type u32|u64] [--reps R] [--no-one-gpu]");
+      std::exit(0);
+    } else {
+      std::fprintf(stderr, "bench_dist_sort_device: unknown option %s\n", s.c_str());
+      std::exit(2);
+    }
+  }
+  return a;
+}
+
+void cuda_ok(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) {
+    std::fprintf(stderr, "bench_dist_sort_device: %s: %s\n", what, cudaGetErrorString(e));
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+}
+
+double max_over_ranks(double v, MPI_Comm comm) {
+  double m = v;
+  MPI_Allreduce(&v, &m, 1, MPI_DOUBLE, MPI_MAX, comm);
+  return m;
+}
+
+std::uint64_t mix(std::uint64_t x) {  // splitmix64: key i of the whole input, whichever rank makes it
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+template <class K>
+std::vector<K> make_keys(std::uint64_t begin, std::uint64_t end) {
+  std::vector<K> keys(end - begin);
+#pragma omp parallel for schedule(static)
+  for (std::uint64_t i = begin; i < end; ++i) keys[i - begin] = K(mix(i) >> (64 - 8 * sizeof(K)));
+  return keys;
+}
+
+struct Sums {
+  std::uint64_t sum{0}, x{0};
+};
+template <class K>
+Sums sums(const std::vector<K>& keys) {
+  std::uint64_t s = 0, x = 0;
+#pragma omp parallel for reduction(+ : s) reduction(^ : x)
+  for (std::size_t i = 0; i < keys.size(); ++i) s += std::uint64_t(keys[i]), x ^= std::uint64_t(keys[i]);
+  return {s, x};
+}
+
+template <class K>
+std::vector<K> download(const tandem::gpu::DeviceBuffer<K>& d) {
+  std::vector<K> h(d.size());
+  cuda_ok(cudaMemcpy(h.data(), d.data(), d.bytes(), cudaMemcpyDeviceToHost), "copy back");
+  return h;
+}
+
+// Every slice sorted, in order across ranks, N/P +- 1 keys each, the same sum and xor as the input.
+template <class K>
+bool check(const std::vector<K>& keys, std::uint64_t total, Sums input, int rank, int size, MPI_Comm comm) {
+  int ok = std::is_sorted(keys.begin(), keys.end()) ? 1 : 0;
+  const std::uint64_t want =
+      total * std::uint64_t(rank + 1) / std::uint64_t(size) - total * std::uint64_t(rank) / std::uint64_t(size);
+  ok &= keys.size() == want;
+  const Sums got = sums(keys);
+  std::uint64_t s = 0, x = 0, in_s = 0, in_x = 0;
+  MPI_Allreduce(&got.sum, &s, 1, MPI_UINT64_T, MPI_SUM, comm);
+  MPI_Allreduce(&got.x, &x, 1, MPI_UINT64_T, MPI_BXOR, comm);
+  MPI_Allreduce(&input.sum, &in_s, 1, MPI_UINT64_T, MPI_SUM, comm);
+  MPI_Allreduce(&input.x, &in_x, 1, MPI_UINT64_T, MPI_BXOR, comm);
+  ok &= s == in_s && x == in_x;
+  std::uint64_t last = keys.empty() ? 0 : std::uint64_t(keys.back()), prev_last = 0;
+  MPI_Sendrecv(&last, 1, MPI_UINT64_T, (rank + 1) % size, 0, &prev_last, 1, MPI_UINT64_T, (rank + size - 1) % size, 0,
+               comm, MPI_STATUS_IGNORE);
+  if (rank > 0 && !keys.empty()) ok &= prev_last <= std::uint64_t(keys.front());
+  int all = 0;
+  MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, comm);
+  return all == 1;
+}
+
+double stage(const nlohmann::json& ranks, const char* name) {  // the slowest rank's
+  double m = 0;
+  for (const auto& r : ranks)
+    if (r["stages"].contains(name)) m = std::max(m, r["stages"][name].get<double>());
+  return m;
+}
+
+#if TANDEM_BENCH_NCCL
+// NCCL all-to-all of `block` bytes to and from every other rank, on buffers made once; the
+// slowest rank's seconds, median of reps.
+double nccl_alltoall(std::size_t block, int reps, int rank, int size, MPI_Comm comm) {
+  ncclUniqueId id;
+  if (rank == 0) ncclGetUniqueId(&id);
+  MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, comm);
+  ncclComm_t nccl;
+  if (ncclCommInitRank(&nccl, size, id, rank) != ncclSuccess) return 0;
+  char *send = nullptr, *recv = nullptr;
+  cuda_ok(cudaMalloc(&send, block * std::size_t(size)), "cudaMalloc");
+  cuda_ok(cudaMalloc(&recv, block * std::size_t(size)), "cudaMalloc");
+  cuda_ok(cudaMemset(send, 1, block * std::size_t(size)), "cudaMemset");
+  cudaStream_t s;
+  cuda_ok(cudaStreamCreate(&s), "cudaStreamCreate");
+  std::vector<double> t;
+  for (int r = 0; r <= reps; ++r) {
+    MPI_Barrier(comm);
+    tandem::Stopwatch w;
+    ncclGroupStart();
+    for (int d = 0; d < size; ++d) {
+      if (d == rank) continue;
+      ncclSend(send + block * std::size_t(d), block, ncclUint8, d, nccl, s);
+      ncclRecv(recv + block * std::size_t(d), block, ncclUint8, d, nccl, s);
+    }
+    ncclGroupEnd();
+    cuda_ok(cudaStreamSynchronize(s), "NCCL all-to-all");
+    const double sec = max_over_ranks(w.seconds(), comm);
+    if (r > 0) t.push_back(sec);
+  }
+  cudaStreamDestroy(s);
+  cudaFree(send);
+  cudaFree(recv);
+  ncclCommDestroy(nccl);
+  return tandem::summarize(t).median;
+}
+#endif
+
+template <class K>
+int run(const Args& a, tandem::dist::Context& ctx) {
+  const int rank = ctx.rank(), size = ctx.size();
+  const std::uint64_t total = std::uint64_t{1} << a.log2;
+  const std::uint64_t begin = total * std::uint64_t(rank) / std::uint64_t(size),
+                      end = total * std::uint64_t(rank + 1) / std::uint64_t(size);
+  const std::size_t n = std::size_t(end - begin);
+  const std::vector<K> host = make_keys<K>(begin, end);
+  const Sums input = sums(host);
+  tandem::gpu::DeviceBuffer<K> input_d(n);
+  cuda_ok(cudaMemcpy(input_d.data(), host.data(), n * sizeof(K), cudaMemcpyHostToDevice), "upload");
+  tandem::SortOptions opts;
+  opts.device = tandem::Device::gpu;
+
+  std::vector<double> dist, exchange;
+  nlohmann::json last;
+  bool ok = true;
+  for (int r = 0; r <= a.reps; ++r) {  // the first round warms up
+    tandem::gpu::DeviceBuffer<K> keys(n);
+    cuda_ok(cudaMemcpy(keys.data(), input_d.data(), n * sizeof(K), cudaMemcpyDeviceToDevice), "copy");
+    cuda_ok(cudaDeviceSynchronize(), "sync");
+    MPI_Barrier(ctx.comm());
+    tandem::Stopwatch w;
+    const auto rep = tandem::dist::sort_device(ctx, keys, opts);
+    const double t = max_over_ranks(w.seconds(), ctx.comm());
+    if (r == a.reps) ok = check(download(keys), total, input, rank, size, ctx.comm());
+    if (r == 0) continue;
+    dist.push_back(t);
+    last = rep.report.details()["ranks"];
+    exchange.push_back(stage(last, "exchange"));
+  }
+  const tandem::Stats s_dist = tandem::summarize(dist);
+  const double m_exchange = tandem::summarize(exchange).median;
+
+  // One GPU: all N keys on rank 0's GPU, the others waiting.
+  tandem::Stats s_one{};
+  bool one_ok = true;
+  input_d = tandem::gpu::DeviceBuffer<K>();
+  if (a.one_gpu && rank == 0) {
+    const std::vector<K> all = make_keys<K>(0, total);
+    tandem::gpu::DeviceBuffer<K> all_d(all.size()), work(all.size());
+    cuda_ok(cudaMemcpy(all_d.data(), all.data(), all.size() * sizeof(K), cudaMemcpyHostToDevice), "upload");
+    std::vector<double> t;
+    for (int r = 0; r <= a.reps; ++r) {
+      cuda_ok(cudaMemcpy(work.data(), all_d.data(), all.size() * sizeof(K), cudaMemcpyDeviceToDevice), "copy");
+      cuda_ok(cudaDeviceSynchronize(), "sync");
+      tandem::Stopwatch w;
+      tandem::sort_device(work.data(), work.size(), opts);
+      cuda_ok(cudaDeviceSynchronize(), "one-GPU sort");
+      if (r > 0) t.push_back(w.seconds());
+    }
+    const std::vector<K> sorted = download(work);
+    const Sums got = sums(sorted), want = sums(all);
+    one_ok = std::is_sorted(sorted.begin(), sorted.end()) && got.sum == want.sum && got.x == want.x;
+    s_one = tandem::summarize(t);
+  }
+  MPI_Barrier(ctx.comm());
+
+  double floor = 0;
+#if TANDEM_BENCH_NCCL
+  if (size > 1 && ctx.has_nccl())
+    floor = nccl_alltoall(n / std::size_t(size) * sizeof(K), a.reps, rank, size, ctx.comm());
+#endif
+  if (rank == 0) {
+    const double off_rank = double(n) * sizeof(K) * double(size - 1) / double(size);  // bytes per rank, even split
+    fmt::print("bench_dist_sort_device: 2^{} {} keys over {} ranks ({}), {} reps, check {}{}\n", a.log2, a.type, size,
+               ctx.describe(), a.reps, ok ? "ok" : "FAILED",
+               a.one_gpu ? (one_ok ? ", one GPU ok" : ", one GPU FAILED") : "");
+    fmt::print("  {:<44} {:>9.2f} ms  (min {:.2f}, max {:.2f})\n", "dist::sort_device", s_dist.median * 1e3,
+               s_dist.min * 1e3, s_dist.max * 1e3);
+    for (const auto& x : last) {
+      std::string stages;
+      for (auto it = x["stages"].begin(); it != x["stages"].end(); ++it)
+        stages += fmt::format(" {} {:.2f}ms", it.key(), it.value().get<double>() * 1e3);
+      fmt::print("    rank {}:{}\n", x["rank"].get<int>(), stages);
+    }
+    if (a.one_gpu) {
+      const double speedup = s_one.median / s_dist.median;
+      fmt::print("  {:<44} {:>9.2f} ms  (min {:.2f}, max {:.2f})\n", "all keys on one GPU (tandem::sort_device)",
+                 s_one.median * 1e3, s_one.min * 1e3, s_one.max * 1e3);
+      fmt::print("  {} GPUs / one GPU: {:.2f}x\n", size, speedup);
+      if (size > 1) {
+        const double goal = size >= 4 ? 2.8 : 1.6;
+        fmt::print("SUMMARY|dist_sort_device|{} GPUs vs 1, 2^{} {}|{:.2f}x ({:.1f} ms)|>= {:.1f}x|{}\n", size, a.log2,
+                   a.type, speedup, s_dist.median * 1e3, goal, speedup >= goal ? "ok" : "MISS");
+      }
+    }
+    if (size > 1 && floor > 0) {
+      const double bw = floor / std::max(m_exchange, 1e-9);
+      fmt::print("  {:<44} {:>9.2f} ms  ({:.1f} GB/s per rank)\n", "NCCL all-to-all, even blocks", floor * 1e3,
+                 off_rank / floor / 1e9);
+      fmt::print("  {:<44} {:>9.2f} ms  ({:.1f} GB/s per rank): {:.2f}x the floor's bandwidth\n",
+                 "  the sort's exchange (slowest rank)", m_exchange * 1e3, off_rank / m_exchange / 1e9, bw);
+      fmt::print("SUMMARY|dist_sort_device|{} GPUs: exchange / NCCL all-to-all|{:.2f}x|>= 0.7x|{}\n", size, bw,
+                 bw >= 0.7 ? "ok" : "MISS");
+    } else if (size > 1) {
+      fmt::print("  NCCL floor: not measured (the context has no NCCL: {})\n", ctx.describe());
+    }
+    if (!ok || !one_ok) fmt::print("SUMMARY|dist_sort_device|{} ranks: result check|FAILED||FAIL\n", size);
+  }
+  return ok && one_ok ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  const Args a = parse(argc, argv);
+  int status = 0;
+  {
+    tandem::dist::Context ctx(MPI_COMM_WORLD);
+    if (a.type == "u64") status = run<std::uint64_t>(a, ctx);
+    else if (a.type == "u32") status = run<std::uint32_t>(a, ctx);
+    else {
+      if (ctx.rank() == 0) std::fprintf(stderr, "bench_dist_sort_device: --type u32 or u64\n");
+      status = 2;
+    }
+  }
+  MPI_Finalize();
+  return status;
+}
