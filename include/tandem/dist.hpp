@@ -128,10 +128,11 @@ DistReport sort_pairs(const Context& ctx, std::vector<K>& keys, std::vector<V>& 
 
 #if TANDEM_HAS_CUDA
 // Keys in device memory on this rank's GPU: sorted across ranks as `sort` does, and `keys`
-// replaced by this rank's slice (N/P ± 1 keys) in a new device buffer. The local sort and the
-// final sort of the received runs are tandem::sort_device; the exchange goes GPU to GPU through
-// NCCL when the context has it (every rank a GPU of its own), else through host memory and MPI
-// (ranks sharing one GPU). The Report notes which.
+// replaced by this rank's slice (N/P ± 1 keys) in a new device buffer. Each key is sorted once:
+// the keys are grouped on their GPU by the rank that owns their range, exchanged, sorted there
+// with tandem::sort_device, and a few keys at the slices' edges move again for exact slices. The
+// exchange goes GPU to GPU through NCCL when the context has it (every rank a GPU of its own),
+// else through host memory and MPI (ranks sharing one GPU). The Report notes which.
 template <class K>
 DistReport sort_device(const Context& ctx, gpu::DeviceBuffer<K>& keys, const SortOptions& opts = {});
 #endif

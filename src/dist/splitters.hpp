@@ -24,7 +24,7 @@ struct KeyOrder {
 };
 
 // Counts of sorted keys at or below (or, with strict, below) each of a batch of ordered-bits
-// values: binary searches in host memory here, a kernel for device memory (sort_device.cu).
+// values: binary searches in the sorted host keys.
 template <class K>
 struct HostCounter {
   std::span<const K> sorted;
