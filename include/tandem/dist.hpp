@@ -135,6 +135,14 @@ DistReport sort_pairs(const Context& ctx, std::vector<K>& keys, std::vector<V>& 
 // else through host memory and MPI (ranks sharing one GPU). The Report notes which.
 template <class K>
 DistReport sort_device(const Context& ctx, gpu::DeviceBuffer<K>& keys, const SortOptions& opts = {});
+
+// As sort_device, carrying values (uint32 or uint64) with their keys; stable: equal keys keep
+// their order of (rank, position in the input), as sort_pairs. Each rank's pairs are grouped for
+// their owners in input order (a stable radix sort of the owners and a gather), and the local
+// sort is tandem::sort_pairs_device. keys and values are replaced by this rank's slice.
+template <class K, class V>
+DistReport sort_pairs_device(const Context& ctx, gpu::DeviceBuffer<K>& keys, gpu::DeviceBuffer<V>& values,
+                             const SortOptions& opts = {});
 #endif
 
 // Group-by across ranks: every rank groups its rows, the partial groups are shuffled by a hash of

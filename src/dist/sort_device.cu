@@ -4,10 +4,13 @@
 // device sort of what each rank received, and a small second exchange that makes every slice
 // exactly N/P keys (src/dist/device_sort_plan.hpp has the arithmetic).
 #include <cub/block/block_reduce.cuh>
+#include <cub/device/device_radix_sort.cuh>
 
 #include <algorithm>
+#include <bit>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <string>
 #include <type_traits>
 // No fmt here: nvcc with fmt 9 rejects its compile-time format strings.
@@ -128,6 +131,29 @@ __global__ void __launch_bounds__(kThreads)
     if (to[u] >= 0) out[base[to[u]] + place[u]] = k[u];
 }
 
+// Pairs: each element's owner (the rank of its bin) and its position, for a stable sort by owner.
+template <class K, class U, class I>
+__global__ void __launch_bounds__(kThreads)
+    owner_index_kernel(const K* keys, std::size_t n, U flip, int shift, std::uint32_t mask,
+                       const std::uint16_t* owner_of_bin, std::uint16_t* owner, I* index) {
+  for (std::size_t i = blockIdx.x * std::size_t(kThreads) + threadIdx.x; i < n;
+       i += std::size_t(gridDim.x) * kThreads) {
+    owner[i] = owner_of_bin[std::uint32_t(ordered(U(to_ordered(keys[i])), flip) >> shift) & mask];
+    index[i] = I(i);
+  }
+}
+
+template <class K, class V, class I>
+__global__ void __launch_bounds__(kThreads)
+    gather_pairs_kernel(const I* index, std::size_t n, const K* keys, const V* values, K* keys_out, V* values_out) {
+  for (std::size_t i = blockIdx.x * std::size_t(kThreads) + threadIdx.x; i < n;
+       i += std::size_t(gridDim.x) * kThreads) {
+    const I j = index[i];
+    keys_out[i] = keys[j];
+    values_out[i] = values[j];
+  }
+}
+
 #if TANDEM_HAS_NCCL
 void check_nccl(ncclResult_t r, const char* call) {
   if (r != ncclSuccess) throw Error(std::string(call) + " failed: " + ncclGetErrorString(r));
@@ -245,6 +271,14 @@ std::vector<std::uint64_t> local_bin_counts(const K* keys, std::size_t n, U flip
   return counts;
 }
 
+// The rank that owns each bin.
+std::vector<std::uint16_t> owner_of_bins(const std::vector<std::uint32_t>& first) {
+  std::vector<std::uint16_t> owner(first.back());
+  for (std::size_t d = 0; d + 1 < first.size(); ++d)
+    std::fill(owner.begin() + first[d], owner.begin() + first[d + 1], std::uint16_t(d));
+  return owner;
+}
+
 // This rank's keys grouped by the rank that owns their bin (rank d: bins [first[d], first[d+1])),
 // counts[d] of them for rank d.
 template <class K, class U>
@@ -253,8 +287,7 @@ gpu::DeviceBuffer<K> partition_by_owner(const K* keys, std::size_t n, U flip, pl
                                         const std::vector<std::uint64_t>& counts, cudaStream_t stream) {
   const int ranks = int(counts.size());
   const std::uint32_t bins = digit.bins();
-  std::vector<std::uint16_t> owner(bins);
-  for (int d = 0; d < ranks; ++d) std::fill(owner.begin() + first[d], owner.begin() + first[d + 1], std::uint16_t(d));
+  const std::vector<std::uint16_t> owner = owner_of_bins(first);
   std::vector<unsigned long long> cursor(std::size_t(ranks), 0);
   for (int d = 1; d < ranks; ++d) cursor[d] = cursor[d - 1] + counts[d - 1];
   gpu::DeviceBuffer<K> parts(n);
@@ -274,6 +307,110 @@ gpu::DeviceBuffer<K> partition_by_owner(const K* keys, std::size_t n, U flip, pl
   return parts;
 }
 
+// Pairs grouped by the rank that owns their key's bin, stably (each rank's pairs keep their
+// order): a radix sort of the owners (CUB's, stable) carrying positions, then a gather.
+template <class I, class K, class V, class U>
+std::pair<gpu::DeviceBuffer<K>, gpu::DeviceBuffer<V>> stable_partition_pairs(const K* keys, const V* values,
+                                                                             std::size_t n, U flip,
+                                                                             plan::BinDigit digit,
+                                                                             const std::vector<std::uint32_t>& first,
+                                                                             cudaStream_t stream) {
+  const std::vector<std::uint16_t> owner_of = owner_of_bins(first);
+  gpu::DeviceBuffer<K> keys_out(n);
+  gpu::DeviceBuffer<V> values_out(n);
+  if (!n) return {std::move(keys_out), std::move(values_out)};
+  gpu::DeviceBuffer<I> index_sorted(n);
+  {
+    gpu::DeviceBuffer<std::uint16_t> owner_d(owner_of.size()), owner(n), owner_sorted(n);
+    gpu::DeviceBuffer<I> index(n);
+    TANDEM_CUDA(cudaMemcpyAsync(owner_d.data(), owner_of.data(), owner_of.size() * sizeof(std::uint16_t),
+                                cudaMemcpyHostToDevice, stream));
+    owner_index_kernel<K, U, I><<<grid_for(n), kThreads, 0, stream>>>(keys, n, flip, digit.shift, digit.bins() - 1,
+                                                                      owner_d.data(), owner.data(), index.data());
+    TANDEM_CUDA(cudaGetLastError());
+    const int bits = std::max(1, int(std::bit_width(first.size() - 2)));  // owners 0 .. ranks - 1
+    std::size_t temp_bytes = 0;
+    TANDEM_CUDA(cub::DeviceRadixSort::SortPairs(nullptr, temp_bytes, owner.data(), owner_sorted.data(), index.data(),
+                                                index_sorted.data(), n, 0, bits, stream));
+    gpu::DeviceBuffer<std::byte> temp(temp_bytes);
+    TANDEM_CUDA(cub::DeviceRadixSort::SortPairs(temp.data(), temp_bytes, owner.data(), owner_sorted.data(),
+                                                index.data(), index_sorted.data(), n, 0, bits, stream));
+    TANDEM_CUDA(cudaStreamSynchronize(stream));  // before the scratch above is freed
+  }
+  gather_pairs_kernel<K, V, I>
+      <<<grid_for(n), kThreads, 0, stream>>>(index_sorted.data(), n, keys, values, keys_out.data(), values_out.data());
+  TANDEM_CUDA(cudaGetLastError());
+  TANDEM_CUDA(cudaStreamSynchronize(stream));
+  return {std::move(keys_out), std::move(values_out)};
+}
+
+// Which rank owns which keys: the key range over all ranks, every rank's counts per bin summed,
+// whole bins to ranks. Collective; adds the stages "key range" and "bin counts".
+struct Owners {
+  plan::BinDigit digit;
+  std::vector<std::uint32_t> first;   // rank d owns bins [first[d], first[d+1])
+  std::vector<std::uint64_t> counts;  // this rank's keys for each rank
+};
+
+template <class K>
+Owners find_owners(const Context& ctx, const K* keys, std::size_t n, ordered_bits_t<K> flip, cudaStream_t stream,
+                   DistReport& out, StageClock& clock) {
+  using U = ordered_bits_t<K>;
+  const Context::Impl& s = ctx.impl();
+  const MPI_Datatype bits_type = sizeof(U) == 4 ? MPI_UINT32_T : MPI_UINT64_T;
+  std::vector<U> range, global(2);
+  ctx.run_agreed([&] { range = local_key_range<K, U>(keys, n, flip, stream); });
+  check_mpi(MPI_Allreduce(&range[0], &global[0], 1, bits_type, MPI_MIN, s.comm), "MPI_Allreduce");
+  check_mpi(MPI_Allreduce(&range[1], &global[1], 1, bits_type, MPI_MAX, s.comm), "MPI_Allreduce");
+  clock.lap(out.report, "key range");
+  Owners o;
+  // With no key anywhere the range is empty (min above max): one bin, every count 0.
+  o.digit = global[0] <= global[1] ? plan::bin_digit<U>(global[0], global[1], kBinBits) : plan::BinDigit{};
+  std::vector<std::uint64_t> local_counts, global_counts(o.digit.bins());
+  ctx.run_agreed([&] { local_counts = local_bin_counts<K, U>(keys, n, flip, o.digit, stream); });
+  check_mpi(
+      MPI_Allreduce(local_counts.data(), global_counts.data(), int(o.digit.bins()), MPI_UINT64_T, MPI_SUM, s.comm),
+      "MPI_Allreduce");
+  o.first = plan::bin_cuts(global_counts, s.size);
+  o.counts = plan::keys_per_rank(local_counts, o.first);
+  clock.lap(out.report, "bin counts", std::to_string(o.digit.bins()) + " bins of the key range");
+  return o;
+}
+
+// After the local sorts: what each rank holds, gathered, and the send counts that make every
+// slice exactly N/P (none when nothing moves).
+std::optional<std::vector<std::uint64_t>> rebalance_counts(const Context::Impl& s, std::uint64_t held) {
+  std::vector<std::uint64_t> all_held(std::size_t(s.size));
+  check_mpi(MPI_Allgather(&held, 1, MPI_UINT64_T, all_held.data(), 1, MPI_UINT64_T, s.comm), "MPI_Allgather");
+  plan::Rebalance moves = plan::rebalance(all_held, s.rank);
+  if (!moves.moves) return std::nullopt;
+  return std::move(moves.send);
+}
+
+void lap_exchange(StageClock& clock, DistReport& out) {
+  clock.lap(out.report, "exchange",
+            std::to_string(out.traffic.bytes_sent) + " B sent, " + std::to_string(out.traffic.bytes_received) +
+                " B received");
+}
+
+void add_traffic(DistReport& out, const DistReport& more) {
+  out.traffic.bytes_sent += more.traffic.bytes_sent;
+  out.traffic.bytes_received += more.traffic.bytes_received;
+}
+
+// A stream of this operation's own, destroyed with it.
+struct OwnStream {
+  cudaStream_t s{nullptr};
+  explicit OwnStream(const Context& ctx) {
+    ctx.run_agreed([&] { TANDEM_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking)); });
+  }
+  ~OwnStream() {
+    if (s) cudaStreamDestroy(s);
+  }
+  OwnStream(const OwnStream&) = delete;
+  OwnStream& operator=(const OwnStream&) = delete;
+};
+
 }  // namespace
 
 template <class K>
@@ -284,18 +421,11 @@ DistReport sort_device(const Context& ctx, gpu::DeviceBuffer<K>& keys, const Sor
   out.report.operation = "dist sort_device";
   out.count_in = keys.size();
   StageClock clock;
-  cudaStream_t stream = nullptr;
-  ctx.run_agreed([&] { TANDEM_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking)); });
-  struct StreamGuard {
-    cudaStream_t s;
-    ~StreamGuard() {
-      if (s) cudaStreamDestroy(s);
-    }
-  } guard{stream};
+  const OwnStream stream(ctx);
   auto sort_here = [&](gpu::DeviceBuffer<K>& d) {
     ctx.run_agreed([&] {
-      tandem::sort_device(d.data(), d.size(), opts, stream);
-      TANDEM_CUDA(cudaStreamSynchronize(stream));
+      tandem::sort_device(d.data(), d.size(), opts, stream.s);
+      TANDEM_CUDA(cudaStreamSynchronize(stream.s));
     });
   };
   if (s.size == 1) {
@@ -309,51 +439,107 @@ DistReport sort_device(const Context& ctx, gpu::DeviceBuffer<K>& keys, const Sor
 
   using U = ordered_bits_t<K>;
   const U flip = opts.descending ? std::numeric_limits<U>::max() : U(0);
-  const std::size_t n = keys.size();
-  const MPI_Datatype bits_type = sizeof(U) == 4 ? MPI_UINT32_T : MPI_UINT64_T;
-  std::vector<U> range, global(2);
-  ctx.run_agreed([&] { range = local_key_range<K, U>(keys.data(), n, flip, stream); });
-  check_mpi(MPI_Allreduce(&range[0], &global[0], 1, bits_type, MPI_MIN, s.comm), "MPI_Allreduce");
-  check_mpi(MPI_Allreduce(&range[1], &global[1], 1, bits_type, MPI_MAX, s.comm), "MPI_Allreduce");
-  clock.lap(out.report, "key range");
-  // With no key anywhere the range is empty (min above max): one bin, every count 0.
-  const plan::BinDigit digit =
-      global[0] <= global[1] ? plan::bin_digit<U>(global[0], global[1], kBinBits) : plan::BinDigit{};
-  std::vector<std::uint64_t> local_counts, global_counts(digit.bins());
-  ctx.run_agreed([&] { local_counts = local_bin_counts<K, U>(keys.data(), n, flip, digit, stream); });
-  check_mpi(MPI_Allreduce(local_counts.data(), global_counts.data(), int(digit.bins()), MPI_UINT64_T, MPI_SUM, s.comm),
-            "MPI_Allreduce");
-  const std::vector<std::uint32_t> first = plan::bin_cuts(global_counts, s.size);
-  const std::vector<std::uint64_t> counts = plan::keys_per_rank(local_counts, first);
-  clock.lap(out.report, "bin counts", std::to_string(digit.bins()) + " bins of the key range");
+  const Owners owners = find_owners(ctx, keys.data(), keys.size(), flip, stream.s, out, clock);
   gpu::DeviceBuffer<K> parts;
-  ctx.run_agreed([&] { parts = partition_by_owner<K, U>(keys.data(), n, flip, digit, first, counts, stream); });
+  ctx.run_agreed([&] {
+    parts =
+        partition_by_owner<K, U>(keys.data(), keys.size(), flip, owners.digit, owners.first, owners.counts, stream.s);
+  });
+  keys = gpu::DeviceBuffer<K>();  // the input's memory back before the exchange
   clock.lap(out.report, "partition", "keys grouped by the rank that owns their bin");
 
-  gpu::DeviceBuffer<K> received = exchange_keys(ctx, parts.data(), counts, stream, out);
+  gpu::DeviceBuffer<K> received = exchange_keys(ctx, parts.data(), owners.counts, stream.s, out);
   parts = gpu::DeviceBuffer<K>();
-  clock.lap(out.report, "exchange",
-            std::to_string(out.traffic.bytes_sent) + " B sent, " + std::to_string(out.traffic.bytes_received) +
-                " B received");
+  lap_exchange(clock, out);
 
   sort_here(received);
   clock.lap(out.report, "local sort", std::to_string(received.size()) + " received keys sorted on the GPU");
 
-  // Exact slices: every rank learns what every rank holds, and the few keys off by a bin move.
-  std::uint64_t held = received.size();
-  std::vector<std::uint64_t> all_held(std::size_t(s.size));
-  check_mpi(MPI_Allgather(&held, 1, MPI_UINT64_T, all_held.data(), 1, MPI_UINT64_T, s.comm), "MPI_Allgather");
-  const plan::Rebalance moves = plan::rebalance(all_held, s.rank);
-  if (moves.moves) {
-    DistReport quiet;  // the rebalance's traffic is counted, its notes are the exchange's above
-    keys = exchange_keys(ctx, received.data(), moves.send, stream, quiet);
-    out.traffic.bytes_sent += quiet.traffic.bytes_sent;
-    out.traffic.bytes_received += quiet.traffic.bytes_received;
+  if (const auto send = rebalance_counts(s, received.size())) {
+    DistReport moved;  // the rebalance's traffic is counted, its notes are the exchange's above
+    keys = exchange_keys(ctx, received.data(), *send, stream.s, moved);
     received = gpu::DeviceBuffer<K>();
+    add_traffic(out, moved);
     clock.lap(out.report, "rebalance",
-              std::to_string(quiet.traffic.bytes_sent) + " B sent for slices of exactly N/P keys");
+              std::to_string(moved.traffic.bytes_sent) + " B sent for slices of exactly N/P keys");
   } else {
     keys = std::move(received);
+    clock.lap(out.report, "rebalance", "none needed");
+  }
+  out.count_out = keys.size();
+  gather_rank_report(s, out);
+  return out;
+}
+
+template <class K, class V>
+DistReport sort_pairs_device(const Context& ctx, gpu::DeviceBuffer<K>& keys, gpu::DeviceBuffer<V>& values,
+                             const SortOptions& opts) {
+  const Context::Impl& s = ctx.impl();
+  if (s.size > 65535) throw UsageError("dist::sort_pairs_device: at most 65535 ranks");
+  if (keys.size() != values.size())
+    throw UsageError("dist::sort_pairs_device: " + std::to_string(keys.size()) + " keys but " +
+                     std::to_string(values.size()) + " values");
+  DistReport out;
+  out.report.operation = "dist sort_pairs_device";
+  out.count_in = keys.size();
+  StageClock clock;
+  const OwnStream stream(ctx);
+  auto sort_here = [&](gpu::DeviceBuffer<K>& k, gpu::DeviceBuffer<V>& v) {
+    ctx.run_agreed([&] {
+      tandem::sort_pairs_device(k.data(), v.data(), k.size(), opts, stream.s);
+      TANDEM_CUDA(cudaStreamSynchronize(stream.s));
+    });
+  };
+  if (s.size == 1) {
+    sort_here(keys, values);
+    clock.lap(out.report, "local sort", std::to_string(keys.size()) + " pairs on the GPU");
+    out.report.note("exchange: none (one rank)");
+    out.count_out = keys.size();
+    gather_rank_report(s, out);
+    return out;
+  }
+
+  using U = ordered_bits_t<K>;
+  const U flip = opts.descending ? std::numeric_limits<U>::max() : U(0);
+  const std::size_t n = keys.size();
+  const Owners owners = find_owners(ctx, keys.data(), n, flip, stream.s, out, clock);
+  std::pair<gpu::DeviceBuffer<K>, gpu::DeviceBuffer<V>> parts;
+  ctx.run_agreed([&] {
+    parts = n <= std::numeric_limits<std::uint32_t>::max()
+                ? stable_partition_pairs<std::uint32_t>(keys.data(), values.data(), n, flip, owners.digit, owners.first,
+                                                        stream.s)
+                : stable_partition_pairs<std::uint64_t>(keys.data(), values.data(), n, flip, owners.digit, owners.first,
+                                                        stream.s);
+  });
+  keys = gpu::DeviceBuffer<K>();
+  values = gpu::DeviceBuffer<V>();
+  clock.lap(out.report, "partition", "pairs grouped, in order, by the rank that owns their key's bin");
+
+  // Keys, then values, each in source-rank order: with each rank's pairs in input order, equal
+  // keys arrive in (rank, position) order and the stable local sort keeps it.
+  gpu::DeviceBuffer<K> rk = exchange_keys(ctx, parts.first.data(), owners.counts, stream.s, out);
+  parts.first = gpu::DeviceBuffer<K>();
+  DistReport more;
+  gpu::DeviceBuffer<V> rv = exchange_keys(ctx, parts.second.data(), owners.counts, stream.s, more);
+  parts.second = gpu::DeviceBuffer<V>();
+  add_traffic(out, more);
+  lap_exchange(clock, out);
+
+  sort_here(rk, rv);
+  clock.lap(out.report, "local sort", std::to_string(rk.size()) + " received pairs sorted on the GPU (stable)");
+
+  if (const auto send = rebalance_counts(s, rk.size())) {
+    DistReport moved;
+    keys = exchange_keys(ctx, rk.data(), *send, stream.s, moved);
+    rk = gpu::DeviceBuffer<K>();
+    values = exchange_keys(ctx, rv.data(), *send, stream.s, moved);
+    rv = gpu::DeviceBuffer<V>();
+    add_traffic(out, moved);
+    clock.lap(out.report, "rebalance",
+              std::to_string(moved.traffic.bytes_sent) + " B sent for slices of exactly N/P pairs");
+  } else {
+    keys = std::move(rk);
+    values = std::move(rv);
     clock.lap(out.report, "rebalance", "none needed");
   }
   out.count_out = keys.size();
@@ -367,5 +553,16 @@ template DistReport sort_device<std::uint64_t>(const Context&, gpu::DeviceBuffer
 template DistReport sort_device<std::int64_t>(const Context&, gpu::DeviceBuffer<std::int64_t>&, const SortOptions&);
 template DistReport sort_device<float>(const Context&, gpu::DeviceBuffer<float>&, const SortOptions&);
 template DistReport sort_device<double>(const Context&, gpu::DeviceBuffer<double>&, const SortOptions&);
+#define TANDEM_DIST_SORT_PAIRS_DEVICE(K)                                                                          \
+  template DistReport sort_pairs_device<K, std::uint32_t>(const Context&, gpu::DeviceBuffer<K>&,                  \
+                                                          gpu::DeviceBuffer<std::uint32_t>&, const SortOptions&); \
+  template DistReport sort_pairs_device<K, std::uint64_t>(const Context&, gpu::DeviceBuffer<K>&,                  \
+                                                          gpu::DeviceBuffer<std::uint64_t>&, const SortOptions&);
+TANDEM_DIST_SORT_PAIRS_DEVICE(std::uint32_t)
+TANDEM_DIST_SORT_PAIRS_DEVICE(std::int32_t)
+TANDEM_DIST_SORT_PAIRS_DEVICE(std::uint64_t)
+TANDEM_DIST_SORT_PAIRS_DEVICE(std::int64_t)
+TANDEM_DIST_SORT_PAIRS_DEVICE(float)
+TANDEM_DIST_SORT_PAIRS_DEVICE(double)
 
 }  // namespace tandem::dist

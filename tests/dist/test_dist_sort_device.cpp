@@ -73,6 +73,50 @@ TEST(DistSortDevice, SkewNarrowRangesAndEmptyRanks) {
   check_device_sort(last, false);
 }
 
+// Pairs: the same slices as a stable sort of every rank's pairs in (rank, position) order.
+template <class K, class V>
+void check_device_sort_pairs(const std::vector<K>& keys, bool descending) {
+  Context& ctx = context();
+  std::vector<V> values(keys.size());
+  for (std::size_t i = 0; i < values.size(); ++i) values[i] = V(std::uint64_t(ctx.rank()) << 24 | i);
+  std::vector<K> all_keys = gather_all(keys, MPI_COMM_WORLD);
+  std::vector<V> all_values = gather_all(values, MPI_COMM_WORLD);
+  tandem::sort_pairs(std::span<K>(all_keys), std::span<V>(all_values), cpu_sort_options(descending));
+  gpu::DeviceBuffer<K> dk(keys.size());
+  gpu::DeviceBuffer<V> dv(values.size());
+  ASSERT_EQ(cudaMemcpy(dk.data(), keys.data(), keys.size() * sizeof(K), cudaMemcpyHostToDevice), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(dv.data(), values.data(), values.size() * sizeof(V), cudaMemcpyHostToDevice), cudaSuccess);
+  SortOptions opts;
+  opts.descending = descending;
+  dist::sort_pairs_device(ctx, dk, dv, opts);
+  std::vector<K> got_keys(dk.size());
+  std::vector<V> got_values(dv.size());
+  ASSERT_EQ(cudaMemcpy(got_keys.data(), dk.data(), dk.bytes(), cudaMemcpyDeviceToHost), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(got_values.data(), dv.data(), dv.bytes(), cudaMemcpyDeviceToHost), cudaSuccess);
+  const auto [begin, length] = even_slice(all_keys.size(), ctx.rank(), ctx.size());
+  ASSERT_EQ(got_keys.size(), length);
+  const auto b = std::ptrdiff_t(begin), e = std::ptrdiff_t(begin + length);
+  EXPECT_TRUE(same_bits(got_keys, std::vector<K>(all_keys.begin() + b, all_keys.begin() + e)));
+  EXPECT_TRUE(same_bits(got_values, std::vector<V>(all_values.begin() + b, all_values.begin() + e)));
+}
+
+TEST(DistSortDevice, PairsAreStableAcrossRanks) {
+  if (tandem::gpu_count() == 0) GTEST_SKIP() << "no GPU";
+  const Context& ctx = context();
+  std::mt19937_64 rng(91 + std::uint64_t(ctx.rank()));
+  std::vector<std::uint32_t> dup(80000 + 333 * std::size_t(ctx.rank()));
+  for (auto& k : dup) k = std::uint32_t(rng() % 500);  // every key on every rank, many times
+  check_device_sort_pairs<std::uint32_t, std::uint64_t>(dup, false);
+  check_device_sort_pairs<std::uint32_t, std::uint32_t>(dup, true);
+  std::vector<double> f(30000);
+  for (auto& k : f) k = rng() % 3 == 0 ? -0.0 : double(std::int64_t(rng() % 201) - 100);
+  check_device_sort_pairs<double, std::uint64_t>(f, false);
+  std::vector<std::int64_t> skew(ctx.rank() == 0 ? 50000 : 7);  // one rank holds nearly all
+  for (auto& k : skew) k = rng() % 8 ? 3 : std::int64_t(rng());
+  check_device_sort_pairs<std::int64_t, std::uint32_t>(skew, false);
+  check_device_sort_pairs<std::uint64_t, std::uint64_t>(std::vector<std::uint64_t>{}, false);
+}
+
 }  // namespace
 }  // namespace tandem::dist::test
 #endif
