@@ -31,6 +31,7 @@ struct Args {
   int log2{30};
   int reps{5};
   std::string type{"u32"};
+  std::string values{"none"};
   bool one_gpu{true};
 };
 
@@ -42,10 +43,13 @@ Args parse(int argc, char** argv) {
     if (s == "--log2") a.log2 = std::stoi(next());
     else if (s == "--reps") a.reps = std::stoi(next());
     else if (s == "--type") a.type = next();
+    else if (s == "--values") a.values = next();
     else if (s == "--no-one-gpu") a.one_gpu = false;
     else if (s == "--quick") a.log2 = 24, a.reps = 3;
     else if (s == "--help") {
-      std::puts("bench_dist_sort_device [--log2 N (total keys 2^N)] [--type u32|u64] [--reps R] [--no-one-gpu]");
+      std::puts(
+          "bench_dist_sort_device [--log2 N (total keys 2^N)] [--type u32|u64] [--values none|u32|u64 (pairs)] [--reps "
+          "R] [--no-one-gpu]");
       std::exit(0);
     } else {
       std::fprintf(stderr, "bench_dist_sort_device: unknown option %s\n", s.c_str());
@@ -76,10 +80,15 @@ std::uint64_t mix(std::uint64_t x) {  // splitmix64: key i of the whole input, w
 }
 
 template <class K>
+K key_at(std::uint64_t i) {
+  return K(mix(i) >> (64 - 8 * sizeof(K)));
+}
+
+template <class K>
 std::vector<K> make_keys(std::uint64_t begin, std::uint64_t end) {
   std::vector<K> keys(end - begin);
 #pragma omp parallel for schedule(static)
-  for (std::uint64_t i = begin; i < end; ++i) keys[i - begin] = K(mix(i) >> (64 - 8 * sizeof(K)));
+  for (std::uint64_t i = begin; i < end; ++i) keys[i - begin] = key_at<K>(i);
   return keys;
 }
 
@@ -169,17 +178,65 @@ double nccl_alltoall(std::size_t block, int reps, int rank, int size, MPI_Comm c
 }
 #endif
 
-template <class K>
+// Keys (and values: each pair's value is its global input position) on this rank's GPU.
+template <class K, class V>
+struct DeviceData {
+  tandem::gpu::DeviceBuffer<K> keys;
+  tandem::gpu::DeviceBuffer<V> values;  // empty for keys alone
+};
+
+template <class K, class V>
+DeviceData<K, V> upload(const std::vector<K>& keys, std::uint64_t first_position, bool pairs) {
+  DeviceData<K, V> d{tandem::gpu::DeviceBuffer<K>(keys.size()), {}};
+  cuda_ok(cudaMemcpy(d.keys.data(), keys.data(), keys.size() * sizeof(K), cudaMemcpyHostToDevice), "upload");
+  if (pairs) {
+    std::vector<V> v(keys.size());
+    for (std::size_t i = 0; i < v.size(); ++i) v[i] = V(first_position + i);
+    d.values = tandem::gpu::DeviceBuffer<V>(v.size());
+    cuda_ok(cudaMemcpy(d.values.data(), v.data(), v.size() * sizeof(V), cudaMemcpyHostToDevice), "upload");
+  }
+  return d;
+}
+
+template <class T>
+tandem::gpu::DeviceBuffer<T> device_copy(const tandem::gpu::DeviceBuffer<T>& from) {
+  tandem::gpu::DeviceBuffer<T> to(from.size());
+  cuda_ok(cudaMemcpy(to.data(), from.data(), from.bytes(), cudaMemcpyDeviceToDevice), "copy");
+  return to;
+}
+
+// Pairs: each value names its input position, whose key the generator gives again, and equal
+// keys come in position order (the stable order) within the slice and across its edges.
+template <class K, class V>
+bool check_pairs(const std::vector<K>& keys, const std::vector<V>& values, int rank, int size, MPI_Comm comm) {
+  int ok = 1;
+#pragma omp parallel for reduction(& : ok)
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    ok &= keys[i] == key_at<K>(std::uint64_t(values[i])) ? 1 : 0;
+    if (i > 0 && keys[i] == keys[i - 1]) ok &= values[i - 1] < values[i] ? 1 : 0;
+  }
+  std::uint64_t last[2] = {keys.empty() ? 0 : std::uint64_t(keys.back()), values.empty() ? 0 : values.back()},
+                prev[2] = {0, 0};
+  MPI_Sendrecv(last, 2, MPI_UINT64_T, (rank + 1) % size, 1, prev, 2, MPI_UINT64_T, (rank + size - 1) % size, 1, comm,
+               MPI_STATUS_IGNORE);
+  if (rank > 0 && !keys.empty() && prev[0] == std::uint64_t(keys.front()))
+    ok &= prev[1] < std::uint64_t(values.front());
+  int all = 0;
+  MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, comm);
+  return all == 1;
+}
+
+template <class K, class V>
 int run(const Args& a, tandem::dist::Context& ctx) {
   const int rank = ctx.rank(), size = ctx.size();
+  const bool pairs = a.values != "none";
+  const std::size_t element = sizeof(K) + (pairs ? sizeof(V) : 0);
   const std::uint64_t total = std::uint64_t{1} << a.log2;
   const std::uint64_t begin = total * std::uint64_t(rank) / std::uint64_t(size),
                       end = total * std::uint64_t(rank + 1) / std::uint64_t(size);
   const std::size_t n = std::size_t(end - begin);
-  const std::vector<K> host = make_keys<K>(begin, end);
-  const Sums input = sums(host);
-  tandem::gpu::DeviceBuffer<K> input_d(n);
-  cuda_ok(cudaMemcpy(input_d.data(), host.data(), n * sizeof(K), cudaMemcpyHostToDevice), "upload");
+  const Sums input = sums(make_keys<K>(begin, end));
+  DeviceData<K, V> input_d = upload<K, V>(make_keys<K>(begin, end), begin, pairs);
   tandem::SortOptions opts;
   opts.device = tandem::Device::gpu;
 
@@ -187,14 +244,18 @@ int run(const Args& a, tandem::dist::Context& ctx) {
   nlohmann::json last;
   bool ok = true;
   for (int r = 0; r <= a.reps; ++r) {  // the first round warms up
-    tandem::gpu::DeviceBuffer<K> keys(n);
-    cuda_ok(cudaMemcpy(keys.data(), input_d.data(), n * sizeof(K), cudaMemcpyDeviceToDevice), "copy");
+    DeviceData<K, V> d{device_copy(input_d.keys), device_copy(input_d.values)};
     cuda_ok(cudaDeviceSynchronize(), "sync");
     MPI_Barrier(ctx.comm());
     tandem::Stopwatch w;
-    const auto rep = tandem::dist::sort_device(ctx, keys, opts);
+    const auto rep = pairs ? tandem::dist::sort_pairs_device(ctx, d.keys, d.values, opts)
+                           : tandem::dist::sort_device(ctx, d.keys, opts);
     const double t = max_over_ranks(w.seconds(), ctx.comm());
-    if (r == a.reps) ok = check(download(keys), total, input, rank, size, ctx.comm());
+    if (r == a.reps) {
+      const std::vector<K> keys = download(d.keys);
+      ok = check(keys, total, input, rank, size, ctx.comm());
+      if (pairs) ok = check_pairs(keys, download(d.values), rank, size, ctx.comm()) && ok;
+    }
     if (r == 0) continue;
     dist.push_back(t);
     last = rep.report.details()["ranks"];
@@ -203,26 +264,28 @@ int run(const Args& a, tandem::dist::Context& ctx) {
   const tandem::Stats s_dist = tandem::summarize(dist);
   const double m_exchange = tandem::summarize(exchange).median;
 
-  // One GPU: all N keys on rank 0's GPU, the others waiting.
+  // One GPU: all N keys (pairs) on rank 0's GPU, the others waiting.
   tandem::Stats s_one{};
   bool one_ok = true;
-  input_d = tandem::gpu::DeviceBuffer<K>();
+  input_d = {};
   if (a.one_gpu && rank == 0) {
     const std::vector<K> all = make_keys<K>(0, total);
-    tandem::gpu::DeviceBuffer<K> all_d(all.size()), work(all.size());
-    cuda_ok(cudaMemcpy(all_d.data(), all.data(), all.size() * sizeof(K), cudaMemcpyHostToDevice), "upload");
+    const DeviceData<K, V> all_d = upload<K, V>(all, 0, pairs);
+    DeviceData<K, V> work;
     std::vector<double> t;
     for (int r = 0; r <= a.reps; ++r) {
-      cuda_ok(cudaMemcpy(work.data(), all_d.data(), all.size() * sizeof(K), cudaMemcpyDeviceToDevice), "copy");
+      work = {device_copy(all_d.keys), device_copy(all_d.values)};
       cuda_ok(cudaDeviceSynchronize(), "sync");
       tandem::Stopwatch w;
-      tandem::sort_device(work.data(), work.size(), opts);
+      if (pairs) tandem::sort_pairs_device(work.keys.data(), work.values.data(), work.keys.size(), opts);
+      else tandem::sort_device(work.keys.data(), work.keys.size(), opts);
       cuda_ok(cudaDeviceSynchronize(), "one-GPU sort");
       if (r > 0) t.push_back(w.seconds());
     }
-    const std::vector<K> sorted = download(work);
+    const std::vector<K> sorted = download(work.keys);
     const Sums got = sums(sorted), want = sums(all);
     one_ok = std::is_sorted(sorted.begin(), sorted.end()) && got.sum == want.sum && got.x == want.x;
+    if (pairs) one_ok = one_ok && check_pairs(sorted, download(work.values), 0, 1, MPI_COMM_SELF);
     s_one = tandem::summarize(t);
   }
   MPI_Barrier(ctx.comm());
@@ -230,15 +293,18 @@ int run(const Args& a, tandem::dist::Context& ctx) {
   double floor = 0;
 #if TANDEM_BENCH_NCCL
   if (size > 1 && ctx.has_nccl())
-    floor = nccl_alltoall(n / std::size_t(size) * sizeof(K), a.reps, rank, size, ctx.comm());
+    floor = nccl_alltoall(n / std::size_t(size) * element, a.reps, rank, size, ctx.comm());
 #endif
   if (rank == 0) {
-    const double off_rank = double(n) * sizeof(K) * double(size - 1) / double(size);  // bytes per rank, even split
-    fmt::print("bench_dist_sort_device: 2^{} {} keys over {} ranks ({}), {} reps, check {}{}\n", a.log2, a.type, size,
+    const std::string what = pairs ? a.type + " keys + " + a.values + " values" : a.type + " keys";
+    const double off_rank =
+        double(n) * double(element) * double(size - 1) / double(size);  // bytes per rank, even split
+    fmt::print("bench_dist_sort_device: 2^{} {} over {} ranks ({}), {} reps, check {}{}\n", a.log2, what, size,
                ctx.describe(), a.reps, ok ? "ok" : "FAILED",
                a.one_gpu ? (one_ok ? ", one GPU ok" : ", one GPU FAILED") : "");
-    fmt::print("  {:<44} {:>9.2f} ms  (min {:.2f}, max {:.2f})\n", "dist::sort_device", s_dist.median * 1e3,
-               s_dist.min * 1e3, s_dist.max * 1e3);
+    fmt::print("  {:<44} {:>9.2f} ms  (min {:.2f}, max {:.2f})\n",
+               pairs ? "dist::sort_pairs_device" : "dist::sort_device", s_dist.median * 1e3, s_dist.min * 1e3,
+               s_dist.max * 1e3);
     for (const auto& x : last) {
       std::string stages;
       for (auto it = x["stages"].begin(); it != x["stages"].end(); ++it)
@@ -247,13 +313,14 @@ int run(const Args& a, tandem::dist::Context& ctx) {
     }
     if (a.one_gpu) {
       const double speedup = s_one.median / s_dist.median;
-      fmt::print("  {:<44} {:>9.2f} ms  (min {:.2f}, max {:.2f})\n", "all keys on one GPU (tandem::sort_device)",
+      fmt::print("  {:<44} {:>9.2f} ms  (min {:.2f}, max {:.2f})\n", "all on one GPU (tandem::sort_[pairs_]device)",
                  s_one.median * 1e3, s_one.min * 1e3, s_one.max * 1e3);
       fmt::print("  {} GPUs / one GPU: {:.2f}x\n", size, speedup);
       if (size > 1) {
         const double goal = size >= 4 ? 2.8 : 1.6;
-        fmt::print("SUMMARY|dist_sort_device|{} GPUs vs 1, 2^{} {}|{:.2f}x ({:.1f} ms)|>= {:.1f}x|{}\n", size, a.log2,
-                   a.type, speedup, s_dist.median * 1e3, goal, speedup >= goal ? "ok" : "MISS");
+        fmt::print("SUMMARY|dist_sort_device|{} ranks{} vs 1 GPU, 2^{} {}|{:.2f}x ({:.1f} ms)|>= {:.1f}x|{}\n", size,
+                   ctx.has_nccl() ? " (a GPU each)" : " (sharing GPUs)", a.log2, what, speedup, s_dist.median * 1e3,
+                   goal, speedup >= goal ? "ok" : "MISS");
       }
     }
     if (size > 1 && floor > 0) {
@@ -280,11 +347,14 @@ int main(int argc, char** argv) {
   int status = 0;
   {
     tandem::dist::Context ctx(MPI_COMM_WORLD);
-    if (a.type == "u64") status = run<std::uint64_t>(a, ctx);
-    else if (a.type == "u32") status = run<std::uint32_t>(a, ctx);
-    else {
-      if (ctx.rank() == 0) std::fprintf(stderr, "bench_dist_sort_device: --type u32 or u64\n");
+    const bool wide = a.values == "u64";
+    if ((a.type != "u32" && a.type != "u64") || (a.values != "none" && a.values != "u32" && !wide)) {
+      if (ctx.rank() == 0) std::fprintf(stderr, "bench_dist_sort_device: --type u32|u64, --values none|u32|u64\n");
       status = 2;
+    } else if (a.type == "u64") {
+      status = wide ? run<std::uint64_t, std::uint64_t>(a, ctx) : run<std::uint64_t, std::uint32_t>(a, ctx);
+    } else {
+      status = wide ? run<std::uint32_t, std::uint64_t>(a, ctx) : run<std::uint32_t, std::uint32_t>(a, ctx);
     }
   }
   MPI_Finalize();
