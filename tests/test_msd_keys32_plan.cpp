@@ -90,13 +90,14 @@ TEST(MsdKeys32Plan, RunsTheSortLaunchesThatHoldTheSizes) {
     for (std::size_t c = 0; c < kLowSortClasses.size(); ++c) on += p.low[c] ? '1' : '0';
     return on;
   };
-  EXPECT_EQ(runs(3848, 4390), "000110");  // 2^28 uniform keys: (3072, 4096] and (4096, 5120]
-  EXPECT_EQ(runs(1, 1), "000000");        // nothing to sort
-  EXPECT_EQ(runs(1, 2), "100000");
-  EXPECT_EQ(runs(1, kLowSortMax), "111111");
-  EXPECT_EQ(runs(1024, 1024), "100000");  // a class holds its upper bound
-  EXPECT_EQ(runs(1025, 1025), "010000");
-  EXPECT_EQ(runs(5121, 8192), "000001");
+  EXPECT_EQ(runs(3848, 4390), "0001100000");  // 2^28 uniform keys: (3072, 4096] and (4096, 5120]
+  EXPECT_EQ(runs(1, 1), "0000000000");        // nothing to sort
+  EXPECT_EQ(runs(1, 2), "1000000000");
+  EXPECT_EQ(runs(1, kLowSortMax), "1111111111");
+  EXPECT_EQ(runs(1024, 1024), "1000000000");  // a class holds its upper bound
+  EXPECT_EQ(runs(1025, 1025), "0100000000");
+  EXPECT_EQ(runs(5121, 8192), "0000010000");
+  EXPECT_EQ(runs(7000, 9000), "0000011000");  // 2^29 uniform keys
   for (std::size_t c = 0; c < kLowSortClasses.size(); ++c) {
     const auto& k = kLowSortClasses[c];
     EXPECT_EQ(k.hi, k.threads * k.items) << "class " << c;

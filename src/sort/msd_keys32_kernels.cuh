@@ -186,9 +186,10 @@ __global__ void __launch_bounds__(Threads)
 template <int Threads, int Items>
 __global__ void __launch_bounds__(Threads)
     sort_low_kernel(std::uint32_t* data, const std::uint32_t* __restrict__ ends, std::uint32_t lo, std::uint32_t hi) {
-  constexpr int kTile = Threads * Items, kBins = kBinsPerThread<Threads>;
+  constexpr int kBins = kBinsPerThread<Threads>;
   using Rank = Rank8<Threads>;
-  __shared__ RankOrKeys<Threads, Items> tmp;
+  extern __shared__ __align__(16) unsigned char low_shared[];  // the larger classes need over 48 KiB
+  auto& tmp = *reinterpret_cast<RankOrKeys<Threads, Items>*>(low_shared);
   const std::uint32_t i = blockIdx.x;
   const std::uint32_t end = ends[i], begin = i ? ends[i - 1] : 0u;
   const std::uint32_t size = end - begin;
@@ -247,7 +248,10 @@ void launch_low_sorts(const MsdKeys32Plan& plan, std::uint32_t* data, const std:
   auto launch = [&](auto c) {
     constexpr LowSortClass k = kLowSortClasses[decltype(c)::value];
     if (!plan.low[decltype(c)::value]) return;
-    sort_low_kernel<k.threads, k.items><<<kMsdKeys32SubBuckets, k.threads, 0, s>>>(data, ends, k.lo, k.hi);
+    constexpr int bytes = static_cast<int>(sizeof(RankOrKeys<k.threads, k.items>));
+    check(cudaFuncSetAttribute(sort_low_kernel<k.threads, k.items>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes),
+          "MSD sort: shared memory of the sub-bucket sorts");
+    sort_low_kernel<k.threads, k.items><<<kMsdKeys32SubBuckets, k.threads, bytes, s>>>(data, ends, k.lo, k.hi);
     check(cudaGetLastError(), "MSD sort: shared-memory sort of the sub-buckets");
   };
   (launch(std::integral_constant<std::size_t, C>{}), ...);

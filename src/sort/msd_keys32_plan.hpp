@@ -32,14 +32,21 @@ struct LowSortClass {
   std::uint32_t threads, items, lo, hi;
 };
 // 256-thread blocks with more keys per thread measured faster than 512-thread ones (H200, 2^28
-// uniform keys: 1.75 against 2.03 ms for all sub-bucket sorts).
-constexpr std::array<LowSortClass, 6> kLowSortClasses{{
+// uniform keys: 1.75 against 2.03 ms for all sub-bucket sorts). Sub-buckets above 8,192 keys
+// (2^29 and 2^30 uniform keys: about 8,192 and 16,384 a prefix) take 512-thread blocks of up to
+// 48 keys a thread (96 KiB of shared memory; 256 threads would need 96 registers of keys and
+// ranks each).
+constexpr std::array<LowSortClass, 10> kLowSortClasses{{
     {128, 8, 0, 1024},
     {256, 8, 1024, 2048},
     {256, 12, 2048, 3072},
     {256, 16, 3072, 4096},
     {256, 20, 4096, 5120},
     {256, 32, 5120, 8192},
+    {512, 24, 8192, 12288},
+    {512, 32, 12288, 16384},
+    {512, 40, 16384, 20480},
+    {512, 48, 20480, 24576},
 }};
 constexpr std::uint32_t kLowSortMax = kLowSortClasses.back().hi;
 

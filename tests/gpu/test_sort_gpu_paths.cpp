@@ -604,6 +604,21 @@ TEST(GpuSortMsd, TakesSpreadKeysAndLeavesSkewedOnesToCub) {
     if ((k >> 16) == 0x1234u) k ^= 0x10000u;  // the prefix holds only the keys set below
   for (std::size_t i = 0; i < detail::kLowSortMax; ++i) full[i * 97 % n] = 0x12340000u + std::uint32_t(i % 5);
   EXPECT_TRUE(msd_takes(full, s)) << "a prefix holding " << detail::kLowSortMax << " keys";
+  // Prefixes in each of the 512-thread classes (above 8,192 keys), their low bits spread.
+  auto big = keys_for<std::uint32_t>(n, 0, 10);
+  std::size_t at = 0;
+  std::uint32_t x = 12345;
+  std::uint32_t prefix = 0x0007u;
+  for (std::uint32_t size : {8193u, 13000u, 17000u, 23000u, 24576u}) {
+    prefix += 0x1000u;
+    for (auto& k : big)
+      if ((k >> 16) == prefix) k ^= 0x10000u;
+    for (std::uint32_t i = 0; i < size; ++i, at += 7) {
+      x = x * 1664525u + 1013904223u;
+      big[at % n] = prefix << 16 | (x >> 16);
+    }
+  }
+  EXPECT_TRUE(msd_takes(big, s)) << "prefixes of 8,193 to 24,576 keys";
 }
 
 TEST(GpuSortMsd, EveryThirtyTwoBitKeyTypeInPlaceAndCopied) {
