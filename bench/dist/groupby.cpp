@@ -18,6 +18,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "options.hpp"
 #include "tandem/core/parallel.hpp"
 #include "tandem/core/timing.hpp"
 #include "tandem/dist.hpp"
@@ -44,28 +45,20 @@ std::vector<std::string> split(const std::string& s) {
 }
 
 Args parse(int argc, char** argv) {
+  const tandem::bench::Options o(argc, argv, "bench_dist_groupby",
+                                 "[--rows N] [--k K] [--reps R] [--threads T per rank] [--device gpu|cpu|auto] "
+                                 "[--questions q1,q3,q10] [--no-one-rank] [--quick]",
+                                 {"--rows", "--k", "--reps", "--threads", "--device", "--questions"},
+                                 {"--no-one-rank", "--quick"});
   Args a;
-  for (int i = 1; i < argc; ++i) {
-    const std::string s = argv[i];
-    auto next = [&] { return i + 1 < argc ? std::string(argv[++i]) : std::string(); };
-    if (s == "--rows") a.rows = std::size_t(std::stod(next()));
-    else if (s == "--k") a.k = std::size_t(std::stoull(next()));
-    else if (s == "--reps") a.reps = std::stoi(next());
-    else if (s == "--threads") a.threads = std::stoi(next());
-    else if (s == "--device") a.device = next();
-    else if (s == "--questions") a.questions = split(next());
-    else if (s == "--no-one-rank") a.one_rank = false;
-    else if (s == "--quick") a.rows = 1'000'000, a.reps = 2;
-    else if (s == "--help") {
-      std::puts(
-          "bench_dist_groupby [--rows N] [--k K] [--reps R] [--threads T per rank] [--device gpu|cpu|auto] "
-          "[--questions q1,q3,q10] [--no-one-rank]");
-      std::exit(0);
-    } else {
-      std::fprintf(stderr, "bench_dist_groupby: unknown option %s\n", s.c_str());
-      std::exit(2);
-    }
-  }
+  const bool quick = o.has("--quick");
+  a.rows = std::size_t(o.get_double("--rows", quick ? 1e6 : double(a.rows)));
+  a.k = std::size_t(o.get_int("--k", (long long)a.k));
+  a.reps = int(o.get_int("--reps", quick ? 2 : a.reps));
+  a.threads = int(o.get_int("--threads", a.threads));
+  a.device = o.get("--device", a.device);
+  if (o.has("--questions")) a.questions = split(o.get("--questions", ""));
+  a.one_rank = !o.has("--no-one-rank");
   return a;
 }
 

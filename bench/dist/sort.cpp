@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "options.hpp"
 #include "tandem/core/parallel.hpp"
 #include "tandem/core/timing.hpp"
 #include "tandem/dist.hpp"
@@ -32,26 +33,18 @@ struct Args {
 };
 
 Args parse(int argc, char** argv) {
+  const tandem::bench::Options o(
+      argc, argv, "bench_dist_sort",
+      "[--log2 N (total keys 2^N)] [--reps R] [--threads T per rank] [--device cpu|gpu|auto] [--label TEXT] "
+      "[--keep-receive-bytes B (kept between calls; 0: every exchange into fresh memory)]",
+      {"--log2", "--reps", "--threads", "--device", "--keep-receive-bytes", "--label"}, {});
   Args a;
-  for (int i = 1; i < argc; ++i) {
-    const std::string s = argv[i];
-    auto next = [&] { return i + 1 < argc ? std::string(argv[++i]) : std::string(); };
-    if (s == "--log2") a.log2 = std::stoi(next());
-    else if (s == "--reps") a.reps = std::stoi(next());
-    else if (s == "--threads") a.threads = std::stoi(next());
-    else if (s == "--device") a.device = next();
-    else if (s == "--keep-receive-bytes") a.keep = std::stoll(next());
-    else if (s == "--label") a.label = next();
-    else if (s == "--help") {
-      std::puts(
-          "bench_dist_sort [--log2 N (total keys 2^N)] [--reps R] [--threads T per rank] [--device cpu|gpu|auto] "
-          "[--label TEXT] [--keep-receive-bytes B (kept between calls; 0: every exchange into fresh memory)]");
-      std::exit(0);
-    } else {
-      std::fprintf(stderr, "bench_dist_sort: unknown option %s\n", s.c_str());
-      std::exit(2);
-    }
-  }
+  a.log2 = int(o.get_int("--log2", a.log2));
+  a.reps = int(o.get_int("--reps", a.reps));
+  a.threads = int(o.get_int("--threads", a.threads));
+  a.device = o.get("--device", a.device);
+  a.keep = o.get_int("--keep-receive-bytes", a.keep);
+  a.label = o.get("--label", a.label);
   return a;
 }
 

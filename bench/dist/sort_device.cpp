@@ -21,6 +21,7 @@
 #include <nccl.h>
 #endif
 
+#include "options.hpp"
 #include "tandem/core/parallel.hpp"
 #include "tandem/core/timing.hpp"
 #include "tandem/dist.hpp"
@@ -36,26 +37,17 @@ struct Args {
 };
 
 Args parse(int argc, char** argv) {
+  const tandem::bench::Options o(argc, argv, "bench_dist_sort_device",
+                                 "[--log2 N (total keys 2^N)] [--type u32|u64] [--values none|u32|u64 (pairs)] "
+                                 "[--reps R] [--no-one-gpu] [--quick]",
+                                 {"--log2", "--reps", "--type", "--values"}, {"--no-one-gpu", "--quick"});
   Args a;
-  for (int i = 1; i < argc; ++i) {
-    const std::string s = argv[i];
-    auto next = [&] { return i + 1 < argc ? std::string(argv[++i]) : std::string(); };
-    if (s == "--log2") a.log2 = std::stoi(next());
-    else if (s == "--reps") a.reps = std::stoi(next());
-    else if (s == "--type") a.type = next();
-    else if (s == "--values") a.values = next();
-    else if (s == "--no-one-gpu") a.one_gpu = false;
-    else if (s == "--quick") a.log2 = 24, a.reps = 3;
-    else if (s == "--help") {
-      std::puts(
-          "bench_dist_sort_device [--log2 N (total keys 2^N)] [--type u32|u64] [--values none|u32|u64 (pairs)] [--reps "
-          "R] [--no-one-gpu]");
-      std::exit(0);
-    } else {
-      std::fprintf(stderr, "bench_dist_sort_device: unknown option %s\n", s.c_str());
-      std::exit(2);
-    }
-  }
+  const bool quick = o.has("--quick");
+  a.log2 = int(o.get_int("--log2", quick ? 24 : a.log2));
+  a.reps = int(o.get_int("--reps", quick ? 3 : a.reps));
+  a.type = o.get("--type", a.type);
+  a.values = o.get("--values", a.values);
+  a.one_gpu = !o.has("--no-one-gpu");
   return a;
 }
 

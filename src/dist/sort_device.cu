@@ -398,6 +398,13 @@ void add_traffic(DistReport& out, const DistReport& more) {
   out.traffic.bytes_received += more.traffic.bytes_received;
 }
 
+// The end of every path: this rank's count out, and every rank's stages gathered into the report.
+DistReport finished(const Context::Impl& s, DistReport& out, std::uint64_t count_out) {
+  out.count_out = count_out;
+  gather_rank_report(s, out);
+  return std::move(out);
+}
+
 // A stream of this operation's own, destroyed with it.
 struct OwnStream {
   cudaStream_t s{nullptr};
@@ -432,9 +439,7 @@ DistReport sort_device(const Context& ctx, gpu::DeviceBuffer<K>& keys, const Sor
     sort_here(keys);
     clock.lap(out.report, "local sort", std::to_string(keys.size()) + " keys on the GPU");
     out.report.note("exchange: none (one rank)");
-    out.count_out = keys.size();
-    gather_rank_report(s, out);
-    return out;
+    return finished(s, out, keys.size());
   }
 
   using U = ordered_bits_t<K>;
@@ -466,9 +471,7 @@ DistReport sort_device(const Context& ctx, gpu::DeviceBuffer<K>& keys, const Sor
     keys = std::move(received);
     clock.lap(out.report, "rebalance", "none needed");
   }
-  out.count_out = keys.size();
-  gather_rank_report(s, out);
-  return out;
+  return finished(s, out, keys.size());
 }
 
 template <class K, class V>
@@ -494,9 +497,7 @@ DistReport sort_pairs_device(const Context& ctx, gpu::DeviceBuffer<K>& keys, gpu
     sort_here(keys, values);
     clock.lap(out.report, "local sort", std::to_string(keys.size()) + " pairs on the GPU");
     out.report.note("exchange: none (one rank)");
-    out.count_out = keys.size();
-    gather_rank_report(s, out);
-    return out;
+    return finished(s, out, keys.size());
   }
 
   using U = ordered_bits_t<K>;
@@ -542,9 +543,7 @@ DistReport sort_pairs_device(const Context& ctx, gpu::DeviceBuffer<K>& keys, gpu
     values = std::move(rv);
     clock.lap(out.report, "rebalance", "none needed");
   }
-  out.count_out = keys.size();
-  gather_rank_report(s, out);
-  return out;
+  return finished(s, out, keys.size());
 }
 
 template DistReport sort_device<std::uint32_t>(const Context&, gpu::DeviceBuffer<std::uint32_t>&, const SortOptions&);
