@@ -60,36 +60,35 @@ Table used_columns(const Table& input, const GroupBySpec& spec) {
 
 // Sends counts[d] bytes of `send` (serialised tables, back to back) to rank d and reads the
 // tables received, columns shaped like t's.
-Table exchange_tables(const Context& ctx, const std::vector<std::byte>& send, const std::vector<std::uint64_t>& counts,
+Table exchange_tables(const Context& ctx, const std::byte* send, const std::vector<std::uint64_t>& counts,
                       const Table& t, Traffic& traffic) {
   auto received = std::make_shared<std::vector<std::byte>>();
   std::vector<std::uint64_t> recv_counts;
-  const Traffic moved = exchange_bytes(ctx.impl(), send.data(), counts, recv_counts, [&](std::uint64_t n) {
+  const Traffic moved = exchange_bytes(ctx.impl(), send, counts, recv_counts, [&](std::uint64_t n) {
     received->resize(n);
     return received->data();
   });
   traffic.bytes_sent += moved.bytes_sent;
   traffic.bytes_received += moved.bytes_received;
-  return read_tables(received, t);
+  return read_tables(received, t, ctx.threads());
 }
 
 // Sends every row of `t` to the rank its keys hash to; returns the rows received, in
-// source-rank order (each rank's rows keep their order).
+// source-rank order (each rank's rows keep their order). The rows for each rank are written
+// straight into the send buffer (no gathered tables), on the rank's threads.
 Table shuffle_rows(const Context& ctx, const Table& t, const std::vector<std::string>& by, Traffic& traffic) {
-  const int p = ctx.size();
+  const auto p = static_cast<std::size_t>(ctx.size());
   const std::vector<std::size_t> keys = key_indices(t, by);
   std::vector<std::uint64_t> hashes(t.rows());
-  hash_rows(t, keys, hashes);
-  std::vector<std::vector<std::size_t>> rows_for(static_cast<std::size_t>(p));
-  for (std::size_t i = 0; i < t.rows(); ++i) rows_for[hashes[i] % std::uint64_t(p)].push_back(i);
-  std::vector<std::byte> send;
-  std::vector<std::uint64_t> counts(static_cast<std::size_t>(p), 0);
-  for (int d = 0; d < p; ++d) {
-    const std::size_t before = send.size();
-    if (!rows_for[d].empty()) write_table(t.gather(rows_for[d]), send);
-    counts[d] = send.size() - before;
-  }
-  return exchange_tables(ctx, send, counts, t, traffic);
+  hash_rows(t, keys, hashes, ctx.threads());
+  std::vector<std::size_t> starts(p + 1, 0), order(t.rows());
+  for (const std::uint64_t h : hashes) ++starts[h % p + 1];
+  for (std::size_t d = 0; d < p; ++d) starts[d + 1] += starts[d];
+  std::vector<std::size_t> next(starts.begin(), starts.end() - 1);
+  for (std::size_t i = 0; i < hashes.size(); ++i) order[next[hashes[i] % p]++] = i;  // stable by destination
+  hashes = {};
+  const TableImages images = write_table_images(t, order, starts, ctx.threads());
+  return exchange_tables(ctx, images.bytes.get(), images.sizes, t, traffic);
 }
 
 // Rank 0 receives every rank's table (in rank order); the others get an empty table.
@@ -98,7 +97,7 @@ Table gather_to_first(const Context& ctx, const Table& t, Traffic& traffic) {
   if (t.rows() > 0) write_table(t, send);
   std::vector<std::uint64_t> counts(static_cast<std::size_t>(ctx.size()), 0);
   counts[0] = send.size();
-  return exchange_tables(ctx, send, counts, t, traffic);
+  return exchange_tables(ctx, send.data(), counts, t, traffic);
 }
 
 // The result rows ordered by the keys: a group-by taking each (already distinct) group's values.

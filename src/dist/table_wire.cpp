@@ -51,7 +51,118 @@ struct Reader {
   }
 };
 
+// Writes fields in place (the same layout as put_u64 / put_bytes).
+struct Cursor {
+  std::byte* p;
+  void u64(std::uint64_t v) {
+    std::memcpy(p, &v, 8);
+    p += 8;
+  }
+  // Room for n bytes, the padding after them zeroed; returns where the n bytes go.
+  std::byte* field(std::size_t n) {
+    std::byte* at = p;
+    std::memset(p + n, 0, padded(n) - n);
+    p += padded(n);
+    return at;
+  }
+};
+
+std::size_t string_bytes(const Column& c, std::span<const std::size_t> rows) {
+  std::size_t n = 0;
+  for (const std::size_t r : rows) n += c.string(r).size();
+  return n;
+}
+
+// The bytes write_table gives column c gathered at `rows`.
+std::size_t column_image_bytes(const Column& c, std::span<const std::size_t> rows) {
+  const std::size_t n = rows.size();
+  const bool str = c.type == ColumnType::str;
+  const std::size_t values = str ? string_bytes(c, rows) : n * value_width(c.type);
+  const std::size_t offsets = str ? (n + 1) * sizeof(std::uint64_t) : 0;
+  const std::size_t validity = c.validity.empty() ? 0 : (n + 7) / 8;
+  return 8 + padded(c.name.size()) + 16 + 8 + padded(values) + 8 + padded(offsets) + 8 + padded(validity);
+}
+
+// Column c gathered at `rows`, written at `out` as write_table writes a column.
+void write_column_image(const Column& c, std::span<const std::size_t> rows, std::byte* out) {
+  const std::size_t n = rows.size();
+  Cursor w{out};
+  w.u64(c.name.size());
+  if (!c.name.empty()) std::memcpy(w.field(c.name.size()), c.name.data(), c.name.size());
+  w.u64(std::uint64_t(c.type));
+  w.u64(n);
+  if (c.type == ColumnType::str) {
+    const std::size_t total = string_bytes(c, rows);
+    w.u64(total);
+    std::byte* bytes = w.field(total);
+    w.u64((n + 1) * sizeof(std::uint64_t));
+    std::byte* offsets = w.field((n + 1) * sizeof(std::uint64_t));
+    std::uint64_t at = 0;
+    std::memcpy(offsets, &at, 8);
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::string_view v = c.string(rows[i]);
+      if (!v.empty()) std::memcpy(bytes + at, v.data(), v.size());
+      at += v.size();
+      std::memcpy(offsets + (i + 1) * 8, &at, 8);
+    }
+  } else {
+    visit_numeric(c.type, [&](auto zero) {
+      using T = decltype(zero);
+      w.u64(n * sizeof(T));
+      std::byte* values = w.field(n * sizeof(T));
+      const auto v = c.numbers<T>();
+      for (std::size_t i = 0; i < n; ++i) std::memcpy(values + i * sizeof(T), &v[rows[i]], sizeof(T));
+    });
+    w.u64(0);  // no offsets
+  }
+  if (c.validity.empty()) {
+    w.u64(0);
+    return;
+  }
+  w.u64((n + 7) / 8);
+  std::byte* bits = w.field((n + 7) / 8);
+  std::memset(bits, 0, (n + 7) / 8);
+  for (std::size_t i = 0; i < n; ++i)
+    if (c.present(rows[i])) bits[i >> 3] |= std::byte(1u << (i & 7));
+}
+
 }  // namespace
+
+TableImages write_table_images(const Table& t, std::span<const std::size_t> rows, std::span<const std::size_t> starts,
+                               int threads) {
+  const std::size_t lists = starts.size() - 1, cols = t.num_columns();
+  // Each (list, column) image's bytes, then their places: a list's image is its column count
+  // and its columns; an empty list has no image.
+  std::vector<std::size_t> at(lists * cols + 1, 0);
+  auto list_rows = [&](std::size_t d) { return rows.subspan(starts[d], starts[d + 1] - starts[d]); };
+#pragma omp parallel for collapse(2) num_threads(std::max(1, threads)) schedule(dynamic)
+  for (std::size_t d = 0; d < lists; ++d)
+    for (std::size_t c = 0; c < cols; ++c)
+      at[d * cols + c + 1] = starts[d] == starts[d + 1] ? 0 : column_image_bytes(t.column(c), list_rows(d));
+  TableImages out;
+  out.sizes.assign(lists, 0);
+  std::vector<std::size_t> table_at(lists, 0);
+  std::size_t total = 0;
+  for (std::size_t d = 0; d < lists; ++d) {
+    table_at[d] = total;
+    const bool empty = starts[d] == starts[d + 1];
+    total += empty ? 0 : 8;  // the column count
+    for (std::size_t c = 0; c < cols; ++c) {
+      const std::size_t bytes = at[d * cols + c + 1];
+      at[d * cols + c] = total;
+      total += bytes;
+    }
+    out.sizes[d] = total - table_at[d];
+  }
+  out.bytes.reset(new std::byte[std::max<std::size_t>(total, 1)]);  // written in full below
+  for (std::size_t d = 0; d < lists; ++d)
+    if (out.sizes[d]) Cursor{out.bytes.get() + table_at[d]}.u64(cols);
+#pragma omp parallel for collapse(2) num_threads(std::max(1, threads)) schedule(dynamic)
+  for (std::size_t d = 0; d < lists; ++d)
+    for (std::size_t c = 0; c < cols; ++c)
+      if (starts[d] != starts[d + 1]) write_column_image(t.column(c), list_rows(d), out.bytes.get() + at[d * cols + c]);
+  return out;
+}
 
 void write_table(const Table& t, std::vector<std::byte>& out) {
   put_u64(out, t.num_columns());
@@ -79,7 +190,7 @@ Table empty_like(const Table& t) {
   return Table(std::move(cols));
 }
 
-Table read_tables(std::shared_ptr<const std::vector<std::byte>> bytes, const Table& like) {
+Table read_tables(std::shared_ptr<const std::vector<std::byte>> bytes, const Table& like, int threads) {
   std::vector<Table> parts;
   Reader r{bytes, 0, bytes->size()};
   while (r.at < r.end) {
@@ -100,39 +211,45 @@ Table read_tables(std::shared_ptr<const std::vector<std::byte>> bytes, const Tab
     }
     parts.push_back(Table(std::move(cols)));
   }
-  return concat_tables(parts, like);
+  return concat_tables(parts, like, threads);
 }
 
-Table concat_tables(const std::vector<Table>& parts, const Table& like) {
+Table concat_tables(const std::vector<Table>& parts, const Table& like, int threads) {
   if (parts.empty()) return empty_like(like);
   if (parts.size() == 1) return parts.front();
-  std::vector<Column> out;
   for (std::size_t ci = 0; ci < like.num_columns(); ++ci) {
     const Column& shape = like.column(ci);
-    std::size_t rows = 0, bytes = 0;
-    bool any_missing = false;
     for (const Table& p : parts) {
       const Column& c = p.column(ci);
       if (c.name != shape.name || c.type != shape.type)
         throw UsageError(fmt::format("dist: column {} is '{}' ({}) on one rank and '{}' ({}) on another", ci,
                                      shape.name, to_string(shape.type), c.name, to_string(c.type)));
+    }
+  }
+  std::vector<Column> out(like.num_columns());
+  // One column a thread: the copies throw nothing (bad_alloc aside, which ends the program).
+#pragma omp parallel for num_threads(std::max(1, threads)) schedule(dynamic)
+  for (std::size_t ci = 0; ci < like.num_columns(); ++ci) {
+    const Column& shape = like.column(ci);
+    const bool str = shape.type == ColumnType::str;
+    std::size_t rows = 0, bytes = 0;
+    bool any_missing = false;
+    for (const Table& p : parts) {
+      const Column& c = p.column(ci);
       rows += c.length;
-      bytes += shape.type == ColumnType::str ? c.string_offsets()[c.length] : c.length * value_width(c.type);
+      bytes += str ? c.string_offsets()[c.length] - c.string_offsets()[0] : c.length * value_width(c.type);
       any_missing |= !c.validity.empty();
     }
     std::vector<std::byte> values(bytes);
     std::vector<std::uint64_t> offsets;
-    if (shape.type == ColumnType::str) offsets.reserve(rows + 1), offsets.push_back(0);
+    if (str) offsets.reserve(rows + 1), offsets.push_back(0);
     std::vector<std::uint8_t> validity(any_missing ? (rows + 7) / 8 : 0, 0);
     std::size_t row = 0, at = 0;
     for (const Table& p : parts) {
       const Column& c = p.column(ci);
-      const std::size_t n =
-          shape.type == ColumnType::str ? c.string_offsets()[c.length] : c.length * value_width(c.type);
-      if (n)
-        std::memcpy(values.data() + at, c.values.data() + (shape.type == ColumnType::str ? c.string_offsets()[0] : 0),
-                    n);
-      if (shape.type == ColumnType::str) {
+      const std::size_t n = str ? c.string_offsets()[c.length] - c.string_offsets()[0] : c.length * value_width(c.type);
+      if (n) std::memcpy(values.data() + at, c.values.data() + (str ? c.string_offsets()[0] : 0), n);
+      if (str) {
         const auto o = c.string_offsets();
         for (std::size_t i = 1; i <= c.length; ++i) offsets.push_back(at + (o[i] - o[0]));
       }
@@ -142,20 +259,21 @@ Table concat_tables(const std::vector<Table>& parts, const Table& like) {
       row += c.length;
       at += n;
     }
-    Column col;
+    Column& col = out[ci];
     col.name = shape.name;
     col.type = shape.type;
     col.length = rows;
     col.values = Buffer::take(std::move(values));
-    if (shape.type == ColumnType::str) col.offsets = Buffer::take(std::move(offsets));
+    if (str) col.offsets = Buffer::take(std::move(offsets));
     if (any_missing) col.validity = Buffer::take(std::move(validity));
-    out.push_back(std::move(col));
   }
   return Table(std::move(out));
 }
 
-void hash_rows(const Table& t, std::span<const std::size_t> key_columns, std::span<std::uint64_t> out) {
-  std::fill(out.begin(), out.end(), 0x9e3779b97f4a7c15ULL);
+void hash_rows(const Table& t, std::span<const std::size_t> key_columns, std::span<std::uint64_t> out, int threads) {
+  threads = std::max(1, threads);
+#pragma omp parallel for num_threads(threads) schedule(static)
+  for (std::size_t i = 0; i < out.size(); ++i) out[i] = 0x9e3779b97f4a7c15ULL;
   for (std::size_t kc : key_columns) {
     const Column& c = t.column(kc);
     auto combine = [&](std::size_t i, std::uint64_t h) {
@@ -163,6 +281,7 @@ void hash_rows(const Table& t, std::span<const std::size_t> key_columns, std::sp
     };
     constexpr std::uint64_t kMissing = 0x5bd1e995u;
     if (c.type == ColumnType::str) {
+#pragma omp parallel for num_threads(threads) schedule(static)
       for (std::size_t i = 0; i < c.length; ++i) {
         const std::string_view s = c.string(i);
         combine(i, c.present(i) ? hash_bytes(s.data(), s.size()) : kMissing);
@@ -172,6 +291,7 @@ void hash_rows(const Table& t, std::span<const std::size_t> key_columns, std::sp
     visit_numeric(c.type, [&](auto zero) {
       using T = decltype(zero);
       const auto v = c.numbers<T>();
+#pragma omp parallel for num_threads(threads) schedule(static)
       for (std::size_t i = 0; i < c.length; ++i) {
         if (!c.present(i)) {
           combine(i, kMissing);

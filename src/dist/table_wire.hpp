@@ -15,19 +15,30 @@ namespace tandem::dist {
 // multiple of 8 bytes so that the reader can lend the numbers in place, aligned.
 void write_table(const Table& t, std::vector<std::byte>& out);
 
+// The images write_table would give t.gather(rows of list d) for each list d of `rows` (list d:
+// rows[starts[d] .. starts[d+1])), back to back in one buffer, and each image's bytes (0 for an
+// empty list: no table), made without the gathered tables; columns written on `threads` threads.
+struct TableImages {
+  std::unique_ptr<std::byte[]> bytes;
+  std::vector<std::uint64_t> sizes;
+};
+TableImages write_table_images(const Table& t, std::span<const std::size_t> rows, std::span<const std::size_t> starts,
+                               int threads);
+
 // Reads the tables written back to back into `bytes` (counts[r] bytes from rank r, each a whole
 // number of tables, possibly none) and joins their rows in order. An empty block gives no rows.
 // `like`: the columns' names and types when no rank sent a table.
-Table read_tables(std::shared_ptr<const std::vector<std::byte>> bytes, const Table& like);
+Table read_tables(std::shared_ptr<const std::vector<std::byte>> bytes, const Table& like, int threads = 1);
 
-// The tables' rows one after another (columns matched by position; names and types must agree).
-Table concat_tables(const std::vector<Table>& parts, const Table& like);
+// The tables' rows one after another (columns matched by position; names and types must agree),
+// a column a thread.
+Table concat_tables(const std::vector<Table>& parts, const Table& like, int threads = 1);
 
 // A table with the columns of `t` and no rows.
 Table empty_like(const Table& t);
 
 // 64-bit hash of row i's values in the key columns, equal for rows that group-by puts in one
 // group: -0.0 and +0.0 hash alike, every NaN alike, and a missing value alike.
-void hash_rows(const Table& t, std::span<const std::size_t> key_columns, std::span<std::uint64_t> out);
+void hash_rows(const Table& t, std::span<const std::size_t> key_columns, std::span<std::uint64_t> out, int threads = 1);
 
 }  // namespace tandem::dist
