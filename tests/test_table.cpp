@@ -1,5 +1,6 @@
 // Tables: columns, validity, builders, gathering rows, and the db-benchmark data generator.
 #include <cmath>
+#include <numeric>
 #include <set>
 
 #include <gtest/gtest.h>
@@ -146,4 +147,35 @@ TEST(GroupByData, SameSeedSameTableSortedAndMissing) {
     ASSERT_LE(id1.string(i - 1), id1.string(i));
   }
   EXPECT_THROW(generate_groupby_table({.rows = 10, .k = 0}), UsageError);
+  EXPECT_THROW(generate_groupby_table({.rows = 10, .k = 5, .first_row = 95, .total_rows = 100}), UsageError);
+  EXPECT_THROW(generate_groupby_table({.rows = 10, .k = 5, .sorted = true, .total_rows = 100}), UsageError);
+}
+
+TEST(GroupByData, APartOfATableIsThoseRowsOfTheWholeTable) {
+  // Parts that start and end inside a 65,536-row chunk, span chunks, and take none.
+  const GroupByDataSpec whole_spec{.rows = 200000, .k = 30, .nas_percent = 4, .seed = 5};
+  const Table whole = generate_groupby_table(whole_spec);
+  for (const auto& [first, rows] :
+       {std::pair<std::size_t, std::size_t>{0, 1000}, {70000, 65536}, {65535, 2}, {123457, 76543}, {200000, 0}}) {
+    SCOPED_TRACE(testing::Message() << "rows " << first << " + " << rows);
+    GroupByDataSpec part_spec = whole_spec;
+    part_spec.rows = rows;
+    part_spec.first_row = first;
+    part_spec.total_rows = whole_spec.rows;
+    const Table part = generate_groupby_table(part_spec);
+    std::vector<std::size_t> idx(rows);
+    std::iota(idx.begin(), idx.end(), first);
+    const Table want = whole.gather(idx);
+    ASSERT_EQ(part.rows(), rows);
+    ASSERT_EQ(part.num_columns(), want.num_columns());
+    for (std::size_t c = 0; c < want.num_columns(); ++c)
+      for (std::size_t i = 0; i < rows; ++i) {
+        const Column &a = part.column(c), &b = want.column(c);
+        ASSERT_EQ(a.present(i), b.present(i)) << a.name << " row " << i;
+        if (!a.present(i)) continue;
+        if (a.type == ColumnType::str) ASSERT_EQ(a.string(i), b.string(i)) << a.name << " row " << i;
+        else if (a.type == ColumnType::f64) ASSERT_EQ(a.numbers<double>()[i], b.numbers<double>()[i]) << a.name;
+        else ASSERT_EQ(a.numbers<std::int32_t>()[i], b.numbers<std::int32_t>()[i]) << a.name << " row " << i;
+      }
+  }
 }

@@ -1,8 +1,9 @@
 // bench_dist_groupby: dist::groupby of the db-benchmark questions q1, q3, q10 over P ranks, each
 // holding 1/P of the rows, against the same group-by of all rows by rank 0 alone (its GPU, or
-// its CPU threads), in the same run on the same generated table. Every rank generates the whole
-// table (the same seed) and keeps its slice. The partitioned result is what is timed; one more
-// call gathers it to rank 0, where it must equal rank 0's own answer. Run one rank per GPU:
+// its CPU threads), in the same run on the same generated table. Every rank generates its rows
+// of the table (GroupByDataSpec::first_row), rank 0 the whole table too. The partitioned result
+// is what is timed; one more call gathers it to rank 0, where it must equal rank 0's own answer.
+// Run one rank per GPU:
 //   NCCL_NVLS_ENABLE=0 mpirun -np 2 --bind-to none bench_dist_groupby --rows 100000000 --device gpu
 // or CPU ranks sharing a host's cores: mpirun -np 4 bench_dist_groupby --device cpu --threads 4
 #include <mpi.h>
@@ -10,7 +11,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <numeric>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -122,13 +122,12 @@ int main(int argc, char** argv) {
     dist::Context ctx(MPI_COMM_WORLD, co);
     const int rank = ctx.rank(), size = ctx.size();
     Stopwatch w;
-    const Table whole = generate_groupby_table({.rows = a.rows, .k = a.k});
     const std::size_t begin = a.rows * std::size_t(rank) / std::size_t(size),
                       end = a.rows * std::size_t(rank + 1) / std::size_t(size);
-    std::vector<std::size_t> mine(end - begin);
-    std::iota(mine.begin(), mine.end(), begin);
-    const Table slice = whole.gather(mine);
-    mine = {};
+    // This rank's rows of the one table; rank 0 also makes the whole table for its answer alone.
+    const Table slice =
+        generate_groupby_table({.rows = end - begin, .k = a.k, .first_row = begin, .total_rows = a.rows});
+    const Table whole = a.one_rank && rank == 0 ? generate_groupby_table({.rows = a.rows, .k = a.k}) : Table();
     const double t_gen = max_over_ranks(w.seconds());
     GroupByOptions opts;
     opts.device = parse_device(a.device);

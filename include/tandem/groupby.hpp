@@ -91,12 +91,16 @@ GroupByResult groupby(const Table& input, const GroupBySpec& spec, const GroupBy
 // each drawn uniformly with replacement. nas_percent: that share of each id column's distinct
 // values becomes missing wherever it occurs, and each v value is missing with that probability.
 // sorted: rows ordered by id1…id6. The same seed gives the same table on any thread count.
+// total_rows > 0: the `rows` rows from first_row on of the table of total_rows rows (a rank's
+// share of one table, made without the rest of it); not with sorted.
 struct GroupByDataSpec {
   std::size_t rows{10'000'000};
   std::size_t k{100};
   double nas_percent{0};
   bool sorted{false};
   std::uint64_t seed{1};
+  std::size_t first_row{0};
+  std::size_t total_rows{0};
 };
 Table generate_groupby_table(const GroupByDataSpec& spec);
 

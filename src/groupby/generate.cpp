@@ -35,16 +35,27 @@ struct Stream {
   double unit() { return static_cast<double>(next() >> 11) * 0x1p-53; }
 };
 
-// Fills out[i] = draw(stream) chunk by chunk in parallel.
+// The rows [first, first + count) of a table.
+struct RowRange {
+  std::size_t first{0}, count{0};
+};
+
+// Fills out[i] = draw(stream) for the range's rows, chunk by chunk of the whole table in parallel
+// (a chunk that starts before the range draws and drops its rows before it: every draw takes one
+// step of the stream).
 template <class T, class Draw>
-std::vector<T> draw_column(std::size_t rows, std::uint64_t seed, std::uint64_t column, Draw draw) {
-  std::vector<T> out(rows);
-  const std::size_t chunks = (rows + kChunk - 1) / kChunk;
+std::vector<T> draw_column(RowRange range, std::uint64_t seed, std::uint64_t column, Draw draw) {
+  std::vector<T> out(range.count);
+  if (range.count == 0) return out;
+  const std::size_t end = range.first + range.count;
+  const std::size_t first_chunk = range.first / kChunk, chunks = (end + kChunk - 1) / kChunk - first_chunk;
 #pragma omp parallel for schedule(static)
   for (std::size_t c = 0; c < chunks; ++c) {
-    Stream s(seed, column, c);
-    const std::size_t end = std::min(rows, (c + 1) * kChunk);
-    for (std::size_t i = c * kChunk; i < end; ++i) out[i] = draw(s);
+    const std::size_t chunk = first_chunk + c;
+    Stream s(seed, column, chunk);
+    for (std::size_t i = chunk * kChunk; i < range.first; ++i) (void)draw(s);
+    const std::size_t stop = std::min(end, (chunk + 1) * kChunk);
+    for (std::size_t i = std::max(range.first, chunk * kChunk); i < stop; ++i) out[i - range.first] = draw(s);
   }
   return out;
 }
@@ -97,11 +108,11 @@ std::vector<std::uint8_t> id_validity(const std::vector<std::int32_t>& v, const 
   return make_validity(v.size(), [&](std::size_t i) { return !missing[static_cast<std::size_t>(v[i])]; });
 }
 
-std::vector<std::uint8_t> value_validity(std::size_t rows, double percent, std::uint64_t seed, std::uint64_t column) {
+std::vector<std::uint8_t> value_validity(RowRange range, double percent, std::uint64_t seed, std::uint64_t column) {
   if (percent <= 0) return {};
   const auto absent = draw_column<std::uint8_t>(
-      rows, seed, column, [&](Stream& s) { return static_cast<std::uint8_t>(s.unit() * 100.0 < percent); });
-  return make_validity(rows, [&](std::size_t i) { return absent[i] == 0; });
+      range, seed, column, [&](Stream& s) { return static_cast<std::uint8_t>(s.unit() * 100.0 < percent); });
+  return make_validity(range.count, [&](std::size_t i) { return absent[i] == 0; });
 }
 
 // Orders rows by id1…id6, a missing value first (as the data set's own generator sorts).
@@ -137,13 +148,19 @@ Table generate_groupby_table(const GroupByDataSpec& spec) {
     throw UsageError(fmt::format("groupby data: nas_percent = {} (expected 0 to 100)", spec.nas_percent));
   if (spec.rows > (std::size_t{1} << 31))
     throw UsageError(fmt::format("groupby data: rows = {} (at most 2^31)", spec.rows));
-  const std::size_t n = spec.rows;
+  const std::size_t total = spec.total_rows ? spec.total_rows : spec.rows;
+  if (spec.total_rows && (spec.first_row > total || spec.rows > total - spec.first_row || spec.sorted))
+    throw UsageError(fmt::format("groupby data: rows {} from row {} of a table of {}{}", spec.rows, spec.first_row,
+                                 total, spec.sorted ? ", sorted (a part of a table cannot be sorted alone)" : ""));
+  if (total > (std::size_t{1} << 31))
+    throw UsageError(fmt::format("groupby data: total_rows = {} (at most 2^31)", total));
+  const RowRange range{spec.total_rows ? spec.first_row : 0, spec.rows};
   const std::size_t k = spec.k;
-  const std::size_t nk = std::max<std::size_t>(1, n / k);
+  const std::size_t nk = std::max<std::size_t>(1, total / k);
   const auto seed = spec.seed;
   const double nas = spec.nas_percent;
   auto uniform = [&](std::uint64_t column, std::size_t m) {
-    return draw_column<std::int32_t>(n, seed, column, [m](Stream& s) { return s.one_to(m); });
+    return draw_column<std::int32_t>(range, seed, column, [m](Stream& s) { return s.one_to(m); });
   };
   std::vector<std::vector<std::int32_t>> ids = {uniform(1, k), uniform(2, k), uniform(3, nk),
                                                 uniform(4, k), uniform(5, k), uniform(6, nk)};
@@ -160,10 +177,10 @@ Table generate_groupby_table(const GroupByDataSpec& spec) {
   t.add(make_column("id4", std::move(ids[3]), std::move(id_valid[3])));
   t.add(make_column("id5", std::move(ids[4]), std::move(id_valid[4])));
   t.add(make_column("id6", std::move(ids[5]), std::move(id_valid[5])));
-  t.add(make_column("v1", uniform(7, 5), value_validity(n, nas, seed, 21)));
-  t.add(make_column("v2", uniform(8, 15), value_validity(n, nas, seed, 22)));
-  auto v3 = draw_column<double>(n, seed, 9, [](Stream& s) { return std::round(s.unit() * 100.0 * 1e6) / 1e6; });
-  t.add(make_column("v3", std::move(v3), value_validity(n, nas, seed, 23)));
+  t.add(make_column("v1", uniform(7, 5), value_validity(range, nas, seed, 21)));
+  t.add(make_column("v2", uniform(8, 15), value_validity(range, nas, seed, 22)));
+  auto v3 = draw_column<double>(range, seed, 9, [](Stream& s) { return std::round(s.unit() * 100.0 * 1e6) / 1e6; });
+  t.add(make_column("v3", std::move(v3), value_validity(range, nas, seed, 23)));
   if (!spec.sorted) return t;
   const auto order = key_order(t);
   return t.gather(order);
