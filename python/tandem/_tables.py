@@ -126,7 +126,7 @@ def _category_ranks(spec):
     them cost 4x the group-by). None when a category is not text: the general path names the
     problem."""
     _, name, categories, codes = spec
-    encoded = _utf8_categories(name, categories)
+    encoded = _utf8_categories(categories)
     if encoded is None:
         return None
     code_of_rank = np.array(sorted(range(len(encoded)), key=encoded.__getitem__), dtype=np.int64)
@@ -140,23 +140,16 @@ def _category_ranks(spec):
     return ("numbers", name, ranks, missing if missing.any() else None), code_of_rank
 
 
-def _utf8_categories(name, categories):
-    """The categories as UTF-8 bytes (bytes categories as they are); None when one is not text."""
+def _utf8_categories(categories):
+    """The categories as the UTF-8 bytes the general path makes of them (surrogate escapes give back
+    their bytes; bytes categories as they are); None when one is not text or does not encode, which
+    the general path then reports."""
     if not all(isinstance(c, (str, bytes)) for c in categories):
         return None
     try:
-        return [c if isinstance(c, bytes) else c.encode("utf-8") for c in categories]
+        return [c if isinstance(c, bytes) else c.encode("utf-8", "surrogateescape") for c in categories]
     except UnicodeEncodeError:
-        row = next(i for i, c in enumerate(categories) if isinstance(c, str) and not _encodes(c))
-        raise ValueError(f"column '{name}' row {row}: the string cannot be encoded as UTF-8") from None
-
-
-def _encodes(text):
-    try:
-        text.encode("utf-8")
-        return True
-    except UnicodeEncodeError:
-        return False
+        return None
 
 
 def _rank_coded_keys(columns, by, aggs, dtypes):
