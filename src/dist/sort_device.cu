@@ -32,25 +32,19 @@ constexpr int kBinBits = 12;  // 4096 bins: their counts fit one block's shared 
 constexpr int kThreads = 256;
 constexpr int kItems = 16;  // keys per thread in the partition's tiles
 
-template <class U>
-__device__ U ordered(U bits, U flip) {
-  return U(bits ^ flip);
+// A key's ordered bits, flipped for a descending sort, and the bin of those bits.
+template <class K, class U>
+__device__ U key_bits(K k, U flip) {
+  return U(U(to_ordered(k)) ^ flip);
 }
+template <class K, class U>
+__device__ std::uint32_t key_bin(K k, U flip, int shift, std::uint32_t mask) {
+  return std::uint32_t(key_bits(k, flip) >> shift) & mask;
+}
+
 // The CUDA atomics' integer type of the same width as U.
 template <class U>
 using Atomic = std::conditional_t<sizeof(U) == 4, unsigned int, unsigned long long>;
-struct Smaller {
-  template <class U>
-  __device__ U operator()(U a, U b) const {
-    return b < a ? b : a;
-  }
-};
-struct Larger {
-  template <class U>
-  __device__ U operator()(U a, U b) const {
-    return b > a ? b : a;
-  }
-};
 
 // The smallest and largest ordered bits of the keys: lo_hi[0] min, lo_hi[1] max (set up as
 // max and 0 before the launch).
@@ -61,13 +55,13 @@ __global__ void __launch_bounds__(kThreads) key_range_kernel(const K* keys, std:
   U lo = std::numeric_limits<U>::max(), hi = 0;
   for (std::size_t i = blockIdx.x * std::size_t(kThreads) + threadIdx.x; i < n;
        i += std::size_t(gridDim.x) * kThreads) {
-    const U b = ordered(U(to_ordered(keys[i])), flip);
+    const U b = key_bits(keys[i], flip);
     lo = b < lo ? b : lo;
     hi = b > hi ? b : hi;
   }
-  lo = Reduce(tmp).Reduce(lo, Smaller{});
+  lo = Reduce(tmp).Reduce(lo, cuda::minimum<>{});
   __syncthreads();
-  hi = Reduce(tmp).Reduce(hi, Larger{});
+  hi = Reduce(tmp).Reduce(hi, cuda::maximum<>{});
   if (threadIdx.x == 0) {
     atomicMin(lo_hi, Atomic<U>(lo));
     atomicMax(lo_hi + 1, Atomic<U>(hi));
@@ -82,7 +76,7 @@ __global__ void __launch_bounds__(kThreads)
   for (std::uint32_t b = threadIdx.x; b <= mask; b += kThreads) h[b] = 0;
   __syncthreads();
   for (std::size_t i = blockIdx.x * std::size_t(kThreads) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * kThreads)
-    atomicAdd(&h[std::uint32_t(ordered(U(to_ordered(keys[i])), flip) >> shift) & mask], 1u);
+    atomicAdd(&h[key_bin(keys[i], flip, shift, mask)], 1u);
   __syncthreads();
   for (std::uint32_t b = threadIdx.x; b <= mask; b += kThreads)
     if (h[b]) atomicAdd(&counts[b], (unsigned long long)h[b]);
@@ -113,7 +107,7 @@ __global__ void __launch_bounds__(kThreads)
     to[u] = -1;
     if (valid) {
       k[u] = keys[i];
-      to[u] = owner[std::uint32_t(ordered(U(to_ordered(k[u])), flip) >> shift) & mask];
+      to[u] = owner[key_bin(k[u], flip, shift, mask)];
       const unsigned peers = __match_any_sync(active, to[u]);
       const int leader = __ffs(peers) - 1;
       unsigned first = 0;
@@ -138,7 +132,7 @@ __global__ void __launch_bounds__(kThreads)
                        const std::uint16_t* owner_of_bin, std::uint16_t* owner, I* index) {
   for (std::size_t i = blockIdx.x * std::size_t(kThreads) + threadIdx.x; i < n;
        i += std::size_t(gridDim.x) * kThreads) {
-    owner[i] = owner_of_bin[std::uint32_t(ordered(U(to_ordered(keys[i])), flip) >> shift) & mask];
+    owner[i] = owner_of_bin[key_bin(keys[i], flip, shift, mask)];
     index[i] = I(i);
   }
 }

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <numeric>
 
 #include <fmt/format.h>
 
@@ -13,24 +14,8 @@
 namespace tandem::dist {
 namespace {
 
-void put_u64(std::vector<std::byte>& out, std::uint64_t v) {
-  const auto* p = reinterpret_cast<const std::byte*>(&v);
-  out.insert(out.end(), p, p + sizeof v);
-}
-
 // Every field starts at a multiple of 8 bytes, so that numbers read in place are aligned.
 constexpr std::size_t padded(std::size_t n) { return (n + 7) & ~std::size_t{7}; }
-
-void put_bytes(std::vector<std::byte>& out, const void* p, std::size_t n) {
-  const auto* b = static_cast<const std::byte*>(p);
-  out.insert(out.end(), b, b + n);
-  out.resize(out.size() + (padded(n) - n), std::byte{0});
-}
-
-void put_buffer(std::vector<std::byte>& out, const Buffer& b) {
-  put_u64(out, b.size());
-  put_bytes(out, b.data(), b.size());
-}
 
 struct Reader {
   std::shared_ptr<const std::vector<std::byte>> all;
@@ -51,7 +36,7 @@ struct Reader {
   }
 };
 
-// Writes fields in place (the same layout as put_u64 / put_bytes).
+// Writes fields in place: a u64, or n bytes padded with zeros to a multiple of 8.
 struct Cursor {
   std::byte* p;
   void u64(std::uint64_t v) {
@@ -165,16 +150,11 @@ TableImages write_table_images(const Table& t, std::span<const std::size_t> rows
 }
 
 void write_table(const Table& t, std::vector<std::byte>& out) {
-  put_u64(out, t.num_columns());
-  for (const Column& c : t.columns()) {
-    put_u64(out, c.name.size());
-    put_bytes(out, c.name.data(), c.name.size());
-    put_u64(out, std::uint64_t(c.type));
-    put_u64(out, c.length);
-    put_buffer(out, c.values);
-    put_buffer(out, c.offsets);
-    put_buffer(out, c.validity);
-  }
+  std::vector<std::size_t> rows(t.rows());
+  std::iota(rows.begin(), rows.end(), std::size_t{0});
+  const std::size_t starts[2] = {0, rows.size()};
+  const TableImages image = write_table_images(t, rows, starts, 1);
+  out.insert(out.end(), image.bytes.get(), image.bytes.get() + image.sizes[0]);
 }
 
 Table empty_like(const Table& t) {

@@ -11,19 +11,22 @@
 
 namespace tandem::dist {
 
-// Appends `t` to `out`: each column's name, type, length and buffers, every field padded to a
-// multiple of 8 bytes so that the reader can lend the numbers in place, aligned.
-void write_table(const Table& t, std::vector<std::byte>& out);
-
-// The images write_table would give t.gather(rows of list d) for each list d of `rows` (list d:
-// rows[starts[d] .. starts[d+1])), back to back in one buffer, and each image's bytes (0 for an
-// empty list: no table), made without the gathered tables; columns written on `threads` threads.
+// A table on the wire: its column count, then each column's name, type, length and buffers
+// (values, string offsets, validity), every field padded to a multiple of 8 bytes so that the
+// reader can lend the numbers in place, aligned.
+//
+// The images of t's rows for each list d of `rows` (list d: rows[starts[d] .. starts[d+1])), back
+// to back in one buffer, and each image's bytes (0 for an empty list: no table), written straight
+// from t's columns (no gathered tables), the columns on `threads` threads.
 struct TableImages {
   std::unique_ptr<std::byte[]> bytes;
   std::vector<std::uint64_t> sizes;
 };
 TableImages write_table_images(const Table& t, std::span<const std::size_t> rows, std::span<const std::size_t> starts,
                                int threads);
+
+// Appends the image of all of t's rows to `out` (nothing for a table without rows).
+void write_table(const Table& t, std::vector<std::byte>& out);
 
 // Reads the tables written back to back into `bytes` (counts[r] bytes from rank r, each a whole
 // number of tables, possibly none) and joins their rows in order. An empty block gives no rows.
