@@ -18,7 +18,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "options.hpp"
+#include "mpi_bench.hpp"
 #include "tandem/core/parallel.hpp"
 #include "tandem/core/timing.hpp"
 #include "tandem/dist.hpp"
@@ -26,6 +26,8 @@
 using namespace tandem;
 
 namespace {
+
+using tandem::bench::max_over_ranks;
 
 struct Args {
   std::size_t rows{100'000'000};
@@ -74,12 +76,6 @@ Question question(const std::string& id) {
   if (id == "q5") return {{"id6"}, "sum(v1),sum(v2),sum(v3)"};
   if (id == "q10") return {{"id1", "id2", "id3", "id4", "id5", "id6"}, "sum(v3),count()"};
   throw UsageError(fmt::format("bench_dist_groupby: question {} (q1, q2, q3, q5, q10)", id));
-}
-
-double max_over_ranks(double v) {
-  double m = v;
-  MPI_Allreduce(&v, &m, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-  return m;
 }
 
 // Empty when the tables agree: the same columns and rows, keys exactly, numbers to 1e-9 relative.

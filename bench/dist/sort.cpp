@@ -16,12 +16,14 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "options.hpp"
+#include "mpi_bench.hpp"
 #include "tandem/core/parallel.hpp"
 #include "tandem/core/timing.hpp"
 #include "tandem/dist.hpp"
 
 namespace {
+
+using tandem::bench::max_over_ranks;
 
 struct Args {
   int log2{24};
@@ -46,12 +48,6 @@ Args parse(int argc, char** argv) {
   a.keep = o.get_int("--keep-receive-bytes", a.keep);
   a.label = o.get("--label", a.label);
   return a;
-}
-
-double max_over_ranks(double v, MPI_Comm comm) {
-  double m = v;
-  MPI_Allreduce(&v, &m, 1, MPI_DOUBLE, MPI_MAX, comm);
-  return m;
 }
 
 // The exchange's sub-stages, each the slowest rank's, and the slowest rank's whole exchange.

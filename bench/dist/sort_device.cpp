@@ -21,12 +21,14 @@
 #include <nccl.h>
 #endif
 
-#include "options.hpp"
+#include "mpi_bench.hpp"
 #include "tandem/core/parallel.hpp"
 #include "tandem/core/timing.hpp"
 #include "tandem/dist.hpp"
 
 namespace {
+
+using tandem::bench::max_over_ranks;
 
 struct Args {
   int log2{30};
@@ -56,12 +58,6 @@ void cuda_ok(cudaError_t e, const char* what) {
     std::fprintf(stderr, "bench_dist_sort_device: %s: %s\n", what, cudaGetErrorString(e));
     MPI_Abort(MPI_COMM_WORLD, 1);
   }
-}
-
-double max_over_ranks(double v, MPI_Comm comm) {
-  double m = v;
-  MPI_Allreduce(&v, &m, 1, MPI_DOUBLE, MPI_MAX, comm);
-  return m;
 }
 
 std::uint64_t mix(std::uint64_t x) {  // splitmix64: key i of the whole input, whichever rank makes it

@@ -1,7 +1,9 @@
-// The command lines of the MPI benchmarks: "--name value" options and "--name" flags, each name
-// declared; --help prints the usage and exits 0, anything undeclared exits 2. (The harness's Bench
-// prints a header on construction, once per rank here.)
+// What the MPI benchmarks share: their command lines ("--name value" options and "--name" flags,
+// each name declared; --help prints the usage and exits 0, anything undeclared exits 2; the
+// harness's Bench would print its header once per rank) and the slowest rank's time.
 #pragma once
+#include <mpi.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -43,5 +45,12 @@ class Options {
  private:
   std::map<std::string, std::string> values_;
 };
+
+// The largest of every rank's v (the slowest rank's seconds).
+inline double max_over_ranks(double v, MPI_Comm comm = MPI_COMM_WORLD) {
+  double m = v;
+  MPI_Allreduce(&v, &m, 1, MPI_DOUBLE, MPI_MAX, comm);
+  return m;
+}
 
 }  // namespace tandem::bench
