@@ -223,8 +223,13 @@ int run(const Args& a, tandem::dist::Context& ctx) {
   const std::uint64_t begin = total * std::uint64_t(rank) / std::uint64_t(size),
                       end = total * std::uint64_t(rank + 1) / std::uint64_t(size);
   const std::size_t n = std::size_t(end - begin);
-  const Sums input = sums(make_keys<K>(begin, end));
-  DeviceData<K, V> input_d = upload<K, V>(make_keys<K>(begin, end), begin, pairs);
+  Sums input;
+  DeviceData<K, V> input_d;
+  {
+    const std::vector<K> keys = make_keys<K>(begin, end);
+    input = sums(keys);
+    input_d = upload<K, V>(keys, begin, pairs);
+  }
   tandem::SortOptions opts;
   opts.device = tandem::Device::gpu;
 
