@@ -21,7 +21,7 @@
 // goal lines always use the engine's).
 //
 //   bench_wordcount_cpu [--text FILE] [--mib M] [--threads T] [--reps R] [--share-of S] [--chunk-bytes C]
-//                       [--quick]
+//                       [--cold-stages 1] [--quick]
 // Without --text, M MiB (default 30) of Zipf text over a 100,000-word vocabulary. T: the thread
 // counts to measure, comma-separated (default "2," plus all cores when there are more).
 #include <sys/resource.h>
@@ -31,6 +31,7 @@
 #include <atomic>
 #include <bit>
 #include <cstring>
+#include <map>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -132,7 +133,10 @@ Usage usage_now() {
 // whether or not they were descheduled) and its minor page faults (fresh memory touched).
 void stage_lines(bench::Bench& b, std::string_view text, int threads, const std::string& label = "") {
   const std::size_t chunk_bytes = static_cast<std::size_t>(b.get_int("--chunk-bytes", 0));
-  double count = 1e9, merge = 1e9, output = 1e9, total = 1e9, user = 1e9, sys = 1e9;
+  double count = 1e9, merge = 1e9, output = 1e9, total = 1e9, user = 1e9, sys = 1e9, serial = 1e9;
+  // Per stage: the last thread's start, the longest thread, the threads' mean (least of the calls).
+  std::array<std::array<double, 3>, 3> spread;
+  for (auto& s : spread) s.fill(1e9);
   long faults_least = -1, faults_most = 0;
   std::size_t grows = 0, merge_grows = 0;
   std::uint64_t words_per_call = 0;
@@ -147,6 +151,13 @@ void stage_lines(bench::Bench& b, std::string_view text, int threads, const std:
     count = std::min(count, st.count_seconds);
     merge = std::min(merge, st.merge_seconds);
     output = std::min(output, st.output_seconds);
+    serial = std::min(serial, st.output_serial_seconds);
+    const std::array<mapreduce::detail::StageThreads, 3> stages{st.count_threads, st.merge_threads, st.output_threads};
+    for (std::size_t k = 0; k < 3; ++k) {
+      spread[k][0] = std::min(spread[k][0], stages[k].last_start);
+      spread[k][1] = std::min(spread[k][1], stages[k].longest);
+      spread[k][2] = std::min(spread[k][2], stages[k].mean);
+    }
     total = std::min(total, t);
     user = std::min(user, u1.user - u0.user);
     sys = std::min(sys, u1.sys - u0.sys);
@@ -161,6 +172,14 @@ void stage_lines(bench::Bench& b, std::string_view text, int threads, const std:
   b.info(fmt::format("stage count words, {}", at), count * 1e3, "ms");
   b.info(fmt::format("stage merge tables, {}", at), merge * 1e3, "ms");
   b.info(fmt::format("stage sort output, {}", at), output * 1e3, "ms");
+  b.info(fmt::format("stage sort output on one thread (splitters, records), {}", at), serial * 1e3, "ms");
+  if (threads > 1) {
+    const char* names[3] = {"count", "merge", "output"};
+    const char* what[3] = {"last thread's start", "longest thread", "threads' mean"};
+    for (std::size_t k = 0; k < 3; ++k)
+      for (std::size_t f = 0; f < 3; ++f)
+        b.info(fmt::format("stage {}: {}, {}", names[k], what[f], at), spread[k][f] * 1e3, "ms");
+  }
   b.info(fmt::format("whole call, {}", at), total * 1e3, "ms");
   b.info(fmt::format("CPU time per call (user), {}", at), user * 1e3, "ms");
   b.info(fmt::format("CPU time per call (kernel), {}", at), sys * 1e3, "ms");
@@ -171,6 +190,38 @@ void stage_lines(bench::Bench& b, std::string_view text, int threads, const std:
   if (words_per_call > 0)
     b.info(fmt::format("stage count words per word, {}", at), count * 1e9 / double(words_per_call) * threads,
            "ns (thread time)");
+}
+
+// --cold-stages: the engine's stages as the goal's calls meet them, each call after a run of the
+// anchor (one thread for a quarter second, the other cores idle): medians of the stage times and of
+// their threads' spread, next to stage_lines' back-to-back calls.
+template <class Anchor>
+void cold_stage_lines(bench::Bench& b, std::string_view text, int threads, const Anchor& anchor) {
+  std::array<std::vector<double>, 3> secs;
+  std::array<std::array<std::vector<double>, 3>, 3> spread;
+  for (int i = 0; i < b.warmup() + b.reps(); ++i) {
+    const auto m = anchor();
+    mapreduce::detail::CpuWordCountStats st;
+    const auto words = mapreduce::detail::cpu_wordcount(text, threads, 0, st);
+    if (i < b.warmup() || words.size() != m.size()) continue;
+    const std::array<double, 3> stage{st.count_seconds, st.merge_seconds, st.output_seconds};
+    const std::array<mapreduce::detail::StageThreads, 3> th{st.count_threads, st.merge_threads, st.output_threads};
+    for (std::size_t k = 0; k < 3; ++k) {
+      secs[k].push_back(stage[k]);
+      spread[k][0].push_back(th[k].last_start);
+      spread[k][1].push_back(th[k].longest);
+      spread[k][2].push_back(th[k].mean);
+    }
+  }
+  if (secs[0].empty()) return b.fail("cold calls: the word count differs from the anchor's");
+  const char* names[3] = {"count", "merge", "output"};
+  const char* what[3] = {"last thread's start", "longest thread", "threads' mean"};
+  for (std::size_t k = 0; k < 3; ++k) {
+    b.info(fmt::format("cold stage {}, {} threads, median", names[k], threads), summarize(secs[k]).median * 1e3, "ms");
+    for (std::size_t f = 0; f < 3; ++f)
+      b.info(fmt::format("cold stage {}: {}, {} threads, median", names[k], what[f], threads),
+             summarize(spread[k][f]).median * 1e3, "ms");
+  }
 }
 
 }  // namespace
@@ -256,9 +307,12 @@ int main(int argc, char** argv) {
     b.info(fmt::format("one thread's share of {} threads", share_of), double(share.size()) / 1e6, "MB");
     stage_lines(b, share, 1, fmt::format(" (a {}-thread share)", share_of));
   }
+  if (b.get_int("--cold-stages", 0) != 0)
+    for (int threads : counts) cold_stage_lines(b, tv, threads, anchor);
   // Rounds alternate the anchor and tandem, so that load from other processes falls on both alike.
   std::vector<double> anchor_s;
   std::vector<std::vector<double>> tandem_s(counts.size());
+  std::vector<std::map<std::string, std::vector<double>>> stage_s(counts.size());  // the report's stages
   std::vector<bool> same(counts.size(), true);
   for (int round = 0; round < b.warmup() + b.reps(); ++round) {
     Stopwatch w;
@@ -274,7 +328,9 @@ int main(int argc, char** argv) {
       const auto r = mapreduce::wordcount(tv, o);
       const double t = w.seconds();
       same[i] = same[i] && r.words == want;
-      if (round >= b.warmup()) tandem_s[i].push_back(t);
+      if (round < b.warmup()) continue;
+      tandem_s[i].push_back(t);
+      for (const Stage& s : r.report.stages) stage_s[i][s.name].push_back(s.seconds);
     }
   }
   const Stats at = summarize(anchor_s);
@@ -286,6 +342,9 @@ int main(int argc, char** argv) {
     if (!same[i]) b.fail(fmt::format("word count on {} threads differs from the anchor", threads));
     b.record("word count", fmt::format("tandem, {} threads", threads), st, double(text.size()), "B", same[i]);
     b.info(fmt::format("word count {} threads vs the anchor", threads), at.median / st.median, "x");
+    for (const auto& [name, secs] : stage_s[i])
+      b.info(fmt::format("stage {} in these calls, {} threads, median", name, threads), summarize(secs).median * 1e3,
+             "ms");
     const double gbps = gb / st.median;
     if (threads == 2) b.goal("word count CPU 2 threads GB/s", gbps, 1.0, true, "GB/s");
     else if (threads >= 16) b.goal(fmt::format("word count CPU {} threads GB/s", threads), gbps, 6.0, true, "GB/s");

@@ -4,11 +4,13 @@
 // in exactly sized heap buffers so that AddressSanitizer sees any read past the end.
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cstring>
 #include <map>
 #include <random>
 #include <set>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -199,24 +201,44 @@ TEST(WordTable, ShortKeysAreTheSameWithOrWithoutBytesToSpareAfterTheWord) {
   }
 }
 
-TEST(WordTable, HashRangesHoldEveryWordOnce) {
+TEST(WordTable, DrainedHashRangesHoldEveryWordOnceAndLeaveTheTableEmpty) {
   const std::vector<char> t = random_text(20000, 24, 11);  // short, inline-key and hashed-key words
   const auto want = reference_counts(t);
   for (int load_quarters : {2, 3}) {  // doubling at half load (all tables) and at 3/4 (long words)
-    WordTable table(t.data(), t.size(), 16, 0, load_quarters);  // grows many times
-    mapreduce::for_each_word(t.data(), t.size(), 0, t.size(),
-                             [&](std::size_t b, std::size_t n) { table.add_word(b, n); });
-    EXPECT_GT(table.grows(), 3u);
-    ASSERT_EQ(table.size(), want.size());
-    EXPECT_LE(table.size() * 4, table.capacity() * std::size_t(load_quarters));
-    for (std::size_t parts = 1; parts <= table.capacity(); parts *= 4) {
+    for (std::size_t parts = 1; parts <= 4096; parts *= 4) {
+      WordTable table(t.data(), t.size(), 16, 0, load_quarters);  // grows many times
+      mapreduce::for_each_word(t.data(), t.size(), 0, t.size(),
+                               [&](std::size_t b, std::size_t n) { table.add_word(b, n); });
+      EXPECT_GT(table.grows(), 3u);
+      ASSERT_EQ(table.size(), want.size());
+      EXPECT_LE(table.size() * 4, table.capacity() * std::size_t(load_quarters));
+      const RangedWords<WordSlot> ranges = table.drain_by_range(parts);
+      ASSERT_EQ(ranges.size(), want.size());
       std::map<std::string, std::uint64_t> got;
       for (std::size_t p = 0; p < parts; ++p)
-        table.for_each_in_range(p, parts, [&](const WordSlot& s, std::uint64_t h) {
-          EXPECT_EQ(h, s.key.hash());
+        for (const WordSlot& s : ranges.range(p)) {
+          if (parts > 1) EXPECT_EQ(s.key.hash() >> (64 - std::countr_zero(parts)), p);
           EXPECT_TRUE(got.emplace(std::string(t.data() + s.offset, s.key.length()), s.count).second) << "seen twice";
-        });
+        }
       EXPECT_EQ(got, want) << parts << " ranges, load " << load_quarters << "/4";
+      EXPECT_EQ(table.size(), 0u);
+      for (std::size_t i = 0; i < table.capacity(); ++i) ASSERT_FALSE(table.slot(i).used()) << "slot " << i;
+    }
+  }
+}
+
+TEST(WordTable, LongWordsCompareEqualOnlyWhenEveryByteIs) {
+  // same_bytes reads 8 bytes at a time and the last 8 where the word ends: a difference at any
+  // place of any length is seen, and bytes past the word are not compared.
+  for (std::size_t len = 9; len <= 40; ++len) {
+    std::string a(len, 'w'), b(len, 'w');
+    a += "xxxxxxxx";  // past the word: differs, not compared
+    b += "yyyyyyyy";
+    EXPECT_TRUE(same_bytes(a.data(), b.data(), len)) << len;
+    for (std::size_t i = 0; i < len; ++i) {
+      std::string c = b;
+      c[i] = 'v';
+      EXPECT_FALSE(same_bytes(a.data(), c.data(), len)) << len << " at " << i;
     }
   }
 }
@@ -249,16 +271,16 @@ TEST(WordTable, InlineKeysTellWordsApartInTheirLastBytes) {
   });
   EXPECT_GT(table.grows(), 0u);
   std::map<std::string, std::uint64_t> got;
+  const RangedWords<InlineSlot> ranges = table.drain_by_range(4);
   for (std::size_t p = 0; p < 4; ++p)
-    table.for_each_in_range(p, 4, [&](const InlineSlot& slot, std::uint64_t h) {
-      EXPECT_EQ(h, slot.key().hash());
-      EXPECT_EQ(h >> 62, p);
+    for (const InlineSlot& slot : ranges.range(p)) {
+      EXPECT_EQ(slot.key().hash() >> 62, p);
       const WordKey k = slot.key();
       char buf[16];
       std::memcpy(buf, &k.k0, 8);
       std::memcpy(buf + 8, &k.k1, 8);
       EXPECT_TRUE(got.emplace(std::string(buf, k.length()), slot.count()).second) << "seen twice";
-    });
+    }
   std::map<std::string, std::uint64_t> want;
   for (std::size_t i = 0; i < words.size(); ++i) want[words[i]] = i + 1;
   EXPECT_EQ(got, want);
@@ -277,34 +299,46 @@ TEST(WordTable, InlineTableGrowsFromTheSmallestStartAndKeepsCounts) {
   EXPECT_GT(table.grows(), 8u);
   ASSERT_EQ(table.size(), want.size());
   std::map<std::string, std::uint64_t> got;
-  table.for_each_in_range(0, 1, [&](const InlineSlot& slot, std::uint64_t) {
+  const RangedWords<InlineSlot> all = table.drain_by_range(1);
+  for (const InlineSlot& slot : all.range(0)) {
     const WordKey k = slot.key();
     char buf[16];
     std::memcpy(buf, &k.k0, 8);
     std::memcpy(buf + 8, &k.k1, 8);
     got.emplace(std::string(buf, k.length()), slot.count());
-  });
+  }
   EXPECT_EQ(got, want);
 }
 
 TEST(WordTable, APooledTableStartsEmptyAfterAnotherUsedItsMemory) {
-  const std::vector<char> t = random_text(40000, 12, 3);  // too few words to grow the table
-  const std::size_t cap = std::size_t{1} << 14;           // 512 KiB of slots: from the pool
+  const std::size_t cap = std::size_t{1} << 14;  // 512 KiB of slots: from the pool
   ASSERT_GE(cap * sizeof(WordSlot), kPooledSlotBytes);
-  const std::size_t before = held_zeroed_bytes();
-  {
-    WordTable used(t.data(), t.size(), cap);
-    scan_words(t.data(), t.size(), 0, t.size(), [&](std::size_t b, std::size_t n) { used.add_word(b, n); });
-    ASSERT_GT(used.size(), 100u);
-    ASSERT_EQ(used.grows(), 0u);
-  }
-  EXPECT_EQ(held_zeroed_bytes(), before + cap * sizeof(WordSlot));  // its block went back
-  const WordTable fresh(t.data(), t.size(), cap);
-  EXPECT_EQ(held_zeroed_bytes(), before);  // and was taken again
-  EXPECT_EQ(fresh.size(), 0u);
-  for (std::size_t i = 0; i < cap; ++i) {
-    const WordSlot& s = fresh.slot(i);
-    ASSERT_TRUE(s.count == 0 && s.offset == 0 && s.key.k0 == 0 && s.key.k1 == 0) << "slot " << i;
+  // A table given back sparse (its used slots cleared one by one), dense (every slot cleared) and
+  // drained (already clear): each block comes back to the next table all zero.
+  for (const char* how : {"sparse", "dense", "drained"}) {
+    const bool sparse = how == std::string_view("sparse");
+    const std::vector<char> t = random_text(sparse ? 2000 : 40000, 12, 3);
+    std::size_t held = 0;  // by the pool while the table is in use
+    {
+      WordTable used(t.data(), t.size(), cap);
+      held = held_zeroed_bytes();
+      scan_words(t.data(), t.size(), 0, t.size(), [&](std::size_t b, std::size_t n) { used.add_word(b, n); });
+      ASSERT_EQ(used.grows(), 0u) << how;
+      if (sparse) ASSERT_LT(used.size() * 8, cap) << how;
+      else ASSERT_GE(used.size() * 8, cap) << how;
+      if (how == std::string_view("drained")) {
+        const std::size_t words = used.size();
+        EXPECT_EQ(used.drain_by_range(8).size(), words);
+      }
+    }
+    EXPECT_EQ(held_zeroed_bytes(), held + cap * sizeof(WordSlot)) << how;  // its block went back
+    const WordTable fresh(t.data(), t.size(), cap);
+    EXPECT_EQ(held_zeroed_bytes(), held) << how;  // and was taken again
+    EXPECT_EQ(fresh.size(), 0u);
+    for (std::size_t i = 0; i < cap; ++i) {
+      const WordSlot& s = fresh.slot(i);
+      ASSERT_TRUE(s.count == 0 && s.offset == 0 && s.key.k0 == 0 && s.key.k1 == 0) << how << ", slot " << i;
+    }
   }
 }
 

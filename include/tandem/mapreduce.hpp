@@ -297,6 +297,8 @@ namespace detail {
 // Runs body(t) on `threads` CPU threads at once, t = 0 .. threads - 1, and returns when all are
 // done (an OpenMP parallel region, in the library).
 void run_threads(int threads, const std::function<void(int)>& body);
+// Called by every thread of a run_threads body: returns when all of them have called it.
+void team_barrier();
 }  // namespace detail
 
 // Runs `job` over records [0, records) on CPU threads; returns one (key, value) per distinct key,

@@ -16,6 +16,31 @@ namespace tandem::mapreduce::detail {
 
 namespace {
 
+// Each thread's start and end in a stage, from the stage's start, summed up as StageThreads.
+class ThreadClock {
+ public:
+  explicit ThreadClock(int threads) : spans_(std::size_t(threads), {-1, -1}) {}
+  void start(int t) { spans_[std::size_t(t)].first = w_.seconds(); }
+  void end(int t) { spans_[std::size_t(t)].second = w_.seconds(); }
+  StageThreads summary() const {
+    StageThreads s;
+    int ran = 0;
+    for (const auto& [b, e] : spans_) {
+      if (b < 0) continue;  // a thread OpenMP did not start
+      s.last_start = std::max(s.last_start, b);
+      s.longest = std::max(s.longest, e - b);
+      s.mean += e - b;
+      ++ran;
+    }
+    if (ran) s.mean /= ran;
+    return s;
+  }
+
+ private:
+  Stopwatch w_;
+  std::vector<std::pair<double, double>> spans_;
+};
+
 // A distinct word in output order: count descending, then bytes ascending. `rank` is the count's
 // complement and `prefix` the first 8 bytes big-endian (zero-padded), so that (rank, prefix) as one
 // 128-bit number orders most pairs with one comparison, without reading the text; `rest` is, for a
@@ -58,13 +83,22 @@ auto out_word_less(const char* text) {
 }
 
 // One thread's counts: words of at most kInlineWord bytes (most words) in 16-byte slots, longer
-// ones with a place in the text.
+// ones with a place in the text. With several threads each drains its tables by hash range when
+// its counting is done (drain).
 struct ThreadTables {
   ThreadTables(const char* text, std::size_t n, std::size_t inline_slots, std::size_t long_slots)
       : inline_words(inline_slots), long_words(text, n, long_slots, 0, 3) {}
-  std::size_t size() const { return inline_words.size() + long_words.size(); }
+  std::size_t size() const {
+    return inline_words.size() + long_words.size() + inline_ranges.size() + long_ranges.size();
+  }
+  void drain(std::size_t parts) {
+    inline_ranges = inline_words.drain_by_range(parts);
+    long_ranges = long_words.drain_by_range(parts);
+  }
   InlineWordTable inline_words;
   WordTable long_words;
+  RangedWords<InlineSlot> inline_ranges{nullptr, {0}};
+  RangedWords<WordSlot> long_ranges{nullptr, {0}};
 };
 
 // One thread's counting: the chunks it takes (handed out one at a time) into its tables; returns
@@ -118,19 +152,25 @@ std::uint64_t count_taken_chunks(WordScanIsa isa, ThreadTables& t, std::string_v
   return count_taken_chunks<word_mask64>(t, text, chunk, chunks, next);
 }
 
-// Each thread counts the chunks it takes into its own tables.
+// Each thread counts the chunks it takes into its own tables, then drains them into `parts` hash
+// ranges (none with one thread: its tables are the result).
 std::vector<std::unique_ptr<ThreadTables>> count_chunks(std::string_view text, int threads, std::size_t chunk,
                                                         std::size_t inline_slots, std::size_t long_slots,
-                                                        CpuWordCountStats& st) {
+                                                        std::size_t parts, CpuWordCountStats& st) {
   const std::size_t n = text.size(), chunks = (n + chunk - 1) / chunk;
   std::vector<std::unique_ptr<ThreadTables>> tables(threads);
   std::vector<std::uint64_t> words(threads, 0);
   std::atomic<std::size_t> next{0};
+  ThreadClock clock(threads);
   run_threads(threads, [&](int t) {
+    clock.start(t);
     auto mine = std::make_unique<ThreadTables>(text.data(), n, inline_slots, long_slots);
     words[t] = count_taken_chunks(st.isa, *mine, text, chunk, chunks, next);
+    if (parts > 1) mine->drain(parts);
     tables[t] = std::move(mine);
+    clock.end(t);
   });
+  st.count_threads = clock.summary();
   std::erase(tables, nullptr);  // threads OpenMP did not start (none took a chunk)
   st.chunks = chunks;
   for (const std::uint64_t w : words) st.words += w;
@@ -158,23 +198,30 @@ WordTable merge_range(std::string_view text, const std::vector<std::unique_ptr<T
   WordTable merged(text.data(), text.size(), std::bit_ceil(std::max<std::size_t>(16, 2 * words / parts + 2)),
                    std::countr_zero(parts));
   for (const auto& t : tables) {
-    t->inline_words.for_each_in_range(
-        p, parts, [&](const InlineSlot& s, std::uint64_t h) { merged.add(s.key(), h, 0, s.count()); });
-    t->long_words.for_each_in_range(
-        p, parts, [&](const WordSlot& s, std::uint64_t h) { merged.add(s.key, h, s.offset, s.count); });
+    for (const InlineSlot& s : t->inline_ranges.range(p)) merged.add(s.key(), s.hash(), 0, s.count());
+    for (const WordSlot& s : t->long_ranges.range(p)) merged.add(s.key, s.hash(), s.offset, s.count);
   }
   return merged;
 }
 
 // The words of the tables as records, sorted.
 std::vector<OutWord> sorted_records(const char* text, const WordTable& t, const InlineWordTable* inline_words) {
-  std::vector<OutWord> out;
-  out.reserve(t.size() + (inline_words ? inline_words->size() : 0));
-  for (std::size_t i = 0; i < t.capacity(); ++i)
-    if (const WordSlot& s = t.slot(i); s.count) out.push_back(out_word(text, s.key, s.count, s.offset));
+  // Every slot written, an empty one over by the next (no branch on whether a slot is used: about
+  // half are, at random).
+  std::vector<OutWord> out(t.size() + (inline_words ? inline_words->size() : 0) + 1);
+  std::size_t n = 0;
+  for (std::size_t i = 0; i < t.capacity(); ++i) {
+    const WordSlot& s = t.slot(i);
+    out[n] = out_word(text, s.key, s.count, s.offset);
+    n += s.used();
+  }
   if (inline_words)
-    for (std::size_t i = 0; i < inline_words->capacity(); ++i)
-      if (const InlineSlot& s = inline_words->slot(i); s.used()) out.push_back(out_word(text, s.key(), s.count(), 0));
+    for (std::size_t i = 0; i < inline_words->capacity(); ++i) {
+      const InlineSlot& s = inline_words->slot(i);
+      out[n] = out_word(text, s.key(), s.count(), 0);
+      n += s.used();
+    }
+  out.resize(n);
   std::sort(out.begin(), out.end(), out_word_less(text));
   return out;
 }
@@ -251,7 +298,7 @@ std::vector<std::pair<std::string, std::uint64_t>> cpu_wordcount(std::string_vie
   const std::size_t share = n / std::size_t(T);
   const std::size_t inline_slots = std::max(parts, std::clamp<std::size_t>(std::bit_ceil(share / 64 + 1), 1024, 65536));
   const std::size_t long_slots = std::max(parts, std::clamp<std::size_t>(std::bit_ceil(share / 128 + 1), 1024, 65536));
-  auto tables = count_chunks(text, T, chunk, inline_slots, long_slots, st);
+  auto tables = count_chunks(text, T, chunk, inline_slots, long_slots, T > 1 ? parts : 1, st);
   st.count_seconds = w.seconds();
 
   // Each hash range merged over the thread tables and its records sorted: one sorted run per
@@ -260,24 +307,28 @@ std::vector<std::pair<std::string, std::uint64_t>> cpu_wordcount(std::string_vie
   std::vector<std::vector<OutWord>> runs(T > 1 ? parts : 1);
   if (T > 1) {
     std::atomic<std::size_t> next{0}, grows{0};
-    run_threads(T, [&](int) {
+    ThreadClock clock(T);
+    run_threads(T, [&](int t) {
+      clock.start(t);
       for (std::size_t p = next++; p < parts; p = next++) {
         const WordTable merged = merge_range(text, tables, p, parts);
         grows += merged.grows();
         runs[p] = sorted_records(text.data(), merged, nullptr);
       }
+      clock.end(t);
     });
     st.merge_grows = grows;
+    st.merge_threads = clock.summary();
   } else {
     runs[0] = sorted_records(text.data(), tables[0]->long_words, &tables[0]->inline_words);
   }
   st.merge_seconds = w.seconds();
 
   // The runs split by sampled records into buckets; each bucket's share of every run is found by
-  // binary search, its pieces merged and made strings at their place in the output (a parallel
-  // sample sort: no merge rounds over all words, no sequential last merge). A bucket's place is the
-  // number of records below its first splitter, summed over the runs, so buckets need nothing from
-  // each other.
+  // binary search and its pieces merged (a parallel sample sort: no merge rounds over all words, no
+  // sequential last merge), then made strings at their place in the output. A bucket's place is
+  // the number of records below its first splitter, summed over the runs, so buckets need nothing
+  // from each other.
   w.reset();
   std::size_t distinct = 0;
   for (const auto& r : runs) distinct += r.size();
@@ -285,31 +336,44 @@ std::vector<std::pair<std::string, std::uint64_t>> cpu_wordcount(std::string_vie
   const std::vector<OutWord> split = bucket_splitters(text.data(), runs, distinct, buckets);
   const std::size_t B = split.size() + 1;
   const auto less = out_word_less(text.data());
-  std::vector<std::pair<std::string, std::uint64_t>> out(distinct);
-  std::atomic<std::size_t> next_bucket{0};
+  std::vector<std::pair<std::string, std::uint64_t>> out;
+  std::vector<std::vector<OutWord>> bucket_words(B);
+  std::vector<std::size_t> bucket_start(B, 0);
+  st.output_serial_seconds = w.seconds();
+  std::atomic<std::size_t> next_merge{0}, next_write{0};
+  ThreadClock clock(T);
   run_threads(T, [&](int t) {
-    // The thread tables are done with: each cleared for the pool by the thread that counted into it,
-    // on the core whose caches hold its lines (the pool hands them to that core again).
+    clock.start(t);
+    // The thread tables are done with: each given back to the pool (already cleared by the drain)
+    // by the thread that counted into it (the pool hands its block to that core again).
     if (std::size_t(t) < tables.size()) tables[t].reset();
-    std::vector<OutWord> mine, tmp;
+    // One thread makes the result's elements (a vector's are made by one thread, a third of this
+    // stage's time on 16) while the others merge the buckets.
+    if (t == 0) out.resize(distinct);
+    std::vector<OutWord> tmp;
     std::vector<std::size_t> bounds;
-    for (std::size_t b = next_bucket++; b < B; b = next_bucket++) {
-      mine.clear();
+    for (std::size_t b = next_merge++; b < B; b = next_merge++) {
+      std::vector<OutWord>& mine = bucket_words[b];
       bounds.assign(1, 0);
-      std::size_t start = 0;
       for (const auto& r : runs) {
         const auto lo = b == 0 ? r.begin() : std::lower_bound(r.begin(), r.end(), split[b - 1], less);
         const auto hi = b + 1 == B ? r.end() : std::lower_bound(lo, r.end(), split[b], less);
-        start += static_cast<std::size_t>(lo - r.begin());
+        bucket_start[b] += static_cast<std::size_t>(lo - r.begin());
         mine.insert(mine.end(), lo, hi);
         bounds.push_back(mine.size());
       }
       merge_sorted_runs(mine, tmp, bounds, less);
-      char buf[16];
-      for (std::size_t i = 0; i < mine.size(); ++i)
-        out[start + i] = {std::string(word_bytes(text.data(), mine[i], buf)), mine[i].count()};
     }
+    team_barrier();  // the result's elements are made
+    char buf[16];
+    for (std::size_t b = next_write++; b < B; b = next_write++) {
+      const std::vector<OutWord>& mine = bucket_words[b];
+      for (std::size_t i = 0; i < mine.size(); ++i)
+        out[bucket_start[b] + i] = {std::string(word_bytes(text.data(), mine[i], buf)), mine[i].count()};
+    }
+    clock.end(t);
   });
+  st.output_threads = clock.summary();
   st.output_seconds = w.seconds();
   return out;
 }

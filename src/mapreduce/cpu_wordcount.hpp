@@ -18,20 +18,30 @@ enum class WordScanIsa { baseline, avx2 };
 // AVX2 where the CPU has it, else baseline.
 WordScanIsa best_word_scan_isa();
 
+// How a stage's threads spent it, from the stage's start: when the last one began (waking a thread
+// team), the longest thread's work and the mean of them (the rest of the stage is waiting).
+struct StageThreads {
+  double last_start{0};
+  double longest{0};
+  double mean{0};
+};
+
 struct CpuWordCountStats {
   int threads{1};
   WordScanIsa isa{WordScanIsa::baseline};
   std::size_t chunk_bytes{0};
   std::size_t chunks{0};
   std::uint64_t words{0};
-  std::size_t partitions{0};   // hash ranges merged in parallel (0: one table, nothing to merge)
-  std::size_t table_slots{0};  // the largest thread's tables (inline and long words), in slots
-  std::size_t table_bytes{0};  // and in bytes
-  std::size_t table_grows{0};  // over all thread tables
-  std::size_t merge_grows{0};  // over all hash ranges' merged tables
-  double count_seconds{0};     // tokenise and count
-  double merge_seconds{0};     // merge the thread tables, sort each hash range
-  double output_seconds{0};    // cut the sorted ranges into buckets, merge each, make the strings
+  std::size_t partitions{0};        // hash ranges merged in parallel (0: one table, nothing to merge)
+  std::size_t table_slots{0};       // the largest thread's tables (inline and long words), in slots
+  std::size_t table_bytes{0};       // and in bytes
+  std::size_t table_grows{0};       // over all thread tables
+  std::size_t merge_grows{0};       // over all hash ranges' merged tables
+  double count_seconds{0};          // tokenise and count
+  double merge_seconds{0};          // merge the thread tables, sort each hash range
+  double output_seconds{0};         // cut the sorted ranges into buckets, merge each, make the strings
+  double output_serial_seconds{0};  // of which on one thread: splitters and the result's records
+  StageThreads count_threads, merge_threads, output_threads;
 };
 
 // The chunk size when none is given: about 16 chunks per thread, 64 KiB to 1 MiB.

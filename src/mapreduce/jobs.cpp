@@ -33,6 +33,12 @@ void run_threads(int threads, const std::function<void(int)>& body) {
   body(0);  // one thread takes every piece of work
 #endif
 }
+
+void team_barrier() {
+#ifdef _OPENMP
+#pragma omp barrier
+#endif
+}
 }  // namespace detail
 
 int cpu_threads(const Options& o) { return o.threads > 0 ? o.threads : default_threads(); }
