@@ -182,7 +182,11 @@ def test_groupby_category_keys_of_bytes_and_text_that_cannot_be_utf8():
     df = pd.DataFrame({"c": pd.Categorical([b"b", b"a", b"b"]), "v": [1, 2, 3]})
     got = tandem.groupby(df, by="c", agg={"v": "sum"})
     assert list(got["c"]) == [b"a", b"b"] and list(got["sum_v"]) == [2, 4]
-    bad = pd.DataFrame({"c": pd.Categorical(["ok", "\ud800"]), "v": [1, 2]})
+    try:  # a pandas whose strings are Arrow's cannot hold such a category at all
+        cats = pd.Index(["ok", "\ud800"], dtype=object)
+        bad = pd.DataFrame({"c": pd.Categorical.from_codes([0, 1], categories=cats), "v": [1, 2]})
+    except UnicodeEncodeError:
+        pytest.skip("this pandas cannot make a category that is not UTF-8")
     with pytest.raises(ValueError, match="column 'c'.*UTF-8"):
         tandem.groupby(bad, by="c")
 
