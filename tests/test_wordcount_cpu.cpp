@@ -217,7 +217,9 @@ TEST(WordTable, DrainedHashRangesHoldEveryWordOnceAndLeaveTheTableEmpty) {
       std::map<std::string, std::uint64_t> got;
       for (std::size_t p = 0; p < parts; ++p)
         for (const WordSlot& s : ranges.range(p)) {
-          if (parts > 1) EXPECT_EQ(s.key.hash() >> (64 - std::countr_zero(parts)), p);
+          if (parts > 1) {
+            EXPECT_EQ(s.key.hash() >> (64 - std::countr_zero(parts)), p);
+          }
           EXPECT_TRUE(got.emplace(std::string(t.data() + s.offset, s.key.length()), s.count).second) << "seen twice";
         }
       EXPECT_EQ(got, want) << parts << " ranges, load " << load_quarters << "/4";
@@ -324,8 +326,11 @@ TEST(WordTable, APooledTableStartsEmptyAfterAnotherUsedItsMemory) {
       held = held_zeroed_bytes();
       scan_words(t.data(), t.size(), 0, t.size(), [&](std::size_t b, std::size_t n) { used.add_word(b, n); });
       ASSERT_EQ(used.grows(), 0u) << how;
-      if (sparse) ASSERT_LT(used.size() * 8, cap) << how;
-      else ASSERT_GE(used.size() * 8, cap) << how;
+      if (sparse) {
+        ASSERT_LT(used.size() * 8, cap) << how;
+      } else {
+        ASSERT_GE(used.size() * 8, cap) << how;
+      }
       if (how == std::string_view("drained")) {
         const std::size_t words = used.size();
         EXPECT_EQ(used.drain_by_range(8).size(), words);

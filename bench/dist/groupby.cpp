@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "mpi_bench.hpp"
+#include "tandem/core/error.hpp"
 #include "tandem/core/parallel.hpp"
 #include "tandem/core/timing.hpp"
 #include "tandem/dist.hpp"
