@@ -58,19 +58,31 @@ Table used_columns(const Table& input, const GroupBySpec& spec) {
   return Table(std::move(cols));
 }
 
+// The groups this rank's rows form, estimated from a sample of their keys.
+std::uint64_t estimated_groups(const Table& t, const std::vector<std::string>& by) {
+  const std::vector<std::size_t> rows = sample_rows(t.rows());
+  std::vector<std::uint64_t> hashes(rows.size());
+  hash_some_rows(t, key_indices(t, by), rows, hashes);
+  return estimate_groups(std::move(hashes), t.rows());
+}
+
 // Sends counts[d] bytes of `send` (serialised tables, back to back) to rank d and reads the
 // tables received, columns shaped like t's.
 Table exchange_tables(const Context& ctx, const std::byte* send, const std::vector<std::uint64_t>& counts,
                       const Table& t, Traffic& traffic) {
-  auto received = std::make_shared<std::vector<std::byte>>();
+  // The receive buffer is not zeroed: the exchange writes all of it (a zero-fill cost as much
+  // as the copy).
+  std::shared_ptr<std::byte[]> received;
+  std::uint64_t size = 0;
   std::vector<std::uint64_t> recv_counts;
   const Traffic moved = exchange_bytes(ctx.impl(), send, counts, recv_counts, [&](std::uint64_t n) {
-    received->resize(n);
-    return received->data();
+    size = n;
+    received = std::make_shared_for_overwrite<std::byte[]>(std::max<std::uint64_t>(n, 1));
+    return received.get();
   });
   traffic.bytes_sent += moved.bytes_sent;
   traffic.bytes_received += moved.bytes_received;
-  return read_tables(received, t, ctx.threads());
+  return read_tables(std::shared_ptr<const std::byte>(received, received.get()), size, t, ctx.threads());
 }
 
 // Sends every row of `t` to the rank its keys hash to; returns the rows received, in
@@ -161,21 +173,37 @@ GroupByResult groupby(const Context& ctx, const Table& input, const GroupBySpec&
   const CombinePlan plan = plan_combine(spec.aggs);
   StageClock clock;
 
-  Table local;
+  // Aggregations that combine still shuffle the rows as they are when partial groups would
+  // barely shrink them (about a group per row): the groups are estimated from a sample of each
+  // rank's keys and summed over the ranks (integers: every rank takes the same path).
+  std::uint64_t counts[2] = {0, input.rows()};  // estimated groups, rows
   ctx.run_agreed([&] {
     for (const auto& k : spec.by) (void)input.column(k);  // UsageError naming a missing key column
-    local =
-        plan.combinable ? tandem::groupby(input, {spec.by, plan.partial}, options).table : used_columns(input, spec);
+    if (plan.combinable) counts[0] = estimated_groups(input, spec.by);
+  });
+  bool combine = plan.combinable;
+  if (combine) {
+    std::uint64_t all[2];
+    check_mpi(MPI_Allreduce(counts, all, 2, MPI_UINT64_T, MPI_SUM, ctx.comm()), "MPI_Allreduce");
+    combine = !shuffle_rows_instead(all[0], all[1]);
+    report.note(fmt::format("about {} groups in {} rows over all ranks (estimated from samples): {}", all[0], all[1],
+                            combine ? "partial groups on each rank" : "rows shuffled as they are"));
+  }
+
+  Table local;
+  ctx.run_agreed([&] {
+    local = combine ? tandem::groupby(input, {spec.by, plan.partial}, options).table : used_columns(input, spec);
   });
   clock.lap(report, "local groupby",
-            plan.combinable ? fmt::format("{} rows to {} partial groups", input.rows(), local.rows())
-                            : "aggregations that do not combine: rows are shuffled as they are");
+            combine ? fmt::format("{} rows to {} partial groups", input.rows(), local.rows())
+                    : fmt::format("none: rows are shuffled as they are ({})",
+                                  plan.combinable ? "about a group per row" : "aggregations that do not combine"));
 
   Table mine = shuffle_rows(ctx, local, spec.by, out.report.traffic);
   clock.lap(report, "shuffle", fmt::format("{} rows received", mine.rows()));
 
   ctx.run_agreed([&] {
-    if (plan.combinable) {
+    if (combine) {
       tandem::GroupByResult final_groups = tandem::groupby(mine, {spec.by, plan.final}, options);
       out.table = assemble_outputs(final_groups.table, spec, plan);
     } else {
@@ -189,8 +217,9 @@ GroupByResult groupby(const Context& ctx, const Table& input, const GroupBySpec&
     ctx.run_agreed([&] { out.table = ctx.rank() == 0 ? sort_by_keys(all, spec.by, options) : empty_like(out.table); });
     clock.lap(report, "gather", fmt::format("{} groups on rank 0", out.table.rows()));
   }
-  report.note(plan.combinable ? "partial groups combined on each group's owner"
-                              : "rows shuffled to each group's owner (an aggregation does not combine)");
+  report.note(combine           ? "partial groups combined on each group's owner"
+              : plan.combinable ? "rows shuffled to each group's owner (about a group per row)"
+                                : "rows shuffled to each group's owner (an aggregation does not combine)");
   out.report.count_out = out.table.rows();
   gather_rank_report(ctx.impl(), out.report);
   return out;

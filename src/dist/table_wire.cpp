@@ -18,19 +18,19 @@ namespace {
 constexpr std::size_t padded(std::size_t n) { return (n + 7) & ~std::size_t{7}; }
 
 struct Reader {
-  std::shared_ptr<const std::vector<std::byte>> all;
+  std::shared_ptr<const std::byte> all;
   std::size_t at, end;
   std::uint64_t u64() {
     if (end - at < 8) throw Error("dist: a received table is cut short");
     std::uint64_t v;
-    std::memcpy(&v, all->data() + at, 8);
+    std::memcpy(&v, all.get() + at, 8);
     at += 8;
     return v;
   }
   Buffer buffer() {
     const std::uint64_t n = u64();
     if (end - at < n) throw Error("dist: a received table is cut short");
-    Buffer b = Buffer::borrow(all->data() + at, n, all);
+    Buffer b = Buffer::borrow(all.get() + at, n, all);
     at += std::min<std::size_t>(padded(n), end - at);
     return b;
   }
@@ -171,8 +171,13 @@ Table empty_like(const Table& t) {
 }
 
 Table read_tables(std::shared_ptr<const std::vector<std::byte>> bytes, const Table& like, int threads) {
+  const std::size_t size = bytes->size();
+  return read_tables(std::shared_ptr<const std::byte>(bytes, bytes->data()), size, like, threads);
+}
+
+Table read_tables(std::shared_ptr<const std::byte> bytes, std::size_t size, const Table& like, int threads) {
   std::vector<Table> parts;
-  Reader r{bytes, 0, bytes->size()};
+  Reader r{bytes, 0, size};
   while (r.at < r.end) {
     const std::uint64_t ncols = r.u64();
     std::vector<Column> cols;
@@ -180,7 +185,7 @@ Table read_tables(std::shared_ptr<const std::vector<std::byte>> bytes, const Tab
       Column c;
       const std::uint64_t name_length = r.u64();
       if (r.end - r.at < name_length) throw Error("dist: a received table is cut short");
-      c.name.assign(reinterpret_cast<const char*>(bytes->data() + r.at), name_length);
+      c.name.assign(reinterpret_cast<const char*>(bytes.get() + r.at), name_length);
       r.at += std::min<std::size_t>(padded(name_length), r.end - r.at);
       c.type = ColumnType(r.u64());
       c.length = r.u64();
@@ -250,21 +255,27 @@ Table concat_tables(const std::vector<Table>& parts, const Table& like, int thre
   return Table(std::move(out));
 }
 
-void hash_rows(const Table& t, std::span<const std::size_t> key_columns, std::span<std::uint64_t> out, int threads) {
+namespace {
+
+// out[j] = the hash of row row_of(j)'s keys, j < out.size().
+template <class RowOf>
+void hash_rows_at(const Table& t, std::span<const std::size_t> key_columns, RowOf row_of, std::span<std::uint64_t> out,
+                  int threads) {
   threads = std::max(1, threads);
 #pragma omp parallel for num_threads(threads) schedule(static)
   for (std::size_t i = 0; i < out.size(); ++i) out[i] = 0x9e3779b97f4a7c15ULL;
   for (std::size_t kc : key_columns) {
     const Column& c = t.column(kc);
-    auto combine = [&](std::size_t i, std::uint64_t h) {
-      out[i] = mix64(out[i] ^ (h + 0x9e3779b97f4a7c15ULL + (out[i] << 6)));
+    auto combine = [&](std::size_t j, std::uint64_t h) {
+      out[j] = mix64(out[j] ^ (h + 0x9e3779b97f4a7c15ULL + (out[j] << 6)));
     };
     constexpr std::uint64_t kMissing = 0x5bd1e995u;
     if (c.type == ColumnType::str) {
 #pragma omp parallel for num_threads(threads) schedule(static)
-      for (std::size_t i = 0; i < c.length; ++i) {
+      for (std::size_t j = 0; j < out.size(); ++j) {
+        const std::size_t i = row_of(j);
         const std::string_view s = c.string(i);
-        combine(i, c.present(i) ? hash_bytes(s.data(), s.size()) : kMissing);
+        combine(j, c.present(i) ? hash_bytes(s.data(), s.size()) : kMissing);
       }
       continue;
     }
@@ -272,9 +283,10 @@ void hash_rows(const Table& t, std::span<const std::size_t> key_columns, std::sp
       using T = decltype(zero);
       const auto v = c.numbers<T>();
 #pragma omp parallel for num_threads(threads) schedule(static)
-      for (std::size_t i = 0; i < c.length; ++i) {
+      for (std::size_t j = 0; j < out.size(); ++j) {
+        const std::size_t i = row_of(j);
         if (!c.present(i)) {
-          combine(i, kMissing);
+          combine(j, kMissing);
           continue;
         }
         if constexpr (std::is_floating_point_v<T>) {
@@ -283,13 +295,26 @@ void hash_rows(const Table& t, std::span<const std::size_t> key_columns, std::sp
           if (std::isnan(x)) x = std::numeric_limits<double>::quiet_NaN();
           std::uint64_t bits;
           std::memcpy(&bits, &x, 8);
-          combine(i, mix64(bits));
+          combine(j, mix64(bits));
         } else {
-          combine(i, mix64(std::uint64_t(std::int64_t(v[i]))));
+          combine(j, mix64(std::uint64_t(std::int64_t(v[i]))));
         }
       }
     });
   }
+}
+
+}  // namespace
+
+void hash_rows(const Table& t, std::span<const std::size_t> key_columns, std::span<std::uint64_t> out, int threads) {
+  hash_rows_at(
+      t, key_columns, [](std::size_t j) { return j; }, out, threads);
+}
+
+void hash_some_rows(const Table& t, std::span<const std::size_t> key_columns, std::span<const std::size_t> rows,
+                    std::span<std::uint64_t> out, int threads) {
+  hash_rows_at(
+      t, key_columns, [&](std::size_t j) { return rows[j]; }, out.first(rows.size()), threads);
 }
 
 }  // namespace tandem::dist

@@ -32,6 +32,8 @@ void write_table(const Table& t, std::vector<std::byte>& out);
 // number of tables, possibly none) and joins their rows in order. An empty block gives no rows.
 // `like`: the columns' names and types when no rank sent a table.
 Table read_tables(std::shared_ptr<const std::vector<std::byte>> bytes, const Table& like, int threads = 1);
+// The same for `size` bytes at `bytes` (a buffer the exchange wrote without zeroing it first).
+Table read_tables(std::shared_ptr<const std::byte> bytes, std::size_t size, const Table& like, int threads = 1);
 
 // The tables' rows one after another (columns matched by position; names and types must agree),
 // a column a thread.
@@ -43,5 +45,8 @@ Table empty_like(const Table& t);
 // 64-bit hash of row i's values in the key columns, equal for rows that group-by puts in one
 // group: -0.0 and +0.0 hash alike, every NaN alike, and a missing value alike.
 void hash_rows(const Table& t, std::span<const std::size_t> key_columns, std::span<std::uint64_t> out, int threads = 1);
+// The same for the rows rows[j] only: out[j] is row rows[j]'s hash.
+void hash_some_rows(const Table& t, std::span<const std::size_t> key_columns, std::span<const std::size_t> rows,
+                    std::span<std::uint64_t> out, int threads = 1);
 
 }  // namespace tandem::dist

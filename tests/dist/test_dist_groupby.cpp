@@ -29,28 +29,44 @@ Table ordered(const Table& t, const std::vector<std::string>& by) {
   return tandem::groupby(t, spec).table;
 }
 
-Table shard(int rank, std::size_t rows, double missing) {
+// id_pool > 0: a third key, k_id, of that many values (about a group per row when it is large).
+Table shard(int rank, std::size_t rows, double missing, std::size_t id_pool = 0) {
   std::mt19937_64 rng(99 + std::uint64_t(rank));
   using groupby_test::random_column;
   std::vector<Column> cols;
   cols.push_back(random_column(rng, "k_str", ColumnType::str, rows, 6, missing));
   cols.push_back(random_column(rng, "k_int", ColumnType::i32, rows, 5, missing));
+  if (id_pool) cols.push_back(random_column(rng, "k_id", ColumnType::i64, rows, id_pool, missing));
   cols.push_back(random_column(rng, "v_int", ColumnType::i64, rows, 1000, missing));
   cols.push_back(random_column(rng, "v_f64", ColumnType::f64, rows, 50, missing));
   return Table(std::move(cols));
 }
 
-void check(const std::string& aggs, std::size_t rows_per_rank, double missing, bool empty_odd_ranks = false) {
+// The path dist::groupby says it took, from its report's notes: "partial groups", "rows shuffled
+// as they are" or "" (aggregations that do not combine).
+std::string path_taken(const GroupByResult& r) {
+  for (const std::string& n : r.report.report.notes)
+    for (const char* path : {"partial groups on each rank", "rows shuffled as they are"})
+      if (n.find(path) != std::string::npos) return path;
+  return "";
+}
+
+void check(const std::string& aggs, std::size_t rows_per_rank, double missing, bool empty_odd_ranks = false,
+           std::size_t id_pool = 0, const std::string& want_path = "") {
   const Context& ctx = context();
   SCOPED_TRACE(aggs);
   const std::size_t rows = empty_odd_ranks && ctx.rank() % 2 == 1 ? 0 : rows_per_rank + 13 * std::size_t(ctx.rank());
-  const Table mine = shard(ctx.rank(), rows, missing);
+  const Table mine = shard(ctx.rank(), rows, missing, id_pool);
   const Table all = gather_table(mine);
-  const GroupBySpec spec{{"k_str", "k_int"}, parse_aggregations(aggs)};
+  GroupBySpec spec{{"k_str", "k_int"}, parse_aggregations(aggs)};
+  if (id_pool) spec.by.push_back("k_id");
   const auto want = groupby_test::reference_groupby(all, spec);
   const Table single = tandem::groupby(all, spec).table;
 
   const GroupByResult partitioned = dist::groupby(ctx, mine, spec);
+  if (!want_path.empty()) {
+    EXPECT_EQ(path_taken(partitioned), want_path);
+  }
   const Table joined = ordered(gather_table(partitioned.table), spec.by);
   groupby_test::expect_matches(joined, want, "partitioned");
   EXPECT_EQ(joined.num_columns(), single.num_columns());
@@ -66,7 +82,17 @@ void check(const std::string& aggs, std::size_t rows_per_rank, double missing, b
 }
 
 TEST(DistGroupBy, CombinableAggregations) {
-  check("count(),count(v_int),sum(v_int),sum(v_f64),min(v_f64),max(v_int),mean(v_f64),mean(v_int),min(k_str)", 3000, 0);
+  check("count(),count(v_int),sum(v_int),sum(v_f64),min(v_f64),max(v_int),mean(v_f64),mean(v_int),min(k_str)", 3000, 0,
+        false, 0, "partial groups on each rank");
+}
+
+TEST(DistGroupBy, CombinableAggregationsOfAboutAGroupPerRowShuffleRows) {
+  // A key of 10^6 values over a few thousand rows a rank: partial groups would not shrink the
+  // rows, so they go to the owners as they are; the answer is the same.
+  check("count(),count(v_int),sum(v_int),sum(v_f64),min(v_f64),max(v_int),mean(v_f64),mean(v_int),min(k_str)", 3000, 0,
+        false, 1000000, "rows shuffled as they are");
+  check("count(),sum(v_int),mean(v_f64),max(v_f64),count(v_f64)", 2000, 0.2, false, 1000000,
+        "rows shuffled as they are");
 }
 
 TEST(DistGroupBy, CombinableWithMissingValuesAndKeys) {
