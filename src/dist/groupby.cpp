@@ -66,23 +66,32 @@ std::uint64_t estimated_groups(const Table& t, const std::vector<std::string>& b
   return estimate_groups(std::move(hashes), t.rows());
 }
 
+// n bytes for the exchange to write, not zeroed first (it writes all of them; a zero-fill cost as
+// much as the copy), from 2 MiB up on the scratch pool's huge pages (a fresh buffer's page faults
+// cost more than both), given back when the last table borrowing them is gone.
+std::shared_ptr<std::byte> receive_buffer(std::size_t n) {
+  if (n < cpu_groupby::kHugePage)
+    return std::shared_ptr<std::byte>(new std::byte[std::max<std::size_t>(n, 1)], std::default_delete<std::byte[]>());
+  const std::size_t size = cpu_groupby::scratch_class(n);
+  return std::shared_ptr<std::byte>(static_cast<std::byte*>(cpu_groupby::take_scratch(size)),
+                                    [size](std::byte* p) { cpu_groupby::give_scratch(p, size); });
+}
+
 // Sends counts[d] bytes of `send` (serialised tables, back to back) to rank d and reads the
 // tables received, columns shaped like t's.
 Table exchange_tables(const Context& ctx, const std::byte* send, const std::vector<std::uint64_t>& counts,
                       const Table& t, Traffic& traffic) {
-  // The receive buffer is not zeroed: the exchange writes all of it (a zero-fill cost as much
-  // as the copy).
-  std::shared_ptr<std::byte[]> received;
+  std::shared_ptr<std::byte> received;
   std::uint64_t size = 0;
   std::vector<std::uint64_t> recv_counts;
   const Traffic moved = exchange_bytes(ctx.impl(), send, counts, recv_counts, [&](std::uint64_t n) {
     size = n;
-    received = std::make_shared_for_overwrite<std::byte[]>(std::max<std::uint64_t>(n, 1));
+    received = receive_buffer(n);
     return received.get();
   });
   traffic.bytes_sent += moved.bytes_sent;
   traffic.bytes_received += moved.bytes_received;
-  return read_tables(std::shared_ptr<const std::byte>(received, received.get()), size, t, ctx.threads());
+  return read_tables(received, size, t, ctx.threads());
 }
 
 // Sends every row of `t` to the rank its keys hash to; returns the rows received, in
@@ -100,7 +109,7 @@ Table shuffle_rows(const Context& ctx, const Table& t, const std::vector<std::st
   for (std::size_t i = 0; i < hashes.size(); ++i) order[next[hashes[i] % p]++] = i;  // stable by destination
   hashes = {};
   const TableImages images = write_table_images(t, order, starts, ctx.threads());
-  return exchange_tables(ctx, images.bytes.get(), images.sizes, t, traffic);
+  return exchange_tables(ctx, images.bytes.data(), images.sizes, t, traffic);
 }
 
 // Rank 0 receives every rank's table (in rank order); the others get an empty table.

@@ -139,13 +139,14 @@ TableImages write_table_images(const Table& t, std::span<const std::size_t> rows
     }
     out.sizes[d] = total - table_at[d];
   }
-  out.bytes.reset(new std::byte[std::max<std::size_t>(total, 1)]);  // written in full below
+  out.bytes.resize(std::max<std::size_t>(total, 1));  // written in full below
   for (std::size_t d = 0; d < lists; ++d)
-    if (out.sizes[d]) Cursor{out.bytes.get() + table_at[d]}.u64(cols);
+    if (out.sizes[d]) Cursor{out.bytes.data() + table_at[d]}.u64(cols);
 #pragma omp parallel for collapse(2) num_threads(std::max(1, threads)) schedule(dynamic)
   for (std::size_t d = 0; d < lists; ++d)
     for (std::size_t c = 0; c < cols; ++c)
-      if (starts[d] != starts[d + 1]) write_column_image(t.column(c), list_rows(d), out.bytes.get() + at[d * cols + c]);
+      if (starts[d] != starts[d + 1])
+        write_column_image(t.column(c), list_rows(d), out.bytes.data() + at[d * cols + c]);
   return out;
 }
 
@@ -154,7 +155,7 @@ void write_table(const Table& t, std::vector<std::byte>& out) {
   std::iota(rows.begin(), rows.end(), std::size_t{0});
   const std::size_t starts[2] = {0, rows.size()};
   const TableImages image = write_table_images(t, rows, starts, 1);
-  out.insert(out.end(), image.bytes.get(), image.bytes.get() + image.sizes[0]);
+  out.insert(out.end(), image.bytes.data(), image.bytes.data() + image.sizes[0]);
 }
 
 Table empty_like(const Table& t) {

@@ -7,6 +7,7 @@
 #include <span>
 #include <vector>
 
+#include "groupby/cpu_scratch.hpp"
 #include "tandem/table.hpp"
 
 namespace tandem::dist {
@@ -19,7 +20,9 @@ namespace tandem::dist {
 // to back in one buffer, and each image's bytes (0 for an empty list: no table), written straight
 // from t's columns (no gathered tables), the columns on `threads` threads.
 struct TableImages {
-  std::unique_ptr<std::byte[]> bytes;
+  // Not zeroed first (every byte is written), from 2 MiB up on the scratch pool's huge pages:
+  // a fresh buffer's page faults cost a shuffle more than writing it.
+  cpu_groupby::Scratch<std::byte> bytes;
   std::vector<std::uint64_t> sizes;
 };
 TableImages write_table_images(const Table& t, std::span<const std::size_t> rows, std::span<const std::size_t> starts,
