@@ -112,81 +112,84 @@ std::string compare(const Table& a, const Table& b) {
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   const Args a = parse(argc, argv);
-  int status = 0;
-  {
-    dist::ContextOptions co;
-    co.threads = a.threads;
-    dist::Context ctx(MPI_COMM_WORLD, co);
-    const int rank = ctx.rank(), size = ctx.size();
-    Stopwatch w;
-    const std::size_t begin = a.rows * std::size_t(rank) / std::size_t(size),
-                      end = a.rows * std::size_t(rank + 1) / std::size_t(size);
-    // This rank's rows of the one table; rank 0 also makes the whole table for its answer alone.
-    const Table slice =
-        generate_groupby_table({.rows = end - begin, .k = a.k, .first_row = begin, .total_rows = a.rows});
-    const Table whole = a.one_rank && rank == 0 ? generate_groupby_table({.rows = a.rows, .k = a.k}) : Table();
-    const double t_gen = max_over_ranks(w.seconds());
-    GroupByOptions opts;
-    opts.device = parse_device(a.device);
-    opts.threads = ctx.threads();
-    if (rank == 0)
-      fmt::print(
-          "bench_dist_groupby: {} rows, K = {}, {} ranks ({}), device {}, {} threads per rank; "
-          "table made in {:.1f} s\n",
-          a.rows, a.k, size, ctx.describe(), a.device, ctx.threads(), t_gen);
-    for (const std::string& id : a.questions) {
-      const Question q = question(id);
-      const GroupBySpec spec{q.by, parse_aggregations(q.aggs)};
-      std::vector<double> t_dist;
-      nlohmann::json stages;
-      for (int r = 0; r <= a.reps; ++r) {  // the first call warms up
-        MPI_Barrier(MPI_COMM_WORLD);
-        w.reset();
-        const auto res = dist::groupby(ctx, slice, spec, opts);
-        const double t = max_over_ranks(w.seconds());
-        if (r > 0) t_dist.push_back(t);
-        stages = res.report.report.details()["ranks"];
-      }
-      const auto gathered = dist::groupby(ctx, slice, spec, opts, true);
-      Stats one{};
-      std::string bad;
-      if (a.one_rank && rank == 0) {
-        std::vector<double> t_one;
-        Table answer;
-        GroupByOptions all = opts;
-        all.threads = 0;  // the whole host's threads for one rank alone
-        for (int r = 0; r <= a.reps; ++r) {
+  const int status = tandem::bench::run_reporting_errors("bench_dist_groupby", [&] {
+    int status = 0;
+    {
+      dist::ContextOptions co;
+      co.threads = a.threads;
+      dist::Context ctx(MPI_COMM_WORLD, co);
+      const int rank = ctx.rank(), size = ctx.size();
+      Stopwatch w;
+      const std::size_t begin = a.rows * std::size_t(rank) / std::size_t(size),
+                        end = a.rows * std::size_t(rank + 1) / std::size_t(size);
+      // This rank's rows of the one table; rank 0 also makes the whole table for its answer alone.
+      const Table slice =
+          generate_groupby_table({.rows = end - begin, .k = a.k, .first_row = begin, .total_rows = a.rows});
+      const Table whole = a.one_rank && rank == 0 ? generate_groupby_table({.rows = a.rows, .k = a.k}) : Table();
+      const double t_gen = max_over_ranks(w.seconds());
+      GroupByOptions opts;
+      opts.device = parse_device(a.device);
+      opts.threads = ctx.threads();
+      if (rank == 0)
+        fmt::print(
+            "bench_dist_groupby: {} rows, K = {}, {} ranks ({}), device {}, {} threads per rank; "
+            "table made in {:.1f} s\n",
+            a.rows, a.k, size, ctx.describe(), a.device, ctx.threads(), t_gen);
+      for (const std::string& id : a.questions) {
+        const Question q = question(id);
+        const GroupBySpec spec{q.by, parse_aggregations(q.aggs)};
+        std::vector<double> t_dist;
+        nlohmann::json stages;
+        for (int r = 0; r <= a.reps; ++r) {  // the first call warms up
+          MPI_Barrier(MPI_COMM_WORLD);
           w.reset();
-          answer = tandem::groupby(whole, spec, all).table;
-          if (r > 0) t_one.push_back(w.seconds());
+          const auto res = dist::groupby(ctx, slice, spec, opts);
+          const double t = max_over_ranks(w.seconds());
+          if (r > 0) t_dist.push_back(t);
+          stages = res.report.report.details()["ranks"];
         }
-        one = summarize(t_one);
-        bad = compare(gathered.table, answer);
-      }
-      MPI_Barrier(MPI_COMM_WORLD);
-      if (rank == 0) {
-        const Stats d = summarize(t_dist);
-        fmt::print("  {:<4} {} groups: dist::groupby {:.1f} ms (min {:.1f}, max {:.1f})", id, gathered.table.rows(),
-                   d.median * 1e3, d.min * 1e3, d.max * 1e3);
-        if (a.one_rank)
-          fmt::print("; one rank alone {:.1f} ms: {:.2f}x; check {}", one.median * 1e3, one.median / d.median,
-                     bad.empty() ? "ok" : bad);
-        fmt::print("\n");
-        for (const auto& x : stages) {
-          std::string s;
-          for (auto it = x["stages"].begin(); it != x["stages"].end(); ++it)
-            s += fmt::format(" {} {:.1f}ms", it.key(), it.value().get<double>() * 1e3);
-          fmt::print("    rank {}:{}\n", x["rank"].get<int>(), s);
+        const auto gathered = dist::groupby(ctx, slice, spec, opts, true);
+        Stats one{};
+        std::string bad;
+        if (a.one_rank && rank == 0) {
+          std::vector<double> t_one;
+          Table answer;
+          GroupByOptions all = opts;
+          all.threads = 0;  // the whole host's threads for one rank alone
+          for (int r = 0; r <= a.reps; ++r) {
+            w.reset();
+            answer = tandem::groupby(whole, spec, all).table;
+            if (r > 0) t_one.push_back(w.seconds());
+          }
+          one = summarize(t_one);
+          bad = compare(gathered.table, answer);
         }
-        if (a.one_rank && size > 1)
-          fmt::print("SUMMARY|dist_groupby|{} {} ranks vs 1, {} rows, {}|{:.2f}x ({:.0f} ms)||{}\n", id, size, a.rows,
-                     a.device, one.median / d.median, d.median * 1e3, bad.empty() ? "INFO" : "FAIL");
+        MPI_Barrier(MPI_COMM_WORLD);
+        if (rank == 0) {
+          const Stats d = summarize(t_dist);
+          fmt::print("  {:<4} {} groups: dist::groupby {:.1f} ms (min {:.1f}, max {:.1f})", id, gathered.table.rows(),
+                     d.median * 1e3, d.min * 1e3, d.max * 1e3);
+          if (a.one_rank)
+            fmt::print("; one rank alone {:.1f} ms: {:.2f}x; check {}", one.median * 1e3, one.median / d.median,
+                       bad.empty() ? "ok" : bad);
+          fmt::print("\n");
+          for (const auto& x : stages) {
+            std::string s;
+            for (auto it = x["stages"].begin(); it != x["stages"].end(); ++it)
+              s += fmt::format(" {} {:.1f}ms", it.key(), it.value().get<double>() * 1e3);
+            fmt::print("    rank {}:{}\n", x["rank"].get<int>(), s);
+          }
+          if (a.one_rank && size > 1)
+            fmt::print("SUMMARY|dist_groupby|{} {} ranks vs 1, {} rows, {}|{:.2f}x ({:.0f} ms)||{}\n", id, size, a.rows,
+                       a.device, one.median / d.median, d.median * 1e3, bad.empty() ? "INFO" : "FAIL");
+        }
+        int failed = bad.empty() ? 0 : 1;
+        MPI_Bcast(&failed, 1, MPI_INT, 0, MPI_COMM_WORLD);
+        if (failed) status = 1;
       }
-      int failed = bad.empty() ? 0 : 1;
-      MPI_Bcast(&failed, 1, MPI_INT, 0, MPI_COMM_WORLD);
-      if (failed) status = 1;
     }
-  }
+    return status;
+  });
   MPI_Finalize();
   return status;
 }

@@ -21,6 +21,7 @@
 #include "dist/merge_runs.hpp"
 #include "dist/splitters.hpp"
 #include "harness.hpp"
+#include "mpi_bench.hpp"
 #include "tandem/core/parallel.hpp"
 #include "tandem/core/timing.hpp"
 #include "tandem/sort.hpp"
@@ -181,7 +182,7 @@ int main(int argc, char** argv) {
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   if (rank != 0 && !std::freopen("/dev/null", "w", stdout)) MPI_Abort(MPI_COMM_WORLD, 1);
-  const int status = run(argc, argv);
+  const int status = tandem::bench::run_reporting_errors("bench_dist_merge_runs", [&] { return run(argc, argv); });
   MPI_Finalize();
   return status;
 }

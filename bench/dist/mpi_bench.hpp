@@ -6,6 +6,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <map>
 #include <set>
 #include <string>
@@ -51,6 +52,21 @@ inline double max_over_ranks(double v, MPI_Comm comm = MPI_COMM_WORLD) {
   double m = v;
   MPI_Allreduce(&v, &m, 1, MPI_DOUBLE, MPI_MAX, comm);
   return m;
+}
+
+// body()'s exit code, or for an error that leaves it (a GPU asked for and missing, a failed
+// call) its message and exit code 2 on every rank — MPI_Abort, since a rank that failed alone
+// would leave the others waiting — instead of std::terminate's abort and core dump.
+template <class F>
+int run_reporting_errors(const char* name, F&& body) {
+  try {
+    return body();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: %s\n", name, e.what());
+    std::fflush(stderr);
+    MPI_Abort(MPI_COMM_WORLD, 2);
+    return 2;
+  }
 }
 
 }  // namespace tandem::bench

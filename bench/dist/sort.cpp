@@ -128,110 +128,113 @@ bool check(const std::vector<std::uint32_t>& keys, std::uint64_t total, int rank
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   const Args a = parse(argc, argv);
-  int status = 0;
-  {
-    tandem::dist::ContextOptions context_options;
-    if (a.keep >= 0) context_options.keep_receive_bytes = std::uint64_t(a.keep);
-    tandem::dist::Context ctx(MPI_COMM_WORLD, context_options);
-    const int rank = ctx.rank(), size = ctx.size();
-    const std::uint64_t total = std::uint64_t{1} << a.log2;
-    const std::size_t n = std::size_t(total * std::uint64_t(rank + 1) / std::uint64_t(size) -
-                                      total * std::uint64_t(rank) / std::uint64_t(size));
-    std::vector<std::uint32_t> input(n);
-    std::mt19937 rng(17u + unsigned(rank));
-    for (auto& k : input) k = rng();
-    tandem::SortOptions opts;
-    opts.threads = a.threads;
-    opts.device = tandem::parse_device(a.device);
+  const int status = tandem::bench::run_reporting_errors("bench_dist_sort", [&] {
+    int status = 0;
+    {
+      tandem::dist::ContextOptions context_options;
+      if (a.keep >= 0) context_options.keep_receive_bytes = std::uint64_t(a.keep);
+      tandem::dist::Context ctx(MPI_COMM_WORLD, context_options);
+      const int rank = ctx.rank(), size = ctx.size();
+      const std::uint64_t total = std::uint64_t{1} << a.log2;
+      const std::size_t n = std::size_t(total * std::uint64_t(rank + 1) / std::uint64_t(size) -
+                                        total * std::uint64_t(rank) / std::uint64_t(size));
+      std::vector<std::uint32_t> input(n);
+      std::mt19937 rng(17u + unsigned(rank));
+      for (auto& k : input) k = rng();
+      tandem::SortOptions opts;
+      opts.threads = a.threads;
+      opts.device = tandem::parse_device(a.device);
 
-    // Floor 1: the same bytes through MPI_Alltoall (each rank sends n/size keys to every rank).
-    const int block = int(n / std::size_t(size));
-    std::vector<std::uint32_t> send(std::size_t(block) * std::size_t(size)), recv(send.size());
-    // Floor 1b: MPI_Alltoallv with the sort's own (uneven) block sizes, on buffers as warm.
-    std::vector<std::byte> send_v, recv_v;
-    std::vector<double> a2a, a2av, local, dist;
-    std::vector<ExchangeSplit> splits;
-    ExchangeSplit first_call;
-    nlohmann::json last_report;
-    bool ok = true;
-    for (int r = 0; r < a.reps + 1; ++r) {  // the first round warms up
-      MPI_Barrier(ctx.comm());
-      tandem::Stopwatch w;
-      MPI_Alltoall(send.data(), block, MPI_UINT32_T, recv.data(), block, MPI_UINT32_T, ctx.comm());
-      const double t_a2a = max_over_ranks(w.seconds(), ctx.comm());
-      // Floor 2: the local sort of this rank's keys (what each rank does anyway).
-      auto keys = input;
-      MPI_Barrier(ctx.comm());
-      w.reset();
-      tandem::sort(std::span<std::uint32_t>(keys), opts);
-      const double t_local = max_over_ranks(w.seconds(), ctx.comm());
-      keys = input;
-      MPI_Barrier(ctx.comm());
-      w.reset();
-      const auto rep = tandem::dist::sort(ctx, keys, opts);
-      const double t_dist = max_over_ranks(w.seconds(), ctx.comm());
-      ok = ok && check(keys, total, rank, size, ctx.comm());
-      const double t_a2av =
-          size > 1 ? alltoallv_floor(rep.report.details()["exchange"], send_v, recv_v, ctx.comm()) : 0;
-      const ExchangeSplit split = exchange_split(rep.report.details()["ranks"]);
-      if (r == 0) {
-        first_call = split;
-        continue;
+      // Floor 1: the same bytes through MPI_Alltoall (each rank sends n/size keys to every rank).
+      const int block = int(n / std::size_t(size));
+      std::vector<std::uint32_t> send(std::size_t(block) * std::size_t(size)), recv(send.size());
+      // Floor 1b: MPI_Alltoallv with the sort's own (uneven) block sizes, on buffers as warm.
+      std::vector<std::byte> send_v, recv_v;
+      std::vector<double> a2a, a2av, local, dist;
+      std::vector<ExchangeSplit> splits;
+      ExchangeSplit first_call;
+      nlohmann::json last_report;
+      bool ok = true;
+      for (int r = 0; r < a.reps + 1; ++r) {  // the first round warms up
+        MPI_Barrier(ctx.comm());
+        tandem::Stopwatch w;
+        MPI_Alltoall(send.data(), block, MPI_UINT32_T, recv.data(), block, MPI_UINT32_T, ctx.comm());
+        const double t_a2a = max_over_ranks(w.seconds(), ctx.comm());
+        // Floor 2: the local sort of this rank's keys (what each rank does anyway).
+        auto keys = input;
+        MPI_Barrier(ctx.comm());
+        w.reset();
+        tandem::sort(std::span<std::uint32_t>(keys), opts);
+        const double t_local = max_over_ranks(w.seconds(), ctx.comm());
+        keys = input;
+        MPI_Barrier(ctx.comm());
+        w.reset();
+        const auto rep = tandem::dist::sort(ctx, keys, opts);
+        const double t_dist = max_over_ranks(w.seconds(), ctx.comm());
+        ok = ok && check(keys, total, rank, size, ctx.comm());
+        const double t_a2av =
+            size > 1 ? alltoallv_floor(rep.report.details()["exchange"], send_v, recv_v, ctx.comm()) : 0;
+        const ExchangeSplit split = exchange_split(rep.report.details()["ranks"]);
+        if (r == 0) {
+          first_call = split;
+          continue;
+        }
+        a2a.push_back(t_a2a);
+        a2av.push_back(t_a2av);
+        local.push_back(t_local);
+        dist.push_back(t_dist);
+        splits.push_back(split);
+        last_report = rep.report.details()["ranks"];
       }
-      a2a.push_back(t_a2a);
-      a2av.push_back(t_a2av);
-      local.push_back(t_local);
-      dist.push_back(t_dist);
-      splits.push_back(split);
-      last_report = rep.report.details()["ranks"];
+      const double m_a2a = tandem::summarize(a2a).median, m_a2av = tandem::summarize(a2av).median,
+                   m_local = tandem::summarize(local).median;
+      const tandem::Stats s_dist = tandem::summarize(dist);
+      const ExchangeSplit mid = median_split(splits);
+      const double exchange = std::max(mid.total, 1e-9);                       // one rank exchanges nothing
+      const double bytes = double(n) * 4.0 * double(size - 1) / double(size);  // per rank, off-rank
+      if (rank == 0) {
+        fmt::print("bench_dist_sort: 2^{} u32 keys over {} ranks ({} threads each, device {}), {} reps, check {}\n",
+                   a.log2, size, a.threads ? a.threads : tandem::default_threads(), a.device, a.reps,
+                   ok ? "ok" : "FAILED");
+        fmt::print("  {:<38} {:>10}\n", "what", "median");
+        fmt::print("  {:<38} {:>9.1f}ms  ({:.2f} GB/s per rank)\n", "MPI_Alltoall, same bytes", m_a2a * 1e3,
+                   bytes / m_a2a / 1e9);
+        if (size > 1)
+          fmt::print("  {:<38} {:>9.1f}ms  ({:.2f} GB/s per rank)\n", "MPI_Alltoallv, the sort's block sizes",
+                     m_a2av * 1e3, bytes / m_a2av / 1e9);
+        fmt::print("  {:<38} {:>9.1f}ms\n", "local sort of each rank's keys", m_local * 1e3);
+        fmt::print("  {:<38} {:>9.1f}ms  (min {:.1f}, max {:.1f})\n", "dist::sort", s_dist.median * 1e3,
+                   s_dist.min * 1e3, s_dist.max * 1e3);
+        if (size > 1) {
+          fmt::print("  {:<38} {:>9.1f}ms  ({:.2f} GB/s per rank)\n", "  its exchange (slowest rank)", exchange * 1e3,
+                     bytes / exchange / 1e9);
+          print_split("    counts / buffer / data, slowest rank", mid);
+          print_split("    the same in the first, cold call", first_call);
+        }
+        for (const auto& x : last_report) {
+          std::string stages;
+          for (auto it = x["stages"].begin(); it != x["stages"].end(); ++it)
+            stages += fmt::format(" {} {:.1f}ms", it.key(), it.value().get<double>() * 1e3);
+          fmt::print("    rank {}:{}\n", x["rank"].get<int>(), stages);
+        }
+        if (size > 1)
+          fmt::print("  exchange / MPI_Alltoall bandwidth: {:.2f}x (goal >= 0.8); / MPI_Alltoallv: {:.2f}x\n",
+                     m_a2a / exchange, m_a2av / exchange);
+        const double bw = m_a2a / exchange, total_ratio = s_dist.median / (m_local + m_a2a);
+        fmt::print("  dist::sort / (local sort + exchange floor): {:.2f}x (goal <= 1.3)\n", total_ratio);
+        // Rows of the gpu-check summary table.
+        const std::string who = a.label.empty() ? fmt::format("{} ranks", size) : a.label;
+        if (size > 1)
+          fmt::print("SUMMARY|dist_sort|{}: exchange / MPI_Alltoall bandwidth|{:.2f}x|>= 0.8x|{}\n", who, bw,
+                     bw >= 0.8 ? "ok" : "MISS");
+        fmt::print("SUMMARY|dist_sort|{}: 2^{} total / (local + exchange)|{:.2f}x ({:.0f} ms)|<= 1.3x|{}\n", who,
+                   a.log2, total_ratio, s_dist.median * 1e3, total_ratio <= 1.3 ? "ok" : "MISS");
+        if (!ok) fmt::print("SUMMARY|dist_sort|{}: result check|FAILED||FAIL\n", who);
+      }
+      status = ok ? 0 : 1;
     }
-    const double m_a2a = tandem::summarize(a2a).median, m_a2av = tandem::summarize(a2av).median,
-                 m_local = tandem::summarize(local).median;
-    const tandem::Stats s_dist = tandem::summarize(dist);
-    const ExchangeSplit mid = median_split(splits);
-    const double exchange = std::max(mid.total, 1e-9);                       // one rank exchanges nothing
-    const double bytes = double(n) * 4.0 * double(size - 1) / double(size);  // per rank, off-rank
-    if (rank == 0) {
-      fmt::print("bench_dist_sort: 2^{} u32 keys over {} ranks ({} threads each, device {}), {} reps, check {}\n",
-                 a.log2, size, a.threads ? a.threads : tandem::default_threads(), a.device, a.reps,
-                 ok ? "ok" : "FAILED");
-      fmt::print("  {:<38} {:>10}\n", "what", "median");
-      fmt::print("  {:<38} {:>9.1f}ms  ({:.2f} GB/s per rank)\n", "MPI_Alltoall, same bytes", m_a2a * 1e3,
-                 bytes / m_a2a / 1e9);
-      if (size > 1)
-        fmt::print("  {:<38} {:>9.1f}ms  ({:.2f} GB/s per rank)\n", "MPI_Alltoallv, the sort's block sizes",
-                   m_a2av * 1e3, bytes / m_a2av / 1e9);
-      fmt::print("  {:<38} {:>9.1f}ms\n", "local sort of each rank's keys", m_local * 1e3);
-      fmt::print("  {:<38} {:>9.1f}ms  (min {:.1f}, max {:.1f})\n", "dist::sort", s_dist.median * 1e3, s_dist.min * 1e3,
-                 s_dist.max * 1e3);
-      if (size > 1) {
-        fmt::print("  {:<38} {:>9.1f}ms  ({:.2f} GB/s per rank)\n", "  its exchange (slowest rank)", exchange * 1e3,
-                   bytes / exchange / 1e9);
-        print_split("    counts / buffer / data, slowest rank", mid);
-        print_split("    the same in the first, cold call", first_call);
-      }
-      for (const auto& x : last_report) {
-        std::string stages;
-        for (auto it = x["stages"].begin(); it != x["stages"].end(); ++it)
-          stages += fmt::format(" {} {:.1f}ms", it.key(), it.value().get<double>() * 1e3);
-        fmt::print("    rank {}:{}\n", x["rank"].get<int>(), stages);
-      }
-      if (size > 1)
-        fmt::print("  exchange / MPI_Alltoall bandwidth: {:.2f}x (goal >= 0.8); / MPI_Alltoallv: {:.2f}x\n",
-                   m_a2a / exchange, m_a2av / exchange);
-      const double bw = m_a2a / exchange, total_ratio = s_dist.median / (m_local + m_a2a);
-      fmt::print("  dist::sort / (local sort + exchange floor): {:.2f}x (goal <= 1.3)\n", total_ratio);
-      // Rows of the gpu-check summary table.
-      const std::string who = a.label.empty() ? fmt::format("{} ranks", size) : a.label;
-      if (size > 1)
-        fmt::print("SUMMARY|dist_sort|{}: exchange / MPI_Alltoall bandwidth|{:.2f}x|>= 0.8x|{}\n", who, bw,
-                   bw >= 0.8 ? "ok" : "MISS");
-      fmt::print("SUMMARY|dist_sort|{}: 2^{} total / (local + exchange)|{:.2f}x ({:.0f} ms)|<= 1.3x|{}\n", who, a.log2,
-                 total_ratio, s_dist.median * 1e3, total_ratio <= 1.3 ? "ok" : "MISS");
-      if (!ok) fmt::print("SUMMARY|dist_sort|{}: result check|FAILED||FAIL\n", who);
-    }
-    status = ok ? 0 : 1;
-  }
+    return status;
+  });
   MPI_Finalize();
   return status;
 }

@@ -337,19 +337,22 @@ int run(const Args& a, tandem::dist::Context& ctx) {
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   const Args a = parse(argc, argv);
-  int status = 0;
-  {
-    tandem::dist::Context ctx(MPI_COMM_WORLD);
-    const bool wide = a.values == "u64";
-    if ((a.type != "u32" && a.type != "u64") || (a.values != "none" && a.values != "u32" && !wide)) {
-      if (ctx.rank() == 0) std::fprintf(stderr, "bench_dist_sort_device: --type u32|u64, --values none|u32|u64\n");
-      status = 2;
-    } else if (a.type == "u64") {
-      status = wide ? run<std::uint64_t, std::uint64_t>(a, ctx) : run<std::uint64_t, std::uint32_t>(a, ctx);
-    } else {
-      status = wide ? run<std::uint32_t, std::uint64_t>(a, ctx) : run<std::uint32_t, std::uint32_t>(a, ctx);
+  const int status = tandem::bench::run_reporting_errors("bench_dist_sort_device", [&] {
+    int status = 0;
+    {
+      tandem::dist::Context ctx(MPI_COMM_WORLD);
+      const bool wide = a.values == "u64";
+      if ((a.type != "u32" && a.type != "u64") || (a.values != "none" && a.values != "u32" && !wide)) {
+        if (ctx.rank() == 0) std::fprintf(stderr, "bench_dist_sort_device: --type u32|u64, --values none|u32|u64\n");
+        status = 2;
+      } else if (a.type == "u64") {
+        status = wide ? run<std::uint64_t, std::uint64_t>(a, ctx) : run<std::uint64_t, std::uint32_t>(a, ctx);
+      } else {
+        status = wide ? run<std::uint32_t, std::uint64_t>(a, ctx) : run<std::uint32_t, std::uint32_t>(a, ctx);
+      }
     }
-  }
+    return status;
+  });
   MPI_Finalize();
   return status;
 }
