@@ -128,6 +128,16 @@ Usage usage_now() {
   return {sec(u.ru_utime), sec(u.ru_stime), u.ru_minflt};
 }
 
+// The engine's three stages and, for each, the spread of its threads (StageThreads' fields).
+constexpr const char* kStages[3] = {"count", "merge", "output"};
+constexpr const char* kSpread[3] = {"last thread's start", "longest thread", "threads' mean"};
+std::array<std::array<double, 3>, 3> stage_spreads(const mapreduce::detail::CpuWordCountStats& st) {
+  std::array<std::array<double, 3>, 3> out;
+  const std::array<mapreduce::detail::StageThreads, 3> th{st.count_threads, st.merge_threads, st.output_threads};
+  for (std::size_t k = 0; k < 3; ++k) out[k] = {th[k].last_start, th[k].longest, th[k].mean};
+  return out;
+}
+
 // The engine's stages on `threads` threads, each the least of the calls (other processes' load
 // only ever adds), with the process's CPU time per call (user and kernel: what the threads did
 // whether or not they were descheduled) and its minor page faults (fresh memory touched).
@@ -152,12 +162,9 @@ void stage_lines(bench::Bench& b, std::string_view text, int threads, const std:
     merge = std::min(merge, st.merge_seconds);
     output = std::min(output, st.output_seconds);
     serial = std::min(serial, st.output_serial_seconds);
-    const std::array<mapreduce::detail::StageThreads, 3> stages{st.count_threads, st.merge_threads, st.output_threads};
-    for (std::size_t k = 0; k < 3; ++k) {
-      spread[k][0] = std::min(spread[k][0], stages[k].last_start);
-      spread[k][1] = std::min(spread[k][1], stages[k].longest);
-      spread[k][2] = std::min(spread[k][2], stages[k].mean);
-    }
+    const auto spreads = stage_spreads(st);
+    for (std::size_t k = 0; k < 3; ++k)
+      for (std::size_t f = 0; f < 3; ++f) spread[k][f] = std::min(spread[k][f], spreads[k][f]);
     total = std::min(total, t);
     user = std::min(user, u1.user - u0.user);
     sys = std::min(sys, u1.sys - u0.sys);
@@ -174,11 +181,9 @@ void stage_lines(bench::Bench& b, std::string_view text, int threads, const std:
   b.info(fmt::format("stage sort output, {}", at), output * 1e3, "ms");
   b.info(fmt::format("stage sort output on one thread (splitters, records), {}", at), serial * 1e3, "ms");
   if (threads > 1) {
-    const char* names[3] = {"count", "merge", "output"};
-    const char* what[3] = {"last thread's start", "longest thread", "threads' mean"};
     for (std::size_t k = 0; k < 3; ++k)
       for (std::size_t f = 0; f < 3; ++f)
-        b.info(fmt::format("stage {}: {}, {}", names[k], what[f], at), spread[k][f] * 1e3, "ms");
+        b.info(fmt::format("stage {}: {}, {}", kStages[k], kSpread[f], at), spread[k][f] * 1e3, "ms");
   }
   b.info(fmt::format("whole call, {}", at), total * 1e3, "ms");
   b.info(fmt::format("CPU time per call (user), {}", at), user * 1e3, "ms");
@@ -205,21 +210,18 @@ void cold_stage_lines(bench::Bench& b, std::string_view text, int threads, const
     const auto words = mapreduce::detail::cpu_wordcount(text, threads, 0, st);
     if (i < b.warmup() || words.size() != m.size()) continue;
     const std::array<double, 3> stage{st.count_seconds, st.merge_seconds, st.output_seconds};
-    const std::array<mapreduce::detail::StageThreads, 3> th{st.count_threads, st.merge_threads, st.output_threads};
+    const auto spreads = stage_spreads(st);
     for (std::size_t k = 0; k < 3; ++k) {
       secs[k].push_back(stage[k]);
-      spread[k][0].push_back(th[k].last_start);
-      spread[k][1].push_back(th[k].longest);
-      spread[k][2].push_back(th[k].mean);
+      for (std::size_t f = 0; f < 3; ++f) spread[k][f].push_back(spreads[k][f]);
     }
   }
   if (secs[0].empty()) return b.fail("cold calls: the word count differs from the anchor's");
-  const char* names[3] = {"count", "merge", "output"};
-  const char* what[3] = {"last thread's start", "longest thread", "threads' mean"};
   for (std::size_t k = 0; k < 3; ++k) {
-    b.info(fmt::format("cold stage {}, {} threads, median", names[k], threads), summarize(secs[k]).median * 1e3, "ms");
+    b.info(fmt::format("cold stage {}, {} threads, median", kStages[k], threads), summarize(secs[k]).median * 1e3,
+           "ms");
     for (std::size_t f = 0; f < 3; ++f)
-      b.info(fmt::format("cold stage {}: {}, {} threads, median", names[k], what[f], threads),
+      b.info(fmt::format("cold stage {}: {}, {} threads, median", kStages[k], kSpread[f], threads),
              summarize(spread[k][f]).median * 1e3, "ms");
   }
 }

@@ -66,15 +66,12 @@ std::uint64_t estimated_groups(const Table& t, const std::vector<std::string>& b
   return estimate_groups(std::move(hashes), t.rows());
 }
 
-// n bytes for the exchange to write, not zeroed first (it writes all of them; a zero-fill cost as
-// much as the copy), from 2 MiB up on the scratch pool's huge pages (a fresh buffer's page faults
-// cost more than both), given back when the last table borrowing them is gone.
+// n bytes for the exchange to write: a Scratch vector (not zeroed first: the exchange writes all
+// of them; from 2 MiB up on the scratch pool's huge pages, whose reuse spares the page faults),
+// kept alive by the tables that borrow from it.
 std::shared_ptr<std::byte> receive_buffer(std::size_t n) {
-  if (n < cpu_groupby::kHugePage)
-    return std::shared_ptr<std::byte>(new std::byte[std::max<std::size_t>(n, 1)], std::default_delete<std::byte[]>());
-  const std::size_t size = cpu_groupby::scratch_class(n);
-  return std::shared_ptr<std::byte>(static_cast<std::byte*>(cpu_groupby::take_scratch(size)),
-                                    [size](std::byte* p) { cpu_groupby::give_scratch(p, size); });
+  auto bytes = std::make_shared<cpu_groupby::Scratch<std::byte>>(n);
+  return std::shared_ptr<std::byte>(bytes, bytes->data());
 }
 
 // Sends counts[d] bytes of `send` (serialised tables, back to back) to rank d and reads the
