@@ -44,7 +44,7 @@ struct CpuWordCountStats {
   StageThreads count_threads, merge_threads, output_threads;
 };
 
-// The chunk size when none is given: about 16 chunks per thread, 64 KiB to 1 MiB.
+// The chunk size when none is given: about 32 chunks per thread, 32 KiB to 1 MiB.
 std::size_t word_chunk_bytes(std::size_t bytes, int threads);
 
 // Words of `text` with their counts, sorted as sort_word_counts sorts them. threads >= 1;
