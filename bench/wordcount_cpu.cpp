@@ -315,6 +315,7 @@ int main(int argc, char** argv) {
   std::vector<double> anchor_s;
   std::vector<std::vector<double>> tandem_s(counts.size());
   std::vector<std::map<std::string, std::vector<double>>> stage_s(counts.size());  // the report's stages
+  std::vector<std::vector<double>> faults_s(counts.size());                        // minor page faults of each call
   std::vector<bool> same(counts.size(), true);
   for (int round = 0; round < b.warmup() + b.reps(); ++round) {
     Stopwatch w;
@@ -326,12 +327,15 @@ int main(int argc, char** argv) {
       mapreduce::WordCountOptions o;
       o.engine.device = Device::cpu;
       o.engine.threads = counts[i];
+      const long faults_before = usage_now().minor_faults;
       w.reset();
       const auto r = mapreduce::wordcount(tv, o);
       const double t = w.seconds();
+      const long faults = usage_now().minor_faults - faults_before;
       same[i] = same[i] && r.words == want;
       if (round < b.warmup()) continue;
       tandem_s[i].push_back(t);
+      faults_s[i].push_back(double(faults));
       for (const Stage& s : r.report.stages) stage_s[i][s.name].push_back(s.seconds);
     }
   }
@@ -344,6 +348,8 @@ int main(int argc, char** argv) {
     if (!same[i]) b.fail(fmt::format("word count on {} threads differs from the anchor", threads));
     b.record("word count", fmt::format("tandem, {} threads", threads), st, double(text.size()), "B", same[i]);
     b.info(fmt::format("word count {} threads vs the anchor", threads), at.median / st.median, "x");
+    b.info(fmt::format("minor page faults in these calls, {} threads, median", threads), summarize(faults_s[i]).median,
+           "");
     for (const auto& [name, secs] : stage_s[i])
       b.info(fmt::format("stage {} in these calls, {} threads, median", name, threads), summarize(secs).median * 1e3,
              "ms");
