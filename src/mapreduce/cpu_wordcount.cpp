@@ -191,13 +191,6 @@ std::vector<std::unique_ptr<ThreadTables>> count_chunks(std::string_view text, i
   return tables;
 }
 
-// Asks for the cache lines of `words` (a read is to come).
-template <class Slot>
-void prefetch_lines(std::span<const Slot> words) {
-  const char* p = reinterpret_cast<const char*>(words.data());
-  for (std::size_t b = 0; b < words.size_bytes(); b += 64) __builtin_prefetch(p + b);
-}
-
 // Long words are compared in the text at their offsets, which lie anywhere in it: a merge reads a
 // long word's bytes this many records before it adds it, so the compare finds them in cache.
 constexpr std::size_t kTextAhead = 8;
@@ -220,8 +213,8 @@ WordTable merge_range(std::string_view text, const std::vector<std::unique_ptr<T
   // the merged table's slots too, where a line at a time would each wait on its own.
   merged.prefetch_slots();
   for (const auto& t : tables) {
-    prefetch_lines(t->inline_ranges.range(p));
-    prefetch_lines(t->long_ranges.range(p));
+    for (const auto words : {std::as_bytes(t->inline_ranges.range(p)), std::as_bytes(t->long_ranges.range(p))})
+      prefetch_lines(words.data(), words.size());
   }
   for (const auto& t : tables) {
     for (const InlineSlot& s : t->inline_ranges.range(p)) merged.add(s.key(), s.hash(), 0, s.count());

@@ -127,6 +127,15 @@ inline bool same_bytes(const char* a, const char* b, std::size_t len) {
   return diff == 0;
 }
 
+// Asks for every cache line of the `bytes` bytes at p (ForWrite: they are about to be written): a
+// stream of requests the memory system overlaps, where a line first touched by a lookup would wait
+// for it alone.
+template <bool ForWrite = false>
+void prefetch_lines(const void* p, std::size_t bytes) {
+  const char* c = static_cast<const char*>(p);
+  for (std::size_t b = 0; b < bytes; b += 64) __builtin_prefetch(c + b, ForWrite ? 1 : 0, 3);
+}
+
 struct WordSlot {
   WordKey key;
   std::uint64_t count;   // 0: empty
@@ -235,12 +244,8 @@ class OpenTable {
   const Slot& slot(std::size_t i) const { return slots_[i]; }
   // The slot a word of this hash is looked up in first.
   const Slot* home_slot(std::uint64_t hash) const { return &slots_[home(hash)]; }
-  // Asks for every cache line of the slots, for writing: a stream of requests the memory system
-  // overlaps, where the first touch of each line by a lookup would wait for it alone.
-  void prefetch_slots() const {
-    const char* p = reinterpret_cast<const char*>(&slots_[0]);
-    for (std::size_t b = 0; b < capacity() * sizeof(Slot); b += 64) __builtin_prefetch(p + b, 1, 3);
-  }
+  // Asks for every cache line of the slots, for writing (prefetch_lines).
+  void prefetch_slots() const { prefetch_lines<true>(&slots_[0], capacity() * sizeof(Slot)); }
 
   // Moves every word out, grouped by hash range (`parts` a power of two), and leaves the table
   // empty. For the thread that filled the table: its slots are cleared while they are in that
