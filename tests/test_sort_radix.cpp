@@ -243,6 +243,19 @@ TEST(CpuRadix, OneBucketHoldsAlmostAllKeys) {  // the large bucket goes through 
   check_radix(in32, 4);
 }
 
+TEST(CpuRadix, SmallSortsWithCrowdedTopBitsTakeLsdPasses) {
+  // One thread, most keys sharing their top bits (as a word count's order keys: a count's
+  // complement on top): the whole sort falls back to LSD passes, stable like the rest.
+  for (std::size_t n : {511, 512, 730, 4097, 60000}) {
+    check_radix(make_keys<std::uint64_t>(n, Shape::top_heavy, n), 1);
+    check_radix(make_keys<float>(n, Shape::top_heavy, n + 1), 1);
+    std::vector<std::uint64_t> counts_on_top(n);
+    std::mt19937_64 rng(n);
+    for (auto& k : counts_on_top) k = (0xffffull - 1 - rng() % 8) << 48 | (rng() % 5000);  // many equal keys
+    check_radix(counts_on_top, 1);
+  }
+}
+
 // Scratch of 2 MiB to 64 MiB comes from the scratch pool and goes back to it; larger scratch does
 // not stay in the process after the call.
 TEST(CpuRadix, MidSizedScratchIsKeptForTheNextSort) {
