@@ -227,7 +227,16 @@ struct RangedWords {
 template <class Slot>
 class OpenTable {
  public:
-  OpenTable(OpenTable&&) noexcept = default;
+  // The table moved from is left empty, with no slots: its destructor touches none.
+  OpenTable(OpenTable&& o) noexcept
+      : slots_(std::move(o.slots_)),
+        mask_(std::exchange(o.mask_, 0)),
+        shift_(o.shift_),
+        skip_(o.skip_),
+        load_quarters_(o.load_quarters_),
+        grow_above_(std::exchange(o.grow_above_, 0)),
+        size_(std::exchange(o.size_, 0)),
+        grows_(o.grows_) {}
   OpenTable& operator=(OpenTable&&) = delete;
   ~OpenTable() {
     if (size_ == 0) {
