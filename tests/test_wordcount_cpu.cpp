@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "mapreduce/cpu_wordcount.hpp"
+#include "mapreduce/word_order.hpp"
 #include "mapreduce/word_scan.hpp"
 #include "mapreduce/word_slot_pool.hpp"
 #include "mapreduce/word_table.hpp"
@@ -540,6 +541,41 @@ TEST(CpuWordCount, TiesAcrossTheInlineAndLongTables) {
   for (const auto& w : words) want.emplace_back(w, 1);
   mapreduce::sort_word_counts(want);
   for (int threads : {1, 2, 5}) EXPECT_EQ(count(t, threads, 16), want) << threads << " threads";
+}
+
+TEST(WordOrder, OrderKeysNeverDecreaseAlongThePrintOrder) {
+  // Counts around the 16-bit field's top (65,535 and more all key 0) and words sharing prefixes.
+  std::vector<std::pair<std::string, std::uint64_t>> v;
+  const std::uint64_t counts[] = {1, 2, 255, 256, 65533, 65534, 65535, 65536, 1u << 20};
+  for (const char* w : {"a", "ab", "abcdef", "abcdefg", "abcdefgh", "abcdefgz", "abcdez", "b", "\xff\xff"})
+    for (std::uint64_t c : counts) v.emplace_back(w, c);
+  mapreduce::sort_word_counts(v);
+  for (std::size_t i = 1; i < v.size(); ++i) {
+    const auto key = [](const std::pair<std::string, std::uint64_t>& e) {
+      return word_order_key(e.second, word_prefix(e.first));
+    };
+    EXPECT_LE(key(v[i - 1]), key(v[i])) << v[i - 1].first << " x" << v[i - 1].second << " then " << v[i].first << " x"
+                                        << v[i].second;
+  }
+  EXPECT_EQ(word_order_key(65535, word_prefix("a")), 0u);
+  EXPECT_GT(word_order_key(65534, word_prefix("a")), 0u);
+}
+
+TEST(CpuWordCount, FamiliesOfWordsTiedInCountAndPrefixAndVeryFrequentWords) {
+  // Identifier families (equal counts, shared prefixes of 6 to 20 bytes, words both within and
+  // beyond 16 bytes) and words of 65,535 occurrences and more, whose order keys all tie: the
+  // radix sort's ties are ordered as words, in ranges and in buckets of few and of many pieces.
+  std::vector<std::string> words;
+  for (const char* stem : {"shared", "sharedlib", "shared_library_", "static_vec", "abcdefghijklmnopq"})
+    for (const char* tail : {"", "a", "b", "_x", "_y", "zz", "\xc3\xa9", "_concurrent_load_test"})
+      words.push_back(std::string(stem) + tail);
+  std::string s;
+  for (int rep = 0; rep < 7; ++rep)
+    for (std::size_t i = 0; i < words.size(); ++i) s += words[(i * 11 + rep) % words.size()] + (i % 3 ? " " : "\n");
+  for (int i = 0; i < 140000; ++i) s += i % 2 ? "the " : "of ";  // 70,000 each: tied, key 0
+  for (int i = 0; i < 66000; ++i) s += "and ";
+  const std::vector<char> t = bytes(s + std::string(random_text(300000, 14, 9).data(), 300000));
+  for (int threads : {1, 2, 3, 16}) expect_counts(t, threads, 4096);
 }
 
 TEST(CpuWordCount, WordcountUsesItAndKeepsTheCounts) {

@@ -4,11 +4,14 @@
 #include <atomic>
 #include <bit>
 #include <cstring>
+#include <limits>
 #include <memory>
+#include <numeric>
 
 #include "mapreduce/word_order.hpp"
 #include "mapreduce/word_scan.hpp"
 #include "mapreduce/word_table.hpp"
+#include "sort/cpu_radix.hpp"
 #include "tandem/core/timing.hpp"
 #include "tandem/mapreduce.hpp"
 
@@ -42,28 +45,32 @@ class ThreadClock {
 };
 
 // A distinct word in output order: count descending, then bytes ascending. `rank` is the count's
-// complement and `prefix` the first 8 bytes big-endian (zero-padded), so that (rank, prefix) as one
-// 128-bit number orders most pairs with one comparison, without reading the text; `rest` is, for a
-// word of at most 16 bytes, its bytes 8..15 big-endian (so such a word needs no text at all), and
-// for a longer one its offset in the text.
+// complement and `prefix` and `second` the word's bytes 0..7 and 8..15 big-endian (zero-padded), so
+// that (rank, prefix) as one 128-bit number orders most pairs with one comparison, and `second`
+// most of the rest, without reading the text: a word of at most 16 bytes needs no text at all,
+// and a longer one is at `offset` in it.
 struct OutWord {
   std::uint64_t rank;
   std::uint64_t prefix;
-  std::uint64_t rest;
+  std::uint64_t second;
   std::uint64_t len;
+  std::uint64_t offset;
   std::uint64_t count() const { return ~rank; }
 };
 
 OutWord out_word(const char* text, const WordKey& key, std::uint64_t count, std::uint64_t offset) {
   const std::size_t len = key.length();
-  if (key.is_short()) return {~count, __builtin_bswap64(key.k0), __builtin_bswap64(key.k1), len};
-  return {~count, word_prefix({text + offset, len}), offset, len};  // a long word's bytes are in the text
+  if (key.is_short()) return {~count, __builtin_bswap64(key.k0), __builtin_bswap64(key.k1), len, 0};
+  std::uint64_t b0, b1;  // a long word (more than 16 bytes): its first 16 from the text
+  std::memcpy(&b0, text + offset, 8);
+  std::memcpy(&b1, text + offset + 8, 8);
+  return {~count, __builtin_bswap64(b0), __builtin_bswap64(b1), len, offset};
 }
 
 // The word's bytes: from the record when it holds them (into buf, 16 bytes), else in the text.
 std::string_view word_bytes(const char* text, const OutWord& w, char* buf) {
-  if (w.len > kShortWord) return {text + w.rest, w.len};
-  const std::uint64_t b0 = __builtin_bswap64(w.prefix), b1 = __builtin_bswap64(w.rest);
+  if (w.len > kShortWord) return {text + w.offset, w.len};
+  const std::uint64_t b0 = __builtin_bswap64(w.prefix), b1 = __builtin_bswap64(w.second);
   std::memcpy(buf, &b0, 8);
   std::memcpy(buf + 8, &b1, 8);
   return {buf, w.len};
@@ -76,7 +83,8 @@ auto out_word_less(const char* text) {
     if (ka != kb) [[likely]]
       return ka < kb;
     // Zero-padded bytes compare as the words do: a word has no zero byte.
-    if (a.len <= kShortWord && b.len <= kShortWord) return a.rest < b.rest;
+    if (a.second != b.second) return a.second < b.second;
+    if (a.len <= kShortWord && b.len <= kShortWord) return false;  // the same 16 bytes or fewer
     char abuf[16], bbuf[16];
     return word_bytes(text, a, abuf) < word_bytes(text, b, bbuf);
   };
@@ -227,49 +235,82 @@ WordTable merge_range(std::string_view text, const std::vector<std::unique_ptr<T
   return merged;
 }
 
+// Records in print order with their word_order_keys.
+struct SortedWords {
+  std::vector<OutWord> words;
+  std::vector<std::uint64_t> keys;
+  std::size_t size() const { return words.size(); }
+};
+
+// Sorts s.words (s.keys[i] their word_order_keys) into print order: a radix sort of the keys, then
+// each run of equal keys by out_word_less. Branchy comparisons of the records cost several times
+// more (a sort of 46,571 distinct words took 65 ns a word, most of the merge stage).
+void sort_in_print_order(const char* text, SortedWords& s) {
+  const std::size_t n = s.size();
+  if (n > std::numeric_limits<std::uint32_t>::max()) {  // more words than the radix sort's indices hold
+    std::sort(s.words.begin(), s.words.end(), out_word_less(text));
+    for (std::size_t i = 0; i < n; ++i) s.keys[i] = word_order_key(s.words[i].count(), s.words[i].prefix);
+    return;
+  }
+  std::vector<std::uint32_t> at(n);
+  std::iota(at.begin(), at.end(), 0u);
+  tandem::detail::cpu_radix_sort<std::uint64_t, std::uint32_t>(s.keys, at, false, 1);
+  std::vector<OutWord> sorted(n);
+  for (std::size_t i = 0; i < n; ++i) sorted[i] = s.words[at[i]];
+  const auto less = out_word_less(text);
+  for (std::size_t i = 0, j; i < n; i = j) {
+    for (j = i + 1; j < n && s.keys[j] == s.keys[i];) ++j;
+    if (j - i > 1) std::sort(sorted.begin() + i, sorted.begin() + j, less);
+  }
+  s.words.swap(sorted);
+}
+
 // The words of the tables as records, sorted.
-std::vector<OutWord> sorted_records(const char* text, const WordTable& t, const InlineWordTable* inline_words) {
+SortedWords sorted_records(const char* text, const WordTable& t, const InlineWordTable* inline_words) {
   // Every slot written, an empty one over by the next (no branch on whether a slot is used: about
   // half are, at random).
-  std::vector<OutWord> out(t.size() + (inline_words ? inline_words->size() : 0) + 1);
+  SortedWords out;
+  out.words.resize(t.size() + (inline_words ? inline_words->size() : 0) + 1);
   std::size_t n = 0;
   for (std::size_t i = 0; i < t.capacity(); ++i) {
     const WordSlot& s = t.slot(i);
-    out[n] = out_word(text, s.key, s.count, s.offset);
+    out.words[n] = out_word(text, s.key, s.count, s.offset);
     n += s.used();
   }
   if (inline_words)
     for (std::size_t i = 0; i < inline_words->capacity(); ++i) {
       const InlineSlot& s = inline_words->slot(i);
-      out[n] = out_word(text, s.key(), s.count(), 0);
+      out.words[n] = out_word(text, s.key(), s.count(), 0);
       n += s.used();
     }
-  out.resize(n);
-  std::sort(out.begin(), out.end(), out_word_less(text));
+  out.words.resize(n);
+  out.keys.resize(n);
+  for (std::size_t i = 0; i < n; ++i) out.keys[i] = word_order_key(out.words[i].count(), out.words[i].prefix);
+  sort_in_print_order(text, out);
   return out;
 }
 
-// Records that split the sorted runs into `buckets` parts of about equal size, ascending: samples
-// taken evenly from every run (16 per bucket over all), sorted, every 16th kept.
-std::vector<OutWord> bucket_splitters(const char* text, const std::vector<std::vector<OutWord>>& runs,
-                                      std::size_t total, std::size_t buckets) {
+// Order keys that split the sorted runs into `buckets` parts of about equal size, ascending:
+// samples taken evenly from every run (16 per bucket over all), sorted, every 16th kept. Words of
+// one key fall into one bucket.
+std::vector<std::uint64_t> bucket_splitters(const std::vector<SortedWords>& runs, std::size_t total,
+                                            std::size_t buckets) {
   constexpr std::size_t kOversample = 16;
   const std::size_t step = std::max<std::size_t>(1, total / (buckets * kOversample));
-  std::vector<OutWord> samples;
+  std::vector<std::uint64_t> samples;
   for (const auto& r : runs)
-    for (std::size_t i = step / 2; i < r.size(); i += step) samples.push_back(r[i]);
-  std::sort(samples.begin(), samples.end(), out_word_less(text));
-  std::vector<OutWord> split;
+    for (std::size_t i = step / 2; i < r.size(); i += step) samples.push_back(r.keys[i]);
+  std::sort(samples.begin(), samples.end());
+  std::vector<std::uint64_t> split;
   for (std::size_t b = 1; b < buckets && !samples.empty(); ++b) split.push_back(samples[b * samples.size() / buckets]);
   return split;
 }
 
 // `v` holds sorted runs between consecutive `bounds` (bounds[0] = 0): merged pairwise in rounds
-// into one sorted run, `tmp` the other buffer — the runs' order is used, not sorted again. An odd
-// run out is merged with an empty one.
-template <class Less>
-void merge_sorted_runs(std::vector<OutWord>& v, std::vector<OutWord>& tmp, std::vector<std::size_t>& bounds,
-                       const Less& less) {
+// into one sorted run, `tmp` the other buffer. An odd run out is merged with an empty one.
+void merge_sorted_runs(const char* text, std::vector<OutWord>& v, std::vector<OutWord>& tmp,
+                       std::vector<std::size_t>& bounds) {
+  const auto less = out_word_less(text);
   tmp.resize(v.size());
   std::vector<std::size_t> merged;
   while (bounds.size() > 2) {
@@ -282,6 +323,118 @@ void merge_sorted_runs(std::vector<OutWord>& v, std::vector<OutWord>& tmp, std::
     v.swap(tmp);
     bounds.swap(merged);
   }
+}
+
+// A bucket's pieces of up to this many runs are merged (a few rounds of comparisons that mostly
+// need no text); from more, sorted again by keys (sort_in_print_order), which costs the same
+// however many pieces there are.
+constexpr std::size_t kMergedPiecesMax = 8;
+
+// Where the splitters fall in a run's keys: pos[b] is the number of keys below split[b - 1]
+// (pos[0] = 0, pos[split.size() + 1] = all), found in one walk along the keys.
+void split_positions(const std::vector<std::uint64_t>& keys, const std::vector<std::uint64_t>& split,
+                     std::size_t* pos) {
+  std::size_t i = 0;
+  pos[0] = 0;
+  for (std::size_t b = 0; b < split.size(); ++b) {
+    while (i < keys.size() && keys[i] < split[b]) ++i;
+    pos[b + 1] = i;
+  }
+  pos[split.size() + 1] = keys.size();
+}
+
+// The result's strings for a bucket's sorted words, at their place in it. The elements were made
+// on another core: each line is asked for (for writing) a few elements ahead.
+void write_strings(const char* text, const std::vector<OutWord>& words, std::pair<std::string, std::uint64_t>* out) {
+  constexpr std::size_t kAhead = 8;
+  char buf[16];
+  for (std::size_t i = 0; i < words.size(); ++i) {
+    if (i + kAhead < words.size()) __builtin_prefetch(out + i + kAhead, 1);
+    const std::string_view word = word_bytes(text, words[i], buf);
+    out[i].first.assign(word.data(), word.size());  // no string made and moved: 0.2 ms on 2 threads
+    out[i].second = words[i].count();
+  }
+}
+
+// The thread tables merged into the result, in print order, on T threads: each hash range merged
+// into one table and its words made sorted records (sorted_records) by one thread; the sorted runs
+// cut into buckets by sampled order keys (a parallel sample sort: no merge of all runs at the
+// end), each bucket's pieces sorted together and made strings at the bucket's place in the result.
+std::vector<std::pair<std::string, std::uint64_t>> merge_in_print_order(
+    std::string_view text, std::vector<std::unique_ptr<ThreadTables>>& tables, int T, std::size_t parts,
+    CpuWordCountStats& st) {
+  const char* txt = text.data();
+  Stopwatch w;
+  std::vector<SortedWords> runs(parts);
+  std::atomic<std::size_t> next_range{0}, grows{0};
+  ThreadClock merge_clock(T);
+  run_threads(T, [&](int t) {
+    merge_clock.start(t);
+    for (std::size_t p = next_range++; p < parts; p = next_range++) {
+      const WordTable merged = merge_range(text, tables, p, parts);
+      grows += merged.grows();
+      // Sorted by the thread that merged it, while its lines and the long words' text are in cache.
+      runs[p] = sorted_records(txt, merged, nullptr);
+    }
+    merge_clock.end(t);
+  });
+  st.merge_grows = grows;
+  st.merge_threads = merge_clock.summary();
+  st.merge_seconds = w.seconds();
+
+  w.reset();
+  std::size_t distinct = 0;
+  for (const auto& r : runs) distinct += r.size();
+  const std::vector<std::uint64_t> split = bucket_splitters(runs, distinct, std::size_t(T) * 4);
+  const std::size_t B = split.size() + 1;
+  std::vector<std::size_t> pos(parts * (B + 1));  // split_positions of each run
+  std::vector<SortedWords> bucket_words(B);
+  std::vector<std::size_t> bucket_start(B, 0);
+  std::vector<std::pair<std::string, std::uint64_t>> out;
+  st.output_serial_seconds = w.seconds();
+  std::atomic<std::size_t> next_run{0}, next_bucket{0}, next_write{0};
+  ThreadClock output_clock(T);
+  run_threads(T, [&](int t) {
+    output_clock.start(t);
+    // The thread tables are done with: each given back to the pool (already cleared by the drain)
+    // by the thread that counted into it (the pool hands its block to that core again).
+    if (std::size_t(t) < tables.size()) tables[t].reset();
+    for (std::size_t r = next_run++; r < parts; r = next_run++) split_positions(runs[r].keys, split, &pos[r * (B + 1)]);
+    team_barrier();  // every run cut
+    std::vector<OutWord> tmp;
+    std::vector<std::size_t> bounds;
+    // One thread makes the result's elements (a vector's are made by one thread: 0.14-0.34 ms for
+    // 46,571 words on the H200 host) while the others sort the buckets.
+    if (t == 0) out.resize(distinct);
+    for (std::size_t b = next_bucket++; b < B; b = next_bucket++) {
+      std::size_t pieces = 0;
+      for (std::size_t r = 0; r < parts; ++r) {
+        const std::size_t first = pos[r * (B + 1) + b], last = pos[r * (B + 1) + b + 1];
+        bucket_start[b] += first;
+        pieces += last != first;
+      }
+      // Pieces from a few runs are merged, from many sorted again by their keys; one is in order.
+      const bool by_keys = pieces > kMergedPiecesMax;
+      SortedWords& mine = bucket_words[b];
+      bounds.assign(1, 0);
+      for (std::size_t r = 0; r < parts; ++r) {
+        const std::size_t first = pos[r * (B + 1) + b], last = pos[r * (B + 1) + b + 1];
+        if (last == first) continue;
+        mine.words.insert(mine.words.end(), runs[r].words.begin() + first, runs[r].words.begin() + last);
+        if (by_keys) mine.keys.insert(mine.keys.end(), runs[r].keys.begin() + first, runs[r].keys.begin() + last);
+        bounds.push_back(mine.size());
+      }
+      if (by_keys) sort_in_print_order(txt, mine);
+      else if (pieces > 1) merge_sorted_runs(txt, mine.words, tmp, bounds);
+    }
+    team_barrier();  // the result's elements are made, every bucket sorted
+    for (std::size_t b = next_write++; b < B; b = next_write++)
+      write_strings(txt, bucket_words[b].words, out.data() + bucket_start[b]);
+    output_clock.end(t);
+  });
+  st.output_threads = output_clock.summary();
+  st.output_seconds = w.seconds();
+  return out;
 }
 
 }  // namespace
@@ -326,79 +479,14 @@ std::vector<std::pair<std::string, std::uint64_t>> cpu_wordcount(std::string_vie
   auto tables = count_chunks(text, T, chunk, inline_slots, long_slots, T > 1 ? parts : 1, st);
   st.count_seconds = w.seconds();
 
-  // Each hash range merged over the thread tables and its records sorted: one sorted run per
-  // range (one thread: the thread's table is the one run).
+  if (T > 1) return merge_in_print_order(text, tables, T, parts, st);
+  // One thread: its tables are the result, sorted and made strings.
   w.reset();
-  std::vector<std::vector<OutWord>> runs(T > 1 ? parts : 1);
-  if (T > 1) {
-    std::atomic<std::size_t> next{0}, grows{0};
-    ThreadClock clock(T);
-    run_threads(T, [&](int t) {
-      clock.start(t);
-      for (std::size_t p = next++; p < parts; p = next++) {
-        const WordTable merged = merge_range(text, tables, p, parts);
-        grows += merged.grows();
-        runs[p] = sorted_records(text.data(), merged, nullptr);
-      }
-      clock.end(t);
-    });
-    st.merge_grows = grows;
-    st.merge_threads = clock.summary();
-  } else {
-    runs[0] = sorted_records(text.data(), tables[0]->long_words, &tables[0]->inline_words);
-  }
+  const SortedWords run = sorted_records(text.data(), tables[0]->long_words, &tables[0]->inline_words);
   st.merge_seconds = w.seconds();
-
-  // The runs split by sampled records into buckets; each bucket's share of every run is found by
-  // binary search and its pieces merged (a parallel sample sort: no merge rounds over all words, no
-  // sequential last merge), then made strings at their place in the output. A bucket's place is
-  // the number of records below its first splitter, summed over the runs, so buckets need nothing
-  // from each other.
   w.reset();
-  std::size_t distinct = 0;
-  for (const auto& r : runs) distinct += r.size();
-  const std::size_t buckets = T > 1 ? std::size_t(T) * 4 : 1;
-  const std::vector<OutWord> split = bucket_splitters(text.data(), runs, distinct, buckets);
-  const std::size_t B = split.size() + 1;
-  const auto less = out_word_less(text.data());
-  std::vector<std::pair<std::string, std::uint64_t>> out;
-  std::vector<std::vector<OutWord>> bucket_words(B);
-  std::vector<std::size_t> bucket_start(B, 0);
-  st.output_serial_seconds = w.seconds();
-  std::atomic<std::size_t> next_merge{0}, next_write{0};
-  ThreadClock clock(T);
-  run_threads(T, [&](int t) {
-    clock.start(t);
-    // The thread tables are done with: each given back to the pool (already cleared by the drain)
-    // by the thread that counted into it (the pool hands its block to that core again).
-    if (std::size_t(t) < tables.size()) tables[t].reset();
-    // One thread makes the result's elements (a vector's are made by one thread, a third of this
-    // stage's time on 16) while the others merge the buckets.
-    if (t == 0) out.resize(distinct);
-    std::vector<OutWord> tmp;
-    std::vector<std::size_t> bounds;
-    for (std::size_t b = next_merge++; b < B; b = next_merge++) {
-      std::vector<OutWord>& mine = bucket_words[b];
-      bounds.assign(1, 0);
-      for (const auto& r : runs) {
-        const auto lo = b == 0 ? r.begin() : std::lower_bound(r.begin(), r.end(), split[b - 1], less);
-        const auto hi = b + 1 == B ? r.end() : std::lower_bound(lo, r.end(), split[b], less);
-        bucket_start[b] += static_cast<std::size_t>(lo - r.begin());
-        mine.insert(mine.end(), lo, hi);
-        bounds.push_back(mine.size());
-      }
-      merge_sorted_runs(mine, tmp, bounds, less);
-    }
-    team_barrier();  // the result's elements are made
-    char buf[16];
-    for (std::size_t b = next_write++; b < B; b = next_write++) {
-      const std::vector<OutWord>& mine = bucket_words[b];
-      for (std::size_t i = 0; i < mine.size(); ++i)
-        out[bucket_start[b] + i] = {std::string(word_bytes(text.data(), mine[i], buf)), mine[i].count()};
-    }
-    clock.end(t);
-  });
-  st.output_threads = clock.summary();
+  std::vector<std::pair<std::string, std::uint64_t>> out(run.size());
+  write_strings(text.data(), run.words, out.data());
   st.output_seconds = w.seconds();
   return out;
 }

@@ -20,6 +20,16 @@ inline std::uint64_t word_prefix(std::string_view w) {
   return __builtin_bswap64(p);
 }
 
+// A word's place in print order as one number that never decreases along it: the count's
+// complement in the top 16 bits, the word's first 6 bytes below (word_prefix's top 48 bits); 0 for
+// every word of 65,535 or more occurrences. Words with different numbers need no other comparison,
+// so a radix sort on it orders almost all of them; equal numbers (a shared 6-byte prefix and the
+// same count, or the few most frequent words) are then ordered as words.
+inline std::uint64_t word_order_key(std::uint64_t count, std::uint64_t prefix) {
+  constexpr std::uint64_t kMost = 0xffff;
+  return count >= kMost ? 0 : (kMost - count) << 48 | prefix >> 16;
+}
+
 // Indices of the entries (words[i], counts[i]) in print order, sorted on `threads` threads when
 // there are many: small records (count, first 8 bytes as a number, index) are sorted, the words
 // compared only where both tie.
