@@ -205,29 +205,30 @@ TEST(WordTable, ShortKeysAreTheSameWithOrWithoutBytesToSpareAfterTheWord) {
 TEST(WordTable, DrainedHashRangesHoldEveryWordOnceAndLeaveTheTableEmpty) {
   const std::vector<char> t = random_text(20000, 24, 11);  // short, inline-key and hashed-key words
   const auto want = reference_counts(t);
-  for (int load_quarters : {2, 3}) {  // doubling at half load (all tables) and at 3/4 (long words)
-    for (std::size_t parts = 1; parts <= 4096; parts *= 4) {
-      WordTable table(t.data(), t.size(), 16, 0, load_quarters);  // grows many times
-      mapreduce::for_each_word(t.data(), t.size(), 0, t.size(),
-                               [&](std::size_t b, std::size_t n) { table.add_word(b, n); });
-      EXPECT_GT(table.grows(), 3u);
-      ASSERT_EQ(table.size(), want.size());
-      EXPECT_LE(table.size() * 4, table.capacity() * std::size_t(load_quarters));
-      const RangedWords<WordSlot> ranges = table.drain_by_range(parts);
-      ASSERT_EQ(ranges.size(), want.size());
-      std::map<std::string, std::uint64_t> got;
-      for (std::size_t p = 0; p < parts; ++p)
-        for (const WordSlot& s : ranges.range(p)) {
-          if (parts > 1) {
-            EXPECT_EQ(s.key.hash() >> (64 - std::countr_zero(parts)), p);
+  for (int load_quarters : {2, 3})      // doubling at half load (all tables) and at 3/4 (long words)
+    for (bool counted : {false, true})  // the ranges counted as words came in, or by the drain
+      for (std::size_t parts = 1; parts <= 4096; parts *= 4) {
+        WordTable table(t.data(), t.size(), 16, 0, load_quarters);  // grows many times
+        if (counted && parts > 1) table.count_ranges(parts);
+        mapreduce::for_each_word(t.data(), t.size(), 0, t.size(),
+                                 [&](std::size_t b, std::size_t n) { table.add_word(b, n); });
+        EXPECT_GT(table.grows(), 3u);
+        ASSERT_EQ(table.size(), want.size());
+        EXPECT_LE(table.size() * 4, table.capacity() * std::size_t(load_quarters));
+        const RangedWords<WordSlot> ranges = table.drain_by_range(parts);
+        ASSERT_EQ(ranges.size(), want.size());
+        std::map<std::string, std::uint64_t> got;
+        for (std::size_t p = 0; p < parts; ++p)
+          for (const WordSlot& s : ranges.range(p)) {
+            if (parts > 1) {
+              EXPECT_EQ(s.key.hash() >> (64 - std::countr_zero(parts)), p);
+            }
+            EXPECT_TRUE(got.emplace(std::string(t.data() + s.offset, s.key.length()), s.count).second) << "seen twice";
           }
-          EXPECT_TRUE(got.emplace(std::string(t.data() + s.offset, s.key.length()), s.count).second) << "seen twice";
-        }
-      EXPECT_EQ(got, want) << parts << " ranges, load " << load_quarters << "/4";
-      EXPECT_EQ(table.size(), 0u);
-      for (std::size_t i = 0; i < table.capacity(); ++i) ASSERT_FALSE(table.slot(i).used()) << "slot " << i;
-    }
-  }
+        EXPECT_EQ(got, want) << parts << " ranges, load " << load_quarters << "/4, counted " << counted;
+        EXPECT_EQ(table.size(), 0u);
+        for (std::size_t i = 0; i < table.capacity(); ++i) ASSERT_FALSE(table.slot(i).used()) << "slot " << i;
+      }
 }
 
 TEST(WordTable, LongWordsCompareEqualOnlyWhenEveryByteIs) {

@@ -94,8 +94,14 @@ auto out_word_less(const char* text) {
 // ones with a place in the text. With several threads each drains its tables by hash range when
 // its counting is done (drain).
 struct ThreadTables {
-  ThreadTables(const char* text, std::size_t n, std::size_t inline_slots, std::size_t long_slots)
-      : inline_words(inline_slots), long_words(text, n, long_slots, 0, 3) {}
+  // parts: the hash ranges the tables will be drained into (1: none).
+  ThreadTables(const char* text, std::size_t n, std::size_t inline_slots, std::size_t long_slots, std::size_t parts)
+      : inline_words(inline_slots), long_words(text, n, long_slots, 0, 3) {
+    if (parts > 1) {  // counted as words come in: the drain makes one pass, not two
+      inline_words.count_ranges(parts);
+      long_words.count_ranges(parts);
+    }
+  }
   std::size_t size() const {
     return inline_words.size() + long_words.size() + inline_ranges.size() + long_ranges.size();
   }
@@ -179,7 +185,7 @@ std::vector<std::unique_ptr<ThreadTables>> count_chunks(std::string_view text, i
   ThreadClock clock(threads);
   run_threads(threads, [&](int t) {
     clock.start(t);
-    auto mine = std::make_unique<ThreadTables>(text.data(), n, inline_slots, long_slots);
+    auto mine = std::make_unique<ThreadTables>(text.data(), n, inline_slots, long_slots, parts);
     mine->prefetch();
     words[t] = count_taken_chunks(st.isa, *mine, text, chunk, chunks, next);
     if (parts > 1) mine->drain(parts);

@@ -256,6 +256,13 @@ class OpenTable {
   // Asks for every cache line of the slots, for writing (prefetch_lines).
   void prefetch_slots() const { prefetch_lines<true>(&slots_[0], capacity() * sizeof(Slot)); }
 
+  // Counts the words of each of `parts` hash ranges (a power of two >= 2) as they enter, so that
+  // drain_by_range(parts) needs no pass to count them. Before the first word.
+  void count_ranges(std::size_t parts) {
+    range_words_.assign(parts, 0);
+    range_shift_ = 64 - std::countr_zero(parts);
+  }
+
   // Moves every word out, grouped by hash range (`parts` a power of two), and leaves the table
   // empty. For the thread that filled the table: its slots are cleared while they are in that
   // core's cache, and whoever merges a range then reads that range's words only, not the sparse
@@ -269,7 +276,12 @@ class OpenTable {
     // mispredicts on every other slot): an empty slot's count goes to range 0 as 0 and its copy to
     // a spare slot past the end.
     RangedWords<Slot> out{std::make_unique_for_overwrite<Slot[]>(size_ + 1), std::vector<std::size_t>(parts + 1, 0)};
-    for (std::size_t i = 0; i <= mask_; ++i) out.start[range_of(slots_[i]) + 1] += slots_[i].used();
+    if (range_words_.size() == parts) {  // counted as the words came in (count_ranges)
+      std::copy(range_words_.begin(), range_words_.end(), out.start.begin() + 1);
+      std::fill(range_words_.begin(), range_words_.end(), 0);
+    } else {
+      for (std::size_t i = 0; i <= mask_; ++i) out.start[range_of(slots_[i]) + 1] += slots_[i].used();
+    }
     for (std::size_t p = 0; p < parts; ++p) out.start[p + 1] += out.start[p];
     std::vector<std::size_t> next(out.start.begin(), out.start.end() - 1);
     for (std::size_t i = 0; i <= mask_; ++i) {
@@ -292,14 +304,17 @@ class OpenTable {
   }
 
   std::size_t home(std::uint64_t hash) const { return static_cast<std::size_t>((hash << skip_) >> shift_); }
-  // After a new word took a slot.
-  void added() {
+  // After a new word of this hash took a slot.
+  void added(std::uint64_t hash) {
+    if (range_shift_ < 64) ++range_words_[hash >> range_shift_];
     if (++size_ > grow_above_) grow();
   }
 
   SlotMemory<Slot> slots_;
   std::size_t mask_{0};
   int shift_{64};
+  int range_shift_{64};                   // 64: ranges not counted (count_ranges)
+  std::vector<std::size_t> range_words_;  // words per hash range, when counted
 
  private:
   void allocate(std::size_t cap) {
@@ -354,7 +369,7 @@ class WordTable : public OpenTable<WordSlot> {
       }
       if (s.count == 0) {
         s = {k, count, b};
-        added();
+        added(hash);
         return;
       }
     }
@@ -378,7 +393,8 @@ class InlineWordTable : public OpenTable<InlineSlot> {
   void add(std::uint64_t k0, std::uint64_t k1) {
     // As WordTable::add: an empty slot's k0 is zero, which no word's is. No skip bits: the home is
     // the hash's top bits.
-    for (std::size_t i = WordKey{k0, k1}.hash() >> shift_;; i = (i + 1) & mask_) {
+    const std::uint64_t hash = WordKey{k0, k1}.hash();
+    for (std::size_t i = hash >> shift_;; i = (i + 1) & mask_) {
       InlineSlot& s = slots_[i];
       if (((s.k0 ^ k0) | ((s.rest ^ k1) & kInlineKeyMask)) == 0) [[likely]] {
         s.rest += kInlineOne;
@@ -386,7 +402,7 @@ class InlineWordTable : public OpenTable<InlineSlot> {
       }
       if (s.rest == 0) {
         s = {k0, k1 | kInlineOne};
-        added();
+        added(hash);
         return;
       }
     }
