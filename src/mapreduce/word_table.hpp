@@ -251,8 +251,6 @@ class OpenTable {
   std::size_t capacity() const { return mask_ + 1; }
   std::size_t grows() const { return grows_; }
   const Slot& slot(std::size_t i) const { return slots_[i]; }
-  // The slot a word of this hash is looked up in first.
-  const Slot* home_slot(std::uint64_t hash) const { return &slots_[home(hash)]; }
   // Asks for every cache line of the slots, for writing (prefetch_lines).
   void prefetch_slots() const { prefetch_lines<true>(&slots_[0], capacity() * sizeof(Slot)); }
 
