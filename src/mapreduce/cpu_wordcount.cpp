@@ -47,37 +47,37 @@ class ThreadClock {
 // A distinct word in output order: count descending, then bytes ascending. `rank` is the count's
 // complement and `prefix` and `second` the word's bytes 0..7 and 8..15 big-endian (zero-padded), so
 // that (rank, prefix) as one 128-bit number orders most pairs with one comparison, and `second`
-// most of the rest, without reading the text: a word of at most 16 bytes needs no text at all,
-// and a longer one is at `offset` in it.
+// most of the rest, without reading the word: a word of at most 16 bytes needs no other bytes,
+// and a longer one's are at `bytes`.
 struct OutWord {
   std::uint64_t rank;
   std::uint64_t prefix;
   std::uint64_t second;
   std::uint64_t len;
-  std::uint64_t offset;
+  const char* bytes;
   std::uint64_t count() const { return ~rank; }
 };
 
-OutWord out_word(const char* text, const WordKey& key, std::uint64_t count, std::uint64_t offset) {
+OutWord out_word(const WordKey& key, std::uint64_t count, const char* bytes) {
   const std::size_t len = key.length();
-  if (key.is_short()) return {~count, __builtin_bswap64(key.k0), __builtin_bswap64(key.k1), len, 0};
-  std::uint64_t b0, b1;  // a long word (more than 16 bytes): its first 16 from the text
-  std::memcpy(&b0, text + offset, 8);
-  std::memcpy(&b1, text + offset + 8, 8);
-  return {~count, __builtin_bswap64(b0), __builtin_bswap64(b1), len, offset};
+  if (key.is_short()) return {~count, __builtin_bswap64(key.k0), __builtin_bswap64(key.k1), len, nullptr};
+  std::uint64_t b0, b1;  // a long word (more than 16 bytes): its first 16 from its bytes
+  std::memcpy(&b0, bytes, 8);
+  std::memcpy(&b1, bytes + 8, 8);
+  return {~count, __builtin_bswap64(b0), __builtin_bswap64(b1), len, bytes};
 }
 
-// The word's bytes: from the record when it holds them (into buf, 16 bytes), else in the text.
-std::string_view word_bytes(const char* text, const OutWord& w, char* buf) {
-  if (w.len > kShortWord) return {text + w.offset, w.len};
+// The word's bytes: from the record when it holds them (into buf, 16 bytes), else where they are.
+std::string_view word_bytes(const OutWord& w, char* buf) {
+  if (w.len > kShortWord) return {w.bytes, w.len};
   const std::uint64_t b0 = __builtin_bswap64(w.prefix), b1 = __builtin_bswap64(w.second);
   std::memcpy(buf, &b0, 8);
   std::memcpy(buf + 8, &b1, 8);
   return {buf, w.len};
 }
 
-auto out_word_less(const char* text) {
-  return [text](const OutWord& a, const OutWord& b) {
+auto out_word_less() {
+  return [](const OutWord& a, const OutWord& b) {
     using U128 = unsigned __int128;
     const U128 ka = U128(a.rank) << 64 | a.prefix, kb = U128(b.rank) << 64 | b.prefix;
     if (ka != kb) [[likely]]
@@ -86,17 +86,17 @@ auto out_word_less(const char* text) {
     if (a.second != b.second) return a.second < b.second;
     if (a.len <= kShortWord && b.len <= kShortWord) return false;  // the same 16 bytes or fewer
     char abuf[16], bbuf[16];
-    return word_bytes(text, a, abuf) < word_bytes(text, b, bbuf);
+    return word_bytes(a, abuf) < word_bytes(b, bbuf);
   };
 }
 
 // One thread's counts: words of at most kInlineWord bytes (most words) in 16-byte slots, longer
-// ones with a place in the text. With several threads each drains its tables by hash range when
-// its counting is done (drain).
+// ones in 32-byte slots, the bytes of those beyond 16 copied once. With several threads each drains
+// its tables by hash range when its counting is done (drain).
 struct ThreadTables {
   // parts: the hash ranges the tables will be drained into (1: none).
-  ThreadTables(const char* text, std::size_t n, std::size_t inline_slots, std::size_t long_slots, std::size_t parts)
-      : inline_words(inline_slots), long_words(text, n, long_slots, 0, 3) {
+  ThreadTables(std::size_t inline_slots, std::size_t long_slots, std::size_t parts)
+      : inline_words(inline_slots), long_words(long_slots, 0, 3, &long_copies) {
     if (parts > 1) {  // counted as words come in: the drain makes one pass, not two
       inline_words.count_ranges(parts);
       long_words.count_ranges(parts);
@@ -116,6 +116,13 @@ struct ThreadTables {
     inline_ranges = inline_words.drain_by_range(parts);
     long_ranges = long_words.drain_by_range(parts);
   }
+  // Gives the drained tables' slots back (their words are in the ranges); the copies of long words
+  // stay until the result's strings are made.
+  void release_slots() {
+    inline_words.release_drained();
+    long_words.release_drained();
+  }
+  WordCopies long_copies;  // before long_words, which keeps a pointer to it
   InlineWordTable inline_words;
   WordTable long_words;
   RangedWords<InlineSlot> inline_ranges{nullptr, {0}};
@@ -138,7 +145,7 @@ std::uint64_t count_taken_chunks(ThreadTables& t, std::string_view text, std::si
             t.inline_words.add(k.k0, k.k1);
           } else {
             const WordKey k = word_key(p, n, b, len);
-            t.long_words.add(k, k.hash(), b);
+            t.long_words.add(k, k.hash(), p + b);
           }
           ++words;
         });
@@ -185,7 +192,7 @@ std::vector<std::unique_ptr<ThreadTables>> count_chunks(std::string_view text, i
   ThreadClock clock(threads);
   run_threads(threads, [&](int t) {
     clock.start(t);
-    auto mine = std::make_unique<ThreadTables>(text.data(), n, inline_slots, long_slots, parts);
+    auto mine = std::make_unique<ThreadTables>(inline_slots, long_slots, parts);
     mine->prefetch();
     words[t] = count_taken_chunks(st.isa, *mine, text, chunk, chunks, next);
     if (parts > 1) mine->drain(parts);
@@ -205,24 +212,22 @@ std::vector<std::unique_ptr<ThreadTables>> count_chunks(std::string_view text, i
   return tables;
 }
 
-// Long words are compared in the text at their offsets, which lie anywhere in it: a merge reads a
-// long word's bytes this many records before it adds it, so the compare finds them in cache.
-constexpr std::size_t kTextAhead = 8;
+// Long words are compared on their copies, made on other cores: a merge asks for a long word's
+// bytes this many records before it adds it, so the compare finds them in cache.
+constexpr std::size_t kBytesAhead = 8;
 
 // Hash range p of every thread's tables merged into one table by one thread, at half load for an
 // estimate of the words all threads have: the largest thread's words times 1 + log2(threads) / 2
 // (threads of one text share most of their words; measured on real text: 1.1 times at 2 threads,
 // 2.7 times at 16), at most all the threads' words.
-WordTable merge_range(std::string_view text, const std::vector<std::unique_ptr<ThreadTables>>& tables, std::size_t p,
-                      std::size_t parts) {
+WordTable merge_range(const std::vector<std::unique_ptr<ThreadTables>>& tables, std::size_t p, std::size_t parts) {
   std::size_t most = 0, sum = 0;
   for (const auto& t : tables) {
     most = std::max(most, t->size());
     sum += t->size();
   }
   const std::size_t words = std::min(sum, most + most * std::bit_width(tables.size() - 1) / 2);
-  WordTable merged(text.data(), text.size(), std::bit_ceil(std::max<std::size_t>(16, 2 * words / parts + 2)),
-                   std::countr_zero(parts));
+  WordTable merged(std::bit_ceil(std::max<std::size_t>(16, 2 * words / parts + 2)), std::countr_zero(parts));
   // Every thread's words of this range were drained on its own core: asked for all at once, and
   // the merged table's slots too, where a line at a time would each wait on its own.
   merged.prefetch_slots();
@@ -231,11 +236,11 @@ WordTable merge_range(std::string_view text, const std::vector<std::unique_ptr<T
       prefetch_lines(words.data(), words.size());
   }
   for (const auto& t : tables) {
-    for (const InlineSlot& s : t->inline_ranges.range(p)) merged.add(s.key(), s.hash(), 0, s.count());
+    for (const InlineSlot& s : t->inline_ranges.range(p)) merged.add_short(s.key(), s.hash(), s.count());
     const std::span<const WordSlot> longs = t->long_ranges.range(p);
     for (std::size_t i = 0; i < longs.size(); ++i) {
-      if (i + kTextAhead < longs.size()) __builtin_prefetch(text.data() + longs[i + kTextAhead].offset);
-      merged.add(longs[i].key, longs[i].hash(), longs[i].offset, longs[i].count);
+      if (i + kBytesAhead < longs.size()) __builtin_prefetch(longs[i + kBytesAhead].bytes);
+      merged.add(longs[i].key, longs[i].hash(), longs[i].bytes, longs[i].count);
     }
   }
   return merged;
@@ -251,10 +256,10 @@ struct SortedWords {
 // Sorts s.words (s.keys[i] their word_order_keys) into print order: a radix sort of the keys, then
 // each run of equal keys by out_word_less. Sorting the records by their branchy comparisons alone
 // took 65 ns a word on the development VM (46,571 distinct words), most of the merge stage.
-void sort_in_print_order(const char* text, SortedWords& s) {
+void sort_in_print_order(SortedWords& s) {
   const std::size_t n = s.size();
   if (n > std::numeric_limits<std::uint32_t>::max()) {  // more words than the radix sort's indices hold
-    std::sort(s.words.begin(), s.words.end(), out_word_less(text));
+    std::sort(s.words.begin(), s.words.end(), out_word_less());
     for (std::size_t i = 0; i < n; ++i) s.keys[i] = word_order_key(s.words[i].count(), s.words[i].prefix);
     return;
   }
@@ -263,7 +268,7 @@ void sort_in_print_order(const char* text, SortedWords& s) {
   tandem::detail::cpu_radix_sort<std::uint64_t, std::uint32_t>(s.keys, at, false, 1);
   std::vector<OutWord> sorted(n);
   for (std::size_t i = 0; i < n; ++i) sorted[i] = s.words[at[i]];
-  const auto less = out_word_less(text);
+  const auto less = out_word_less();
   for (std::size_t i = 0, j; i < n; i = j) {
     for (j = i + 1; j < n && s.keys[j] == s.keys[i];) ++j;
     if (j - i > 1) std::sort(sorted.begin() + i, sorted.begin() + j, less);
@@ -272,7 +277,7 @@ void sort_in_print_order(const char* text, SortedWords& s) {
 }
 
 // The words of the tables as records, sorted.
-SortedWords sorted_records(const char* text, const WordTable& t, const InlineWordTable* inline_words) {
+SortedWords sorted_records(const WordTable& t, const InlineWordTable* inline_words) {
   // Every slot written, an empty one over by the next (no branch on whether a slot is used: about
   // half are, at random).
   SortedWords out;
@@ -280,19 +285,19 @@ SortedWords sorted_records(const char* text, const WordTable& t, const InlineWor
   std::size_t n = 0;
   for (std::size_t i = 0; i < t.capacity(); ++i) {
     const WordSlot& s = t.slot(i);
-    out.words[n] = out_word(text, s.key, s.count, s.offset);
+    out.words[n] = out_word(s.key, s.count, s.bytes);
     n += s.used();
   }
   if (inline_words)
     for (std::size_t i = 0; i < inline_words->capacity(); ++i) {
       const InlineSlot& s = inline_words->slot(i);
-      out.words[n] = out_word(text, s.key(), s.count(), 0);
+      out.words[n] = out_word(s.key(), s.count(), nullptr);
       n += s.used();
     }
   out.words.resize(n);
   out.keys.resize(n);
   for (std::size_t i = 0; i < n; ++i) out.keys[i] = word_order_key(out.words[i].count(), out.words[i].prefix);
-  sort_in_print_order(text, out);
+  sort_in_print_order(out);
   return out;
 }
 
@@ -314,9 +319,8 @@ std::vector<std::uint64_t> bucket_splitters(const std::vector<SortedWords>& runs
 
 // `v` holds sorted runs between consecutive `bounds` (bounds[0] = 0): merged pairwise in rounds
 // into one sorted run, `tmp` the other buffer. An odd run out is merged with an empty one.
-void merge_sorted_runs(const char* text, std::vector<OutWord>& v, std::vector<OutWord>& tmp,
-                       std::vector<std::size_t>& bounds) {
-  const auto less = out_word_less(text);
+void merge_sorted_runs(std::vector<OutWord>& v, std::vector<OutWord>& tmp, std::vector<std::size_t>& bounds) {
+  const auto less = out_word_less();
   tmp.resize(v.size());
   std::vector<std::size_t> merged;
   while (bounds.size() > 2) {
@@ -351,12 +355,12 @@ void split_positions(const std::vector<std::uint64_t>& keys, const std::vector<s
 
 // The result's strings for a bucket's sorted words, at their place in it. The elements were made
 // on another core: each line is asked for (for writing) a few elements ahead.
-void write_strings(const char* text, const std::vector<OutWord>& words, std::pair<std::string, std::uint64_t>* out) {
+void write_strings(const std::vector<OutWord>& words, std::pair<std::string, std::uint64_t>* out) {
   constexpr std::size_t kAhead = 8;
   char buf[16];
   for (std::size_t i = 0; i < words.size(); ++i) {
     if (i + kAhead < words.size()) __builtin_prefetch(out + i + kAhead, 1);
-    const std::string_view word = word_bytes(text, words[i], buf);
+    const std::string_view word = word_bytes(words[i], buf);
     out[i].first.assign(word.data(), word.size());  // no string made, moved and destroyed per word
     out[i].second = words[i].count();
   }
@@ -367,9 +371,7 @@ void write_strings(const char* text, const std::vector<OutWord>& words, std::pai
 // cut into buckets by sampled order keys (a parallel sample sort: no merge of all runs at the
 // end), each bucket's pieces sorted together and made strings at the bucket's place in the result.
 std::vector<std::pair<std::string, std::uint64_t>> merge_in_print_order(
-    std::string_view text, std::vector<std::unique_ptr<ThreadTables>>& tables, int T, std::size_t parts,
-    CpuWordCountStats& st) {
-  const char* txt = text.data();
+    std::vector<std::unique_ptr<ThreadTables>>& tables, int T, std::size_t parts, CpuWordCountStats& st) {
   Stopwatch w;
   std::vector<SortedWords> runs(parts);
   std::atomic<std::size_t> next_range{0}, grows{0};
@@ -377,10 +379,10 @@ std::vector<std::pair<std::string, std::uint64_t>> merge_in_print_order(
   run_threads(T, [&](int t) {
     merge_clock.start(t);
     for (std::size_t p = next_range++; p < parts; p = next_range++) {
-      const WordTable merged = merge_range(text, tables, p, parts);
+      const WordTable merged = merge_range(tables, p, parts);
       grows += merged.grows();
-      // Sorted by the thread that merged it, while its lines and the long words' text are in cache.
-      runs[p] = sorted_records(txt, merged, nullptr);
+      // Sorted by the thread that merged it, while its lines and the long words' bytes are in cache.
+      runs[p] = sorted_records(merged, nullptr);
     }
     merge_clock.end(t);
   });
@@ -402,9 +404,9 @@ std::vector<std::pair<std::string, std::uint64_t>> merge_in_print_order(
   ThreadClock output_clock(T);
   run_threads(T, [&](int t) {
     output_clock.start(t);
-    // The thread tables are done with: each given back to the pool (already cleared by the drain)
-    // by the thread that counted into it (the pool hands its block to that core again).
-    if (std::size_t(t) < tables.size()) tables[t].reset();
+    // The thread tables' slots are done with: each given back to the pool (already cleared by the
+    // drain) by the thread that counted into it (the pool hands its block to that core again).
+    if (std::size_t(t) < tables.size()) tables[t]->release_slots();
     for (std::size_t r = next_run++; r < parts; r = next_run++) split_positions(runs[r].keys, split, &pos[r * (B + 1)]);
     team_barrier();  // every run cut
     std::vector<OutWord> tmp;
@@ -430,12 +432,12 @@ std::vector<std::pair<std::string, std::uint64_t>> merge_in_print_order(
         if (by_keys) mine.keys.insert(mine.keys.end(), runs[r].keys.begin() + first, runs[r].keys.begin() + last);
         bounds.push_back(mine.size());
       }
-      if (by_keys) sort_in_print_order(txt, mine);
-      else if (pieces > 1) merge_sorted_runs(txt, mine.words, tmp, bounds);
+      if (by_keys) sort_in_print_order(mine);
+      else if (pieces > 1) merge_sorted_runs(mine.words, tmp, bounds);
     }
     team_barrier();  // the result's elements are made, every bucket sorted
     for (std::size_t b = next_write++; b < B; b = next_write++)
-      write_strings(txt, bucket_words[b].words, out.data() + bucket_start[b]);
+      write_strings(bucket_words[b].words, out.data() + bucket_start[b]);
     output_clock.end(t);
   });
   st.output_threads = output_clock.summary();
@@ -485,14 +487,14 @@ std::vector<std::pair<std::string, std::uint64_t>> cpu_wordcount(std::string_vie
   auto tables = count_chunks(text, T, chunk, inline_slots, long_slots, T > 1 ? parts : 1, st);
   st.count_seconds = w.seconds();
 
-  if (T > 1) return merge_in_print_order(text, tables, T, parts, st);
+  if (T > 1) return merge_in_print_order(tables, T, parts, st);
   // One thread: its tables are the result, sorted and made strings.
   w.reset();
-  const SortedWords run = sorted_records(text.data(), tables[0]->long_words, &tables[0]->inline_words);
+  const SortedWords run = sorted_records(tables[0]->long_words, &tables[0]->inline_words);
   st.merge_seconds = w.seconds();
   w.reset();
   std::vector<std::pair<std::string, std::uint64_t>> out(run.size());
-  write_strings(text.data(), run.words, out.data());
+  write_strings(run.words, out.data());
   st.output_seconds = w.seconds();
   return out;
 }

@@ -1,11 +1,12 @@
 // The CPU word count's tables: open addressing with linear probing, one 32-byte slot per distinct
-// word holding a 16-byte key, the count and where the word is in the text (no copy of it); words of
-// at most 11 bytes in a table of their own, 16-byte slots of the word's bytes and its count.
+// word holding a 16-byte key, the count and, for a word of more than 16 bytes, where a copy of its
+// bytes is; words of at most 11 bytes in a table of their own, 16-byte slots of the word's bytes and
+// its count.
 //
 // A word of at most 16 bytes is its own key: its bytes, zero above them (a word has no zero byte,
 // so the key alone tells the word and its length). A longer word's key is its hash and its length
 // shifted up a byte (a low zero byte under a nonzero one: never a short word's key), and equal keys
-// are confirmed in the text. A slot's home is the top bits of the key's hash, so the words of hash
+// are confirmed on the bytes. A slot's home is the top bits of the key's hash, so the words of hash
 // range p of P lie in slots [p * cap / P, (p + 1) * cap / P) of any table and the run of full slots
 // after it.
 //
@@ -138,10 +139,38 @@ void prefetch_lines(const void* p, std::size_t bytes) {
 
 struct WordSlot {
   WordKey key;
-  std::uint64_t count;   // 0: empty
-  std::uint64_t offset;  // of one occurrence in the text (unused for a key that holds the word)
+  std::uint64_t count;  // 0: empty
+  const char* bytes;    // the word's bytes, when the key does not hold them (a long key)
   bool used() const { return count != 0; }
   std::uint64_t hash() const { return key.hash(); }
+};
+
+// Copies of a table's long words, one per distinct word, packed into blocks. A lookup compares a
+// word with this copy, in lines the thread keeps in cache, not with an earlier occurrence anywhere
+// in the text: on the development VM that made a one-thread count 10 % shorter and a 2-thread
+// merge 15 % (words beyond 16 bytes are 2 % of a text's words, and recur far apart if at all).
+class WordCopies {
+ public:
+  const char* copy(const char* p, std::size_t len) {
+    if (len > left_) next_block(len);
+    char* at = next_;
+    std::memcpy(at, p, len);
+    next_ += len;
+    left_ -= len;
+    return at;
+  }
+
+ private:
+  static constexpr std::size_t kBlockBytes = std::size_t{32} << 10;
+  void next_block(std::size_t len) {
+    const std::size_t bytes = std::max(kBlockBytes, len);
+    blocks_.push_back(std::make_unique_for_overwrite<char[]>(bytes));
+    next_ = blocks_.back().get();
+    left_ = bytes;
+  }
+  std::vector<std::unique_ptr<char[]>> blocks_;
+  char* next_{nullptr};
+  std::size_t left_{0};
 };
 
 // Words of at most kInlineWord bytes are counted in 16-byte slots (InlineSlot): their first 8
@@ -254,6 +283,13 @@ class OpenTable {
   // Asks for every cache line of the slots, for writing (prefetch_lines).
   void prefetch_slots() const { prefetch_lines<true>(&slots_[0], capacity() * sizeof(Slot)); }
 
+  // Gives the slots back when the table holds no word (drained), leaving it with none.
+  void release_drained() {
+    if (size_ != 0) return;  // its slots are not all zero: the destructor clears them
+    slots_.release_zeroed();
+    mask_ = 0;
+  }
+
   // Counts the words of each of `parts` hash ranges (a power of two >= 2) as they enter, so that
   // drain_by_range(parts) needs no pass to count them. Before the first word.
   void count_ranges(std::size_t parts) {
@@ -341,46 +377,51 @@ class OpenTable {
   std::size_t grows_{0};
 };
 
-// Words of any length: their WordKey, count and where one occurrence is. A thread's table of long
-// words (a few percent of the words it counts, a third of the distinct ones, and how many varies
-// much between parts of a text) fills to 3/4 before it doubles: grows cost more than a few longer
-// probes.
+// Words of any length: their WordKey, count and (a long key) where a copy of their bytes is. A
+// thread's table of long words (a few percent of the words it counts, a third of the distinct ones,
+// and how many varies much between parts of a text) fills to 3/4 before it doubles: grows cost more
+// than a few longer probes.
 class WordTable : public OpenTable<WordSlot> {
  public:
-  WordTable(const char* text, std::size_t n, std::size_t cap, int skip_bits = 0, int load_quarters = 2)
-      : OpenTable(cap, skip_bits, load_quarters), text_(text), n_(n) {}
+  // copies: where the bytes of a new long word are copied (a thread counting text); none, and the
+  // table keeps the pointer it is given (a merge of tables whose copies outlive it).
+  explicit WordTable(std::size_t cap, int skip_bits = 0, int load_quarters = 2, WordCopies* copies = nullptr)
+      : OpenTable(cap, skip_bits, load_quarters), copies_(copies) {}
 
-  // Adds `count` occurrences of the word with key k and one occurrence at text offset b.
-  void add(const WordKey& k, std::uint64_t hash, std::size_t b, std::uint64_t count = 1) {
+  // Adds `count` occurrences of the word with key k, whose bytes are at `bytes`.
+  void add(const WordKey& k, std::uint64_t hash, const char* bytes, std::uint64_t count = 1) {
+    if (k.is_short()) add_key<true>(k, hash, nullptr, count);
+    else add_key<false>(k, hash, bytes, count);
+  }
+  // Adds `count` occurrences of the word whose key k holds it (is_short).
+  void add_short(const WordKey& k, std::uint64_t hash, std::uint64_t count) { add_key<true>(k, hash, nullptr, count); }
+  // Adds one occurrence of text[b, b + len) of a text of n bytes.
+  void add_word(const char* text, std::size_t n, std::size_t b, std::size_t len) {
+    const WordKey k = word_key(text, n, b, len);
+    add(k, k.hash(), text + b);
+  }
+
+ private:
+  template <bool Short>
+  void add_key(const WordKey& k, std::uint64_t hash, const char* bytes, std::uint64_t count) {
     // An empty slot's key is zero, which no word's key is: the key test comes first, the usual
     // case taking one branch.
-    const bool is_short = k.is_short();
     for (std::size_t i = home(hash);; i = (i + 1) & mask_) {
       WordSlot& s = slots_[i];
-      if (((s.key.k0 ^ k.k0) | (s.key.k1 ^ k.k1)) == 0 &&
-          (is_short || same_bytes(text_ + s.offset, text_ + b, k.length()))) [[likely]] {
+      if (((s.key.k0 ^ k.k0) | (s.key.k1 ^ k.k1)) == 0 && (Short || same_bytes(s.bytes, bytes, k.length())))
+          [[likely]] {
         s.count += count;
-        // The latest occurrence: the next comparison reads text still in cache, not the first
-        // occurrence's bytes megabytes back.
-        if (!is_short) s.offset = b;
         return;
       }
       if (s.count == 0) {
-        s = {k, count, b};
+        s = {k, count, Short ? nullptr : copies_ ? copies_->copy(bytes, k.length()) : bytes};
         added(hash);
         return;
       }
     }
   }
-  // Adds one occurrence of text[b, b + len).
-  void add_word(std::size_t b, std::size_t len) {
-    const WordKey k = word_key(text_, n_, b, len);
-    add(k, k.hash(), b);
-  }
 
- private:
-  const char* text_;
-  std::size_t n_;
+  WordCopies* copies_;
 };
 
 // Words of at most kInlineWord bytes, whose keys (word_key's) are their bytes: k1 < 2^24.
