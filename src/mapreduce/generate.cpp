@@ -2,6 +2,9 @@
 #include <algorithm>
 #include <cmath>
 #include <random>
+#include <string>
+#include <unordered_set>
+#include <vector>
 
 #include "tandem/core/error.hpp"
 #include "tandem/core/hash.hpp"
@@ -78,8 +81,8 @@ std::vector<std::string> make_vocabulary(std::size_t words, std::uint64_t seed) 
   std::mt19937_64 rng(seed ^ 0x5bd1e995);
   std::vector<std::string> v;
   v.reserve(words);
-  std::vector<std::string> seen;
-  auto taken = [&](const std::string& w) { return std::binary_search(seen.begin(), seen.end(), w); };
+  std::unordered_set<std::string> seen;  // a sorted vector's inserts made a million words take hours
+  seen.reserve(words);
   while (v.size() < words) {
     const std::size_t len = (v.size() % 101 == 100) ? 40 + rng() % 21 : 1 + rng() % 14;
     std::string w(len, 'a');
@@ -91,8 +94,7 @@ std::vector<std::string> make_vocabulary(std::size_t words, std::uint64_t seed) 
           : x == 38 ? '_'
                     : '\'';
     }
-    if (taken(w)) continue;
-    seen.insert(std::upper_bound(seen.begin(), seen.end(), w), w);
+    if (!seen.insert(w).second) continue;
     v.push_back(std::move(w));
   }
   return v;
