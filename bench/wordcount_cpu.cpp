@@ -22,8 +22,11 @@
 // --chunk-bytes C: the stage lines with chunks of C bytes instead of the engine's choice (the
 // goal lines always use the engine's).
 //
+// Print order lines: sort_word_counts on W distinct words with Zipf counts (--order-words W,
+// default 1,000,000; 0: none) against std::sort and __gnu_parallel::sort of the same pairs.
+//
 //   bench_wordcount_cpu [--text FILE] [--mib M] [--threads T] [--reps R] [--share-of S] [--chunk-bytes C]
-//                       [--cold-stages 1] [--quick]
+//                       [--cold-stages 1] [--order-words W] [--quick]
 // Without --text, M MiB (default 30) of Zipf text over a 100,000-word vocabulary. T: the thread
 // counts to measure, comma-separated (default "2," plus all cores when there are more).
 #include <sys/resource.h>
@@ -33,7 +36,10 @@
 #include <atomic>
 #include <bit>
 #include <cstring>
+#include <functional>
 #include <map>
+#include <parallel/algorithm>
+#include <random>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -235,6 +241,51 @@ void cold_stage_lines(bench::Bench& b, std::string_view text, int threads, const
 
 }  // namespace
 
+// sort_word_counts on many distinct words (how the GPU and the distributed word counts end)
+// against the same pairs sorted in the same order by std::sort on one thread and by
+// __gnu_parallel::sort on as many threads; all three results checked equal.
+void print_order_lines(bench::Bench& b, const std::vector<int>& thread_counts) {
+  const std::size_t n = b.quick() ? 100000 : std::size_t(b.get_int("--order-words", 1000000));
+  if (n == 0) return;
+  // Counts of a Zipf text's vocabulary: a few large, a long tail of small ones tied with many.
+  const std::vector<std::string> vocab = mapreduce::make_vocabulary(n, 11);
+  std::vector<std::pair<std::string, std::uint64_t>> input;
+  input.reserve(vocab.size());
+  for (std::size_t r = 0; r < vocab.size(); ++r)
+    input.emplace_back(vocab[r], std::max<std::uint64_t>(1, 1000000 / (r + 1)));
+  std::mt19937_64 rng(3);
+  std::shuffle(input.begin(), input.end(), rng);
+  const auto print_order = [](const auto& x, const auto& y) {
+    return x.second != y.second ? x.second > y.second : x.first < y.first;
+  };
+  std::vector<std::pair<std::string, std::uint64_t>> want, got;
+  const auto timed = [&](const std::function<void(std::vector<std::pair<std::string, std::uint64_t>>&)>& sort) {
+    return b.measure([&] {
+      got = input;
+      Stopwatch w;
+      sort(got);
+      return w.seconds();
+    });
+  };
+  const Stats anchor = timed([&](auto& v) { std::sort(v.begin(), v.end(), print_order); });
+  want = got;
+  b.record("print order", "anchor: std::sort of the pairs, 1 thread", anchor, double(want.size()), "words", true);
+  for (int threads : thread_counts) {
+    const Stats par = timed([&](auto& v) {
+      __gnu_parallel::sort(v.begin(), v.end(), print_order, __gnu_parallel::default_parallel_tag(threads));
+    });
+    const bool par_ok = got == want;
+    b.record("print order", fmt::format("anchor: __gnu_parallel::sort of the pairs, {} threads", threads), par,
+             double(n), "words", par_ok);
+    const Stats ours = timed([&](auto& v) { mapreduce::sort_word_counts(v, threads); });
+    const bool ok = got == want;
+    if (!ok || !par_ok) b.fail(fmt::format("print order on {} threads differs from std::sort's", threads));
+    b.record("print order", fmt::format("sort_word_counts, {} threads", threads), ours, double(n), "words", ok);
+    b.info(fmt::format("sort_word_counts {} threads vs std::sort", threads), anchor.median / ours.median, "x");
+    b.info(fmt::format("sort_word_counts {} threads vs __gnu_parallel::sort", threads), par.median / ours.median, "x");
+  }
+}
+
 int main(int argc, char** argv) {
   bench::Bench b("wordcount_cpu", argc, argv);
   const std::string path = b.get("--text", "");
@@ -316,6 +367,7 @@ int main(int argc, char** argv) {
     b.info(fmt::format("one thread's share of {} threads", share_of), double(share.size()) / 1e6, "MB");
     stage_lines(b, share, 1, fmt::format(" (a {}-thread share)", share_of));
   }
+  print_order_lines(b, counts);
   if (b.get_int("--cold-stages", 0) != 0)
     for (int threads : counts) cold_stage_lines(b, tv, threads, anchor);
   // Rounds alternate the anchor and tandem, so that load from other processes falls on both alike.

@@ -3,6 +3,7 @@
 // name the file, and the parallel output sort against the one-thread sort.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <random>
 #include <string>
@@ -140,6 +141,28 @@ TEST(WordCountFiles, ErrorsNameTheFile) {
   }
   EXPECT_THROW(mapreduce::wordcount_files({}), UsageError);
   EXPECT_THROW(mapreduce::wordcount_files({dir.path.string()}), InputError);
+}
+
+TEST(WordCountSort, LongRunsOfTiedKeysAreOrderedAsWords) {
+  // The order sorts keys of (count, first 6 bytes) and then compares words only within runs of
+  // equal keys: here runs longer than a thread's piece (one family of 70,000 words of equal count
+  // and prefix, and 40,000 words of 65,535 occurrences or more, whose keys are all 0) beside many
+  // short runs, on 1 to 8 threads, against a comparison sort of the pairs.
+  std::mt19937_64 rng(9);
+  std::vector<std::pair<std::string, std::uint64_t>> v;
+  for (int i = 0; i < 70000; ++i) v.emplace_back(fmt::format("family{}", rng() % 1000000), 3);
+  for (int i = 0; i < 40000; ++i) v.emplace_back(fmt::format("w{}", rng() % 100000), 65535 + rng() % 3);
+  for (int i = 0; i < 50000; ++i) v.emplace_back(fmt::format("abcdef{}", char('a' + rng() % 26)), 1 + rng() % 4);
+  std::shuffle(v.begin(), v.end(), rng);
+  auto want = v;
+  std::sort(want.begin(), want.end(), [](const auto& a, const auto& b) {
+    return a.second != b.second ? a.second > b.second : a.first < b.first;
+  });
+  for (int threads : {1, 2, 3, 8}) {
+    auto got = v;
+    mapreduce::sort_word_counts(got, threads);
+    EXPECT_EQ(got, want) << threads << " threads";
+  }
 }
 
 TEST(WordCountSort, ManyThreadsGiveTheOneThreadOrder) {

@@ -1,30 +1,73 @@
 #include "mapreduce/word_order.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
+#include <mutex>
 #include <parallel/algorithm>
+
+#include "sort/cpu_radix.hpp"
+#include "tandem/mapreduce.hpp"
 
 namespace tandem::mapreduce::detail {
 
+namespace {
+
+// Tie runs this long are sorted after the others, each by every thread.
+constexpr std::size_t kLongTieRun = std::size_t{1} << 15;
+
+}  // namespace
+
 std::vector<std::size_t> word_count_order(std::span<const std::string_view> words,
                                           std::span<const std::uint64_t> counts, int threads) {
-  struct Rec {
-    std::uint64_t count, prefix;
-    std::size_t at;
+  const std::size_t n = words.size();
+  const int T = n < 16384 ? 1 : std::max(1, threads);
+  // Pieces claimed from a counter: all are done even if fewer threads start than asked.
+  const std::size_t piece = std::max<std::size_t>(4096, (n + 4 * std::size_t(T) - 1) / (4 * std::size_t(T)));
+  const auto for_pieces = [&](const auto& body) {
+    std::atomic<std::size_t> next{0};
+    run_threads(T, [&](int) {
+      for (std::size_t b = next.fetch_add(piece); b < n; b = next.fetch_add(piece)) body(b, std::min(n, b + piece));
+    });
   };
-  std::vector<Rec> recs(words.size());
-  for (std::size_t i = 0; i < words.size(); ++i) recs[i] = {counts[i], word_prefix(words[i]), i};
-  const auto before = [&words](const Rec& a, const Rec& b) {
-    if (a.count != b.count) return a.count > b.count;
-    if (a.prefix != b.prefix) return a.prefix < b.prefix;
-    // string_view compares with char_traits<char>, which compares as unsigned char
-    return words[a.at] < words[b.at];
+  std::vector<std::uint64_t> keys(n);
+  std::vector<std::size_t> order(n);
+  // Keys on every thread: reading each word's first bytes misses the cache once per word.
+  for_pieces([&](std::size_t lo, std::size_t hi) {
+    for (std::size_t i = lo; i < hi; ++i) {
+      keys[i] = word_order_key(counts[i], word_prefix(words[i]));
+      order[i] = i;
+    }
+  });
+  tandem::detail::cpu_radix_sort<std::uint64_t, std::size_t>(keys, order, false, T);
+
+  // Runs of equal keys (the same count and first 6 bytes, or 65,535 occurrences and more) are
+  // ordered as words: short runs by the thread of the piece they start in, long ones after.
+  const auto before = [&](std::size_t a, std::size_t b) {
+    if (counts[a] != counts[b]) return counts[a] > counts[b];
+    return words[a] < words[b];  // as unsigned char (char_traits<char>)
   };
-  if (threads > 1 && recs.size() >= 16384)
-    __gnu_parallel::sort(recs.begin(), recs.end(), before, __gnu_parallel::default_parallel_tag(threads));
-  else std::sort(recs.begin(), recs.end(), before);
-  std::vector<std::size_t> order(recs.size());
-  for (std::size_t i = 0; i < recs.size(); ++i) order[i] = recs[i].at;
+  std::vector<std::pair<std::size_t, std::size_t>> long_runs;
+  std::mutex long_runs_mutex;
+  for_pieces([&](std::size_t lo, std::size_t hi) {
+    std::size_t i = lo;
+    while (i > 0 && i < hi && keys[i] == keys[i - 1]) ++i;  // a run begun in the piece before
+    for (std::size_t j; i < hi; i = j) {
+      for (j = i + 1; j < n && keys[j] == keys[i];) ++j;
+      if (j - i >= kLongTieRun) {
+        const std::lock_guard lock(long_runs_mutex);
+        long_runs.emplace_back(i, j);
+      } else if (j - i > 1) {
+        std::sort(order.begin() + std::ptrdiff_t(i), order.begin() + std::ptrdiff_t(j), before);
+      }
+    }
+  });
+  for (const auto& [i, j] : long_runs) {
+    if (T > 1)
+      __gnu_parallel::sort(order.begin() + std::ptrdiff_t(i), order.begin() + std::ptrdiff_t(j), before,
+                           __gnu_parallel::default_parallel_tag(T));
+    else std::sort(order.begin() + std::ptrdiff_t(i), order.begin() + std::ptrdiff_t(j), before);
+  }
   return order;
 }
 

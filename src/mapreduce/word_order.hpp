@@ -31,8 +31,8 @@ inline std::uint64_t word_order_key(std::uint64_t count, std::uint64_t prefix) {
 }
 
 // Indices of the entries (words[i], counts[i]) in print order, sorted on `threads` threads when
-// there are many: small records (count, first 8 bytes as a number, index) are sorted, the words
-// compared only where both tie.
+// there are many: their word_order_keys radix-sorted with the indices, then only runs of equal
+// keys compared as words.
 std::vector<std::size_t> word_count_order(std::span<const std::string_view> words,
                                           std::span<const std::uint64_t> counts, int threads);
 
