@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "mapreduce/joined_files.hpp"
+#include "mapreduce/word_order.hpp"
 #include "tandem/core/error.hpp"
 #include "tandem/core/io.hpp"
 #include "tandem/mapreduce.hpp"
@@ -144,10 +145,11 @@ TEST(WordCountFiles, ErrorsNameTheFile) {
 }
 
 TEST(WordCountSort, LongRunsOfTiedKeysAreOrderedAsWords) {
-  // The order sorts keys of (count, first 6 bytes) and then compares words only within runs of
-  // equal keys: here runs longer than a thread's piece (one family of 70,000 words of equal count
-  // and prefix, and 40,000 words of 65,535 occurrences or more, whose keys are all 0) beside many
-  // short runs, on 1 to 8 threads, against a comparison sort of the pairs.
+  // The order (the GPU word count's, and sort_word_counts' on one thread) sorts keys of (count,
+  // first 6 bytes) and then compares words only within runs of equal keys: here runs longer than a
+  // thread's piece (one family of 70,000 words of equal count and prefix, and 40,000 words of
+  // 65,535 occurrences or more, whose keys are all 0) beside many short runs, on 1 to 8 threads,
+  // against a comparison sort of the pairs.
   std::mt19937_64 rng(9);
   std::vector<std::pair<std::string, std::uint64_t>> v;
   for (int i = 0; i < 70000; ++i) v.emplace_back(fmt::format("family{}", rng() % 1000000), 3);
@@ -158,7 +160,17 @@ TEST(WordCountSort, LongRunsOfTiedKeysAreOrderedAsWords) {
   std::sort(want.begin(), want.end(), [](const auto& a, const auto& b) {
     return a.second != b.second ? a.second > b.second : a.first < b.first;
   });
+  std::vector<std::string_view> words;
+  std::vector<std::uint64_t> counts;
+  for (const auto& [w, c] : v) {
+    words.push_back(w);
+    counts.push_back(c);
+  }
   for (int threads : {1, 2, 3, 8}) {
+    const std::vector<std::size_t> order = mapreduce::detail::word_count_order(words, counts, threads);
+    ASSERT_EQ(order.size(), v.size());
+    for (std::size_t i = 0; i < order.size(); ++i)
+      ASSERT_EQ(v[order[i]], want[i]) << "place " << i << ", " << threads << " threads";
     auto got = v;
     mapreduce::sort_word_counts(got, threads);
     EXPECT_EQ(got, want) << threads << " threads";

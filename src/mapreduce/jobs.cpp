@@ -1,10 +1,10 @@
 // The shipped MapReduce jobs (word count, group-by): device dispatch, CPU engine, output formats.
 #include <algorithm>
-#include <atomic>
 #include <cstring>
 #include <functional>
 #include <memory>
 #include <ostream>
+#include <parallel/algorithm>
 
 #include <fmt/format.h>
 
@@ -153,24 +153,27 @@ void explain_stats(Report& r, const EngineStats& s) {
 }
 
 void sort_word_counts(std::vector<std::pair<std::string, std::uint64_t>>& v, int threads) {
+  const int T = threads > 0 ? threads : default_threads();
+  if (T > 1 && v.size() >= 16384) {
+    // In place: the H200 host's 16 threads sorted a million entries in 40 ms this way, against 46-84
+    // ms for the order of keys below and moving every entry to its place (fresh pages, misses).
+    __gnu_parallel::sort(
+        v.begin(), v.end(),
+        [](const auto& a, const auto& b) { return a.second != b.second ? a.second > b.second : a.first < b.first; },
+        __gnu_parallel::default_parallel_tag(T));
+    return;
+  }
+  // One thread: radix-sorted order keys (2.3 times std::sort's speed on the H200 host), then the
+  // entries moved to their places.
   std::vector<std::string_view> words(v.size());
   std::vector<std::uint64_t> counts(v.size());
   for (std::size_t i = 0; i < v.size(); ++i) {
     words[i] = v[i].first;
     counts[i] = v[i].second;
   }
-  const int T = threads > 0 ? threads : default_threads();
-  const auto order = detail::word_count_order(words, counts, T);
+  const auto order = detail::word_count_order(words, counts, 1);
   std::vector<std::pair<std::string, std::uint64_t>> out(v.size());
-  // Moved on every thread (each move reads an entry anywhere in v: a cache miss), in pieces claimed
-  // from a counter, so that every piece is moved even if fewer threads start than asked.
-  constexpr std::size_t kPiece = 8192;
-  const std::size_t n = v.size();
-  std::atomic<std::size_t> next{0};
-  detail::run_threads(n < 2 * kPiece ? 1 : T, [&](int) {
-    for (std::size_t b = next.fetch_add(kPiece); b < n; b = next.fetch_add(kPiece))
-      for (std::size_t i = b; i < std::min(n, b + kPiece); ++i) out[i] = std::move(v[order[i]]);
-  });
+  for (std::size_t i = 0; i < order.size(); ++i) out[i] = std::move(v[order[i]]);
   v = std::move(out);
 }
 
