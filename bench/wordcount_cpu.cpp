@@ -367,7 +367,6 @@ int main(int argc, char** argv) {
     b.info(fmt::format("one thread's share of {} threads", share_of), double(share.size()) / 1e6, "MB");
     stage_lines(b, share, 1, fmt::format(" (a {}-thread share)", share_of));
   }
-  print_order_lines(b, counts);
   if (b.get_int("--cold-stages", 0) != 0)
     for (int threads : counts) cold_stage_lines(b, tv, threads, anchor);
   // Rounds alternate the anchor and tandem, so that load from other processes falls on both alike.
@@ -417,5 +416,7 @@ int main(int argc, char** argv) {
     else if (threads >= 16) b.goal(fmt::format("word count CPU {} threads GB/s", threads), gbps, 6.0, true, "GB/s");
     else b.info(fmt::format("word count CPU {} threads GB/s", threads), gbps, "GB/s");
   }
+  // After the goal rounds: its hundreds of megabytes of strings would change the heap they run in.
+  print_order_lines(b, counts);
   return b.finish();
 }
