@@ -144,6 +144,22 @@ TEST(WordCountFiles, ErrorsNameTheFile) {
   EXPECT_THROW(mapreduce::wordcount_files({dir.path.string()}), InputError);
 }
 
+TEST(WordCountSort, NoEntryOneEntryAndEqualEntries) {
+  for (int threads : {1, 4}) {
+    std::vector<std::pair<std::string, std::uint64_t>> v;
+    mapreduce::sort_word_counts(v, threads);
+    EXPECT_TRUE(v.empty());
+    EXPECT_TRUE(mapreduce::detail::word_count_order({}, {}, threads).empty());
+    v = {{"only", 7}};
+    mapreduce::sort_word_counts(v, threads);
+    EXPECT_EQ(v, (std::vector<std::pair<std::string, std::uint64_t>>{{"only", 7}}));
+    v = {{"same", 2}, {"", 0}, {"same", 2}, {std::string(1, '\0'), 0}};  // an empty word sorts first
+    mapreduce::sort_word_counts(v, threads);
+    EXPECT_EQ(v, (std::vector<std::pair<std::string, std::uint64_t>>{
+                     {"same", 2}, {"same", 2}, {"", 0}, {std::string(1, '\0'), 0}}));
+  }
+}
+
 TEST(WordCountSort, LongRunsOfTiedKeysAreOrderedAsWords) {
   // The order (the GPU word count's, and sort_word_counts' on one thread) sorts keys of (count,
   // first 6 bytes) and then compares words only within runs of equal keys: here runs longer than a
