@@ -58,7 +58,7 @@ Counts send_and_sum(const Context& ctx, const Counts& words, Owner&& owner, Traf
     at += 12 + n;
   }
   Counts out(std::make_move_iterator(sum.begin()), std::make_move_iterator(sum.end()));
-  mapreduce::sort_word_counts(out);
+  mapreduce::sort_word_counts(out, ctx.threads());  // this rank's share of the host's cores
   return out;
 }
 
