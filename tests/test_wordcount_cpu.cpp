@@ -217,7 +217,7 @@ TEST(WordTable, DrainedHashRangesHoldEveryWordOnceAndLeaveTheTableEmpty) {
   for (int load_quarters : {2, 3})      // doubling at half load (all tables) and at 3/4 (long words)
     for (bool counted : {false, true})  // the ranges counted as words came in, or by the drain
       for (std::size_t parts = 1; parts <= 4096; parts *= 4) {
-        WordCopies copies;
+        WordCopies copies({t.data(), t.size()});
         WordTable table(16, 0, load_quarters, &copies);  // grows many times
         if (counted && parts > 1) table.count_ranges(parts);
         mapreduce::for_each_word(t.data(), t.size(), 0, t.size(),
@@ -241,9 +241,10 @@ TEST(WordTable, DrainedHashRangesHoldEveryWordOnceAndLeaveTheTableEmpty) {
       }
 }
 
-TEST(WordTable, LongWordsAreKeptAsCopiesThatOutliveTheText) {
-  // Long words (one of 40,000 bytes, more than a block of copies) counted from a buffer that is
-  // then overwritten: the table's words are still whole, each counted where its copy is compared.
+TEST(WordTable, RecurringLongWordsAreKeptAsCopiesThatOutliveTheText) {
+  // Long words met three times each (one of 40,000 bytes, more than a block of copies) counted
+  // from a buffer that is then overwritten: the table's words are still whole, each compared with
+  // its copy from its second occurrence on.
   std::string s;
   for (int rep = 0; rep < 3; ++rep) {
     for (int i = 0; i < 3000; ++i) s.append("long_word_number_").append(std::to_string(i)).append(" ");
@@ -251,7 +252,7 @@ TEST(WordTable, LongWordsAreKeptAsCopiesThatOutliveTheText) {
   }
   std::vector<char> t = bytes(s);
   const auto want = reference_counts(t);
-  WordCopies copies;
+  WordCopies copies({t.data(), t.size()});
   WordTable table(16, 0, 3, &copies);
   mapreduce::for_each_word(t.data(), t.size(), 0, t.size(),
                            [&](std::size_t b, std::size_t n) { table.add_word(t.data(), t.size(), b, n); });
@@ -355,7 +356,7 @@ TEST(WordTable, APooledTableStartsEmptyAfterAnotherUsedItsMemory) {
     const std::vector<char> t = random_text(sparse ? 2000 : 40000, 12, 3);
     std::size_t held = 0;  // by the pool while the table is in use
     {
-      WordCopies copies;
+      WordCopies copies({t.data(), t.size()});
       WordTable used(cap, 0, 2, &copies);
       held = held_zeroed_bytes();
       scan_words(t.data(), t.size(), 0, t.size(),

@@ -91,12 +91,12 @@ auto out_word_less() {
 }
 
 // One thread's counts: words of at most kInlineWord bytes (most words) in 16-byte slots, longer
-// ones in 32-byte slots, the bytes of those beyond 16 copied once. With several threads each drains
+// ones in 32-byte slots, the bytes of those beyond 16 that recur copied once. With several threads each drains
 // its tables by hash range when its counting is done (drain).
 struct ThreadTables {
   // parts: the hash ranges the tables will be drained into (1: none).
-  ThreadTables(std::size_t inline_slots, std::size_t long_slots, std::size_t parts)
-      : inline_words(inline_slots), long_words(long_slots, 0, 3, &long_copies) {
+  ThreadTables(std::string_view text, std::size_t inline_slots, std::size_t long_slots, std::size_t parts)
+      : long_copies(text), inline_words(inline_slots), long_words(long_slots, 0, 3, &long_copies) {
     if (parts > 1) {  // counted as words come in: the drain makes one pass, not two
       inline_words.count_ranges(parts);
       long_words.count_ranges(parts);
@@ -192,7 +192,7 @@ std::vector<std::unique_ptr<ThreadTables>> count_chunks(std::string_view text, i
   ThreadClock clock(threads);
   run_threads(threads, [&](int t) {
     clock.start(t);
-    auto mine = std::make_unique<ThreadTables>(inline_slots, long_slots, parts);
+    auto mine = std::make_unique<ThreadTables>(text, inline_slots, long_slots, parts);
     mine->prefetch();
     words[t] = count_taken_chunks(st.isa, *mine, text, chunk, chunks, next);
     if (parts > 1) mine->drain(parts);

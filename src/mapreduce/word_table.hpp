@@ -24,6 +24,7 @@
 #include <memory>
 #include <new>
 #include <span>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -145,12 +146,24 @@ struct WordSlot {
   std::uint64_t hash() const { return key.hash(); }
 };
 
-// Copies of a table's long words, one per distinct word, packed into blocks. A lookup compares a
-// word with this copy, in lines the thread keeps in cache, not with an earlier occurrence anywhere
-// in the text: on the development VM that made a one-thread count 10 % shorter and a 2-thread
-// merge 15 % (words beyond 16 bytes are 2 % of a text's words, and recur far apart if at all).
+// Copies of a table's long words that recur, one per distinct word, packed into blocks. A slot
+// points at its word's first occurrence in the text, and once the word is met again at a copy, so
+// that later comparisons read lines the thread keeps in cache, not an occurrence anywhere in the
+// text (on the development VM a one-thread count 10 % shorter, a 2-thread merge 15 %). Words met
+// once are not copied: at 16 threads most long words are, and copying each cost the count 2 %.
 class WordCopies {
  public:
+  // text: where the words are counted from (none: nothing is copied).
+  explicit WordCopies(std::string_view text = {}) : text_(text) {}
+  // What a slot keeps for a word it holds at `held`, met again at `now`: a copy of the word
+  // when `held` is in the text (made from `now`, which is in cache), else `held`.
+  const char* recurring(const char* held, const char* now, std::size_t len) {
+    const std::uintptr_t at = reinterpret_cast<std::uintptr_t>(held),
+                         first = reinterpret_cast<std::uintptr_t>(text_.data());
+    return at - first < text_.size() ? copy(now, len) : held;
+  }
+
+ private:
   const char* copy(const char* p, std::size_t len) {
     if (len > left_) next_block(len);
     char* at = next_;
@@ -159,8 +172,6 @@ class WordCopies {
     left_ -= len;
     return at;
   }
-
- private:
   static constexpr std::size_t kBlockBytes = std::size_t{32} << 10;
   void next_block(std::size_t len) {
     const std::size_t bytes = std::max(kBlockBytes, len);
@@ -168,6 +179,7 @@ class WordCopies {
     next_ = blocks_.back().get();
     left_ = bytes;
   }
+  std::string_view text_;
   std::vector<std::unique_ptr<char[]>> blocks_;
   char* next_{nullptr};
   std::size_t left_{0};
@@ -383,8 +395,8 @@ class OpenTable {
 // than a few longer probes.
 class WordTable : public OpenTable<WordSlot> {
  public:
-  // copies: where the bytes of a new long word are copied (a thread counting text); none, and the
-  // table keeps the pointer it is given (a merge of tables whose copies outlive it).
+  // copies: where the bytes of a recurring long word are copied (a thread counting text); none,
+  // and the table keeps the pointer it is given (a merge of tables whose words outlive it).
   explicit WordTable(std::size_t cap, int skip_bits = 0, int load_quarters = 2, WordCopies* copies = nullptr)
       : OpenTable(cap, skip_bits, load_quarters), copies_(copies) {}
 
@@ -411,10 +423,11 @@ class WordTable : public OpenTable<WordSlot> {
       if (((s.key.k0 ^ k.k0) | (s.key.k1 ^ k.k1)) == 0 && (Short || same_bytes(s.bytes, bytes, k.length())))
           [[likely]] {
         s.count += count;
+        if (!Short && copies_) s.bytes = copies_->recurring(s.bytes, bytes, k.length());
         return;
       }
       if (s.count == 0) {
-        s = {k, count, Short ? nullptr : copies_ ? copies_->copy(bytes, k.length()) : bytes};
+        s = {k, count, Short ? nullptr : bytes};
         added(hash);
         return;
       }
