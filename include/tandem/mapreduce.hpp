@@ -299,6 +299,16 @@ namespace detail {
 void run_threads(int threads, const std::function<void(int)>& body);
 // Called by every thread of a run_threads body: returns when all of them have called it.
 void team_barrier();
+// Calls body(lo, hi) for every piece [lo, hi) of [0, n), `piece` long (the last shorter), on
+// `threads` threads: pieces are claimed from a counter, so all are done even if fewer threads
+// start than asked.
+template <class Body>
+void for_each_piece(std::size_t n, std::size_t piece, int threads, const Body& body) {
+  std::atomic<std::size_t> next{0};
+  run_threads(threads, [&](int) {
+    for (std::size_t b = next.fetch_add(piece); b < n; b = next.fetch_add(piece)) body(b, std::min(n, b + piece));
+  });
+}
 }  // namespace detail
 
 // Runs `job` over records [0, records) on CPU threads; returns one (key, value) per distinct key,

@@ -1,7 +1,6 @@
 // GPU word count: a record is a 64-byte chunk of text; its map emits the words that start in it.
 // Keys hold up to 32 bytes inline plus a 64-bit hash, the length and the position of the first
 // occurrence: longer words are compared against the text itself (the "overflow area").
-#include <atomic>
 #include <bit>
 #include <cmath>
 #include <cstring>
@@ -135,13 +134,9 @@ std::vector<std::pair<std::string, std::uint64_t>> sorted_words(
   const int threads = o.threads > 0 ? o.threads : default_threads();
   const auto order = word_count_order(words, std::span<const std::uint64_t>(counts.get(), n), threads);
   std::vector<std::pair<std::string, std::uint64_t>> out(n);
-  // Pieces claimed from a counter: every piece is made even if fewer threads start than asked.
   constexpr std::size_t kPiece = 8192;
-  std::atomic<std::size_t> next{0};
-  run_threads(n < 2 * kPiece ? 1 : threads, [&](int) {
-    for (std::size_t b = next.fetch_add(kPiece); b < n; b = next.fetch_add(kPiece))
-      for (std::size_t j = b; j < std::min(n, b + kPiece); ++j)
-        out[j] = {std::string(words[order[j]]), counts[order[j]]};
+  for_each_piece(n, kPiece, n < 2 * kPiece ? 1 : threads, [&](std::size_t lo, std::size_t hi) {
+    for (std::size_t j = lo; j < hi; ++j) out[j] = {std::string(words[order[j]]), counts[order[j]]};
   });
   r.add("sort output", gpu::format("cpu x{}", threads), w.seconds(), gpu::format("{} words", n));
   return out;

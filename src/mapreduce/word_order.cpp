@@ -1,7 +1,6 @@
 #include "mapreduce/word_order.hpp"
 
 #include <algorithm>
-#include <atomic>
 #include <cstring>
 #include <mutex>
 #include <parallel/algorithm>
@@ -22,18 +21,11 @@ std::vector<std::size_t> word_count_order(std::span<const std::string_view> word
                                           std::span<const std::uint64_t> counts, int threads) {
   const std::size_t n = words.size();
   const int T = n < 16384 ? 1 : std::max(1, threads);
-  // Pieces claimed from a counter: all are done even if fewer threads start than asked.
   const std::size_t piece = std::max<std::size_t>(4096, (n + 4 * std::size_t(T) - 1) / (4 * std::size_t(T)));
-  const auto for_pieces = [&](const auto& body) {
-    std::atomic<std::size_t> next{0};
-    run_threads(T, [&](int) {
-      for (std::size_t b = next.fetch_add(piece); b < n; b = next.fetch_add(piece)) body(b, std::min(n, b + piece));
-    });
-  };
   std::vector<std::uint64_t> keys(n);
   std::vector<std::size_t> order(n);
   // Keys on every thread: reading each word's first bytes misses the cache once per word.
-  for_pieces([&](std::size_t lo, std::size_t hi) {
+  for_each_piece(n, piece, T, [&](std::size_t lo, std::size_t hi) {
     for (std::size_t i = lo; i < hi; ++i) {
       keys[i] = word_order_key(counts[i], word_prefix(words[i]));
       order[i] = i;
@@ -49,7 +41,7 @@ std::vector<std::size_t> word_count_order(std::span<const std::string_view> word
   };
   std::vector<std::pair<std::size_t, std::size_t>> long_runs;
   std::mutex long_runs_mutex;
-  for_pieces([&](std::size_t lo, std::size_t hi) {
+  for_each_piece(n, piece, T, [&](std::size_t lo, std::size_t hi) {
     std::size_t i = lo;
     while (i > 0 && i < hi && keys[i] == keys[i - 1]) ++i;  // a run begun in the piece before
     for (std::size_t j; i < hi; i = j) {
