@@ -91,8 +91,8 @@ auto out_word_less() {
 }
 
 // One thread's counts: words of at most kInlineWord bytes (most words) in 16-byte slots, longer
-// ones in 32-byte slots, the bytes of those beyond 16 that recur copied once. With several threads each drains
-// its tables by hash range when its counting is done (drain).
+// ones in 32-byte slots; the bytes of words beyond 16 that recur are copied once. With several
+// threads each drains its tables by hash range when its counting is done (drain).
 struct ThreadTables {
   // parts: the hash ranges the tables will be drained into (1: none).
   ThreadTables(std::string_view text, std::size_t inline_slots, std::size_t long_slots, std::size_t parts)

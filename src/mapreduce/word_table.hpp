@@ -147,7 +147,7 @@ struct WordSlot {
 };
 
 // Copies of a table's long words that recur, one per distinct word, packed into blocks. A slot
-// points at its word's first occurrence in the text, and once the word is met again at a copy, so
+// points at its word's first occurrence in the text and, once the word is met again, at a copy, so
 // that later comparisons read lines the thread keeps in cache, not an occurrence anywhere in the
 // text (on the development VM a 2-thread merge 12 % shorter). Words met once are not copied: at
 // 16 threads most long words are, and copying each cost the count about 2 %.
