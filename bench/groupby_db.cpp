@@ -35,7 +35,7 @@
 //   7 × 2 × 120 MB read and written ≈ 1.7 GB (~0.17 s); the 10^7 result rows (3 strings,
 //   3 integers, sum, count) write ~750 MB.
 //   Fresh memory costs a page fault and the kernel zeroing the page on first touch: before the
-//   scratch pool (src/groupby/cpu_scratch_pool.hpp) that was ~35 % of q10's CPU time.
+//   scratch pool (src/core/scratch_pool.hpp) that was ~35 % of q10's CPU time.
 // What is timed: tandem's groupby() call (keys encoded, aggregated, the result table built and
 // sorted by the keys); DuckDB's `CREATE TABLE ans AS <query>`, whose rows are unordered (the
 // sorted export that checks them is not timed). tandem's time thus includes ordering the

@@ -4,9 +4,9 @@
 #include <algorithm>
 
 #include "harness.hpp"
-#include "kernels/index/gpu_bench.hpp"
 #include "tandem/core/device.hpp"
 #include "tandem/index.hpp"
+#include "tandem/index/benchmark.hpp"
 
 using namespace tandem;
 

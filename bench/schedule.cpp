@@ -27,10 +27,10 @@
 #include <fmt/format.h>
 
 #include "harness.hpp"
-#include "kernels/schedule/kernels.hpp"
 #include "tandem/core/device.hpp"
 #include "tandem/core/tune.hpp"
 #include "tandem/schedule.hpp"
+#include "tandem/schedule/kernels.hpp"
 #if TANDEM_HAS_CUDA
 #include <cublas_v2.h>
 

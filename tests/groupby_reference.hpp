@@ -108,7 +108,7 @@ inline Aggregation aggregation(AggOp op, std::string column = {}) {
 
 struct Overflow {};
 
-// The min/max order of the engines (tandem::mapreduce::agg_less): NaN skipped unless all are NaN,
+// The min/max order of the engines (tandem::agg_less): NaN skipped unless all are NaN,
 // -0.0 below +0.0; strings by bytes.
 inline bool extreme_better(const Value& a, const Value& b, bool smaller) {
   if (a.type == ColumnType::str) return smaller ? a.s < b.s : b.s < a.s;

@@ -2,7 +2,7 @@
 // size class, and the pool never holds more than its limit.
 #include <gtest/gtest.h>
 
-#include "groupby/cpu_scratch.hpp"
+#include "core/scratch.hpp"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define POOL_TEST_ASAN 1
@@ -15,7 +15,7 @@
 #include <sanitizer/asan_interface.h>
 #endif
 
-using namespace tandem::cpu_groupby;
+using namespace tandem;
 
 TEST(ScratchPool, SizeClassesAreHugePageMultiplesAtMostAnEighthAbove) {
   const std::size_t page = std::size_t{2} << 20;
@@ -54,10 +54,10 @@ TEST(ScratchPool, HoldsAtMostItsLimit) {
   release_cached_scratch();
   const std::size_t block = std::size_t{64} << 20;
   std::vector<Scratch<char>> many;
-  for (std::size_t held = 0; held <= cached_limit() + block && many.size() < 1024; held += block)
+  for (std::size_t held = 0; held <= cached_scratch_limit() + block && many.size() < 1024; held += block)
     many.emplace_back().reserve(block);  // allocated, never touched
   many.clear();
-  EXPECT_LE(cached_scratch_bytes(), cached_limit());
+  EXPECT_LE(cached_scratch_bytes(), cached_scratch_limit());
   EXPECT_GT(cached_scratch_bytes(), 0u);
   release_cached_scratch();
   EXPECT_EQ(cached_scratch_bytes(), 0u);

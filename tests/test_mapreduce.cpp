@@ -12,9 +12,9 @@
 
 #include "mapreduce/hash_groupby/bucket_table.hpp"
 #include "mapreduce/hash_groupby/two_choice.hpp"
+#include "tandem/core/distinct_estimate.hpp"
 #include "tandem/core/error.hpp"
 #include "tandem/mapreduce.hpp"
-#include "tandem/mapreduce/distinct_estimate.hpp"
 #include "test_util.hpp"
 
 using namespace tandem;
@@ -311,7 +311,7 @@ TEST(MapReduceTwoChoice, PlacesEveryKeyAtOneOfItsSlots) {
 // The hash path's table size from its sample: Chao1 is a lower bound that misses a heavy tail's
 // rare keys, Good–Turing's bound covers them; the table takes the bound while it is cheap.
 TEST(MapReduceDistinctEstimate, ChaoBelowGoodTuringAboveOnRealSamples) {
-  namespace de = tandem::mapreduce::distinct_estimate;
+  namespace de = tandem::distinct_estimate;
   auto sample_of = [](const std::vector<std::uint32_t>& keys, std::size_t ms) {
     std::unordered_map<std::uint32_t, std::uint32_t> c;
     for (std::size_t i = 0; i < ms; ++i) ++c[keys[i]];

@@ -5,9 +5,9 @@
 #include <cmath>
 #include <limits>
 
-#include "kernels/schedule/kernels.hpp"
 #include "schedule/profile_plan.hpp"
 #include "tandem/core/error.hpp"
+#include "tandem/schedule/kernels.hpp"
 
 using namespace tandem;
 using namespace tandem::schedule;

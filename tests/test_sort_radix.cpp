@@ -13,7 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "groupby/cpu_scratch_pool.hpp"
+#include "core/scratch_pool.hpp"
 #include "sort/cpu_radix.hpp"
 #include "sort/device_sort.hpp"
 #include "sort/msd.hpp"
@@ -259,18 +259,18 @@ TEST(CpuRadix, SmallSortsWithCrowdedTopBitsTakeLsdPasses) {
 // Scratch of 2 MiB to 64 MiB comes from the scratch pool and goes back to it; larger scratch does
 // not stay in the process after the call.
 TEST(CpuRadix, MidSizedScratchIsKeptForTheNextSort) {
-  cpu_groupby::release_cached_scratch();
+  release_cached_scratch();
   auto in = make_keys<std::uint32_t>(std::size_t{1} << 20, Shape::uniform, 7);  // 4 MiB of scratch
   check_radix(in, 2);
-  const std::size_t kept = cpu_groupby::cached_scratch_bytes();
+  const std::size_t kept = cached_scratch_bytes();
   EXPECT_GE(kept, in.size() * sizeof(std::uint32_t));
   check_radix(in, 2);  // the same sizes again: served from the pool, which does not grow
-  EXPECT_EQ(cpu_groupby::cached_scratch_bytes(), kept);
+  EXPECT_EQ(cached_scratch_bytes(), kept);
   auto big = make_keys<std::uint64_t>((std::size_t{64} << 20) / 8 + 1, Shape::uniform, 8);
   detail::cpu_radix_sort(std::span<std::uint64_t>(big), std::span<detail::NoValue>{}, false, 2);
   EXPECT_TRUE(std::is_sorted(big.begin(), big.end()));
-  EXPECT_EQ(cpu_groupby::cached_scratch_bytes(), kept);
-  cpu_groupby::release_cached_scratch();
+  EXPECT_EQ(cached_scratch_bytes(), kept);
+  release_cached_scratch();
 }
 
 // ---- memory=low: the in-place MSD sort of keys against std::stable_sort in key order, and the

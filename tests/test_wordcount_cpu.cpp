@@ -14,10 +14,10 @@
 #include <thread>
 #include <vector>
 
+#include "core/zeroed_block_pool.hpp"
 #include "mapreduce/cpu_wordcount.hpp"
 #include "mapreduce/word_order.hpp"
 #include "mapreduce/word_scan.hpp"
-#include "mapreduce/word_slot_pool.hpp"
 #include "mapreduce/word_table.hpp"
 #include "tandem/mapreduce.hpp"
 

@@ -7,13 +7,13 @@
 #include <nlohmann/json.hpp>
 
 #include "command.hpp"
-#include "kernels/index/gpu_bench.hpp"
 #include "options.hpp"
 #include "tandem/core/error.hpp"
 #include "tandem/core/format.hpp"
 #include "tandem/core/report.hpp"
 #include "tandem/core/timing.hpp"
 #include "tandem/index.hpp"
+#include "tandem/index/benchmark.hpp"
 
 namespace {
 

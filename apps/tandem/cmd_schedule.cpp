@@ -7,12 +7,12 @@
 #include <fmt/format.h>
 
 #include "command.hpp"
-#include "kernels/schedule/kernels.hpp"
 #include "options.hpp"
 #include "tandem/core/device.hpp"
 #include "tandem/core/error.hpp"
 #include "tandem/core/format.hpp"
 #include "tandem/schedule.hpp"
+#include "tandem/schedule/kernels.hpp"
 #include "tandem/schedule/signal.hpp"
 
 namespace {

@@ -16,10 +16,10 @@
 #include "tandem/cuda/launch.hpp"
 #include "tandem/index.hpp"
 #if TANDEM_HAS_CUDA
-#include "kernels/index/kernels.hpp"
 #include "tandem/cuda/buffers.hpp"
 #include "tandem/cuda/runtime.hpp"
 #include "tandem/cuda/stream.hpp"
+#include "tandem/index/kernels.hpp"
 #endif
 
 namespace tandem::index {

@@ -26,6 +26,7 @@
 #include <utility>
 #include <vector>
 
+#include "tandem/core/agg_order.hpp"
 #include "tandem/core/hash.hpp"
 #include "tandem/core/report.hpp"
 #include "tandem/core/types.hpp"
@@ -160,7 +161,8 @@ TANDEM_HD void for_each_word(const char* text, std::size_t n, std::size_t first,
 
 // ---------------------------------------------------------------------------------------------
 // Group-by accumulators. A is double (float inputs) or int64 (integer inputs). min/max use a total
-// order on -0.0 < +0.0 and ignore NaN (NaN only if every value was NaN); sum propagates NaN.
+// order on -0.0 < +0.0 and ignore NaN (NaN only if every value was NaN: tandem/core/agg_order.hpp);
+// sum propagates NaN.
 template <class A>
 struct Agg {
   A sum;
@@ -168,29 +170,6 @@ struct Agg {
   A max;
   std::uint64_t count;
 };
-
-template <class A>
-TANDEM_HD bool agg_less(A a, A b) {
-  if constexpr (std::is_floating_point_v<A>) {
-    if (a != a) return false;  // NaN is never smaller
-    if (b != b) return true;   // any number is smaller than NaN
-    if (a == b) return std::signbit(a) && !std::signbit(b);
-    return a < b;
-  } else {
-    return a < b;
-  }
-}
-template <class A>
-TANDEM_HD bool agg_greater(A a, A b) {
-  if constexpr (std::is_floating_point_v<A>) {
-    if (a != a) return false;
-    if (b != b) return true;
-    if (a == b) return !std::signbit(a) && std::signbit(b);
-    return a > b;
-  } else {
-    return a > b;
-  }
-}
 
 template <class A, class V>
 TANDEM_HD Agg<A> agg_of(V v) {

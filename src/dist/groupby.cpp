@@ -70,7 +70,7 @@ std::uint64_t estimated_groups(const Table& t, const std::vector<std::string>& b
 // of them; from 2 MiB up on the scratch pool's huge pages, whose reuse spares the page faults),
 // kept alive by the tables that borrow from it.
 std::shared_ptr<std::byte> receive_buffer(std::size_t n) {
-  auto bytes = std::make_shared<cpu_groupby::Scratch<std::byte>>(n);
+  auto bytes = std::make_shared<Scratch<std::byte>>(n);
   return std::shared_ptr<std::byte>(bytes, bytes->data());
 }
 

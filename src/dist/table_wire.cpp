@@ -227,8 +227,8 @@ Table concat_tables(const std::vector<Table>& parts, const Table& like, int thre
       any_missing |= !c.validity.empty();
     }
     // Not zeroed first (every byte is copied in), from 2 MiB up on the scratch pool's huge pages.
-    cpu_groupby::Scratch<std::byte> values(bytes);
-    cpu_groupby::Scratch<std::uint64_t> offsets;
+    Scratch<std::byte> values(bytes);
+    Scratch<std::uint64_t> offsets;
     if (str) offsets.reserve(rows + 1), offsets.push_back(0);
     std::vector<std::uint8_t> validity(any_missing ? (rows + 7) / 8 : 0, 0);
     std::size_t row = 0, at = 0;

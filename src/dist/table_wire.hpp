@@ -7,7 +7,7 @@
 #include <span>
 #include <vector>
 
-#include "groupby/cpu_scratch.hpp"
+#include "core/scratch.hpp"
 #include "tandem/table.hpp"
 
 namespace tandem::dist {
@@ -22,7 +22,7 @@ namespace tandem::dist {
 struct TableImages {
   // Not zeroed first (every byte is written), from 2 MiB up on the scratch pool's huge pages:
   // a fresh buffer's page faults cost a shuffle more than writing it.
-  cpu_groupby::Scratch<std::byte> bytes;
+  Scratch<std::byte> bytes;
   std::vector<std::uint64_t> sizes;
 };
 TableImages write_table_images(const Table& t, std::span<const std::size_t> rows, std::span<const std::size_t> starts,

@@ -12,8 +12,8 @@
 
 #include <fmt/format.h>
 
+#include "core/scratch.hpp"
 #include "groupby/cpu_output.hpp"
-#include "groupby/cpu_scratch.hpp"
 #include "tandem/core/error.hpp"
 #include "tandem/groupby.hpp"
 #include "tandem/table.hpp"

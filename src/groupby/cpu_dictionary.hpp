@@ -19,9 +19,9 @@
 #include <type_traits>
 #include <vector>
 
-#include "groupby/cpu_scratch.hpp"
+#include "core/scratch.hpp"
 #include "sort/cpu_radix.hpp"
-#include "tandem/mapreduce/distinct_estimate.hpp"
+#include "tandem/core/distinct_estimate.hpp"
 
 namespace tandem::cpu_groupby {
 
@@ -131,7 +131,7 @@ std::size_t expected_distinct(std::size_t n, Load& load, Present& present, Less&
   for (std::size_t j = 0; j < s; ++j)
     if (const std::size_t i = j * (n / s); present(i)) sample.push_back(load(i));
   std::sort(sample.begin(), sample.end(), less);
-  mapreduce::distinct_estimate::Sample e;
+  distinct_estimate::Sample e;
   e.records = sample.size();
   e.total = n;
   for (std::size_t j = 0, run = 1; j < sample.size(); ++j, ++run) {
@@ -141,7 +141,7 @@ std::size_t expected_distinct(std::size_t n, Load& load, Present& present, Less&
     e.twice += run == 2;
     run = 0;
   }
-  return static_cast<std::size_t>(mapreduce::distinct_estimate::estimate(e, 0).chao1);
+  return static_cast<std::size_t>(distinct_estimate::estimate(e, 0).chao1);
 }
 
 // The 64-bit words of a key whose order, most significant first, is the keys' order: the

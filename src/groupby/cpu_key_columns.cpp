@@ -10,7 +10,7 @@
 #include "groupby/cpu_keys.hpp"
 #include "groupby/ops/op_common.hpp"
 #include "sort/cpu_radix.hpp"
-#include "tandem/mapreduce.hpp"
+#include "tandem/core/hash.hpp"
 
 namespace tandem::cpu_groupby {
 namespace {

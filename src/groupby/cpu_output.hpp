@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-#include "groupby/cpu_scratch.hpp"
+#include "core/scratch.hpp"
 #include "tandem/table.hpp"
 
 namespace tandem::cpu_groupby {

@@ -10,7 +10,7 @@
 // range p of P lie in slots [p * cap / P, (p + 1) * cap / P) of any table and the run of full slots
 // after it.
 //
-// A table of 64 KiB or more takes its slots from the zeroed-block pool (word_slot_pool.hpp): the
+// A table of 64 KiB or more takes its slots from the zeroed-block pool (core/zeroed_block_pool.hpp): the
 // next word count's tables reuse pages already faulted in instead of every thread faulting fresh
 // zero pages and unmapping them again (page faults and TLB shootdowns that grow with the threads).
 #pragma once
@@ -28,7 +28,7 @@
 #include <utility>
 #include <vector>
 
-#include "mapreduce/word_slot_pool.hpp"
+#include "core/zeroed_block_pool.hpp"
 
 namespace tandem::mapreduce::detail {
 

@@ -13,7 +13,7 @@
 #include <utility>
 #include <vector>
 
-#include "groupby/cpu_scratch_pool.hpp"
+#include "core/scratch_pool.hpp"
 #include "tandem/core/detail/huge_pages.hpp"
 #include "tandem/core/key_order.hpp"
 #include "tandem/core/parallel.hpp"
@@ -21,7 +21,7 @@
 namespace tandem::detail {
 
 void ScratchDeleter::operator()(void* p) const noexcept {
-  if (pooled) cpu_groupby::give_scratch(p, pooled);
+  if (pooled) give_scratch(p, pooled);
   else std::free(p);  // malloc's and allocate_huge_pages' blocks alike
 }
 
@@ -33,8 +33,8 @@ ScratchBlock scratch_alloc(std::size_t bytes) {
     return {p, 0};
   }
   if (bytes <= kPooledMax) {
-    const std::size_t size = cpu_groupby::scratch_class(bytes);
-    return {cpu_groupby::take_scratch(size), size};
+    const std::size_t size = scratch_class(bytes);
+    return {take_scratch(size), size};
   }
   return {detail::allocate_huge_pages(bytes), 0};
 }

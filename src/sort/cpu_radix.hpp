@@ -79,7 +79,7 @@ void copy_sources(std::span<K> keys, std::span<V> values, const K* keys_in, cons
 }
 
 // Scratch arrays of the radix sorts, uninitialised (T is trivial). From 2 MiB to 64 MiB they are
-// blocks of the process's scratch pool (groupby/cpu_scratch_pool.hpp: 2 MiB aligned, on huge
+// blocks of the process's scratch pool (core/scratch_pool.hpp: 2 MiB aligned, on huge
 // pages, kept for the next call), since a fresh block's first touch costs a page fault and the
 // kernel zeroing each page: at 2^20 keys on 16 threads that is as long as the sort itself. Larger
 // ones are allocated for the call (the fault cost is a small part of their sort, and the pool

@@ -7,11 +7,11 @@
 #include <cstring>
 #include <vector>
 
-#include "kernels/index/kernels.hpp"
 #include "tandem/core/device.hpp"
 #include "tandem/cuda/buffers.hpp"
 #include "tandem/cuda/runtime.hpp"
 #include "tandem/index.hpp"
+#include "tandem/index/kernels.hpp"
 #include "test_util.hpp"
 
 using namespace tandem;

@@ -6,11 +6,11 @@
 #include <cmath>
 #include <cstdlib>
 
-#include "kernels/schedule/kernels.hpp"
 #include "schedule/profile_plan.hpp"
 #include "tandem/core/device.hpp"
 #include "tandem/core/error.hpp"
 #include "tandem/core/tune.hpp"
+#include "tandem/schedule/kernels.hpp"
 #include "tandem/schedule/signal.hpp"
 #include "test_util.hpp"
 

@@ -3,7 +3,7 @@
 // blocks under candidate schedules and runs the rest under the winner.
 //
 // The controller runs in CUDA builds; elsewhere run_controlled throws NoDeviceError. The six
-// benchmark kernels the CLI and the benchmarks use live in bench/kernels/schedule/.
+// benchmark kernels the CLI and the benchmarks use: tandem/schedule/kernels.hpp.
 #pragma once
 #include <cstdint>
 #include <functional>

@@ -13,7 +13,7 @@ namespace {
 
 Buffer validity_of(const DeviceColumn& c, std::size_t n, cudaStream_t s) {
   if (c.missing == 0 || n == 0) return {};
-  cpu_groupby::Scratch<std::uint8_t> bits((n + 7) / 8);
+  Scratch<std::uint8_t> bits((n + 7) / 8);
   copy_to_host(bits.data(), c.valid(), bits.size(), s);
   return cpu_groupby::scratch_buffer(std::move(bits));
 }
@@ -23,7 +23,7 @@ Column numbers_to_host(const DeviceColumn& c, std::size_t n, cudaStream_t s) {
   out.name = c.name;
   out.type = c.type;
   out.length = n;
-  cpu_groupby::Scratch<std::byte> v(n * value_width(c.type));
+  Scratch<std::byte> v(n * value_width(c.type));
   if (!v.empty()) copy_to_host(v.data(), c.data(), v.size(), s);
   out.values = cpu_groupby::scratch_buffer(std::move(v));
   out.validity = validity_of(c, n, s);
@@ -32,7 +32,7 @@ Column numbers_to_host(const DeviceColumn& c, std::size_t n, cudaStream_t s) {
 
 // Codes decoded through the column's dictionary; a missing row gets a code past every string's.
 Column strings_to_host(const DeviceColumn& c, std::size_t n, int threads, cudaStream_t s) {
-  cpu_groupby::Scratch<std::uint32_t> codes(n);
+  Scratch<std::uint32_t> codes(n);
   if (n) copy_to_host(codes.data(), c.data(), n * sizeof(std::uint32_t), s);
   if (const Buffer valid = validity_of(c, n, s); !valid.empty()) {
     const auto* bits = reinterpret_cast<const std::uint8_t*>(valid.data());

@@ -1,9 +1,9 @@
-// The order min and max pick by, shared with the GPU group-by (tandem::mapreduce::agg_less): floats
+// The order min and max pick by, shared with the GPU group-by (tandem::agg_less): floats
 // with -0.0 below +0.0 and NaN skipped unless every value is NaN; integers by value; strings by
 // bytes. `Extreme<T, Smaller>` is min (Smaller) or max.
 #pragma once
 #include "groupby/ops/op_common.hpp"
-#include "tandem/mapreduce.hpp"
+#include "tandem/core/agg_order.hpp"
 
 namespace tandem::agg {
 
@@ -26,8 +26,7 @@ struct Extreme {
     else return Smaller ? std::numeric_limits<T>::max() : std::numeric_limits<T>::lowest();
   }
   TANDEM_HD static bool better(T a, T b) {  // a replaces b
-    if constexpr (std::is_floating_point_v<T>)
-      return Smaller ? mapreduce::agg_less(a, b) : mapreduce::agg_greater(a, b);
+    if constexpr (std::is_floating_point_v<T>) return Smaller ? agg_less(a, b) : agg_greater(a, b);
     else return Smaller ? a < b : b < a;
   }
   TANDEM_HD static void update(State& s, T v) {

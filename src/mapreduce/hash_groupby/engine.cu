@@ -35,11 +35,11 @@
 #include "mapreduce/hash_groupby/kernels.cuh"
 #include "mapreduce/hash_groupby/two_choice.hpp"
 #include "tandem/core/device.hpp"
+#include "tandem/core/distinct_estimate.hpp"
 #include "tandem/core/tune.hpp"
 #include "tandem/cuda/format.hpp"
 #include "tandem/cuda/launch.hpp"
 #include "tandem/cuda/stream.hpp"
-#include "tandem/mapreduce/distinct_estimate.hpp"
 
 namespace tandem::mapreduce::hash_groupby {
 

@@ -6,7 +6,7 @@
 #pragma once
 #include <cstddef>
 
-namespace tandem::mapreduce::detail {
+namespace tandem {
 
 // A zeroed block of `bytes` (a multiple of 4 KiB), preferably one given back on the calling CPU.
 // Throws std::bad_alloc.
@@ -18,4 +18,4 @@ std::size_t held_zeroed_bytes();
 // Unmaps every held block.
 void release_zeroed_blocks();
 
-}  // namespace tandem::mapreduce::detail
+}  // namespace tandem

@@ -1,5 +1,5 @@
 // One-element-per-thread permute, broadcast add and 7-point stencil with each index method.
-#include "kernels/index/k_common.cuh"
+#include "index/kernels_common.cuh"
 
 namespace tandem::index::kernels {
 

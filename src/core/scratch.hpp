@@ -1,19 +1,18 @@
-// The CPU engine's large per-call arrays (codes, group ids, scattered values, result columns):
-// left uninitialised, since every element is written before it is read, and from 2 MiB up taken
-// from the scratch pool (cpu_scratch_pool.hpp): on transparent huge pages, so the first touch of
-// 10^7 codes costs a few dozen page faults instead of ten thousand, and reused from the last
-// call when one of a similar size freed them.
+// Large per-call arrays (the CPU group-by's codes, group ids, scattered values, result columns; the
+// radix sorts' buffers): left uninitialised, since every element is written before it is read, and
+// from 2 MiB up taken from the scratch pool (scratch_pool.hpp): on transparent huge pages, so the
+// first touch of 10^7 codes costs a few dozen page faults instead of ten thousand, and reused from
+// the last call when one of a similar size freed them.
 #pragma once
 #include <cstdlib>
 #include <memory>
 #include <new>
 #include <vector>
 
-#include "groupby/cpu_scratch_pool.hpp"
+#include "core/scratch_pool.hpp"
+#include "tandem/core/detail/huge_pages.hpp"
 
-namespace tandem::cpu_groupby {
-
-inline constexpr std::size_t kHugePage = std::size_t{2} << 20;
+namespace tandem {
 
 template <class T>
 struct ScratchAllocator {
@@ -24,12 +23,12 @@ struct ScratchAllocator {
 
   T* allocate(std::size_t n) {
     const std::size_t bytes = n * sizeof(T);
-    if (bytes < kHugePage) return std::allocator<T>{}.allocate(n);
+    if (bytes < detail::kHugePage) return std::allocator<T>{}.allocate(n);
     return static_cast<T*>(take_scratch(scratch_class(bytes)));
   }
   void deallocate(T* p, std::size_t n) {
     const std::size_t bytes = n * sizeof(T);
-    if (bytes < kHugePage) std::allocator<T>{}.deallocate(p, n);
+    if (bytes < detail::kHugePage) std::allocator<T>{}.deallocate(p, n);
     else give_scratch(p, scratch_class(bytes));
   }
   template <class U, class... A>
@@ -46,4 +45,4 @@ struct ScratchAllocator {
 template <class T>
 using Scratch = std::vector<T, ScratchAllocator<T>>;
 
-}  // namespace tandem::cpu_groupby
+}  // namespace tandem

@@ -1,6 +1,6 @@
 // tandem's fast paths: carry iteration with several 16-byte chunks per thread and wide loads and
 // stores (crop of bytes, broadcast add), device generation of packed tables, test-data helpers.
-#include "kernels/index/k_common.cuh"
+#include "index/kernels_common.cuh"
 #include "tandem/cuda/buffers.hpp"
 
 namespace tandem::index::kernels {

@@ -1,5 +1,5 @@
-// Launchers of the index benchmark kernels (defined in k_*.cu beside this file). Every
-// launcher checks its launch; shapes and buffers are the caller's (see bench_driver.cpp).
+// Launchers of the index benchmark kernels (defined in src/index/kernels_*.cu). Every
+// launcher checks its launch; shapes and buffers are the caller's (see src/index/benchmark.cpp).
 #pragma once
 #if !TANDEM_HAS_CUDA
 #error "index/kernels.hpp needs a CUDA build"

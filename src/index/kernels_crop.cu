@@ -1,6 +1,6 @@
 // One-element-per-thread 3-D crop (slice copy) of 1-, 2- and 4-byte elements with each index
 // method; also the shared helpers (one wave of blocks, kernel arguments).
-#include "kernels/index/k_common.cuh"
+#include "index/kernels_common.cuh"
 
 namespace tandem::index::kernels {
 

@@ -1,4 +1,4 @@
-#include "groupby/cpu_scratch_pool.hpp"
+#include "core/scratch_pool.hpp"
 
 #include <sys/mman.h>
 #include <unistd.h>
@@ -21,7 +21,7 @@
 #include <sanitizer/asan_interface.h>
 #endif
 
-namespace tandem::cpu_groupby {
+namespace tandem {
 namespace {
 
 // Under AddressSanitizer a held block is poisoned, so a use after it was freed is still caught.
@@ -60,7 +60,7 @@ std::size_t scratch_class(std::size_t bytes) {
   return (bytes + step - 1) / step * step;
 }
 
-std::size_t cached_limit() {
+std::size_t cached_scratch_limit() {
   static const std::size_t limit = [] {
     const long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE);
     return pages > 0 && size > 0 ? static_cast<std::size_t>(pages) * static_cast<std::size_t>(size) / 4
@@ -91,8 +91,8 @@ void give_scratch(void* block, std::size_t size) {
   {
     Pool& p = pool();
     std::lock_guard lock(p.m);
-    if (size <= cached_limit()) {
-      while (p.bytes + size > cached_limit()) {  // the smallest blocks make room
+    if (size <= cached_scratch_limit()) {
+      while (p.bytes + size > cached_scratch_limit()) {  // the smallest blocks make room
         unhold(p.blocks.begin()->second, p.blocks.begin()->first);
         std::free(p.blocks.begin()->second);
         p.bytes -= p.blocks.begin()->first;
@@ -125,4 +125,4 @@ void release_cached_scratch() {
   }
 }
 
-}  // namespace tandem::cpu_groupby
+}  // namespace tandem

@@ -9,7 +9,7 @@
 //    selects). A one-byte-per-thread crop issues ~1 load + 1 store per element, so the index
 //    instructions dominate: the u8 crop is index-bound, not memory-bound, until several elements
 //    per thread and 16-byte accesses cut the instructions per byte by ~16x.
-#include "kernels/index/gpu_bench.hpp"
+#include "tandem/index/benchmark.hpp"
 
 #include "tandem/core/error.hpp"
 #include "tandem/cuda/launch.hpp"
@@ -20,11 +20,11 @@
 
 #include <fmt/format.h>
 
-#include "kernels/index/kernels.hpp"
 #include "tandem/cuda/buffers.hpp"
 #include "tandem/cuda/runtime.hpp"
 #include "tandem/cuda/stream.hpp"
 #include "tandem/index.hpp"
+#include "tandem/index/kernels.hpp"
 
 namespace tandem::index {
 

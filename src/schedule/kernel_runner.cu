@@ -1,7 +1,7 @@
 // The six benchmark kernels on the GPU, launched through the schedule launcher, and the runner
 // that owns their buffers. Every kernel is written so that a block's result does not depend on
 // which blocks ran before it: outputs are identical under every schedule.
-#include "kernels/schedule/kernels.hpp"
+#include "tandem/schedule/kernels.hpp"
 
 #include <cuda_runtime.h>
 

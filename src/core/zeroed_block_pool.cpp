@@ -1,4 +1,4 @@
-#include "mapreduce/word_slot_pool.hpp"
+#include "core/zeroed_block_pool.hpp"
 
 #include <sched.h>
 #include <sys/mman.h>
@@ -8,9 +8,9 @@
 #include <new>
 #include <vector>
 
-#include "groupby/cpu_scratch_pool.hpp"
+#include "core/scratch_pool.hpp"
 
-namespace tandem::mapreduce::detail {
+namespace tandem {
 namespace {
 
 struct Block {
@@ -58,7 +58,7 @@ void give_zeroed_block(void* p, std::size_t bytes) {
   const int cpu = sched_getcpu();
   {
     std::lock_guard lock(held_mutex);
-    if (held_bytes + bytes <= cpu_groupby::cached_limit() / 2) {  // half the group-by pool's share
+    if (held_bytes + bytes <= cached_scratch_limit() / 2) {  // half the scratch pool's share
       held_blocks.push_back({p, bytes, cpu});
       held_bytes += bytes;
       return;
@@ -82,4 +82,4 @@ void release_zeroed_blocks() {
   for (const Block& b : blocks) ::munmap(b.p, b.bytes);
 }
 
-}  // namespace tandem::mapreduce::detail
+}  // namespace tandem

@@ -3,9 +3,9 @@
 // source offset base + x*sx + y*sy + z*sz (carried by the iterator in Method::carry, computed by
 // multiply-add from (x, y, z) otherwise).
 #pragma once
-#include "kernels/index/kernels.hpp"
 #include "tandem/cuda/runtime.hpp"
 #include "tandem/index/device.hpp"
+#include "tandem/index/kernels.hpp"
 
 namespace tandem::index::kernels {
 

@@ -1,6 +1,6 @@
 // The six benchmark kernels' CPU side: specifications with their footprints, sizes, references
-// (and the runner's stand-in in CPU-only builds; the runner itself is in runner.cu).
-#include "kernels/schedule/kernels.hpp"
+// (and the runner's stand-in in CPU-only builds; the runner itself is in kernel_runner.cu).
+#include "tandem/schedule/kernels.hpp"
 
 #include <algorithm>
 #include <cmath>
