@@ -30,7 +30,9 @@ struct Case {
   }
 };
 
-GroupBySpec spec_of(std::vector<std::string> by, const std::string& aggs) { return {std::move(by), parse_aggregations(aggs)}; }
+GroupBySpec spec_of(std::vector<std::string> by, const std::string& aggs) {
+  return {std::move(by), parse_aggregations(aggs)};
+}
 
 std::string scanned(const std::string& path, const GroupBySpec& spec, std::size_t chunk, std::size_t sample = 20000,
                     CsvSchema schema = {}) {
@@ -75,7 +77,10 @@ TEST(ScanGroupBy, EdgeCasesOfTheTableReaderGiveTheSameAnswer) {
   expect_same("name,n\n\"a,b\",1\n\"say \"\"hi\"\"\",2\n\"two\nlines\",3\n\"caf\xc3\xa9 \xff\",4\n\"\",5\n\"a,b\",6\n",
               spec_of({"name"}, "sum(n),count()"));
   expect_same("a,b\r\n1,\"x\r\ny\"\r\n2,z\r\n1,z\r\n", spec_of({"b"}, "sum(a),min(a)"));
-  expect_same("\xEF\xBB\xBF" "a,b\n1,2\n\n3,4\r\n\r\n1,5\n", spec_of({"a"}, "sum(b),count()"));
+  expect_same(
+      "\xEF\xBB\xBF"
+      "a,b\n1,2\n\n3,4\r\n\r\n1,5\n",
+      spec_of({"a"}, "sum(b),count()"));
   expect_same("k,v,w\nx,1,\ny,,2.5\nx,3,\"\"\n,4,1\n\"\",5,nan\n", spec_of({"k"}, "sum(v),count(w),max(w),count()"));
   expect_same("k,v\n1,-0\n2,1.5\n1,2\n", spec_of({"k"}, "sum(v),min(v)"));
   expect_same("a\n1\n\n3\n1\n", spec_of({"a"}, "count()"));  // one column: a blank line is a missing key

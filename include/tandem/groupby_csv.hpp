@@ -21,9 +21,9 @@
 namespace tandem {
 
 struct GroupByCsvOptions {
-  CsvOptions csv{};              // delimiter, schema, threads; chunk_bytes: the scan's chunk size
-  std::size_t memory_limit{0};   // for the group-by's partial states (0: its default)
-  std::string temp_dir;          // where the group-by may spill (empty: $TMPDIR)
+  CsvOptions csv{};             // delimiter, schema, threads; chunk_bytes: the scan's chunk size
+  std::size_t memory_limit{0};  // for the group-by's partial states (0: its default)
+  std::string temp_dir;         // where the group-by may spill (empty: $TMPDIR)
   std::size_t sample_rows{20000};
   // Called about twice a second from the reading thread with the input bytes read so far.
   std::function<void(std::size_t bytes)> progress;

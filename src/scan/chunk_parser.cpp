@@ -27,11 +27,39 @@ enum class Outcome : std::uint8_t { ok, widen, error };
 class Columns {
  public:
   Columns(const ChunkInput& in, const std::vector<ColumnType>& types) : in_(in), out_(types.size()) {
-    const std::size_t expected = static_cast<std::size_t>(in.end - in.begin) / (in.columns * 4 + 1) + 16;
-    for (std::size_t k = 0; k < types.size(); ++k) out_[k].start(types[k], expected);
+    // Room for the most records the chunk can hold (each has a byte per field at least) and for
+    // all its bytes in a string column: memory is reserved, not touched, so the arrays never
+    // grow (no copies) and pages never written cost nothing.
+    const auto bytes = static_cast<std::size_t>(in.end - in.begin);
+    for (std::size_t k = 0; k < types.size(); ++k) out_[k].start(types[k], bytes / in.columns + 2, bytes);
   }
 
+  // The common fields inline: a string, or an unquoted integer of up to 18 digits in an
+  // inferred i64 column.
   Outcome store(std::size_t k, const Field& f) {
+    ColumnOut& c = out_[k];
+    if (c.type == ColumnType::str && !f.escaped && (f.quoted || !f.empty())) {
+      c.push_string(f.begin, f.size());
+      return Outcome::ok;
+    }
+    if (c.type == ColumnType::i64 && !f.quoted && !(*in_.plans)[k].fixed) {
+      const char* p = f.begin + (f.size() > 1 && *f.begin == '-');
+      const std::size_t digits = static_cast<std::size_t>(f.end - p);
+      if (digits >= 1 && digits <= 18 && (*p != '0' || digits == 1)) {
+        std::uint64_t v = 0;
+        for (const char* q = p; q < f.end; ++q) {
+          const unsigned d = static_cast<unsigned char>(*q) - unsigned{'0'};
+          if (d > 9) return store_general(k, f);
+          v = v * 10 + d;
+        }
+        c.push_number(p != f.begin ? -static_cast<std::int64_t>(v) : static_cast<std::int64_t>(v));
+        return Outcome::ok;
+      }
+    }
+    return store_general(k, f);
+  }
+
+  Outcome store_general(std::size_t k, const Field& f) {
     ColumnOut& c = out_[k];
     const ColumnPlan& plan = (*in_.plans)[k];
     if (c.type == ColumnType::str) {
@@ -63,8 +91,8 @@ class Columns {
 
   Outcome widen(std::size_t k, const Field& f) {
     double d;
-    const bool number = !f.escaped && !has_leading_zero({f.begin, f.size()}) &&
-                        csv::parse_number(f.begin, f.end, d) == csv::Parsed::ok;
+    const bool number =
+        !f.escaped && !has_leading_zero({f.begin, f.size()}) && csv::parse_number(f.begin, f.end, d) == csv::Parsed::ok;
     wanted_.resize(out_.size(), ColumnType::i64);
     wanted_[k] = number && out_[k].type == ColumnType::i64 ? ColumnType::f64 : ColumnType::str;
     widened_ = k;
@@ -211,7 +239,7 @@ Walk walk_fast(const ChunkInput& in, Columns& cols) {
     }
   }
   if (in_quote) return w.fallback = true, w;  // an unterminated quote: the scalar path names it
-  if (fb < in.end || col > 0) {             // the last record has no line feed
+  if (fb < in.end || col > 0) {               // the last record has no line feed
     if (col != last_col) return w.fallback = true, w;
     if (const int k = slot[col]; k >= 0) {
       if (!fast_field(fb, in.end, false, f)) return w.fallback = true, w;

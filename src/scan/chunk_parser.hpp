@@ -28,7 +28,7 @@ struct ChunkInput {
   const char* begin{nullptr};
   const char* end{nullptr};  // 64 readable bytes must follow (padding)
   char delimiter{','};
-  std::size_t columns{0};               // fields per record (the header's)
+  std::size_t columns{0};  // fields per record (the header's)
   const std::vector<ColumnPlan>* plans{nullptr};
   const std::vector<int>* slot{nullptr};  // per file column: its plan index, or -1 (skipped)
   SimdLevel simd{SimdLevel::scalar};

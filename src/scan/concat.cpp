@@ -1,14 +1,14 @@
 #include "scan/concat.hpp"
 
+#include "scan/column_out.hpp"
+
 #include <cstring>
 #include <memory>
 
 namespace tandem::scan {
 namespace {
 
-std::shared_ptr<std::byte> raw(std::size_t n) {
-  return std::shared_ptr<std::byte>(new std::byte[n ? n : 1], std::default_delete<std::byte[]>());
-}
+std::shared_ptr<std::byte> raw(std::size_t n) { return RawArray::block(n); }
 
 Column concatenate_column(const std::vector<Table>& parts, std::size_t j) {
   const Column& first = parts.front().column(j);

@@ -85,7 +85,8 @@ Header read_header(ByteSource& src, ScanBuffer& b, char delimiter) {
     for (std::size_t j = 0; j < h.names.size(); ++j) {
       if (h.names[j].empty()) raise(src.name, 1, j + 1, {}, "the header gives this column no name");
       const auto [it, fresh] = seen.emplace(h.names[j], j);
-      if (!fresh) raise(src.name, 1, j + 1, {}, fmt::format("the header names column {} '{}' again", it->second + 1, h.names[j]));
+      if (!fresh)
+        raise(src.name, 1, j + 1, {}, fmt::format("the header names column {} '{}' again", it->second + 1, h.names[j]));
     }
     return h;
   }
@@ -146,7 +147,6 @@ void sample_types(const char* b, const char* e, bool at_end, std::size_t rows, C
   if (r.status == ChunkStatus::error) return;  // the scan reports it where it is
   for (std::size_t k = 0; k < plans.size(); ++k) plans[k].type = r.types[k];
 }
-
 
 struct Job {
   std::size_t index{0};
@@ -400,9 +400,10 @@ StreamSummary scan_csv(const std::string& path, const std::vector<std::string>& 
     if (pass.widened()) {
       const auto wanted = pass.wanted_types();
       if (!src->rewindable)
-        throw InputError(fmt::format("{}: after the first {} rows, from which the column types were inferred: {}; "
-                                     "{} cannot be read twice, so name the types in the schema",
-                                     src->name, options.sample_rows, type_changes(sum.plans, wanted), src->name));
+        throw InputError(
+            fmt::format("{}: after the first {} rows, from which the column types were inferred: {}; "
+                        "{} cannot be read twice, so name the types in the schema",
+                        src->name, options.sample_rows, type_changes(sum.plans, wanted), src->name));
       for (std::size_t k = 0; k < sum.plans.size(); ++k) sum.plans[k].type = wanted[k];
       ++sum.passes;
       continue;

@@ -23,8 +23,8 @@ namespace tandem::scan {
 struct StreamOptions {
   char delimiter{0};  // 0: detected from the header
   CsvSchema schema;
-  int threads{0};               // 0: default_threads()
-  std::size_t chunk_bytes{0};   // 0: 8 MiB (tests force small chunks)
+  int threads{0};              // 0: default_threads()
+  std::size_t chunk_bytes{0};  // 0: 8 MiB (tests force small chunks)
   std::size_t sample_rows{20000};
   // Called from the reading thread about twice a second with the bytes read so far.
   std::function<void(std::size_t bytes)> progress;

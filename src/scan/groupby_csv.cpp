@@ -45,11 +45,12 @@ Table empty_table(const std::vector<scan::ColumnPlan>& plans) {
 std::string describe(const scan::StreamSummary& s) {
   std::string names;
   for (const auto& p : s.plans) names += fmt::format("{}{}:{}", names.empty() ? "" : ",", p.name, to_string(p.type));
-  return fmt::format("{} threads, {} chunks of {} ({} by the {} path), {} of {} columns read ({}), {} rows, {} at {}/s{}",
-                     s.threads, s.chunks, human_bytes(s.chunk_bytes), s.fast_chunks, to_string(s.simd),
-                     s.columns_read, s.columns_total, names, s.rows, human_bytes(s.bytes),
-                     human_bytes(static_cast<std::size_t>(static_cast<double>(s.bytes) / std::max(s.seconds, 1e-9))),
-                     s.passes > 1 ? fmt::format(", {} passes (a type widened after the sample)", s.passes) : "");
+  return fmt::format(
+      "{} threads, {} chunks of {} ({} by the {} path), {} of {} columns read ({}), {} rows, {} at {}/s{}", s.threads,
+      s.chunks, human_bytes(s.chunk_bytes), s.fast_chunks, to_string(s.simd), s.columns_read, s.columns_total, names,
+      s.rows, human_bytes(s.bytes),
+      human_bytes(static_cast<std::size_t>(static_cast<double>(s.bytes) / std::max(s.seconds, 1e-9))),
+      s.passes > 1 ? fmt::format(", {} passes (a type widened after the sample)", s.passes) : "");
 }
 
 }  // namespace
@@ -81,8 +82,9 @@ GroupByResult groupby_csv(const std::string& path, const GroupBySpec& spec, cons
   go.device = Device::cpu;
   go.threads = so.threads;
   GroupByResult r = groupby(input, spec, go);
-  r.report.stages.insert(r.report.stages.begin(), {"gather columns", "cpu", gather_s,
-                                                   fmt::format("{} rows, {} columns", input.rows(), input.num_columns())});
+  r.report.stages.insert(
+      r.report.stages.begin(),
+      {"gather columns", "cpu", gather_s, fmt::format("{} rows, {} columns", input.rows(), input.num_columns())});
   r.report.stages.insert(r.report.stages.begin(), {"scan csv", "cpu", summary.seconds, describe(summary)});
   return r;
 }
