@@ -10,7 +10,6 @@
 #include <string>
 #include <vector>
 
-#include "tandem/core/detail/huge_pages.hpp"
 #include "tandem/table.hpp"
 
 namespace tandem::scan {
@@ -51,14 +50,10 @@ class RawArray {
   std::size_t size_{0}, capacity_{0};
 
  public:
-  // Large blocks on transparent huge pages: a page fault per 2 MiB instead of per 4 KiB, which
-  // on a virtual machine is much of the cost of filling fresh memory.
-  static std::shared_ptr<std::byte> block(std::size_t bytes) {
-    if (bytes < (std::size_t{1} << 20))
-      return std::shared_ptr<std::byte>(new std::byte[bytes ? bytes : 1], std::default_delete<std::byte[]>());
-    return std::shared_ptr<std::byte>(static_cast<std::byte*>(detail::allocate_huge_pages(bytes)),
-                                      [](std::byte* p) { detail::free_huge_pages(p); });
-  }
+  // Large blocks on transparent huge pages (a page fault per 2 MiB instead of per 4 KiB, which
+  // on a virtual machine is much of the cost of filling fresh memory), and kept for the next
+  // chunk when the last table using one lets it go (block_pool.cpp).
+  static std::shared_ptr<std::byte> block(std::size_t bytes);
 };
 
 struct ColumnOut {
