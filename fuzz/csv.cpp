@@ -8,6 +8,10 @@
 // in the schema; read again with a schema of other types it must be accepted with those types or
 // rejected with an InputError. The input's first line is also parsed as a schema: accepted, or a
 // UsageError.
+// The streaming scan's chunk parser (src/scan/) reads the same body with the accepted table's
+// types fixed: its fast and scalar paths must agree with each other always, and with the table
+// where the table reader accepted the text; the body cut into tiny pieces as the scan's reader
+// cuts a stream (scan::cut_piece) must give the same rows.
 #include <bit>
 #include <cmath>
 #include <cstring>
@@ -20,6 +24,9 @@
 #include <fmt/format.h>
 
 #include "harness.hpp"
+#include "scan/chunk_parser.hpp"
+#include "scan/concat.hpp"
+#include "scan/csv_rules.hpp"
 #include "tandem/table/csv.hpp"
 
 namespace {
@@ -152,6 +159,63 @@ void check_schema_text(std::string_view line) {
   fuzz::check(same, fmt::format("schema '{}' written as '{}' reads back different", line, again));
 }
 
+// The body after the header record (BOM skipped), or nothing when the header is not whole.
+std::optional<std::string_view> body_of(std::string_view text, char delimiter) {
+  const char* p = text.data();
+  const char* end = p + text.size();
+  if (text.substr(0, 3) == "\xEF\xBB\xBF") p += 3;
+  scan::Field f;
+  for (scan::Stop s = scan::Stop::delimiter; s == scan::Stop::delimiter;) {
+    s = scan::read_field(p, end, delimiter, f);
+    if (scan::is_error(s)) return std::nullopt;
+  }
+  return std::string_view(p, static_cast<std::size_t>(end - p));
+}
+
+// Parses `body` as one chunk (fast or scalar path) or as the pieces a stream would be cut into
+// with buffers of `buffer` bytes; the table or the error (offset and message).
+Outcome scan_body(std::string_view body, char delimiter, const std::vector<scan::ColumnPlan>& plans, bool fast,
+                  std::size_t buffer) {
+  std::vector<int> slot(plans.size());
+  for (std::size_t k = 0; k < plans.size(); ++k) slot[k] = static_cast<int>(k);
+  std::vector<Table> parts;
+  std::size_t at = 0;
+  while (at < body.size() || parts.empty()) {
+    std::size_t n = buffer ? std::min(buffer, body.size() - at) : body.size() - at;
+    scan::Cut cut;
+    for (;;) {
+      cut = scan::cut_piece(body.data() + at, n, at + n == body.size(), delimiter);
+      if (!cut.grow) break;
+      n = std::min(body.size() - at, n * 2);
+    }
+    std::string chunk(body.substr(at, cut.take));
+    chunk.append(64, '\0');
+    const scan::ChunkInput in{chunk.data(), chunk.data() + cut.take,    delimiter, plans.size(), &plans,
+                              &slot,        scan::detected_simd_level()};
+    const scan::ChunkResult r = fast ? scan::parse_chunk(in) : scan::parse_chunk_scalar(in);
+    if (r.status == scan::ChunkStatus::error) return fmt::format("byte {}: {}", at + r.error_offset, r.error_what);
+    fuzz::check(r.status == scan::ChunkStatus::ok, "a fixed-type column widened");
+    parts.push_back(r.table);
+    at += cut.take;
+    if (cut.take == 0) break;
+  }
+  return scan::concatenate(parts, 1);
+}
+
+void check_scan(std::string_view text, const Table& t, char delimiter) {
+  if (t.num_columns() == 0) return;
+  const auto body = body_of(text, delimiter);
+  if (!body) return;
+  std::vector<scan::ColumnPlan> plans;
+  for (std::size_t c = 0; c < t.num_columns(); ++c) plans.push_back({c, t.column(c).name, t.column(c).type, true});
+  const Outcome fast = scan_body(*body, delimiter, plans, true, 0);
+  check_same(scan_body(*body, delimiter, plans, false, 0), fast, "scan: scalar vs fast path");
+  check_same(fast, scan_body(*body, delimiter, plans, true, 7), "scan: whole vs 7-byte buffers");
+  if (fast.index() == 1) fuzz::fail("scan rejects what the table reader accepts: " + std::get<1>(fast));
+  const std::string diff = difference(t, std::get<0>(fast));
+  fuzz::check(diff.empty(), "scan reads another table than the table reader: " + diff);
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -175,6 +239,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (want.index() == 1) continue;
     const Table& t = std::get<0>(want);
     check_round_trip(t, delimiter == 0 ? ',' : delimiter);
+    if (delimiter != 0) check_scan(text, t, delimiter);
     check_other_schema(text, t, delimiter, salt);
   }
   check_schema_text(text.substr(0, text.find('\n')));

@@ -1,6 +1,9 @@
 // tandem groupby: group-by over a table (a CSV file or .npy columns: several keys, strings,
 // missing values, every aggregation of tandem/groupby.hpp), or the single-column form
 // (--keys/--values) of the MapReduce engines.
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <iostream>
 #include <memory>
 
@@ -14,6 +17,7 @@
 #include "tandem/core/io.hpp"
 #include "tandem/core/timing.hpp"
 #include "tandem/groupby.hpp"
+#include "tandem/groupby_csv.hpp"
 #include "tandem/mapreduce.hpp"
 #include "tandem/table/csv.hpp"
 #include "tandem/table/files.hpp"
@@ -31,6 +35,10 @@ struct Args {
   std::string agg, out{"-"}, device{"auto"};
   bool explain{false};
   bool distributed{false}, gather{false};
+  // streaming CSV scan
+  std::size_t memory_limit{0};
+  std::string temp_dir;
+  bool quiet{false};
 };
 
 // --column NAME=PATH[:TYPE]: a raw file needs its TYPE; a .npy file's header gives it.
@@ -185,6 +193,46 @@ int run_table_distributed(const Args& a, const tandem::GroupBySpec& spec, const 
 }
 #endif
 
+// Progress on stderr for a large input when stderr is a terminal.
+std::function<void(std::size_t)> progress_printer(const Args& a) {
+  struct stat st {};
+  if (a.quiet || !::isatty(STDERR_FILENO) || a.table == "-" || ::stat(a.table.c_str(), &st) != 0) return {};
+  const auto total = static_cast<std::size_t>(st.st_size);
+  const bool compressed = a.table.ends_with(".gz") || a.table.ends_with(".zst");
+  if (!compressed && total < (std::size_t{256} << 20)) return {};
+  auto clock = std::make_shared<tandem::Stopwatch>();
+  return [total, compressed, clock](std::size_t bytes) {
+    const double s = clock->seconds();
+    const double rate = static_cast<double>(bytes) / std::max(s, 1e-9);
+    if (compressed)
+      std::cerr << fmt::format("\r{} read ({}/s)   ", tandem::human_bytes(bytes),
+                               tandem::human_bytes(static_cast<std::uint64_t>(rate)));
+    else
+      std::cerr << fmt::format("\r{} of {} ({}/s, {} left)   ", tandem::human_bytes(bytes), tandem::human_bytes(total),
+                               tandem::human_bytes(static_cast<std::uint64_t>(rate)),
+                               tandem::human_seconds(static_cast<double>(total - std::min(bytes, total)) / rate));
+    std::cerr.flush();
+  };
+}
+
+// A CSV table form with no other inputs: streamed, only the named columns read.
+int run_csv_stream(const Args& a, const tandem::GroupBySpec& spec) {
+  const bool to_folder = folder_output(a);
+  std::unique_ptr<tandem::io::AtomicOutput> csv;
+  if (!to_folder) csv = std::make_unique<tandem::io::AtomicOutput>(a.out);  // checks the destination first
+  tandem::GroupByCsvOptions o;
+  o.csv = csv_options(a);
+  o.memory_limit = a.memory_limit;
+  o.temp_dir = a.temp_dir;
+  o.progress = progress_printer(a);
+  auto r = tandem::groupby_csv(a.table, spec, o);
+  if (o.progress) std::cerr << "\r\033[K";
+  tandem::cli::print_notices(r.report);
+  write_result(a, r.table, csv.get());
+  if (a.explain) std::cerr << r.report.explain() << fmt::format("  {} groups\n", r.table.rows());
+  return 0;
+}
+
 int run_table(const Args& a) {
   if (a.engine != "auto" || !a.values.empty())
     throw tandem::UsageError("--engine and --values belong to the --keys form; a table form names its columns");
@@ -201,6 +249,9 @@ int run_table(const Args& a) {
 #endif
   }
   if (a.gather) throw tandem::UsageError("--gather goes with --distributed");
+  if (!a.table.empty() && a.columns.empty() && o.device != tandem::Device::gpu) return run_csv_stream(a, spec);
+  if (a.memory_limit || !a.temp_dir.empty())
+    throw tandem::UsageError("--memory-limit and --temp-dir apply to a CSV input on the CPU");
   const bool to_folder = folder_output(a);
   std::unique_ptr<tandem::io::AtomicOutput> csv;
   if (!to_folder) csv = std::make_unique<tandem::io::AtomicOutput>(a.out);  // checks the destination first
@@ -285,6 +336,9 @@ const bool registered = tandem::cli::register_command(
               "chained (per-block chained tables, hot keys in a shared-memory pool; 'seed' is an older name for it)")
            ->capture_default_str();
        app.add_flag("--explain", a->explain, "Print what ran where and how long each stage took (stderr)");
+       app.add_option("--memory-limit", a->memory_limit, "CSV input: bytes the group-by's state may hold (0: default)");
+       app.add_option("--temp-dir", a->temp_dir, "CSV input: folder for spilled group states (default $TMPDIR)");
+       app.add_flag("--quiet", a->quiet, "No progress on stderr");
        tandem::cli::add_distributed_options(app, a->distributed, &a->gather);
        return [a] {
          if (!a->keys.empty()) {

@@ -4,6 +4,7 @@
 #include "common.hpp"
 #include "table.hpp"
 #include "tandem/device_table.hpp"
+#include "tandem/groupby_csv.hpp"
 
 namespace tandem::python {
 namespace {
@@ -38,6 +39,16 @@ py::tuple groupby_tables(const py::sequence& columns, const std::vector<std::str
   GroupBySpec spec{.by = by, .aggs = aggregations(aggs)};
   const GroupByOptions o = groupby_options(device, threads);
   GroupByResult r = without_gil([&] { return groupby(input, spec, o); });
+  return py::make_tuple(table_to_python(r.table), std::move(r.report));
+}
+
+// tandem::groupby_csv: the file streamed, only the named columns read.
+py::tuple groupby_csv_file(const std::string& path, const std::vector<std::string>& by, const py::handle& aggs,
+                           int threads) {
+  GroupBySpec spec{.by = by, .aggs = aggregations(aggs)};
+  GroupByCsvOptions o;
+  o.csv.threads = threads;
+  GroupByResult r = without_gil([&] { return groupby_csv(path, spec, o); });
   return py::make_tuple(table_to_python(r.table), std::move(r.report));
 }
 
@@ -123,6 +134,8 @@ void bind_groupby(py::module_& m) {
       py::arg("text"), "tandem::parse_aggregations: (op, column, q, n, name) tuples.");
   m.def("_groupby", &groupby_tables, py::arg("columns"), py::arg("by"), py::arg("aggs"), py::arg("device"),
         py::arg("threads"), "tandem::groupby of columns (table.hpp's tuples): (result columns, Report).");
+  m.def("_groupby_csv", &groupby_csv_file, py::arg("path"), py::arg("by"), py::arg("aggs"), py::arg("threads"),
+        "tandem::groupby_csv: (result columns, Report).");
   py::class_<PyDeviceTable>(m, "_DeviceTable", "tandem::DeviceTable: columns uploaded to the GPU once.")
       .def(py::init(&upload), py::arg("columns"), py::arg("threads"))
       .def_property_readonly("rows", [](const PyDeviceTable& t) { return t.table.rows(); })

@@ -230,6 +230,11 @@ def groupby(table, by, agg="count()", *, device="auto", threads=None, explain=Fa
     by = [by] if isinstance(by, str) else list(by)
     aggs = _aggregations(agg)
     threads = threads_arg(threads)
+    if isinstance(table, (str, os.PathLike)) and device in ("auto", "cpu") and hasattr(_tandem, "_groupby_csv"):
+        # Streamed from the file: only the named columns are read (tandem::groupby_csv).
+        result, report = _tandem._groupby_csv(os.fspath(table), [str(b) for b in by], _library_aggregations(aggs),
+                                              threads)
+        return with_report(_to_output(result), report, explain)
     if isinstance(table, (str, os.PathLike)):
         # read_csv's columns come back as arrays (a DataFrame with pandas), then group like any table.
         return groupby(read_csv(table, threads=threads or None), by, agg, device=device, threads=threads or None,

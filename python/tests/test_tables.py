@@ -261,6 +261,18 @@ def test_groupby_csv_path(tmp_path):
     assert list(got["count_v"]) == list(g.count())
 
 
+def test_groupby_csv_path_streams_only_the_named_columns(tmp_path):
+    if not hasattr(_tandem, "_groupby_csv"):
+        pytest.skip("no streaming CSV scan in this build")
+    path = tmp_path / "g.csv"
+    path.write_text("k,zip,v,w\na,08123,1,x\nb,00501,2,\"y,z\"\na,10001,3,37\"N\n")
+    got, report = tandem.groupby(str(path), by="k", agg={"v": "sum"}, explain=True)
+    assert list(got["k"]) == ["a", "b"] and list(got["sum_v"]) == [4, 2]
+    assert "2 of 4 columns read" in report.explain()
+    zips = tandem.groupby(path, by="zip", agg="count()")  # leading zeros: a string key
+    assert list(zips["zip"]) == ["00501", "08123", "10001"]
+
+
 def test_generate_groupby():
     df = tandem.generate_groupby(rows=1000, k=10, seed=3)
     assert list(df.columns) == ["id1", "id2", "id3", "id4", "id5", "id6", "v1", "v2", "v3"]

@@ -1,0 +1,36 @@
+// Group-by straight from a CSV file: the file streams through in chunks on several threads and
+// only the columns the query names are read (the others are stepped over, not converted).
+//
+//   auto r = tandem::groupby_csv("g.csv", {.by = {"id1"}, .aggs = tandem::parse_aggregations("sum(v1)")});
+//
+// The answer equals tandem::groupby(tandem::read_csv(path), spec), with the dialect of
+// tandem/table/csv.hpp and two differences: a quote inside an unquoted field is a literal byte
+// (only a quote at a field's start opens quoting), and a column whose values have leading zeros
+// (08123) is inferred as str, not as a number. Types come from the first `sample_rows` rows; a
+// later value that does not fit widens its column (i64 -> f64 -> str) and the file is read again
+// (standard input and pipes cannot be: they fail naming the column, so name its type in the
+// schema). "-" reads standard input; a path ending in .gz or .zst is decompressed as it streams.
+#pragma once
+#include <cstddef>
+#include <functional>
+#include <string>
+
+#include "tandem/groupby.hpp"
+#include "tandem/table/csv.hpp"
+
+namespace tandem {
+
+struct GroupByCsvOptions {
+  CsvOptions csv{};             // delimiter, schema, threads; chunk_bytes: the scan's chunk size
+  std::size_t memory_limit{0};  // for the group-by's partial states (0: its default)
+  std::string temp_dir;         // where the group-by may spill (empty: $TMPDIR)
+  std::size_t sample_rows{20000};
+  // Called about twice a second from the reading thread with the input bytes read so far.
+  std::function<void(std::size_t bytes)> progress;
+};
+
+// UsageError for a column the header lacks or an aggregation that does not apply; InputError for
+// a missing, empty or malformed file (file, line and column named).
+GroupByResult groupby_csv(const std::string& path, const GroupBySpec& spec, const GroupByCsvOptions& options = {});
+
+}  // namespace tandem

@@ -1,0 +1,58 @@
+// The streaming CSV scan: the header and a sample read first, then the body cut at record
+// boundaries into chunks (one reader fills reused buffers in input order and carries the partial
+// record at a buffer's end into the next), each chunk parsed on one of `threads` workers into
+// the columns asked for and handed to a consumer with its index (input order).
+//
+// Types: a schema's are fixed; the others start as the sample's (its first `sample_rows` rows)
+// and widen i64 -> f64 -> str where a later value does not fit. A widening found during the scan
+// makes the attempt return the widened types; the caller starts a fresh consumer and scans again
+// (only a source that can be opened again: standard input and pipes fail naming the value).
+#pragma once
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "scan/chunk_parser.hpp"
+#include "scan/source.hpp"
+#include "tandem/table/csv.hpp"
+
+namespace tandem::scan {
+
+struct StreamOptions {
+  char delimiter{0};  // 0: detected from the header
+  CsvSchema schema;
+  int threads{0};              // 0: default_threads()
+  std::size_t chunk_bytes{0};  // 0: 8 MiB (tests force small chunks)
+  std::size_t sample_rows{20000};
+  // Called from the reading thread about twice a second with the bytes read so far.
+  std::function<void(std::size_t bytes)> progress;
+};
+
+struct Header {
+  std::vector<std::string> names;
+  char delimiter{','};
+  std::size_t bytes{0};     // header bytes (BOM included) before the body
+  std::size_t newlines{0};  // line feeds in them
+};
+
+using ChunkConsumer = std::function<void(std::size_t index, const Table& chunk)>;
+
+struct StreamSummary {
+  int threads{0};
+  std::size_t chunks{0}, fast_chunks{0}, bytes{0}, rows{0}, passes{1};
+  std::size_t columns_read{0}, columns_total{0};
+  std::size_t chunk_bytes{0};
+  SimdLevel simd{SimdLevel::scalar};
+  std::vector<ColumnPlan> plans;  // the columns read, with their final types
+  double seconds{0};
+};
+
+// Scans `path` for `columns` (names of the header's columns, each once), calling `fresh_consumer`
+// once per pass for the consumer of that pass' chunks. InputError for malformed input (file,
+// line, column), UsageError for a column the header lacks or a schema that names one.
+StreamSummary scan_csv(const std::string& path, const std::vector<std::string>& columns, const StreamOptions& options,
+                       const std::function<ChunkConsumer()>& fresh_consumer);
+
+}  // namespace tandem::scan

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# groupby streaming a CSV: standard input and a FIFO (one pass), .gz and .zst input (where the
+# tools are installed), the same answers as the plain file, a type widened after the sample (a
+# second pass over a file; an error naming the column on a pipe), --explain describing the scan,
+# malformed compressed input (exit 2, no output).
+set -u
+T=$1
+source "$(dirname "$0")/lib.bash"
+d=$(mktemp -d)
+trap 'rm -rf "$d"; rm -f "$out"' EXIT
+{
+  echo 'k,zip,v'
+  for i in $(seq 1 3000); do echo "k$((i % 5)),0$((i % 7))123,$i"; done
+} >"$d/t.csv"
+want=$(printf 'k,sum_v,count\nk0,901500,600\nk1,899100,600\nk2,899700,600\nk3,900300,600\nk4,900900,600')
+check file 0 "$T" groupby "$d/t.csv" --by k --agg 'sum(v),count()'
+same file-out "$out" "$want"
+check stdin 0 bash -c "\"$T\" groupby - --by k --agg 'sum(v),count()' <\"$d/t.csv\""
+same stdin-out "$out" "$want"
+mkfifo "$d/fifo.csv"
+(cat "$d/t.csv" >"$d/fifo.csv" &)
+check fifo 0 "$T" groupby "$d/fifo.csv" --by k --agg 'sum(v),count()'
+same fifo-out "$out" "$want"
+# leading zeros: the zip column is text, its keys keep their zeros
+check zip 0 "$T" groupby "$d/t.csv" --by zip --agg 'count()'
+head -2 "$out" | tail -1 | grep -q '^00123,' || { echo "FAIL zip keeps leading zeros"; cat "$out"; fails=$((fails+1)); }
+if command -v gzip >/dev/null; then
+  gzip -c "$d/t.csv" >"$d/t.csv.gz"
+  check gz 0 "$T" groupby "$d/t.csv.gz" --by k --agg 'sum(v),count()'
+  same gz-out "$out" "$want"
+  printf 'not gzip at all' >"$d/bad.csv.gz"
+  check gz-bad 2 "$T" groupby "$d/bad.csv.gz" --by k --agg 'count()' --out "$d/none.csv"
+  [ ! -e "$d/none.csv" ] || { echo "FAIL gz-bad left an output"; fails=$((fails+1)); }
+fi
+if command -v zstd >/dev/null; then
+  zstd -q -c "$d/t.csv" >"$d/t.csv.zst"
+  check zst 0 "$T" groupby "$d/t.csv.zst" --by k --agg 'sum(v),count()'
+  same zst-out "$out" "$want"
+  head -c 100 "$d/t.csv.zst" >"$d/cut.csv.zst"
+  check zst-truncated 2 "$T" groupby "$d/cut.csv.zst" --by k --agg 'count()' --out "$d/none.csv"
+  [ ! -e "$d/none.csv" ] || { echo "FAIL zst-truncated left an output"; fails=$((fails+1)); }
+fi
+# a value after the sample that is not an integer: a file is read again, a pipe cannot be
+{ cat "$d/t.csv"; for i in $(seq 1 30000); do echo "k1,1,1"; done; echo 'k1,1,2.5'; } >"$d/late.csv"
+check late-float 0 "$T" groupby "$d/late.csv" --by k --agg 'sum(v)' --explain
+grep -q '^k1,929102.5$' "$out" || { echo "FAIL late-float answer"; cat "$out"; fails=$((fails+1)); }
+grep -q "2 passes" "$out" || { echo "FAIL late-float explain"; cat "$out"; fails=$((fails+1)); }
+check late-float-pipe 2 bash -c "cat \"$d/late.csv\" | \"$T\" groupby - --by k --agg 'sum(v)'"
+grep -q "'v'" "$out" || { echo "FAIL late-float-pipe message"; cat "$out"; fails=$((fails+1)); }
+check late-float-schema 0 bash -c "cat \"$d/late.csv\" | \"$T\" groupby - --by k --agg 'sum(v)' --schema v:f64"
+check late-float-i64 2 "$T" groupby "$d/late.csv" --by k --agg 'sum(v)' --schema v:i64
+grep -q "late.csv:33002: column 3 ('v'): '2.5' is not an i64" "$out" || { echo "FAIL late-float-i64 message"; cat "$out"; fails=$((fails+1)); }
+check explain 0 "$T" groupby "$d/t.csv" --by k --agg 'sum(v)' --explain --threads 2
+grep -q "scan csv.*2 threads.*2 of 3 columns read" "$out" || { echo "FAIL explain text"; cat "$out"; fails=$((fails+1)); }
+exit $((fails > 0))

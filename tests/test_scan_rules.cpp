@@ -1,0 +1,190 @@
+// The streaming CSV scan's pure rules and its structural pass: where a piece may end and what is
+// carried, the leading-zero and quote rules, every SIMD level's masks and prefix XOR against
+// plain C++, and the fast chunk walk against the scalar one on random CSVs with quotes, doubled
+// quotes, CRLF, quoted line breaks and literal quotes.
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "scan/chunk_parser.hpp"
+#include "scan/csv_rules.hpp"
+#include "scan/structural.hpp"
+#include "tandem/table/csv.hpp"
+
+using namespace tandem;
+using namespace tandem::scan;
+
+namespace {
+
+std::string field_text(std::string_view s) {
+  const char* p = s.data();
+  Field f;
+  (void)read_field(p, s.data() + s.size(), ',', f);
+  return std::string(f.begin, f.end);
+}
+
+// A random CSV of `rows` records of `cols` fields, and the byte offsets where records end.
+struct RandomCsv {
+  std::string text;
+  std::vector<std::size_t> record_ends;
+};
+
+RandomCsv random_csv(std::mt19937_64& rng, std::size_t rows, std::size_t cols, bool literal_quotes) {
+  RandomCsv c;
+  auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<unsigned>(n)); };
+  for (std::size_t r = 0; r < rows; ++r) {
+    for (std::size_t j = 0; j < cols; ++j) {
+      if (j) c.text += ',';
+      switch (pick(7)) {
+        case 0: c.text += std::to_string(pick(1000) - 500); break;
+        case 1: c.text += "\"a,\"\"b\"\"\nc\r\nd\""; break;  // delimiter, doubled quotes, line breaks
+        case 2: c.text += ""; break;
+        case 3: c.text += "\"\""; break;
+        case 4: c.text += literal_quotes ? "37\"N" : "xyz"; break;
+        case 5: c.text += std::to_string(pick(100)) + ".25"; break;
+        default: c.text += std::string(static_cast<std::size_t>(pick(70)), 'w'); break;
+      }
+    }
+    c.text += pick(3) == 0 ? "\r\n" : "\n";
+    c.record_ends.push_back(c.text.size());
+  }
+  return c;
+}
+
+}  // namespace
+
+TEST(ScanRules, LeadingZerosRuleOutNumbersButZeroItselfDoesNot) {
+  for (const char* s : {"08123", "00", "-007", "+01", "00.5", "01e3"}) EXPECT_TRUE(has_leading_zero(s)) << s;
+  for (const char* s : {"0", "-0", "0.5", "-0.5", "0e3", "10", "", "-", "abc", "1.05"})
+    EXPECT_FALSE(has_leading_zero(s)) << s;
+}
+
+TEST(ScanRules, AQuoteOpensQuotingOnlyAtAFieldStart) {
+  EXPECT_EQ(field_text("37°36'37.8\"N 121°2'17.9\"W,x"), "37°36'37.8\"N 121°2'17.9\"W");
+  EXPECT_EQ(field_text("ab\"c\n"), "ab\"c");
+  EXPECT_EQ(field_text("\"a,b\",c"), "a,b");
+  const std::string stray = "\"ab\"c,d";
+  const char* p = stray.data();
+  Field f;
+  EXPECT_EQ(read_field(p, stray.data() + stray.size(), ',', f), Stop::after_quote);
+  EXPECT_EQ(*p, 'c');
+  const std::string open = "\"abc";
+  p = open.data();
+  EXPECT_EQ(read_field(p, open.data() + open.size(), ',', f), Stop::unterminated);
+  EXPECT_EQ(p, open.data());
+}
+
+TEST(ScanRules, ALiteralQuoteDoesNotHideTheNextRecordEnd) {
+  const std::string t = "a\"b,c\nd,e\n";
+  EXPECT_EQ(last_record_end(t.data(), t.data() + t.size(), ','), t.data() + t.size());
+  EXPECT_EQ(last_record_end(t.data(), t.data() + 8, ','), t.data() + 6);
+}
+
+TEST(ScanRules, LastRecordEndOnEveryPrefixOfRandomCsvs) {
+  std::mt19937_64 rng(7);
+  for (int round = 0; round < 20; ++round) {
+    const RandomCsv c = random_csv(rng, 30, 1 + round % 4, round % 2 == 1);
+    std::size_t expect = 0, next = 0;
+    for (std::size_t n = 0; n <= c.text.size(); ++n) {
+      while (next < c.record_ends.size() && c.record_ends[next] <= n) expect = c.record_ends[next++];
+      ASSERT_EQ(last_record_end(c.text.data(), c.text.data() + n, ',') - c.text.data(), static_cast<long>(expect))
+          << "round " << round << " prefix " << n;
+    }
+  }
+}
+
+TEST(ScanRules, CutCarriesThePartialRecordAndGrowsWhenNoneEnds) {
+  const std::string t = "1,2\n3,4\n5,";
+  Cut c = cut_piece(t.data(), t.size(), false, ',');
+  EXPECT_EQ(c.take, 8u);
+  EXPECT_EQ(c.carry, 2u);
+  EXPECT_FALSE(c.grow);
+  c = cut_piece(t.data(), 3, false, ',');  // no whole record: the buffer must grow
+  EXPECT_TRUE(c.grow);
+  EXPECT_EQ(c.carry, 3u);
+  c = cut_piece(t.data(), t.size(), true, ',');  // the end of the input takes everything
+  EXPECT_EQ(c.take, t.size());
+  EXPECT_EQ(c.carry, 0u);
+  const std::string quoted = "1,\"a\nb";  // the line feed is inside an open quote
+  EXPECT_TRUE(cut_piece(quoted.data(), quoted.size(), false, ',').grow);
+}
+
+TEST(ScanStructural, EveryLevelGivesThePlainMasks) {
+  std::mt19937_64 rng(3);
+  const char alphabet[] = {',', '\n', '\r', '"', 'a', '\t', ';', '\0', '\xff'};
+  std::string bytes(64 * 50, ' ');
+  for (auto& b : bytes) b = alphabet[rng() % sizeof alphabet];
+  for (const SimdLevel l : {SimdLevel::scalar, SimdLevel::sse2, detected_simd_level()}) {
+    const MaskFn f = mask_function(l);
+    for (const char d : {',', '\t', ';'})
+      for (std::size_t off = 0; off + 64 <= bytes.size(); off += 37) {
+        const Masks a = f(bytes.data() + off, d), b = masks_scalar(bytes.data() + off, d);
+        ASSERT_EQ(a.delimiter, b.delimiter) << to_string(l);
+        ASSERT_EQ(a.lf, b.lf);
+        ASSERT_EQ(a.cr, b.cr);
+        ASSERT_EQ(a.quote, b.quote);
+      }
+    const PrefixXorFn px = prefix_xor_function(l);
+    for (int i = 0; i < 1000; ++i) {
+      const std::uint64_t x = rng() & rng();
+      std::uint64_t want = 0, acc = 0;
+      for (int bit = 0; bit < 64; ++bit) {
+        acc ^= (x >> bit) & 1;
+        want |= acc << bit;
+      }
+      ASSERT_EQ(px(x), want) << to_string(l);
+      ASSERT_EQ(prefix_xor_scalar(x), want);
+    }
+  }
+}
+
+TEST(ScanStructural, FastWalkEqualsTheScalarWalkOnRandomCsvs) {
+  std::mt19937_64 rng(11);
+  for (int round = 0; round < 60; ++round) {
+    const std::size_t cols = 1 + round % 5;
+    RandomCsv c = random_csv(rng, 1 + rng() % 200, cols, round % 3 == 2);
+    if (round % 4 == 1) c.text.pop_back();  // the last record without its line feed (or its CR's LF)
+    std::string padded = c.text + std::string(64, '\0');
+    std::vector<ColumnPlan> plans;
+    std::vector<int> slot(cols, -1);
+    for (std::size_t j = 0; j < cols; j += 1 + round % 2) {
+      slot[j] = static_cast<int>(plans.size());
+      plans.push_back({j, "c" + std::to_string(j), ColumnType::i64, false});
+    }
+    for (const SimdLevel l : {SimdLevel::scalar, SimdLevel::sse2, detected_simd_level()}) {
+      const ChunkInput in{padded.data(), padded.data() + c.text.size(), ',', cols, &plans, &slot, l};
+      const ChunkResult fast = parse_chunk(in), slow = parse_chunk_scalar(in);
+      ASSERT_EQ(fast.status, slow.status) << "round " << round;
+      ASSERT_EQ(fast.error_what, slow.error_what);
+      ASSERT_EQ(fast.error_offset, slow.error_offset);
+      ASSERT_EQ(fast.types, slow.types);
+      if (slow.status == ChunkStatus::error) continue;
+      ASSERT_EQ(fast.rows, slow.rows);
+      std::ostringstream a, b;
+      write_csv(a, fast.table);
+      write_csv(b, slow.table);
+      ASSERT_EQ(a.str(), b.str()) << "round " << round;
+    }
+  }
+}
+
+TEST(ScanStructural, CleanChunksTakeTheFastPathAndLiteralQuotesTheScalarOne) {
+  std::vector<ColumnPlan> plans{{1, "b", ColumnType::str, false}};
+  std::vector<int> slot{-1, 0};
+  auto run = [&](std::string text) {
+    text.append(64, '\0');
+    const ChunkInput in{text.data(), text.data() + text.size() - 64, ',', 2, &plans, &slot, detected_simd_level()};
+    return parse_chunk(in);
+  };
+  const ChunkResult clean = run("1,\"x,\"\"y\"\"\"\n2,z\r\n");
+  EXPECT_TRUE(clean.used_fast_path);
+  EXPECT_EQ(clean.table.column(0).string(0), "x,\"y\"");
+  EXPECT_EQ(clean.table.column(0).string(1), "z");
+  const ChunkResult literal = run("1,37\"N\n2,z\n");
+  EXPECT_FALSE(literal.used_fast_path);
+  EXPECT_EQ(literal.status, ChunkStatus::ok);
+  EXPECT_EQ(literal.table.column(0).string(0), "37\"N");
+}
