@@ -109,6 +109,8 @@ void write_result(const Args& a, const tandem::Table& t, tandem::io::AtomicOutpu
 }
 
 bool folder_output(const Args& a) {
+  if (a.out_format == "npy" && a.out == "-")
+    throw tandem::UsageError("--out-format npy writes a folder of files, which standard output cannot hold (--out -)");
   if (a.out_format == "npy") return true;
   if (a.out_format == "csv") return false;
   if (a.out_format != "auto")
