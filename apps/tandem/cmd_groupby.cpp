@@ -177,7 +177,7 @@ int run_table_distributed(const Args& a, const tandem::GroupBySpec& spec, const 
         if (csv) tandem::write_csv(csv->stream(), r.table);
         else tandem::write_table_folder(out, r.table);
       },
-      csv.get());
+      csv.get(), nullptr, csv ? std::string() : out);
   if (a.explain && ctx.rank() == 0)
     std::cerr << ctx.describe() << '\n'
               << r.report.report.explain()
