@@ -557,7 +557,7 @@ TEST(MapArray, SameElementsAsReadArray) {
         EXPECT_EQ(m.dtype, DType::u32);
         EXPECT_EQ(m.count, a.count);
         EXPECT_EQ(as_string(m), std::string(reinterpret_cast<const char*>(a.bytes.data()), a.bytes.size()));
-        EXPECT_EQ(m.mapped, count > 0);
+        EXPECT_FALSE(m.mapped);  // read, never mapped: a truncation cannot raise SIGBUS
         if (count > 0) {
           EXPECT_EQ(m.as<std::uint32_t>().back(), v.back());
         }
@@ -586,7 +586,7 @@ TEST(MapArray, PartsAreReadArrayParts) {
           const io::MappedArray m = io::map_array_part(path, DType::u64, part, parts, 2);
           const io::Array a = io::read_array_part(path, DType::u64, part, parts);
           EXPECT_EQ(m.count, a.count);
-          EXPECT_EQ(m.mapped, m.count > 0);
+          EXPECT_FALSE(m.mapped);
           EXPECT_EQ(as_string(m), std::string(reinterpret_cast<const char*>(a.bytes.data()), a.bytes.size()));
           joined += as_string(m);
         }
@@ -711,7 +711,7 @@ TEST(MapArray, TwoThreadsMapOneFileAtOnce) {
     threads.emplace_back([&, t] {
       for (int round = 0; round < 5; ++round) {
         const io::MappedArray m = io::map_array(dir.file("v.npy"), DType::u32, 2);
-        same[t] = m.mapped && m.count == count && std::memcmp(m.data, v.data(), count * 4) == 0;
+        same[t] = m.count == count && std::memcmp(m.data, v.data(), count * 4) == 0;
         if (!same[t]) break;
       }
     });

@@ -117,6 +117,8 @@ void write_result(const Args& a, const tandem::Table& t, tandem::io::AtomicOutpu
 }
 
 bool folder_output(const Args& a) {
+  if (a.out_format == "npy" && a.out == "-")
+    throw tandem::UsageError("--out-format npy writes a folder of files, which standard output cannot hold (--out -)");
   if (a.out_format == "npy") return true;
   if (a.out_format == "csv") return false;
   if (a.out_format != "auto")
@@ -183,7 +185,7 @@ int run_table_distributed(const Args& a, const tandem::GroupBySpec& spec, const 
         if (csv) tandem::write_csv(csv->stream(), r.table);
         else tandem::write_table_folder(out, r.table);
       },
-      csv.get());
+      csv.get(), nullptr, csv ? std::string() : out);
   if (a.explain && ctx.rank() == 0)
     std::cerr << ctx.describe() << '\n'
               << r.report.report.explain()

@@ -150,8 +150,8 @@ std::vector<T> to_vector(const tandem::io::MappedArray& a) {
 // rank's were written.
 int run_distributed(const Args& a, const tandem::SortOptions& o, tandem::DType t, tandem::DType vt) {
   auto& ctx = tandem::cli::mpi_context();
-  const std::string out = tandem::cli::rank_output(ctx, a.out, false);
-  const std::string values_out = a.values_out.empty() ? "" : tandem::cli::rank_output(ctx, a.values_out, false);
+  const std::string out = tandem::cli::rank_output(ctx, a.out, false, false);
+  const std::string values_out = a.values_out.empty() ? "" : tandem::cli::rank_output(ctx, a.values_out, false, false);
   std::optional<tandem::io::AtomicOutput> keys_file, values_file;
   ctx.run_agreed([&] {
     keys_file.emplace(out);

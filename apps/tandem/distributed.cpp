@@ -1,6 +1,7 @@
 #include "distributed.hpp"
 
 #include <algorithm>
+#include <filesystem>
 #include <memory>
 
 #include <fmt/format.h>
@@ -96,15 +97,18 @@ io::CharBuffer read_rank_text(const dist::Context& ctx, const std::string& path)
   return text;
 }
 
-Table read_rank_csv(const dist::Context& ctx, const std::string& path, const CsvOptions& options) {
-  if (has_rank_placeholder(path)) {
-    Table t;
-    ctx.run_agreed([&] { t = read_csv(dist::expand_rank_path(path, ctx.rank(), ctx.size()), options); });
-    return t;
-  }
-  // A shared file: equal byte ranges; the quote state at each range's start comes from the
-  // parity of the quotes before it (RFC 4180 doubles quotes inside fields, so parity is exact);
-  // each rank's part starts after the first line break outside quotes in its range.
+namespace {
+
+// This rank's part of a shared CSV file: equal byte ranges; the quote state at each range's start
+// comes from the parity of the quotes before it (RFC 4180 doubles quotes inside fields, so parity
+// is exact); each rank's part starts after the first line break outside quotes in its range. The
+// text is the header and the part; `lines_skipped` the file's lines between them (for messages).
+struct SharedPart {
+  io::CharBuffer text;
+  std::size_t lines_skipped{0};
+};
+
+SharedPart read_shared_part(const dist::Context& ctx, const std::string& path) {
   std::uint64_t size = 0;
   ctx.run_agreed([&] { size = io::file_size(path); });
   const int p = ctx.size(), r = ctx.rank();
@@ -133,33 +137,65 @@ Table read_rank_csv(const dist::Context& ctx, const std::string& path, const Csv
     return *std::min_element(firsts.begin() + rank, firsts.end());
   };
   const std::uint64_t begin = start_of(r), end = start_of(r + 1);
-  Table t;
-  io::CharBuffer text;
-  const std::string source = r == 0 ? path : fmt::format("{} (the rows from byte {}, after its header)", path, begin);
+  // Line breaks of the file before each rank's rows and before the first row, summed over every
+  // rank's range: a parse error then names the file's own line.
+  std::vector<std::uint64_t> breaks(static_cast<std::size_t>(p) + 1, 0), total(breaks.size(), 0);
+  auto breaks_before = [&](std::uint64_t at) {
+    const auto n = static_cast<std::ptrdiff_t>(std::min<std::uint64_t>(range.size(), at > lo ? at - lo : 0));
+    return static_cast<std::uint64_t>(std::count(range.begin(), range.begin() + n, '\n'));
+  };
+  for (int q = 0; q < p; ++q) breaks[std::size_t(q)] = breaks_before(start_of(q));
+  breaks[std::size_t(p)] = breaks_before(header_end);
+  MPI_Allreduce(breaks.data(), total.data(), p + 1, MPI_UINT64_T, MPI_SUM, ctx.comm());
+  SharedPart part;
+  if (r != 0) part.lines_skipped = std::size_t(total[std::size_t(r)] - total[std::size_t(p)]);
   ctx.run_agreed([&] {
     if (r != 0) {
-      text = io::read_bytes_range(path, 0, header_end);
+      part.text = io::read_bytes_range(path, 0, header_end);
       const auto body = io::read_bytes_range(path, begin, end);
-      text.insert(text.end(), body.begin(), body.end());
+      part.text.insert(part.text.end(), body.begin(), body.end());
     } else {
-      text = io::read_bytes_range(path, begin, end);
+      part.text = io::read_bytes_range(path, begin, end);
     }
-    t = read_csv_text(std::string_view(text.data(), text.size()), options, source);
   });
-  // Types inferred from one part may be narrower than another part's: agree on the widest
-  // (i64 < f64 < str); a column with no values in a part does not vote.
+  return part;
+}
+
+// Every rank's columns as rank 0's: the same number, names and order; UsageError on the first
+// rank (lowest) that differs, naming the column.
+void check_same_names(const dist::Context& ctx, const Table& t, const std::string& path) {
+  std::string names;  // rank 0's, NUL-separated
+  for (const Column& c : t.columns()) names.append(c.name).push_back('\0');
+  long long length = static_cast<long long>(names.size());
+  MPI_Bcast(&length, 1, MPI_LONG_LONG, 0, ctx.comm());
+  std::string first(static_cast<std::size_t>(length), '\0');
+  if (ctx.rank() == 0) first = names;
+  MPI_Bcast(first.data(), int(length), MPI_CHAR, 0, ctx.comm());
+  ctx.run_agreed([&] {
+    std::size_t at = 0, c = 0;
+    for (; at < first.size() && c < t.num_columns(); ++c) {
+      const std::string want = first.substr(at, first.find('\0', at) - at);
+      if (t.column(c).name != want)
+        throw InputError(
+            fmt::format("{}: column {} is '{}' here and '{}' on rank 0", path, c + 1, t.column(c).name, want));
+      at += want.size() + 1;
+    }
+    if (at < first.size() || c < t.num_columns())
+      throw InputError(fmt::format("{}: {} columns here, {} on rank 0", path, t.num_columns(),
+                                   std::count(first.begin(), first.end(), '\0')));
+  });
+}
+
+// Types inferred from one part may be narrower than another part's: every rank takes the widest
+// (i64 < f64 < str), as one reader of the whole would; a column with no values in a part does not
+// vote. The text is read again where a type widens.
+Table widen_to_agreed(const dist::Context& ctx, Table t, const io::CharBuffer& text, const CsvOptions& options,
+                      const std::string& source) {
   std::vector<int> mine(t.num_columns(), -1), widest(t.num_columns(), -1);
   for (std::size_t c = 0; c < t.num_columns(); ++c) {
     const Column& col = t.column(c);
     if (col.missing_count() != col.length) mine[c] = col.type == ColumnType::str ? 2 : is_floating(col.type) ? 1 : 0;
   }
-  ctx.run_agreed([&] {
-    int columns = int(mine.size()), least = 0, most = 0;
-    MPI_Allreduce(&columns, &least, 1, MPI_INT, MPI_MIN, ctx.comm());
-    MPI_Allreduce(&columns, &most, 1, MPI_INT, MPI_MAX, ctx.comm());
-    if (least != most)
-      throw InputError(fmt::format("{}: the parts read by the ranks have {} to {} columns", path, least, most));
-  });
   MPI_Allreduce(mine.data(), widest.data(), int(mine.size()), MPI_INT, MPI_MAX, ctx.comm());
   CsvOptions again = options;
   bool differs = false;
@@ -178,23 +214,75 @@ Table read_rank_csv(const dist::Context& ctx, const std::string& path, const Csv
   return t;
 }
 
-std::string rank_output(const dist::Context& ctx, const std::string& path, bool gather) {
+}  // namespace
+
+Table read_rank_csv(const dist::Context& ctx, const std::string& path, const CsvOptions& options) {
+  const std::string source = dist::expand_rank_path(path, ctx.rank(), ctx.size());
+  io::CharBuffer text;
+  CsvOptions mine = options;
+  if (has_rank_placeholder(path)) {
+    ctx.run_agreed([&] { text = io::read_bytes(source, options.threads); });
+  } else {
+    SharedPart part = read_shared_part(ctx, path);
+    text = std::move(part.text);
+    mine.lines_skipped = part.lines_skipped;
+  }
+  Table t;
+  ctx.run_agreed([&] { t = read_csv_text(std::string_view(text.data(), text.size()), mine, source); });
+  check_same_names(ctx, t, has_rank_placeholder(path) ? source : path);
+  return widen_to_agreed(ctx, std::move(t), text, mine, source);
+}
+
+std::string rank_output(const dist::Context& ctx, const std::string& path, bool gather, bool can_gather) {
   if (gather) return ctx.rank() == 0 ? path : std::string();
   if (ctx.size() > 1 && !has_rank_placeholder(path))
     throw UsageError(
         fmt::format("--out {}: with --distributed each rank writes its part, so the path needs {{rank}} "
-                    "(e.g. out-{{rank}}.csv), or give --gather",
-                    path));
+                    "(e.g. out-{{rank}}.csv){}",
+                    path, can_gather ? ", or give --gather" : ""));
   return dist::expand_rank_path(path, ctx.rank(), ctx.size());
 }
 
+namespace {
+
+// Removes an output this rank put in place (a regular file or a table folder; never standard
+// output or a device written in place).
+void remove_placed(const std::string& path) {
+  std::error_code ec;
+  if (path.empty() || path == "-") return;
+  const auto st = std::filesystem::symlink_status(path, ec);
+  if (std::filesystem::is_regular_file(st)) std::filesystem::remove(path, ec);
+  else if (std::filesystem::is_directory(st)) std::filesystem::remove_all(path, ec);
+}
+
+}  // namespace
+
 void write_then_commit(const dist::Context& ctx, const std::function<void()>& write, io::AtomicOutput* first,
-                       io::AtomicOutput* second) {
-  ctx.run_agreed(write);
-  ctx.run_agreed([&] {
-    if (first && second) io::AtomicOutput::commit_all({first, second});
-    else if (first) first->commit();
-  });
+                       io::AtomicOutput* second, const std::string& placed) {
+  bool written = false, committed = false;
+  try {
+    ctx.run_agreed([&] {
+      write();
+      written = true;
+    });
+    ctx.run_agreed([&] {  // every rank's writes checked before any rank renames
+      if (first) first->finish();
+      if (second) second->finish();
+    });
+    ctx.run_agreed([&] {
+      if (first && second) io::AtomicOutput::commit_all({first, second});
+      else if (first) first->commit();
+      committed = true;
+    });
+  } catch (...) {
+    // Another rank failed after this one put its outputs in place: all ranks or none.
+    if (written) remove_placed(placed);
+    if (committed) {
+      if (first) remove_placed(first->path());
+      if (second) remove_placed(second->path());
+    }
+    throw;
+  }
 }
 #endif
 

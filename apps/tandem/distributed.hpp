@@ -37,12 +37,15 @@ Table read_rank_csv(const dist::Context& ctx, const std::string& path, const Csv
 
 // The path this rank writes, or "" when it writes nothing: with gather only rank 0 writes (the
 // path as given); otherwise every rank writes its part, so the path must hold {rank} (UsageError).
-std::string rank_output(const dist::Context& ctx, const std::string& path, bool gather);
+// `can_gather`: the command has --gather (the message suggests it).
+std::string rank_output(const dist::Context& ctx, const std::string& path, bool gather, bool can_gather = true);
 
-// Every rank runs `write` (into its outputs, if it has any); once every rank has written without
-// error, each commits its outputs (null ones skipped), so no rank leaves a file when one failed.
+// Every rank runs `write` (into its outputs, if it has any); once every rank has written and
+// flushed without error (a full disk shows at the flush), each commits its outputs (null ones
+// skipped), so no rank leaves a file when one failed. `placed`: outputs that `write` itself puts in
+// place (a table folder), removed again, like committed files, when another rank fails later.
 void write_then_commit(const dist::Context& ctx, const std::function<void()>& write, io::AtomicOutput* first,
-                       io::AtomicOutput* second = nullptr);
+                       io::AtomicOutput* second = nullptr, const std::string& placed = "");
 #endif
 
 }  // namespace tandem::cli

@@ -6,16 +6,20 @@
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <new>
 #include <stdexcept>
+#include <string>
+#include <string_view>
 
 #include <CLI/CLI.hpp>
 
 #include "command.hpp"
 #include "tandem/core/error.hpp"
 #include "tandem/core/io.hpp"
+#include "tandem/core/parallel.hpp"
 #include "tandem/core/tune.hpp"
 
 namespace tandem::cli {
@@ -95,7 +99,12 @@ void remove_temporaries_on_signals() {
 }
 
 int report(const std::exception& e) {
-  if (dynamic_cast<const std::bad_alloc*>(&e)) std::cerr << "tandem: error: out of memory (" << e.what() << ")\n";
+  if (dynamic_cast<const std::bad_alloc*>(&e))  // a HostMemoryError says "out of memory" itself
+    std::cerr << "tandem: error: "
+              << (std::string_view(e.what()).find("out of memory") != std::string_view::npos
+                      ? std::string(e.what())
+                      : "out of memory (" + std::string(e.what()) + ")")
+              << '\n';
   else if (dynamic_cast<const std::length_error*>(&e))
     std::cerr << "tandem: error: a size is too large to allocate (" << e.what() << ")\n";
   else std::cerr << "tandem: error: " << e.what() << '\n';
@@ -155,6 +164,7 @@ int run(int argc, char** argv) {
   }
   int code = 0;
   try {
+    if (action) tandem::check_thread_environment();  // TANDEM_THREADS is checked as --threads is
     code = action ? action() : 0;
   } catch (const std::exception& e) {
     code = report(e);
@@ -168,6 +178,9 @@ int run(int argc, char** argv) {
 int main(int argc, char** argv) {
   guard_standard_streams();
   remove_temporaries_on_signals();
+  // A run ended by exit() from inside a library (OpenMP's "Thread creation failed" under a memory
+  // limit) destroys no AtomicOutput: its temporaries go here.
+  std::atexit([] { tandem::io::remove_temporaries(); });
   // Past a file size limit (ulimit -f) a write fails with EFBIG and is reported like a full disk,
   // its temporary removed, instead of the signal ending the process with the temporary left.
   std::signal(SIGXFSZ, SIG_IGN);

@@ -274,10 +274,9 @@ constexpr std::size_t fixed_order_block(std::size_t records) {
 int cpu_threads(const Options& o);  // o.threads or default_threads()
 namespace detail {
 // Runs body(t) on `threads` CPU threads at once, t = 0 .. threads - 1, and returns when all are
-// done (an OpenMP parallel region, in the library).
+// done (an OpenMP parallel region, in the library). The first exception a body throws is
+// rethrown here after every thread returned; the others skip their bodies if not yet begun.
 void run_threads(int threads, const std::function<void(int)>& body);
-// Called by every thread of a run_threads body: returns when all of them have called it.
-void team_barrier();
 // Calls body(lo, hi) for every piece [lo, hi) of [0, n), `piece` long (the last shorter), on
 // `threads` threads: pieces are claimed from a counter, so all are done even if fewer threads
 // start than asked.

@@ -11,6 +11,7 @@
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <unordered_map>
 #include <vector>
 
 #include "tandem/core/types.hpp"
@@ -197,7 +198,13 @@ class Table {
   Table gather(std::span<const std::size_t> rows) const;
 
  private:
+  // Names looked up by hashing, so that adding N columns costs O(N), not O(N^2).
+  struct NameHash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
+  };
   std::vector<Column> columns_;
+  std::unordered_map<std::string, std::size_t, NameHash, std::equal_to<>> index_;  // name -> column
 };
 
 }  // namespace tandem

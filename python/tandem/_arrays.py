@@ -9,6 +9,8 @@ _KEY_NAMES = {("i", 4): "i32", ("i", 8): "i64", ("u", 4): "u32", ("u", 8): "u64"
 _WIDER = {("b", 1): np.int32, ("i", 1): np.int32, ("i", 2): np.int32, ("u", 1): np.int32, ("u", 2): np.int32,
           ("f", 2): np.float32}
 
+MAX_THREADS = 4096  # the library's kMaxThreads, as the CLI's --threads and TANDEM_THREADS
+
 SUPPORTED = "bool, int8 to int64, uint8 to uint64, float16, float32, float64"
 
 
@@ -66,8 +68,8 @@ def writable_target(a, what):
 def threads_arg(threads):
     if threads is None:
         return 0
-    if isinstance(threads, bool) or not isinstance(threads, (int, np.integer)) or threads < 1:
-        raise ValueError(f"threads: expected a positive integer or None, got {threads!r}")
+    if isinstance(threads, bool) or not isinstance(threads, (int, np.integer)) or not 1 <= threads <= MAX_THREADS:
+        raise ValueError(f"threads: expected an integer from 1 to {MAX_THREADS} or None, got {threads!r}")
     return int(threads)
 
 

@@ -68,7 +68,7 @@ def _aggregations(agg):
 
 
 def _library_aggregations(aggs):
-    return [(getattr(_tandem.AggOp, _OPS[op]), column, q, n, name) for op, column, q, n, name in aggs]
+    return [(getattr(_tandem.AggOp, _OPS[op]), str(column), q, n, name) for op, column, q, n, name in aggs]
 
 
 # ---- columns in ------------------------------------------------------------------------------------
@@ -189,10 +189,72 @@ def _categorical_keys(columns, coded):
 
 def _needed(by, aggs):
     names = list(by)
-    for _, column, _, _, _ in aggs:
-        if column and column not in names:
+    for op, column, _, _, _ in aggs:
+        if op != "size" and column not in names:  # a label such as 0 is a column too
             names.append(column)
     return names
+
+
+def _key_labels(by):
+    """by as a list of column labels: one label (any hashable that pandas takes: str, int, ...) or a
+    list or tuple of them."""
+    return list(by) if isinstance(by, (list, tuple)) else [by]
+
+
+def _check_labels(table, names):
+    """Each needed label names one column, and no two of them read as the same text (the library
+    names columns by text: 0 and '0' would be one name)."""
+    pd = _pandas()
+    if pd is not None and isinstance(table, pd.DataFrame) and not table.columns.is_unique:
+        counts = table.columns.value_counts()
+        for name in names:
+            if counts.get(name, 0) > 1:
+                raise ValueError(f"column {name!r} appears {counts[name]} times in the DataFrame; group-by needs "
+                                 "one column of each name (rename or drop the others)")
+    text = {}
+    for name in names:
+        if text.setdefault(str(name), name) != name:
+            raise ValueError(f"columns {text[str(name)]!r} and {name!r} both read as '{name}'; rename one")
+
+
+# Aggregates that give back a value of their column: the result keeps the column's dtype (bool,
+# int8, float16 ... are widened for the library and narrowed back here).
+_SAME_TYPE_OPS = ("min", "max", "first", "last", "top")
+
+
+def _input_dtypes(table, by, aggs):
+    """{result position: the input dtype it must have}: key columns and same-type aggregates of
+    numbers whose dtype the library widens."""
+    def dtype_of(name):
+        if name not in table:
+            return None
+        d = getattr(table[name], "dtype", None)
+        return d if d is not None else np.asarray(table[name]).dtype
+
+    out, at = {}, 0
+    for b in by:
+        out[at] = dtype_of(b)
+        at += 1
+    for op, column, _, n, _ in aggs:
+        width = n if op == "top" else 1
+        if op in _SAME_TYPE_OPS:
+            for i in range(width):
+                out[at + i] = dtype_of(column)
+        at += width
+    return {k: v for k, v in out.items() if isinstance(v, np.dtype) and v.kind in "biuf" and v.itemsize < 4}
+
+
+def _narrow_back(columns, dtypes):
+    """Result columns of widened inputs back in their input's dtype (exact: the values came from it)."""
+    if not dtypes:
+        return columns
+    out = []
+    for i, (name, values, missing) in enumerate(columns):
+        d = dtypes.get(i)
+        if d is not None and isinstance(values, np.ndarray) and values.dtype.kind in "iuf" and values.dtype != d:
+            values = values.astype(d)
+        out.append((name, values, missing))
+    return out
 
 
 def _missing_column(name, available):
@@ -213,6 +275,8 @@ def _to_output(columns):
         elif values.dtype.kind == "f":
             values[missing] = np.nan
             out[name] = values
+        elif values.dtype.kind == "b":
+            out[name] = pd.arrays.BooleanArray(values, missing)
         else:
             out[name] = pd.arrays.IntegerArray(values, missing)
     return out if pd is None else pd.DataFrame(out)
@@ -227,7 +291,7 @@ def groupby(table, by, agg="count()", *, device="auto", threads=None, explain=Fa
     'sum(v1),mean(v3),count()'. Returns one row per key combination, sorted by the keys, key columns
     first then the aggregates ('sum_v1', 'mean_v3', 'count', ...): a pandas DataFrame, or a dict of
     numpy arrays without pandas; GPU columns give a dict of arrays on the GPU."""
-    by = [by] if isinstance(by, str) else list(by)
+    by = _key_labels(by)
     aggs = _aggregations(agg)
     threads = threads_arg(threads)
     if isinstance(table, (str, os.PathLike)) and device in ("auto", "cpu") and hasattr(_tandem, "_groupby_csv"):
@@ -242,15 +306,17 @@ def groupby(table, by, agg="count()", *, device="auto", threads=None, explain=Fa
     pd = _pandas()
     if pd is not None and isinstance(table, pd.DataFrame):
         needed = _needed(by, aggs)
+        _check_labels(table, needed)
         columns, coded = _rank_coded_keys(_host_columns(table, needed), by, aggs,
                                           {str(name): table[name].dtype for name in needed if name in table})
-        return _host_groupby(columns, by, aggs, device, threads, explain, coded)
+        return _host_groupby(columns, by, aggs, device, threads, explain, coded, _input_dtypes(table, by, aggs))
     if not isinstance(table, Mapping):
         raise TypeError(f"groupby: expected a pandas DataFrame, a dict of arrays or a CSV path, got {type(table).__name__}")
     needed = _needed(by, aggs)
     for name in needed:
         if name not in table:
             raise _missing_column(name, list(table))
+    _check_labels(table, needed)
     on_gpu = {name: _device.device_array(table[name]) for name in needed}
     if any(d is not None for d in on_gpu.values()):
         if any(d is None for d in on_gpu.values()):
@@ -261,7 +327,8 @@ def groupby(table, by, agg="count()", *, device="auto", threads=None, explain=Fa
         else:
             result, report = _device.groupby_table(on_gpu, by, (aggs, _library_aggregations(aggs)), threads)
         return with_report(result, report, explain)
-    return _host_groupby([_array_column(str(name), table[name]) for name in needed], by, aggs, device, threads, explain)
+    return _host_groupby([_array_column(str(name), table[name]) for name in needed], by, aggs, device, threads, explain,
+                         None, _input_dtypes(table, by, aggs))
 
 
 def _host_columns(table, names):
@@ -355,10 +422,15 @@ def _check_device(device):
         raise ValueError(f"groupby: device must be 'auto', 'cpu' or 'gpu', got {device!r}")
 
 
-def _host_groupby(columns, by, aggs, device, threads, explain, coded=None):
+def _host_groupby(columns, by, aggs, device, threads, explain, coded=None, dtypes=None):
     _check_device(device)
     result, report = _tandem._groupby(columns, [str(b) for b in by], _library_aggregations(aggs), device, threads)
-    return with_report(_to_output(_categorical_keys(result, coded) if coded else result), report, explain)
+    result = _narrow_back(result, dtypes)
+    if coded:
+        result = _categorical_keys(result, coded)
+    # Key columns under the caller's labels (0 stays 0, not '0'), as pandas gives them back.
+    result = [(by[i] if i < len(by) else name, values, missing) for i, (name, values, missing) in enumerate(result)]
+    return with_report(_to_output(result), report, explain)
 
 
 def _csv_columns(path, schema, delimiter, threads):

@@ -24,9 +24,9 @@ def wordcount(paths_or_bytes, top=None, *, lowercase=False, device="auto", threa
     only when given: a pandas DataFrame with columns 'word' and 'count', or without pandas a dict
     of two numpy arrays.
     """
+    if top is not None and (isinstance(top, bool) or int(top) < 1):  # 0 is no count of words: None asks for all
+        raise ValueError(f"wordcount: top must be a positive integer, or None for every word, got {top!r}")
     top = 0 if top is None else int(top)
-    if top < 0:
-        raise ValueError(f"wordcount: top must be positive or None, got {top}")
     device = _device_arg(device, "wordcount")
     threads = threads_arg(threads)
     source = paths_or_bytes
@@ -87,11 +87,14 @@ def topk(lists, k, agg="sum", *, algo="auto", device="auto", threads=None, expla
     if isinstance(lists, (str, os.PathLike)):
         ids, scores, report = _tandem._topk_file(os.fspath(lists), k, agg, algo, device, threads)
         return with_report((ids, scores), report, explain)
-    if isinstance(lists, np.ndarray) and lists.ndim == 2:
+    if isinstance(lists, np.ndarray) and lists.ndim != 2:
+        raise ValueError(f"topk: a score matrix must be 2-D (lists x objects), got shape {lists.shape}; one list of "
+                         "scores is scores[None, :]")
+    if isinstance(lists, np.ndarray):
         id_matrix, score_matrix = _lists_from_scores(lists)
     else:
         pairs = list(lists)
-        if not pairs or any(len(p) != 2 for p in pairs):
+        if not pairs or any(not hasattr(p, "__len__") or len(p) != 2 for p in pairs):
             raise ValueError("topk: expected a path, a 2-D score matrix or a sequence of (ids, scores) pairs")
         lengths = {len(p[0]) for p in pairs} | {len(p[1]) for p in pairs}
         if len(lengths) != 1:

@@ -192,7 +192,7 @@ void read_to_end(InputFile& f, Buffer& buf, std::size_t limit = kNoLimit, int th
       have += got;
     }
   } catch (const std::bad_alloc&) {
-    throw Error(fmt::format("{}: out of memory: cannot allocate {} to read it", f.name(), human_bytes(size)));
+    throw HostMemoryError(fmt::format("{}: out of memory: cannot allocate {} to read it", f.name(), human_bytes(size)));
   } catch (const std::length_error&) {
     throw Error(fmt::format("{}: too large to hold in memory ({} read)", f.name(), human_bytes(have)));
   }
@@ -484,17 +484,6 @@ Array read_elements(InputFile& f, DType dtype, std::optional<std::size_t> npy, i
   return a;
 }
 
-// `count` elements of `dtype` at byte `at` of a mapped file.
-MappedArray mapped_at(std::shared_ptr<const std::byte> base, std::uint64_t at, DType dtype, std::size_t count) {
-  MappedArray m;
-  m.dtype = dtype;
-  m.count = count;
-  m.data = base.get() + at;
-  m.owner = std::move(base);
-  m.mapped = true;
-  return m;
-}
-
 }  // namespace
 
 // ---- public: reading -----------------------------------------------------------------------------
@@ -537,20 +526,10 @@ Array read_array(const std::string& path, DType dtype, int threads) {
   return read_elements(f, dtype, npy, threads);
 }
 
+// Read, never mapped: a mapped file truncated by another process raises SIGBUS wherever its
+// pages are next touched, while a read of a file that shrinks ends where it ended and is checked.
 MappedArray map_array(const std::string& path, DType dtype, int threads) {
-  InputFile f(path);
-  std::optional<std::size_t> npy;
-  if (has_npy_suffix(path)) npy = read_npy_header(f, dtype);
-  const std::size_t es = dtype_size(dtype);
-  // Standard input is read: a mapping would leave its file position where it was.
-  if (path != "-" && f.sized() && f.remaining() > 0) {
-    if (!npy) check_raw_size(f, f.remaining(), dtype);  // a sized .npy was checked with its header
-    const std::uint64_t at = f.offset();
-    if (at % es == 0)  // the elements' alignment: .npy data starts at a multiple of 64 when numpy wrote it
-      if (auto base = detail::map_file(f.fd(), f.name(), at + f.remaining(), at, threads))
-        return mapped_at(std::move(base), at, dtype, static_cast<std::size_t>(f.remaining()) / es);
-  }
-  return holding(read_elements(f, dtype, npy, threads));
+  return holding(read_array(path, dtype, threads));
 }
 
 DType npy_dtype(const std::string& path) {
@@ -613,13 +592,7 @@ Array read_array_part(const std::string& path, DType dtype, std::size_t part, st
 MappedArray map_array_part(const std::string& path, DType dtype, std::size_t part, std::size_t parts, int threads) {
   check_part(part, parts);
   InputFile f(path);
-  const PartBytes p = part_bytes(f, path, dtype, part, parts);
-  const std::size_t es = dtype_size(dtype), count = std::size_t((p.end - p.begin) / es);
-  // Bytes [0, end) mapped, only the part's pages filled.
-  if (count > 0 && p.begin % es == 0)
-    if (auto base = detail::map_file(f.fd(), f.name(), p.end, p.begin, threads))
-      return mapped_at(std::move(base), p.begin, dtype, count);
-  return holding(read_part(f, p, dtype, threads));
+  return holding(read_part(f, part_bytes(f, path, dtype, part, parts), dtype, threads));
 }
 
 CharBuffer read_bytes_range(const std::string& path, std::uint64_t begin, std::uint64_t end) {

@@ -3,15 +3,48 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cstdlib>
 #include <cstring>
+#include <string>
+#include <string_view>
+
+#include <fmt/format.h>
 
 #include "tandem/core/device.hpp"
+#include "tandem/core/error.hpp"
 
 namespace tandem {
 
+namespace {
+
+// Text from the environment for a message: printable ASCII, at most 40 characters.
+std::string printable_excerpt(std::string_view s) {
+  std::string out;
+  for (std::size_t i = 0; i < s.size() && i < 40; ++i) out.push_back(s[i] >= 0x20 && s[i] < 0x7f ? s[i] : '?');
+  if (s.size() > 40) out += "...";
+  return out;
+}
+
+// TANDEM_THREADS, checked as --threads is: an integer from 1 to kMaxThreads (0 when unset or empty).
+int threads_from_environment() {
+  const char* env = std::getenv("TANDEM_THREADS");
+  if (!env || !*env) return 0;
+  const std::string_view text(env);
+  int v = 0;
+  const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || ptr != text.data() + text.size() || v < 1 || v > kMaxThreads)
+    throw UsageError(fmt::format("TANDEM_THREADS: must be an integer from 1 to {} (got '{}')", kMaxThreads,
+                                 printable_excerpt(text)));
+  return v;
+}
+
+}  // namespace
+
+void check_thread_environment() { (void)threads_from_environment(); }
+
 int default_threads() {
-  if (const char* env = std::getenv("TANDEM_THREADS"); env && std::atoi(env) > 0) return std::atoi(env);
+  if (const int env = threads_from_environment()) return env;
   return std::max(1, cpu_info().physical_cores);
 }
 

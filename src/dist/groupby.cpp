@@ -19,20 +19,34 @@
 namespace tandem::dist {
 namespace {
 
-// Every rank must hold the same columns: compares a hash of the names and types.
+// "name type" of every column, one a line.
+std::string column_list(const Table& t) {
+  std::string out;
+  for (const Column& c : t.columns()) out += fmt::format("{} {}\n", c.name, to_string(c.type));
+  return out;
+}
+
+// Every rank must hold rank 0's columns (names, types, order): rank 0's list is sent to all, and
+// the lowest rank that differs names its first differing column.
 void check_same_columns(const Context& ctx, const Table& input) {
-  std::uint64_t h = 0x51ed270b27a5f1c3ULL;
-  for (const Column& c : input.columns())
-    h = mix64(h ^ hash_bytes(c.name.data(), c.name.size()) ^ (std::uint64_t(c.type) << 56));
-  std::uint64_t lo = h, hi = h;
-  check_mpi(MPI_Allreduce(&h, &lo, 1, MPI_UINT64_T, MPI_MIN, ctx.comm()), "MPI_Allreduce");
-  check_mpi(MPI_Allreduce(&h, &hi, 1, MPI_UINT64_T, MPI_MAX, ctx.comm()), "MPI_Allreduce");
+  const std::string mine = column_list(input);
+  long long length = static_cast<long long>(mine.size());
+  check_mpi(MPI_Bcast(&length, 1, MPI_LONG_LONG, 0, ctx.comm()), "MPI_Bcast");
+  std::string first = ctx.rank() == 0 ? mine : std::string(static_cast<std::size_t>(length), '\0');
+  check_mpi(MPI_Bcast(first.data(), int(length), MPI_CHAR, 0, ctx.comm()), "MPI_Bcast");
   ctx.run_agreed([&] {
-    if (lo != hi && h != lo) {
-      std::string cols;
-      for (const Column& c : input.columns())
-        cols += fmt::format("{}{} {}", cols.empty() ? "" : ", ", c.name, to_string(c.type));
-      throw UsageError(fmt::format("groupby: this rank's columns ({}) differ from rank 0's", cols));
+    if (mine == first) return;
+    std::size_t a = 0, b = 0, column = 1;
+    for (;; ++column) {  // the first line that differs
+      const std::size_t ea = mine.find('\n', a), eb = first.find('\n', b);
+      const std::string here = ea == std::string::npos ? "none" : mine.substr(a, ea - a);
+      const std::string there = eb == std::string::npos ? "none" : first.substr(b, eb - b);
+      if (here != there)
+        throw UsageError(
+            fmt::format("groupby: column {} is '{}' on this rank and '{}' on rank 0 (every rank "
+                        "needs the same columns and types)",
+                        column, here, there));
+      a = ea + 1, b = eb + 1;
     }
   });
 }

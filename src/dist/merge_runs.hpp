@@ -18,6 +18,8 @@
 #include <type_traits>
 #include <vector>
 
+#include "tandem/core/parallel.hpp"
+
 namespace tandem::dist {
 
 // Where the first i elements of the stable merge of the runs end: s[r] elements come from run r,
@@ -248,22 +250,26 @@ void merge_runs(const K* keys, const V* values, std::span<const std::uint64_t> r
   const std::size_t step =
       std::max<std::size_t>(1, chunk ? chunk : chunk_bytes / (sizeof(K) + (values ? sizeof(V) : 0)));
   std::vector<std::size_t> cut((parts + 1) * p);  // cut[k * p + r]: where part k starts in run r
-#pragma omp parallel num_threads(int(std::min(t, parts)))
-  {
-#pragma omp for schedule(static)
-    for (std::size_t k = 0; k <= parts; ++k)
-      multiway_co_rank(n * k / parts, std::span<const std::span<const K>>(key_runs), less, &cut[k * p]);
-    std::vector<K> scratch_keys(p > 2 ? 2 * step : 0);
-    std::vector<V> scratch_values(p > 2 && values ? 2 * step : 0);
-    K* const sk[2] = {scratch_keys.data(), scratch_keys.data() + step};
-    V* const sv[2] = {scratch_values.data(), scratch_values.data() + step};
-#pragma omp for schedule(static)
-    for (std::size_t k = 0; k < parts; ++k) {
-      const std::size_t o = n * k / parts;
-      merge_part(key_runs, value_runs, &cut[k * p], &cut[(k + 1) * p], out_keys + o, values ? out_values + o : nullptr,
-                 step, sk, sv, less);
-    }
-  }
+  const int team = int(std::min(t, parts));
+  parallel_for(parts + 1, team, [&](std::size_t k) {
+    multiway_co_rank(n * k / parts, std::span<const std::span<const K>>(key_runs), less, &cut[k * p]);
+  });
+  struct Scratch {  // each thread's: its allocation may fail, which parallel_for_with carries out
+    std::vector<K> keys;
+    std::vector<V> values;
+  };
+  parallel_for_with(
+      parts, team,
+      [&] {
+        return Scratch{std::vector<K>(p > 2 ? 2 * step : 0), std::vector<V>(p > 2 && values ? 2 * step : 0)};
+      },
+      [&](Scratch& s, std::size_t k) {
+        K* const sk[2] = {s.keys.data(), s.keys.data() + step};
+        V* const sv[2] = {s.values.data(), s.values.data() + step};
+        const std::size_t o = n * k / parts;
+        merge_part(key_runs, value_runs, &cut[k * p], &cut[(k + 1) * p], out_keys + o,
+                   values ? out_values + o : nullptr, step, sk, sv, less);
+      });
 }
 
 }  // namespace tandem::dist

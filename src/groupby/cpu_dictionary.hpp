@@ -22,6 +22,7 @@
 #include "core/scratch.hpp"
 #include "sort/cpu_radix.hpp"
 #include "tandem/core/distinct_estimate.hpp"
+#include "tandem/core/parallel.hpp"
 
 namespace tandem::cpu_groupby {
 
@@ -200,33 +201,37 @@ Dictionary<Key> encode_dictionary(std::size_t n, int threads, Load load, Present
   out.owner.assign(chunks, 0);
   const std::size_t expected = expected_distinct<Key>(n, load, present, less);
   std::vector<KeyIds<Key, Hash>> tables(T);
-#pragma omp parallel num_threads(T)  // each thread lays out its own table: no copies of one
-  tables[omp_get_thread_num()] = KeyIds<Key, Hash>(expected);
+  // Each thread lays out its own table: no copies of one.
+  parallel_region(T, [&](int t, int) { tables[t] = KeyIds<Key, Hash>(expected); });
   int any_missing = 0;
+  FirstException first;  // a table that cannot grow: no exception may leave the region
 #pragma omp parallel for num_threads(T) schedule(dynamic, 1) reduction(| : any_missing)
   for (std::size_t c = 0; c < chunks; ++c) {
     if (stop && stop->load(std::memory_order_relaxed)) continue;
-    const int t = omp_get_thread_num();
-    auto& table = tables[t];
-    out.owner[c] = static_cast<std::uint16_t>(t);
-    constexpr std::size_t kBatch = 16;
-    Key keys[kBatch];
-    std::uint64_t hashes[kBatch];
-    for (std::size_t b = c << kChunkShift, end = std::min(n, (c + 1) << kChunkShift); b < end; b += kBatch) {
-      const std::size_t m = std::min(kBatch, end - b);
-      for (std::size_t j = 0; j < m; ++j) {
-        if (!present(b + j)) continue;
-        keys[j] = load(b + j);
-        hashes[j] = Hash{}(keys[j]);
-        table.prefetch(hashes[j]);
+    first.run([&] {
+      const int t = omp_get_thread_num();
+      auto& table = tables[t];
+      out.owner[c] = static_cast<std::uint16_t>(t);
+      constexpr std::size_t kBatch = 16;
+      Key keys[kBatch];
+      std::uint64_t hashes[kBatch];
+      for (std::size_t b = c << kChunkShift, end = std::min(n, (c + 1) << kChunkShift); b < end; b += kBatch) {
+        const std::size_t m = std::min(kBatch, end - b);
+        for (std::size_t j = 0; j < m; ++j) {
+          if (!present(b + j)) continue;
+          keys[j] = load(b + j);
+          hashes[j] = Hash{}(keys[j]);
+          table.prefetch(hashes[j]);
+        }
+        for (std::size_t j = 0; j < m; ++j) {
+          const bool p = present(b + j);
+          any_missing |= !p;
+          out.local[b + j] = p ? table.id(keys[j], hashes[j], b + j) : kMissingCode;
+        }
       }
-      for (std::size_t j = 0; j < m; ++j) {
-        const bool p = present(b + j);
-        any_missing |= !p;
-        out.local[b + j] = p ? table.id(keys[j], hashes[j], b + j) : kMissingCode;
-      }
-    }
+    });
   }
+  first.rethrow();
   Dictionary<Key> d;
   if (stop && stop->load()) return d;
   d.missing = any_missing != 0;

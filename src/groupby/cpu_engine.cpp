@@ -14,6 +14,7 @@
 #include "groupby/ops/count_rows.hpp"
 #include "groupby/ops/registry.hpp"
 #include "tandem/core/error.hpp"
+#include "tandem/core/parallel.hpp"
 #include "tandem/core/timing.hpp"
 
 namespace tandem::cpu_groupby {
@@ -79,25 +80,22 @@ Aggregators make_aggregators(const Table& in, const GroupBySpec& spec, Report& r
 void fold_in_slots(Aggregators& a, const GroupKeys& keys, std::size_t n, const AggregationPlan& plan, int threads) {
   const auto& ds = a.decomposable;
   for (auto* d : ds) d->allocate(plan.slots, keys.groups());
-#pragma omp parallel num_threads(threads)
-  {
-    std::vector<std::uint32_t> gid(kBlockRows);
-#pragma omp for schedule(dynamic, 1)
-    for (std::size_t s = 0; s < plan.slots; ++s) {
-      const std::size_t end = std::min(n, (s + 1) * plan.slot_rows);
-      for (std::size_t b = s * plan.slot_rows; b < end; b += kBlockRows) {
-        const std::size_t e = std::min(end, b + kBlockRows);
-        keys.fill(b, e, gid.data());
-        for (auto* d : ds) d->update(s, gid.data(), b, e);
-      }
-    }
-  }
+  parallel_for_with(
+      plan.slots, threads, [] { return std::vector<std::uint32_t>(kBlockRows); },
+      [&](std::vector<std::uint32_t>& gid, std::size_t s) {
+        const std::size_t end = std::min(n, (s + 1) * plan.slot_rows);
+        for (std::size_t b = s * plan.slot_rows; b < end; b += kBlockRows) {
+          const std::size_t e = std::min(end, b + kBlockRows);
+          keys.fill(b, e, gid.data());
+          for (auto* d : ds) d->update(s, gid.data(), b, e);
+        }
+      });
   if (plan.slots == 1) return;
   const std::uint64_t groups = keys.groups();
   const std::size_t pieces = std::min<std::uint64_t>(groups, groups * plan.slots < (1u << 16) ? 1 : 16 * threads);
-#pragma omp parallel for num_threads(pieces > 1 ? threads : 1) schedule(dynamic, 1)
-  for (std::size_t c = 0; c < pieces; ++c)
+  parallel_for(pieces, pieces > 1 ? threads : 1, [&](std::size_t c) {
     for (auto* d : ds) d->merge_slots(groups * c / pieces, groups * (c + 1) / pieces);
+  });
 }
 
 // The rows in partition order (stable): their group ids, each needed input column's values, and
@@ -113,16 +111,13 @@ Partitions partition_rows(const GroupKeys& keys, std::size_t n, const std::vecto
   const std::size_t P = plan.partitions, C = std::max<std::size_t>(1, (n + kBlockRows - 1) / kBlockRows);
   const unsigned shift = plan.partition_shift;
   std::vector<std::uint32_t> offset(C * P, 0);
-#pragma omp parallel num_threads(threads)
-  {
-    std::vector<std::uint32_t> gid(kBlockRows);
-#pragma omp for schedule(dynamic, 4)
-    for (std::size_t c = 0; c < C; ++c) {
-      const std::size_t b = c * kBlockRows, e = std::min(n, b + kBlockRows);
-      keys.fill(b, e, gid.data());
-      for (std::size_t i = 0; i < e - b; ++i) ++offset[c * P + (gid[i] >> shift)];
-    }
-  }
+  parallel_for_with(
+      C, threads, [] { return std::vector<std::uint32_t>(kBlockRows); },
+      [&](std::vector<std::uint32_t>& gid, std::size_t c) {
+        const std::size_t b = c * kBlockRows, e = std::min(n, b + kBlockRows);
+        keys.fill(b, e, gid.data());
+        for (std::size_t i = 0; i < e - b; ++i) ++offset[c * P + (gid[i] >> shift)];
+      });
   Partitions parts;
   parts.start.resize(P + 1);
   std::size_t run = 0;
@@ -133,21 +128,21 @@ Partitions partition_rows(const GroupKeys& keys, std::size_t n, const std::vecto
   parts.start[P] = n;
   parts.gid.resize(n);
   for (const Column* c : inputs) parts.columns.emplace(c, ScatteredColumn(*c));
-#pragma omp parallel num_threads(threads)
-  {
-    std::vector<std::uint32_t> gid(kBlockRows), pos(kBlockRows);
-#pragma omp for schedule(dynamic, 4)
-    for (std::size_t c = 0; c < C; ++c) {
-      const std::size_t b = c * kBlockRows, e = std::min(n, b + kBlockRows);
-      keys.fill(b, e, gid.data());
-      std::uint32_t* next = &offset[c * P];
-      for (std::size_t i = 0; i < e - b; ++i) {
-        pos[i] = next[gid[i] >> shift]++;
-        parts.gid[pos[i]] = gid[i];
-      }
-      for (auto& [column, scattered] : parts.columns) scattered.scatter(*column, pos.data(), b, e);
-    }
-  }
+  struct Block {
+    std::vector<std::uint32_t> gid = std::vector<std::uint32_t>(kBlockRows), pos = gid;
+  };
+  parallel_for_with(
+      C, threads, [] { return Block{}; },
+      [&](Block& s, std::size_t c) {
+        const std::size_t b = c * kBlockRows, e = std::min(n, b + kBlockRows);
+        keys.fill(b, e, s.gid.data());
+        std::uint32_t* next = &offset[c * P];
+        for (std::size_t i = 0; i < e - b; ++i) {
+          s.pos[i] = next[s.gid[i] >> shift]++;
+          parts.gid[s.pos[i]] = s.gid[i];
+        }
+        for (auto& [column, scattered] : parts.columns) scattered.scatter(*column, s.pos.data(), b, e);
+      });
   return parts;
 }
 
@@ -160,8 +155,7 @@ void fold_in_partitions(Aggregators& a, const GroupKeys& keys, std::size_t n, co
   const std::uint64_t groups = keys.groups();
   for (auto* d : a.decomposable) d->allocate(1, groups);
   for (auto* h : a.holistic) h->allocate(groups);
-#pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
-  for (std::size_t p = 0; p < plan.partitions; ++p) {
+  parallel_for(plan.partitions, threads, [&](std::size_t p) {
     const std::size_t b = parts.start[p], e = parts.start[p + 1];
     for (auto* d : a.decomposable) {
       const auto it = parts.columns.find(d->input());
@@ -171,7 +165,7 @@ void fold_in_partitions(Aggregators& a, const GroupKeys& keys, std::size_t n, co
     const auto g1 =
         static_cast<std::uint32_t>(std::min<std::uint64_t>(groups, std::uint64_t{p + 1} << plan.partition_shift));
     for (auto* h : a.holistic) h->compute(parts.columns.at(h->input()), parts.gid.data() + b, b, e, g0, g1);
-  }
+  });
 }
 
 // The group ids that hold at least one row, ascending.

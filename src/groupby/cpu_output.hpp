@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/scratch.hpp"
+#include "tandem/core/parallel.hpp"
 #include "tandem/table.hpp"
 
 namespace tandem::cpu_groupby {
@@ -30,11 +31,15 @@ template <class F>
 bool any_false_in_blocks(std::size_t n, int threads, F&& row) {
   const auto blocks = static_cast<std::int64_t>((n + kOutputBlock - 1) / kOutputBlock);
   int any = 0;
+  FirstException first;  // row() may allocate: no exception may leave the region
 #pragma omp parallel for num_threads(blocks < 8 ? 1 : threads) schedule(static) reduction(| : any)
   for (std::int64_t b = 0; b < blocks; ++b) {
-    const std::size_t end = std::min(n, static_cast<std::size_t>(b + 1) * kOutputBlock);
-    for (std::size_t i = static_cast<std::size_t>(b) * kOutputBlock; i < end; ++i) any |= !row(i);
+    first.run([&] {
+      const std::size_t end = std::min(n, static_cast<std::size_t>(b + 1) * kOutputBlock);
+      for (std::size_t i = static_cast<std::size_t>(b) * kOutputBlock; i < end; ++i) any |= !row(i);
+    });
   }
+  first.rethrow();
   return any != 0;
 }
 

@@ -402,13 +402,16 @@ std::vector<std::pair<std::string, std::uint64_t>> merge_in_print_order(
   st.output_serial_seconds = w.seconds();
   std::atomic<std::size_t> next_run{0}, next_bucket{0}, next_write{0};
   ThreadClock output_clock(T);
+  // Three regions, not one with barriers: a thread whose allocation fails must not leave the
+  // others waiting at a barrier it never reaches.
   run_threads(T, [&](int t) {
     output_clock.start(t);
     // The thread tables' slots are done with: each given back to the pool (already cleared by the
     // drain) by the thread that counted into it (the pool hands its block to that core again).
     if (std::size_t(t) < tables.size()) tables[t]->release_slots();
     for (std::size_t r = next_run++; r < parts; r = next_run++) split_positions(runs[r].keys, split, &pos[r * (B + 1)]);
-    team_barrier();  // every run cut
+  });
+  run_threads(T, [&](int t) {
     std::vector<OutWord> tmp;
     std::vector<std::size_t> bounds;
     // One thread makes the result's elements (a vector's are made by one thread: 0.14-0.34 ms for
@@ -435,7 +438,8 @@ std::vector<std::pair<std::string, std::uint64_t>> merge_in_print_order(
       if (by_keys) sort_in_print_order(mine);
       else if (pieces > 1) merge_sorted_runs(mine.words, tmp, bounds);
     }
-    team_barrier();  // the result's elements are made, every bucket sorted
+  });
+  run_threads(T, [&](int t) {
     for (std::size_t b = next_write++; b < B; b = next_write++)
       write_strings(bucket_words[b].words, out.data() + bucket_start[b]);
     output_clock.end(t);

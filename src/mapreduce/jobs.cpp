@@ -27,17 +27,10 @@ namespace tandem::mapreduce {
 namespace detail {
 void run_threads(int threads, const std::function<void(int)>& body) {
 #ifdef _OPENMP
-#pragma omp parallel num_threads(threads)
-  body(omp_get_thread_num());
+  parallel_region(threads, [&](int t, int) { body(t); });  // a job's exception leaves after every thread
 #else
   (void)threads;
   body(0);  // one thread takes every piece of work
-#endif
-}
-
-void team_barrier() {
-#ifdef _OPENMP
-#pragma omp barrier
 #endif
 }
 }  // namespace detail

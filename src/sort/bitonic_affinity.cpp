@@ -19,6 +19,8 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
+#include "tandem/core/parallel.hpp"
+
 namespace tandem::bitonic {
 namespace {
 
@@ -180,9 +182,7 @@ AffinityScope::AffinityScope(const AffinityMapping& m, int threads) : threads_(t
   }
   saved_ = new std::vector<Saved>();
   std::mutex mu;
-#pragma omp parallel num_threads(threads)
-  {
-    const int t = omp_get_thread_num();
+  parallel_region(threads, [&](int t, int) {
     Saved s{os_thread_id(), {}};
     hwloc_bitmap_t old = hwloc_bitmap_alloc();
     std::string err;
@@ -194,7 +194,7 @@ AffinityScope::AffinityScope(const AffinityMapping& m, int threads) : threads_(t
     std::lock_guard<std::mutex> lock(mu);
     if (err.empty()) saved_->push_back(std::move(s));
     else if (error_.empty()) error_ = fmt::format("thread {}: {}", t, err);
-  }
+  });
   if (!error_.empty()) restore();
 }
 
@@ -206,12 +206,13 @@ void AffinityScope::restore() {
   const auto* saved = saved_;
   // Each thread of a team of the same size restores its own previous binding (found by OS
   // thread id: libgomp reuses its pool threads, but a thread not found is left alone).
+  FirstException ignored;  // best effort (a destructor calls this): a failed rebinding is dropped
 #pragma omp parallel num_threads(threads_)
-  {
+  ignored.run([&] {
     const long me = os_thread_id();
     for (const auto& s : *saved)
       if (s.tid == me && !s.cpus.empty()) (void)bind_this_thread(topo, s.cpus);
-  }
+  });
   delete saved_;
   saved_ = nullptr;
 }

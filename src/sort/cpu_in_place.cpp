@@ -77,8 +77,8 @@ class InPlaceMsd {
     std::sort(small.begin(), small.end(),
               [](auto x, auto y) { return x.second - x.first > y.second - y.first; });  // largest first
     const auto count = static_cast<std::ptrdiff_t>(small.size());
-#pragma omp parallel for num_threads(all ? threads_ : 1) schedule(dynamic, 1)
-    for (std::ptrdiff_t i = 0; i < count; ++i) sort(small[i].first, small[i].second, d - 1, false);
+    parallel_for(static_cast<std::size_t>(count), all ? threads_ : 1,
+                 [&](std::size_t i) { sort(small[i].first, small[i].second, d - 1, false); });
   }
 
   Counts count(std::size_t lo, std::size_t hi, int d, bool all) const {

@@ -39,21 +39,18 @@ class StablePairs {
       return;
     }
     const auto blocks = static_cast<std::ptrdiff_t>((n_ + block_ - 1) / block_);
-#pragma omp parallel for num_threads(threads_) schedule(dynamic, 1)
-    for (std::ptrdiff_t b = 0; b < blocks; ++b) {
-      const std::size_t lo = static_cast<std::size_t>(b) * block_, m = std::min(block_, n_ - lo);
+    parallel_for(static_cast<std::size_t>(blocks), threads_, [&](std::size_t b) {  // each sort allocates scratch
+      const std::size_t lo = b * block_, m = std::min(block_, n_ - lo);
       cpu_radix_sort(std::span<K>(k_ + lo, m), std::span<V>(v_ + lo, m), desc_, 1);
-    }
+    });
     // Each thread allocates its own buffer: from the memory its block sorts' scratch left in its
     // malloc arena, not on top of it (the peak stays one block per thread).
     buf_keys_.resize(static_cast<std::size_t>(threads_));
     buf_values_.resize(static_cast<std::size_t>(threads_));
-#pragma omp parallel num_threads(threads_)
-    {
-      const auto t = static_cast<std::size_t>(omp_get_thread_num());
-      buf_keys_[t] = std::make_unique_for_overwrite<K[]>(block_);
-      buf_values_[t] = std::make_unique_for_overwrite<V[]>(block_);
-    }
+    parallel_region(threads_, [&](int t, int) {
+      buf_keys_[static_cast<std::size_t>(t)] = std::make_unique_for_overwrite<K[]>(block_);
+      buf_values_[static_cast<std::size_t>(t)] = std::make_unique_for_overwrite<V[]>(block_);
+    });
     for (std::size_t width = block_; width < n_; width *= 2) {
 #pragma omp parallel num_threads(threads_)
 #pragma omp single

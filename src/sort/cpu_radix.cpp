@@ -202,8 +202,8 @@ class Radix {
       else if (ends[k] > start) small.emplace_back(start, ends[k]);
     }
     const int Ts = static_cast<int>(std::min<std::size_t>(threads_, small.size()));
-#pragma omp parallel for num_threads(std::max(1, Ts)) schedule(dynamic, 1)
-    for (std::size_t i = 0; i < small.size(); ++i) local_sort(small[i].first, small[i].second, !in_home);
+    parallel_for(small.size(), std::max(1, Ts),
+                 [&](std::size_t i) { local_sort(small[i].first, small[i].second, !in_home); });
   }
 
   // Sorts [lo, hi) on this thread: MSD passes, each on the digit that starts at the highest bit

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "table/raw_bytes.hpp"
+#include "tandem/core/parallel.hpp"
 
 namespace tandem::csv {
 namespace {
@@ -27,6 +28,16 @@ ColumnType inferred_type(const std::vector<Piece>& pieces, std::size_t j, std::o
     const auto& c = p.columns[j];
     top = std::max(top, rank(c));
     fraction = fraction || (rank(c) == 2 && c.saw_fraction);
+  }
+  if (top == 3) return ColumnType::str;
+  // A float beyond f64's range in a number column: name the first (a str column keeps it as text).
+  for (const auto& p : pieces) {
+    const auto& c = p.columns[j];
+    if (c.huge_pos == kNone || (overflow && overflow->pos < c.huge_pos)) continue;
+    overflow = ParseError{c.huge_pos, j + 1,
+                          fmt::format("'{}' is beyond the range of f64 (write inf for infinity, or name the "
+                                      "column's type str in the schema to keep it as text)",
+                                      printable(c.huge_text.data(), c.huge_text.data() + c.huge_text.size()))};
   }
   if (top == 1) return ColumnType::i64;
   if (top != 2) return ColumnType::str;
@@ -177,8 +188,7 @@ std::vector<Column> assemble(std::vector<Piece>& pieces, Layout& layout, const s
     }
     columns[j].name = names[j];
   }
-#pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
-  for (std::size_t j = 0; j < names.size(); ++j) columns[j].validity = validity_of(pieces, j, row_base);
+  parallel_for(names.size(), threads, [&](std::size_t j) { columns[j].validity = validity_of(pieces, j, row_base); });
   return columns;
 }
 

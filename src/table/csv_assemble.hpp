@@ -26,7 +26,7 @@ Layout lay_out(const std::vector<const char*>& cuts, const std::vector<ColumnSta
 struct Reconciled {
   std::vector<ColumnType> types;       // one per column
   std::vector<bool> reparse;           // one per piece: parse again with `types` fixed
-  std::optional<ParseError> overflow;  // an integer column holds an integer beyond i64
+  std::optional<ParseError> overflow;  // a number column holds an integer beyond i64 or a float beyond f64
 };
 
 // An inferred column is str if any piece found a non-number (or no piece found a value), else

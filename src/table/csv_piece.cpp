@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <limits>
 
 #include <fmt/format.h>
 
@@ -102,6 +103,7 @@ class PieceParser {
     if (i == 0 && *f.begin == '-') c.negative_zeros.push_back(row_);  // stays -0.0 should c become f64
   }
   void note_overflow(PieceColumn& c, const Field& f, const char* at);
+  double note_huge(PieceColumn& c, const Field& f, const char* at);
   void fail(const char* at, std::size_t column, std::string what) {
     piece_.error = ParseError{static_cast<std::size_t>(at - in_.text), column, std::move(what)};
   }
@@ -214,6 +216,17 @@ void PieceParser::note_overflow(PieceColumn& c, const Field& f, const char* at) 
   c.overflow_text = std::string(f.begin, f.end);
 }
 
+// A float beyond f64's range in an inferred column: ±inf for now, an error once the column is
+// known to be a number column (reconcile_types); a column that turns out str reads it as text.
+double PieceParser::note_huge(PieceColumn& c, const Field& f, const char* at) {
+  if (c.huge_pos == kNone) {
+    c.huge_pos = static_cast<std::size_t>(at - in_.text);
+    c.huge_text = std::string(f.begin, f.end);
+  }
+  c.saw_fraction = true;
+  return *f.begin == '-' ? -std::numeric_limits<double>::infinity() : std::numeric_limits<double>::infinity();
+}
+
 Outcome PieceParser::decide(PieceColumn& c, const Field& f, const char* at) {
   std::int64_t i;
   double d;
@@ -223,9 +236,11 @@ Outcome PieceParser::decide(PieceColumn& c, const Field& f, const char* at) {
     put_integer(c, i, f);
     return Outcome::ok;
   }
-  if (!f.escaped && parse_number(f.begin, f.end, d) == Parsed::ok) {
+  const Parsed as_float = f.escaped ? Parsed::not_a_number : parse_number(f.begin, f.end, d);
+  if (as_float != Parsed::not_a_number) {
     settle_undecided(c, ColumnType::f64, row_);
-    if (as_int == Parsed::out_of_range) note_overflow(c, f, at);
+    if (as_float == Parsed::out_of_range) d = note_huge(c, f, at);
+    else if (as_int == Parsed::out_of_range) note_overflow(c, f, at);
     else c.saw_fraction = true;
     put(c, row_, d);
     return Outcome::ok;
@@ -242,9 +257,11 @@ Outcome PieceParser::store_i64(PieceColumn& c, const Field& f, const char* at) {
     return Outcome::ok;
   }
   double d;
-  if (f.escaped || parse_number(f.begin, f.end, d) != Parsed::ok) return Outcome::restart;
+  const Parsed as_float = f.escaped ? Parsed::not_a_number : parse_number(f.begin, f.end, d);
+  if (as_float == Parsed::not_a_number) return Outcome::restart;
   convert_to_f64(c, row_);
-  if (r == Parsed::out_of_range) note_overflow(c, f, at);
+  if (as_float == Parsed::out_of_range) d = note_huge(c, f, at);
+  else if (r == Parsed::out_of_range) note_overflow(c, f, at);
   else c.saw_fraction = true;
   put(c, row_, d);
   return Outcome::ok;
@@ -252,7 +269,9 @@ Outcome PieceParser::store_i64(PieceColumn& c, const Field& f, const char* at) {
 
 Outcome PieceParser::store_f64(PieceColumn& c, const Field& f, const char* at) {
   double d;
-  if (f.escaped || parse_number(f.begin, f.end, d) != Parsed::ok) return Outcome::restart;
+  const Parsed as_float = f.escaped ? Parsed::not_a_number : parse_number(f.begin, f.end, d);
+  if (as_float == Parsed::not_a_number) return Outcome::restart;
+  if (as_float == Parsed::out_of_range) d = note_huge(c, f, at);
   put(c, row_, d);
   if (!c.saw_fraction) {  // tell integers (and overflowing ones) from fractions until one appears
     std::int64_t i;

@@ -53,6 +53,8 @@ struct PieceColumn {
   bool saw_fraction{false};         // inferred f64: some value is no integer
   std::size_t overflow_pos{kNone};  // inferred: the first integer beyond i64 (a byte offset)
   std::string overflow_text;
+  std::size_t huge_pos{kNone};  // inferred: the first float beyond f64's range (kept as ±inf)
+  std::string huge_text;
   std::byte* slots{nullptr};                // the piece's rows in the column's array
   ByteStore bytes;                          // strings
   std::vector<std::size_t> missing;         // rows with no value

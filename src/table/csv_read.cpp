@@ -1,15 +1,12 @@
 // Reading CSV: the header on one thread, then the body split at record boundaries into pieces
 // parsed in parallel (table/csv_piece), their column types reconciled and their columns joined
 // (table/csv_assemble).
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <unordered_map>
+#include <unordered_set>
 
 #include <fmt/format.h>
 
@@ -25,37 +22,6 @@ namespace tandem {
 namespace {
 
 using csv::ParseError;
-
-// A file mapped read-only for the duration of a read.
-class MappedFile {
- public:
-  explicit MappedFile(const std::string& path) {
-    fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd_ < 0) throw InputError(fmt::format("{}: cannot open for reading ({})", path, std::strerror(errno)));
-    struct stat st {};
-    if (::fstat(fd_, &st) != 0 || S_ISDIR(st.st_mode))
-      throw InputError(
-          fmt::format("{}: {}", path, S_ISDIR(st.st_mode) ? "is a directory, not a file" : std::strerror(errno)));
-    size_ = static_cast<std::size_t>(st.st_size);
-    if (size_ == 0) return;
-    void* p = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd_, 0);
-    if (p == MAP_FAILED) throw InputError(fmt::format("{}: cannot map for reading ({})", path, std::strerror(errno)));
-    ::madvise(p, size_, MADV_WILLNEED);
-    data_ = static_cast<const char*>(p);
-  }
-  ~MappedFile() {
-    if (data_) ::munmap(const_cast<char*>(data_), size_);
-    if (fd_ >= 0) ::close(fd_);
-  }
-  MappedFile(const MappedFile&) = delete;
-  MappedFile& operator=(const MappedFile&) = delete;
-  std::string_view text() const { return {data_ ? data_ : "", size_}; }
-
- private:
-  int fd_{-1};
-  const char* data_{nullptr};
-  std::size_t size_{0};
-};
 
 struct Header {
   std::vector<std::string> names;
@@ -93,6 +59,7 @@ class CsvReader {
   const CsvOptions& options_;
   std::string source_;
   int threads_;
+  std::size_t body_at_{~std::size_t{0}};  // where the rows start (known once the header is read)
 };
 
 Header CsvReader::read_header() const {
@@ -132,21 +99,27 @@ void CsvReader::check_names(const std::vector<std::string>& names, const std::ve
             {});
     const auto [it, fresh] = seen.emplace(names[j], j);
     if (!fresh)
-      raise({e.pos, e.column, fmt::format("the header names column {} '{}' again", it->second + 1, names[j])}, {});
+      raise({e.pos, e.column,
+             fmt::format("the header names column {} '{}' again", it->second + 1,
+                         csv::printable(names[j].data(), names[j].data() + names[j].size()))},
+            {});
   }
 }
 
 std::vector<csv::ColumnStart> CsvReader::column_starts(const Header& h) const {
   std::vector<csv::ColumnStart> starts(h.names.size());
+  if (options_.schema.empty()) return starts;
+  std::unordered_map<std::string_view, std::size_t> column_of;  // linear in the columns, not quadratic
+  for (std::size_t j = 0; j < h.names.size(); ++j) column_of.emplace(h.names[j], j);
   for (const auto& s : options_.schema) {
-    const auto it = std::find(h.names.begin(), h.names.end(), s.name);
-    if (it == h.names.end()) {
+    const auto it = column_of.find(s.name);
+    if (it == column_of.end()) {
       std::string names;
       for (const auto& n : h.names) names += (names.empty() ? "" : ", ") + n;
       throw UsageError(fmt::format("{}: the schema names column '{}', which the header lacks (columns: {})", source_,
                                    s.name, names));
     }
-    auto& start = starts[static_cast<std::size_t>(it - h.names.begin())];
+    auto& start = starts[it->second];
     if (start.fixed) throw UsageError(fmt::format("the schema names column '{}' twice", s.name));
     start = {s.type, true};
   }
@@ -164,8 +137,8 @@ std::size_t CsvReader::piece_bytes(std::size_t body) const {
 std::vector<csv::Piece> CsvReader::parse_pieces(const csv::Layout& layout, const csv::PieceInput& in,
                                                 const std::vector<csv::ColumnStart>& starts) const {
   std::vector<csv::Piece> pieces(layout.spans.size());
-#pragma omp parallel for num_threads(threads_) schedule(dynamic, 1)
-  for (std::size_t i = 0; i < pieces.size(); ++i) pieces[i] = csv::parse_piece(in, layout.spans[i], starts);
+  parallel_for(pieces.size(), threads_,
+               [&](std::size_t i) { pieces[i] = csv::parse_piece(in, layout.spans[i], starts); });
   return pieces;
 }
 
@@ -180,15 +153,19 @@ void CsvReader::throw_first_error(const std::vector<csv::Piece>& pieces, const s
 }
 
 void CsvReader::raise(const ParseError& e, const std::vector<std::string>& names) const {
-  std::string where = fmt::format("{}:{}", source_, line_of(e.pos));
-  if (e.column > 0 && e.column <= names.size())
-    where += fmt::format(": column {} ('{}')", e.column, names[e.column - 1]);
-  else if (e.column > 0) where += fmt::format(": column {}", e.column);
+  // Past the header, the lines the text leaves out of its file count too.
+  const std::size_t skipped = e.pos >= body_at_ ? options_.lines_skipped : 0;
+  std::string where = fmt::format("{}:{}", source_, line_of(e.pos) + skipped);
+  if (e.column > 0 && e.column <= names.size()) {  // printable: a NUL in a name would end the message
+    const std::string& n = names[e.column - 1];
+    where += fmt::format(": column {} ('{}')", e.column, csv::printable(n.data(), n.data() + n.size()));
+  } else if (e.column > 0) where += fmt::format(": column {}", e.column);
   throw InputError(fmt::format("{}: {}", where, e.what));
 }
 
 Table CsvReader::read() {
   const Header h = read_header();
+  body_at_ = static_cast<std::size_t>(h.body - text_);
   const csv::Scanner scanner(h.delimiter);
   const csv::PieceInput in{text_, end_, &scanner, h.names.size()};
   auto starts = column_starts(h);
@@ -200,9 +177,9 @@ Table CsvReader::read() {
   if (r.overflow) raise(*r.overflow, h.names);
   std::vector<csv::ColumnStart> settled;
   for (auto t : r.types) settled.push_back({t, true});
-#pragma omp parallel for num_threads(threads_) schedule(dynamic, 1)
-  for (std::size_t i = 0; i < pieces.size(); ++i)
+  parallel_for(pieces.size(), threads_, [&](std::size_t i) {
     if (r.reparse[i]) pieces[i] = csv::parse_piece(in, layout.spans[i], settled);
+  });
   throw_first_error(pieces, layout.spans, h.names);
   return Table(csv::assemble(pieces, layout, h.names, r.types, threads_));
 }
@@ -211,6 +188,7 @@ Table CsvReader::read() {
 
 CsvSchema parse_csv_schema(std::string_view text) {
   CsvSchema schema;
+  std::unordered_set<std::string> named;
   while (!text.empty()) {
     const auto comma = text.find(',');
     const std::string_view part = text.substr(0, comma);
@@ -219,8 +197,7 @@ CsvSchema parse_csv_schema(std::string_view text) {
     if (colon == std::string_view::npos || colon == 0)
       throw UsageError(fmt::format("schema part '{}': expected NAME:TYPE (e.g. v1:i64)", part));
     CsvColumnType c{std::string(part.substr(0, colon)), parse_column_type(part.substr(colon + 1))};
-    for (const auto& other : schema)
-      if (other.name == c.name) throw UsageError(fmt::format("schema names column '{}' twice", c.name));
+    if (!named.insert(c.name).second) throw UsageError(fmt::format("schema names column '{}' twice", c.name));
     schema.push_back(std::move(c));
   }
   return schema;
@@ -231,12 +208,10 @@ Table read_csv_text(std::string_view text, const CsvOptions& options, std::strin
 }
 
 Table read_csv(const std::string& path, const CsvOptions& options) {
-  if (path == "-") {
-    const auto bytes = io::read_bytes(path);
-    return read_csv_text({bytes.data(), bytes.size()}, options, "<stdin>");
-  }
-  const MappedFile file(path);
-  return read_csv_text(file.text(), options, path);
+  // Read in pieces, never mapped: a file that shrinks meanwhile ends where it ended (a mapping
+  // would raise SIGBUS), and pipes, FIFOs and /proc files, whose size says nothing, read to their end.
+  const auto bytes = io::read_bytes(path, options.threads);
+  return read_csv_text({bytes.data(), bytes.size()}, options, path == "-" ? "<stdin>" : path);
 }
 
 }  // namespace tandem

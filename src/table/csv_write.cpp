@@ -83,12 +83,11 @@ void write_csv(std::ostream& out, const Table& table, char delimiter) {
   std::vector<Out> blocks(static_cast<std::size_t>(threads));
   const std::size_t rows = table.rows();
   for (std::size_t first = 0; first < rows; first += kBlock * blocks.size()) {
-#pragma omp parallel for num_threads(threads) schedule(static, 1)
-    for (std::size_t b = 0; b < blocks.size(); ++b) {
+    parallel_for(blocks.size(), threads, [&](std::size_t b) {
       blocks[b].clear();
       const std::size_t begin = std::min(rows, first + b * kBlock);
       append_rows(blocks[b], table, begin, std::min(rows, begin + kBlock), delimiter);
-    }
+    });
     for (const auto& b : blocks) out.write(b.data(), static_cast<std::streamsize>(b.size()));
   }
 }

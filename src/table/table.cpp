@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "table/csv_scan.hpp"
 #include "tandem/core/error.hpp"
 
 namespace tandem {
@@ -230,16 +231,20 @@ Table::Table(std::vector<Column> columns) {
 }
 
 const Column* Table::find(std::string_view name) const {
-  for (const auto& c : columns_)
-    if (c.name == name) return &c;
-  return nullptr;
+  const auto it = index_.find(name);
+  return it == index_.end() ? nullptr : &columns_[it->second];
 }
 
 const Column& Table::column(std::string_view name) const {
   if (const auto* c = find(name)) return *c;
+  constexpr std::size_t kNamesShown = 32;  // a table of a million columns: a message, not megabytes
   std::string names;
-  for (const auto& c : columns_) names += (names.empty() ? "" : ", ") + c.name;
-  throw UsageError(fmt::format("no column '{}' (columns: {})", name, names.empty() ? "none" : names));
+  // Names as printable text: a NUL in one would end the message there.
+  auto shown = [](std::string_view s) { return csv::printable(s.data(), s.data() + s.size(), 200); };
+  for (std::size_t i = 0; i < columns_.size() && i < kNamesShown; ++i)
+    names += (names.empty() ? "" : ", ") + shown(columns_[i].name);
+  if (columns_.size() > kNamesShown) names += fmt::format(" and {} more", columns_.size() - kNamesShown);
+  throw UsageError(fmt::format("no column '{}' (columns: {})", shown(name), names.empty() ? "none" : names));
 }
 
 void Table::add(Column c) {
@@ -247,6 +252,8 @@ void Table::add(Column c) {
   if (find(c.name)) throw UsageError(fmt::format("two columns are named '{}'", c.name));
   if (!columns_.empty() && c.length != rows())
     throw UsageError(fmt::format("column '{}' has {} rows, the table {}", c.name, c.length, rows()));
+  columns_.reserve(columns_.size() + 1);  // no throw after the name is indexed
+  index_.emplace(c.name, columns_.size());
   columns_.push_back(std::move(c));
 }
 

@@ -37,7 +37,7 @@ void check_file_names(const Table& t) {
     std::vector<std::string> names;
     if (c.type == ColumnType::str) names = {c.name + ".offsets.npy", c.name + ".bytes"};
     else names = {c.name + ".npy"};
-    if (!c.validity.empty()) names.push_back(c.name + ".valid.npy");
+    names.push_back(c.name + ".valid.npy");  // reserved even with no missing value: the check depends on names only
     for (const auto& n : names)
       if (!used.insert(n).second)
         throw UsageError(fmt::format("column '{}': its file {} is another column's too", c.name, n));

@@ -10,6 +10,7 @@
 
 #include "tandem/core/error.hpp"
 #include "tandem/core/hash.hpp"
+#include "tandem/core/parallel.hpp"
 
 namespace tandem {
 namespace {
@@ -213,9 +214,8 @@ Table concat_tables(const std::vector<Table>& parts, const Table& like, int thre
     }
   }
   std::vector<Column> out(like.num_columns());
-  // One column a thread: the copies throw nothing (bad_alloc aside, which ends the program).
-#pragma omp parallel for num_threads(std::max(1, threads)) schedule(dynamic)
-  for (std::size_t ci = 0; ci < like.num_columns(); ++ci) {
+  // One column a thread; out of memory leaves after the region.
+  parallel_for(like.num_columns(), std::max(1, threads), [&](std::size_t ci) {
     const Column& shape = like.column(ci);
     const bool str = shape.type == ColumnType::str;
     std::size_t rows = 0, bytes = 0;
@@ -253,7 +253,7 @@ Table concat_tables(const std::vector<Table>& parts, const Table& like, int thre
     col.values = Buffer::take(std::move(values));
     if (str) col.offsets = Buffer::take(std::move(offsets));
     if (any_missing) col.validity = Buffer::take(std::move(validity));
-  }
+  });
   return Table(std::move(out));
 }
 

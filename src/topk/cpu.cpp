@@ -200,14 +200,11 @@ Result scan_cpu(const Lists& l, std::uint64_t k, const Aggregate& agg, const Opt
                fmt::format("{} lists x {} objects", l.n, l.m));
   w.reset();
   std::vector<std::vector<Key96>> part(threads);
-#pragma omp parallel num_threads(threads)
-  {
-    auto& heap = part[omp_get_thread_num()];  // max-heap by key_lt: the worst kept key on top
-#pragma omp for schedule(static)
-    for (std::int64_t id = 0; id < m; ++id) {
+  parallel_region(threads, [&](int t, int T) {  // a heap that cannot grow: the exception leaves after the region
+    auto& heap = part[t];                       // max-heap by key_lt: the worst kept key on top
+    for (std::int64_t id = m * t / T; id < m * (t + 1) / T; ++id)
       push_bounded(heap, make_key(acc_score(a, acc[id]), std::uint32_t(id)), k, key_lt);
-    }
-  }
+  });
   std::vector<Key96> top;
   for (auto& p : part) merge_top(top, p, k);
   r.report.add("select top k", where_cpu(threads), w.seconds(), fmt::format("k = {}", k));
@@ -262,15 +259,12 @@ Result nra_cpu(const Lists& l, std::uint64_t k, const Aggregate& agg, const Opti
     } else {
       const auto width = static_cast<std::int64_t>(e - d);
       const std::int64_t total = width * n;
-#pragma omp parallel num_threads(threads)
-      {
-        const int t = omp_get_thread_num();
+      parallel_region(threads, [&](int t, int T) {
         auto& mc = tcand[t];
         auto& md = tdone[t];
         mc.clear();
         md.clear();
-#pragma omp for schedule(static)
-        for (std::int64_t q = 0; q < total; ++q) {
+        for (std::int64_t q = total * t / T; q < total * (t + 1) / T; ++q) {
           const auto i = static_cast<std::uint32_t>(q / width);
           const std::uint64_t p = d + std::uint64_t(q % width);
           const Entry x = l.entries[std::size_t(i) * m + p];
@@ -283,7 +277,7 @@ Result nra_cpu(const Lists& l, std::uint64_t k, const Aggregate& agg, const Opti
           if (old == 0) mc.push_back(x.id);
           if ((old | bit) == full) md.push_back(x.id);
         }
-      }
+      });
       for (int t = 0; t < threads; ++t) {
         cand.insert(cand.end(), tcand[t].begin(), tcand[t].end());
         completed.insert(completed.end(), tdone[t].begin(), tdone[t].end());

@@ -90,8 +90,8 @@ void validate(const Lists& l) {
   if (threads > 1 && l.m >= kParallelCheckFrom && detail::lists_pass_checks(l, std::min(threads, kCheckThreads)))
     return;
   std::vector<std::optional<std::string>> errors(l.n);
-#pragma omp parallel for schedule(dynamic, 1) num_threads(std::max(1, std::min <int>(default_threads(), int(l.n))))
-  for (int i = 0; i < int(l.n); ++i) errors[i] = check_list(l, std::uint32_t(i));
+  parallel_for(l.n, std::max(1, std::min<int>(threads, int(l.n))),
+               [&](std::size_t i) { errors[i] = check_list(l, std::uint32_t(i)); });
   for (auto& e : errors)
     if (e) throw InputError(*e);  // the lowest list with a problem
 }

@@ -9,13 +9,30 @@
 #include <fstream>
 #include <initializer_list>
 #include <memory>
+#include <new>
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "tandem/core/types.hpp"
 #include "tandem/core/uninit_allocator.hpp"
+
+namespace tandem {
+
+// Host memory could not be allocated: a std::bad_alloc (the CLI's "out of memory", exit 1;
+// Python's MemoryError) that names what was being allocated.
+class HostMemoryError : public std::bad_alloc {
+ public:
+  explicit HostMemoryError(std::string what) : what_(std::move(what)) {}
+  const char* what() const noexcept override { return what_.c_str(); }
+
+ private:
+  std::string what_;
+};
+
+}  // namespace tandem
 
 namespace tandem::io {
 
@@ -64,15 +81,10 @@ struct MappedArray {
   }
 };
 
-// read_array for consumers that only read: a sized regular file is opened and checked as
-// read_array checks it (the same errors), mapped read-only (MAP_PRIVATE) and its data's page
-// tables filled on `threads` threads (0: default_threads()) before the call returns, so the data
-// is resident and no fresh memory is zeroed or copied into. Standard input ("-"), streams, empty
-// files, a file that cannot be mapped, and .npy data at an offset that is not a multiple of the
-// element size are read by read_array instead, its buffer returned in the same shape.
-// The mapping is the file's pages: writes to the file by others show through, and if the file is
-// truncated while it is mapped, reading the part cut off raises SIGBUS (as numpy.memmap does).
-// Replacing it by rename, as tandem's outputs do, or deleting it leaves the mapping intact.
+// read_array for consumers that only read, in MappedArray's shape (its buffer as read_buffer).
+// Files are read, never mapped: a mapped file that another process truncates raises SIGBUS
+// wherever its pages are next touched, while a read of a file that shrinks ends where the file
+// ended and the usual checks (element size, .npy length) report it. `mapped` is always false.
 MappedArray map_array(const std::string& path, DType dtype, int threads = 0);
 
 // An array read into memory in map_array's shape: the result keeps its buffer alive and names it
@@ -82,15 +94,6 @@ MappedArray holding(Array a);
 // The element type a .npy file's header names ('<u4': u32, ...), from its header alone;
 // InputError naming the file when it is no valid .npy file or its type is none tandem reads.
 DType npy_dtype(const std::string& path);
-
-namespace detail {
-// The first `size` bytes of the open regular file `fd` mapped read-only, the page tables of bytes
-// [from, size) filled on `threads` threads (mapped_file.cpp); unmapped when the last copy of the
-// pointer goes. Null when the file cannot be mapped (the caller reads it instead); InputError
-// naming `name` when its pages cannot be read.
-std::shared_ptr<const std::byte> map_file(int fd, const std::string& name, std::uint64_t size, std::uint64_t from,
-                                          int threads);
-}  // namespace detail
 
 template <class T>
 std::vector<T> read_vector(const std::string& path) {
@@ -104,8 +107,7 @@ std::vector<T> read_vector(const std::string& path) {
 // part). The file must be a sized regular file; the same checks as read_array. Read on
 // default_threads() threads.
 Array read_array_part(const std::string& path, DType dtype, std::size_t part, std::size_t parts);
-// read_array_part for consumers that only read: the part's pages of the file, mapped as map_array
-// maps a whole file (read instead where the part cannot be mapped).
+// read_array_part for consumers that only read, in MappedArray's shape (read, as map_array reads).
 MappedArray map_array_part(const std::string& path, DType dtype, std::size_t part, std::size_t parts, int threads = 0);
 
 // Bytes [begin, end) of a sized regular file; InputError naming it when it cannot be read.

@@ -43,6 +43,10 @@ struct CsvOptions {
   // Bytes per parallel piece (0: from the file size and threads). Small values split even tiny
   // inputs into many pieces, so tests can exercise piece boundaries.
   std::size_t chunk_bytes{0};
+  // Lines of the file left out between the header and the rows in the text (a part of a shared
+  // file that one of several readers reads): error messages count them, so that a line number is
+  // the file's.
+  std::size_t lines_skipped{0};
 };
 
 // Reads a CSV file ("-": standard input). InputError for a missing, empty or malformed file;

@@ -62,7 +62,18 @@ void parse_param(Aggregation& a, agg::Param p, std::string_view text, std::strin
   }
 }
 
+// "sum(v))" must not read column "v)": every ')' closes an earlier '(' and all are closed.
+bool balanced(std::string_view call) {
+  int depth = 0;
+  for (const char c : call) {
+    depth += c == '(' ? 1 : c == ')' ? -1 : 0;
+    if (depth < 0) return false;
+  }
+  return depth == 0;
+}
+
 Aggregation parse_call(std::string_view call) {
+  if (!balanced(call)) bad(call, "unbalanced parentheses");
   const auto open = call.find('(');
   const auto close = call.rfind(')');
   if (open == std::string_view::npos || close == std::string_view::npos || close < open)

@@ -126,9 +126,19 @@ void check_applies(const Aggregation& a, const Table& input) {
       throw UsageError(fmt::format("{}: {}", describe(a), e.what()));
     }
   }
-  if (!o.accepts(c->type))
-    throw UsageError(fmt::format("{}: column '{}' is {}, which {} does not accept", describe(a), a.column,
-                                 to_string(c->type), o.name));
+  if (o.accepts(c->type)) return;
+  // A CSV column with no value at all (a header-only file, every field empty) is inferred as str.
+  bool any_value = false;
+  for (std::size_t i = 0; i < c->length && !any_value; ++i) any_value = c->present(i);
+  const std::string why =
+      c->type == ColumnType::str && !any_value
+          ? fmt::format(
+                " (it holds no values, so its type was inferred as str: name its type in the schema, "
+                "e.g. {}:f64)",
+                a.column)
+          : "";
+  throw UsageError(fmt::format("{}: column '{}' is {}, which {} does not accept{}", describe(a), a.column,
+                               to_string(c->type), o.name, why));
 }
 
 }  // namespace tandem::agg
