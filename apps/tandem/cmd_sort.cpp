@@ -1,5 +1,5 @@
-// tandem sort: sort a raw or .npy array file (keys, optionally with values), or print the hybrid
-// bitonic plan (--plan).
+// tandem sort: sort a raw or .npy array file (keys, optionally with values), a CSV table by key
+// columns (a CSV input or --by: sort_table.hpp), or print the hybrid bitonic plan (--plan).
 #include <unistd.h>
 
 #include <algorithm>
@@ -17,6 +17,7 @@
 #include "command.hpp"
 #include "distributed.hpp"
 #include "options.hpp"
+#include "sort_table.hpp"
 #include "tandem/core/device.hpp"
 #include "tandem/core/error.hpp"
 #include "tandem/core/format.hpp"
@@ -48,7 +49,20 @@ struct Args {
   std::vector<int> gpus;
   bool explain{false};
   bool distributed{false};
+  // table form
+  std::string table, by, nulls{"last"}, schema;
+  std::int64_t limit{-1};
 };
+
+// The table form: a CSV input or --by. The array form's own options are refused there.
+int run_table(const Args& a) {
+  if (a.plan || !a.type.empty() || !a.in.empty() || !a.values.empty() || a.distributed)
+    throw tandem::UsageError(
+        "sorting a CSV table takes a CSV file and --by, not --plan, --type, --in, --values or --distributed");
+  tandem::cli::TableSortArgs t{a.table, a.by, a.nulls, std::nullopt, a.schema, a.out, a.threads, a.explain};
+  if (a.limit >= 0) t.limit = static_cast<std::uint64_t>(a.limit);
+  return tandem::cli::run_table_sort(t);
+}
 
 char parse_policy(const std::string& s) {
   if (s == "a" || s == "b" || s == "c") return s[0];
@@ -305,7 +319,9 @@ int run_file(const Args& a) {
 }
 
 const bool registered = tandem::cli::register_command(
-    {"sort", "Sort an array file (raw little-endian or .npy), or print the hybrid bitonic plan (--plan)",
+    {"sort",
+     "Sort a CSV table by key columns (sort data.csv --by id3,v3:desc --out s.csv), an array file (raw "
+     "little-endian or .npy), or print the hybrid bitonic plan (--plan)",
      [](CLI::App& app) -> std::function<int()> {
        auto a = std::make_shared<Args>();
        app.add_flag("--plan", a->plan, "Print the hybrid CPU+GPU bitonic step plan instead of sorting");
@@ -353,6 +369,13 @@ const bool registered = tandem::cli::register_command(
            ->check(tandem::cli::in_range(0, 1023));
        app.add_flag("--explain", a->explain, "Print what ran where, with the plan and the time of each stage");
        tandem::cli::add_distributed_options(app, a->distributed);
+       app.add_option("table", a->table, "Table form: CSV file with a header row ('-' for standard input)");
+       app.add_option("--by", a->by, "Table form: key columns, each optionally :asc or :desc (e.g. id3,v3:desc)");
+       app.add_option("--nulls", a->nulls, "Table form: missing values first or last (either direction)")
+           ->capture_default_str();
+       app.add_option("--limit", a->limit, "Table form: only the first K rows of the order")
+           ->check(tandem::cli::in_range<std::int64_t>(0, std::int64_t{1} << 62));
+       app.add_option("--schema", a->schema, "Table form: CSV column types, e.g. id1:str,v1:i64 (others inferred)");
        app.footer(
            "Peak memory (resident, over the input's size; the input is read straight into the sorted buffer):\n"
            "  cpu-radix (--algorithm radix/auto on the CPU)  2.0x  (keys and values each get a scratch copy)\n"
@@ -361,7 +384,10 @@ const bool registered = tandem::cli::register_command(
            "  bitonic on the CPU                             2.0x keys, 2.5x pairs (padded to a power of two)\n"
            "  gpu-pipeline                                   1.0x on the host; gpu-out-of-core 2.0x\n"
            "Inputs that are not sized files (pipes, standard input) add up to 1.0x while they are read.");
-       return [a] { return a->plan ? run_plan(*a) : run_file(*a); };
+       return [a] {
+         if (!a->table.empty() || !a->by.empty()) return run_table(*a);
+         return a->plan ? run_plan(*a) : run_file(*a);
+       };
      }});
 
 // `tandem demo`: the hybrid bitonic plan of the 16-element example (k = 0.6), then a real sort. Without a GPU

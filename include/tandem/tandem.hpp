@@ -19,6 +19,7 @@
 #include "tandem/table.hpp"
 #include "tandem/table/csv.hpp"
 #include "tandem/table/files.hpp"
+#include "tandem/table_sort.hpp"
 #include "tandem/topk.hpp"
 
 // What they share: errors, vocabulary, reports, files, the machine, timing, tuning, transfers.

@@ -99,5 +99,6 @@ void bind_wordcount(py::module_& m);
 void bind_topk(py::module_& m);
 void bind_info(py::module_& m);
 void bind_device(py::module_& m);  // GPU arrays; only their availability flag without CUDA
+void bind_table_sort(py::module_& m);
 
 }  // namespace tandem::python

@@ -14,5 +14,6 @@ PYBIND11_MODULE(_tandem, m) {
   bind_topk(m);
   bind_info(m);
   bind_device(m);
+  bind_table_sort(m);
   m.attr("cuda_built") = static_cast<bool>(TANDEM_HAS_CUDA);
 }

@@ -1,0 +1,71 @@
+// Sorting tables by several key columns, as SQL's ORDER BY and pandas' sort_values do.
+//
+//   tandem::SortSpec spec{.by = {{"id3"}, {"v3", tandem::descending}}, .nulls = tandem::NullOrder::last};
+//   auto r = tandem::sort(table, spec);          // r.table: every column, rows in key order
+//   auto o = tandem::argsort(table, spec);       // o.rows: the row order only
+//   spec.limit = 100;                            // only the first 100 rows, without sorting the rest
+//
+// Keys compare as SQL does: numbers by value (signed and unsigned integers, floats), strings by
+// their bytes (unsigned, as UTF-8 orders code points), -0.0 equal to +0.0, every NaN equal to
+// every other and after every number (so first when descending), missing values last unless
+// nulls = first (in either direction). The sort is stable: rows with equal keys keep their input
+// order. Every column type may be a key.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tandem/core/report.hpp"
+#include "tandem/table.hpp"
+
+namespace tandem {
+
+enum class SortOrder : std::uint8_t { ascending, descending };
+inline constexpr SortOrder ascending = SortOrder::ascending;
+inline constexpr SortOrder descending = SortOrder::descending;
+
+// Where missing values go, in ascending and descending keys alike.
+enum class NullOrder : std::uint8_t { last, first };
+
+struct SortKey {
+  std::string column;
+  SortOrder order{SortOrder::ascending};
+};
+
+struct SortSpec {
+  std::vector<SortKey> by;
+  NullOrder nulls{NullOrder::last};
+  std::optional<std::size_t> limit{};  // only the first `limit` rows of the order
+};
+
+struct TableSortOptions {
+  int threads{0};  // CPU threads (0: every core the process may use)
+  // Floats: NaN sorts as a missing value (pandas' na_position) instead of after every number.
+  bool nan_is_missing{false};
+  // Strings are keyed by at most this many leading bytes; rows whose prefixes tie are ordered by
+  // their whole strings afterwards. Columns whose strings all fit need no second look.
+  std::size_t string_prefix{16};
+};
+
+// "id3,v3:desc" (each key optionally ":asc" or ":desc"); UsageError naming the part that does
+// not parse. The columns are checked when the table is sorted.
+std::vector<SortKey> parse_sort_keys(std::string_view text);
+
+struct TableSortResult {
+  Table table;
+  Report report;
+};
+
+struct ArgsortResult {
+  std::vector<std::size_t> rows;  // input row indices in sorted order
+  Report report;
+};
+
+// UsageError naming the key when a column is absent or named twice, or when there is no key.
+TableSortResult sort(const Table& table, const SortSpec& spec, const TableSortOptions& options = {});
+ArgsortResult argsort(const Table& table, const SortSpec& spec, const TableSortOptions& options = {});
+
+}  // namespace tandem

@@ -1,0 +1,90 @@
+// The parallel gather behind the table sort: one pass per column over the row order.
+#include <cstring>
+#include <exception>
+
+#include "row_order.hpp"
+#include "tandem/core/parallel.hpp"
+#include "tandem/core/uninit_allocator.hpp"
+
+namespace tandem::detail {
+namespace {
+
+template <class T>
+using Uninit = std::vector<T, UninitAllocator<T>>;
+
+// The validity of the gathered rows, a byte (8 rows) at a time so that threads never share one.
+Buffer gather_validity(const Column& c, std::span<const std::size_t> rows, int T) {
+  const std::size_t bytes = (rows.size() + 7) / 8;
+  Uninit<std::uint8_t> bits(bytes);
+#pragma omp parallel for num_threads(T) schedule(static)
+  for (std::size_t b = 0; b < bytes; ++b) {
+    std::uint8_t v = 0;
+    for (std::size_t i = b * 8; i < std::min(rows.size(), b * 8 + 8); ++i)
+      if (c.present(rows[i])) v |= static_cast<std::uint8_t>(1u << (i & 7));
+    bits[b] = v;
+  }
+  return Buffer::take(std::move(bits));
+}
+
+template <class T>
+Buffer gather_numbers(const Column& c, std::span<const std::size_t> rows, int threads) {
+  const auto v = c.numbers<T>();
+  Uninit<T> out(rows.size());
+#pragma omp parallel for num_threads(threads) schedule(static)
+  for (std::size_t i = 0; i < rows.size(); ++i) out[i] = v[rows[i]];
+  return Buffer::take(std::move(out));
+}
+
+// Offsets by a parallel prefix sum over T shares of the rows, then the bytes copied in parallel.
+void gather_strings(const Column& c, std::span<const std::size_t> rows, int T, Column& out) {
+  const std::size_t n = rows.size();
+  const auto in_off = c.string_offsets();
+  Uninit<std::uint64_t> off(n + 1);
+  std::vector<std::uint64_t> share_bytes(static_cast<std::size_t>(T) + 1, 0);
+#pragma omp parallel num_threads(T)
+  {
+#pragma omp for schedule(static)
+    for (int t = 0; t < T; ++t) {
+      std::uint64_t sum = 0;
+      for (std::size_t i = n * t / T; i < n * (t + 1) / T; ++i) sum += in_off[rows[i] + 1] - in_off[rows[i]];
+      share_bytes[static_cast<std::size_t>(t) + 1] = sum;
+    }
+#pragma omp single
+    for (int t = 0; t < T; ++t) share_bytes[t + 1] += share_bytes[t];
+#pragma omp for schedule(static)
+    for (int t = 0; t < T; ++t) {
+      std::uint64_t at = share_bytes[static_cast<std::size_t>(t)];
+      for (std::size_t i = n * t / T; i < n * (t + 1) / T; ++i) {
+        off[i] = at;
+        at += in_off[rows[i] + 1] - in_off[rows[i]];
+      }
+    }
+  }
+  off[n] = share_bytes.back();
+  Uninit<char> bytes(off[n]);
+  const auto* src = reinterpret_cast<const char*>(c.values.data());
+#pragma omp parallel for num_threads(T) schedule(static)
+  for (std::size_t i = 0; i < n; ++i) std::memcpy(bytes.data() + off[i], src + in_off[rows[i]], off[i + 1] - off[i]);
+  out.values = Buffer::take(std::move(bytes));
+  out.offsets = Buffer::take(std::move(off));
+}
+
+}  // namespace
+
+Table gather_rows(const Table& table, std::span<const std::size_t> rows, int threads) {
+  const int T = threads > 0 ? threads : default_threads();
+  Table result;
+  for (const Column& c : table.columns()) {
+    Column g;
+    g.name = c.name;
+    g.type = c.type;
+    g.length = rows.size();
+    if (!c.validity.empty()) g.validity = gather_validity(c, rows, T);
+    if (c.type == ColumnType::str) gather_strings(c, rows, T, g);
+    else g.values = visit_numeric(c.type, [&](auto t) { return gather_numbers<decltype(t)>(c, rows, T); });
+    result.add(std::move(g));
+  }
+  return result;
+}
+
+}  // namespace tandem::detail

@@ -1,0 +1,342 @@
+// Table sorts by several keys against a plain reference: std::stable_sort of the row indices with
+// a comparator written on the values directly (not on the normalised keys).
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "sort/table/key_layout.hpp"
+#include "tandem/core/error.hpp"
+#include "tandem/table_sort.hpp"
+
+namespace {
+
+using tandem::Column;
+using tandem::ColumnType;
+using tandem::NullOrder;
+using tandem::SortSpec;
+using tandem::Table;
+
+template <class T>
+int three_way(T x, T y) {
+  return x < y ? -1 : y < x ? 1 : 0;
+}
+
+int compare_strings(std::string_view x, std::string_view y) {
+  const bool less = std::lexicographical_compare(x.begin(), x.end(), y.begin(), y.end(), [](char a, char b) {
+    return static_cast<unsigned char>(a) < static_cast<unsigned char>(b);
+  });
+  if (less) return -1;
+  return x == y ? 0 : 1;
+}
+
+// SQL's order on one column: NaN after every number (-0.0 equal to 0.0), missing values at the
+// requested end whatever the direction.
+int reference_compare(const Column& c, bool descending, NullOrder nulls, bool nan_missing, std::size_t a,
+                      std::size_t b) {
+  bool ma = !c.present(a), mb = !c.present(b);
+  if (nan_missing && c.type == ColumnType::f64) ma = ma || std::isnan(c.numbers<double>()[a]);
+  if (nan_missing && c.type == ColumnType::f64) mb = mb || std::isnan(c.numbers<double>()[b]);
+  if (nan_missing && c.type == ColumnType::f32) ma = ma || std::isnan(c.numbers<float>()[a]);
+  if (nan_missing && c.type == ColumnType::f32) mb = mb || std::isnan(c.numbers<float>()[b]);
+  if (ma || mb) {
+    if (ma && mb) return 0;
+    const int after = nulls == NullOrder::last ? 1 : -1;
+    return ma ? after : -after;
+  }
+  int r = 0;
+  if (c.type == ColumnType::str) {
+    r = compare_strings(c.string(a), c.string(b));
+  } else {
+    r = tandem::visit_numeric(c.type, [&](auto t) {
+      using T = decltype(t);
+      const T x = c.numbers<T>()[a], y = c.numbers<T>()[b];
+      if constexpr (std::is_floating_point_v<T>) {
+        if (std::isnan(x) || std::isnan(y)) return std::isnan(x) && std::isnan(y) ? 0 : std::isnan(x) ? 1 : -1;
+      }
+      return three_way(x, y);
+    });
+  }
+  return descending ? -r : r;
+}
+
+std::vector<std::size_t> reference_order(const Table& t, const SortSpec& spec, bool nan_missing = false) {
+  std::vector<std::size_t> rows(t.rows());
+  std::iota(rows.begin(), rows.end(), std::size_t{0});
+  std::stable_sort(rows.begin(), rows.end(), [&](std::size_t a, std::size_t b) {
+    for (const auto& k : spec.by) {
+      const int c = reference_compare(t.column(k.column), k.order == tandem::descending, spec.nulls, nan_missing, a, b);
+      if (c != 0) return c < 0;
+    }
+    return false;
+  });
+  if (spec.limit && *spec.limit < rows.size()) rows.resize(*spec.limit);
+  return rows;
+}
+
+std::vector<std::uint8_t> validity(std::mt19937_64& rng, std::size_t n, double missing) {
+  std::bernoulli_distribution miss(missing);
+  return tandem::make_validity(n, [&](std::size_t) { return !miss(rng); });
+}
+
+// Few distinct values, so that keys tie and later keys and stability matter.
+Column random_column(std::mt19937_64& rng, std::string name, ColumnType type, std::size_t n, double missing) {
+  std::uniform_int_distribution<int> pick(0, 6);
+  auto valid = missing > 0 ? validity(rng, n, missing) : std::vector<std::uint8_t>{};
+  switch (type) {
+    case ColumnType::str: {
+      static const std::vector<std::string> words = {"",
+                                                     "a",
+                                                     "ab",
+                                                     std::string("a\0b", 3),
+                                                     std::string("a\0", 2),
+                                                     "shared long prefix of many bytes: x",
+                                                     "shared long prefix of many bytes: y",
+                                                     "shared long prefix of many bytes",
+                                                     "\xc3\xa9t\xc3\xa9",
+                                                     "zz"};
+      std::vector<std::string> v(n);
+      std::uniform_int_distribution<std::size_t> w(0, words.size() - 1);
+      for (auto& s : v) s = words[w(rng)];
+      return tandem::make_string_column(std::move(name), v, std::move(valid));
+    }
+    case ColumnType::f64:
+    case ColumnType::f32: {
+      const double specials[] = {0.0,
+                                 -0.0,
+                                 std::nan(""),
+                                 -std::nan(""),
+                                 std::numeric_limits<double>::infinity(),
+                                 -std::numeric_limits<double>::infinity(),
+                                 -1.5};
+      std::vector<double> v(n);
+      for (auto& x : v) x = pick(rng) < 4 ? specials[pick(rng)] : double(pick(rng)) - 3.25;
+      if (type == ColumnType::f64) return tandem::make_column(std::move(name), v, std::move(valid));
+      return tandem::make_column(std::move(name), std::vector<float>(v.begin(), v.end()), std::move(valid));
+    }
+    default:
+      return tandem::visit_numeric(type, [&](auto t) {
+        using T = decltype(t);
+        std::vector<T> v(n);
+        for (auto& x : v) {
+          const int p = pick(rng);
+          x = p == 0 ? std::numeric_limits<T>::min() : p == 1 ? std::numeric_limits<T>::max() : T(p * 1000 - 3000);
+        }
+        return tandem::make_column(std::move(name), std::move(v), std::move(valid));
+      });
+  }
+}
+
+constexpr ColumnType kTypes[] = {ColumnType::i32, ColumnType::i64, ColumnType::u32, ColumnType::u64,
+                                 ColumnType::f32, ColumnType::f64, ColumnType::str};
+
+void expect_same_tables(const Table& got, const Table& want) {
+  ASSERT_EQ(got.num_columns(), want.num_columns());
+  ASSERT_EQ(got.rows(), want.rows());
+  for (std::size_t c = 0; c < got.num_columns(); ++c) {
+    const Column &g = got.column(c), &w = want.column(c);
+    ASSERT_EQ(g.name, w.name);
+    ASSERT_EQ(g.type, w.type);
+    for (std::size_t i = 0; i < g.length; ++i) {
+      ASSERT_EQ(g.present(i), w.present(i)) << g.name << " row " << i;
+      if (!g.present(i)) continue;
+      if (g.type == ColumnType::str) ASSERT_EQ(g.string(i), w.string(i)) << g.name << " row " << i;
+      else {
+        const std::size_t b = tandem::value_width(g.type);
+        ASSERT_EQ(std::memcmp(g.values.data() + i * b, w.values.data() + i * b, b), 0) << g.name << " row " << i;
+      }
+    }
+  }
+}
+
+// A random table with a payload column and 1-4 random keys of random types and directions.
+struct Case {
+  Table table;
+  SortSpec spec;
+};
+
+Case random_case(std::mt19937_64& rng, std::size_t n) {
+  Case c;
+  std::uniform_int_distribution<int> keys(1, 4), type(0, 6), coin(0, 1);
+  std::bernoulli_distribution has_missing(0.5);
+  std::vector<std::int64_t> payload(n);
+  std::iota(payload.begin(), payload.end(), 0);
+  c.table.add(tandem::make_column("payload", payload));
+  const int k = keys(rng);
+  for (int i = 0; i < k; ++i) {
+    const std::string name = fmt::format("k{}", i);
+    c.table.add(random_column(rng, name, kTypes[type(rng)], n, has_missing(rng) ? 0.2 : 0));
+    c.spec.by.push_back({name, coin(rng) ? tandem::descending : tandem::ascending});
+  }
+  c.spec.nulls = coin(rng) ? NullOrder::first : NullOrder::last;
+  return c;
+}
+
+TEST(TableSort, RandomTablesMatchTheReference) {
+  std::mt19937_64 rng(46);
+  for (int round = 0; round < 300; ++round) {
+    const std::size_t n = round % 3 == 0 ? rng() % 5 : rng() % 3000;
+    auto c = random_case(rng, n);
+    tandem::TableSortOptions o;
+    o.threads = 1 + round % 3;
+    o.string_prefix = 1 + round % 20;  // short prefixes force the tie-break on whole strings
+    const auto want = reference_order(c.table, c.spec);
+    ASSERT_EQ(tandem::argsort(c.table, c.spec, o).rows, want) << "round " << round;
+    expect_same_tables(tandem::sort(c.table, c.spec, o).table, c.table.gather(want));
+  }
+}
+
+TEST(TableSort, LargeTablesUseTheMsdPassesAndThreads) {
+  std::mt19937_64 rng(7);
+  for (int round = 0; round < 6; ++round) {
+    auto c = random_case(rng, 200'000 + rng() % 1000);
+    tandem::TableSortOptions o;
+    o.threads = 2 + round % 3;
+    o.string_prefix = round % 2 ? 4 : 16;
+    const auto want = reference_order(c.table, c.spec);
+    ASSERT_EQ(tandem::argsort(c.table, c.spec, o).rows, want) << "round " << round;
+    c.spec.limit = round % 2 ? 1 : 1000;  // each thread's candidate buffer fills and is cut many times
+    ASSERT_EQ(tandem::argsort(c.table, c.spec, o).rows,
+              std::vector<std::size_t>(want.begin(), want.begin() + *c.spec.limit))
+        << "round " << round << " limit";
+  }
+}
+
+TEST(TableSort, LimitSelectsTheFirstRows) {
+  std::mt19937_64 rng(11);
+  for (int round = 0; round < 200; ++round) {
+    const std::size_t n = rng() % 5000;
+    auto c = random_case(rng, n);
+    const std::size_t limits[] = {0, 1, n / 2, n, n + 1, 5000, 3};
+    c.spec.limit = limits[round % 7];
+    tandem::TableSortOptions o;
+    o.threads = 1 + round % 4;
+    o.string_prefix = 1 + round % 12;
+    const auto want = reference_order(c.table, c.spec);
+    ASSERT_EQ(tandem::argsort(c.table, c.spec, o).rows, want) << "round " << round << " limit " << *c.spec.limit;
+    expect_same_tables(tandem::sort(c.table, c.spec, o).table, c.table.gather(want));
+  }
+}
+
+TEST(TableSort, NanAsMissingIsPandasOrder) {
+  std::mt19937_64 rng(3);
+  for (int round = 0; round < 50; ++round) {
+    Table t;
+    t.add(random_column(rng, "f", round % 2 ? ColumnType::f64 : ColumnType::f32, 500, round % 3 ? 0.1 : 0));
+    SortSpec spec{.by = {{"f", round % 4 < 2 ? tandem::ascending : tandem::descending}}};
+    spec.nulls = round % 5 < 2 ? NullOrder::first : NullOrder::last;
+    tandem::TableSortOptions o{.nan_is_missing = true};
+    ASSERT_EQ(tandem::argsort(t, spec, o).rows, reference_order(t, spec, true)) << "round " << round;
+  }
+}
+
+TEST(TableSort, StableOnAllEqualKeysAndSmallTables) {
+  Table t;
+  t.add(tandem::make_column("k", std::vector<double>{0.0, -0.0, 0.0, -0.0, 0.0}));
+  t.add(tandem::make_string_column("s", {"x", "x", "x", "x", "x"}));
+  const auto r = tandem::argsort(t, {.by = {{"k", tandem::descending}, {"s"}}});
+  EXPECT_EQ(r.rows, (std::vector<std::size_t>{0, 1, 2, 3, 4}));
+  const Table one({tandem::make_column("k", std::vector<std::int32_t>{5})});
+  EXPECT_EQ(tandem::argsort(one, {.by = {{"k"}}}).rows, std::vector<std::size_t>{0});
+  const Table empty({tandem::make_column("k", std::vector<std::int32_t>{}),
+                     tandem::make_string_column("s", std::vector<std::string>{})});
+  const auto e = tandem::sort(empty, {.by = {{"s"}, {"k"}}});
+  EXPECT_EQ(e.table.rows(), 0u);
+  EXPECT_EQ(e.table.num_columns(), 2u);
+}
+
+TEST(TableSort, EmptyStringsComeBeforeOthersAndMissingLast) {
+  Table t;
+  t.add(tandem::make_string_column("s", {"b", "", "a", "", "z"},
+                                   tandem::make_validity(5, [](std::size_t i) { return i != 3; })));
+  EXPECT_EQ(tandem::argsort(t, {.by = {{"s"}}}).rows, (std::vector<std::size_t>{1, 2, 0, 4, 3}));
+  EXPECT_EQ(tandem::argsort(t, {.by = {{"s"}}, .nulls = NullOrder::first}).rows,
+            (std::vector<std::size_t>{3, 1, 2, 0, 4}));
+  EXPECT_EQ(tandem::argsort(t, {.by = {{"s", tandem::descending}}}).rows, (std::vector<std::size_t>{4, 0, 2, 1, 3}));
+}
+
+TEST(TableSort, NanAfterNumbersFirstWhenDescending) {
+  const double nan = std::nan("");
+  const Table t({tandem::make_column("v", std::vector<double>{1.0, nan, -INFINITY, INFINITY, -nan})});
+  EXPECT_EQ(tandem::argsort(t, {.by = {{"v"}}}).rows, (std::vector<std::size_t>{2, 0, 3, 1, 4}));
+  EXPECT_EQ(tandem::argsort(t, {.by = {{"v", tandem::descending}}}).rows, (std::vector<std::size_t>{1, 4, 3, 0, 2}));
+}
+
+TEST(TableSort, BadKeysNameTheColumn) {
+  const Table t({tandem::make_column("a", std::vector<std::int32_t>{1, 2})});
+  try {
+    (void)tandem::sort(t, {.by = {{"nope"}}});
+    FAIL();
+  } catch (const tandem::UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("nope"), std::string::npos);
+  }
+  EXPECT_THROW((void)tandem::sort(t, {.by = {{"a"}, {"a"}}}), tandem::UsageError);
+  EXPECT_THROW((void)tandem::sort(t, {}), tandem::UsageError);
+}
+
+TEST(TableSort, ParsesKeyLists) {
+  const auto k = tandem::parse_sort_keys("id3,v3:desc,id1:asc");
+  ASSERT_EQ(k.size(), 3u);
+  EXPECT_EQ(k[0].column, "id3");
+  EXPECT_EQ(k[1].order, tandem::descending);
+  EXPECT_EQ(k[2].order, tandem::ascending);
+  try {
+    (void)tandem::parse_sort_keys("id3,v3:down");
+    FAIL();
+  } catch (const tandem::UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("v3:down"), std::string::npos);
+  }
+  EXPECT_THROW((void)tandem::parse_sort_keys("id3,"), tandem::UsageError);
+}
+
+// The layout: a null byte only where values are missing, string prefixes as wide as the longest
+// string up to the cap, and the tie-break marked where a prefix cannot decide.
+TEST(TableSortKeys, LayoutPlansWidthsAndTieBreaks) {
+  Table t;
+  t.add(tandem::make_column("i", std::vector<std::int32_t>{1, 2}, tandem::make_validity(2, [](auto i) { return i; })));
+  t.add(tandem::make_string_column("short", {"ab", "abc"}));
+  t.add(tandem::make_string_column("long", {"0123456789abcdefXYZ", "x"}));
+  t.add(tandem::make_string_column("zero", {std::string("a\0", 2), "a"}));
+  const auto l = tandem::detail::plan_key_layout(t, {.by = {{"i"}, {"short"}, {"long"}, {"zero"}}}, {});
+  ASSERT_EQ(l.fields.size(), 4u);
+  EXPECT_TRUE(l.fields[0].null_byte);
+  EXPECT_EQ(l.fields[0].width, 4u);
+  EXPECT_EQ(l.fields[1].width, 3u);
+  EXPECT_FALSE(l.fields[1].tie_break);
+  EXPECT_EQ(l.fields[2].width, 16u);
+  EXPECT_TRUE(l.fields[2].tie_break);
+  EXPECT_TRUE(l.fields[3].tie_break);
+  EXPECT_EQ(l.first_tie_break, 2);
+  EXPECT_EQ(l.exact_bytes, 5u + 3u + 16u);
+  EXPECT_EQ(l.bytes, 5u + 3u + 16u + 2u);
+  EXPECT_EQ(l.words, 4u);
+}
+
+// Encoded keys compare as the values do, row against row (strings holding a zero byte through
+// the tie-break).
+TEST(TableSortKeys, EncodedBytesOrderAsTheValues) {
+  std::mt19937_64 rng(5);
+  for (const auto type : kTypes) {
+    for (const bool desc : {false, true}) {
+      Table t;
+      t.add(random_column(rng, "c", type, 300, 0.1));
+      const SortSpec spec{.by = {{"c", desc ? tandem::descending : tandem::ascending}}};
+      const auto l = tandem::detail::plan_key_layout(t, spec, {.string_prefix = 64});
+      const auto k = tandem::detail::encode_keys(t, l, 2);
+      for (std::size_t a = 0; a < t.rows(); ++a)
+        for (std::size_t b = 0; b < t.rows(); b += 7)
+          ASSERT_EQ(tandem::detail::compare_keys(t, l, k, a, b),
+                    reference_compare(t.column(0), desc, NullOrder::last, false, a, b))
+              << tandem::to_string(type) << " rows " << a << ", " << b;
+    }
+  }
+}
+
+}  // namespace
