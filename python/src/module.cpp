@@ -1,4 +1,5 @@
 // tandem._tandem: the compiled half of the tandem package (python/tandem/ is the other half).
+#include "arrow.hpp"
 #include "common.hpp"
 
 PYBIND11_MODULE(_tandem, m) {
@@ -15,5 +16,6 @@ PYBIND11_MODULE(_tandem, m) {
   bind_info(m);
   bind_device(m);
   bind_table_sort(m);
+  bind_arrow(m);
   m.attr("cuda_built") = static_cast<bool>(TANDEM_HAS_CUDA);
 }

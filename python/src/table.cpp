@@ -1,5 +1,7 @@
 #include "table.hpp"
 
+#include "arrow.hpp"
+
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -162,6 +164,8 @@ Column column_from_python(const py::handle& spec_obj) {
   if (kind == "numbers") return numbers_column(name, spec[2], spec[3]);
   if (kind == "strings") return strings_column(name, spec[2]);
   if (kind == "categories") return categories_column(name, spec[2], spec[3]);
+  if (kind == "column") return column_of_table(spec[2], name);  // a _Table's (arrow.hpp)
+  if (kind == "arrow") return column_of_stream(spec[2], name);  // a one-column Arrow stream
   throw py::value_error(fmt::format("column '{}': unknown column kind '{}'", name, kind));
 }
 

@@ -5,6 +5,8 @@
 //                                             None, NaN and pandas.NA are missing
 //   ("categories", name, categories, codes)   categories: a sequence of str; codes: numpy integers
 //                                             indexing it, -1 missing (pandas' Categorical)
+//   ("column", name, _Table) / ("arrow", name, capsule)  a _Table's column, a one-column Arrow
+//                                             stream (arrow.hpp)
 // and comes back as (name, values, missing) with values a numpy array (numbers, no copy) or an
 // object array of str (missing rows None), missing a bool array or None when nothing is missing.
 #pragma once

@@ -16,6 +16,7 @@ except ImportError as e:  # pragma: no cover - a source checkout without the com
         "tandem's compiled module (tandem._tandem) could not be loaded: build it (cmake with TANDEM_PYTHON, then "
         f"PYTHONPATH=<build>/python) or install the package (pip install --no-build-isolation ./python): {e}") from e
 
+from ._arrow import Table
 from ._sort import argsort, sort, sort_by_key
 from ._table_sort import sort_values
 from ._tables import DeviceTable, generate_groupby, groupby, read_csv
@@ -56,5 +57,5 @@ def info_text():
 
 
 __all__ = ["sort", "argsort", "sort_by_key", "sort_values", "groupby", "DeviceTable", "generate_groupby", "read_csv", "wordcount", "topk", "info", "info_text",
-           "cached_memory", "release_memory",
+           "cached_memory", "release_memory", "Table",
            "Report", "Stage", "Error", "UsageError", "InputError", "NoDeviceError", "CudaError", "OutOfMemoryError"]

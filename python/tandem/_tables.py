@@ -5,7 +5,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from . import _device, _tandem
+from . import _arrow, _device, _tandem
 from ._arrays import threads_arg, with_report, work_array
 
 _pandas_module = False  # not looked for yet
@@ -107,6 +107,9 @@ def _series_column(name, s, pd):
         values = np.asarray(categories)[np.where(codes < 0, 0, codes)] if len(categories) else np.zeros(len(codes))
         return _numbers(name, values, codes < 0)
     array = s.array
+    arrow_backed = getattr(array, "_pa_array", None)  # pandas' Arrow-backed columns (pandas 3's strings)
+    if arrow_backed is not None and hasattr(arrow_backed, "__arrow_c_stream__"):
+        return ("arrow", name, arrow_backed.__arrow_c_stream__())  # read from Arrow's buffers
     if hasattr(array, "_data") and hasattr(array, "_mask"):  # nullable Int64, Float64, boolean (masked arrays)
         return _numbers(name, array._data, array._mask)
     if isinstance(dtype, pd.StringDtype) or dtype.kind in "OUS":
@@ -285,7 +288,8 @@ def _to_output(columns):
 # ---- public ------------------------------------------------------------------------------------------
 def groupby(table, by, agg="count()", *, device="auto", threads=None, explain=False):
     """Group-by aggregation. table: a pandas DataFrame, a dict {name: array} (numpy, masked, lists,
-    or GPU arrays), or a CSV path. by: a column name or a list of them. agg: {column: func or
+    or GPU arrays), an Arrow table (any object with __arrow_c_stream__ or __arrow_c_array__:
+    pyarrow, Polars, DuckDB, a tandem.Table; the result is then a tandem.Table), or a CSV path. by: a column name or a list of them. agg: {column: func or
     [funcs]} with funcs 'size', 'count', 'sum', 'mean', 'min', 'max', 'var', 'std', 'first',
     'last', 'nunique', 'median', ('quantile', q), ('top', n); or tandem's text form
     'sum(v1),mean(v3),count()'. Returns one row per key combination, sorted by the keys, key columns
@@ -303,6 +307,13 @@ def groupby(table, by, agg="count()", *, device="auto", threads=None, explain=Fa
         # read_csv's columns come back as arrays (a DataFrame with pandas), then group like any table.
         return groupby(read_csv(table, threads=threads or None), by, agg, device=device, threads=threads or None,
                        explain=explain)
+    if _arrow.is_arrow(table):  # Arrow in, a tandem.Table (Arrow) out
+        _check_device(device)
+        source = _arrow.import_table(table, _needed(by, aggs))
+        columns = [("column", name, source) for name in source.names]
+        result, report = _tandem._groupby_to_table(columns, [str(b) for b in by], _library_aggregations(aggs),
+                                                   device, threads)
+        return with_report(_arrow.Table(result), report, explain)
     pd = _pandas()
     if pd is not None and isinstance(table, pd.DataFrame):
         needed = _needed(by, aggs)
@@ -336,6 +347,8 @@ def _host_columns(table, names):
     pd = _pandas()
     if pd is not None and isinstance(table, pd.DataFrame):
         make = lambda name: _series_column(str(name), table[name], pd)  # noqa: E731
+    elif isinstance(table, _arrow.Table):
+        make = lambda name: ("column", str(name), table._table)  # noqa: E731
     elif isinstance(table, Mapping):
         make = lambda name: _array_column(str(name), table[name])  # noqa: E731
     else:
@@ -356,6 +369,8 @@ class DeviceTable:
         threads = threads_arg(threads)
         if isinstance(table, (str, os.PathLike)):
             table = read_csv(table, threads=threads or None)
+        if _arrow.is_arrow(table):
+            table = _arrow.Table(table)
         names = list(table) if columns is None else [columns] if isinstance(columns, str) else list(columns)
         self._table = _tandem._DeviceTable(_host_columns(table, names), threads)
         self.columns = [str(n) for n in names]
