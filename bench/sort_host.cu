@@ -223,10 +223,9 @@ void run_case(bench::Bench& b, const char* tname, std::size_t n, int dist, bool 
   // 2b. The same pipeline with the MSD split turned off (one whole-array sort after the upload):
   // shows what the split buys.
   {
-    const std::size_t keep = detail::gpu_split_min_elements();
-    detail::gpu_split_min_elements() = SIZE_MAX;
-    auto st = timed_pageable(gpu_opts);
-    detail::gpu_split_min_elements() = keep;
+    SortOptions whole = gpu_opts;
+    whole.gpu_tuning.split_min_elements = SIZE_MAX;
+    auto st = timed_pageable(whole);
     show("pageable pipeline without the MSD split");
     rec("tandem::sort pageable, no MSD split", st, ok);
     if (!ok) b.fail(c + ": pipeline without the split differs");

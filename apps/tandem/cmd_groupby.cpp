@@ -41,20 +41,28 @@ struct Args {
   bool quiet{false};
 };
 
-// --column NAME=PATH[:TYPE]: a raw file needs its TYPE; a .npy file's header gives it.
-tandem::Column read_column_option(const std::string& spec) {
+// --column NAME=PATH[:TYPE]: a raw file needs its TYPE; a .npy file's header gives it (type empty).
+struct ColumnOption {
+  std::string name, path, type;
+};
+ColumnOption parse_column_option(const std::string& spec) {
   const auto eq = spec.find('=');
   if (eq == std::string::npos || eq == 0)
     throw tandem::UsageError(fmt::format("--column {}: expected NAME=PATH[:TYPE]", spec));
-  const std::string name = spec.substr(0, eq);
-  std::string path = spec.substr(eq + 1), type;
-  if (const auto colon = path.rfind(':'); colon != std::string::npos) {
-    type = path.substr(colon + 1);
-    path.resize(colon);
+  ColumnOption c{spec.substr(0, eq), spec.substr(eq + 1), ""};
+  if (const auto colon = c.path.rfind(':'); colon != std::string::npos) {
+    c.type = c.path.substr(colon + 1);
+    c.path.resize(colon);
   }
-  if (type.empty() && !tandem::io::has_npy_suffix(path))
+  if (c.type.empty() && !tandem::io::has_npy_suffix(c.path))
     throw tandem::UsageError(fmt::format("--column {}: a raw file needs its type (NAME=PATH:TYPE, e.g. :i64)", spec));
-  return tandem::read_column(name, path, type.empty() ? tandem::io::npy_dtype(path) : tandem::parse_dtype(type));
+  return c;
+}
+
+tandem::Column read_column_option(const std::string& spec) {
+  const ColumnOption c = parse_column_option(spec);
+  return tandem::read_column(c.name, c.path,
+                             c.type.empty() ? tandem::io::npy_dtype(c.path) : tandem::parse_dtype(c.type));
 }
 
 char parse_delimiter(const std::string& d) {
@@ -134,27 +142,19 @@ tandem::Table read_rank_table(const tandem::dist::Context& ctx, const Args& a) {
     t = tandem::cli::read_rank_csv(ctx, a.table, csv_options(a));
   }
   for (const auto& spec : a.columns) {
-    const auto eq = spec.find('=');
-    if (eq == std::string::npos || eq == 0)
-      throw tandem::UsageError(fmt::format("--column {}: expected NAME=PATH[:TYPE]", spec));
-    std::string path = spec.substr(eq + 1), type;
-    if (const auto colon = path.rfind(':'); colon != std::string::npos) {
-      type = path.substr(colon + 1);
-      path.resize(colon);
-    }
+    ColumnOption opt;
     tandem::DType dt{};
     ctx.run_agreed([&] {
-      if (type.empty() && !tandem::io::has_npy_suffix(path))
-        throw tandem::UsageError(fmt::format("--column {}: a raw file needs its type (NAME=PATH:TYPE)", spec));
-      dt = type.empty() ? tandem::io::npy_dtype(tandem::dist::expand_rank_path(path, ctx.rank(), ctx.size()))
-                        : tandem::parse_dtype(type);
+      opt = parse_column_option(spec);
+      dt = opt.type.empty() ? tandem::io::npy_dtype(tandem::dist::expand_rank_path(opt.path, ctx.rank(), ctx.size()))
+                            : tandem::parse_dtype(opt.type);
       if (!tandem::column_type_of(dt))
-        throw tandem::UsageError(fmt::format("--column {}: {} is not a column type", spec, type));
+        throw tandem::UsageError(fmt::format("--column {}: {} is not a column type", spec, opt.type));
     });
-    tandem::io::MappedArray arr = tandem::cli::read_rank_array(ctx, path, dt);
+    tandem::io::MappedArray arr = tandem::cli::read_rank_array(ctx, opt.path, dt);
     ctx.run_agreed([&] {
       tandem::Column c;
-      c.name = spec.substr(0, eq);
+      c.name = opt.name;
       c.type = *tandem::column_type_of(dt);
       c.length = arr.count;
       c.values = tandem::Buffer::borrow(arr.data, arr.bytes(), std::move(arr.owner));

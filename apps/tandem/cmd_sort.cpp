@@ -260,7 +260,7 @@ int run_file(const Args& a) {
       else std::cerr << "\rtandem sort: " << line << "\033[K";
     };
   check_gpus_used(a, o);
-  if (!a.gpus.empty()) tandem::bitonic::set_default_gpus(a.gpus);
+  o.bitonic.gpus = a.gpus;
 
   if (a.distributed) return run_distributed(a, o, t, vt);
   // Unwritable or clashing destinations fail before anything is read or sorted; nothing is created yet.

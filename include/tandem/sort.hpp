@@ -7,10 +7,12 @@
 // a parallel CPU sort without a GPU, and the hybrid CPU+GPU bitonic sort when asked
 // for.
 #pragma once
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <span>
 #include <string_view>
+#include <vector>
 
 #include "tandem/core/report.hpp"
 #include "tandem/core/types.hpp"
@@ -44,6 +46,17 @@ struct BitonicOptions {
   double k{-1};                              // CPU/GPU capability ratio; < 0: measured and cached
   int gpu_sm_limit{0};                       // launch on at most this many SMs (0: all)
   TuneSignal tune_signal{TuneSignal::time};  // GPU launch shape: tuned by time or by counters
+  // The GPUs (CUDA device indices) beside the CPU: several entries sort a share of the plan each,
+  // concurrently (repeats allowed: {0, 0} is two shares on GPU 0); empty: GPU 0.
+  std::vector<int> gpus;
+};
+
+// Thresholds of the GPU paths, for tests and benchmarks that reach a path at sizes it would not
+// take by default; 0 keeps the library's default.
+struct GpuSortTuning {
+  std::size_t split_min_elements{0};       // inputs below this are sorted whole, not MSD split (2^22)
+  std::size_t pipeline_chunk_bytes{0};     // the pipeline's upload chunk (the calibrated staging chunk)
+  std::size_t msd_keys32_min_elements{0};  // 32-bit keys below this take CUB's sort, not the MSD one (2^26)
 };
 
 struct SortOptions {
@@ -62,6 +75,7 @@ struct SortOptions {
   // stream reaches the sort) and is ~1.4x faster than CUB's. false keeps every device sort free of
   // host waits; a stream being captured into a graph never waits.
   bool device_host_wait{true};
+  GpuSortTuning gpu_tuning;
 };
 
 // Sorts keys in place. The Report says which path ran, why, and the time of each stage.

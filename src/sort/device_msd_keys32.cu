@@ -39,13 +39,9 @@ int multiprocessors() {
 
 }  // namespace
 
-std::size_t& msd_keys32_min_elements() {
-  static std::size_t least = kMsdKeys32MinElements;
-  return least;
-}
-
-bool msd_sort_keys32(const std::uint32_t* in, std::uint32_t* out, std::size_t n, SortWorkspace& ws, cudaStream_t s) {
-  const std::size_t least = msd_keys32_min_elements();
+bool msd_sort_keys32(const std::uint32_t* in, std::uint32_t* out, std::size_t n, SortWorkspace& ws, cudaStream_t s,
+                     std::size_t min_elements) {
+  const std::size_t least = min_elements ? min_elements : kMsdKeys32MinElements;
   if (!msd_keys32_size_ok(n, least) || capturing(s)) return false;
   static const std::size_t scan_bytes = msd32::scan_temp_bytes();
   const MsdLayout at(scan_bytes);

@@ -87,12 +87,11 @@ void sort_bits_copy(const U* in, U* out, std::size_t n, SortWorkspace& ws, cudaS
 
 // The MSD sort of 32-bit keys (msd_keys32_plan.hpp): sorts the n keys at `in` into `out` (in ==
 // out allowed; ws.alt_keys is its scratch) and returns true, or returns false having written
-// nothing when it declines: fewer than msd_keys32_min_elements() keys, a stream being captured
-// into a graph, or prefix counts that a block cannot sort (skewed keys). Waits on the host for
-// the counts.
-bool msd_sort_keys32(const std::uint32_t* in, std::uint32_t* out, std::size_t n, SortWorkspace& ws, cudaStream_t s);
-// Keys below this many take CUB's sort (default kMsdKeys32MinElements; tests lower it).
-std::size_t& msd_keys32_min_elements();
+// nothing when it declines: fewer than min_elements keys (0: kMsdKeys32MinElements), a stream
+// being captured into a graph, or prefix counts that a block cannot sort (skewed keys). Waits on
+// the host for the counts.
+bool msd_sort_keys32(const std::uint32_t* in, std::uint32_t* out, std::size_t n, SortWorkspace& ws, cudaStream_t s,
+                     std::size_t min_elements = 0);
 
 // Histograms of every 8-bit digit of n ordered bits, added into hist[sizeof(U) * 256] (digit k,
 // least significant first, at hist[k * 256]; not cleared).
@@ -119,13 +118,6 @@ std::size_t radix_temp_bytes(std::size_t n, int begin_bit, int end_bit);
 template <class U, class V>
 bool sort_bits_range(U* k, U* k_alt, V* v, V* v_alt, std::size_t n, int begin_bit, int end_bit, void* temp,
                      std::size_t temp_bytes, cudaStream_t s);
-
-// Inputs below this many elements are sorted whole on the GPU, not MSD split (default
-// kGpuSplitMinElements; tests lower it to cover the split at small sizes).
-std::size_t& gpu_split_min_elements();
-// The pipeline's upload chunk in bytes (0: the calibrated staging chunk); tests set a few KiB so
-// small inputs are cut into many chunks and upload batches.
-std::size_t& pipeline_chunk_bytes();
 
 // GPU memory this process may use for a sort: opts.gpu_memory_limit if set, else 90% of free.
 std::size_t gpu_sort_budget(const SortOptions& opts);

@@ -571,24 +571,11 @@ Report sort_pairs_as(std::span<K> keys, std::span<V> values, const SortOptions& 
   return r;
 }
 
-std::mutex g_gpus_mutex;
-std::vector<int> g_default_gpus;
-
 }  // namespace
-
-void set_default_gpus(std::vector<int> gpus) {
-  std::lock_guard<std::mutex> lock(g_gpus_mutex);
-  g_default_gpus = std::move(gpus);
-}
-
-std::vector<int> default_gpus() {
-  std::lock_guard<std::mutex> lock(g_gpus_mutex);
-  return g_default_gpus;
-}
 
 template <class K>
 Report sort(std::span<K> keys, const SortOptions& opts) {
-  return sort_keys(keys, opts, default_gpus());
+  return sort_keys(keys, opts, opts.bitonic.gpus);
 }
 
 template <class K>
@@ -598,7 +585,7 @@ Report sort(std::span<K> keys, const SortOptions& opts, const std::vector<int>& 
 
 template <class K, class V>
 Report sort_pairs(std::span<K> keys, std::span<V> values, const SortOptions& opts) {
-  return sort_pairs(keys, values, opts, default_gpus());
+  return sort_pairs(keys, values, opts, opts.bitonic.gpus);
 }
 
 template <class K, class V>

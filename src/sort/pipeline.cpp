@@ -51,11 +51,12 @@ struct StageTimes {
   std::string why;  // the split decision of the last (largest) piece
 };
 
-TransferOptions transfer_options() {
+TransferOptions transfer_options(const SortOptions& opts) {
   TransferOptions to = calibrated_transfer_options();
   // Chunks stay multiples of 4 KiB, so each holds whole keys for the per-chunk mapping kernel.
   to.chunk_bytes = std::max<std::size_t>(std::size_t{1} << 20, to.chunk_bytes / 4096 * 4096);
-  if (pipeline_chunk_bytes()) to.chunk_bytes = std::max<std::size_t>(4096, pipeline_chunk_bytes() / 4096 * 4096);
+  if (const std::size_t chunk = opts.gpu_tuning.pipeline_chunk_bytes)
+    to.chunk_bytes = std::max<std::size_t>(4096, chunk / 4096 * 4096);
   if (to.threads <= 0) to.threads = std::min(16, default_threads());
   to.slots = std::max(2, to.slots);
   return to;
@@ -98,7 +99,8 @@ void ensure_hist(SortWorkspace& ws) {
 // Allocates what fit_sort needs for pieces of up to m elements, so an out-of-memory error comes
 // before the out-of-core path has moved any of the caller's data.
 template <class K, class V>
-void reserve_fit(SortWorkspace& ws, std::size_t m, bool merge) {
+void reserve_fit(SortWorkspace& ws, std::size_t m, const SortOptions& opts) {
+  const bool merge = opts.algorithm == SortAlgorithm::merge;
   using U = ordered_bits_t<K>;
   constexpr bool kValues = !std::is_same_v<V, NoValue>;
   constexpr int kBits = static_cast<int>(sizeof(U)) * 8;
@@ -111,7 +113,7 @@ void reserve_fit(SortWorkspace& ws, std::size_t m, bool merge) {
                             std::size_t{1}}));
   }
   ensure_hist(ws);
-  ensure_slots(ws, transfer_options());
+  ensure_slots(ws, transfer_options(opts));
 }
 
 // Copies the pieces back: pinned destinations by direct DMA on `direct`, pageable ones through
@@ -221,9 +223,9 @@ class FitSort {
         t_(t),
         map_(needs_mapping<K>(opts.descending)),
         merge_(opts.algorithm == SortAlgorithm::merge),
-        split_min_(gpu_split_min_elements()),
+        split_min_(opts.gpu_tuning.split_min_elements ? opts.gpu_tuning.split_min_elements : kGpuSplitMinElements),
         count_(!merge_ && n >= split_min_),
-        to_(transfer_options()) {}
+        to_(transfer_options(opts)) {}
 
   void run() {
     take_buffers();
@@ -566,7 +568,7 @@ void out_of_core(std::span<K> keys, std::span<V> values, const SortOptions& opts
   const int T = opts.threads > 0 ? opts.threads : default_threads();
   Progress progress(opts.progress, n * per >= (std::size_t{1} << 30));
   progress.line(fmt::format("partitioning {} on {} CPU threads", human_bytes(n * per), T));
-  reserve_fit<K, V>(ws, std::min(C, n), opts.algorithm == SortAlgorithm::merge);
+  reserve_fit<K, V>(ws, std::min(C, n), opts);
   StageTimes t;
   // Pieces are independent: if the GPU fails on one (device=auto), it and the rest are sorted on
   // the CPU from their source (a piece sorted in place may be lost if the failure hits its D2H copy).
@@ -614,16 +616,6 @@ void out_of_core(std::span<K> keys, std::span<V> values, const SortOptions& opts
 }
 
 }  // namespace
-
-std::size_t& pipeline_chunk_bytes() {
-  static std::size_t v = 0;
-  return v;
-}
-
-std::size_t& gpu_split_min_elements() {
-  static std::size_t v = kGpuSplitMinElements;
-  return v;
-}
 
 std::size_t gpu_sort_budget(const SortOptions& opts) {
   auto [free, total] = gpu::memory_info();
@@ -690,7 +682,7 @@ bool msd_sorted(const U* in, U* out, std::size_t n, const SortOptions& opts, det
                 cudaStream_t stream) {
   if constexpr (std::is_same_v<U, std::uint32_t> && std::is_same_v<V, detail::NoValue>) {
     return opts.device_host_wait && opts.algorithm != SortAlgorithm::merge &&
-           detail::msd_sort_keys32(in, out, n, ws, stream);
+           detail::msd_sort_keys32(in, out, n, ws, stream, opts.gpu_tuning.msd_keys32_min_elements);
   } else {
     return false;
   }

@@ -136,21 +136,15 @@ void host_paths() {
       }
 }
 
-// Sets one of the pipeline's knobs (a reference to a static) for the scope.
-struct Knob {
-  std::size_t& ref;
-  std::size_t saved;
-  Knob(std::size_t& r, std::size_t v) : ref(r), saved(r) { r = v; }
-  ~Knob() { ref = saved; }
-};
-// Lowers the split threshold for the scope, so small inputs take the MSD split too.
-struct SplitMin : Knob {
-  explicit SplitMin(std::size_t v) : Knob(detail::gpu_split_min_elements(), v) {}
-};
+// GPU options with the split threshold lowered, so small inputs take the MSD split too.
+SortOptions split_options(bool desc) {
+  SortOptions o = gpu_sort_options(desc);
+  o.gpu_tuning.split_min_elements = 4096;
+  return o;
+}
 
 template <class K>
 void split_paths() {
-  SplitMin lower(4096);
   std::vector<std::size_t> ns{4095, 4097, 65537};
   // The default threshold, uniform keys, one 32-bit and one 64-bit type (the reference is slow).
   if (!small() && (std::is_same_v<K, std::uint32_t> || std::is_same_v<K, double>)) ns.push_back((1u << 22) + 3);
@@ -159,7 +153,7 @@ void split_paths() {
       for (bool desc : {false, true}) {
         if (n > 100000 && shape != 0) continue;
         SCOPED_TRACE(testing::Message() << "n=" << n << " shape=" << shape << " desc=" << desc);
-        const SortOptions o = gpu_sort_options(desc);
+        const SortOptions o = split_options(desc);
         const auto in = keys_for<K>(n, shape, n * 5 + shape);
         const Report r = sort_checked(in, o);
         EXPECT_EQ(r.details().value("path", ""), "gpu-pipeline");
@@ -319,12 +313,14 @@ TEST(GpuSortDevice, KeysAndPairsInPlace) {
 // sort_device_copy: the output sorted, the input untouched (poisoned output first), for keys read
 // by the sort's first pass (unsigned ascending) and keys mapped into the output (the rest).
 template <class K>
-void check_sorted_copy(std::size_t n, bool desc, SortAlgorithm alg, int shape, cudaStream_t s) {
+void check_sorted_copy(std::size_t n, bool desc, SortAlgorithm alg, int shape, cudaStream_t s,
+                       std::size_t msd_min = 0) {
   SCOPED_TRACE(testing::Message() << "n=" << n << " desc=" << desc << " alg=" << to_string(alg) << " shape=" << shape
                                   << " key bytes=" << sizeof(K) << (std::is_floating_point_v<K> ? " float" : ""));
   SortOptions o;
   o.descending = desc;
   o.algorithm = alg;
+  o.gpu_tuning.msd_keys32_min_elements = msd_min;
   const auto in = keys_for<K>(n, shape, n * 5 + 7);
   gpu::DeviceBuffer<K> din(n), dout(n);
   upload(din, in, s);
@@ -337,11 +333,12 @@ void check_sorted_copy(std::size_t n, bool desc, SortAlgorithm alg, int shape, c
 
 // sort_device in place, checked against std::stable_sort.
 template <class K>
-void check_in_place(const std::vector<K>& in, bool desc, cudaStream_t s) {
+void check_in_place(const std::vector<K>& in, bool desc, cudaStream_t s, std::size_t msd_min = 0) {
   gpu::DeviceBuffer<K> d(in.size());
   upload(d, in, s);
   SortOptions o;
   o.descending = desc;
+  o.gpu_tuning.msd_keys32_min_elements = msd_min;
   sort_device(d.data(), in.size(), o, s);
   expect_keys(in, download(d, s), desc);
 }
@@ -462,7 +459,6 @@ TEST(GpuSortHost, AutoPicksAndReportsAPath) {
 
 TEST(GpuSortSplit, PinnedKeysPageableValues) {
   TANDEM_REQUIRE_GPU();
-  SplitMin lower(4096);
   // Keys go back by direct DMA, values through the staged slots: both wait per group.
   const std::size_t n = small() ? 70001 : (1u << 22) + 9;
   for (bool desc : {false, true}) {
@@ -471,9 +467,7 @@ TEST(GpuSortSplit, PinnedKeysPageableValues) {
     std::copy(in.begin(), in.end(), p.data());
     std::vector<std::uint32_t> v(n);
     std::iota(v.begin(), v.end(), 0u);
-    SortOptions o;
-    o.device = Device::gpu;
-    o.descending = desc;
+    const SortOptions o = split_options(desc);
     const Report r = sort_pairs(p.span(), std::span<std::uint32_t>(v), o);
     EXPECT_TRUE(r.details().value("gpu_split", false));
     expect_pairs(in, std::vector<std::int64_t>(p.data(), p.data() + n), v, desc);
@@ -486,13 +480,12 @@ TEST(GpuSortSplit, PinnedKeysPageableValues) {
 // the batches left behind, a permutation of the input.
 template <class K>
 void upload_batch_paths() {
-  SplitMin lower(4096);
-  Knob chunk(detail::pipeline_chunk_bytes(), 16 << 10);  // small inputs cut into several upload batches
   for (std::size_t n : {std::size_t{65537}, std::size_t{300007}})
     for (int shape : {0, 1, 2, 3, 4, 5, 6})
       for (bool desc : {false, true}) {
         SCOPED_TRACE(testing::Message() << "n=" << n << " shape=" << shape << " desc=" << desc);
-        const SortOptions o = gpu_sort_options(desc);
+        SortOptions o = split_options(desc);
+        o.gpu_tuning.pipeline_chunk_bytes = 16 << 10;  // small inputs cut into several upload batches
         const auto in = keys_for<K>(n, shape, n * 7 + shape);
         const Report r = sort_checked(in, o);
         const auto batches = r.details().value("gpu_upload_batches", std::size_t{0});
@@ -555,17 +548,19 @@ TEST(GpuSortHost, OutOfCoreSkewedAndEqual) {
 // that so small arrays take it too (sub-buckets of a few keys, part tiles everywhere).
 namespace {
 
-struct MsdThreshold {
-  std::size_t saved = detail::msd_keys32_min_elements();
-  explicit MsdThreshold(std::size_t n) { detail::msd_keys32_min_elements() = n; }
-  ~MsdThreshold() { detail::msd_keys32_min_elements() = saved; }
-  MsdThreshold(const MsdThreshold&) = delete;
-  MsdThreshold& operator=(const MsdThreshold&) = delete;
-};
+constexpr std::size_t kMsdLow = std::size_t{1} << 12;
 
-// Whether the MSD sort takes the keys (called directly, as sort_device does); when it does, its
-// sorted copy is checked and the input is left as it was.
-bool msd_takes(const std::vector<std::uint32_t>& in, cudaStream_t s) {
+// Options whose device sorts of 32-bit keys take the MSD sort from kMsdLow keys up.
+SortOptions msd_low_options() {
+  SortOptions o;
+  o.gpu_tuning.msd_keys32_min_elements = kMsdLow;
+  return o;
+}
+
+// Whether the MSD sort takes the keys (called directly, as sort_device does, from min_elements
+// keys up; 0: the default threshold); when it does, its sorted copy is checked and the input is
+// left as it was.
+bool msd_takes(const std::vector<std::uint32_t>& in, cudaStream_t s, std::size_t min_elements = kMsdLow) {
   const std::size_t n = in.size();
   gpu::DeviceBuffer<std::uint32_t> d(n), out(n);
   upload(d, in, s);
@@ -575,7 +570,7 @@ bool msd_takes(const std::vector<std::uint32_t>& in, cudaStream_t s) {
     auto& ws = detail::sort_workspace();
     std::lock_guard lock(ws.mu);
     ws.begin(s);
-    took = detail::msd_sort_keys32(d.data(), out.data(), n, ws, s);
+    took = detail::msd_sort_keys32(d.data(), out.data(), n, ws, s, min_elements);
     ws.end(s);
   }
   if (took) expect_keys(in, download(out, s), false);
@@ -587,7 +582,6 @@ bool msd_takes(const std::vector<std::uint32_t>& in, cudaStream_t s) {
 
 TEST(GpuSortMsd, TakesSpreadKeysAndLeavesSkewedOnesToCub) {
   TANDEM_REQUIRE_GPU();
-  MsdThreshold low(std::size_t{1} << 12);
   gpu::Stream s;
   const std::size_t n = small() ? 50001 : 1000003;
   EXPECT_TRUE(msd_takes(keys_for<std::uint32_t>(n, 0, 1), s)) << "uniform";
@@ -623,25 +617,23 @@ TEST(GpuSortMsd, TakesSpreadKeysAndLeavesSkewedOnesToCub) {
 
 TEST(GpuSortMsd, EveryThirtyTwoBitKeyTypeInPlaceAndCopied) {
   TANDEM_REQUIRE_GPU();
-  MsdThreshold low(std::size_t{1} << 12);
   gpu::Stream s;
   std::vector<std::size_t> ns = {4096, 4097, (1u << 16) + 3};
   if (!small()) ns.push_back((1u << 20) + 11);
   for (std::size_t n : ns)
     for (bool desc : {false, true}) {
-      check_sorted_copy<std::uint32_t>(n, desc, SortAlgorithm::radix, 0, s);
-      check_sorted_copy<std::int32_t>(n, desc, SortAlgorithm::radix, 0, s);
-      check_sorted_copy<float>(n, desc, SortAlgorithm::radix, 0, s);  // NaN of both signs, -0.0 and 0.0
+      check_sorted_copy<std::uint32_t>(n, desc, SortAlgorithm::radix, 0, s, kMsdLow);
+      check_sorted_copy<std::int32_t>(n, desc, SortAlgorithm::radix, 0, s, kMsdLow);
+      check_sorted_copy<float>(n, desc, SortAlgorithm::radix, 0, s, kMsdLow);  // NaN of both signs, -0.0 and 0.0
       for (int shape : {0, 2, 3}) {
         SCOPED_TRACE(testing::Message() << "in place n=" << n << " desc=" << desc << " shape=" << shape);
-        check_in_place(keys_for<std::int32_t>(n, shape, n + shape), desc, s);
+        check_in_place(keys_for<std::int32_t>(n, shape, n + shape), desc, s, kMsdLow);
       }
     }
 }
 
 TEST(GpuSortMsd, InputOffTheSixteenByteGridAndOddSizes) {
   TANDEM_REQUIRE_GPU();
-  MsdThreshold low(std::size_t{1} << 12);
   gpu::Stream s;
   for (std::size_t n : {std::size_t{4099}, std::size_t{123457}}) {
     for (std::size_t skip : {1, 2, 3}) {
@@ -651,7 +643,7 @@ TEST(GpuSortMsd, InputOffTheSixteenByteGridAndOddSizes) {
       gpu::DeviceBuffer<std::uint32_t> d(n + skip), out(n);
       upload(d, all, s);
       TANDEM_CUDA(cudaMemsetAsync(out.data(), 0xA5, out.bytes(), s));
-      sort_device_copy(d.data() + skip, out.data(), n, {}, s);
+      sort_device_copy(d.data() + skip, out.data(), n, msd_low_options(), s);
       expect_keys(in, download(out, s), false);
     }
   }
@@ -673,12 +665,11 @@ TEST(GpuSortMsd, DefaultThresholdAndTheOptionThatKeepsCub) {
     sort_device_copy(d.data(), out.data(), n, o, s);
     expect_keys(in, download(out, s), false);
   }
-  EXPECT_TRUE(msd_takes(in, s));
+  EXPECT_TRUE(msd_takes(in, s, 0)) << "the default threshold";
 }
 
 TEST(GpuSortMsd, TwoHostThreadsAtOnce) {
   TANDEM_REQUIRE_GPU();
-  MsdThreshold low(std::size_t{1} << 12);
   std::vector<std::string> failures(2);
   auto worker = [&](int t) {
     gpu::Stream s;
@@ -687,7 +678,7 @@ TEST(GpuSortMsd, TwoHostThreadsAtOnce) {
       const auto in = keys_for<std::uint32_t>(n, 0, 100 * t + round);
       gpu::DeviceBuffer<std::uint32_t> d(n);
       upload(d, in, s);
-      sort_device(d.data(), n, {}, s);
+      sort_device(d.data(), n, msd_low_options(), s);
       auto want = in;
       std::sort(want.begin(), want.end());
       if (download(d, s) != want) failures[t] = "thread " + std::to_string(t) + " round " + std::to_string(round);
@@ -701,7 +692,6 @@ TEST(GpuSortMsd, TwoHostThreadsAtOnce) {
 
 TEST(GpuSortMsd, NeverWaitsOnAStreamBeingCaptured) {
   TANDEM_REQUIRE_GPU();
-  MsdThreshold low(std::size_t{1} << 12);
   gpu::Stream s;
   const std::size_t n = 100000;
   gpu::DeviceBuffer<std::uint32_t> d(n), out(n);
@@ -710,7 +700,7 @@ TEST(GpuSortMsd, NeverWaitsOnAStreamBeingCaptured) {
   {
     auto& ws = detail::sort_workspace();
     std::lock_guard lock(ws.mu);
-    took = detail::msd_sort_keys32(d.data(), out.data(), n, ws, s);
+    took = detail::msd_sort_keys32(d.data(), out.data(), n, ws, s, kMsdLow);
   }
   cudaGraph_t graph = nullptr;
   TANDEM_CUDA(cudaStreamEndCapture(s, &graph));

@@ -18,17 +18,14 @@ Report sort(std::span<K> keys, const SortOptions& opts);
 template <class K, class V>
 Report sort_pairs(std::span<K> keys, std::span<V> values, const SortOptions& opts);
 
-// The same on a list of GPUs (CUDA device indices) besides the CPU. Several entries: every one
-// gets a share of the plan and sorts it concurrently with the others; repeats are
-// allowed ({0, 0}: two shares on GPU 0, each with its own streams and buffer). One entry: the
-// CPU+GPU plan on that GPU. Empty: GPU 0. An index that is not a usable GPU is a UsageError.
+// The same on an explicit list of GPUs instead of opts.bitonic.gpus (CUDA device indices beside
+// the CPU). Several entries: every one gets a share of the plan and sorts it concurrently with the
+// others; repeats are allowed ({0, 0}: two shares on GPU 0, each with its own streams and buffer).
+// One entry: the CPU+GPU plan on that GPU. Empty: GPU 0. An index that is not a usable GPU is a
+// UsageError.
 template <class K>
 Report sort(std::span<K> keys, const SortOptions& opts, const std::vector<int>& gpus);
 template <class K, class V>
 Report sort_pairs(std::span<K> keys, std::span<V> values, const SortOptions& opts, const std::vector<int>& gpus);
-
-// The list the overloads without one use (the CLI's --gpus); empty (GPU 0) unless set.
-void set_default_gpus(std::vector<int> gpus);
-std::vector<int> default_gpus();
 
 }  // namespace tandem::bitonic

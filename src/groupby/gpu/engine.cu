@@ -2,6 +2,7 @@
 
 #include <cub/device/device_scan.cuh>
 
+#include "core/device_context.hpp"
 #include "groupby/gpu/aggregate.hpp"
 #include "groupby/gpu/group_ids.hpp"
 #include "groupby/gpu/kernels.cuh"
@@ -61,13 +62,19 @@ std::size_t present_rows(const DeviceColumn& c, std::size_t rows) {
   return static_cast<std::size_t>(n);
 }
 
+// The SM count of a device, read once and kept in its context (a thread may switch devices).
+struct Multiprocessors {
+  int count{0};
+};
+
 int grid_for(std::size_t n, int per_sm) {
-  static thread_local int sms = [] {
-    int device = 0, count = 0;
-    TANDEM_CUDA(cudaGetDevice(&device));
-    TANDEM_CUDA(cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device));
-    return count;
-  }();
+  const int sms = detail::current_device()
+                      .part<Multiprocessors>([](int device) {
+                        auto m = std::make_unique<Multiprocessors>();
+                        TANDEM_CUDA(cudaDeviceGetAttribute(&m->count, cudaDevAttrMultiProcessorCount, device));
+                        return m;
+                      })
+                      .count;
   const std::size_t wanted = (n + 255) / 256;
   return static_cast<int>(std::max<std::size_t>(1, std::min<std::size_t>(wanted, std::size_t(sms) * per_sm)));
 }
