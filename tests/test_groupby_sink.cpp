@@ -293,3 +293,18 @@ TEST(CombinePlan, ChunksCombineEveryAggregationOrKeepItsRows) {
   EXPECT_EQ(plan.as_f64, std::vector<std::string>{"v"});
   EXPECT_EQ(plan.partial[4].column, as_f64_name("v"));  // mean's partial sum reads the f64 copy
 }
+
+TEST(GroupBySink, NoKeysGiveOneGroupSpilledOrNot) {
+  std::mt19937_64 rng(43);
+  const Table t = random_table(rng, 700, 0, 0.0);
+  const auto spec = spec_of(t, random_aggregations(rng, t, 1.0));
+  ASSERT_TRUE(spec.by.empty());
+  const TempDir dir;
+  GroupBySinkOptions tiny;
+  tiny.memory_limit = 1;
+  tiny.temp_dir = dir.path.string();
+  const Table want = whole(t, spec).table;
+  expect_same(run_sink(spec, chunks_of(t, odd_sizes(rng, 700))).table, want, spec, "in memory");
+  expect_same(run_sink(spec, chunks_of(t, odd_sizes(rng, 700)), tiny).table, want, spec, "spilled");
+  EXPECT_EQ(files_in(dir.path.string()), 0u);
+}

@@ -1,5 +1,6 @@
 #include "groupby/sink/combine_partials.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <optional>
 
@@ -15,6 +16,11 @@ namespace {
 
 using Kind = CombinePlan::Output::Kind;
 
+// As tandem::groupby: below ~16K rows per thread, starting threads costs more than it saves.
+int threads_for(std::size_t rows, int threads) {
+  return static_cast<int>(std::min<std::size_t>(std::max(1, threads), rows / 16384 + 1));
+}
+
 // The group of every partial row, and the number of groups (group ids ascend in key order).
 struct PartialGroupIds {
   std::vector<std::uint32_t> gid;
@@ -25,7 +31,7 @@ PartialGroupIds partial_group_ids(const Table& partials, const std::vector<std::
   std::vector<const Column*> keys;
   for (const auto& k : by) keys.push_back(&partials.column(k));
   Report ignored;
-  const cpu_groupby::GroupKeys groups(keys, partials.rows(), threads, ignored);
+  const cpu_groupby::GroupKeys groups(keys, partials.rows(), threads_for(partials.rows(), threads), ignored);
   PartialGroupIds ids{std::vector<std::uint32_t>(partials.rows()), groups.groups()};
   if (!ids.gid.empty()) groups.fill(0, ids.gid.size(), ids.gid.data());
   return ids;
@@ -82,10 +88,10 @@ Column renamed(Column c, const std::string& name) {
 
 Table combine_partials(const Table& partials, const Table& kept, const SinkPlan& plan, int threads) {
   Report ignored;
-  const Table final_groups = cpu_groupby::run(partials, plan.final, threads, ignored);
+  const Table final_groups = cpu_groupby::run(partials, plan.final, threads_for(partials.rows(), threads), ignored);
   Table holistic;
   if (!plan.kept.aggs.empty()) {
-    holistic = cpu_groupby::run(kept, plan.kept, threads, ignored);
+    holistic = cpu_groupby::run(kept, plan.kept, threads_for(kept.rows(), threads), ignored);
     if (holistic.rows() != final_groups.rows())
       throw Error(fmt::format("group-by sink: {} groups in the kept rows, {} in the partial groups", holistic.rows(),
                               final_groups.rows()));
@@ -114,7 +120,7 @@ Table sort_by_keys(const Table& t, const std::vector<std::string>& by, int threa
     if (std::find(by.begin(), by.end(), c.name) == by.end())
       spec.aggs.push_back({AggOp::first, c.name, 0.5, 1, c.name});
   Report ignored;
-  return cpu_groupby::run(t, spec, threads, ignored);
+  return cpu_groupby::run(t, spec, threads_for(t.rows(), threads), ignored);
 }
 
 }  // namespace tandem::sink
