@@ -27,17 +27,19 @@ constexpr int kMaxSymlinkHops = 40;  // as the kernel's ELOOP limit
 // A fixed table (no allocation, lock-free atomics) so remove_temporaries() is async-signal-safe.
 struct TempSlot {
   std::atomic<int> state{0};  // 0 free, 1 being filled, 2 holds a live temporary's name
+  int files{-1};              // -1: a file; else a folder of files named 0 … files - 1
   char name[4096];
 };
 constexpr int kTempSlots = 64;
 TempSlot g_temps[kTempSlots];
 
-int register_temporary(const std::string& name) {
-  if (name.size() >= sizeof(g_temps[0].name)) return -1;
+int register_temporary(const std::string& name, int files = -1) {
+  if (name.size() + 24 >= sizeof(g_temps[0].name)) return -1;
   for (int i = 0; i < kTempSlots; ++i) {
     int expected = 0;
     if (g_temps[i].state.compare_exchange_strong(expected, 1)) {
       std::memcpy(g_temps[i].name, name.c_str(), name.size() + 1);
+      g_temps[i].files = files;
       g_temps[i].state.store(2);
       return i;
     }
@@ -208,8 +210,37 @@ void AtomicOutput::commit_all(std::initializer_list<AtomicOutput*> outputs) {
   for (AtomicOutput* o : outputs) o->commit();
 }
 
+namespace {
+
+// Removes a registered folder's files NAME/0 … and then the folder, with no allocation.
+void remove_folder(const TempSlot& t) noexcept {
+  char path[sizeof(t.name)];
+  std::size_t n = 0;
+  while (t.name[n] != '\0') path[n] = t.name[n], ++n;
+  path[n++] = '/';
+  for (int i = 0; i < t.files; ++i) {
+    char digits[16];
+    int d = 0;
+    for (int v = i; d == 0 || v > 0; v /= 10) digits[d++] = static_cast<char>('0' + v % 10);
+    std::size_t at = n;
+    while (d > 0) path[at++] = digits[--d];
+    path[at] = '\0';
+    ::unlink(path);
+  }
+  ::rmdir(t.name);
+}
+
+}  // namespace
+
+int register_temporary_folder(const std::string& dir, int files) { return register_temporary(dir, files); }
+
+void release_temporary_folder(int slot) { release_temporary(slot); }
+
 void remove_temporaries() noexcept {
-  for (auto& t : g_temps)
-    if (t.state.load() == 2) ::unlink(t.name);
+  for (auto& t : g_temps) {
+    if (t.state.load() != 2) continue;
+    if (t.files < 0) ::unlink(t.name);
+    else remove_folder(t);
+  }
 }
 }  // namespace tandem::io

@@ -11,7 +11,7 @@
 #include "dist/groupby_plan.hpp"
 #include "dist/mpi_check.hpp"
 #include "dist/rank_report.hpp"
-#include "dist/table_wire.hpp"
+#include "table/table_wire.hpp"
 #include "tandem/core/error.hpp"
 #include "tandem/core/hash.hpp"
 #include "tandem/dist.hpp"

@@ -1,31 +1,15 @@
-// How a group-by splits into a partial aggregation on every rank (the combiner) and a final one
-// on the rank owning each group. count, sum, min and max combine by sum, sum, min and max; mean
-// by the sum of sums over the sum of counts. The rest (first, last, var, std, median, quantile,
-// nunique, top) do not combine from partial groups: their rows themselves are shuffled.
+// The pure part of how dist::groupby chooses to shuffle: the sample of a rank's rows, the estimate
+// of its groups, and the threshold. How aggregations split into partial and final ones is
+// groupby/combine_plan.hpp, shared with the chunk sink.
 #pragma once
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "groupby/combine_plan.hpp"
 #include "tandem/groupby.hpp"
 
 namespace tandem::dist {
-
-struct CombinePlan {
-  bool combinable{false};
-  std::vector<Aggregation> partial;  // on each rank's rows
-  std::vector<Aggregation> final;    // on the partial groups every rank sent to the owner
-  // The result's columns after the keys, in the caller's order: a column of the final table
-  // (name == source) or a mean, sum / count of two final columns.
-  struct Output {
-    std::string name;
-    std::string source;
-    std::string count;  // non-empty: a mean, source / count
-  };
-  std::vector<Output> outputs;
-};
-
-CombinePlan plan_combine(const std::vector<Aggregation>& aggs);
 
 // Rows whose keys stand for a rank's `rows`: all of them up to kGroupSample, else kGroupSample
 // drawn at random (with a fixed seed; random, so that rows sorted by their keys do not make every

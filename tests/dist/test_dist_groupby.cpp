@@ -4,9 +4,9 @@
 
 #include <memory>
 
-#include "dist/table_wire.hpp"
 #include "dist_helpers.hpp"
 #include "groupby_reference.hpp"
+#include "table/table_wire.hpp"
 #include "tandem/core/error.hpp"
 
 namespace tandem::dist::test {

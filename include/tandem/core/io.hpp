@@ -223,4 +223,10 @@ void write_array(AtomicOutput& out, DType dtype, const void* data, std::size_t c
 // so an interrupted run leaves no *.tmp-* file behind.
 void remove_temporaries() noexcept;
 
+// A temporary folder for remove_temporaries() too: its files NAME/0 … NAME/(files - 1) and then
+// the folder itself. Returns the slot to release once the folder is gone (-1: not registered,
+// when the table of temporaries is full; the owner still removes it on every other path).
+int register_temporary_folder(const std::string& dir, int files);
+void release_temporary_folder(int slot);
+
 }  // namespace tandem::io

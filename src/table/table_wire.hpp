@@ -1,5 +1,6 @@
-// Tables on the wire between ranks: a table is written as its columns' buffers back to back,
-// and the tables received from every rank are joined into one, rows in source-rank order.
+// Tables as bytes: a table is written as its columns' buffers back to back, and tables read back
+// are joined into one, rows in order. The distributed layer sends them between ranks; the
+// group-by sink spills partial groups to files with them.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -10,7 +11,7 @@
 #include "groupby/cpu_scratch.hpp"
 #include "tandem/table.hpp"
 
-namespace tandem::dist {
+namespace tandem {
 
 // A table on the wire: its column count, then each column's name, type, length and buffers
 // (values, string offsets, validity), every field padded to a multiple of 8 bytes so that the
@@ -52,4 +53,4 @@ void hash_rows(const Table& t, std::span<const std::size_t> key_columns, std::sp
 void hash_some_rows(const Table& t, std::span<const std::size_t> key_columns, std::span<const std::size_t> rows,
                     std::span<std::uint64_t> out, int threads = 1);
 
-}  // namespace tandem::dist
+}  // namespace tandem

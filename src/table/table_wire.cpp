@@ -1,4 +1,4 @@
-#include "dist/table_wire.hpp"
+#include "table/table_wire.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -11,7 +11,7 @@
 #include "tandem/core/error.hpp"
 #include "tandem/core/hash.hpp"
 
-namespace tandem::dist {
+namespace tandem {
 namespace {
 
 // Every field starts at a multiple of 8 bytes, so that numbers read in place are aligned.
@@ -319,4 +319,4 @@ void hash_some_rows(const Table& t, std::span<const std::size_t> key_columns, st
       t, key_columns, [&](std::size_t j) { return rows[j]; }, out.first(rows.size()), threads);
 }
 
-}  // namespace tandem::dist
+}  // namespace tandem

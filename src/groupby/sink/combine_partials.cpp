@@ -1,0 +1,106 @@
+#include "groupby/sink/combine_partials.hpp"
+
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "groupby/cpu_engine.hpp"
+#include "groupby/cpu_keys.hpp"
+#include "groupby/ops/var.hpp"
+#include "tandem/core/error.hpp"
+
+namespace tandem::sink {
+namespace {
+
+using Kind = CombinePlan::Output::Kind;
+
+// Each group's moments from its partial rows' count, mean and variance, merged in row (chunk)
+// order; out[i] for the i-th occupied group in key order (the final table's rows).
+std::vector<agg::Moments> combine_moments(const Table& partials, const GroupBySpec& by, const CombinePlan::Output& o,
+                                          int threads) {
+  std::vector<const Column*> keys;
+  for (const auto& k : by.by) keys.push_back(&partials.column(k));
+  Report ignored;
+  const cpu_groupby::GroupKeys groups(keys, partials.rows(), threads, ignored);
+  std::vector<agg::Moments> state(groups.groups(), agg::Moments{0, 0.0, 0.0});
+  std::vector<std::uint8_t> seen(groups.groups(), 0);
+  const Column &count = partials.column(o.count), &mean = partials.column(o.source), &var = partials.column(o.var);
+  const auto n = count.numbers<std::int64_t>();
+  const auto m = mean.numbers<double>(), v = var.numbers<double>();
+  std::vector<std::uint32_t> gid(partials.rows());
+  if (!gid.empty()) groups.fill(0, gid.size(), gid.data());
+  for (std::size_t i = 0; i < gid.size(); ++i) {
+    seen[gid[i]] = 1;
+    if (n[i] == 0) continue;
+    // One value: Welford's first step, m2 = x (x - x), which is NaN for an infinite or NaN x.
+    const double m2 = n[i] >= 2 && var.present(i) ? v[i] * static_cast<double>(n[i] - 1) : m[i] * (m[i] - m[i]);
+    state[gid[i]].merge(agg::Moments{n[i], m[i], m2});
+  }
+  std::vector<agg::Moments> out;
+  for (std::size_t g = 0; g < state.size(); ++g)
+    if (seen[g]) out.push_back(state[g]);
+  return out;
+}
+
+Column moments_column(const std::string& name, const std::vector<agg::Moments>& moments, bool std_dev) {
+  std::vector<double> v(moments.size(), 0.0);
+  auto valid = make_validity(v.size(), [&](std::size_t i) { return moments[i].variance().has_value(); });
+  for (std::size_t i = 0; i < v.size(); ++i)
+    if (const auto var = moments[i].variance()) v[i] = std_dev ? std::sqrt(*var) : *var;
+  return make_column(name, std::move(v), std::move(valid));
+}
+
+// mean = sum / count of the summed partial f64 sums and counts; missing where the count is 0.
+Column mean_column(const std::string& name, const Column& sums, const Column& counts) {
+  const auto s = sums.numbers<double>();
+  const auto c = counts.numbers<std::int64_t>();
+  std::vector<double> v(sums.length, 0.0);
+  for (std::size_t i = 0; i < v.size(); ++i)
+    if (c[i] > 0) v[i] = s[i] / static_cast<double>(c[i]);
+  auto valid = make_validity(v.size(), [&](std::size_t i) { return c[i] > 0 && sums.present(i); });
+  return make_column(name, std::move(v), std::move(valid));
+}
+
+Column renamed(Column c, const std::string& name) {
+  c.name = name;
+  return c;
+}
+
+}  // namespace
+
+Table combine_partials(const Table& partials, const Table& kept, const SinkPlan& plan, int threads) {
+  Report ignored;
+  const Table final_groups = cpu_groupby::run(partials, plan.final, threads, ignored);
+  Table holistic;
+  if (!plan.kept.aggs.empty()) {
+    holistic = cpu_groupby::run(kept, plan.kept, threads, ignored);
+    if (holistic.rows() != final_groups.rows())
+      throw Error(fmt::format("group-by sink: {} groups in the kept rows, {} in the partial groups", holistic.rows(),
+                              final_groups.rows()));
+  }
+  Table out;
+  for (const auto& k : plan.spec.by) out.add(final_groups.column(k));
+  for (const auto& o : plan.combine.outputs) {
+    switch (o.kind) {
+      case Kind::column: out.add(renamed(final_groups.column(o.source), o.name)); break;
+      case Kind::mean: out.add(mean_column(o.name, final_groups.column(o.source), final_groups.column(o.count))); break;
+      case Kind::var:
+      case Kind::std:
+        out.add(moments_column(o.name, combine_moments(partials, plan.spec, o, threads), o.kind == Kind::std));
+        break;
+      case Kind::kept: out.add(renamed(holistic.column(o.source), o.name)); break;
+    }
+  }
+  return out;
+}
+
+Table sort_by_keys(const Table& t, const std::vector<std::string>& by, int threads) {
+  GroupBySpec spec{by, {}};
+  for (const Column& c : t.columns())
+    if (std::find(by.begin(), by.end(), c.name) == by.end())
+      spec.aggs.push_back({AggOp::first, c.name, 0.5, 1, c.name});
+  Report ignored;
+  return cpu_groupby::run(t, spec, threads, ignored);
+}
+
+}  // namespace tandem::sink

@@ -1,0 +1,21 @@
+// The group-by sink's finish over partial groups: the CPU engine's final aggregations over the
+// partial groups of every chunk (joined in chunk order, so first and last keep row order), var
+// and std by Chan's combination of each chunk's count, mean and variance, holistic aggregations
+// over the kept rows, and the result's columns in the caller's order.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "groupby/sink/chunk_partials.hpp"
+#include "tandem/groupby.hpp"
+
+namespace tandem::sink {
+
+// partials: every chunk's partial groups, in chunk order; kept: every chunk's kept rows, in
+// chunk order (no columns when the plan keeps none). The result in key order.
+Table combine_partials(const Table& partials, const Table& kept, const SinkPlan& plan, int threads);
+
+// A table of distinct keys in key order (the engine's order), other columns following their rows.
+Table sort_by_keys(const Table& t, const std::vector<std::string>& by, int threads);
+
+}  // namespace tandem::sink

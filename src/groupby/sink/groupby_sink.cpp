@@ -1,0 +1,267 @@
+// tandem::GroupBySink: each consume() reduces its chunk to partial groups on the calling thread
+// and keeps them (and the kept rows of holistic aggregations) in memory, tagged with the chunk
+// index; past the memory limit everything kept is split by key hash into SinkConfig::kPartitions
+// partitions and appended to spill files, as is every later chunk's share. finish() joins the
+// pieces in chunk order and combines them: all at once in memory, or one partition at a time,
+// the partitions' results then put in key order.
+#include "tandem/groupby_sink.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <mutex>
+#include <numeric>
+#include <unordered_set>
+
+#include <fmt/format.h>
+
+#include "groupby/sink/chunk_partials.hpp"
+#include "groupby/sink/combine_partials.hpp"
+#include "groupby/sink/sink_config.hpp"
+#include "groupby/sink/spill_files.hpp"
+#include "table/table_wire.hpp"
+#include "tandem/core/device.hpp"
+#include "tandem/core/error.hpp"
+#include "tandem/core/parallel.hpp"
+#include "tandem/core/timing.hpp"
+
+namespace tandem {
+
+using sink::SinkConfig;
+
+std::size_t sink::SinkConfig::memory_limit(std::size_t given) {
+  if (given > 0) return given;
+  const std::uint64_t available = available_host_memory();
+  return available > 0 ? static_cast<std::size_t>(available / kMemoryShareDivisor) : kMemoryWhenUnknown;
+}
+
+struct GroupBySink::Impl {
+  sink::SinkPlan plan;
+  GroupBySinkOptions options;
+  std::size_t limit;
+  int threads;
+
+  // Set by the first chunk: its columns' types and the empty tables of each kind.
+  std::mutex schema_lock;
+  std::atomic<bool> has_schema{false};
+  Table schema;        // the columns read, no rows
+  Table empty_result;  // tandem::groupby over no rows
+  Table partial_like;  // a chunk's partial groups, no rows
+  Table kept_like;     // a chunk's kept rows, no rows
+
+  struct Piece {
+    std::size_t chunk;
+    Table partial, kept;
+  };
+  mutable std::mutex lock;
+  std::unordered_set<std::size_t> seen;
+  std::vector<Piece> pieces;
+  std::size_t bytes{0};
+  std::unique_ptr<sink::SpillFiles> spill;
+  bool finished{false};
+  // For the report.
+  std::size_t chunks{0}, rows{0}, partial_rows{0}, kept_rows{0};
+  double consume_seconds{0};
+
+  Impl(GroupBySpec spec, GroupBySinkOptions o)
+      : plan(sink::plan_sink(spec)),
+        options(std::move(o)),
+        limit(SinkConfig::memory_limit(options.memory_limit)),
+        threads(options.threads > 0 ? options.threads : default_threads()) {
+    if (options.threads < 0)
+      throw UsageError(
+          fmt::format("group-by sink threads: {} (expected 0 for every core, or a positive count)", options.threads));
+  }
+
+  void set_schema(const Table& chunk);
+  void check_schema(std::size_t index, const Table& chunk) const;
+  void store(Piece piece);
+  void spill_piece(const Piece& piece);
+  Table finish_in_memory();
+  Table finish_spilled(Report& report);
+};
+
+// The first chunk's columns are checked as tandem::groupby checks its input, on no rows.
+void GroupBySink::Impl::set_schema(const Table& chunk) {
+  std::vector<Column> cols;
+  for (const auto& name : plan.read) {
+    const Column* c = chunk.find(name);
+    cols.push_back(c != nullptr ? *c : chunk.column(name));  // UsageError naming a missing column
+  }
+  schema = empty_like(Table(std::move(cols)));
+  GroupByOptions cpu;
+  cpu.device = Device::cpu;
+  cpu.threads = 1;
+  empty_result = tandem::groupby(schema, plan.spec, cpu).table;
+  partial_like = sink::partial_groups(schema, plan);
+  kept_like = plan.kept.aggs.empty() ? Table{} : sink::kept_rows(schema, plan);
+  has_schema = true;
+}
+
+void GroupBySink::Impl::check_schema(std::size_t index, const Table& chunk) const {
+  for (const Column& want : schema.columns()) {
+    const Column* c = chunk.find(want.name);
+    if (c == nullptr) throw UsageError(fmt::format("group-by sink: chunk {} has no column '{}'", index, want.name));
+    if (c->type != want.type)
+      throw UsageError(fmt::format("group-by sink: column '{}' is {} in chunk {}, {} in the first chunk", want.name,
+                                   to_string(c->type), index, to_string(want.type)));
+  }
+}
+
+void GroupBySink::Impl::spill_piece(const Piece& piece) {
+  const auto write = [&](const Table& t, std::size_t file_of_partition) {
+    if (t.rows() == 0) return;
+    std::vector<std::size_t> keys(plan.spec.by.size());
+    std::iota(keys.begin(), keys.end(), std::size_t{0});  // the keys lead every table the sink keeps
+    std::vector<std::uint64_t> hashes(t.rows());
+    hash_rows(t, keys, hashes);
+    std::vector<std::size_t> starts(SinkConfig::kPartitions + 1, 0), order(t.rows());
+    for (const std::uint64_t h : hashes) ++starts[SinkConfig::partition_of(h) + 1];
+    std::partial_sum(starts.begin(), starts.end(), starts.begin());
+    std::vector<std::size_t> next(starts.begin(), starts.end() - 1);
+    for (std::size_t i = 0; i < hashes.size(); ++i) order[next[SinkConfig::partition_of(hashes[i])]++] = i;
+    const TableImages images = write_table_images(t, order, starts, 1);
+    std::size_t at = 0;
+    for (std::size_t p = 0; p < SinkConfig::kPartitions; ++p) {
+      if (images.sizes[p] > 0)
+        spill->append(p * SinkConfig::kFilesPerPartition + file_of_partition, piece.chunk, images.bytes.data() + at,
+                      images.sizes[p]);
+      at += images.sizes[p];
+    }
+  };
+  write(piece.partial, 0);
+  write(piece.kept, 1);
+}
+
+void GroupBySink::Impl::store(Piece piece) {
+  std::unique_lock hold(lock);
+  partial_rows += piece.partial.rows();
+  kept_rows += piece.kept.rows();
+  if (!spill) {
+    bytes += sink::table_bytes(piece.partial) + sink::table_bytes(piece.kept);
+    pieces.push_back(std::move(piece));
+    if (bytes <= limit) return;
+    spill = std::make_unique<sink::SpillFiles>(sink::temporary_directory(options.temp_dir),
+                                               SinkConfig::kPartitions * SinkConfig::kFilesPerPartition);
+    for (const Piece& p : pieces) spill_piece(p);
+    pieces.clear();
+    bytes = 0;
+    return;
+  }
+  hold.unlock();  // the spill files lock each file; other chunks' pieces go on meanwhile
+  spill_piece(piece);
+}
+
+GroupBySink::GroupBySink(GroupBySpec spec, GroupBySinkOptions options)
+    : impl_(std::make_unique<Impl>(std::move(spec), std::move(options))) {}
+
+GroupBySink::~GroupBySink() = default;
+
+std::size_t GroupBySink::memory_bytes() const {
+  const std::lock_guard hold(impl_->lock);
+  return impl_->bytes;
+}
+
+bool GroupBySink::spilled() const {
+  const std::lock_guard hold(impl_->lock);
+  return impl_->spill != nullptr;
+}
+
+void GroupBySink::consume(std::size_t chunk_index, const Table& chunk) {
+  Impl& s = *impl_;
+  if (!s.has_schema.load()) {
+    const std::lock_guard hold(s.schema_lock);
+    if (!s.has_schema.load()) s.set_schema(chunk);  // a throw leaves it to the next chunk
+  }
+  s.check_schema(chunk_index, chunk);
+  {
+    const std::lock_guard hold(s.lock);
+    if (s.finished) throw UsageError("group-by sink: consume() after finish()");
+    if (!s.seen.insert(chunk_index).second)
+      throw UsageError(fmt::format("group-by sink: chunk {} consumed twice", chunk_index));
+    ++s.chunks;
+    s.rows += chunk.rows();
+  }
+  if (chunk.rows() == 0) return;
+  Stopwatch w;
+  Impl::Piece piece{chunk_index, sink::partial_groups(chunk, s.plan),
+                    s.plan.kept.aggs.empty() ? Table{} : sink::kept_rows(chunk, s.plan)};
+  const double seconds = w.seconds();
+  s.store(std::move(piece));
+  const std::lock_guard hold(s.lock);
+  s.consume_seconds += seconds;
+}
+
+Table GroupBySink::Impl::finish_in_memory() {
+  std::stable_sort(pieces.begin(), pieces.end(), [](const Piece& a, const Piece& b) { return a.chunk < b.chunk; });
+  std::vector<Table> partials, kept;
+  for (Piece& p : pieces) {
+    partials.push_back(std::move(p.partial));
+    if (!plan.kept.aggs.empty()) kept.push_back(std::move(p.kept));
+  }
+  pieces.clear();
+  const Table all_partials = concat_tables(partials, partial_like, threads);
+  partials.clear();
+  const Table all_kept = plan.kept.aggs.empty() ? Table{} : concat_tables(kept, kept_like, threads);
+  kept.clear();
+  return sink::combine_partials(all_partials, all_kept, plan, threads);
+}
+
+namespace {
+
+// One file's blocks (already in chunk order) as one table shaped like `like`.
+Table read_spilled(sink::SpillFiles& files, std::size_t f, const Table& like, int threads) {
+  std::vector<Table> parts;
+  for (const auto& block : files.read(f)) parts.push_back(read_tables(block.bytes, block.size, like, 1));
+  return concat_tables(parts, like, threads);
+}
+
+}  // namespace
+
+Table GroupBySink::Impl::finish_spilled(Report& report) {
+  std::vector<Table> results;
+  std::size_t largest = 0;
+  for (std::size_t p = 0; p < SinkConfig::kPartitions; ++p) {
+    const std::size_t f = p * SinkConfig::kFilesPerPartition;
+    const Table partials = read_spilled(*spill, f, partial_like, threads);
+    if (partials.rows() == 0) continue;
+    const Table kept = plan.kept.aggs.empty() ? Table{} : read_spilled(*spill, f + 1, kept_like, threads);
+    largest = std::max(largest, sink::table_bytes(partials) + sink::table_bytes(kept));
+    results.push_back(sink::combine_partials(partials, kept, plan, threads));
+  }
+  report.note(
+      fmt::format("spilled: {} partitions by key hash, {} bytes written to {}; the largest partition read "
+                  "back held {} bytes",
+                  SinkConfig::kPartitions, spill->bytes_written(), spill->folder(), largest));
+  return sink::sort_by_keys(concat_tables(results, empty_result, threads), plan.spec.by, threads);
+}
+
+GroupByResult GroupBySink::finish() {
+  Impl& s = *impl_;
+  const std::lock_guard hold(s.lock);
+  if (s.finished) throw UsageError("group-by sink: finish() called twice");
+  if (!s.has_schema.load())
+    throw UsageError("group-by sink: finish() before any chunk (consume an empty chunk to give the columns' types)");
+  s.finished = true;
+  GroupByResult out;
+  Report& report = out.report;
+  report.operation = "groupby";
+  report.add("partial groups", "cpu", s.consume_seconds,
+             fmt::format(
+                 "{} chunks, {} rows → {} partial groups{} (CPU engine on the consuming threads; seconds "
+                 "summed over them)",
+                 s.chunks, s.rows, s.partial_rows,
+                 s.plan.kept.aggs.empty() ? "" : fmt::format(", {} rows kept for holistic aggregations", s.kept_rows)));
+  report.note(fmt::format("group-by sink: memory limit {} bytes{}", s.limit,
+                          s.options.memory_limit > 0 ? "" : " (a quarter of the available memory)"));
+  Stopwatch w;
+  if (s.rows == 0) out.table = s.empty_result;
+  else if (s.spill) out.table = s.finish_spilled(report);
+  else out.table = s.finish_in_memory();
+  report.add("combine", "cpu", w.seconds(),
+             fmt::format("{} groups from the partial groups, {} thread(s){}", out.table.rows(), s.threads,
+                         s.spill ? ", one partition at a time" : ""));
+  s.spill.reset();  // the spill files go as soon as they are read
+  return out;
+}
+
+}  // namespace tandem

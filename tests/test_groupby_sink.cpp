@@ -1,0 +1,295 @@
+// tandem::GroupBySink against tandem::groupby over the whole table: every aggregation on random
+// tables with missing values, NaN, -0.0 and awkward strings, under several chunkings, consumed
+// from several threads in shuffled order; spilling forced by a tiny memory limit; the spill
+// folder gone after finish, after an error and on the signal path; the shared combine plan.
+#include <algorithm>
+#include <filesystem>
+#include <numeric>
+#include <thread>
+
+#include "groupby/combine_plan.hpp"
+#include "groupby_reference.hpp"
+#include "tandem/core/error.hpp"
+#include "tandem/core/io.hpp"
+#include "tandem/groupby_sink.hpp"
+#include "test_util.hpp"
+
+using namespace groupby_test;
+
+namespace {
+
+// Rows [b, e) of t.
+Table rows_of(const Table& t, std::size_t b, std::size_t e) {
+  std::vector<std::size_t> rows(e - b);
+  std::iota(rows.begin(), rows.end(), b);
+  return t.gather(rows);
+}
+
+// t cut into pieces of the given sizes (the last takes the rest).
+std::vector<Table> chunks_of(const Table& t, const std::vector<std::size_t>& sizes) {
+  std::vector<Table> out;
+  std::size_t at = 0;
+  for (const std::size_t s : sizes) {
+    const std::size_t e = std::min(t.rows(), at + s);
+    out.push_back(rows_of(t, at, e));
+    at = e;
+  }
+  out.push_back(rows_of(t, at, t.rows()));
+  return out;
+}
+
+std::vector<std::size_t> sizes(std::size_t n, std::size_t size) { return std::vector<std::size_t>(n, size); }
+
+// Random sizes from 0 (empty chunks) to 97 rows until n rows are covered.
+std::vector<std::size_t> odd_sizes(std::mt19937_64& rng, std::size_t n) {
+  std::vector<std::size_t> out;
+  for (std::size_t at = 0; at < n;) out.push_back(rng() % 98), at += out.back();
+  return out;
+}
+
+// Consumes the chunks from `threads` threads at once, in a shuffled order.
+GroupByResult run_sink(const GroupBySpec& spec, const std::vector<Table>& chunks, GroupBySinkOptions options = {},
+                       int threads = 4, std::uint64_t seed = 1) {
+  GroupBySink sink(spec, options);
+  std::vector<std::size_t> order(chunks.size());
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  std::shuffle(order.begin(), order.end(), std::mt19937_64(seed));
+  std::atomic<std::size_t> next{0};
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t)
+    pool.emplace_back([&] {
+      for (std::size_t i; (i = next++) < order.size();) sink.consume(order[i], chunks[order[i]]);
+    });
+  for (auto& t : pool) t.join();
+  return sink.finish();
+}
+
+// Float outputs that add up in another order than tandem::groupby's may differ by rounding.
+bool rounded(const GroupBySpec& spec, const std::string& column) {
+  for (const auto& a : spec.aggs)
+    for (const auto& name : output_names(a))
+      if (name == column) return a.op == AggOp::mean || a.op == AggOp::var || a.op == AggOp::std || a.op == AggOp::sum;
+  return false;
+}
+
+// Column by column: names, types, presence; floats within 1e-9 relative where they are summed,
+// every other cell exactly (floats bit for bit, NaN equal to NaN).
+void expect_same(const Table& got, const Table& want, const GroupBySpec& spec, const std::string& what) {
+  ASSERT_EQ(got.num_columns(), want.num_columns()) << what;
+  ASSERT_EQ(got.rows(), want.rows()) << what;
+  for (std::size_t c = 0; c < want.num_columns(); ++c) {
+    const Column &g = got.column(c), &w = want.column(c);
+    ASSERT_EQ(g.name, w.name) << what;
+    ASSERT_EQ(g.type, w.type) << what << ": column " << w.name;
+    const bool approx = rounded(spec, w.name);
+    for (std::size_t r = 0; r < want.rows(); ++r) {
+      const Value x = cell(g, r), y = cell(w, r);
+      const std::string where = fmt::format("{}: column {} row {}", what, w.name, r);
+      ASSERT_EQ(x.present, y.present) << where;
+      if (is_floating(w.type)) {
+        ASSERT_TRUE(same_float(y.f, x.f, approx)) << where << ": want " << y.f << " got " << x.f;
+      } else {
+        ASSERT_TRUE(x.i == y.i && x.u == y.u && x.s == y.s) << where;
+      }
+    }
+  }
+}
+
+GroupByResult whole(const Table& t, const GroupBySpec& spec) {
+  return groupby(t, spec, GroupByOptions{Device::cpu, 2});
+}
+
+std::size_t files_in(const std::string& dir) {
+  std::size_t n = 0;
+  for (auto it = std::filesystem::recursive_directory_iterator(dir); it != std::filesystem::end(it); ++it) ++n;
+  return n;
+}
+
+}  // namespace
+
+TEST(GroupBySink, EveryAggregationUnderEveryChunkingMatchesGroupBy) {
+  std::mt19937_64 rng(17);
+  const std::size_t row_counts[] = {1, 2, 7, 150, 2000};
+  for (int round = 0; round < 10; ++round) {
+    const std::size_t rows = row_counts[round % 5], keys = 1 + round % 3;
+    const Table t = random_table(rng, rows, keys, round % 2 ? 0.15 : 0.0);
+    const auto spec = spec_of(t, random_aggregations(rng, t, 1.0));
+    const Table want = whole(t, spec).table;
+    std::vector<std::pair<std::string, std::vector<std::size_t>>> cuts = {
+        {"one chunk", {}}, {"odd sizes", odd_sizes(rng, rows)}, {"seven chunks", sizes(6, rows / 7 + 1)}};
+    if (rows <= 150) cuts.push_back({"a row per chunk", sizes(rows, 1)});
+    for (const auto& [name, cut] : cuts) {
+      const auto what = fmt::format("round {} ({} rows), {}", round, rows, name);
+      expect_same(run_sink(spec, chunks_of(t, cut), {}, 4, round).table, want, spec, what);
+      if (HasFatalFailure()) return;
+    }
+  }
+}
+
+TEST(GroupBySink, SpillingGivesTheSameAnswersAndLeavesNoFiles) {
+  std::mt19937_64 rng(23);
+  const TempDir dir;
+  for (int round = 0; round < 4; ++round) {
+    const Table t = round < 3 ? random_table(rng, 3000, 1 + round, 0.1) : many_groups_table(rng, 30000);
+    const auto spec = spec_of(t, random_aggregations(rng, t, 1.0));
+    GroupBySinkOptions tiny;
+    tiny.memory_limit = 1;
+    tiny.temp_dir = dir.path.string();
+    tiny.threads = 2;
+    const auto r = run_sink(spec, chunks_of(t, odd_sizes(rng, t.rows() / 30)), tiny, 3, round);
+    EXPECT_NE(r.report.explain().find("spilled"), std::string::npos) << r.report.explain();
+    expect_same(r.table, whole(t, spec).table, spec, fmt::format("round {}", round));
+    EXPECT_EQ(files_in(dir.path.string()), 0u);
+  }
+}
+
+TEST(GroupBySink, ALimitAboveThePartialGroupsKeepsThemInMemory) {
+  std::mt19937_64 rng(29);
+  const Table t = random_table(rng, 2000, 2, 0.1);
+  const auto spec = spec_of(t, random_aggregations(rng, t, 1.0));
+  const TempDir dir;
+  GroupBySinkOptions roomy;
+  roomy.memory_limit = std::size_t{1} << 30;
+  roomy.temp_dir = dir.path.string();
+  GroupBySink sink(spec, roomy);
+  const auto chunks = chunks_of(t, sizes(9, 200));
+  for (std::size_t i = 0; i < chunks.size(); ++i) sink.consume(i, chunks[i]);
+  EXPECT_FALSE(sink.spilled());
+  EXPECT_GT(sink.memory_bytes(), 0u);
+  const auto r = sink.finish();
+  EXPECT_EQ(r.report.explain().find("spilled"), std::string::npos);
+  expect_same(r.table, whole(t, spec).table, spec, "in memory");
+}
+
+TEST(GroupBySink, AChunkWithoutAColumnIsAUsageErrorAndLeavesNoFiles) {
+  std::mt19937_64 rng(31);
+  const Table t = random_table(rng, 1000, 2, 0.1);
+  const auto spec = spec_of(t, {aggregation(AggOp::sum, "v_i64"), aggregation(AggOp::median, "v_f64")});
+  const TempDir dir;
+  {
+    GroupBySinkOptions tiny;
+    tiny.memory_limit = 1;
+    tiny.temp_dir = dir.path.string();
+    GroupBySink sink(spec, tiny);
+    const auto chunks = chunks_of(t, sizes(3, 300));
+    sink.consume(0, chunks[0]);
+    sink.consume(1, chunks[1]);
+    ASSERT_TRUE(sink.spilled());
+    ASSERT_GT(files_in(dir.path.string()), 0u);
+    std::vector<Column> cols;
+    for (const Column& c : chunks[2].columns())
+      if (c.name != "v_f64") cols.push_back(c);
+    try {
+      sink.consume(2, Table(cols));
+      FAIL() << "no error";
+    } catch (const UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find("'v_f64'"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("chunk 2"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_EQ(files_in(dir.path.string()), 0u);
+}
+
+TEST(GroupBySink, BadChunksAndCallsAreUsageErrors) {
+  const Table t(std::vector<Column>{make_column<std::int64_t>("k", {1, 2, 1}), make_column<double>("v", {1, 2, 3})});
+  const GroupBySpec spec{{"k"}, {aggregation(AggOp::sum, "v")}};
+  GroupBySink sink(spec);
+  EXPECT_THROW(sink.consume(0, Table(std::vector<Column>{make_column<std::int64_t>("k", {1})})), UsageError);
+  sink.consume(0, t);
+  EXPECT_THROW(sink.consume(0, t), UsageError);  // twice
+  const Table other_type(std::vector<Column>{make_column<std::int64_t>("k", {1}), make_column<std::int64_t>("v", {1})});
+  EXPECT_THROW(sink.consume(1, other_type), UsageError);
+  const Table strings(std::vector<Column>{make_column<std::int64_t>("k", {1}), make_string_column("v", {"x"})});
+  GroupBySink sum_of_strings(spec);
+  EXPECT_THROW(sum_of_strings.consume(0, strings), UsageError);
+  (void)sink.finish();
+  EXPECT_THROW(sink.finish(), UsageError);
+  EXPECT_THROW(sink.consume(5, t), UsageError);
+  GroupBySink nothing(spec);
+  EXPECT_THROW(nothing.finish(), UsageError);
+  GroupBySinkOptions negative;
+  negative.threads = -1;
+  EXPECT_THROW(GroupBySink(spec, negative), UsageError);
+}
+
+TEST(GroupBySink, EmptyChunksGiveAnEmptyResultOfTheRightColumns) {
+  std::mt19937_64 rng(37);
+  const Table t = random_table(rng, 0, 2, 0.0);
+  const auto spec = spec_of(t, random_aggregations(rng, t, 1.0));
+  expect_same(run_sink(spec, {t, t, t}).table, whole(t, spec).table, spec, "empty chunks");
+}
+
+TEST(GroupBySink, IntegerSumsStayExactAcrossChunks) {
+  // Partial sums near the i64 limit combine exactly, and a total that does not fit is an InputError.
+  const std::int64_t big = std::int64_t{1} << 61;
+  const Table t(std::vector<Column>{make_column<std::int64_t>("k", {1, 1, 1, 1}),
+                                    make_column<std::int64_t>("v", {big, big, big, -big})});
+  const GroupBySpec spec{{"k"}, {aggregation(AggOp::sum, "v"), aggregation(AggOp::mean, "v")}};
+  expect_same(run_sink(spec, chunks_of(t, sizes(3, 1))).table, whole(t, spec).table, spec, "near the limit");
+  const Table over(std::vector<Column>{make_column<std::int64_t>("k", {1, 1, 1, 1}),
+                                       make_column<std::int64_t>("v", {big, big, big, big})});
+  EXPECT_THROW(run_sink(spec, chunks_of(over, sizes(3, 1))), InputError);
+}
+
+TEST(GroupBySink, GeneratedBenchmarkDataInSixteenChunks) {
+  GroupByDataSpec data;
+  data.rows = 100'000;
+  data.k = 10;
+  data.nas_percent = 5;
+  const Table t = generate_groupby_table(data);
+  const std::vector<GroupBySpec> specs = {
+      {{"id1"}, parse_aggregations("sum(v1)")},
+      {{"id3"}, parse_aggregations("sum(v1),mean(v3)")},
+      {{"id2", "id4"}, parse_aggregations("median(v3),std(v3)")},
+      {{"id6"}, parse_aggregations("top(v3,2)")},
+      {{"id1", "id2", "id3", "id4", "id5", "id6"}, parse_aggregations("sum(v3),count()")}};
+  for (const auto& spec : specs) {
+    expect_same(run_sink(spec, chunks_of(t, sizes(15, t.rows() / 16))).table, whole(t, spec).table, spec,
+                spec.by.front());
+  }
+}
+
+TEST(GroupBySink, TheSignalCleanupRemovesTheSpillFolder) {
+  std::mt19937_64 rng(41);
+  const Table t = random_table(rng, 500, 1, 0.0);
+  const TempDir dir;
+  GroupBySinkOptions tiny;
+  tiny.memory_limit = 1;
+  tiny.temp_dir = dir.path.string();
+  GroupBySink sink(spec_of(t, {aggregation(AggOp::median, "v_f64")}), tiny);
+  sink.consume(0, t);
+  ASSERT_GT(files_in(dir.path.string()), 0u);
+  io::remove_temporaries();  // what the CLI's SIGINT/SIGTERM handler calls
+  EXPECT_EQ(files_in(dir.path.string()), 0u);
+}
+
+TEST(CombinePlan, RanksCombineOnlyWhatNeedsNoRowOrder) {
+  for (const char* text : {"count(),count(v),sum(v),min(v),max(v)", "mean(v)"}) {
+    const auto plan = plan_combine(parse_aggregations(text));
+    EXPECT_TRUE(plan.combinable) << text;
+    EXPECT_TRUE(plan.kept.empty() && plan.as_f64.empty()) << text;
+  }
+  const auto mean = plan_combine(parse_aggregations("mean(v)"));
+  ASSERT_EQ(mean.partial.size(), 2u);
+  EXPECT_EQ(mean.partial[0].op, AggOp::sum);
+  EXPECT_EQ(mean.partial[0].column, "v");
+  EXPECT_EQ(mean.outputs[0].kind, CombinePlan::Output::Kind::mean);
+  for (const char* text : {"first(v)", "last(v)", "var(v)", "std(v)", "median(v)", "nunique(v)", "top(v,2)"})
+    EXPECT_FALSE(plan_combine(parse_aggregations(text)).combinable) << text;
+}
+
+TEST(CombinePlan, ChunksCombineEveryAggregationOrKeepItsRows) {
+  const auto plan =
+      plan_combine(parse_aggregations("first(v),var(v),mean(v),median(w),top(w,2),count()"), CombineTarget::chunks);
+  ASSERT_TRUE(plan.combinable);
+  using Kind = CombinePlan::Output::Kind;
+  ASSERT_EQ(plan.outputs.size(), 7u);  // top(w,2): two outputs
+  EXPECT_EQ(plan.outputs[0].kind, Kind::column);
+  EXPECT_EQ(plan.outputs[1].kind, Kind::var);
+  EXPECT_EQ(plan.outputs[2].kind, Kind::mean);
+  EXPECT_EQ(plan.outputs[3].kind, Kind::kept);
+  EXPECT_EQ(plan.outputs[5].name, "top2_w");
+  ASSERT_EQ(plan.kept.size(), 2u);
+  EXPECT_EQ(plan.as_f64, std::vector<std::string>{"v"});
+  EXPECT_EQ(plan.partial[4].column, as_f64_name("v"));  // mean's partial sum reads the f64 copy
+}
