@@ -7,6 +7,8 @@
 // The capabilities.
 #include "tandem/device_table.hpp"
 #include "tandem/groupby.hpp"
+#include "tandem/groupby_csv.hpp"
+#include "tandem/groupby_sink.hpp"
 #include "tandem/index.hpp"
 #include "tandem/mapreduce.hpp"
 #include "tandem/schedule.hpp"

@@ -1,6 +1,8 @@
 #include "groupby/sink/combine_partials.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -14,27 +16,43 @@ namespace {
 
 using Kind = CombinePlan::Output::Kind;
 
+// As tandem::groupby: below ~16K rows per thread, starting threads costs more than it saves.
+int threads_for(std::size_t rows, int threads) {
+  return static_cast<int>(std::min<std::size_t>(std::max(1, threads), rows / 16384 + 1));
+}
+
+// The group of every partial row, and the number of groups (group ids ascend in key order).
+struct PartialGroupIds {
+  std::vector<std::uint32_t> gid;
+  std::uint64_t groups{0};
+};
+
+PartialGroupIds partial_group_ids(const Table& partials, const std::vector<std::string>& by, int threads) {
+  std::vector<const Column*> keys;
+  for (const auto& k : by) keys.push_back(&partials.column(k));
+  Report ignored;
+  const cpu_groupby::GroupKeys groups(keys, partials.rows(), threads_for(partials.rows(), threads), ignored);
+  PartialGroupIds ids{std::vector<std::uint32_t>(partials.rows()), groups.groups()};
+  if (!ids.gid.empty()) groups.fill(0, ids.gid.size(), ids.gid.data());
+  return ids;
+}
+
 // Each group's moments from its partial rows' count, mean and variance, merged in row (chunk)
 // order; out[i] for the i-th occupied group in key order (the final table's rows).
-std::vector<agg::Moments> combine_moments(const Table& partials, const GroupBySpec& by, const CombinePlan::Output& o,
-                                          int threads) {
-  std::vector<const Column*> keys;
-  for (const auto& k : by.by) keys.push_back(&partials.column(k));
-  Report ignored;
-  const cpu_groupby::GroupKeys groups(keys, partials.rows(), threads, ignored);
-  std::vector<agg::Moments> state(groups.groups(), agg::Moments{0, 0.0, 0.0});
-  std::vector<std::uint8_t> seen(groups.groups(), 0);
+std::vector<agg::Moments> combine_moments(const Table& partials, const PartialGroupIds& ids,
+                                          const CombinePlan::Output& o) {
+  std::vector<agg::Moments> state(ids.groups, agg::Moments{0, 0.0, 0.0});
+  std::vector<std::uint8_t> seen(ids.groups, 0);
   const Column &count = partials.column(o.count), &mean = partials.column(o.source), &var = partials.column(o.var);
   const auto n = count.numbers<std::int64_t>();
   const auto m = mean.numbers<double>(), v = var.numbers<double>();
-  std::vector<std::uint32_t> gid(partials.rows());
-  if (!gid.empty()) groups.fill(0, gid.size(), gid.data());
-  for (std::size_t i = 0; i < gid.size(); ++i) {
-    seen[gid[i]] = 1;
+  for (std::size_t i = 0; i < ids.gid.size(); ++i) {
+    const std::uint32_t g = ids.gid[i];
+    seen[g] = 1;
     if (n[i] == 0) continue;
     // One value: Welford's first step, m2 = x (x - x), which is NaN for an infinite or NaN x.
     const double m2 = n[i] >= 2 && var.present(i) ? v[i] * static_cast<double>(n[i] - 1) : m[i] * (m[i] - m[i]);
-    state[gid[i]].merge(agg::Moments{n[i], m[i], m2});
+    state[g].merge(agg::Moments{n[i], m[i], m2});
   }
   std::vector<agg::Moments> out;
   for (std::size_t g = 0; g < state.size(); ++g)
@@ -70,14 +88,15 @@ Column renamed(Column c, const std::string& name) {
 
 Table combine_partials(const Table& partials, const Table& kept, const SinkPlan& plan, int threads) {
   Report ignored;
-  const Table final_groups = cpu_groupby::run(partials, plan.final, threads, ignored);
+  const Table final_groups = cpu_groupby::run(partials, plan.final, threads_for(partials.rows(), threads), ignored);
   Table holistic;
   if (!plan.kept.aggs.empty()) {
-    holistic = cpu_groupby::run(kept, plan.kept, threads, ignored);
+    holistic = cpu_groupby::run(kept, plan.kept, threads_for(kept.rows(), threads), ignored);
     if (holistic.rows() != final_groups.rows())
       throw Error(fmt::format("group-by sink: {} groups in the kept rows, {} in the partial groups", holistic.rows(),
                               final_groups.rows()));
   }
+  std::optional<PartialGroupIds> ids;  // for var and std, made once
   Table out;
   for (const auto& k : plan.spec.by) out.add(final_groups.column(k));
   for (const auto& o : plan.combine.outputs) {
@@ -86,7 +105,8 @@ Table combine_partials(const Table& partials, const Table& kept, const SinkPlan&
       case Kind::mean: out.add(mean_column(o.name, final_groups.column(o.source), final_groups.column(o.count))); break;
       case Kind::var:
       case Kind::std:
-        out.add(moments_column(o.name, combine_moments(partials, plan.spec, o, threads), o.kind == Kind::std));
+        if (!ids) ids = partial_group_ids(partials, plan.spec.by, threads);
+        out.add(moments_column(o.name, combine_moments(partials, *ids, o), o.kind == Kind::std));
         break;
       case Kind::kept: out.add(renamed(holistic.column(o.source), o.name)); break;
     }
@@ -100,7 +120,7 @@ Table sort_by_keys(const Table& t, const std::vector<std::string>& by, int threa
     if (std::find(by.begin(), by.end(), c.name) == by.end())
       spec.aggs.push_back({AggOp::first, c.name, 0.5, 1, c.name});
   Report ignored;
-  return cpu_groupby::run(t, spec, threads, ignored);
+  return cpu_groupby::run(t, spec, threads_for(t.rows(), threads), ignored);
 }
 
 }  // namespace tandem::sink

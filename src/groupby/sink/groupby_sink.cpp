@@ -2,12 +2,13 @@
 // and keeps them (and the kept rows of holistic aggregations) in memory, tagged with the chunk
 // index; past the memory limit everything kept is split by key hash into SinkConfig::kPartitions
 // partitions and appended to spill files, as is every later chunk's share. finish() joins the
-// pieces in chunk order and combines them: all at once in memory, or one partition at a time,
+// pieces in chunk order and combines them: all at once in memory, or partition by partition,
 // the partitions' results then put in key order.
 #include "tandem/groupby_sink.hpp"
 
 #include <algorithm>
 #include <atomic>
+#include <exception>
 #include <mutex>
 #include <numeric>
 #include <unordered_set>
@@ -217,22 +218,36 @@ Table read_spilled(sink::SpillFiles& files, std::size_t f, const Table& like, in
 
 }  // namespace
 
+// Partitions are combined on `threads` threads at once, each on one thread (a partition holds
+// ~1/32 of the groups: too little to share); no exception leaves the parallel loop.
 Table GroupBySink::Impl::finish_spilled(Report& report) {
-  std::vector<Table> results;
-  std::size_t largest = 0;
+  std::vector<Table> results(SinkConfig::kPartitions);
+  std::vector<std::size_t> held(SinkConfig::kPartitions, 0);
+  std::exception_ptr error;
+  std::mutex error_lock;
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
   for (std::size_t p = 0; p < SinkConfig::kPartitions; ++p) {
-    const std::size_t f = p * SinkConfig::kFilesPerPartition;
-    const Table partials = read_spilled(*spill, f, partial_like, threads);
-    if (partials.rows() == 0) continue;
-    const Table kept = plan.kept.aggs.empty() ? Table{} : read_spilled(*spill, f + 1, kept_like, threads);
-    largest = std::max(largest, sink::table_bytes(partials) + sink::table_bytes(kept));
-    results.push_back(sink::combine_partials(partials, kept, plan, threads));
+    try {
+      const std::size_t f = p * SinkConfig::kFilesPerPartition;
+      const Table partials = read_spilled(*spill, f, partial_like, 1);
+      if (partials.rows() == 0) continue;
+      const Table kept = plan.kept.aggs.empty() ? Table{} : read_spilled(*spill, f + 1, kept_like, 1);
+      held[p] = sink::table_bytes(partials) + sink::table_bytes(kept);
+      results[p] = sink::combine_partials(partials, kept, plan, 1);
+    } catch (...) {
+      const std::lock_guard hold(error_lock);
+      if (!error) error = std::current_exception();
+    }
   }
-  report.note(
-      fmt::format("spilled: {} partitions by key hash, {} bytes written to {}; the largest partition read "
-                  "back held {} bytes",
-                  SinkConfig::kPartitions, spill->bytes_written(), spill->folder(), largest));
-  return sink::sort_by_keys(concat_tables(results, empty_result, threads), plan.spec.by, threads);
+  if (error) std::rethrow_exception(error);
+  std::vector<Table> pieces;
+  for (auto& r : results)
+    if (r.num_columns() > 0) pieces.push_back(std::move(r));
+  report.note(fmt::format(
+      "spilled: {} partitions by key hash, {} bytes written to {}; the largest partition read "
+      "back held {} bytes",
+      SinkConfig::kPartitions, spill->bytes_written(), spill->folder(), *std::max_element(held.begin(), held.end())));
+  return sink::sort_by_keys(concat_tables(pieces, empty_result, threads), plan.spec.by, threads);
 }
 
 GroupByResult GroupBySink::finish() {
@@ -259,7 +274,7 @@ GroupByResult GroupBySink::finish() {
   else out.table = s.finish_in_memory();
   report.add("combine", "cpu", w.seconds(),
              fmt::format("{} groups from the partial groups, {} thread(s){}", out.table.rows(), s.threads,
-                         s.spill ? ", one partition at a time" : ""));
+                         s.spill ? ", partitions on a thread each" : ""));
   s.spill.reset();  // the spill files go as soon as they are read
   return out;
 }
