@@ -338,7 +338,10 @@ const bool registered = tandem::cli::register_command(
               "chained (per-block chained tables, hot keys in a shared-memory pool; 'seed' is an older name for it)")
            ->capture_default_str();
        app.add_flag("--explain", a->explain, "Print what ran where and how long each stage took (stderr)");
-       app.add_option("--memory-limit", a->memory_limit, "CSV input: bytes the group-by's state may hold (0: default)");
+       app.add_option("--memory-limit", a->memory_limit,
+                      "CSV input: bytes the group-by's partial groups may hold before they spill (e.g. 2G; 0: a "
+                      "quarter of the available memory)")
+           ->transform(CLI::AsSizeValue(false));
        app.add_option("--temp-dir", a->temp_dir, "CSV input: folder for spilled group states (default $TMPDIR)");
        app.add_flag("--quiet", a->quiet, "No progress on stderr");
        tandem::cli::add_distributed_options(app, a->distributed, &a->gather);

@@ -9,6 +9,7 @@
 // The capabilities.
 #include "tandem/device_table.hpp"
 #include "tandem/groupby.hpp"
+#include "tandem/groupby_csv.hpp"
 #include "tandem/groupby_sink.hpp"
 #include "tandem/index.hpp"
 #include "tandem/mapreduce.hpp"

@@ -1,18 +1,15 @@
-// groupby_csv: the streaming scan feeding the group-by. The chunks' columns are gathered into
-// one table of only the columns the query names, then grouped.
+// groupby_csv: the streaming scan feeding the group-by's chunk interface (GroupBySink): each
+// chunk's needed columns are reduced to partial groups as they arrive; no whole table is built.
 #include "tandem/groupby_csv.hpp"
 
 #include <algorithm>
-#include <map>
-#include <mutex>
 
 #include <fmt/format.h>
 
-#include "scan/concat.hpp"
 #include "scan/csv_stream.hpp"
 #include "tandem/core/format.hpp"
 #include "tandem/core/parallel.hpp"
-#include "tandem/core/timing.hpp"
+#include "tandem/groupby_sink.hpp"
 
 namespace tandem {
 namespace {
@@ -26,12 +23,6 @@ std::vector<std::string> needed_columns(const GroupBySpec& spec) {
   for (const auto& a : spec.aggs) add(a.column);
   return cols;
 }
-
-// Chunks kept by index until the scan ends.
-struct Gathered {
-  std::mutex m;
-  std::map<std::size_t, Table> chunks;
-};
 
 Table empty_table(const std::vector<scan::ColumnPlan>& plans) {
   std::vector<Column> cols;
@@ -63,29 +54,21 @@ GroupByResult groupby_csv(const std::string& path, const GroupBySpec& spec, cons
   so.chunk_bytes = options.csv.chunk_bytes;
   so.sample_rows = options.sample_rows;
   so.progress = options.progress;
-  auto gathered = std::make_shared<Gathered>();
+  GroupBySinkOptions sink_options;
+  sink_options.threads = so.threads;
+  sink_options.memory_limit = options.memory_limit;
+  sink_options.temp_dir = options.temp_dir;
+  std::shared_ptr<GroupBySink> sink;
+  // Each pass gets a fresh sink: a pass that widened a type is read again from the start.
   const auto summary = scan::scan_csv(path, needed_columns(spec), so, [&]() -> scan::ChunkConsumer {
-    gathered = std::make_shared<Gathered>();
-    return [g = gathered](std::size_t index, const Table& chunk) {
-      std::lock_guard lock(g->m);
-      g->chunks.emplace(index, chunk);
-    };
+    sink.reset();
+    sink = std::make_shared<GroupBySink>(spec, sink_options);
+    return [s = sink](std::size_t index, const Table& chunk) { s->consume(index, chunk); };
   });
-  Stopwatch w;
-  std::vector<Table> parts;
-  for (auto& [i, t] : gathered->chunks) parts.push_back(std::move(t));
-  gathered->chunks.clear();
-  const Table input = parts.empty() ? empty_table(summary.plans) : scan::concatenate(parts, so.threads);
-  parts.clear();
-  const double gather_s = w.seconds();
-  GroupByOptions go;
-  go.device = Device::cpu;
-  go.threads = so.threads;
-  GroupByResult r = groupby(input, spec, go);
-  r.report.stages.insert(
-      r.report.stages.begin(),
-      {"gather columns", "cpu", gather_s, fmt::format("{} rows, {} columns", input.rows(), input.num_columns())});
-  r.report.stages.insert(r.report.stages.begin(), {"scan csv", "cpu", summary.seconds, describe(summary)});
+  if (summary.chunks == 0) sink->consume(0, empty_table(summary.plans));  // the result's column types
+  GroupByResult r = sink->finish();
+  r.report.stages.insert(r.report.stages.begin(), {"scan csv", "cpu", summary.seconds,
+                                                   describe(summary) + " (chunks reduced to partial groups as read)"});
   return r;
 }
 

@@ -2,7 +2,7 @@
 # groupby streaming a CSV: standard input and a FIFO (one pass), .gz and .zst input (where the
 # tools are installed), the same answers as the plain file, a type widened after the sample (a
 # second pass over a file; an error naming the column on a pipe), --explain describing the scan,
-# malformed compressed input (exit 2, no output).
+# malformed compressed input (exit 2, no output), spilling with a tiny --memory-limit.
 set -u
 T=$1
 source "$(dirname "$0")/lib.bash"
@@ -52,4 +52,9 @@ check late-float-i64 2 "$T" groupby "$d/late.csv" --by k --agg 'sum(v)' --schema
 grep -q "late.csv:33002: column 3 ('v'): '2.5' is not an i64" "$out" || { echo "FAIL late-float-i64 message"; cat "$out"; fails=$((fails+1)); }
 check explain 0 "$T" groupby "$d/t.csv" --by k --agg 'sum(v)' --explain --threads 2
 grep -q "scan csv.*2 threads.*2 of 3 columns read" "$out" || { echo "FAIL explain text"; cat "$out"; fails=$((fails+1)); }
+# a tiny memory limit: the partial groups spill to --temp-dir, the same answer, nothing left there
+mkdir "$d/tmp"
+check spill 0 "$T" groupby "$d/t.csv" --by k --agg 'sum(v),count()' --memory-limit 1K --temp-dir "$d/tmp" --threads 2
+same spill-out "$out" "$want"
+[ -z "$(ls -A "$d/tmp")" ] || { echo "FAIL spill left files"; ls -R "$d/tmp"; fails=$((fails+1)); }
 exit $((fails > 0))
