@@ -17,7 +17,8 @@ py::tuple sort_rows(const py::sequence& columns, const std::vector<std::pair<std
                     bool nulls_first, std::optional<std::size_t> limit, int threads) {
   const Table table = table_from_python(columns);
   SortSpec spec;
-  for (const auto& [name, descending] : keys) spec.by.push_back({name, descending ? SortOrder::descending : SortOrder::ascending});
+  for (const auto& [name, descending] : keys)
+    spec.by.push_back({name, descending ? SortOrder::descending : SortOrder::ascending});
   spec.nulls = nulls_first ? NullOrder::first : NullOrder::last;
   spec.limit = limit;
   TableSortOptions o;

@@ -199,6 +199,57 @@ KeyWords encode_keys(const Table& table, const KeyLayout& l, int threads) {
 
 namespace {
 
+// The bits that differ from row 0's in some row, per word.
+std::vector<std::uint64_t> varying_bits(const KeyWords& k, int T) {
+  std::vector<std::uint64_t> vary(k.words, 0);
+  for (std::size_t w = 0; w < k.words; ++w) {
+    const std::uint64_t* p = k.word(w);
+    const std::uint64_t first = p[0];
+    std::uint64_t v = 0;
+#pragma omp parallel for num_threads(T) schedule(static) reduction(| : v)
+    for (std::size_t r = 0; r < k.rows; ++r) v |= p[r] ^ first;
+    vary[w] = v;
+  }
+  return vary;
+}
+
+}  // namespace
+
+std::size_t drop_constant_bytes(KeyLayout& l, KeyWords& k, int threads) {
+  if (k.rows == 0) return 0;
+  const int T = threads > 0 ? threads : default_threads();
+  const auto vary = varying_bits(k, T);
+  std::vector<std::size_t> kept;  // byte positions (word * 8 + byte, most significant first)
+  for (std::size_t p = 0; p < k.words * 8; ++p)
+    if ((vary[p / 8] >> (56 - 8 * (p % 8))) & 0xff) kept.push_back(p);
+  const std::size_t words = std::max<std::size_t>(1, (kept.size() + 7) / 8);
+  if (words == k.words) return 0;
+  KeyWords packed;
+  packed.rows = k.rows;
+  packed.words = words;
+  packed.data.resize(k.rows * words);
+#pragma omp parallel for num_threads(T) schedule(static)
+  for (std::size_t r = 0; r < k.rows; ++r) {
+    for (std::size_t w = 0; w < words; ++w) {
+      std::uint64_t out = 0;
+      for (std::size_t i = w * 8; i < std::min(kept.size(), w * 8 + 8); ++i) {
+        const std::size_t p = kept[i];
+        const std::uint64_t byte = (k.at(p / 8, r) >> (56 - 8 * (p % 8))) & 0xff;
+        out |= byte << (56 - 8 * (i % 8));
+      }
+      packed.data[w * k.rows + r] = out;
+    }
+  }
+  l.exact_bytes = static_cast<std::size_t>(
+      std::count_if(kept.begin(), kept.end(), [&](std::size_t p) { return p < l.exact_bytes; }));
+  l.words = words;
+  const std::size_t dropped = k.words * 8 - kept.size();
+  k = std::move(packed);
+  return dropped;
+}
+
+namespace {
+
 template <class T>
 int compare_numbers(const Column& c, std::size_t a, std::size_t b) {
   const auto v = c.numbers<T>();

@@ -46,11 +46,13 @@ std::vector<std::size_t> row_order(const Table& table, const SortSpec& spec, con
                                    Report& report) {
   const int T = threads_for(options, table.rows());
   Stopwatch sw;
-  const auto layout = detail::plan_key_layout(table, spec, options);
-  const auto keys = detail::encode_keys(table, layout, T);
-  report.add("encode keys", "cpu", sw.seconds(),
-             fmt::format("{} rows, {}", table.rows(), human_bytes(keys.data.size() * sizeof(std::uint64_t))));
+  auto layout = detail::plan_key_layout(table, spec, options);
+  auto keys = detail::encode_keys(table, layout, T);
   report.note(describe(layout, table));
+  const std::size_t dropped = detail::drop_constant_bytes(layout, keys, T);
+  report.add("encode keys", "cpu", sw.seconds(),
+             fmt::format("{} rows, {}{}", table.rows(), human_bytes(keys.data.size() * sizeof(std::uint64_t)),
+                         dropped ? fmt::format(" ({} bytes equal in every row dropped)", dropped) : ""));
   Stopwatch order;
   std::vector<std::size_t> rows;
   if (spec.limit && *spec.limit < table.rows()) {

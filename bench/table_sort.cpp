@@ -1,0 +1,139 @@
+// Table sorts by several keys on the db-benchmark group-by data: tandem::sort (normalised keys,
+// radix sort of the row order, one gather of every column) against DuckDB at the same thread
+// count, both compute only (table in memory, whole table gathered), DuckDB's order checked on
+// every 997th row's keys; and --limit 100 against the full sort of the same keys.
+//
+//   bench_table_sort [--rows N] [--k K] [--threads T] [--reps R] [--data-dir DIR]
+//                    [--duckdb-script bench/duckdb/sort.mjs] [--no-duckdb] [--explain]
+//
+// Run from the repository root after `npm install` in bench/duckdb. The table is written once as
+// CSV (DIR/tandem-tablesort-N-K.csv, kept for the next run); a Node script loads it into DuckDB
+// and times `CREATE TABLE s AS SELECT * FROM x ORDER BY ...` per query.
+//
+// Floor at 10^7 rows (two cores streaming ~10 GB/s): the gather reads and writes every column
+// once in key order, ~0.5 GB each way (id1..id3: 8-byte offsets + 5/5/12 bytes; six 4-byte and
+// one 8-byte number), random reads of rows ~100 ns a miss with ~10 in flight per core: ~60 ms
+// for 10^7 rows x 9 columns on two cores. The key: id3 encodes to 12 bytes (2 words), a radix
+// sort of 10^7 (word, row) pairs moves ~4 x 160 MB per pass over the varying digits.
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include <fmt/format.h>
+
+#include "harness.hpp"
+#include "tandem/core/error.hpp"
+#include "tandem/core/timing.hpp"
+#include "tandem/groupby.hpp"
+#include "tandem/table/csv.hpp"
+#include "tandem/table_sort.hpp"
+
+using namespace tandem;
+
+namespace {
+
+struct Query {
+  std::string name;
+  std::string sql;  // ORDER BY … [LIMIT …]
+  SortSpec spec;
+};
+
+const std::vector<Query>& queries() {
+  static const std::vector<Query> q = {
+      {"id3", "ORDER BY id3", {.by = {{"id3"}}}},
+      {"id1_id2_v3desc", "ORDER BY id1, id2, v3 DESC", {.by = {{"id1"}, {"id2"}, {"v3", descending}}}},
+      {"v3", "ORDER BY v3", {.by = {{"v3"}}}},
+      {"id3_limit100", "ORDER BY id3 LIMIT 100", {.by = {{"id3"}}, .limit = 100}},
+  };
+  return q;
+}
+
+nlohmann::json run_duckdb(const bench::Bench& b, const std::string& csv, const std::string& out, int threads) {
+  std::filesystem::create_directories(out);
+  std::string list;
+  for (const auto& q : queries()) list += (list.empty() ? "" : ";") + q.name + "=" + q.sql;
+  const std::string cmd = fmt::format("node {} --csv {} --threads {} --reps {} --out {} --queries {}",
+                                      b.get("--duckdb-script", "bench/duckdb/sort.mjs"), csv, threads, b.reps(), out,
+                                      bench::shell_quote(list));
+  std::FILE* p = popen(cmd.c_str(), "r");  // stdout only: the JSON line
+  std::string output;
+  char buf[4096];
+  while (p && std::fgets(buf, sizeof buf, p)) output += buf;
+  if (!p || pclose(p) != 0) throw Error(fmt::format("DuckDB run failed: {}\n{}", cmd, output));
+  return nlohmann::json::parse(output);
+}
+
+// Compares the key columns of DuckDB's sampled rows with tandem's rows at the same positions
+// (ties may come in another order: DuckDB's sort is not stable, so only the keys are compared).
+std::string check(const Query& q, const Table& got, const std::string& sample_csv) {
+  std::string schema = "row:i64";
+  for (const auto& k : q.spec.by)
+    schema += "," + k.column + (k.column == "v3" ? ":f64" : k.column[2] < '4' ? ":str" : ":i64");
+  const Table want = read_csv(sample_csv, {.schema = parse_csv_schema(schema)});
+  const auto rows = want.column("row").numbers<std::int64_t>();
+  std::size_t expected_rows = q.spec.limit ? std::min(*q.spec.limit, got.rows()) : got.rows();
+  if (got.rows() != expected_rows) return fmt::format("{} rows, expected {}", got.rows(), expected_rows);
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const auto r = static_cast<std::size_t>(rows[i]);
+    for (const auto& k : q.spec.by) {
+      const Column &g = got.column(k.column), &w = want.column(k.column);
+      bool same = false;
+      if (g.type == ColumnType::str) same = g.string(r) == w.string(i);
+      else if (g.type == ColumnType::f64) same = g.numbers<double>()[r] == w.numbers<double>()[i];
+      else same = std::int64_t(g.numbers<std::int32_t>()[r]) == w.numbers<std::int64_t>()[i];
+      if (!same) return fmt::format("row {}: column {} differs from DuckDB's", r, k.column);
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  bench::Bench b("table_sort", argc, argv);
+  const auto rows = static_cast<std::size_t>(b.get_int("--rows", b.quick() ? 100000 : 10000000));
+  const auto k = static_cast<std::size_t>(b.get_int("--k", 100));
+  const int threads = static_cast<int>(b.get_int("--threads", 2));
+  Stopwatch w;
+  const Table data = generate_groupby_table({.rows = rows, .k = k});
+  fmt::print("generated {} rows, K = {} in {:.2f} s\n", rows, k, w.seconds());
+  const std::string csv = fmt::format("{}/tandem-tablesort-{}-{}.csv", b.get("--data-dir", "/tmp"), rows, k);
+  const bool duckdb = !b.has_flag("--no-duckdb");
+  nlohmann::json duck;
+  if (duckdb) {
+    if (!std::filesystem::exists(csv)) {
+      std::ofstream f(csv + ".tmp", std::ios::binary);
+      write_csv(f, data);
+      f.close();
+      std::filesystem::rename(csv + ".tmp", csv);
+    }
+    duck = run_duckdb(b, csv, csv + ".answers", threads);
+    fmt::print("DuckDB {} loaded the CSV in {:.2f} s\n", duck["version"].get<std::string>(),
+               duck["load_s"].get<double>());
+  }
+  std::map<std::string, double> medians;
+  std::vector<std::string> lines;
+  for (const auto& q : queries()) {
+    TableSortResult r;
+    const auto s = b.time([&] { r = sort(data, q.spec, {.threads = threads}); });
+    medians[q.name] = s.median;
+    if (b.has_flag("--explain")) fmt::print("{}", r.report.explain());
+    const std::string c = fmt::format("{} 1e{:.0f} {}t", q.name, std::log10(double(rows)), threads);
+    if (!duckdb) {
+      b.record(c, "tandem CPU", s, double(rows), "rows", false);
+      continue;
+    }
+    const auto why = check(q, r.table, fmt::format("{}.answers/{}.csv", csv, q.name));
+    const Stats d = summarize(duck["times"][q.name].get<std::vector<double>>());
+    b.record(c, "DuckDB", d, double(rows), "rows", true);
+    b.record(c, "tandem CPU", s, double(rows), "rows", why.empty());
+    if (!why.empty()) b.fail(fmt::format("{}: {}", c, why));
+    b.goal(fmt::format("{} vs DuckDB", c), d.median / s.median, 2.0);
+    lines.push_back(fmt::format("| {} | {:.3f} | {:.3f} | {:.2f}x |", q.sql, s.median, d.median, d.median / s.median));
+  }
+  b.goal("id3 limit 100 vs full sort of id3", medians["id3"] / medians["id3_limit100"], 10.0);
+  if (!lines.empty())
+    fmt::print("\n| query | tandem s | DuckDB s | DuckDB / tandem |\n|---|---|---|---|\n{}\n", fmt::join(lines, "\n"));
+  return b.finish();
+}
