@@ -159,7 +159,7 @@ def _rank_coded_keys(columns, by, aggs, dtypes):
     """Key columns of string categories replaced by their ranks (_category_ranks), unless an
     aggregation also reads the column; returns the columns and {name: (code of each rank, the
     column's dtype)}."""
-    read = {column for _, column, _, _, _ in aggs}
+    read = {str(column) for _, column, _, _, _ in aggs}
     keys = {str(b) for b in by}
     out, coded = [], {}
     for spec in columns:
@@ -400,7 +400,7 @@ class DeviceTable:
         columns); arguments and result as tandem.groupby. on_device=True leaves the result on the
         GPU as another DeviceTable (tandem::groupby_on_device): group it again, or copy it to the
         host with to_host()."""
-        by = [by] if isinstance(by, str) else list(by)
+        by = _key_labels(by)
         _check_device(device)
         aggs = _library_aggregations(_aggregations(agg))
         if on_device:
