@@ -2,8 +2,11 @@
 
 #include "scan/column_out.hpp"
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
+
+#include "tandem/core/parallel.hpp"
 
 namespace tandem::scan {
 namespace {
@@ -56,8 +59,8 @@ Table concatenate(const std::vector<Table>& parts, int threads) {
   if (parts.empty()) return {};
   const std::size_t ncols = parts.front().num_columns();
   std::vector<Column> columns(ncols);
-#pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
-  for (std::size_t j = 0; j < ncols; ++j) columns[j] = concatenate_column(parts, j);
+  // Each column allocates: an exception (bad_alloc) is carried out of the threads.
+  parallel_for(ncols, std::max(threads, 1), [&](std::size_t j) { columns[j] = concatenate_column(parts, j); });
   return Table(std::move(columns));
 }
 
