@@ -173,21 +173,21 @@ TEST(CsvInputs, FifoAndProcFilesAreRead) {
 // A million columns: adding them and reading a CSV header of them take linear time (this ran
 // for minutes when each name was searched among all earlier ones).
 TEST(Table, MillionColumnsTakeLinearTime) {
-  constexpr std::size_t kColumns = 200'000;  // 1,000,000 takes minutes: one OpenMP region per string column
+  constexpr std::size_t kColumns = 1'000'000;
   std::string header;
   header.reserve(kColumns * 8);
   for (std::size_t i = 0; i < kColumns; ++i) header += (i ? ",c" : "c") + std::to_string(i);
   const Table t = read_csv_text(header + "\n", {.threads = 2}, "wide.csv");
   ASSERT_EQ(t.num_columns(), kColumns);
   EXPECT_EQ(t.rows(), 0u);
-  EXPECT_EQ(t.find("c199999"), &t.column(kColumns - 1));
+  EXPECT_EQ(t.find("c999999"), &t.column(kColumns - 1));
   EXPECT_EQ(t.find("c"), nullptr);
   try {
     (void)t.column("nope");
     FAIL() << "no error";
   } catch (const UsageError& e) {
     EXPECT_LT(std::string(e.what()).size(), 1000u);  // names a few columns, not a million
-    EXPECT_NE(std::string(e.what()).find(" and 199968 more"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(" and 999968 more"), std::string::npos) << e.what();
   }
   Table copy = t;
   EXPECT_THROW(copy.add(make_column<std::int64_t>("c5", {})), UsageError);

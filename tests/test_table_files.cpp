@@ -103,6 +103,10 @@ TEST(TableFiles, NamesThatCannotBeFiles) {
   clash.add(make_column<std::int64_t>("a", {1}, make_validity(1, [](std::size_t) { return false; })));
   clash.add(make_column<std::int64_t>("a.valid", {1}));
   EXPECT_THROW(write_table_folder(d.file("y"), clash), UsageError);
+  Table clash_any;  // the same names with no missing value: refused alike (the check is by names)
+  clash_any.add(make_column<std::int64_t>("a", {1}));
+  clash_any.add(make_column<std::int64_t>("a.valid", {1}));
+  EXPECT_THROW(write_table_folder(d.file("y"), clash_any), UsageError);
   EXPECT_FALSE(fs::exists(d.file("x")));
   EXPECT_FALSE(fs::exists(d.file("y")));
 }

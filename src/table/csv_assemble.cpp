@@ -115,7 +115,7 @@ Column join_strings(const std::vector<Piece>& pieces, const Layout& layout, std:
   auto bytes = tandem::detail::raw_bytes(byte_base.back());
   auto* offsets = reinterpret_cast<std::uint64_t*>(layout.arrays[j].get());
   offsets[0] = 0;
-#pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 1) if (threads > 1)
   for (std::size_t i = 0; i < pieces.size(); ++i) {
     const ByteStore& b = pieces[i].columns[j].bytes;
     if (b.size()) std::memcpy(bytes.get() + byte_base[i], b.data(), b.size());
@@ -178,16 +178,19 @@ std::vector<Column> assemble(std::vector<Piece>& pieces, Layout& layout, const s
   const std::size_t rows = row_base.back();
   close_gaps(pieces, layout, row_base);
   std::vector<Column> columns(names.size());
-  for (std::size_t j = 0; j < names.size(); ++j) {
+  // Many columns: a thread per column, each joining its pieces alone (a parallel region per
+  // column would cost more than the work of a wide, short file); few: threads over the pieces.
+  const bool by_column = names.size() >= 4 * static_cast<std::size_t>(std::max(threads, 1));
+  parallel_for(names.size(), by_column ? threads : 1, [&](std::size_t j) {
     if (types[j] == ColumnType::str) {
-      columns[j] = join_strings(pieces, layout, j, row_base, threads);
+      columns[j] = join_strings(pieces, layout, j, row_base, by_column ? 1 : threads);
     } else {
       columns[j].type = types[j];
       columns[j].length = rows;
       columns[j].values = view(layout.arrays[j], layout.arrays[j].get() + layout.widths[j], rows * layout.widths[j]);
     }
     columns[j].name = names[j];
-  }
+  });
   parallel_for(names.size(), threads, [&](std::size_t j) { columns[j].validity = validity_of(pieces, j, row_base); });
   return columns;
 }
