@@ -137,7 +137,8 @@ __global__ void split_rows(RowBounds rows, std::size_t count, const std::uint64_
     } else {
       cb = p;
       while (p < end && s[p] != out.delimiter) {
-        if (s[p] == '"') return (void)atomicOr(out.error, 1u);  // a quote inside an unquoted field
+        // A quote inside an unquoted field, or a carriage return not before a line feed.
+        if (s[p] == '"' || s[p] == '\r') return (void)atomicOr(out.error, 1u);
         ++p;
       }
       ce = p;
