@@ -6,6 +6,7 @@
 
 #include "groupby/cpu_dictionary.hpp"
 
+using namespace tandem;
 using namespace tandem::cpu_groupby;
 
 namespace {
