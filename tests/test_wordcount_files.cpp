@@ -122,7 +122,7 @@ TEST(WordCountFiles, SameAsTheJoinedTextWithNoWordAcrossFiles) {
     const auto got = mapreduce::wordcount_files({paths[1]}, cpu);
     EXPECT_EQ(got.words, mapreduce::wordcount(parts[1], cpu).words) << "lowercase " << lower;
     ASSERT_FALSE(got.report.stages.empty());
-    EXPECT_EQ(got.report.stages.front().name, "map input");
+    EXPECT_EQ(got.report.stages.front().name, "read input");  // inputs are read, never mapped (docs/io.md)
   }
   const auto empty = mapreduce::wordcount_files({paths[2]}, cpu);
   EXPECT_TRUE(empty.words.empty());
