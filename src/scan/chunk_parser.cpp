@@ -91,8 +91,10 @@ class Columns {
 
   Outcome widen(std::size_t k, const Field& f) {
     double d;
-    const bool number =
-        !f.escaped && !has_leading_zero({f.begin, f.size()}) && csv::parse_number(f.begin, f.end, d) == csv::Parsed::ok;
+    // A float beyond f64's range is still a number: store_f64 reports it (as the reader does).
+    const csv::Parsed p = f.escaped || has_leading_zero({f.begin, f.size()}) ? csv::Parsed::not_a_number
+                                                                             : csv::parse_number(f.begin, f.end, d);
+    const bool number = p == csv::Parsed::ok || p == csv::Parsed::out_of_range;
     wanted_.resize(out_.size(), ColumnType::i64);
     wanted_[k] = number && out_[k].type == ColumnType::i64 ? ColumnType::f64 : ColumnType::str;
     widened_ = k;
@@ -109,8 +111,16 @@ class Columns {
 
   Outcome store_f64(ColumnOut& c, const Field& f, std::size_t k) {
     double v;
-    if (f.escaped || has_leading_zero({f.begin, f.size()}) || csv::parse_number(f.begin, f.end, v) != csv::Parsed::ok)
-      return widen(k, f);
+    if (f.escaped || has_leading_zero({f.begin, f.size()})) return widen(k, f);
+    const csv::Parsed p = csv::parse_number(f.begin, f.end, v);
+    if (p == csv::Parsed::out_of_range) {
+      error = fmt::format(
+          "'{}' is beyond the range of f64 (write inf for infinity, or name the column's type str in the schema to "
+          "keep it as text)",
+          csv::printable(f.begin, f.end));
+      return Outcome::error;
+    }
+    if (p != csv::Parsed::ok) return widen(k, f);
     c.push_number(v);
     return Outcome::ok;
   }

@@ -70,6 +70,12 @@ class FdSource : public ByteSource {
     for (;;) {
       const ssize_t r = ::read(fd_, dst, n);
       if (r >= 0) return static_cast<std::size_t>(r);
+      // Some /proc files refuse a large count with ENOMEM (the kernel's buffer is the size asked):
+      // ask for less.
+      if (errno == ENOMEM && n > 4096) {
+        n /= 2;
+        continue;
+      }
       if (errno != EINTR) throw InputError(fmt::format("{}: read failed ({})", name, std::strerror(errno)));
     }
   }
