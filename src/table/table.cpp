@@ -1,5 +1,6 @@
 #include "tandem/table.hpp"
 
+#include <algorithm>
 #include <array>
 #include <bit>
 #include <cstring>
@@ -227,6 +228,8 @@ Table Table::gather(std::span<const std::size_t> rows) const {
 }
 
 Table::Table(std::vector<Column> columns) {
+  columns_.reserve(columns.size());
+  index_.reserve(columns.size());
   for (auto& c : columns) add(std::move(c));
 }
 
@@ -252,7 +255,9 @@ void Table::add(Column c) {
   if (find(c.name)) throw UsageError(fmt::format("two columns are named '{}'", c.name));
   if (!columns_.empty() && c.length != rows())
     throw UsageError(fmt::format("column '{}' has {} rows, the table {}", c.name, c.length, rows()));
-  columns_.reserve(columns_.size() + 1);  // no throw after the name is indexed
+  // Room first (geometric, so N adds move columns O(N) times in all): no throw after the name is
+  // indexed.
+  if (columns_.size() == columns_.capacity()) columns_.reserve(std::max<std::size_t>(8, 2 * columns_.capacity()));
   index_.emplace(c.name, columns_.size());
   columns_.push_back(std::move(c));
 }
