@@ -29,7 +29,7 @@ struct Producer {
   template <class T>
   const void* blob(const std::vector<T>& v) {
     auto& b = blobs.emplace_back(v.size() * sizeof(T) + 8);  // slack: a buffer may be read whole
-    std::memcpy(b.data(), v.data(), v.size() * sizeof(T));
+    if (!v.empty()) std::memcpy(b.data(), v.data(), v.size() * sizeof(T));
     return b.data();
   }
   const void* bits(const std::vector<int>& present) {
