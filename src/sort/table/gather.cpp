@@ -64,7 +64,8 @@ void gather_strings(const Column& c, std::span<const std::size_t> rows, int T, C
   Uninit<char> bytes(off[n]);
   const auto* src = reinterpret_cast<const char*>(c.values.data());
 #pragma omp parallel for num_threads(T) schedule(static)
-  for (std::size_t i = 0; i < n; ++i) std::memcpy(bytes.data() + off[i], src + in_off[rows[i]], off[i + 1] - off[i]);
+  for (std::size_t i = 0; i < n; ++i)
+    if (off[i + 1] > off[i]) std::memcpy(bytes.data() + off[i], src + in_off[rows[i]], off[i + 1] - off[i]);
   out.values = Buffer::take(std::move(bytes));
   out.offsets = Buffer::take(std::move(off));
 }
