@@ -229,7 +229,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     whole.delimiter = delimiter;
     whole.threads = 1;
     const Outcome want = read(text, whole, what.c_str());
-    for (const auto [threads, chunk] : {std::pair{3, std::size_t{1}}, std::pair{2, std::size_t{5}}}) {
+    for (const auto& [threads, chunk] : {std::pair{3, std::size_t{1}}, std::pair{2, std::size_t{5}}}) {
       CsvOptions split = whole;
       split.threads = threads;
       split.chunk_bytes = chunk;

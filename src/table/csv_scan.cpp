@@ -49,9 +49,23 @@ std::vector<const char*> split_records(const char* b, const char* e, std::size_t
   for (std::size_t i = 1; i < pieces; ++i) inside[i] = inside[i - 1] != (quotes[i - 1] % 2 == 1);
   std::vector<const char*> starts(pieces + 1, e);
   starts[0] = b;
-#pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
-  for (std::size_t i = 1; i < pieces; ++i) starts[i] = next_record_start(cut(i), e, inside[i]);
-  return starts;
+  // Each thread takes a run of consecutive cuts: a cut that falls before the record start found
+  // for the previous one shares it, so a long record is scanned once, not once per cut in it.
+  const std::size_t runs = std::min<std::size_t>(static_cast<std::size_t>(std::max(threads, 1)), pieces);
+#pragma omp parallel for num_threads(threads) schedule(static, 1)
+  for (std::size_t r = 0; r < runs; ++r) {
+    const char* found = nullptr;
+    for (std::size_t i = std::max<std::size_t>(1, pieces * r / runs); i < pieces * (r + 1) / runs; ++i)
+      starts[i] = found = found && found > cut(i) ? found : next_record_start(cut(i), e, inside[i]);
+  }
+  // Cuts inside one long record all move to its end: keep one, so that no piece is empty (an
+  // empty piece would still hold a parser state per column, and a wide file cut finely holds
+  // millions of them).
+  std::vector<const char*> cuts{starts[0]};
+  for (std::size_t i = 1; i < starts.size(); ++i)
+    if (starts[i] != cuts.back()) cuts.push_back(starts[i]);
+  if (cuts.size() == 1) cuts.push_back(e);  // an empty body: one empty piece
+  return cuts;
 }
 
 char detect_delimiter(const char* b, const char* e) {

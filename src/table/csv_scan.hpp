@@ -133,8 +133,9 @@ std::size_t count_quotes(const char* b, const char* e);
 const char* next_record_start(const char* from, const char* end, bool inside_quotes);
 
 // Splits [b, e) (starting at a record) into pieces of about `piece_bytes` that start at records:
-// the returned boundaries run from b to e, non-decreasing (pieces may be empty). Counts quotes
-// per piece on `threads` threads to know where each piece starts relative to quoted fields.
+// the returned boundaries run from b to e and increase (no piece is empty but an empty body's
+// one). Counts quotes per piece on `threads` threads to know where each piece starts relative
+// to quoted fields.
 std::vector<const char*> split_records(const char* b, const char* e, std::size_t piece_bytes, int threads);
 
 // ',' or '\t': whichever the first record (the header) has more of outside quotes; ',' on a tie.
