@@ -6,7 +6,9 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <new>
 #include <optional>
 #include <stdexcept>
@@ -15,11 +17,14 @@
 
 #include <gtest/gtest.h>
 
+#include "tandem/core/device.hpp"
 #include "tandem/core/error.hpp"
 #include "tandem/core/io.hpp"
 #include "tandem/core/parallel.hpp"
+#include "tandem/groupby.hpp"
 #include "tandem/table.hpp"
 #include "tandem/table/csv.hpp"
+#include "tandem/table/files.hpp"
 #include "test_util.hpp"
 
 using namespace tandem;
@@ -194,4 +199,90 @@ TEST(Table, MillionColumnsTakeLinearTime) {
   EXPECT_EQ(copy.find("c5"), &copy.column(5));
   // A duplicated name in a wide header is named with its first place.
   EXPECT_NE(csv_error(header + ",c17\n").find("the header names column 18 'c17' again"), std::string::npos);
+}
+
+namespace {
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), {}};
+}
+std::size_t entries(const std::filesystem::path& dir) {
+  return static_cast<std::size_t>(std::distance(std::filesystem::directory_iterator(dir), {}));
+}
+}  // namespace
+
+// A distributed run that fails on another rank after this one renamed its output into place
+// removes that output and gives the path back what it held: a file, or a table folder.
+TEST(PreviousOutput, GivesBackAReplacedFileOrFolder) {
+  TempDir dir;
+  const std::string file = dir.file("out.csv");
+  std::ofstream(file) << "old\n";
+  {
+    io::PreviousOutput kept(file);
+    EXPECT_TRUE(kept.kept());
+    io::AtomicOutput out(file);
+    out.stream() << "new\n";
+    out.commit();
+    EXPECT_EQ(slurp(file), "new\n");
+    std::filesystem::remove(file);
+    kept.restore();
+  }
+  EXPECT_EQ(slurp(file), "old\n");
+  EXPECT_EQ(entries(dir.path), 1u);  // nothing kept beside it any more
+
+  const std::string folder = dir.file("t");
+  Table t;
+  t.add(make_column<std::int64_t>("a", {1, 2}));
+  write_table_folder(folder, t);
+  {
+    io::PreviousOutput kept(folder + "/");  // "t/" names the folder
+    Table u;
+    u.add(make_column<std::int64_t>("b", {3}));
+    write_table_folder(folder, u);
+    std::filesystem::remove_all(folder);
+    kept.restore();
+  }
+  const Table back = read_table_folder(folder);
+  ASSERT_EQ(back.num_columns(), 1u);
+  EXPECT_EQ(back.column(0).name, "a");
+  EXPECT_EQ(back.rows(), 2u);
+  EXPECT_EQ(entries(dir.path), 2u);
+}
+
+// The run's output stays: the kept copy goes; an absent path or a device keeps nothing.
+TEST(PreviousOutput, KeepsNothingOnceTheNewOutputStays) {
+  TempDir dir;
+  const std::string file = dir.file("out.csv");
+  std::ofstream(file) << "old\n";
+  { io::PreviousOutput kept(file); }
+  EXPECT_EQ(slurp(file), "old\n");
+  EXPECT_EQ(entries(dir.path), 1u);
+  io::PreviousOutput absent(dir.file("none.csv"));
+  EXPECT_FALSE(absent.kept());
+  absent.restore();  // nothing to give back
+  EXPECT_FALSE(std::filesystem::exists(dir.file("none.csv")));
+  EXPECT_FALSE(io::PreviousOutput("/dev/null").kept());
+}
+
+// A column with no value at all is inferred as str by the table reader: an aggregation that
+// needs numbers says so and points to the schema.
+TEST(CsvNumbers, AColumnWithNoValueSaysWhyItIsText) {
+  for (const char* text : {"k,v\n", "k,v\na,\nb,\n"}) {
+    const Table t = read_csv_text(text, {}, "empty.csv");
+    try {
+      (void)groupby(t, {{"k"}, parse_aggregations("sum(v)")}, GroupByOptions{Device::cpu, 1});
+      FAIL() << "no error for " << text;
+    } catch (const UsageError& e) {
+      const std::string m = e.what();
+      EXPECT_NE(m.find("column 'v' is str"), std::string::npos) << m;
+      EXPECT_NE(m.find("it holds no values"), std::string::npos) << m;
+      EXPECT_NE(m.find("v:f64"), std::string::npos) << m;
+    }
+    CsvOptions typed;
+    typed.schema = parse_csv_schema("v:f64");
+    EXPECT_EQ(groupby(read_csv_text(text, typed, "empty.csv"), {{"k"}, parse_aggregations("sum(v)")},
+                      GroupByOptions{Device::cpu, 1})
+                  .table.num_columns(),
+              2u);
+  }
 }

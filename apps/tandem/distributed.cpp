@@ -255,13 +255,28 @@ void remove_placed(const std::string& path) {
   else if (std::filesystem::is_directory(st)) std::filesystem::remove_all(path, ec);
 }
 
+// Removes what this rank put at `path` and gives back what was there before.
+void put_back(const std::string& path, io::PreviousOutput* previous) {
+  remove_placed(path);
+  if (previous == nullptr) return;
+  try {
+    previous->restore();
+  } catch (const std::exception&) {  // the run's first error is the one to report; the old content stays kept
+  }
+}
+
 }  // namespace
 
 void write_then_commit(const dist::Context& ctx, const std::function<void()>& write, io::AtomicOutput* first,
                        io::AtomicOutput* second, const std::string& placed) {
-  bool written = false, committed = false;
+  // What each output path held before: given back if another rank fails after this one replaced it.
+  std::unique_ptr<io::PreviousOutput> previous_first, previous_second, previous_placed;
+  bool written = false, committing = false;
   try {
     ctx.run_agreed([&] {
+      if (first) previous_first = std::make_unique<io::PreviousOutput>(first->path());
+      if (second) previous_second = std::make_unique<io::PreviousOutput>(second->path());
+      if (!placed.empty()) previous_placed = std::make_unique<io::PreviousOutput>(placed);
       write();
       written = true;
     });
@@ -270,16 +285,17 @@ void write_then_commit(const dist::Context& ctx, const std::function<void()>& wr
       if (second) second->finish();
     });
     ctx.run_agreed([&] {
+      committing = true;  // from here an output may be in place, even if the next rename fails
       if (first && second) io::AtomicOutput::commit_all({first, second});
       else if (first) first->commit();
-      committed = true;
     });
   } catch (...) {
-    // Another rank failed after this one put its outputs in place: all ranks or none.
-    if (written) remove_placed(placed);
-    if (committed) {
-      if (first) remove_placed(first->path());
-      if (second) remove_placed(second->path());
+    // Another rank failed after this one put its outputs in place: all ranks or none, and the
+    // paths hold again what they held before.
+    if (written) put_back(placed, previous_placed.get());
+    if (committing) {
+      if (first) put_back(first->path(), previous_first.get());
+      if (second) put_back(second->path(), previous_second.get());
     }
     throw;
   }

@@ -92,25 +92,23 @@ Header read_header(ByteSource& src, ScanBuffer& b, char delimiter) {
   }
 }
 
-std::string joined(const std::vector<std::string>& names) {
-  std::string s;
-  for (const auto& n : names) s += (s.empty() ? "" : ", ") + n;
-  return s;
-}
-
 std::vector<ColumnPlan> plan_columns(const Header& h, const std::vector<std::string>& columns, const CsvSchema& schema,
                                      const std::string& source) {
+  std::unordered_map<std::string_view, std::size_t> column_of;               // linear in the header, not quadratic
+  for (std::size_t j = h.names.size(); j-- > 0;) column_of[h.names[j]] = j;  // the first of equal names
   auto index_of = [&](const std::string& name) {
-    return static_cast<std::size_t>(std::find(h.names.begin(), h.names.end(), name) - h.names.begin());
+    const auto it = column_of.find(name);
+    return it == column_of.end() ? h.names.size() : it->second;
   };
   for (const auto& s : schema)
     if (index_of(s.name) == h.names.size())
       throw UsageError(fmt::format("{}: the schema names column '{}', which the header lacks (columns: {})", source,
-                                   s.name, joined(h.names)));
+                                   csv::shown_name(s.name), csv::listed_names(h.names)));
   std::vector<ColumnPlan> plans;
   for (const auto& c : columns) {
     const std::size_t j = index_of(c);
-    if (j == h.names.size()) throw UsageError(fmt::format("no column '{}' (columns: {})", c, joined(h.names)));
+    if (j == h.names.size())
+      throw UsageError(fmt::format("no column '{}' (columns: {})", csv::shown_name(c), csv::listed_names(h.names)));
     ColumnPlan p{j, c, ColumnType::i64, false};
     for (const auto& s : schema)
       if (s.name == c) p.type = s.type, p.fixed = true;

@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "table/csv_scan.hpp"
 #include "tandem/core/error.hpp"
 #include "tandem/table/arrow.hpp"
 
@@ -317,7 +318,8 @@ std::vector<std::pair<std::size_t, std::string>> selected(const ArrowSchema& s, 
   }
   for (const auto& want : o.columns) {
     const auto it = std::find(names.begin(), names.end(), want);
-    if (it == names.end()) throw UsageError(fmt::format("no column '{}' (columns: {})", want, fmt::join(names, ", ")));
+    if (it == names.end())
+      throw UsageError(fmt::format("no column '{}' (columns: {})", csv::shown_name(want), csv::listed_names(names)));
     out.emplace_back(static_cast<std::size_t>(it - names.begin()), want);
   }
   return out;

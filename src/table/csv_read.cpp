@@ -114,10 +114,8 @@ std::vector<csv::ColumnStart> CsvReader::column_starts(const Header& h) const {
   for (const auto& s : options_.schema) {
     const auto it = column_of.find(s.name);
     if (it == column_of.end()) {
-      std::string names;
-      for (const auto& n : h.names) names += (names.empty() ? "" : ", ") + n;
       throw UsageError(fmt::format("{}: the schema names column '{}', which the header lacks (columns: {})", source_,
-                                   s.name, names));
+                                   csv::shown_name(s.name), csv::listed_names(h.names)));
     }
     auto& start = starts[it->second];
     if (start.fixed) throw UsageError(fmt::format("the schema names column '{}' twice", s.name));

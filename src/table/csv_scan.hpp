@@ -145,6 +145,23 @@ char detect_delimiter(const char* b, const char* e);
 // not UTF-8 as \xNN.
 std::string printable(const char* b, const char* e, std::size_t limit = 40);
 
+// A column name for a message, printable (a NUL in it would end the message there).
+inline std::string shown_name(std::string_view name) { return printable(name.data(), name.data() + name.size(), 200); }
+
+// Column names for a message: the first 32, printable, then "and N more" (a table of a million
+// columns gets a message, not megabytes); "none" when there are none. `name_of(i)`: the i-th name.
+template <class NameOf>
+std::string listed_names(std::size_t count, NameOf&& name_of) {
+  constexpr std::size_t kShown = 32;
+  std::string names;
+  for (std::size_t i = 0; i < count && i < kShown; ++i) names += (names.empty() ? "" : ", ") + shown_name(name_of(i));
+  if (count > kShown) names += " and " + std::to_string(count - kShown) + " more";
+  return names.empty() ? "none" : names;
+}
+inline std::string listed_names(const std::vector<std::string>& names) {
+  return listed_names(names.size(), [&](std::size_t i) -> std::string_view { return names[i]; });
+}
+
 // The length of the UTF-8 sequence at p (p < e), 0 when it is not valid UTF-8.
 std::size_t utf8_length(const char* p, const char* e);
 bool valid_utf8(std::string_view s);

@@ -240,14 +240,9 @@ const Column* Table::find(std::string_view name) const {
 
 const Column& Table::column(std::string_view name) const {
   if (const auto* c = find(name)) return *c;
-  constexpr std::size_t kNamesShown = 32;  // a table of a million columns: a message, not megabytes
-  std::string names;
-  // Names as printable text: a NUL in one would end the message there.
-  auto shown = [](std::string_view s) { return csv::printable(s.data(), s.data() + s.size(), 200); };
-  for (std::size_t i = 0; i < columns_.size() && i < kNamesShown; ++i)
-    names += (names.empty() ? "" : ", ") + shown(columns_[i].name);
-  if (columns_.size() > kNamesShown) names += fmt::format(" and {} more", columns_.size() - kNamesShown);
-  throw UsageError(fmt::format("no column '{}' (columns: {})", shown(name), names.empty() ? "none" : names));
+  const std::string names =
+      csv::listed_names(columns_.size(), [&](std::size_t i) -> std::string_view { return columns_[i].name; });
+  throw UsageError(fmt::format("no column '{}' (columns: {})", csv::shown_name(name), names));
 }
 
 void Table::add(Column c) {

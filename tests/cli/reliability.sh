@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Hostile inputs on the table paths: nothing crashes, hangs or answers wrong. TANDEM_THREADS is
 # checked as --threads is; floats beyond f64 are errors; CSV from <(...), FIFOs and /proc files
-# is read; a CSV truncated while read ends without a signal; too little memory is exit 1.
+# is read; a CSV truncated while read ends without a signal; too little memory is exit 1; the
+# small cases of the reliability list (header-only files, a NUL in a name, -0.0) answer right.
 set -u
 T=$1
 source "$(dirname "$0")/lib.bash"
@@ -58,6 +59,28 @@ for delay in 0 0.01 0.03 0.08; do
   if [ "$rc" != 0 ] && [ "$rc" != 2 ]; then echo "FAIL shrink after $delay s: exit $rc"; cat "$out"; fails=$((fails+1)); else echo "ok   shrink after $delay s (exit $rc)"; fi
   rm -f "$d/shrink-out.csv"
 done
+
+# A header-only file and an all-missing column: read without error (the scan infers no type from
+# missing values: i64), the sums missing like pandas' min_count=1.
+printf 'k,v\n' >"$d/header-only.csv"
+check header-only-sum 0 "$T" groupby "$d/header-only.csv" --by k --agg 'sum(v)' --device cpu
+same header-only-sum "$out" "k,sum_v"
+printf 'k,v\na,\nb,\n' >"$d/all-missing.csv"
+check all-missing-sum 0 "$T" groupby "$d/all-missing.csv" --by k --agg 'sum(v)' --device cpu
+same all-missing-sum "$out" "$(printf 'k,sum_v\na,\nb,')"
+
+# Small things: a NUL in a header name does not end the message; a stray parenthesis is named;
+# npy files cannot go to standard output; top 1 and max agree on -0.0 and 0.0.
+printf 'k\0x,v\na,1\n' >"$d/nul.csv"
+check nul-in-header 2 "$T" groupby "$d/nul.csv" --by q --agg 'sum(v)' --device cpu
+grep -qF "no column 'q' (columns: k\\x00x, v)" "$out" || { echo "FAIL nul-in-header: message"; cat -v "$out"; fails=$((fails+1)); }
+check stray-parenthesis 2 "$T" groupby "$d/t.csv" --by k --agg 'sum(v))' --device cpu
+grep -q "'sum(v))': unbalanced parentheses" "$out" || { echo "FAIL stray-parenthesis: message"; cat "$out"; fails=$((fails+1)); }
+(cd "$d" && check npy-to-stdout 2 "$T" groupby t.csv --by k --agg 'sum(v)' --device cpu --out - --out-format npy)
+[ ! -e "$d/-" ] || { echo "FAIL npy-to-stdout wrote a folder named -"; fails=$((fails+1)); }
+printf 'k,v\na,-0.0\na,0.0\nb,0.0\nb,-0.0\n' >"$d/zeros.csv"
+check zeros 0 "$T" groupby "$d/zeros.csv" --by k --agg 'max(v),top(v,1),min(v)' --device cpu
+same zeros "$out" "$(printf 'k,max_v,top1_v,min_v\na,0,0,-0\nb,0,0,-0')"
 
 # Too little memory to read the input: exit 1 "out of memory", not 2, no output. The limit: 16 MB
 # above the least address space the program starts in, too little for a 20 MB file.

@@ -216,6 +216,25 @@ class AtomicOutput {
   bool opened_{false}, finished_{false}, committed_{false};
 };
 
+// What `path` held before a run replaced it (a regular file, or a folder such as a table
+// folder), kept under a name beside it: hard links where the file system allows them (no bytes
+// copied), else a copy. The destructor drops the kept copy; restore() puts it back once the
+// run's new output at `path` has been removed (a distributed run that failed on another rank
+// after this one renamed its output into place). Nothing is kept when `path` is absent or is
+// something else (a device, standard output).
+class PreviousOutput {
+ public:
+  explicit PreviousOutput(std::string path);
+  ~PreviousOutput();
+  PreviousOutput(const PreviousOutput&) = delete;
+  PreviousOutput& operator=(const PreviousOutput&) = delete;
+  bool kept() const { return !kept_.empty(); }
+  void restore();  // `path` must be gone; throws Error naming it when the old content cannot return
+
+ private:
+  std::string path_, kept_;
+};
+
 // Writes the array into `out` (.npy when out.path() ends in .npy) without committing it: for
 // commands with several outputs that commit them together (AtomicOutput::commit_all).
 void write_array(AtomicOutput& out, DType dtype, const void* data, std::size_t count, int threads = 0);

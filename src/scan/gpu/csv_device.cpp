@@ -4,9 +4,9 @@
 #include <string>
 
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 
 #include "scan/gpu/csv_device.hpp"
+#include "table/csv_scan.hpp"
 #include "tandem/core/error.hpp"
 #include "tandem/core/timing.hpp"
 
@@ -70,7 +70,8 @@ Table read_csv_on_gpu(std::string_view text, const CsvOptions& options, const st
   for (const auto& n : names) {
     const auto it = std::find(layout.names.begin(), layout.names.end(), n);
     if (it == layout.names.end())
-      throw UsageError(fmt::format("no column '{}' (columns: {})", n, fmt::join(layout.names, ", ")));
+      throw UsageError(
+          fmt::format("no column '{}' (columns: {})", csv::shown_name(n), csv::listed_names(layout.names)));
     wanted.push_back(static_cast<std::size_t>(it - layout.names.begin()));
   }
   std::vector<ColumnType> types(wanted.size(), ColumnType::str);
