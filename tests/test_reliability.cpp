@@ -286,3 +286,21 @@ TEST(CsvNumbers, AColumnWithNoValueSaysWhyItIsText) {
               2u);
   }
 }
+
+// A table folder's file names are checked by name alone: column x reserves x.valid.npy even when
+// it has no missing value, so a column named x.valid is refused whether or not x has gaps.
+TEST(TableFolder, FileNamesClashByNameAlone) {
+  TempDir dir;
+  for (const bool gaps : {false, true}) {
+    Table t;
+    t.add(make_column<std::int64_t>("x", {1, 2}, gaps ? std::vector<std::uint8_t>{1} : std::vector<std::uint8_t>{}));
+    t.add(make_column<std::int64_t>("x.valid", {3, 4}));
+    try {
+      write_table_folder(dir.file("t"), t);
+      FAIL() << "no error, gaps " << gaps;
+    } catch (const UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find("x.valid.npy is another column's too"), std::string::npos) << e.what();
+    }
+    EXPECT_FALSE(std::filesystem::exists(dir.file("t")));
+  }
+}
