@@ -142,9 +142,8 @@ Layout lay_out(const std::vector<const char*>& cuts, const std::vector<ColumnSta
     l.spans[i].begin = cuts[i];
     l.spans[i].end = cuts[i + 1];
     // Each record ends in a line break inside its piece, but for a last line with none: it belongs
-    // to the non-empty piece that ends at the data's end (cuts in that line all move to the end,
-    // so empty pieces may follow it).
-    const bool at_end = cuts[i + 1] == cuts[n] && cuts[i] < cuts[i + 1];
+    // to the last piece (split_records leaves no empty piece but an empty body's).
+    const bool at_end = i + 1 == n && cuts[i] < cuts[i + 1];
     l.spans[i].capacity = static_cast<std::size_t>(std::count(cuts[i], cuts[i + 1], '\n')) + at_end;
   }
   l.first_slot.assign(n + 1, 0);

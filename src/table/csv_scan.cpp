@@ -61,11 +61,9 @@ std::vector<const char*> split_records(const char* b, const char* e, std::size_t
   // Cuts inside one long record all move to its end: keep one, so that no piece is empty (an
   // empty piece would still hold a parser state per column, and a wide file cut finely holds
   // millions of them).
-  std::vector<const char*> cuts{starts[0]};
-  for (std::size_t i = 1; i < starts.size(); ++i)
-    if (starts[i] != cuts.back()) cuts.push_back(starts[i]);
-  if (cuts.size() == 1) cuts.push_back(e);  // an empty body: one empty piece
-  return cuts;
+  starts.erase(std::unique(starts.begin(), starts.end()), starts.end());
+  if (starts.size() == 1) starts.push_back(e);  // an empty body: one empty piece
+  return starts;
 }
 
 char detect_delimiter(const char* b, const char* e) {
