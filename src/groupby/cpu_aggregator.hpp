@@ -40,6 +40,8 @@ class Aggregator {
   virtual bool holistic() const = 0;
   const Aggregation& spec() const { return spec_; }
   const Column* input() const { return input_; }
+  // Reads the same-typed column of another chunk from now on (the group-by sink's running groups).
+  void read_from(const Column* input) { input_ = input; }
   // The output column(s) of the given groups, in that order. present[g]: how many of group g's
   // input values were present (what decomposable operators finalise with).
   virtual std::vector<Column> finish(std::span<const std::uint32_t> groups, const std::int64_t* present,
@@ -58,6 +60,9 @@ class DecomposableAggregator : public Aggregator {
   virtual std::size_t state_bytes() const = 0;
   // `slots` arrays of `groups` states, each at the identity.
   virtual void allocate(std::size_t slots, std::size_t groups) = 0;
+  // One slot of at least `groups` states: those kept, those added at the identity (groups that
+  // appear as later chunks arrive).
+  virtual void grow(std::size_t groups) = 0;
   // Folds input rows [begin, end) into slot `slot`, row begin + j into group gid[j].
   virtual void update(std::size_t slot, const std::uint32_t* gid, std::size_t begin, std::size_t end) = 0;
   // Folds positions [begin, end) of the scattered input (null for count()) into slot 0,
@@ -151,6 +156,12 @@ class Decomposable final : public DecomposableAggregator {
     slots_ = slots;
     groups_ = groups;
     states_.assign(slots * groups, Op::identity());
+  }
+  void grow(std::size_t groups) override {
+    slots_ = 1;
+    if (groups <= groups_) return;
+    states_.resize(groups, Op::identity());
+    groups_ = groups;
   }
   void update(std::size_t slot, const std::uint32_t* gid, std::size_t begin, std::size_t end) override {
     State* st = states_.data() + slot * groups_;

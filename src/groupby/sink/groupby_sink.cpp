@@ -1,9 +1,12 @@
-// tandem::GroupBySink: each consume() reduces its chunk to partial groups on the calling thread
-// and keeps them (and the kept rows of holistic aggregations) in memory, tagged with the chunk
-// index; past the memory limit everything kept is split by key hash into SinkConfig::kPartitions
-// partitions and appended to spill files, as is every later chunk's share. finish() joins the
-// pieces in chunk order and combines them: all at once in memory, or partition by partition,
-// the partitions' results then put in key order.
+// tandem::GroupBySink: each consume() folds its chunk into partial groups on the calling thread:
+// into running groups kept across chunks (running_groups.hpp; one per consuming thread at a
+// time) where the keys and aggregations allow, else into the chunk's own partial groups (the CPU
+// engine over the chunk). Pieces (a chunk's partial groups, running groups handed over when they
+// pass their share of the memory limit, the kept rows of holistic aggregations) are kept in
+// memory, tagged with the chunk index; past the memory limit everything kept is split by key hash
+// into SinkConfig::kPartitions partitions and appended to spill files, as is every later piece.
+// finish() joins the pieces in chunk order and combines them: all at once in memory, or
+// partition by partition, the partitions' results then put in key order.
 #include "tandem/groupby_sink.hpp"
 
 #include <algorithm>
@@ -17,6 +20,7 @@
 
 #include "groupby/sink/chunk_partials.hpp"
 #include "groupby/sink/combine_partials.hpp"
+#include "groupby/sink/running_groups.hpp"
 #include "groupby/sink/sink_config.hpp"
 #include "groupby/sink/spill_files.hpp"
 #include "table/table_wire.hpp"
@@ -48,6 +52,19 @@ struct GroupBySink::Impl {
   Table empty_result;  // tandem::groupby over no rows
   Table partial_like;  // a chunk's partial groups, no rows
   Table kept_like;     // a chunk's kept rows, no rows
+  Table schema_input;  // engine_input of the schema: the running groups' column types
+
+  // Running groups, when the plan allows them: those no consume() holds now, and the bytes they
+  // hold. One passing flush_bytes (its share of the limit) becomes a piece and starts again.
+  std::atomic<bool> running{false};
+  bool gave_up_running{false};  // under `lock`
+  std::size_t flush_bytes{0};
+  struct Idle {
+    std::unique_ptr<sink::RunningGroups> groups;
+    std::size_t bytes{0};
+  };
+  std::vector<Idle> idle;  // under `lock`
+  std::size_t running_bytes{0};
 
   struct Piece {
     std::size_t chunk;
@@ -60,7 +77,7 @@ struct GroupBySink::Impl {
   std::unique_ptr<sink::SpillFiles> spill;
   bool finished{false};
   // For the report.
-  std::size_t chunks{0}, rows{0}, partial_rows{0}, kept_rows{0};
+  std::size_t chunks{0}, rows{0}, partial_rows{0}, kept_rows{0}, running_tables{0};
   double consume_seconds{0};
 
   Impl(GroupBySpec spec, GroupBySinkOptions o)
@@ -76,6 +93,10 @@ struct GroupBySink::Impl {
   void set_schema(const Table& chunk);
   void check_schema(std::size_t index, const Table& chunk) const;
   void store(Piece piece);
+  Idle acquire();
+  void release(Idle held);
+  Piece fold_running(std::size_t index, const Table& chunk);
+  void take_running();
   void spill_piece(const Piece& piece);
   Table finish_in_memory();
   Table finish_spilled(Report& report);
@@ -95,6 +116,9 @@ void GroupBySink::Impl::set_schema(const Table& chunk) {
   empty_result = tandem::groupby(schema, plan.spec, cpu).table;
   partial_like = sink::partial_groups(schema, plan);
   kept_like = plan.kept.aggs.empty() ? Table{} : sink::kept_rows(schema, plan);
+  schema_input = sink::engine_input(schema, plan);
+  running = sink::keeps_running_groups(plan, schema_input);
+  flush_bytes = limit / (2 * static_cast<std::size_t>(threads));
   has_schema = true;
 }
 
@@ -140,7 +164,7 @@ void GroupBySink::Impl::store(Piece piece) {
   if (!spill) {
     bytes += sink::table_bytes(piece.partial) + sink::table_bytes(piece.kept);
     pieces.push_back(std::move(piece));
-    if (bytes <= limit) return;
+    if (bytes + running_bytes <= limit) return;
     spill = std::make_unique<sink::SpillFiles>(sink::temporary_directory(options.temp_dir),
                                                SinkConfig::kPartitions * SinkConfig::kFilesPerPartition);
     for (const Piece& p : pieces) spill_piece(p);
@@ -152,6 +176,62 @@ void GroupBySink::Impl::store(Piece piece) {
   spill_piece(piece);
 }
 
+GroupBySink::Impl::Idle GroupBySink::Impl::acquire() {
+  {
+    const std::lock_guard hold(lock);
+    if (!idle.empty()) {
+      Idle held = std::move(idle.back());
+      idle.pop_back();
+      return held;
+    }
+    ++running_tables;
+  }
+  return {std::make_unique<sink::RunningGroups>(plan, schema_input), 0};
+}
+
+void GroupBySink::Impl::release(Idle held) {
+  const std::size_t now = held.groups->bytes();
+  const std::lock_guard hold(lock);
+  running_bytes = running_bytes + now - held.bytes;
+  held.bytes = now;
+  idle.push_back(std::move(held));
+}
+
+// Folds the chunk into running groups; their partial groups when they passed flush_bytes.
+GroupBySink::Impl::Piece GroupBySink::Impl::fold_running(std::size_t index, const Table& chunk) {
+  Piece piece{index, {}, {}};
+  Idle held = acquire();
+  try {
+    sink::RunningGroups& g = *held.groups;
+    g.add(sink::engine_input(chunk, plan));
+    const bool distinct =
+        g.rows() >= SinkConfig::kRunningProbeRows &&
+        static_cast<double>(g.groups()) > SinkConfig::kRunningGroupsShare * static_cast<double>(g.rows());
+    if (distinct && running.exchange(false)) {
+      const std::lock_guard hold(lock);
+      gave_up_running = true;
+    }
+    if (distinct || g.bytes() > flush_bytes) piece.partial = g.take();
+  } catch (...) {
+    release(std::move(held));
+    throw;
+  }
+  release(std::move(held));
+  return piece;
+}
+
+// Every running groups' partial groups, as pieces (after every chunk: the lock is held).
+void GroupBySink::Impl::take_running() {
+  for (Idle& held : idle) {
+    Piece piece{chunks, held.groups->take(), {}};
+    partial_rows += piece.partial.rows();
+    if (spill) spill_piece(piece);
+    else pieces.push_back(std::move(piece));
+  }
+  idle.clear();
+  running_bytes = 0;
+}
+
 GroupBySink::GroupBySink(GroupBySpec spec, GroupBySinkOptions options)
     : impl_(std::make_unique<Impl>(std::move(spec), std::move(options))) {}
 
@@ -159,7 +239,7 @@ GroupBySink::~GroupBySink() = default;
 
 std::size_t GroupBySink::memory_bytes() const {
   const std::lock_guard hold(impl_->lock);
-  return impl_->bytes;
+  return impl_->bytes + impl_->running_bytes;
 }
 
 bool GroupBySink::spilled() const {
@@ -184,10 +264,11 @@ void GroupBySink::consume(std::size_t chunk_index, const Table& chunk) {
   }
   if (chunk.rows() == 0) return;
   Stopwatch w;
-  Impl::Piece piece{chunk_index, sink::partial_groups(chunk, s.plan),
-                    s.plan.kept.aggs.empty() ? Table{} : sink::kept_rows(chunk, s.plan)};
+  Impl::Piece piece = s.running ? s.fold_running(chunk_index, chunk)
+                                : Impl::Piece{chunk_index, sink::partial_groups(chunk, s.plan), {}};
+  if (!s.plan.kept.aggs.empty()) piece.kept = sink::kept_rows(chunk, s.plan);
   const double seconds = w.seconds();
-  s.store(std::move(piece));
+  if (piece.partial.num_columns() > 0 || piece.kept.num_columns() > 0) s.store(std::move(piece));
   const std::lock_guard hold(s.lock);
   s.consume_seconds += seconds;
 }
@@ -196,8 +277,8 @@ Table GroupBySink::Impl::finish_in_memory() {
   std::stable_sort(pieces.begin(), pieces.end(), [](const Piece& a, const Piece& b) { return a.chunk < b.chunk; });
   std::vector<Table> partials, kept;
   for (Piece& p : pieces) {
-    partials.push_back(std::move(p.partial));
-    if (!plan.kept.aggs.empty()) kept.push_back(std::move(p.kept));
+    if (p.partial.num_columns() > 0) partials.push_back(std::move(p.partial));
+    if (p.kept.num_columns() > 0) kept.push_back(std::move(p.kept));
   }
   pieces.clear();
   const Table all_partials = concat_tables(partials, partial_like, threads);
@@ -257,15 +338,21 @@ GroupByResult GroupBySink::finish() {
   if (!s.has_schema.load())
     throw UsageError("group-by sink: finish() before any chunk (consume an empty chunk to give the columns' types)");
   s.finished = true;
+  s.take_running();
   GroupByResult out;
   Report& report = out.report;
   report.operation = "groupby";
-  report.add("partial groups", "cpu", s.consume_seconds,
-             fmt::format(
-                 "{} chunks, {} rows → {} partial groups{} (CPU engine on the consuming threads; seconds "
-                 "summed over them)",
-                 s.chunks, s.rows, s.partial_rows,
-                 s.plan.kept.aggs.empty() ? "" : fmt::format(", {} rows kept for holistic aggregations", s.kept_rows)));
+  report.add(
+      "partial groups", "cpu", s.consume_seconds,
+      fmt::format("{} chunks, {} rows → {} partial groups{} ({}; seconds summed over the consuming threads)", s.chunks,
+                  s.rows, s.partial_rows,
+                  s.plan.kept.aggs.empty() ? "" : fmt::format(", {} rows kept for holistic aggregations", s.kept_rows),
+                  s.running_tables == 0 ? "the CPU engine over each chunk"
+                  : s.gave_up_running
+                      ? fmt::format("running groups in {} hash table(s) until the keys proved mostly distinct, then "
+                                    "the CPU engine over each chunk",
+                                    s.running_tables)
+                      : fmt::format("running groups: {} hash table(s) kept across chunks", s.running_tables)));
   report.note(fmt::format("group-by sink: memory limit {} bytes{}", s.limit,
                           s.options.memory_limit > 0 ? "" : " (a quarter of the available memory)"));
   Stopwatch w;

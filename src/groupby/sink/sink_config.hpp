@@ -21,6 +21,11 @@ struct SinkConfig {
   static constexpr std::size_t kMemoryWhenUnknown = std::size_t{1} << 30;
   // consume() runs the CPU engine on the calling thread: its callers are the parallel part.
   static constexpr int kConsumeThreads = 1;
+  // Running groups are given up (later chunks reduced on their own) when, after this many rows,
+  // they hold more than kRunningGroupsShare of them as groups: mostly distinct keys, where a hash
+  // table per thread only adds a step (as DuckDB abandons its thread-local tables).
+  static constexpr std::size_t kRunningProbeRows = std::size_t{1} << 17;
+  static constexpr double kRunningGroupsShare = 0.5;
 
   static unsigned partition_of(std::uint64_t key_hash) {
     return static_cast<unsigned>(key_hash >> (64 - kPartitionBits));

@@ -1,0 +1,269 @@
+#include "groupby/sink/running_groups.hpp"
+
+#include <algorithm>
+#include <map>
+#include <numeric>
+
+#include "groupby/cpu_aggregator.hpp"
+#include "groupby/ops/registry.hpp"
+#include "table/table_wire.hpp"
+#include "tandem/core/error.hpp"
+
+namespace tandem::sink {
+namespace {
+
+using cpu_groupby::Aggregator;
+using cpu_groupby::DecomposableAggregator;
+
+constexpr std::size_t kBlockRows = 4096;            // rows whose group ids are found before the states fold them
+constexpr std::size_t kFirstSlots = 1024;           // hash table slots at the start (a power of two)
+constexpr std::uint64_t kTagMask = ~0xffffffffULL;  // a slot: the hash's high half, then group id + 1
+
+// Each group's value of one key column, in group order.
+class KeyStore {
+ public:
+  virtual ~KeyStore() = default;
+  // Whether group g's key equals row `row` of c (missing equals missing).
+  virtual bool equal(std::uint32_t g, const Column& c, std::size_t row) const = 0;
+  virtual void append(const Column& c, std::size_t row) = 0;
+  // The keys as a column (the store is left empty).
+  virtual Column take(const std::string& name) = 0;
+  virtual std::size_t bytes() const = 0;
+
+ protected:
+  std::vector<std::uint8_t> validity() const {
+    if (!any_missing_) return {};
+    return make_validity(present_.size(), [&](std::size_t g) { return present_[g] != 0; });
+  }
+  std::vector<std::uint8_t> present_;
+  bool any_missing_{false};
+};
+
+template <class T>
+class NumberKeys final : public KeyStore {
+ public:
+  bool equal(std::uint32_t g, const Column& c, std::size_t row) const override {
+    const bool p = c.present(row);
+    if (p != (present_[g] != 0)) return false;
+    return !p || values_[g] == reinterpret_cast<const T*>(c.values.data())[row];
+  }
+  void append(const Column& c, std::size_t row) override {
+    const bool p = c.present(row);
+    values_.push_back(p ? reinterpret_cast<const T*>(c.values.data())[row] : T{});
+    present_.push_back(p);
+    any_missing_ |= !p;
+  }
+  Column take(const std::string& name) override {
+    Column out = make_column(name, std::move(values_), validity());
+    *this = NumberKeys{};
+    return out;
+  }
+  std::size_t bytes() const override { return values_.capacity() * sizeof(T) + present_.capacity(); }
+
+ private:
+  std::vector<T> values_;
+};
+
+class StringKeys final : public KeyStore {
+ public:
+  bool equal(std::uint32_t g, const Column& c, std::size_t row) const override {
+    const bool p = c.present(row);
+    if (p != (present_[g] != 0)) return false;
+    return !p || std::string_view(bytes_.data() + offsets_[g], offsets_[g + 1] - offsets_[g]) == c.string(row);
+  }
+  void append(const Column& c, std::size_t row) override {
+    const bool p = c.present(row);
+    if (p) {
+      const std::string_view s = c.string(row);
+      bytes_.insert(bytes_.end(), s.begin(), s.end());
+    }
+    offsets_.push_back(bytes_.size());
+    present_.push_back(p);
+    any_missing_ |= !p;
+  }
+  Column take(const std::string& name) override {
+    Column out = make_string_column(name, std::move(bytes_), std::move(offsets_), validity());
+    *this = StringKeys{};
+    return out;
+  }
+  std::size_t bytes() const override {
+    return bytes_.capacity() + offsets_.capacity() * sizeof(std::uint64_t) + present_.capacity();
+  }
+
+ private:
+  std::vector<char> bytes_;
+  std::vector<std::uint64_t> offsets_{0};
+};
+
+std::unique_ptr<KeyStore> key_store(ColumnType type) {
+  switch (type) {
+    case ColumnType::i32: return std::make_unique<NumberKeys<std::int32_t>>();
+    case ColumnType::i64: return std::make_unique<NumberKeys<std::int64_t>>();
+    case ColumnType::u32: return std::make_unique<NumberKeys<std::uint32_t>>();
+    case ColumnType::u64: return std::make_unique<NumberKeys<std::uint64_t>>();
+    case ColumnType::str: return std::make_unique<StringKeys>();
+    default: throw Error("group-by sink: running groups hold no float keys");
+  }
+}
+
+std::unique_ptr<DecomposableAggregator> decomposable(const Aggregation& a, const Column* input) {
+  auto made = agg::operator_info(a.op).make_cpu(a, input);
+  auto* d = dynamic_cast<DecomposableAggregator*>(made.get());
+  if (d == nullptr) throw Error("group-by sink: running groups hold no holistic aggregation");
+  made.release();
+  return std::unique_ptr<DecomposableAggregator>(d);
+}
+
+Aggregation count_of(const std::string& column) {
+  Aggregation a;
+  a.op = column.empty() ? AggOp::count_rows : AggOp::count;
+  a.column = column;
+  return a;
+}
+
+}  // namespace
+
+bool keeps_running_groups(const SinkPlan& plan, const Table& input) {
+  for (const auto& k : plan.spec.by)
+    if (!is_integer(input.column(k).type) && input.column(k).type != ColumnType::str) return false;
+  for (const auto& a : plan.partial.aggs) {
+    if (a.op == AggOp::first || a.op == AggOp::last || agg::operator_info(a.op).holistic) return false;
+    if (agg::operator_info(a.op).reads_column && input.column(a.column).type == ColumnType::str && a.op != AggOp::count)
+      return false;
+  }
+  return true;
+}
+
+struct RunningGroups::Impl {
+  const SinkPlan& plan;
+  std::vector<std::unique_ptr<KeyStore>> keys;
+  std::vector<std::size_t> key_index;  // 0, 1, …: the keys lead every engine_input
+  std::vector<std::uint64_t> slots = std::vector<std::uint64_t>(kFirstSlots, 0);
+  std::vector<std::uint64_t> group_hash;
+  std::uint32_t groups{0};
+  std::size_t rows_added{0};
+  // The engine's row count, each aggregation's state (null for count(), which is the row count),
+  // and present values per column read (what the states finalise with).
+  std::unique_ptr<DecomposableAggregator> rows;
+  std::vector<std::unique_ptr<DecomposableAggregator>> by_agg;
+  std::map<std::string, std::unique_ptr<DecomposableAggregator>> present;
+
+  Impl(const SinkPlan& p, const Table& input) : plan(p) {
+    for (const auto& k : plan.spec.by) keys.push_back(key_store(input.column(k).type));
+    key_index.resize(keys.size());
+    std::iota(key_index.begin(), key_index.end(), std::size_t{0});
+    rows = decomposable(count_of({}), nullptr);
+    for (const auto& a : plan.partial.aggs) {
+      if (!agg::operator_info(a.op).reads_column) {
+        by_agg.push_back(nullptr);
+        continue;
+      }
+      by_agg.push_back(decomposable(a, &input.column(a.column)));
+      if (!present.count(a.column)) present[a.column] = decomposable(count_of(a.column), &input.column(a.column));
+    }
+    for_each_state([](DecomposableAggregator& d) { d.allocate(1, 0); });
+  }
+
+  template <class F>
+  void for_each_state(F&& f) {
+    f(*rows);
+    for (auto& d : by_agg)
+      if (d) f(*d);
+    for (auto& [name, d] : present) f(*d);
+  }
+
+  void grow_table() {
+    std::vector<std::uint64_t> bigger(slots.size() * 2, 0);
+    const std::size_t mask = bigger.size() - 1;
+    for (std::uint32_t g = 0; g < groups; ++g) {
+      std::size_t pos = group_hash[g] & mask;
+      while (bigger[pos] != 0) pos = (pos + 1) & mask;
+      bigger[pos] = (group_hash[g] & kTagMask) | (g + 1);
+    }
+    slots.swap(bigger);
+  }
+
+  std::uint32_t group_of(const std::vector<const Column*>& cols, std::size_t row, std::uint64_t h) {
+    const std::size_t mask = slots.size() - 1;
+    std::size_t pos = h & mask;
+    for (;; pos = (pos + 1) & mask) {
+      const std::uint64_t s = slots[pos];
+      if (s == 0) break;
+      if ((s & kTagMask) != (h & kTagMask)) continue;
+      const auto g = static_cast<std::uint32_t>(s - 1);
+      bool same = true;
+      for (std::size_t k = 0; k < cols.size() && same; ++k) same = keys[k]->equal(g, *cols[k], row);
+      if (same) return g;
+    }
+    const std::uint32_t g = groups++;
+    for (std::size_t k = 0; k < cols.size(); ++k) keys[k]->append(*cols[k], row);
+    group_hash.push_back(h);
+    slots[pos] = (h & kTagMask) | (std::uint64_t{g} + 1);
+    if (std::size_t{groups} * 2 > slots.size()) grow_table();
+    return g;
+  }
+};
+
+RunningGroups::RunningGroups(const SinkPlan& plan, const Table& input) : impl_(std::make_unique<Impl>(plan, input)) {}
+
+RunningGroups::~RunningGroups() = default;
+
+std::size_t RunningGroups::groups() const { return impl_->groups; }
+
+std::size_t RunningGroups::rows() const { return impl_->rows_added; }
+
+std::size_t RunningGroups::bytes() const {
+  const Impl& s = *impl_;
+  std::size_t b = (s.slots.size() + s.group_hash.capacity()) * sizeof(std::uint64_t);
+  for (const auto& k : s.keys) b += k->bytes();
+  const_cast<Impl&>(s).for_each_state([&](DecomposableAggregator& d) { b += d.state_bytes() * s.groups; });
+  return b;
+}
+
+void RunningGroups::add(const Table& input) {
+  Impl& s = *impl_;
+  const std::size_t n = input.rows();
+  std::vector<const Column*> cols;
+  for (const auto& k : s.plan.spec.by) cols.push_back(&input.column(k));
+  for (std::size_t i = 0; i < s.plan.partial.aggs.size(); ++i)
+    if (s.by_agg[i]) s.by_agg[i]->read_from(&input.column(s.plan.partial.aggs[i].column));
+  for (auto& [name, d] : s.present) d->read_from(&input.column(name));
+  s.rows_added += n;
+  std::vector<std::uint64_t> hashes(n);
+  hash_rows(input, s.key_index, hashes);
+  std::vector<std::uint32_t> gid(kBlockRows);
+  for (std::size_t b = 0; b < n; b += kBlockRows) {
+    const std::size_t e = std::min(n, b + kBlockRows);
+    for (std::size_t i = b; i < e; ++i) gid[i - b] = s.group_of(cols, i, hashes[i]);
+    s.for_each_state([&](DecomposableAggregator& d) {
+      d.grow(s.groups);
+      d.update(0, gid.data(), b, e);
+    });
+  }
+}
+
+Table RunningGroups::take() {
+  Impl& s = *impl_;
+  std::vector<std::uint32_t> all(s.groups);
+  std::iota(all.begin(), all.end(), std::uint32_t{0});
+  const std::int64_t* rows = s.rows->counts();
+  Table out;
+  for (std::size_t k = 0; k < s.keys.size(); ++k) out.add(s.keys[k]->take(s.plan.spec.by[k]));
+  for (std::size_t i = 0; i < s.plan.partial.aggs.size(); ++i) {
+    const Aggregation& a = s.plan.partial.aggs[i];
+    if (!s.by_agg[i]) {
+      out.add(cpu_groupby::build_numbers<std::int64_t>(output_names(a).front(), all.size(), 1,
+                                                       [&](std::size_t g) { return std::optional(rows[g]); }));
+      continue;
+    }
+    for (auto& c : s.by_agg[i]->finish(all, s.present.at(a.column)->counts(), 1)) out.add(std::move(c));
+  }
+  s.slots.assign(kFirstSlots, 0);
+  s.group_hash = {};
+  s.groups = 0;
+  s.rows_added = 0;
+  s.for_each_state([](DecomposableAggregator& d) { d.allocate(1, 0); });
+  return out;
+}
+
+}  // namespace tandem::sink

@@ -1,0 +1,45 @@
+// One consuming thread's groups across every chunk it consumes, as DuckDB's thread-local
+// aggregate hash tables: a hash table from the keys to dense group ids, each group's keys, and
+// each partial aggregation's state per group. A key met in every chunk costs one group per
+// thread instead of one partial group per chunk (10^5 keys in 60 chunks of 8 MiB: 2·10^5 partial
+// groups to combine instead of 5·10^6). take() hands the groups over as the partial groups
+// chunk_partials.hpp makes of one chunk (same columns, rows in no particular order) and starts
+// again empty.
+#pragma once
+#include <cstddef>
+#include <memory>
+
+#include "groupby/sink/chunk_partials.hpp"
+
+namespace tandem::sink {
+
+// Whether running groups can hold the plan's partial aggregations over these columns (a chunk's
+// engine_input): integer or string keys (float keys are grouped by the engine's ranks, -0.0
+// with +0.0 and every NaN together, and it alone decides which key shows), and no partial state
+// that needs row order (first, last) or points into a chunk's buffers (min, max of strings).
+bool keeps_running_groups(const SinkPlan& plan, const Table& input);
+
+class RunningGroups {
+ public:
+  // `input`: any chunk's engine_input, for the columns' types; the plan must outlive this.
+  RunningGroups(const SinkPlan& plan, const Table& input);
+  ~RunningGroups();
+  RunningGroups(const RunningGroups&) = delete;
+  RunningGroups& operator=(const RunningGroups&) = delete;
+
+  // Folds a chunk's engine_input (same column types as the constructor's) into the groups.
+  void add(const Table& input);
+  std::size_t groups() const;
+  std::size_t rows() const;  // rows added since the start or the last take()
+  // Bytes held: the hash table, the keys and the states.
+  std::size_t bytes() const;
+  // The partial groups so far (keys, the plan's partial aggregations); then empty. InputError
+  // where a group's 64-bit integer sum does not fit its type.
+  Table take();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace tandem::sink
