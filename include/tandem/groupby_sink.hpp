@@ -1,7 +1,8 @@
 // A group-by over a table that arrives in pieces (a CSV scan's chunks, say): the chunk interface
-// of tandem::groupby. Each chunk is reduced to partial groups as it arrives (count, sum, min, max,
-// mean, var, std, first and last combine; median, quantile, nunique and top keep their rows'
-// key and value columns), and finish() combines them.
+// of tandem::groupby. Each chunk is folded into partial groups as it arrives (count, sum, min,
+// max, mean, var, std, first and last combine; median, quantile, nunique and top keep their rows'
+// key and value columns): into a hash table per consuming thread kept across chunks where the
+// keys and aggregations allow, else the chunk's own. finish() combines them.
 //
 //   tandem::GroupBySink sink(spec);
 //   #pragma omp parallel for
@@ -43,10 +44,11 @@ class GroupBySink {
   // Thread-safe: several threads call it at once. chunk_index numbers the chunks in input order
   // (0, 1, 2, … each once, in any call order) so that first/last follow row order. Each call
   // aggregates its chunk on the calling thread. InputError where tandem::groupby's would be (a
-  // 64-bit integer sum that does not fit), here for a chunk's own partial sum.
+  // 64-bit integer sum that does not fit), here for a partial sum (a chunk's or a thread's).
   void consume(std::size_t chunk_index, const Table& chunk);
   // The same table tandem::groupby gives over the chunks concatenated in chunk_index order
-  // (rows sorted by key, same column names and types), with what ran in the report. Once.
+  // (rows sorted by key, same column names and types), with what ran in the report; float sums,
+  // means, var and std up to rounding, which may change from run to run. Once.
   GroupByResult finish();
 
   // Bytes of partial groups and kept rows held in memory now, and whether they were spilled.

@@ -16,3 +16,19 @@ check() {
 same() {  # same NAME FILE EXPECTED_TEXT
   if [ "$(cat "$2")" != "$3" ]; then echo "FAIL $1: got"; cat "$2"; fails=$((fails+1)); else echo "ok   $1"; fi
 }
+# Whether two CSV answers agree: the same rows and cells, numbers within 1e-9 relative (float
+# sums and means may round differently when threads add chunks in another order). Plain commas
+# only (no quoted fields).
+same_numbers() {  # same_numbers FILE_A FILE_B
+  awk -F, 'function differ() { bad = 1; exit }
+    NR == FNR { a[FNR] = $0; n = FNR; next }
+    { if (!(FNR in a)) differ(); split(a[FNR], x, ","); if (length(x) != NF) differ()
+      for (i = 1; i <= NF; ++i) {
+        if (x[i] == $i) continue
+        if (x[i] !~ /^-?[0-9.eE+-]+$/ || $i !~ /^-?[0-9.eE+-]+$/) differ()
+        d = x[i] - $i; m = (x[i] < 0 ? -x[i] : x[i]); if (d < 0) d = -d
+        if (d > 1e-9 * (m > 1 ? m : 1)) differ()
+      }
+      rows = FNR }
+    END { exit (bad || rows != n) }' "$1" "$2"
+}

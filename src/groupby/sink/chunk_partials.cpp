@@ -63,6 +63,27 @@ Column owned_copy(const Column& c) {
   return out;
 }
 
+Column renamed(Column c, std::string name) {
+  c.name = std::move(name);
+  return c;
+}
+
+// c's values as `type` (a sum's wider type, a mean's f64), missing where c's are; an owned copy.
+Column converted(const Column& c, ColumnType type, std::string name) {
+  if (c.type == type) return renamed(owned_copy(c), std::move(name));
+  Column out = visit_numeric(c.type, [&](auto from) {
+    const auto in = c.numbers<decltype(from)>();
+    return visit_numeric(type, [&](auto to) {
+      using To = decltype(to);
+      std::vector<To> v(in.size());
+      for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<To>(in[i]);
+      return make_column(name, std::move(v));
+    });
+  });
+  if (!c.validity.empty()) out.validity = copy_of<std::uint8_t>(c.validity.data(), (c.length + 7) / 8);
+  return out;
+}
+
 }  // namespace
 
 SinkPlan plan_sink(const GroupBySpec& spec) {
@@ -94,6 +115,34 @@ Table engine_input(const Table& chunk, const SinkPlan& plan) {
 Table partial_groups(const Table& chunk, const SinkPlan& plan) {
   Report ignored;  // the engine's notes per chunk; finish() reports the whole
   return cpu_groupby::run(engine_input(chunk, plan), plan.partial, SinkConfig::kConsumeThreads, ignored);
+}
+
+Table row_partials(const Table& chunk, const SinkPlan& plan, const Table& like) {
+  const Table in = engine_input(chunk, plan);
+  const std::size_t n = in.rows();
+  std::vector<Column> cols;
+  for (const auto& k : plan.spec.by) cols.push_back(owned_copy(in.column(k)));
+  for (const auto& a : plan.partial.aggs) {
+    std::string name = output_names(a).front();
+    const ColumnType type = like.column(name).type;
+    switch (a.op) {
+      case AggOp::count_rows: cols.push_back(make_column(std::move(name), std::vector<std::int64_t>(n, 1))); break;
+      case AggOp::count: {
+        const Column& c = in.column(a.column);
+        std::vector<std::int64_t> v(n);
+        for (std::size_t i = 0; i < n; ++i) v[i] = c.present(i);
+        cols.push_back(make_column(std::move(name), std::move(v)));
+        break;
+      }
+      case AggOp::var:  // one value has no sample variance
+        cols.push_back(
+            make_column(std::move(name), std::vector<double>(n, 0.0), std::vector<std::uint8_t>((n + 7) / 8)));
+        break;
+      // sum, min, max, first, last and mean of one value: that value (missing where it is).
+      default: cols.push_back(converted(in.column(a.column), type, std::move(name)));
+    }
+  }
+  return Table(std::move(cols));
 }
 
 Table kept_rows(const Table& chunk, const SinkPlan& plan) {

@@ -29,6 +29,10 @@ SinkPlan plan_sink(const GroupBySpec& spec);
 Table engine_input(const Table& chunk, const SinkPlan& plan);
 // The chunk's partial groups, in key order.
 Table partial_groups(const Table& chunk, const SinkPlan& plan);
+// Each row of the chunk as a partial group of its own, made column by column without grouping:
+// what partial_groups gives when no two rows share a key, for mostly distinct keys. `like`: the
+// partial groups' columns (names, types), no rows.
+Table row_partials(const Table& chunk, const SinkPlan& plan, const Table& like);
 // An owned copy of the chunk's kept columns (the caller's buffers may not outlive the call).
 Table kept_rows(const Table& chunk, const SinkPlan& plan);
 

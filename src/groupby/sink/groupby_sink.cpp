@@ -57,7 +57,7 @@ struct GroupBySink::Impl {
   // Running groups, when the plan allows them: those no consume() holds now, and the bytes they
   // hold. One passing flush_bytes (its share of the limit) becomes a piece and starts again.
   std::atomic<bool> running{false};
-  bool gave_up_running{false};  // under `lock`
+  std::atomic<bool> gave_up_running{false};  // then later chunks' rows are partial groups of their own
   std::size_t flush_bytes{0};
   struct Idle {
     std::unique_ptr<sink::RunningGroups> groups;
@@ -207,10 +207,7 @@ GroupBySink::Impl::Piece GroupBySink::Impl::fold_running(std::size_t index, cons
     const bool distinct =
         g.rows() >= SinkConfig::kRunningProbeRows &&
         static_cast<double>(g.groups()) > SinkConfig::kRunningGroupsShare * static_cast<double>(g.rows());
-    if (distinct && running.exchange(false)) {
-      const std::lock_guard hold(lock);
-      gave_up_running = true;
-    }
+    if (distinct && running.exchange(false)) gave_up_running = true;
     if (distinct || g.bytes() > flush_bytes) piece.partial = g.take();
   } catch (...) {
     release(std::move(held));
@@ -265,7 +262,9 @@ void GroupBySink::consume(std::size_t chunk_index, const Table& chunk) {
   if (chunk.rows() == 0) return;
   Stopwatch w;
   Impl::Piece piece = s.running ? s.fold_running(chunk_index, chunk)
-                                : Impl::Piece{chunk_index, sink::partial_groups(chunk, s.plan), {}};
+                      : s.gave_up_running
+                          ? Impl::Piece{chunk_index, sink::row_partials(chunk, s.plan, s.partial_like), {}}
+                          : Impl::Piece{chunk_index, sink::partial_groups(chunk, s.plan), {}};
   if (!s.plan.kept.aggs.empty()) piece.kept = sink::kept_rows(chunk, s.plan);
   const double seconds = w.seconds();
   if (piece.partial.num_columns() > 0 || piece.kept.num_columns() > 0) s.store(std::move(piece));
@@ -350,7 +349,7 @@ GroupByResult GroupBySink::finish() {
                   s.running_tables == 0 ? "the CPU engine over each chunk"
                   : s.gave_up_running
                       ? fmt::format("running groups in {} hash table(s) until the keys proved mostly distinct, then "
-                                    "the CPU engine over each chunk",
+                                    "each row its own partial group",
                                     s.running_tables)
                       : fmt::format("running groups: {} hash table(s) kept across chunks", s.running_tables)));
   report.note(fmt::format("group-by sink: memory limit {} bytes{}", s.limit,
@@ -360,8 +359,8 @@ GroupByResult GroupBySink::finish() {
   else if (s.spill) out.table = s.finish_spilled(report);
   else out.table = s.finish_in_memory();
   report.add("combine", "cpu", w.seconds(),
-             fmt::format("{} groups from the partial groups, {} thread(s){}", out.table.rows(), s.threads,
-                         s.spill ? ", partitions on a thread each" : ""));
+             fmt::format("{} groups from the partial groups by the CPU engine, {} thread(s){}", out.table.rows(),
+                         s.threads, s.spill ? ", partitions on a thread each" : ""));
   s.spill.reset();  // the spill files go as soon as they are read
   return out;
 }

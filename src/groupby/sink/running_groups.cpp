@@ -1,6 +1,7 @@
 #include "groupby/sink/running_groups.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <map>
 #include <numeric>
 
@@ -16,8 +17,29 @@ using cpu_groupby::Aggregator;
 using cpu_groupby::DecomposableAggregator;
 
 constexpr std::size_t kBlockRows = 4096;            // rows whose group ids are found before the states fold them
+constexpr std::size_t kPrefetchRows = 8;            // how far ahead a row's hash table slot is asked for
 constexpr std::size_t kFirstSlots = 1024;           // hash table slots at the start (a power of two)
 constexpr std::uint64_t kTagMask = ~0xffffffffULL;  // a slot: the hash's high half, then group id + 1
+
+// Whether n bytes at a and b are equal: short keys (ids, codes) by two overlapping word loads
+// instead of a call to memcmp.
+inline bool same_bytes(const char* a, const char* b, std::size_t n) {
+  const auto equal_words = [&](auto word) {
+    using W = decltype(word);
+    W x, y, u, v;
+    std::memcpy(&x, a, sizeof(W));
+    std::memcpy(&y, b, sizeof(W));
+    std::memcpy(&u, a + n - sizeof(W), sizeof(W));
+    std::memcpy(&v, b + n - sizeof(W), sizeof(W));
+    return ((x ^ y) | (u ^ v)) == 0;
+  };
+  if (n >= 8 && n <= 16) return equal_words(std::uint64_t{});
+  if (n >= 4 && n < 8) return equal_words(std::uint32_t{});
+  if (n > 16) return std::memcmp(a, b, n) == 0;
+  for (std::size_t i = 0; i < n; ++i)
+    if (a[i] != b[i]) return false;
+  return true;
+}
 
 // Each group's value of one key column, in group order.
 class KeyStore {
@@ -69,7 +91,9 @@ class StringKeys final : public KeyStore {
   bool equal(std::uint32_t g, const Column& c, std::size_t row) const override {
     const bool p = c.present(row);
     if (p != (present_[g] != 0)) return false;
-    return !p || std::string_view(bytes_.data() + offsets_[g], offsets_[g + 1] - offsets_[g]) == c.string(row);
+    if (!p) return true;
+    const std::string_view s = c.string(row);
+    return offsets_[g + 1] - offsets_[g] == s.size() && same_bytes(bytes_.data() + offsets_[g], s.data(), s.size());
   }
   void append(const Column& c, std::size_t row) override {
     const bool p = c.present(row);
@@ -114,10 +138,9 @@ std::unique_ptr<DecomposableAggregator> decomposable(const Aggregation& a, const
   return std::unique_ptr<DecomposableAggregator>(d);
 }
 
-Aggregation count_of(const std::string& column) {
+Aggregation count_rows() {
   Aggregation a;
-  a.op = column.empty() ? AggOp::count_rows : AggOp::count;
-  a.column = column;
+  a.op = AggOp::count_rows;
   return a;
 }
 
@@ -143,23 +166,24 @@ struct RunningGroups::Impl {
   std::uint32_t groups{0};
   std::size_t rows_added{0};
   // The engine's row count, each aggregation's state (null for count(), which is the row count),
-  // and present values per column read (what the states finalise with).
+  // and missing values per group of each column read: present = rows - missing is what the states
+  // finalise with (counted only for chunks where the column has missing values).
   std::unique_ptr<DecomposableAggregator> rows;
   std::vector<std::unique_ptr<DecomposableAggregator>> by_agg;
-  std::map<std::string, std::unique_ptr<DecomposableAggregator>> present;
+  std::map<std::string, std::vector<std::int64_t>> missing;
 
   Impl(const SinkPlan& p, const Table& input) : plan(p) {
     for (const auto& k : plan.spec.by) keys.push_back(key_store(input.column(k).type));
     key_index.resize(keys.size());
     std::iota(key_index.begin(), key_index.end(), std::size_t{0});
-    rows = decomposable(count_of({}), nullptr);
+    rows = decomposable(count_rows(), nullptr);
     for (const auto& a : plan.partial.aggs) {
       if (!agg::operator_info(a.op).reads_column) {
         by_agg.push_back(nullptr);
         continue;
       }
       by_agg.push_back(decomposable(a, &input.column(a.column)));
-      if (!present.count(a.column)) present[a.column] = decomposable(count_of(a.column), &input.column(a.column));
+      missing[a.column];
     }
     for_each_state([](DecomposableAggregator& d) { d.allocate(1, 0); });
   }
@@ -169,7 +193,13 @@ struct RunningGroups::Impl {
     f(*rows);
     for (auto& d : by_agg)
       if (d) f(*d);
-    for (auto& [name, d] : present) f(*d);
+  }
+
+  void count_missing(const Column& c, std::vector<std::int64_t>& m, const std::uint32_t* gid, std::size_t b,
+                     std::size_t e) const {
+    if (c.validity.empty()) return;
+    m.resize(groups, 0);
+    for (std::size_t i = b; i < e; ++i) m[gid[i - b]] += !c.present(i);
   }
 
   void grow_table() {
@@ -216,6 +246,7 @@ std::size_t RunningGroups::bytes() const {
   const Impl& s = *impl_;
   std::size_t b = (s.slots.size() + s.group_hash.capacity()) * sizeof(std::uint64_t);
   for (const auto& k : s.keys) b += k->bytes();
+  for (const auto& [name, m] : s.missing) b += m.capacity() * sizeof(std::int64_t);
   const_cast<Impl&>(s).for_each_state([&](DecomposableAggregator& d) { b += d.state_bytes() * s.groups; });
   return b;
 }
@@ -227,18 +258,22 @@ void RunningGroups::add(const Table& input) {
   for (const auto& k : s.plan.spec.by) cols.push_back(&input.column(k));
   for (std::size_t i = 0; i < s.plan.partial.aggs.size(); ++i)
     if (s.by_agg[i]) s.by_agg[i]->read_from(&input.column(s.plan.partial.aggs[i].column));
-  for (auto& [name, d] : s.present) d->read_from(&input.column(name));
   s.rows_added += n;
-  std::vector<std::uint64_t> hashes(n);
+  Scratch<std::uint64_t> hashes(n);
   hash_rows(input, s.key_index, hashes);
   std::vector<std::uint32_t> gid(kBlockRows);
   for (std::size_t b = 0; b < n; b += kBlockRows) {
     const std::size_t e = std::min(n, b + kBlockRows);
-    for (std::size_t i = b; i < e; ++i) gid[i - b] = s.group_of(cols, i, hashes[i]);
+    for (std::size_t i = b; i < e; ++i) {
+      // The slot of a row a few ahead, so its cache miss overlaps this row's probe.
+      if (i + kPrefetchRows < n) __builtin_prefetch(&s.slots[hashes[i + kPrefetchRows] & (s.slots.size() - 1)]);
+      gid[i - b] = s.group_of(cols, i, hashes[i]);
+    }
     s.for_each_state([&](DecomposableAggregator& d) {
       d.grow(s.groups);
       d.update(0, gid.data(), b, e);
     });
+    for (auto& [name, m] : s.missing) s.count_missing(input.column(name), m, gid.data(), b, e);
   }
 }
 
@@ -247,6 +282,13 @@ Table RunningGroups::take() {
   std::vector<std::uint32_t> all(s.groups);
   std::iota(all.begin(), all.end(), std::uint32_t{0});
   const std::int64_t* rows = s.rows->counts();
+  std::map<std::string, std::vector<std::int64_t>> present;
+  for (auto& [name, m] : s.missing) {
+    auto& p = present[name];
+    p.assign(rows, rows + s.groups);
+    for (std::size_t g = 0; g < m.size(); ++g) p[g] -= m[g];
+    m.clear();
+  }
   Table out;
   for (std::size_t k = 0; k < s.keys.size(); ++k) out.add(s.keys[k]->take(s.plan.spec.by[k]));
   for (std::size_t i = 0; i < s.plan.partial.aggs.size(); ++i) {
@@ -256,7 +298,7 @@ Table RunningGroups::take() {
                                                        [&](std::size_t g) { return std::optional(rows[g]); }));
       continue;
     }
-    for (auto& c : s.by_agg[i]->finish(all, s.present.at(a.column)->counts(), 1)) out.add(std::move(c));
+    for (auto& c : s.by_agg[i]->finish(all, present.at(a.column).data(), 1)) out.add(std::move(c));
   }
   s.slots.assign(kFirstSlots, 0);
   s.group_hash = {};
