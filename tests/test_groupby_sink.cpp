@@ -130,9 +130,12 @@ TEST(GroupBySink, EveryAggregationUnderEveryChunkingMatchesGroupBy) {
 TEST(GroupBySink, SpillingGivesTheSameAnswersAndLeavesNoFiles) {
   std::mt19937_64 rng(23);
   const TempDir dir;
-  for (int round = 0; round < 4; ++round) {
+  for (int round = 0; round < 5; ++round) {
     const Table t = round < 3 ? random_table(rng, 3000, 1 + round, 0.1) : many_groups_table(rng, 30000);
-    const auto spec = spec_of(t, random_aggregations(rng, t, 1.0));
+    auto aggs = random_aggregations(rng, t, 1.0);
+    // Round 4: holistic aggregations only, where the kept rows alone make the result.
+    if (round == 4) std::erase_if(aggs, [](const Aggregation& a) { return !agg::operator_info(a.op).holistic; });
+    const auto spec = spec_of(t, aggs);
     GroupBySinkOptions tiny;
     tiny.memory_limit = 1;
     tiny.temp_dir = dir.path.string();

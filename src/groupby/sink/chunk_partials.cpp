@@ -95,6 +95,7 @@ SinkPlan plan_sink(const GroupBySpec& spec) {
   p.final = {spec.by, p.combine.final};
   p.final.aggs.push_back(named(AggOp::sum, kRowsColumn, kRowsColumn));
   p.kept = {spec.by, p.combine.kept};
+  p.kept_only = !p.kept.aggs.empty() && p.kept.aggs.size() == spec.aggs.size();
   p.read = spec.by;
   for (const auto& a : spec.aggs)
     if (agg::operator_info(a.op).reads_column) add_once(p.read, a.column);

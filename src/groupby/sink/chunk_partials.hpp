@@ -21,6 +21,9 @@ struct SinkPlan {
   GroupBySpec kept;                    // keys; the holistic aggregations (none: no rows are kept)
   std::vector<std::string> read;       // the chunk's columns the sink reads: keys, then inputs
   std::vector<std::string> kept_read;  // the columns kept rows hold: keys, then holistic inputs
+  // Every aggregation is holistic: the kept rows make the whole result (`kept` over them), and
+  // no partial groups are made.
+  bool kept_only{false};
 };
 SinkPlan plan_sink(const GroupBySpec& spec);
 

@@ -88,6 +88,7 @@ Column renamed(Column c, const std::string& name) {
 
 Table combine_partials(const Table& partials, const Table& kept, const SinkPlan& plan, int threads) {
   Report ignored;
+  if (plan.kept_only) return cpu_groupby::run(kept, plan.kept, threads_for(kept.rows(), threads), ignored);
   const Table final_groups = cpu_groupby::run(partials, plan.final, threads_for(partials.rows(), threads), ignored);
   Table holistic;
   if (!plan.kept.aggs.empty()) {

@@ -117,7 +117,7 @@ void GroupBySink::Impl::set_schema(const Table& chunk) {
   partial_like = sink::partial_groups(schema, plan);
   kept_like = plan.kept.aggs.empty() ? Table{} : sink::kept_rows(schema, plan);
   schema_input = sink::engine_input(schema, plan);
-  running = sink::keeps_running_groups(plan, schema_input);
+  running = !plan.kept_only && sink::keeps_running_groups(plan, schema_input);
   flush_bytes = limit / (2 * static_cast<std::size_t>(threads));
   has_schema = true;
 }
@@ -261,7 +261,8 @@ void GroupBySink::consume(std::size_t chunk_index, const Table& chunk) {
   }
   if (chunk.rows() == 0) return;
   Stopwatch w;
-  Impl::Piece piece = s.running ? s.fold_running(chunk_index, chunk)
+  Impl::Piece piece = s.plan.kept_only ? Impl::Piece{chunk_index, {}, {}}
+                      : s.running      ? s.fold_running(chunk_index, chunk)
                       : s.gave_up_running
                           ? Impl::Piece{chunk_index, sink::row_partials(chunk, s.plan, s.partial_like), {}}
                           : Impl::Piece{chunk_index, sink::partial_groups(chunk, s.plan), {}};
@@ -310,8 +311,8 @@ Table GroupBySink::Impl::finish_spilled(Report& report) {
     try {
       const std::size_t f = p * SinkConfig::kFilesPerPartition;
       const Table partials = read_spilled(*spill, f, partial_like, 1);
-      if (partials.rows() == 0) continue;
       const Table kept = plan.kept.aggs.empty() ? Table{} : read_spilled(*spill, f + 1, kept_like, 1);
+      if ((plan.kept_only ? kept : partials).rows() == 0) continue;
       held[p] = sink::table_bytes(partials) + sink::table_bytes(kept);
       results[p] = sink::combine_partials(partials, kept, plan, 1);
     } catch (...) {
@@ -346,7 +347,8 @@ GroupByResult GroupBySink::finish() {
       fmt::format("{} chunks, {} rows → {} partial groups{} ({}; seconds summed over the consuming threads)", s.chunks,
                   s.rows, s.partial_rows,
                   s.plan.kept.aggs.empty() ? "" : fmt::format(", {} rows kept for holistic aggregations", s.kept_rows),
-                  s.running_tables == 0 ? "the CPU engine over each chunk"
+                  s.plan.kept_only        ? "none: every aggregation is holistic"
+                  : s.running_tables == 0 ? "the CPU engine over each chunk"
                   : s.gave_up_running
                       ? fmt::format("running groups in {} hash table(s) until the keys proved mostly distinct, then "
                                     "each row its own partial group",
