@@ -219,12 +219,7 @@ nlohmann::json run_duckdb(const bench::Bench& b, const std::string& csv, const s
   const std::string cmd =
       fmt::format("node {} --csv {} --threads {} --reps {} --out {} --questions {}",
                   b.get("--duckdb-script", "bench/duckdb/groupby.mjs"), csv, threads, b.reps(), out, questions);
-  std::FILE* p = popen(cmd.c_str(), "r");
-  std::string output;
-  char buf[4096];
-  while (p && std::fgets(buf, sizeof buf, p)) output += buf;
-  if (!p || pclose(p) != 0) throw Error(fmt::format("DuckDB run failed: {}\n{}", cmd, output));
-  return nlohmann::json::parse(output);
+  return bench::run_json_command("DuckDB", cmd);
 }
 
 std::array<double, 2> cpu_seconds() {

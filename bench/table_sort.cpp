@@ -56,12 +56,7 @@ nlohmann::json run_duckdb(const bench::Bench& b, const std::string& csv, const s
   const std::string cmd = fmt::format("node {} --csv {} --threads {} --reps {} --out {} --queries {}",
                                       b.get("--duckdb-script", "bench/duckdb/sort.mjs"), csv, threads, b.reps(), out,
                                       bench::shell_quote(list));
-  std::FILE* p = popen(cmd.c_str(), "r");  // stdout only: the JSON line
-  std::string output;
-  char buf[4096];
-  while (p && std::fgets(buf, sizeof buf, p)) output += buf;
-  if (!p || pclose(p) != 0) throw Error(fmt::format("DuckDB run failed: {}\n{}", cmd, output));
-  return nlohmann::json::parse(output);
+  return bench::run_json_command("DuckDB", cmd);
 }
 
 // Compares the key columns of DuckDB's sampled rows with tandem's rows at the same positions

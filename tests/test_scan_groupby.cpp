@@ -50,16 +50,6 @@ std::string via_table(const std::string& text, const GroupBySpec& spec, CsvSchem
   return csv_of(groupby(read_csv_text(text, {.schema = std::move(schema)}, "t.csv"), spec, g).table);
 }
 
-template <class F>
-std::string error_of(F f) {
-  try {
-    f();
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "no error";
-}
-
 // The same answer as the table path on every chunk size from tiny (many chunk boundaries inside
 // quoted fields and CRLF) to whole.
 void expect_same(const std::string& text, const GroupBySpec& spec, CsvSchema schema = {}) {
@@ -107,12 +97,12 @@ TEST(ScanGroupBy, MalformedFilesGiveTheTableReadersErrors) {
        }) {
     const Case c(text);
     const CsvSchema schema = s.aggs[0].column == "v1" ? parse_csv_schema("v1:i64") : CsvSchema{};
-    const std::string want = error_of([&] { (void)read_csv_text(text, {.schema = schema}, c.path); });
+    const std::string want = input_error([&] { (void)read_csv_text(text, {.schema = schema}, c.path); });
     for (std::size_t chunk : {1, 5, 0})
-      EXPECT_EQ(error_of([&] { (void)scanned(c.path, s, chunk, 20000, schema); }), want) << text;
+      EXPECT_EQ(input_error([&] { (void)scanned(c.path, s, chunk, 20000, schema); }), want) << text;
   }
   const Case empty("");
-  EXPECT_EQ(error_of([&] { (void)scanned(empty.path, spec, 0); }),
+  EXPECT_EQ(input_error([&] { (void)scanned(empty.path, spec, 0); }),
             empty.path + ": empty file (expected a header row naming the columns)");
   EXPECT_THROW((void)groupby_csv(empty.path + "-absent", spec), InputError);
   const Case ok("a,b\n1,2\n");
@@ -129,7 +119,7 @@ TEST(ScanGroupBy, ATypeThatChangesAfterTheSampleWidensAndRereads) {
   expect_same(strings, spec_of({"v"}, "count()"));
   // With the type fixed by the schema the late value is an error naming it.
   const Case c(floats);
-  EXPECT_EQ(error_of([&] { (void)scanned(c.path, spec_of({"k"}, "sum(v)"), 4096, 100, parse_csv_schema("v:i64")); }),
+  EXPECT_EQ(input_error([&] { (void)scanned(c.path, spec_of({"k"}, "sum(v)"), 4096, 100, parse_csv_schema("v:i64")); }),
             c.path + ":5002: column 2 ('v'): '2.5' is not an i64");
 }
 

@@ -1,4 +1,5 @@
-// Helpers shared by the tests: a temporary directory removed afterwards, GPU skip macro.
+// Helpers shared by the tests: a temporary directory removed afterwards, the message of an
+// InputError, GPU skip macro.
 #pragma once
 #include <unistd.h>
 
@@ -6,6 +7,8 @@
 #include <string>
 
 #include <gtest/gtest.h>
+
+#include "tandem/core/error.hpp"
 
 struct TempDir {
   std::filesystem::path path;
@@ -19,6 +22,17 @@ struct TempDir {
   }
   std::string file(const std::string& name) const { return (path / name).string(); }
 };
+
+// The message of the tandem::InputError that f() throws ("" if it throws none).
+template <class F>
+std::string input_error(F&& f) {
+  try {
+    f();
+  } catch (const tandem::InputError& e) {
+    return e.what();
+  }
+  return "";
+}
 
 // GPU tests call this first: they skip, not fail, on machines without a usable GPU.
 #define TANDEM_REQUIRE_GPU()                                  \

@@ -7,10 +7,12 @@
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <utility>
 
 #include <fmt/format.h>
 
 #include "tandem/core/device.hpp"
+#include "tandem/core/error.hpp"
 #include "tandem/core/format.hpp"
 
 namespace tandem::bench {
@@ -160,15 +162,32 @@ int Bench::finish() {
   return 0;
 }
 
-CommandOutput run_command(const std::string& command) {
-  CommandOutput out;
-  std::FILE* p = popen((command + " 2>&1").c_str(), "r");
-  if (!p) return out;
+namespace {
+
+// Runs `command` through the shell: its standard output, and pclose's status (-1: it could not run).
+std::pair<int, std::string> read_command(const std::string& command) {
+  std::string text;
+  std::FILE* p = popen(command.c_str(), "r");
+  if (!p) return {-1, text};
   char buf[4096];
-  while (std::fgets(buf, sizeof buf, p)) out.text += buf;
-  const int status = pclose(p);
+  while (std::fgets(buf, sizeof buf, p)) text += buf;
+  return {pclose(p), text};
+}
+
+}  // namespace
+
+CommandOutput run_command(const std::string& command) {
+  auto [status, text] = read_command(command + " 2>&1");
+  CommandOutput out;
+  out.text = std::move(text);
   if (status != -1 && WIFEXITED(status)) out.status = WEXITSTATUS(status);
   return out;
+}
+
+nlohmann::json run_json_command(const std::string& what, const std::string& command) {
+  auto [status, text] = read_command(command);
+  if (status != 0) throw Error(fmt::format("{} run failed: {}\n{}", what, command, text));
+  return nlohmann::json::parse(text);
 }
 
 std::string shell_quote(const std::string& text) {

@@ -72,6 +72,9 @@ struct CommandOutput {
   std::string text;
 };
 CommandOutput run_command(const std::string& command);
+// Runs an anchor that prints one JSON object on its standard output (its stderr passes through):
+// the object. Error "`what` run failed" with the command and what it printed when it fails.
+nlohmann::json run_json_command(const std::string& what, const std::string& command);
 // `text` quoted for a POSIX shell.
 std::string shell_quote(const std::string& text);
 

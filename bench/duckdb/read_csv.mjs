@@ -4,7 +4,7 @@
 //
 // Prints one JSON line: {"duckdb": version, "threads": N, "seconds": [one per timed run],
 // "rows": row count, "sum": the sum of COLUMN as text} (the row count and sum check the read).
-import duckdb from '@duckdb/node-api';
+import { openDuckDB, timeStatement } from './common.mjs';
 
 function options(argv) {
   const o = { file: null, threads: 2, reps: 3, warmup: 1, sum: 'v1' };
@@ -26,18 +26,11 @@ function options(argv) {
 }
 
 const o = options(process.argv.slice(2));
-const instance = await duckdb.DuckDBInstance.create(':memory:', { threads: String(o.threads) });
-const connection = await instance.connect();
+const { connection, version } = await openDuckDB(o.threads);
 const literal = `'${o.file.replaceAll("'", "''")}'`;
 const load = `CREATE OR REPLACE TABLE t AS SELECT * FROM read_csv(${literal})`;
-for (let i = 0; i < o.warmup; ++i) await connection.run(load);
-const seconds = [];
-for (let i = 0; i < o.reps; ++i) {
-  const start = process.hrtime.bigint();
-  await connection.run(load);
-  seconds.push(Number(process.hrtime.bigint() - start) / 1e9);
-}
+const seconds = await timeStatement(connection, load, { reps: o.reps, warmup: o.warmup });
 const column = `"${o.sum.replaceAll('"', '""')}"`;
 const check = await connection.runAndReadAll(`SELECT count(*)::VARCHAR, sum(${column})::VARCHAR FROM t`);
 const [rows, sum] = check.getRows()[0];
-console.log(JSON.stringify({ duckdb: duckdb.version(), threads: o.threads, seconds, rows: Number(rows), sum }));
+console.log(JSON.stringify({ duckdb: version, threads: o.threads, seconds, rows: Number(rows), sum }));

@@ -9,14 +9,6 @@ namespace {
 
 using Kind = CombinePlan::Output::Kind;
 
-Aggregation make(AggOp op, std::string column, std::string name) {
-  Aggregation a;
-  a.op = op;
-  a.column = std::move(column);
-  a.name = std::move(name);
-  return a;
-}
-
 void plan_mean(CombinePlan& plan, const Aggregation& a, std::size_t i, CombineTarget target) {
   const std::string out = output_names(a).front(), part = fmt::format("__part{}", i),
                     count = fmt::format("__count{}", i);
@@ -26,10 +18,10 @@ void plan_mean(CombinePlan& plan, const Aggregation& a, std::size_t i, CombineTa
       plan.as_f64.push_back(a.column);
     column = as_f64_name(a.column);
   }
-  plan.partial.push_back(make(AggOp::sum, column, part));
-  plan.partial.push_back(make(AggOp::count, a.column, count));
-  plan.final.push_back(make(AggOp::sum, part, part));
-  plan.final.push_back(make(AggOp::sum, count, count));
+  plan.partial.push_back({.op = AggOp::sum, .column = column, .name = part});
+  plan.partial.push_back({.op = AggOp::count, .column = a.column, .name = count});
+  plan.final.push_back({.op = AggOp::sum, .column = part, .name = part});
+  plan.final.push_back({.op = AggOp::sum, .column = count, .name = count});
   plan.outputs.push_back({out, part, count, Kind::mean, {}});
 }
 
@@ -37,9 +29,9 @@ void plan_mean(CombinePlan& plan, const Aggregation& a, std::size_t i, CombineTa
 void plan_moments(CombinePlan& plan, const Aggregation& a, std::size_t i) {
   const std::string out = output_names(a).front(), count = fmt::format("__count{}", i),
                     mean = fmt::format("__mean{}", i), var = fmt::format("__var{}", i);
-  plan.partial.push_back(make(AggOp::count, a.column, count));
-  plan.partial.push_back(make(AggOp::mean, a.column, mean));
-  plan.partial.push_back(make(AggOp::var, a.column, var));
+  plan.partial.push_back({.op = AggOp::count, .column = a.column, .name = count});
+  plan.partial.push_back({.op = AggOp::mean, .column = a.column, .name = mean});
+  plan.partial.push_back({.op = AggOp::var, .column = a.column, .name = var});
   plan.outputs.push_back({out, mean, count, a.op == AggOp::var ? Kind::var : Kind::std, var});
 }
 
@@ -60,7 +52,7 @@ CombinePlan plan_combine(const std::vector<Aggregation>& aggs, CombineTarget tar
       case AggOp::count:
       case AggOp::sum:
         plan.partial.push_back({a.op, a.column, a.q, a.n, part});
-        plan.final.push_back(make(AggOp::sum, part, out));
+        plan.final.push_back({.op = AggOp::sum, .column = part, .name = out});
         plan.outputs.push_back({out, out, {}, Kind::column, {}});
         break;
       case AggOp::first:
@@ -70,7 +62,7 @@ CombinePlan plan_combine(const std::vector<Aggregation>& aggs, CombineTarget tar
       case AggOp::min:
       case AggOp::max:
         plan.partial.push_back({a.op, a.column, a.q, a.n, part});
-        plan.final.push_back(make(a.op, part, out));
+        plan.final.push_back({.op = a.op, .column = part, .name = out});
         plan.outputs.push_back({out, out, {}, Kind::column, {}});
         break;
       case AggOp::mean: plan_mean(plan, a, i, target); break;

@@ -16,6 +16,30 @@ namespace {
 
 constexpr std::uint64_t kZeroOffset = 0;
 
+// ---- what schemas and arrays share -------------------------------------------------------------
+// Releases an ArrowSchema or ArrowArray made here: its children, then its private data.
+template <class Arrow, class Data>
+void release_made(Arrow* x) {
+  auto* d = static_cast<Data*>(x->private_data);
+  for (Arrow* child : d->children) {
+    if (child->release) child->release(child);
+    delete child;
+  }
+  delete d;
+  x->release = nullptr;
+}
+
+// Gives `out` its private data `d` (released by release_made) and `children` empty children.
+template <class Arrow, class Data>
+void attach(Arrow* out, Data* d, std::size_t children) {
+  out->private_data = d;
+  out->release = &release_made<Arrow, Data>;
+  d->children.reserve(children);
+  for (std::size_t i = 0; i < children; ++i) d->children.push_back(new Arrow{});
+  out->n_children = static_cast<std::int64_t>(children);
+  out->children = d->children.data();
+}
+
 // ---- schemas -----------------------------------------------------------------------------------
 struct SchemaData {
   std::string format;
@@ -23,28 +47,13 @@ struct SchemaData {
   std::vector<ArrowSchema*> children;
 };
 
-void release_schema(ArrowSchema* s) {
-  auto* d = static_cast<SchemaData*>(s->private_data);
-  for (ArrowSchema* child : d->children) {
-    if (child->release) child->release(child);
-    delete child;
-  }
-  delete d;
-  s->release = nullptr;
-}
-
 void fill_schema(ArrowSchema* out, std::string format, std::string name, std::int64_t flags, std::size_t children) {
   auto* d = new SchemaData{std::move(format), std::move(name), {}};
   *out = ArrowSchema{};
   out->format = d->format.c_str();
   out->name = d->name.c_str();
   out->flags = flags;
-  out->private_data = d;
-  out->release = &release_schema;
-  d->children.reserve(children);
-  for (std::size_t i = 0; i < children; ++i) d->children.push_back(new ArrowSchema{});
-  out->n_children = static_cast<std::int64_t>(children);
-  out->children = d->children.data();
+  attach(out, d, children);
 }
 
 // ---- arrays --------------------------------------------------------------------------------------
@@ -54,16 +63,6 @@ struct ArrayData {
   std::vector<ArrowArray*> children;
 };
 
-void release_array(ArrowArray* a) {
-  auto* d = static_cast<ArrayData*>(a->private_data);
-  for (ArrowArray* child : d->children) {
-    if (child->release) child->release(child);
-    delete child;
-  }
-  delete d;
-  a->release = nullptr;
-}
-
 void fill_array(ArrowArray* out, const std::shared_ptr<const Table>& table, std::vector<const void*> buffers,
                 std::size_t length, std::size_t nulls, std::size_t children) {
   auto* d = new ArrayData{table, std::move(buffers), {}};
@@ -72,12 +71,7 @@ void fill_array(ArrowArray* out, const std::shared_ptr<const Table>& table, std:
   out->null_count = static_cast<std::int64_t>(nulls);
   out->n_buffers = static_cast<std::int64_t>(d->buffers.size());
   out->buffers = d->buffers.data();
-  out->private_data = d;
-  out->release = &release_array;
-  d->children.reserve(children);
-  for (std::size_t i = 0; i < children; ++i) d->children.push_back(new ArrowArray{});
-  out->n_children = static_cast<std::int64_t>(children);
-  out->children = d->children.data();
+  attach(out, d, children);
 }
 
 void export_column(const Column& c, const std::shared_ptr<const Table>& table, ArrowArray* out) {

@@ -3,8 +3,7 @@
 set -u
 T=$1
 source "$(dirname "$0")/lib.bash"
-d=$(mktemp -d)
-trap 'rm -rf "$d" "$out"' EXIT
+temp_dir d
 export LC_ALL=C
 
 check gen-groupby 0 "$T" gen groupby --rows 1000 --k 10 --out "$d/g.csv"

@@ -6,8 +6,7 @@
 set -u
 T=$1
 source "$(dirname "$0")/lib.bash"
-d=$(mktemp -d)
-trap 'rm -rf "$d"; rm -f "$out"' EXIT
+temp_dir d
 {
   echo 'k,zip,v'
   for i in $(seq 1 3000); do echo "k$((i % 5)),0$((i % 7))123,$i"; done

@@ -5,8 +5,7 @@
 set -u
 T=$1
 source "$(dirname "$0")/lib.bash"
-D=$(mktemp -d /tmp/tandem-cli-dist.XXXXXX)
-trap 'rm -rf "$D" "$out"' EXIT
+temp_dir D
 
 if "$T" sort --distributed --type u32 --in /dev/null --out "$D/x" 2>&1 | grep -q "built without"; then
   check no-mpi-exit-2 2 "$T" sort --distributed --type u32 --in /dev/null --out "$D/x"

@@ -6,8 +6,7 @@
 set -u
 T=$1
 source "$(dirname "$0")/lib.bash"
-D=$(mktemp -d /tmp/tandem-cli-dist-out.XXXXXX)
-trap 'rm -rf "$D" "$out"' EXIT
+temp_dir D
 export LC_ALL=C
 
 if "$T" sort --distributed --type u32 --in /dev/null --out "$D/x" 2>&1 | grep -q "built without"; then

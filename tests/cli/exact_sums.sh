@@ -5,9 +5,7 @@
 set -u
 T=$1
 source "$(dirname "$0")/lib.bash"  # check NAME CODE CMD... (output in $out), $fails
-D=$(mktemp -d /tmp/tandem-cli-sums.XXXXXX)
-trap 'rm -rf "$D" "$out"' EXIT
-fail() { echo "FAIL $1"; fails=$((fails+1)); }
+temp_dir D
 
 python3 - "$D" <<'PY'
 import struct, sys

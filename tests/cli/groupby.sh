@@ -4,8 +4,7 @@
 set -u
 T=$1
 source "$(dirname "$0")/lib.bash"
-d=$(mktemp -d)
-trap 'rm -rf "$d"; rm -f "$out"' EXIT
+temp_dir d
 python3 - "$d" <<'PY'
 import struct, sys
 d = sys.argv[1]

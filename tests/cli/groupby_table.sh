@@ -4,8 +4,7 @@
 set -u
 T=$1
 source "$(dirname "$0")/lib.bash"
-d=$(mktemp -d)
-trap 'rm -rf "$d"; rm -f "$out"' EXIT
+temp_dir d
 printf 'city,kind,n,x\n"Paris, FR",a,1,0.5\nOslo,b,2,\n"Paris, FR",a,3,1.5\n"Say ""hi""",,4,2\nOslo,b,,3\n' >"$d/t.csv"
 check csv 0 "$T" groupby "$d/t.csv" --by city,kind --agg 'sum(n),mean(x),count(),count(n)' --device cpu
 same csv-out "$out" "$(printf 'city,kind,sum_n,mean_x,count,count_n\nOslo,b,2,3,2,1\n"Paris, FR",a,4,1,2,2\n"Say ""hi""",,4,2,1,1')"

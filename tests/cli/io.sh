@@ -5,9 +5,7 @@
 set -u
 T=$(readlink -f "$1")
 source "$(dirname "$0")/lib.bash"
-D=$(mktemp -d /tmp/tandem-cli-io.XXXXXX)
-trap 'rm -rf "$D" "$out"' EXIT
-fail() { echo "FAIL $1"; fails=$((fails+1)); }
+temp_dir D
 expect_err() {  # expect_err NAME TEXT: the last check's output mentions TEXT
   grep -qF -- "$2" "$out" || { fail "$1: output lacks '$2'"; cat "$out"; }
 }

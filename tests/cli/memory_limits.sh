@@ -5,8 +5,7 @@
 set -u
 T=$1
 source "$(dirname "$0")/lib.bash"
-d=$(mktemp -d)
-trap 'rm -rf "$d"; rm -f "$out"' EXIT
+temp_dir d
 export LC_ALL=C
 # AddressSanitizer reserves terabytes of address space at start: no ulimit -v sweep there.
 if ldd "$T" 2>/dev/null | grep -q libasan; then echo "skipped: an AddressSanitizer build cannot run under ulimit -v"; exit 0; fi

@@ -4,8 +4,7 @@
 set -u
 T=$1
 source "$(dirname "$0")/lib.bash"
-d=$(mktemp -d /tmp/tandem-cli-notices.XXXXXX)
-trap 'rm -rf "$d" "$out"' EXIT
+temp_dir d
 export XDG_CACHE_HOME="$d/cache"
 mkdir -p "$XDG_CACHE_HOME/tandem"
 echo '{ not json' > "$XDG_CACHE_HOME/tandem/tuning.json"

@@ -6,8 +6,7 @@
 set -u
 T=$1
 source "$(dirname "$0")/lib.bash"
-d=$(mktemp -d)
-trap 'rm -rf "$d"; rm -f "$out"' EXIT
+temp_dir d
 export LC_ALL=C
 printf 'k,v\na,10\nb,9\na,1\n' >"$d/t.csv"
 

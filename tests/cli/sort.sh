@@ -3,20 +3,8 @@
 # no half-written output.
 set -u
 T=$1
-fails=0
-D=$(mktemp -d /tmp/tandem-cli-sort.XXXXXX)
-trap 'rm -rf "$D"' EXIT
-check() {  # check NAME EXPECTED_CODE CMD...
-  local name=$1 want=$2; shift 2
-  "$@" >"$D/out.txt" 2>&1
-  local got=$?
-  if [ "$got" != "$want" ]; then
-    echo "FAIL $name: exit $got, expected $want"; cat "$D/out.txt"; fails=$((fails+1))
-  else
-    echo "ok   $name"
-  fi
-}
-fail() { echo "FAIL $1"; fails=$((fails+1)); }
+source "$(dirname "$0")/lib.bash"
+temp_dir D
 
 # --- the plan of the 16-element example (k = 0.6) ----------------------------------------------
 plan_concurrent() {  # prints the concurrent steps of a --plan --json run, comma separated
@@ -40,7 +28,7 @@ s7 = d["steps"][6]
 assert s7 == {"step": 7, "subset": 4, "stride": 8, "mode": "gpu"}, s7
 ' || fail "plan json fields"
 check plan-text 0 "$T" sort --plan --n 16 --k 0.6 --policy c
-grep -q "1-6, 8-10" "$D/out.txt" || fail "plan text shows 1-6, 8-10"
+grep -q "1-6, 8-10" "$out" || fail "plan text shows 1-6, 8-10"
 check plan-no-k 2 "$T" sort --plan --n 16
 check plan-bad-policy 2 "$T" sort --plan --n 16 --k 0.6 --policy d
 check plan-negative-k 2 "$T" sort --plan --n 16 --k -1
@@ -72,7 +60,7 @@ x = struct.unpack(f"<{len(a)//4}I", a); y = struct.unpack(f"<{len(b)//4}I", b)
 assert list(y) == sorted(x)' "$D/k.u32" "$D/s.u32" || fail "sorted u32 ($dev)"
 done
 check sort-pairs-desc 0 "$T" sort --type u32 --in "$D/k.u32" --out "$D/s.u32" --values "$D/v.u32" --values-out "$D/sv.u32" --descending --algorithm bitonic --explain
-grep -q "plan:" "$D/out.txt" || fail "--explain prints the plan"
+grep -q "plan:" "$out" || fail "--explain prints the plan"
 python3 -c '
 import struct, sys
 k = struct.unpack("<5003I", open(sys.argv[1], "rb").read())
@@ -108,7 +96,7 @@ cmp -s "$D/one.u32" "$D/s-one.u32" || fail "one element unchanged"
 # --- the non-bitonic paths: radix / merge on the CPU, auto (GPU pipeline or out of core where a GPU is present)
 for alg in radix merge auto; do
   check "pairs-$alg" 0 "$T" sort --type u32 --in "$D/k.u32" --out "$D/s.u32" --values "$D/v.u32" --values-out "$D/sv.u32" --descending --algorithm $alg --explain
-  grep -q "path " "$D/out.txt" || fail "--explain names the path ($alg)"
+  grep -q "path " "$out" || fail "--explain names the path ($alg)"
   python3 -c '
 import struct, sys
 k = struct.unpack("<5003I", open(sys.argv[1], "rb").read())
@@ -118,25 +106,25 @@ want = sorted(range(5003), key=lambda i: -k[i])
 assert list(sv) == want and list(sk) == [k[i] for i in want]' "$D/k.u32" "$D/s.u32" "$D/sv.u32" || fail "stable descending pairs ($alg)"
 done
 check radix-cpu-explain 0 "$T" sort --type f64 --in "$D/k.f64" --out "$D/s2.f64" --algorithm radix --device cpu --explain
-grep -q "path cpu-radix" "$D/out.txt" || fail "--device cpu --explain says path cpu-radix"
-grep -q "CPU radix sort" "$D/out.txt" || fail "--explain shows the CPU radix stage"
+grep -q "path cpu-radix" "$out" || fail "--device cpu --explain says path cpu-radix"
+grep -q "CPU radix sort" "$out" || fail "--explain shows the CPU radix stage"
 cmp -s "$D/s.f64" "$D/s2.f64" || fail "radix f64 equals the bitonic result"
 check in-place-explain 0 "$T" sort --type f64 --in "$D/k.f64" --out "$D/s3.f64" --memory low --device cpu --explain
-grep -q "path cpu-in-place: device=cpu; memory=low" "$D/out.txt" || fail "--memory low --explain says path cpu-in-place"
-grep -q "CPU in-place radix sort" "$D/out.txt" || fail "--explain shows the in-place stage"
+grep -q "path cpu-in-place: device=cpu; memory=low" "$out" || fail "--memory low --explain says path cpu-in-place"
+grep -q "CPU in-place radix sort" "$out" || fail "--explain shows the in-place stage"
 cmp -s "$D/s.f64" "$D/s3.f64" || fail "in-place f64 equals the bitonic result"
 check in-place-pairs-explain 0 "$T" sort --type u32 --in "$D/k.u32" --out "$D/s4.u32" --values "$D/v.u32" --values-out "$D/sv4.u32" --descending --memory low --device cpu --explain
-grep -q "CPU in-place stable pair sort" "$D/out.txt" || fail "--memory low with values: the in-place pair sort"
+grep -q "CPU in-place stable pair sort" "$out" || fail "--memory low with values: the in-place pair sort"
 cmp -s "$D/s4.u32" "$D/s.u32" && cmp -s "$D/sv4.u32" "$D/sv.u32" || fail "--memory low pairs equal the radix sort's (stable)"
 # A regular file, like standard input, is read into memory (never mapped: a file truncated by
 # another process cannot raise SIGBUS) and sorted where it was read; a file sorted onto itself is
 # read whole before the result replaces it.
-grep -q "mapped; the sort reads the pages" "$D/out.txt" && fail "--memory low reads its input into memory"
+grep -q "mapped; the sort reads the pages" "$out" && fail "--memory low reads its input into memory"
 check read-explain 0 "$T" sort --type f64 --in "$D/k.f64" --out "$D/s5.f64" --device cpu --explain
-grep -q "read into memory" "$D/out.txt" || fail "--explain says a regular file's input is read into memory"
+grep -q "read into memory" "$out" || fail "--explain says a regular file's input is read into memory"
 cmp -s "$D/s.f64" "$D/s5.f64" || fail "the sort of a read f64 file equals the bitonic result"
-"$T" sort --type f64 --in - --out "$D/s6.f64" --device cpu --explain <"$D/k.f64" >"$D/out.txt" 2>&1 || fail "sort from standard input"
-grep -q "read into memory" "$D/out.txt" || fail "--explain says standard input is read into memory"
+"$T" sort --type f64 --in - --out "$D/s6.f64" --device cpu --explain <"$D/k.f64" >"$out" 2>&1 || fail "sort from standard input"
+grep -q "read into memory" "$out" || fail "--explain says standard input is read into memory"
 cmp -s "$D/s.f64" "$D/s6.f64" || fail "the sort of standard input equals the bitonic result"
 cp "$D/k.u32" "$D/self.u32"; cp "$D/v.u32" "$D/self-v.u32"
 check sort-onto-itself 0 "$T" sort --type u32 --in "$D/self.u32" --out "$D/self.u32" --values "$D/self-v.u32" --values-out "$D/self-v.u32" --descending --device cpu
@@ -145,23 +133,23 @@ check bad-memory 2 "$T" sort --type f64 --in "$D/k.f64" --out "$D/x9.f64" --memo
 [ -e "$D/x9.f64" ] && fail "--memory tiny left an output file"
 check gpus-without-bitonic 2 "$T" sort --type f64 --in "$D/k.f64" --out "$D/x10.f64" --gpus 0,1
 grep -q "only the bitonic sort of one process (--algorithm bitonic or --device hybrid) runs on several GPUs" \
-  "$D/out.txt" || fail "--gpus outside the bitonic sort names what runs on several GPUs"
+  "$out" || fail "--gpus outside the bitonic sort names what runs on several GPUs"
 [ -e "$D/x10.f64" ] && fail "--gpus outside the bitonic sort left an output file"
 # Everywhere else --gpus would be ignored: refused, naming the option that makes it useless.
 check gpus-bitonic-cpu 2 "$T" sort --type f64 --in "$D/k.f64" --out "$D/x11.f64" --algorithm bitonic --device cpu --gpus 0
-grep -q -- "--gpus has no effect with --device cpu" "$D/out.txt" || fail "--gpus with --device cpu names the reason"
+grep -q -- "--gpus has no effect with --device cpu" "$out" || fail "--gpus with --device cpu names the reason"
 [ -e "$D/x11.f64" ] && fail "--gpus with --device cpu left an output file"
 check gpus-plan 2 "$T" sort --plan --n 16 --k 0.6 --gpus 0
-grep -q -- "--gpus has no effect with --plan" "$D/out.txt" || fail "--gpus with --plan names the reason"
+grep -q -- "--gpus has no effect with --plan" "$out" || fail "--gpus with --plan names the reason"
 check gpus-distributed 2 "$T" sort --type f64 --in "$D/k.f64" --out "$D/x12.f64" --algorithm bitonic --distributed --gpus 0
-grep -q -- "--gpus has no effect with --distributed" "$D/out.txt" || fail "--gpus with --distributed names the reason"
+grep -q -- "--gpus has no effect with --distributed" "$out" || fail "--gpus with --distributed names the reason"
 [ -e "$D/x12.f64" ] && fail "--gpus with --distributed left an output file"
 # The bitonic sort takes --gpus (0,0: two shares of GPU 0); without a GPU it says the list went unused.
 gpu=$("$T" info --json | python3 -c 'import json,sys; print(1 if json.load(sys.stdin)["gpus"] else 0)')
 check gpus-bitonic 0 "$T" sort --type f64 --in "$D/k.f64" --out "$D/x13.f64" --algorithm bitonic --gpus 0,0
 cmp -s "$D/s.f64" "$D/x13.f64" || fail "bitonic --gpus 0,0 sorts like the other paths"
 if [ "$gpu" = 0 ]; then
-  grep -q "gpus = 0,0 not used: the CPU sorts alone" "$D/out.txt" || fail "--gpus without a GPU says the list went unused"
+  grep -q "gpus = 0,0 not used: the CPU sorts alone" "$out" || fail "--gpus without a GPU says the list went unused"
 fi
 "$T" sort --help | grep -q "cpu-in-place (--memory low)  *<= 1.07x" || fail "sort --help gives the peak memory per path"
 # Larger than a forced GPU memory limit: out of core on a GPU machine (host partition + GPU pieces),
@@ -176,7 +164,7 @@ for i in range(0, len(b), 8 * 4099):  # a few runs of equal keys
 open(f"{d}/big.u64", "wb").write(b)
 EOF
 check out-of-core 0 "$T" sort --type u64 --in "$D/big.u64" --out "$D/sbig.u64" --gpu-memory-limit 70000000 --explain
-grep -q "path " "$D/out.txt" || fail "--explain names the path (out of core)"
+grep -q "path " "$out" || fail "--explain names the path (out of core)"
 python3 -c '
 import struct, sys
 a = open(sys.argv[1], "rb").read(); b = open(sys.argv[2], "rb").read()
@@ -201,7 +189,7 @@ check bad-algorithm 2 "$T" sort --type u32 --in "$D/k.u32" --out "$D/x7.u32" --a
 check bad-policy 2 "$T" sort --type u32 --in "$D/k.u32" --out "$D/x7.u32" --policy z
 check no-type 2 "$T" sort --in "$D/k.u32" --out "$D/x8.u32"
 check bad-tune-signal 2 "$T" sort --type u32 --in "$D/k.u32" --out "$D/x7.u32" --algorithm bitonic --tune-signal ipc
-grep -q -- "--tune-signal" "$D/out.txt" || fail "a bad --tune-signal names the option"
+grep -q -- "--tune-signal" "$out" || fail "a bad --tune-signal names the option"
 [ -e "$D/x7.u32" ] && fail "bad options left an output file"
 
 # The GPU launch shape tuned by hardware counters (a fresh tuning cache, so that it is measured):
@@ -210,12 +198,12 @@ grep -q -- "--tune-signal" "$D/out.txt" || fail "a bad --tune-signal names the o
 if "$T" info --json | python3 -c 'import json,sys; sys.exit(0 if json.load(sys.stdin)["gpus"] else 1)'; then
   check tune-counters 0 env XDG_CACHE_HOME="$D/cache" "$T" sort --type u32 --in "$D/k.u32" --out "$D/s.u32" \
     --algorithm bitonic --device gpu --tune-signal counters --explain
-  if grep -q "hardware counters could not be read" "$D/out.txt"; then
-    grep -q "GPU tuning:" "$D/out.txt" && ! grep -q "by time" "$D/out.txt" && fail "counter fallback: tuned by time"
+  if grep -q "hardware counters could not be read" "$out"; then
+    grep -q "GPU tuning:" "$out" && ! grep -q "by time" "$out" && fail "counter fallback: tuned by time"
   else
-    grep -q "by hardware counters" "$D/out.txt" || fail "--tune-signal counters: no counter table"
-    grep -q "<- counters" "$D/out.txt" || fail "--tune-signal counters: no counter pick"
-    grep -q "tuning cost: counter reading" "$D/out.txt" || fail "--tune-signal counters: no tuning cost"
+    grep -q "by hardware counters" "$out" || fail "--tune-signal counters: no counter table"
+    grep -q "<- counters" "$out" || fail "--tune-signal counters: no counter pick"
+    grep -q "tuning cost: counter reading" "$out" || fail "--tune-signal counters: no tuning cost"
   fi
   python3 -c '
 import struct, sys

@@ -5,8 +5,7 @@
 set -u
 T=$1
 source "$(dirname "$0")/lib.bash"
-d=$(mktemp -d)
-trap 'rm -rf "$d"; rm -f "$out"' EXIT
+temp_dir d
 printf 'k,v,s\nb,2,x\na,,"y, z"\nb,1,\n,3,w\na,nan,v\na,-0,u\na,0,t\n' >"$d/t.csv"
 check by-two 0 "$T" sort "$d/t.csv" --by k,v:desc --out "$d/s.csv"
 same by-two-out "$d/s.csv" "$(printf 'k,v,s\na,nan,v\na,-0,u\na,0,t\na,,"y, z"\nb,2,x\nb,1,\n,3,w')"

@@ -5,12 +5,10 @@
 # With a GPU more readers take part (bitonic GPU shape and k, hash group-by, staged transfers).
 set -u
 T=$1
-fails=0
-D=$(mktemp -d /tmp/tandem-cli-cache.XXXXXX)
-trap 'rm -rf "$D"' EXIT
+source "$(dirname "$0")/lib.bash"
+temp_dir D
 export XDG_CACHE_HOME=$D/cache
 C=$D/cache/tandem/tuning.json
-fail() { echo "FAIL $1"; fails=$((fails+1)); }
 
 info=$("$T" info --json)
 cores=$(python3 -c 'import json,sys; print(json.load(sys.stdin)["cpu"]["physical_cores"])' <<<"$info")

@@ -10,6 +10,7 @@
 #include "groupby/ops/holistic.hpp"
 #include "groupby/ops/registry.hpp"
 #include "tandem/core/transfer.hpp"
+#include "tandem/cuda/cub_call.hpp"
 
 namespace tandem::gpu_groupby {
 
@@ -274,11 +275,11 @@ const SortedValues& Aggregations::sorted(const DeviceColumn& c) {
   TANDEM_GROUPBY_LAUNCH(sort_inputs<T>, n, s_, values_of<T>(c), ids_.gid.data(), n, groups, bits.data(), gid.data());
   const int value_bits = int(sizeof(T) * 8), group_bits = bits_for(std::uint64_t{groups} + 1);
   // By value, then stably by group: each group's run ends up in value order.
-  run_cub("radix sort of values", [&](void* t, std::size_t& b) {
+  gpu::run_cub("radix sort of values", [&](void* t, std::size_t& b) {
     return cub::DeviceRadixSort::SortPairs(t, b, bits.data(), sv->bits.data(), gid.data(), sv->gid.data(), n, 0,
                                            value_bits, s_);
   });
-  run_cub("radix sort of values by group", [&](void* t, std::size_t& b) {
+  gpu::run_cub("radix sort of values by group", [&](void* t, std::size_t& b) {
     return cub::DeviceRadixSort::SortPairs(t, b, sv->gid.data(), gid.data(), sv->bits.data(), bits.data(), n, 0,
                                            group_bits, s_);
   });
@@ -286,7 +287,7 @@ const SortedValues& Aggregations::sorted(const DeviceColumn& c) {
   sv->gid = std::move(gid);
   const std::uint64_t* counts = present_counts(c);
   sv->start = gpu::DeviceBuffer<std::uint64_t>(ids_.groups);
-  run_cub("scan of group counts", [&](void* t, std::size_t& b) {
+  gpu::run_cub("scan of group counts", [&](void* t, std::size_t& b) {
     return cub::DeviceScan::ExclusiveSum(t, b, counts, sv->start.data(), ids_.groups, s_);
   });
   slot = std::move(sv);

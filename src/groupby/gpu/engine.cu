@@ -8,6 +8,7 @@
 #include "groupby/gpu/kernels.cuh"
 #include "groupby/ops/registry.hpp"
 #include "tandem/core/timing.hpp"
+#include "tandem/cuda/cub_call.hpp"
 #include "tandem/cuda/stream.hpp"
 
 namespace tandem::gpu_groupby {
@@ -31,7 +32,7 @@ gpu::DeviceBuffer<std::uint32_t> occupied(const std::uint64_t* rows, std::size_t
   gpu::DeviceBuffer<std::uint32_t> at(groups + 1);
   occupied_flags<<<grid_for(groups), 256, 0, s>>>(rows, groups, at.data());
   TANDEM_CUDA_LAUNCH("occupied_flags");
-  run_cub("scan of occupied groups", [&](void* t, std::size_t& b) {
+  gpu::run_cub("scan of occupied groups", [&](void* t, std::size_t& b) {
     return cub::DeviceScan::ExclusiveSum(t, b, at.data(), at.data(), groups + 1, s);
   });
   std::uint32_t m = 0;

@@ -8,6 +8,7 @@
 #include "groupby/gpu/kernels.cuh"
 #include "tandem/core/timing.hpp"
 #include "tandem/core/transfer.hpp"
+#include "tandem/cuda/cub_call.hpp"
 
 namespace tandem::gpu_groupby {
 namespace {
@@ -116,13 +117,14 @@ gpu::DeviceBuffer<std::uint64_t> rank_in_place(std::uint64_t* acc, std::size_t n
   gpu::DeviceBuffer<std::uint64_t> sorted(n);
   gpu::DeviceBuffer<std::uint32_t> rows(n), rows_sorted(n), rank(n);
   TANDEM_GROUPBY_LAUNCH(iota_kernel, n, s, rows.data(), n);
-  run_cub("radix sort of mixed key codes", [&](void* t, std::size_t& b) {
+  gpu::run_cub("radix sort of mixed key codes", [&](void* t, std::size_t& b) {
     return cub::DeviceRadixSort::SortPairs(t, b, acc, sorted.data(), rows.data(), rows_sorted.data(), n, 0, bits, s);
   });
   rows = {};
   TANDEM_GROUPBY_LAUNCH(head_flags, n, s, sorted.data(), n, rank.data());
-  run_cub("scan of distinct key heads",
-          [&](void* t, std::size_t& b) { return cub::DeviceScan::InclusiveSum(t, b, rank.data(), rank.data(), n, s); });
+  gpu::run_cub("scan of distinct key heads", [&](void* t, std::size_t& b) {
+    return cub::DeviceScan::InclusiveSum(t, b, rank.data(), rank.data(), n, s);
+  });
   std::uint32_t distinct_n = 0;
   TANDEM_CUDA(cudaMemcpyAsync(&distinct_n, rank.data() + n - 1, sizeof distinct_n, cudaMemcpyDeviceToHost, s));
   TANDEM_CUDA(cudaStreamSynchronize(s));
@@ -138,16 +140,16 @@ gpu::DeviceBuffer<std::uint64_t> distinct_values(const DeviceColumn& c, std::siz
   gpu::DeviceBuffer<std::uint8_t> flags(n);
   gpu::DeviceBuffer<std::uint32_t> count(1);
   TANDEM_GROUPBY_LAUNCH(present_key_bits<T>, n, s, values_of<T>(c), n, bits.data(), flags.data());
-  run_cub("selection of present keys", [&](void* t, std::size_t& b) {
+  gpu::run_cub("selection of present keys", [&](void* t, std::size_t& b) {
     return cub::DeviceSelect::Flagged(t, b, bits.data(), flags.data(), picked.data(), count.data(), n, s);
   });
   std::uint32_t m = 0;
   TANDEM_CUDA(cudaMemcpyAsync(&m, count.data(), sizeof m, cudaMemcpyDeviceToHost, s));
   TANDEM_CUDA(cudaStreamSynchronize(s));
-  run_cub("radix sort of key values", [&](void* t, std::size_t& b) {
+  gpu::run_cub("radix sort of key values", [&](void* t, std::size_t& b) {
     return cub::DeviceRadixSort::SortKeys(t, b, picked.data(), bits.data(), m, 0, int(sizeof(T) * 8), s);
   });
-  run_cub("unique key values", [&](void* t, std::size_t& b) {
+  gpu::run_cub("unique key values", [&](void* t, std::size_t& b) {
     return cub::DeviceSelect::Unique(t, b, bits.data(), picked.data(), count.data(), m, s);
   });
   TANDEM_CUDA(cudaMemcpyAsync(&m, count.data(), sizeof m, cudaMemcpyDeviceToHost, s));

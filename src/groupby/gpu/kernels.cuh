@@ -253,17 +253,3 @@ void accumulate(const std::uint32_t* gid, Values<T> in, std::size_t n, std::uint
 }
 
 }  // namespace tandem::gpu_groupby
-
-namespace tandem::gpu_groupby {
-
-// A CUB device-wide call: f(temp, bytes) asks for its temporary storage with temp == nullptr,
-// then runs with it.
-template <class F>
-void run_cub(const char* what, F&& f) {
-  std::size_t bytes = 0;
-  gpu::check(f(nullptr, bytes), what, __FILE__, __LINE__);
-  gpu::DeviceBuffer<std::byte> temp(std::max<std::size_t>(bytes, 1));
-  gpu::check(f(temp.data(), bytes), what, __FILE__, __LINE__);
-}
-
-}  // namespace tandem::gpu_groupby

@@ -14,14 +14,6 @@ void add_once(std::vector<std::string>& names, const std::string& name) {
   if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
 }
 
-Aggregation named(AggOp op, std::string column, std::string name) {
-  Aggregation a;
-  a.op = op;
-  a.column = std::move(column);
-  a.name = std::move(name);
-  return a;
-}
-
 // The column's values as f64 under another name (the same buffers when it is f64 already).
 Column as_f64(const Column& c, std::string name) {
   if (c.type == ColumnType::f64) {
@@ -91,9 +83,9 @@ SinkPlan plan_sink(const GroupBySpec& spec) {
   p.spec = spec;
   p.combine = plan_combine(spec.aggs, CombineTarget::chunks);
   p.partial = {spec.by, p.combine.partial};
-  p.partial.aggs.push_back(named(AggOp::count_rows, {}, kRowsColumn));
+  p.partial.aggs.push_back({.op = AggOp::count_rows, .column = {}, .name = kRowsColumn});
   p.final = {spec.by, p.combine.final};
-  p.final.aggs.push_back(named(AggOp::sum, kRowsColumn, kRowsColumn));
+  p.final.aggs.push_back({.op = AggOp::sum, .column = kRowsColumn, .name = kRowsColumn});
   p.kept = {spec.by, p.combine.kept};
   p.kept_only = !p.kept.aggs.empty() && p.kept.aggs.size() == spec.aggs.size();
   p.read = spec.by;

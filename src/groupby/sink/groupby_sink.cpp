@@ -11,7 +11,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <exception>
 #include <mutex>
 #include <numeric>
 #include <unordered_set>
@@ -300,27 +299,18 @@ Table read_spilled(sink::SpillFiles& files, std::size_t f, const Table& like, in
 }  // namespace
 
 // Partitions are combined on `threads` threads at once, each on one thread (a partition holds
-// ~1/32 of the groups: too little to share); no exception leaves the parallel loop.
+// ~1/32 of the groups: too little to share).
 Table GroupBySink::Impl::finish_spilled(Report& report) {
   std::vector<Table> results(SinkConfig::kPartitions);
   std::vector<std::size_t> held(SinkConfig::kPartitions, 0);
-  std::exception_ptr error;
-  std::mutex error_lock;
-#pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
-  for (std::size_t p = 0; p < SinkConfig::kPartitions; ++p) {
-    try {
-      const std::size_t f = p * SinkConfig::kFilesPerPartition;
-      const Table partials = read_spilled(*spill, f, partial_like, 1);
-      const Table kept = plan.kept.aggs.empty() ? Table{} : read_spilled(*spill, f + 1, kept_like, 1);
-      if ((plan.kept_only ? kept : partials).rows() == 0) continue;
-      held[p] = sink::table_bytes(partials) + sink::table_bytes(kept);
-      results[p] = sink::combine_partials(partials, kept, plan, 1);
-    } catch (...) {
-      const std::lock_guard hold(error_lock);
-      if (!error) error = std::current_exception();
-    }
-  }
-  if (error) std::rethrow_exception(error);
+  parallel_for(SinkConfig::kPartitions, threads, [&](std::size_t p) {
+    const std::size_t f = p * SinkConfig::kFilesPerPartition;
+    const Table partials = read_spilled(*spill, f, partial_like, 1);
+    const Table kept = plan.kept.aggs.empty() ? Table{} : read_spilled(*spill, f + 1, kept_like, 1);
+    if ((plan.kept_only ? kept : partials).rows() == 0) return;
+    held[p] = sink::table_bytes(partials) + sink::table_bytes(kept);
+    results[p] = sink::combine_partials(partials, kept, plan, 1);
+  });
   std::vector<Table> pieces;
   for (auto& r : results)
     if (r.num_columns() > 0) pieces.push_back(std::move(r));

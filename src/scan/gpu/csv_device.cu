@@ -10,6 +10,7 @@
 #include "scan/gpu/csv_device.hpp"
 #include "scan/gpu/csv_field.hpp"
 #include "tandem/core/error.hpp"
+#include "tandem/cuda/cub_call.hpp"
 #include "tandem/cuda/launch.hpp"
 #include "tandem/cuda/runtime.hpp"
 
@@ -24,14 +25,6 @@ constexpr std::uint32_t kLengthMask = kEscapedBit - 1;
 
 unsigned blocks_for(std::size_t items) {
   return static_cast<unsigned>(std::max<std::size_t>(1, (items + kBlock - 1) / kBlock));
-}
-
-template <class F>
-void run_cub(const char* what, F&& f) {
-  std::size_t bytes = 0;
-  gpu::check(f(nullptr, bytes), what, __FILE__, __LINE__);
-  gpu::DeviceBuffer<std::byte> temp(std::max<std::size_t>(bytes, 1));
-  gpu::check(f(temp.data(), bytes), what, __FILE__, __LINE__);
 }
 
 struct Xor {
@@ -263,7 +256,7 @@ Rows find_rows(const char* s, std::size_t n, cudaStream_t stream) {
   gpu::DeviceBuffer<std::uint8_t> parity(segments), state(segments);
   segment_quote_parity<<<blocks_for(segments), kBlock, 0, stream>>>(s, n, segments, parity.data());
   TANDEM_CUDA_LAUNCH("segment_quote_parity");
-  run_cub("quote state scan", [&](void* t, std::size_t& b) {
+  gpu::run_cub("quote state scan", [&](void* t, std::size_t& b) {
     return cub::DeviceScan::ExclusiveScan(t, b, parity.data(), state.data(), Xor{}, std::uint8_t{0}, segments, stream);
   });
   const std::uint8_t last_state = read_one(state.data() + segments - 1, stream);
@@ -275,7 +268,7 @@ Rows find_rows(const char* s, std::size_t n, cudaStream_t stream) {
                                                                    nullptr);
   TANDEM_CUDA_LAUNCH("segment_line_breaks (count)");
   TANDEM_CUDA(cudaMemsetAsync(count.data() + segments, 0, sizeof(std::uint64_t), stream));
-  run_cub("line break scan", [&](void* t, std::size_t& b) {
+  gpu::run_cub("line break scan", [&](void* t, std::size_t& b) {
     return cub::DeviceScan::ExclusiveSum(t, b, count.data(), count.data(), segments + 1, stream);
   });
   const std::size_t breaks = read_one(count.data() + segments, stream);
@@ -330,7 +323,7 @@ void convert_column(DeviceCsvColumn& col, const char* s, const std::uint64_t* be
     string_lengths<<<blocks_for(rows), kBlock, 0, stream>>>(s, begin, length, cls, rows, col.offsets.data(),
                                                             col.validity.data(), missing.data());
     TANDEM_CUDA_LAUNCH("string_lengths");
-    run_cub("string offsets scan", [&](void* t, std::size_t& b) {
+    gpu::run_cub("string offsets scan", [&](void* t, std::size_t& b) {
       return cub::DeviceScan::ExclusiveSum(t, b, col.offsets.data(), col.offsets.data(), rows + 1, stream);
     });
     const std::size_t bytes = read_one(col.offsets.data() + rows, stream);
@@ -388,7 +381,7 @@ DeviceCsv parse_csv_device(const char* body, std::size_t n, const CsvLayout& lay
   row_kept<<<blocks_for(raw.count), kBlock, 0, stream>>>(bounds, raw.count, skip_blank, kept.data());
   TANDEM_CUDA_LAUNCH("row_kept");
   TANDEM_CUDA(cudaMemsetAsync(kept.data() + raw.count, 0, sizeof(std::uint64_t), stream));
-  run_cub("kept rows scan", [&](void* t, std::size_t& b) {
+  gpu::run_cub("kept rows scan", [&](void* t, std::size_t& b) {
     return cub::DeviceScan::ExclusiveSum(t, b, kept.data(), kept.data(), raw.count + 1, stream);
   });
   const std::size_t rows = read_one(kept.data() + raw.count, stream);

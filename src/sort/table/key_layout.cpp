@@ -182,18 +182,9 @@ KeyWords encode_keys(const Table& table, const KeyLayout& l, int threads) {
   k.data.resize(k.rows * k.words);
   const int T = threads > 0 ? threads : default_threads();
   const std::size_t n = k.rows;
-  std::exception_ptr error;
-#pragma omp parallel num_threads(T)
-  {
-    try {
-#pragma omp for schedule(static)
-      for (std::size_t b = 0; b < n; b += 65536) encode_keys(table, l, b, std::min(n, b + 65536), k);
-    } catch (...) {
-#pragma omp critical(tandem_table_sort_encode)
-      if (!error) error = std::current_exception();
-    }
-  }
-  if (error) std::rethrow_exception(error);
+  constexpr std::size_t kBlock = 65536;  // rows a thread encodes at a time
+  parallel_for((n + kBlock - 1) / kBlock, T,
+               [&](std::size_t i) { encode_keys(table, l, i * kBlock, std::min(n, (i + 1) * kBlock), k); });
   return k;
 }
 

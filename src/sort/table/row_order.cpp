@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <exception>
 #include <numeric>
 #include <span>
 
@@ -19,23 +18,6 @@ struct Run {
   std::size_t begin, end;
 };
 
-// Runs each body(i) for i in [0, n) on T threads (dynamic), catching inside the parallel region
-// and rethrowing the first exception after it.
-template <class F>
-void parallel_for_dynamic(std::size_t n, int T, F&& body) {
-  std::exception_ptr error;
-#pragma omp parallel for num_threads(T) schedule(dynamic, 1)
-  for (std::size_t i = 0; i < n; ++i) {
-    try {
-      body(i);
-    } catch (...) {
-#pragma omp critical(tandem_table_sort_error)
-      if (!error) error = std::current_exception();
-    }
-  }
-  if (error) std::rethrow_exception(error);
-}
-
 // The maximal runs of two or more positions in [0, n) where same(i - 1, i) holds throughout,
 // found on T threads (each scans a share that starts at a run's start).
 template <class Same>
@@ -43,12 +25,12 @@ std::vector<Run> tied_runs(std::size_t n, Same same, int T) {
   const std::size_t parts = static_cast<std::size_t>(T);
   std::vector<std::size_t> start(parts + 1, n);
   std::vector<std::vector<Run>> found(parts);
-  parallel_for_dynamic(parts, T, [&](std::size_t t) {
+  parallel_for(parts, T, [&](std::size_t t) {
     std::size_t s = n * t / parts;
     while (s > 0 && s < n && same(s - 1, s)) ++s;
     start[t] = s;
   });
-  parallel_for_dynamic(parts, T, [&](std::size_t t) {
+  parallel_for(parts, T, [&](std::size_t t) {
     const std::size_t e = t + 1 < parts ? std::max(start[t], start[t + 1]) : n;
     for (std::size_t i = start[t]; i < e;) {
       std::size_t j = i + 1;
@@ -69,7 +51,7 @@ void sort_runs(const std::vector<Run>& runs, std::size_t n, int T, SortRun sort_
   std::vector<Run> large, small;
   for (const Run& r : runs) (T > 1 && r.end - r.begin > n / (2 * std::size_t(T)) ? large : small).push_back(r);
   for (const Run& r : large) sort_run(r, T);
-  parallel_for_dynamic(small.size(), T, [&](std::size_t i) { sort_run(small[i], 1); });
+  parallel_for(small.size(), T, [&](std::size_t i) { sort_run(small[i], 1); });
 }
 
 // Orders rows (equal on the words before w, in input order) by words w … last - 1, stably.
@@ -139,7 +121,7 @@ std::vector<std::size_t> first_rows(const Table& table, const KeyLayout& l, cons
   };
   const std::size_t parts = static_cast<std::size_t>(T);
   std::vector<std::vector<std::size_t>> kept(parts);
-  parallel_for_dynamic(parts, T, [&](std::size_t t) {
+  parallel_for(parts, T, [&](std::size_t t) {
     const std::size_t cap = std::max<std::size_t>(4 * want, 4096);
     auto& c = kept[t];
     c.reserve(cap);
