@@ -10,12 +10,13 @@
 #include <gtest/gtest.h>
 
 #include "scan/chunk_parser.hpp"
-#include "scan/csv_rules.hpp"
 #include "scan/structural.hpp"
+#include "table/csv_dialect.hpp"
 #include "tandem/table/csv.hpp"
 
 using namespace tandem;
 using namespace tandem::scan;
+using namespace tandem::csv;
 
 namespace {
 

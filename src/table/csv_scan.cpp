@@ -6,18 +6,6 @@
 
 namespace tandem::csv {
 
-std::string describe(Stop s, const char* p) {
-  switch (s) {
-    case Stop::stray_quote: return "a quote inside an unquoted field (quote the whole field and double the quote)";
-    case Stop::after_quote:
-      return fmt::format("'{}' after a closing quote (a quote inside a quoted field must be doubled)",
-                         printable(p, p + 1));
-    case Stop::lone_cr: return "a carriage return not followed by a line feed";
-    case Stop::unterminated: return "a quoted field that never ends (its opening quote has no closing quote)";
-    default: return "?";
-  }
-}
-
 std::size_t count_quotes(const char* b, const char* e) {
   std::size_t n = 0;
   while (b < e) {
@@ -62,6 +50,24 @@ std::vector<const char*> split_records(const char* b, const char* e, std::size_t
   // empty piece would still hold a parser state per column, and a wide file cut finely holds
   // millions of them).
   starts.erase(std::unique(starts.begin(), starts.end()), starts.end());
+  if (starts.size() == 1) starts.push_back(e);  // an empty body: one empty piece
+  return starts;
+}
+
+std::vector<const char*> split_walking(const char* b, const char* e, std::size_t piece_bytes, char delimiter) {
+  piece_bytes = std::max<std::size_t>(piece_bytes, 1);
+  std::vector<const char*> starts{b};
+  for (const char* p = b; p < e;) {
+    Cut c;
+    // A window with no whole record doubles: a long record costs a walk of about twice its size.
+    for (std::size_t window = piece_bytes;; window *= 2) {
+      const std::size_t n = std::min<std::size_t>(window, static_cast<std::size_t>(e - p));
+      c = cut_piece(p, n, p + n == e, delimiter);
+      if (!c.grow) break;
+    }
+    p += c.take;
+    starts.push_back(p);
+  }
   if (starts.size() == 1) starts.push_back(e);  // an empty body: one empty piece
   return starts;
 }
