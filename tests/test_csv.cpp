@@ -588,3 +588,11 @@ TEST(CsvDialect, AQuoteAfterAClosingQuoteStaysAnError) {
   for (std::size_t chunk : {0, 1, 2, 3, 5, 8, 13})
     for (int threads : {1, 3}) EXPECT_EQ(error_of(text, {.threads = threads, .chunk_bytes = chunk}), expected) << chunk;
 }
+
+TEST(Csv, AFirstColumnNameStartingWithAByteOrderMarkReadsBack) {
+  // Unquoted, the reader would skip those bytes as the file's byte order mark (found by fuzz/csv).
+  const Table t = read("\"\xEF\xBB\xBF\",p\n1,2\n");
+  ASSERT_EQ(t.column(0).name, "\xEF\xBB\xBF");
+  const Table back = read(csv_of(t), {.schema = schema_of(t)});
+  EXPECT_TRUE(same_table(t, back));
+}
