@@ -178,9 +178,10 @@ Table CsvReader::read() {
   const csv::PieceInput in{text_, end_, h.delimiter, h.names.size()};
   auto starts = column_starts(h);
   const std::size_t piece = piece_bytes(static_cast<std::size_t>(end_ - h.body));
-  csv::Layout layout = csv::lay_out(csv::split_records(h.body, end_, piece, threads_), starts, threads_);
+  const csv::Split split = csv::split_records(h.body, end_, piece, threads_, h.delimiter);
+  csv::Layout layout = csv::lay_out(split.starts, starts, threads_);
   auto pieces = parse_pieces(layout, in, starts);
-  if (parity_split_failed(pieces)) {  // rare: split by walking the fields, parse again
+  if (!split.walked && parity_split_failed(pieces)) {  // rare: split by walking the text, parse again
     layout = csv::lay_out(csv::split_walking(h.body, end_, piece, h.delimiter), starts, threads_);
     pieces = parse_pieces(layout, in, starts);
   }

@@ -12,8 +12,15 @@
 
 namespace tandem::csv {
 
-// The number of quote bytes in [b, e).
-std::size_t count_quotes(const char* b, const char* e);
+// The quote bytes in [b, e), a part of the text [text, end): how many, and whether one of them
+// cannot be structural: neither its neighbour before (a delimiter, a line feed, a quote or the
+// text's start) lets it open a field nor its neighbour after (a delimiter, a line end, a quote or
+// the text's end) lets it close one. Such a quote is a literal byte (or the text is malformed).
+struct QuoteCount {
+  std::size_t quotes{0};
+  bool literal{false};
+};
+QuoteCount count_quotes(const char* b, const char* e, const char* text, const char* end, char delimiter);
 
 // The start of the first record that begins after `from`, given whether `from` lies inside a
 // quoted field (the parity of the quotes before it); `end` when none does. Where every quote
@@ -25,11 +32,16 @@ const char* next_record_start(const char* from, const char* end, bool inside_quo
 // Splits [b, e) (starting at a record) into pieces of about `piece_bytes` that start at records:
 // the returned boundaries run from b to e and increase (no piece is empty but an empty body's
 // one). Counts quotes per piece on `threads` threads to know where each piece starts relative
-// to quoted fields.
-std::vector<const char*> split_records(const char* b, const char* e, std::size_t piece_bytes, int threads);
+// to quoted fields; where a quote is plainly literal, splits with split_walking instead.
+struct Split {
+  std::vector<const char*> starts;
+  bool walked{false};  // split by split_walking: exact, whatever the pieces' parsers find
+};
+Split split_records(const char* b, const char* e, std::size_t piece_bytes, int threads, char delimiter);
 
-// The same split found by walking the fields from b on one thread (as the streaming scan cuts
-// its chunks): exact whatever quotes the file holds.
+// The same split found by walking from b to e on one thread, quote by quote under the dialect's
+// rules (a quote opens quoting only at a field's start): exact whatever quotes the file holds,
+// at about memchr's speed.
 std::vector<const char*> split_walking(const char* b, const char* e, std::size_t piece_bytes, char delimiter);
 
 // ',' or '\t': whichever the first record (the header) has more of outside quotes; ',' on a tie.
