@@ -29,7 +29,7 @@
 
 #include "harness.hpp"
 #include "scan/chunk_parser.hpp"
-#include "scan/csv_rules.hpp"
+#include "table/csv_dialect.hpp"
 #include "tandem/core/error.hpp"
 #include "tandem/core/timing.hpp"
 #include "tandem/groupby.hpp"
@@ -144,7 +144,7 @@ void floor_rates(bench::Bench& b, const std::string& path) {
   text.resize(static_cast<std::size_t>(in.gcount()));
   const std::size_t header = text.find('\n') + 1;
   const std::size_t end =
-      static_cast<std::size_t>(scan::last_record_end(text.data(), text.data() + text.size(), ',') - text.data());
+      static_cast<std::size_t>(csv::last_record_end(text.data(), text.data() + text.size(), ',') - text.data());
   text.append(64, '\0');
   const char* body = text.data() + header;
   const double bytes = static_cast<double>(end - header);

@@ -11,7 +11,7 @@
 // The streaming scan's chunk parser (src/scan/) reads the same body with the accepted table's
 // types fixed: its fast and scalar paths must agree with each other always, and with the table
 // where the table reader accepted the text; the body cut into tiny pieces as the scan's reader
-// cuts a stream (scan::cut_piece) must give the same rows.
+// cuts a stream (csv::cut_piece) must give the same rows.
 #include <bit>
 #include <cmath>
 #include <cstring>
@@ -26,7 +26,7 @@
 #include "harness.hpp"
 #include "scan/chunk_parser.hpp"
 #include "scan/concat.hpp"
-#include "scan/csv_rules.hpp"
+#include "table/csv_dialect.hpp"
 #include "tandem/table/csv.hpp"
 
 namespace {
@@ -164,10 +164,10 @@ std::optional<std::string_view> body_of(std::string_view text, char delimiter) {
   const char* p = text.data();
   const char* end = p + text.size();
   if (text.substr(0, 3) == "\xEF\xBB\xBF") p += 3;
-  scan::Field f;
-  for (scan::Stop s = scan::Stop::delimiter; s == scan::Stop::delimiter;) {
-    s = scan::read_field(p, end, delimiter, f);
-    if (scan::is_error(s)) return std::nullopt;
+  csv::Field f;
+  for (csv::Stop s = csv::Stop::delimiter; s == csv::Stop::delimiter;) {
+    s = csv::read_field(p, end, delimiter, f);
+    if (csv::is_error(s)) return std::nullopt;
   }
   return std::string_view(p, static_cast<std::size_t>(end - p));
 }
@@ -182,9 +182,9 @@ Outcome scan_body(std::string_view body, char delimiter, const std::vector<scan:
   std::size_t at = 0;
   while (at < body.size() || parts.empty()) {
     std::size_t n = buffer ? std::min(buffer, body.size() - at) : body.size() - at;
-    scan::Cut cut;
+    csv::Cut cut;
     for (;;) {
-      cut = scan::cut_piece(body.data() + at, n, at + n == body.size(), delimiter);
+      cut = csv::cut_piece(body.data() + at, n, at + n == body.size(), delimiter);
       if (!cut.grow) break;
       n = std::min(body.size() - at, n * 2);
     }

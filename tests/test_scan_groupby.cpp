@@ -133,3 +133,21 @@ TEST(ScanGroupBy, LiteralQuotesAndLeadingZerosAsOtherToolsReadThem) {
   const Case numbers("z,n\n0,1\n0.5,2\n-0.5,3\n");
   EXPECT_EQ(scanned(numbers.path, spec_of({"z"}, "sum(n)"), 0), "z,sum_n\n-0.5,3\n0,1\n0.5,2\n");
 }
+
+// Both readers follow one dialect (table/csv_dialect.hpp): the same files give the same answers.
+TEST(ScanGroupBy, BothReadersReadTheSameDialect) {
+  const std::string places =
+      "place,zip,n\n37°36'37.8\"N 121°2'17.9\"W,08123,1\nx,00501,2\n37°36'37.8\"N 121°2'17.9\"W,10001,3\n";
+  expect_same(places, spec_of({"place"}, "sum(n),count()"));
+  expect_same(places, spec_of({"zip"}, "sum(n)"));
+  expect_same("z,n,w\n0,1,07\n0.5,2,1\n-0.5,3,2\n", spec_of({"z"}, "sum(n),max(w)"));
+  expect_same("k,v\na\"b,\"x\ny\"\nc,\"d\"\"\"\na\"b,e\"f\n", spec_of({"k"}, "max(v),count()"));
+  // A column with no value at all is i64 in both: its sum is missing, not an error.
+  expect_same("k,v\na,\nb,\n", spec_of({"k"}, "sum(v),count(v)"));
+  expect_same("k,v\n", spec_of({"k"}, "sum(v)"));
+  const Case bad("a,b\nx\"y,1\n1,\"ab\"c\n");
+  const std::string want = error_of([&] { (void)read_csv_text("a,b\nx\"y,1\n1,\"ab\"c\n", {}, bad.path); });
+  EXPECT_NE(want.find(":3: column 2 ('b'): 'c' after a closing quote"), std::string::npos) << want;
+  for (std::size_t chunk : {1, 5, 0})
+    EXPECT_EQ(error_of([&] { (void)scanned(bad.path, spec_of({"a"}, "count()"), chunk); }), want) << chunk;
+}

@@ -10,12 +10,14 @@
 #include <gtest/gtest.h>
 
 #include "scan/chunk_parser.hpp"
-#include "scan/csv_rules.hpp"
 #include "scan/structural.hpp"
+#include "table/csv_dialect.hpp"
+#include "table/csv_scan.hpp"
 #include "tandem/table/csv.hpp"
 
 using namespace tandem;
 using namespace tandem::scan;
+using namespace tandem::csv;
 
 namespace {
 
@@ -187,4 +189,23 @@ TEST(ScanStructural, CleanChunksTakeTheFastPathAndLiteralQuotesTheScalarOne) {
   EXPECT_FALSE(literal.used_fast_path);
   EXPECT_EQ(literal.status, ChunkStatus::ok);
   EXPECT_EQ(literal.table.column(0).string(0), "37\"N");
+}
+
+// The table reader's splitter: a quote with no delimiter, line end or quote beside it is plainly
+// literal and sends the split to the field walk, which cuts where a sequential read does.
+TEST(CsvSplit, PlainlyLiteralQuotesAreSeenAndTheWalkCutsAtRecords) {
+  const std::string t = "a,\"b\"\"c\",\"\"\nx\"y,\"p\nq\",z\"\n";
+  const char* b = t.data();
+  const char* e = b + t.size();
+  EXPECT_FALSE(count_quotes(b, b + 12, b, e, ',').literal);  // opening, doubled, closing, empty
+  EXPECT_EQ(count_quotes(b, b + 12, b, e, ',').quotes, 6u);
+  EXPECT_TRUE(count_quotes(b + 12, e, b, e, ',').literal);   // x"y
+  EXPECT_FALSE(count_quotes(b + 16, e, b, e, ',').literal);  // z" could close a field
+  for (std::size_t piece : {1, 2, 5, 100}) {
+    const auto walked = split_walking(b, e, piece, ',');
+    const Split split = split_records(b, e, piece, 2, ',');
+    EXPECT_EQ(split.walked, piece < 12) << piece;  // x"y is seen where the text is cut in pieces
+    EXPECT_EQ(walked, split.starts) << piece;
+    for (const char* s : walked) EXPECT_TRUE(s == b || s == b + 12 || s == e) << piece << " " << s - b;
+  }
 }

@@ -3,10 +3,9 @@
 //
 //   auto r = tandem::groupby_csv("g.csv", {.by = {"id1"}, .aggs = tandem::parse_aggregations("sum(v1)")});
 //
-// The answer equals tandem::groupby(tandem::read_csv(path), spec), with the dialect of
-// tandem/table/csv.hpp and two differences: a quote inside an unquoted field is a literal byte
-// (only a quote at a field's start opens quoting), and a column whose values have leading zeros
-// (08123) is inferred as str, not as a number. Types come from the first `sample_rows` rows; a
+// The answer equals tandem::groupby(tandem::read_csv(path), spec): the same dialect (a quote
+// inside an unquoted field is a literal byte, a value with a leading zero such as 08123 is text
+// when types are inferred, a column with no value is i64). Types come from the first `sample_rows` rows; a
 // later value that does not fit widens its column (i64 -> f64 -> str) and the file is read again
 // (standard input and pipes cannot be: they fail naming the column, so name its type in the
 // schema). "-" reads standard input; a path ending in .gz or .zst is decompressed as it streams.

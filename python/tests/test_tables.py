@@ -273,6 +273,25 @@ def test_groupby_csv_path_streams_only_the_named_columns(tmp_path):
     assert list(zips["zip"]) == ["00501", "08123", "10001"]
 
 
+def test_read_csv_and_groupby_csv_read_one_dialect(tmp_path):
+    if not hasattr(_tandem, "_read_csv"):
+        pytest.skip("no CSV reader in this build")
+    path = tmp_path / "d.csv"
+    path.write_text('place,zip,x,e\n37\u00b036\'37.8"N,08123,-0.5,\nab"c,00501,0,\n"q""r",10001,0.5,\n',
+                    encoding="utf-8")
+    df = tandem.read_csv(str(path), threads=2)
+    # A quote inside an unquoted field is a literal byte, as pandas reads it.
+    assert list(df["place"]) == list(pd.read_csv(path, dtype=str)["place"])
+    assert list(df["zip"]) == ["08123", "00501", "10001"]  # leading zeros: text
+    assert list(df["x"]) == [-0.5, 0.0, 0.5]
+    assert df["e"].isna().all()  # no value at all: an all-missing number column
+    streamed = tandem.groupby(str(path), by="zip", agg="sum(x),sum(e)")
+    from_table = tandem.groupby(df, by="zip", agg="sum(x),sum(e)")
+    assert list(streamed["zip"]) == list(from_table["zip"]) == ["00501", "08123", "10001"]
+    assert list(streamed["sum_x"]) == list(from_table["sum_x"])
+    assert streamed["sum_e"].isna().all() and from_table["sum_e"].isna().all()
+
+
 def test_generate_groupby():
     df = tandem.generate_groupby(rows=1000, k=10, seed=3)
     assert list(df.columns) == ["id1", "id2", "id3", "id4", "id5", "id6", "v1", "v2", "v3"]

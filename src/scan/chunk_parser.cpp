@@ -6,11 +6,16 @@
 #include <fmt/format.h>
 
 #include "scan/column_out.hpp"
-#include "scan/csv_rules.hpp"
+#include "table/csv_dialect.hpp"
 #include "table/csv_scan.hpp"
 #include "table/csv_values.hpp"
 
 namespace tandem::scan {
+
+using csv::Field;
+using csv::has_leading_zero;
+using csv::read_field;
+using csv::Stop;
 
 std::string with_article(ColumnType t) {
   const auto name = to_string(t);
@@ -84,8 +89,7 @@ class Columns {
  private:
   static void push_unescaped(ColumnOut& c, const Field& f) {
     std::string s;
-    csv::Field old{f.begin, f.end, f.quoted, f.escaped};
-    csv::append_value(old, s);
+    csv::append_value(f, s);
     c.push_string(s.data(), s.size());
   }
 
@@ -134,7 +138,7 @@ class Columns {
     });
     if (r == csv::Parsed::ok) return Outcome::ok;
     std::string text;
-    csv::append_value(csv::Field{f.begin, f.end, f.quoted, f.escaped}, text);
+    csv::append_value(f, text);
     error = fmt::format("'{}' {} {}", csv::printable(text.data(), text.data() + text.size()),
                         r == csv::Parsed::out_of_range ? "is out of the range of" : "is not", with_article(c.type));
     return Outcome::error;
@@ -267,17 +271,6 @@ Walk walk_fast(const ChunkInput& in, Columns& cols) {
 
 // --- the scalar path --------------------------------------------------------------------------
 
-std::string describe(Stop s, const char* p) {
-  switch (s) {
-    case Stop::after_quote:
-      return fmt::format("'{}' after a closing quote (a quote inside a quoted field must be doubled)",
-                         csv::printable(p, p + 1));
-    case Stop::lone_cr: return "a carriage return not followed by a line feed";
-    case Stop::unterminated: return "a quoted field that never ends (its opening quote has no closing quote)";
-    default: return "?";
-  }
-}
-
 Walk walk_scalar(const ChunkInput& in, Columns& cols) {
   Walk w;
   const std::size_t ncols = in.columns;
@@ -300,7 +293,7 @@ Walk walk_scalar(const ChunkInput& in, Columns& cols) {
     for (std::size_t j = 0; j < ncols; ++j) {
       const char* at = p;
       const Stop s = read_field(p, end, in.delimiter, f);
-      if (is_error(s)) return fail(p, j + 1, describe(s, p));
+      if (is_error(s)) return fail(p, j + 1, csv::describe(s, p));
       if (const int k = (*in.slot)[j]; k >= 0) {
         const Outcome o = cols.store(static_cast<std::size_t>(k), f);
         if (o == Outcome::widen) return w.outcome = o, w;

@@ -12,13 +12,20 @@
 
 #include <fmt/format.h>
 
-#include "scan/csv_rules.hpp"
+#include "table/csv_dialect.hpp"
 #include "table/csv_scan.hpp"
 #include "tandem/core/error.hpp"
 #include "tandem/core/parallel.hpp"
 #include "tandem/core/timing.hpp"
 
 namespace tandem::scan {
+
+using csv::Cut;
+using csv::cut_piece;
+using csv::Field;
+using csv::last_record_end;
+using csv::read_field;
+using csv::Stop;
 namespace {
 
 constexpr std::size_t kPadding = 64;  // readable bytes after a chunk for the 64-byte masks
@@ -76,7 +83,7 @@ Header read_header(ByteSource& src, ScanBuffer& b, char delimiter) {
       s = read_field(p, end, h.delimiter, f);
       if (is_error(s)) raise(src.name, 1, h.names.size() + 1, {}, "malformed header field");
       std::string name;
-      csv::append_value(csv::Field{f.begin, f.end, f.quoted, f.escaped}, name);
+      csv::append_value(f, name);
       h.names.push_back(std::move(name));
     }
     h.bytes = static_cast<std::size_t>(p - begin);

@@ -23,13 +23,17 @@ int rank(const PieceColumn& c) {
 
 ColumnType inferred_type(const std::vector<Piece>& pieces, std::size_t j, std::optional<ParseError>& overflow) {
   int top = 0;
-  bool fraction = false;
+  bool fraction = false, empty_string = false;
   for (const auto& p : pieces) {
     const auto& c = p.columns[j];
     top = std::max(top, rank(c));
     fraction = fraction || (rank(c) == 2 && c.saw_fraction);
+    empty_string = empty_string || !c.empties.empty();
   }
   if (top == 3) return ColumnType::str;
+  // No value at all: i64, every value missing, as the streaming scan infers it (sum(v) stays
+  // missing rather than failing); quoted empty fields alone ("") are empty strings.
+  if (top == 0) return empty_string ? ColumnType::str : ColumnType::i64;
   // A float beyond f64's range in a number column: name the first (a str column keeps it as text).
   for (const auto& p : pieces) {
     const auto& c = p.columns[j];

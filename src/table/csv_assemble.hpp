@@ -29,8 +29,9 @@ struct Reconciled {
   std::optional<ParseError> overflow;  // a number column holds an integer beyond i64 or a float beyond f64
 };
 
-// An inferred column is str if any piece found a non-number (or no piece found a value), else
-// f64 if any piece found a number that is no integer, else i64; integers beyond i64 in a column
+// An inferred column is str if any piece found a non-number (or only quoted empty fields), else
+// f64 if any piece found a number that is no integer, else i64 (no value at all: i64, every value
+// missing); integers beyond i64 in a column
 // of integers are an error. Pieces whose parts can be converted are converted in place (no value
 // yet -> any type, i64 -> f64); a piece that read numbers where another found strings is marked
 // for parsing again.

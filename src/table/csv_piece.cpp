@@ -44,7 +44,7 @@ void put(PieceColumn& c, std::size_t row, T v) {
 class PieceParser {
  public:
   PieceParser(const PieceInput& in, const PieceSpan& span, Piece& piece, const std::vector<ColumnStart>& starts)
-      : in_(in), span_(span), piece_(piece), scanner_(*in.scanner) {
+      : in_(in), span_(span), piece_(piece) {
     piece_.columns.resize(starts.size());
     for (std::size_t j = 0; j < starts.size(); ++j) {
       PieceColumn& c = piece_.columns[j];
@@ -111,7 +111,6 @@ class PieceParser {
   const PieceInput& in_;
   const PieceSpan& span_;
   Piece& piece_;
-  const Scanner& scanner_;
   std::size_t row_{0};
 };
 
@@ -134,7 +133,8 @@ std::size_t PieceParser::run() {
       Stop s;
       if (!fast_number(piece_.columns[j], p, s)) {
         const char* at = p;
-        s = scanner_.next(p, in_.data_end, f);
+        s = read_field(p, in_.data_end, in_.delimiter, f);
+        piece_.literal_quote |= f.literal_quote;
         if (is_error(s)) {
           fail(p, j + 1, describe(s, p));
           o = Outcome::error;
@@ -168,13 +168,14 @@ bool PieceParser::fast_number(PieceColumn& c, const char*& p, Stop& s) {
     std::uint64_t v = 0;
     for (unsigned d; q < end && q - digits < 18 && (d = static_cast<unsigned char>(*q) - unsigned{'0'}) <= 9; ++q)
       v = v * 10 + d;
-    if (q == digits || !terminated(q, s)) return false;
+    if (q == digits || (!c.fixed && *digits == '0' && q - digits > 1) || !terminated(q, s)) return false;
     put(c, row_, negative ? -static_cast<std::int64_t>(v) : static_cast<std::int64_t>(v));
     if (negative && v == 0) c.negative_zeros.push_back(row_);
   } else if (c.type == ColumnType::f64 && (c.fixed || c.saw_fraction)) {
     double d;
     const auto r = std::from_chars(q, end, d);
-    if (r.ec != std::errc() || r.ptr == q) return false;
+    if (r.ec != std::errc() || r.ptr == q || (!c.fixed && has_leading_zero({q, static_cast<std::size_t>(r.ptr - q)})))
+      return false;
     q = r.ptr;
     if (!terminated(q, s)) return false;
     put(c, row_, d);
@@ -188,7 +189,7 @@ bool PieceParser::fast_number(PieceColumn& c, const char*& p, Stop& s) {
 bool PieceParser::terminated(const char*& q, Stop& s) const {
   const char* end = in_.data_end;
   if (q == end) s = Stop::data_end;
-  else if (*q == scanner_.delimiter()) ++q, s = Stop::delimiter;
+  else if (*q == in_.delimiter) ++q, s = Stop::delimiter;
   else if (*q == '\n') ++q, s = Stop::line_end;
   else if (*q == '\r' && q + 1 < end && q[1] == '\n') q += 2, s = Stop::line_end;
   else return false;
@@ -227,16 +228,20 @@ double PieceParser::note_huge(PieceColumn& c, const Field& f, const char* at) {
   return *f.begin == '-' ? -std::numeric_limits<double>::infinity() : std::numeric_limits<double>::infinity();
 }
 
+// Whether an inferred column may read the field as a number: not escaped, no leading zero.
+bool may_be_number(const Field& f) { return !f.escaped && !has_leading_zero({f.begin, f.size()}); }
+
 Outcome PieceParser::decide(PieceColumn& c, const Field& f, const char* at) {
   std::int64_t i;
   double d;
-  const Parsed as_int = f.escaped ? Parsed::not_a_number : parse_number(f.begin, f.end, i);
+  const bool number = may_be_number(f);
+  const Parsed as_int = number ? parse_number(f.begin, f.end, i) : Parsed::not_a_number;
   if (as_int == Parsed::ok) {
     settle_undecided(c, ColumnType::i64, row_);
     put_integer(c, i, f);
     return Outcome::ok;
   }
-  const Parsed as_float = f.escaped ? Parsed::not_a_number : parse_number(f.begin, f.end, d);
+  const Parsed as_float = number ? parse_number(f.begin, f.end, d) : Parsed::not_a_number;
   if (as_float != Parsed::not_a_number) {
     settle_undecided(c, ColumnType::f64, row_);
     if (as_float == Parsed::out_of_range) d = note_huge(c, f, at);
@@ -250,14 +255,15 @@ Outcome PieceParser::decide(PieceColumn& c, const Field& f, const char* at) {
 }
 
 Outcome PieceParser::store_i64(PieceColumn& c, const Field& f, const char* at) {
+  if (!may_be_number(f)) return Outcome::restart;
   std::int64_t i;
-  const Parsed r = f.escaped ? Parsed::not_a_number : parse_number(f.begin, f.end, i);
+  const Parsed r = parse_number(f.begin, f.end, i);
   if (r == Parsed::ok) {
     put_integer(c, i, f);
     return Outcome::ok;
   }
   double d;
-  const Parsed as_float = f.escaped ? Parsed::not_a_number : parse_number(f.begin, f.end, d);
+  const Parsed as_float = parse_number(f.begin, f.end, d);
   if (as_float == Parsed::not_a_number) return Outcome::restart;
   convert_to_f64(c, row_);
   if (as_float == Parsed::out_of_range) d = note_huge(c, f, at);
@@ -268,8 +274,9 @@ Outcome PieceParser::store_i64(PieceColumn& c, const Field& f, const char* at) {
 }
 
 Outcome PieceParser::store_f64(PieceColumn& c, const Field& f, const char* at) {
+  if (!may_be_number(f)) return Outcome::restart;
   double d;
-  const Parsed as_float = f.escaped ? Parsed::not_a_number : parse_number(f.begin, f.end, d);
+  const Parsed as_float = parse_number(f.begin, f.end, d);
   if (as_float == Parsed::not_a_number) return Outcome::restart;
   if (as_float == Parsed::out_of_range) d = note_huge(c, f, at);
   put(c, row_, d);

@@ -1,5 +1,6 @@
 // One piece of a CSV file's body (whole records) parsed straight into the table's column arrays,
-// with each inferred column's type narrowed as its values arrive: undecided -> i64 -> f64 -> str.
+// with each inferred column's type narrowed as its values arrive: undecided -> i64 -> f64 -> str
+// (table/csv_dialect says what is inferred when).
 //
 // Every column has one array of 8-byte slots per row (4 for a schema's 32-bit types), laid out
 // before parsing: a piece owns as many slots as it has line breaks (one more for the last piece),
@@ -71,7 +72,7 @@ struct ParseError {
 struct PieceInput {
   const char* text{nullptr};      // start of the whole text (error positions count from here)
   const char* data_end{nullptr};  // end of the text: a record may run past its piece only here
-  const Scanner* scanner{nullptr};
+  char delimiter{','};
   std::size_t columns{0};
 };
 
@@ -88,6 +89,8 @@ struct Piece {
   std::vector<PieceColumn> columns;
   std::optional<ParseError> error;  // the piece's first error; parsing stopped there
   const char* stop{nullptr};        // where parsing stopped: the span's end for well-formed input
+  bool literal_quote{false};        // an unquoted field held a quote: later pieces' starts, found by
+                                    // quote parity, may be off
 };
 
 // Parses the records that start in the span. A column inferred as a number that meets a

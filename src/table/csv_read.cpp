@@ -71,12 +71,11 @@ Header CsvReader::read_header() const {
   if (h.delimiter == '"' || h.delimiter == '\n' || h.delimiter == '\r')
     throw UsageError(fmt::format("CSV delimiter '{}' (expected a byte other than a quote, CR or LF)",
                                  csv::printable(&h.delimiter, &h.delimiter + 1)));
-  const csv::Scanner scanner(h.delimiter);
   std::vector<const char*> at;
   csv::Field f;
   for (csv::Stop s = csv::Stop::delimiter; s == csv::Stop::delimiter;) {
     at.push_back(p);
-    s = scanner.next(p, end_, f);
+    s = csv::read_field(p, end_, h.delimiter, f);
     if (csv::is_error(s)) raise({static_cast<std::size_t>(p - text_), at.size(), csv::describe(s, p)}, {});
     std::string name;
     csv::append_value(f, name);
@@ -140,8 +139,20 @@ std::vector<csv::Piece> CsvReader::parse_pieces(const csv::Layout& layout, const
   return pieces;
 }
 
+// Whether the quote-parity split may have put a piece's start off a record boundary: a piece
+// before the first error held a literal quote (a quote in an unquoted field), which flips the
+// parity of all bytes after it. Up to that piece every start is exact, and so is its own parse.
+bool parity_split_failed(const std::vector<csv::Piece>& pieces) {
+  for (std::size_t i = 0; i + 1 < pieces.size(); ++i) {
+    if (pieces[i].literal_quote) return true;
+    if (pieces[i].error) return false;
+  }
+  return false;
+}
+
 // The first error in the file is found by the piece that holds it: every piece before it began
-// at a true record boundary (quote parity is exact up to the first malformed byte).
+// at a true record boundary (quote parity is exact up to the first malformed byte or literal
+// quote, and a file with a literal quote was split again by walking its fields).
 void CsvReader::throw_first_error(const std::vector<csv::Piece>& pieces, const std::vector<csv::PieceSpan>& spans,
                                   const std::vector<std::string>& names) const {
   for (std::size_t i = 0; i < pieces.size(); ++i) {
@@ -164,12 +175,16 @@ void CsvReader::raise(const ParseError& e, const std::vector<std::string>& names
 Table CsvReader::read() {
   const Header h = read_header();
   body_at_ = static_cast<std::size_t>(h.body - text_);
-  const csv::Scanner scanner(h.delimiter);
-  const csv::PieceInput in{text_, end_, &scanner, h.names.size()};
+  const csv::PieceInput in{text_, end_, h.delimiter, h.names.size()};
   auto starts = column_starts(h);
-  const auto cuts = csv::split_records(h.body, end_, piece_bytes(static_cast<std::size_t>(end_ - h.body)), threads_);
-  csv::Layout layout = csv::lay_out(cuts, starts, threads_);
+  const std::size_t piece = piece_bytes(static_cast<std::size_t>(end_ - h.body));
+  const csv::Split split = csv::split_records(h.body, end_, piece, threads_, h.delimiter);
+  csv::Layout layout = csv::lay_out(split.starts, starts, threads_);
   auto pieces = parse_pieces(layout, in, starts);
+  if (!split.walked && parity_split_failed(pieces)) {  // rare: split by walking the text, parse again
+    layout = csv::lay_out(csv::split_walking(h.body, end_, piece, h.delimiter), starts, threads_);
+    pieces = parse_pieces(layout, in, starts);
+  }
   throw_first_error(pieces, layout.spans, h.names);
   const csv::Reconciled r = csv::reconcile_types(pieces, starts);
   if (r.overflow) raise(*r.overflow, h.names);

@@ -6,25 +6,17 @@
 
 namespace tandem::csv {
 
-std::string describe(Stop s, const char* p) {
-  switch (s) {
-    case Stop::stray_quote: return "a quote inside an unquoted field (quote the whole field and double the quote)";
-    case Stop::after_quote:
-      return fmt::format("'{}' after a closing quote (a quote inside a quoted field must be doubled)",
-                         printable(p, p + 1));
-    case Stop::lone_cr: return "a carriage return not followed by a line feed";
-    case Stop::unterminated: return "a quoted field that never ends (its opening quote has no closing quote)";
-    default: return "?";
-  }
-}
-
-std::size_t count_quotes(const char* b, const char* e) {
-  std::size_t n = 0;
+QuoteCount count_quotes(const char* b, const char* e, const char* text, const char* end, char delimiter) {
+  QuoteCount n;
   while (b < e) {
-    const void* q = std::memchr(b, '"', static_cast<std::size_t>(e - b));
-    if (!q) break;
-    ++n;
-    b = static_cast<const char*>(q) + 1;
+    const void* found = std::memchr(b, '"', static_cast<std::size_t>(e - b));
+    if (!found) break;
+    const char* q = static_cast<const char*>(found);
+    ++n.quotes;
+    const bool opens = q == text || q[-1] == delimiter || q[-1] == '\n' || q[-1] == '"';
+    const bool closes = q + 1 == end || q[1] == delimiter || q[1] == '\n' || q[1] == '\r' || q[1] == '"';
+    n.literal = n.literal || (!opens && !closes);
+    b = q + 1;
   }
   return n;
 }
@@ -37,16 +29,18 @@ const char* next_record_start(const char* from, const char* end, bool inside_quo
   return end;
 }
 
-std::vector<const char*> split_records(const char* b, const char* e, std::size_t piece_bytes, int threads) {
+Split split_records(const char* b, const char* e, std::size_t piece_bytes, int threads, char delimiter) {
   const auto bytes = static_cast<std::size_t>(e - b);
   piece_bytes = std::max<std::size_t>(piece_bytes, 1);
   const std::size_t pieces = std::max<std::size_t>(1, (bytes + piece_bytes - 1) / piece_bytes);
-  std::vector<std::size_t> quotes(pieces);
+  std::vector<QuoteCount> quotes(pieces);
   auto cut = [&](std::size_t i) { return b + std::min(bytes, i * piece_bytes); };
 #pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
-  for (std::size_t i = 0; i < pieces; ++i) quotes[i] = count_quotes(cut(i), cut(i + 1));
+  for (std::size_t i = 0; i < pieces; ++i) quotes[i] = count_quotes(cut(i), cut(i + 1), b, e, delimiter);
+  if (pieces > 1 && std::any_of(quotes.begin(), quotes.end(), [](const QuoteCount& q) { return q.literal; }))
+    return {split_walking(b, e, piece_bytes, delimiter), true};
   std::vector<bool> inside(pieces, false);  // is cut(i) inside a quoted field?
-  for (std::size_t i = 1; i < pieces; ++i) inside[i] = inside[i - 1] != (quotes[i - 1] % 2 == 1);
+  for (std::size_t i = 1; i < pieces; ++i) inside[i] = inside[i - 1] != (quotes[i - 1].quotes % 2 == 1);
   std::vector<const char*> starts(pieces + 1, e);
   starts[0] = b;
   // Each thread takes a run of consecutive cuts: a cut that falls before the record start found
@@ -63,6 +57,46 @@ std::vector<const char*> split_records(const char* b, const char* e, std::size_t
   // millions of them).
   starts.erase(std::unique(starts.begin(), starts.end()), starts.end());
   if (starts.size() == 1) starts.push_back(e);  // an empty body: one empty piece
+  return {std::move(starts), false};
+}
+
+std::vector<const char*> split_walking(const char* b, const char* e, std::size_t piece_bytes, char delimiter) {
+  piece_bytes = std::max<std::size_t>(piece_bytes, 1);
+  std::vector<const char*> starts{b};
+  auto next_cut = [&] {
+    return static_cast<std::size_t>(e - starts.back()) > piece_bytes ? starts.back() + piece_bytes : e;
+  };
+  const char* cut = next_cut();
+  // From quote to quote (memchr): outside quotes a quote opens a field only at a field's start,
+  // else it is a literal byte; inside, a quote closes the field unless doubled. Record starts are
+  // the line feeds outside quotes. A malformed byte after a closing quote is read on as unquoted
+  // (the parser names it; every piece before it is cut exactly).
+  bool inside = false;
+  for (const char* p = b; p < e;) {
+    const void* found = std::memchr(p, '"', static_cast<std::size_t>(e - p));
+    const char* q = found ? static_cast<const char*>(found) : e;
+    if (inside) {
+      if (q == e) break;  // a quoted field that never ends: the parser says so
+      if (q + 1 < e && q[1] == '"') {
+        p = q + 2;
+        continue;
+      }
+      inside = false;
+      p = q + 1;
+      continue;
+    }
+    while (cut < q) {  // the cut lies in this stretch outside quotes: the first record start after it
+      const char* from = std::max(p, cut);
+      const void* nl = std::memchr(from, '\n', static_cast<std::size_t>(q - from));
+      if (!nl) break;
+      starts.push_back(static_cast<const char*>(nl) + 1);
+      cut = next_cut();
+    }
+    if (q == e) break;
+    inside = q == b || q[-1] == delimiter || q[-1] == '\n';
+    p = q + 1;
+  }
+  if (starts.back() != e || starts.size() == 1) starts.push_back(e);
   return starts;
 }
 

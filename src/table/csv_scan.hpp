@@ -1,7 +1,6 @@
-// RFC 4180 fields and record boundaries: the tokenizer that the header reader and the parallel
-// piece parser share, and the quote-parity rules that let pieces start at a record boundary.
+// Record boundaries for the parallel piece parser (quote parity, with a field walk where parity
+// cannot be trusted), delimiter detection and the text helpers of messages.
 #pragma once
-#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -9,134 +8,41 @@
 #include <string_view>
 #include <vector>
 
+#include "table/csv_dialect.hpp"
+
 namespace tandem::csv {
 
-// How a field ended. The first three are normal; the rest are malformed input.
-enum class Stop : std::uint8_t {
-  delimiter,    // p is after the delimiter: another field of the record follows
-  line_end,     // p is after LF or CRLF
-  data_end,     // p is at the end of the data
-  stray_quote,  // p is at a quote inside an unquoted field
-  after_quote,  // p is at the byte after a closing quote that is no delimiter or line end
-  lone_cr,      // p is at a CR not followed by LF
-  unterminated  // p is at the opening quote of a field that never closes
+// The quote bytes in [b, e), a part of the text [text, end): how many, and whether one of them
+// cannot be structural: neither its neighbour before (a delimiter, a line feed, a quote or the
+// text's start) lets it open a field nor its neighbour after (a delimiter, a line end, a quote or
+// the text's end) lets it close one. Such a quote is a literal byte (or the text is malformed).
+struct QuoteCount {
+  std::size_t quotes{0};
+  bool literal{false};
 };
-
-inline bool is_error(Stop s) { return s > Stop::data_end; }
-
-// A field's bytes: between the quotes for a quoted field. `escaped`: it holds doubled quotes
-// ("") that stand for one quote each.
-struct Field {
-  const char* begin{nullptr};
-  const char* end{nullptr};
-  bool quoted{false};
-  bool escaped{false};
-  std::size_t size() const { return static_cast<std::size_t>(end - begin); }
-  bool empty() const { return begin == end; }
-};
-
-class Scanner {
- public:
-  explicit Scanner(char delimiter) : delimiter_(delimiter) {
-    special_.fill(false);
-    for (char c : {delimiter, '\n', '\r', '"'}) special_[static_cast<unsigned char>(c)] = true;
-  }
-  char delimiter() const { return delimiter_; }
-
-  // Reads the field at p (p <= end) into f and leaves p after its terminator, or at the
-  // offending byte for an error stop.
-  Stop next(const char*& p, const char* end, Field& f) const {
-    if (p < end && *p == '"') return quoted(p, end, f);
-    f.begin = p;
-    f.quoted = f.escaped = false;
-    while (p < end && !special_[static_cast<unsigned char>(*p)]) ++p;
-    f.end = p;
-    return terminator(p, end, Stop::stray_quote);  // the only other special byte is a quote
-  }
-
- private:
-  Stop quoted(const char*& p, const char* end, Field& f) const {
-    const char* open = p++;
-    f.begin = p;
-    f.quoted = true;
-    f.escaped = false;
-    for (;;) {
-      const void* q = std::memchr(p, '"', static_cast<std::size_t>(end - p));
-      if (!q) {
-        p = open;
-        return Stop::unterminated;
-      }
-      p = static_cast<const char*>(q);
-      if (p + 1 < end && p[1] == '"') {
-        f.escaped = true;
-        p += 2;
-        continue;
-      }
-      f.end = p++;
-      return terminator(p, end, Stop::after_quote);
-    }
-  }
-
-  // p is at the byte after a field; `other` is the stop for a byte that may not end a field.
-  Stop terminator(const char*& p, const char* end, Stop other) const {
-    if (p == end) return Stop::data_end;
-    const char c = *p;
-    if (c == delimiter_) {
-      ++p;
-      return Stop::delimiter;
-    }
-    if (c == '\n') {
-      ++p;
-      return Stop::line_end;
-    }
-    if (c == '\r') {
-      if (p + 1 < end && p[1] == '\n') {
-        p += 2;
-        return Stop::line_end;
-      }
-      return Stop::lone_cr;
-    }
-    return other;
-  }
-
-  char delimiter_;
-  std::array<bool, 256> special_{};
-};
-
-// Appends a field's value: its bytes with each doubled quote collapsed to one.
-template <class Out>
-void append_value(const Field& f, Out& out) {
-  if (!f.escaped) {
-    out.append(f.begin, f.size());
-    return;
-  }
-  for (const char* p = f.begin; p < f.end;) {
-    const char* q = static_cast<const char*>(std::memchr(p, '"', static_cast<std::size_t>(f.end - p)));
-    if (!q) q = f.end;
-    out.append(p, static_cast<std::size_t>(q - p));
-    if (q == f.end) break;
-    out.append(q, 1);
-    p = q + 2;  // skip the second quote of the pair
-  }
-}
-
-// What an error stop means, for a message; p is where the scanner left off.
-std::string describe(Stop s, const char* p);
-
-// The number of quote bytes in [b, e).
-std::size_t count_quotes(const char* b, const char* e);
+QuoteCount count_quotes(const char* b, const char* e, const char* text, const char* end, char delimiter);
 
 // The start of the first record that begins after `from`, given whether `from` lies inside a
-// quoted field (the parity of the quotes before it); `end` when none does. In a well-formed file
-// every quote opens, closes or doubles inside a quoted field, so the parity of the quotes before
-// a byte says whether it is quoted.
+// quoted field (the parity of the quotes before it); `end` when none does. Where every quote
+// before a byte opens, closes or doubles inside a quoted field, the parity of the quotes before
+// it says whether it is quoted; a literal quote in an unquoted field breaks that (the piece
+// parser notes one, and the reader then splits again with split_walking).
 const char* next_record_start(const char* from, const char* end, bool inside_quotes);
 
 // Splits [b, e) (starting at a record) into pieces of about `piece_bytes` that start at records:
 // the returned boundaries run from b to e and increase (no piece is empty but an empty body's
 // one). Counts quotes per piece on `threads` threads to know where each piece starts relative
-// to quoted fields.
-std::vector<const char*> split_records(const char* b, const char* e, std::size_t piece_bytes, int threads);
+// to quoted fields; where a quote is plainly literal, splits with split_walking instead.
+struct Split {
+  std::vector<const char*> starts;
+  bool walked{false};  // split by split_walking: exact, whatever the pieces' parsers find
+};
+Split split_records(const char* b, const char* e, std::size_t piece_bytes, int threads, char delimiter);
+
+// The same split found by walking from b to e on one thread, quote by quote under the dialect's
+// rules (a quote opens quoting only at a field's start): exact whatever quotes the file holds,
+// at about memchr's speed.
+std::vector<const char*> split_walking(const char* b, const char* e, std::size_t piece_bytes, char delimiter);
 
 // ',' or '\t': whichever the first record (the header) has more of outside quotes; ',' on a tie.
 char detect_delimiter(const char* b, const char* e);

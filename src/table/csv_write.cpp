@@ -18,7 +18,8 @@ namespace {
 using Out = fmt::memory_buffer;
 
 bool needs_quotes(std::string_view s, char delimiter) {
-  if (s.empty()) return true;  // "" is an empty string; an empty field is a missing value
+  if (s.empty()) return true;                      // "" is an empty string; an empty field is a missing value
+  if (s.starts_with("\xEF\xBB\xBF")) return true;  // a first name so would read as a byte order mark
   const auto edge = [](char c) { return c == ' ' || c == '\t'; };
   if (edge(s.front()) || edge(s.back())) return true;
   return std::any_of(s.begin(), s.end(), [&](char c) { return c == delimiter || c == '"' || c == '\n' || c == '\r'; });

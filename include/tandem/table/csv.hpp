@@ -4,17 +4,22 @@
 //   auto t = tandem::read_csv("data.csv", {.schema = tandem::parse_csv_schema("id1:str,v1:i64")});
 //   tandem::write_csv(std::cout, t);
 //
-// Reading: the delimiter is ',' or '\t' (whichever the header has more of) unless given. Columns
-// the schema does not name get a type from all of their values: i64 when every value is an
-// integer, f64 when every value is a number (with '.', an exponent, inf or nan), otherwise str.
+// Reading: the delimiter is ',' or '\t' (whichever the header has more of) unless given. A quote
+// opens quoting only at a field's start; inside an unquoted field it is a literal byte
+// (37°36'37.8"N), as DuckDB, pandas and Python's csv read it. Columns the schema does not name
+// get a type from all of their values: i64 when every value is an integer, f64 when every value
+// is a number (with '.', an exponent, inf or nan), otherwise str; a value with a leading zero
+// (08123, 00.5) is no number then, so zip codes stay text (0, 0.5, -0.5 are numbers).
 // An empty unquoted field is missing; a quoted empty field ("") is an empty string in a str
-// column and missing in a number column. A column with no values at all is str. Blank lines are
+// column and missing in a number column. A column with no values at all is i64, every value
+// missing (one whose only values are "" is str). Blank lines are
 // skipped when the header has two or more columns (in a one-column file they are missing values);
 // a UTF-8 byte order mark before the header is skipped. Field bytes are kept as they are.
 // A malformed file is rejected with an InputError naming the file, line and column (1-based):
 //   data.csv:17: column 3 ('v1'): 'abc' is not an i64
 // (ragged rows, values that do not parse as the schema's type, integers beyond i64 in an
-// integer column, unterminated quotes, stray quotes, empty or repeated header names).
+// integer column, unterminated quotes, a byte after a closing quote, empty or repeated header
+// names).
 #pragma once
 #include <cstddef>
 #include <iosfwd>

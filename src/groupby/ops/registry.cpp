@@ -127,16 +127,15 @@ void check_applies(const Aggregation& a, const Table& input) {
     }
   }
   if (o.accepts(c->type)) return;
-  // A CSV column with no value at all (a header-only file, every field empty) is inferred as str.
+  // A str column with no value at all (a CSV schema may name one so): its type says nothing.
   bool any_value = false;
   for (std::size_t i = 0; i < c->length && !any_value; ++i) any_value = c->present(i);
-  const std::string why =
-      c->type == ColumnType::str && !any_value
-          ? fmt::format(
-                " (it holds no values, so its type was inferred as str: name its type in the schema, "
-                "e.g. {}:f64)",
-                a.column)
-          : "";
+  const std::string why = c->type == ColumnType::str && !any_value
+                              ? fmt::format(
+                                    " (it holds no values: name its type in the schema, "
+                                    "e.g. {}:f64)",
+                                    a.column)
+                              : "";
   throw UsageError(fmt::format("{}: column '{}' is {}, which {} does not accept{}", describe(a), a.column,
                                to_string(c->type), o.name, why));
 }

@@ -1,8 +1,10 @@
-#include "scan/csv_rules.hpp"
+#include "table/csv_dialect.hpp"
 
-#include <cstring>
+#include <fmt/format.h>
 
-namespace tandem::scan {
+#include "table/csv_scan.hpp"
+
+namespace tandem::csv {
 namespace {
 
 Stop terminator(const char*& p, const char* end, char delimiter) {
@@ -29,7 +31,7 @@ Stop read_quoted(const char*& p, const char* end, char delimiter, Field& f) {
   const char* open = p++;
   f.begin = p;
   f.quoted = true;
-  f.escaped = false;
+  f.escaped = f.literal_quote = false;
   for (;;) {
     const void* q = std::memchr(p, '"', static_cast<std::size_t>(end - p));
     if (!q) {
@@ -53,9 +55,22 @@ Stop read_field(const char*& p, const char* end, char delimiter, Field& f) {
   if (p < end && *p == '"') return read_quoted(p, end, delimiter, f);
   f.begin = p;
   f.quoted = f.escaped = false;
-  while (p < end && *p != delimiter && *p != '\n' && *p != '\r') ++p;  // a quote here is a literal byte
+  bool quote = false;  // a quote here is a literal byte
+  for (char c; p < end && (c = *p) != delimiter && c != '\n' && c != '\r'; ++p) quote |= c == '"';
   f.end = p;
+  f.literal_quote = quote;
   return terminator(p, end, delimiter);
+}
+
+std::string describe(Stop s, const char* p) {
+  switch (s) {
+    case Stop::after_quote:
+      return fmt::format("'{}' after a closing quote (a quote inside a quoted field must be doubled)",
+                         printable(p, p + 1));
+    case Stop::lone_cr: return "a carriage return not followed by a line feed";
+    case Stop::unterminated: return "a quoted field that never ends (its opening quote has no closing quote)";
+    default: return "?";
+  }
 }
 
 const char* last_record_end(const char* b, const char* e, char delimiter) {
@@ -84,4 +99,4 @@ Cut cut_piece(const char* buffer, std::size_t filled, bool at_input_end, char de
   return {take, filled - take, false};
 }
 
-}  // namespace tandem::scan
+}  // namespace tandem::csv
