@@ -9,6 +9,7 @@
 
 #include "groupby/combine_plan.hpp"
 #include "groupby/ops/registry.hpp"
+#include "groupby/sink/running_groups.hpp"
 #include "groupby_reference.hpp"
 #include "tandem/core/error.hpp"
 #include "tandem/core/io.hpp"
@@ -302,6 +303,22 @@ TEST(CombinePlan, RanksCombineOnlyWhatNeedsNoRowOrder) {
   EXPECT_EQ(mean.outputs[0].kind, CombinePlan::Output::Kind::mean);
   for (const char* text : {"first(v)", "last(v)", "var(v)", "std(v)", "median(v)", "nunique(v)", "top(v,2)"})
     EXPECT_FALSE(plan_combine(parse_aggregations(text)).combinable) << text;
+}
+
+TEST(GroupBySink, RunningGroupsTakeIntegerAndStringKeysAndOrderFreeStates) {
+  const Table t(std::vector<Column>{make_column<std::int64_t>("ki", {1, 2}), make_string_column("ks", {"a", "b"}),
+                                    make_column<double>("kf", {0.5, 1.5}), make_column<double>("v", {1, 2}),
+                                    make_string_column("s", {"x", "y"})});
+  const auto keeps = [&](std::vector<std::string> by, const std::string& aggs) {
+    const auto plan = sink::plan_sink({std::move(by), parse_aggregations(aggs)});
+    return sink::keeps_running_groups(plan, sink::engine_input(t, plan));
+  };
+  EXPECT_TRUE(keeps({"ki", "ks"}, "sum(v),mean(v),std(v),min(v),max(v),count(s),count()"));
+  EXPECT_FALSE(keeps({"kf"}, "sum(v)")) << "float keys are grouped by the engine's ranks";
+  EXPECT_FALSE(keeps({"ki"}, "first(v)")) << "first needs row order";
+  EXPECT_FALSE(keeps({"ki"}, "last(v)")) << "last needs row order";
+  EXPECT_FALSE(keeps({"ki"}, "min(s)")) << "a string state points into its chunk";
+  EXPECT_TRUE(keeps({"ki"}, "median(v),sum(v)")) << "holistic ones are kept rows, beside the running groups";
 }
 
 TEST(CombinePlan, ChunksCombineEveryAggregationOrKeepItsRows) {

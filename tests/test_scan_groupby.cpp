@@ -146,8 +146,8 @@ TEST(ScanGroupBy, BothReadersReadTheSameDialect) {
   expect_same("k,v\na,\nb,\n", spec_of({"k"}, "sum(v),count(v)"));
   expect_same("k,v\n", spec_of({"k"}, "sum(v)"));
   const Case bad("a,b\nx\"y,1\n1,\"ab\"c\n");
-  const std::string want = error_of([&] { (void)read_csv_text("a,b\nx\"y,1\n1,\"ab\"c\n", {}, bad.path); });
+  const std::string want = input_error([&] { (void)read_csv_text("a,b\nx\"y,1\n1,\"ab\"c\n", {}, bad.path); });
   EXPECT_NE(want.find(":3: column 2 ('b'): 'c' after a closing quote"), std::string::npos) << want;
   for (std::size_t chunk : {1, 5, 0})
-    EXPECT_EQ(error_of([&] { (void)scanned(bad.path, spec_of({"a"}, "count()"), chunk); }), want) << chunk;
+    EXPECT_EQ(input_error([&] { (void)scanned(bad.path, spec_of({"a"}, "count()"), chunk); }), want) << chunk;
 }
