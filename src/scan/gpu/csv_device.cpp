@@ -29,13 +29,6 @@ std::size_t header_end(std::string_view text) {
   return text.size();
 }
 
-Table select_columns(const Table& t, const std::vector<std::string>& names) {
-  if (names.empty()) return t;
-  Table out;
-  for (const auto& n : names) out.add(t.column(n));
-  return out;
-}
-
 }  // namespace
 
 CsvLayout csv_layout(std::string_view text, const CsvOptions& options, std::string_view source) {
@@ -59,6 +52,17 @@ CsvLayout csv_layout(std::string_view text, const CsvOptions& options, std::stri
 }
 
 #if TANDEM_HAS_CUDA
+namespace {
+
+Table select_columns(const Table& t, const std::vector<std::string>& names) {
+  if (names.empty()) return t;
+  Table out;
+  for (const auto& n : names) out.add(t.column(n));
+  return out;
+}
+
+}  // namespace
+
 Table read_csv_on_gpu(std::string_view text, const CsvOptions& options, const std::vector<std::string>& columns,
                       Report& report, std::string_view source) {
   gpu::require();
