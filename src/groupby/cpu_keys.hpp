@@ -20,16 +20,22 @@
 
 namespace tandem::cpu_groupby {
 
-// One key column's codes and how to turn codes back into keys.
-class KeyColumn {
+// How to turn one key column's codes back into keys (what a device column's codes need: the
+// codes themselves may live elsewhere).
+class KeyDecoder {
  public:
-  virtual ~KeyColumn() = default;
+  virtual ~KeyDecoder() = default;
   std::uint64_t card{0};  // codes are < card
-  // The codes of rows [begin, end) into out[0, end - begin).
-  virtual void codes(std::size_t begin, std::size_t end, std::uint32_t* out) const = 0;
   // The keys of the given codes, as a column named like the input.
   virtual Column decode(std::span<const std::uint32_t> codes, int threads) const = 0;
   virtual std::string how() const = 0;  // for the report
+};
+
+// One key column's codes and how to turn codes back into keys.
+class KeyColumn : public KeyDecoder {
+ public:
+  // The codes of rows [begin, end) into out[0, end - begin).
+  virtual void codes(std::size_t begin, std::size_t end, std::uint32_t* out) const = 0;
 };
 
 std::unique_ptr<KeyColumn> encode_key_column(const Column& c, int threads);

@@ -29,7 +29,7 @@ struct DeviceColumn {
   gpu::DeviceBuffer<std::uint8_t> validity;  // the host's bitmap layout; empty when every row is present
   std::size_t missing{0};
   // Strings: codes back to strings (shared by the group-by results that pick codes of this column).
-  std::shared_ptr<const cpu_groupby::KeyColumn> dictionary;
+  std::shared_ptr<const cpu_groupby::KeyDecoder> dictionary;
   // A borrowed column (DeviceTable::borrow) points at its owner's memory instead.
   const std::byte* borrowed_values{nullptr};
   const std::uint8_t* borrowed_validity{nullptr};

@@ -1,18 +1,21 @@
-// Uploading a table's columns: numbers and validity bitmaps copied as they are, strings encoded
-// on the CPU (the group-by engine's own dictionary, whose codes sort as the strings) and their
-// codes copied.
+// Uploading a table's columns: numbers and validity bitmaps copied as they are; strings' offsets
+// and bytes copied and ranked on the GPU (codes that sort as the strings, as the CPU engine's
+// dictionary gives), or, where the GPU cannot rank them, encoded by that dictionary on the CPU.
 #if TANDEM_HAS_CUDA
 #include <omp.h>
 
 #include <fmt/format.h>
 
 #include "groupby/gpu/device_columns.hpp"
+#include "groupby/gpu/string_dictionary.hpp"
+#include "table/gpu/string_ranks.hpp"
 #include "tandem/core/device.hpp"
 #include "tandem/core/error.hpp"
 #include "tandem/core/parallel.hpp"
 #include "tandem/core/timing.hpp"
 #include "tandem/core/transfer.hpp"
 #include "tandem/cuda/runtime.hpp"
+#include "tandem/cuda/stream.hpp"
 
 namespace tandem::gpu_groupby {
 namespace {
@@ -47,6 +50,28 @@ std::shared_ptr<const cpu_groupby::KeyColumn> dictionary_of(const Column& c, int
   return {owned, owned->keys.get()};
 }
 
+// The strings' offsets and bytes copied and ranked on the device: d's codes and dictionary.
+// False where the GPU cannot rank them (too many rows, or too little device memory).
+bool rank_on_gpu(const Column& c, DeviceColumn& d) {
+  if (c.length > table_gpu::kMaxRankedRows) return false;
+  try {
+    const auto offsets = c.string_offsets();
+    const auto d_offsets = to_device<std::uint64_t>(offsets.data(), offsets.size_bytes());
+    const auto d_bytes = to_device<char>(c.values.data(), offsets.back());
+    gpu::DeviceBuffer<std::byte> codes(c.length * sizeof(std::uint32_t));
+    gpu::Stream stream;
+    const table_gpu::DeviceStrings strings{d_offsets.data(), d_bytes.data(),
+                                           d.validity.size() ? d.validity.data() : nullptr, c.length};
+    auto sorted = table_gpu::rank_strings(strings, reinterpret_cast<std::uint32_t*>(codes.data()), stream);
+    if (!sorted) return false;
+    d.values = std::move(codes);
+    d.dictionary = std::make_shared<SortedStringDictionary>(c.name, std::move(*sorted), d.missing > 0);
+    return true;
+  } catch (const OutOfMemoryError&) {
+    return false;
+  }
+}
+
 DeviceColumn upload_column(const Column& c, int threads) {
   DeviceColumn d;
   d.name = c.name;
@@ -54,9 +79,12 @@ DeviceColumn upload_column(const Column& c, int threads) {
   d.missing = c.missing_count();
   if (d.missing) d.validity = to_device<std::uint8_t>(c.validity.data(), (c.length + 7) / 8);
   if (c.type == ColumnType::str) {
-    d.dictionary = dictionary_of(c, threads);
-    const auto codes = string_codes(*d.dictionary, c.length, threads);
-    d.values = to_device<std::byte>(codes.data(), codes.size() * sizeof(std::uint32_t));
+    if (!rank_on_gpu(c, d)) {
+      auto dictionary = dictionary_of(c, threads);
+      const auto codes = string_codes(*dictionary, c.length, threads);
+      d.values = to_device<std::byte>(codes.data(), codes.size() * sizeof(std::uint32_t));
+      d.dictionary = std::move(dictionary);
+    }
   } else {
     d.values = to_device<std::byte>(c.values.data(), c.length * value_width(c.type));
   }
