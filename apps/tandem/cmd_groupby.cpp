@@ -217,8 +217,9 @@ std::function<void(std::size_t)> progress_printer(const Args& a) {
   };
 }
 
-// A CSV table form with no other inputs: streamed, only the named columns read.
-int run_csv_stream(const Args& a, const tandem::GroupBySpec& spec) {
+// A CSV table form with no other inputs: streamed, only the named columns read (or, with --device
+// gpu, read into GPU memory and parsed there).
+int run_csv_stream(const Args& a, const tandem::GroupBySpec& spec, tandem::Device device) {
   const bool to_folder = folder_output(a);
   std::unique_ptr<tandem::io::AtomicOutput> csv;
   if (!to_folder) csv = std::make_unique<tandem::io::AtomicOutput>(a.out);  // checks the destination first
@@ -227,6 +228,7 @@ int run_csv_stream(const Args& a, const tandem::GroupBySpec& spec) {
   o.memory_limit = a.memory_limit;
   o.temp_dir = a.temp_dir;
   o.progress = progress_printer(a);
+  o.device = device == tandem::Device::gpu ? device : tandem::Device::cpu;
   auto r = tandem::groupby_csv(a.table, spec, o);
   if (o.progress) std::cerr << "\r\033[K";
   tandem::cli::print_notices(r.report);
@@ -251,7 +253,7 @@ int run_table(const Args& a) {
 #endif
   }
   if (a.gather) throw tandem::UsageError("--gather goes with --distributed");
-  if (!a.table.empty() && a.columns.empty() && o.device != tandem::Device::gpu) return run_csv_stream(a, spec);
+  if (!a.table.empty() && a.columns.empty()) return run_csv_stream(a, spec, o.device);
   if (a.memory_limit || !a.temp_dir.empty())
     throw tandem::UsageError("--memory-limit and --temp-dir apply to a CSV input on the CPU");
   const bool to_folder = folder_output(a);

@@ -24,6 +24,11 @@ struct GroupByCsvOptions {
   std::size_t memory_limit{0};  // for the group-by's partial states (0: its default)
   std::string temp_dir;         // where the group-by may spill (empty: $TMPDIR)
   std::size_t sample_rows{20000};
+  // gpu: the file is read into GPU memory, parsed, and grouped there (a sized, uncompressed file
+  // that fits in a quarter of the GPU's free memory; otherwise, or where a field needs the CPU
+  // reader, it streams on the CPU and the report says why). NoDeviceError without a GPU.
+  // cpu (and auto, for now): streamed on the CPU.
+  Device device{Device::cpu};
   // Called about twice a second from the reading thread with the input bytes read so far.
   std::function<void(std::size_t bytes)> progress;
 };

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "scan/csv_stream.hpp"
+#include "scan/gpu/csv_groupby_gpu.hpp"
 #include "tandem/core/format.hpp"
 #include "tandem/core/parallel.hpp"
 #include "tandem/groupby_sink.hpp"
@@ -44,9 +45,7 @@ std::string describe(const scan::StreamSummary& s) {
       s.passes > 1 ? fmt::format(", {} passes (a type widened after the sample)", s.passes) : "");
 }
 
-}  // namespace
-
-GroupByResult groupby_csv(const std::string& path, const GroupBySpec& spec, const GroupByCsvOptions& options) {
+GroupByResult stream_on_cpu(const std::string& path, const GroupBySpec& spec, const GroupByCsvOptions& options) {
   scan::StreamOptions so;
   so.delimiter = options.csv.delimiter;
   so.schema = options.csv.schema;
@@ -69,6 +68,19 @@ GroupByResult groupby_csv(const std::string& path, const GroupBySpec& spec, cons
   GroupByResult r = sink->finish();
   r.report.stages.insert(r.report.stages.begin(), {"scan csv", "cpu", summary.seconds,
                                                    describe(summary) + " (chunks reduced to partial groups as read)"});
+  return r;
+}
+
+}  // namespace
+
+GroupByResult groupby_csv(const std::string& path, const GroupBySpec& spec, const GroupByCsvOptions& options) {
+  Report notes;
+  if (options.device == Device::gpu) {
+    if (auto r = scan::groupby_csv_on_gpu(path, needed_columns(spec), spec, options, notes)) return std::move(*r);
+  }
+  GroupByResult r = stream_on_cpu(path, spec, options);
+  for (auto& n : notes.notes) r.report.notes.push_back(std::move(n));
+  for (auto& n : notes.notices) r.report.notices.push_back(std::move(n));
   return r;
 }
 

@@ -51,6 +51,26 @@ CsvLayout csv_layout(std::string_view text, const CsvOptions& options, std::stri
   return layout;
 }
 
+WantedColumns wanted_columns(const CsvLayout& layout, const CsvOptions& options,
+                             const std::vector<std::string>& columns) {
+  WantedColumns w;
+  w.names = columns.empty() ? layout.names : columns;
+  for (const auto& n : w.names) {
+    const auto it = std::find(layout.names.begin(), layout.names.end(), n);
+    if (it == layout.names.end())
+      throw UsageError(
+          fmt::format("no column '{}' (columns: {})", csv::shown_name(n), csv::listed_names(layout.names)));
+    w.index.push_back(static_cast<std::size_t>(it - layout.names.begin()));
+  }
+  w.types.assign(w.index.size(), ColumnType::str);
+  w.fixed.assign(w.index.size(), false);
+  for (const auto& s : options.schema) {
+    for (std::size_t i = 0; i < w.names.size(); ++i)
+      if (w.names[i] == s.name) w.types[i] = s.type, w.fixed[i] = true;
+  }
+  return w;
+}
+
 #if TANDEM_HAS_CUDA
 namespace {
 
@@ -68,22 +88,7 @@ Table read_csv_on_gpu(std::string_view text, const CsvOptions& options, const st
   gpu::require();
   Stopwatch w;
   const CsvLayout layout = csv_layout(text, options, source);
-  std::vector<std::size_t> wanted;
-  std::vector<std::string> names = columns;
-  if (names.empty()) names = layout.names;
-  for (const auto& n : names) {
-    const auto it = std::find(layout.names.begin(), layout.names.end(), n);
-    if (it == layout.names.end())
-      throw UsageError(
-          fmt::format("no column '{}' (columns: {})", csv::shown_name(n), csv::listed_names(layout.names)));
-    wanted.push_back(static_cast<std::size_t>(it - layout.names.begin()));
-  }
-  std::vector<ColumnType> types(wanted.size(), ColumnType::str);
-  std::vector<bool> fixed(wanted.size(), false);
-  for (const auto& s : options.schema) {
-    for (std::size_t i = 0; i < names.size(); ++i)
-      if (names[i] == s.name) types[i] = s.type, fixed[i] = true;
-  }
+  const WantedColumns want = wanted_columns(layout, options, columns);
   const std::string_view body = text.substr(layout.body_offset);
   gpu::Stream stream;
   gpu::DeviceBuffer<char> d_body(std::max<std::size_t>(body.size(), 1));
@@ -91,14 +96,14 @@ Table read_csv_on_gpu(std::string_view text, const CsvOptions& options, const st
     TANDEM_CUDA(cudaMemcpyAsync(d_body.data(), body.data(), body.size(), cudaMemcpyHostToDevice, stream));
   const double copy_seconds = w.seconds();
   w.reset();
-  DeviceCsv parsed = parse_csv_device(d_body.data(), body.size(), layout, wanted, types, fixed, stream);
+  DeviceCsv parsed = parse_csv_device(d_body.data(), body.size(), layout, want.index, want.types, want.fixed, stream);
   if (parsed.needs_cpu) {
     report.note(fmt::format("CSV read on the CPU: {}", parsed.why));
-    return select_columns(read_csv_text(text, options, source), names);
+    return select_columns(read_csv_text(text, options, source), want.names);
   }
   report.add("copy CSV to GPU", "gpu", copy_seconds, fmt::format("{} bytes", body.size()));
   report.add("parse CSV", "gpu", w.seconds(),
-             fmt::format("{} rows, {} of {} columns", parsed.rows, wanted.size(), layout.names.size()));
+             fmt::format("{} rows, {} of {} columns", parsed.rows, want.index.size(), layout.names.size()));
   return download(parsed);
 }
 #else

@@ -39,6 +39,18 @@ struct CsvLayout {
 // a schema naming a column the header lacks).
 CsvLayout csv_layout(std::string_view text, const CsvOptions& options, std::string_view source);
 
+// The columns a parse reads (every column when `columns` is empty), in output order: their
+// names, their indices in the file, and the types the schema fixes. UsageError naming a column
+// the header lacks.
+struct WantedColumns {
+  std::vector<std::string> names;
+  std::vector<std::size_t> index;
+  std::vector<ColumnType> types;  // fixed[i]: the schema's type, else inferred
+  std::vector<bool> fixed;
+};
+WantedColumns wanted_columns(const CsvLayout& layout, const CsvOptions& options,
+                             const std::vector<std::string>& columns);
+
 #if TANDEM_HAS_CUDA
 struct DeviceCsvColumn {
   std::string name;
