@@ -3,8 +3,11 @@
 // the same thread count, the file in the page cache, both answers checked equal.
 //
 //   bench_groupby_csv [--rows N] [--k K] [--threads T] [--reps R] [--questions q1,q3]
-//                     [--data-dir DIR] [--tandem build/cpu/tandem] [--no-duckdb]
+//                     [--data-dir DIR] [--tandem build/cpu/tandem] [--no-duckdb] [--device gpu]
+//                     [--duckdb-lib libduckdb.so]
 //
+// --device gpu runs tandem with the file parsed and grouped on the GPU, and tandem's CPU path
+// (--device cpu, same threads) in the same run as a second anchor, both answers checked equal.
 // Run from the repository root after `npm install` in bench/duckdb. The CSV is the one
 // bench_groupby_db writes (DIR/tandem-groupby-N-K.csv), made here when absent.
 // What is timed: tandem, the whole process (start-up, scan, group-by, writing ans.csv);
@@ -194,11 +197,24 @@ int main(int argc, char** argv) {
   const std::string out = (std::filesystem::temp_directory_path() / "tandem-groupby-csv-answers").string();
   std::filesystem::create_directories(out);
   const bool with_duckdb = !b.has_flag("--no-duckdb");
+  const std::string device = b.get("--device", "cpu");
+  if (device != "cpu" && device != "gpu") throw UsageError("--device: cpu or gpu");
+  const auto run_tandem = [&](const Question& q, const std::string& ans, const std::string& on) {
+    return spawn({tandem_bin, "groupby", csv, "--by", q.by, "--agg", q.aggs, "--out", ans, "--threads",
+                  std::to_string(threads), "--device", on, "--quiet"});
+  };
   // DuckDB's runs of a question just before tandem's, so that both meet the same load.
+  // Node runs groupby_csv.mjs; with --duckdb-lib (a machine without Node) the C API program beside
+  // this benchmark runs the same questions through that libduckdb.so.
+  const std::string duckdb_lib = b.get("--duckdb-lib", "");
+  const std::string duckdb_program =
+      duckdb_lib.empty()
+          ? "node " + bench::shell_quote(std::string(TANDEM_SOURCE_DIR) + "/bench/duckdb/groupby_csv.mjs")
+          : bench::shell_quote((std::filesystem::path(argv[0]).parent_path() / "duckdb_groupby_csv").string()) +
+                " --lib " + bench::shell_quote(duckdb_lib);
   auto duckdb = [&](const std::string& q) {
     const auto r = bench::run_command(
-        fmt::format("node {} --csv {} --threads {} --reps {} --warmup {} --out {} --questions {}",
-                    bench::shell_quote(std::string(TANDEM_SOURCE_DIR) + "/bench/duckdb/groupby_csv.mjs"),
+        fmt::format("{} --csv {} --threads {} --reps {} --warmup {} --out {} --questions {}", duckdb_program,
                     bench::shell_quote(csv), threads, b.reps(), b.warmup(), bench::shell_quote(out), q));
     if (r.status != 0) throw Error("DuckDB run failed: " + r.text);
     return nlohmann::json::parse(r.text.substr(r.text.find('{')));
@@ -212,18 +228,27 @@ int main(int argc, char** argv) {
     if (with_duckdb && &q == &qs.front()) fmt::print("DuckDB {}\n", duck["version"].get<std::string>());
     const std::string ans = fmt::format("{}/tandem-{}.csv", out, q.id);
     int status = 0;
-    const auto t = b.time([&] {
-      status = spawn({tandem_bin, "groupby", csv, "--by", q.by, "--agg", q.aggs, "--out", ans, "--threads",
-                      std::to_string(threads), "--quiet"});
-    });
-    const std::string what = fmt::format("{} 1e{:.0f} K={} {}t", q.id, std::log10(double(rows)), k, threads);
+    const auto t = b.time([&] { status = run_tandem(q, ans, device); });
+    const std::string what = fmt::format("{} 1e{:.0f} K={} {}t{}", q.id, std::log10(double(rows)), k, threads,
+                                         device == "gpu" ? " gpu" : "");
     if (status != 0) b.fail(fmt::format("{}: tandem exited {}", what, status));
     b.record(what, "tandem groupby FILE.csv (whole process)", t, file_bytes, "bytes", status == 0);
+    const std::size_t keys = static_cast<std::size_t>(std::count(q.by.begin(), q.by.end(), ',') + 1);
+    if (device == "gpu") {  // tandem's CPU path on the same file, same threads
+      const std::string cpu_ans = fmt::format("{}/tandem-cpu-{}.csv", out, q.id);
+      const auto c = b.time([&] { status = run_tandem(q, cpu_ans, "cpu"); });
+      if (status != 0) b.fail(fmt::format("{}: tandem --device cpu exited {}", what, status));
+      const std::string why = compare(answer(ans, keys, q.id, true), answer(cpu_ans, keys, q.id, true));
+      if (!why.empty()) b.fail(fmt::format("{}: GPU and CPU answers differ: {}", what, why));
+      b.info(what + " tandem --device cpu s", c.median, "s");
+      b.goal(what + " tandem CPU / GPU", c.median / t.median, 3.0);
+      lines.push_back(fmt::format("| {} | {:.3f} | {:.3f} | {:.2f}x | {} | (CPU path) |", q.id, t.median, c.median,
+                                  c.median / t.median, why.empty() ? "yes" : why));
+    }
     if (duck.is_null()) continue;
     std::vector<double> d = duck["times"][q.id].get<std::vector<double>>();
     std::sort(d.begin(), d.end());
     const double duck_median = d[d.size() / 2];
-    const std::size_t keys = static_cast<std::size_t>(std::count(q.by.begin(), q.by.end(), ',') + 1);
     const std::string why =
         compare(answer(ans, keys, q.id, true), answer(fmt::format("{}/{}.csv", out, q.id), keys, q.id, false));
     if (!why.empty()) b.fail(fmt::format("{}: {}", what, why));
@@ -234,9 +259,10 @@ int main(int argc, char** argv) {
                                 file_bytes / t.median / threads / 1e6));
   }
   fmt::print(
-      "\n| question | tandem s (process) | DuckDB s (query) | DuckDB / tandem | answers equal | tandem MB/s per core "
-      "|\n"
+      "\n| question | tandem s (process) | {} | answers equal | tandem MB/s per core |\n"
       "|---|---|---|---|---|---|\n{}\n",
+      device == "gpu" ? "tandem --device cpu s, or DuckDB s (query) | the other / tandem GPU"
+                      : "DuckDB s (query) | DuckDB / tandem",
       fmt::join(lines, "\n"));
   if (!b.has_flag("--no-floor")) floor_rates(b, csv);
   return b.finish();

@@ -1,0 +1,172 @@
+// The DuckDB anchor of bench_groupby_csv for machines without Node (the GPU box): the same
+// questions, timing and output as groupby_csv.mjs, through DuckDB's C API in the libduckdb.so
+// that the npm package ships (@duckdb/node-bindings-linux-x64), opened at run time, so that
+// nothing in the project links DuckDB.
+//
+//   duckdb_groupby_csv --lib libduckdb.so --csv FILE --threads T --reps R --warmup W --out DIR
+//                      [--questions q1,q2,...]
+//
+// Times each question as `CREATE TABLE ans AS <query over read_csv(FILE)>`, W untimed then R
+// timed runs, writes each answer sorted by its keys to DIR/<question>.csv, and prints one JSON
+// object: {"threads": T, "version": v, "times": {"q1": [s, ...]}}.
+#include <dlfcn.h>
+
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace {
+
+// The C API's types as duckdb.h declares them (its result struct's layout is frozen upstream).
+using idx_t = std::uint64_t;
+struct Result {
+  idx_t deprecated_column_count, deprecated_row_count, deprecated_rows_changed;
+  void* deprecated_columns;
+  char* deprecated_error_message;
+  void* internal_data;
+};
+using Database = void*;
+using Connection = void*;
+
+struct Api {
+  int (*open)(const char*, Database*);
+  int (*connect)(Database, Connection*);
+  int (*query)(Connection, const char*, Result*);
+  const char* (*result_error)(Result*);
+  char* (*value_varchar)(Result*, idx_t, idx_t);
+  void (*free)(void*);
+  void (*destroy_result)(Result*);
+  void (*disconnect)(Connection*);
+  void (*close)(Database*);
+};
+
+template <class F>
+void bind(void* lib, F& f, const char* name) {
+  f = reinterpret_cast<F>(dlsym(lib, name));
+  if (f == nullptr) throw std::runtime_error(std::string("libduckdb: no symbol ") + name);
+}
+
+// The db-benchmark questions over table x, and the order of each answer's rows (as common.mjs).
+const std::map<std::string, std::pair<std::string, std::string>> kQuestions = {
+    {"q1", {"SELECT id1, sum(v1) AS v1 FROM x GROUP BY id1", "id1"}},
+    {"q2", {"SELECT id1, id2, sum(v1) AS v1 FROM x GROUP BY id1, id2", "id1, id2"}},
+    {"q3", {"SELECT id3, sum(v1) AS v1, avg(v3) AS v3 FROM x GROUP BY id3", "id3"}},
+    {"q4", {"SELECT id4, avg(v1) AS v1, avg(v2) AS v2, avg(v3) AS v3 FROM x GROUP BY id4", "id4"}},
+    {"q5", {"SELECT id6, sum(v1) AS v1, sum(v2) AS v2, sum(v3) AS v3 FROM x GROUP BY id6", "id6"}},
+    {"q6",
+     {"SELECT id4, id5, quantile_cont(v3, 0.5) AS median_v3, stddev(v3) AS sd_v3 FROM x GROUP BY id4, id5",
+      "id4, id5"}},
+    {"q7", {"SELECT id3, max(v1) - min(v2) AS range_v1_v2 FROM x GROUP BY id3", "id3"}},
+    {"q8",
+     {"SELECT id6, largest2_v3 FROM (SELECT id6, v3 AS largest2_v3, row_number() OVER (PARTITION BY id6 ORDER BY v3 "
+      "DESC) AS order_v3 FROM x WHERE v3 IS NOT NULL) sub_query WHERE order_v3 <= 2",
+      "id6, largest2_v3 DESC"}},
+    {"q10",
+     {"SELECT id1, id2, id3, id4, id5, id6, sum(v3) AS v3, count(*) AS count FROM x GROUP BY id1, id2, id3, id4, id5, "
+      "id6",
+      "id1, id2, id3, id4, id5, id6"}},
+};
+
+std::string option(int argc, char** argv, const std::string& name, const char* fallback = nullptr) {
+  for (int i = 1; i + 1 < argc; ++i)
+    if (argv[i] == "--" + name) return argv[i + 1];
+  if (fallback == nullptr) throw std::runtime_error("--" + name + " is required");
+  return fallback;
+}
+
+std::string replace_all(std::string s, const std::string& from, const std::string& to) {
+  for (std::size_t at = 0; (at = s.find(from, at)) != std::string::npos; at += to.size())
+    s.replace(at, from.size(), to);
+  return s;
+}
+
+class Duck {
+ public:
+  Duck(const std::string& path, int threads) {
+    lib_ = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (lib_ == nullptr) throw std::runtime_error("cannot open " + path + ": " + dlerror());
+    bind(lib_, api_.open, "duckdb_open");
+    bind(lib_, api_.connect, "duckdb_connect");
+    bind(lib_, api_.query, "duckdb_query");
+    bind(lib_, api_.result_error, "duckdb_result_error");
+    bind(lib_, api_.value_varchar, "duckdb_value_varchar");
+    bind(lib_, api_.free, "duckdb_free");
+    bind(lib_, api_.destroy_result, "duckdb_destroy_result");
+    bind(lib_, api_.disconnect, "duckdb_disconnect");
+    bind(lib_, api_.close, "duckdb_close");
+    if (api_.open(nullptr, &db_) != 0) throw std::runtime_error("duckdb_open failed");
+    if (api_.connect(db_, &con_) != 0) throw std::runtime_error("duckdb_connect failed");
+    run("SET threads = " + std::to_string(threads));
+  }
+  ~Duck() {
+    api_.disconnect(&con_);
+    api_.close(&db_);
+  }
+  // Runs `sql`; the first cell of its result when `first_cell`.
+  std::string run(const std::string& sql, bool first_cell = false) {
+    Result r{};
+    const int state = api_.query(con_, sql.c_str(), &r);
+    std::string out;
+    if (state != 0) {
+      const std::string why = api_.result_error(&r) ? api_.result_error(&r) : "unknown error";
+      api_.destroy_result(&r);
+      throw std::runtime_error("DuckDB: " + why + " in: " + sql);
+    }
+    if (first_cell) {
+      char* v = api_.value_varchar(&r, 0, 0);
+      out = v ? v : "";
+      api_.free(v);
+    }
+    api_.destroy_result(&r);
+    return out;
+  }
+
+ private:
+  void* lib_{nullptr};
+  Api api_{};
+  Database db_{nullptr};
+  Connection con_{nullptr};
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    const std::string csv = option(argc, argv, "csv"), out = option(argc, argv, "out");
+    const int threads = std::stoi(option(argc, argv, "threads", "2"));
+    const int reps = std::stoi(option(argc, argv, "reps", "3")), warmup = std::stoi(option(argc, argv, "warmup", "1"));
+    std::string wanted = option(argc, argv, "questions", "q1,q2,q3,q4,q5,q6,q7,q8,q10");
+    Duck duck(option(argc, argv, "lib"), threads);
+    const std::string version = duck.run("SELECT version()", true);
+    std::string times;
+    for (std::size_t at = 0; at <= wanted.size();) {
+      const std::size_t end = std::min(wanted.find(',', at), wanted.size());
+      const std::string q = wanted.substr(at, end - at);
+      at = end + 1;
+      const auto it = kQuestions.find(q);
+      if (it == kQuestions.end()) throw std::runtime_error("unknown question " + q);
+      const std::string query = replace_all(it->second.first, " FROM x", " FROM read_csv('" + csv + "')");
+      std::string seconds;
+      for (int r = 0; r < warmup + reps; ++r) {
+        duck.run("DROP TABLE IF EXISTS ans");
+        const auto t = std::chrono::steady_clock::now();
+        duck.run("CREATE TABLE ans AS " + query);
+        const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+        if (r >= warmup) seconds += (seconds.empty() ? "" : ", ") + std::to_string(s);
+      }
+      duck.run("COPY (SELECT * FROM ans ORDER BY " + it->second.second + ") TO '" + out + "/" + q +
+               ".csv' (HEADER, DELIMITER ',')");
+      times += (times.empty() ? "" : ", ") + ("\"" + q + "\": [" + seconds + "]");
+    }
+    std::printf("{\"threads\": %d, \"version\": \"%s\", \"times\": {%s}}\n", threads, version.c_str(), times.c_str());
+    return 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "duckdb_groupby_csv: %s\n", e.what());
+    return 2;
+  }
+}
