@@ -2,7 +2,7 @@
 // nra_one_launch.hpp and docs/topk.md).
 #include <cooperative_groups.h>
 
-#include "nra_one_launch.hpp"
+#include "topk/gpu/nra_one_launch.hpp"
 
 namespace tandem::topk::detail {
 namespace {

@@ -1,0 +1,239 @@
+// NRA on the GPU in host-driven rounds, and which NRA path answers: the one launch for correlated
+// lists (nra_shallow.cu), the float partial aggregates for sums elsewhere, the exact partial
+// aggregates when neither decides.
+#include <algorithm>
+#include <cmath>
+
+#include "tandem/core/error.hpp"
+#include "tandem/core/format.hpp"
+#include "tandem/core/timing.hpp"
+#include "tandem/cuda/format.hpp"
+#include "tandem/cuda/launch.hpp"
+#include "tandem/cuda/stream.hpp"
+#include "topk/gpu/lists.cuh"
+#include "topk/gpu/nra_kernels.cuh"
+
+namespace tandem::topk {
+
+using namespace detail;
+
+// NRA on exact partial aggregates (24-byte slots), in rounds of `stride` levels read in every
+// list: phase 1 until k fully known objects beat every unseen one, phase 2 pruning by upper bound.
+static void nra_exact(Query& q, std::uint64_t k, const Options& opts) {
+  auto& [d, n, m, a, where, r] = q;
+  const unsigned long long full = full_mask(n);
+  Stopwatch w;
+  prepare_common(d, k);
+  d.prepare_slots(acc_identity(a.kind));
+  d.stream.sync();
+  r.report.add("NRA init", where, w.seconds(), "state + buffers");
+
+  TopK top{d, k};
+  const bool adaptive = opts.stride == 0;
+  const std::uint64_t floor = 4096;
+  std::uint64_t stride = adaptive ? first_stride(k, floor) : opts.stride;
+  r.stats.stride = stride;
+  std::uint64_t dpt = 0, rounds = 0, rounds1 = 0, peak = 0, cands = 0, touched = 0;
+  bool phase2 = false, done = false, pruned_once = false;
+  double t1 = 0, t2 = 0;
+  while (!done) {
+    if (opts.max_depth && dpt >= opts.max_depth) break;
+    std::uint64_t e = std::min(m, dpt + stride);
+    if (opts.max_depth) e = std::min(e, std::max(opts.max_depth, dpt + 1));
+    const std::uint64_t width = e - dpt;
+    const bool in_phase2 = phase2;
+    w.reset();
+    TANDEM_CUDA(cudaMemsetAsync(&d.state.data()->completed, 0, 2 * sizeof(unsigned long long), d.stream));
+    k_nra_scatter<<<gpu::grid_for(width * n, kBlock, kGridCap), kBlock, 0, d.stream>>>(
+        d.L, m, n, dpt, width, a, d.slots.data(), full, in_phase2, d.touched.data(), d.completed.data(),
+        d.state.data());
+    TANDEM_CUDA_LAUNCH("k_nra_scatter");
+    k_nra_entrants<<<gpu::grid_for(std::min(m, width * n), kBlock, kGridCap), kBlock, 0, d.stream>>>(
+        d.completed.data(), d.slots.data(), a.kind, a.scale, d.state.data(), d.merge_a.data() + top.top);
+    TANDEM_CUDA_LAUNCH("k_nra_entrants");
+    d.fetch_state();
+    const DevState st = d.host_state[0];
+    touched = st.touched;
+    top.merge(st.entrants);
+    dpt = e;
+    ++rounds;
+    if (dpt == m) {
+      done = true;
+    } else if (top.full) {
+      if (!phase2 && !unseen_may_beat(t_agg(a, st.thr), top.kth)) phase2 = true;
+      if (phase2) {
+        const std::uint32_t* in = pruned_once ? d.cand_a.data() : d.touched.data();
+        const std::uint64_t count = pruned_once ? cands : touched;
+        TANDEM_CUDA(cudaMemsetAsync(&d.state.data()->remaining, 0, sizeof(unsigned long long), d.stream));
+        if (count) {
+          k_nra_prune<<<gpu::grid_for(count, kBlock, kGridCap), kBlock, 0, d.stream>>>(
+              in, count, d.slots.data(), a, full, d.state.data(), d.cand_b.data());
+          TANDEM_CUDA_LAUNCH("k_nra_prune");
+        }
+        d.fetch_state();
+        cands = d.host_state[0].remaining;
+        std::swap(d.cand_a, d.cand_b);
+        pruned_once = true;
+        done = cands == 0;
+      }
+    }
+    peak = std::max(peak, pruned_once ? cands : touched);
+    (in_phase2 ? t2 : t1) += w.seconds();
+    rounds1 += !in_phase2;
+    if (adaptive) stride = next_stride(stride, dpt, phase2, floor);
+  }
+  w.reset();
+  if (done) r.items = top.items();
+  d.reset_touched(touched);
+  d.stream.sync();
+  r.report.add("NRA phase 1 (collect candidates)", where, t1, gpu::format("{} rounds", rounds1));
+  r.report.add("NRA phase 2 (upper bounds only)", where, t2, gpu::format("{} rounds", rounds - rounds1));
+  r.report.add("results D2H + state reset", where, w.seconds(), gpu::format("{} objects touched", touched));
+  finish(r, "nra", where, n, m, dpt, peak, rounds, adaptive, done);
+}
+
+// NRA on float partial aggregates, for sums and weighted sums over at most 8 lists that are not
+// correlated: one 32-bit word per object (lists seen, float partial: packed_add), list prefixes
+// read to depths probed 1.5x deeper each time until k objects seen everywhere beat, by more than the float's error
+// bound, every object seen nowhere (the aggregate of the last scores read) and every upper bound of the objects seen in
+// some lists; then the candidates within twice the bound of the k-th float get their exact
+// aggregates by reading the same prefixes again (sorted access only). False, with a note when the
+// float cannot decide, and the exact NRA answers.
+static bool nra_float(Query& q, std::uint64_t k) {
+  auto& [d, n, m, a, where, r] = q;
+  if (!is_sum(a.kind) || n > kPackedMaxLists) return false;
+  // Twice the packed partials' bound: the upper bounds also add n doubles.
+  const double error = 2 * packed_error(approx_error(a, d.max_abs), n);
+  if (!std::isfinite(error)) {
+    r.report.note("nra: float partial aggregates could overflow; exact partial aggregates used");
+    return false;
+  }
+  gpu::Event e0, e1, e2, p0, p1, p2;
+  e0.record(d.stream);
+  prepare_common(d, k);
+  ensure(d.nra_words, m);
+  TANDEM_CUDA(cudaMemsetAsync(d.nra_words.data(), 0, m * sizeof(std::uint32_t), d.stream));
+  const auto full = static_cast<std::uint32_t>(full_mask(n));
+  std::uint64_t depth = 0, probes = 0, completed = 0, open_passes = 0, many = 0;
+  float kth = 0;
+  double t_scatter = 0, t_tests = 0;
+  DevState* dst = d.state.data();
+  auto open_pass = [&] {
+    k_fnra_open<<<gpu::grid_for(m, kBlock, 132 * 8), kBlock, 0, d.stream>>>(d.nra_words.data(), m, full, a, error, dst);
+    TANDEM_CUDA_LAUNCH("k_fnra_open");
+  };
+  // One probe: read the lists down to `next`, select the k-th complete object and run the stop
+  // tests on the device, then one read back; true when the answer is known.
+  auto probe = [&](std::uint64_t next) {
+    const std::uint64_t width = next - depth;
+    TANDEM_CUDA(cudaMemsetAsync(&dst->open, 0, sizeof(unsigned long long) + 2 * sizeof(std::uint32_t), d.stream));
+    p0.record(d.stream);
+    k_fnra_scatter<<<gpu::grid_for(width * n, kBlock, kGridCap), kBlock, 0, d.stream>>>(
+        d.L, m, n, depth, width, a, d.nra_words.data(), full, d.completed.data(), dst);
+    TANDEM_CUDA_LAUNCH("k_fnra_scatter");
+    p1.record(d.stream);
+    k_fnra_block_select<<<1, kBlockSelectThreads, 0, d.stream>>>(d.completed.data(), d.nra_words.data(), n, k, dst);
+    TANDEM_CUDA_LAUNCH("k_fnra_block_select");
+    open_pass();
+    p2.record(d.stream);
+    d.fetch_state();
+    depth = next;
+    ++probes;
+    DevState st = d.host_state[0];
+    if (st.kth_state == 2) {  // too many complete objects for one block: the device-wide select
+      ++many;
+      ensure(d.approx, st.completed);
+      k_fnra_gather<<<gpu::grid_for(st.completed, kBlock, kGridCap), kBlock, 0, d.stream>>>(
+          d.completed.data(), st.completed, d.nra_words.data(), n, d.approx.data());
+      TANDEM_CUDA_LAUNCH("k_fnra_gather");
+      radix_select(d, d.approx.data(), st.completed, k);
+      k_fnra_take_select<<<1, 1, 0, d.stream>>>(d.select.data(), dst);
+      TANDEM_CUDA_LAUNCH("k_fnra_take_select");
+      open_pass();
+      p2.record(d.stream);
+      d.fetch_state();
+      st = d.host_state[0];
+    }
+    t_scatter += p1.seconds_since(p0);
+    t_tests += p2.seconds_since(p1);
+    completed = st.completed;
+    if (st.kth_state != 1) {
+      if (depth == m)
+        throw Error(gpu::format("top-k NRA: {} objects complete at full depth, k = {} (internal error)", completed, k));
+      return false;
+    }
+    kth = key32_score(st.kth_key);
+    if (depth == m) return true;                                         // every object is complete
+    if (!(t_agg(a, st.thr) < approx_cut(kth, error / 2))) return false;  // an unseen object may beat the k-th
+    ++open_passes;
+    return st.open == 0;
+  };
+  for (std::uint64_t next = nra_first_depth(m, n, k, 4096); !probe(next);)
+    next = nra_next_depth(depth, m, completed, k);
+  e1.record(d.stream);
+  const float cut = approx_cut(kth, error);
+  const std::uint64_t cap = std::min(m, std::max<std::uint64_t>(16 * k, 1 << 16));
+  ensure(d.cand_ids, cap);
+  ensure(d.cand_bits, m / 32 + 1);
+  TANDEM_CUDA(cudaMemsetAsync(d.cand_bits.data(), 0, (m / 32 + 1) * sizeof(std::uint32_t), d.stream));
+  TANDEM_CUDA(cudaMemsetAsync(d.select.data(), 0, sizeof(SelectState), d.stream));  // the count, and no stale `lost`
+  k_fnra_candidates<<<gpu::grid_for(completed, kBlock, kGridCap), kBlock, 0, d.stream>>>(
+      d.completed.data(), completed, d.nra_words.data(), n, cut, d.cand_ids.data(), cap, &d.select.data()->count,
+      d.cand_bits.data());
+  TANDEM_CUDA_LAUNCH("k_fnra_candidates");
+  const unsigned long long count = read_select(d).count;
+  if (count > cap) {
+    e2.record(d.stream);
+    e2.sync();
+    r.report.add("NRA probes (float partial aggregates, not used)", where, e2.seconds_since(e0),
+                 gpu::format("{} probes, {} levels of each list, {} candidates", probes, depth, count));
+    r.report.note(gpu::format(
+        "nra: {} objects within the float error bound of the k-th (more than {}); exact partial aggregates used", count,
+        cap));
+    return false;
+  }
+  if (count < k) throw Error(gpu::format("top-k NRA: {} candidates for k = {} (internal error)", count, k));
+  const Acc ident = acc_identity(a.kind);
+  d.prepare_slots(ident);
+  k_fnra_exact<<<gpu::grid_for(depth * n, kBlock, kGridCap), kBlock, 0, d.stream>>>(d.L, m, n, depth, a,
+                                                                                    d.cand_bits.data(), d.slots.data());
+  TANDEM_CUDA_LAUNCH("k_fnra_exact");
+  k_fnra_keys<<<gpu::grid_for(count, kBlock, kGridCap), kBlock, 0, d.stream>>>(d.cand_ids.data(), count, d.slots.data(),
+                                                                               a, ident, d.merge_a.data());
+  TANDEM_CUDA_LAUNCH("k_fnra_keys");
+  d.slots_clean = true;  // the keys kernel put back every slot the exact pass touched
+  r.items = best_keys(d, count, k);
+  e2.record(d.stream);
+  e2.sync();
+  const double t_probes = e1.seconds_since(e0);
+  r.report.add("NRA state clear + first set-up", where, t_probes - t_scatter - t_tests,
+               human_bytes(m * sizeof(std::uint32_t)));
+  r.report.add("NRA probes: list prefixes into float partial aggregates", where, t_scatter,
+               gpu::format("{} probes, {} levels of each list, {} objects complete", probes, depth, completed));
+  r.report.add("NRA probes: select the k-th complete + stop tests", where, t_tests,
+               gpu::format("{} upper-bound passes over the objects; {} device-wide selects", open_passes, many));
+  r.report.add("NRA candidates' exact aggregates (prefixes read again) + sort", where, e2.seconds_since(e1),
+               gpu::format("{} candidates within {} of the k-th", count, 2 * error));
+  finish(r, "nra", where, n, m, depth, count, probes, true, true);
+  return true;
+}
+
+Result nra_gpu(DeviceLists& dl, std::uint64_t k, const Aggregate& agg, const Options& opts) {
+  auto q = start_query(dl, k, agg);
+  // Correlated lists (and a single list) stop within a few levels: NRA in one launch answers
+  // without a host round trip per round (10M x 4 on an H100: 0.08 ms, the host-driven rounds 0.33
+  // ms, the scan 0.39 ms). Elsewhere, or past its budget, the float NRA reads deep prefixes faster
+  // than the exact NRA's rounds.
+  const bool correlated = q.d.overlap.ratio() > kCorrelatedRatio;
+  Shallow shallow = Shallow::not_run;
+  if (opts.stride == 0 && (correlated || q.n == 1)) {
+    shallow = nra_shallow(q, k, opts.max_depth);
+    if (shallow == Shallow::answered) return std::move(q.r);
+  }
+  if (opts.stride == 0 && opts.max_depth == 0 && (!correlated || shallow == Shallow::gave_up) && nra_float(q, k))
+    return std::move(q.r);
+  nra_exact(q, k, opts);
+  return std::move(q.r);
+}
+
+}  // namespace tandem::topk
