@@ -292,45 +292,77 @@ __device__ bool result_upsert_counted(const Job& job, const State<K, V>& s, cons
 }
 
 // ---- the pass kernel (sampling: Sampling = true, no shared pool; main: hot keys in shared) ------
+// One block of the pass: its shared-memory layout (the groups' allocation ranges, counters, the
+// shared table), its global table, and each thread's spare entries and hit counts. The kernel runs
+// its stages: set_up (ranges, counters, hot keys preloaded), emit for every pair its records map
+// to, finish (counters, entries used, the shared table flushed into the result).
 template <class Job, bool Sampling, bool UseShared>
-__global__ void pass_kernel(Job job, State<typename Job::key_type, typename Job::value_type> s, std::uint64_t begin,
-                            std::uint64_t end) {
+struct PassBlock {
   using K = typename Job::key_type;
   using V = typename Job::value_type;
-  extern __shared__ __align__(16) unsigned char smem[];
-  const std::uint32_t tid = threadIdx.x, N = blockDim.x, bid = blockIdx.x, Bs = gridDim.x;
-  const std::uint32_t num_groups = (N + 31) / 32, gid = tid / 32;
+  Job& job;
+  State<K, V>& s;
+  const std::uint32_t tid, N, bid;
+  const std::uint32_t num_groups, gid;
   // shared layout: gm_offset[num_groups], gm_end[num_groups], misc[4], sbuckets[sm_nb], sm_pool[sm_n]
-  std::uint32_t* gm_offset = reinterpret_cast<std::uint32_t*>(smem);
-  std::uint32_t* gm_end = gm_offset + num_groups;
-  std::uint32_t* misc = gm_end + num_groups;  // 0: sm_offset, 1: sm_flag, 2: block tail
-  unsigned long long* hits = reinterpret_cast<unsigned long long*>(misc + 4);  // 0 shared, 1 global
-  std::uint32_t* sbuckets = reinterpret_cast<std::uint32_t*>(hits + 2);
-  Entry<K, V>* sm_pool = nullptr;
-  if constexpr (UseShared) {
-    std::size_t off =
-        (reinterpret_cast<std::uintptr_t>(sbuckets + s.sm_nb) - reinterpret_cast<std::uintptr_t>(smem) + 15) &
-        ~std::size_t(15);
-    sm_pool = reinterpret_cast<Entry<K, V>*>(smem + off);
+  std::uint32_t* gm_offset;
+  std::uint32_t* gm_end;
+  std::uint32_t* misc;       // 0: sm_offset, 1: sm_flag, 2: block tail
+  unsigned long long* hits;  // 0 shared, 1 global
+  std::uint32_t* sbuckets;
+  Entry<K, V>* sm_pool{nullptr};
+  std::uint32_t ranged{0};
+  Entry<K, V>* gpool{nullptr};
+  std::uint32_t* gbuckets{nullptr};
+  std::uint32_t spare_g{kNil}, spare_s{kNil};
+  unsigned long long my_shared{0}, my_global{0};
+
+  __device__ __forceinline__ PassBlock(Job& j, State<K, V>& st, unsigned char* smem)
+      : job(j),
+        s(st),
+        tid(threadIdx.x),
+        N(blockDim.x),
+        bid(blockIdx.x),
+        num_groups((N + 31) / 32),
+        gid(tid / 32),
+        gm_offset(reinterpret_cast<std::uint32_t*>(smem)),
+        gm_end(gm_offset + num_groups),
+        misc(gm_end + num_groups),
+        hits(reinterpret_cast<unsigned long long*>(misc + 4)),
+        sbuckets(reinterpret_cast<std::uint32_t*>(hits + 2)) {
+    if constexpr (UseShared) {
+      std::size_t off =
+          (reinterpret_cast<std::uintptr_t>(sbuckets + s.sm_nb) - reinterpret_cast<std::uintptr_t>(smem) + 15) &
+          ~std::size_t(15);
+      sm_pool = reinterpret_cast<Entry<K, V>*>(smem + off);
+    }
   }
-  // Allocation ranges: 3/4 of the pool split among the groups, the last quarter a block tail.
-  const std::uint32_t ranged = s.direct ? 0 : (s.block_pool_n - s.block_pool_n / 4);
-  for (std::uint32_t g = tid; g < num_groups; g += N) {
-    gm_offset[g] = std::uint32_t(std::uint64_t(ranged) * g / num_groups);
-    gm_end[g] = std::uint32_t(std::uint64_t(ranged) * (g + 1) / num_groups);
+
+  // Allocation ranges: 3/4 of the pool split among the groups, the last quarter a block tail; the
+  // counters at zero, the shared buckets empty and (main pass) the hot keys preloaded.
+  __device__ __forceinline__ void set_up() {
+    ranged = s.direct ? 0 : (s.block_pool_n - s.block_pool_n / 4);
+    for (std::uint32_t g = tid; g < num_groups; g += N) {
+      gm_offset[g] = std::uint32_t(std::uint64_t(ranged) * g / num_groups);
+      gm_end[g] = std::uint32_t(std::uint64_t(ranged) * (g + 1) / num_groups);
+    }
+    if (tid == 0) {
+      misc[0] = 0;
+      misc[1] = 0;
+      misc[2] = ranged;
+      hits[0] = hits[1] = 0;
+    }
+    if constexpr (UseShared) {
+      for (std::uint32_t b = tid; b < s.sm_nb; b += N) sbuckets[b] = kNil;
+    }
+    __syncthreads();
+    if constexpr (UseShared) preload_hot();
+    gpool = s.block_pool + std::size_t(bid) * s.block_pool_n;
+    gbuckets = s.block_buckets + std::size_t(bid) * s.block_nb;
   }
-  if (tid == 0) {
-    misc[0] = 0;
-    misc[1] = 0;
-    misc[2] = ranged;
-    hits[0] = hits[1] = 0;
-  }
-  if constexpr (UseShared) {
-    for (std::uint32_t b = tid; b < s.sm_nb; b += N) sbuckets[b] = kNil;
-  }
-  __syncthreads();
-  if constexpr (UseShared) {
-    // Preload the hot keys with the identity value.
+
+  // Preload the hot keys with the identity value.
+  __device__ __forceinline__ void preload_hot() {
     const std::uint32_t h_n = s.hot_n < s.sm_n ? s.hot_n : s.sm_n;
     for (std::uint32_t i = tid; i < h_n; i += N) {
       const K k = s.hot[i];
@@ -353,12 +385,8 @@ __global__ void pass_kernel(Job job, State<typename Job::key_type, typename Job:
     }
     __syncthreads();
   }
-  Entry<K, V>* gpool = s.block_pool + std::size_t(bid) * s.block_pool_n;
-  std::uint32_t* gbuckets = s.block_buckets + std::size_t(bid) * s.block_nb;
-  std::uint32_t spare_g = kNil, spare_s = kNil;
-  unsigned long long my_shared = 0, my_global = 0;
 
-  auto alloc_global = [&]() -> std::uint32_t {
+  __device__ __forceinline__ std::uint32_t alloc_global() {
     if (spare_g != kNil) {
       const std::uint32_t r = spare_g;
       spare_g = kNil;
@@ -369,44 +397,51 @@ __global__ void pass_kernel(Job job, State<typename Job::key_type, typename Job:
     i = atomicAdd(&misc[2], 1u);
     if (i < s.block_pool_n) return i;
     return kNil;
-  };
+  }
 
-  auto emit = [&](const K& k0, const V& v0) {
+  // The main pass's shared tier: true when (k, v) went into the shared table or an existing entry
+  // of the block table; false when it goes on to global memory.
+  __device__ __forceinline__ bool emit_shared(const K& k, const V& v, std::uint64_t h, std::uint32_t w) {
+    std::uint32_t* shead = &sbuckets[std::uint32_t(h) & (s.sm_nb - 1)];
+    const std::uint32_t sseen = load_ref<true>(shead);
+    if (sseen != kNil && chain_find<true, false>(job, sm_pool, sseen, kNil, k, v)) {
+      my_shared += w;
+      return true;
+    }
+    if (!s.direct) {
+      std::uint32_t* head = &gbuckets[std::uint32_t(h >> 32) & (s.block_nb - 1)];
+      if (chain_find<false, false>(job, gpool, load_ref<false>(head), kNil, k, v)) {
+        my_global += w;
+        return true;
+      }
+    }
+    // new key: shared memory until it is full
+    if (*reinterpret_cast<volatile std::uint32_t*>(&misc[1]) == 0) {
+      std::uint32_t i = spare_s;
+      if (i == kNil) {
+        i = atomicAdd(&misc[0], 1u);
+        if (i >= s.sm_n) {
+          misc[1] = 1;
+          i = kNil;
+        }
+      }
+      spare_s = kNil;
+      if (i != kNil) {
+        if (!chain_publish<true, false>(job, shead, sm_pool, i, i | kSharedFlag, sseen, k, v, 0u)) spare_s = i;
+        my_shared += w;
+        return true;
+      }
+    }
+    return false;
+  }
+
+  __device__ __forceinline__ void emit(const K& k0, const V& v0) {
     const K& k = k0;
     const V& v = v0;
     constexpr std::uint32_t w = 1;  // pairs this call stands for
     const std::uint64_t h = job_hash(job, k);
     if constexpr (UseShared) {
-      std::uint32_t* shead = &sbuckets[std::uint32_t(h) & (s.sm_nb - 1)];
-      const std::uint32_t sseen = load_ref<true>(shead);
-      if (sseen != kNil && chain_find<true, false>(job, sm_pool, sseen, kNil, k, v)) {
-        my_shared += w;
-        return;
-      }
-      if (!s.direct) {
-        std::uint32_t* head = &gbuckets[std::uint32_t(h >> 32) & (s.block_nb - 1)];
-        if (chain_find<false, false>(job, gpool, load_ref<false>(head), kNil, k, v)) {
-          my_global += w;
-          return;
-        }
-      }
-      // new key: shared memory until it is full
-      if (*reinterpret_cast<volatile std::uint32_t*>(&misc[1]) == 0) {
-        std::uint32_t i = spare_s;
-        if (i == kNil) {
-          i = atomicAdd(&misc[0], 1u);
-          if (i >= s.sm_n) {
-            misc[1] = 1;
-            i = kNil;
-          }
-        }
-        spare_s = kNil;
-        if (i != kNil) {
-          if (!chain_publish<true, false>(job, shead, sm_pool, i, i | kSharedFlag, sseen, k, v, 0u)) spare_s = i;
-          my_shared += w;
-          return;
-        }
-      }
+      if (emit_shared(k, v, h, w)) return;
     }
     // global memory: the block table, or the result table in direct mode
     if (s.direct) {
@@ -430,38 +465,52 @@ __global__ void pass_kernel(Job job, State<typename Job::key_type, typename Job:
     }
     if (!chain_publish<false, Sampling>(job, head, gpool, i, i, seen, k, v, w)) spare_g = i;
     my_global += w;
-  };
-
-  const std::uint64_t stride = std::uint64_t(N) * Bs;
-  for (std::uint64_t i = begin + std::uint64_t(bid) * N + tid; i < end; i += stride) job.map(i, emit);
-
-  atomicAdd(&hits[0], my_shared);
-  atomicAdd(&hits[1], my_global);
-  __syncthreads();
-  if (tid == 0) {
-    atomicAdd(&s.ctr->shared_hits, hits[0]);
-    atomicAdd(&s.ctr->global_hits, hits[1]);
-    std::uint32_t used = misc[2] > s.block_pool_n ? s.block_pool_n : misc[2];
-    used -= ranged;
-    for (std::uint32_t g = 0; g < num_groups; ++g) {
-      const std::uint32_t start = std::uint32_t(std::uint64_t(ranged) * g / num_groups);
-      used += (gm_offset[g] < gm_end[g] ? gm_offset[g] : gm_end[g]) - start;
-    }
-    s.block_used[bid] = used;
   }
-  if constexpr (UseShared) {
-    // flush sm_pool into the result table (walk the chains: only published entries)
-    for (std::uint32_t b = tid; b < s.sm_nb; b += N) {
-      for (std::uint32_t r = sbuckets[b]; r != kNil;) {
-        // Preloaded hot keys that were never hit still hold the identity: reducing it is harmless
-        // (every hot key already has an entry in the result from the sampling pass).
-        const Entry<K, V>& e = sm_pool[r & ~kSharedFlag];
-        if (!result_upsert_counted<false>(job, s, e.key, e.value, 0u, job_hash(job, e.key)))
-          spill_pair(s, e.key, e.value, 0u);
-        r = e.next;
+
+  // The hit counters and the entries this block allocated; then (main pass) the shared table
+  // flushed into the result table (walking the chains: only published entries).
+  __device__ __forceinline__ void finish() {
+    atomicAdd(&hits[0], my_shared);
+    atomicAdd(&hits[1], my_global);
+    __syncthreads();
+    if (tid == 0) {
+      atomicAdd(&s.ctr->shared_hits, hits[0]);
+      atomicAdd(&s.ctr->global_hits, hits[1]);
+      std::uint32_t used = misc[2] > s.block_pool_n ? s.block_pool_n : misc[2];
+      used -= ranged;
+      for (std::uint32_t g = 0; g < num_groups; ++g) {
+        const std::uint32_t start = std::uint32_t(std::uint64_t(ranged) * g / num_groups);
+        used += (gm_offset[g] < gm_end[g] ? gm_offset[g] : gm_end[g]) - start;
+      }
+      s.block_used[bid] = used;
+    }
+    if constexpr (UseShared) {
+      for (std::uint32_t b = tid; b < s.sm_nb; b += N) {
+        for (std::uint32_t r = sbuckets[b]; r != kNil;) {
+          // Preloaded hot keys that were never hit still hold the identity: reducing it is harmless
+          // (every hot key already has an entry in the result from the sampling pass).
+          const Entry<K, V>& e = sm_pool[r & ~kSharedFlag];
+          if (!result_upsert_counted<false>(job, s, e.key, e.value, 0u, job_hash(job, e.key)))
+            spill_pair(s, e.key, e.value, 0u);
+          r = e.next;
+        }
       }
     }
   }
+};
+
+template <class Job, bool Sampling, bool UseShared>
+__global__ void pass_kernel(Job job, State<typename Job::key_type, typename Job::value_type> s, std::uint64_t begin,
+                            std::uint64_t end) {
+  using K = typename Job::key_type;
+  using V = typename Job::value_type;
+  extern __shared__ __align__(16) unsigned char smem[];
+  PassBlock<Job, Sampling, UseShared> block(job, s, smem);
+  block.set_up();
+  auto emit = [&](const K& k0, const V& v0) { block.emit(k0, v0); };
+  const std::uint64_t stride = std::uint64_t(block.N) * gridDim.x;
+  for (std::uint64_t i = begin + std::uint64_t(block.bid) * block.N + block.tid; i < end; i += stride) job.map(i, emit);
+  block.finish();
 }
 
 // ---- merge: block tables / spill list / an old result table -> result ----------------------------
