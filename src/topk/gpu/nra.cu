@@ -92,6 +92,136 @@ static void nra_exact(Query& q, std::uint64_t k, const Options& opts) {
   finish(r, "nra", where, n, m, dpt, peak, rounds, adaptive, done);
 }
 
+// The float NRA's probes: how deep they read, the k-th complete object's float aggregate, and
+// their counts and times for the report.
+struct FloatProbes {
+  std::uint64_t depth{0}, probes{0}, completed{0}, open_passes{0}, many{0};
+  float kth{0};
+  double t_scatter{0}, t_tests{0};
+};
+
+// The float NRA's first stage: list prefixes into the packed words, probed deeper until k complete
+// objects beat, by more than `error`, every object seen nowhere and every upper bound of the
+// objects seen in some lists.
+static FloatProbes float_probes(Query& q, std::uint64_t k, double error) {
+  auto& [d, n, m, a, where, r] = q;
+  gpu::Event p0, p1, p2;
+  FloatProbes f;
+  prepare_common(d, k);
+  ensure(d.nra_words, m);
+  TANDEM_CUDA(cudaMemsetAsync(d.nra_words.data(), 0, m * sizeof(std::uint32_t), d.stream));
+  const auto full = static_cast<std::uint32_t>(full_mask(n));
+  DevState* dst = d.state.data();
+  auto open_pass = [&] {
+    k_fnra_open<<<gpu::grid_for(m, kBlock, 132 * 8), kBlock, 0, d.stream>>>(d.nra_words.data(), m, full, a, error, dst);
+    TANDEM_CUDA_LAUNCH("k_fnra_open");
+  };
+  // One probe: read the lists down to `next`, select the k-th complete object and run the stop
+  // tests on the device, then one read back; true when the answer is known.
+  auto probe = [&](std::uint64_t next) {
+    const std::uint64_t width = next - f.depth;
+    TANDEM_CUDA(cudaMemsetAsync(&dst->open, 0, sizeof(unsigned long long) + 2 * sizeof(std::uint32_t), d.stream));
+    p0.record(d.stream);
+    k_fnra_scatter<<<gpu::grid_for(width * n, kBlock, kGridCap), kBlock, 0, d.stream>>>(
+        d.L, m, n, f.depth, width, a, d.nra_words.data(), full, d.completed.data(), dst);
+    TANDEM_CUDA_LAUNCH("k_fnra_scatter");
+    p1.record(d.stream);
+    k_fnra_block_select<<<1, kBlockSelectThreads, 0, d.stream>>>(d.completed.data(), d.nra_words.data(), n, k, dst);
+    TANDEM_CUDA_LAUNCH("k_fnra_block_select");
+    open_pass();
+    p2.record(d.stream);
+    d.fetch_state();
+    f.depth = next;
+    ++f.probes;
+    DevState st = d.host_state[0];
+    if (st.kth_state == 2) {  // too many complete objects for one block: the device-wide select
+      ++f.many;
+      ensure(d.approx, st.completed);
+      k_fnra_gather<<<gpu::grid_for(st.completed, kBlock, kGridCap), kBlock, 0, d.stream>>>(
+          d.completed.data(), st.completed, d.nra_words.data(), n, d.approx.data());
+      TANDEM_CUDA_LAUNCH("k_fnra_gather");
+      radix_select(d, d.approx.data(), st.completed, k);
+      k_fnra_take_select<<<1, 1, 0, d.stream>>>(d.select.data(), dst);
+      TANDEM_CUDA_LAUNCH("k_fnra_take_select");
+      open_pass();
+      p2.record(d.stream);
+      d.fetch_state();
+      st = d.host_state[0];
+    }
+    f.t_scatter += p1.seconds_since(p0);
+    f.t_tests += p2.seconds_since(p1);
+    f.completed = st.completed;
+    if (st.kth_state != 1) {
+      if (f.depth == m)
+        throw Error(
+            gpu::format("top-k NRA: {} objects complete at full depth, k = {} (internal error)", f.completed, k));
+      return false;
+    }
+    f.kth = key32_score(st.kth_key);
+    if (f.depth == m) return true;                                         // every object is complete
+    if (!(t_agg(a, st.thr) < approx_cut(f.kth, error / 2))) return false;  // an unseen object may beat the k-th
+    ++f.open_passes;
+    return st.open == 0;
+  };
+  for (std::uint64_t next = nra_first_depth(m, n, k, 4096); !probe(next);)
+    next = nra_next_depth(f.depth, m, f.completed, k);
+  return f;
+}
+
+// The float NRA's second stage: the candidates within twice the error bound of the k-th float get
+// their exact aggregates by reading the probed prefixes again, and the k best of them answer. False,
+// with a note, when too many objects are that near the k-th. `e0`: the query's start.
+static bool float_exact(Query& q, std::uint64_t k, double error, const FloatProbes& f, gpu::Event& e0) {
+  auto& [d, n, m, a, where, r] = q;
+  gpu::Event e1, e2;
+  e1.record(d.stream);
+  const float cut = approx_cut(f.kth, error);
+  const std::uint64_t cap = std::min(m, std::max<std::uint64_t>(16 * k, 1 << 16));
+  ensure(d.cand_ids, cap);
+  ensure(d.cand_bits, m / 32 + 1);
+  TANDEM_CUDA(cudaMemsetAsync(d.cand_bits.data(), 0, (m / 32 + 1) * sizeof(std::uint32_t), d.stream));
+  TANDEM_CUDA(cudaMemsetAsync(d.select.data(), 0, sizeof(SelectState), d.stream));  // the count, and no stale `lost`
+  k_fnra_candidates<<<gpu::grid_for(f.completed, kBlock, kGridCap), kBlock, 0, d.stream>>>(
+      d.completed.data(), f.completed, d.nra_words.data(), n, cut, d.cand_ids.data(), cap, &d.select.data()->count,
+      d.cand_bits.data());
+  TANDEM_CUDA_LAUNCH("k_fnra_candidates");
+  const unsigned long long count = read_select(d).count;
+  if (count > cap) {
+    e2.record(d.stream);
+    e2.sync();
+    r.report.add("NRA probes (float partial aggregates, not used)", where, e2.seconds_since(e0),
+                 gpu::format("{} probes, {} levels of each list, {} candidates", f.probes, f.depth, count));
+    r.report.note(gpu::format(
+        "nra: {} objects within the float error bound of the k-th (more than {}); exact partial aggregates used", count,
+        cap));
+    return false;
+  }
+  if (count < k) throw Error(gpu::format("top-k NRA: {} candidates for k = {} (internal error)", count, k));
+  const Acc ident = acc_identity(a.kind);
+  d.prepare_slots(ident);
+  k_fnra_exact<<<gpu::grid_for(f.depth * n, kBlock, kGridCap), kBlock, 0, d.stream>>>(
+      d.L, m, n, f.depth, a, d.cand_bits.data(), d.slots.data());
+  TANDEM_CUDA_LAUNCH("k_fnra_exact");
+  k_fnra_keys<<<gpu::grid_for(count, kBlock, kGridCap), kBlock, 0, d.stream>>>(d.cand_ids.data(), count, d.slots.data(),
+                                                                               a, ident, d.merge_a.data());
+  TANDEM_CUDA_LAUNCH("k_fnra_keys");
+  d.slots_clean = true;  // the keys kernel put back every slot the exact pass touched
+  r.items = best_keys(d, count, k);
+  e2.record(d.stream);
+  e2.sync();
+  const double t_probes = e1.seconds_since(e0);
+  r.report.add("NRA state clear + first set-up", where, t_probes - f.t_scatter - f.t_tests,
+               human_bytes(m * sizeof(std::uint32_t)));
+  r.report.add("NRA probes: list prefixes into float partial aggregates", where, f.t_scatter,
+               gpu::format("{} probes, {} levels of each list, {} objects complete", f.probes, f.depth, f.completed));
+  r.report.add("NRA probes: select the k-th complete + stop tests", where, f.t_tests,
+               gpu::format("{} upper-bound passes over the objects; {} device-wide selects", f.open_passes, f.many));
+  r.report.add("NRA candidates' exact aggregates (prefixes read again) + sort", where, e2.seconds_since(e1),
+               gpu::format("{} candidates within {} of the k-th", count, 2 * error));
+  finish(r, "nra", where, n, m, f.depth, count, f.probes, true, true);
+  return true;
+}
+
 // NRA on float partial aggregates, for sums and weighted sums over at most 8 lists that are not
 // correlated: one 32-bit word per object (lists seen, float partial: packed_add), list prefixes
 // read to depths probed 1.5x deeper each time until k objects seen everywhere beat, by more than the float's error
@@ -108,114 +238,10 @@ static bool nra_float(Query& q, std::uint64_t k) {
     r.report.note("nra: float partial aggregates could overflow; exact partial aggregates used");
     return false;
   }
-  gpu::Event e0, e1, e2, p0, p1, p2;
+  gpu::Event e0;
   e0.record(d.stream);
-  prepare_common(d, k);
-  ensure(d.nra_words, m);
-  TANDEM_CUDA(cudaMemsetAsync(d.nra_words.data(), 0, m * sizeof(std::uint32_t), d.stream));
-  const auto full = static_cast<std::uint32_t>(full_mask(n));
-  std::uint64_t depth = 0, probes = 0, completed = 0, open_passes = 0, many = 0;
-  float kth = 0;
-  double t_scatter = 0, t_tests = 0;
-  DevState* dst = d.state.data();
-  auto open_pass = [&] {
-    k_fnra_open<<<gpu::grid_for(m, kBlock, 132 * 8), kBlock, 0, d.stream>>>(d.nra_words.data(), m, full, a, error, dst);
-    TANDEM_CUDA_LAUNCH("k_fnra_open");
-  };
-  // One probe: read the lists down to `next`, select the k-th complete object and run the stop
-  // tests on the device, then one read back; true when the answer is known.
-  auto probe = [&](std::uint64_t next) {
-    const std::uint64_t width = next - depth;
-    TANDEM_CUDA(cudaMemsetAsync(&dst->open, 0, sizeof(unsigned long long) + 2 * sizeof(std::uint32_t), d.stream));
-    p0.record(d.stream);
-    k_fnra_scatter<<<gpu::grid_for(width * n, kBlock, kGridCap), kBlock, 0, d.stream>>>(
-        d.L, m, n, depth, width, a, d.nra_words.data(), full, d.completed.data(), dst);
-    TANDEM_CUDA_LAUNCH("k_fnra_scatter");
-    p1.record(d.stream);
-    k_fnra_block_select<<<1, kBlockSelectThreads, 0, d.stream>>>(d.completed.data(), d.nra_words.data(), n, k, dst);
-    TANDEM_CUDA_LAUNCH("k_fnra_block_select");
-    open_pass();
-    p2.record(d.stream);
-    d.fetch_state();
-    depth = next;
-    ++probes;
-    DevState st = d.host_state[0];
-    if (st.kth_state == 2) {  // too many complete objects for one block: the device-wide select
-      ++many;
-      ensure(d.approx, st.completed);
-      k_fnra_gather<<<gpu::grid_for(st.completed, kBlock, kGridCap), kBlock, 0, d.stream>>>(
-          d.completed.data(), st.completed, d.nra_words.data(), n, d.approx.data());
-      TANDEM_CUDA_LAUNCH("k_fnra_gather");
-      radix_select(d, d.approx.data(), st.completed, k);
-      k_fnra_take_select<<<1, 1, 0, d.stream>>>(d.select.data(), dst);
-      TANDEM_CUDA_LAUNCH("k_fnra_take_select");
-      open_pass();
-      p2.record(d.stream);
-      d.fetch_state();
-      st = d.host_state[0];
-    }
-    t_scatter += p1.seconds_since(p0);
-    t_tests += p2.seconds_since(p1);
-    completed = st.completed;
-    if (st.kth_state != 1) {
-      if (depth == m)
-        throw Error(gpu::format("top-k NRA: {} objects complete at full depth, k = {} (internal error)", completed, k));
-      return false;
-    }
-    kth = key32_score(st.kth_key);
-    if (depth == m) return true;                                         // every object is complete
-    if (!(t_agg(a, st.thr) < approx_cut(kth, error / 2))) return false;  // an unseen object may beat the k-th
-    ++open_passes;
-    return st.open == 0;
-  };
-  for (std::uint64_t next = nra_first_depth(m, n, k, 4096); !probe(next);)
-    next = nra_next_depth(depth, m, completed, k);
-  e1.record(d.stream);
-  const float cut = approx_cut(kth, error);
-  const std::uint64_t cap = std::min(m, std::max<std::uint64_t>(16 * k, 1 << 16));
-  ensure(d.cand_ids, cap);
-  ensure(d.cand_bits, m / 32 + 1);
-  TANDEM_CUDA(cudaMemsetAsync(d.cand_bits.data(), 0, (m / 32 + 1) * sizeof(std::uint32_t), d.stream));
-  TANDEM_CUDA(cudaMemsetAsync(d.select.data(), 0, sizeof(SelectState), d.stream));  // the count, and no stale `lost`
-  k_fnra_candidates<<<gpu::grid_for(completed, kBlock, kGridCap), kBlock, 0, d.stream>>>(
-      d.completed.data(), completed, d.nra_words.data(), n, cut, d.cand_ids.data(), cap, &d.select.data()->count,
-      d.cand_bits.data());
-  TANDEM_CUDA_LAUNCH("k_fnra_candidates");
-  const unsigned long long count = read_select(d).count;
-  if (count > cap) {
-    e2.record(d.stream);
-    e2.sync();
-    r.report.add("NRA probes (float partial aggregates, not used)", where, e2.seconds_since(e0),
-                 gpu::format("{} probes, {} levels of each list, {} candidates", probes, depth, count));
-    r.report.note(gpu::format(
-        "nra: {} objects within the float error bound of the k-th (more than {}); exact partial aggregates used", count,
-        cap));
-    return false;
-  }
-  if (count < k) throw Error(gpu::format("top-k NRA: {} candidates for k = {} (internal error)", count, k));
-  const Acc ident = acc_identity(a.kind);
-  d.prepare_slots(ident);
-  k_fnra_exact<<<gpu::grid_for(depth * n, kBlock, kGridCap), kBlock, 0, d.stream>>>(d.L, m, n, depth, a,
-                                                                                    d.cand_bits.data(), d.slots.data());
-  TANDEM_CUDA_LAUNCH("k_fnra_exact");
-  k_fnra_keys<<<gpu::grid_for(count, kBlock, kGridCap), kBlock, 0, d.stream>>>(d.cand_ids.data(), count, d.slots.data(),
-                                                                               a, ident, d.merge_a.data());
-  TANDEM_CUDA_LAUNCH("k_fnra_keys");
-  d.slots_clean = true;  // the keys kernel put back every slot the exact pass touched
-  r.items = best_keys(d, count, k);
-  e2.record(d.stream);
-  e2.sync();
-  const double t_probes = e1.seconds_since(e0);
-  r.report.add("NRA state clear + first set-up", where, t_probes - t_scatter - t_tests,
-               human_bytes(m * sizeof(std::uint32_t)));
-  r.report.add("NRA probes: list prefixes into float partial aggregates", where, t_scatter,
-               gpu::format("{} probes, {} levels of each list, {} objects complete", probes, depth, completed));
-  r.report.add("NRA probes: select the k-th complete + stop tests", where, t_tests,
-               gpu::format("{} upper-bound passes over the objects; {} device-wide selects", open_passes, many));
-  r.report.add("NRA candidates' exact aggregates (prefixes read again) + sort", where, e2.seconds_since(e1),
-               gpu::format("{} candidates within {} of the k-th", count, 2 * error));
-  finish(r, "nra", where, n, m, depth, count, probes, true, true);
-  return true;
+  const FloatProbes f = float_probes(q, k, error);
+  return float_exact(q, k, error, f, e0);
 }
 
 Result nra_gpu(DeviceLists& dl, std::uint64_t k, const Aggregate& agg, const Options& opts) {
