@@ -1,5 +1,4 @@
-// What the GPU top-k's kernels and host code share: the per-object slot, the status the host reads
-// back each round, the radix select's state, the launch shape and the small device helpers.
+// What the GPU top-k's kernels and host share: object slot, per-round status, select state, launch shape.
 #pragma once
 #include <cuda_runtime.h>
 

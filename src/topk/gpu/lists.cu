@@ -1,5 +1,4 @@
-// The owner of the GPU top-k's device state: upload, DeviceLists::Impl's buffers and slots, the
-// running top k's merge, the score index, a query's start and the download of the answer.
+// The GPU top-k's device state: upload, buffers and slots, the running top k, the score index, the download.
 #include <cub/cub.cuh>
 #include <cuda/std/tuple>
 

@@ -1,6 +1,16 @@
-// The GPU top-k's owner of device state: DeviceLists::Impl (the lists and every buffer the queries
-// reuse), a query's start, the running top k, and the helpers the algorithms (ta.cu, scan.cu,
-// nra.cu, nra_shallow.cu) share; their definitions are in lists.cu and select.cu.
+// DeviceLists::Impl (the lists and the buffers queries reuse) and the helpers every GPU top-k algorithm shares.
+//
+// Top-k on the GPU: NRA (phase 1 / phase 2 in batches of STRIDE levels), TA and the full
+// scan. Design (see docs/topk.md): per-object state lives in a dense array indexed by id
+// (partial aggregate + bitmap of lists seen), so a round is one pass over its batch with atomics;
+// fully known objects that beat the current k-th enter a running top k (the paper's tmp) through a
+// small radix sort; phase 2 prunes the candidate list by upper bound. Per round the host reads back
+// one small status struct (counts and the batch's last scores) and decides. TA and the scan read
+// the lists by id: each list's scores in id order, built once per upload. The scan adds every
+// object's scores in float (an array that stays in L2), selects, and scores exactly only the
+// objects the float's error bound cannot rule out.
+//
+// Definitions: lists.cu and select.cu; the algorithms: ta.cu, scan.cu, nra.cu, nra_shallow.cu.
 #pragma once
 #include <cuda_runtime.h>
 

@@ -1,6 +1,4 @@
-// NRA on the GPU in host-driven rounds, and which NRA path answers: the one launch for correlated
-// lists (nra_shallow.cu), the float partial aggregates for sums elsewhere, the exact partial
-// aggregates when neither decides.
+// Which NRA path answers on the GPU, and NRA in host-driven rounds on exact or float partial aggregates.
 #include <algorithm>
 #include <cmath>
 

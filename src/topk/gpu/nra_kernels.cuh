@@ -1,7 +1,4 @@
-// The NRA kernels of the host-driven rounds: exact partial aggregates in 24-byte slots (scatter,
-// entrants, prune) and float partial aggregates packed into one word per object (scatter, the
-// k-th complete object's select, the stop test's pass, the candidates' exact aggregates). Only
-// nra.cu includes this.
+// The kernels of NRA's host-driven rounds (exact slots, packed float words); only nra.cu includes this.
 #pragma once
 #include <cstdint>
 

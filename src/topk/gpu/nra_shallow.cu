@@ -1,5 +1,4 @@
-// NRA in one launch, the host side: whether the one-launch kernel (nra_one_launch.cu) runs, the
-// sizes of its table, inboxes and per-block numbers, its launch, and its status read into a result.
+// Whether NRA in one launch runs, and (host side) its buffers' sizes, its launch and its status into a result.
 #include <atomic>
 #include <cstring>
 #include <string>

@@ -1,6 +1,4 @@
-// The full scan on the GPU: every object's score from the score index, then the k best by radix
-// select; first through float aggregates that leave only the objects near the k-th to score
-// exactly, or exact scores of every object when the float cannot decide.
+// The GPU scan: every object's score from the index, the k best by radix select, float-filtered where it can.
 #include <algorithm>
 #include <cmath>
 

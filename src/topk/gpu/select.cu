@@ -1,5 +1,4 @@
-// The radix select on the device: which bucket of score keys holds the k-th best, a digit of
-// kDigitBits a pass with no host round trip between passes (the scan and the float NRA use it).
+// Which bucket of score keys holds the k-th best: the device radix select, no host round trip between passes.
 #include <cub/cub.cuh>
 
 #include <algorithm>

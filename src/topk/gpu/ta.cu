@@ -1,5 +1,4 @@
-// TA on the GPU: when to stop reading the lists in sorted order, each object met for the first
-// time scored at once by random access to the score index.
+// TA on the GPU: sorted access in batches, random access to the score index, and when to stop.
 #include <algorithm>
 
 #include "tandem/core/timing.hpp"

@@ -1,6 +1,4 @@
-// Internal to the GPU MapReduce engine (tandem/mapreduce/gpu_engine.cuh): its device side, the
-// table entries and state, the job hooks, the chain helpers and the four kernels (pass, merge of
-// chains, merge of the spill list, extraction) that Engine<Job> instantiates for a user's job.
+// The GPU MapReduce engine's device side (entries, state, job hooks, kernels) that Engine<Job> instantiates.
 #pragma once
 #include <cuda_runtime.h>
 
