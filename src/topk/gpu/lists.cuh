@@ -10,7 +10,8 @@
 // object's scores in float (an array that stays in L2), selects, and scores exactly only the
 // objects the float's error bound cannot rule out.
 //
-// Definitions: lists.cu and select.cu; the algorithms: ta.cu, scan.cu, nra.cu, nra_shallow.cu.
+// Definitions: lists.cu; the algorithms: ta.cu, scan.cu, nra.cu (with the kernels of nra_kernels.cuh and
+// nra_one_launch.cu).
 #pragma once
 #include <cuda_runtime.h>
 
@@ -154,10 +155,5 @@ struct TopK {
   void merge(std::uint64_t entrants);
   std::vector<Item> items() { return download_items(d, d.merge_a.data(), top); }
 };
-
-// NRA in one launch (nra_shallow.cu): answered, not run (no cooperative launch, too many lists, a
-// table too large, a depth cap inside its budget), or gave up (a note in q.r).
-enum class Shallow { answered, not_run, gave_up };
-Shallow nra_shallow(Query& q, std::uint64_t k, std::uint64_t max_depth);
 
 }  // namespace tandem::topk::detail
