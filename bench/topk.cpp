@@ -8,7 +8,7 @@
 // (~4.5M atomics) and pays a host round trip per batch (~10-20 us): with an adaptive stride about
 // 15-20 rounds, so its floor is dominated by the atomics and the round trips (~0.3 ms), not bytes.
 // On correlated data NRA stops at ~1.3% of each list (the top scores tie): NRA in one launch,
-// ~0.08 ms (src/topk/gpu.cu, k_nra_shallow).
+// ~0.08 ms (src/topk/gpu/nra_one_launch.cu, k_nra_shallow).
 //
 // The PyTorch anchor (bench/torch/topk_anchor.py, run through `--python` at the largest size on
 // the uniform and the correlated lists): bench_topk writes the lists (TKL1) and tandem's answers

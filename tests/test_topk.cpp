@@ -181,7 +181,7 @@ TEST(TopkBounds, FloatNraDepthsAndUpperBound) {
   EXPECT_EQ(packed_error(1.0, 4), 65.0);
 }
 
-// The float NRA's rules (src/topk/gpu.cu, nra_float) on the CPU: float partial aggregates (list
+// The float NRA's rules (src/topk/gpu/nra.cu, nra_float) on the CPU: float partial aggregates (list
 // order here, any order on the GPU: the bound holds for every order), the stop tests against the
 // k-th complete float with the bound's margins, candidates within twice the bound, exact
 // aggregates of the candidates only. Must give the exact answer on every data shape.
@@ -271,7 +271,7 @@ TEST(TopkBounds, FloatNraRulesGiveTheExactAnswer) {
   EXPECT_EQ(float_nra_model(ties, 7, {}), reference(ties, 7));
 }
 
-// ---- NRA in one launch (src/topk/gpu.cu, k_nra_shallow): its pure rules ----
+// ---- NRA in one launch (src/topk/gpu/nra_one_launch.cu, k_nra_shallow): its pure rules ----
 
 TEST(TopkBounds, OneLaunchNraDepthRules) {
   using namespace tandem::topk::detail;
@@ -394,7 +394,7 @@ TEST(TopkBounds, OneLaunchStopKeysAreTheNraBounds) {
   }
 }
 
-// The one-launch NRA's rules on the CPU (src/topk/gpu.cu, k_nra_shallow): rounds at the depths
+// The one-launch NRA's rules on the CPU (src/topk/gpu/nra_one_launch.cu, k_nra_shallow): rounds at the depths
 // above, each ending with the stop test as keys - k complete objects before the smallest of the
 // unseen bound key and every partially seen object's bound key - then the complete objects cut at
 // the smallest sample with k of them at or before it, sorted. nullopt when it gives up at the

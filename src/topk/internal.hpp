@@ -120,7 +120,7 @@ void push_bounded(std::vector<Key>& heap, const Key& key, std::uint64_t k, Less 
   }
 }
 
-// The GPU paths reach a DeviceLists' state through this (DeviceLists::Impl lives in gpu.cu).
+// The GPU paths reach a DeviceLists' state through this (DeviceLists::Impl lives in gpu/lists.cuh).
 struct DeviceListsAccess {
   static DeviceLists::Impl& impl(DeviceLists& d) { return *d.impl_; }
 };

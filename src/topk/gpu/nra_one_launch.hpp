@@ -1,12 +1,12 @@
 // NRA in one launch (a shallow stop: correlated lists, one list): the kernel's arguments, its
 // status and its limits, shared by the kernel (nra_one_launch.cu) and the host code that sizes its
-// buffers and launches it (gpu.cu).
+// buffers and launches it (nra.cu).
 #pragma once
 #include <cuda_runtime.h>
 
 #include <cstdint>
 
-#include "internal.hpp"
+#include "topk/internal.hpp"
 
 namespace tandem::topk::detail {
 

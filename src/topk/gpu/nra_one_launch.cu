@@ -2,7 +2,7 @@
 // nra_one_launch.hpp and docs/topk.md).
 #include <cooperative_groups.h>
 
-#include "nra_one_launch.hpp"
+#include "topk/gpu/nra_one_launch.hpp"
 
 namespace tandem::topk::detail {
 namespace {
@@ -249,6 +249,200 @@ __device__ void write_status(const ShallowArgs& s, const ShallowStatus& st) {
   if (threadIdx.x == 0) h[0] = st.state;
 }
 
+// 2a'. The round's start in this block: its inbox into its range (entries it claimed added to
+// `claims`), each list's last score read as an accumulator (`tval`), and in thread 0 this block's
+// counts published and T's order key (`t_key`). `held` back at zero.
+__device__ __forceinline__ void shallow_round_start(const ShallowArgs& s, std::uint32_t* keys, float* scores,
+                                                    std::uint64_t depth, Acc* tval, unsigned& claims, unsigned& held,
+                                                    std::uint64_t& t_key) {
+  const unsigned b = blockIdx.x;
+  const unsigned mine = shallow_insert(s, keys, scores);
+  if (mine) atomicAdd(&claims, mine);
+  for (std::uint32_t i = threadIdx.x; i < s.n; i += blockDim.x)
+    tval[i] = acc_of(s.a, i, s.L[i * s.m + depth - 1].score);
+  if (threadIdx.x == 0) held = 0;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    s.sent[b] = 0;  // read: zero for the next round
+    s.num.claims[b] = claims;
+    Acc t = acc_identity(s.a.kind);
+    for (std::uint32_t i = 0; i < s.n; ++i) t = acc_combine(s.a.kind, t, tval[i]);
+    t_key = order_key(acc_score(s.a, t));
+  }
+}
+
+// 2b. This block's range of the table: its complete objects' keys into its slab (the first
+// kShallowThreads also into `tile`, `held` counting them), and this thread's smallest bound key of
+// the partial ones (returned). The taken entries (a third or so), dealt out to each warp's lanes
+// densely: of the warp's 32 x kU entries, taken entry d is the (d - first[j])-th set bit of taken[j].
+__device__ __forceinline__ Key96 shallow_collect(const ShallowArgs& s, const std::uint32_t* keys, const float* scores,
+                                                 const Acc* tval, Key96* tile, Key96* slab, unsigned& held) {
+  Key96 best = no_bound_key();
+  constexpr int kU = 4;
+  const unsigned lane = threadIdx.x & 31, warp_first = threadIdx.x & ~31u;
+  for (std::uint64_t b0 = 0; b0 < s.range; b0 += std::uint64_t(blockDim.x) * kU) {
+    std::uint32_t key[kU], taken[kU], first[kU + 1];
+    first[0] = 0;
+#pragma unroll
+    for (int j = 0; j < kU; ++j) {
+      const std::uint64_t e = b0 + std::uint64_t(j) * blockDim.x + threadIdx.x;
+      key[j] = e < s.range ? keys[e] : 0u;
+      taken[j] = __ballot_sync(0xffffffffu, key[j] != 0);
+      first[j + 1] = first[j] + __popc(taken[j]);
+    }
+    for (unsigned d0 = 0; d0 < first[kU]; d0 += 32) {
+      const unsigned d = d0 + lane;
+      int jj = 0;
+      unsigned tj = taken[0], fj = 0;
+#pragma unroll
+      for (int j = 1; j < kU; ++j)
+        if (d >= first[j]) {
+          jj = j;
+          tj = taken[j];
+          fj = first[j];
+        }
+      const unsigned src = d < first[kU] ? __fns(tj, 0, int(d - fj) + 1) : 0u;
+      std::uint32_t k = 0;
+#pragma unroll
+      for (int j = 0; j < kU; ++j) {
+        const std::uint32_t v = __shfl_sync(0xffffffffu, key[j], int(src));
+        if (j == jj) k = v;
+      }
+      const bool real = d < first[kU];
+      Key96 k96 = no_bound_key();
+      const bool whole =
+          real && entry_key(s, scores, b0 + std::uint64_t(jj) * blockDim.x + warp_first + src, k, tval, k96);
+      // One shared atomic a warp for its complete objects' places (lanes on one address serialise).
+      const unsigned done = __ballot_sync(0xffffffffu, whole);
+      if (done) {
+        unsigned base = 0;
+        if (lane == 0) base = atomicAdd(&held, unsigned(__popc(done)));
+        base = __shfl_sync(0xffffffffu, base, 0);
+        if (whole) {
+          const unsigned at = base + unsigned(__popc(done & ((1u << lane) - 1u)));
+          if (at < kShallowThreads) tile[at] = k96;
+          slab[at] = k96;
+        }
+      }
+      if (real && !whole) best = key_min(best, k96);
+    }
+  }
+  return best;
+}
+
+// 3. The bound (the smallest of every block's, and T's below the full depth); where each block's
+// complete objects start in the order of all (`offset`, block by block); of this block's
+// `mine_complete` objects, those before the bound and those above T, and how many of them rank
+// before each sample, published. Returns the complete objects of all blocks.
+__device__ __forceinline__ std::uint64_t shallow_count(const ShallowArgs& s, std::uint64_t depth,
+                                                       const std::uint64_t& t_key, unsigned mine_complete,
+                                                       const Key96* slab, Key96* tile, Key96* red,
+                                                       unsigned long long* sums, unsigned long long* offset) {
+  const unsigned b = blockIdx.x, blocks = gridDim.x;
+  Key96 bound = no_bound_key();
+  for (unsigned j = threadIdx.x; j < blocks; j += blockDim.x) bound = key_min(bound, load_key(s.block_min + j));
+  bound = block_min_key(bound, red);
+  if (depth < s.m) bound = key_min(bound, Key96{t_key, 0, 0});
+  // Where each block's objects start in the order of all (block by block), and the samples.
+  block_offsets(threadIdx.x < blocks ? __ldcg(s.num.complete + threadIdx.x) : 0u, offset, sums);
+  const std::uint64_t complete = offset[blocks];
+  // Sample t is ranked by threads 8t..8t+7, one eighth of the objects each (with one thread a
+  // sample, the count ran one shared load at a time on four warps).
+  const std::uint64_t samples = shallow_samples(complete);
+  const unsigned t = threadIdx.x / 8, part = threadIdx.x % 8;
+  Key96 sample = no_bound_key();
+  if (t < samples) {
+    const std::uint64_t g = shallow_sample_at(t, complete);
+    const unsigned owner = block_of(offset, g);
+    sample = load_key(s.comp + owner * s.range + (g - offset[owner]));
+  }
+  unsigned long long before = 0, above = 0;
+  unsigned below = 0;
+  for (std::uint64_t b0 = 0; b0 < mine_complete; b0 += blockDim.x) {
+    const std::uint64_t items = mine_complete - b0 < blockDim.x ? mine_complete - b0 : blockDim.x;
+    if (b0 > 0 && threadIdx.x < items) tile[threadIdx.x] = load_key(slab + b0 + threadIdx.x);
+    __syncthreads();
+    if (threadIdx.x < items) {
+      before += key_less(tile[threadIdx.x], bound);
+      above += tile[threadIdx.x].hi < t_key;
+    }
+    if (t < samples)
+      for (std::uint64_t j = part; j < items; j += 8) below += key_less(tile[j], sample);
+    __syncthreads();
+  }
+  for (int o = 1; o < 8; o <<= 1) below += __shfl_xor_sync(0xffffffffu, below, o);
+  if (t < samples && part == 0) s.num.srank[std::uint64_t(t) * s.num.row + b] = below;
+  const unsigned long long both = block_sum((above << 32) | before, sums);  // each below 2^32
+  if (threadIdx.x == 0) {
+    s.num.before[b] = unsigned(both);
+    s.num.beat[b] = unsigned(both >> 32);
+  }
+  return complete;
+}
+
+// 5a. The cut, in every thread: the smallest sample with k complete objects at or before it (each
+// sample's rank among all, added up from the blocks' rows); no cut (the largest key) when every
+// object is a sample.
+__device__ __forceinline__ Key96 shallow_cut(const ShallowArgs& s, std::uint64_t complete,
+                                             const unsigned long long* offset, Key96* red) {
+  const std::uint64_t samples = shallow_samples(complete);
+  Key96 cut = no_bound_key();
+  if (complete > kShallowSamples) {
+    // Sample t's row (four blocks a load; rows padded with zeros), eight threads a row.
+    const unsigned t = threadIdx.x / 8, part = threadIdx.x % 8;
+    unsigned long long r = 0;
+    if (t < samples) {
+      const auto* row = reinterpret_cast<const uint4*>(s.num.srank + std::uint64_t(t) * s.num.row);
+      for (unsigned j = part; j < s.num.row / 4; j += 8) {
+        const uint4 v = __ldcg(row + j);
+        r += std::uint64_t(v.x) + v.y + v.z + v.w;
+      }
+    }
+    for (int o = 1; o < 8; o <<= 1) r += __shfl_xor_sync(0xffffffffu, r, o);
+    if (t < samples && part == 0 && r + 1 >= s.k) {
+      const std::uint64_t g = shallow_sample_at(t, complete);
+      const unsigned owner = block_of(offset, g);
+      cut = load_key(s.comp + owner * s.range + (g - offset[owner]));
+    }
+  }
+  return block_min_key(cut, red);
+}
+
+// 5b. In the last block to arrive: every block's kept objects (at its offset among the complete
+// ones, `koff` their own offsets) ranked in shared memory by a bitonic network, the k best and the
+// status written; or, with more than kShallowRankMax kept, every complete object to `sorted` for
+// the host.
+__device__ __forceinline__ void shallow_rank_kept(const ShallowArgs& s, unsigned rounds, std::uint64_t depth,
+                                                  std::uint64_t complete, const unsigned long long* offset,
+                                                  unsigned long long* koff, unsigned long long* sums, Key96* tile) {
+  const unsigned blocks = gridDim.x;
+  block_offsets(threadIdx.x < blocks ? __ldcg(s.num.kept + threadIdx.x) : 0u, koff, sums);
+  const unsigned long long ranked = koff[blocks];
+  if (ranked > kShallowRankMax) {
+    // The host sorts every complete object: they go to `sorted` (this block alone, the others done).
+    const unsigned lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    for (unsigned j = warp; j < blocks; j += blockDim.x / 32) {
+      const unsigned long long c = offset[j + 1] - offset[j];
+      for (unsigned long long q = lane; q < c; q += 32) s.sorted[offset[j] + q] = load_key(s.comp + j * s.range + q);
+    }
+    write_status(s, ShallowStatus{kShallowHostSort, rounds, depth, complete, 0, 0});
+    return;
+  }
+  // Kept object i (in the block whose kept range holds it) at tile[i], the rest padded, sorted by a
+  // bitonic network (each thread counting its rank against every kept object took ~8 us).
+  Key96 own = no_bound_key();
+  if (threadIdx.x < ranked) {
+    const unsigned owner = block_of(koff, threadIdx.x);
+    own = load_key(s.kept + offset[owner] + (threadIdx.x - koff[owner]));
+  }
+  tile[threadIdx.x] = own;
+  unsigned width = 1;
+  while (width < ranked) width <<= 1;
+  block_sort_keys(tile, width);
+  if (threadIdx.x < ranked && threadIdx.x < s.k) s.out[2 + threadIdx.x] = tile[threadIdx.x];
+  write_status(s, ShallowStatus{kShallowAnswer, rounds, depth, complete, unsigned(ranked), 0});
+}
+
 __global__ void __launch_bounds__(kShallowThreads, 1) k_nra_shallow(const ShallowArgs s) {
   namespace cg = cooperative_groups;
   cg::grid_group grid = cg::this_grid();
@@ -279,71 +473,8 @@ __global__ void __launch_bounds__(kShallowThreads, 1) k_nra_shallow(const Shallo
     grid.sync();
     // 2. This block's inbox into its range, then its range: its complete objects (into its
     // slab), its partial ones' smallest bound key.
-    const unsigned mine = shallow_insert(s, keys, scores);
-    if (mine) atomicAdd(&claims, mine);
-    for (std::uint32_t i = threadIdx.x; i < s.n; i += blockDim.x)
-      tval[i] = acc_of(s.a, i, s.L[i * s.m + depth - 1].score);
-    if (threadIdx.x == 0) held = 0;
-    __syncthreads();
-    if (threadIdx.x == 0) {
-      s.sent[b] = 0;  // read: zero for the next round
-      s.num.claims[b] = claims;
-      Acc t = acc_identity(s.a.kind);
-      for (std::uint32_t i = 0; i < s.n; ++i) t = acc_combine(s.a.kind, t, tval[i]);
-      t_key = order_key(acc_score(s.a, t));
-    }
-    // The taken entries (a third or so), dealt out to each warp's lanes densely: of the warp's
-    // 32 x kU entries, taken entry d is the (d - first[j])-th set bit of taken[j].
-    Key96 best = no_bound_key();
-    constexpr int kU = 4;
-    const unsigned lane = threadIdx.x & 31, warp_first = threadIdx.x & ~31u;
-    for (std::uint64_t b0 = 0; b0 < s.range; b0 += std::uint64_t(blockDim.x) * kU) {
-      std::uint32_t key[kU], taken[kU], first[kU + 1];
-      first[0] = 0;
-#pragma unroll
-      for (int j = 0; j < kU; ++j) {
-        const std::uint64_t e = b0 + std::uint64_t(j) * blockDim.x + threadIdx.x;
-        key[j] = e < s.range ? keys[e] : 0u;
-        taken[j] = __ballot_sync(0xffffffffu, key[j] != 0);
-        first[j + 1] = first[j] + __popc(taken[j]);
-      }
-      for (unsigned d0 = 0; d0 < first[kU]; d0 += 32) {
-        const unsigned d = d0 + lane;
-        int jj = 0;
-        unsigned tj = taken[0], fj = 0;
-#pragma unroll
-        for (int j = 1; j < kU; ++j)
-          if (d >= first[j]) {
-            jj = j;
-            tj = taken[j];
-            fj = first[j];
-          }
-        const unsigned src = d < first[kU] ? __fns(tj, 0, int(d - fj) + 1) : 0u;
-        std::uint32_t k = 0;
-#pragma unroll
-        for (int j = 0; j < kU; ++j) {
-          const std::uint32_t v = __shfl_sync(0xffffffffu, key[j], int(src));
-          if (j == jj) k = v;
-        }
-        const bool real = d < first[kU];
-        Key96 k96 = no_bound_key();
-        const bool whole =
-            real && entry_key(s, scores, b0 + std::uint64_t(jj) * blockDim.x + warp_first + src, k, tval, k96);
-        // One shared atomic a warp for its complete objects' places (lanes on one address serialise).
-        const unsigned done = __ballot_sync(0xffffffffu, whole);
-        if (done) {
-          unsigned base = 0;
-          if (lane == 0) base = atomicAdd(&held, unsigned(__popc(done)));
-          base = __shfl_sync(0xffffffffu, base, 0);
-          if (whole) {
-            const unsigned at = base + unsigned(__popc(done & ((1u << lane) - 1u)));
-            if (at < kShallowThreads) tile[at] = k96;
-            slab[at] = k96;
-          }
-        }
-        if (real && !whole) best = key_min(best, k96);
-      }
-    }
+    shallow_round_start(s, keys, scores, depth, tval, claims, held, t_key);
+    Key96 best = shallow_collect(s, keys, scores, tval, tile, slab, held);
     best = block_min_key(best, red);
     const unsigned mine_complete = held;  // read after block_min_key's barriers
     if (threadIdx.x == 0) {
@@ -353,44 +484,7 @@ __global__ void __launch_bounds__(kShallowThreads, 1) k_nra_shallow(const Shallo
     grid.sync();
     // 3. The bound; of this block's complete objects, those before it and those above T; how many
     // of them rank before each sample.
-    Key96 bound = no_bound_key();
-    for (unsigned j = threadIdx.x; j < blocks; j += blockDim.x) bound = key_min(bound, load_key(s.block_min + j));
-    bound = block_min_key(bound, red);
-    if (depth < s.m) bound = key_min(bound, Key96{t_key, 0, 0});
-    // Where each block's objects start in the order of all (block by block), and the samples.
-    block_offsets(threadIdx.x < blocks ? __ldcg(s.num.complete + threadIdx.x) : 0u, offset, sums);
-    complete = offset[blocks];
-    // Sample t is ranked by threads 8t..8t+7, one eighth of the objects each (with one thread a
-    // sample, the count ran one shared load at a time on four warps).
-    const std::uint64_t samples = shallow_samples(complete);
-    const unsigned t = threadIdx.x / 8, part = threadIdx.x % 8;
-    Key96 sample = no_bound_key();
-    if (t < samples) {
-      const std::uint64_t g = shallow_sample_at(t, complete);
-      const unsigned owner = block_of(offset, g);
-      sample = load_key(s.comp + owner * s.range + (g - offset[owner]));
-    }
-    unsigned long long before = 0, above = 0;
-    unsigned below = 0;
-    for (std::uint64_t b0 = 0; b0 < mine_complete; b0 += blockDim.x) {
-      const std::uint64_t items = mine_complete - b0 < blockDim.x ? mine_complete - b0 : blockDim.x;
-      if (b0 > 0 && threadIdx.x < items) tile[threadIdx.x] = load_key(slab + b0 + threadIdx.x);
-      __syncthreads();
-      if (threadIdx.x < items) {
-        before += key_less(tile[threadIdx.x], bound);
-        above += tile[threadIdx.x].hi < t_key;
-      }
-      if (t < samples)
-        for (std::uint64_t j = part; j < items; j += 8) below += key_less(tile[j], sample);
-      __syncthreads();
-    }
-    for (int o = 1; o < 8; o <<= 1) below += __shfl_xor_sync(0xffffffffu, below, o);
-    if (t < samples && part == 0) s.num.srank[std::uint64_t(t) * s.num.row + b] = below;
-    const unsigned long long both = block_sum((above << 32) | before, sums);  // each below 2^32
-    if (threadIdx.x == 0) {
-      s.num.before[b] = unsigned(both);
-      s.num.beat[b] = unsigned(both >> 32);
-    }
+    complete = shallow_count(s, depth, t_key, mine_complete, slab, tile, red, sums, offset);
     grid.sync();
     // 4. The decision: every block adds up the same numbers.
     const bool overflow = load_volatile(&s.f->overflow) != 0;
@@ -414,29 +508,7 @@ __global__ void __launch_bounds__(kShallowThreads, 1) k_nra_shallow(const Shallo
       write_status(s, ShallowStatus{kShallowHostSort, rounds, depth, complete, 0, 0});
     return;
   }
-  // Each sample's rank among all complete objects; the cut: the smallest sample with k of them at
-  // or before it (with every object a sample, exact ranks: no cut).
-  const std::uint64_t samples = shallow_samples(complete);
-  Key96 cut = no_bound_key();
-  if (complete > kShallowSamples) {
-    // Sample t's row (four blocks a load; rows padded with zeros), eight threads a row.
-    const unsigned t = threadIdx.x / 8, part = threadIdx.x % 8;
-    unsigned long long r = 0;
-    if (t < samples) {
-      const auto* row = reinterpret_cast<const uint4*>(s.num.srank + std::uint64_t(t) * s.num.row);
-      for (unsigned j = part; j < s.num.row / 4; j += 8) {
-        const uint4 v = __ldcg(row + j);
-        r += std::uint64_t(v.x) + v.y + v.z + v.w;
-      }
-    }
-    for (int o = 1; o < 8; o <<= 1) r += __shfl_xor_sync(0xffffffffu, r, o);
-    if (t < samples && part == 0 && r + 1 >= s.k) {
-      const std::uint64_t g = shallow_sample_at(t, complete);
-      const unsigned owner = block_of(offset, g);
-      cut = load_key(s.comp + owner * s.range + (g - offset[owner]));
-    }
-  }
-  cut = block_min_key(cut, red);
+  const Key96 cut = shallow_cut(s, complete, offset, red);
   // This block's objects at or before the cut, at its offset; the last block ranks them all.
   if (threadIdx.x == 0) held = 0;
   __syncthreads();
@@ -447,33 +519,7 @@ __global__ void __launch_bounds__(kShallowThreads, 1) k_nra_shallow(const Shallo
   __syncthreads();
   if (threadIdx.x == 0) s.num.kept[b] = held;
   if (!last_to_arrive(&s.f->arrive, &last)) return;
-  // Every block's kept objects (at its offset among the complete ones) into shared memory, side by
-  // side.
-  block_offsets(threadIdx.x < blocks ? __ldcg(s.num.kept + threadIdx.x) : 0u, koff, sums);
-  const unsigned long long ranked = koff[blocks];
-  if (ranked > kShallowRankMax) {
-    // The host sorts every complete object: they go to `sorted` (this block alone, the others done).
-    const unsigned lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    for (unsigned j = warp; j < blocks; j += blockDim.x / 32) {
-      const unsigned long long c = offset[j + 1] - offset[j];
-      for (unsigned long long q = lane; q < c; q += 32) s.sorted[offset[j] + q] = load_key(s.comp + j * s.range + q);
-    }
-    write_status(s, ShallowStatus{kShallowHostSort, rounds, depth, complete, 0, 0});
-    return;
-  }
-  // Kept object i (in the block whose kept range holds it) at tile[i], the rest padded, sorted by a
-  // bitonic network (each thread counting its rank against every kept object took ~8 us).
-  Key96 own = no_bound_key();
-  if (threadIdx.x < ranked) {
-    const unsigned owner = block_of(koff, threadIdx.x);
-    own = load_key(s.kept + offset[owner] + (threadIdx.x - koff[owner]));
-  }
-  tile[threadIdx.x] = own;
-  unsigned width = 1;
-  while (width < ranked) width <<= 1;
-  block_sort_keys(tile, width);
-  if (threadIdx.x < ranked && threadIdx.x < s.k) s.out[2 + threadIdx.x] = tile[threadIdx.x];
-  write_status(s, ShallowStatus{kShallowAnswer, rounds, depth, complete, unsigned(ranked), 0});
+  shallow_rank_kept(s, rounds, depth, complete, offset, koff, sums, tile);
 }
 
 }  // namespace
