@@ -98,8 +98,8 @@ TEST(GpuStringRanks, RandomColumnsMatchTheSortedDistinctStrings) {
     const std::string prefix = round % 4 == 0 ? std::string(33, 'p') : "";  // a long shared prefix
     std::vector<std::optional<std::string>> rows(n);
     for (auto& r : rows) {
-      if (round % 2 && rng() % 10 == 0) continue;                    // missing
-      if (rng() % 3 == 0) r = "hot";                                  // skew
+      if (round % 2 && rng() % 10 == 0) continue;  // missing
+      if (rng() % 3 == 0) r = "hot";               // skew
       else r = prefix + random_string(rng, max_len, round % 5 ? "abcxyz" : "ab");
     }
     expect_ranks(rows, "round " + std::to_string(round));
