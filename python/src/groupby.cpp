@@ -42,12 +42,14 @@ py::tuple groupby_tables(const py::sequence& columns, const std::vector<std::str
   return py::make_tuple(table_to_python(r.table), std::move(r.report));
 }
 
-// tandem::groupby_csv: the file streamed, only the named columns read.
+// tandem::groupby_csv: the file streamed, only the named columns read (device gpu: read into GPU
+// memory, parsed and grouped there).
 py::tuple groupby_csv_file(const std::string& path, const std::vector<std::string>& by, const py::handle& aggs,
-                           int threads) {
+                           std::string_view device, int threads) {
   GroupBySpec spec{.by = by, .aggs = aggregations(aggs)};
   GroupByCsvOptions o;
   o.csv.threads = threads;
+  o.device = device_arg(device) == Device::gpu ? Device::gpu : Device::cpu;
   GroupByResult r = without_gil([&] { return groupby_csv(path, spec, o); });
   return py::make_tuple(table_to_python(r.table), std::move(r.report));
 }
@@ -134,7 +136,8 @@ void bind_groupby(py::module_& m) {
       py::arg("text"), "tandem::parse_aggregations: (op, column, q, n, name) tuples.");
   m.def("_groupby", &groupby_tables, py::arg("columns"), py::arg("by"), py::arg("aggs"), py::arg("device"),
         py::arg("threads"), "tandem::groupby of columns (table.hpp's tuples): (result columns, Report).");
-  m.def("_groupby_csv", &groupby_csv_file, py::arg("path"), py::arg("by"), py::arg("aggs"), py::arg("threads"),
+  m.def("_groupby_csv", &groupby_csv_file, py::arg("path"), py::arg("by"), py::arg("aggs"), py::arg("device"),
+        py::arg("threads"),
         "tandem::groupby_csv: (result columns, Report).");
   py::class_<PyDeviceTable>(m, "_DeviceTable", "tandem::DeviceTable: columns uploaded to the GPU once.")
       .def(py::init(&upload), py::arg("columns"), py::arg("threads"))

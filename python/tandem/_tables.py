@@ -298,10 +298,12 @@ def groupby(table, by, agg="count()", *, device="auto", threads=None, explain=Fa
     by = _key_labels(by)
     aggs = _aggregations(agg)
     threads = threads_arg(threads)
-    if isinstance(table, (str, os.PathLike)) and device in ("auto", "cpu") and hasattr(_tandem, "_groupby_csv"):
-        # Streamed from the file: only the named columns are read (tandem::groupby_csv).
+    if isinstance(table, (str, os.PathLike)) and hasattr(_tandem, "_groupby_csv"):
+        # Streamed from the file, only the named columns read; device 'gpu': the file read into GPU
+        # memory, parsed and grouped there (tandem::groupby_csv).
+        _check_device(device)
         result, report = _tandem._groupby_csv(os.fspath(table), [str(b) for b in by], _library_aggregations(aggs),
-                                              threads)
+                                              device, threads)
         return with_report(_to_output(result), report, explain)
     if isinstance(table, (str, os.PathLike)):
         # read_csv's columns come back as arrays (a DataFrame with pandas), then group like any table.

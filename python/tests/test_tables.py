@@ -273,6 +273,26 @@ def test_groupby_csv_path_streams_only_the_named_columns(tmp_path):
     assert list(zips["zip"]) == ["00501", "08123", "10001"]
 
 
+def test_groupby_csv_path_on_the_gpu(tmp_path):
+    """device='gpu' reads the file into GPU memory and groups it there (the same answer as the
+    CPU stream); without a GPU it is a NoDeviceError."""
+    if not hasattr(_tandem, "_groupby_csv"):
+        pytest.skip("no streaming CSV scan in this build")
+    path = tmp_path / "g.csv"
+    df = tandem.generate_groupby(rows=5000, k=10, seed=4)
+    df.to_csv(path, index=False)
+    if not _gpu_present():
+        with pytest.raises(tandem.NoDeviceError):
+            tandem.groupby(str(path), by="id3", agg="sum(v1),mean(v3)", device="gpu")
+        return
+    got, report = tandem.groupby(str(path), by=["id1", "id3"], agg="sum(v1),mean(v3),count()", device="gpu",
+                                 explain=True)
+    assert "parse CSV" in report.explain()
+    want = tandem.groupby(str(path), by=["id1", "id3"], agg="sum(v1),mean(v3),count()", device="cpu")
+    assert list(got["id3"]) == list(want["id3"]) and list(got["sum_v1"]) == list(want["sum_v1"])
+    np.testing.assert_allclose(got["mean_v3"].to_numpy(), want["mean_v3"].to_numpy(), rtol=1e-12)
+
+
 def test_read_csv_and_groupby_csv_read_one_dialect(tmp_path):
     if not hasattr(_tandem, "_read_csv"):
         pytest.skip("no CSV reader in this build")
