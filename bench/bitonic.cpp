@@ -29,7 +29,7 @@
 
 #include "event_time.hpp"
 #include "harness.hpp"
-#include "sort/bitonic_gpu.hpp"
+#include "sort/bitonic/gpu.hpp"
 #include "tandem/core/calibrate.hpp"
 #include "tandem/core/device.hpp"
 #include "tandem/sort/bitonic.hpp"

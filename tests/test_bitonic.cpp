@@ -10,7 +10,7 @@
 #include <random>
 #include <vector>
 
-#include "sort/bitonic_engine.hpp"
+#include "sort/bitonic/cpu_steps.hpp"
 #include "tandem/core/device.hpp"
 #include "tandem/core/error.hpp"
 #include "tandem/core/key_order.hpp"

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <limits>
 
-#include "sort/launch_choice.hpp"
+#include "sort/bitonic/launch_choice.hpp"
 #include "tandem/core/error.hpp"
 
 using namespace tandem;

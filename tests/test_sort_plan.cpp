@@ -8,7 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "sort/plan_tuning.hpp"
+#include "sort/bitonic/plan_edits.hpp"
 #include "tandem/core/error.hpp"
 #include "tandem/sort/bitonic_plan.hpp"
 

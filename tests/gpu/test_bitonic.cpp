@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "kernels/sort/anchors.hpp"
-#include "sort/bitonic_engine.hpp"
-#include "sort/bitonic_gpu.hpp"
+#include "sort/bitonic/cpu_steps.hpp"
+#include "sort/bitonic/gpu.hpp"
 #include "tandem/core/device.hpp"
 #include "tandem/core/error.hpp"
 #include "tandem/core/key_order.hpp"

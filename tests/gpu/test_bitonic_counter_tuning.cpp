@@ -10,8 +10,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "sort/bitonic_gpu.hpp"
-#include "sort/launch_choice.hpp"
+#include "sort/bitonic/gpu.hpp"
+#include "sort/bitonic/launch_choice.hpp"
 #include "tandem/core/device.hpp"
 #include "tandem/core/tune.hpp"
 #include "tandem/cuda/runtime.hpp"

@@ -1,4 +1,4 @@
-// Internal to the CPU engine (cpu_mapreduce in tandem/mapreduce.hpp): each thread's table.
+// Internal to the CPU engine (cpu_mapreduce in tandem/mapreduce/cpu_engine.hpp): each thread's table.
 #pragma once
 #include <algorithm>
 #include <bit>

@@ -1,5 +1,5 @@
 // The bitonic GPU launch shape from measured numbers (launch_choice.hpp).
-#include "sort/launch_choice.hpp"
+#include "sort/bitonic/launch_choice.hpp"
 
 #include <bit>
 #include <cmath>

@@ -21,8 +21,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "sort/bitonic_engine.hpp"
-#include "sort/bitonic_gpu.hpp"
+#include "sort/bitonic/cpu_steps.hpp"
+#include "sort/bitonic/gpu.hpp"
 #include "tandem/core/format.hpp"
 #include "tandem/core/timing.hpp"
 #include "tandem/cuda/buffers.hpp"

@@ -10,7 +10,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "sort/plan_tuning.hpp"
+#include "sort/bitonic/plan_edits.hpp"
 #include "tandem/core/error.hpp"
 #include "tandem/core/format.hpp"
 

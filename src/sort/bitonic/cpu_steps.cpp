@@ -13,7 +13,7 @@
 
 #include <omp.h>
 
-#include "sort/bitonic_engine.hpp"
+#include "sort/bitonic/cpu_steps.hpp"
 #include "tandem/core/device.hpp"
 #include "tandem/core/parallel.hpp"
 

@@ -21,9 +21,9 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
-#include "sort/bitonic_engine.hpp"
-#include "sort/bitonic_gpu.hpp"
-#include "sort/plan_tuning.hpp"
+#include "sort/bitonic/cpu_steps.hpp"
+#include "sort/bitonic/gpu.hpp"
+#include "sort/bitonic/plan_edits.hpp"
 #include "tandem/core/calibrate.hpp"
 #include "tandem/core/device.hpp"
 #include "tandem/core/error.hpp"

@@ -1,6 +1,6 @@
 // The GPU side of the hybrid bitonic driver: the plan executor that runs CPU and GPU at once (the
 // launch-shape tuning is in gpu_launch_tuning.cpp). Host code only (the kernels are in
-// bitonic_kernels.cu), compiled by the C++ compiler in CUDA builds.
+// gpu_steps.cu), compiled by the C++ compiler in CUDA builds.
 #if TANDEM_HAS_CUDA
 #include <algorithm>
 #include <cstring>
@@ -11,8 +11,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "sort/bitonic_engine.hpp"
-#include "sort/bitonic_gpu.hpp"
+#include "sort/bitonic/cpu_steps.hpp"
+#include "sort/bitonic/gpu.hpp"
 #include "tandem/core/device.hpp"
 #include "tandem/core/format.hpp"
 #include "tandem/core/timing.hpp"

@@ -14,9 +14,9 @@
 #include <nlohmann/json.hpp>
 
 #include "core/counter_profiler.hpp"
-#include "sort/bitonic_engine.hpp"
-#include "sort/bitonic_gpu.hpp"
-#include "sort/launch_choice.hpp"
+#include "sort/bitonic/cpu_steps.hpp"
+#include "sort/bitonic/gpu.hpp"
+#include "sort/bitonic/launch_choice.hpp"
 #include "tandem/core/device.hpp"
 #include "tandem/core/format.hpp"
 #include "tandem/core/timing.hpp"

@@ -10,9 +10,9 @@
 #include <bit>
 #include <cstdint>
 
-#include "sort/bitonic_engine.hpp"
-#include "sort/bitonic_gpu.hpp"
-#include "sort/launch_choice.hpp"
+#include "sort/bitonic/cpu_steps.hpp"
+#include "sort/bitonic/gpu.hpp"
+#include "sort/bitonic/launch_choice.hpp"
 #include "tandem/cuda/launch.hpp"
 #include "tandem/cuda/runtime.hpp"
 

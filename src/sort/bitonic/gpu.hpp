@@ -1,6 +1,6 @@
-// Internal: the GPU side of the bitonic sort (kernels in bitonic_kernels.cu, driver pieces in
-// hybrid_gpu.cpp, gpu_launch_tuning.cpp and hybrid_multi.cpp). Plain C++ (streams are
-// cudaStream_t from tandem/cuda/stream.hpp), so the host driver (hybrid.cpp) includes it in every
+// Internal: the GPU side of the bitonic sort (kernels in gpu_steps.cu, driver pieces in
+// hybrid_execute.cpp, gpu_launch_tuning.cpp and multi_execute.cpp). Plain C++ (streams are
+// cudaStream_t from tandem/cuda/stream.hpp), so the host driver (driver.cpp) includes it in every
 // build; the GPU functions are declared only when TANDEM_HAS_CUDA is 1.
 #pragma once
 #include <cstdint>
