@@ -134,19 +134,18 @@ std::vector<ColumnType> PieceReader::join_types(const Table& t) {
 }
 
 void PieceReader::find_piece_end() {
-  for (;;) {
+  for (std::size_t window = piece_bytes_;; window *= 2) {  // grows only for a record longer than a piece
+    while (text_.size() - header_bytes_ < window && fill(window - (text_.size() - header_bytes_))) {}
     const std::size_t body = text_.size() - header_bytes_;
-    if (body < piece_bytes_ && fill(piece_bytes_ - body)) continue;
-    if (at_end_) {
+    if (at_end_ && body <= window) {
       piece_end_ = text_.size();
       return;
     }
     const char* b = text_.data() + header_bytes_;
-    if (const char* cut = record_start_after(b, text_.data() + text_.size(), delimiter_, false)) {
+    if (const char* cut = record_start_after(b, b + window, delimiter_, false)) {
       piece_end_ = static_cast<std::size_t>(cut - text_.data());
       return;
     }
-    fill(std::max(piece_bytes_, body));  // a record longer than the piece: read on
   }
 }
 
