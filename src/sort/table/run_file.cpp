@@ -50,7 +50,7 @@ void RunFile::add_run(const Table& t, std::span<const std::size_t> rows, std::si
   block_rows = std::max<std::size_t>(block_rows, 1);
   std::vector<Block> blocks;
   // A few blocks' images at a time: the writing costs no more memory than a few blocks.
-  constexpr std::size_t kBlocksPerWrite = 8;
+  constexpr std::size_t kBlocksPerWrite = 4;
   for (std::size_t first = 0; first < rows.size(); first += block_rows * kBlocksPerWrite) {
     const std::size_t last = std::min(rows.size(), first + block_rows * kBlocksPerWrite);
     std::vector<std::size_t> starts;

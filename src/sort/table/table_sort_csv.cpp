@@ -26,8 +26,9 @@ constexpr std::size_t kMemoryWhenUnknown = std::size_t{1} << 30;
 // Peak bytes of the in-memory sort over the file's bytes: the text, its table (about twice the
 // text), the normalised keys and the sorted copy.
 constexpr std::uint64_t kInMemoryFactor = 5;
-// A piece's text is this share of the limit, so that its table takes about a third.
-constexpr std::size_t kPieceDivisor = 6;
+// A piece's text is this share of the limit: its table takes about a quarter, and parsing it
+// (the text, the parser's slots, the assembled columns) about half.
+constexpr std::size_t kPieceDivisor = 8;
 // The runs' blocks read back at once take at most this share of the limit.
 constexpr std::size_t kMergeDivisor = 3;
 constexpr std::size_t kMinBlockBytes = 4096;
