@@ -11,6 +11,7 @@
 #include <random>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "tandem/core/error.hpp"
@@ -160,6 +161,25 @@ TEST(TableSortCsv, TypesOfTheWholeFile) {
     EXPECT_EQ(got, whole_sort(in, spec));
     EXPECT_TRUE(empty_dir(temp));
   }
+}
+
+// Two sorts by runs at once, in one temporary directory: each its own folder, both right.
+TEST(TableSortCsv, TwoAtOnce) {
+  TempDir dir;
+  const std::string in = dir.file("t.csv"), temp = dir.file("tmp");
+  std::filesystem::create_directory(temp);
+  write_file(in, csv_of(random_table(3000, 9)));
+  const SortSpec a{{{"k1"}, {"k3", tandem::descending}}}, b{{{"k3"}}, NullOrder::first};
+  std::string got_a, got_b;
+  std::size_t runs_a = 0, runs_b = 0;
+  std::thread other([&] { runs_b = file_sort(in, b, 8192, temp, got_b).runs; });
+  runs_a = file_sort(in, a, 8192, temp, got_a).runs;
+  other.join();
+  EXPECT_GT(runs_a, 10u);
+  EXPECT_GT(runs_b, 10u);
+  EXPECT_EQ(got_a, whole_sort(in, a));
+  EXPECT_EQ(got_b, whole_sort(in, b));
+  EXPECT_TRUE(empty_dir(temp));
 }
 
 TEST(TableSortCsv, MalformedInputNamesTheLineAndLeavesNoFiles) {
