@@ -52,6 +52,8 @@ struct Args {
   // table form
   std::string table, by, nulls{"last"}, schema;
   std::int64_t limit{-1};
+  std::uint64_t memory_limit{0};
+  std::string temp_dir;
 };
 
 // The table form: a CSV input or --by. The array form's own options are refused there.
@@ -59,8 +61,10 @@ int run_table(const Args& a) {
   if (a.plan || !a.type.empty() || !a.in.empty() || !a.values.empty() || a.distributed)
     throw tandem::UsageError(
         "sorting a CSV table takes a CSV file and --by, not --plan, --type, --in, --values or --distributed");
-  tandem::cli::TableSortArgs t{a.table, a.by, a.nulls, std::nullopt, a.schema, a.out, a.threads, a.explain};
+  tandem::cli::TableSortArgs t{a.table, a.by, a.nulls, std::nullopt, a.schema, a.out, a.threads, a.explain, 0, {}};
   if (a.limit >= 0) t.limit = static_cast<std::uint64_t>(a.limit);
+  t.memory_limit = a.memory_limit;
+  t.temp_dir = a.temp_dir;
   return tandem::cli::run_table_sort(t);
 }
 
@@ -376,6 +380,11 @@ const bool registered = tandem::cli::register_command(
        app.add_option("--limit", a->limit, "Table form: only the first K rows of the order")
            ->check(tandem::cli::in_range<std::int64_t>(0, std::int64_t{1} << 62));
        app.add_option("--schema", a->schema, "Table form: CSV column types, e.g. id1:str,v1:i64 (others inferred)");
+       app.add_option("--memory-limit", a->memory_limit,
+                      "Table form: bytes the sort may hold (e.g. 2G; 0: half of the available memory); a larger "
+                      "file is sorted by runs in temporary files and a merge")
+           ->transform(CLI::AsSizeValue(false));
+       app.add_option("--temp-dir", a->temp_dir, "Table form: folder for the sorted runs (default $TMPDIR)");
        app.footer(
            "Peak memory (resident, over the input's size; the input is read straight into the sorted buffer):\n"
            "  cpu-radix (--algorithm radix/auto on the CPU)  2.0x  (keys and values each get a scratch copy)\n"
@@ -386,6 +395,8 @@ const bool registered = tandem::cli::register_command(
            "Inputs that are not sized files (pipes, standard input) add up to 1.0x while they are read.");
        return [a] {
          if (!a->table.empty() || !a->by.empty()) return run_table(*a);
+         if (a->memory_limit || !a->temp_dir.empty())
+           throw tandem::UsageError("--memory-limit and --temp-dir apply to the table form (a CSV file and --by)");
          return a->plan ? run_plan(*a) : run_file(*a);
        };
      }});

@@ -15,6 +15,8 @@ struct TableSortArgs {
   std::string out;     // CSV ('-': standard output)
   int threads{0};
   bool explain{false};
+  std::uint64_t memory_limit{0};  // bytes (0: half of the available memory)
+  std::string temp_dir;           // for sorted runs (empty: $TMPDIR)
 };
 
 int run_table_sort(const TableSortArgs& a);

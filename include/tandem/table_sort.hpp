@@ -13,6 +13,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <iosfwd>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -20,6 +21,7 @@
 
 #include "tandem/core/report.hpp"
 #include "tandem/table.hpp"
+#include "tandem/table/csv.hpp"
 
 namespace tandem {
 
@@ -67,5 +69,35 @@ struct ArgsortResult {
 // UsageError naming the key when a column is absent or named twice, or when there is no key.
 TableSortResult sort(const Table& table, const SortSpec& spec, const TableSortOptions& options = {});
 ArgsortResult argsort(const Table& table, const SortSpec& spec, const TableSortOptions& options = {});
+
+// A CSV file sorted into CSV, file to file, within a memory limit:
+//   tandem::sort_csv("g.csv", spec, out, {.memory_limit = 200 << 20});
+// A file that fits (its size at most a fifth of the limit: the text, its table, the keys and the
+// sorted copy) is read whole and sorted as tandem::sort does. A larger one is sorted by runs: it
+// is read in pieces of a sixth of the limit (their tables take about a third), each piece's row
+// order is found as tandem::sort finds it and the piece written in that order as a run to a
+// temporary file, and the runs are merged (a heap of the runs' current rows, each run read back
+// a block at a time, ties to the earlier run: stable), rows written out in batches. The output is
+// the in-memory sort's, byte for byte; with `limit`, each run keeps its first k rows and the
+// merge stops after k. The temporary folder is removed on every path, errors included.
+struct CsvSortOptions {
+  CsvOptions csv{};             // delimiter, schema, threads of the reader
+  TableSortOptions sort{};      // threads of the sort, NaN handling, string prefix
+  std::size_t memory_limit{0};  // bytes; 0: half of the memory available when the sort starts
+  std::string temp_dir{};       // for the runs; empty: $TMPDIR, else /tmp
+};
+
+struct CsvSortResult {
+  std::size_t rows_read{0};
+  std::size_t rows_written{0};
+  std::size_t runs{0};  // 0: sorted in memory
+  Report report;
+};
+
+// Writes the header and the sorted rows to `out` (',' between fields). InputError naming the
+// file (and line) for a missing or malformed file, UsageError naming a key the header lacks;
+// standard input ("-") is sorted in memory.
+CsvSortResult sort_csv(const std::string& in_path, const SortSpec& spec, std::ostream& out,
+                       const CsvSortOptions& options = {});
 
 }  // namespace tandem

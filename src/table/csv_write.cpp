@@ -78,6 +78,11 @@ void write_csv(std::ostream& out, const Table& table, char delimiter) {
   }
   header.push_back('\n');
   out.write(header.data(), static_cast<std::streamsize>(header.size()));
+  write_csv_rows(out, table, delimiter);
+}
+
+void write_csv_rows(std::ostream& out, const Table& table, char delimiter) {
+  if (table.num_columns() == 0) return;
   // Rounds of one block per thread: formatted in parallel, written in row order.
   constexpr std::size_t kBlock = 16384;
   const int threads = default_threads();

@@ -69,5 +69,7 @@ Table read_csv_text(std::string_view text, const CsvOptions& options = {}, std::
 // with every column's type in the schema, read_csv gives back the written table exactly.
 // The delimiter may be any byte but a quote, CR or LF (UsageError).
 void write_csv(std::ostream& out, const Table& table, char delimiter = ',');
+// The rows alone, as write_csv writes them (no header): a table written in batches.
+void write_csv_rows(std::ostream& out, const Table& table, char delimiter = ',');
 
 }  // namespace tandem

@@ -1,0 +1,150 @@
+// tandem::sort_csv: a CSV file sorted in memory when it fits the limit, else by sorted runs in a
+// temporary file and a merge (run_file.hpp, run_merge.hpp).
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <ostream>
+
+#include <fmt/format.h>
+
+#include "run_file.hpp"
+#include "run_merge.hpp"
+#include "table/csv_pieces.hpp"
+#include "table/table_wire.hpp"
+#include "tandem/core/device.hpp"
+#include "tandem/core/format.hpp"
+#include "tandem/core/parallel.hpp"
+#include "tandem/core/timing.hpp"
+#include "tandem/table_sort.hpp"
+
+namespace tandem {
+namespace {
+
+// The default limit: this share of the available memory (the sort is all the process holds).
+constexpr std::size_t kMemoryShareDivisor = 2;
+constexpr std::size_t kMemoryWhenUnknown = std::size_t{1} << 30;
+// Peak bytes of the in-memory sort over the file's bytes: the text, its table (about twice the
+// text), the normalised keys and the sorted copy.
+constexpr std::uint64_t kInMemoryFactor = 5;
+// A piece's text is this share of the limit: its table takes about a quarter, and parsing it
+// (the text, the parser's slots, the assembled columns) about half.
+constexpr std::size_t kPieceDivisor = 8;
+// The runs' blocks read back at once take at most this share of the limit.
+constexpr std::size_t kMergeDivisor = 3;
+constexpr std::size_t kMinBlockBytes = 4096;
+constexpr std::size_t kBatchRows = 65536;
+
+std::size_t memory_limit(std::size_t given) {
+  if (given > 0) return given;
+  const std::uint64_t available = available_host_memory();
+  return available > 0 ? static_cast<std::size_t>(available / kMemoryShareDivisor) : kMemoryWhenUnknown;
+}
+
+// The size of a regular file; nullopt for standard input, pipes and devices.
+std::optional<std::uint64_t> regular_file_bytes(const std::string& path) {
+  struct stat st {};
+  if (path == "-" || ::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return std::nullopt;
+  return static_cast<std::uint64_t>(st.st_size);
+}
+
+std::size_t table_bytes(const Table& t) {
+  std::size_t b = 0;
+  for (const auto& c : t.columns()) b += c.values.size() + c.offsets.size() + c.validity.size();
+  return b;
+}
+
+int threads_of(const CsvSortOptions& o) { return o.sort.threads > 0 ? o.sort.threads : default_threads(); }
+
+CsvSortResult sort_in_memory(const std::string& path, const SortSpec& spec, std::ostream& out,
+                             const CsvSortOptions& options, const std::string& why) {
+  Stopwatch read;
+  const Table input = read_csv(path, options.csv);
+  const double read_s = read.seconds();
+  auto sorted = sort(input, spec, options.sort);
+  CsvSortResult r;
+  r.report = std::move(sorted.report);
+  r.report.stages.insert(
+      r.report.stages.begin(),
+      {"read input", "cpu", read_s, fmt::format("{} rows, {} columns (CSV)", input.rows(), input.num_columns())});
+  Stopwatch written;
+  write_csv(out, sorted.table);
+  r.report.add("write output", "cpu", written.seconds(), fmt::format("{} rows (CSV)", sorted.table.rows()));
+  r.report.note("sorted in memory: " + why);
+  r.rows_read = input.rows();
+  r.rows_written = sorted.table.rows();
+  return r;
+}
+
+// Reads the pieces, writes each in its sorted order as a run; returns the columns (no rows).
+Table form_runs(const std::string& path, const SortSpec& spec, const CsvSortOptions& options, std::size_t limit,
+                std::uint64_t file_bytes, detail::RunFile& runs, CsvSortResult& r) {
+  const std::size_t piece_bytes = std::max<std::size_t>(limit / kPieceDivisor, 1);
+  const std::size_t expected_runs = static_cast<std::size_t>(file_bytes / piece_bytes) + 1;
+  const std::size_t block_bytes = std::max(limit / kMergeDivisor / expected_runs, kMinBlockBytes);
+  csv::PieceReader reader(path, options.csv, piece_bytes);
+  Table like;
+  double read_s = 0, sort_s = 0, write_s = 0;
+  for (bool restarted = false;;) {
+    Stopwatch sw;
+    auto piece = reader.next(restarted);
+    read_s += sw.seconds();
+    if (restarted) runs.clear(), r.rows_read = 0;
+    if (!piece) break;
+    like = empty_like(*piece);
+    r.rows_read += piece->rows();
+    sw.reset();
+    const auto order = argsort(*piece, spec, options.sort).rows;
+    sort_s += sw.seconds();
+    sw.reset();
+    const std::size_t row_bytes =
+        std::max<std::size_t>(table_bytes(*piece) / std::max<std::size_t>(piece->rows(), 1), 1);
+    runs.add_run(*piece, order, block_bytes / row_bytes, threads_of(options));
+    write_s += sw.seconds();
+  }
+  r.runs = runs.runs();
+  const auto passes = reader.passes();
+  r.report.add(
+      "read pieces", "cpu", read_s,
+      fmt::format("{} rows in {} pieces of at most {} of text{}", r.rows_read, r.runs, human_bytes(piece_bytes),
+                  passes > 1 ? fmt::format(", {} passes (a column's type widened)", passes) : ""));
+  r.report.add("sort pieces", "cpu", sort_s, "normalised keys and a radix row order per piece");
+  r.report.add("write runs", "cpu", write_s,
+               fmt::format("{} to {}/ (blocks of about {})", human_bytes(runs.bytes_written()), runs.folder(),
+                           human_bytes(block_bytes)));
+  return like;
+}
+
+CsvSortResult sort_by_runs(const std::string& path, const SortSpec& spec, std::ostream& out,
+                           const CsvSortOptions& options, std::size_t limit, std::uint64_t file_bytes) {
+  CsvSortResult r;
+  r.report.operation = "sort";
+  detail::RunFile runs(detail::temp_parent(options.temp_dir));
+  const Table like = form_runs(path, spec, options, limit, file_bytes, runs, r);
+  Stopwatch sw;
+  const detail::RowComparator cmp(like, spec, options.sort);
+  write_csv(out, like);  // the header
+  r.rows_written = detail::merge_runs(runs, like, cmp, spec.limit, kBatchRows,
+                                      [&](const Table& batch) { write_csv_rows(out, batch); });
+  r.report.add("merge runs", "cpu", sw.seconds(),
+               fmt::format("{} runs into {} rows (CSV, batches of {} rows)", r.runs, r.rows_written, kBatchRows));
+  r.report.note(
+      fmt::format("sorted by runs: the {} file needs about {}x its size in memory, over the limit {}; {} runs, merged, "
+                  "temporary files removed",
+                  human_bytes(file_bytes), kInMemoryFactor, human_bytes(limit), r.runs));
+  return r;
+}
+
+}  // namespace
+
+CsvSortResult sort_csv(const std::string& in_path, const SortSpec& spec, std::ostream& out,
+                       const CsvSortOptions& options) {
+  const std::size_t limit = memory_limit(options.memory_limit);
+  const auto bytes = regular_file_bytes(in_path);
+  if (!bytes) return sort_in_memory(in_path, spec, out, options, "the input is no regular file");
+  if (*bytes * kInMemoryFactor <= limit)
+    return sort_in_memory(in_path, spec, out, options,
+                          fmt::format("the {} file fits the memory limit {}", human_bytes(*bytes), human_bytes(limit)));
+  return sort_by_runs(in_path, spec, out, options, limit, *bytes);
+}
+
+}  // namespace tandem
