@@ -137,8 +137,7 @@ void bind_groupby(py::module_& m) {
   m.def("_groupby", &groupby_tables, py::arg("columns"), py::arg("by"), py::arg("aggs"), py::arg("device"),
         py::arg("threads"), "tandem::groupby of columns (table.hpp's tuples): (result columns, Report).");
   m.def("_groupby_csv", &groupby_csv_file, py::arg("path"), py::arg("by"), py::arg("aggs"), py::arg("device"),
-        py::arg("threads"),
-        "tandem::groupby_csv: (result columns, Report).");
+        py::arg("threads"), "tandem::groupby_csv: (result columns, Report).");
   py::class_<PyDeviceTable>(m, "_DeviceTable", "tandem::DeviceTable: columns uploaded to the GPU once.")
       .def(py::init(&upload), py::arg("columns"), py::arg("threads"))
       .def_property_readonly("rows", [](const PyDeviceTable& t) { return t.table.rows(); })
