@@ -14,34 +14,21 @@ namespace tandem::csv {
 namespace {
 
 // The start of the record after the first (or the last) line feed outside quotes in [b, e), b a
-// record start; nullptr when there is none. Outside quotes a quote opens a field only at a
-// field's start, else it is a literal byte; inside, a quote closes the field unless doubled.
+// record start; nullptr when there is none.
 const char* record_start_after(const char* b, const char* e, char delimiter, bool first) {
   const char* found = nullptr;
-  bool inside = false;
-  for (const char* p = b; p < e;) {
-    const void* at = std::memchr(p, '"', static_cast<std::size_t>(e - p));
-    const char* q = at ? static_cast<const char*>(at) : e;
-    if (inside) {
-      if (q == e) break;
-      if (q + 1 < e && q[1] == '"') {
-        p = q + 2;
-        continue;
-      }
-      inside = false;
-      p = q + 1;
-      continue;
-    }
+  walk_outside_quotes(b, e, delimiter, [&](const char* p, const char* q) {
     const auto n = static_cast<std::size_t>(q - p);
     if (first) {
-      if (const void* nl = std::memchr(p, '\n', n)) return static_cast<const char*>(nl) + 1;
+      if (const void* nl = std::memchr(p, '\n', n)) {
+        found = static_cast<const char*>(nl) + 1;
+        return false;
+      }
     } else if (const void* nl = ::memrchr(p, '\n', n)) {
       found = static_cast<const char*>(nl) + 1;
     }
-    if (q == e) break;
-    inside = q == b || q[-1] == delimiter || q[-1] == '\n';
-    p = q + 1;
-  }
+    return true;
+  });
   return found;
 }
 

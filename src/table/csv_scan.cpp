@@ -67,24 +67,9 @@ std::vector<const char*> split_walking(const char* b, const char* e, std::size_t
     return static_cast<std::size_t>(e - starts.back()) > piece_bytes ? starts.back() + piece_bytes : e;
   };
   const char* cut = next_cut();
-  // From quote to quote (memchr): outside quotes a quote opens a field only at a field's start,
-  // else it is a literal byte; inside, a quote closes the field unless doubled. Record starts are
-  // the line feeds outside quotes. A malformed byte after a closing quote is read on as unquoted
-  // (the parser names it; every piece before it is cut exactly).
-  bool inside = false;
-  for (const char* p = b; p < e;) {
-    const void* found = std::memchr(p, '"', static_cast<std::size_t>(e - p));
-    const char* q = found ? static_cast<const char*>(found) : e;
-    if (inside) {
-      if (q == e) break;  // a quoted field that never ends: the parser says so
-      if (q + 1 < e && q[1] == '"') {
-        p = q + 2;
-        continue;
-      }
-      inside = false;
-      p = q + 1;
-      continue;
-    }
+  // Record starts are the line feeds outside quotes; every piece before a malformed byte is cut
+  // exactly (the parser names the byte).
+  walk_outside_quotes(b, e, delimiter, [&](const char* p, const char* q) {
     while (cut < q) {  // the cut lies in this stretch outside quotes: the first record start after it
       const char* from = std::max(p, cut);
       const void* nl = std::memchr(from, '\n', static_cast<std::size_t>(q - from));
@@ -92,10 +77,8 @@ std::vector<const char*> split_walking(const char* b, const char* e, std::size_t
       starts.push_back(static_cast<const char*>(nl) + 1);
       cut = next_cut();
     }
-    if (q == e) break;
-    inside = q == b || q[-1] == delimiter || q[-1] == '\n';
-    p = q + 1;
-  }
+    return true;
+  });
   if (starts.back() != e || starts.size() == 1) starts.push_back(e);
   return starts;
 }

@@ -44,6 +44,33 @@ Split split_records(const char* b, const char* e, std::size_t piece_bytes, int t
 // at about memchr's speed.
 std::vector<const char*> split_walking(const char* b, const char* e, std::size_t piece_bytes, char delimiter);
 
+// Walks [b, e) (b a record start) from quote to quote (memchr): outside quotes a quote opens a
+// field only at a field's start, else it is a literal byte; inside, a quote closes the field
+// unless doubled. outside(p, q) sees each stretch [p, q) outside quotes, the last one ending at
+// e, and returns false to stop the walk. A quoted field that never ends ends the walk (the
+// parser names it); a malformed byte after a closing quote is walked on as unquoted.
+template <class F>
+void walk_outside_quotes(const char* b, const char* e, char delimiter, F&& outside) {
+  bool inside = false;
+  for (const char* p = b; p < e;) {
+    const void* found = std::memchr(p, '"', static_cast<std::size_t>(e - p));
+    const char* q = found ? static_cast<const char*>(found) : e;
+    if (inside) {
+      if (q == e) return;
+      if (q + 1 < e && q[1] == '"') {
+        p = q + 2;
+        continue;
+      }
+      inside = false;
+      p = q + 1;
+      continue;
+    }
+    if (!outside(p, q) || q == e) return;
+    inside = q == b || q[-1] == delimiter || q[-1] == '\n';
+    p = q + 1;
+  }
+}
+
 // ',' or '\t': whichever the first record (the header) has more of outside quotes; ',' on a tie.
 char detect_delimiter(const char* b, const char* e);
 

@@ -62,4 +62,13 @@ using DeviceBuffer = Buffer<T, DeviceMemory>;
 template <class T>
 using PinnedBuffer = Buffer<T, PinnedMemory>;
 
+// One value from device memory, once the work queued on `stream` before the copy is done.
+template <class T>
+T read_value(const T* device, cudaStream_t stream) {
+  T v{};
+  TANDEM_CUDA(cudaMemcpyAsync(&v, device, sizeof v, cudaMemcpyDeviceToHost, stream));
+  TANDEM_CUDA(cudaStreamSynchronize(stream));
+  return v;
+}
+
 }  // namespace tandem::gpu

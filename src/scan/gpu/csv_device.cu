@@ -234,14 +234,6 @@ __global__ void copy_strings(const char* s, const std::uint64_t* begin, const st
   }
 }
 
-template <class T>
-T read_one(const T* p, cudaStream_t stream) {
-  T v{};
-  TANDEM_CUDA(cudaMemcpyAsync(&v, p, sizeof v, cudaMemcpyDeviceToHost, stream));
-  TANDEM_CUDA(cudaStreamSynchronize(stream));
-  return v;
-}
-
 // The rows: positions of the line breaks outside quotes (n appended for a last row without
 // one). Empty optional-like result with needs_cpu set when a quote is left open.
 struct Rows {
@@ -259,8 +251,8 @@ Rows find_rows(const char* s, std::size_t n, cudaStream_t stream) {
   gpu::run_cub("quote state scan", [&](void* t, std::size_t& b) {
     return cub::DeviceScan::ExclusiveScan(t, b, parity.data(), state.data(), Xor{}, std::uint8_t{0}, segments, stream);
   });
-  const std::uint8_t last_state = read_one(state.data() + segments - 1, stream);
-  const std::uint8_t last_parity = read_one(parity.data() + segments - 1, stream);
+  const std::uint8_t last_state = gpu::read_value(state.data() + segments - 1, stream);
+  const std::uint8_t last_parity = gpu::read_value(parity.data() + segments - 1, stream);
   rows.open_quote = (last_state ^ last_parity) != 0;
   if (rows.open_quote) return rows;
   gpu::DeviceBuffer<std::uint64_t> count(segments + 1);
@@ -271,7 +263,7 @@ Rows find_rows(const char* s, std::size_t n, cudaStream_t stream) {
   gpu::run_cub("line break scan", [&](void* t, std::size_t& b) {
     return cub::DeviceScan::ExclusiveSum(t, b, count.data(), count.data(), segments + 1, stream);
   });
-  const std::size_t breaks = read_one(count.data() + segments, stream);
+  const std::size_t breaks = gpu::read_value(count.data() + segments, stream);
   char last = 0;
   TANDEM_CUDA(cudaMemcpyAsync(&last, s + n - 1, 1, cudaMemcpyDeviceToHost, stream));
   TANDEM_CUDA(cudaStreamSynchronize(stream));
@@ -326,7 +318,7 @@ void convert_column(DeviceCsvColumn& col, const char* s, const std::uint64_t* be
     gpu::run_cub("string offsets scan", [&](void* t, std::size_t& b) {
       return cub::DeviceScan::ExclusiveSum(t, b, col.offsets.data(), col.offsets.data(), rows + 1, stream);
     });
-    const std::size_t bytes = read_one(col.offsets.data() + rows, stream);
+    const std::size_t bytes = gpu::read_value(col.offsets.data() + rows, stream);
     col.values = gpu::DeviceBuffer<std::byte>(std::max<std::size_t>(bytes, 1));
     if (rows) {
       copy_strings<<<blocks_for(rows), kBlock, 0, stream>>>(s, begin, length, rows, col.offsets.data(),
@@ -345,7 +337,7 @@ void convert_column(DeviceCsvColumn& col, const char* s, const std::uint64_t* be
           missing.data());
     TANDEM_CUDA_LAUNCH("convert_numbers");
   }
-  col.missing = read_one(missing.data(), stream);
+  col.missing = gpu::read_value(missing.data(), stream);
 }
 
 }  // namespace
@@ -384,7 +376,7 @@ DeviceCsv parse_csv_device(const char* body, std::size_t n, const CsvLayout& lay
   gpu::run_cub("kept rows scan", [&](void* t, std::size_t& b) {
     return cub::DeviceScan::ExclusiveSum(t, b, kept.data(), kept.data(), raw.count + 1, stream);
   });
-  const std::size_t rows = read_one(kept.data() + raw.count, stream);
+  const std::size_t rows = gpu::read_value(kept.data() + raw.count, stream);
   out.rows = rows;
 
   std::vector<int> slot_of(columns, -1);

@@ -184,14 +184,6 @@ __global__ void copy_sorted(DeviceStrings s, const std::uint32_t* first_row, con
   }
 }
 
-template <class T>
-T read_back(const T* device, cudaStream_t stream) {
-  T v{};
-  TANDEM_CUDA(cudaMemcpyAsync(&v, device, sizeof v, cudaMemcpyDeviceToHost, stream));
-  TANDEM_CUDA(cudaStreamSynchronize(stream));
-  return v;
-}
-
 // The hash table after every present row is in it; slot_of_row filled.
 struct Distinct {
   gpu::DeviceBuffer<u64> table;
@@ -211,9 +203,9 @@ Distinct find_distinct(const DeviceStrings& s, std::uint32_t* slot_of_row, cudaS
     insert_rows<<<blocks(s.rows), kBlock, 0, stream>>>(s, d.table.data(), slots - 1, slot_of_row, counters.data(),
                                                        limit, reinterpret_cast<int*>(counters.data() + 1));
     TANDEM_CUDA(cudaGetLastError());
-    const u64 overflow = read_back(counters.data() + 1, stream);
+    const u64 overflow = gpu::read_value(counters.data() + 1, stream);
     if (overflow == 0) {
-      d.count = read_back(counters.data(), stream);
+      d.count = gpu::read_value(counters.data(), stream);
       return d;
     }
     slots = full;
@@ -228,8 +220,8 @@ gpu::DeviceBuffer<std::uint32_t> sort_distinct(const DeviceStrings& s, const std
   measure_distinct<<<blocks(distinct), kBlock, 0, stream>>>(s, first_row, distinct, stats.data(),
                                                             reinterpret_cast<int*>(stats.data() + 1));
   TANDEM_CUDA(cudaGetLastError());
-  const u64 longest = read_back(stats.data(), stream);
-  const bool has_nul = read_back(stats.data() + 1, stream) != 0;
+  const u64 longest = gpu::read_value(stats.data(), stream);
+  const bool has_nul = gpu::read_value(stats.data() + 1, stream) != 0;
 
   gpu::DeviceBuffer<std::uint32_t> order_a(distinct), order_b(distinct);
   first_order<<<blocks(distinct), kBlock, 0, stream>>>(order_a.data(), distinct);
