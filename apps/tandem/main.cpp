@@ -13,6 +13,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <system_error>
 
 #include <CLI/CLI.hpp>
 
@@ -107,6 +108,9 @@ int report(const std::exception& e) {
               << '\n';
   else if (dynamic_cast<const std::length_error*>(&e))
     std::cerr << "tandem: error: a size is too large to allocate (" << e.what() << ")\n";
+  else if (const auto* s = dynamic_cast<const std::system_error*>(&e);
+           s && s->code() == std::errc::resource_unavailable_try_again)  // a thread's stack could not be mapped
+    std::cerr << "tandem: error: out of memory or threads: a thread could not start (" << e.what() << ")\n";
   else std::cerr << "tandem: error: " << e.what() << '\n';
   return tandem::exit_code_for(e);
 }
