@@ -300,7 +300,8 @@ bool decide_type(unsigned classes, bool fixed, ColumnType& type, std::string& wh
     return false;
   } else if (classes & kFieldDecimal) type = ColumnType::f64;
   else if (classes & kFieldInteger) type = ColumnType::i64;
-  else type = ColumnType::str;  // no values at all
+  else if (classes & kFieldQuotedEmpty) type = ColumnType::str;  // only "": empty strings, as the CPU reader reads them
+  else type = ColumnType::i64;  // no values at all: all missing, as the CPU reader types such a column
   return true;
 }
 
