@@ -99,8 +99,9 @@ std::size_t bytes_read(const Table& input, const GroupBySpec& spec) {
 }
 
 // Whether the GPU, upload included, beats the CPU engine on a host table. Measured at 10^8 rows
-// (docs/BENCHMARKS.md): string keys are encoded on the CPU either way, and simple sums and means
-// cost the CPU engine less than the copy; holistic aggregations (median, top, ...) cost it more.
+// (docs/BENCHMARKS.md) when uploads encoded string keys on the CPU: simple sums and means cost the
+// CPU engine less than the copy; holistic aggregations (median, top, ...) cost it more. Uploads
+// now rank strings on the GPU; the string rule stays until that is measured.
 bool upload_pays_off(const Table& input, const GroupBySpec& spec) {
   for (const auto& name : columns_read(spec))
     if (input.column(name).type == ColumnType::str) return false;
