@@ -242,26 +242,27 @@ std::size_t drop_constant_bytes(KeyLayout& l, KeyWords& k, int threads) {
 namespace {
 
 template <class T>
-int compare_numbers(const Column& c, std::size_t a, std::size_t b) {
-  const auto v = c.numbers<T>();
-  T x = v[a], y = v[b];
+int compare_numbers(const Column& ca, std::size_t a, const Column& cb, std::size_t b) {
+  T x = ca.numbers<T>()[a], y = cb.numbers<T>()[b];
   if constexpr (std::is_floating_point_v<T>) x = canonical(x), y = canonical(y);
   const auto ox = to_ordered(x), oy = to_ordered(y);
   return ox < oy ? -1 : ox > oy ? 1 : 0;
 }
 
-int compare_field(const Table& table, const KeyField& f, NullOrder nulls, std::size_t a, std::size_t b) {
-  const Column& c = table.column(f.column);
-  bool ma = !c.present(a), mb = !c.present(b);
-  if (f.nan_missing) {
-    visit_numeric(f.type, [&](auto t) {
-      using T = decltype(t);
-      if constexpr (std::is_floating_point_v<T>) {
-        ma = ma || std::isnan(c.numbers<T>()[a]);
-        mb = mb || std::isnan(c.numbers<T>()[b]);
-      }
-    });
-  }
+bool sorts_missing(const Column& c, const KeyField& f, std::size_t i) {
+  if (f.type == ColumnType::str) return !c.present(i);
+  return visit_numeric(f.type, [&](auto t) {
+    using T = decltype(t);
+    return missing_at<T>(c, f, c.numbers<T>(), i);
+  });
+}
+
+}  // namespace
+
+int compare_field(const Table& ta, std::size_t a, const Table& tb, std::size_t b, const KeyField& f, NullOrder nulls) {
+  const Column& ca = ta.column(f.column);
+  const Column& cb = tb.column(f.column);
+  const bool ma = sorts_missing(ca, f, a), mb = sorts_missing(cb, f, b);
   if (ma || mb) {
     if (ma && mb) return 0;
     const int missing_after = nulls == NullOrder::last ? 1 : -1;
@@ -269,19 +270,17 @@ int compare_field(const Table& table, const KeyField& f, NullOrder nulls, std::s
   }
   int r;
   if (f.type == ColumnType::str) {
-    const int s = c.string(a).compare(c.string(b));
+    const int s = ca.string(a).compare(cb.string(b));
     r = s < 0 ? -1 : s > 0 ? 1 : 0;
   } else {
-    r = visit_numeric(f.type, [&](auto t) { return compare_numbers<decltype(t)>(c, a, b); });
+    r = visit_numeric(f.type, [&](auto t) { return compare_numbers<decltype(t)>(ca, a, cb, b); });
   }
   return f.descending ? -r : r;
 }
 
-}  // namespace
-
 int compare_rows_from(const Table& table, const KeyLayout& l, std::size_t from, std::size_t a, std::size_t b) {
   for (std::size_t i = from; i < l.fields.size(); ++i)
-    if (const int c = compare_field(table, l.fields[i], l.nulls, a, b); c != 0) return c;
+    if (const int c = compare_field(table, a, table, b, l.fields[i], l.nulls); c != 0) return c;
   return 0;
 }
 

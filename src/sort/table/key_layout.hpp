@@ -79,6 +79,10 @@ KeyWords encode_keys(const Table& table, const KeyLayout& layout, int threads);
 // the bytes dropped.
 std::size_t drop_constant_bytes(KeyLayout& layout, KeyWords& keys, int threads);
 
+// Compares row a of ta with row b of tb on one key field by their values (two tables with the
+// layout's columns: the runs of a sort too large for memory), as the layout orders them.
+int compare_field(const Table& ta, std::size_t a, const Table& tb, std::size_t b, const KeyField& f, NullOrder nulls);
+
 // Compares rows a and b on the key fields from `from` on by their values (negative, 0, positive
 // as a sorts before, with, after b), in the layout's order and directions.
 int compare_rows_from(const Table& table, const KeyLayout& layout, std::size_t from, std::size_t a, std::size_t b);

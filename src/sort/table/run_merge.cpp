@@ -1,72 +1,17 @@
 #include "run_merge.hpp"
 
 #include <algorithm>
-#include <cmath>
 #include <cstring>
-#include <limits>
 #include <memory>
 
-#include "tandem/core/key_order.hpp"
-
 namespace tandem::detail {
-namespace {
-
-template <class T>
-bool sorts_missing(const Column& c, std::size_t i, bool nan_missing) {
-  if (!c.present(i)) return true;
-  if constexpr (std::is_floating_point_v<T>) return nan_missing && std::isnan(c.values.as<T>()[i]);
-  return false;
-}
-
-template <class T>
-int compare_values(const Column& a, std::size_t i, const Column& b, std::size_t j) {
-  T x = a.values.as<T>()[i], y = b.values.as<T>()[j];
-  if constexpr (std::is_floating_point_v<T>) {  // -0.0 as 0.0, every NaN alike (after +inf)
-    x = std::isnan(x) ? std::numeric_limits<T>::quiet_NaN() : x == T(0) ? T(0) : x;
-    y = std::isnan(y) ? std::numeric_limits<T>::quiet_NaN() : y == T(0) ? T(0) : y;
-  }
-  const auto ox = to_ordered(x), oy = to_ordered(y);
-  return ox < oy ? -1 : ox > oy ? 1 : 0;
-}
-
-}  // namespace
 
 RowComparator::RowComparator(const Table& like, const SortSpec& spec, const TableSortOptions& options)
-    : nulls_(spec.nulls) {
-  for (const auto& k : spec.by) {
-    const Column& c = like.column(k.column);  // UsageError naming it when absent
-    std::size_t index = 0;
-    while (&like.column(index) != &c) ++index;
-    keys_.push_back({index, c.type, k.order == SortOrder::descending, options.nan_is_missing});
-  }
-}
+    : layout_(plan_key_layout(like, spec, options)) {}
 
 int RowComparator::compare(const Table& a, std::size_t i, const Table& b, std::size_t j) const {
-  for (const Key& k : keys_) {
-    const Column& ca = a.column(k.column);
-    const Column& cb = b.column(k.column);
-    int r = 0;
-    if (k.type == ColumnType::str) {
-      const bool ma = !ca.present(i), mb = !cb.present(j);
-      if (ma || mb) {
-        if (ma && mb) continue;
-        return (ma ? 1 : -1) * (nulls_ == NullOrder::last ? 1 : -1);
-      }
-      const int s = ca.string(i).compare(cb.string(j));
-      r = s < 0 ? -1 : s > 0 ? 1 : 0;
-    } else {
-      const int m = visit_numeric(k.type, [&](auto t) {
-        using T = decltype(t);
-        const bool ma = sorts_missing<T>(ca, i, k.nan_missing), mb = sorts_missing<T>(cb, j, k.nan_missing);
-        if (ma && mb) return 0;
-        if (ma || mb) return (ma ? 2 : -2) * (nulls_ == NullOrder::last ? 1 : -1);  // +-2: decided by nulls
-        r = compare_values<T>(ca, i, cb, j);
-        return 0;
-      });
-      if (m != 0) return m / 2;
-    }
-    if (r != 0) return k.descending ? -r : r;
-  }
+  for (const KeyField& f : layout_.fields)
+    if (const int c = compare_field(a, i, b, j, f, layout_.nulls); c != 0) return c;
   return 0;
 }
 

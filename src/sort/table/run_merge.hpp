@@ -10,6 +10,7 @@
 #include <span>
 #include <vector>
 
+#include "key_layout.hpp"
 #include "run_file.hpp"
 #include "tandem/table.hpp"
 #include "tandem/table_sort.hpp"
@@ -24,14 +25,7 @@ class RowComparator {
   int compare(const Table& a, std::size_t i, const Table& b, std::size_t j) const;
 
  private:
-  struct Key {
-    std::size_t column;
-    ColumnType type;
-    bool descending;
-    bool nan_missing;
-  };
-  std::vector<Key> keys_;
-  NullOrder nulls_;
+  KeyLayout layout_;  // its fields, compared by value (compare_field), as the in-memory sort's tie-break
 };
 
 // A row of one of several tables.
