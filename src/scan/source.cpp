@@ -161,6 +161,8 @@ class ZstdSource : public ByteSource {
 
 }  // namespace
 
+bool is_compressed(const std::string& path) { return ends_with(path, ".gz") || ends_with(path, ".zst"); }
+
 std::unique_ptr<ByteSource> open_source(const std::string& path) {
   if (ends_with(path, ".gz")) {
 #if TANDEM_HAS_ZLIB

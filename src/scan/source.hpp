@@ -25,4 +25,7 @@ class ByteSource {
 // Opens `path` ("-": standard input); the suffix picks the decompressor.
 std::unique_ptr<ByteSource> open_source(const std::string& path);
 
+// Whether open_source decompresses `path` (its suffix: .gz or .zst).
+bool is_compressed(const std::string& path);
+
 }  // namespace tandem::scan

@@ -4,7 +4,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <string_view>
 
 #include "tandem/core/device.hpp"
 #include "tandem/core/error.hpp"
@@ -13,6 +12,7 @@
 #include "groupby/gpu/device_columns.hpp"
 #include "groupby/gpu/string_dictionary.hpp"
 #include "scan/gpu/csv_device.hpp"
+#include "scan/source.hpp"
 #include "table/gpu/string_ranks.hpp"
 #include "tandem/core/io.hpp"
 #include "tandem/core/parallel.hpp"
@@ -32,11 +32,6 @@ namespace {
 constexpr std::size_t kHeaderBytes = std::size_t{1} << 20;  // the header must end within the first MiB
 // Device memory a parse needs per byte of CSV: the text, the row and field positions, the columns.
 constexpr std::size_t kDeviceBytesPerCsvByte = 4;
-
-bool compressed(const std::string& path) {
-  const auto ends = [&](std::string_view s) { return path.size() >= s.size() && path.ends_with(s); };
-  return ends(".gz") || ends(".zst");
-}
 
 // A parsed column as a device table's: numbers as parsed, strings ranked on the device.
 // std::nullopt where the strings are too many for the device ranking.
@@ -67,7 +62,7 @@ std::optional<gpu_groupby::DeviceColumn> device_column(DeviceCsvColumn&& c, std:
 // Why the device cannot take this file, or empty.
 std::string unfit_file(const std::string& path) {
   if (path == "-" || !io::is_sized_file(path)) return "the GPU reads sized files, not streams";
-  if (compressed(path)) return "the GPU reads uncompressed files";
+  if (is_compressed(path)) return "the GPU reads uncompressed files";
   return {};
 }
 

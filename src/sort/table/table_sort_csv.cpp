@@ -1,7 +1,5 @@
 // tandem::sort_csv: a CSV file sorted in memory when it fits the limit, else by sorted runs in a
 // temporary file and a merge (run_file.hpp, run_merge.hpp).
-#include <sys/stat.h>
-
 #include <algorithm>
 #include <ostream>
 
@@ -13,6 +11,7 @@
 #include "table/table_wire.hpp"
 #include "tandem/core/device.hpp"
 #include "tandem/core/format.hpp"
+#include "tandem/core/io.hpp"
 #include "tandem/core/parallel.hpp"
 #include "tandem/core/timing.hpp"
 #include "tandem/table_sort.hpp"
@@ -38,13 +37,6 @@ std::size_t memory_limit(std::size_t given) {
   if (given > 0) return given;
   const std::uint64_t available = available_host_memory();
   return available > 0 ? static_cast<std::size_t>(available / kMemoryShareDivisor) : kMemoryWhenUnknown;
-}
-
-// The size of a regular file; nullopt for standard input, pipes and devices.
-std::optional<std::uint64_t> regular_file_bytes(const std::string& path) {
-  struct stat st {};
-  if (path == "-" || ::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return std::nullopt;
-  return static_cast<std::uint64_t>(st.st_size);
 }
 
 std::size_t table_bytes(const Table& t) {
@@ -139,12 +131,13 @@ CsvSortResult sort_by_runs(const std::string& path, const SortSpec& spec, std::o
 CsvSortResult sort_csv(const std::string& in_path, const SortSpec& spec, std::ostream& out,
                        const CsvSortOptions& options) {
   const std::size_t limit = memory_limit(options.memory_limit);
-  const auto bytes = regular_file_bytes(in_path);
-  if (!bytes) return sort_in_memory(in_path, spec, out, options, "the input is no regular file");
-  if (*bytes * kInMemoryFactor <= limit)
+  if (!io::is_sized_file(in_path))
+    return sort_in_memory(in_path, spec, out, options, "the input is a stream or an empty file");
+  const std::uint64_t bytes = io::file_size(in_path);
+  if (bytes * kInMemoryFactor <= limit)
     return sort_in_memory(in_path, spec, out, options,
-                          fmt::format("the {} file fits the memory limit {}", human_bytes(*bytes), human_bytes(limit)));
-  return sort_by_runs(in_path, spec, out, options, limit, *bytes);
+                          fmt::format("the {} file fits the memory limit {}", human_bytes(bytes), human_bytes(limit)));
+  return sort_by_runs(in_path, spec, out, options, limit, bytes);
 }
 
 }  // namespace tandem
