@@ -4,7 +4,12 @@
 // every 997th row's keys; and --limit 100 against the full sort of the same keys.
 //
 //   bench_table_sort [--rows N] [--k K] [--threads T] [--reps R] [--data-dir DIR]
-//                    [--duckdb-script bench/duckdb/sort.mjs] [--no-duckdb] [--explain]
+//                    [--duckdb-script bench/duckdb/sort.mjs] [--no-duckdb] [--explain] [--gpu]
+//
+// --gpu (CUDA builds, a GPU present): no DuckDB; per query the CPU sort at --threads (the
+// anchor) against the GPU sort of the host table (keys uploaded, order found on the GPU, gather
+// on the host) and of a DeviceTable uploaded once (every column gathered on the GPU, the result
+// left there), each checked equal to the CPU's rows (both sorts are stable).
 //
 // Run from the repository root after `npm install` in bench/duckdb. The table is written once as
 // CSV (DIR/tandem-tablesort-N-K.csv, kept for the next run); a Node script loads it into DuckDB
@@ -17,6 +22,8 @@
 // sort of 10^7 (word, row) pairs moves ~4 x 160 MB per pass over the varying digits.
 #include <cmath>
 #include <cstdio>
+#include <cstring>
+#include <optional>
 #include <filesystem>
 #include <fstream>
 
@@ -25,6 +32,7 @@
 #include "harness.hpp"
 #include "tandem/core/error.hpp"
 #include "tandem/core/timing.hpp"
+#include "tandem/device_table.hpp"
 #include "tandem/groupby.hpp"
 #include "tandem/table/csv.hpp"
 #include "tandem/table_sort.hpp"
@@ -83,6 +91,53 @@ std::string check(const Query& q, const Table& got, const std::string& sample_cs
   return {};
 }
 
+// Equal columns, row by row (strings by bytes, numbers by bits, missing cells alike).
+bool same_tables(const Table& a, const Table& b) {
+  if (a.rows() != b.rows() || a.num_columns() != b.num_columns()) return false;
+  for (std::size_t c = 0; c < a.num_columns(); ++c) {
+    const Column &x = a.column(c), &y = b.column(c);
+    const std::size_t w = value_width(x.type);
+    for (std::size_t i = 0; i < x.length; ++i) {
+      if (x.present(i) != y.present(i)) return false;
+      if (!x.present(i)) continue;
+      if (x.type == ColumnType::str ? x.string(i) != y.string(i)
+                                    : std::memcmp(x.values.data() + i * w, y.values.data() + i * w, w) != 0)
+        return false;
+    }
+  }
+  return true;
+}
+
+// The GPU sorts against the CPU sort at `threads` (--gpu).
+int run_gpu(bench::Bench& b, const Table& data, int threads) {
+  Stopwatch up;
+  const DeviceTable on_gpu(data, {}, threads);
+  fmt::print("DeviceTable upload {:.3f} s ({} of device memory)\n", up.seconds(), on_gpu.device_bytes());
+  std::vector<std::string> lines;
+  for (const auto& q : queries()) {
+    const std::string c = fmt::format("{} 1e{:.0f}", q.name, std::log10(double(data.rows())));
+    TableSortResult cpu, host;
+    const auto sc = b.time([&] { cpu = sort(data, q.spec, {.threads = threads}); });
+    const auto sh = b.time([&] { host = sort(data, q.spec, {.threads = threads, .device = Device::gpu}); });
+    std::optional<DeviceSortResult> dev;
+    const auto sd = b.time([&] { dev.emplace(sort(on_gpu, q.spec)); });
+    if (b.has_flag("--explain")) fmt::print("{}{}", host.report.explain(), dev->report.explain());
+    const bool host_ok = same_tables(host.table, cpu.table), dev_ok = same_tables(dev->table.host(), cpu.table);
+    b.record(c, fmt::format("tandem CPU {}t", threads), sc, double(data.rows()), "rows", true);
+    b.record(c, "tandem GPU, host table", sh, double(data.rows()), "rows", host_ok);
+    b.record(c, "tandem GPU, device table", sd, double(data.rows()), "rows", dev_ok);
+    if (!host_ok) b.fail(c + ": the GPU sort of the host table differs from the CPU sort");
+    if (!dev_ok) b.fail(c + ": the GPU sort of the device table differs from the CPU sort");
+    b.goal(c + " device table vs CPU", sc.median / sd.median, 10.0);
+    lines.push_back(fmt::format("| {} | {:.4f} | {:.4f} | {:.4f} | {:.2f}x | {:.1f}x |", q.sql, sc.median, sh.median,
+                                sd.median, sc.median / sh.median, sc.median / sd.median));
+  }
+  fmt::print("\n| query | CPU s | GPU host table s | GPU device table s | CPU / host | CPU / device |\n"
+             "|---|---|---|---|---|---|\n{}\n",
+             fmt::join(lines, "\n"));
+  return b.finish();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -93,6 +148,7 @@ int main(int argc, char** argv) {
   Stopwatch w;
   const Table data = generate_groupby_table({.rows = rows, .k = k});
   fmt::print("generated {} rows, K = {} in {:.2f} s\n", rows, k, w.seconds());
+  if (b.has_flag("--gpu")) return run_gpu(b, data, threads);
   const std::string csv = fmt::format("{}/tandem-tablesort-{}-{}.csv", b.get("--data-dir", "/tmp"), rows, k);
   const bool duckdb = !b.has_flag("--no-duckdb");
   nlohmann::json duck;

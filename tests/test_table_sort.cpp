@@ -7,12 +7,15 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <map>
 #include <numeric>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "sort/table/gpu_key_plan.hpp"
 #include "sort/table/key_layout.hpp"
+#include "table_sort_cases.hpp"
 #include "tandem/core/error.hpp"
 #include "tandem/table_sort.hpp"
 
@@ -23,6 +26,7 @@ using tandem::ColumnType;
 using tandem::NullOrder;
 using tandem::SortSpec;
 using tandem::Table;
+using namespace table_sort_cases;
 
 template <class T>
 int three_way(T x, T y) {
@@ -79,104 +83,6 @@ std::vector<std::size_t> reference_order(const Table& t, const SortSpec& spec, b
   });
   if (spec.limit && *spec.limit < rows.size()) rows.resize(*spec.limit);
   return rows;
-}
-
-std::vector<std::uint8_t> validity(std::mt19937_64& rng, std::size_t n, double missing) {
-  std::bernoulli_distribution miss(missing);
-  return tandem::make_validity(n, [&](std::size_t) { return !miss(rng); });
-}
-
-// Few distinct values, so that keys tie and later keys and stability matter.
-Column random_column(std::mt19937_64& rng, std::string name, ColumnType type, std::size_t n, double missing) {
-  std::uniform_int_distribution<int> pick(0, 6);
-  auto valid = missing > 0 ? validity(rng, n, missing) : std::vector<std::uint8_t>{};
-  switch (type) {
-    case ColumnType::str: {
-      static const std::vector<std::string> words = {"",
-                                                     "a",
-                                                     "ab",
-                                                     std::string("a\0b", 3),
-                                                     std::string("a\0", 2),
-                                                     "shared long prefix of many bytes: x",
-                                                     "shared long prefix of many bytes: y",
-                                                     "shared long prefix of many bytes",
-                                                     "\xc3\xa9t\xc3\xa9",
-                                                     "zz"};
-      std::vector<std::string> v(n);
-      std::uniform_int_distribution<std::size_t> w(0, words.size() - 1);
-      for (auto& s : v) s = words[w(rng)];
-      return tandem::make_string_column(std::move(name), v, std::move(valid));
-    }
-    case ColumnType::f64:
-    case ColumnType::f32: {
-      const double specials[] = {0.0,
-                                 -0.0,
-                                 std::nan(""),
-                                 -std::nan(""),
-                                 std::numeric_limits<double>::infinity(),
-                                 -std::numeric_limits<double>::infinity(),
-                                 -1.5};
-      std::vector<double> v(n);
-      for (auto& x : v) x = pick(rng) < 4 ? specials[pick(rng)] : double(pick(rng)) - 3.25;
-      if (type == ColumnType::f64) return tandem::make_column(std::move(name), v, std::move(valid));
-      return tandem::make_column(std::move(name), std::vector<float>(v.begin(), v.end()), std::move(valid));
-    }
-    default:
-      return tandem::visit_numeric(type, [&](auto t) {
-        using T = decltype(t);
-        std::vector<T> v(n);
-        for (auto& x : v) {
-          const int p = pick(rng);
-          x = p == 0 ? std::numeric_limits<T>::min() : p == 1 ? std::numeric_limits<T>::max() : T(p * 1000 - 3000);
-        }
-        return tandem::make_column(std::move(name), std::move(v), std::move(valid));
-      });
-  }
-}
-
-constexpr ColumnType kTypes[] = {ColumnType::i32, ColumnType::i64, ColumnType::u32, ColumnType::u64,
-                                 ColumnType::f32, ColumnType::f64, ColumnType::str};
-
-void expect_same_tables(const Table& got, const Table& want) {
-  ASSERT_EQ(got.num_columns(), want.num_columns());
-  ASSERT_EQ(got.rows(), want.rows());
-  for (std::size_t c = 0; c < got.num_columns(); ++c) {
-    const Column &g = got.column(c), &w = want.column(c);
-    ASSERT_EQ(g.name, w.name);
-    ASSERT_EQ(g.type, w.type);
-    for (std::size_t i = 0; i < g.length; ++i) {
-      ASSERT_EQ(g.present(i), w.present(i)) << g.name << " row " << i;
-      if (!g.present(i)) continue;
-      if (g.type == ColumnType::str) ASSERT_EQ(g.string(i), w.string(i)) << g.name << " row " << i;
-      else {
-        const std::size_t b = tandem::value_width(g.type);
-        ASSERT_EQ(std::memcmp(g.values.data() + i * b, w.values.data() + i * b, b), 0) << g.name << " row " << i;
-      }
-    }
-  }
-}
-
-// A random table with a payload column and 1-4 random keys of random types and directions.
-struct Case {
-  Table table;
-  SortSpec spec;
-};
-
-Case random_case(std::mt19937_64& rng, std::size_t n) {
-  Case c;
-  std::uniform_int_distribution<int> keys(1, 4), type(0, 6), coin(0, 1);
-  std::bernoulli_distribution has_missing(0.5);
-  std::vector<std::int64_t> payload(n);
-  std::iota(payload.begin(), payload.end(), 0);
-  c.table.add(tandem::make_column("payload", payload));
-  const int k = keys(rng);
-  for (int i = 0; i < k; ++i) {
-    const std::string name = fmt::format("k{}", i);
-    c.table.add(random_column(rng, name, kTypes[type(rng)], n, has_missing(rng) ? 0.2 : 0));
-    c.spec.by.push_back({name, coin(rng) ? tandem::descending : tandem::ascending});
-  }
-  c.spec.nulls = coin(rng) ? NullOrder::first : NullOrder::last;
-  return c;
 }
 
 TEST(TableSort, RandomTablesMatchTheReference) {
@@ -340,3 +246,86 @@ TEST(TableSortKeys, EncodedBytesOrderAsTheValues) {
 }
 
 }  // namespace
+
+namespace {
+
+// The GPU sort's passes run on the CPU: each row's ordered value (strings by their rank among the
+// column's distinct strings, as the GPU ranks them), the facts and the plan of gpu_key_plan.hpp,
+// then one std::stable_sort per pass by gpu_pass_key.
+std::vector<std::size_t> simulated_gpu_order(const Table& t, const SortSpec& spec, bool nan_missing) {
+  const std::size_t n = t.rows();
+  std::vector<std::vector<std::uint64_t>> value(spec.by.size(), std::vector<std::uint64_t>(n));
+  std::vector<std::vector<bool>> missing(spec.by.size(), std::vector<bool>(n));
+  std::vector<tandem::detail::GpuKeyFacts> facts(spec.by.size());
+  for (std::size_t k = 0; k < spec.by.size(); ++k) {
+    const Column& c = t.column(spec.by[k].column);
+    std::map<std::string, std::uint64_t> rank;
+    if (c.type == ColumnType::str) {
+      for (std::size_t i = 0; i < n; ++i)
+        if (c.present(i)) rank[std::string(c.string(i))] = 0;
+      std::uint64_t r = 0;
+      for (auto& [s, code] : rank) code = r++;
+    }
+    auto& f = facts[k];
+    f.descending = spec.by[k].order == tandem::descending;
+    f.min = ~std::uint64_t{0};
+    for (std::size_t i = 0; i < n; ++i) {
+      bool present = c.present(i);
+      if (present && c.type == ColumnType::str) value[k][i] = rank[std::string(c.string(i))];
+      else if (present)
+        present = tandem::visit_numeric(c.type, [&](auto x) {
+          return tandem::detail::ordered_key_value(c.numbers<decltype(x)>()[i], nan_missing, value[k][i]);
+        });
+      missing[k][i] = !present;
+      if (!present) {
+        ++f.missing;
+        continue;
+      }
+      ++f.present;
+      f.min = std::min(f.min, value[k][i]);
+      f.max = std::max(f.max, value[k][i]);
+    }
+  }
+  std::vector<std::size_t> rows(n);
+  std::iota(rows.begin(), rows.end(), std::size_t{0});
+  for (const auto& p : tandem::detail::plan_gpu_key_passes(facts)) {
+    const auto& f = facts[p.key];
+    const auto key = [&](std::size_t r) {
+      return tandem::detail::gpu_pass_key(p.nulls_only, p.value_bits, p.null_bit, f.descending, f.min, f.max,
+                                          spec.nulls == NullOrder::first, missing[p.key][r], value[p.key][r]);
+    };
+    for (std::size_t r = 0; r < n; ++r) EXPECT_LT(key(r) >> 1, std::uint64_t{1} << (p.end_bit() - 1));
+    std::stable_sort(rows.begin(), rows.end(), [&](std::size_t a, std::size_t b) { return key(a) < key(b); });
+  }
+  return rows;
+}
+
+}  // namespace
+
+TEST(TableSortGpuPlan, PassesOrderRowsAsTheReference) {
+  std::mt19937_64 rng(4606);
+  for (int round = 0; round < 200; ++round) {
+    const auto c = random_case(rng, round % 3 == 0 ? rng() % 5 : rng() % 800);
+    const bool nan_missing = round % 4 == 0;
+    ASSERT_EQ(simulated_gpu_order(c.table, c.spec, nan_missing), reference_order(c.table, c.spec, nan_missing))
+        << "round " << round;
+  }
+}
+
+TEST(TableSortGpuPlan, KeysTakeOnlyTheBitsTheirValuesNeed) {
+  using tandem::detail::GpuKeyFacts;
+  // ids 1..100 ascending; a 64-bit column with missing values; a constant; an all-missing key.
+  const std::vector<GpuKeyFacts> facts = {{false, 1000, 0, 1, 100},
+                                          {true, 900, 100, 0, ~std::uint64_t{0}},
+                                          {false, 1000, 0, 5, 5},
+                                          {false, 0, 1000, 0, 0}};
+  const auto passes = tandem::detail::plan_gpu_key_passes(facts);
+  ASSERT_EQ(passes.size(), 3u);  // the last two keys need no pass; the second needs two
+  EXPECT_EQ(passes[0].key, 1u);
+  EXPECT_EQ(passes[0].end_bit(), 64);
+  EXPECT_TRUE(passes[1].nulls_only);
+  EXPECT_EQ(passes[1].end_bit(), 1);
+  EXPECT_EQ(passes[2].key, 0u);
+  EXPECT_EQ(passes[2].end_bit(), 7);
+  EXPECT_FALSE(passes[2].wide());
+}

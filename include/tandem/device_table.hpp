@@ -21,6 +21,7 @@
 
 #include "tandem/groupby.hpp"
 #include "tandem/table.hpp"
+#include "tandem/table_sort.hpp"
 
 namespace tandem {
 
@@ -84,5 +85,16 @@ struct DeviceGroupByResult {
 };
 DeviceGroupByResult groupby_on_device(const DeviceTable& table, const GroupBySpec& spec,
                                       const GroupByOptions& options = {});
+
+// The rows of a device table in key order, on its GPU, as tandem::sort orders a host table
+// (stable; SQL's order of numbers, strings, NaN, -0.0 and missing values): every column gathered
+// there into a new DeviceTable (string columns keep their codes and dictionaries). spec.limit
+// keeps the first rows of the order. Of the options only nan_is_missing applies. UsageError
+// naming a key the table lacks; OutOfMemoryError when the GPU cannot hold the sort's arrays.
+struct DeviceSortResult {
+  DeviceTable table;
+  Report report;
+};
+DeviceSortResult sort(const DeviceTable& table, const SortSpec& spec, const TableSortOptions& options = {});
 
 }  // namespace tandem

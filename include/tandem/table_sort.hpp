@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "tandem/core/report.hpp"
+#include "tandem/core/types.hpp"
 #include "tandem/table.hpp"
 #include "tandem/table/csv.hpp"
 
@@ -45,6 +46,11 @@ struct SortSpec {
 
 struct TableSortOptions {
   int threads{0};  // CPU threads (0: every core the process may use)
+  // Where the row order is found. gpu: the key columns are uploaded (strings ranked there), the
+  // order is found by radix passes on the GPU and the host gathers the columns; NoDeviceError
+  // without a GPU. auto: the GPU for tables of 2^22 rows or more where one is present, else the
+  // CPU. A GPU that runs out of memory falls back to the CPU with a note in the report.
+  Device device{Device::cpu};
   // Floats: NaN sorts as a missing value (pandas' na_position) instead of after every number.
   bool nan_is_missing{false};
   // Strings are keyed by at most this many leading bytes; rows whose prefixes tie are ordered by

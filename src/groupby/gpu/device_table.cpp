@@ -23,6 +23,10 @@ DeviceTable DeviceTable::borrow(std::vector<DeviceColumnView>, std::size_t, int)
 DeviceColumnView DeviceTable::column_view(std::string_view) const {
   throw NoDeviceError("device table: this build has no CUDA support");
 }
+
+DeviceSortResult sort(const DeviceTable&, const SortSpec&, const TableSortOptions&) {
+  throw NoDeviceError("device table: this build has no CUDA support");
+}
 #endif
 
 DeviceTable::DeviceTable(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include "gpu_sort.hpp"
 #include "key_layout.hpp"
 #include "row_order.hpp"
 #include "tandem/core/error.hpp"
@@ -42,8 +43,8 @@ int threads_for(const TableSortOptions& options, std::size_t n) {
   return static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(T), 1 + n / 16384));
 }
 
-std::vector<std::size_t> row_order(const Table& table, const SortSpec& spec, const TableSortOptions& options,
-                                   Report& report) {
+std::vector<std::size_t> cpu_row_order(const Table& table, const SortSpec& spec, const TableSortOptions& options,
+                                       Report& report) {
   const int T = threads_for(options, table.rows());
   Stopwatch sw;
   auto layout = detail::plan_key_layout(table, spec, options);
@@ -66,6 +67,19 @@ std::vector<std::size_t> row_order(const Table& table, const SortSpec& spec, con
                            layout.first_tie_break >= 0 ? "; prefix ties ordered by whole strings" : ""));
   }
   return rows;
+}
+
+std::vector<std::size_t> row_order(const Table& table, const SortSpec& spec, const TableSortOptions& options,
+                                   Report& report) {
+  if (detail::table_sort_on_gpu(options.device, table.rows())) {
+    try {
+      if (auto rows = detail::gpu_row_order(table, spec, options, report)) return std::move(*rows);
+    } catch (const NoDeviceError& e) {
+      if (options.device == Device::gpu) throw;
+      report.note(fmt::format("table sort: {}; sorted on the CPU", e.what()));
+    }
+  }
+  return cpu_row_order(table, spec, options, report);
 }
 
 }  // namespace
