@@ -1,5 +1,5 @@
 // tandem sort data.csv --by id3,v3:desc [--nulls first|last] [--limit K] [--memory-limit BYTES]
-//   [--temp-dir DIR] --out sorted.csv
+//   [--temp-dir DIR] [--device auto|cpu|gpu] --out sorted.csv
 #include <iostream>
 
 #include <fmt/format.h>
@@ -35,6 +35,9 @@ int run_table_sort(const TableSortArgs& a) {
   o.csv.threads = a.threads;
   if (!a.schema.empty()) o.csv.schema = parse_csv_schema(a.schema);
   o.sort.threads = a.threads;
+  o.sort.device = parse_device(a.device);
+  if (o.sort.device == Device::hybrid)
+    throw UsageError("--device: a CSV table sorts on the cpu or the gpu (or auto), not hybrid");
   o.memory_limit = static_cast<std::size_t>(a.memory_limit);
   o.temp_dir = a.temp_dir;
   CsvSortResult r;

@@ -17,6 +17,7 @@ struct TableSortArgs {
   bool explain{false};
   std::uint64_t memory_limit{0};  // bytes (0: half of the available memory)
   std::string temp_dir;           // for sorted runs (empty: $TMPDIR)
+  std::string device{"auto"};     // auto, cpu or gpu: where the row order is found
 };
 
 int run_table_sort(const TableSortArgs& a);

@@ -40,6 +40,9 @@ want = [r["payload"] for r in sorted(rows, key=key)]
 got = [r["payload"] for r in csv.DictReader(open(sys.argv[2]))]
 assert got == want, "order differs"
 PY
+# --device cpu gives the same file as the default (auto: the GPU only for large tables where one is)
+check random-cpu 0 "$T" sort "$d/r.csv" --by a,b:desc,c --schema a:str --out "$d/rs-cpu.csv" --threads 2 --device cpu
+cmp -s "$d/rs.csv" "$d/rs-cpu.csv" || { echo "FAIL --device cpu output differs"; fails=$((fails+1)); }
 # bad --by: exit 2, the key named, no output file
 check missing-column 2 "$T" sort "$d/t.csv" --by k,nope --out "$d/none.csv"
 grep -q "nope" "$out" || { echo "FAIL missing-column message"; cat "$out"; fails=$((fails+1)); }
@@ -51,6 +54,8 @@ check bad-nulls 2 "$T" sort "$d/t.csv" --by k --nulls middle --out "$d/none.csv"
 check no-by 2 "$T" sort "$d/t.csv" --out "$d/none.csv"
 check no-file 2 "$T" sort "$d/missing.csv" --by k --out "$d/none.csv"
 check mixed-forms 2 "$T" sort "$d/t.csv" --by k --type u32 --out "$d/none.csv"
+check hybrid-table 2 "$T" sort "$d/t.csv" --by k --device hybrid --out "$d/none.csv"
+grep -q "device" "$out" || { echo "FAIL hybrid-table message"; cat "$out"; fails=$((fails+1)); }
 [ ! -e "$d/none.csv" ] || { echo "FAIL a refused sort left an output"; fails=$((fails+1)); }
 # the array form keeps working
 "$T" gen zipf --n 1000 --distinct 10 --type u32 --out "$d/k.npy" >/dev/null 2>&1
