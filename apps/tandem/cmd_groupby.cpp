@@ -218,7 +218,7 @@ std::function<void(std::size_t)> progress_printer(const Args& a) {
 }
 
 // A CSV table form with no other inputs: streamed, only the named columns read (or, with --device
-// gpu, read into GPU memory and parsed there).
+// gpu, or auto where the GPU is estimated faster, read into GPU memory and parsed there).
 int run_csv_stream(const Args& a, const tandem::GroupBySpec& spec, tandem::Device device) {
   const bool to_folder = folder_output(a);
   std::unique_ptr<tandem::io::AtomicOutput> csv;
@@ -228,7 +228,7 @@ int run_csv_stream(const Args& a, const tandem::GroupBySpec& spec, tandem::Devic
   o.memory_limit = a.memory_limit;
   o.temp_dir = a.temp_dir;
   o.progress = progress_printer(a);
-  o.device = device == tandem::Device::gpu ? device : tandem::Device::cpu;
+  o.device = device == tandem::Device::hybrid ? tandem::Device::cpu : device;
   auto r = tandem::groupby_csv(a.table, spec, o);
   if (o.progress) std::cerr << "\r\033[K";
   tandem::cli::print_notices(r.report);

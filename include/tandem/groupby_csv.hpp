@@ -27,7 +27,9 @@ struct GroupByCsvOptions {
   // gpu: the file is read into GPU memory, parsed, and grouped there (a sized, uncompressed file
   // that fits in a quarter of the GPU's free memory; otherwise, or where a field needs the CPU
   // reader, it streams on the CPU and the report says why). NoDeviceError without a GPU.
-  // cpu (and auto, for now): streamed on the CPU.
+  // cpu: streamed on the CPU. auto: the GPU where a GPU is present, the file is sized and
+  // uncompressed, and the GPU path is estimated at least 10 % faster from the file's size and the
+  // CPU threads (src/scan/csv_device_choice.hpp; both estimates in the report's notes).
   Device device{Device::cpu};
   // Called about twice a second from the reading thread with the input bytes read so far.
   std::function<void(std::size_t bytes)> progress;

@@ -6,9 +6,14 @@
 
 #include <fmt/format.h>
 
+#include "scan/csv_device_choice.hpp"
 #include "scan/csv_stream.hpp"
 #include "scan/gpu/csv_groupby_gpu.hpp"
+#include "scan/source.hpp"
+#include "tandem/core/device.hpp"
+#include "tandem/core/error.hpp"
 #include "tandem/core/format.hpp"
+#include "tandem/core/io.hpp"
 #include "tandem/core/parallel.hpp"
 #include "tandem/groupby_sink.hpp"
 
@@ -75,8 +80,21 @@ GroupByResult stream_on_cpu(const std::string& path, const GroupBySpec& spec, co
 
 GroupByResult groupby_csv(const std::string& path, const GroupBySpec& spec, const GroupByCsvOptions& options) {
   Report notes;
-  if (options.device == Device::gpu) {
-    if (auto r = scan::groupby_csv_on_gpu(path, needed_columns(spec), spec, options, notes)) return std::move(*r);
+  bool on_gpu = options.device == Device::gpu;
+  if (options.device == Device::auto_) {
+    const bool usable = gpu_count() > 0 && io::is_sized_file(path) && !scan::is_compressed(path);
+    const int threads = options.csv.threads > 0 ? options.csv.threads : default_threads();
+    const auto e = scan::estimate_csv_groupby(usable ? io::file_size(path) : 0, threads, usable);
+    if (usable) notes.note(e.describe());
+    on_gpu = e.gpu;
+  }
+  if (on_gpu) {
+    try {
+      if (auto r = scan::groupby_csv_on_gpu(path, needed_columns(spec), spec, options, notes)) return std::move(*r);
+    } catch (const NoDeviceError& e) {
+      if (options.device == Device::gpu) throw;
+      notes.note(fmt::format("{}; streamed on the CPU", e.what()));
+    }
   }
   GroupByResult r = stream_on_cpu(path, spec, options);
   for (auto& n : notes.notes) r.report.notes.push_back(std::move(n));

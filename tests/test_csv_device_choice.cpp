@@ -1,0 +1,33 @@
+// auto's choice between the CPU scan and the GPU path for a CSV group-by, against the times
+// measured on the 16-core GPU box (docs/BENCHMARKS.md): the 10^7-row file (0.49 GB) stays on the
+// CPU, where the GPU's start costs more than the scan; the 10^8-row file (5.19 GB) goes to the GPU;
+// fewer CPU threads move the crossing to smaller files; no usable GPU, no GPU.
+#include <gtest/gtest.h>
+
+#include "scan/csv_device_choice.hpp"
+
+using tandem::scan::estimate_csv_groupby;
+
+TEST(CsvDeviceChoice, FollowsTheMeasuredCrossing) {
+  const auto small = estimate_csv_groupby(485'600'000, 16, true);
+  EXPECT_FALSE(small.gpu) << small.describe();
+  EXPECT_NEAR(small.cpu_seconds, 0.177, 0.05);  // measured: 0.177 s
+  EXPECT_NEAR(small.gpu_seconds, 0.296, 0.05);  // measured: 0.296 s
+  const auto large = estimate_csv_groupby(5'190'000'000, 16, true);
+  EXPECT_TRUE(large.gpu) << large.describe();
+  EXPECT_NEAR(large.cpu_seconds, 1.205, 0.15);  // measured: 1.205 s
+  EXPECT_LT(large.gpu_seconds, 0.7);            // measured: 0.487 s (q1) and 0.587 s (q3)
+  EXPECT_TRUE(estimate_csv_groupby(485'600'000, 2, true).gpu);  // two threads: the scan is 8x slower
+  EXPECT_FALSE(estimate_csv_groupby(5'190'000'000, 16, false).gpu);
+  EXPECT_FALSE(estimate_csv_groupby(0, 1, true).gpu);  // an empty file: the GPU's start never pays
+}
+
+TEST(CsvDeviceChoice, TakesTheGpuOnlyWhereItIsTenPercentFaster) {
+  for (std::size_t bytes = 1; bytes < (std::size_t{1} << 40); bytes *= 3) {
+    for (int threads : {1, 2, 8, 64, 256}) {
+      const auto e = estimate_csv_groupby(bytes, threads, true);
+      EXPECT_EQ(e.gpu, e.gpu_seconds <= 0.9 * e.cpu_seconds) << bytes << " bytes, " << threads << " threads";
+      EXPECT_NE(e.describe().find(e.gpu ? "the GPU" : "the CPU"), std::string::npos);
+    }
+  }
+}
