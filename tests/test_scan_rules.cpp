@@ -209,3 +209,18 @@ TEST(CsvSplit, PlainlyLiteralQuotesAreSeenAndTheWalkCutsAtRecords) {
     for (const char* s : walked) EXPECT_TRUE(s == b || s == b + 12 || s == e) << piece << " " << s - b;
   }
 }
+
+// The delimiter is counted outside quoted fields as the dialect reads them: a quote inside a
+// field is a literal byte and opens nothing (parity would have hidden the rest of the header).
+TEST(CsvDelimiter, QuotesOpenOnlyAtAFieldStart) {
+  const auto detect = [](std::string_view s) { return tandem::csv::detect_delimiter(s.data(), s.data() + s.size()); };
+  EXPECT_EQ(detect("in\"\tb\tc\n1,5\t2\t3\n"), '\t');   // a literal quote in a tab header
+  EXPECT_EQ(detect("a,\"x\ty\tz\",b\n"), ',');          // tabs inside a quoted field
+  EXPECT_EQ(detect("\"a\"\"\t\tb\",c\td\te\n"), '\t');  // "" inside a quoted field
+  EXPECT_EQ(detect("a,b\n\t\t\t\n"), ',');              // only the header counts
+  EXPECT_EQ(detect(""), ',');
+  const auto t = tandem::read_csv_text("size\"\tname\tv\n5\"\tdisk, big\t1\n");
+  ASSERT_EQ(t.num_columns(), 3u);
+  EXPECT_EQ(t.column(0).name, "size\"");
+  EXPECT_EQ(t.column(1).string(0), "disk, big");
+}

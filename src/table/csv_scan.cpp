@@ -84,11 +84,21 @@ std::vector<const char*> split_walking(const char* b, const char* e, std::size_t
 }
 
 char detect_delimiter(const char* b, const char* e) {
+  // The dialect's quoting: only a quote that opens a field starts a quoted field (a quote
+  // elsewhere is a literal byte), and "" inside one is an escaped quote. Either candidate
+  // delimiter may end a field.
   std::size_t commas = 0, tabs = 0;
-  bool inside = false;
+  bool inside = false, field_start = true;
   for (const char* p = b; p < e; ++p) {
-    if (*p == '"') inside = !inside;
-    else if (inside) continue;
+    if (inside) {
+      if (*p != '"') continue;
+      if (p + 1 < e && p[1] == '"') ++p;
+      else inside = false;
+      continue;
+    }
+    const bool opens = *p == '"' && field_start;
+    field_start = *p == ',' || *p == '\t';
+    if (opens) inside = true;
     else if (*p == '\n') break;
     else if (*p == ',') ++commas;
     else if (*p == '\t') ++tabs;

@@ -71,7 +71,8 @@ void walk_outside_quotes(const char* b, const char* e, char delimiter, F&& outsi
   }
 }
 
-// ',' or '\t': whichever the first record (the header) has more of outside quotes; ',' on a tie.
+// ',' or '\t': whichever the first record (the header) has more of outside quoted fields (a quote
+// opens one only at a field's start, as the dialect reads it); ',' on a tie.
 char detect_delimiter(const char* b, const char* e);
 
 // A value for an error message: at most about `limit` bytes; control bytes and bytes that are
