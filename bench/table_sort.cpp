@@ -23,9 +23,9 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <optional>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -132,9 +132,10 @@ int run_gpu(bench::Bench& b, const Table& data, int threads) {
     lines.push_back(fmt::format("| {} | {:.4f} | {:.4f} | {:.4f} | {:.2f}x | {:.1f}x |", q.sql, sc.median, sh.median,
                                 sd.median, sc.median / sh.median, sc.median / sd.median));
   }
-  fmt::print("\n| query | CPU s | GPU host table s | GPU device table s | CPU / host | CPU / device |\n"
-             "|---|---|---|---|---|---|\n{}\n",
-             fmt::join(lines, "\n"));
+  fmt::print(
+      "\n| query | CPU s | GPU host table s | GPU device table s | CPU / host | CPU / device |\n"
+      "|---|---|---|---|---|---|\n{}\n",
+      fmt::join(lines, "\n"));
   return b.finish();
 }
 

@@ -315,10 +315,8 @@ TEST(TableSortGpuPlan, PassesOrderRowsAsTheReference) {
 TEST(TableSortGpuPlan, KeysTakeOnlyTheBitsTheirValuesNeed) {
   using tandem::detail::GpuKeyFacts;
   // ids 1..100 ascending; a 64-bit column with missing values; a constant; an all-missing key.
-  const std::vector<GpuKeyFacts> facts = {{false, 1000, 0, 1, 100},
-                                          {true, 900, 100, 0, ~std::uint64_t{0}},
-                                          {false, 1000, 0, 5, 5},
-                                          {false, 0, 1000, 0, 0}};
+  const std::vector<GpuKeyFacts> facts = {
+      {false, 1000, 0, 1, 100}, {true, 900, 100, 0, ~std::uint64_t{0}}, {false, 1000, 0, 5, 5}, {false, 0, 1000, 0, 0}};
   const auto passes = tandem::detail::plan_gpu_key_passes(facts);
   ASSERT_EQ(passes.size(), 3u);  // the last two keys need no pass; the second needs two
   EXPECT_EQ(passes[0].key, 1u);

@@ -347,7 +347,8 @@ const bool registered = tandem::cli::register_command(
        app.add_option("--values-out", a->values_out, "Where the permuted values go");
        app.add_option("--values-type", a->values_type, "Value type: u32 or u64")->capture_default_str();
        app.add_flag("--descending", a->descending, "Sort in descending order");
-       app.add_option("--device", a->device, "auto, cpu, gpu or hybrid (a CSV table: auto, cpu or gpu)")->capture_default_str();
+       app.add_option("--device", a->device, "auto, cpu, gpu or hybrid (a CSV table: auto, cpu or gpu)")
+           ->capture_default_str();
        app.add_option("--algorithm", a->algorithm, "auto, bitonic, radix or merge")->capture_default_str();
        app.add_option("--memory", a->memory,
                       "CPU sort memory: fast (a scratch copy: peak 2.0x the data), low (sorted in place with a "

@@ -16,7 +16,7 @@ namespace tandem::scan {
 struct CsvDeviceEstimate {
   double cpu_seconds{0};
   double gpu_seconds{0};
-  bool gpu{false};  // auto's choice
+  bool gpu{false};               // auto's choice
   std::string describe() const;  // "device auto: CPU estimate 1.25 s (16 threads), GPU 0.60 s: the GPU"
 };
 

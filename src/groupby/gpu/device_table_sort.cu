@@ -92,9 +92,10 @@ DeviceSortResult sort(const DeviceTable& table, const SortSpec& spec, const Tabl
   for (const auto& c : t.columns) impl->columns.push_back(gather_column(c, order.rows.data(), n, stream));
   TANDEM_CUDA(cudaStreamSynchronize(stream));
   impl->describe_columns();
-  report.add("gather", "gpu", g.seconds(),
-             std::to_string(t.columns.size()) + " columns x " + std::to_string(n) + " rows in key order" +
-                 (n < t.rows ? " (the first " + std::to_string(n) + " of " + std::to_string(t.rows) + ")" : std::string()));
+  report.add(
+      "gather", "gpu", g.seconds(),
+      std::to_string(t.columns.size()) + " columns x " + std::to_string(n) + " rows in key order" +
+          (n < t.rows ? " (the first " + std::to_string(n) + " of " + std::to_string(t.rows) + ")" : std::string()));
   return {DeviceTable(std::move(impl)), std::move(report)};
 }
 

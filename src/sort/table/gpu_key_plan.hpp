@@ -60,9 +60,8 @@ TANDEM_HD bool ordered_key_value(T x, bool nan_missing, std::uint64_t& ordered) 
 
 // The radix key of one row in a pass: `ordered` is the row's ordered value bits (ignored when
 // missing). Missing rows sort after present ones unless nulls_first, in either direction.
-TANDEM_HD std::uint64_t gpu_pass_key(bool nulls_only, int value_bits, bool null_bit, bool descending,
-                                     std::uint64_t min, std::uint64_t max, bool nulls_first, bool missing,
-                                     std::uint64_t ordered) {
+TANDEM_HD std::uint64_t gpu_pass_key(bool nulls_only, int value_bits, bool null_bit, bool descending, std::uint64_t min,
+                                     std::uint64_t max, bool nulls_first, bool missing, std::uint64_t ordered) {
   const std::uint64_t flag = missing != nulls_first ? 1u : 0u;  // 1: after the others
   if (nulls_only) return flag;
   const std::uint64_t value = missing ? 0 : (descending ? max - ordered : ordered - min);

@@ -72,8 +72,8 @@ __global__ void encode_pass(const T* v, const std::uint8_t* valid, const std::ui
   for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < rows; i += stride) {
     std::uint64_t o = 0;
     const bool missing = !present_value(v, valid, order[i], a.nan_missing, o);
-    keys[i] = static_cast<K>(gpu_pass_key(a.nulls_only, a.value_bits, a.null_bit, a.descending, a.min, a.max,
-                                          a.nulls_first, missing, o));
+    keys[i] = static_cast<K>(
+        gpu_pass_key(a.nulls_only, a.value_bits, a.null_bit, a.descending, a.min, a.max, a.nulls_first, missing, o));
   }
 }
 
@@ -97,8 +97,7 @@ void with_type(const DeviceKeyColumn& c, F&& f) {
   }
 }
 
-GpuKeyFacts facts_of(const DeviceKeyColumn& c, std::size_t rows, bool nan_missing, u64* scratch,
-                     cudaStream_t stream) {
+GpuKeyFacts facts_of(const DeviceKeyColumn& c, std::size_t rows, bool nan_missing, u64* scratch, cudaStream_t stream) {
   const u64 init[3] = {~u64{0}, 0, 0};
   TANDEM_CUDA(cudaMemcpyAsync(scratch, init, sizeof init, cudaMemcpyHostToDevice, stream));
   with_type(c, [&](auto* v) {
@@ -154,7 +153,7 @@ DeviceRowOrder device_row_order(std::span<const DeviceKeyColumn> keys, std::span
       key_b(passes.empty() ? 0 : (wide ? rows : (rows + 1) / 2));
   for (const auto& p : passes) {
     const GpuKeyFacts& f = facts[p.key];
-    const PassArgs args{p.nulls_only, p.null_bit,  f.descending, nulls == NullOrder::first,
+    const PassArgs args{p.nulls_only, p.null_bit,   f.descending, nulls == NullOrder::first,
                         nan_missing,  p.value_bits, f.min,        f.max};
     if (p.wide()) {
       run_pass(keys[p.key], args, rows, order, key_a.data(), key_b.data(), stream);

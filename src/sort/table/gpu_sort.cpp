@@ -77,8 +77,10 @@ std::optional<std::vector<std::size_t>> gpu_row_order(const Table& table, const 
     for (std::size_t k = 0; k < layout.fields.size(); ++k) {
       const Column& c = table.columns()[layout.fields[k].column];
       if (!upload_key(c, uploaded[k], stream)) {
-        report.note(fmt::format("table sort: column '{}' has too many rows to rank its strings on the GPU; sorted on "
-                                "the CPU", c.name));
+        report.note(
+            fmt::format("table sort: column '{}' has too many rows to rank its strings on the GPU; sorted on "
+                        "the CPU",
+                        c.name));
         return std::nullopt;
       }
       keys.push_back({c.type, uploaded[k].values.data(),
