@@ -2,6 +2,7 @@
 // carried, the leading-zero and quote rules, every SIMD level's masks and prefix XOR against
 // plain C++, and the fast chunk walk against the scalar one on random CSVs with quotes, doubled
 // quotes, CRLF, quoted line breaks and literal quotes.
+#include <algorithm>
 #include <random>
 #include <sstream>
 #include <string>
@@ -223,4 +224,41 @@ TEST(CsvDelimiter, QuotesOpenOnlyAtAFieldStart) {
   ASSERT_EQ(t.num_columns(), 3u);
   EXPECT_EQ(t.column(0).name, "size\"");
   EXPECT_EQ(t.column(1).string(0), "disk, big");
+}
+
+// A file cut into byte ranges at random places (inside quoted fields, between the quotes of a
+// doubled pair, on literal quotes): composing the ranges' transitions from `outside` gives each
+// range's start state, and the first record start found from it is the one a walk of the whole
+// file finds after the cut.
+TEST(CsvSplitRanges, TransitionsFindTheRecordStartsOfOneWalk) {
+  std::mt19937_64 rng(4343);
+  const char* fields[] = {"ab", "a\"b", "37\"N", "\"x,\"\"y\"\"\nz\"", "", "\"\"", "\"a\nb\"", "\"\"\"\"", "x\"\"y"};
+  for (int round = 0; round < 300; ++round) {
+    std::string text;
+    const int records = 1 + static_cast<int>(rng() % 12);
+    for (int r = 0; r < records; ++r) {
+      for (int f = 0; f < 3; ++f) text += std::string(f ? "," : "") + fields[rng() % std::size(fields)];
+      text += "\n";
+    }
+    std::vector<std::size_t> starts;  // just after each line feed outside quotes, one walk
+    tandem::csv::walk_outside_quotes(text.data(), text.data() + text.size(), ',', [&](const char* p, const char* q) {
+      for (const char* x = p; x < q; ++x)
+        if (*x == '\n') starts.push_back(static_cast<std::size_t>(x - text.data()) + 1);
+      return true;
+    });
+    std::vector<std::size_t> cuts = {0};
+    for (int c = 0; c < 4; ++c) cuts.push_back(rng() % (text.size() + 1));
+    cuts.push_back(text.size());
+    std::sort(cuts.begin(), cuts.end());
+    auto state = tandem::CsvQuoteState::outside;
+    for (std::size_t i = 0; i + 1 < cuts.size(); ++i) {
+      const std::string_view range(text.data() + cuts[i], cuts[i + 1] - cuts[i]);
+      const char before = cuts[i] == 0 ? '\n' : text[cuts[i] - 1];
+      const auto it = std::lower_bound(starts.begin(), starts.end(), cuts[i] + 1);
+      const std::size_t want = it != starts.end() && *it <= cuts[i + 1] ? *it - cuts[i] : range.size() + 1;
+      ASSERT_EQ(tandem::csv_first_record_start(range, before, ',', state), want)
+          << "round " << round << " range " << i << " of " << testing::PrintToString(text);
+      state = tandem::csv_quote_transitions(range, before, ',')[static_cast<std::size_t>(state)];
+    }
+  }
 }

@@ -1,12 +1,14 @@
 #include "distributed.hpp"
 
 #include <algorithm>
+#include <array>
 #include <filesystem>
 #include <memory>
 
 #include <fmt/format.h>
 
 #include "tandem/core/error.hpp"
+#include "tandem/table/csv.hpp"
 
 namespace tandem::cli {
 
@@ -99,35 +101,43 @@ io::CharBuffer read_rank_text(const dist::Context& ctx, const std::string& path)
 
 namespace {
 
-// This rank's part of a shared CSV file: equal byte ranges; the quote state at each range's start
-// comes from the parity of the quotes before it (RFC 4180 doubles quotes inside fields, so parity
-// is exact); each rank's part starts after the first line break outside quotes in its range. The
-// text is the header and the part; `lines_skipped` the file's lines between them (for messages).
+// This rank's part of a shared CSV file: equal byte ranges; each range's quote state at its start
+// comes from the ranges before it (csv_quote_transitions, gathered from every rank and applied in
+// order: literal quotes inside unquoted fields keep it exact), and each rank's part starts after
+// the first line break outside quotes in its range. The text is the header and the part;
+// `lines_skipped` the file's lines between them (for messages).
 struct SharedPart {
   io::CharBuffer text;
   std::size_t lines_skipped{0};
 };
 
-SharedPart read_shared_part(const dist::Context& ctx, const std::string& path) {
+SharedPart read_shared_part(const dist::Context& ctx, const std::string& path, char delimiter) {
   std::uint64_t size = 0;
   ctx.run_agreed([&] { size = io::file_size(path); });
   const int p = ctx.size(), r = ctx.rank();
   const std::uint64_t lo = size / std::uint64_t(p) * std::uint64_t(r);
   const std::uint64_t hi = r + 1 == p ? size : size / std::uint64_t(p) * std::uint64_t(r + 1);
-  io::CharBuffer range;
-  ctx.run_agreed([&] { range = io::read_bytes_range(path, lo, hi); });
-  int quotes = int(std::count(range.begin(), range.end(), '"') & 1), before = 0;
-  MPI_Exscan(&quotes, &before, 1, MPI_INT, MPI_BXOR, ctx.comm());
-  if (r == 0) before = 0;
-  bool inside = before != 0;
-  std::uint64_t first_row = size;  // just after the first line break outside quotes in the range
-  for (std::size_t i = 0; i < range.size(); ++i) {
-    if (range[i] == '"') inside = !inside;
-    else if (range[i] == '\n' && !inside) {
-      first_row = lo + i + 1;
-      break;
-    }
+  io::CharBuffer read;  // the byte before the range too: it says whether a quote there opens a field
+  ctx.run_agreed([&] { read = io::read_bytes_range(path, lo > 0 ? lo - 1 : 0, hi); });
+  const std::string_view range(read.data() + (lo > 0 ? 1 : 0), hi - lo);
+  const char before = lo > 0 ? read[0] : '\n';
+  // A byte-order mark at the file's start is no part of the first field.
+  const std::size_t bom = lo == 0 && range.starts_with("\xEF\xBB\xBF") ? 3 : 0;
+  const std::string_view body = range.substr(bom);
+  if (delimiter == 0) {  // rank 0's range starts with the header
+    if (r == 0) delimiter = detect_csv_delimiter(body);
+    MPI_Bcast(&delimiter, 1, MPI_CHAR, 0, ctx.comm());
   }
+  const auto mine = csv_quote_transitions(body, before, delimiter);
+  std::array<std::uint8_t, 3> sent{};
+  for (std::size_t s = 0; s < 3; ++s) sent[s] = static_cast<std::uint8_t>(mine[s]);
+  std::vector<std::uint8_t> all(3 * static_cast<std::size_t>(p));
+  MPI_Allgather(sent.data(), 3, MPI_UINT8_T, all.data(), 3, MPI_UINT8_T, ctx.comm());
+  std::uint8_t start = static_cast<std::uint8_t>(CsvQuoteState::outside);
+  for (int q = 0; q < r; ++q) start = all[3 * static_cast<std::size_t>(q) + start];
+  const std::size_t at = bom + csv_first_record_start(body, before, delimiter, static_cast<CsvQuoteState>(start));
+  // just after the first line break outside quotes in the range
+  const std::uint64_t first_row = at <= range.size() ? lo + at : size;
   std::vector<std::uint64_t> firsts(static_cast<std::size_t>(p));
   MPI_Allgather(&first_row, 1, MPI_UINT64_T, firsts.data(), 1, MPI_UINT64_T, ctx.comm());
   const std::uint64_t header_end = *std::min_element(firsts.begin(), firsts.end());
@@ -223,7 +233,7 @@ Table read_rank_csv(const dist::Context& ctx, const std::string& path, const Csv
   if (has_rank_placeholder(path)) {
     ctx.run_agreed([&] { text = io::read_bytes(source, options.threads); });
   } else {
-    SharedPart part = read_shared_part(ctx, path);
+    SharedPart part = read_shared_part(ctx, path, options.delimiter);
     text = std::move(part.text);
     mine.lines_skipped = part.lines_skipped;
   }

@@ -21,7 +21,9 @@
 // integer column, unterminated quotes, a byte after a closing quote, empty or repeated header
 // names).
 #pragma once
+#include <array>
 #include <cstddef>
+#include <cstdint>
 #include <iosfwd>
 #include <string>
 #include <string_view>
@@ -71,5 +73,25 @@ Table read_csv_text(std::string_view text, const CsvOptions& options = {}, std::
 void write_csv(std::ostream& out, const Table& table, char delimiter = ',');
 // The rows alone, as write_csv writes them (no header): a table written in batches.
 void write_csv_rows(std::ostream& out, const Table& table, char delimiter = ',');
+
+// Splitting one CSV file between processes that each read a byte range: where quoted fields
+// stand at the end of a range for each state at its start, under the readers' dialect (a quote
+// opens a field only at a field's start, "" inside one is a quote, a quote elsewhere a literal
+// byte). A range's real start state is then its predecessors' transitions applied in order from
+// `outside` at the file's start; no quote parity, which a literal quote would break.
+enum class CsvQuoteState : std::uint8_t {
+  outside,
+  inside,
+  closing  // inside, and the range ended on a quote: a quote next doubles it, anything else closes
+};
+// ',' or '\t', as the readers pick a delimiter that is not given: the one the first record of
+// `text` has more of outside quoted fields.
+char detect_csv_delimiter(std::string_view text);
+// The end state for each start state (indexed by the start's value). `before`: the byte before
+// the range ('\n' at the file's start), which says whether a quote at its first byte opens a field.
+std::array<CsvQuoteState, 3> csv_quote_transitions(std::string_view range, char before, char delimiter);
+// The offset just after the first line feed outside quotes in `range` when it starts in `start`;
+// range.size() + 1 when it has none.
+std::size_t csv_first_record_start(std::string_view range, char before, char delimiter, CsvQuoteState start);
 
 }  // namespace tandem
