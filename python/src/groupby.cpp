@@ -42,14 +42,14 @@ py::tuple groupby_tables(const py::sequence& columns, const std::vector<std::str
   return py::make_tuple(table_to_python(r.table), std::move(r.report));
 }
 
-// tandem::groupby_csv: the file streamed, only the named columns read (device gpu: read into GPU
-// memory, parsed and grouped there).
+// tandem::groupby_csv: the file streamed, only the named columns read (device gpu, or auto where
+// the GPU is estimated faster: read into GPU memory, parsed and grouped there).
 py::tuple groupby_csv_file(const std::string& path, const std::vector<std::string>& by, const py::handle& aggs,
                            std::string_view device, int threads) {
   GroupBySpec spec{.by = by, .aggs = aggregations(aggs)};
   GroupByCsvOptions o;
   o.csv.threads = threads;
-  o.device = device_arg(device) == Device::gpu ? Device::gpu : Device::cpu;
+  o.device = device_arg(device);
   GroupByResult r = without_gil([&] { return groupby_csv(path, spec, o); });
   return py::make_tuple(table_to_python(r.table), std::move(r.report));
 }

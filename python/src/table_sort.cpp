@@ -3,6 +3,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -14,7 +15,7 @@ namespace tandem::python {
 namespace {
 
 py::tuple sort_rows(const py::sequence& columns, const std::vector<std::pair<std::string, bool>>& keys,
-                    bool nulls_first, std::optional<std::size_t> limit, int threads) {
+                    bool nulls_first, std::optional<std::size_t> limit, int threads, std::string_view device) {
   const Table table = table_from_python(columns);
   SortSpec spec;
   for (const auto& [name, descending] : keys)
@@ -23,6 +24,7 @@ py::tuple sort_rows(const py::sequence& columns, const std::vector<std::pair<std
   spec.limit = limit;
   TableSortOptions o;
   o.threads = threads;
+  o.device = device_arg(device);
   auto r = [&] {
     py::gil_scoped_release unlocked;
     return argsort(table, spec, o);
@@ -37,8 +39,9 @@ py::tuple sort_rows(const py::sequence& columns, const std::vector<std::pair<std
 
 void bind_table_sort(py::module_& m) {
   m.def("_sort_rows", &sort_rows, py::arg("columns"), py::arg("keys"), py::arg("nulls_first"), py::arg("limit"),
-        py::arg("threads"),
-        "tandem::argsort of columns (table.hpp's tuples) by (name, descending) keys: (row order as int64, Report).");
+        py::arg("threads"), py::arg("device") = "cpu",
+        "tandem::argsort of columns (table.hpp's tuples) by (name, descending) keys: (row order as int64, Report); "
+        "device: where the order is found (auto, cpu or gpu).");
 }
 
 }  // namespace tandem::python

@@ -28,7 +28,7 @@ def _ascending_list(ascending, keys):
 
 
 def sort_values(df, by, *, ascending=True, na_position="last", kind="stable", ignore_index=False, limit=None,
-                threads=None, explain=False):
+                threads=None, explain=False, device="auto"):
     """pandas' df.sort_values(by, ascending=..., na_position=..., kind="stable"), sorted by tandem.
 
     df: a pandas DataFrame; by: a column name or a list of them; ascending: a bool or one per key;
@@ -38,7 +38,9 @@ def sort_values(df, by, *, ascending=True, na_position="last", kind="stable", ig
     categories' order. The sort is always stable (kind is accepted for pandas' signature; every kind
     gives the stable answer). Returns a DataFrame with every column and the index labels in the new
     order (ignore_index=True: a fresh 0..n-1 index); limit=k keeps only the first k rows (the rest
-    is not sorted). explain=True returns (DataFrame, tandem.Report)."""
+    is not sorted). device: where the row order is found: "cpu", "gpu" (the key columns copied to
+    the GPU, strings ranked there; tandem.NoDeviceError without one) or "auto" (the GPU for 2**22
+    rows or more where one is present). explain=True returns (DataFrame, tandem.Report)."""
     pd = _pandas()
     if pd is None or not isinstance(df, pd.DataFrame):
         raise TypeError(f"sort_values: expected a pandas DataFrame, got {type(df).__name__}")
@@ -59,7 +61,7 @@ def sort_values(df, by, *, ascending=True, na_position="last", kind="stable", ig
         columns.append(_key_column(f"key{i}", df[name], pd))  # positional names: any label, repeats too
     rows, report = _tandem._sort_rows(columns, [(f"key{i}", not a) for i, a in enumerate(asc)],
                                       na_position == "first", None if limit is None else int(limit),
-                                      threads_arg(threads))
+                                      threads_arg(threads), device)
     result = df.take(rows)
     if ignore_index:
         result = result.reset_index(drop=True)

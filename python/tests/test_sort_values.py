@@ -80,3 +80,28 @@ def test_bad_arguments():
         tandem.sort_values(df, ["a"], ascending=[True, False])
     with pytest.raises(TypeError):
         tandem.sort_values({"a": [1]}, "a")
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_every_device_gives_pandas_order(seed):
+    """device="cpu" and "auto" everywhere, "gpu" where a GPU is: the same rows as pandas."""
+    rng = np.random.default_rng(100 + seed)
+    n = int(rng.integers(0, 3000))
+    df = pd.DataFrame({"s": random_column(rng, "str", n), "f": random_column(rng, "f64", n),
+                       "i": random_column(rng, "Int64", n), "payload": np.arange(n)})
+    want = df.sort_values(["s", "f", "i"], ascending=[True, False, True], kind="stable")
+    devices = ["cpu", "auto"] + (["gpu"] if tandem.info()["gpus"] else [])
+    for device in devices:
+        got = tandem.sort_values(df, by=["s", "f", "i"], ascending=[True, False, True], device=device)
+        pd.testing.assert_frame_equal(got, want)
+
+
+def test_device_errors():
+    df = pd.DataFrame({"k": [3, 1, 2]})
+    with pytest.raises(ValueError, match="hybrid"):
+        tandem.sort_values(df, by="k", device="hybrid")
+    with pytest.raises(ValueError, match="tpu"):
+        tandem.sort_values(df, by="k", device="tpu")
+    if not tandem.info()["gpus"]:
+        with pytest.raises(tandem.NoDeviceError):
+            tandem.sort_values(df, by="k", device="gpu")
