@@ -1,6 +1,7 @@
 // tandem::sort_csv: a CSV file sorted in memory when it fits the limit, else by sorted runs in a
 // temporary file and a merge (run_file.hpp, run_merge.hpp).
 #include <algorithm>
+#include <optional>
 #include <ostream>
 
 #include <fmt/format.h>
@@ -67,22 +68,31 @@ CsvSortResult sort_in_memory(const std::string& path, const SortSpec& spec, std:
   return r;
 }
 
-// Reads the pieces, writes each in its sorted order as a run; returns the columns (no rows).
-Table form_runs(const std::string& path, const SortSpec& spec, const CsvSortOptions& options, std::size_t limit,
-                std::uint64_t file_bytes, detail::RunFile& runs, CsvSortResult& r) {
+// The runs' columns (no rows) and the key layout joined over every run.
+struct RunShape {
+  Table like;
+  std::optional<detail::KeyLayout> layout;
+};
+
+// Reads the pieces, writes each in its sorted order as a run.
+RunShape form_runs(const std::string& path, const SortSpec& spec, const CsvSortOptions& options, std::size_t limit,
+                   std::uint64_t file_bytes, detail::RunFile& runs, CsvSortResult& r) {
   const std::size_t piece_bytes = std::max<std::size_t>(limit / kPieceDivisor, 1);
   const std::size_t expected_runs = static_cast<std::size_t>(file_bytes / piece_bytes) + 1;
   const std::size_t block_bytes = std::max(limit / kMergeDivisor / expected_runs, kMinBlockBytes);
   csv::PieceReader reader(path, options.csv, piece_bytes);
-  Table like;
+  RunShape shape;
   double read_s = 0, sort_s = 0, write_s = 0;
   for (bool restarted = false;;) {
     Stopwatch sw;
     auto piece = reader.next(restarted);
     read_s += sw.seconds();
-    if (restarted) runs.clear(), r.rows_read = 0;
+    if (restarted) runs.clear(), r.rows_read = 0, shape.layout.reset();
     if (!piece) break;
-    like = empty_like(*piece);
+    shape.like = empty_like(*piece);
+    const auto layout = detail::plan_key_layout(*piece, spec, options.sort);
+    if (shape.layout) detail::join_layout(*shape.layout, layout);
+    else shape.layout = layout;
     r.rows_read += piece->rows();
     sw.reset();
     const auto order = argsort(*piece, spec, options.sort).rows;
@@ -103,7 +113,7 @@ Table form_runs(const std::string& path, const SortSpec& spec, const CsvSortOpti
   r.report.add("write runs", "cpu", write_s,
                fmt::format("{} to {}/ (blocks of about {})", human_bytes(runs.bytes_written()), runs.folder(),
                            human_bytes(block_bytes)));
-  return like;
+  return shape;
 }
 
 CsvSortResult sort_by_runs(const std::string& path, const SortSpec& spec, std::ostream& out,
@@ -111,14 +121,17 @@ CsvSortResult sort_by_runs(const std::string& path, const SortSpec& spec, std::o
   CsvSortResult r;
   r.report.operation = "sort";
   detail::RunFile runs(detail::temp_parent(options.temp_dir));
-  const Table like = form_runs(path, spec, options, limit, file_bytes, runs, r);
+  RunShape shape = form_runs(path, spec, options, limit, file_bytes, runs, r);
+  const Table& like = shape.like;
+  if (!shape.layout) shape.layout = detail::plan_key_layout(like, spec, options.sort);
   Stopwatch sw;
-  const detail::RowComparator cmp(like, spec, options.sort);
+  const detail::RowComparator cmp(std::move(*shape.layout));
   write_csv(out, like);  // the header
   r.rows_written = detail::merge_runs(runs, like, cmp, spec.limit, kBatchRows,
                                       [&](const Table& batch) { write_csv_rows(out, batch); });
   r.report.add("merge runs", "cpu", sw.seconds(),
-               fmt::format("{} runs into {} rows (CSV, batches of {} rows)", r.runs, r.rows_written, kBatchRows));
+               fmt::format("{} runs into {} rows (CSV, batches of {} rows); {}", r.runs, r.rows_written, kBatchRows,
+                           describe(cmp.layout(), like)));
   r.report.note(
       fmt::format("sorted by runs: the {} file needs about {}x its size in memory, over the limit {}; {} runs, merged, "
                   "temporary files removed",
