@@ -128,7 +128,7 @@ class LoserTree {
 
 std::size_t merge_runs(const RunFile& runs, const Table& like, const RowComparator& cmp,
                        std::optional<std::size_t> limit, std::size_t batch_rows,
-                       const std::function<void(const Table&)>& emit) {
+                       const std::function<void(Table&&)>& emit) {
   std::vector<Cursor> cursors;
   auto load = [&](Cursor& c) {  // the run's first block with rows from c.block on, or done
     for (; c.block < runs.blocks(c.run); ++c.block) {

@@ -53,6 +53,6 @@ Table gather_from_tables(std::span<const Table* const> tables, std::span<const R
 // stops after `limit` rows when given. Returns the rows emitted.
 std::size_t merge_runs(const RunFile& runs, const Table& like, const RowComparator& cmp,
                        std::optional<std::size_t> limit, std::size_t batch_rows,
-                       const std::function<void(const Table&)>& emit);
+                       const std::function<void(Table&&)>& emit);
 
 }  // namespace tandem::detail

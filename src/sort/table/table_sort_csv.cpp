@@ -1,8 +1,12 @@
 // tandem::sort_csv: a CSV file sorted in memory when it fits the limit, else by sorted runs in a
 // temporary file and a merge (run_file.hpp, run_merge.hpp).
 #include <algorithm>
+#include <condition_variable>
+#include <exception>
+#include <mutex>
 #include <optional>
 #include <ostream>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -98,8 +102,10 @@ RunShape form_runs(const std::string& path, const SortSpec& spec, const CsvSortO
     const auto order = argsort(*piece, spec, options.sort).rows;
     sort_s += sw.seconds();
     sw.reset();
+    // A block read back holds its image (at most the table's bytes), its widened columns and
+    // its normalised keys.
     const std::size_t row_bytes =
-        std::max<std::size_t>(table_bytes(*piece) / std::max<std::size_t>(piece->rows(), 1), 1);
+        2 * std::max<std::size_t>(table_bytes(*piece) / std::max<std::size_t>(piece->rows(), 1), 1) + 8 * layout.words;
     runs.add_run(*piece, order, block_bytes / row_bytes, threads_of(options));
     write_s += sw.seconds();
   }
@@ -116,6 +122,66 @@ RunShape form_runs(const std::string& path, const SortSpec& spec, const CsvSortO
   return shape;
 }
 
+// Writes the merge's batches as CSV on a thread of its own while the merge makes the next one;
+// at most one batch waits. A failed write is thrown to the merge at its next push, or by finish.
+class BatchWriter {
+ public:
+  explicit BatchWriter(std::ostream& out) : out_(out), thread_([this] { loop(); }) {}
+  ~BatchWriter() { close(); }
+  BatchWriter(const BatchWriter&) = delete;
+  BatchWriter& operator=(const BatchWriter&) = delete;
+
+  void push(Table batch) {
+    std::unique_lock lock(mutex_);
+    changed_.wait(lock, [&] { return !waiting_ || error_; });
+    if (error_) std::rethrow_exception(error_);
+    waiting_ = std::move(batch);
+    changed_.notify_all();
+  }
+  void finish() {
+    close();
+    if (error_) std::rethrow_exception(error_);
+  }
+
+ private:
+  void close() {
+    {
+      std::lock_guard lock(mutex_);
+      closed_ = true;
+    }
+    changed_.notify_all();
+    if (thread_.joinable()) thread_.join();
+  }
+  void loop() {
+    for (;;) {
+      Table batch;
+      {
+        std::unique_lock lock(mutex_);
+        changed_.wait(lock, [&] { return waiting_ || closed_; });
+        if (!waiting_) return;
+        batch = std::move(*waiting_);
+        waiting_.reset();
+      }
+      changed_.notify_all();
+      try {
+        write_csv_rows(out_, batch);
+      } catch (...) {
+        std::lock_guard lock(mutex_);
+        error_ = std::current_exception();
+        changed_.notify_all();
+        return;
+      }
+    }
+  }
+  std::ostream& out_;
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::optional<Table> waiting_;
+  bool closed_{false};
+  std::exception_ptr error_;
+  std::thread thread_;  // last: starts after the members it uses
+};
+
 CsvSortResult sort_by_runs(const std::string& path, const SortSpec& spec, std::ostream& out,
                            const CsvSortOptions& options, std::size_t limit, std::uint64_t file_bytes) {
   CsvSortResult r;
@@ -127,11 +193,13 @@ CsvSortResult sort_by_runs(const std::string& path, const SortSpec& spec, std::o
   Stopwatch sw;
   const detail::RowComparator cmp(std::move(*shape.layout));
   write_csv(out, like);  // the header
+  BatchWriter writer(out);
   r.rows_written = detail::merge_runs(runs, like, cmp, spec.limit, kBatchRows,
-                                      [&](const Table& batch) { write_csv_rows(out, batch); });
+                                      [&](Table&& batch) { writer.push(std::move(batch)); });
+  writer.finish();
   r.report.add("merge runs", "cpu", sw.seconds(),
-               fmt::format("{} runs into {} rows (CSV, batches of {} rows); {}", r.runs, r.rows_written, kBatchRows,
-                           describe(cmp.layout(), like)));
+               fmt::format("{} runs into {} rows (CSV, batches of {} rows written while the next merge); {}", r.runs,
+                           r.rows_written, kBatchRows, describe(cmp.layout(), like)));
   r.report.note(
       fmt::format("sorted by runs: the {} file needs about {}x its size in memory, over the limit {}; {} runs, merged, "
                   "temporary files removed",
