@@ -82,10 +82,11 @@ ArgsortResult argsort(const Table& table, const SortSpec& spec, const TableSortO
 // sorted copy) is read whole and sorted as tandem::sort does. A larger one is sorted by runs: it
 // is read in pieces of a sixth of the limit (their tables take about a third), each piece's row
 // order is found as tandem::sort finds it and the piece written in that order as a run to a
-// temporary file, and the runs are merged (a heap of the runs' current rows, each run read back
-// a block at a time, ties to the earlier run: stable), rows written out in batches. The output is
-// the in-memory sort's, byte for byte; with `limit`, each run keeps its first k rows and the
-// merge stops after k. The temporary folder is removed on every path, errors included.
+// temporary file, and the runs are merged (a tournament tree of the runs' current rows compared
+// by their normalised keys, each run read back a block at a time, ties to the earlier run:
+// stable), rows written out in batches. The output is the in-memory sort's, byte for byte; with
+// `limit`, each run keeps its first k rows and the merge stops after k. The temporary folder is
+// removed on every path, errors included.
 struct CsvSortOptions {
   CsvOptions csv{};             // delimiter, schema, threads of the reader
   TableSortOptions sort{};      // threads of the sort, NaN handling, string prefix

@@ -18,7 +18,7 @@ except ImportError as e:  # pragma: no cover - a source checkout without the com
 
 from ._arrow import Table
 from ._sort import argsort, sort, sort_by_key
-from ._table_sort import sort_values
+from ._table_sort import sort_csv, sort_values
 from ._tables import DeviceTable, generate_groupby, groupby, read_csv
 from ._text import topk, wordcount
 from .errors import CudaError, Error, InputError, NoDeviceError, OutOfMemoryError, UsageError
@@ -56,6 +56,6 @@ def info_text():
     return _tandem._describe()
 
 
-__all__ = ["sort", "argsort", "sort_by_key", "sort_values", "groupby", "DeviceTable", "generate_groupby", "read_csv", "wordcount", "topk", "info", "info_text",
+__all__ = ["sort", "argsort", "sort_by_key", "sort_values", "sort_csv", "groupby", "DeviceTable", "generate_groupby", "read_csv", "wordcount", "topk", "info", "info_text",
            "cached_memory", "release_memory", "Table",
            "Report", "Stage", "Error", "UsageError", "InputError", "NoDeviceError", "CudaError", "OutOfMemoryError"]

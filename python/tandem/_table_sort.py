@@ -1,4 +1,8 @@
-"""tandem.sort_values: pandas' DataFrame.sort_values by several keys, with tandem's table sort."""
+"""tandem.sort_values: pandas' DataFrame.sort_values by several keys, with tandem's table sort;
+tandem.sort_csv: the same order for a CSV file, file to file within a memory limit."""
+import os
+from collections.abc import Mapping
+
 import numpy as np
 
 from . import _tandem
@@ -66,3 +70,55 @@ def sort_values(df, by, *, ascending=True, na_position="last", kind="stable", ig
     if ignore_index:
         result = result.reset_index(drop=True)
     return with_report(result, report, explain)
+
+
+def _memory_limit_arg(memory_limit):
+    """Bytes from an integer or a size such as "200M" or "2G" (K, M, G, T: powers of 1024)."""
+    if memory_limit is None:
+        return 0
+    if isinstance(memory_limit, str):
+        text = memory_limit.strip().upper().removesuffix("B")
+        scale = 1
+        if text and text[-1] in "KMGT":
+            scale = 1024 ** ("KMGT".index(text[-1]) + 1)
+            text = text[:-1]
+        try:
+            value = float(text) * scale
+        except ValueError:
+            raise ValueError(f"sort_csv: memory_limit must be bytes or a size such as '200M', got {memory_limit!r}")
+        memory_limit = int(value)
+    if isinstance(memory_limit, bool) or not isinstance(memory_limit, (int, np.integer)) or memory_limit <= 0:
+        raise ValueError(f"sort_csv: memory_limit must be a positive number of bytes or None, got {memory_limit!r}")
+    return int(memory_limit)
+
+
+def sort_csv(path, by, *, out, ascending=True, na_position="last", limit=None, memory_limit=None, temp_dir=None,
+             schema=None, delimiter=None, threads=None, explain=False):
+    """Sorts a CSV file into another, file to file, as sort_values sorts the DataFrame that
+    pandas.read_csv gives for it (stable; empty fields and NaN are missing and go to na_position in
+    either direction; strings by code point), within a memory limit.
+
+    by: a column name or a list of them; ascending: a bool or one per key; out: the sorted file's
+    path (written under a temporary name and renamed when done: a failure leaves no output);
+    memory_limit: bytes, or a size such as "200M" (default: half the available memory). A file that
+    fits is sorted in memory; a larger one in sorted runs under temp_dir (default $TMPDIR, else /tmp)
+    that are merged and removed. schema and delimiter as tandem.read_csv takes them; limit=k writes
+    only the first k rows. Returns the number of rows written ((rows, tandem.Report) with
+    explain=True). A key column the file lacks raises tandem.UsageError (a ValueError) naming it."""
+    by = [by] if isinstance(by, str) else list(by)
+    if not by:
+        raise ValueError("sort_csv: by names no column")
+    if not all(isinstance(name, str) for name in by):
+        raise ValueError(f"sort_csv: by must name columns by strings, got {by!r}")
+    asc = _ascending_list(ascending, len(by))
+    if na_position not in ("last", "first"):
+        raise ValueError(f"sort_csv: na_position must be 'last' or 'first', got {na_position!r}")
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, (int, np.integer)) or limit < 0):
+        raise ValueError(f"sort_csv: limit must be a non-negative integer or None, got {limit!r}")
+    if isinstance(schema, Mapping):
+        schema = ",".join(f"{name}:{kind}" for name, kind in schema.items())
+    rows, _, _, report = _tandem._sort_csv(
+        os.fspath(path), os.fspath(out), [(name, not a) for name, a in zip(by, asc)], na_position == "first",
+        None if limit is None else int(limit), _memory_limit_arg(memory_limit),
+        "" if temp_dir is None else os.fspath(temp_dir), schema or "", delimiter or "", threads_arg(threads))
+    return with_report(rows, report, explain)

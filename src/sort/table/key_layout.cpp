@@ -58,19 +58,40 @@ KeyLayout plan_key_layout(const Table& table, const SortSpec& spec, const TableS
     f.descending = key.order == SortOrder::descending;
     f.nan_missing = options.nan_is_missing && is_floating(c.type);
     f.null_byte = c.missing_count() > 0 || (f.nan_missing && float_column_has_nan(c));
-    f.offset = l.bytes;
     if (c.type == ColumnType::str) plan_string_field(c, options.string_prefix, f);
     else f.width = value_width(c.type);
+    l.fields.push_back(f);
+  }
+  place_fields(l);
+  return l;
+}
+
+void place_fields(KeyLayout& l) {
+  l.bytes = 0;
+  l.first_tie_break = -1;
+  for (std::size_t i = 0; i < l.fields.size(); ++i) {
+    KeyField& f = l.fields[i];
+    f.offset = l.bytes;
     l.bytes += (f.null_byte ? 1 : 0) + f.width;
     if (f.tie_break && l.first_tie_break < 0) {
-      l.first_tie_break = static_cast<int>(l.fields.size());
+      l.first_tie_break = static_cast<int>(i);
       l.exact_bytes = l.bytes;
     }
-    l.fields.push_back(f);
   }
   l.words = std::max<std::size_t>(1, (l.bytes + 7) / 8);
   if (l.first_tie_break < 0) l.exact_bytes = l.bytes;
-  return l;
+}
+
+void join_layout(KeyLayout& into, const KeyLayout& other) {
+  if (into.fields.size() != other.fields.size()) throw std::logic_error("join_layout: layouts of other keys");
+  for (std::size_t i = 0; i < into.fields.size(); ++i) {
+    KeyField& f = into.fields[i];
+    const KeyField& g = other.fields[i];
+    f.null_byte = f.null_byte || g.null_byte;
+    f.width = std::max(f.width, g.width);
+    f.tie_break = f.tie_break || g.tie_break;
+  }
+  place_fields(into);
 }
 
 std::string describe(const KeyLayout& l, const Table& table) {
@@ -285,15 +306,7 @@ int compare_rows_from(const Table& table, const KeyLayout& l, std::size_t from, 
 }
 
 int compare_key_bytes(const KeyWords& keys, std::size_t bytes, std::size_t a, std::size_t b) {
-  const std::size_t full = bytes / 8, rest = bytes % 8;
-  for (std::size_t w = 0; w < full; ++w) {
-    const std::uint64_t x = keys.at(w, a), y = keys.at(w, b);
-    if (x != y) return x < y ? -1 : 1;
-  }
-  if (rest == 0) return 0;
-  const std::uint64_t mask = ~std::uint64_t{0} << (8 * (8 - rest));  // the word's first `rest` bytes
-  const std::uint64_t x = keys.at(full, a) & mask, y = keys.at(full, b) & mask;
-  return x < y ? -1 : x > y ? 1 : 0;
+  return compare_key_bytes(keys, a, keys, b, bytes);
 }
 
 }  // namespace tandem::detail

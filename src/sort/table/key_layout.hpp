@@ -54,6 +54,15 @@ struct KeyLayout {
 // UsageError naming the key when a column is absent or named twice, or there is no key.
 KeyLayout plan_key_layout(const Table& table, const SortSpec& spec, const TableSortOptions& options);
 
+// Sets the fields' offsets and the layout's bytes, words, first_tie_break and exact_bytes from
+// the fields' null bytes, widths and tie-breaks.
+void place_fields(KeyLayout& layout);
+
+// Widens `into` to encode the keys of other's table too (the same spec on a table with the same
+// columns: a piece of one file): per field the wider prefix, a null byte and a tie-break where
+// either needs one. Keys encoded with the joined layout compare across the tables by their bytes.
+void join_layout(KeyLayout& into, const KeyLayout& other);
+
 // One line per field: "id3 str prefix 12, tie-break", for the Report.
 std::string describe(const KeyLayout& layout, const Table& table);
 
@@ -89,6 +98,18 @@ int compare_rows_from(const Table& table, const KeyLayout& layout, std::size_t f
 
 // Compares the encoded keys of rows a and b over their first `bytes` bytes.
 int compare_key_bytes(const KeyWords& keys, std::size_t bytes, std::size_t a, std::size_t b);
+// The same for row a of ka and row b of kb (keys of two tables encoded with one layout).
+inline int compare_key_bytes(const KeyWords& ka, std::size_t a, const KeyWords& kb, std::size_t b, std::size_t bytes) {
+  const std::size_t full = bytes / 8, rest = bytes % 8;
+  for (std::size_t w = 0; w < full; ++w) {
+    const std::uint64_t x = ka.at(w, a), y = kb.at(w, b);
+    if (x != y) return x < y ? -1 : 1;
+  }
+  if (rest == 0) return 0;
+  const std::uint64_t mask = ~std::uint64_t{0} << (8 * (8 - rest));  // the word's first `rest` bytes
+  const std::uint64_t x = ka.at(full, a) & mask, y = kb.at(full, b) & mask;
+  return x < y ? -1 : x > y ? 1 : 0;
+}
 
 // The full key order of rows a and b: the encoded bytes, then the tie-break (0 when equal).
 inline int compare_keys(const Table& table, const KeyLayout& layout, const KeyWords& keys, std::size_t a,

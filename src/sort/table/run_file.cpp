@@ -11,7 +11,7 @@
 
 #include <fmt/format.h>
 
-#include "table/table_wire.hpp"
+#include "run_block.hpp"
 #include "tandem/core/error.hpp"
 #include "tandem/core/io.hpp"
 
@@ -48,6 +48,7 @@ RunFile::~RunFile() {
 
 void RunFile::add_run(const Table& t, std::span<const std::size_t> rows, std::size_t block_rows, int threads) {
   block_rows = std::max<std::size_t>(block_rows, 1);
+  const auto codings = plan_codings(t, threads);
   std::vector<Block> blocks;
   // A few blocks' images at a time: the writing costs no more memory than a few blocks.
   constexpr std::size_t kBlocksPerWrite = 4;
@@ -56,7 +57,7 @@ void RunFile::add_run(const Table& t, std::span<const std::size_t> rows, std::si
     std::vector<std::size_t> starts;
     for (std::size_t s = first; s < last; s += block_rows) starts.push_back(s - first);
     starts.push_back(last - first);
-    const auto images = write_table_images(t, rows.subspan(first, last - first), starts, threads);
+    const auto images = encode_blocks(t, codings, rows.subspan(first, last - first), starts, threads);
     std::uint64_t total = 0;
     for (const auto s : images.sizes) blocks.push_back({size_ + total, s}), total += s;
     for (std::uint64_t at = 0; at < total;) {
@@ -88,7 +89,7 @@ Table RunFile::read_block(std::size_t r, std::size_t b, const Table& like) const
     if (n <= 0) throw Error(fmt::format("sorting by runs: reading '{}' back failed ({})", file_, std::strerror(errno)));
     at += static_cast<std::uint64_t>(n);
   }
-  return read_tables(std::shared_ptr<const std::byte>(bytes), k.bytes, like, 1);
+  return decode_block(std::shared_ptr<const std::byte>(bytes), k.bytes, like);
 }
 
 }  // namespace tandem::detail

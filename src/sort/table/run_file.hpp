@@ -1,6 +1,6 @@
 // Sorted runs of a table sort that does not fit in memory: one file in a private folder
-// (mkdtemp) under the temporary directory, each run a list of blocks (table images of
-// table/table_wire.hpp, written straight from the unsorted piece in its sorted row order). The
+// (mkdtemp) under the temporary directory, each run a list of blocks (narrow images of
+// run_block.hpp, written straight from the unsorted piece in its sorted row order). The
 // folder is registered with io::remove_temporaries() so that the CLI's SIGINT/SIGTERM handler
 // removes it, and the destructor removes it on every other path (errors included).
 // Runs are read back a block at a time.

@@ -6,12 +6,18 @@
 
 namespace tandem::detail {
 
-RowComparator::RowComparator(const Table& like, const SortSpec& spec, const TableSortOptions& options)
-    : layout_(plan_key_layout(like, spec, options)) {}
+KeyWords RowComparator::encode(const Table& block) const {
+  KeyWords k;
+  k.rows = block.rows();
+  k.words = layout_.words;
+  k.data.resize(k.rows * k.words);
+  encode_keys(block, layout_, 0, k.rows, k);
+  return k;
+}
 
-int RowComparator::compare(const Table& a, std::size_t i, const Table& b, std::size_t j) const {
-  for (const KeyField& f : layout_.fields)
-    if (const int c = compare_field(a, i, b, j, f, layout_.nulls); c != 0) return c;
+int RowComparator::compare_values(const Table& a, std::size_t i, const Table& b, std::size_t j) const {
+  for (std::size_t f = static_cast<std::size_t>(layout_.first_tie_break); f < layout_.fields.size(); ++f)
+    if (const int c = compare_field(a, i, b, j, layout_.fields[f], layout_.nulls); c != 0) return c;
   return 0;
 }
 
@@ -70,32 +76,77 @@ Table gather_from_tables(std::span<const Table* const> tables, std::span<const R
 
 namespace {
 
-// One run being merged: its current block and row.
+// One run being merged: its current block, the block's keys, and the row.
 struct Cursor {
   std::size_t run{0}, block{0}, row{0};
   std::shared_ptr<const Table> table;
+  KeyWords keys;
+  bool done{false};
   std::int64_t in_batch{-1};  // the block's index among the batch's tables; -1: not in it yet
+};
+
+// A tournament tree over the cursors: node[0] the cursor whose row comes first, node[1..k) the
+// losers of the games on the way up (leaf i sits at k + i). A new row of the winner replays one
+// path: log2(k) compares per row. Ties go to the earlier run (stable); finished cursors lose.
+class LoserTree {
+ public:
+  LoserTree(std::vector<Cursor>& cursors, const RowComparator& cmp)
+      : cursors_(cursors), cmp_(cmp), node_(std::max<std::size_t>(cursors.size(), 1), kEmpty) {
+    for (std::size_t i = 0; i < cursors.size(); ++i) climb(i, true);
+  }
+  // The cursor of the first row; finished when every cursor is.
+  Cursor& top() { return cursors_[node_[0]]; }
+  void replay() { climb(node_[0], false); }
+
+ private:
+  static constexpr std::size_t kEmpty = ~std::size_t{0};
+  bool before(std::size_t x, std::size_t y) const {
+    const Cursor &a = cursors_[x], &b = cursors_[y];
+    if (a.done || b.done) return !a.done;
+    const int c = cmp_.compare(*a.table, a.keys, a.row, *b.table, b.keys, b.row);
+    return c != 0 ? c < 0 : x < y;
+  }
+  // Plays leaf i's row up the tree; while building, a node seen first keeps it until its other
+  // side arrives.
+  void climb(std::size_t i, bool building) {
+    std::size_t winner = i;
+    for (std::size_t n = (i + cursors_.size()) / 2; n > 0; n /= 2) {
+      if (building && node_[n] == kEmpty) {
+        node_[n] = winner;
+        return;
+      }
+      if (before(node_[n], winner)) std::swap(node_[n], winner);
+    }
+    node_[0] = winner;
+  }
+  std::vector<Cursor>& cursors_;
+  const RowComparator& cmp_;
+  std::vector<std::size_t> node_;
 };
 
 }  // namespace
 
 std::size_t merge_runs(const RunFile& runs, const Table& like, const RowComparator& cmp,
                        std::optional<std::size_t> limit, std::size_t batch_rows,
-                       const std::function<void(const Table&)>& emit) {
+                       const std::function<void(Table&&)>& emit) {
   std::vector<Cursor> cursors;
-  for (std::size_t r = 0; r < runs.runs(); ++r)
-    if (runs.blocks(r) > 0)
-      cursors.push_back({r, 0, 0, std::make_shared<const Table>(runs.read_block(r, 0, like)), -1});
-  // Heap of cursor indices, the smallest row on top; ties go to the earlier run (stable).
-  auto before = [&](std::size_t x, std::size_t y) {
-    const Cursor &a = cursors[x], &b = cursors[y];
-    const int c = cmp.compare(*a.table, a.row, *b.table, b.row);
-    return c != 0 ? c < 0 : a.run < b.run;
+  auto load = [&](Cursor& c) {  // the run's first block with rows from c.block on, or done
+    for (; c.block < runs.blocks(c.run); ++c.block) {
+      c.table = std::make_shared<const Table>(runs.read_block(c.run, c.block, like));
+      c.row = 0, c.in_batch = -1;
+      if (c.table->rows() == 0) continue;
+      c.keys = cmp.encode(*c.table);
+      return;
+    }
+    c.done = true, c.table.reset(), c.keys = {};
   };
-  std::vector<std::size_t> heap(cursors.size());
-  for (std::size_t i = 0; i < heap.size(); ++i) heap[i] = i;
-  auto heap_less = [&](std::size_t x, std::size_t y) { return before(y, x); };  // std heaps keep the largest on top
-  std::make_heap(heap.begin(), heap.end(), heap_less);
+  for (std::size_t r = 0; r < runs.runs(); ++r)
+    if (runs.blocks(r) > 0) {
+      cursors.emplace_back().run = r;
+      load(cursors.back());
+    }
+  if (cursors.empty()) return 0;
+  LoserTree tree(cursors, cmp);
 
   const std::size_t wanted = limit ? *limit : ~std::size_t{0};
   std::size_t emitted = 0;
@@ -109,26 +160,15 @@ std::size_t merge_runs(const RunFile& runs, const Table& like, const RowComparat
     refs.clear(), held.clear(), tables.clear();
     for (auto& c : cursors) c.in_batch = -1;
   };
-  while (!heap.empty() && emitted + refs.size() < wanted) {
-    std::pop_heap(heap.begin(), heap.end(), heap_less);
-    const std::size_t top = heap.back();
-    heap.pop_back();
-    Cursor& c = cursors[top];
+  while (!tree.top().done && emitted + refs.size() < wanted) {
+    Cursor& c = tree.top();
     if (c.in_batch < 0) {
       c.in_batch = static_cast<std::int64_t>(tables.size());
       held.push_back(c.table), tables.push_back(c.table.get());
     }
     refs.push_back({static_cast<std::uint32_t>(c.in_batch), c.row});
-    bool more = ++c.row < c.table->rows();
-    if (!more && ++c.block < runs.blocks(c.run)) {
-      c.table = std::make_shared<const Table>(runs.read_block(c.run, c.block, like));
-      c.row = 0, c.in_batch = -1;
-      more = c.table->rows() > 0;
-    }
-    if (more) {
-      heap.push_back(top);
-      std::push_heap(heap.begin(), heap.end(), heap_less);
-    }
+    if (++c.row == c.table->rows()) ++c.block, load(c);
+    tree.replay();
     if (refs.size() == batch_rows) flush();
   }
   flush();

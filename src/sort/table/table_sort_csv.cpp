@@ -1,7 +1,12 @@
 // tandem::sort_csv: a CSV file sorted in memory when it fits the limit, else by sorted runs in a
 // temporary file and a merge (run_file.hpp, run_merge.hpp).
 #include <algorithm>
+#include <condition_variable>
+#include <exception>
+#include <mutex>
+#include <optional>
 #include <ostream>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -67,29 +72,40 @@ CsvSortResult sort_in_memory(const std::string& path, const SortSpec& spec, std:
   return r;
 }
 
-// Reads the pieces, writes each in its sorted order as a run; returns the columns (no rows).
-Table form_runs(const std::string& path, const SortSpec& spec, const CsvSortOptions& options, std::size_t limit,
-                std::uint64_t file_bytes, detail::RunFile& runs, CsvSortResult& r) {
+// The runs' columns (no rows) and the key layout joined over every run.
+struct RunShape {
+  Table like;
+  std::optional<detail::KeyLayout> layout;
+};
+
+// Reads the pieces, writes each in its sorted order as a run.
+RunShape form_runs(const std::string& path, const SortSpec& spec, const CsvSortOptions& options, std::size_t limit,
+                   std::uint64_t file_bytes, detail::RunFile& runs, CsvSortResult& r) {
   const std::size_t piece_bytes = std::max<std::size_t>(limit / kPieceDivisor, 1);
   const std::size_t expected_runs = static_cast<std::size_t>(file_bytes / piece_bytes) + 1;
   const std::size_t block_bytes = std::max(limit / kMergeDivisor / expected_runs, kMinBlockBytes);
   csv::PieceReader reader(path, options.csv, piece_bytes);
-  Table like;
+  RunShape shape;
   double read_s = 0, sort_s = 0, write_s = 0;
   for (bool restarted = false;;) {
     Stopwatch sw;
     auto piece = reader.next(restarted);
     read_s += sw.seconds();
-    if (restarted) runs.clear(), r.rows_read = 0;
+    if (restarted) runs.clear(), r.rows_read = 0, shape.layout.reset();
     if (!piece) break;
-    like = empty_like(*piece);
+    shape.like = empty_like(*piece);
+    const auto layout = detail::plan_key_layout(*piece, spec, options.sort);
+    if (shape.layout) detail::join_layout(*shape.layout, layout);
+    else shape.layout = layout;
     r.rows_read += piece->rows();
     sw.reset();
     const auto order = argsort(*piece, spec, options.sort).rows;
     sort_s += sw.seconds();
     sw.reset();
+    // A block read back holds its image (at most the table's bytes), its widened columns and
+    // its normalised keys.
     const std::size_t row_bytes =
-        std::max<std::size_t>(table_bytes(*piece) / std::max<std::size_t>(piece->rows(), 1), 1);
+        2 * std::max<std::size_t>(table_bytes(*piece) / std::max<std::size_t>(piece->rows(), 1), 1) + 8 * layout.words;
     runs.add_run(*piece, order, block_bytes / row_bytes, threads_of(options));
     write_s += sw.seconds();
   }
@@ -103,22 +119,87 @@ Table form_runs(const std::string& path, const SortSpec& spec, const CsvSortOpti
   r.report.add("write runs", "cpu", write_s,
                fmt::format("{} to {}/ (blocks of about {})", human_bytes(runs.bytes_written()), runs.folder(),
                            human_bytes(block_bytes)));
-  return like;
+  return shape;
 }
+
+// Writes the merge's batches as CSV on a thread of its own while the merge makes the next one;
+// at most one batch waits. A failed write is thrown to the merge at its next push, or by finish.
+class BatchWriter {
+ public:
+  explicit BatchWriter(std::ostream& out) : out_(out), thread_([this] { loop(); }) {}
+  ~BatchWriter() { close(); }
+  BatchWriter(const BatchWriter&) = delete;
+  BatchWriter& operator=(const BatchWriter&) = delete;
+
+  void push(Table batch) {
+    std::unique_lock lock(mutex_);
+    changed_.wait(lock, [&] { return !waiting_ || error_; });
+    if (error_) std::rethrow_exception(error_);
+    waiting_ = std::move(batch);
+    changed_.notify_all();
+  }
+  void finish() {
+    close();
+    if (error_) std::rethrow_exception(error_);
+  }
+
+ private:
+  void close() {
+    {
+      std::lock_guard lock(mutex_);
+      closed_ = true;
+    }
+    changed_.notify_all();
+    if (thread_.joinable()) thread_.join();
+  }
+  void loop() {
+    for (;;) {
+      Table batch;
+      {
+        std::unique_lock lock(mutex_);
+        changed_.wait(lock, [&] { return waiting_ || closed_; });
+        if (!waiting_) return;
+        batch = std::move(*waiting_);
+        waiting_.reset();
+      }
+      changed_.notify_all();
+      try {
+        write_csv_rows(out_, batch);
+      } catch (...) {
+        std::lock_guard lock(mutex_);
+        error_ = std::current_exception();
+        changed_.notify_all();
+        return;
+      }
+    }
+  }
+  std::ostream& out_;
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::optional<Table> waiting_;
+  bool closed_{false};
+  std::exception_ptr error_;
+  std::thread thread_;  // last: starts after the members it uses
+};
 
 CsvSortResult sort_by_runs(const std::string& path, const SortSpec& spec, std::ostream& out,
                            const CsvSortOptions& options, std::size_t limit, std::uint64_t file_bytes) {
   CsvSortResult r;
   r.report.operation = "sort";
   detail::RunFile runs(detail::temp_parent(options.temp_dir));
-  const Table like = form_runs(path, spec, options, limit, file_bytes, runs, r);
+  RunShape shape = form_runs(path, spec, options, limit, file_bytes, runs, r);
+  const Table& like = shape.like;
+  if (!shape.layout) shape.layout = detail::plan_key_layout(like, spec, options.sort);
   Stopwatch sw;
-  const detail::RowComparator cmp(like, spec, options.sort);
+  const detail::RowComparator cmp(std::move(*shape.layout));
   write_csv(out, like);  // the header
+  BatchWriter writer(out);
   r.rows_written = detail::merge_runs(runs, like, cmp, spec.limit, kBatchRows,
-                                      [&](const Table& batch) { write_csv_rows(out, batch); });
+                                      [&](Table&& batch) { writer.push(std::move(batch)); });
+  writer.finish();
   r.report.add("merge runs", "cpu", sw.seconds(),
-               fmt::format("{} runs into {} rows (CSV, batches of {} rows)", r.runs, r.rows_written, kBatchRows));
+               fmt::format("{} runs into {} rows (CSV, batches of {} rows written while the next merge); {}", r.runs,
+                           r.rows_written, kBatchRows, describe(cmp.layout(), like)));
   r.report.note(
       fmt::format("sorted by runs: the {} file needs about {}x its size in memory, over the limit {}; {} runs, merged, "
                   "temporary files removed",
