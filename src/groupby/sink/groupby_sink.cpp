@@ -156,6 +156,7 @@ void GroupBySink::Impl::start_spill() {
   for (const Piece& p : pieces) spill_piece(p);
   pieces.clear();
   bytes = 0;
+  sink::give_back_memory(limit / SinkConfig::kFinishShare);
 }
 
 void GroupBySink::Impl::store(Piece piece) {
@@ -170,6 +171,7 @@ void GroupBySink::Impl::store(Piece piece) {
   }
   hold.unlock();  // the spill files lock each file; other chunks' pieces go on meanwhile
   spill_piece(piece);
+  sink::give_back_memory(limit / SinkConfig::kFinishShare);
 }
 
 GroupBySink::Impl::Idle GroupBySink::Impl::acquire() {

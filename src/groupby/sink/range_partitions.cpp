@@ -1,9 +1,12 @@
 #include "groupby/sink/range_partitions.hpp"
 
+#include <malloc.h>
+
 #include <algorithm>
 #include <cmath>
 #include <numeric>
 
+#include "core/scratch_pool.hpp"
 #include "groupby/sink/combine_partials.hpp"
 #include "groupby/sink/sink_config.hpp"
 #include "table/table_wire.hpp"
@@ -56,6 +59,15 @@ void combine_range(SpillFiles& files, std::size_t p, RangeFinish& how) {
 
 }  // namespace
 
+void give_back_memory(std::size_t keep) {
+  // The scratch pool keeps freed engine arrays for the next call (up to a quarter of the machine's
+  // memory), and malloc keeps freed heap pages: under a memory limit both go back.
+  if (cached_scratch_bytes() > keep) release_cached_scratch();
+  ::malloc_trim(0);
+}
+
+namespace {}  // namespace
+
 void append_by_range(SpillFiles& files, const Table& t, const KeyRanges& ranges, std::uint64_t chunk,
                      std::size_t which) {
   if (t.rows() == 0) return;
@@ -100,6 +112,7 @@ void finish_ranges(SpillFiles& files, std::size_t parts, RangeFinish& how, int d
     }
     how.largest = std::max(how.largest, bytes);
     combine_range(files, p, how);
+    give_back_memory(how.budget);
   }
 }
 

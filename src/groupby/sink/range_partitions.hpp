@@ -34,6 +34,9 @@ struct RangeFinish {
   std::uint64_t largest{0}, rewritten{0};
 };
 
+// Hands cached scratch blocks (when they pass `keep` bytes) and free heap pages back to the system.
+void give_back_memory(std::size_t keep);
+
 // Combines the ranges [0, parts) of `files` in order (their files removed as they are read).
 void finish_ranges(SpillFiles& files, std::size_t parts, RangeFinish& how, int depth = 0);
 
