@@ -56,7 +56,8 @@ class GroupBySink {
   // The same result handed to `pieces` a table at a time, in key order (each piece has the
   // result's columns and at least one row; their rows one after another are finish()'s table).
   // A spilled sink hands over one key range at a time, so the whole result is never in memory.
-  // The returned table has the result's columns and no rows. Once (instead of finish()).
+  // The returned table has the result's columns and no rows. Once (instead of finish()); an empty
+  // `pieces` is finish().
   using ResultPieces = std::function<void(Table piece)>;
   GroupByResult finish(const ResultPieces& pieces);
 

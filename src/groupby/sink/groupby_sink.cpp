@@ -310,14 +310,13 @@ void GroupBySink::Impl::finish_spilled(Report& report, const ResultPieces& emit)
 }
 
 GroupByResult GroupBySink::finish() {
-  GroupByResult out;
   std::vector<Table> pieces;
   GroupByResult r = impl_->finish([&](Table piece) { pieces.push_back(std::move(piece)); });
   r.table = pieces.size() == 1 ? std::move(pieces.front()) : concat_tables(pieces, r.table, impl_->threads);
   return r;
 }
 
-GroupByResult GroupBySink::finish(const ResultPieces& pieces) { return impl_->finish(pieces); }
+GroupByResult GroupBySink::finish(const ResultPieces& pieces) { return pieces ? impl_->finish(pieces) : finish(); }
 
 GroupByResult GroupBySink::Impl::finish(const ResultPieces& emit) {
   const std::lock_guard hold(lock);
