@@ -33,6 +33,11 @@ struct GroupByCsvOptions {
   Device device{Device::cpu};
   // Called about twice a second from the reading thread with the input bytes read so far.
   std::function<void(std::size_t bytes)> progress;
+  // Set: the result goes to it a table at a time in key order (each piece with the result's
+  // columns and at least one row), and the returned table has the columns and no rows. A run
+  // that spilled hands over one key range at a time, so the result never sits whole in memory
+  // (write each piece out as it comes). Unset: the returned table holds the whole result.
+  std::function<void(Table piece)> on_result;
 };
 
 // UsageError for a column the header lacks or an aggregation that does not apply; InputError for

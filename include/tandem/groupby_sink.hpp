@@ -9,13 +9,16 @@
 //   for (std::size_t i = 0; i < chunks.size(); ++i) sink.consume(i, chunks[i]);
 //   auto r = sink.finish();  // the table tandem::groupby gives over the chunks joined in order
 //
-// Bounded memory: when the partial groups and kept rows pass memory_limit, they are split by a
-// hash of their keys into partitions written to files in a private folder under temp_dir, and
-// finish() combines one partition at a time (docs/groupby.md, "Chunks and bounded memory").
+// Bounded memory: when the partial groups and kept rows pass memory_limit, they are split into
+// key ranges (splitters sampled from the partial groups at hand) written to files in a private
+// folder under temp_dir, and finish() combines one range at a time in key order, handing each
+// range's groups on as soon as they are made (finish(pieces)), so that neither the partial groups
+// nor the result need fit in memory (docs/groupby.md, "Chunks and bounded memory").
 // The folder goes when the sink does, on every path: a thrown exception, or SIGINT/SIGTERM in a
 // program that calls io::remove_temporaries() from its handler (the CLI does).
 #pragma once
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -50,6 +53,13 @@ class GroupBySink {
   // (rows sorted by key, same column names and types), with what ran in the report; float sums,
   // means, var and std up to rounding, which may change from run to run. Once.
   GroupByResult finish();
+  // The same result handed to `pieces` a table at a time, in key order (each piece has the
+  // result's columns and at least one row; their rows one after another are finish()'s table).
+  // A spilled sink hands over one key range at a time, so the whole result is never in memory.
+  // The returned table has the result's columns and no rows. Once (instead of finish()); an empty
+  // `pieces` is finish().
+  using ResultPieces = std::function<void(Table piece)>;
+  GroupByResult finish(const ResultPieces& pieces);
 
   // Bytes of partial groups and kept rows held in memory now, and whether they were spilled.
   std::size_t memory_bytes() const;

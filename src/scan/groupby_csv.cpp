@@ -3,6 +3,7 @@
 #include "tandem/groupby_csv.hpp"
 
 #include <algorithm>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -10,6 +11,7 @@
 #include "scan/csv_stream.hpp"
 #include "scan/gpu/csv_groupby_gpu.hpp"
 #include "scan/source.hpp"
+#include "table/table_wire.hpp"
 #include "tandem/core/device.hpp"
 #include "tandem/core/error.hpp"
 #include "tandem/core/format.hpp"
@@ -70,7 +72,7 @@ GroupByResult stream_on_cpu(const std::string& path, const GroupBySpec& spec, co
     return [s = sink](std::size_t index, const Table& chunk) { s->consume(index, chunk); };
   });
   if (summary.chunks == 0) sink->consume(0, empty_table(summary.plans));  // the result's column types
-  GroupByResult r = sink->finish();
+  GroupByResult r = options.on_result ? sink->finish(options.on_result) : sink->finish();
   r.report.stages.insert(r.report.stages.begin(), {"scan csv", "cpu", summary.seconds,
                                                    describe(summary) + " (chunks reduced to partial groups as read)"});
   return r;
@@ -90,7 +92,13 @@ GroupByResult groupby_csv(const std::string& path, const GroupBySpec& spec, cons
   }
   if (on_gpu) {
     try {
-      if (auto r = scan::groupby_csv_on_gpu(path, needed_columns(spec), spec, options, notes)) return std::move(*r);
+      if (auto r = scan::groupby_csv_on_gpu(path, needed_columns(spec), spec, options, notes)) {
+        if (options.on_result && r->table.rows() > 0) {  // the whole result, as one piece
+          Table columns = empty_like(r->table);
+          options.on_result(std::exchange(r->table, std::move(columns)));
+        }
+        return std::move(*r);
+      }
     } catch (const NoDeviceError& e) {
       if (options.device == Device::gpu) throw;
       notes.note(fmt::format("{}; streamed on the CPU", e.what()));

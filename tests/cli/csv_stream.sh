@@ -2,7 +2,8 @@
 # groupby streaming a CSV: standard input and a FIFO (one pass), .gz and .zst input (where the
 # tools are installed), the same answers as the plain file, a type widened after the sample (a
 # second pass over a file; an error naming the column on a pipe), --explain describing the scan,
-# malformed compressed input (exit 2, no output), spilling with a tiny --memory-limit.
+# malformed compressed input (exit 2, no output), spilling with a tiny --memory-limit (by key
+# range, the output written piece by piece: the same bytes as in memory).
 set -u
 T=$1
 source "$(dirname "$0")/lib.bash"
@@ -56,4 +57,19 @@ mkdir "$d/tmp"
 check spill 0 "$T" groupby "$d/t.csv" --by k --agg 'sum(v),count()' --memory-limit 1K --temp-dir "$d/tmp" --threads 2
 same spill-out "$out" "$want"
 [ -z "$(ls -A "$d/tmp")" ] || { echo "FAIL spill left files"; ls -R "$d/tmp"; fails=$((fails+1)); }
+# a result over the limit: spilled by key range and written piece by piece, byte for byte the
+# in-memory answer (also with a holistic aggregation); a spill folder that cannot be made (no such
+# --temp-dir) is exit 2 with no output file
+"$T" gen groupby --rows 20000 --k 10 --nas 5 --out "$d/g.csv" >/dev/null
+for agg in 'sum(v3),count()' 'median(v3),count()'; do
+  check "whole $agg" 0 "$T" groupby "$d/g.csv" --by id1,id2,id3,id4,id5,id6 --agg "$agg" --out "$d/whole.csv"
+  check "ranges $agg" 0 "$T" groupby "$d/g.csv" --by id1,id2,id3,id4,id5,id6 --agg "$agg" --out "$d/ranges.csv" \
+    --memory-limit 1K --temp-dir "$d/tmp" --threads 2 --explain
+  grep -q "key ranges" "$out" || { echo "FAIL ranges $agg explain"; cat "$out"; fails=$((fails+1)); }
+  cmp "$d/whole.csv" "$d/ranges.csv" || { echo "FAIL ranges $agg: output differs"; fails=$((fails+1)); }
+  [ -z "$(ls -A "$d/tmp")" ] || { echo "FAIL ranges $agg left files"; ls -R "$d/tmp"; fails=$((fails+1)); }
+done
+check no-temp-dir 2 "$T" groupby "$d/g.csv" --by id1,id2,id3,id4,id5,id6 --agg 'sum(v3)' --out "$d/none.csv" \
+  --memory-limit 1K --temp-dir "$d/absent"
+[ ! -e "$d/none.csv" ] || { echo "FAIL no-temp-dir left an output"; fails=$((fails+1)); }
 exit $((fails > 0))

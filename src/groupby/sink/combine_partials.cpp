@@ -115,13 +115,4 @@ Table combine_partials(const Table& partials, const Table& kept, const SinkPlan&
   return out;
 }
 
-Table sort_by_keys(const Table& t, const std::vector<std::string>& by, int threads) {
-  GroupBySpec spec{by, {}};
-  for (const Column& c : t.columns())
-    if (std::find(by.begin(), by.end(), c.name) == by.end())
-      spec.aggs.push_back({AggOp::first, c.name, 0.5, 1, c.name});
-  Report ignored;
-  return cpu_groupby::run(t, spec, threads_for(t.rows(), threads), ignored);
-}
-
 }  // namespace tandem::sink

@@ -15,7 +15,4 @@ namespace tandem::sink {
 // chunk order (no columns when the plan keeps none). The result in key order.
 Table combine_partials(const Table& partials, const Table& kept, const SinkPlan& plan, int threads);
 
-// A table of distinct keys in key order (the engine's order), other columns following their rows.
-Table sort_by_keys(const Table& t, const std::vector<std::string>& by, int threads);
-
 }  // namespace tandem::sink

@@ -3,10 +3,11 @@
 // time) where the keys and aggregations allow, else into the chunk's own partial groups (the CPU
 // engine over the chunk). Pieces (a chunk's partial groups, running groups handed over when they
 // pass their share of the memory limit, the kept rows of holistic aggregations) are kept in
-// memory, tagged with the chunk index; past the memory limit everything kept is split by key hash
-// into SinkConfig::kPartitions partitions and appended to spill files, as is every later piece.
-// finish() joins the pieces in chunk order and combines them: all at once in memory, or
-// partition by partition, the partitions' results then put in key order.
+// memory, tagged with the chunk index; past the memory limit everything kept is split into
+// SinkConfig::kPartitions key ranges (splitters sampled from what is kept then) and appended to
+// spill files, as is every later piece. finish() joins the pieces in chunk order and combines
+// them: all at once in memory, or range by range in key order (range_partitions.hpp), each
+// range's groups handed on as they are made.
 #include "tandem/groupby_sink.hpp"
 
 #include <algorithm>
@@ -19,6 +20,8 @@
 
 #include "groupby/sink/chunk_partials.hpp"
 #include "groupby/sink/combine_partials.hpp"
+#include "groupby/sink/key_ranges.hpp"
+#include "groupby/sink/range_partitions.hpp"
 #include "groupby/sink/running_groups.hpp"
 #include "groupby/sink/sink_config.hpp"
 #include "groupby/sink/spill_files.hpp"
@@ -74,6 +77,7 @@ struct GroupBySink::Impl {
   std::vector<Piece> pieces;
   std::size_t bytes{0};
   std::unique_ptr<sink::SpillFiles> spill;
+  sink::KeyRanges ranges;  // made at the first spill
   bool finished{false};
   // For the report.
   std::size_t chunks{0}, rows{0}, partial_rows{0}, kept_rows{0}, running_tables{0};
@@ -97,8 +101,10 @@ struct GroupBySink::Impl {
   Piece fold_running(std::size_t index, const Table& chunk);
   void take_running();
   void spill_piece(const Piece& piece);
+  void start_spill();
   Table finish_in_memory();
-  Table finish_spilled(Report& report);
+  void finish_spilled(Report& report, const ResultPieces& emit);
+  GroupByResult finish(const ResultPieces& emit);
 };
 
 // The first chunk's columns are checked as tandem::groupby checks its input, on no rows.
@@ -132,28 +138,25 @@ void GroupBySink::Impl::check_schema(std::size_t index, const Table& chunk) cons
 }
 
 void GroupBySink::Impl::spill_piece(const Piece& piece) {
-  const auto write = [&](const Table& t, std::size_t file_of_partition) {
-    if (t.rows() == 0) return;
-    std::vector<std::size_t> keys(plan.spec.by.size());
-    std::iota(keys.begin(), keys.end(), std::size_t{0});  // the keys lead every table the sink keeps
-    std::vector<std::uint64_t> hashes(t.rows());
-    hash_rows(t, keys, hashes);
-    std::vector<std::size_t> starts(SinkConfig::kPartitions + 1, 0), order(t.rows());
-    for (const std::uint64_t h : hashes) ++starts[SinkConfig::partition_of(h) + 1];
-    std::partial_sum(starts.begin(), starts.end(), starts.begin());
-    std::vector<std::size_t> next(starts.begin(), starts.end() - 1);
-    for (std::size_t i = 0; i < hashes.size(); ++i) order[next[SinkConfig::partition_of(hashes[i])]++] = i;
-    const TableImages images = write_table_images(t, order, starts, 1);
-    std::size_t at = 0;
-    for (std::size_t p = 0; p < SinkConfig::kPartitions; ++p) {
-      if (images.sizes[p] > 0)
-        spill->append(p * SinkConfig::kFilesPerPartition + file_of_partition, piece.chunk, images.bytes.data() + at,
-                      images.sizes[p]);
-      at += images.sizes[p];
-    }
-  };
-  write(piece.partial, 0);
-  write(piece.kept, 1);
+  sink::append_by_range(*spill, piece.partial, ranges, piece.chunk, 0);
+  sink::append_by_range(*spill, piece.kept, ranges, piece.chunk, 1);
+}
+
+// Key ranges from a sample of the partial groups and kept rows at hand (the lock is held), and
+// everything kept is spilled by them.
+void GroupBySink::Impl::start_spill() {
+  std::vector<const Table*> at_hand;
+  for (const Piece& p : pieces) {
+    if (p.partial.rows() > 0) at_hand.push_back(&p.partial);
+    if (p.kept.rows() > 0) at_hand.push_back(&p.kept);
+  }
+  ranges = sink::KeyRanges::sample(at_hand, plan.spec.by.size(), SinkConfig::kPartitions, SinkConfig::kSampleRows);
+  spill = std::make_unique<sink::SpillFiles>(sink::temporary_directory(options.temp_dir),
+                                             ranges.parts() * SinkConfig::kFilesPerPartition);
+  for (const Piece& p : pieces) spill_piece(p);
+  pieces.clear();
+  bytes = 0;
+  sink::give_back_memory(limit / SinkConfig::kFinishShare);
 }
 
 void GroupBySink::Impl::store(Piece piece) {
@@ -163,16 +166,12 @@ void GroupBySink::Impl::store(Piece piece) {
   if (!spill) {
     bytes += sink::table_bytes(piece.partial) + sink::table_bytes(piece.kept);
     pieces.push_back(std::move(piece));
-    if (bytes + running_bytes <= limit) return;
-    spill = std::make_unique<sink::SpillFiles>(sink::temporary_directory(options.temp_dir),
-                                               SinkConfig::kPartitions * SinkConfig::kFilesPerPartition);
-    for (const Piece& p : pieces) spill_piece(p);
-    pieces.clear();
-    bytes = 0;
+    if (bytes + running_bytes > limit) start_spill();
     return;
   }
   hold.unlock();  // the spill files lock each file; other chunks' pieces go on meanwhile
   spill_piece(piece);
+  sink::give_back_memory(limit / SinkConfig::kFinishShare);
 }
 
 GroupBySink::Impl::Idle GroupBySink::Impl::acquire() {
@@ -287,73 +286,75 @@ Table GroupBySink::Impl::finish_in_memory() {
   return sink::combine_partials(all_partials, all_kept, plan, threads);
 }
 
-namespace {
-
-// One file's blocks (already in chunk order) as one table shaped like `like`.
-Table read_spilled(sink::SpillFiles& files, std::size_t f, const Table& like, int threads) {
-  std::vector<Table> parts;
-  for (const auto& block : files.read(f)) parts.push_back(read_tables(block.bytes, block.size, like, 1));
-  return concat_tables(parts, like, threads);
-}
-
-}  // namespace
-
-// Partitions are combined on `threads` threads at once, each on one thread (a partition holds
-// ~1/32 of the groups: too little to share).
-Table GroupBySink::Impl::finish_spilled(Report& report) {
-  std::vector<Table> results(SinkConfig::kPartitions);
-  std::vector<std::size_t> held(SinkConfig::kPartitions, 0);
-  parallel_for(SinkConfig::kPartitions, threads, [&](std::size_t p) {
-    const std::size_t f = p * SinkConfig::kFilesPerPartition;
-    const Table partials = read_spilled(*spill, f, partial_like, 1);
-    const Table kept = plan.kept.aggs.empty() ? Table{} : read_spilled(*spill, f + 1, kept_like, 1);
-    if ((plan.kept_only ? kept : partials).rows() == 0) return;
-    held[p] = sink::table_bytes(partials) + sink::table_bytes(kept);
-    results[p] = sink::combine_partials(partials, kept, plan, 1);
-  });
-  std::vector<Table> pieces;
-  for (auto& r : results)
-    if (r.num_columns() > 0) pieces.push_back(std::move(r));
+// Ranges are combined one at a time in key order, each on every thread, and handed on.
+void GroupBySink::Impl::finish_spilled(Report& report, const ResultPieces& emit) {
+  sink::RangeFinish how{plan,
+                        partial_like,
+                        kept_like,
+                        sink::temporary_directory(options.temp_dir),
+                        std::max(limit / SinkConfig::kFinishShare, SinkConfig::kMinRangeBytes),
+                        threads,
+                        emit};
+  const std::uint64_t written = spill->bytes_written();
+  sink::finish_ranges(*spill, ranges.parts(), how);
   report.note(fmt::format(
-      "spilled: {} partitions by key hash, {} bytes written to {}; the largest partition read "
-      "back held {} bytes",
-      SinkConfig::kPartitions, spill->bytes_written(), spill->folder(), *std::max_element(held.begin(), held.end())));
-  return sink::sort_by_keys(concat_tables(pieces, empty_result, threads), plan.spec.by, threads);
+      "spilled: {} key ranges (splitters sampled at the first spill), {} bytes written to {}; {} range(s) "
+      "combined one at a time in key order, the largest from {} bytes{}{}",
+      ranges.parts(), written, spill->folder(), how.ranges_combined, how.largest,
+      how.ranges_split == 0 ? ""
+                            : fmt::format("; {} range(s) over {} bytes split again ({} bytes rewritten)",
+                                          how.ranges_split, how.budget, how.rewritten),
+      how.single_key_over_budget == 0 ? ""
+                                      : fmt::format("; {} range(s) of a single key over {} bytes combined whole",
+                                                    how.single_key_over_budget, how.budget)));
 }
 
 GroupByResult GroupBySink::finish() {
-  Impl& s = *impl_;
-  const std::lock_guard hold(s.lock);
-  if (s.finished) throw UsageError("group-by sink: finish() called twice");
-  if (!s.has_schema.load())
+  std::vector<Table> pieces;
+  GroupByResult r = impl_->finish([&](Table piece) { pieces.push_back(std::move(piece)); });
+  r.table = pieces.size() == 1 ? std::move(pieces.front()) : concat_tables(pieces, r.table, impl_->threads);
+  return r;
+}
+
+GroupByResult GroupBySink::finish(const ResultPieces& pieces) { return pieces ? impl_->finish(pieces) : finish(); }
+
+GroupByResult GroupBySink::Impl::finish(const ResultPieces& emit) {
+  const std::lock_guard hold(lock);
+  if (finished) throw UsageError("group-by sink: finish() called twice");
+  if (!has_schema.load())
     throw UsageError("group-by sink: finish() before any chunk (consume an empty chunk to give the columns' types)");
-  s.finished = true;
-  s.take_running();
+  finished = true;
+  take_running();
   GroupByResult out;
   Report& report = out.report;
   report.operation = "groupby";
   report.add(
-      "partial groups", "cpu", s.consume_seconds,
-      fmt::format("{} chunks, {} rows → {} partial groups{} ({}; seconds summed over the consuming threads)", s.chunks,
-                  s.rows, s.partial_rows,
-                  s.plan.kept.aggs.empty() ? "" : fmt::format(", {} rows kept for holistic aggregations", s.kept_rows),
-                  s.plan.kept_only        ? "none: every aggregation is holistic"
-                  : s.running_tables == 0 ? "the CPU engine over each chunk"
-                  : s.gave_up_running
-                      ? fmt::format("running groups in {} hash table(s) until the keys proved mostly distinct, then "
-                                    "each row its own partial group",
-                                    s.running_tables)
-                      : fmt::format("running groups: {} hash table(s) kept across chunks", s.running_tables)));
-  report.note(fmt::format("group-by sink: memory limit {} bytes{}", s.limit,
-                          s.options.memory_limit > 0 ? "" : " (a quarter of the available memory)"));
+      "partial groups", "cpu", consume_seconds,
+      fmt::format("{} chunks, {} rows → {} partial groups{} ({}; seconds summed over the consuming threads)", chunks,
+                  rows, partial_rows,
+                  plan.kept.aggs.empty() ? "" : fmt::format(", {} rows kept for holistic aggregations", kept_rows),
+                  plan.kept_only        ? "none: every aggregation is holistic"
+                  : running_tables == 0 ? "the CPU engine over each chunk"
+                  : gave_up_running
+                      ? fmt::format("running groups in {} hash table(s) until the keys proved mostly distinct, "
+                                    "then each row its own partial group",
+                                    running_tables)
+                      : fmt::format("running groups: {} hash table(s) kept across chunks", running_tables)));
+  report.note(fmt::format("group-by sink: memory limit {} bytes{}", limit,
+                          options.memory_limit > 0 ? "" : " (a quarter of the available memory)"));
   Stopwatch w;
-  if (s.rows == 0) out.table = s.empty_result;
-  else if (s.spill) out.table = s.finish_spilled(report);
-  else out.table = s.finish_in_memory();
+  std::size_t groups = 0;
+  const auto hand_on = [&](Table t) {
+    groups += t.rows();
+    if (t.rows() > 0) emit(std::move(t));
+  };
+  if (spill) finish_spilled(report, hand_on);
+  else if (rows > 0) hand_on(finish_in_memory());
+  out.table = empty_result;
   report.add("combine", "cpu", w.seconds(),
-             fmt::format("{} groups from the partial groups by the CPU engine, {} thread(s){}", out.table.rows(),
-                         s.threads, s.spill ? ", partitions on a thread each" : ""));
-  s.spill.reset();  // the spill files go as soon as they are read
+             fmt::format("{} groups from the partial groups by the CPU engine, {} thread(s){}", groups, threads,
+                         spill ? ", one key range at a time" : ""));
+  spill.reset();  // the spill files go as soon as they are read
   return out;
 }
 

@@ -8,12 +8,22 @@
 namespace tandem::sink {
 
 struct SinkConfig {
-  // Partitions by the top bits of the keys' hash: 32 keeps each partition's share of the groups
-  // (and so finish()'s memory per partition) at ~3 % of all of them, with 64 files open at most.
-  static constexpr unsigned kPartitionBits = 5;
-  static constexpr std::size_t kPartitions = std::size_t{1} << kPartitionBits;
+  // Key ranges made at the first spill (splitters sampled from the partial groups at hand): 64
+  // keeps each range's share of the groups near 1.6 %, 128 files open at most.
+  static constexpr std::size_t kPartitions = 64;
   // Files per partition: its partial groups and its kept rows (for holistic aggregations).
   static constexpr std::size_t kFilesPerPartition = 2;
+  // Rows sampled for splitters: 256 a range, so that ranges come within ~10 % of their share.
+  static constexpr std::size_t kSampleRows = 256 * kPartitions;
+  // finish() combines a range whose spill files hold at most memory_limit / kFinishShare bytes
+  // (reading it back, joining its blocks and the engine's group ids and result take about three
+  // times its bytes more); a larger one is split again by its own sampled splitters, at most
+  // kMaxSplitDepth times over.
+  // Ranges below kMinRangeBytes are never split: a tiny limit would otherwise split every range
+  // into thousands of files.
+  static constexpr std::size_t kFinishShare = 5;
+  static constexpr std::size_t kMinRangeBytes = std::size_t{1} << 16;
+  static constexpr int kMaxSplitDepth = 3;
   // The default memory limit: this share of the memory available when the sink is made
   // (MemAvailable, under a cgroup's limit), leaving the rest to the scan, the chunks in flight
   // and finish(); kMemoryWhenUnknown when it cannot be read.
@@ -30,9 +40,6 @@ struct SinkConfig {
   static constexpr std::size_t kRunningProbeRows = std::size_t{1} << 17;
   static constexpr double kRunningGroupsShare = 0.95;
 
-  static unsigned partition_of(std::uint64_t key_hash) {
-    return static_cast<unsigned>(key_hash >> (64 - kPartitionBits));
-  }
   // memory_limit as given, or the default above.
   static std::size_t memory_limit(std::size_t given);
 };

@@ -61,6 +61,7 @@ void SpillFiles::append(std::size_t f, std::uint64_t chunk, const std::byte* dat
       (bytes > 0 && std::fwrite(data, 1, bytes, file.handle) != bytes))
     throw Error(fmt::format("group-by spill: writing '{}' failed ({})", path(f), std::strerror(errno)));
   file.bytes += sizeof h + bytes;
+  written_ += sizeof h + bytes;
 }
 
 std::vector<SpillFiles::Block> SpillFiles::read(std::size_t f) {
@@ -86,10 +87,30 @@ std::vector<SpillFiles::Block> SpillFiles::read(std::size_t f) {
   return blocks;
 }
 
-std::uint64_t SpillFiles::bytes_written() const {
-  std::uint64_t b = 0;
-  for (const auto& f : files_) b += f->bytes;
-  return b;
+SpillFiles::Block SpillFiles::read_block(std::size_t f, std::uint64_t& at) {
+  File& file = *files_.at(f);
+  const std::lock_guard hold(file.lock);
+  BlockHeader h{};
+  if (std::fflush(file.handle) != 0 || std::fseek(file.handle, static_cast<long>(at), SEEK_SET) != 0 ||
+      std::fread(&h, sizeof h, 1, file.handle) != 1)
+    throw Error(fmt::format("group-by spill: reading '{}' back failed ({})", path(f), std::strerror(errno)));
+  if (h.bytes > file.bytes - at - sizeof h) throw Error(fmt::format("group-by spill: '{}' is cut short", path(f)));
+  std::shared_ptr<std::byte> bytes(new std::byte[std::max<std::uint64_t>(h.bytes, 1)],
+                                   std::default_delete<std::byte[]>());
+  if (h.bytes > 0 && std::fread(bytes.get(), 1, h.bytes, file.handle) != h.bytes)
+    throw Error(fmt::format("group-by spill: reading '{}' back failed ({})", path(f), std::strerror(errno)));
+  std::fseek(file.handle, 0, SEEK_END);
+  at += sizeof h + h.bytes;
+  return {h.chunk, std::move(bytes), h.bytes};
+}
+
+void SpillFiles::remove(std::size_t f) {
+  File& file = *files_.at(f);
+  const std::lock_guard hold(file.lock);
+  if (file.handle != nullptr) std::fclose(file.handle);
+  file.handle = nullptr;
+  file.bytes = 0;
+  ::unlink(path(f).c_str());
 }
 
 }  // namespace tandem::sink
