@@ -17,10 +17,6 @@
 // through the CLI cannot name; it is left out. Floor: one core's bytes per second over the first 256 MiB of the file in
 // memory, for the structural masks alone, the chunk walk stepping over every column, and the walk reading q1's two
 // columns.
-#include <fcntl.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <cmath>
 #include <filesystem>
@@ -31,14 +27,13 @@
 #include <fmt/format.h>
 
 #include "harness.hpp"
+#include "processes.hpp"
 #include "scan/chunk_parser.hpp"
 #include "table/csv_dialect.hpp"
 #include "tandem/core/error.hpp"
 #include "tandem/core/timing.hpp"
 #include "tandem/groupby.hpp"
 #include "tandem/table/csv.hpp"
-
-extern char** environ;
 
 using namespace tandem;
 
@@ -61,23 +56,6 @@ const std::vector<Question> kQuestions = {
     {"q8", "id6", "top(v3,2)"},
     {"q10", "id1,id2,id3,id4,id5,id6", "sum(v3),count()"},
 };
-
-// Runs argv to its end; its exit status.
-int spawn(const std::vector<std::string>& args) {
-  std::vector<char*> argv;
-  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  posix_spawn_file_actions_t quiet;  // its standard output (tandem --version's line) goes nowhere
-  posix_spawn_file_actions_init(&quiet);
-  posix_spawn_file_actions_addopen(&quiet, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
-  pid_t pid = 0;
-  const int r = posix_spawn(&pid, argv[0], &quiet, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&quiet);
-  if (r != 0) return -1;
-  int status = 0;
-  waitpid(pid, &status, 0);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
 
 // An answer as rows of key texts and numbers, in DuckDB's shape (q7 subtracts, q8 has a row per
 // value), sorted as DuckDB's export is.
@@ -124,18 +102,6 @@ std::string compare(const std::vector<Row>& ours, const std::vector<Row>& theirs
     }
   }
   return {};
-}
-
-std::string ensure_csv(const std::string& dir, std::size_t rows, std::size_t k) {
-  const std::string path = fmt::format("{}/tandem-groupby-{}-{}.csv", dir, rows, k);
-  if (std::filesystem::exists(path)) return path;
-  const Table t = generate_groupby_table({.rows = rows, .k = k});
-  {
-    std::ofstream out(path + ".part", std::ios::binary);
-    write_csv(out, t);
-  }
-  std::filesystem::rename(path + ".part", path);
-  return path;
 }
 
 // One core's bytes/s over the first 256 MiB of the file: masks alone, every column stepped
@@ -192,7 +158,7 @@ int main(int argc, char** argv) {
   for (const auto& q : kQuestions)
     if (wanted.empty() || ("," + wanted + ",").find("," + q.id + ",") != std::string::npos)
       qs.push_back(q), ids.push_back(q.id);
-  const std::string csv = ensure_csv(b.get("--data-dir", "/tmp"), rows, k);
+  const std::string csv = bench::groupby_csv_file(b.get("--data-dir", "/tmp"), rows, k);
   const double file_bytes = static_cast<double>(std::filesystem::file_size(csv));
   const std::string out = (std::filesystem::temp_directory_path() / "tandem-groupby-csv-answers").string();
   std::filesystem::create_directories(out);
@@ -200,8 +166,8 @@ int main(int argc, char** argv) {
   const std::string device = b.get("--device", "cpu");
   if (device != "cpu" && device != "gpu") throw UsageError("--device: cpu or gpu");
   const auto run_tandem = [&](const Question& q, const std::string& ans, const std::string& on) {
-    return spawn({tandem_bin, "groupby", csv, "--by", q.by, "--agg", q.aggs, "--out", ans, "--threads",
-                  std::to_string(threads), "--device", on, "--quiet"});
+    return bench::spawn_quiet({tandem_bin, "groupby", csv, "--by", q.by, "--agg", q.aggs, "--out", ans, "--threads",
+                               std::to_string(threads), "--device", on, "--quiet"});
   };
   // DuckDB's runs of a question just before tandem's, so that both meet the same load.
   // Node runs groupby_csv.mjs; with --duckdb-lib (a machine without Node) the C API program beside
@@ -219,7 +185,7 @@ int main(int argc, char** argv) {
     if (r.status != 0) throw Error("DuckDB run failed: " + r.text);
     return nlohmann::json::parse(r.text.substr(r.text.find('{')));
   };
-  const auto start = b.time([&] { (void)spawn({tandem_bin, "--version"}); });
+  const auto start = b.time([&] { (void)bench::spawn_quiet({tandem_bin, "--version"}); });
   b.record("process start", "tandem --version", start, 1, "runs", true);
   std::vector<std::string> lines;
   for (const auto& q : qs) {

@@ -16,10 +16,6 @@
 // The check: DuckDB's ORDER BY is not stable, so the outputs must hold the same keys row by row and
 // the same rows (as a multiset) within each run of equal keys; fields are compared as numbers
 // where they parse as numbers (the two writers may spell a double differently).
-#include <fcntl.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <charconv>
@@ -30,11 +26,10 @@
 #include <fmt/format.h>
 
 #include "harness.hpp"
+#include "processes.hpp"
 #include "tandem/core/error.hpp"
 #include "tandem/groupby.hpp"
 #include "tandem/table/csv.hpp"
-
-extern char** environ;
 
 using namespace tandem;
 
@@ -52,35 +47,6 @@ const std::vector<Query> kQueries = {
     {"id1_id2_v3desc", "id1,id2,v3:desc", "id1, id2, v3 DESC", {0, 1, 8}},
     {"v3", "v3", "v3", {8}},
 };
-
-// Runs argv to its end (its standard output to /dev/null); its exit status.
-int spawn(const std::vector<std::string>& args) {
-  std::vector<char*> argv;
-  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  posix_spawn_file_actions_t quiet;
-  posix_spawn_file_actions_init(&quiet);
-  posix_spawn_file_actions_addopen(&quiet, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
-  pid_t pid = 0;
-  const int r = posix_spawn(&pid, argv[0], &quiet, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&quiet);
-  if (r != 0) return -1;
-  int status = 0;
-  waitpid(pid, &status, 0);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
-std::string ensure_csv(const std::string& dir, std::size_t rows, std::size_t k) {
-  const std::string path = fmt::format("{}/tandem-groupby-{}-{}.csv", dir, rows, k);
-  if (std::filesystem::exists(path)) return path;
-  const Table t = generate_groupby_table({.rows = rows, .k = k});
-  {
-    std::ofstream out(path + ".part", std::ios::binary);
-    write_csv(out, t);
-  }
-  std::filesystem::rename(path + ".part", path);
-  return path;
-}
 
 // A CSV file's records as fields, numbers spelt one way ("4.50" and "4.5" alike). The data has
 // no quoted fields.
@@ -166,13 +132,13 @@ int main(int argc, char** argv) {
   const std::string wanted = b.get("--queries", "");
   const std::string memory_limit = b.get("--memory-limit", "");
   const std::string temp_dir = b.get("--temp-dir", std::filesystem::temp_directory_path().string());
-  const std::string csv = ensure_csv(b.get("--data-dir", "/tmp"), rows, k);
+  const std::string csv = bench::groupby_csv_file(b.get("--data-dir", "/tmp"), rows, k);
   const double file_bytes = static_cast<double>(std::filesystem::file_size(csv));
   const std::string out = (std::filesystem::temp_directory_path() / "tandem-sort-csv-outputs").string();
   std::filesystem::create_directories(out);
   const bool with_duckdb = !b.has_flag("--no-duckdb");
   warm(csv);
-  const auto start = b.time([&] { (void)spawn({tandem_bin, "--version"}); });
+  const auto start = b.time([&] { (void)bench::spawn_quiet({tandem_bin, "--version"}); });
   b.record("process start", "tandem --version", start, 1, "runs", true);
   std::vector<std::string> lines;
   for (const auto& q : kQueries) {
@@ -194,7 +160,7 @@ int main(int argc, char** argv) {
         tandem_bin, "sort", csv, "--by", q.by, "--out", ours, "--threads", std::to_string(threads)};
     if (!memory_limit.empty()) args.insert(args.end(), {"--memory-limit", memory_limit, "--temp-dir", temp_dir});
     int status = 0;
-    const auto t = b.time([&] { status = spawn(args); });
+    const auto t = b.time([&] { status = bench::spawn_quiet(args); });
     const std::string what = fmt::format("ORDER BY {} 1e{:.0f} {}t{}", q.order, std::log10(double(rows)), threads,
                                          memory_limit.empty() ? "" : " limit " + memory_limit);
     if (status != 0) b.fail(fmt::format("{}: tandem exited {}", what, status));
