@@ -17,14 +17,21 @@
 namespace tandem::python {
 namespace {
 
-py::tuple sort_rows(const py::sequence& columns, const std::vector<std::pair<std::string, bool>>& keys,
-                    bool nulls_first, std::optional<std::size_t> limit, int threads, std::string_view device) {
-  const Table table = table_from_python(columns);
+// The SortSpec of (name, descending) keys.
+SortSpec spec_of(const std::vector<std::pair<std::string, bool>>& keys, bool nulls_first,
+                 std::optional<std::size_t> limit) {
   SortSpec spec;
   for (const auto& [name, descending] : keys)
     spec.by.push_back({name, descending ? SortOrder::descending : SortOrder::ascending});
   spec.nulls = nulls_first ? NullOrder::first : NullOrder::last;
   spec.limit = limit;
+  return spec;
+}
+
+py::tuple sort_rows(const py::sequence& columns, const std::vector<std::pair<std::string, bool>>& keys,
+                    bool nulls_first, std::optional<std::size_t> limit, int threads, std::string_view device) {
+  const Table table = table_from_python(columns);
+  const SortSpec spec = spec_of(keys, nulls_first, limit);
   TableSortOptions o;
   o.threads = threads;
   o.device = device_arg(device);
@@ -44,11 +51,7 @@ py::tuple sort_csv_file(const std::string& in_path, const std::string& out_path,
                         const std::vector<std::pair<std::string, bool>>& keys, bool nulls_first,
                         std::optional<std::size_t> limit, std::size_t memory_limit, const std::string& temp_dir,
                         const std::string& schema, const std::string& delimiter, int threads) {
-  SortSpec spec;
-  for (const auto& [name, descending] : keys)
-    spec.by.push_back({name, descending ? SortOrder::descending : SortOrder::ascending});
-  spec.nulls = nulls_first ? NullOrder::first : NullOrder::last;
-  spec.limit = limit;
+  const SortSpec spec = spec_of(keys, nulls_first, limit);
   CsvSortOptions o;
   if (!schema.empty()) o.csv.schema = parse_csv_schema(schema);
   if (delimiter.size() > 1) throw py::value_error("sort_csv: the delimiter must be one character");
