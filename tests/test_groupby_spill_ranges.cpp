@@ -111,6 +111,15 @@ std::string random_keys_csv(std::mt19937_64& rng, std::size_t rows) {
   return text;
 }
 
+// A sink that spills at every chunk (a one-byte limit), on two threads.
+GroupBySinkOptions spill_everything(const std::string& temp_dir) {
+  GroupBySinkOptions o;
+  o.memory_limit = 1;
+  o.temp_dir = temp_dir;
+  o.threads = 2;
+  return o;
+}
+
 }  // namespace
 
 TEST(SpillRanges, KeysCompareInTheGroupByResultOrder) {
@@ -163,11 +172,7 @@ TEST(SpillRanges, SinkPiecesAreTheResultInKeyOrder) {
   const Table t = many_groups_table(rng, 40000);
   const GroupBySpec spec = spec_of(t, parse_aggregations("sum(v_i32),count(),median(v_f64)"));
   const TempDir dir;
-  GroupBySinkOptions tiny;
-  tiny.memory_limit = 1;
-  tiny.temp_dir = dir.path.string();
-  tiny.threads = 2;
-  GroupBySink sink(spec, tiny);
+  GroupBySink sink(spec, spill_everything(dir.path.string()));
   for (std::size_t c = 0; c < 8; ++c) {
     std::vector<std::size_t> rows;
     for (std::size_t r = c * 5000; r < (c + 1) * 5000; ++r) rows.push_back(r);
@@ -200,11 +205,7 @@ TEST(SpillRanges, ARangeOverTheBudgetIsSplitAgain) {
   const Table t(std::move(cols));
   const GroupBySpec spec{{"k"}, parse_aggregations("sum(v),count(),median(v)")};
   const TempDir dir;
-  GroupBySinkOptions tiny;
-  tiny.memory_limit = 1;
-  tiny.temp_dir = dir.path.string();
-  tiny.threads = 2;
-  GroupBySink sink(spec, tiny);
+  GroupBySink sink(spec, spill_everything(dir.path.string()));
   for (std::size_t c = 0, at = 0; at < t.rows(); ++c) {
     const std::size_t n = c == 0 ? 10 : 5000;
     std::vector<std::size_t> rows(std::min(n, t.rows() - at));
