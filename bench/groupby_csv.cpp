@@ -219,7 +219,7 @@ int main(int argc, char** argv) {
         compare(answer(ans, keys, q.id, true), answer(fmt::format("{}/{}.csv", out, q.id), keys, q.id, false));
     if (!why.empty()) b.fail(fmt::format("{}: {}", what, why));
     b.info(what + " DuckDB read_csv query s", duck_median, "s");
-    b.goal(what + " DuckDB / tandem", duck_median / t.median, 1.5);
+    b.goal(what + " DuckDB / tandem", duck_median / t.median, device == "gpu" ? 5.0 : 1.5);  // issues 44 and 43
     lines.push_back(fmt::format("| {} | {:.3f} | {:.3f} | {:.2f}x | {} | {:.0f} |", q.id, t.median, duck_median,
                                 duck_median / t.median, why.empty() ? "yes" : why,
                                 file_bytes / t.median / threads / 1e6));
