@@ -114,6 +114,12 @@ std::uint64_t available_host_memory() {
   return bytes;
 }
 
+std::size_t memory_limit_or_share(std::size_t given, std::size_t share_divisor) {
+  if (given > 0) return given;
+  const std::uint64_t available = available_host_memory();
+  return available > 0 ? static_cast<std::size_t>(available / share_divisor) : std::size_t{1} << 30;
+}
+
 std::string cpu_key() {
   const CpuInfo c = cpu_info();
   return c.model + "/" + std::to_string(c.physical_cores) + "c";

@@ -71,6 +71,9 @@ std::string cpu_key();  // "model/Nc" identifier for tuning caches
 // Bytes of memory this process could still allocate without swapping: MemAvailable of
 // /proc/meminfo, lowered to the room left under a cgroup v2 memory.max; 0 when unknown.
 std::uint64_t available_host_memory();
+// A memory limit: `given` when set (> 0), else available_host_memory() / share_divisor, or 1 GiB
+// when that cannot be read. The defaults of the group-by's spills and the sort's runs.
+std::size_t memory_limit_or_share(std::size_t given, std::size_t share_divisor);
 
 void to_json(nlohmann::json& j, const CacheLevel& c);
 void to_json(nlohmann::json& j, const CpuInfo& c);

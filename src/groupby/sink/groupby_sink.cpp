@@ -36,9 +36,7 @@ namespace tandem {
 using sink::SinkConfig;
 
 std::size_t sink::SinkConfig::memory_limit(std::size_t given) {
-  if (given > 0) return given;
-  const std::uint64_t available = available_host_memory();
-  return available > 0 ? static_cast<std::size_t>(available / kMemoryShareDivisor) : kMemoryWhenUnknown;
+  return memory_limit_or_share(given, kMemoryShareDivisor);
 }
 
 struct GroupBySink::Impl {

@@ -26,9 +26,8 @@ struct SinkConfig {
   static constexpr int kMaxSplitDepth = 3;
   // The default memory limit: this share of the memory available when the sink is made
   // (MemAvailable, under a cgroup's limit), leaving the rest to the scan, the chunks in flight
-  // and finish(); kMemoryWhenUnknown when it cannot be read.
+  // and finish(); 1 GiB when it cannot be read (memory_limit_or_share).
   static constexpr std::size_t kMemoryShareDivisor = 4;
-  static constexpr std::size_t kMemoryWhenUnknown = std::size_t{1} << 30;
   // consume() runs the CPU engine on the calling thread: its callers are the parallel part.
   static constexpr int kConsumeThreads = 1;
   // Running groups are given up (later chunks reduced on their own) when, after this many rows,

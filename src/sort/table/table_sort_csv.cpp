@@ -26,7 +26,6 @@ namespace {
 
 // The default limit: this share of the available memory (the sort is all the process holds).
 constexpr std::size_t kMemoryShareDivisor = 2;
-constexpr std::size_t kMemoryWhenUnknown = std::size_t{1} << 30;
 // Peak bytes of the in-memory sort over the file's bytes: the text, its table (about twice the
 // text), the normalised keys and the sorted copy.
 constexpr std::uint64_t kInMemoryFactor = 5;
@@ -38,11 +37,7 @@ constexpr std::size_t kMergeDivisor = 3;
 constexpr std::size_t kMinBlockBytes = 4096;
 constexpr std::size_t kBatchRows = 65536;
 
-std::size_t memory_limit(std::size_t given) {
-  if (given > 0) return given;
-  const std::uint64_t available = available_host_memory();
-  return available > 0 ? static_cast<std::size_t>(available / kMemoryShareDivisor) : kMemoryWhenUnknown;
-}
+std::size_t memory_limit(std::size_t given) { return memory_limit_or_share(given, kMemoryShareDivisor); }
 
 std::size_t table_bytes(const Table& t) {
   std::size_t b = 0;
