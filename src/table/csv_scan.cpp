@@ -160,47 +160,6 @@ std::string printable(const char* b, const char* e, std::size_t limit) {
 }  // namespace tandem::csv
 
 namespace tandem {
-namespace {
-
-// Walks `r` from `state` under the dialect's quoting; line_feed(offset) for each line feed
-// outside quotes, returning false to stop. Returns the state at the end.
-template <class F>
-CsvQuoteState walk_quote_states(std::string_view r, char before, char delimiter, CsvQuoteState state, F&& line_feed) {
-  const char* b = r.data();
-  const char* e = b + r.size();
-  const char* p = b;
-  if (state == CsvQuoteState::closing) {
-    if (p == e) return state;
-    state = *p == '"' ? CsvQuoteState::inside : CsvQuoteState::outside;  // a doubled quote, or a closed field
-    if (*p == '"') ++p;
-  }
-  bool inside = state == CsvQuoteState::inside;
-  while (p < e) {
-    if (inside) {
-      const auto* q = static_cast<const char*>(std::memchr(p, '"', static_cast<std::size_t>(e - p)));
-      if (!q) return CsvQuoteState::inside;
-      if (q + 1 == e) return CsvQuoteState::closing;
-      p = q + (q[1] == '"' ? 2 : 1);
-      inside = q[1] == '"';
-      continue;
-    }
-    for (; p < e; ++p) {
-      if (*p == '\n') {
-        if (!line_feed(static_cast<std::size_t>(p - b))) return CsvQuoteState::outside;
-      } else if (*p == '"') {
-        const char prev = p == b ? before : p[-1];
-        if (prev == delimiter || prev == '\n') {
-          inside = true;
-          ++p;
-          break;
-        }
-      }
-    }
-  }
-  return inside ? CsvQuoteState::inside : CsvQuoteState::outside;
-}
-
-}  // namespace
 
 char detect_csv_delimiter(std::string_view text) {
   return csv::detect_delimiter(text.data(), text.data() + text.size());
@@ -209,17 +168,21 @@ char detect_csv_delimiter(std::string_view text) {
 std::array<CsvQuoteState, 3> csv_quote_transitions(std::string_view range, char before, char delimiter) {
   std::array<CsvQuoteState, 3> after{};
   for (const auto s : {CsvQuoteState::outside, CsvQuoteState::inside, CsvQuoteState::closing})
-    after[static_cast<std::size_t>(s)] =
-        walk_quote_states(range, before, delimiter, s, [](std::size_t) { return true; });
+    after[static_cast<std::size_t>(s)] = csv::walk_outside_quotes(
+        range.data(), range.data() + range.size(), delimiter, [](const char*, const char*) { return true; }, s, before);
   return after;
 }
 
 std::size_t csv_first_record_start(std::string_view range, char before, char delimiter, CsvQuoteState start) {
   std::size_t found = range.size() + 1;
-  walk_quote_states(range, before, delimiter, start, [&](std::size_t at) {
-    found = at + 1;
-    return false;
-  });
+  csv::walk_outside_quotes(
+      range.data(), range.data() + range.size(), delimiter,
+      [&](const char* p, const char* q) {
+        const void* nl = std::memchr(p, '\n', static_cast<std::size_t>(q - p));
+        if (nl) found = static_cast<std::size_t>(static_cast<const char*>(nl) - range.data()) + 1;
+        return nl == nullptr;
+      },
+      start, before);
   return found;
 }
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "table/csv_dialect.hpp"
+#include "tandem/table/csv.hpp"
 
 namespace tandem::csv {
 
@@ -44,31 +45,39 @@ Split split_records(const char* b, const char* e, std::size_t piece_bytes, int t
 // at about memchr's speed.
 std::vector<const char*> split_walking(const char* b, const char* e, std::size_t piece_bytes, char delimiter);
 
-// Walks [b, e) (b a record start) from quote to quote (memchr): outside quotes a quote opens a
-// field only at a field's start, else it is a literal byte; inside, a quote closes the field
-// unless doubled. outside(p, q) sees each stretch [p, q) outside quotes, the last one ending at
-// e, and returns false to stop the walk. A quoted field that never ends ends the walk (the
-// parser names it); a malformed byte after a closing quote is walked on as unquoted.
+// Walks [b, e) from quote to quote (memchr): outside quotes a quote opens a field only at a
+// field's start, else it is a literal byte; inside, a quote closes the field unless doubled.
+// outside(p, q) sees each stretch [p, q) outside quotes, the last one ending at e, and returns
+// false to stop the walk. A quoted field that never ends ends the walk (the parser names it); a
+// malformed byte after a closing quote is walked on as unquoted. `start` is the state at b (a
+// record start: outside) and `before` the byte before b (a line feed at a record start); the
+// state at e is returned (outside when the walk was stopped), for ranges walked one by one.
 template <class F>
-void walk_outside_quotes(const char* b, const char* e, char delimiter, F&& outside) {
-  bool inside = false;
-  for (const char* p = b; p < e;) {
+CsvQuoteState walk_outside_quotes(const char* b, const char* e, char delimiter, F&& outside,
+                                  CsvQuoteState start = CsvQuoteState::outside, char before = '\n') {
+  const char* p = b;
+  if (start == CsvQuoteState::closing) {  // the quote before b closes the field unless b doubles it
+    if (p == e) return start;
+    start = *p == '"' ? CsvQuoteState::inside : CsvQuoteState::outside;
+    if (*p == '"') ++p;
+  }
+  bool inside = start == CsvQuoteState::inside;
+  while (p < e) {
     const void* found = std::memchr(p, '"', static_cast<std::size_t>(e - p));
     const char* q = found ? static_cast<const char*>(found) : e;
     if (inside) {
-      if (q == e) return;
-      if (q + 1 < e && q[1] == '"') {
-        p = q + 2;
-        continue;
-      }
-      inside = false;
-      p = q + 1;
+      if (q == e) return CsvQuoteState::inside;
+      if (q + 1 == e) return CsvQuoteState::closing;
+      inside = q[1] == '"';
+      p = q + (inside ? 2 : 1);
       continue;
     }
-    if (!outside(p, q) || q == e) return;
-    inside = q == b || q[-1] == delimiter || q[-1] == '\n';
+    if (!outside(p, q) || q == e) return CsvQuoteState::outside;
+    const char prev = q == b ? before : q[-1];
+    inside = prev == delimiter || prev == '\n';
     p = q + 1;
   }
+  return inside ? CsvQuoteState::inside : CsvQuoteState::outside;
 }
 
 // ',' or '\t': whichever the first record (the header) has more of outside quoted fields (a quote
