@@ -16,16 +16,10 @@
 #include "tandem/core/transfer.hpp"
 #include "tandem/cuda/runtime.hpp"
 #include "tandem/cuda/stream.hpp"
+#include "tandem/cuda/to_device.hpp"
 
 namespace tandem::gpu_groupby {
 namespace {
-
-template <class T>
-gpu::DeviceBuffer<T> to_device(const void* host, std::size_t bytes) {
-  gpu::DeviceBuffer<T> d((bytes + sizeof(T) - 1) / sizeof(T));
-  if (bytes) copy_to_device(d.data(), host, bytes);  // staged through pinned memory by several threads
-  return d;
-}
 
 std::vector<std::uint32_t> string_codes(const cpu_groupby::KeyColumn& dict, std::size_t n, int threads) {
   std::vector<std::uint32_t> codes(n);
@@ -55,14 +49,10 @@ std::shared_ptr<const cpu_groupby::KeyColumn> dictionary_of(const Column& c, int
 bool rank_on_gpu(const Column& c, DeviceColumn& d) {
   if (c.length > table_gpu::kMaxRankedRows) return false;
   try {
-    const auto offsets = c.string_offsets();
-    const auto d_offsets = to_device<std::uint64_t>(offsets.data(), offsets.size_bytes());
-    const auto d_bytes = to_device<char>(c.values.data(), offsets.back());
     gpu::DeviceBuffer<std::byte> codes(c.length * sizeof(std::uint32_t));
     gpu::Stream stream;
-    const table_gpu::DeviceStrings strings{d_offsets.data(), d_bytes.data(),
-                                           d.validity.size() ? d.validity.data() : nullptr, c.length};
-    auto sorted = table_gpu::rank_strings(strings, reinterpret_cast<std::uint32_t*>(codes.data()), stream);
+    auto sorted = table_gpu::rank_host_strings(c, d.validity.size() ? d.validity.data() : nullptr,
+                                               reinterpret_cast<std::uint32_t*>(codes.data()), stream);
     if (!sorted) return false;
     d.values = std::move(codes);
     d.dictionary = std::make_shared<SortedStringDictionary>(c.name, std::move(*sorted), d.missing > 0);
@@ -77,16 +67,16 @@ DeviceColumn upload_column(const Column& c, int threads) {
   d.name = c.name;
   d.type = c.type;
   d.missing = c.missing_count();
-  if (d.missing) d.validity = to_device<std::uint8_t>(c.validity.data(), (c.length + 7) / 8);
+  if (d.missing) d.validity = gpu::to_device<std::uint8_t>(c.validity.data(), (c.length + 7) / 8);
   if (c.type == ColumnType::str) {
     if (!rank_on_gpu(c, d)) {
       auto dictionary = dictionary_of(c, threads);
       const auto codes = string_codes(*dictionary, c.length, threads);
-      d.values = to_device<std::byte>(codes.data(), codes.size() * sizeof(std::uint32_t));
+      d.values = gpu::to_device<std::byte>(codes.data(), codes.size() * sizeof(std::uint32_t));
       d.dictionary = std::move(dictionary);
     }
   } else {
-    d.values = to_device<std::byte>(c.values.data(), c.length * value_width(c.type));
+    d.values = gpu::to_device<std::byte>(c.values.data(), c.length * value_width(c.type));
   }
   return d;
 }

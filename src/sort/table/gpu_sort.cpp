@@ -15,6 +15,7 @@
 #include "table/gpu/string_ranks.hpp"
 #include "tandem/core/transfer.hpp"
 #include "tandem/cuda/stream.hpp"
+#include "tandem/cuda/to_device.hpp"
 #endif
 
 namespace tandem::detail {
@@ -27,13 +28,6 @@ bool table_sort_on_gpu(Device device, std::size_t rows) {
 #if TANDEM_HAS_CUDA
 namespace {
 
-template <class T>
-gpu::DeviceBuffer<T> to_device(const void* host, std::size_t count) {
-  gpu::DeviceBuffer<T> d(count);
-  if (count) copy_to_device(d.data(), host, count * sizeof(T));  // staged through pinned memory
-  return d;
-}
-
 // One key column's device arrays (kept alive while the order is found).
 struct UploadedKey {
   gpu::DeviceBuffer<std::byte> values;
@@ -42,19 +36,16 @@ struct UploadedKey {
 
 // False where the GPU cannot rank the strings (too many rows).
 bool upload_key(const Column& c, UploadedKey& u, cudaStream_t stream) {
-  if (c.missing_count() > 0) u.validity = to_device<std::uint8_t>(c.validity.data(), (c.length + 7) / 8);
+  if (c.missing_count() > 0) u.validity = gpu::to_device<std::uint8_t>(c.validity.data(), (c.length + 7) / 8);
   if (c.type != ColumnType::str) {
-    u.values = to_device<std::byte>(c.values.data(), c.length * value_width(c.type));
+    u.values = gpu::to_device<std::byte>(c.values.data(), c.length * value_width(c.type));
     return true;
   }
   if (c.length > table_gpu::kMaxRankedRows) return false;
-  const auto offsets = c.string_offsets();
-  const auto d_offsets = to_device<std::uint64_t>(offsets.data(), offsets.size());
-  const auto d_bytes = to_device<char>(c.values.data(), offsets.back());
   u.values = gpu::DeviceBuffer<std::byte>(c.length * sizeof(std::uint32_t));
-  const table_gpu::DeviceStrings s{d_offsets.data(), d_bytes.data(), u.validity.size() ? u.validity.data() : nullptr,
-                                   c.length};
-  return table_gpu::rank_strings(s, reinterpret_cast<std::uint32_t*>(u.values.data()), stream).has_value();
+  const std::uint8_t* validity = u.validity.size() ? u.validity.data() : nullptr;
+  return table_gpu::rank_host_strings(c, validity, reinterpret_cast<std::uint32_t*>(u.values.data()), stream)
+      .has_value();
 }
 
 }  // namespace

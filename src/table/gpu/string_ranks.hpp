@@ -14,6 +14,8 @@
 #include <string_view>
 #include <vector>
 
+#include "tandem/table.hpp"
+
 #if TANDEM_HAS_CUDA
 #include <cuda_runtime_api.h>
 
@@ -49,6 +51,13 @@ struct DeviceStrings {
 // Returns the distinct strings in order; std::nullopt when the column has more than
 // kMaxRankedRows rows (the caller ranks on the CPU).
 std::optional<SortedStrings> rank_strings(const DeviceStrings& strings, std::uint32_t* codes, cudaStream_t stream);
+
+// A host string column ranked on the current device: its offsets and bytes copied there (staged
+// through pinned memory) and ranked as rank_strings does. `validity`: the column's bitmap in
+// device memory (nullptr: every row present); codes: device memory of c.length values.
+// std::nullopt beyond kMaxRankedRows rows.
+std::optional<SortedStrings> rank_host_strings(const Column& c, const std::uint8_t* validity, std::uint32_t* codes,
+                                               cudaStream_t stream);
 #endif
 
 }  // namespace tandem::table_gpu
