@@ -11,7 +11,9 @@
 //                    left on the device (groupby_on_device: data and result stay where each engine
 //                    keeps them, as cuDF does; the goal's ratio), the same with the result copied
 //                    to the host, and from the host table (strings encoded and columns uploaded
-//                    inside the timed call).
+//                    inside the timed call). Then three group-bys by one integer key (h1-h3) on
+//                    the GPU hash engine and on the table engine, the hash engine's goal being
+//                    to beat the table engine wherever auto picks it.
 //
 // Run from the repository root after `npm install` in bench/duckdb. The table is written once
 // as CSV (DIR/tandem-groupby-N-K.csv, kept for the next run); a Node script loads it into
@@ -233,6 +235,46 @@ std::array<double, 2> cpu_seconds() {
 // codes, i32 ids, i32/f64 values: q1 0.8 GB, q3 1.6 GB, q10 3.2 GB) plus one gid array written
 // and read per aggregation, ~1-3 ms per question; holistic questions (q6, q8) sort 10^8 values
 // twice (~1.2 GB each way per pass), ~20-40 ms; q10's two rankings of 64-bit tuples, ~50 ms.
+// Group-bys of one integer key that the GPU hash engine takes (auto picks it): timed on it and on
+// the table engine, results left on the device, answers compared. The goal says auto's rule holds.
+void hash_engine_questions(bench::Bench& b, const DeviceTable& device, std::size_t k, int threads) {
+  const std::vector<Question> hash_qs = {
+      {"h1", {"id6"}, "sum(v3),min(v3),max(v3),mean(v3),count()"},  // rows / K groups
+      {"h2", {"id4"}, "sum(v3),count()"},                           // K groups, a small range
+      {"h3", {"id6"}, "count()"},
+  };
+  const double rows = double(device.rows());
+  std::vector<std::string> lines;
+  for (const auto& q : hash_qs) {
+    const GroupBySpec spec{q.by, parse_aggregations(q.aggs)};
+    std::optional<DeviceGroupByResult> hash, table;
+    GroupByOptions on_hash{Device::gpu, threads, GpuGroupByEngine::hash};
+    GroupByOptions on_table{Device::gpu, threads, GpuGroupByEngine::table};
+    const auto h = b.measure([&] {
+      Stopwatch t;
+      hash.emplace(groupby_on_device(device, spec, on_hash));
+      return t.seconds();
+    });
+    const auto t = b.measure([&] {
+      Stopwatch w;
+      table.emplace(groupby_on_device(device, spec, on_table));
+      return w.seconds();
+    });
+    const std::string what = fmt::format("{} {} 1e{:.0f} K={}", q.id, q.aggs, std::log10(rows), k);
+    const std::string why = compare(q, shape(q, hash->table.host()), shape(q, table->table.host()));
+    b.record(what, "tandem GPU hash engine, result on the device", h, rows, "rows", why.empty());
+    b.record(what, "tandem GPU table engine, result on the device", t, rows, "rows", why.empty());
+    if (!why.empty()) b.fail(fmt::format("{}: hash vs table engine: {}", what, why));
+    b.goal(fmt::format("{} hash engine vs table engine (auto picks hash)", what), t.median / h.median, 1.0);
+    lines.push_back(
+        fmt::format("| {} | {} | {:.4f} | {:.4f} | {:.2f}x |", q.id, q.aggs, h.median, t.median, t.median / h.median));
+  }
+  fmt::print(
+      "\n| question | aggregations by one integer key | hash engine s | table engine s | table / hash |\n"
+      "|---|---|---|---|---|\n{}\n",
+      fmt::join(lines, "\n"));
+}
+
 int gpu_questions(bench::Bench& b, const Table& data, const std::vector<Question>& qs, std::size_t k, int threads) {
   std::optional<DeviceTable> on_gpu;
   std::optional<DeviceTable> products_on_gpu;
@@ -297,6 +339,7 @@ int gpu_questions(bench::Bench& b, const Table& data, const std::vector<Question
       "host) | CPU / GPU | CPU / GPU, result to the host | CPU / GPU from host |\n"
       "|---|---|---|---|---|---|---|---|\n{}\n",
       fmt::join(lines, "\n"));
+  hash_engine_questions(b, *on_gpu, k, threads);
   return b.finish();
 }
 

@@ -35,8 +35,8 @@
 #include "tandem/mapreduce.hpp"
 #include "tandem/mapreduce/gpu_engine.cuh"
 
-#include "mapreduce/hash_groupby/context.hpp"
-#include "mapreduce/hash_groupby/engine.hpp"
+#include "groupby/hash/context.hpp"
+#include "groupby/hash/engine.hpp"
 
 using namespace tandem;
 using Job = mapreduce::GroupByJob<std::uint32_t, void>;
@@ -98,14 +98,13 @@ mapreduce::gpu_engine::Engine<Job>& chained_engine() {
 // The hash engine on one workspace for the whole benchmark (allocated once, as the chained
 // engine's); its device result stays valid until the next run.
 struct HashEngine {
-  mapreduce::hash_groupby::Context context;
-  mapreduce::hash_groupby::Workspace ws;
+  hash_groupby::Context context;
+  hash_groupby::Workspace ws;
   mapreduce::gpu_engine::DeviceResult<std::uint32_t, std::uint64_t> run_device(const std::uint32_t* keys, std::size_t n,
                                                                                const mapreduce::Options& o,
                                                                                mapreduce::EngineStats& st, Report& rep,
                                                                                cudaStream_t s) {
-    return mapreduce::hash_groupby::Engine<std::uint32_t, void>(context.current(), ws)
-        .run_device(keys, nullptr, n, o, st, rep, s);
+    return hash_groupby::Engine<std::uint32_t, void>(context.current(), ws).run_device(keys, nullptr, n, o, st, rep, s);
   }
 };
 

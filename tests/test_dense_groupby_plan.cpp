@@ -1,4 +1,4 @@
-// The dense-range path of the GPU group-by (pure code, src/mapreduce/hash_groupby/dense_plan.hpp):
+// The dense-range path of the GPU group-by (pure code, src/groupby/hash/dense_plan.hpp):
 // when a key range takes it, the partition geometry, the speculative regions (they hold evenly
 // spread keys, and the exact regions of any split of the records), and the reduce's chunks.
 #include <gtest/gtest.h>
@@ -6,9 +6,9 @@
 #include <cstdint>
 #include <limits>
 
-#include "mapreduce/hash_groupby/dense_plan.hpp"
+#include "groupby/hash/dense_plan.hpp"
 
-using namespace tandem::mapreduce::hash_groupby;
+using namespace tandem::hash_groupby;
 
 namespace {
 constexpr std::size_t kFree = std::size_t{64} << 30;

@@ -1,4 +1,4 @@
-// The GPU hash group-by's plan (pure code, src/mapreduce/hash_groupby/plan.hpp and tuning.hpp):
+// The GPU hash group-by's plan (pure code, src/groupby/hash/plan.hpp and tuning.hpp):
 // sample and table sizes, the hot-key threshold read off the count histogram, the shared-memory
 // layout within the budget and the device's limit, the partitioned tier's layout, the pass mode
 // and the tuner's candidates.
@@ -7,14 +7,14 @@
 #include <cstdint>
 #include <vector>
 
-#include "mapreduce/hash_groupby/bucket_table.hpp"
-#include "mapreduce/hash_groupby/plan.hpp"
-#include "mapreduce/hash_groupby/tuning.hpp"
+#include "groupby/hash/bucket_table.hpp"
+#include "groupby/hash/plan.hpp"
+#include "groupby/hash/tuning.hpp"
 #include "tandem/core/error.hpp"
 
 using namespace tandem;
-using namespace tandem::mapreduce::hash_groupby;
-using tandem::mapreduce::Options;
+using namespace tandem::hash_groupby;
+using tandem::hash_groupby::Options;
 
 namespace {
 
@@ -193,7 +193,7 @@ TEST(HashGroupByPlan, SubTablesArePowersOfTwoUpToOnePerWarp) {
 TEST(HashGroupByPlan, HotSlotsByTableKind) {
   EXPECT_EQ(hot_slots(10, 256, true), 256u);  // two-choice: placed on the host
   EXPECT_EQ(hot_slots(1, 0, true), 4u);       // one bucket
-  EXPECT_EQ(hot_slots(16, 0, true), 4u * mapreduce::buckets::buckets_for(16));
+  EXPECT_EQ(hot_slots(16, 0, true), 4u * hash_groupby::buckets::buckets_for(16));
   EXPECT_EQ(hot_slots(10, 0, false), 21u);  // linear probing: half full
   EXPECT_EQ(two_choice_slots(1), 64u);
   EXPECT_EQ(two_choice_slots(100), 400u);  // a quarter full

@@ -10,8 +10,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "mapreduce/hash_groupby/bucket_table.hpp"
-#include "mapreduce/hash_groupby/two_choice.hpp"
+#include "groupby/hash/bucket_table.hpp"
+#include "groupby/hash/two_choice.hpp"
 #include "tandem/core/distinct_estimate.hpp"
 #include "tandem/core/error.hpp"
 #include "tandem/mapreduce.hpp"
@@ -260,7 +260,7 @@ TEST(MapReduceGenerators, ZipfGuideTableEqualsFullSearch) {
 // Two-choice placement (the hash path's shared table for few keys): every key at one of its two
 // slots, each once; the empty marker and duplicates skipped; a table too small fails cleanly.
 TEST(MapReduceTwoChoice, PlacesEveryKeyAtOneOfItsSlots) {
-  namespace tc = tandem::mapreduce::two_choice;
+  namespace tc = tandem::hash_groupby::two_choice;
   std::mt19937_64 rng(5);
   for (std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{2}, std::size_t{100}, std::size_t{1024}}) {
     for (int shape = 0; shape < 3; ++shape) {
@@ -360,7 +360,7 @@ TEST(MapReduceDistinctEstimate, ChaoBelowGoodTuringAboveOnRealSamples) {
 // buckets at 4/5 load, every key found in one of its two buckets exactly once, the empty marker
 // skipped; past the table's room the walk leaves keys out rather than losing or duplicating any.
 TEST(MapReduceBuckets, SizesAndPlacementAtFourFifthsLoad) {
-  namespace bk = tandem::mapreduce::buckets;
+  namespace bk = tandem::hash_groupby::buckets;
   EXPECT_EQ(bk::buckets_for(0), 1u);
   EXPECT_EQ(bk::buckets_for(1), 1u);
   EXPECT_EQ(bk::buckets_for(16), 5u);  // 16 keys at 4/5 of 4 ways: 5 buckets

@@ -2,9 +2,9 @@
 // every reason to stay with the global table.
 #include <gtest/gtest.h>
 
-#include "mapreduce/hash_groupby/partition_plan.hpp"
+#include "groupby/hash/partition_plan.hpp"
 
-namespace pp = tandem::mapreduce::partition_plan;
+namespace pp = tandem::hash_groupby::partition_plan;
 
 namespace {
 pp::Inputs big_uniform() {

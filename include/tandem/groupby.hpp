@@ -61,9 +61,17 @@ struct GroupBySpec {
   std::vector<Aggregation> aggs;
 };
 
+// Which GPU engine groups a device table. auto_: the hash engine (hot keys in shared memory, or
+// direct-indexed accumulators for keys of a small range) where it applies - one integer key
+// column and count(), count, sum, min, max and mean of at most one f64 or i64 column, with no
+// missing values in either - else the table engine, which runs every key and aggregation.
+// hash: UsageError saying why where it does not apply. The report says which ran and why.
+enum class GpuGroupByEngine : std::uint8_t { auto_, table, hash };
+
 struct GroupByOptions {
   Device device{Device::auto_};
   int threads{0};  // CPU threads (0: every core the process may use)
+  GpuGroupByEngine gpu_engine{GpuGroupByEngine::auto_};
 };
 
 // Output types: count, count_rows, nunique → i64; sum of signed integers → i64 and of unsigned

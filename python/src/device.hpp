@@ -26,7 +26,8 @@ template <class K>
 void argsort_prepare_device(const K* in, K* keys, std::uint64_t* positions, std::size_t n, bool canonical,
                             cudaStream_t stream);
 
-// Group-by of integer keys on the device (the hash group-by engine), result sorted by key.
+// Group-by of integer keys on the device (tandem::groupby_on_device on the GPU hash engine),
+// result sorted by key.
 // Values: none, double or int64 (narrower types are widened by the caller). The engine reads the
 // number of groups back (one host synchronisation); `allocate(groups)` is then called to get the
 // output pointers (any may be null: not wanted), which are written on `stream`.

@@ -1,11 +1,14 @@
-// tandem::groupby: checks the request, picks the engine (cpu_engine.hpp, or the GPU table engine
-// of gpu/engine.hpp on a DeviceTable) and says in the report which ran what.
+// tandem::groupby: checks the request, picks the engine (cpu_engine.hpp; on a DeviceTable the GPU
+// hash engine of gpu/hash_engine.hpp where engine_choice.hpp allows it, else the GPU table engine
+// of gpu/engine.hpp) and says in the report which ran what and why.
 #include <set>
 
 #include <fmt/format.h>
 
 #include "groupby/cpu_engine.hpp"
+#include "groupby/engine_choice.hpp"
 #include "groupby/gpu/engine.hpp"
+#include "groupby/gpu/hash_engine.hpp"
 #include "groupby/ops/registry.hpp"
 #include "tandem/core/device.hpp"
 #include "tandem/core/error.hpp"
@@ -54,12 +57,33 @@ GroupByResult on_cpu(const Table& input, const GroupBySpec& spec, const GroupByO
   return {std::move(t), std::move(report)};
 }
 
+#if TANDEM_HAS_CUDA
+// Which GPU engine runs (GroupByOptions::gpu_engine; engine_choice.hpp), said in the report.
+groupby_engine::HashFit choose_gpu_engine(const DeviceTable& table, const GroupBySpec& spec,
+                                          const GroupByOptions& options, Report& report) {
+  if (options.gpu_engine == GpuGroupByEngine::table) {
+    report.note("GPU table engine: asked for");
+    return {};
+  }
+  const auto& impl = table.impl();
+  auto fit = groupby_engine::hash_engine_fit(table.schema(), table.rows(), spec,
+                                             [&](const std::string& name) { return impl.column(name).missing; });
+  if (!fit.fits && options.gpu_engine == GpuGroupByEngine::hash)
+    throw UsageError("group-by engine 'hash' does not apply: " + fit.why);
+  report.note(fit.fits ? "GPU hash engine: " + fit.why : "GPU table engine: " + fit.why);
+  return fit;
+}
+#endif
+
 // The GPU engine on a device table, its result left on the device; nullptr when a 64-bit integer
 // sum may have wrapped in the GPU's atomics (the CPU engine reruns it and checks every sum).
 std::unique_ptr<DeviceTable::Impl> on_gpu(const DeviceTable& table, const GroupBySpec& spec,
                                           const GroupByOptions& options, Report& report) {
 #if TANDEM_HAS_CUDA
-  auto t = gpu_groupby::run(table.impl(), spec, options.threads > 0 ? options.threads : default_threads(), report);
+  const int threads = options.threads > 0 ? options.threads : default_threads();
+  const auto fit = choose_gpu_engine(table, spec, options, report);
+  auto t = fit.fits ? gpu_groupby::run_hash(table.impl(), spec, fit.value_column, threads, report)
+                    : gpu_groupby::run(table.impl(), spec, threads, report);
   if (!t) report.notice("GPU sums of 64-bit integers may have wrapped: rerun on the CPU, which checks every sum");
   return t;
 #else

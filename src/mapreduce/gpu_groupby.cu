@@ -1,6 +1,7 @@
-// GPU group-by: the upload, then the hash path (gpu_groupby_hash.cu) or GroupByJob on the chained
+// GPU group-by: the upload, then the group-by's hash engine (groupby/hash/entry.hpp) or GroupByJob on the chained
 // engine (Options::mode = chained). Engines per (key width, value kind) and device, one per
 // concurrent caller.
+#include "groupby/hash/entry.hpp"
 #include "mapreduce/gpu_jobs.hpp"
 #include "tandem/core/transfer.hpp"
 #include "tandem/mapreduce/gpu_engine.cuh"
@@ -27,7 +28,7 @@ std::vector<std::pair<K, typename GroupByJob<K, V>::value_type>> gpu_groupby(con
   s.sync();
   r.add("H2D input", "gpu0", w.seconds(), gpu::format("{} keys", n));
   if (o.mode != Options::Mode::chained && n < (std::uint64_t{1} << 32))
-    return gpu_groupby_hash<K, V>(dk.data(), reinterpret_cast<const V*>(dv.data()), n, o, st, r, s.get());
+    return hash_groupby::run_to_host<K, V>(dk.data(), reinterpret_cast<const V*>(dv.data()), n, o, st, r, s.get());
   if (o.mode == Options::Mode::auto_) r.note("2^32 records or more: the chained engine");
   Job job{dk.data(), dv.data()};
   return borrow_engine<gpu_engine::Engine<Job>>()->run(job, n, o, st, r);

@@ -51,21 +51,6 @@ std::vector<std::pair<K, typename GroupByJob<K, V>::value_type>> gpu_groupby(con
                                                                              std::size_t n, const Options& o,
                                                                              EngineStats& st, Report& r);
 
-// The hash path on device-resident columns (d_values unused for V = void).
-template <class K, class V>
-std::vector<std::pair<K, typename GroupByJob<K, V>::value_type>> gpu_groupby_hash(const K* d_keys, const V* d_values,
-                                                                                  std::size_t n, const Options& o,
-                                                                                  EngineStats& st, Report& r,
-                                                                                  cudaStream_t stream);
-
-// The same with the result left on the device: use(keys, aggregates, groups) runs while the
-// engine's buffers hold it (one entry per group, in no particular order; valid only during the
-// call). The Python package sorts and copies it into the caller's arrays there.
-template <class K, class V>
-void gpu_groupby_hash_on_device(
-    const K* d_keys, const V* d_values, std::size_t n, const Options& o, EngineStats& st, Report& r,
-    cudaStream_t stream,
-    const std::function<void(const K*, const typename GroupByJob<K, V>::value_type*, std::size_t)>& use);
 #endif
 
 }  // namespace tandem::mapreduce::detail

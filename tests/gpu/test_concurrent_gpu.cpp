@@ -17,6 +17,7 @@
 #include <cuda_runtime_api.h>
 
 #include "cpu_answers.hpp"
+#include "gpu/engine_groupby.hpp"
 #include "tandem/core/device.hpp"
 #include "tandem/cuda/buffers.hpp"
 #include "tandem/cuda/runtime.hpp"
@@ -37,7 +38,7 @@ struct Work {
   std::vector<std::int64_t> values;  // integer sums are exact on every engine
   std::string text;
   std::vector<std::uint64_t> to_sort;
-  mapreduce::GroupBy groups;
+  engine_test::GroupBy groups;
   mapreduce::WordCount words;
   std::vector<std::uint64_t> sorted;
 };
@@ -59,16 +60,16 @@ Work make_work(int t) {
   return w;
 }
 
-bool same_groups(const mapreduce::GroupBy& a, const mapreduce::GroupBy& b) {
+bool same_groups(const engine_test::GroupBy& a, const engine_test::GroupBy& b) {
   return test::group_difference(a, b).empty();
 }
 
-mapreduce::GroupBy gpu_groupby(const Work& w, mapreduce::Options::Mode mode) {
+engine_test::GroupBy gpu_groupby(const Work& w, mapreduce::Options::Mode mode) {
   mapreduce::Options o;
   o.device = Device::gpu;
   o.mode = mode;
-  return mapreduce::groupby(DType::u32, w.keys.data(), w.keys.size(), DType::i64, w.values.data(), w.values.size(),
-                            true, o);
+  return engine_test::groupby(DType::u32, w.keys.data(), w.keys.size(), DType::i64, w.values.data(), w.values.size(),
+                              true, o);
 }
 
 // Sorts a copy of w.to_sort on the device, on this thread's own non-blocking stream.

@@ -1,4 +1,4 @@
-// GPU group-by, dense-range path (mapreduce/hash_groupby/dense_plan.hpp): every aggregate of every
+// GPU group-by, dense-range path (groupby/hash/dense_plan.hpp): every aggregate of every
 // value type against the CPU engine for ranges around one block's slots and the partition size,
 // keys at the top of u32/u64, negative keys, one key, a hot key holding 90% (regions overflow and
 // the pass runs again into exact ones), odd sizes, the empty input; and wide or sparse ranges
@@ -13,6 +13,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "gpu/engine_groupby.hpp"
 #include "gpu/same_rows.hpp"
 #include "tandem/core/device.hpp"
 #include "tandem/core/hash.hpp"
@@ -53,13 +54,13 @@ std::vector<K> uniform_keys(std::size_t n, K base, std::uint64_t range, std::uin
 // GPU against the CPU engine for these keys and values (nullptr: counts); `dense`: the path the
 // GPU must have taken.
 template <class K>
-mapreduce::GroupBy check(const std::vector<K>& keys, DType vt, const void* vals, const std::string& what,
-                         bool dense = true) {
+engine_test::GroupBy check(const std::vector<K>& keys, DType vt, const void* vals, const std::string& what,
+                           bool dense = true) {
   const bool has = vals != nullptr;
   auto o = gpu_opts();
-  auto g = mapreduce::groupby(dtype<K>(), keys.data(), keys.size(), vt, vals, has ? keys.size() : 0, has, o);
+  auto g = engine_test::groupby(dtype<K>(), keys.data(), keys.size(), vt, vals, has ? keys.size() : 0, has, o);
   o.device = Device::cpu;
-  const auto c = mapreduce::groupby(dtype<K>(), keys.data(), keys.size(), vt, vals, has ? keys.size() : 0, has, o);
+  const auto c = engine_test::groupby(dtype<K>(), keys.data(), keys.size(), vt, vals, has ? keys.size() : 0, has, o);
   expect_same_rows(g, c, what);
   EXPECT_EQ(g.gpu.engine, "hash") << what;
   EXPECT_EQ(g.gpu.dense, dense) << what << " (" << g.gpu.dense_note << ")";
@@ -156,7 +157,7 @@ TEST(GpuDenseGroupBy, OddSizesAndTheEmptyInput) {
     check_every_aggregate(uniform_keys<std::uint64_t>(n, 1ull << 33, R, n), "u64 n=" + std::to_string(n));
   }
   std::vector<std::uint32_t> none;
-  auto g = mapreduce::groupby(DType::u32, none.data(), 0, DType::f64, nullptr, 0, false, gpu_opts());
+  auto g = engine_test::groupby(DType::u32, none.data(), 0, DType::f64, nullptr, 0, false, gpu_opts());
   EXPECT_TRUE(g.rows.empty());
 }
 
@@ -187,7 +188,7 @@ TEST(GpuDenseGroupBy, WideOrSparseRangesTakeTheHashTable) {
   auto o = gpu_opts();
   o.dense_range = false;
   const auto keys = uniform_keys<std::uint32_t>(10001, 0, 100, 1);
-  g = mapreduce::groupby(DType::u32, keys.data(), keys.size(), DType::f64, nullptr, 0, false, o);
+  g = engine_test::groupby(DType::u32, keys.data(), keys.size(), DType::f64, nullptr, 0, false, o);
   EXPECT_FALSE(g.gpu.dense);
   EXPECT_EQ(g.gpu.dense_note, "off");
 }
@@ -199,9 +200,9 @@ TEST(GpuDenseGroupBy, UniformKeysOverTwoToTheTwentyReportTheirStages) {
   const std::size_t n = sanitizer() ? std::size_t{1} << 21 : std::size_t{1} << 25;
   const auto keys = uniform_keys<std::int32_t>(n, 0, 1u << 20, 8);
   auto o = gpu_opts();
-  const auto g = mapreduce::groupby(DType::i32, keys.data(), n, DType::f64, nullptr, 0, false, o);
+  const auto g = engine_test::groupby(DType::i32, keys.data(), n, DType::f64, nullptr, 0, false, o);
   o.device = Device::cpu;
-  const auto c = mapreduce::groupby(DType::i32, keys.data(), n, DType::f64, nullptr, 0, false, o);
+  const auto c = engine_test::groupby(DType::i32, keys.data(), n, DType::f64, nullptr, 0, false, o);
   expect_same_rows(g, c, "2^20 uniform");
   EXPECT_TRUE(g.gpu.dense);
   EXPECT_EQ(g.gpu.partitions, 64u);

@@ -16,6 +16,7 @@
 #include "core/device_context.hpp"
 #include "core/device_pool.hpp"
 #include "cpu_answers.hpp"
+#include "gpu/engine_groupby.hpp"
 #include "tandem/core/device.hpp"
 #include "tandem/cuda/runtime.hpp"
 #include "tandem/mapreduce.hpp"
@@ -33,7 +34,7 @@ struct Work {
   std::vector<std::uint32_t> keys;
   std::vector<std::int64_t> values;
   std::string text;
-  mapreduce::GroupBy groups;
+  engine_test::GroupBy groups;
   mapreduce::WordCount words;
 };
 
@@ -56,8 +57,8 @@ std::string chained_groupby(const Work& w) {
   o.device = Device::gpu;
   o.mode = mapreduce::Options::Mode::chained;
   o.tables = mapreduce::Options::Tables::direct;  // no tuning run: the calls stay concurrent
-  const auto g = mapreduce::groupby(DType::u32, w.keys.data(), w.keys.size(), DType::i64, w.values.data(),
-                                    w.values.size(), true, o);
+  const auto g = engine_test::groupby(DType::u32, w.keys.data(), w.keys.size(), DType::i64, w.values.data(),
+                                      w.values.size(), true, o);
   const std::string diff = test::group_difference(g, w.groups);
   return diff.empty() ? diff : "chained group-by: " + diff;
 }
@@ -118,7 +119,7 @@ TEST(EngineContextThreads, ChainedKernelWithTwoSharedSizesAtOnce) {
   const auto keys = mapreduce::zipf_keys_u32(n, 200000, 1.0, 3);
   mapreduce::Options cpu;
   cpu.device = Device::cpu;
-  const auto want = mapreduce::groupby(DType::u32, keys.data(), n, DType::f64, nullptr, 0, false, cpu);
+  const auto want = engine_test::groupby(DType::u32, keys.data(), n, DType::f64, nullptr, 0, false, cpu);
   std::vector<std::string> failures(2);
   auto worker = [&](int t) {
     try {
@@ -130,7 +131,7 @@ TEST(EngineContextThreads, ChainedKernelWithTwoSharedSizesAtOnce) {
       o.hot_keys = true;
       o.shared_entries = t ? 4096 : 256;  // pools of about 7 KB and 112 KiB
       for (int r = 0; r < rounds && failures[t].empty(); ++r) {
-        const auto got = mapreduce::groupby(DType::u32, keys.data(), n, DType::f64, nullptr, 0, false, o);
+        const auto got = engine_test::groupby(DType::u32, keys.data(), n, DType::f64, nullptr, 0, false, o);
         const std::string diff = test::group_difference(got, want);
         if (!diff.empty()) failures[t] = diff + " (round " + std::to_string(r) + ")";
         else if (got.gpu.shared_hits == 0) failures[t] = "no shared-pool hits (round " + std::to_string(r) + ")";

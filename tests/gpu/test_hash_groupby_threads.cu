@@ -1,4 +1,4 @@
-// The GPU hash group-by's context (src/mapreduce/hash_groupby/context.hpp) under two host threads
+// The GPU hash group-by's context (src/groupby/hash/context.hpp) under two host threads
 // at once on one device: each thread borrows its own workspace of one shared context and runs the
 // engine on counts (u32 keys) and integer aggregates (u64 keys) through the grow, two-choice,
 // hot-key and global-table paths; each result must equal a CPU reference. The library's own entry
@@ -14,8 +14,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "mapreduce/hash_groupby/context.hpp"
-#include "mapreduce/hash_groupby/engine.hpp"
+#include "groupby/hash/context.hpp"
+#include "groupby/hash/engine.hpp"
 #include "tandem/core/device.hpp"
 #include "tandem/cuda/buffers.hpp"
 #include "tandem/cuda/runtime.hpp"
@@ -24,7 +24,7 @@
 #include "test_util.hpp"
 
 using namespace tandem;
-namespace hg = tandem::mapreduce::hash_groupby;
+namespace hg = tandem::hash_groupby;
 
 namespace {
 

@@ -10,6 +10,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "gpu/engine_groupby.hpp"
 #include "tandem/core/device.hpp"
 #include "tandem/mapreduce.hpp"
 #include "test_util.hpp"
@@ -25,7 +26,7 @@ std::unordered_map<std::uint32_t, std::uint64_t> ref_counts(const std::vector<st
   return m;
 }
 
-void expect_counts(const mapreduce::GroupBy& g, const std::vector<std::uint32_t>& keys, const std::string& what) {
+void expect_counts(const engine_test::GroupBy& g, const std::vector<std::uint32_t>& keys, const std::string& what) {
   auto ref = ref_counts(keys);
   ASSERT_EQ(g.rows.size(), ref.size()) << what;
   for (const auto& r : g.rows) {
@@ -55,7 +56,7 @@ TEST(GpuMapReduce, GroupByCountsAllModes) {
         auto o = gpu_opts();
         o.hot_keys = mode & 1;
         o.tables = (mode & 2) ? mapreduce::Options::Tables::block : mapreduce::Options::Tables::direct;
-        auto g = mapreduce::groupby(DType::u32, keys.data(), n, DType::f64, nullptr, 0, false, o);
+        auto g = engine_test::groupby(DType::u32, keys.data(), n, DType::f64, nullptr, 0, false, o);
         expect_counts(g, keys,
                       "s=" + std::to_string(s) + " d=" + std::to_string(distinct) + " mode=" + std::to_string(mode));
         EXPECT_EQ(g.gpu.records, n);
@@ -73,11 +74,11 @@ TEST(GpuMapReduce, HotKeysAreReducedInSharedMemory) {
   auto keys = mapreduce::zipf_keys_u32(n, 50000, 1.5, 21);  // the top 100 keys hold ~90% of the records
   auto o = gpu_opts();
   o.hot_keys = true;
-  auto on = mapreduce::groupby(DType::u32, keys.data(), n, DType::f64, nullptr, 0, false, o);
+  auto on = engine_test::groupby(DType::u32, keys.data(), n, DType::f64, nullptr, 0, false, o);
   expect_counts(on, keys, "hot keys on");
   EXPECT_GE(on.gpu.shared_hits, n / 3) << "shared hits " << on.gpu.shared_hits << " of " << n;
   o.hot_keys = false;
-  auto off = mapreduce::groupby(DType::u32, keys.data(), n, DType::f64, nullptr, 0, false, o);
+  auto off = engine_test::groupby(DType::u32, keys.data(), n, DType::f64, nullptr, 0, false, o);
   expect_counts(off, keys, "hot keys off");
   EXPECT_LT(off.gpu.shared_hits, on.gpu.shared_hits);
 }
@@ -103,7 +104,7 @@ TEST(GpuMapReduce, SkewedKeysMostlyHitTheSharedPool) {
   TANDEM_REQUIRE_GPU();
   const std::size_t n = sanitizer() ? 100000 : 2000003;
   const auto keys = mapreduce::zipf_keys_u32(n, 100000, 1.2, 5);
-  const auto g = mapreduce::groupby(DType::u32, keys.data(), n, DType::f64, nullptr, 0, false, fixed_pool_opts());
+  const auto g = engine_test::groupby(DType::u32, keys.data(), n, DType::f64, nullptr, 0, false, fixed_pool_opts());
   expect_counts(g, keys, "zipf 1.2");
   EXPECT_GT(g.gpu.hot_keys, 0u);
   EXPECT_GT(g.gpu.shared_hits, n / 2) << "shared " << g.gpu.shared_hits << ", global " << g.gpu.global_hits;
@@ -117,7 +118,7 @@ TEST(GpuMapReduce, UniformKeysOverAHugeKeySpaceMostlyMissTheSharedPool) {
   std::vector<std::uint32_t> keys(n);
   for (auto& k : keys) k = rng();  // 2^32 values: almost every key occurs once
   const auto o = fixed_pool_opts();
-  const auto g = mapreduce::groupby(DType::u32, keys.data(), n, DType::f64, nullptr, 0, false, o);
+  const auto g = engine_test::groupby(DType::u32, keys.data(), n, DType::f64, nullptr, 0, false, o);
   expect_counts(g, keys, "uniform 2^32");
   EXPECT_LE(g.gpu.shared_hits, std::uint64_t(o.blocks) * o.shared_entries + n / 1000)
       << "only the pool's entries (and rare repeats) can be shared hits";
@@ -139,7 +140,7 @@ TEST(GpuMapReduce, TinyBuffersForceSpillGrowRetry) {
     o.spill_entries = 16;
     o.result_entries = 4;
     o.sample_fraction = 0.05;
-    auto g = mapreduce::groupby(DType::u32, keys.data(), n, DType::f64, nullptr, 0, false, o);
+    auto g = engine_test::groupby(DType::u32, keys.data(), n, DType::f64, nullptr, 0, false, o);
     expect_counts(g, keys, block ? "block" : "direct");
     // Block mode: 8-entry pools and a 16-entry spill list overflow, so the job is rerun with larger
     // buffers. Direct mode: the 4-entry result is grown before the passes and merges.
@@ -156,10 +157,10 @@ TEST(GpuMapReduce, EdgeCases) {
     auto o = gpu_opts();
     o.mode = mode;
     std::vector<std::uint32_t> empty;
-    auto g0 = mapreduce::groupby(DType::u32, empty.data(), 0, DType::f64, nullptr, 0, false, o);
+    auto g0 = engine_test::groupby(DType::u32, empty.data(), 0, DType::f64, nullptr, 0, false, o);
     EXPECT_TRUE(g0.rows.empty());
     std::vector<std::uint32_t> one{42};
-    auto g1 = mapreduce::groupby(DType::u32, one.data(), 1, DType::f64, nullptr, 0, false, o);
+    auto g1 = engine_test::groupby(DType::u32, one.data(), 1, DType::f64, nullptr, 0, false, o);
     ASSERT_EQ(g1.rows.size(), 1u);
     EXPECT_EQ(g1.rows[0].key_bits, 42u);
     EXPECT_EQ(g1.rows[0].count, 1u);
@@ -167,7 +168,7 @@ TEST(GpuMapReduce, EdgeCases) {
   // all distinct, non-power-of-two size
   std::vector<std::uint32_t> all(77777);
   for (std::size_t i = 0; i < all.size(); ++i) all[i] = scatter32(static_cast<std::uint32_t>(i));
-  auto g2 = mapreduce::groupby(DType::u32, all.data(), all.size(), DType::f64, nullptr, 0, false, gpu_opts());
+  auto g2 = engine_test::groupby(DType::u32, all.data(), all.size(), DType::f64, nullptr, 0, false, gpu_opts());
   expect_counts(g2, all, "all distinct");
 }
 
@@ -185,11 +186,11 @@ TEST(GpuMapReduce, GroupByAggregatesFloatAndInt) {
   for (int mode = 0; mode < 2; ++mode) {
     auto o = gpu_opts();
     o.tables = mode ? mapreduce::Options::Tables::block : mapreduce::Options::Tables::direct;
-    auto gd = mapreduce::groupby(DType::u64, keys.data(), n, DType::f64, dv.data(), n, true, o);
-    auto gi = mapreduce::groupby(DType::u64, keys.data(), n, DType::i64, iv.data(), n, true, o);
+    auto gd = engine_test::groupby(DType::u64, keys.data(), n, DType::f64, dv.data(), n, true, o);
+    auto gi = engine_test::groupby(DType::u64, keys.data(), n, DType::i64, iv.data(), n, true, o);
     o.device = Device::cpu;
-    auto cd = mapreduce::groupby(DType::u64, keys.data(), n, DType::f64, dv.data(), n, true, o);
-    auto ci = mapreduce::groupby(DType::u64, keys.data(), n, DType::i64, iv.data(), n, true, o);
+    auto cd = engine_test::groupby(DType::u64, keys.data(), n, DType::f64, dv.data(), n, true, o);
+    auto ci = engine_test::groupby(DType::u64, keys.data(), n, DType::i64, iv.data(), n, true, o);
     ASSERT_EQ(gd.rows.size(), cd.rows.size());
     ASSERT_EQ(gi.rows.size(), ci.rows.size());
     for (std::size_t i = 0; i < gd.rows.size(); ++i) {
@@ -215,8 +216,8 @@ TEST(GpuMapReduce, TunedParametersAreCachedAndCorrect) {
     auto o = gpu_opts();
     o.mode = mode;
     o.tune_min_records = 1;  // tune even this small job
-    auto g1 = mapreduce::groupby(DType::u32, keys.data(), n, DType::f64, nullptr, 0, false, o);
-    auto g2 = mapreduce::groupby(DType::u32, keys.data(), n, DType::f64, nullptr, 0, false, o);
+    auto g1 = engine_test::groupby(DType::u32, keys.data(), n, DType::f64, nullptr, 0, false, o);
+    auto g2 = engine_test::groupby(DType::u32, keys.data(), n, DType::f64, nullptr, 0, false, o);
     const std::string engine = mode == mapreduce::Options::Mode::chained ? "chained" : "hash";
     expect_counts(g1, keys, engine + " tuned");
     expect_counts(g2, keys, engine + " cached");

@@ -11,8 +11,9 @@
 #include <unordered_map>
 #include <vector>
 
+#include "gpu/engine_groupby.hpp"
 #include "gpu/same_rows.hpp"
-#include "mapreduce/hash_groupby/bucket_table.hpp"
+#include "groupby/hash/bucket_table.hpp"
 #include "tandem/core/device.hpp"
 #include "tandem/core/error.hpp"
 #include "tandem/mapreduce.hpp"
@@ -25,7 +26,7 @@ namespace {
 bool sanitizer() { return std::getenv("TANDEM_SANITIZER") != nullptr; }
 
 template <class K>
-void expect_counts(const mapreduce::GroupBy& g, const std::vector<K>& keys, const std::string& what) {
+void expect_counts(const engine_test::GroupBy& g, const std::vector<K>& keys, const std::string& what) {
   std::unordered_map<K, std::uint64_t> ref;
   for (auto x : keys) ++ref[x];
   ASSERT_EQ(g.rows.size(), ref.size()) << what;
@@ -61,7 +62,7 @@ TEST(GpuHashGroupBy, CountsZipfCardinalityHotOnOff) {
         o.hot_keys = hot;
         o.warp_match = variant == 0;  // lanes grouped by key, or the top-key ballots alone
         o.sample_fraction = 0.03;
-        auto g = mapreduce::groupby(DType::u32, keys.data(), n, DType::f64, nullptr, 0, false, o);
+        auto g = engine_test::groupby(DType::u32, keys.data(), n, DType::f64, nullptr, 0, false, o);
         const std::string what =
             "s=" + std::to_string(s) + " d=" + std::to_string(distinct) + " variant=" + std::to_string(variant);
         if (variant == 1) {
@@ -104,7 +105,7 @@ TEST(GpuHashGroupBy, TwoChoiceTableForFewKeys) {
     for (bool tc : {true, false}) {
       auto o = hash_opts();
       o.two_choice = tc;
-      auto g = mapreduce::groupby(DType::u32, keys.data(), n, DType::f64, nullptr, 0, false, o);
+      auto g = engine_test::groupby(DType::u32, keys.data(), n, DType::f64, nullptr, 0, false, o);
       const std::string what = "d=" + std::to_string(distinct) + " two-choice=" + std::to_string(tc);
       expect_counts(g, keys, what);
       EXPECT_EQ(g.gpu.shared_hits + g.gpu.global_hits, n) << what;
@@ -123,9 +124,9 @@ TEST(GpuHashGroupBy, TwoChoiceTableForFewKeys) {
     std::vector<double> vals(n);
     for (std::size_t i = 0; i < n; ++i) vals[i] = double(i % 1000);
     auto o = hash_opts();
-    auto g = mapreduce::groupby(DType::u64, k64.data(), n, DType::f64, vals.data(), n, true, o);
+    auto g = engine_test::groupby(DType::u64, k64.data(), n, DType::f64, vals.data(), n, true, o);
     o.device = Device::cpu;
-    auto c = mapreduce::groupby(DType::u64, k64.data(), n, DType::f64, vals.data(), n, true, o);
+    auto c = engine_test::groupby(DType::u64, k64.data(), n, DType::f64, vals.data(), n, true, o);
     expect_same_rows(g, c, "u64 sums d=" + std::to_string(distinct));
   }
 }
@@ -142,7 +143,7 @@ TEST(GpuHashGroupBy, PartitionedColdTier) {
     for (bool on : {true, false}) {
       auto o = hash_opts();
       o.partition_cold = on;
-      auto g = mapreduce::groupby(DType::u32, keys.data(), n, DType::f64, nullptr, 0, false, o);
+      auto g = engine_test::groupby(DType::u32, keys.data(), n, DType::f64, nullptr, 0, false, o);
       const std::string what =
           "s=" + std::to_string(s) + " partitions=" + std::to_string(on) + " (" + g.gpu.partition_note + ")";
       expect_counts(g, keys, what);
@@ -159,7 +160,7 @@ TEST(GpuHashGroupBy, PartitionedColdTier) {
   {
     std::vector<std::uint64_t> k64(n);
     for (std::size_t i = 0; i < n; ++i) k64[i] = ((i * 2654435761u) % 250000) * 0x9E3779B97F4A7C15ull + 5;
-    auto g = mapreduce::groupby(DType::u64, k64.data(), n, DType::f64, nullptr, 0, false, hash_opts());
+    auto g = engine_test::groupby(DType::u64, k64.data(), n, DType::f64, nullptr, 0, false, hash_opts());
     EXPECT_GT(g.gpu.partitions, 0u) << g.gpu.partition_note;
     expect_counts(g, k64, "u64 uniform");
   }
@@ -176,7 +177,7 @@ TEST(GpuHashGroupBy, PartitionedColdTier) {
     auto o = hash_opts();
     o.sample_fraction = 0.01;
     o.hot_keys = false;
-    auto g = mapreduce::groupby(DType::u32, keys.data(), n, DType::f64, nullptr, 0, false, o);
+    auto g = engine_test::groupby(DType::u32, keys.data(), n, DType::f64, nullptr, 0, false, o);
     const std::string what = "one partition (" + g.gpu.partition_note + ")";
     ASSERT_GT(g.gpu.partitions, 0u) << what;
     EXPECT_GT(g.gpu.partition_direct, 0u) << what << ": the region and the reduce table overflow";
@@ -202,7 +203,7 @@ TEST(GpuHashGroupBy, BucketedHotTable) {
       o.partition_cold = variant != 2;
       o.hot_fraction = 0.5;  // as many hot keys as the table takes
       o.two_choice = false;  // the few-key table would take a small sample's keys
-      auto g = mapreduce::groupby(DType::u32, keys.data(), n, DType::f64, nullptr, 0, false, o);
+      auto g = engine_test::groupby(DType::u32, keys.data(), n, DType::f64, nullptr, 0, false, o);
       const std::string what = "s=" + std::to_string(s) + " variant=" + std::to_string(variant);
       expect_counts(g, keys, what);
       EXPECT_EQ(g.gpu.shared_hits + g.gpu.global_hits, n) << what;
@@ -220,11 +221,11 @@ TEST(GpuHashGroupBy, BucketedHotTable) {
     o.sample_fraction = 0.2;
     o.hot_fraction = 0.5;
     o.shared_entries = 20000;
-    auto g = mapreduce::groupby(DType::u32, keys.data(), n, DType::f64, nullptr, 0, false, o);
+    auto g = engine_test::groupby(DType::u32, keys.data(), n, DType::f64, nullptr, 0, false, o);
     EXPECT_TRUE(g.gpu.hot_buckets);
     EXPECT_GE(g.gpu.hot_keys, sanitizer() ? 10000u : 20000u);
     EXPECT_EQ(g.gpu.shared_entries,
-              mapreduce::buckets::kWays * mapreduce::buckets::buckets_for(std::uint32_t(g.gpu.hot_keys)));
+              hash_groupby::buckets::kWays * hash_groupby::buckets::buckets_for(std::uint32_t(g.gpu.hot_keys)));
     expect_counts(g, keys, "20,000 hot keys");
   }
   {
@@ -237,10 +238,10 @@ TEST(GpuHashGroupBy, BucketedHotTable) {
       vals[i] = double(i % 977) - 400.5;
     }
     auto o = hash_opts();
-    auto g = mapreduce::groupby(DType::u64, k64.data(), n, DType::f64, vals.data(), n, true, o);
+    auto g = engine_test::groupby(DType::u64, k64.data(), n, DType::f64, vals.data(), n, true, o);
     EXPECT_TRUE(g.gpu.hot_buckets);
     o.device = Device::cpu;
-    auto c = mapreduce::groupby(DType::u64, k64.data(), n, DType::f64, vals.data(), n, true, o);
+    auto c = engine_test::groupby(DType::u64, k64.data(), n, DType::f64, vals.data(), n, true, o);
     expect_same_rows(g, c, "u64 sums, bucketed hot table");
   }
 }
@@ -254,7 +255,7 @@ TEST(GpuHashGroupBy, SmallSizesAndOffsets) {
     auto keys = mapreduce::zipf_keys_u32(n, 37, 0.7, n);
     auto o = hash_opts();
     o.sample_fraction = 0.013;  // the main pass then starts at an unaligned record
-    auto g = mapreduce::groupby(DType::u32, keys.data(), n, DType::f64, nullptr, 0, false, o);
+    auto g = engine_test::groupby(DType::u32, keys.data(), n, DType::f64, nullptr, 0, false, o);
     expect_counts(g, keys, "n=" + std::to_string(n));
   }
 }
@@ -267,7 +268,7 @@ TEST(GpuHashGroupBy, TinyTableGrowsAndOverflowRetries) {
     auto o = hash_opts();
     o.result_entries = 64;       // far too small: inserts overflow, the table is grown after the pass
     o.spill_entries = 1u << 20;  // the overflow list holds them all
-    auto g = mapreduce::groupby(DType::u32, keys.data(), n, DType::f64, nullptr, 0, false, o);
+    auto g = engine_test::groupby(DType::u32, keys.data(), n, DType::f64, nullptr, 0, false, o);
     expect_counts(g, keys, "grow");
     EXPECT_GT(g.gpu.result_grows, 0u);
     EXPECT_EQ(g.gpu.retries, 0u);
@@ -279,7 +280,7 @@ TEST(GpuHashGroupBy, TinyTableGrowsAndOverflowRetries) {
     o.shared_entries = 8;
     o.blocks = 3;
     o.block_threads = 64;
-    auto g = mapreduce::groupby(DType::u32, keys.data(), n, DType::f64, nullptr, 0, false, o);
+    auto g = engine_test::groupby(DType::u32, keys.data(), n, DType::f64, nullptr, 0, false, o);
     expect_counts(g, keys, "retry");
     EXPECT_GT(g.gpu.retries, 0u);
   }
@@ -306,7 +307,7 @@ TEST(GpuHashGroupBy, ColdKeysOnCrowdedTables) {
         if (variant == 2) o.hot_keys = false;                                         // every key to the table
         const std::string what =
             "zipf " + std::to_string(z) + (match ? " match" : " ballots") + " variant " + std::to_string(variant);
-        auto g = mapreduce::groupby(DType::u32, keys.data(), n, DType::f64, nullptr, 0, false, o);
+        auto g = engine_test::groupby(DType::u32, keys.data(), n, DType::f64, nullptr, 0, false, o);
         expect_counts(g, keys, what);
         if (variant == 1) {
           EXPECT_GT(g.gpu.result_grows, 0u) << what;
@@ -322,26 +323,26 @@ TEST(GpuHashGroupBy, EdgeCasesAndEmptyMarkerKey) {
   const std::size_t n = sanitizer() ? 30001 : 777777;
   // one key only, many times
   std::vector<std::uint32_t> same_key(n, 7);
-  expect_counts(mapreduce::groupby(DType::u32, same_key.data(), n, DType::f64, nullptr, 0, false, hash_opts()),
+  expect_counts(engine_test::groupby(DType::u32, same_key.data(), n, DType::f64, nullptr, 0, false, hash_opts()),
                 same_key, "one key");
   // all distinct
   std::vector<std::uint32_t> all(n);
   for (std::size_t i = 0; i < n; ++i) all[i] = scatter32(static_cast<std::uint32_t>(i));
-  expect_counts(mapreduce::groupby(DType::u32, all.data(), n, DType::f64, nullptr, 0, false, hash_opts()), all,
+  expect_counts(engine_test::groupby(DType::u32, all.data(), n, DType::f64, nullptr, 0, false, hash_opts()), all,
                 "all distinct");
   // the all-ones key (the tables' empty marker), hot and cold, u32 and u64
   auto mixed = mapreduce::zipf_keys_u32(n, 1000, 1.0, 9);
   for (std::size_t i = 0; i < n; i += 3) mixed[i] = 0xffffffffu;
-  expect_counts(mapreduce::groupby(DType::u32, mixed.data(), n, DType::f64, nullptr, 0, false, hash_opts()), mixed,
+  expect_counts(engine_test::groupby(DType::u32, mixed.data(), n, DType::f64, nullptr, 0, false, hash_opts()), mixed,
                 "all-ones u32");
   auto mixed64 = mapreduce::zipf_keys_u64(n, 1000, 1.0, 9);
   mixed64[n / 2] = ~std::uint64_t{0};
   mixed64[n - 1] = ~std::uint64_t{0};
-  expect_counts(mapreduce::groupby(DType::u64, mixed64.data(), n, DType::f64, nullptr, 0, false, hash_opts()), mixed64,
-                "all-ones u64");
+  expect_counts(engine_test::groupby(DType::u64, mixed64.data(), n, DType::f64, nullptr, 0, false, hash_opts()),
+                mixed64, "all-ones u64");
   auto o = hash_opts();
   o.hot_keys = false;
-  expect_counts(mapreduce::groupby(DType::u32, mixed.data(), n, DType::f64, nullptr, 0, false, o), mixed,
+  expect_counts(engine_test::groupby(DType::u32, mixed.data(), n, DType::f64, nullptr, 0, false, o), mixed,
                 "all-ones u32, no hot keys");
 }
 
@@ -364,9 +365,9 @@ TEST(GpuHashGroupBy, EveryAggregateEveryValueTypeMatchesCpu) {
                                    : (vt == 1 ? static_cast<const void*>(f32.data())
                                               : (vt == 2 ? static_cast<const void*>(i64.data()) : i32.data()));
         auto o = hash_opts();
-        auto g = mapreduce::groupby(key_t, keys, n, val_t, vals, n, true, o);
+        auto g = engine_test::groupby(key_t, keys, n, val_t, vals, n, true, o);
         o.device = Device::cpu;
-        auto c = mapreduce::groupby(key_t, keys, n, val_t, vals, n, true, o);
+        auto c = engine_test::groupby(key_t, keys, n, val_t, vals, n, true, o);
         expect_same_rows(
             g, c, "d=" + std::to_string(distinct) + " key " + std::to_string(kt) + " value " + std::to_string(vt));
         EXPECT_EQ(g.gpu.engine, "hash");
@@ -381,7 +382,7 @@ TEST(GpuHashGroupBy, ChainedModeStillSelectable) {
   auto keys = mapreduce::zipf_keys_u32(n, 1000, 1.0, 4);
   auto o = hash_opts();
   o.mode = mapreduce::Options::Mode::chained;
-  auto g = mapreduce::groupby(DType::u32, keys.data(), n, DType::f64, nullptr, 0, false, o);
+  auto g = engine_test::groupby(DType::u32, keys.data(), n, DType::f64, nullptr, 0, false, o);
   std::unordered_map<std::uint32_t, std::uint64_t> ref;
   for (auto x : keys) ++ref[x];
   ASSERT_EQ(g.rows.size(), ref.size());
@@ -398,7 +399,7 @@ TEST(GpuHashGroupBy, I64SumsBeyondRangeAreAnInputError) {
     o.mode = mode;
     std::vector<std::int64_t> k{-42, -42, 5}, v{INT64_MAX, 1, 3};
     try {
-      mapreduce::groupby(DType::i64, k.data(), k.size(), DType::i64, v.data(), v.size(), true, o);
+      engine_test::groupby(DType::i64, k.data(), k.size(), DType::i64, v.data(), v.size(), true, o);
       ADD_FAILURE() << "no error";
     } catch (const InputError& e) {
       EXPECT_NE(std::string(e.what()).find("key -42 overflows i64"), std::string::npos) << e.what();
@@ -414,8 +415,8 @@ TEST(GpuHashGroupBy, I64SumsBeyondRangeAreAnInputError) {
     }
     mapreduce::Options cpu;
     cpu.device = Device::cpu;
-    const auto want = mapreduce::groupby(DType::u32, keys.data(), n, DType::i64, vals.data(), n, true, cpu);
-    expect_same_rows(mapreduce::groupby(DType::u32, keys.data(), n, DType::i64, vals.data(), n, true, o), want,
+    const auto want = engine_test::groupby(DType::u32, keys.data(), n, DType::i64, vals.data(), n, true, cpu);
+    expect_same_rows(engine_test::groupby(DType::u32, keys.data(), n, DType::i64, vals.data(), n, true, o), want,
                      mode == mapreduce::Options::Mode::hash ? "hash" : "chained");
   }
 }

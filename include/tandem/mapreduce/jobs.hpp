@@ -16,48 +16,24 @@
 #include <string_view>
 #include <type_traits>
 
-#include "tandem/core/agg_order.hpp"
 #include "tandem/cuda/hd.hpp"
+#include "tandem/groupby/accumulators.hpp"
 #include "tandem/mapreduce/words.hpp"
 
 namespace tandem::mapreduce {
 
-// Group-by accumulators. A is double (float inputs) or int64 (integer inputs). min/max use a total
-// order on -0.0 < +0.0 and ignore NaN (NaN only if every value was NaN: tandem/core/agg_order.hpp);
-// sum propagates NaN.
-template <class A>
-struct Agg {
-  A sum;
-  A min;
-  A max;
-  std::uint64_t count;
-};
-
-template <class A, class V>
-TANDEM_HD Agg<A> agg_of(V v) {
-  const A a = static_cast<A>(v);
-  return Agg<A>{a, a, a, 1};
-}
-template <class A>
-TANDEM_HD void agg_reduce(Agg<A>& into, const Agg<A>& v) {
-  if constexpr (std::is_integral_v<A>)  // wraps modulo 2^64; groupby() detects a sum beyond i64 afterwards
-    into.sum =
-        static_cast<A>(static_cast<std::make_unsigned_t<A>>(into.sum) + static_cast<std::make_unsigned_t<A>>(v.sum));
-  else into.sum += v.sum;
-  if (agg_less(v.min, into.min)) into.min = v.min;
-  if (agg_greater(v.max, into.max)) into.max = v.max;
-  into.count += v.count;
-}
-
-template <class V>
-using agg_acc_t = std::conditional_t<std::is_floating_point_v<V>, double, std::int64_t>;
+// Group-by accumulators (tandem/groupby/accumulators.hpp): the job reduces what the GPU hash
+// engine of the group-by reduces.
+using ::tandem::Agg;
+using ::tandem::agg_acc_t;
+using ::tandem::agg_of;
+using ::tandem::agg_reduce;
 
 // Group-by job: keys[i] with values[i] (V = void: counts only).
 template <class K, class V>
 struct GroupByJob {
   using key_type = K;
-  using value_type = std::conditional_t<std::is_void_v<V>, std::uint64_t,
-                                        Agg<agg_acc_t<std::conditional_t<std::is_void_v<V>, int, V>>>>;
+  using value_type = group_acc_t<V>;
   // Float sums depend on the order of addition: the CPU engine keeps it fixed (see cpu_mapreduce).
   static constexpr bool fixed_order = std::is_floating_point_v<std::conditional_t<std::is_void_v<V>, int, V>>;
   const K* keys{nullptr};
@@ -78,17 +54,8 @@ struct GroupByJob {
       agg_reduce(into, v);
     }
   }
-  // The value that changes nothing when reduced (GPU engine: preloaded hot keys). NaN is the
-  // identity of min/max in agg_less's order, -0.0 that of a float sum.
-  TANDEM_HD value_type identity() const {
-    if constexpr (std::is_void_v<V>) {
-      return 0;
-    } else if constexpr (std::is_floating_point_v<V>) {
-      return value_type{-0.0, __builtin_nan(""), __builtin_nan(""), 0};
-    } else {
-      return value_type{0, INT64_MAX, INT64_MIN, 0};
-    }
-  }
+  // The value that changes nothing when reduced (GPU engine: preloaded hot keys).
+  TANDEM_HD value_type identity() const { return group_acc_identity<V>(); }
 };
 
 // Word count as a generic job (cpu_mapreduce; wordcount() itself uses its own CPU engine): keys are views into

@@ -33,47 +33,14 @@ __device__ __forceinline__ bool job_equal(const Job& job, const K& a, const K& b
   else return a == b;
 }
 
-__device__ __forceinline__ void atomic_min_f64(double* p, double v) {
-  if (v != v) return;
-  auto* a = reinterpret_cast<unsigned long long*>(p);
-  unsigned long long old = *reinterpret_cast<volatile unsigned long long*>(a);
-  while (true) {
-    const double cur = __longlong_as_double(static_cast<long long>(old));
-    if (!agg_less(v, cur)) return;
-    const auto prev = atomicCAS(a, old, static_cast<unsigned long long>(__double_as_longlong(v)));
-    if (prev == old) return;
-    old = prev;
-  }
-}
-__device__ __forceinline__ void atomic_max_f64(double* p, double v) {
-  if (v != v) return;
-  auto* a = reinterpret_cast<unsigned long long*>(p);
-  unsigned long long old = *reinterpret_cast<volatile unsigned long long*>(a);
-  while (true) {
-    const double cur = __longlong_as_double(static_cast<long long>(old));
-    if (!agg_greater(v, cur)) return;
-    const auto prev = atomicCAS(a, old, static_cast<unsigned long long>(__double_as_longlong(v)));
-    if (prev == old) return;
-    old = prev;
-  }
-}
-
 template <class Job, class V>
 __device__ __forceinline__ void job_atomic_reduce(const Job& job, V* dst, const V& v) {
   if constexpr (requires { job.atomic_reduce(dst, v); }) {
     job.atomic_reduce(dst, v);
   } else if constexpr (std::is_same_v<V, std::uint64_t>) {
     atomicAdd(reinterpret_cast<unsigned long long*>(dst), static_cast<unsigned long long>(v));
-  } else if constexpr (std::is_same_v<V, Agg<double>>) {
-    atomicAdd(&dst->sum, v.sum);
-    atomic_min_f64(&dst->min, v.min);
-    atomic_max_f64(&dst->max, v.max);
-    atomicAdd(reinterpret_cast<unsigned long long*>(&dst->count), static_cast<unsigned long long>(v.count));
-  } else if constexpr (std::is_same_v<V, Agg<std::int64_t>>) {
-    atomicAdd(reinterpret_cast<unsigned long long*>(&dst->sum), static_cast<unsigned long long>(v.sum));
-    atomicMin(reinterpret_cast<long long*>(&dst->min), static_cast<long long>(v.min));
-    atomicMax(reinterpret_cast<long long*>(&dst->max), static_cast<long long>(v.max));
-    atomicAdd(reinterpret_cast<unsigned long long*>(&dst->count), static_cast<unsigned long long>(v.count));
+  } else if constexpr (std::is_same_v<V, Agg<double>> || std::is_same_v<V, Agg<std::int64_t>>) {
+    atomic_agg_reduce(dst, v);
   } else {
     static_assert(sizeof(V) == 8 && std::is_trivially_copyable_v<V>,
                   "a GPU job with a value other than u64/Agg needs atomic_reduce(V*, const V&) or an 8-byte value");

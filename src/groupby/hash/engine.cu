@@ -22,7 +22,7 @@
 // after the pass the table is grown (rehashed into one large enough for everything) and the list
 // merged. Only if the overflow list itself fills is the whole job rerun with a table and list 4x
 // larger (reported as a retry). The all-ones key (the empty marker) has its own accumulator.
-#include "mapreduce/hash_groupby/engine.hpp"
+#include "groupby/hash/engine.hpp"
 
 #include <algorithm>
 #include <bit>
@@ -31,9 +31,9 @@
 
 #include <cub/device/device_radix_sort.cuh>
 
-#include "mapreduce/hash_groupby/dense_engine.hpp"
-#include "mapreduce/hash_groupby/kernels.cuh"
-#include "mapreduce/hash_groupby/two_choice.hpp"
+#include "groupby/hash/dense_engine.hpp"
+#include "groupby/hash/kernels.cuh"
+#include "groupby/hash/two_choice.hpp"
 #include "tandem/core/device.hpp"
 #include "tandem/core/distinct_estimate.hpp"
 #include "tandem/core/tune.hpp"
@@ -41,7 +41,7 @@
 #include "tandem/cuda/launch.hpp"
 #include "tandem/cuda/stream.hpp"
 
-namespace tandem::mapreduce::hash_groupby {
+namespace tandem::hash_groupby {
 
 namespace {
 
@@ -161,10 +161,10 @@ struct Engine<K, V>::Attempt {
 };
 
 template <class K, class V>
-gpu_engine::DeviceResult<K, typename Engine<K, V>::Acc> Engine<K, V>::run_device(const K* keys, const VIn* values,
-                                                                                 std::uint64_t M, const Options& o,
-                                                                                 EngineStats& st, Report& rep,
-                                                                                 cudaStream_t stream) {
+gpu::DeviceResult<K, typename Engine<K, V>::Acc> Engine<K, V>::run_device(const K* keys, const VIn* values,
+                                                                          std::uint64_t M, const Options& o,
+                                                                          EngineStats& st, Report& rep,
+                                                                          cudaStream_t stream) {
   if (M >= (std::uint64_t{1} << 32)) throw UsageError("hash group-by: 2^32 records or more (use the chained engine)");
   opts_ = o;
   std::string dense_why = "off";
@@ -192,7 +192,7 @@ std::vector<std::pair<K, typename Engine<K, V>::Acc>> Engine<K, V>::run(const K*
                                                                         std::uint64_t M, const Options& o,
                                                                         EngineStats& st, Report& rep,
                                                                         cudaStream_t stream) {
-  return gpu_engine::to_host(run_device(keys, values, M, o, st, rep, stream), rep, stream);
+  return gpu::to_host(run_device(keys, values, M, o, st, rep, stream), rep, stream);
 }
 
 // The plan: from the options, or tuned (Tuner + TuningCache, op "mapreduce.hash") on the first
@@ -635,4 +635,4 @@ template class Engine<std::uint64_t, void>;
 template class Engine<std::uint64_t, double>;
 template class Engine<std::uint64_t, std::int64_t>;
 
-}  // namespace tandem::mapreduce::hash_groupby
+}  // namespace tandem::hash_groupby

@@ -16,15 +16,15 @@
 
 #include "core/device_context.hpp"
 #include "core/device_pool.hpp"
-#include "mapreduce/hash_groupby/plan.hpp"
-#include "mapreduce/hash_groupby/types.hpp"
+#include "groupby/hash/plan.hpp"
+#include "groupby/hash/types.hpp"
 #include "tandem/cuda/buffers.hpp"
-#include "tandem/mapreduce/gpu_engine.cuh"
+#include "tandem/cuda/device_scratch.hpp"
 
-namespace tandem::mapreduce::hash_groupby {
+namespace tandem::hash_groupby {
 
 struct Workspace {
-  using Scratch = gpu_engine::Scratch;
+  using Scratch = gpu::Scratch;
   gpu::PinnedBuffer<Ctr> ctr_host;
   gpu::PinnedBuffer<std::uint32_t> hist_host;
   // The sample's first keys and the host-built two-choice table (u32 or u64 keys in u64 words).
@@ -71,8 +71,8 @@ class Context {
   ::tandem::detail::DeviceContexts* devices_;
 };
 
-// The context of the library's group-by calls (tandem::mapreduce::groupby and the table group-by):
+// The context of the library's group-by calls (the table group-by's hash engine, entry.hpp):
 // over the library's device contexts, where the other engines keep theirs.
 Context library_context();
 
-}  // namespace tandem::mapreduce::hash_groupby
+}  // namespace tandem::hash_groupby

@@ -9,14 +9,13 @@
 #include <string>
 #include <utility>
 
-#include "mapreduce/hash_groupby/context.hpp"
-#include "mapreduce/hash_groupby/dense_plan.hpp"
-#include "mapreduce/hash_groupby/types.hpp"
+#include "groupby/hash/context.hpp"
+#include "groupby/hash/dense_plan.hpp"
+#include "groupby/hash/types.hpp"
 #include "tandem/core/report.hpp"
-#include "tandem/mapreduce.hpp"
-#include "tandem/mapreduce/gpu_engine.cuh"
+#include "tandem/cuda/device_scratch.hpp"
 
-namespace tandem::mapreduce::hash_groupby {
+namespace tandem::hash_groupby {
 
 template <class K, class V>
 class DenseEngine {
@@ -29,8 +28,8 @@ class DenseEngine {
 
   // The groups of keys[0, M) (values[0, M) unless counting) in ascending key order, left in the
   // workspace until its next run; nothing when the keys' range does not suit the path (why_not()).
-  std::optional<gpu_engine::DeviceResult<K, Acc>> run(const K* keys, const VIn* values, std::uint64_t M,
-                                                      EngineStats& st, Report& rep, cudaStream_t stream);
+  std::optional<gpu::DeviceResult<K, Acc>> run(const K* keys, const VIn* values, std::uint64_t M, EngineStats& st,
+                                               Report& rep, cudaStream_t stream);
   const std::string& why_not() const { return why_; }
 
  private:
@@ -58,4 +57,4 @@ extern template class DenseEngine<std::uint64_t, void>;
 extern template class DenseEngine<std::uint64_t, double>;
 extern template class DenseEngine<std::uint64_t, std::int64_t>;
 
-}  // namespace tandem::mapreduce::hash_groupby
+}  // namespace tandem::hash_groupby

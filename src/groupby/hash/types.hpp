@@ -5,20 +5,24 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "tandem/mapreduce.hpp"
+#include "tandem/groupby/accumulators.hpp"
+#include "tandem/groupby/gpu_hash_options.hpp"
 
-namespace tandem::mapreduce::hash_groupby {
+namespace tandem::hash_groupby {
+
+using Options = GpuHashOptions;
+using EngineStats = GpuEngineStats;
 
 template <class K, class V>
 struct Traits {
   static_assert(std::is_same_v<K, std::uint32_t> || std::is_same_v<K, std::uint64_t>, "keys: u32 or u64 bit patterns");
   static constexpr bool kCount = std::is_void_v<V>;
-  using Job = GroupByJob<K, V>;
-  using Acc = typename Job::value_type;                         // u64 count, Agg<double>, Agg<int64>
+  using Acc = group_acc_t<V>;                                   // u64 count, Agg<double>, Agg<int64>
   using SAcc = std::conditional_t<kCount, std::uint32_t, Acc>;  // shared accumulator (per block)
   using VIn = std::conditional_t<kCount, char, V>;
   static constexpr bool kPacked = kCount && sizeof(K) == 4;  // slot = key << 32 | count
   static constexpr K kEmpty = static_cast<K>(~K(0));
+  static TANDEM_HD Acc identity() { return group_acc_identity<V>(); }
 };
 
 template <class K, class Acc>
@@ -55,4 +59,4 @@ enum PassMode : int {
 constexpr bool mode_match(int m) { return m == kHotMatch || m == kHotBucketsMatch; }
 constexpr bool mode_buckets(int m) { return m == kHotBuckets || m == kHotBucketsMatch; }
 
-}  // namespace tandem::mapreduce::hash_groupby
+}  // namespace tandem::hash_groupby

@@ -9,19 +9,20 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "mapreduce/hash_groupby/bucket_table.hpp"
-#include "mapreduce/hash_groupby/two_choice.hpp"
-#include "mapreduce/hash_groupby/types.hpp"
+#include "groupby/hash/bucket_table.hpp"
+#include "groupby/hash/two_choice.hpp"
+#include "groupby/hash/types.hpp"
 #include "tandem/core/hash.hpp"
-#include "tandem/mapreduce/gpu_engine.cuh"
+#include "tandem/cuda/atomics.cuh"
+#include "tandem/groupby/accumulators.hpp"
 
-namespace tandem::mapreduce::hash_groupby {
+namespace tandem::hash_groupby {
 
 // Range reduction without a power-of-two size (Lemire): h * n / 2^32.
 __device__ __forceinline__ std::uint32_t slot_of(std::uint32_t h, std::uint32_t n) { return two_choice::reduce(h, n); }
 
 template <class K>
-using word_t = std::conditional_t<sizeof(K) == 4, unsigned int, unsigned long long>;
+using word_t = gpu::atomic_word_t<K>;
 // Keys change once (empty -> key) and never again, so a probe may read them through L1: a stale
 // "empty" only sends the thread to the atomicCAS, which returns the truth.
 template <class K>
@@ -30,7 +31,7 @@ __device__ __forceinline__ K ld_key_ca(const K* p) {
 }
 template <class K>
 __device__ __forceinline__ K cas_key(K* p, K cmp, K val) {
-  return static_cast<K>(atomicCAS(reinterpret_cast<word_t<K>*>(p), word_t<K>(cmp), word_t<K>(val)));
+  return gpu::atomic_cas_key(p, cmp, val);
 }
 
 template <class Acc>
@@ -46,20 +47,9 @@ __device__ __forceinline__ void combine(Acc& a, const Acc& b) {
 // Atomic reduce of v into *p (global or shared memory through a generic pointer).
 template <class Acc>
 __device__ __forceinline__ void acc_atomic(Acc* p, const Acc& v) {
-  if constexpr (std::is_same_v<Acc, std::uint64_t>) {
+  if constexpr (std::is_same_v<Acc, std::uint64_t>)
     atomicAdd(reinterpret_cast<unsigned long long*>(p), static_cast<unsigned long long>(v));
-  } else if constexpr (std::is_same_v<Acc, Agg<double>>) {
-    atomicAdd(&p->sum, v.sum);
-    gpu_engine::atomic_min_f64(&p->min, v.min);
-    gpu_engine::atomic_max_f64(&p->max, v.max);
-    atomicAdd(reinterpret_cast<unsigned long long*>(&p->count), static_cast<unsigned long long>(v.count));
-  } else {
-    static_assert(std::is_same_v<Acc, Agg<std::int64_t>>);
-    atomicAdd(reinterpret_cast<unsigned long long*>(&p->sum), static_cast<unsigned long long>(v.sum));
-    atomicMin(reinterpret_cast<long long*>(&p->min), static_cast<long long>(v.min));
-    atomicMax(reinterpret_cast<long long*>(&p->max), static_cast<long long>(v.max));
-    atomicAdd(reinterpret_cast<unsigned long long*>(&p->count), static_cast<unsigned long long>(v.count));
-  }
+  else atomic_agg_reduce(p, v);
 }
 template <class SAcc, class Acc>
 __device__ __forceinline__ void sacc_atomic(SAcc* p, const Acc& v) {
@@ -271,4 +261,4 @@ __device__ __forceinline__ std::uint32_t warp_inclusive_sum(std::uint32_t x) {
   return x;
 }
 
-}  // namespace tandem::mapreduce::hash_groupby
+}  // namespace tandem::hash_groupby

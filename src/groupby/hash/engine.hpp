@@ -8,14 +8,13 @@
 #include <utility>
 #include <vector>
 
-#include "mapreduce/hash_groupby/context.hpp"
-#include "mapreduce/hash_groupby/plan.hpp"
-#include "mapreduce/hash_groupby/types.hpp"
+#include "groupby/hash/context.hpp"
+#include "groupby/hash/plan.hpp"
+#include "groupby/hash/types.hpp"
 #include "tandem/core/report.hpp"
-#include "tandem/mapreduce.hpp"
-#include "tandem/mapreduce/gpu_engine.cuh"
+#include "tandem/cuda/device_scratch.hpp"
 
-namespace tandem::mapreduce::hash_groupby {
+namespace tandem::hash_groupby {
 
 template <class K, class V>
 class Engine {
@@ -28,8 +27,8 @@ class Engine {
 
   // Group-by of keys[0, M) (values[0, M) unless counting) already on the device. The result stays
   // in the workspace until its next run.
-  gpu_engine::DeviceResult<K, Acc> run_device(const K* keys, const VIn* values, std::uint64_t M, const Options& o,
-                                              EngineStats& st, Report& rep, cudaStream_t stream);
+  gpu::DeviceResult<K, Acc> run_device(const K* keys, const VIn* values, std::uint64_t M, const Options& o,
+                                       EngineStats& st, Report& rep, cudaStream_t stream);
   std::vector<std::pair<K, Acc>> run(const K* keys, const VIn* values, std::uint64_t M, const Options& o,
                                      EngineStats& st, Report& rep, cudaStream_t stream);
 
@@ -72,4 +71,4 @@ extern template class Engine<std::uint64_t, void>;
 extern template class Engine<std::uint64_t, double>;
 extern template class Engine<std::uint64_t, std::int64_t>;
 
-}  // namespace tandem::mapreduce::hash_groupby
+}  // namespace tandem::hash_groupby

@@ -1,4 +1,4 @@
-#include "mapreduce/hash_groupby/dense_plan.hpp"
+#include "groupby/hash/dense_plan.hpp"
 
 #include <algorithm>
 #include <bit>
@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-namespace tandem::mapreduce::hash_groupby::dense {
+namespace tandem::hash_groupby::dense {
 
 namespace {
 std::uint64_t round_up(std::uint64_t x, std::uint64_t a) { return (x + a - 1) / a * a; }
@@ -69,4 +69,4 @@ std::uint64_t reduce_blocks(std::uint64_t records, std::uint64_t chunk, std::uin
   return std::max<std::uint64_t>(ceil_div(records, chunk) + partitions, 1);
 }
 
-}  // namespace tandem::mapreduce::hash_groupby::dense
+}  // namespace tandem::hash_groupby::dense

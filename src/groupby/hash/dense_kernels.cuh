@@ -9,10 +9,10 @@
 
 #include <cub/block/block_scan.cuh>
 
-#include "mapreduce/hash_groupby/dense_plan.hpp"
-#include "mapreduce/hash_groupby/device_table.cuh"
+#include "groupby/hash/dense_plan.hpp"
+#include "groupby/hash/device_table.cuh"
 
-namespace tandem::mapreduce::hash_groupby::dense {
+namespace tandem::hash_groupby::dense {
 
 template <class K>
 __device__ __forceinline__ K ld_key_cs(const K* p) {
@@ -285,7 +285,7 @@ __global__ void __launch_bounds__(kThreads) reduce_kernel(ReduceArgs<K, V> a) {
   }
   SAcc id;
   if constexpr (T::kCount) id = 0;
-  else id = typename T::Job{}.identity();
+  else id = T::identity();
   for (std::uint32_t j = tid; j < S; j += kThreads) sacc[j] = id;
   __syncthreads();
   if constexpr (Direct) {
@@ -341,4 +341,4 @@ __global__ void gather_kernel(const Acc* table, const std::uint32_t* idx, const 
   }
 }
 
-}  // namespace tandem::mapreduce::hash_groupby::dense
+}  // namespace tandem::hash_groupby::dense

@@ -9,14 +9,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include "groupby/hash/types.hpp"
 #include "tandem/core/tune.hpp"
-#include "tandem/mapreduce.hpp"
 
-namespace tandem::mapreduce::hash_groupby {
+namespace tandem::hash_groupby {
 struct HashPlan;
 }
 
-namespace tandem::mapreduce::hash_groupby::tuning {
+namespace tandem::hash_groupby::tuning {
 
 // ---- the untuned plan (HashPlan's defaults) -------------------------------------------------------
 inline constexpr int kThreads = 512, kBlocksPerSm = 4;
@@ -88,4 +88,4 @@ std::vector<Candidate> candidates(bool count, const Options& o, int card);
 HashPlan plan_from_params(const HashPlan& base, const nlohmann::json& j);
 HashPlan checked_plan(const HashPlan& base, const nlohmann::json& j);
 
-}  // namespace tandem::mapreduce::hash_groupby::tuning
+}  // namespace tandem::hash_groupby::tuning

@@ -1,12 +1,12 @@
-#include "mapreduce/hash_groupby/tuning.hpp"
+#include "groupby/hash/tuning.hpp"
 
 #include <stdexcept>
 
 #include <fmt/format.h>
 
-#include "mapreduce/hash_groupby/plan.hpp"
+#include "groupby/hash/plan.hpp"
 
-namespace tandem::mapreduce::hash_groupby::tuning {
+namespace tandem::hash_groupby::tuning {
 
 int cardinality_class(std::uint64_t distinct, std::uint64_t sampled) {
   if (distinct <= 1024) return 0;
@@ -83,4 +83,4 @@ std::vector<Candidate> candidates(bool count, const Options& o, int card) {
   return cands;
 }
 
-}  // namespace tandem::mapreduce::hash_groupby::tuning
+}  // namespace tandem::hash_groupby::tuning

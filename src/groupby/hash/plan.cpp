@@ -1,14 +1,14 @@
-#include "mapreduce/hash_groupby/plan.hpp"
+#include "groupby/hash/plan.hpp"
 
 #include <algorithm>
 #include <cmath>
 
 #include <fmt/format.h>
 
-#include "mapreduce/hash_groupby/bucket_table.hpp"
+#include "groupby/hash/bucket_table.hpp"
 #include "tandem/core/error.hpp"
 
-namespace tandem::mapreduce::hash_groupby {
+namespace tandem::hash_groupby {
 
 std::string HashPlan::label() const {
   return fmt::format("N={} blocks/SM={} p={} hot={} smem={}K table={}x{}{}{}", threads, blocks_per_sm, p, hot_fraction,
@@ -229,4 +229,4 @@ int main_grid(int blocks_option, int sms, int per_sm, int blocks_per_sm) {
   return blocks_option > 0 ? blocks_option : sms * std::max(1, std::min(per_sm, blocks_per_sm));
 }
 
-}  // namespace tandem::mapreduce::hash_groupby
+}  // namespace tandem::hash_groupby

@@ -7,7 +7,7 @@
 //   4. Emit the occupied slots in key order (CUB select), then a round trip for the group count
 //      and the overflow flag. A region that overflowed (keys spread unevenly) means the pass
 //      counted every partition exactly: regions of that size, and steps 2-4 once more.
-#include "mapreduce/hash_groupby/dense_engine.hpp"
+#include "groupby/hash/dense_engine.hpp"
 
 #include <algorithm>
 #include <tuple>
@@ -15,13 +15,13 @@
 #include <thrust/iterator/counting_iterator.h>
 #include <cub/device/device_select.cuh>
 
-#include "mapreduce/hash_groupby/dense_kernels.cuh"
-#include "mapreduce/hash_groupby/tuning.hpp"
+#include "groupby/hash/dense_kernels.cuh"
+#include "groupby/hash/tuning.hpp"
 #include "tandem/cuda/format.hpp"
 #include "tandem/cuda/launch.hpp"
 #include "tandem/cuda/stream.hpp"
 
-namespace tandem::mapreduce::hash_groupby {
+namespace tandem::hash_groupby {
 
 template <class K, class V>
 struct DenseEngine<K, V>::Pass {
@@ -46,7 +46,7 @@ struct DenseEngine<K, V>::Pass {
 };
 
 template <class K, class V>
-std::optional<gpu_engine::DeviceResult<K, typename DenseEngine<K, V>::Acc>> DenseEngine<K, V>::run(
+std::optional<gpu::DeviceResult<K, typename DenseEngine<K, V>::Acc>> DenseEngine<K, V>::run(
     const K* keys, const VIn* values, std::uint64_t M, EngineStats& st, Report& rep, cudaStream_t stream) {
   why_.clear();
   if (M == 0) {
@@ -106,7 +106,7 @@ std::optional<gpu_engine::DeviceResult<K, typename DenseEngine<K, V>::Acc>> Dens
     a.t1.record(stream);
   }
   report(a, st, rep);
-  return gpu_engine::DeviceResult<K, Acc>{a.out_keys, a.out_accs, a.groups};
+  return gpu::DeviceResult<K, Acc>{a.out_keys, a.out_accs, a.groups};
 }
 
 // Min and max of keys[i * step], i < n, through pinned memory.
@@ -165,7 +165,7 @@ void DenseEngine<K, V>::init_table(const Pass& a) {
     TANDEM_CUDA(cudaMemsetAsync(a.table, 0, a.plan.range * sizeof(Acc), a.stream));
   } else {
     dense::fill_kernel<Acc><<<gpu::grid_for(a.plan.range, 256, tuning::kGridCap), 256, 0, a.stream>>>(
-        a.table, a.plan.range, typename T::Job{}.identity());
+        a.table, a.plan.range, T::identity());
     TANDEM_CUDA_LAUNCH("dense group-by: table");
   }
 }
@@ -262,4 +262,4 @@ template class DenseEngine<std::uint64_t, void>;
 template class DenseEngine<std::uint64_t, double>;
 template class DenseEngine<std::uint64_t, std::int64_t>;
 
-}  // namespace tandem::mapreduce::hash_groupby
+}  // namespace tandem::hash_groupby

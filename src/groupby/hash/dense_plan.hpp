@@ -17,7 +17,7 @@
 #include <cstdint>
 #include <string>
 
-namespace tandem::mapreduce::hash_groupby::dense {
+namespace tandem::hash_groupby::dense {
 
 inline constexpr std::size_t kSharedBytes = 64 * 1024;  // shared accumulators of one block (3 per SM)
 inline constexpr std::uint32_t kMaxPartitions = 1024;   // partition pass: block-local histogram and scan
@@ -69,4 +69,4 @@ std::uint64_t reduce_blocks(std::uint64_t records, std::uint64_t chunk, std::uin
 // that does not fit rules the whole input out.
 bool range_fits(std::uint64_t range, std::uint64_t records, std::size_t shared_acc_bytes);
 
-}  // namespace tandem::mapreduce::hash_groupby::dense
+}  // namespace tandem::hash_groupby::dense

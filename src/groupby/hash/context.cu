@@ -1,8 +1,8 @@
-#include "mapreduce/hash_groupby/context.hpp"
+#include "groupby/hash/context.hpp"
 
 #include "tandem/cuda/runtime.hpp"
 
-namespace tandem::mapreduce::hash_groupby {
+namespace tandem::hash_groupby {
 
 DeviceContext::DeviceContext(int device) {
   int sms = 0, optin = 0, l2 = 0;
@@ -26,4 +26,4 @@ DeviceContext& Context::current() { return hash_part(::tandem::detail::current_d
 
 Context library_context() { return Context(::tandem::detail::library_devices()); }
 
-}  // namespace tandem::mapreduce::hash_groupby
+}  // namespace tandem::hash_groupby

@@ -12,7 +12,7 @@
 #include <cstdint>
 #include <string>
 
-namespace tandem::mapreduce::partition_plan {
+namespace tandem::hash_groupby::partition_plan {
 
 struct Inputs {
   std::uint64_t cold_pairs{0};    // records expected to miss the hot table (main pass)
@@ -83,4 +83,4 @@ inline Plan plan(const Inputs& in) {
   return p;
 }
 
-}  // namespace tandem::mapreduce::partition_plan
+}  // namespace tandem::hash_groupby::partition_plan

@@ -7,11 +7,11 @@
 #include <cstdint>
 #include <cstring>
 
-#include "mapreduce/hash_groupby/device_table.cuh"
-#include "mapreduce/hash_groupby/plan.hpp"
-#include "mapreduce/hash_groupby/tuning.hpp"
+#include "groupby/hash/device_table.cuh"
+#include "groupby/hash/plan.hpp"
+#include "groupby/hash/tuning.hpp"
 
-namespace tandem::mapreduce::hash_groupby {
+namespace tandem::hash_groupby {
 using tuning::kBins;
 using tuning::kCompactItems;
 using tuning::kCompactThreads;
@@ -21,7 +21,7 @@ using tuning::kPartVecs;
 template <class K, class V>
 __global__ void init_table_kernel(TableRef<K, V> t) {
   using T = Traits<K, V>;
-  const typename T::Acc id = typename T::Job{}.identity();
+  const typename T::Acc id = T::identity();
   for (std::uint64_t i = blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x; i < t.cap;
        i += std::uint64_t(gridDim.x) * blockDim.x) {
     if constexpr (T::kPacked) {
@@ -235,7 +235,7 @@ __device__ __forceinline__ typename Traits<K, V>::SAcc* init_shared_table(const 
   for (std::uint32_t i = tid; i < S; i += N) skeys[i] = T::kEmpty;
   SAcc id;
   if constexpr (T::kCount) id = 0;
-  else id = typename T::Job{}.identity();
+  else id = T::identity();
   for (std::uint32_t i = tid; i < C * (S + 1); i += N) sacc[i] = id;
   if (tid == 0) {
     s_fill = H;
@@ -387,7 +387,7 @@ __device__ __forceinline__ void flush_shared_table(const PassArgs<K, V>& a, cons
   for (std::uint32_t j = threadIdx.x; j <= a.S; j += blockDim.x) {
     const K k = j < a.S ? skeys[j] : T::kEmpty;
     if (j < a.S && k == T::kEmpty) continue;
-    Acc tot = typename T::Job{}.identity();
+    Acc tot = T::identity();
     for (std::uint32_t c = 0; c < a.copies; ++c) {
       const SAcc& x = sacc[std::size_t(c) * (a.S + 1) + j];
       if constexpr (T::kCount) tot += x;
@@ -612,4 +612,4 @@ __global__ void select_hot_kernel(const K* keys, const std::uint32_t* counts, st
   }
 }
 
-}  // namespace tandem::mapreduce::hash_groupby
+}  // namespace tandem::hash_groupby

@@ -14,13 +14,12 @@
 #include <span>
 #include <string>
 
-#include "mapreduce/hash_groupby/partition_plan.hpp"
-#include "mapreduce/hash_groupby/tuning.hpp"
-#include "mapreduce/hash_groupby/types.hpp"
+#include "groupby/hash/partition_plan.hpp"
+#include "groupby/hash/tuning.hpp"
+#include "groupby/hash/types.hpp"
 #include "tandem/cuda/hd.hpp"
-#include "tandem/mapreduce.hpp"
 
-namespace tandem::mapreduce::hash_groupby {
+namespace tandem::hash_groupby {
 
 // What the plan needs of the device, read once per device (context.hpp).
 struct DeviceProps {
@@ -146,4 +145,4 @@ std::size_t partition_reduce_bytes(std::uint32_t slots, std::size_t key_bytes);
 PassMode pass_mode(bool hot, bool two_choice, bool match, bool buckets);
 int main_grid(int blocks_option, int sms, int per_sm, int blocks_per_sm);
 
-}  // namespace tandem::mapreduce::hash_groupby
+}  // namespace tandem::hash_groupby

@@ -18,12 +18,12 @@
 #include <utility>
 #include <vector>
 
-#include "mapreduce/hash_groupby/two_choice.hpp"
+#include "groupby/hash/two_choice.hpp"
+#include "groupby/hash/types.hpp"
 #include "tandem/core/hash.hpp"
 #include "tandem/cuda/hd.hpp"
-#include "tandem/mapreduce.hpp"
 
-namespace tandem::mapreduce::buckets {
+namespace tandem::hash_groupby::buckets {
 
 constexpr std::uint32_t kWays = 4;  // slots per bucket
 // Hot tables are filled to at most 4/5 of their slots: kLoadNum / kLoadDen keys per slot.
@@ -113,4 +113,4 @@ long find(const std::vector<K>& table, K k, std::uint32_t nb) {
   return -1;
 }
 
-}  // namespace tandem::mapreduce::buckets
+}  // namespace tandem::hash_groupby::buckets

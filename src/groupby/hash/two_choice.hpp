@@ -9,11 +9,11 @@
 #include <utility>
 #include <vector>
 
+#include "groupby/hash/types.hpp"
 #include "tandem/core/hash.hpp"
 #include "tandem/cuda/hd.hpp"
-#include "tandem/mapreduce.hpp"
 
-namespace tandem::mapreduce::two_choice {
+namespace tandem::hash_groupby::two_choice {
 
 // h * n / 2^32 (Lemire's range reduction: no power-of-two size needed).
 TANDEM_HD std::uint32_t reduce(std::uint32_t h, std::uint32_t n) {
@@ -79,4 +79,4 @@ std::uint32_t build(std::span<const K> keys, std::uint32_t S, K empty, std::vect
   return 0;
 }
 
-}  // namespace tandem::mapreduce::two_choice
+}  // namespace tandem::hash_groupby::two_choice
