@@ -40,7 +40,7 @@ TANDEM_HD Agg<A> agg_of(V v) {
 }
 template <class A>
 TANDEM_HD void agg_reduce(Agg<A>& into, const Agg<A>& v) {
-  if constexpr (std::is_integral_v<A>)  // wraps modulo 2^64; groupby() detects a sum beyond i64 afterwards
+  if constexpr (std::is_integral_v<A>)  // wraps modulo 2^64: exact whenever the sum fits i64
     into.sum =
         static_cast<A>(static_cast<std::make_unsigned_t<A>>(into.sum) + static_cast<std::make_unsigned_t<A>>(v.sum));
   else into.sum += v.sum;
