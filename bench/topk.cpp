@@ -183,7 +183,7 @@ std::vector<Aggregate> weight_vectors(std::size_t queries, std::uint32_t lists) 
   std::uniform_int_distribution<int> w(1, 16);
   std::vector<Aggregate> aggs(queries);
   for (auto& a : aggs) {
-    a.kind = AggKind::wsum;
+    a.kind = ScoreCombine::wsum;
     for (std::uint32_t i = 0; i < lists; ++i) a.weights.push_back(w(rng) / 16.0);
   }
   return aggs;

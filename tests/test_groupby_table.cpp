@@ -1,5 +1,6 @@
 // tandem::groupby on tables against the plain reference (groupby_reference.hpp): random tables
 // of mixed key and value types, the edge cases, thread counts, concurrent calls and errors.
+#include <sstream>
 #include <thread>
 
 #include <fmt/format.h>
@@ -9,6 +10,7 @@
 #include "tandem/core/device.hpp"
 #include "tandem/core/error.hpp"
 #include "tandem/device_table.hpp"
+#include "tandem/table/csv.hpp"
 
 using namespace groupby_test;
 
@@ -178,6 +180,110 @@ TEST(GroupByTable, IntegerSumOverflowNamesTheColumn) {
   fits.add(make_column<std::int64_t>("big", {INT64_MAX, 1, -1}));
   EXPECT_EQ(on_cpu(fits, {{"k"}, {aggregation(AggOp::sum, "big")}}).table.column("sum_big").numbers<std::int64_t>()[0],
             INT64_MAX);
+}
+
+namespace {
+// A key column and a value column, as the CLI's key/value-file form (--keys, --values) makes them.
+template <class K, class V>
+Table key_value(std::vector<K> keys, std::vector<V> values) {
+  Table t;
+  t.add(make_column("key", std::move(keys)));
+  t.add(make_column("value", std::move(values)));
+  return t;
+}
+
+std::string csv_of(const Table& t) {
+  std::ostringstream os;
+  write_csv(os, t);
+  return os.str();
+}
+
+std::string sum_error(const Table& t, int threads) {
+  try {
+    (void)on_cpu(t, {{"key"}, parse_aggregations("sum(value) as sum")}, threads);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+}  // namespace
+
+TEST(GroupByTable, KeyValueColumnsAsCsvSignedKeysNaNAndNegativeZero) {
+  // Header key,<names>; -0.0 stays -0; sum and mean propagate NaN, min and max skip it.
+  const auto t = key_value<std::int32_t, double>({-5, 3, -5, 3, 0, -5}, {1.0, NAN, -0.0, 2.0, -0.0, 0.0});
+  const auto all =
+      parse_aggregations("sum(value) as sum,count() as count,min(value) as min,max(value) as max,mean(value) as mean");
+  EXPECT_EQ(csv_of(on_cpu(t, {{"key"}, all}).table),
+            "key,sum,count,min,max,mean\n"
+            "-5,1,3,-0,1,0.3333333333333333\n"
+            "0,-0,1,-0,-0,-0\n"
+            "3,nan,2,2,2,nan\n");
+  const auto ti = key_value<std::int32_t, std::int64_t>({-5, 3, -5, 3, 0, -5}, {10, -3, 4, 8, 1, -7});
+  const auto extremes = parse_aggregations("min(value) as min,max(value) as max,sum(value) as sum");
+  EXPECT_EQ(csv_of(on_cpu(ti, {{"key"}, extremes}).table), "key,min,max,sum\n-5,-7,10,7\n0,1,1,1\n3,-3,8,5\n");
+  // Counts alone; no rows: the header alone.
+  const auto count = parse_aggregations("count() as count");
+  const Table keys(std::vector<Column>{make_column<std::uint64_t>("key", {3, 1, 3})});
+  EXPECT_EQ(csv_of(on_cpu(keys, {{"key"}, count}).table), "key,count\n1,1\n3,2\n");
+  const Table none(std::vector<Column>{make_column<std::uint64_t>("key", {})});
+  EXPECT_EQ(csv_of(on_cpu(none, {{"key"}, count}).table), "key,count\n");
+  // Keys and values of different lengths make no table.
+  Table bad(std::vector<Column>{make_column<std::uint64_t>("key", {1, 2, 3})});
+  EXPECT_THROW(bad.add(make_column<double>("value", {1, 2})), UsageError);
+  EXPECT_THROW(parse_aggregations("sum(value),median"), UsageError);
+  EXPECT_THROW(parse_aggregations(""), UsageError);
+}
+
+TEST(GroupByTable, I64SumBeyondRangeIsAnInputErrorOnEveryThreadCount) {
+  const std::int64_t top = INT64_MAX, bottom = INT64_MIN;
+  for (int threads : {1, 2, 3, 8}) {
+    SCOPED_TRACE(testing::Message() << threads << " threads");
+    const std::string up = sum_error(key_value<std::int64_t, std::int64_t>({-42, -42}, {top, 1}), threads);
+    EXPECT_NE(up.find("sum of column 'value' does not fit i64"), std::string::npos) << up;
+    const std::string down = sum_error(key_value<std::int64_t, std::int64_t>({7, 7, 1}, {bottom, -1, 5}), threads);
+    EXPECT_NE(down.find("does not fit i64"), std::string::npos) << down;
+    // The running sum leaves the range, the sum does not: exact, whatever the order.
+    const auto back = key_value<std::int64_t, std::int64_t>({1, 1, 1, 2, 2}, {top, 1, -1, bottom, top});
+    const auto r = on_cpu(back, {{"key"}, parse_aggregations("sum(value)")}, threads);
+    ASSERT_EQ(r.table.rows(), 2u);
+    EXPECT_EQ(r.table.column("sum_value").numbers<std::int64_t>()[0], top);
+    EXPECT_EQ(r.table.column("sum_value").numbers<std::int64_t>()[1], -1);
+  }
+}
+
+TEST(GroupByTable, I64SumsNearTheRangeMatchExact128BitSums) {
+  // Pairs x, -x +- small under one key: the sums stay small while partial sums roam the range.
+  std::mt19937_64 rng(3);
+  const std::size_t n = 40000;
+  std::vector<std::uint32_t> keys(n);
+  std::vector<std::int64_t> vals(n);
+  for (std::size_t i = 0; i < n; i += 2) {
+    keys[i] = keys[i + 1] = std::uint32_t(rng() % 500);
+    vals[i] = static_cast<std::int64_t>(rng() >> 1) * (rng() % 2 ? 1 : -1);
+    const auto small = std::int64_t(rng() % 100);
+    vals[i + 1] = vals[i] > 0 ? -vals[i] + small : -vals[i] - small;
+  }
+  auto exact_sums = [&](const std::vector<std::int64_t>& v) {
+    std::map<std::uint32_t, __int128> e;
+    for (std::size_t i = 0; i < n; ++i) e[keys[i]] += v[i];
+    return e;
+  };
+  const auto exact = exact_sums(vals);
+  const auto t = key_value(keys, vals);
+  for (int threads : {1, 4}) {
+    const auto r = on_cpu(t, {{"key"}, parse_aggregations("sum(value)")}, threads);
+    ASSERT_EQ(r.table.rows(), exact.size());
+    const auto k = r.table.column("key").numbers<std::uint32_t>();
+    const auto sum = r.table.column("sum_value").numbers<std::int64_t>();
+    for (std::size_t i = 0; i < k.size(); ++i) EXPECT_TRUE(__int128(sum[i]) == exact.at(k[i])) << k[i];
+  }
+  // Values moved between keys: most sums leave the range.
+  auto moved = vals;
+  std::shuffle(moved.begin(), moved.end(), std::mt19937_64(4));
+  bool beyond = false;
+  for (const auto& [k, sum] : exact_sums(moved)) beyond = beyond || sum > INT64_MAX || sum < INT64_MIN;
+  ASSERT_TRUE(beyond);
+  EXPECT_NE(sum_error(key_value(keys, moved), 4), "");
 }
 
 TEST(GroupByTable, OneAndManyThreadsGiveIdenticalResults) {

@@ -13,6 +13,7 @@
 #include "tandem/core/device.hpp"
 #include "tandem/core/error.hpp"
 #include "tandem/core/report.hpp"
+#include "tandem/groupby.hpp"
 #include "tandem/mapreduce.hpp"
 #include "tandem/sort.hpp"
 #include "tandem/topk.hpp"
@@ -60,16 +61,16 @@ TEST(Report, CopiesOwnTheirDetails) {
 
 TEST(LibraryErrors, NameFieldsNotFlags) {
   const std::vector<std::string> messages = {
-      message_of([] { mapreduce::parse_aggs("sum,median"); }),
-      message_of([] { mapreduce::parse_aggs(""); }),
+      message_of([] { parse_aggregations("sum(value),median"); }),
+      message_of([] { parse_aggregations(""); }),
       message_of([] {
-        const std::uint32_t k[1] = {1};
-        mapreduce::groupby(DType::f32, k, 1, DType::f64, nullptr, 0, false);
+        const Table t(std::vector<Column>{make_column<std::uint32_t>("key", {1})});
+        groupby(t, {{"key"}, parse_aggregations("sum(value)")});
       }),
       message_of([] {
-        const std::uint32_t k[1] = {1};
-        const std::uint8_t v[1] = {1};
-        mapreduce::groupby(DType::u32, k, 1, DType::u8, v, 1, true);
+        const Table t(std::vector<Column>{make_column<std::uint32_t>("key", {1}),
+                                          make_string_column("value", std::vector<std::string>{"x"})});
+        groupby(t, {{"key"}, parse_aggregations("sum(value)")});
       }),
       message_of([] {
         topk::GenOptions o;
@@ -81,8 +82,8 @@ TEST(LibraryErrors, NameFieldsNotFlags) {
     EXPECT_NE(m, "(no error)");
     EXPECT_EQ(m.find("--"), std::string::npos) << m;
   }
-  EXPECT_NE(messages[2].find("key_type = f32"), std::string::npos) << messages[2];
-  EXPECT_NE(messages[3].find("value_type = u8"), std::string::npos) << messages[3];
+  EXPECT_NE(messages[2].find("'value'"), std::string::npos) << messages[2];
+  EXPECT_NE(messages[3].find("'value'"), std::string::npos) << messages[3];
   EXPECT_NE(messages[4].find("lists = 65"), std::string::npos) << messages[4];
 }
 

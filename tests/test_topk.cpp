@@ -633,8 +633,8 @@ TEST(TopkGenerate, DeterministicAndValid) {
 }
 
 TEST(TopkAggregate, Parse) {
-  EXPECT_EQ(Aggregate::parse("sum", 3).kind, AggKind::sum);
-  EXPECT_EQ(Aggregate::parse("min", 3).kind, AggKind::min);
+  EXPECT_EQ(Aggregate::parse("sum", 3).kind, ScoreCombine::sum);
+  EXPECT_EQ(Aggregate::parse("min", 3).kind, ScoreCombine::min);
   const auto w = Aggregate::parse("wsum:1,0.5,2", 3);
   EXPECT_EQ(w.weights, (std::vector<double>{1, 0.5, 2}));
   EXPECT_EQ(w.to_string(), "wsum:1,0.5,2");

@@ -1,6 +1,6 @@
 // tandem groupby: group-by over a table (a CSV file or .npy columns: several keys, strings,
-// missing values, every aggregation of tandem/groupby.hpp), or the single-column form
-// (--keys/--values) of the MapReduce engines.
+// missing values, every aggregation of tandem/groupby.hpp); the key/value-file form (--keys,
+// --values) is one more table input, its columns `key` and `value`.
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -18,7 +18,6 @@
 #include "tandem/core/timing.hpp"
 #include "tandem/groupby.hpp"
 #include "tandem/groupby_csv.hpp"
-#include "tandem/mapreduce.hpp"
 #include "tandem/table/csv.hpp"
 #include "tandem/table/files.hpp"
 
@@ -29,8 +28,8 @@ struct Args {
   std::string table, by, schema, delimiter, out_format{"auto"};
   std::vector<std::string> columns;
   int threads{0};
-  // single-column form
-  std::string keys, values, key_type{"u32"}, value_type{"f64"}, engine{"auto"};
+  // key/value-file form (types empty: a .npy file's header type, else u32 keys and f64 values)
+  std::string keys, values, key_type, value_type;
   // both
   std::string agg, out{"-"}, device{"auto"};
   bool explain{false};
@@ -59,8 +58,7 @@ ColumnOption parse_column_option(const std::string& spec) {
   return c;
 }
 
-tandem::Column read_column_option(const std::string& spec) {
-  const ColumnOption c = parse_column_option(spec);
+tandem::Column read_column_file(const ColumnOption& c) {
   return tandem::read_column(c.name, c.path,
                              c.type.empty() ? tandem::io::npy_dtype(c.path) : tandem::parse_dtype(c.type));
 }
@@ -72,12 +70,13 @@ char parse_delimiter(const std::string& d) {
   throw tandem::UsageError(fmt::format("--delimiter {}: expected ',' or '\\t'", d));
 }
 
-std::vector<std::string> split_names(const std::string& text) {
+// The comma-separated names of an option's value (`option` names it in the error for an empty one).
+std::vector<std::string> split_names(const std::string& text, std::string_view option = "--by") {
   std::vector<std::string> out;
   std::size_t b = 0;
   while (b <= text.size()) {
     const auto e = std::min(text.find(',', b), text.size());
-    if (e == b) throw tandem::UsageError(fmt::format("--by {}: an empty column name", text));
+    if (e == b) throw tandem::UsageError(fmt::format("{} {}: an empty name", option, text));
     out.push_back(text.substr(b, e - b));
     b = e + 1;
   }
@@ -108,7 +107,7 @@ tandem::Table read_input_table(const Args& a) {
     throw tandem::UsageError("--schema and --delimiter apply to a CSV input");
   }
   for (const auto& spec : a.columns) {
-    add_column(t, read_column_option(spec), spec);
+    add_column(t, read_column_file(parse_column_option(spec)), spec);
   }
   if (t.num_columns() == 0) throw tandem::UsageError("no input: name a CSV file or give --column NAME=PATH");
   return t;
@@ -247,15 +246,43 @@ int run_csv_stream(const Args& a, const tandem::GroupBySpec& spec, tandem::Devic
   return 0;
 }
 
-int run_table(const Args& a) {
-  if (a.engine != "auto" || !a.values.empty())
-    throw tandem::UsageError("--engine and --values belong to the --keys form; a table form names its columns");
-  if (a.by.empty()) throw tandem::UsageError("--by is required with a table input (e.g. --by id1,id2)");
-  if (a.agg.empty()) throw tandem::UsageError("--agg is required (e.g. --agg 'sum(v1),count()')");
-  tandem::GroupBySpec spec{split_names(a.by), tandem::parse_aggregations(a.agg)};
+// Groups a table read into memory (the --column and --keys forms); its report starts with the read.
+tandem::GroupByResult group_in_memory(const tandem::Table& input, double read_s, const tandem::GroupBySpec& spec,
+                                      const tandem::GroupByOptions& o) {
+  auto r = tandem::groupby(input, spec, o);
+  tandem::cli::print_notices(r.report);
+  r.report.stages.insert(
+      r.report.stages.begin(),
+      {"read input", "cpu", read_s, fmt::format("{} rows, {} columns", input.rows(), input.num_columns())});
+  return r;
+}
+
+void write_groups(const Args& a, const tandem::Table& input, const tandem::GroupByResult& r,
+                  tandem::io::AtomicOutput* csv) {
+  write_result(a, r.table, csv);
+  if (a.explain) std::cerr << r.report.explain() << fmt::format("  {} rows, {} groups\n", input.rows(), r.table.rows());
+}
+
+// The CSV destination, checked before any input is read; null for a folder of .npy columns.
+std::unique_ptr<tandem::io::AtomicOutput> csv_output(const Args& a) {
+  if (folder_output(a)) return nullptr;
+  return std::make_unique<tandem::io::AtomicOutput>(a.out);
+}
+
+tandem::GroupByOptions groupby_options(const Args& a) {
   tandem::GroupByOptions o;
   o.device = tandem::parse_device(a.device);
   o.threads = a.threads;
+  return o;
+}
+
+int run_table(const Args& a) {
+  if (!a.values.empty() || !a.key_type.empty() || !a.value_type.empty())
+    throw tandem::UsageError("--values, --key-type and --value-type belong to the --keys form");
+  if (a.by.empty()) throw tandem::UsageError("--by is required with a table input (e.g. --by id1,id2)");
+  if (a.agg.empty()) throw tandem::UsageError("--agg is required (e.g. --agg 'sum(v1),count()')");
+  tandem::GroupBySpec spec{split_names(a.by), tandem::parse_aggregations(a.agg)};
+  const tandem::GroupByOptions o = groupby_options(a);
   if (a.distributed) {
     tandem::cli::require_mpi();
 #if TANDEM_HAS_MPI
@@ -266,57 +293,72 @@ int run_table(const Args& a) {
   if (!a.table.empty() && a.columns.empty()) return run_csv_stream(a, spec, o.device);
   if (a.memory_limit || !a.temp_dir.empty())
     throw tandem::UsageError("--memory-limit and --temp-dir apply to a CSV input on the CPU");
-  const bool to_folder = folder_output(a);
-  std::unique_ptr<tandem::io::AtomicOutput> csv;
-  if (!to_folder) csv = std::make_unique<tandem::io::AtomicOutput>(a.out);  // checks the destination first
+  const auto csv = csv_output(a);
   tandem::Stopwatch w;
   const tandem::Table input = read_input_table(a);
-  const double read_s = w.seconds();
-  auto r = tandem::groupby(input, spec, o);
-  tandem::cli::print_notices(r.report);
-  r.report.stages.insert(
-      r.report.stages.begin(),
-      {"read input", "cpu", read_s, fmt::format("{} rows, {} columns", input.rows(), input.num_columns())});
-  write_result(a, r.table, csv.get());
-  if (a.explain) std::cerr << r.report.explain() << fmt::format("  {} rows, {} groups\n", input.rows(), r.table.rows());
+  write_groups(a, input, group_in_memory(input, w.seconds(), spec, o), csv.get());
   return 0;
 }
 
-int run_columns(const Args& a) {
-  const auto aggs = tandem::mapreduce::parse_aggs(a.agg.empty() ? "sum,count" : a.agg);
-  const auto kt = tandem::parse_dtype(a.key_type);
-  const auto vt = tandem::parse_dtype(a.value_type);
-  if (kt != tandem::DType::u32 && kt != tandem::DType::u64 && kt != tandem::DType::i32 && kt != tandem::DType::i64)
-    throw tandem::UsageError(fmt::format("--key-type {}: expected u32, u64, i32 or i64", a.key_type));
-  if (vt != tandem::DType::f32 && vt != tandem::DType::f64 && vt != tandem::DType::i32 && vt != tandem::DType::i64)
-    throw tandem::UsageError(fmt::format("--value-type {}: expected f32, f64, i32 or i64", a.value_type));
-  const bool has_values = !a.values.empty();
-  for (auto g : aggs)
-    if (g != tandem::mapreduce::AggKind::count && !has_values)
-      throw tandem::UsageError(fmt::format("--agg {} needs --values", tandem::mapreduce::to_string(g)));
-  tandem::mapreduce::Options o;
-  o.device = tandem::parse_device(a.device);
-  if (a.engine == "auto") o.mode = tandem::mapreduce::Options::Mode::auto_;
-  else if (a.engine == "hash") o.mode = tandem::mapreduce::Options::Mode::hash;
-  else if (a.engine == "chained" || a.engine == "seed") o.mode = tandem::mapreduce::Options::Mode::chained;
-  else throw tandem::UsageError(fmt::format("--engine {}: expected auto, hash or chained", a.engine));
-  tandem::io::AtomicOutput out(a.out);  // checks the destination; the file is created when written
-  tandem::Stopwatch w;
-  // Only read by the group-by: the files' own pages, mapped, with no fresh buffer to fault in.
-  auto keys = tandem::io::map_array(a.keys, kt, a.threads);
-  tandem::io::MappedArray values;
-  if (has_values) values = tandem::io::map_array(a.values, vt, a.threads);
-  const double read_s = w.seconds();
-  if (has_values && values.count != keys.count)
+// --agg of the --keys form (default sum,count) in the table vocabulary: "sum(value) as sum",
+// "count() as count", …, so the output header stays key,sum,count,….
+std::vector<tandem::Aggregation> key_value_aggregations(const Args& a) {
+  std::string calls;
+  for (const auto& name : split_names(a.agg.empty() ? "sum,count" : a.agg, "--agg")) {
+    if (!calls.empty()) calls += ',';
+    if (name == "count") {
+      calls += "count() as count";
+      continue;
+    }
+    if (name != "sum" && name != "min" && name != "max" && name != "mean")
+      throw tandem::UsageError(fmt::format(
+          "--agg {}: the --keys form takes sum, count, min, max and mean (a --column input takes every aggregation)",
+          name));
+    if (a.values.empty()) throw tandem::UsageError(fmt::format("--agg {} needs --values", name));
+    calls += fmt::format("{0}(value) as {0}", name);
+  }
+  return tandem::parse_aggregations(calls);
+}
+
+// One file of the --keys form as a table column, read as --column reads it.
+tandem::Column read_key_value_file(const std::string& name, const std::string& path, const std::string& type,
+                                   std::string_view option, std::string_view fallback) {
+  if (!type.empty() && !tandem::column_type_of(tandem::parse_dtype(type)))
+    throw tandem::UsageError(fmt::format("{} {}: expected i32, i64, u32, u64, f32 or f64", option, type));
+  const bool npy = tandem::io::has_npy_suffix(path);
+  return read_column_file({name, path, type.empty() && !npy ? std::string(fallback) : type});
+}
+
+// The --keys form: a table of the column `key` and, with --values, the column `value`.
+tandem::Table read_key_value_table(const Args& a) {
+  tandem::Table t;
+  t.add(read_key_value_file("key", a.keys, a.key_type, "--key-type", "u32"));
+  if (a.values.empty()) return t;
+  tandem::Column v = read_key_value_file("value", a.values, a.value_type, "--value-type", "f64");
+  if (v.length != t.rows())
     throw tandem::InputError(fmt::format("{} has {} keys but {} has {} values: the columns must have the same length",
-                                         a.keys, keys.count, a.values, values.count));
-  auto g = tandem::mapreduce::groupby(kt, keys.data, keys.count, vt, has_values ? values.data : nullptr, values.count,
-                                      has_values, o);
-  tandem::cli::print_notices(g.report);
-  g.report.stages.insert(g.report.stages.begin(), {"read input", "cpu", read_s, fmt::format("{} keys", keys.count)});
-  tandem::mapreduce::write_groupby_csv(out.stream(), g, aggs);
-  out.commit();
-  if (a.explain) std::cerr << g.report.explain() << fmt::format("  {} rows, {} groups\n", keys.count, g.rows.size());
+                                         a.keys, t.rows(), a.values, v.length));
+  t.add(std::move(v));
+  return t;
+}
+
+int run_key_value_files(const Args& a) {
+  if (a.distributed) throw tandem::UsageError("--distributed takes the table form (a CSV file or --column)");
+  if (!a.table.empty() || !a.by.empty() || !a.columns.empty())
+    throw tandem::UsageError("--keys/--values is the key/value-file form: it takes no table, --by or --column");
+  if (a.memory_limit || !a.temp_dir.empty())
+    throw tandem::UsageError("--memory-limit and --temp-dir apply to a CSV input on the CPU");
+  const tandem::GroupBySpec spec{{"key"}, key_value_aggregations(a)};
+  const auto csv = csv_output(a);
+  tandem::Stopwatch w;
+  const tandem::Table input = read_key_value_table(a);
+  tandem::GroupByResult r;
+  try {
+    r = group_in_memory(input, w.seconds(), spec, groupby_options(a));
+  } catch (const tandem::InputError& e) {  // a sum beyond its type: the values file is the bad input
+    throw tandem::InputError(fmt::format("{}: {}", a.values, e.what()));
+  }
+  write_groups(a, input, r, csv.get());
   return 0;
 }
 
@@ -328,8 +370,9 @@ const bool registered = tandem::cli::register_command(
        app.add_option("table", a->table, "CSV file with a header row ('-' for standard input)");
        app.add_option("--by", a->by, "Key columns, comma-separated (e.g. id1,id2)");
        app.add_option("--agg", a->agg,
-                      "Aggregations, e.g. 'sum(v1),mean(v3),count(),quantile(v3,0.9),top(v3,2)'; with --keys: "
-                      "sum,count,min,max,mean (default sum,count)");
+                      "Aggregations, e.g. 'sum(v1),mean(v3),count(),quantile(v3,0.9),top(v3,2)'; with --keys, names "
+                      "of sum, count, min, max, mean over the values (default sum,count: sum(value) as sum, "
+                      "count() as count)");
        app.add_option("--column", a->columns, "Add a column from a .npy or raw file: NAME=PATH[:TYPE] (repeatable)");
        app.add_option("--schema", a->schema, "CSV column types, e.g. id1:str,v1:i64 (others inferred)");
        app.add_option("--delimiter", a->delimiter, "CSV delimiter: ',' or '\\t' (default: detected from the header)");
@@ -340,15 +383,14 @@ const bool registered = tandem::cli::register_command(
        app.add_option("--threads", a->threads, "CPU threads (0: all cores)")
            ->check(tandem::cli::in_range(0, tandem::cli::kMaxThreads));
        app.add_option("--device", a->device, "auto, cpu or gpu")->capture_default_str();
-       app.add_option("--keys", a->keys, "Single-column form: keys file (raw little-endian or .npy)");
-       app.add_option("--key-type", a->key_type, "Single-column form: u32, u64, i32 or i64")->capture_default_str();
-       app.add_option("--values", a->values, "Single-column form: values file (raw or .npy); optional for count");
-       app.add_option("--value-type", a->value_type, "Single-column form: f32, f64, i32 or i64")->capture_default_str();
-       app.add_option(
-              "--engine", a->engine,
-              "Single-column form, GPU engine: auto, hash (open addressing, hot keys in shared memory) or "
-              "chained (per-block chained tables, hot keys in a shared-memory pool; 'seed' is an older name for it)")
-           ->capture_default_str();
+       app.add_option("--keys", a->keys,
+                      "Key/value-file form: keys file (raw little-endian or .npy), the table's column 'key'");
+       app.add_option("--key-type", a->key_type,
+                      "Key/value-file form: i32, i64, u32, u64, f32 or f64 (default: a .npy file's type, else u32)");
+       app.add_option("--values", a->values,
+                      "Key/value-file form: values file (raw or .npy), the column 'value'; optional for count");
+       app.add_option("--value-type", a->value_type,
+                      "Key/value-file form: i32, i64, u32, u64, f32 or f64 (default: a .npy file's type, else f64)");
        app.add_flag("--explain", a->explain, "Print what ran where and how long each stage took (stderr)");
        app.add_option("--memory-limit", a->memory_limit,
                       "CSV input: bytes the group-by's partial groups may hold before they spill (e.g. 2G; 0: a "
@@ -357,15 +399,7 @@ const bool registered = tandem::cli::register_command(
        app.add_option("--temp-dir", a->temp_dir, "CSV input: folder for spilled group states (default $TMPDIR)");
        app.add_flag("--quiet", a->quiet, "No progress on stderr");
        tandem::cli::add_distributed_options(app, a->distributed, &a->gather);
-       return [a] {
-         if (!a->keys.empty()) {
-           if (a->distributed) throw tandem::UsageError("--distributed takes the table form (a CSV file or --column)");
-           if (!a->table.empty() || !a->by.empty() || !a->columns.empty())
-             throw tandem::UsageError("--keys/--values is the single-column form: it takes no table, --by or --column");
-           return run_columns(*a);
-         }
-         return run_table(*a);
-       };
+       return [a] { return a->keys.empty() ? run_table(*a) : run_key_value_files(*a); };
      }});
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include "tandem/core/format.hpp"
 #include "tandem/core/io.hpp"
 #include "tandem/core/timing.hpp"
+#include "tandem/groupby.hpp"
 #include "tandem/mapreduce.hpp"
 
 namespace {
@@ -146,7 +147,7 @@ const bool demo_wc = tandem::cli::register_demo_part(
            "word count of {} Zipf text: {} words, {} distinct, {} ({}); top word '{}' x{}; {} std::unordered_map "
            "reference\n",
            tandem::human_bytes(text.size()), r.total_words, r.words.size(), tandem::human_seconds(t),
-           tandem::human_rate(text.size() / t, "B/s"), r.words.empty() ? "" : r.words[0].first,
+           tandem::human_rate(text.size() / t, "B"), r.words.empty() ? "" : r.words[0].first,
            r.words.empty() ? 0 : r.words[0].second, ok ? "matches the" : "DIFFERS FROM the");
        return ok;
      }});
@@ -157,9 +158,11 @@ const bool demo_gb = tandem::cli::register_demo_part(
        const auto keys = tandem::mapreduce::zipf_keys_u32(n, 100000, 1.0, 9);
        std::vector<double> vals(n);
        for (std::size_t i = 0; i < n; ++i) vals[i] = double(i % 1000);
+       tandem::Table input;
+       input.add(tandem::make_column("key", keys));
+       input.add(tandem::make_column("value", vals));
        tandem::Stopwatch w;
-       auto g =
-           tandem::mapreduce::groupby(tandem::DType::u32, keys.data(), n, tandem::DType::f64, vals.data(), n, true);
+       auto g = tandem::groupby(input, {{"key"}, tandem::parse_aggregations("sum(value) as sum,count() as count")});
        const double t = w.seconds();
        std::unordered_map<std::uint32_t, std::pair<double, std::uint64_t>> ref;
        for (std::size_t i = 0; i < n; ++i) {
@@ -167,16 +170,19 @@ const bool demo_gb = tandem::cli::register_demo_part(
          e.first += vals[i];
          ++e.second;
        }
-       bool ok = ref.size() == g.rows.size();
-       for (const auto& row : g.rows) {
-         auto it = ref.find(static_cast<std::uint32_t>(row.key_bits));
-         ok = ok && it != ref.end() && it->second.second == row.count && it->second.first == row.dsum;
+       const auto k = g.table.column("key").numbers<std::uint32_t>();
+       const auto sums = g.table.column("sum").numbers<double>();
+       const auto counts = g.table.column("count").numbers<std::int64_t>();
+       bool ok = ref.size() == k.size();
+       for (std::size_t i = 0; ok && i < k.size(); ++i) {
+         auto it = ref.find(k[i]);
+         ok = it != ref.end() && it->second.second == std::uint64_t(counts[i]) && it->second.first == sums[i];
        }
        std::cout << g.report.explain();
        std::cout << fmt::format(
            "group-by sum,count of {} u32 keys (Zipf 1.0 over 100000) with f64 values: {} groups, {} ({}); {} "
            "std::unordered_map reference\n",
-           n, g.rows.size(), tandem::human_seconds(t), tandem::human_rate(n / t, "keys/s"),
+           n, k.size(), tandem::human_seconds(t), tandem::human_rate(n / t, "keys"),
            ok ? "matches the" : "DIFFERS FROM the");
        return ok;
      }});

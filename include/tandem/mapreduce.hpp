@@ -5,7 +5,6 @@
 //   tandem/mapreduce/words.hpp           word tokenisation, the same on the CPU and the GPU
 //   tandem/mapreduce/cpu_engine.hpp      cpu_mapreduce: any job on CPU threads
 //   tandem/mapreduce/wordcount.hpp       word count of a text or files
-//   tandem/mapreduce/groupby.hpp         the group-by entry over raw key and value arrays
 //   tandem/mapreduce/generate.hpp        Zipf keys and Zipf text
 // The GPU engine (tandem/mapreduce/gpu_engine.cuh, for .cu files) runs jobs whose map/reduce are
 // __host__ __device__ and whose keys are fixed-width: sampling pass, hot keys preloaded into a
@@ -16,7 +15,6 @@
 #include "tandem/mapreduce/cpu_engine.hpp"
 #include "tandem/mapreduce/engine_options.hpp"
 #include "tandem/mapreduce/generate.hpp"
-#include "tandem/mapreduce/groupby.hpp"
 #include "tandem/mapreduce/jobs.hpp"
 #include "tandem/mapreduce/wordcount.hpp"
 #include "tandem/mapreduce/words.hpp"

@@ -68,10 +68,11 @@ struct GenOptions {
 Lists generate(const GenOptions& o);
 
 // ---- aggregates (all monotone) ----
-enum class AggKind { sum, wsum, min, max };
+// How an object's scores across the lists combine into one (not a group-by aggregation).
+enum class ScoreCombine { sum, wsum, min, max };
 
 struct Aggregate {
-  AggKind kind{AggKind::sum};
+  ScoreCombine kind{ScoreCombine::sum};
   std::vector<double> weights;  // wsum: one finite weight >= 0 per list
 
   // "sum", "wsum:w1,w2,...", "min", "max"; UsageError for anything else, a weight count different

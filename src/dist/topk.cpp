@@ -223,7 +223,7 @@ Layout agree_layout(const Context& ctx, const topk::Lists& lists, std::span<cons
   ctx.run_agreed([&] {
     if (total < 1 || total > topk::kMaxLists)
       throw UsageError(fmt::format("total_lists = {}: must be between 1 and {}", total, topk::kMaxLists));
-    if (agg.kind != topk::AggKind::sum && agg.kind != topk::AggKind::wsum)
+    if (agg.kind != topk::ScoreCombine::sum && agg.kind != topk::ScoreCombine::wsum)
       throw UsageError(
           fmt::format("aggregate {}: lists held by different ranks need sum or wsum (TPUT's bounds)", agg.to_string()));
     agg.check(total);

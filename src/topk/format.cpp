@@ -196,11 +196,11 @@ std::string_view to_string(Memory m) { return m == Memory::device ? "device" : "
 
 Aggregate Aggregate::parse(std::string_view text, std::uint32_t lists) {
   Aggregate a;
-  if (text == "sum") a.kind = AggKind::sum;
-  else if (text == "min") a.kind = AggKind::min;
-  else if (text == "max") a.kind = AggKind::max;
+  if (text == "sum") a.kind = ScoreCombine::sum;
+  else if (text == "min") a.kind = ScoreCombine::min;
+  else if (text == "max") a.kind = ScoreCombine::max;
   else if (text.substr(0, 5) == "wsum:") {
-    a.kind = AggKind::wsum;
+    a.kind = ScoreCombine::wsum;
     std::string rest(text.substr(5));
     std::stringstream ss(rest);
     std::string item;
@@ -220,7 +220,7 @@ Aggregate Aggregate::parse(std::string_view text, std::uint32_t lists) {
 }
 
 void Aggregate::check(std::uint32_t lists) const {
-  if (kind != AggKind::wsum) {
+  if (kind != ScoreCombine::wsum) {
     if (!weights.empty()) throw UsageError("only wsum takes weights");
     return;
   }
@@ -233,10 +233,10 @@ void Aggregate::check(std::uint32_t lists) const {
 
 std::string Aggregate::to_string() const {
   switch (kind) {
-    case AggKind::sum: return "sum";
-    case AggKind::min: return "min";
-    case AggKind::max: return "max";
-    case AggKind::wsum: {
+    case ScoreCombine::sum: return "sum";
+    case ScoreCombine::min: return "min";
+    case ScoreCombine::max: return "max";
+    case ScoreCombine::wsum: {
       std::string s = "wsum:";
       for (std::size_t i = 0; i < weights.size(); ++i) s += fmt::format("{}{}", i ? "," : "", weights[i]);
       return s;

@@ -36,10 +36,10 @@ inline AggSpec spec_of(const Aggregate& a, std::uint32_t n, const std::vector<fl
   AggSpec s;
   s.n = n;
   switch (a.kind) {
-    case AggKind::sum: s.kind = kSum; break;
-    case AggKind::wsum: s.kind = kWsum; break;
-    case AggKind::min: s.kind = kMin; break;
-    case AggKind::max: s.kind = kMax; break;
+    case ScoreCombine::sum: s.kind = kSum; break;
+    case ScoreCombine::wsum: s.kind = kWsum; break;
+    case ScoreCombine::min: s.kind = kMin; break;
+    case ScoreCombine::max: s.kind = kMax; break;
   }
   for (std::size_t i = 0; i < a.weights.size() && i < 64; ++i) s.w[i] = a.weights[i];
   s.scale = sum_scale(s, max_abs);

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Sums the same on every path: group-by i64 sums beyond i64 are bad input (exit 2 naming the key,
-# no output file) while a running sum that leaves i64 and returns is exact; top-k sums that cancel
+# Sums the same on every path: group-by i64 sums beyond i64 are bad input (exit 2 naming the
+# values file, no output file) while a running sum that leaves i64 and returns is exact; top-k sums that cancel
 # across magnitudes (1e20, 1, -1e20) give one answer on every algorithm and thread count.
 set -u
 T=$1
@@ -27,11 +27,12 @@ PY
 for dev in cpu auto; do
   check "groupby-over-$dev" 2 "$T" groupby --keys "$D/k-over" --key-type i64 --values "$D/v-over" --value-type i64 \
     --agg sum,count --device $dev --out "$D/over.csv"
-  grep -q "key 7 overflows i64" "$out" || fail "over ($dev): message names the key: $(cat "$out")"
+  grep -q "v-over: sum: the sum of column 'value' does not fit i64" "$out" \
+    || fail "over ($dev): message names the file: $(cat "$out")"
   [ ! -e "$D/over.csv" ] || fail "over ($dev): no output file"
   check "groupby-under-$dev" 2 "$T" groupby --keys "$D/k-under" --key-type i64 --values "$D/v-under" --value-type i64 \
     --agg sum --device $dev
-  grep -q "key -9 overflows i64 (it is below" "$out" || fail "under ($dev): $(cat "$out")"
+  grep -q "v-under: sum: the sum of column 'value' does not fit i64" "$out" || fail "under ($dev): $(cat "$out")"
   check "groupby-back-$dev" 0 "$T" groupby --keys "$D/k-back" --key-type i64 --values "$D/v-back" --value-type i64 \
     --agg sum,count --device $dev
   [ "$(cat "$out")" = "$(printf 'key,sum,count\n7,9223372036854775807,3')" ] || fail "back ($dev): $(cat "$out")"

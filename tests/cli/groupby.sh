@@ -41,7 +41,7 @@ for case in \
   "int8-column|--column k=$d/k.npy --column b=$d/b.npy --by k --agg count()|i8" \
   "raw-needs-type|--column k=$d/k.npy --column r=$d/raw.i64 --by k --agg count()|needs its type" \
   "no-by|--column k=$d/k.npy --agg count()|--by" \
-  "older-form-option|--column k=$d/k.npy --by k --agg count() --engine hash|--engine" \
+  "key-value-form-option|--column k=$d/k.npy --by k --agg count() --values $d/v.npy|--values" \
   "bad-delimiter|--column k=$d/k.npy --by k --agg count() --delimiter ;|delimiter"; do
   IFS='|' read -r name args want <<<"$case"
   # shellcheck disable=SC2086
