@@ -262,7 +262,6 @@ std::vector<long long> int_list(const bench::Bench& b, const std::string& key) {
 
 void time_stage_plan(Ctx& c, double z, const StagePlan& pl, long long table) {
   mapreduce::Options o;
-  o.mode = mapreduce::Options::Mode::hash;
   o.tune = false;
   o.block_threads = pl.threads;
   o.partition_cold = pl.part;
@@ -333,7 +332,6 @@ struct GroupByConfigs {
   mapreduce::Options hash_auto, hash_cold, hash_nomatch, hash_nopart, hash_linear;
   mapreduce::Options block_hot, direct_hot, block_cold, direct_cold;
   GroupByConfigs() {
-    hash_auto.mode = mapreduce::Options::Mode::hash;
     hash_cold = hash_auto;
     hash_cold.hot_keys = false;
     hash_nomatch = hash_auto;
@@ -342,7 +340,6 @@ struct GroupByConfigs {
     hash_nopart.partition_cold = false;
     hash_linear = hash_auto;
     hash_linear.hot_buckets = false;
-    block_hot.mode = mapreduce::Options::Mode::chained;
     block_hot.tables = mapreduce::Options::Tables::block;
     direct_hot = block_hot;
     direct_hot.tables = mapreduce::Options::Tables::direct;

@@ -23,8 +23,9 @@ Table schema() {
 
 groupby_engine::HashFit fit(std::vector<std::string> by, const std::string& aggs,
                             std::map<std::string, std::size_t> missing = {}, std::size_t rows = 1000) {
-  return groupby_engine::hash_engine_fit(schema(), rows, GroupBySpec{std::move(by), parse_aggregations(aggs)},
-                                         [&](const std::string& name) { return missing[name]; });
+  return groupby_engine::hash_engine_fit(
+      schema(), rows, GroupBySpec{std::move(by), aggs.empty() ? std::vector<Aggregation>{} : parse_aggregations(aggs)},
+      [&](const std::string& name) { return missing[name]; });
 }
 
 TEST(GroupByEngineChoice, HashEngineTakesOneIntegerKeyAndDecomposableAggregationsOfOneColumn) {

@@ -44,13 +44,6 @@ std::vector<std::pair<std::string, std::uint64_t>> gpu_wordcount_files(std::vect
 std::vector<std::pair<std::string, std::uint64_t>> gpu_wordcount_device(const char* d_text, std::uint64_t n,
                                                                         const Options& o, EngineStats& st, Report& r);
 
-// Group-by on the GPU. K is u32 or u64 (signed keys are passed as their bit patterns); V is void
-// (counts), double or int64 (other value types are widened on the host first).
-template <class K, class V>
-std::vector<std::pair<K, typename GroupByJob<K, V>::value_type>> gpu_groupby(const K* keys, const V* values,
-                                                                             std::size_t n, const Options& o,
-                                                                             EngineStats& st, Report& r);
-
 #endif
 
 }  // namespace tandem::mapreduce::detail

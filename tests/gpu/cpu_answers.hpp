@@ -6,16 +6,19 @@
 #include <string_view>
 #include <vector>
 
+#include "gpu/engine_groupby.hpp"
 #include "tandem/core/device.hpp"
 #include "tandem/mapreduce.hpp"
 
 namespace tandem::test {
 
 // Count, sum, min and max of i64 values by u32 key on the CPU.
-inline mapreduce::GroupBy cpu_groupby(const std::vector<std::uint32_t>& keys, const std::vector<std::int64_t>& values) {
-  mapreduce::Options cpu;
+inline engine_test::GroupBy cpu_groupby(const std::vector<std::uint32_t>& keys,
+                                        const std::vector<std::int64_t>& values) {
+  engine_test::Options cpu;
   cpu.device = Device::cpu;
-  return mapreduce::groupby(DType::u32, keys.data(), keys.size(), DType::i64, values.data(), values.size(), true, cpu);
+  return engine_test::groupby(DType::u32, keys.data(), keys.size(), DType::i64, values.data(), values.size(), true,
+                              cpu);
 }
 
 inline mapreduce::WordCount cpu_wordcount(std::string_view text) {
@@ -25,7 +28,7 @@ inline mapreduce::WordCount cpu_wordcount(std::string_view text) {
 }
 
 // Empty when equal in keys, counts and integer aggregates; else the first difference.
-inline std::string group_difference(const mapreduce::GroupBy& got, const mapreduce::GroupBy& want) {
+inline std::string group_difference(const engine_test::GroupBy& got, const engine_test::GroupBy& want) {
   if (got.rows.size() != want.rows.size())
     return std::to_string(got.rows.size()) + " groups, expected " + std::to_string(want.rows.size());
   for (std::size_t i = 0; i < got.rows.size(); ++i) {

@@ -16,7 +16,6 @@ namespace {
 
 using namespace tandem;
 using mapreduce::GroupByJob;
-using mapreduce::Options;
 
 // V: void, double or int64; K: the unsigned key type the engines take.
 template <class K, class V>

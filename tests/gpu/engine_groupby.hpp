@@ -13,6 +13,13 @@
 
 namespace engine_test {
 
+// The MapReduce engines' options and which GPU engine runs: the group-by's hash engine (auto_,
+// hash) or the chained MapReduce engine (chained).
+struct Options : tandem::mapreduce::Options {
+  enum class Mode { auto_, chained, hash };
+  Mode mode{Mode::auto_};
+};
+
 struct GroupRow {
   std::uint64_t key_bits{0};  // the key's bit pattern widened to 64 bits
   std::uint64_t count{0};
@@ -31,6 +38,6 @@ struct GroupBy {
 // o.mode: hash or auto for the hash engine, chained for the chained one). Throws
 // tandem::InputError when value_count differs from n.
 GroupBy groupby(tandem::DType key_type, const void* keys, std::size_t n, tandem::DType value_type, const void* values,
-                std::size_t value_count, bool has_values, const tandem::mapreduce::Options& o = {});
+                std::size_t value_count, bool has_values, const Options& o = {});
 
 }  // namespace engine_test

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "gpu/engine_groupby.hpp"
 #include "tandem/core/hash.hpp"
 #include "tandem/mapreduce.hpp"
 
@@ -19,7 +20,8 @@ inline bool same(double a, double b) {
   return a == b && std::signbit(a) == std::signbit(b);
 }
 
-inline void expect_same_rows(const mapreduce::GroupBy& gpu, const mapreduce::GroupBy& cpu, const std::string& what) {
+inline void expect_same_rows(const engine_test::GroupBy& gpu, const engine_test::GroupBy& cpu,
+                             const std::string& what) {
   ASSERT_EQ(gpu.rows.size(), cpu.rows.size()) << what;
   for (std::size_t i = 0; i < gpu.rows.size(); ++i) {
     const auto& a = gpu.rows[i];

@@ -64,8 +64,8 @@ bool same_groups(const engine_test::GroupBy& a, const engine_test::GroupBy& b) {
   return test::group_difference(a, b).empty();
 }
 
-engine_test::GroupBy gpu_groupby(const Work& w, mapreduce::Options::Mode mode) {
-  mapreduce::Options o;
+engine_test::GroupBy gpu_groupby(const Work& w, engine_test::Options::Mode mode) {
+  engine_test::Options o;
   o.device = Device::gpu;
   o.mode = mode;
   return engine_test::groupby(DType::u32, w.keys.data(), w.keys.size(), DType::i64, w.values.data(), w.values.size(),
@@ -106,7 +106,7 @@ TEST(GpuConcurrent, FourHostThreadsShareOneGpu) {
       const Work& w = work[t];
       for (int r = 0; r < rounds && failures[t].empty(); ++r) {
         const std::string at = " (round " + std::to_string(r) + ")";
-        const auto mode = (r + t) % 3 == 2 ? mapreduce::Options::Mode::chained : mapreduce::Options::Mode::hash;
+        const auto mode = (r + t) % 3 == 2 ? engine_test::Options::Mode::chained : engine_test::Options::Mode::hash;
         if (!same_groups(gpu_groupby(w, mode), w.groups)) failures[t] = "group-by" + at;
         mapreduce::WordCountOptions wc;
         wc.engine.device = Device::gpu;
@@ -141,9 +141,9 @@ TEST(GpuConcurrent, GroupByAlternatingDevices) {
     for (int dev : {0, 1}) {
       TANDEM_CUDA(cudaSetDevice(dev));
       EXPECT_TRUE(
-          same_groups(gpu_groupby(round % 2 ? big : w, mapreduce::Options::Mode::hash), (round % 2 ? big : w).groups))
+          same_groups(gpu_groupby(round % 2 ? big : w, engine_test::Options::Mode::hash), (round % 2 ? big : w).groups))
           << "device " << dev << " round " << round;
-      EXPECT_TRUE(same_groups(gpu_groupby(w, mapreduce::Options::Mode::chained), w.groups))
+      EXPECT_TRUE(same_groups(gpu_groupby(w, engine_test::Options::Mode::chained), w.groups))
           << "chained, device " << dev;
     }
   TANDEM_CUDA(cudaSetDevice(0));

@@ -34,10 +34,10 @@ constexpr DType dtype() {
   else return DType::i64;
 }
 
-mapreduce::Options gpu_opts() {
-  mapreduce::Options o;
+engine_test::Options gpu_opts() {
+  engine_test::Options o;
   o.device = Device::gpu;
-  o.mode = mapreduce::Options::Mode::hash;
+  o.mode = engine_test::Options::Mode::hash;
   return o;
 }
 

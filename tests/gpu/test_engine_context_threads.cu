@@ -53,10 +53,10 @@ Work make_work(int t) {
 
 // The group-by on the chained engine (the seed engine of user jobs), as mapreduce::groupby runs it.
 std::string chained_groupby(const Work& w) {
-  mapreduce::Options o;
+  engine_test::Options o;
   o.device = Device::gpu;
-  o.mode = mapreduce::Options::Mode::chained;
-  o.tables = mapreduce::Options::Tables::direct;  // no tuning run: the calls stay concurrent
+  o.mode = engine_test::Options::Mode::chained;
+  o.tables = engine_test::Options::Tables::direct;  // no tuning run: the calls stay concurrent
   const auto g = engine_test::groupby(DType::u32, w.keys.data(), w.keys.size(), DType::i64, w.values.data(),
                                       w.values.size(), true, o);
   const std::string diff = test::group_difference(g, w.groups);
@@ -66,7 +66,7 @@ std::string chained_groupby(const Work& w) {
 std::string gpu_wordcount(const Work& w) {
   mapreduce::WordCountOptions wc;
   wc.engine.device = Device::gpu;
-  wc.engine.tables = mapreduce::Options::Tables::direct;
+  wc.engine.tables = engine_test::Options::Tables::direct;
   return mapreduce::wordcount(w.text, wc).words == w.words.words ? std::string() : "word count differs";
 }
 
@@ -117,17 +117,17 @@ TEST(EngineContextThreads, ChainedKernelWithTwoSharedSizesAtOnce) {
   const std::size_t n = sanitizer() ? 50000 : 1000000;
   const int rounds = sanitizer() ? 2 : 20;
   const auto keys = mapreduce::zipf_keys_u32(n, 200000, 1.0, 3);
-  mapreduce::Options cpu;
+  engine_test::Options cpu;
   cpu.device = Device::cpu;
   const auto want = engine_test::groupby(DType::u32, keys.data(), n, DType::f64, nullptr, 0, false, cpu);
   std::vector<std::string> failures(2);
   auto worker = [&](int t) {
     try {
       TANDEM_CUDA(cudaSetDevice(0));
-      mapreduce::Options o;
+      engine_test::Options o;
       o.device = Device::gpu;
-      o.mode = mapreduce::Options::Mode::chained;
-      o.tables = mapreduce::Options::Tables::direct;
+      o.mode = engine_test::Options::Mode::chained;
+      o.tables = engine_test::Options::Tables::direct;
       o.hot_keys = true;
       o.shared_entries = t ? 4096 : 256;  // pools of about 7 KB and 112 KiB
       for (int r = 0; r < rounds && failures[t].empty(); ++r) {

@@ -1,8 +1,8 @@
 // The GPU hash group-by's context (src/groupby/hash/context.hpp) under two host threads
 // at once on one device: each thread borrows its own workspace of one shared context and runs the
 // engine on counts (u32 keys) and integer aggregates (u64 keys) through the grow, two-choice,
-// hot-key and global-table paths; each result must equal a CPU reference. The library's own entry
-// (mapreduce::groupby, hash mode) is run from two threads at once as well.
+// hot-key and global-table paths; each result must equal a CPU reference. The tests' engine entry
+// (engine_test::groupby, hash mode) is run from two threads at once as well.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -14,6 +14,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "gpu/engine_groupby.hpp"
 #include "groupby/hash/context.hpp"
 #include "groupby/hash/engine.hpp"
 #include "tandem/core/device.hpp"
@@ -48,12 +49,12 @@ struct Case {
   std::string name;
   std::size_t n;
   std::uint64_t distinct;
-  mapreduce::Options o;
+  engine_test::Options o;
 };
 
 std::vector<Case> cases() {
   const std::size_t n = sanitizer() ? 50000 : 2000000;
-  mapreduce::Options base;
+  engine_test::Options base;
   base.tune = false;
   Case few{"few keys (two-choice table)", n, 200, base};
   Case skew{"skewed (hot keys)", n, 200000, base};
@@ -166,7 +167,7 @@ TEST(GpuHashGroupByContext, OneKernelWithTwoSharedSizesAtOnce) {
     const auto keys = skewed_keys<std::uint32_t>(n, 200000, 3);
     gpu::DeviceBuffer<std::uint32_t> dk(keys.size());
     TANDEM_CUDA(cudaMemcpy(dk.data(), keys.data(), keys.size() * 4, cudaMemcpyHostToDevice));
-    mapreduce::Options o;
+    engine_test::Options o;
     o.tune = false;
     o.hot_fraction = 1.0;
     o.shared_entries = t ? 4096 : 256;  // hot tables of about 2 KB and 33 KB
@@ -194,15 +195,15 @@ TEST(GpuHashGroupByContext, LibraryGroupByFromTwoThreadsMatchesTheCpu) {
     const auto keys = skewed_keys<std::uint32_t>(n + 1000 * t, t ? 300 : 100000, 5 + t);
     std::vector<std::int64_t> values(keys.size());
     for (std::size_t i = 0; i < values.size(); ++i) values[i] = std::int64_t(i % 1000) - 500;
-    mapreduce::Options cpu, gpu;
+    engine_test::Options cpu, gpu;
     cpu.device = Device::cpu;
     gpu.device = Device::gpu;
-    gpu.mode = mapreduce::Options::Mode::hash;
+    gpu.mode = engine_test::Options::Mode::hash;
     const auto want =
-        mapreduce::groupby(DType::u32, keys.data(), keys.size(), DType::i64, values.data(), values.size(), true, cpu);
+        engine_test::groupby(DType::u32, keys.data(), keys.size(), DType::i64, values.data(), values.size(), true, cpu);
     for (int r = 0; r < 4; ++r) {
-      const auto got =
-          mapreduce::groupby(DType::u32, keys.data(), keys.size(), DType::i64, values.data(), values.size(), true, gpu);
+      const auto got = engine_test::groupby(DType::u32, keys.data(), keys.size(), DType::i64, values.data(),
+                                            values.size(), true, gpu);
       EXPECT_EQ(got.gpu.engine, "hash");
       ASSERT_EQ(got.rows.size(), want.rows.size()) << "thread " << t;
       for (std::size_t i = 0; i < got.rows.size(); ++i) {

@@ -38,10 +38,10 @@ void expect_counts(const engine_test::GroupBy& g, const std::vector<std::uint32_
 
 // These tests cover the chained engine (group-by's default GPU path is the hash path: see
 // test_mapreduce_hash.cpp).
-mapreduce::Options gpu_opts() {
-  mapreduce::Options o;
+engine_test::Options gpu_opts() {
+  engine_test::Options o;
   o.device = Device::gpu;
-  o.mode = mapreduce::Options::Mode::chained;
+  o.mode = engine_test::Options::Mode::chained;
   return o;
 }
 }  // namespace
@@ -55,7 +55,7 @@ TEST(GpuMapReduce, GroupByCountsAllModes) {
       for (int mode = 0; mode < 4; ++mode) {
         auto o = gpu_opts();
         o.hot_keys = mode & 1;
-        o.tables = (mode & 2) ? mapreduce::Options::Tables::block : mapreduce::Options::Tables::direct;
+        o.tables = (mode & 2) ? engine_test::Options::Tables::block : engine_test::Options::Tables::direct;
         auto g = engine_test::groupby(DType::u32, keys.data(), n, DType::f64, nullptr, 0, false, o);
         expect_counts(g, keys,
                       "s=" + std::to_string(s) + " d=" + std::to_string(distinct) + " mode=" + std::to_string(mode));
@@ -89,7 +89,7 @@ TEST(GpuMapReduce, HotKeysAreReducedInSharedMemory) {
 // the records. Uniform keys over 2^32: nearly every key is new, the pool holds at most 8 x 512 of
 // them, and the rest must go to global memory.
 namespace {
-mapreduce::Options fixed_pool_opts() {
+engine_test::Options fixed_pool_opts() {
   auto o = gpu_opts();
   o.hot_keys = true;
   o.tune = false;
@@ -132,7 +132,7 @@ TEST(GpuMapReduce, TinyBuffersForceSpillGrowRetry) {
   auto keys = mapreduce::zipf_keys_u32(n, 20000, 0.8, 11);
   for (bool block : {true, false}) {
     auto o = gpu_opts();
-    o.tables = block ? mapreduce::Options::Tables::block : mapreduce::Options::Tables::direct;
+    o.tables = block ? engine_test::Options::Tables::block : engine_test::Options::Tables::direct;
     o.blocks = 3;
     o.block_threads = 64;
     o.shared_entries = 4;
@@ -153,7 +153,7 @@ TEST(GpuMapReduce, TinyBuffersForceSpillGrowRetry) {
 
 TEST(GpuMapReduce, EdgeCases) {
   TANDEM_REQUIRE_GPU();
-  for (auto mode : {mapreduce::Options::Mode::chained, mapreduce::Options::Mode::hash}) {  // both engines
+  for (auto mode : {engine_test::Options::Mode::chained, engine_test::Options::Mode::hash}) {  // both engines
     auto o = gpu_opts();
     o.mode = mode;
     std::vector<std::uint32_t> empty;
@@ -185,7 +185,7 @@ TEST(GpuMapReduce, GroupByAggregatesFloatAndInt) {
   dv[5] = -0.0;
   for (int mode = 0; mode < 2; ++mode) {
     auto o = gpu_opts();
-    o.tables = mode ? mapreduce::Options::Tables::block : mapreduce::Options::Tables::direct;
+    o.tables = mode ? engine_test::Options::Tables::block : engine_test::Options::Tables::direct;
     auto gd = engine_test::groupby(DType::u64, keys.data(), n, DType::f64, dv.data(), n, true, o);
     auto gi = engine_test::groupby(DType::u64, keys.data(), n, DType::i64, iv.data(), n, true, o);
     o.device = Device::cpu;
@@ -212,13 +212,13 @@ TEST(GpuMapReduce, TunedParametersAreCachedAndCorrect) {
   TANDEM_REQUIRE_GPU();
   const std::size_t n = sanitizer() ? 30000 : 1 << 20;
   auto keys = mapreduce::zipf_keys_u32(n, 10000, 1.0, 21);
-  for (auto mode : {mapreduce::Options::Mode::chained, mapreduce::Options::Mode::hash}) {
+  for (auto mode : {engine_test::Options::Mode::chained, engine_test::Options::Mode::hash}) {
     auto o = gpu_opts();
     o.mode = mode;
     o.tune_min_records = 1;  // tune even this small job
     auto g1 = engine_test::groupby(DType::u32, keys.data(), n, DType::f64, nullptr, 0, false, o);
     auto g2 = engine_test::groupby(DType::u32, keys.data(), n, DType::f64, nullptr, 0, false, o);
-    const std::string engine = mode == mapreduce::Options::Mode::chained ? "chained" : "hash";
+    const std::string engine = mode == engine_test::Options::Mode::chained ? "chained" : "hash";
     expect_counts(g1, keys, engine + " tuned");
     expect_counts(g2, keys, engine + " cached");
     EXPECT_EQ(g2.gpu.engine, engine);
@@ -239,7 +239,7 @@ TEST(GpuMapReduce, WordCountMatchesReference) {
   for (int mode = 0; mode < 2; ++mode) {
     mapreduce::WordCountOptions o;
     o.engine = gpu_opts();
-    o.engine.tables = mode ? mapreduce::Options::Tables::block : mapreduce::Options::Tables::direct;
+    o.engine.tables = mode ? engine_test::Options::Tables::block : engine_test::Options::Tables::direct;
     o.engine.shared_entries = mode ? 0 : 16;
     o.engine.block_pool_entries = mode ? 0 : 64;
     auto r = mapreduce::wordcount(text, o);

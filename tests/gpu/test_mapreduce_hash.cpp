@@ -40,10 +40,10 @@ void expect_counts(const engine_test::GroupBy& g, const std::vector<K>& keys, co
   EXPECT_EQ(g.gpu.engine, "hash") << what;
 }
 
-mapreduce::Options hash_opts() {
-  mapreduce::Options o;
+engine_test::Options hash_opts() {
+  engine_test::Options o;
   o.device = Device::gpu;
-  o.mode = mapreduce::Options::Mode::hash;
+  o.mode = engine_test::Options::Mode::hash;
   o.dense_range = false;  // the hash table's paths (test_dense_groupby.cpp tests the dense range)
   return o;
 }
@@ -381,7 +381,7 @@ TEST(GpuHashGroupBy, ChainedModeStillSelectable) {
   const std::size_t n = sanitizer() ? 5000 : 100001;
   auto keys = mapreduce::zipf_keys_u32(n, 1000, 1.0, 4);
   auto o = hash_opts();
-  o.mode = mapreduce::Options::Mode::chained;
+  o.mode = engine_test::Options::Mode::chained;
   auto g = engine_test::groupby(DType::u32, keys.data(), n, DType::f64, nullptr, 0, false, o);
   std::unordered_map<std::uint32_t, std::uint64_t> ref;
   for (auto x : keys) ++ref[x];
@@ -394,7 +394,7 @@ TEST(GpuHashGroupBy, ChainedModeStillSelectable) {
 // i64 is an InputError naming the key, a running sum that leaves i64 and returns is exact).
 TEST(GpuHashGroupBy, I64SumsBeyondRangeAreAnInputError) {
   TANDEM_REQUIRE_GPU();
-  for (auto mode : {mapreduce::Options::Mode::hash, mapreduce::Options::Mode::chained}) {
+  for (auto mode : {engine_test::Options::Mode::hash, engine_test::Options::Mode::chained}) {
     auto o = hash_opts();
     o.mode = mode;
     std::vector<std::int64_t> k{-42, -42, 5}, v{INT64_MAX, 1, 3};
@@ -413,10 +413,10 @@ TEST(GpuHashGroupBy, I64SumsBeyondRangeAreAnInputError) {
       vals[i] = std::int64_t(tandem::mix64(i + 1) >> 1);
       vals[i + 1] = -vals[i] + std::int64_t(i % 7);
     }
-    mapreduce::Options cpu;
+    engine_test::Options cpu;
     cpu.device = Device::cpu;
     const auto want = engine_test::groupby(DType::u32, keys.data(), n, DType::i64, vals.data(), n, true, cpu);
     expect_same_rows(engine_test::groupby(DType::u32, keys.data(), n, DType::i64, vals.data(), n, true, o), want,
-                     mode == mapreduce::Options::Mode::hash ? "hash" : "chained");
+                     mode == engine_test::Options::Mode::hash ? "hash" : "chained");
   }
 }

@@ -24,11 +24,6 @@ struct Options : GpuHashOptions {
   enum class Tables { auto_, block, direct };
   Tables tables{Tables::auto_};
   std::size_t block_pool_entries{0};  // gm_pool entries per block (0: from the sampling estimate)
-  // Group-by job on the GPU: chained (per-block chained tables, hot keys in a shared-memory pool
-  // with mem_flag; also the only engine for word count) or the open-addressing hash engine of the
-  // group-by (src/groupby/hash/). auto_: hash.
-  enum class Mode { auto_, chained, hash };
-  Mode mode{Mode::auto_};
 };
 
 // What the GPU engine did (tandem/groupby/gpu_hash_options.hpp), for --explain and the tests.

@@ -9,6 +9,7 @@
 #include "tandem/core/timing.hpp"
 #include "tandem/core/transfer.hpp"
 #include "tandem/cuda/cub_call.hpp"
+#include "tandem/cuda/sequence.hpp"
 
 namespace tandem::gpu_groupby {
 namespace {
@@ -61,12 +62,6 @@ __global__ void present_key_bits(Values<T> in, std::size_t n, std::uint64_t* bit
   }
 }
 
-__global__ void iota_kernel(std::uint32_t* out, std::size_t n) {
-  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n;
-       i += std::size_t(gridDim.x) * blockDim.x)
-    out[i] = static_cast<std::uint32_t>(i);
-}
-
 __global__ void head_flags(const std::uint64_t* sorted, std::size_t n, std::uint32_t* head) {
   for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n;
        i += std::size_t(gridDim.x) * blockDim.x)
@@ -116,7 +111,7 @@ __global__ void peel_kernel(std::uint64_t* cur, std::size_t n, std::uint64_t car
 gpu::DeviceBuffer<std::uint64_t> rank_in_place(std::uint64_t* acc, std::size_t n, int bits, cudaStream_t s) {
   gpu::DeviceBuffer<std::uint64_t> sorted(n);
   gpu::DeviceBuffer<std::uint32_t> rows(n), rows_sorted(n), rank(n);
-  TANDEM_GROUPBY_LAUNCH(iota_kernel, n, s, rows.data(), n);
+  gpu::iota_u32(rows.data(), n, s);
   gpu::run_cub("radix sort of mixed key codes", [&](void* t, std::size_t& b) {
     return cub::DeviceRadixSort::SortPairs(t, b, acc, sorted.data(), rows.data(), rows_sorted.data(), n, 0, bits, s);
   });

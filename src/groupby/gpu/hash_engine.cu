@@ -6,6 +6,7 @@
 #include "groupby/ops/registry.hpp"
 #include "tandem/core/timing.hpp"
 #include "tandem/cuda/launch.hpp"
+#include "tandem/cuda/sequence.hpp"
 #include "tandem/cuda/stream.hpp"
 #include "tandem/sort.hpp"
 
@@ -17,12 +18,6 @@ constexpr int kThreads = 256;
 unsigned grid(std::size_t items) {
   return static_cast<unsigned>(
       std::max<std::size_t>(1, std::min<std::size_t>((items + kThreads - 1) / kThreads, 1u << 20)));
-}
-
-__global__ void number_groups(std::uint32_t* p, std::size_t n) {
-  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n;
-       i += std::size_t(gridDim.x) * blockDim.x)
-    p[i] = static_cast<std::uint32_t>(i);
 }
 
 enum class Field : int { count, sum, min, max, mean };
@@ -102,8 +97,7 @@ std::unique_ptr<DeviceTable::Impl> run_typed(const DeviceTable::Impl& t, const G
     gpu::DeviceBuffer<unsigned> may_wrap(1);
     TANDEM_CUDA(cudaMemsetAsync(may_wrap.data(), 0, sizeof(unsigned), stream.get()));
     if (!st.dense && groups > 1) {
-      number_groups<<<grid(groups), kThreads, 0, stream.get()>>>(order.data(), groups);
-      TANDEM_CUDA_LAUNCH("hash group-by: number groups");
+      gpu::iota_u32(order.data(), groups, stream.get());
       sort_pairs_device(keys, order.data(), groups, SortOptions{}, stream.get());
     }
     const std::uint32_t* positions = st.dense || groups <= 1 ? nullptr : order.data();

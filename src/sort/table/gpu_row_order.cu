@@ -13,6 +13,7 @@
 #include "tandem/cuda/cub_call.hpp"
 #include "tandem/cuda/launch.hpp"
 #include "tandem/cuda/runtime.hpp"
+#include "tandem/cuda/sequence.hpp"
 
 namespace tandem::detail {
 namespace {
@@ -77,12 +78,6 @@ __global__ void encode_pass(const T* v, const std::uint8_t* valid, const std::ui
   }
 }
 
-__global__ void first_order(std::uint32_t* order, std::size_t rows) {
-  const std::size_t stride = std::size_t(gridDim.x) * blockDim.x;
-  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < rows; i += stride)
-    order[i] = static_cast<std::uint32_t>(i);
-}
-
 // Calls f(T*) with the column's values typed as they are stored (strings: their u32 codes).
 template <class F>
 void with_type(const DeviceKeyColumn& c, F&& f) {
@@ -138,8 +133,7 @@ DeviceRowOrder device_row_order(std::span<const DeviceKeyColumn> keys, std::span
   DeviceRowOrder out;
   gpu::DeviceBuffer<std::uint32_t> a(rows), b(rows);
   if (rows > 0) {
-    first_order<<<blocks(rows), kBlock, 0, stream>>>(a.data(), rows);
-    TANDEM_CUDA_LAUNCH("first_order");
+    gpu::iota_u32(a.data(), rows, stream);
   }
   cub::DoubleBuffer<std::uint32_t> order(a.data(), b.data());
   std::vector<GpuKeyFacts> facts;

@@ -12,6 +12,7 @@
 #include "tandem/cuda/cub_call.hpp"
 #include "tandem/cuda/launch.hpp"
 #include "tandem/cuda/runtime.hpp"
+#include "tandem/cuda/sequence.hpp"
 
 namespace tandem::table_gpu {
 namespace {
@@ -139,12 +140,6 @@ __global__ void word_keys(DeviceStrings s, const std::uint32_t* first_row, const
   }
 }
 
-__global__ void first_order(std::uint32_t* order, std::size_t distinct) {
-  const std::size_t stride = std::size_t(gridDim.x) * blockDim.x;
-  for (std::size_t k = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; k < distinct; k += stride)
-    order[k] = static_cast<std::uint32_t>(k);
-}
-
 __global__ void invert(const std::uint32_t* order, std::size_t distinct, std::uint32_t* rank) {
   const std::size_t stride = std::size_t(gridDim.x) * blockDim.x;
   for (std::size_t k = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; k < distinct; k += stride)
@@ -224,8 +219,7 @@ gpu::DeviceBuffer<std::uint32_t> sort_distinct(const DeviceStrings& s, const std
   const bool has_nul = gpu::read_value(stats.data() + 1, stream) != 0;
 
   gpu::DeviceBuffer<std::uint32_t> order_a(distinct), order_b(distinct);
-  first_order<<<blocks(distinct), kBlock, 0, stream>>>(order_a.data(), distinct);
-  TANDEM_CUDA(cudaGetLastError());
+  gpu::iota_u32(order_a.data(), distinct, stream);
   gpu::DeviceBuffer<std::uint64_t> keys_a(distinct), keys_b(distinct);
   cub::DoubleBuffer<std::uint64_t> keys(keys_a.data(), keys_b.data());
   cub::DoubleBuffer<std::uint32_t> order(order_a.data(), order_b.data());
