@@ -260,6 +260,7 @@ void hash_engine_questions(bench::Bench& b, const DeviceTable& device, std::size
       table.emplace(groupby_on_device(device, spec, on_table));
       return w.seconds();
     });
+    if (b.has_flag("--explain")) fmt::print("{}{}", hash->report.explain(), table->report.explain());
     const std::string what = fmt::format("{} {} 1e{:.0f} K={}", q.id, q.aggs, std::log10(rows), k);
     const std::string why = compare(q, shape(q, hash->table.host()), shape(q, table->table.host()));
     b.record(what, "tandem GPU hash engine, result on the device", h, rows, "rows", why.empty());

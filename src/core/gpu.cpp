@@ -1,4 +1,6 @@
 #include <cstdio>
+#include <mutex>
+#include <vector>
 #if TANDEM_HAS_CUDA
 #include "tandem/cuda/buffers.hpp"
 #include "tandem/cuda/runtime.hpp"
@@ -6,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "core/block_cache.hpp"
 #include "tandem/core/device.hpp"
 
 namespace tandem::gpu {
@@ -59,9 +62,50 @@ double Event::seconds_since(const Event& start) const {
   return ms * 1e-3;
 }
 
+namespace {
+
+// Freed blocks of up to 64 MiB, at most 256 MiB in all (block_cache.hpp says why).
+constexpr std::size_t kMaxCachedBlock = std::size_t{64} << 20;
+constexpr std::size_t kMaxCached = std::size_t{256} << 20;
+
+std::mutex& cache_mutex() {
+  static std::mutex m;
+  return m;
+}
+BlockCache& block_cache() {
+  static auto* cache = new BlockCache(kMaxCachedBlock, kMaxCached);  // outlives exit
+  return *cache;
+}
+
+int current_device() {
+  int d = 0;
+  return cudaGetDevice(&d) == cudaSuccess ? d : -1;
+}
+
+void free_blocks(const std::vector<CachedBlock>& blocks) noexcept {
+  for (const auto& b : blocks) cudaFree(b.p);
+}
+
+}  // namespace
+
 void* device_alloc(std::size_t bytes) {
+  const int device = current_device();
+  {
+    std::lock_guard lock(cache_mutex());
+    if (void* p = block_cache().take(device, bytes)) return p;
+  }
   void* p = nullptr;
-  const cudaError_t err = cudaMalloc(&p, bytes);
+  cudaError_t err = cudaMalloc(&p, bytes);
+  if (err == cudaErrorMemoryAllocation) {  // the cache's blocks may be what is missing
+    cudaGetLastError();
+    std::vector<CachedBlock> held;
+    {
+      std::lock_guard lock(cache_mutex());
+      held = block_cache().drain(device);
+    }
+    free_blocks(held);
+    if (!held.empty()) err = cudaMalloc(&p, bytes);
+  }
   if (err != cudaSuccess) {
     cudaGetLastError();
     if (err == cudaErrorMemoryAllocation) {
@@ -73,9 +117,36 @@ void* device_alloc(std::size_t bytes) {
   }
   return p;
 }
-void device_free(void* p) noexcept {
-  if (p) cudaFree(p);
+
+void device_free(void* p, std::size_t bytes) noexcept {
+  if (!p) return;
+  // Kept only when it lives on the calling thread's device; the wait for that device's work is
+  // cudaFree's own, so a kept block is idle when it is handed out again.
+  const int device = current_device();
+  cudaPointerAttributes a{};
+  if (bytes <= kMaxCachedBlock && device >= 0 && cudaPointerGetAttributes(&a, p) == cudaSuccess && a.device == device &&
+      cudaDeviceSynchronize() == cudaSuccess) {
+    std::lock_guard lock(cache_mutex());
+    if (block_cache().keep({p, bytes, device})) return;
+  }
+  cudaGetLastError();
+  cudaFree(p);
 }
+
+std::size_t cached_device_bytes() {
+  std::lock_guard lock(cache_mutex());
+  return block_cache().bytes();
+}
+
+void release_cached_device_blocks() noexcept {
+  std::vector<CachedBlock> held;
+  {
+    std::lock_guard lock(cache_mutex());
+    held = block_cache().drain();
+  }
+  free_blocks(held);
+}
+
 void* pinned_alloc(std::size_t bytes) {
   void* p = nullptr;
   const cudaError_t err = cudaHostAlloc(&p, bytes, cudaHostAllocDefault);

@@ -17,11 +17,11 @@ namespace tandem::gpu {
 // Where a Buffer's memory comes from.
 struct DeviceMemory {
   static void* allocate(std::size_t bytes) { return device_alloc(bytes); }
-  static void release(void* p) noexcept { device_free(p); }
+  static void release(void* p, std::size_t bytes) noexcept { device_free(p, bytes); }
 };
 struct PinnedMemory {
   static void* allocate(std::size_t bytes) { return pinned_alloc(bytes); }
-  static void release(void* p) noexcept { pinned_free(p); }
+  static void release(void* p, std::size_t) noexcept { pinned_free(p); }
 };
 
 // An owning array of n T in device or pinned host memory; moves, never copies.
@@ -30,7 +30,7 @@ class Buffer {
  public:
   Buffer() = default;
   explicit Buffer(std::size_t n) : n_(n), p_(n ? static_cast<T*>(Memory::allocate(n * sizeof(T))) : nullptr) {}
-  ~Buffer() { Memory::release(p_); }
+  ~Buffer() { Memory::release(p_, bytes()); }
   Buffer(Buffer&& o) noexcept : n_(std::exchange(o.n_, 0)), p_(std::exchange(o.p_, nullptr)) {}
   Buffer& operator=(Buffer&& o) noexcept {
     std::swap(n_, o.n_);

@@ -45,9 +45,14 @@ class DeviceGuard {
   int previous_{0};
 };
 
-// Raw device allocation with cudaMalloc; OutOfMemoryError when the card cannot hold it.
+// Raw device allocation with cudaMalloc; OutOfMemoryError when the card cannot hold it. Freed
+// blocks of up to 64 MiB (256 MiB in all) are kept for the next allocation of about their size
+// (src/core/block_cache.hpp); release_cached_device_blocks (or tandem::release_cached_memory)
+// gives them back.
 void* device_alloc(std::size_t bytes);
-void device_free(void* p) noexcept;
+void device_free(void* p, std::size_t bytes) noexcept;
+std::size_t cached_device_bytes();
+void release_cached_device_blocks() noexcept;
 void* pinned_alloc(std::size_t bytes);
 void pinned_free(void* p) noexcept;
 
