@@ -12,8 +12,8 @@
 //                    keeps them, as cuDF does; the goal's ratio), the same with the result copied
 //                    to the host, and from the host table (strings encoded and columns uploaded
 //                    inside the timed call). Then three group-bys by one integer key (h1-h3) on
-//                    the GPU hash engine and on the table engine, auto's pick (the hash engine)
-//                    held to being at most 10% slower than the table engine.
+//                    the GPU hash engine and on the table engine; where auto picks the hash
+//                    engine (counts only) it is held to at most 10% slower than the table engine.
 //
 // Run from the repository root after `npm install` in bench/duckdb. The table is written once
 // as CSV (DIR/tandem-groupby-N-K.csv, kept for the next run); a Node script loads it into
@@ -235,10 +235,10 @@ std::array<double, 2> cpu_seconds() {
 // codes, i32 ids, i32/f64 values: q1 0.8 GB, q3 1.6 GB, q10 3.2 GB) plus one gid array written
 // and read per aggregation, ~1-3 ms per question; holistic questions (q6, q8) sort 10^8 values
 // twice (~1.2 GB each way per pass), ~20-40 ms; q10's two rankings of 64-bit tuples, ~50 ms.
-// Group-bys of one integer key that the GPU hash engine takes (auto picks it): timed on it and on
-// the table engine, results left on the device, answers compared. The goal says auto's rule holds.
-// H100, 10^8 rows (2026-12-06): h1 (10^6 groups) 1.56x, h2 (100 groups: the hash engine's
-// dense-range path keeps min and max too, by CAS loops in shared memory) 0.95x, h3 3.5x.
+// Group-bys of one integer key that the GPU hash engine takes (auto picks it for counts only):
+// timed on it and on the table engine, results left on the device, answers compared.
+// H100, 10^8 rows (2026-12-06): h1 (10^6 groups) 1.46-1.56x, h2 (100 groups: the hash engine's
+// dense-range path keeps min and max too, by CAS loops in shared memory) 0.83-0.95x, h3 3.1-3.5x.
 void hash_engine_questions(bench::Bench& b, const DeviceTable& device, std::size_t k, int threads) {
   const std::vector<Question> hash_qs = {
       {"h1", {"id6"}, "sum(v3),min(v3),max(v3),mean(v3),count()"},  // rows / K groups
@@ -268,9 +268,12 @@ void hash_engine_questions(bench::Bench& b, const DeviceTable& device, std::size
     b.record(what, "tandem GPU hash engine, result on the device", h, rows, "rows", why.empty());
     b.record(what, "tandem GPU table engine, result on the device", t, rows, "rows", why.empty());
     if (!why.empty()) b.fail(fmt::format("{}: hash vs table engine: {}", what, why));
-    // auto takes the hash engine without knowing the key range; the rule holds while it is never
-    // more than 10% slower than the table engine (as auto's device choice is held to).
-    b.goal(fmt::format("{} table engine / hash engine (auto picks hash)", what), t.median / h.median, 0.9);
+    // auto takes the hash engine for counts only (engine_choice.hpp), held to never more than 10%
+    // slower than the table engine there (as auto's device choice is); with a value column auto
+    // takes the table engine, and the ratio is information.
+    if (q.aggs == "count()")
+      b.goal(fmt::format("{} table engine / hash engine (auto picks hash)", what), t.median / h.median, 0.9);
+    else b.info(fmt::format("{} table engine / hash engine (auto picks the table engine)", what), t.median / h.median);
     lines.push_back(
         fmt::format("| {} | {} | {:.4f} | {:.4f} | {:.2f}x |", q.id, q.aggs, h.median, t.median, t.median / h.median));
   }

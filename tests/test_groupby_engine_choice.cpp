@@ -65,4 +65,13 @@ TEST(GroupByEngineChoice, TableEngineForEverythingElseWithTheReason) {
   }
 }
 
+TEST(GroupByEngineChoice, AutoTakesTheHashEngineForCountsOnly) {
+  EXPECT_EQ(groupby_engine::auto_declines_hash(fit({"k32"}, "count()")), "");
+  EXPECT_EQ(groupby_engine::auto_declines_hash(fit({"k64"}, "count(k64),count()")), "");
+  const std::string values = groupby_engine::auto_declines_hash(fit({"k32"}, "sum(v),count()"));
+  EXPECT_NE(values.find("counts only"), std::string::npos) << values;
+  const std::string no = groupby_engine::auto_declines_hash(fit({"s"}, "count()"));
+  EXPECT_NE(no.find("key 's' is str"), std::string::npos) << no;
+}
+
 }  // namespace

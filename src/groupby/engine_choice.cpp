@@ -43,4 +43,13 @@ HashFit hash_engine_fit(const Table& schema, std::size_t rows, const GroupBySpec
           value};
 }
 
+std::string auto_declines_hash(const HashFit& fit) {
+  if (!fit.fits) return fit.why;
+  if (fit.value_column.empty()) return {};
+  return fmt::format(
+      "{}; auto takes the hash engine for counts only (with a value column it is slower than the table engine over "
+      "a small key range; gpu_engine = hash runs it)",
+      fit.why);
+}
+
 }  // namespace tandem::groupby_engine

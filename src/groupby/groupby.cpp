@@ -70,7 +70,14 @@ groupby_engine::HashFit choose_gpu_engine(const DeviceTable& table, const GroupB
                                              [&](const std::string& name) { return impl.column(name).missing; });
   if (!fit.fits && options.gpu_engine == GpuGroupByEngine::hash)
     throw UsageError("group-by engine 'hash' does not apply: " + fit.why);
-  report.note(fit.fits ? "GPU hash engine: " + fit.why : "GPU table engine: " + fit.why);
+  if (options.gpu_engine == GpuGroupByEngine::auto_) {
+    const std::string declined = groupby_engine::auto_declines_hash(fit);
+    if (!declined.empty()) {
+      report.note("GPU table engine: " + declined);
+      return {};
+    }
+  }
+  report.note("GPU hash engine: " + fit.why);
   return fit;
 }
 #endif
