@@ -1,7 +1,7 @@
-// The accumulators of the decomposable group-by (sum, min, max and count of one value column; an integer sum wraps modulo 2^64, exact whenever it fits i64)
-// shared by the GPU hash engine and the MapReduce group-by job. A is double (float inputs) or
-// int64 (integer inputs). min/max use a total order on -0.0 < +0.0 and ignore NaN (NaN only if
-// every value was NaN: tandem/core/agg_order.hpp); sum propagates NaN.
+// The accumulators of the decomposable group-by (sum, min, max and count of one value column; an integer sum wraps
+// modulo 2^64, exact whenever it fits i64) shared by the GPU hash engine and the MapReduce group-by job. A is double
+// (float inputs) or int64 (integer inputs). min/max use a total order on -0.0 < +0.0 and ignore NaN (NaN only if every
+// value was NaN: tandem/core/agg_order.hpp); sum propagates NaN.
 #pragma once
 #include <cstdint>
 #include <type_traits>
