@@ -30,10 +30,12 @@ TEST(BlockCache, TakesTheSmallestBlockThatHoldsTheRequestWithoutMuchWaste) {
 
 TEST(BlockCache, KeepsNothingPastItsLimitsAndDrainsByDevice) {
   BlockCache c(4 << 20, 10 << 20);
+  EXPECT_FALSE(c.has_room((4 << 20) + 1));
   EXPECT_FALSE(c.keep({at(0), (4 << 20) + 1, 0})) << "larger than a kept block may be";
   EXPECT_FALSE(c.keep({nullptr, 16, 0}));
   EXPECT_TRUE(c.keep({at(1), 4 << 20, 0}));
   EXPECT_TRUE(c.keep({at(2), 4 << 20, 1}));
+  EXPECT_FALSE(c.has_room(4 << 20));
   EXPECT_FALSE(c.keep({at(3), 4 << 20, 0})) << "12 MiB would pass the 10 MiB held at most";
   EXPECT_TRUE(c.keep({at(4), 2 << 20, 0}));
   const auto one = c.drain(1);

@@ -64,8 +64,7 @@ Report groupby_device(const DeviceGroupByCall& call) {
   auto r = groupby_on_device(DeviceTable::borrow(std::move(columns), call.n), spec, options);
   const DeviceTable& t = r.table;
   const DeviceGroupOutputs out = call.allocate(t.rows());
-  const std::size_t key_width = call.key_type == DType::u32 || call.key_type == DType::i32 ? 4 : 8;
-  copy_column(t, "key", out.keys, key_width, call.stream);
+  copy_column(t, "key", out.keys, value_width(key_column_type(call.key_type)), call.stream);
   copy_column(t, "count", out.count, 8, call.stream);
   if (call.has_values) {
     copy_column(t, "sum", out.sum, 8, call.stream);

@@ -37,9 +37,12 @@ class BlockCache {
     return p;
   }
 
+  // Whether a block of `bytes` would be kept now (the caller skips its wait for the device else).
+  bool has_room(std::size_t bytes) const { return bytes <= max_block_ && held_ + bytes <= max_total_; }
+
   // Keeps the block (true) when it is small enough and there is room; false: the caller frees it.
   bool keep(const CachedBlock& b) {
-    if (b.p == nullptr || b.bytes > max_block_ || held_ + b.bytes > max_total_) return false;
+    if (b.p == nullptr || !has_room(b.bytes)) return false;
     blocks_.push_back(b);
     held_ += b.bytes;
     return true;

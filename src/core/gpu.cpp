@@ -120,11 +120,16 @@ void* device_alloc(std::size_t bytes) {
 
 void device_free(void* p, std::size_t bytes) noexcept {
   if (!p) return;
-  // Kept only when it lives on the calling thread's device; the wait for that device's work is
-  // cudaFree's own, so a kept block is idle when it is handed out again.
+  // Kept only when it lives on the calling thread's device and there is room; the wait for that
+  // device's work is cudaFree's own, so a kept block is idle when it is handed out again.
   const int device = current_device();
+  bool room = false;
+  {
+    std::lock_guard lock(cache_mutex());
+    room = block_cache().has_room(bytes);
+  }
   cudaPointerAttributes a{};
-  if (bytes <= kMaxCachedBlock && device >= 0 && cudaPointerGetAttributes(&a, p) == cudaSuccess && a.device == device &&
+  if (room && device >= 0 && cudaPointerGetAttributes(&a, p) == cudaSuccess && a.device == device &&
       cudaDeviceSynchronize() == cudaSuccess) {
     std::lock_guard lock(cache_mutex());
     if (block_cache().keep({p, bytes, device})) return;

@@ -1,5 +1,4 @@
-#include <algorithm>
-
+#include "tandem/cuda/launch.hpp"
 #include "tandem/cuda/runtime.hpp"
 #include "tandem/cuda/sequence.hpp"
 
@@ -16,9 +15,8 @@ __global__ void iota_kernel(std::uint32_t* out, std::size_t n) {
 
 void iota_u32(std::uint32_t* out, std::size_t n, cudaStream_t stream) {
   if (n == 0) return;
-  constexpr int kThreads = 256;
-  const auto blocks = static_cast<unsigned>(std::min<std::size_t>((n + kThreads - 1) / kThreads, 1u << 16));
-  iota_kernel<<<blocks, kThreads, 0, stream>>>(out, n);
+  constexpr unsigned kThreads = 256;
+  iota_kernel<<<grid_for(n, kThreads, 1u << 16), kThreads, 0, stream>>>(out, n);
   TANDEM_CUDA_LAUNCH("row numbers (iota)");
 }
 

@@ -13,12 +13,7 @@
 namespace tandem::gpu_groupby {
 namespace {
 
-constexpr int kThreads = 256;
-
-unsigned grid(std::size_t items) {
-  return static_cast<unsigned>(
-      std::max<std::size_t>(1, std::min<std::size_t>((items + kThreads - 1) / kThreads, 1u << 20)));
-}
+constexpr unsigned kThreads = 256;
 
 enum class Field : int { count, sum, min, max, mean };
 
@@ -109,7 +104,7 @@ std::unique_ptr<DeviceTable::Impl> run_typed(const DeviceTable::Impl& t, const G
         using Out = std::remove_pointer_t<decltype(typed)>;
         DeviceColumn c = new_column<Out>(output_names(a).front(), type, groups);
         if (groups) {
-          write_field<Acc, Out><<<grid(groups), kThreads, 0, stream.get()>>>(
+          write_field<Acc, Out><<<gpu::grid_for(groups, kThreads, 1u << 20), kThreads, 0, stream.get()>>>(
               accs, positions, groups, f, reinterpret_cast<Out*>(c.values.data()), may_wrap.data());
           TANDEM_CUDA_LAUNCH("hash group-by: write an aggregation");
         }
