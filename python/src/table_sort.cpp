@@ -1,6 +1,9 @@
 // tandem::argsort of tables for tandem.sort_values: the key columns cross (table.hpp's tuples),
-// the row order comes back, and pandas takes the rows (every dtype and the index kept as they are).
+// the row order comes back, and the rows are taken column by column (_take: numpy columns on every
+// core; pandas takes the others, and the index).
 // tandem::sort_csv for tandem.sort_csv: file to file, nothing crosses but the paths.
+#include <atomic>
+#include <cstring>
 #include <memory>
 #include <optional>
 #include <string>
@@ -11,6 +14,7 @@
 #include "common.hpp"
 #include "table.hpp"
 #include "tandem/core/io.hpp"
+#include "tandem/core/parallel.hpp"
 #include "tandem/table/csv.hpp"
 #include "tandem/table_sort.hpp"
 
@@ -45,6 +49,79 @@ py::tuple sort_rows(const py::sequence& columns, const std::vector<std::pair<std
   return py::make_tuple(std::move(out), std::move(r.report));
 }
 
+// out[j] = in[rows[j]] on every core, with the loads a few rows ahead asked for early (a gather
+// of 10^7 rows is a cache miss per row). False where a row index lies outside [0, n).
+template <class T>
+bool gather(const T* in, std::int64_t n, const std::int64_t* rows, std::int64_t k, T* out, std::uint8_t* taken,
+            int threads) {
+  constexpr std::int64_t kAhead = 16;
+  std::atomic<bool> ok{true};
+#pragma omp parallel for num_threads(threads) schedule(static) if (k > (1 << 15))
+  for (std::int64_t j = 0; j < k; ++j) {
+    if (j + kAhead < k && static_cast<std::uint64_t>(rows[j + kAhead]) < static_cast<std::uint64_t>(n))
+      __builtin_prefetch(in + rows[j + kAhead]);
+    const std::int64_t i = rows[j];
+    if (static_cast<std::uint64_t>(i) >= static_cast<std::uint64_t>(n)) {
+      ok.store(false, std::memory_order_relaxed);
+      out[j] = T{};
+      continue;
+    }
+    out[j] = in[i];
+    if (taken) std::atomic_ref<std::uint8_t>(taken[i]).store(1, std::memory_order_relaxed);
+  }
+  return ok.load();
+}
+
+struct Bytes16 {
+  std::uint64_t lo, hi;
+};
+
+// Elements rows[j] of a contiguous 1-D array: numbers copied by width, Python objects as pointers.
+// An object gains one reference per time it is taken: when rows is a permutation that is once
+// each, counted in the source's order (objects read where they lie, not at random); otherwise in
+// the rows' order.
+py::array take_rows(const py::array& a, const py::array_t<std::int64_t, py::array::c_style>& rows, int threads) {
+  if (a.ndim() != 1 || !(a.flags() & py::array::c_style))
+    throw py::value_error("_take: expected a contiguous one-dimensional array");
+  const auto n = static_cast<std::int64_t>(a.shape(0)), k = static_cast<std::int64_t>(rows.shape(0));
+  const std::size_t width = a.itemsize();
+  const bool objects = a.dtype().kind() == 'O';
+  if (!objects && width != 1 && width != 2 && width != 4 && width != 8 && width != 16)
+    throw py::value_error("_take: elements of " + std::to_string(width) + " bytes");
+  if (threads <= 0) threads = default_threads();
+  // Object arrays start as null pointers: every one is written below.
+  py::array out(a.dtype(), std::vector<py::ssize_t>{k});
+  std::vector<std::uint8_t> taken(objects && k == n ? n : 0);
+  const auto run = [&](auto t) {
+    using T = decltype(t);
+    return gather(static_cast<const T*>(a.data()), n, rows.data(), k, static_cast<T*>(out.mutable_data()),
+                  taken.empty() ? nullptr : taken.data(), threads);
+  };
+  const bool ok = without_gil([&] {  // pointers and bytes only: no reference is touched here
+    switch (width) {
+      case 1: return run(std::uint8_t{});
+      case 2: return run(std::uint16_t{});
+      case 4: return run(std::uint32_t{});
+      case 8: return run(std::uint64_t{});
+      default: return run(Bytes16{});
+    }
+  });
+  if (!ok) throw py::index_error("_take: a row index lies outside the array");
+  if (!objects) return out;
+  auto* const* from = static_cast<PyObject* const*>(a.data());
+  auto** to = static_cast<PyObject**>(out.mutable_data());
+  std::int64_t once = 0;
+  for (const auto t : taken) once += t;
+  PyObject* const* counted = once == n && k == n ? from : to;
+  for (std::int64_t j = 0; j < k; ++j) {
+    if (j + 8 < k && counted[j + 8]) __builtin_prefetch(counted[j + 8], 1);
+    Py_XINCREF(counted[j]);
+  }
+  for (std::int64_t j = 0; j < k; ++j)  // a null element (numpy reads it as None) stays None
+    if (to[j] == nullptr) to[j] = Py_NewRef(Py_None);
+  return out;
+}
+
 // tandem::sort_csv from one file into another (written to a temporary name and renamed at the
 // end, so that a failure leaves no output): (rows written, rows read, runs, Report).
 py::tuple sort_csv_file(const std::string& in_path, const std::string& out_path,
@@ -77,6 +154,8 @@ void bind_table_sort(py::module_& m) {
         py::arg("threads"), py::arg("device") = "cpu",
         "tandem::argsort of columns (table.hpp's tuples) by (name, descending) keys: (row order as int64, Report); "
         "device: where the order is found (auto, cpu or gpu).");
+  m.def("_take", &take_rows, py::arg("array"), py::arg("rows"), py::arg("threads"),
+        "array[rows] of a contiguous one-dimensional numpy array (numbers or Python objects), on every core.");
   m.def("_sort_csv", &sort_csv_file, py::arg("in_path"), py::arg("out_path"), py::arg("keys"), py::arg("nulls_first"),
         py::arg("limit"), py::arg("memory_limit"), py::arg("temp_dir"), py::arg("schema"), py::arg("delimiter"),
         py::arg("threads"),

@@ -20,6 +20,26 @@ def _key_column(name, s, pd):
     return _series_column(name, s, pd)
 
 
+def _take_frame(df, rows, pd, threads):
+    """df.take(rows): numpy-backed columns (numbers, datetimes, Python objects) gathered by tandem
+    on every core, the others (categoricals, nullable and Arrow-backed columns) and the index by
+    pandas. Small frames are pandas' alone."""
+    if len(df) < 1 << 16 or df.shape[1] == 0:
+        return df.take(rows)
+    data = {}
+    for i in range(df.shape[1]):
+        s = df.iloc[:, i]
+        if isinstance(s.dtype, np.dtype) and s.dtype.kind in "biufcmMO":
+            data[i] = _tandem._take(np.ascontiguousarray(s.to_numpy()), rows, threads)
+        else:
+            data[i] = s.array.take(rows)
+    out = pd.DataFrame(data, copy=False)
+    out.columns = df.columns
+    out.index = df.index.take(rows)
+    out.attrs = dict(df.attrs)
+    return out
+
+
 def _ascending_list(ascending, keys):
     if isinstance(ascending, (bool, np.bool_)):
         return [bool(ascending)] * keys
@@ -66,7 +86,7 @@ def sort_values(df, by, *, ascending=True, na_position="last", kind="stable", ig
     rows, report = _tandem._sort_rows(columns, [(f"key{i}", not a) for i, a in enumerate(asc)],
                                       na_position == "first", None if limit is None else int(limit),
                                       threads_arg(threads), device)
-    result = df.take(rows)
+    result = _take_frame(df, rows, pd, threads_arg(threads))
     if ignore_index:
         result = result.reset_index(drop=True)
     return with_report(result, report, explain)

@@ -1,4 +1,6 @@
 """tandem.sort_values against pandas' DataFrame.sort_values(kind="stable") on random tables."""
+import sys
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -44,6 +46,46 @@ def test_random_tables_match_pandas(seed):
     want = df.sort_values(by, ascending=ascending, na_position=na, kind="stable")
     got = tandem.sort_values(df, by=by, ascending=ascending, na_position=na, threads=1 + seed % 3)
     pd.testing.assert_frame_equal(got, want)
+
+
+@pytest.mark.parametrize("limit", [None, 0, 5, 70_000])
+def test_large_frames_are_taken_column_by_column(limit):
+    # From 2**16 rows the columns are gathered by tandem (_take): every dtype, the index, duplicate
+    # labels and the Python objects' reference counts must come out as pandas' take leaves them.
+    rng = np.random.default_rng(7)
+    n = (1 << 16) + 1001
+    kinds = ["str", "f64", "f32", "Int64", "cat", "int32", "uint64"]
+    df = pd.DataFrame({f"c{i}": random_column(rng, kind, n) for i, kind in enumerate(kinds)})
+    df["flag"] = rng.random(n) < 0.5
+    df["when"] = pd.to_datetime(rng.integers(0, 10**12, n), unit="ms")
+    obj = np.empty(n, dtype=object)
+    obj[:] = [(i, "t") if i % 3 else None for i in range(n)]
+    df["obj"] = obj
+    df.columns = list(df.columns[:-1]) + ["c0"]  # a repeated label
+    df.index = pd.Index(rng.permutation(n) * 3, name="label")
+    df.attrs["source"] = "test"
+    by = ["c1", "c2"]
+    want = df.sort_values(by, ascending=[False, True], kind="stable")  # also lets pandas consolidate df
+    if limit is not None:
+        want = want.head(limit)
+    before = [sys.getrefcount(obj[i]) for i in (1, 2, n - 1)]
+    got = tandem.sort_values(df, by, ascending=[False, True], limit=limit, threads=2)
+    pd.testing.assert_frame_equal(got, want)
+    assert got.attrs == {"source": "test"}
+    del got
+    assert [sys.getrefcount(obj[i]) for i in (1, 2, n - 1)] == before
+
+
+def test_take_checks_its_rows():
+    from tandem import _tandem
+    a = np.array(["x", None, "z"], dtype=object)
+    assert _tandem._take(a, np.array([2, 2, 1], dtype=np.int64), 1).tolist() == ["z", "z", None]
+    with pytest.raises(IndexError):
+        _tandem._take(a, np.array([0, 3], dtype=np.int64), 1)
+    with pytest.raises(IndexError):
+        _tandem._take(np.arange(4.0), np.array([-1], dtype=np.int64), 1)
+    with pytest.raises(ValueError):
+        _tandem._take(np.zeros((2, 2)), np.array([0], dtype=np.int64), 1)
 
 
 def test_one_key_by_name_and_limit():

@@ -144,7 +144,8 @@ std::unique_ptr<KeyColumn> encode_numbers(const Column& c, int threads, Present 
   const std::size_t n = c.length;
   const T* v = reinterpret_cast<const T*>(c.values.data());
   std::uint64_t lo = UINT64_MAX, hi = 0;
-#pragma omp parallel for num_threads(threads) schedule(static) reduction(min : lo) reduction(max : hi)
+  // Handed out in pieces: with every core busy, a thread the system delays would hold up a static share.
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 1 << 16) reduction(min : lo) reduction(max : hi)
   for (std::size_t i = 0; i < n; ++i)
     if (present(i)) {
       const std::uint64_t k = ordered_key(v[i]);
