@@ -2,7 +2,10 @@
 // strings by rank. Floats are keyed by value: -0.0 as 0.0, every NaN as one NaN after all numbers.
 #include <array>
 #include <cstring>
+#include <limits>
 #include <numeric>
+#include <type_traits>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -139,19 +142,39 @@ std::uint64_t range_limit(std::size_t n) {
                                  (std::uint64_t{1} << 31));
 }
 
+// The smallest and largest ordered key of the present rows (lo > hi: none). Pieces are handed out
+// dynamically: with every core busy, a thread the system delays would hold up a static share.
+template <class T, class Present>
+std::pair<std::uint64_t, std::uint64_t> key_bounds(const T* v, std::size_t n, int threads, Present present) {
+  if constexpr (std::is_integral_v<T> && std::is_same_v<Present, AllPresent>) {
+    // Integers order as their ordered keys do: the bounds of the values themselves, a loop the
+    // compiler vectorises (the ordered keys' 64-bit compares ran at half the memory's speed).
+    T lo = std::numeric_limits<T>::max(), hi = std::numeric_limits<T>::lowest();
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 1 << 16) reduction(min : lo) reduction(max : hi)
+    for (std::size_t i = 0; i < n; ++i) {
+      lo = std::min(lo, v[i]);
+      hi = std::max(hi, v[i]);
+    }
+    if (n == 0) return {UINT64_MAX, 0};
+    return {ordered_key(lo), ordered_key(hi)};
+  } else {
+    std::uint64_t lo = UINT64_MAX, hi = 0;
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 1 << 16) reduction(min : lo) reduction(max : hi)
+    for (std::size_t i = 0; i < n; ++i)
+      if (present(i)) {
+        const std::uint64_t k = ordered_key(v[i]);
+        lo = std::min(lo, k);
+        hi = std::max(hi, k);
+      }
+    return {lo, hi};
+  }
+}
+
 template <class T, class Present>
 std::unique_ptr<KeyColumn> encode_numbers(const Column& c, int threads, Present present) {
   const std::size_t n = c.length;
   const T* v = reinterpret_cast<const T*>(c.values.data());
-  std::uint64_t lo = UINT64_MAX, hi = 0;
-  // Handed out in pieces: with every core busy, a thread the system delays would hold up a static share.
-#pragma omp parallel for num_threads(threads) schedule(dynamic, 1 << 16) reduction(min : lo) reduction(max : hi)
-  for (std::size_t i = 0; i < n; ++i)
-    if (present(i)) {
-      const std::uint64_t k = ordered_key(v[i]);
-      lo = std::min(lo, k);
-      hi = std::max(hi, k);
-    }
+  const auto [lo, hi] = key_bounds(v, n, threads, present);
   if (lo > hi) return std::make_unique<RangeKeys<T, Present>>(c, present, 0, 0);  // nothing present
   if (hi - lo < range_limit(n)) return std::make_unique<RangeKeys<T, Present>>(c, present, lo, hi - lo + 1);
   Scratch<std::uint64_t> keys(n);
