@@ -36,7 +36,7 @@ struct ScanBuffer {
   std::size_t filled{0};
   void reserve(std::size_t n) {
     if (n <= capacity) return;
-    auto bigger = std::make_unique<char[]>(n + kPadding);
+    auto bigger = std::make_unique_for_overwrite<char[]>(n + kPadding);  // filled by reads: no zeroing pass
     if (filled) std::memcpy(bigger.get(), data.get(), filled);
     data = std::move(bigger);
     capacity = n;
