@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <numeric>
 #include <span>
+#include <utility>
 
 #include "sort/cpu_radix.hpp"
 #include "tandem/core/parallel.hpp"
@@ -55,9 +56,25 @@ void sort_runs(const std::vector<Run>& runs, std::size_t n, int T, SortRun sort_
 }
 
 // Orders rows (equal on the words before w, in input order) by words w … last - 1, stably.
-void sort_by_words(const KeyWords& k, std::span<std::size_t> rows, std::size_t w, std::size_t last, int T) {
+// word_w: word w of each of the rows, already gathered (or null: read here).
+void sort_by_words(const KeyWords& k, std::span<std::size_t> rows, std::size_t w, std::size_t last, int T,
+                   const std::uint64_t* word_w = nullptr) {
   if (w >= last || rows.size() < 2) return;
   if (rows.size() <= kSmallRun) {
+    if (word_w != nullptr) {
+      // By the gathered word first (no random reads); only rows still tied read the next words.
+      std::pair<std::uint64_t, std::size_t> pairs[kSmallRun];
+      for (std::size_t i = 0; i < rows.size(); ++i) pairs[i] = {word_w[i], rows[i]};
+      std::stable_sort(pairs, pairs + rows.size(), [](const auto& a, const auto& b) { return a.first < b.first; });
+      for (std::size_t i = 0; i < rows.size(); ++i) rows[i] = pairs[i].second;
+      for (std::size_t i = 0; i < rows.size() && w + 1 < last;) {
+        std::size_t j = i + 1;
+        while (j < rows.size() && pairs[j].first == pairs[i].first) ++j;
+        sort_by_words(k, rows.subspan(i, j - i), w + 1, last, 1);
+        i = j;
+      }
+      return;
+    }
     std::stable_sort(rows.begin(), rows.end(), [&](std::size_t a, std::size_t b) {
       for (std::size_t v = w; v < last; ++v)
         if (k.at(v, a) != k.at(v, b)) return k.at(v, a) < k.at(v, b);
@@ -66,7 +83,7 @@ void sort_by_words(const KeyWords& k, std::span<std::size_t> rows, std::size_t w
     return;
   }
   std::vector<std::uint64_t> word(rows.size());
-  for (std::size_t i = 0; i < rows.size(); ++i) word[i] = k.at(w, rows[i]);
+  for (std::size_t i = 0; i < rows.size(); ++i) word[i] = word_w ? word_w[i] : k.at(w, rows[i]);
   cpu_radix_sort<std::uint64_t, std::uint64_t>(word, rows, false, T);
   if (w + 1 == last) return;
   for (std::size_t i = 0; i < rows.size();) {
@@ -93,8 +110,22 @@ std::vector<std::size_t> sorted_row_order(const Table& table, const KeyLayout& l
     if (last > 1) {
       const auto runs = tied_runs(
           n, [&](std::size_t a, std::size_t b) { return first[a] == first[b]; }, T);
-      sort_runs(runs, n, T,
-                [&](Run r, int t) { sort_by_words(k, std::span(rows).subspan(r.begin, r.end - r.begin), 1, last, t); });
+      // The second word of every row in first-word order, gathered once on every core (prefetched):
+      // when most rows tie on the first word (a short string key, then a number), sorting each
+      // tie by comparisons read it at random several times per row.
+      std::vector<std::uint64_t, UninitAllocator<std::uint64_t>> second;
+      if (!runs.empty()) {
+        second.resize(n);
+        const std::uint64_t* w1 = k.word(1);
+#pragma omp parallel for num_threads(T) schedule(static)
+        for (std::size_t i = 0; i < n; ++i) {
+          if (i + 16 < n) __builtin_prefetch(w1 + rows[i + 16]);
+          second[i] = w1[rows[i]];
+        }
+      }
+      sort_runs(runs, n, T, [&](Run r, int t) {
+        sort_by_words(k, std::span(rows).subspan(r.begin, r.end - r.begin), 1, last, t, second.data() + r.begin);
+      });
     }
   }
   if (l.first_tie_break >= 0) {
