@@ -97,7 +97,7 @@ py::array take_rows(const py::array& a, const py::array_t<std::int64_t, py::arra
     return gather(static_cast<const T*>(a.data()), n, rows.data(), k, static_cast<T*>(out.mutable_data()),
                   taken.empty() ? nullptr : taken.data(), threads);
   };
-  const bool ok = without_gil([&] {  // pointers and bytes only: no reference is touched here
+  const auto by_width = [&] {  // pointers and bytes only: no reference is touched here
     switch (width) {
       case 1: return run(std::uint8_t{});
       case 2: return run(std::uint16_t{});
@@ -105,7 +105,10 @@ py::array take_rows(const py::array& a, const py::array_t<std::int64_t, py::arra
       case 8: return run(std::uint64_t{});
       default: return run(Bytes16{});
     }
-  });
+  };
+  // Object pointers are copied with the GIL held: without it another thread could replace an
+  // element and free its object before the reference below is added.
+  const bool ok = objects ? by_width() : without_gil(by_width);
   if (!ok) throw py::index_error("_take: a row index lies outside the array");
   if (!objects) return out;
   auto* const* from = static_cast<PyObject* const*>(a.data());
