@@ -321,6 +321,34 @@ TEST(GroupBySink, RunningGroupsTakeIntegerAndStringKeysAndOrderFreeStates) {
   EXPECT_TRUE(keeps({"ki"}, "median(v),sum(v)")) << "holistic ones are kept rows, beside the running groups";
 }
 
+TEST(GroupBySink, RunningGroupsTellKeysApartPastTheirInlineBytes) {
+  // Running groups compare a string key's first 12 bytes and its length in one record, the rest
+  // in the byte store: keys of 11 to 40 bytes that share those bytes, empty and missing keys.
+  const std::vector<std::string> keys = {"",
+                                         "prefix-0123",
+                                         "prefix-01234",
+                                         "prefix-01235",
+                                         "prefix-012345",
+                                         "prefix-012346",
+                                         "prefix-0123456789abcdef",
+                                         "prefix-0123456789abcdeg",
+                                         "prefix-0123456789abcdef and some forty b",
+                                         std::string("prefix-0123\0x", 13)};
+  std::mt19937_64 rng(12);
+  ColumnBuilder k("k", ColumnType::str), v("v", ColumnType::i64);
+  for (int r = 0; r < 5000; ++r) {
+    const std::size_t j = rng() % (keys.size() + 1);
+    if (j == keys.size()) k.push_missing();
+    else k.push_string(keys[j]);
+    v.push(static_cast<std::int64_t>(rng() % 1000));
+  }
+  const Table t(std::vector<Column>{k.finish(), v.finish()});
+  const GroupBySpec spec{{"k"}, {aggregation(AggOp::sum, "v"), aggregation(AggOp::count_rows)}};
+  const auto got = run_sink(spec, chunks_of(t, odd_sizes(rng, t.rows())));
+  EXPECT_EQ(got.table.rows(), keys.size() + 1);
+  expect_same(got.table, whole(t, spec).table, spec, "shared inline bytes");
+}
+
 TEST(CombinePlan, ChunksCombineEveryAggregationOrKeepItsRows) {
   const auto plan =
       plan_combine(parse_aggregations("first(v),var(v),mean(v),median(w),top(w,2),count()"), CombineTarget::chunks);

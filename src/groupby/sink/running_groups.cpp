@@ -5,6 +5,8 @@
 #include <map>
 #include <numeric>
 
+#include <fmt/format.h>
+
 #include "groupby/cpu_aggregator.hpp"
 #include "groupby/ops/registry.hpp"
 #include "table/table_wire.hpp"
@@ -17,7 +19,8 @@ using cpu_groupby::Aggregator;
 using cpu_groupby::DecomposableAggregator;
 
 constexpr std::size_t kBlockRows = 4096;            // rows whose group ids are found before the states fold them
-constexpr std::size_t kPrefetchRows = 8;            // how far ahead a row's hash table slot is asked for
+constexpr std::size_t kPrefetchRows = 16;           // how far ahead a row's hash table slot is asked for
+constexpr std::size_t kKeyPrefetchRows = 8;         // how far ahead the key of the group in that slot is
 constexpr std::size_t kFirstSlots = 1024;           // hash table slots at the start (a power of two)
 constexpr std::uint64_t kTagMask = ~0xffffffffULL;  // a slot: the hash's high half, then group id + 1
 
@@ -48,6 +51,8 @@ class KeyStore {
   // Whether group g's key equals row `row` of c (missing equals missing).
   virtual bool equal(std::uint32_t g, const Column& c, std::size_t row) const = 0;
   virtual void append(const Column& c, std::size_t row) = 0;
+  // Asks for what equal(g, ...) reads, a few rows before it is called.
+  virtual void prefetch(std::uint32_t g) const = 0;
   // The keys as a column (the store is left empty).
   virtual Column take(const std::string& name) = 0;
   virtual std::size_t bytes() const = 0;
@@ -69,6 +74,10 @@ class NumberKeys final : public KeyStore {
     if (p != (present_[g] != 0)) return false;
     return !p || values_[g] == reinterpret_cast<const T*>(c.values.data())[row];
   }
+  void prefetch(std::uint32_t g) const override {
+    __builtin_prefetch(values_.data() + g);
+    __builtin_prefetch(present_.data() + g);
+  }
   void append(const Column& c, std::size_t row) override {
     const bool p = c.present(row);
     values_.push_back(p ? reinterpret_cast<const T*>(c.values.data())[row] : T{});
@@ -86,22 +95,32 @@ class NumberKeys final : public KeyStore {
   std::vector<T> values_;
 };
 
+// Each group's length and first bytes sit together in 16 bytes (one read compares a key of up to
+// 12 bytes, and a prefetch can ask for it); longer keys compare their rest in the byte store.
 class StringKeys final : public KeyStore {
  public:
   bool equal(std::uint32_t g, const Column& c, std::size_t row) const override {
-    const bool p = c.present(row);
-    if (p != (present_[g] != 0)) return false;
-    if (!p) return true;
+    const Head& h = heads_[g];
+    if (!c.present(row)) return h.length == kMissing;
     const std::string_view s = c.string(row);
-    return offsets_[g + 1] - offsets_[g] == s.size() && same_bytes(bytes_.data() + offsets_[g], s.data(), s.size());
+    if (h.length != s.size()) return false;
+    if (!same_bytes(h.bytes, s.data(), std::min(s.size(), kInline))) return false;
+    return s.size() <= kInline ||
+           same_bytes(bytes_.data() + offsets_[g] + kInline, s.data() + kInline, s.size() - kInline);
   }
+  void prefetch(std::uint32_t g) const override { __builtin_prefetch(heads_.data() + g); }
   void append(const Column& c, std::size_t row) override {
     const bool p = c.present(row);
+    Head h{};
     if (p) {
       const std::string_view s = c.string(row);
+      if (s.size() >= kMissing) throw InputError(fmt::format("column '{}': a key of {} bytes", c.name, s.size()));
       bytes_.insert(bytes_.end(), s.begin(), s.end());
+      h.length = static_cast<std::uint32_t>(s.size());
+      std::memcpy(h.bytes, s.data(), std::min(s.size(), kInline));
     }
     offsets_.push_back(bytes_.size());
+    heads_.push_back(h);
     present_.push_back(p);
     any_missing_ |= !p;
   }
@@ -111,12 +130,20 @@ class StringKeys final : public KeyStore {
     return out;
   }
   std::size_t bytes() const override {
-    return bytes_.capacity() + offsets_.capacity() * sizeof(std::uint64_t) + present_.capacity();
+    return bytes_.capacity() + offsets_.capacity() * sizeof(std::uint64_t) + present_.capacity() +
+           heads_.capacity() * sizeof(Head);
   }
 
  private:
+  static constexpr std::size_t kInline = 12;
+  static constexpr std::uint32_t kMissing = UINT32_MAX;  // a missing key's length
+  struct Head {
+    std::uint32_t length{kMissing};
+    char bytes[kInline]{};
+  };
   std::vector<char> bytes_;
   std::vector<std::uint64_t> offsets_{0};
+  std::vector<Head> heads_;
 };
 
 std::unique_ptr<KeyStore> key_store(ColumnType type) {
@@ -265,8 +292,15 @@ void RunningGroups::add(const Table& input) {
   for (std::size_t b = 0; b < n; b += kBlockRows) {
     const std::size_t e = std::min(n, b + kBlockRows);
     for (std::size_t i = b; i < e; ++i) {
-      // The slot of a row a few ahead, so its cache miss overlaps this row's probe.
-      if (i + kPrefetchRows < n) __builtin_prefetch(&s.slots[hashes[i + kPrefetchRows] & (s.slots.size() - 1)]);
+      // Two stages ahead, so that the cache misses overlap this row's probe: the slot of a row
+      // kPrefetchRows on, then the stored key of the group that a slot kKeyPrefetchRows on names.
+      const std::size_t m = s.slots.size() - 1;
+      if (i + kPrefetchRows < n) __builtin_prefetch(&s.slots[hashes[i + kPrefetchRows] & m]);
+      if (i + kKeyPrefetchRows < n) {
+        const std::uint64_t h = hashes[i + kKeyPrefetchRows], slot = s.slots[h & m];
+        if (slot != 0 && (slot & kTagMask) == (h & kTagMask))
+          for (const auto& k : s.keys) k->prefetch(static_cast<std::uint32_t>(slot - 1));
+      }
       gid[i - b] = s.group_of(cols, i, hashes[i]);
     }
     s.for_each_state([&](DecomposableAggregator& d) {
