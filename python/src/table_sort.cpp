@@ -3,7 +3,6 @@
 // core; pandas takes the others, and the index).
 // tandem::sort_csv for tandem.sort_csv: file to file, nothing crosses but the paths.
 #include <atomic>
-#include <cstring>
 #include <memory>
 #include <optional>
 #include <string>
@@ -13,6 +12,7 @@
 
 #include "common.hpp"
 #include "table.hpp"
+#include "tandem/core/gather.hpp"
 #include "tandem/core/io.hpp"
 #include "tandem/core/parallel.hpp"
 #include "tandem/table/csv.hpp"
@@ -49,32 +49,21 @@ py::tuple sort_rows(const py::sequence& columns, const std::vector<std::pair<std
   return py::make_tuple(std::move(out), std::move(r.report));
 }
 
-// out[j] = in[rows[j]] on every core, with the loads a few rows ahead asked for early (a gather
-// of 10^7 rows is a cache miss per row). False where a row index lies outside [0, n).
-template <class T>
-bool gather(const T* in, std::int64_t n, const std::int64_t* rows, std::int64_t k, T* out, std::uint8_t* taken,
-            int threads) {
-  constexpr std::int64_t kAhead = 16;
-  std::atomic<bool> ok{true};
-#pragma omp parallel for num_threads(threads) schedule(static) if (k > (1 << 15))
-  for (std::int64_t j = 0; j < k; ++j) {
-    if (j + kAhead < k && static_cast<std::uint64_t>(rows[j + kAhead]) < static_cast<std::uint64_t>(n))
-      __builtin_prefetch(in + rows[j + kAhead]);
-    const std::int64_t i = rows[j];
-    if (static_cast<std::uint64_t>(i) >= static_cast<std::uint64_t>(n)) {
-      ok.store(false, std::memory_order_relaxed);
-      out[j] = T{};
-      continue;
-    }
-    out[j] = in[i];
-    if (taken) std::atomic_ref<std::uint8_t>(taken[i]).store(1, std::memory_order_relaxed);
-  }
-  return ok.load();
-}
-
 struct Bytes16 {
   std::uint64_t lo, hi;
 };
+
+// Whether every row lies in [0, n); marks taken[i] for each row i when taken is not null.
+bool rows_in_range(const std::int64_t* rows, std::int64_t k, std::int64_t n, std::uint8_t* taken, int threads) {
+  std::int64_t bad = 0;
+#pragma omp parallel for num_threads(threads) schedule(static) reduction(+ : bad) if (k > (1 << 15))
+  for (std::int64_t j = 0; j < k; ++j) {
+    const std::int64_t i = rows[j];
+    if (static_cast<std::uint64_t>(i) >= static_cast<std::uint64_t>(n)) ++bad;
+    else if (taken) std::atomic_ref<std::uint8_t>(taken[i]).store(1, std::memory_order_relaxed);
+  }
+  return bad == 0;
+}
 
 // Elements rows[j] of a contiguous 1-D array: numbers copied by width, Python objects as pointers.
 // An object gains one reference per time it is taken: when rows is a permutation that is once
@@ -92,10 +81,12 @@ py::array take_rows(const py::array& a, const py::array_t<std::int64_t, py::arra
   // Object arrays start as null pointers: every one is written below.
   py::array out(a.dtype(), std::vector<py::ssize_t>{k});
   std::vector<std::uint8_t> taken(objects && k == n ? n : 0);
+  if (!rows_in_range(rows.data(), k, n, taken.empty() ? nullptr : taken.data(), threads))
+    throw py::index_error("_take: a row index lies outside the array");
   const auto run = [&](auto t) {
     using T = decltype(t);
-    return gather(static_cast<const T*>(a.data()), n, rows.data(), k, static_cast<T*>(out.mutable_data()),
-                  taken.empty() ? nullptr : taken.data(), threads);
+    gather_prefetched(static_cast<const T*>(a.data()), rows.data(), static_cast<std::size_t>(k),
+                      static_cast<T*>(out.mutable_data()), threads);
   };
   const auto by_width = [&] {  // pointers and bytes only: no reference is touched here
     switch (width) {
@@ -106,11 +97,13 @@ py::array take_rows(const py::array& a, const py::array_t<std::int64_t, py::arra
       default: return run(Bytes16{});
     }
   };
+  if (!objects) {
+    without_gil(by_width);
+    return out;
+  }
   // Object pointers are copied with the GIL held: without it another thread could replace an
   // element and free its object before the reference below is added.
-  const bool ok = objects ? by_width() : without_gil(by_width);
-  if (!ok) throw py::index_error("_take: a row index lies outside the array");
-  if (!objects) return out;
+  by_width();
   auto* const* from = static_cast<PyObject* const*>(a.data());
   auto** to = static_cast<PyObject**>(out.mutable_data());
   std::int64_t once = 0;

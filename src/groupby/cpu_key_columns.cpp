@@ -155,8 +155,7 @@ std::pair<std::uint64_t, std::uint64_t> key_bounds(const T* v, std::size_t n, in
       lo = std::min(lo, v[i]);
       hi = std::max(hi, v[i]);
     }
-    if (n == 0) return {UINT64_MAX, 0};
-    return {ordered_key(lo), ordered_key(hi)};
+    return {ordered_key(lo), ordered_key(hi)};  // none present: max > lowest, so lo > hi
   } else {
     std::uint64_t lo = UINT64_MAX, hi = 0;
 #pragma omp parallel for num_threads(threads) schedule(dynamic, 1 << 16) reduction(min : lo) reduction(max : hi)

@@ -3,6 +3,7 @@
 #include <exception>
 
 #include "row_order.hpp"
+#include "tandem/core/gather.hpp"
 #include "tandem/core/parallel.hpp"
 #include "tandem/core/uninit_allocator.hpp"
 
@@ -32,14 +33,8 @@ constexpr std::size_t kAhead = 16;
 
 template <class T>
 Buffer gather_numbers(const Column& c, std::span<const std::size_t> rows, int threads) {
-  const auto v = c.numbers<T>();
-  const std::size_t n = rows.size();
-  Uninit<T> out(n);
-#pragma omp parallel for num_threads(threads) schedule(static)
-  for (std::size_t i = 0; i < n; ++i) {
-    if (i + kAhead < n) __builtin_prefetch(v.data() + rows[i + kAhead]);
-    out[i] = v[rows[i]];
-  }
+  Uninit<T> out(rows.size());
+  gather_prefetched(c.numbers<T>().data(), rows.data(), rows.size(), out.data(), threads);
   return Buffer::take(std::move(out));
 }
 

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "sort/cpu_radix.hpp"
+#include "tandem/core/gather.hpp"
 #include "tandem/core/parallel.hpp"
 #include "tandem/core/uninit_allocator.hpp"
 
@@ -116,12 +117,7 @@ std::vector<std::size_t> sorted_row_order(const Table& table, const KeyLayout& l
       std::vector<std::uint64_t, UninitAllocator<std::uint64_t>> second;
       if (!runs.empty()) {
         second.resize(n);
-        const std::uint64_t* w1 = k.word(1);
-#pragma omp parallel for num_threads(T) schedule(static)
-        for (std::size_t i = 0; i < n; ++i) {
-          if (i + 16 < n) __builtin_prefetch(w1 + rows[i + 16]);
-          second[i] = w1[rows[i]];
-        }
+        gather_prefetched(k.word(1), rows.data(), n, second.data(), T);
       }
       sort_runs(runs, n, T, [&](Run r, int t) {
         sort_by_words(k, std::span(rows).subspan(r.begin, r.end - r.begin), 1, last, t, second.data() + r.begin);
