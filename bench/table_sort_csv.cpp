@@ -4,7 +4,7 @@
 //
 //   bench_table_sort_csv [--rows N] [--k K] [--threads T] [--reps R] [--warmup W]
 //                        [--queries id3,id1_id2_v3desc,v3] [--data-dir DIR] [--tandem build/cpu/tandem]
-//                        [--memory-limit 200M --temp-dir DIR] [--no-duckdb]
+//                        [--memory-limit 200M --temp-dir DIR] [--no-duckdb | --duckdb-lib libduckdb.so]
 //
 // Run from the repository root after `npm install` in bench/duckdb. The CSV is the db-benchmark
 // group-by data that bench_groupby_csv uses (DIR/tandem-groupby-N-K.csv), made here when absent.
@@ -137,6 +137,14 @@ int main(int argc, char** argv) {
   const std::string out = (std::filesystem::temp_directory_path() / "tandem-sort-csv-outputs").string();
   std::filesystem::create_directories(out);
   const bool with_duckdb = !b.has_flag("--no-duckdb");
+  // Node runs sort_csv.mjs; with --duckdb-lib (a machine without Node) the C API program beside
+  // this benchmark runs the same statement through that libduckdb.so.
+  const std::string duckdb_lib = b.get("--duckdb-lib", "");
+  const std::string duckdb_program =
+      duckdb_lib.empty()
+          ? "node " + bench::shell_quote(std::string(TANDEM_SOURCE_DIR) + "/bench/duckdb/sort_csv.mjs")
+          : bench::shell_quote((std::filesystem::path(argv[0]).parent_path() / "duckdb_groupby_csv").string()) +
+                " --lib " + bench::shell_quote(duckdb_lib);
   warm(csv);
   const auto start = b.time([&] { (void)bench::spawn_quiet({tandem_bin, "--version"}); });
   b.record("process start", "tandem --version", start, 1, "runs", true);
@@ -147,10 +155,9 @@ int main(int argc, char** argv) {
     const std::string theirs = fmt::format("{}/duckdb-{}.csv", out, q.name);
     nlohmann::json duck;
     if (with_duckdb) {  // DuckDB's runs of a query just before tandem's, so that both meet the same load
-      std::string cmd = fmt::format("node {} --csv {} --threads {} --reps {} --warmup {} --out {} --order {}",
-                                    bench::shell_quote(std::string(TANDEM_SOURCE_DIR) + "/bench/duckdb/sort_csv.mjs"),
-                                    bench::shell_quote(csv), threads, b.reps(), b.warmup(), bench::shell_quote(theirs),
-                                    bench::shell_quote(q.order));
+      std::string cmd = fmt::format("{} --csv {} --threads {} --reps {} --warmup {} --out {} --order {}",
+                                    duckdb_program, bench::shell_quote(csv), threads, b.reps(), b.warmup(),
+                                    bench::shell_quote(theirs), bench::shell_quote(q.order));
       if (!memory_limit.empty())
         cmd += fmt::format(" --memory-limit {}B --temp-dir {}", memory_limit, bench::shell_quote(temp_dir));
       duck = bench::run_json_command("DuckDB", cmd);

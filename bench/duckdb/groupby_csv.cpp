@@ -9,6 +9,13 @@
 // Times each question as `CREATE TABLE ans AS <query over read_csv(FILE)>`, W untimed then R
 // timed runs, writes each answer sorted by its keys to DIR/<question>.csv, and prints one JSON
 // object: {"threads": T, "version": v, "times": {"q1": [s, ...]}}.
+//
+// With --order (the anchor of bench_table_sort_csv, as sort_csv.mjs), it times the file-to-file
+// sort `COPY (SELECT * FROM read_csv(FILE) ORDER BY <order>) TO OUT (HEADER, DELIMITER ',')`
+// instead, --out naming the output file, and prints {"threads": T, "version": v, "times": [s, ...]}:
+//
+//   duckdb_groupby_csv --lib libduckdb.so --csv FILE --threads T --reps R --warmup W --out FILE
+//                      --order 'id1, id2, v3 DESC' [--memory-limit 200MB --temp-dir DIR]
 #include <dlfcn.h>
 
 #include <chrono>
@@ -143,6 +150,23 @@ int main(int argc, char** argv) {
     std::string wanted = option(argc, argv, "questions", "q1,q2,q3,q4,q5,q6,q7,q8,q10");
     Duck duck(option(argc, argv, "lib"), threads);
     const std::string version = duck.run("SELECT version()", true);
+    if (const std::string order = option(argc, argv, "order", ""); !order.empty()) {
+      if (const std::string limit = option(argc, argv, "memory-limit", ""); !limit.empty()) {
+        duck.run("SET memory_limit = '" + limit + "'");
+        duck.run("SET temp_directory = '" + option(argc, argv, "temp-dir") + "'");
+      }
+      std::string seconds;
+      for (int r = 0; r < warmup + reps; ++r) {
+        const auto t = std::chrono::steady_clock::now();
+        duck.run("COPY (SELECT * FROM read_csv('" + csv + "') ORDER BY " + order + ") TO '" + out +
+                 "' (HEADER, DELIMITER ',')");
+        const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+        if (r >= warmup) seconds += (seconds.empty() ? "" : ", ") + std::to_string(s);
+      }
+      std::printf("{\"threads\": %d, \"version\": \"%s\", \"times\": [%s]}\n", threads, version.c_str(),
+                  seconds.c_str());
+      return 0;
+    }
     std::string times;
     for (std::size_t at = 0; at <= wanted.size();) {
       const std::size_t end = std::min(wanted.find(',', at), wanted.size());

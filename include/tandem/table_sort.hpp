@@ -78,15 +78,19 @@ ArgsortResult argsort(const Table& table, const SortSpec& spec, const TableSortO
 
 // A CSV file sorted into CSV, file to file, within a memory limit:
 //   tandem::sort_csv("g.csv", spec, out, {.memory_limit = 200 << 20});
-// A file that fits (its size at most a fifth of the limit: the text, its table, the keys and the
-// sorted copy) is read whole and sorted as tandem::sort does. A larger one is sorted by runs: it
-// is read in pieces of a sixth of the limit (their tables take about a third), each piece's row
-// order is found as tandem::sort finds it and the piece written in that order as a run to a
-// temporary file, and the runs are merged (a tournament tree of the runs' current rows compared
-// by their normalised keys, each run read back a block at a time, ties to the earlier run:
-// stable), rows written out in batches. The output is the in-memory sort's, byte for byte; with
-// `limit`, each run keeps its first k rows and the merge stops after k. The temporary folder is
-// removed on every path, errors included.
+// The output is the header and the input's records in key order, each record's bytes as they
+// were read (quoting, number spellings and line ends kept; blank lines dropped; a last record
+// without a line end gets the header's). Only the key columns, and the columns the schema names
+// (whose values are checked), are parsed. A file that fits (its size at most a fifth of the
+// limit) is read whole by the streaming scan, its records kept where they were read, the row
+// order found as tandem::argsort finds it and the records copied out in that order. A larger one
+// is sorted by runs: it is read in pieces of an eighth of the limit, each piece's row order found
+// the same way and its key columns and records written in that order as a run to a temporary
+// file, and the runs are merged (a tournament tree of the runs' current rows compared by their
+// normalised keys, each run read back a block at a time, ties to the earlier run: stable), the
+// records written out in batches. Both give the same bytes; with `limit`, each run keeps its
+// first k rows and the merge stops after k. The temporary folder is removed on every path,
+// errors included.
 struct CsvSortOptions {
   CsvOptions csv{};             // delimiter, schema, threads of the reader
   TableSortOptions sort{};      // threads of the sort, NaN handling, string prefix
@@ -101,9 +105,9 @@ struct CsvSortResult {
   Report report;
 };
 
-// Writes the header and the sorted rows to `out` (',' between fields). InputError naming the
-// file (and line) for a missing or malformed file, UsageError naming a key the header lacks;
-// standard input ("-") is sorted in memory.
+// Writes the header and the sorted records to `out`. InputError naming the file (and line) for a
+// missing or malformed file, UsageError naming a key the header lacks; standard input ("-") is
+// read whole and sorted in memory.
 CsvSortResult sort_csv(const std::string& in_path, const SortSpec& spec, std::ostream& out,
                        const CsvSortOptions& options = {});
 

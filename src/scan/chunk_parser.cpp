@@ -154,6 +154,13 @@ class Columns {
 };
 
 struct Walk {
+  // Where records lie, when the input asks (offsets from the chunk's begin).
+  void add_record(const ChunkInput& in, const char* start, const char* end) {
+    if (!in.records) return;
+    record_starts.push_back(static_cast<std::uint32_t>(start - in.begin));
+    record_ends.push_back(static_cast<std::uint32_t>(end - in.begin));
+  }
+  std::vector<std::uint32_t> record_starts, record_ends;
   Outcome outcome{Outcome::ok};
   bool fallback{false};  // the fast path met something the scalar path must read
   std::size_t rows{0};
@@ -194,6 +201,7 @@ Walk walk_fast(const ChunkInput& in, Columns& cols) {
   std::uint64_t in_quote = 0;  // all ones when the previous block ended inside quotes
   std::uint64_t prev_sep = 1, prev_close = 0;
   const char* fb = b;
+  const char* record = b;  // where the record being walked starts
   std::size_t col = 0;
   Field f;
   for (std::size_t off = 0; off < len; off += 64) {
@@ -229,7 +237,7 @@ Walk walk_fast(const ChunkInput& in, Columns& cols) {
       const bool at_lf = b[pos] == '\n';
       if (at_lf ? col != last_col : col == last_col) {
         if (at_lf && col == 0 && last_col > 0 && (fe == fb || (fe == fb + 1 && *fb == '\r'))) {
-          fb = fe + 1;  // a blank line
+          fb = record = fe + 1;  // a blank line
           continue;
         }
         return w.fallback = true, w;
@@ -247,6 +255,8 @@ Walk walk_fast(const ChunkInput& in, Columns& cols) {
       if (at_lf) {
         col = 0;
         ++w.rows;
+        w.add_record(in, record, fb);
+        record = fb;
       } else {
         ++col;
       }
@@ -265,6 +275,7 @@ Walk walk_fast(const ChunkInput& in, Columns& cols) {
       }
     }
     ++w.rows;
+    w.add_record(in, record, in.end);
   }
   return w;
 }
@@ -290,6 +301,7 @@ Walk walk_scalar(const ChunkInput& in, Columns& cols) {
       p += *p == '\n' ? 1 : 2;
       continue;
     }
+    const char* record = p;
     for (std::size_t j = 0; j < ncols; ++j) {
       const char* at = p;
       const Stop s = read_field(p, end, in.delimiter, f);
@@ -306,16 +318,18 @@ Walk walk_scalar(const ChunkInput& in, Columns& cols) {
         return fail(p, ncols + 1, fmt::format("more fields than the header's {}", ncols));
     }
     ++w.rows;
+    w.add_record(in, record, p);
   }
   return w;
 }
 
-ChunkResult finish(const ChunkInput& in, Columns& cols, const Walk& w, const std::vector<ColumnType>& types,
-                   bool widened) {
+ChunkResult finish(const ChunkInput& in, Columns& cols, Walk& w, const std::vector<ColumnType>& types, bool widened) {
   ChunkResult r;
   r.types = types;
   r.rows = w.rows;
   r.newlines = w.newlines;
+  r.record_starts = std::move(w.record_starts);
+  r.record_ends = std::move(w.record_ends);
   r.status = widened ? ChunkStatus::widened : ChunkStatus::ok;
   if (w.outcome == Outcome::error) {
     r.status = ChunkStatus::error;
@@ -332,6 +346,12 @@ ChunkResult finish(const ChunkInput& in, Columns& cols, const Walk& w, const std
 }
 
 ChunkResult parse(const ChunkInput& in, bool allow_fast) {
+  if (in.records && static_cast<std::size_t>(in.end - in.begin) > UINT32_MAX) {
+    ChunkResult r;  // record offsets are 32-bit: only a single record over 4 GiB makes such a chunk
+    r.status = ChunkStatus::error;
+    r.error_what = "a record longer than 4 GiB";
+    return r;
+  }
   std::vector<ColumnType> types;
   for (const auto& p : *in.plans) types.push_back(p.type);
   bool widened = false;

@@ -6,6 +6,7 @@
 // error exactly.
 #pragma once
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,7 @@ struct ChunkInput {
   const std::vector<ColumnPlan>* plans{nullptr};
   const std::vector<int>* slot{nullptr};  // per file column: its plan index, or -1 (skipped)
   SimdLevel simd{SimdLevel::scalar};
+  bool records{false};  // also say where each record's text lies (ChunkResult::record_starts/ends)
 };
 
 enum class ChunkStatus : std::uint8_t { ok, widened, error };
@@ -43,6 +45,9 @@ struct ChunkResult {
   std::size_t rows{0};
   std::size_t newlines{0};  // line feeds in the chunk (quoted ones too): line numbers for errors
   bool used_fast_path{true};
+  // With ChunkInput::records: each record's bytes [start, end) from begin, its line end included
+  // (a last record without one ends at the chunk's end); blank lines belong to no record.
+  std::vector<std::uint32_t> record_starts, record_ends;
   // error: where (bytes from begin, line feeds before it in the chunk), which column (1-based,
   // 0 for none) and what.
   std::size_t error_offset{0}, error_newlines{0}, error_column{0};

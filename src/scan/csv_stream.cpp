@@ -14,6 +14,7 @@
 
 #include "table/csv_dialect.hpp"
 #include "table/csv_scan.hpp"
+#include "tandem/core/detail/huge_pages.hpp"
 #include "tandem/core/error.hpp"
 #include "tandem/core/parallel.hpp"
 #include "tandem/core/timing.hpp"
@@ -30,16 +31,31 @@ namespace {
 
 constexpr std::size_t kPadding = 64;  // readable bytes after a chunk for the 64-byte masks
 
+// A chunk buffer. Those of a huge page or more are on huge pages (tandem/core/detail/huge_pages.hpp):
+// their first touch costs one page fault per 2 MiB. A consumer of records may keep the bytes
+// (a copy of `data`); the buffer then takes fresh memory for its next chunk.
 struct ScanBuffer {
-  std::unique_ptr<char[]> data;
+  std::shared_ptr<char[]> data;
   std::size_t capacity{0};  // usable bytes (padding comes on top)
   std::size_t filled{0};
   void reserve(std::size_t n) {
     if (n <= capacity) return;
-    auto bigger = std::make_unique_for_overwrite<char[]>(n + kPadding);  // filled by reads: no zeroing pass
+    std::shared_ptr<char[]> bigger;
+    if (n + kPadding >= detail::kHugePage) {
+      const std::size_t bytes = detail::huge_page_bytes(n + kPadding);
+      bigger = std::shared_ptr<char[]>(static_cast<char*>(detail::allocate_huge_pages(bytes)),
+                                       [](char* p) { detail::free_huge_pages(p); });
+      n = bytes - kPadding;  // the rest of the last huge page, which the padding touches anyway
+    } else {
+      bigger = std::make_shared_for_overwrite<char[]>(n + kPadding);  // filled by reads: no zeroing pass
+    }
     if (filled) std::memcpy(bigger.get(), data.get(), filled);
     data = std::move(bigger);
     capacity = n;
+  }
+  // Lets go of bytes a consumer kept: the next reserve takes fresh memory.
+  void release_if_kept() {
+    if (data.use_count() > 1) data.reset(), capacity = filled = 0;
   }
 };
 
@@ -87,6 +103,7 @@ Header read_header(ByteSource& src, ScanBuffer& b, char delimiter) {
       h.names.push_back(std::move(name));
     }
     h.bytes = static_cast<std::size_t>(p - begin);
+    h.text.assign(begin, p);
     h.newlines = static_cast<std::size_t>(std::count(begin, p, '\n'));
     std::unordered_map<std::string, std::size_t> seen;
     for (std::size_t j = 0; j < h.names.size(); ++j) {
@@ -171,7 +188,7 @@ struct ChunkOutcome {
 // One pass over the body: the reader on the calling thread, the parsers on `threads` workers.
 class Pass {
  public:
-  Pass(ChunkInput in, int threads, ChunkConsumer consume)
+  Pass(ChunkInput in, int threads, RecordConsumer consume)
       : in_(in), threads_(threads), consume_(std::move(consume)), wanted_(in.plans->size()) {
     for (std::size_t k = 0; k < wanted_.size(); ++k) wanted_[k] = (*in.plans)[k].type;
   }
@@ -195,7 +212,7 @@ class Pass {
 
   ChunkInput in_;
   int threads_;
-  ChunkConsumer consume_;
+  RecordConsumer consume_;
   std::vector<ColumnType> wanted_;
   std::mutex m_;
   std::condition_variable jobs_cv_, free_cv_;
@@ -240,7 +257,8 @@ void Pass::parse(const Job& j) {
   } else {
     o.newlines = r.newlines;
   }
-  give_back(j.buffer);
+  // A consumer of records reads the chunk's text: the buffer goes back after it.
+  if (!in.records) give_back(j.buffer);
   if (r.status == ChunkStatus::widened) {
     std::lock_guard lock(m_);
     for (std::size_t k = 0; k < wanted_.size(); ++k) wanted_[k] = wider(wanted_[k], r.types[k]);
@@ -248,12 +266,18 @@ void Pass::parse(const Job& j) {
   }
   if (r.status == ChunkStatus::ok && !widened_ && !failed_) {
     try {
-      consume_(j.index, r.table);
+      const ChunkRecords records{in.begin, static_cast<std::size_t>(in.end - in.begin), &r.record_starts,
+                                 &r.record_ends, in.records ? j.buffer->data : nullptr};
+      consume_(j.index, r.table, records);
     } catch (...) {
       std::lock_guard lock(m_);
       if (!consumer_error_) consumer_error_ = std::current_exception();
       failed_ = true;
     }
+  }
+  if (in.records) {
+    j.buffer->release_if_kept();
+    give_back(j.buffer);
   }
   std::lock_guard lock(m_);
   outcomes[j.index] = std::move(o);
@@ -374,15 +398,17 @@ std::string type_changes(const std::vector<ColumnPlan>& plans, const std::vector
 
 }  // namespace
 
-StreamSummary scan_csv(const std::string& path, const std::vector<std::string>& columns, const StreamOptions& options,
-                       const std::function<ChunkConsumer()>& fresh_consumer) {
+namespace {
+
+StreamSummary scan(const std::string& path, const std::vector<std::string>& columns, const StreamOptions& options,
+                   bool records, const std::function<RecordConsumer()>& fresh_consumer) {
   Stopwatch clock;
   StreamSummary sum;
   sum.threads = options.threads > 0 ? options.threads : default_threads();
-  sum.chunk_bytes = options.chunk_bytes ? options.chunk_bytes : std::size_t{8} << 20;
+  sum.chunk_bytes = options.chunk_bytes ? options.chunk_bytes : (std::size_t{8} << 20) - kPadding;  // 8 MiB in all
   sum.simd = detected_simd_level();
   for (;;) {
-    auto src = open_source(path);
+    auto src = options.open ? options.open() : open_source(path);
     ScanBuffer first;
     first.reserve(std::max<std::size_t>(sum.chunk_bytes, 64 << 10));
     const Header h = read_header(*src, first, options.delimiter);
@@ -397,7 +423,7 @@ StreamSummary scan_csv(const std::string& path, const std::vector<std::string>& 
                    sum.plans);
     }
     for (std::size_t k = 0; k < sum.plans.size(); ++k) slot[sum.plans[k].index] = static_cast<int>(k);
-    const ChunkInput in{nullptr, nullptr, h.delimiter, h.names.size(), &sum.plans, &slot, sum.simd};
+    const ChunkInput in{nullptr, nullptr, h.delimiter, h.names.size(), &sum.plans, &slot, sum.simd, records};
     Pass pass(in, sum.threads, fresh_consumer());
     pass.run(*src, std::move(first), h.bytes, more, sum.chunk_bytes, options.progress);
     for (const auto& o : pass.outcomes)
@@ -421,9 +447,26 @@ StreamSummary scan_csv(const std::string& path, const std::vector<std::string>& 
     sum.bytes = pass.bytes;
     sum.columns_read = sum.plans.size();
     sum.columns_total = h.names.size();
+    sum.header_text = h.text;
     sum.seconds = clock.seconds();
     return sum;
   }
+}
+
+}  // namespace
+
+StreamSummary scan_csv(const std::string& path, const std::vector<std::string>& columns, const StreamOptions& options,
+                       const std::function<ChunkConsumer()>& fresh_consumer) {
+  return scan(path, columns, options, false, [&]() -> RecordConsumer {
+    return [consume = fresh_consumer()](std::size_t index, const Table& chunk, const ChunkRecords&) {
+      consume(index, chunk);
+    };
+  });
+}
+
+StreamSummary scan_csv_records(const std::string& path, const std::vector<std::string>& columns,
+                               const StreamOptions& options, const std::function<RecordConsumer()>& fresh_consumer) {
+  return scan(path, columns, options, true, fresh_consumer);
 }
 
 }  // namespace tandem::scan

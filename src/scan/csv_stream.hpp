@@ -9,6 +9,7 @@
 // (only a source that can be opened again: standard input and pipes fail naming the value).
 #pragma once
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -28,6 +29,9 @@ struct StreamOptions {
   std::size_t sample_rows{20000};
   // Called from the reading thread about twice a second with the bytes read so far.
   std::function<void(std::size_t bytes)> progress;
+  // Opens the input in place of open_source(path), once per pass (bytes already in memory, say);
+  // `path` then only names it.
+  std::function<std::unique_ptr<ByteSource>()> open;
 };
 
 struct Header {
@@ -35,6 +39,7 @@ struct Header {
   char delimiter{','};
   std::size_t bytes{0};     // header bytes (BOM included) before the body
   std::size_t newlines{0};  // line feeds in them
+  std::string text;         // the header's bytes as read (BOM and line end included)
 };
 
 using ChunkConsumer = std::function<void(std::size_t index, const Table& chunk)>;
@@ -46,6 +51,7 @@ struct StreamSummary {
   std::size_t chunk_bytes{0};
   SimdLevel simd{SimdLevel::scalar};
   std::vector<ColumnPlan> plans;  // the columns read, with their final types
+  std::string header_text;        // the header's bytes as read
   double seconds{0};
 };
 
@@ -54,5 +60,22 @@ struct StreamSummary {
 // line, column), UsageError for a column the header lacks or a schema that names one.
 StreamSummary scan_csv(const std::string& path, const std::vector<std::string>& columns, const StreamOptions& options,
                        const std::function<ChunkConsumer()>& fresh_consumer);
+
+// A chunk's text and where its records lie in it (ChunkResult::record_starts/ends), valid during
+// the consumer's call unless it keeps `owner`.
+struct ChunkRecords {
+  const char* text{nullptr};
+  std::size_t bytes{0};
+  std::vector<std::uint32_t>* starts{nullptr};  // a consumer may take these
+  std::vector<std::uint32_t>* ends{nullptr};
+  // The buffer `text` lies in: a consumer that keeps a copy keeps the text past its call.
+  std::shared_ptr<char[]> owner;
+};
+using RecordConsumer = std::function<void(std::size_t index, const Table& chunk, const ChunkRecords& records)>;
+
+// The same scan handing each chunk's text and records beside its columns: for output that keeps
+// the input's records as they were written.
+StreamSummary scan_csv_records(const std::string& path, const std::vector<std::string>& columns,
+                               const StreamOptions& options, const std::function<RecordConsumer()>& fresh_consumer);
 
 }  // namespace tandem::scan

@@ -136,7 +136,7 @@ void PieceReader::find_piece_end() {
   }
 }
 
-std::optional<Table> PieceReader::next(bool& restarted) {
+std::optional<Table> PieceReader::next(bool& restarted, std::string* records) {
   restarted = false;
   for (;;) {
     if (done_) return std::nullopt;
@@ -160,6 +160,7 @@ std::optional<Table> PieceReader::next(bool& restarted) {
     handed_out_any_ = true;
     lines_before_ +=
         static_cast<std::size_t>(std::count(text_.data() + header_bytes_, text_.data() + piece_end_, '\n'));
+    if (records) records->assign(text_.data() + header_bytes_, piece_end_ - header_bytes_);
     text_.erase(header_bytes_, piece_end_ - header_bytes_);
     done_ = at_end_ && text_.size() == header_bytes_;
     return t;

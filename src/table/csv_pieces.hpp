@@ -34,7 +34,11 @@ class PieceReader {
   PieceReader& operator=(const PieceReader&) = delete;
 
   // The next piece (at least one, with no rows for a header-only file); nullopt at the end.
-  std::optional<Table> next(bool& restarted);
+  // `records`, when given, gets the piece's text (its records as written, without the header).
+  std::optional<Table> next(bool& restarted, std::string* records = nullptr);
+  // The header's bytes as read (a BOM and the line end included).
+  std::string header_text() const { return text_.substr(0, header_bytes_); }
+  char delimiter() const { return delimiter_; }
   std::size_t passes() const { return passes_; }  // 1 + restarts
 
  private:

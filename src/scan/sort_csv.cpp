@@ -1,5 +1,6 @@
-// tandem::sort_csv: a CSV file sorted in memory when it fits the limit, else by sorted runs in a
-// temporary file and a merge (run_file.hpp, run_merge.hpp).
+// tandem::sort_csv (tandem/table_sort.hpp): a CSV file sorted in memory when it fits the limit
+// (sort_csv_records.hpp), else by sorted runs in a temporary file and a merge
+// (sort/table/run_file.hpp, run_merge.hpp). It reads through the scan, so it lives in its layer.
 #include <algorithm>
 #include <condition_variable>
 #include <exception>
@@ -10,11 +11,13 @@
 
 #include <fmt/format.h>
 
-#include "run_file.hpp"
-#include "run_merge.hpp"
+#include "scan/sort_csv_records.hpp"
+#include "sort/table/run_file.hpp"
+#include "sort/table/run_merge.hpp"
 #include "table/csv_pieces.hpp"
 #include "table/table_wire.hpp"
 #include "tandem/core/device.hpp"
+#include "tandem/core/error.hpp"
 #include "tandem/core/format.hpp"
 #include "tandem/core/io.hpp"
 #include "tandem/core/parallel.hpp"
@@ -49,29 +52,40 @@ int threads_of(const CsvSortOptions& o) { return o.sort.threads > 0 ? o.sort.thr
 
 CsvSortResult sort_in_memory(const std::string& path, const SortSpec& spec, std::ostream& out,
                              const CsvSortOptions& options, const std::string& why) {
-  Stopwatch read;
-  const Table input = read_csv(path, options.csv);
-  const double read_s = read.seconds();
-  auto sorted = sort(input, spec, options.sort);
-  CsvSortResult r;
-  r.report = std::move(sorted.report);
-  r.report.stages.insert(
-      r.report.stages.begin(),
-      {"read input", "cpu", read_s, fmt::format("{} rows, {} columns (CSV)", input.rows(), input.num_columns())});
-  Stopwatch written;
-  write_csv(out, sorted.table);
-  r.report.add("write output", "cpu", written.seconds(), fmt::format("{} rows (CSV)", sorted.table.rows()));
+  CsvSortResult r = scan::sort_csv_records(path, spec, out, options);
   r.report.note("sorted in memory: " + why);
-  r.rows_read = input.rows();
-  r.rows_written = sorted.table.rows();
   return r;
 }
 
-// The runs' columns (no rows) and the key layout joined over every run.
+// The runs' columns (no rows), the key layout joined over every run and how the output begins.
 struct RunShape {
   Table like;
   std::optional<detail::KeyLayout> layout;
+  std::string header;
 };
+
+// A name for the records' column that no key has.
+std::string records_name(const SortSpec& spec) {
+  std::string name = "records";
+  auto taken = [&] {
+    return std::any_of(spec.by.begin(), spec.by.end(), [&](const SortKey& k) { return k.column == name; });
+  };
+  while (taken()) name += '_';
+  return name;
+}
+
+// What a run holds of a piece: its key columns and its records as written (the last column).
+Table run_table(const Table& piece, const SortSpec& spec, std::string_view body, const csv::PieceReader& reader,
+                const std::string& line_end) {
+  std::vector<Column> columns;
+  for (const auto& c : piece.columns())
+    if (std::any_of(spec.by.begin(), spec.by.end(), [&](const SortKey& k) { return k.column == c.name; }))
+      columns.push_back(c);
+  columns.push_back(scan::record_column(records_name(spec), body, reader.delimiter(), piece.num_columns(), line_end));
+  if (columns.back().length != piece.rows())
+    throw Error(fmt::format("a CSV piece of {} rows split into {} records", piece.rows(), columns.back().length));
+  return Table(std::move(columns));
+}
 
 // Reads the pieces, writes each in its sorted order as a run.
 RunShape form_runs(const std::string& path, const SortSpec& spec, const CsvSortOptions& options, std::size_t limit,
@@ -81,43 +95,56 @@ RunShape form_runs(const std::string& path, const SortSpec& spec, const CsvSortO
   const std::size_t block_bytes = std::max(limit / kMergeDivisor / expected_runs, kMinBlockBytes);
   csv::PieceReader reader(path, options.csv, piece_bytes);
   RunShape shape;
+  shape.header = reader.header_text();
+  const std::string line_end = scan::line_end_of(shape.header);
   double read_s = 0, sort_s = 0, write_s = 0;
+  std::string body;
   for (bool restarted = false;;) {
     Stopwatch sw;
-    auto piece = reader.next(restarted);
-    read_s += sw.seconds();
+    auto parsed = reader.next(restarted, &body);
     if (restarted) runs.clear(), r.rows_read = 0, shape.layout.reset();
-    if (!piece) break;
-    shape.like = empty_like(*piece);
-    const auto layout = detail::plan_key_layout(*piece, spec, options.sort);
+    if (!parsed) break;
+    const Table piece = run_table(*parsed, spec, body, reader, line_end);
+    parsed.reset();
+    read_s += sw.seconds();
+    shape.like = empty_like(piece);
+    const auto layout = detail::plan_key_layout(piece, spec, options.sort);
     if (shape.layout) detail::join_layout(*shape.layout, layout);
     else shape.layout = layout;
-    r.rows_read += piece->rows();
+    r.rows_read += piece.rows();
     sw.reset();
-    const auto order = argsort(*piece, spec, options.sort).rows;
+    const auto order = argsort(piece, spec, options.sort).rows;
     sort_s += sw.seconds();
     sw.reset();
     // A block read back holds its image (at most the table's bytes), its widened columns and
     // its normalised keys.
     const std::size_t row_bytes =
-        2 * std::max<std::size_t>(table_bytes(*piece) / std::max<std::size_t>(piece->rows(), 1), 1) + 8 * layout.words;
-    runs.add_run(*piece, order, block_bytes / row_bytes, threads_of(options));
+        2 * std::max<std::size_t>(table_bytes(piece) / std::max<std::size_t>(piece.rows(), 1), 1) + 8 * layout.words;
+    runs.add_run(piece, order, block_bytes / row_bytes, threads_of(options));
     write_s += sw.seconds();
   }
   r.runs = runs.runs();
   const auto passes = reader.passes();
-  r.report.add(
-      "read pieces", "cpu", read_s,
-      fmt::format("{} rows in {} pieces of at most {} of text{}", r.rows_read, r.runs, human_bytes(piece_bytes),
-                  passes > 1 ? fmt::format(", {} passes (a column's type widened)", passes) : ""));
+  r.report.add("read pieces", "cpu", read_s,
+               fmt::format("{} rows in {} pieces of at most {} of text, each record's place found{}", r.rows_read,
+                           r.runs, human_bytes(piece_bytes),
+                           passes > 1 ? fmt::format(", {} passes (a column's type widened)", passes) : ""));
   r.report.add("sort pieces", "cpu", sort_s, "normalised keys and a radix row order per piece");
   r.report.add("write runs", "cpu", write_s,
-               fmt::format("{} to {}/ (blocks of about {})", human_bytes(runs.bytes_written()), runs.folder(),
-                           human_bytes(block_bytes)));
+               fmt::format("{} to {}/ (the keys and the records as written; blocks of about {})",
+                           human_bytes(runs.bytes_written()), runs.folder(), human_bytes(block_bytes)));
   return shape;
 }
 
-// Writes the merge's batches as CSV on a thread of its own while the merge makes the next one;
+// The records of a batch (its last column) as they were read.
+void write_records(std::ostream& out, const Table& batch) {
+  const Column& records = batch.column(batch.num_columns() - 1);
+  const auto off = records.string_offsets();
+  out.write(reinterpret_cast<const char*>(records.values.data()) + off.front(),
+            static_cast<std::streamsize>(off.back() - off.front()));
+}
+
+// Writes the merge's batches' records on a thread of its own while the merge makes the next one;
 // at most one batch waits. A failed write is thrown to the merge at its next push, or by finish.
 class BatchWriter {
  public:
@@ -159,7 +186,7 @@ class BatchWriter {
       }
       changed_.notify_all();
       try {
-        write_csv_rows(out_, batch);
+        write_records(out_, batch);
       } catch (...) {
         std::lock_guard lock(mutex_);
         error_ = std::current_exception();
@@ -187,14 +214,16 @@ CsvSortResult sort_by_runs(const std::string& path, const SortSpec& spec, std::o
   if (!shape.layout) shape.layout = detail::plan_key_layout(like, spec, options.sort);
   Stopwatch sw;
   const detail::RowComparator cmp(std::move(*shape.layout));
-  write_csv(out, like);  // the header
+  out << shape.header;
+  if (shape.header.empty() || shape.header.back() != '\n') out << '\n';
   BatchWriter writer(out);
   r.rows_written = detail::merge_runs(runs, like, cmp, spec.limit, kBatchRows,
                                       [&](Table&& batch) { writer.push(std::move(batch)); });
   writer.finish();
-  r.report.add("merge runs", "cpu", sw.seconds(),
-               fmt::format("{} runs into {} rows (CSV, batches of {} rows written while the next merge); {}", r.runs,
-                           r.rows_written, kBatchRows, describe(cmp.layout(), like)));
+  r.report.add(
+      "merge runs", "cpu", sw.seconds(),
+      fmt::format("{} runs into {} rows (their records as read, batches of {} rows written while the next merge); {}",
+                  r.runs, r.rows_written, kBatchRows, describe(cmp.layout(), like)));
   r.report.note(
       fmt::format("sorted by runs: the {} file needs about {}x its size in memory, over the limit {}; {} runs, merged, "
                   "temporary files removed",

@@ -1,0 +1,254 @@
+#include "scan/sort_csv_records.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <future>
+#include <iostream>
+#include <iterator>
+#include <memory>
+#include <mutex>
+#include <unordered_set>
+
+#include <fmt/format.h>
+
+#include "scan/chunk_parser.hpp"
+#include "scan/concat.hpp"
+#include "scan/csv_stream.hpp"
+#include "scan/source.hpp"
+#include "scan/structural.hpp"
+#include "tandem/core/error.hpp"
+#include "tandem/core/format.hpp"
+#include "tandem/core/gather.hpp"
+#include "tandem/core/parallel.hpp"
+#include "tandem/core/timing.hpp"
+#include "tandem/core/uninit_allocator.hpp"
+
+namespace tandem::scan {
+namespace {
+
+template <class T>
+using Uninit = std::vector<T, UninitAllocator<T>>;
+
+// Rows written per block: about 13 MiB of db-benchmark text, written while the next is copied.
+constexpr std::size_t kBlockRows = std::size_t{1} << 18;
+constexpr std::size_t kAhead = 8;  // records asked for ahead of their copy
+
+// Where one record's bytes lie (its line end included).
+struct Record {
+  const char* at{nullptr};
+  std::uint64_t bytes{0};
+};
+
+// One chunk of the scan, kept until the output is written: the scan's own buffer, not a copy.
+struct KeptChunk {
+  std::shared_ptr<char[]> owner;
+  const char* text{nullptr};
+  std::vector<std::uint32_t> starts, ends;
+  Table keys;
+};
+
+// The scan's consumer: chunks arrive on the scan's workers in any order.
+class ChunkKeeper {
+ public:
+  void add(std::size_t index, const Table& keys, const ChunkRecords& r) {
+    auto c = std::make_unique<KeptChunk>();
+    c->owner = r.owner;
+    c->text = r.text;
+    c->starts = std::move(*r.starts);
+    c->ends = std::move(*r.ends);
+    c->keys = keys;
+    std::lock_guard lock(mutex_);
+    if (chunks_.size() <= index) chunks_.resize(index + 1);
+    chunks_[index] = std::move(c);
+  }
+  std::vector<std::unique_ptr<KeptChunk>>& chunks() { return chunks_; }
+
+ private:
+  std::mutex mutex_;
+  std::vector<std::unique_ptr<KeptChunk>> chunks_;
+};
+
+// The columns to parse: the keys, then the schema's columns (so that their values are checked).
+std::vector<std::string> parsed_columns(const SortSpec& spec, const CsvSchema& schema) {
+  std::vector<std::string> names;
+  std::unordered_set<std::string> seen;
+  for (const auto& k : spec.by)
+    if (seen.insert(k.column).second) names.push_back(k.column);
+  for (const auto& s : schema)
+    if (seen.insert(s.name).second) names.push_back(s.name);
+  return names;
+}
+
+Table joined_keys(std::vector<std::unique_ptr<KeptChunk>>& chunks, const std::vector<ColumnPlan>& plans, int threads) {
+  if (chunks.empty()) {
+    std::vector<Column> columns;
+    for (const auto& p : plans) columns.push_back(ColumnBuilder(p.name, p.type).finish());
+    return Table(std::move(columns));
+  }
+  std::vector<Table> parts;
+  for (auto& c : chunks) parts.push_back(std::move(c->keys));
+  return parts.size() == 1 ? std::move(parts.front()) : concatenate(parts, threads);
+}
+
+// Every record's place, in input order; the first row of each chunk in `first`.
+Uninit<Record> locate(const std::vector<std::unique_ptr<KeptChunk>>& chunks, int threads) {
+  std::vector<std::size_t> first(chunks.size() + 1, 0);
+  for (std::size_t c = 0; c < chunks.size(); ++c) first[c + 1] = first[c] + chunks[c]->starts.size();
+  Uninit<Record> at(first.back());
+  parallel_for(chunks.size(), threads, [&](std::size_t c) {
+    const KeptChunk& k = *chunks[c];
+    Record* out = at.data() + first[c];
+    for (std::size_t i = 0; i < k.starts.size(); ++i) out[i] = {k.text + k.starts[i], k.ends[i] - k.starts[i]};
+  });
+  return at;
+}
+
+// The rows' records copied in order into `buf` on every core.
+void copy_block(const Record* recs, std::size_t k, int threads, std::vector<char>& buf) {
+  const auto T = static_cast<std::size_t>(std::max(1, std::min<int>(threads, static_cast<int>(k / 4096) + 1)));
+  std::vector<std::uint64_t> start(T + 1, 0);
+  for (std::size_t t = 0; t < T; ++t)
+    for (std::size_t i = k * t / T; i < k * (t + 1) / T; ++i) start[t + 1] += recs[i].bytes;
+  for (std::size_t t = 0; t < T; ++t) start[t + 1] += start[t];
+  if (buf.size() < start[T]) buf.resize(start[T]);
+  parallel_for(T, static_cast<int>(T), [&](std::size_t t) {
+    char* dst = buf.data() + start[t];
+    const std::size_t end = k * (t + 1) / T;
+    for (std::size_t i = k * t / T; i < end; ++i) {
+      if (i + kAhead < end) __builtin_prefetch(recs[i + kAhead].at);
+      std::memcpy(dst, recs[i].at, recs[i].bytes);
+      dst += recs[i].bytes;
+    }
+  });
+  buf.resize(start[T]);
+}
+
+// The records in `order`, a block gathered and copied while the one before is written.
+void write_records(std::ostream& out, const Record* at, const std::vector<std::size_t>& order, int threads) {
+  Uninit<Record> block(std::min(order.size(), kBlockRows));
+  std::vector<char> bufs[2];
+  std::future<void> writing;
+  for (std::size_t b = 0, i0 = 0; i0 < order.size(); ++b, i0 += kBlockRows) {
+    const std::size_t k = std::min(kBlockRows, order.size() - i0);
+    gather_prefetched(at, order.data() + i0, k, block.data(), threads);
+    std::vector<char>& buf = bufs[b % 2];
+    copy_block(block.data(), k, threads, buf);
+    if (writing.valid()) writing.get();
+    writing = std::async(std::launch::async,
+                         [&out, &buf] { out.write(buf.data(), static_cast<std::streamsize>(buf.size())); });
+  }
+  if (writing.valid()) writing.get();
+}
+
+}  // namespace
+
+std::string line_end_of(std::string_view header) { return header.ends_with("\r\n") ? "\r\n" : "\n"; }
+
+Column record_column(std::string name, std::string_view body, char delimiter, std::size_t fields,
+                     std::string_view line_end) {
+  constexpr std::size_t kPadding = 64;  // the scan's masks read 64 bytes past the end
+  auto padded = std::make_unique_for_overwrite<char[]>(body.size() + kPadding);
+  std::memcpy(padded.get(), body.data(), body.size());
+  std::memset(padded.get() + body.size(), 0, kPadding);
+  const std::vector<ColumnPlan> plans;
+  const std::vector<int> slot(fields, -1);
+  ChunkInput in{padded.get(), padded.get() + body.size(), delimiter, fields, &plans,
+                &slot,        detected_simd_level(),      true};
+  const ChunkResult r = parse_chunk(in);
+  if (r.status != ChunkStatus::ok) throw Error(fmt::format("records of a CSV piece: {}", r.error_what));
+  const std::size_t n = r.record_starts.size();
+  Uninit<std::uint64_t> offsets(n + 1);  // fresh each piece: uninitialised, on huge pages when large
+  Uninit<char> bytes(body.size() + line_end.size());
+  offsets[0] = 0;
+  std::size_t at = 0;
+  for (std::size_t i = 0; i < n;) {  // runs of adjacent records (no blank line between) at once
+    std::size_t j = i + 1;
+    while (j < n && r.record_starts[j] == r.record_ends[j - 1]) ++j;
+    const std::size_t from = r.record_starts[i];
+    std::memcpy(bytes.data() + at, body.data() + from, r.record_ends[j - 1] - from);
+    for (; i < j; ++i) offsets[i + 1] = at + (r.record_ends[i] - from);
+    at = offsets[j];
+  }
+  if (n > 0 && bytes[at - 1] != '\n') {
+    std::memcpy(bytes.data() + at, line_end.data(), line_end.size());
+    at += line_end.size();
+    offsets[n] = at;
+  }
+  bytes.resize(at);  // smaller: no copy
+  Column c;
+  c.name = std::move(name);
+  c.type = ColumnType::str;
+  c.length = n;
+  c.values = Buffer::take(std::move(bytes));
+  c.offsets = Buffer::take(std::move(offsets));
+  return c;
+}
+
+CsvSortResult sort_csv_records(const std::string& path, const SortSpec& spec, std::ostream& out,
+                               const CsvSortOptions& options) {
+  const int threads = options.sort.threads > 0 ? options.sort.threads : default_threads();
+  StreamOptions so;
+  so.delimiter = options.csv.delimiter;
+  so.schema = options.csv.schema;
+  so.threads = options.csv.threads;
+  so.chunk_bytes = options.csv.chunk_bytes;
+  std::shared_ptr<const std::string> piped;
+  if (path == "-") {  // read whole, so that a widened type can be read again from memory
+    auto src = open_source(path);
+    auto bytes = std::make_shared<std::string>();
+    for (std::size_t got = 0;;) {
+      bytes->resize(std::max<std::size_t>(bytes->size() * 2, 1 << 20));
+      got += src->read_full(bytes->data() + got, bytes->size() - got);
+      if (got < bytes->size()) {
+        bytes->resize(got);
+        break;
+      }
+    }
+    piped = std::move(bytes);
+    so.open = [&] { return memory_source(piped, "<stdin>"); };
+  }
+  Stopwatch sw;
+  ChunkKeeper* keeper = nullptr;
+  std::unique_ptr<ChunkKeeper> kept;
+  const auto summary = scan_csv_records(path, parsed_columns(spec, options.csv.schema), so, [&]() -> RecordConsumer {
+    kept = std::make_unique<ChunkKeeper>();  // a fresh pass drops the chunks of the one before
+    keeper = kept.get();
+    return [keeper](std::size_t index, const Table& keys, const ChunkRecords& r) { keeper->add(index, keys, r); };
+  });
+  auto& chunks = keeper->chunks();
+  const double read_s = sw.seconds();
+  sw.reset();
+  const Table keys = joined_keys(chunks, summary.plans, threads);
+  Uninit<Record> at = locate(chunks, threads);
+  // Only the input's last record can lack a line end: a copy of it with the header's.
+  std::string last;
+  if (!at.empty() && at.back().at[at.back().bytes - 1] != '\n') {
+    last.assign(at.back().at, at.back().bytes);
+    last += line_end_of(summary.header_text);
+    at.back() = {last.data(), last.size()};
+  }
+  const double locate_s = sw.seconds();
+
+  auto order = argsort(keys, spec, options.sort);
+  CsvSortResult r;
+  r.report = std::move(order.report);
+  r.report.operation = "sort";
+  r.report.stages.insert(
+      r.report.stages.begin(),
+      {{"read input", "cpu", read_s,
+        fmt::format("{} rows; {} of {} columns parsed, every record kept as written ({}, {} chunks)", keys.rows(),
+                    summary.columns_read, summary.columns_total, human_bytes(summary.bytes), summary.chunks)},
+       {"join keys", "cpu", locate_s, "the chunks' key columns and their records' places"}});
+  sw.reset();
+  out.write(summary.header_text.data(), static_cast<std::streamsize>(summary.header_text.size()));
+  if (summary.header_text.empty() || summary.header_text.back() != '\n') out << '\n';
+  write_records(out, at.data(), order.rows, threads);
+  r.report.add("write output", "cpu", sw.seconds(),
+               fmt::format("{} rows, their records' bytes as read", order.rows.size()));
+  if (summary.passes > 1) r.report.note(fmt::format("read {} times: a key column's type widened", summary.passes));
+  r.rows_read = keys.rows();
+  r.rows_written = order.rows.size();
+  return r;
+}
+
+}  // namespace tandem::scan

@@ -1,0 +1,31 @@
+// A CSV file sorted in memory with its records kept as they were written: only the key columns
+// (and the columns a schema names, whose values it checks) are parsed, by the streaming scan;
+// every record's bytes are kept and written out in key order, the header first. Nothing of a
+// value changes on the way (no reformatting of numbers, no requoting), and the other columns
+// cost a copy of their bytes, not a parse, a gather and a print.
+#pragma once
+#include <iosfwd>
+#include <string>
+#include <string_view>
+
+#include "tandem/table_sort.hpp"
+
+namespace tandem::scan {
+
+// InputError naming the file, line and column of a malformed record; UsageError naming a key
+// the header lacks. Standard input ("-") is read whole first (a column whose type widens after
+// the sample is read again from memory).
+CsvSortResult sort_csv_records(const std::string& path, const SortSpec& spec, std::ostream& out,
+                               const CsvSortOptions& options);
+
+// The records of `body` (whole records of a CSV file's body with `fields` fields each, read with
+// `delimiter`) as a string column named `name`, one row per record (blank lines belong to none),
+// each with its line end; a last record without one gets `line_end`. For sorted runs that write
+// their records as read.
+Column record_column(std::string name, std::string_view body, char delimiter, std::size_t fields,
+                     std::string_view line_end);
+
+// The line end a last record without one is given: the header's ("\r\n" or "\n").
+std::string line_end_of(std::string_view header);
+
+}  // namespace tandem::scan
