@@ -59,6 +59,15 @@ struct ScanBuffer {
   }
 };
 
+// The source of an input already in memory: nothing more to read.
+struct Drained : ByteSource {
+  explicit Drained(const std::string& path) {
+    name = path == "-" ? "<stdin>" : path;
+    rewindable = true;
+  }
+  std::size_t read(char*, std::size_t) override { return 0; }
+};
+
 // Fills b from the source up to its capacity; false at the end of the input.
 bool fill(ByteSource& src, ScanBuffer& b) {
   const std::size_t got = src.read_full(b.data.get() + b.filled, b.capacity - b.filled);
@@ -193,9 +202,10 @@ class Pass {
     for (std::size_t k = 0; k < wanted_.size(); ++k) wanted_[k] = (*in.plans)[k].type;
   }
 
-  // Reads from `src`; `first` holds the start of the input with the body from `body` on.
+  // Reads from `src`; `first` holds the start of the input with the body from `body` on (with
+  // `in_place`, all of it: the chunks are cut from it, not read).
   void run(ByteSource& src, ScanBuffer first, std::size_t body, bool more, std::size_t chunk_bytes,
-           const std::function<void(std::size_t)>& progress);
+           const std::function<void(std::size_t)>& progress, bool in_place);
 
   std::vector<ChunkOutcome> outcomes;
   std::vector<ColumnType> wanted_types() const { return wanted_; }
@@ -207,6 +217,7 @@ class Pass {
   void parse(const Job& j);
   void read_all(ByteSource& src, bool more, std::size_t body, std::size_t chunk_bytes,
                 const std::function<void(std::size_t)>& progress);
+  void cut_in_place(const ScanBuffer& whole, std::size_t body, std::size_t chunk_bytes);
   ScanBuffer* take_free();
   void give_back(ScanBuffer* b);
 
@@ -218,7 +229,7 @@ class Pass {
   std::condition_variable jobs_cv_, free_cv_;
   std::deque<Job> jobs_;
   std::vector<ScanBuffer*> free_;
-  std::vector<std::unique_ptr<ScanBuffer>> buffers_;
+  std::vector<std::unique_ptr<ScanBuffer>> buffers_;  // the first holds the input in place
   bool done_{false};
   std::atomic<bool> widened_{false}, failed_{false};
   std::exception_ptr consumer_error_;
@@ -304,7 +315,7 @@ void Pass::work() {
 }
 
 void Pass::run(ByteSource& src, ScanBuffer first, std::size_t body, bool more, std::size_t chunk_bytes,
-               const std::function<void(std::size_t)>& progress) {
+               const std::function<void(std::size_t)>& progress, bool in_place) {
   for (int i = 0; i < threads_ + 2; ++i) {
     buffers_.push_back(std::make_unique<ScanBuffer>());
     if (i > 0) free_.push_back(buffers_.back().get());
@@ -314,7 +325,8 @@ void Pass::run(ByteSource& src, ScanBuffer first, std::size_t body, bool more, s
   for (int i = 0; i < threads_; ++i) workers.emplace_back([this] { work(); });
   std::exception_ptr read_error;
   try {
-    read_all(src, more, body, chunk_bytes, progress);
+    if (in_place) cut_in_place(*buffers_[0], body, chunk_bytes);
+    else read_all(src, more, body, chunk_bytes, progress);
   } catch (...) {
     read_error = std::current_exception();
   }
@@ -374,6 +386,40 @@ void Pass::read_all(ByteSource& src, bool more, std::size_t body, std::size_t ch
   bytes = offset;
 }
 
+// The input already in memory: each chunk a view of it (no copy), but for the input's last
+// bytes, copied so that the masks find their padding.
+void Pass::cut_in_place(const ScanBuffer& whole, std::size_t body, std::size_t chunk_bytes) {
+  const std::size_t end = whole.filled;
+  std::size_t start = body, index = 0;
+  while (start < end && !failed_) {
+    std::size_t window = std::min(chunk_bytes, end - start);
+    Cut cut = cut_piece(whole.data.get() + start, window, start + window == end, in_.delimiter);
+    while (cut.grow) {  // no record ends in the window
+      window = std::min(window * 2, end - start);
+      cut = cut_piece(whole.data.get() + start, window, start + window == end, in_.delimiter);
+    }
+    auto view = std::make_unique<ScanBuffer>();
+    if (start + cut.take + kPadding <= end) {
+      view->data = std::shared_ptr<char[]>(whole.data, whole.data.get() + start);
+      view->capacity = cut.take;
+    } else {
+      view->reserve(cut.take);
+      std::memcpy(view->data.get(), whole.data.get() + start, cut.take);
+      std::memset(view->data.get() + cut.take, 0, kPadding);
+    }
+    view->filled = cut.take;
+    {
+      std::lock_guard lock(m_);
+      outcomes.emplace_back();
+      jobs_.push_back({index++, view.get(), 0, cut.take, start});
+      buffers_.push_back(std::move(view));
+    }
+    jobs_cv_.notify_one();
+    start += cut.take;
+  }
+  bytes = start;
+}
+
 }  // namespace
 
 namespace {
@@ -408,12 +454,19 @@ StreamSummary scan(const std::string& path, const std::vector<std::string>& colu
   sum.chunk_bytes = options.chunk_bytes ? options.chunk_bytes : (std::size_t{8} << 20) - kPadding;  // 8 MiB in all
   sum.simd = detected_simd_level();
   for (;;) {
-    auto src = options.open ? options.open() : open_source(path);
+    const bool in_place = options.text != nullptr;
+    auto src = in_place ? std::make_unique<Drained>(path) : open_source(path);
     ScanBuffer first;
-    first.reserve(std::max<std::size_t>(sum.chunk_bytes, 64 << 10));
+    if (in_place) {  // one byte of room the source never fills: the input has ended
+      first.data = options.text;
+      first.filled = options.text_bytes;
+      first.capacity = options.text_bytes + 1;
+    } else {
+      first.reserve(std::max<std::size_t>(sum.chunk_bytes, 64 << 10));
+    }
     const Header h = read_header(*src, first, options.delimiter);
     const bool more = first.filled == first.capacity;
-    std::memset(first.data.get() + first.filled, 0, kPadding);
+    if (!in_place) std::memset(first.data.get() + first.filled, 0, kPadding);
     std::vector<int> slot(h.names.size(), -1);
     if (sum.passes == 1) {
       sum.plans = plan_columns(h, columns, options.schema, src->name);
@@ -425,7 +478,7 @@ StreamSummary scan(const std::string& path, const std::vector<std::string>& colu
     for (std::size_t k = 0; k < sum.plans.size(); ++k) slot[sum.plans[k].index] = static_cast<int>(k);
     const ChunkInput in{nullptr, nullptr, h.delimiter, h.names.size(), &sum.plans, &slot, sum.simd, records};
     Pass pass(in, sum.threads, fresh_consumer());
-    pass.run(*src, std::move(first), h.bytes, more, sum.chunk_bytes, options.progress);
+    pass.run(*src, std::move(first), h.bytes, more, sum.chunk_bytes, options.progress, in_place);
     for (const auto& o : pass.outcomes)
       if (o.status == ChunkStatus::error) raise_first_error(pass, h, src->name);
     if (pass.widened()) {

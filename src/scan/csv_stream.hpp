@@ -29,9 +29,10 @@ struct StreamOptions {
   std::size_t sample_rows{20000};
   // Called from the reading thread about twice a second with the bytes read so far.
   std::function<void(std::size_t bytes)> progress;
-  // Opens the input in place of open_source(path), once per pass (bytes already in memory, say);
-  // `path` then only names it.
-  std::function<std::unique_ptr<ByteSource>()> open;
+  // The whole input, already in memory: scanned in place (no source opened, `path` only names
+  // it), each chunk a share of it (a records consumer that keeps a chunk keeps it alive).
+  std::shared_ptr<char[]> text;
+  std::size_t text_bytes{0};
 };
 
 struct Header {

@@ -13,8 +13,9 @@
 namespace tandem::scan {
 
 // InputError naming the file, line and column of a malformed record; UsageError naming a key
-// the header lacks. Standard input ("-") is read whole first (a column whose type widens after
-// the sample is read again from memory).
+// the header lacks. The input (a file, or standard input: "-") is read whole, on every core for
+// a file, and scanned in place, so a key whose type widens after the sample is scanned again
+// from memory; a compressed file streams through its decompressor.
 CsvSortResult sort_csv_records(const std::string& path, const SortSpec& spec, std::ostream& out,
                                const CsvSortOptions& options);
 

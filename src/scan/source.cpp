@@ -160,29 +160,7 @@ class ZstdSource : public ByteSource {
 };
 #endif
 
-class MemorySource : public ByteSource {
- public:
-  MemorySource(std::shared_ptr<const std::string> bytes, std::string source) : bytes_(std::move(bytes)) {
-    rewindable = true;
-    name = std::move(source);
-  }
-  std::size_t read(char* dst, std::size_t n) override {
-    n = std::min(n, bytes_->size() - pos_);
-    std::memcpy(dst, bytes_->data() + pos_, n);
-    pos_ += n;
-    return n;
-  }
-
- private:
-  std::shared_ptr<const std::string> bytes_;
-  std::size_t pos_{0};
-};
-
 }  // namespace
-
-std::unique_ptr<ByteSource> memory_source(std::shared_ptr<const std::string> bytes, std::string name) {
-  return std::make_unique<MemorySource>(std::move(bytes), std::move(name));
-}
 
 bool is_compressed(const std::string& path) { return ends_with(path, ".gz") || ends_with(path, ".zst"); }
 

@@ -25,9 +25,6 @@ class ByteSource {
 // Opens `path` ("-": standard input); the suffix picks the decompressor.
 std::unique_ptr<ByteSource> open_source(const std::string& path);
 
-// Bytes already in memory, shared between the passes that read them (rewindable).
-std::unique_ptr<ByteSource> memory_source(std::shared_ptr<const std::string> bytes, std::string name);
-
 // Whether open_source decompresses `path` (its suffix: .gz or .zst).
 bool is_compressed(const std::string& path);
 

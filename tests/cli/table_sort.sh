@@ -52,6 +52,12 @@ rows = open(sys.argv[1]).read().splitlines()[1:]
 want = sorted(rows, key=lambda r: -float(r.split(",")[0]))  # stable, as tandem
 assert open(sys.argv[2]).read().splitlines()[1:] == want
 PY
+# a gzip file streams through its decompressor, widening and all: the same output
+if command -v gzip >/dev/null; then
+  gzip -c "$d/w.csv" >"$d/w.csv.gz"
+  check gz-widens 0 "$T" sort "$d/w.csv.gz" --by k:desc --out "$d/w-gz.csv"
+  cmp -s "$d/w-gz.csv" "$d/w-file.csv" || { echo "FAIL gzip sort differs from the file's"; fails=$((fails+1)); }
+fi
 # --device cpu gives the same file as the default (auto: the GPU only for large tables where one is)
 check random-cpu 0 "$T" sort "$d/r.csv" --by a,b:desc,c --schema a:str --out "$d/rs-cpu.csv" --threads 2 --device cpu
 cmp -s "$d/rs.csv" "$d/rs-cpu.csv" || { echo "FAIL --device cpu output differs"; fails=$((fails+1)); }
