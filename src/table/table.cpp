@@ -109,10 +109,12 @@ void Column::validate() const {
                                  offsets.size() / sizeof(std::uint64_t), length));
   const auto o = offsets.as<std::uint64_t>();
   if (o[0] != 0) throw InputError(fmt::format("column '{}': the first string offset is {}, not 0", name, o[0]));
-  // Every row checked, on every core for long columns (a serial pass cost as much as grouping them).
+  // Every row checked, on every core for long columns (a serial pass cost as much as grouping
+  // them). Not for a scan's chunk (some 10^5 rows, its table built on a scan's worker thread):
+  // there a team of threads started per worker costs more than the check, and spins after it.
   const auto rows = static_cast<std::int64_t>(length);
   std::int64_t first_bad = rows;
-#pragma omp parallel for schedule(static) reduction(min : first_bad) if (rows > (std::int64_t{1} << 16))
+#pragma omp parallel for schedule(static) reduction(min : first_bad) if (rows > (std::int64_t{1} << 21))
   for (std::int64_t i = 0; i < rows; ++i)
     if (o[i + 1] < o[i]) first_bad = std::min(first_bad, i);
   if (first_bad < rows)
