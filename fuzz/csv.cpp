@@ -11,7 +11,7 @@
 // The streaming scan's chunk parser (src/scan/) reads the same body with the accepted table's
 // types fixed: its fast and scalar paths must agree with each other always, and with the table
 // where the table reader accepted the text; the body cut into tiny pieces as the scan's reader
-// cuts a stream (csv::cut_piece) must give the same rows.
+// cuts a stream (csv::cut_piece) must give the same rows, and say where each row's record lies.
 #include <bit>
 #include <cmath>
 #include <cstring>
@@ -172,6 +172,26 @@ std::optional<std::string_view> body_of(std::string_view text, char delimiter) {
   return std::string_view(p, static_cast<std::size_t>(end - p));
 }
 
+// Where a chunk says its records lie (the sort's verbatim output rests on it): one record per
+// row, in order, each ending in a line feed or at the chunk's end, and nothing between two
+// records but blank lines.
+void check_records(std::string_view chunk, const scan::ChunkResult& r) {
+  fuzz::check(r.record_starts.size() == r.rows && r.record_ends.size() == r.rows,
+              fmt::format("{} records for {} rows", r.record_starts.size(), r.rows));
+  std::size_t prev = 0;
+  for (std::size_t i = 0; i < r.rows; ++i) {
+    const std::size_t b = r.record_starts[i], e = r.record_ends[i];
+    fuzz::check(prev <= b && b < e && e <= chunk.size(), fmt::format("record {}: [{}, {}) after {}", i, b, e, prev));
+    fuzz::check(chunk[e - 1] == '\n' || e == chunk.size(), fmt::format("record {} ends inside a line", i));
+    for (std::string_view gap = chunk.substr(prev, b - prev); !gap.empty();) {
+      const std::size_t n = gap.starts_with("\r\n") ? 2 : gap.starts_with('\n') ? 1 : 0;
+      fuzz::check(n > 0, fmt::format("record {}: bytes other than blank lines before it", i));
+      gap.remove_prefix(n);
+    }
+    prev = e;
+  }
+}
+
 // Parses `body` as one chunk (fast or scalar path) or as the pieces a stream would be cut into
 // with buffers of `buffer` bytes; the table or the error (offset and message).
 Outcome scan_body(std::string_view body, char delimiter, const std::vector<scan::ColumnPlan>& plans, bool fast,
@@ -190,11 +210,12 @@ Outcome scan_body(std::string_view body, char delimiter, const std::vector<scan:
     }
     std::string chunk(body.substr(at, cut.take));
     chunk.append(64, '\0');
-    const scan::ChunkInput in{chunk.data(), chunk.data() + cut.take,    delimiter, plans.size(), &plans,
-                              &slot,        scan::detected_simd_level()};
+    const scan::ChunkInput in{chunk.data(), chunk.data() + cut.take,     delimiter, plans.size(), &plans,
+                              &slot,        scan::detected_simd_level(), true};
     const scan::ChunkResult r = fast ? scan::parse_chunk(in) : scan::parse_chunk_scalar(in);
     if (r.status == scan::ChunkStatus::error) return fmt::format("byte {}: {}", at + r.error_offset, r.error_what);
     fuzz::check(r.status == scan::ChunkStatus::ok, "a fixed-type column widened");
+    check_records(std::string_view(chunk).substr(0, cut.take), r);
     parts.push_back(r.table);
     at += cut.take;
     if (cut.take == 0) break;
