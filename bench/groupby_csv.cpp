@@ -174,10 +174,7 @@ int main(int argc, char** argv) {
   // this benchmark runs the same questions through that libduckdb.so.
   const std::string duckdb_lib = b.get("--duckdb-lib", "");
   const std::string duckdb_program =
-      duckdb_lib.empty()
-          ? "node " + bench::shell_quote(std::string(TANDEM_SOURCE_DIR) + "/bench/duckdb/groupby_csv.mjs")
-          : bench::shell_quote((std::filesystem::path(argv[0]).parent_path() / "duckdb_groupby_csv").string()) +
-                " --lib " + bench::shell_quote(duckdb_lib);
+      bench::duckdb_command(std::string(TANDEM_SOURCE_DIR) + "/bench/duckdb/groupby_csv.mjs", duckdb_lib, argv[0]);
   auto duckdb = [&](const std::string& q) {
     const auto r = bench::run_command(
         fmt::format("{} --csv {} --threads {} --reps {} --warmup {} --out {} --questions {}", duckdb_program,

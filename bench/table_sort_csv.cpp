@@ -141,10 +141,7 @@ int main(int argc, char** argv) {
   // this benchmark runs the same statement through that libduckdb.so.
   const std::string duckdb_lib = b.get("--duckdb-lib", "");
   const std::string duckdb_program =
-      duckdb_lib.empty()
-          ? "node " + bench::shell_quote(std::string(TANDEM_SOURCE_DIR) + "/bench/duckdb/sort_csv.mjs")
-          : bench::shell_quote((std::filesystem::path(argv[0]).parent_path() / "duckdb_groupby_csv").string()) +
-                " --lib " + bench::shell_quote(duckdb_lib);
+      bench::duckdb_command(std::string(TANDEM_SOURCE_DIR) + "/bench/duckdb/sort_csv.mjs", duckdb_lib, argv[0]);
   warm(csv);
   const auto start = b.time([&] { (void)bench::spawn_quiet({tandem_bin, "--version"}); });
   b.record("process start", "tandem --version", start, 1, "runs", true);

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <utility>
@@ -194,6 +195,12 @@ std::string shell_quote(const std::string& text) {
   std::string q = "'";
   for (char c : text) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
   return q + "'";
+}
+
+std::string duckdb_command(const std::string& node_script, const std::string& duckdb_lib, const char* argv0) {
+  if (duckdb_lib.empty()) return "node " + shell_quote(node_script);
+  return shell_quote((std::filesystem::path(argv0).parent_path() / "duckdb_groupby_csv").string()) + " --lib " +
+         shell_quote(duckdb_lib);
 }
 
 }  // namespace tandem::bench

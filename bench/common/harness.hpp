@@ -77,5 +77,9 @@ CommandOutput run_command(const std::string& command);
 nlohmann::json run_json_command(const std::string& what, const std::string& command);
 // `text` quoted for a POSIX shell.
 std::string shell_quote(const std::string& text);
+// The command that runs a DuckDB anchor: Node with `node_script` (bench/duckdb/*.mjs), or, with
+// `duckdb_lib` (a machine without Node), the C API program duckdb_groupby_csv beside the
+// benchmark (`argv0`'s folder) over that libduckdb.so.
+std::string duckdb_command(const std::string& node_script, const std::string& duckdb_lib, const char* argv0);
 
 }  // namespace tandem::bench
