@@ -18,7 +18,6 @@
 #include "scan/structural.hpp"
 #include "tandem/core/error.hpp"
 #include "tandem/core/format.hpp"
-#include "tandem/core/gather.hpp"
 #include "tandem/core/io.hpp"
 #include "tandem/core/parallel.hpp"
 #include "tandem/core/timing.hpp"
@@ -97,18 +96,54 @@ Table joined_keys(std::vector<std::unique_ptr<KeptChunk>>& chunks, const std::ve
   return parts.size() == 1 ? std::move(parts.front()) : concatenate(parts, threads);
 }
 
-// Every record's place, in input order; the first row of each chunk in `first`.
-Uninit<Record> locate(const std::vector<std::unique_ptr<KeptChunk>>& chunks, int threads) {
-  std::vector<std::size_t> first(chunks.size() + 1, 0);
-  for (std::size_t c = 0; c < chunks.size(); ++c) first[c + 1] = first[c] + chunks[c]->starts.size();
-  Uninit<Record> at(first.back());
-  parallel_for(chunks.size(), threads, [&](std::size_t c) {
-    const KeptChunk& k = *chunks[c];
-    Record* out = at.data() + first[c];
-    for (std::size_t i = 0; i < k.starts.size(); ++i) out[i] = {k.text + k.starts[i], k.ends[i] - k.starts[i]};
-  });
-  return at;
-}
+// Where row r's record lies, found from the chunk that holds it: no array of every row's place
+// (16 bytes a row of fresh memory). Rows in buckets of 2^12 point at the chunks they may be in.
+class RecordPlaces {
+ public:
+  RecordPlaces(const std::vector<std::unique_ptr<KeptChunk>>& chunks, std::string_view line_end) : chunks_(chunks) {
+    first_.push_back(0);
+    for (const auto& c : chunks) first_.push_back(first_.back() + c->starts.size());
+    const std::size_t rows = first_.back();
+    for (std::size_t b = 0, c = 0; b <= (rows >> kBucketShift); ++b) {
+      while (c + 1 < chunks.size() && first_[c + 1] <= (b << kBucketShift)) ++c;
+      bucket_.push_back(static_cast<std::uint32_t>(c));
+    }
+    // Only the input's last record can lack a line end: a copy of it with the header's.
+    if (rows > 0) {
+      const Record r = place(rows - 1);
+      if (r.at[r.bytes - 1] != '\n') last_ = std::string(r.at, r.bytes) + std::string(line_end);
+    }
+  }
+  std::size_t rows() const { return first_.back(); }
+  Record operator()(std::size_t r) const {
+    if (!last_.empty() && r + 1 == rows()) return {last_.data(), last_.size()};
+    return place(r);
+  }
+  // Asks for row r's start and end.
+  void prefetch(std::size_t r) const {
+    const std::size_t c = chunk_of(r), i = r - first_[c];
+    __builtin_prefetch(chunks_[c]->starts.data() + i);
+    __builtin_prefetch(chunks_[c]->ends.data() + i);
+  }
+
+ private:
+  static constexpr unsigned kBucketShift = 12;
+  std::size_t chunk_of(std::size_t r) const {
+    const std::size_t b = r >> kBucketShift;
+    const auto lo = first_.begin() + bucket_[b] + 1;
+    const auto hi = b + 1 < bucket_.size() ? first_.begin() + bucket_[b + 1] + 2 : first_.end();
+    return static_cast<std::size_t>(std::upper_bound(lo, hi, r) - first_.begin()) - 1;
+  }
+  Record place(std::size_t r) const {
+    const std::size_t c = chunk_of(r), i = r - first_[c];
+    const KeptChunk& k = *chunks_[c];
+    return {k.text + k.starts[i], k.ends[i] - k.starts[i]};
+  }
+  const std::vector<std::unique_ptr<KeptChunk>>& chunks_;
+  std::vector<std::size_t> first_;     // each chunk's first row, and the rows in all
+  std::vector<std::uint32_t> bucket_;  // the chunk of each bucket's first row
+  std::string last_;
+};
 
 // The rows' records copied in order into `buf` on every core.
 void copy_block(const Record* recs, std::size_t k, int threads, std::vector<char>& buf) {
@@ -131,13 +166,18 @@ void copy_block(const Record* recs, std::size_t k, int threads, std::vector<char
 }
 
 // The records in `order`, a block gathered and copied while the one before is written.
-void write_records(std::ostream& out, const Record* at, const std::vector<std::size_t>& order, int threads) {
+void write_records(std::ostream& out, const RecordPlaces& places, const std::vector<std::size_t>& order, int threads) {
   Uninit<Record> block(std::min(order.size(), kBlockRows));
   std::vector<char> bufs[2];
   std::future<void> writing;
   for (std::size_t b = 0, i0 = 0; i0 < order.size(); ++b, i0 += kBlockRows) {
     const std::size_t k = std::min(kBlockRows, order.size() - i0);
-    gather_prefetched(at, order.data() + i0, k, block.data(), threads);
+    const std::size_t* rows = order.data() + i0;
+#pragma omp parallel for num_threads(threads) schedule(static) if (k > (std::size_t{1} << 15))
+    for (std::size_t j = 0; j < k; ++j) {
+      if (j + 16 < k) places.prefetch(rows[j + 16]);
+      block[j] = places(rows[j]);
+    }
     std::vector<char>& buf = bufs[b % 2];
     copy_block(block.data(), k, threads, buf);
     if (writing.valid()) writing.get();
@@ -218,15 +258,8 @@ CsvSortResult sort_csv_records(const std::string& path, const SortSpec& spec, st
   const double read_s = sw.seconds();
   sw.reset();
   const Table keys = joined_keys(chunks, summary.plans, threads);
-  Uninit<Record> at = locate(chunks, threads);
-  // Only the input's last record can lack a line end: a copy of it with the header's.
-  std::string last;
-  if (!at.empty() && at.back().at[at.back().bytes - 1] != '\n') {
-    last.assign(at.back().at, at.back().bytes);
-    last += line_end_of(summary.header_text);
-    at.back() = {last.data(), last.size()};
-  }
-  const double locate_s = sw.seconds();
+  const RecordPlaces places(chunks, line_end_of(summary.header_text));
+  const double join_s = sw.seconds();
 
   TableSortOptions sort_options = options.sort;
   const bool keys_on_cpu = sort_options.device == Device::auto_ && keys.rows() < kGpuKeyRows;
@@ -240,11 +273,11 @@ CsvSortResult sort_csv_records(const std::string& path, const SortSpec& spec, st
       {{"read input", "cpu", read_s,
         fmt::format("{} rows; {} of {} columns parsed, every record kept as written ({}, {} chunks)", keys.rows(),
                     summary.columns_read, summary.columns_total, human_bytes(summary.bytes), summary.chunks)},
-       {"join keys", "cpu", locate_s, "the chunks' key columns and their records' places"}});
+       {"join keys", "cpu", join_s, "the chunks' key columns joined"}});
   sw.reset();
   out.write(summary.header_text.data(), static_cast<std::streamsize>(summary.header_text.size()));
   if (summary.header_text.empty() || summary.header_text.back() != '\n') out << '\n';
-  write_records(out, at.data(), order.rows, threads);
+  write_records(out, places, order.rows, threads);
   r.report.add("write output", "cpu", sw.seconds(),
                fmt::format("{} rows, their records' bytes as read", order.rows.size()));
   if (keys_on_cpu)
