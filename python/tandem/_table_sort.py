@@ -35,9 +35,18 @@ def _take_frame(df, rows, pd, threads):
             data[i] = s.array.take(rows)
     out = pd.DataFrame(data, copy=False)
     out.columns = df.columns
-    out.index = df.index.take(rows)
+    out.index = _taken_index(df.index, rows, pd)
     out.attrs = dict(df.attrs)
     return out
+
+
+def _taken_index(index, rows, pd):
+    """index.take(rows). A RangeIndex's labels are computed from the rows: pandas' take first
+    makes an array of the whole range (0.3-0.8 s of a 10^7-row sort on two cores)."""
+    if isinstance(index, pd.RangeIndex):
+        labels = rows if (index.start, index.step) == (0, 1) else index.start + index.step * rows
+        return pd.Index(labels, name=index.name, copy=False)
+    return index.take(rows)
 
 
 def _ascending_list(ascending, keys):

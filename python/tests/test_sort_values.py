@@ -76,6 +76,19 @@ def test_large_frames_are_taken_column_by_column(limit):
     assert [sys.getrefcount(obj[i]) for i in (1, 2, n - 1)] == before
 
 
+@pytest.mark.parametrize("start,step", [(0, 1), (5, 3), (100, -2)])
+def test_large_frames_keep_a_range_index(start, step):
+    # A RangeIndex's labels are computed from the row order, not taken: the same labels and name.
+    rng = np.random.default_rng(start)
+    n = (1 << 16) + 17
+    df = pd.DataFrame({"k": rng.integers(0, 50, n), "v": rng.random(n)},
+                      index=pd.RangeIndex(start, start + step * n, step, name="r"))
+    want = df.sort_values("k", kind="stable")
+    got = tandem.sort_values(df, "k", threads=2)
+    pd.testing.assert_frame_equal(got, want)
+    assert list(got.index[:3]) == list(want.index[:3]) and got.index.name == "r"
+
+
 def test_take_checks_its_rows():
     from tandem import _tandem
     a = np.array(["x", None, "z"], dtype=object)
