@@ -3,10 +3,9 @@
 #include <algorithm>
 #include <cstring>
 #include <future>
-#include <iostream>
-#include <iterator>
 #include <memory>
 #include <mutex>
+#include <ostream>
 #include <unordered_set>
 
 #include <fmt/format.h>
