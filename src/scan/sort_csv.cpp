@@ -214,8 +214,7 @@ CsvSortResult sort_by_runs(const std::string& path, const SortSpec& spec, std::o
   if (!shape.layout) shape.layout = detail::plan_key_layout(like, spec, options.sort);
   Stopwatch sw;
   const detail::RowComparator cmp(std::move(*shape.layout));
-  out << shape.header;
-  if (shape.header.empty() || shape.header.back() != '\n') out << '\n';
+  scan::write_header(out, shape.header);
   BatchWriter writer(out);
   r.rows_written = detail::merge_runs(runs, like, cmp, spec.limit, kBatchRows,
                                       [&](Table&& batch) { writer.push(std::move(batch)); });

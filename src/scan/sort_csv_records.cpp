@@ -188,6 +188,11 @@ void write_records(std::ostream& out, const RecordPlaces& places, const std::vec
 
 }  // namespace
 
+void write_header(std::ostream& out, const std::string& header) {
+  out.write(header.data(), static_cast<std::streamsize>(header.size()));
+  if (header.empty() || header.back() != '\n') out << '\n';
+}
+
 std::string line_end_of(std::string_view header) { return header.ends_with("\r\n") ? "\r\n" : "\n"; }
 
 Column record_column(std::string name, std::string_view body, char delimiter, std::size_t fields,
@@ -274,8 +279,7 @@ CsvSortResult sort_csv_records(const std::string& path, const SortSpec& spec, st
                     summary.columns_read, summary.columns_total, human_bytes(summary.bytes), summary.chunks)},
        {"join keys", "cpu", join_s, "the chunks' key columns joined"}});
   sw.reset();
-  out.write(summary.header_text.data(), static_cast<std::streamsize>(summary.header_text.size()));
-  if (summary.header_text.empty() || summary.header_text.back() != '\n') out << '\n';
+  write_header(out, summary.header_text);
   write_records(out, places, order.rows, threads);
   r.report.add("write output", "cpu", sw.seconds(),
                fmt::format("{} rows, their records' bytes as read", order.rows.size()));

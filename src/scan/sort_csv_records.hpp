@@ -26,6 +26,9 @@ CsvSortResult sort_csv_records(const std::string& path, const SortSpec& spec, st
 Column record_column(std::string name, std::string_view body, char delimiter, std::size_t fields,
                      std::string_view line_end);
 
+// The header as read, with a line feed after it when it has no line end (a file of a header only).
+void write_header(std::ostream& out, const std::string& header);
+
 // The line end a last record without one is given: the header's ("\r\n" or "\n").
 std::string line_end_of(std::string_view header);
 
