@@ -258,6 +258,37 @@ TEST(GroupBySink, MostlyDistinctKeysMakeEachLaterRowAPartialGroup) {
   EXPECT_TRUE(gave_up) << "the report does not say running groups were given up";
 }
 
+TEST(GroupBySink, ManyStringKeyedGroupsAreCombinedByPartition) {
+  // 150 thousand key pairs with a string key, missing keys and values, consumed by four threads:
+  // their running groups hand the combine some 10^5 partial groups, which it folds partition by
+  // partition and puts in key order. With var (moments combined over every partial row), or
+  // integer keys alone, the engine combines them instead.
+  std::mt19937_64 rng(43);
+  const std::size_t rows = 240'000;
+  Table t;
+  t.add(random_column(rng, "k0", ColumnType::i64, rows, 50000, 0.01));
+  t.add(random_column(rng, "k1", ColumnType::str, rows, 3, 0.01));
+  for (const auto type : {ColumnType::i32, ColumnType::i64, ColumnType::u64, ColumnType::f64})
+    t.add(random_column(rng, fmt::format("v_{}", to_string(type)), type, rows, 1000, 0.1));
+  t.add(random_column(rng, "s", ColumnType::str, rows, 50, 0.1));
+  const std::vector<std::pair<GroupBySpec, bool>> cases = {
+      {{{"k0", "k1"},
+        parse_aggregations("sum(v_i32),sum(v_i64),sum(v_u64),mean(v_f64),min(v_i64),max(v_f64),count(s),count()")},
+       true},
+      {{{"k1", "k0"}, parse_aggregations("mean(v_i32),median(v_f64)")}, true},
+      {{{"k1", "k0"}, parse_aggregations("sum(v_f64),var(v_i32),count(v_u64)")}, false},
+      {{{"k0"}, parse_aggregations("sum(v_i64),mean(v_f64)")}, false}};
+  for (const auto& [spec, by_partition] : cases) {
+    const auto got = run_sink(spec, chunks_of(t, sizes(11, rows / 12)), {}, 4);
+    const std::string what = fmt::format("by {} with {}", spec.by.front(), spec.aggs.size());
+    expect_same(got.table, whole(t, spec).table, spec, what);
+    if (HasFatalFailure()) return;
+    std::string details;
+    for (const auto& stage : got.report.stages) details += stage.detail + "\n";
+    EXPECT_EQ(details.find("partition by partition") != std::string::npos, by_partition) << what << "\n" << details;
+  }
+}
+
 TEST(GroupBySink, GeneratedBenchmarkDataInSixteenChunks) {
   GroupByDataSpec data;
   data.rows = 100'000;

@@ -9,6 +9,7 @@
 #include "groupby/cpu_engine.hpp"
 #include "groupby/cpu_keys.hpp"
 #include "groupby/ops/var.hpp"
+#include "groupby/sink/partitioned_combine.hpp"
 #include "tandem/core/error.hpp"
 
 namespace tandem::sink {
@@ -86,10 +87,15 @@ Column renamed(Column c, const std::string& name) {
 
 }  // namespace
 
-Table combine_partials(const Table& partials, const Table& kept, const SinkPlan& plan, int threads) {
+Table combine_partials(const Table& partials, const Table& kept, const SinkPlan& plan, int threads,
+                       CombineNotes* notes) {
   Report ignored;
   if (plan.kept_only) return cpu_groupby::run(kept, plan.kept, threads_for(kept.rows(), threads), ignored);
-  const Table final_groups = cpu_groupby::run(partials, plan.final, threads_for(partials.rows(), threads), ignored);
+  const bool partitioned = !(notes != nullptr && notes->mostly_distinct) && combines_by_partition(plan, partials);
+  if (notes != nullptr) notes->by_partition = partitioned;
+  const Table final_groups =
+      partitioned ? final_groups_by_partition(partials, plan, threads)
+                  : cpu_groupby::run(partials, plan.final, threads_for(partials.rows(), threads), ignored);
   Table holistic;
   if (!plan.kept.aggs.empty()) {
     holistic = cpu_groupby::run(kept, plan.kept, threads_for(kept.rows(), threads), ignored);

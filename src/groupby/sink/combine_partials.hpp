@@ -1,7 +1,7 @@
-// The group-by sink's finish over partial groups: the CPU engine's final aggregations over the
-// partial groups of every chunk (joined in chunk order, so first and last keep row order), var
-// and std by Chan's combination of each chunk's count, mean and variance, holistic aggregations
-// over the kept rows, and the result's columns in the caller's order.
+// The group-by sink's finish over partial groups: the final aggregations over the partial groups
+// of every chunk (joined in chunk order, so first and last keep row order), var and std by Chan's
+// combination of each chunk's count, mean and variance, holistic aggregations over the kept
+// rows, and the result's columns in the caller's order.
 #pragma once
 #include <string>
 #include <vector>
@@ -11,8 +11,17 @@
 
 namespace tandem::sink {
 
+// How the partial groups came to be, and how they were combined (for the report).
+struct CombineNotes {
+  // In: the keys proved mostly distinct (each row its own partial group), so that folding them
+  // partition by partition would only add work to the CPU engine's.
+  bool mostly_distinct{false};
+  bool by_partition{false};  // out: folded partition by partition (partitioned_combine.hpp)
+};
+
 // partials: every chunk's partial groups, in chunk order; kept: every chunk's kept rows, in
 // chunk order (no columns when the plan keeps none). The result in key order.
-Table combine_partials(const Table& partials, const Table& kept, const SinkPlan& plan, int threads);
+Table combine_partials(const Table& partials, const Table& kept, const SinkPlan& plan, int threads,
+                       CombineNotes* notes = nullptr);
 
 }  // namespace tandem::sink

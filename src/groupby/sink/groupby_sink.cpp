@@ -79,6 +79,7 @@ struct GroupBySink::Impl {
   bool finished{false};
   // For the report.
   std::size_t chunks{0}, rows{0}, partial_rows{0}, kept_rows{0}, running_tables{0};
+  bool combined_by_partition{false};
   double consume_seconds{0};
 
   Impl(GroupBySpec spec, GroupBySinkOptions o)
@@ -281,7 +282,10 @@ Table GroupBySink::Impl::finish_in_memory() {
   partials.clear();
   const Table all_kept = plan.kept.aggs.empty() ? Table{} : concat_tables(kept, kept_like, threads);
   kept.clear();
-  return sink::combine_partials(all_partials, all_kept, plan, threads);
+  sink::CombineNotes notes{gave_up_running.load()};
+  Table out = sink::combine_partials(all_partials, all_kept, plan, threads, &notes);
+  combined_by_partition = notes.by_partition;
+  return out;
 }
 
 // Ranges are combined one at a time in key order, each on every thread, and handed on.
@@ -292,7 +296,8 @@ void GroupBySink::Impl::finish_spilled(Report& report, const ResultPieces& emit)
                         sink::temporary_directory(options.temp_dir),
                         std::max(limit / SinkConfig::kFinishShare, SinkConfig::kMinRangeBytes),
                         threads,
-                        emit};
+                        emit,
+                        gave_up_running.load()};
   const std::uint64_t written = spill->bytes_written();
   sink::finish_ranges(*spill, ranges.parts(), how);
   report.note(fmt::format(
@@ -350,8 +355,10 @@ GroupByResult GroupBySink::Impl::finish(const ResultPieces& emit) {
   else if (rows > 0) hand_on(finish_in_memory());
   out.table = empty_result;
   report.add("combine", "cpu", w.seconds(),
-             fmt::format("{} groups from the partial groups by the CPU engine, {} thread(s){}", groups, threads,
-                         spill ? ", one key range at a time" : ""));
+             fmt::format("{} groups from the partial groups {}, {} thread(s){}", groups,
+                         combined_by_partition ? "folded partition by partition by key hash, then put in key order"
+                                               : "by the CPU engine",
+                         threads, spill ? ", one key range at a time" : ""));
   spill.reset();  // the spill files go as soon as they are read
   return out;
 }

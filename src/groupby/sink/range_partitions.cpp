@@ -54,7 +54,8 @@ void combine_range(SpillFiles& files, std::size_t p, RangeFinish& how) {
   files.remove(f + 1);
   if ((how.plan.kept_only ? kept : partials).rows() == 0) return;
   ++how.ranges_combined;
-  how.emit(combine_partials(partials, kept, how.plan, how.threads));
+  CombineNotes notes{how.mostly_distinct};
+  how.emit(combine_partials(partials, kept, how.plan, how.threads, &notes));
 }
 
 }  // namespace

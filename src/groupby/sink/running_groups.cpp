@@ -58,11 +58,6 @@ class KeyStore {
   virtual std::size_t bytes() const = 0;
 
  protected:
-  std::vector<std::uint8_t> validity() const {
-    if (!any_missing_) return {};
-    return make_validity(present_.size(), [&](std::size_t g) { return present_[g] != 0; });
-  }
-  std::vector<std::uint8_t> present_;
   bool any_missing_{false};
 };
 
@@ -92,11 +87,17 @@ class NumberKeys final : public KeyStore {
   std::size_t bytes() const override { return values_.capacity() * sizeof(T) + present_.capacity(); }
 
  private:
+  std::vector<std::uint8_t> validity() const {
+    if (!any_missing_) return {};
+    return make_validity(present_.size(), [&](std::size_t g) { return present_[g] != 0; });
+  }
   std::vector<T> values_;
+  std::vector<std::uint8_t> present_;
 };
 
 // Each group's length and first bytes sit together in 16 bytes (one read compares a key of up to
-// 12 bytes, and a prefetch can ask for it); longer keys compare their rest in the byte store.
+// 12 bytes, and a prefetch can ask for it); only the bytes past those go to the byte store, so
+// that short keys (ids, codes) cost 16 bytes a group while running. take() joins them again.
 class StringKeys final : public KeyStore {
  public:
   bool equal(std::uint32_t g, const Column& c, std::size_t row) const override {
@@ -105,33 +106,47 @@ class StringKeys final : public KeyStore {
     const std::string_view s = c.string(row);
     if (h.length != s.size()) return false;
     if (!same_bytes(h.bytes, s.data(), std::min(s.size(), kInline))) return false;
-    return s.size() <= kInline ||
-           same_bytes(bytes_.data() + offsets_[g] + kInline, s.data() + kInline, s.size() - kInline);
+    return s.size() <= kInline || same_bytes(rest_.data() + rest_at_[g], s.data() + kInline, s.size() - kInline);
   }
   void prefetch(std::uint32_t g) const override { __builtin_prefetch(heads_.data() + g); }
   void append(const Column& c, std::size_t row) override {
-    const bool p = c.present(row);
     Head h{};
-    if (p) {
-      const std::string_view s = c.string(row);
+    std::string_view s;
+    if (c.present(row)) {
+      s = c.string(row);
       if (s.size() >= kMissing) throw InputError(fmt::format("column '{}': a key of {} bytes", c.name, s.size()));
-      bytes_.insert(bytes_.end(), s.begin(), s.end());
       h.length = static_cast<std::uint32_t>(s.size());
       std::memcpy(h.bytes, s.data(), std::min(s.size(), kInline));
     }
-    offsets_.push_back(bytes_.size());
+    if (s.size() > kInline && !has_rest_) {  // the first longer key
+      rest_at_.assign(heads_.size(), 0);
+      has_rest_ = true;
+    }
+    if (has_rest_) rest_at_.push_back(rest_.size());
+    if (s.size() > kInline) rest_.insert(rest_.end(), s.begin() + kInline, s.end());
+    any_missing_ |= h.length == kMissing;
     heads_.push_back(h);
-    present_.push_back(p);
-    any_missing_ |= !p;
   }
   Column take(const std::string& name) override {
-    Column out = make_string_column(name, std::move(bytes_), std::move(offsets_), validity());
+    std::vector<std::uint64_t> offsets(heads_.size() + 1, 0);
+    for (std::size_t g = 0; g < heads_.size(); ++g)
+      offsets[g + 1] = offsets[g] + (heads_[g].length == kMissing ? 0 : heads_[g].length);
+    std::vector<char> bytes(offsets.back());
+    for (std::size_t g = 0; g < heads_.size(); ++g) {
+      const Head& h = heads_[g];
+      if (h.length == kMissing) continue;
+      std::memcpy(bytes.data() + offsets[g], h.bytes, std::min<std::size_t>(h.length, kInline));
+      if (h.length > kInline)
+        std::memcpy(bytes.data() + offsets[g] + kInline, rest_.data() + rest_at_[g], h.length - kInline);
+    }
+    std::vector<std::uint8_t> valid;
+    if (any_missing_) valid = make_validity(heads_.size(), [&](std::size_t g) { return heads_[g].length != kMissing; });
+    Column out = make_string_column(name, std::move(bytes), std::move(offsets), std::move(valid));
     *this = StringKeys{};
     return out;
   }
   std::size_t bytes() const override {
-    return bytes_.capacity() + offsets_.capacity() * sizeof(std::uint64_t) + present_.capacity() +
-           heads_.capacity() * sizeof(Head);
+    return rest_.capacity() + rest_at_.capacity() * sizeof(std::uint64_t) + heads_.capacity() * sizeof(Head);
   }
 
  private:
@@ -141,9 +156,10 @@ class StringKeys final : public KeyStore {
     std::uint32_t length{kMissing};
     char bytes[kInline]{};
   };
-  std::vector<char> bytes_;
-  std::vector<std::uint64_t> offsets_{0};
   std::vector<Head> heads_;
+  std::vector<char> rest_;              // bytes past the first kInline of longer keys, group after group
+  std::vector<std::uint64_t> rest_at_;  // where each group's rest starts, once a longer key came
+  bool has_rest_{false};
 };
 
 std::unique_ptr<KeyStore> key_store(ColumnType type) {

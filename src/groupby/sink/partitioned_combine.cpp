@@ -1,0 +1,87 @@
+#include "groupby/sink/partitioned_combine.hpp"
+
+#include <algorithm>
+#include <bit>
+
+#include "core/scratch.hpp"
+#include "groupby/sink/running_groups.hpp"
+#include "table/table_wire.hpp"
+#include "tandem/core/parallel.hpp"
+#include "tandem/table_sort.hpp"
+
+namespace tandem::sink {
+namespace {
+
+constexpr std::size_t kPartitionRows = std::size_t{1} << 15;  // a partition's table, keys and states fit L2
+constexpr std::size_t kMinRows = std::size_t{1} << 16;        // below: the engine over them all is as quick
+constexpr int kMaxPartitionBits = 12;
+
+// The plan with its final aggregations where running groups look for the partial ones.
+SinkPlan final_plan(const SinkPlan& plan) {
+  SinkPlan f = plan;
+  f.partial = plan.final;
+  return f;
+}
+
+// Each partition's rows: rows[starts[p] .. starts[p + 1]), in input order (so that float sums
+// add up in chunk order, as the engine over every row would). The partition is the hash's top
+// bits: running groups place a row by the low ones.
+struct Partitions {
+  std::vector<std::size_t> rows, starts;
+};
+
+Partitions split_by_hash(const Table& partials, std::size_t keys, int threads) {
+  const std::size_t n = partials.rows();
+  std::vector<std::size_t> key_columns(keys);
+  for (std::size_t k = 0; k < keys; ++k) key_columns[k] = k;
+  Scratch<std::uint64_t> hashes(n);
+  hash_rows(partials, key_columns, hashes, threads);
+  const std::size_t wanted = std::max<std::size_t>(n / kPartitionRows, 4 * static_cast<std::size_t>(threads));
+  const int bits = std::clamp(static_cast<int>(std::bit_width(wanted - 1)), 1, kMaxPartitionBits);
+  const int shift = 64 - bits;
+  Partitions p{std::vector<std::size_t>(n), std::vector<std::size_t>((std::size_t{1} << bits) + 1, 0)};
+  for (std::size_t i = 0; i < n; ++i) ++p.starts[(hashes[i] >> shift) + 1];
+  for (std::size_t q = 1; q < p.starts.size(); ++q) p.starts[q] += p.starts[q - 1];
+  std::vector<std::size_t> next(p.starts.begin(), p.starts.end() - 1);
+  for (std::size_t i = 0; i < n; ++i) p.rows[next[hashes[i] >> shift]++] = i;
+  return p;
+}
+
+}  // namespace
+
+bool combines_by_partition(const SinkPlan& plan, const Table& partials) {
+  if (partials.rows() < kMinRows) return false;
+  // The engine groups integer keys by radix passes faster than running groups fold them; string
+  // keys it ranks first, which costs more than folding them partition by partition.
+  const bool string_key = std::any_of(plan.spec.by.begin(), plan.spec.by.end(),
+                                      [&](const std::string& k) { return partials.column(k).type == ColumnType::str; });
+  if (!string_key) return false;
+  for (const auto& o : plan.combine.outputs)
+    if (o.kind == CombinePlan::Output::Kind::var || o.kind == CombinePlan::Output::Kind::std) return false;
+  return keeps_running_groups(final_plan(plan), partials);
+}
+
+Table final_groups_by_partition(const Table& partials, const SinkPlan& plan, int threads) {
+  const SinkPlan f = final_plan(plan);
+  const Partitions parts = split_by_hash(partials, plan.spec.by.size(), threads);
+  std::vector<Table> groups(parts.starts.size() - 1);
+  parallel_for(groups.size(), threads, [&](std::size_t q) {
+    const std::span<const std::size_t> rows(parts.rows.data() + parts.starts[q], parts.starts[q + 1] - parts.starts[q]);
+    if (rows.empty()) return;
+    const Table part = partials.gather(rows);
+    RunningGroups g(f, part);
+    g.add(part);
+    groups[q] = g.take();
+  });
+  std::vector<Table> made;
+  for (Table& t : groups)
+    if (t.num_columns() > 0) made.push_back(std::move(t));
+  const Table joined = concat_tables(made, made.front(), threads);
+  SortSpec order;
+  for (const auto& k : plan.spec.by) order.by.push_back({k});
+  TableSortOptions how;
+  how.threads = threads;
+  return tandem::sort(joined, order, how).table;
+}
+
+}  // namespace tandem::sink
