@@ -1,10 +1,12 @@
-// Tables: columns, validity, builders, gathering rows, and the db-benchmark data generator.
+// Tables: columns, validity, builders, gathering rows, joining parts, the db-benchmark generator.
 #include <cmath>
 #include <numeric>
+#include <random>
 #include <set>
 
 #include <gtest/gtest.h>
 
+#include "table/table_wire.hpp"
 #include "tandem/core/error.hpp"
 #include "tandem/groupby.hpp"
 #include "tandem/table.hpp"
@@ -178,4 +180,65 @@ TEST(GroupByData, APartOfATableIsThoseRowsOfTheWholeTable) {
         else ASSERT_EQ(a.numbers<std::int32_t>()[i], b.numbers<std::int32_t>()[i]) << a.name << " row " << i;
       }
   }
+}
+
+namespace {
+
+// A part of `rows` rows: i64 and string columns with missing values and empty strings, f64 with
+// none; the same rows also pushed to `all` (the joined table built row by row).
+Table random_part(std::mt19937_64& rng, std::size_t rows, std::vector<ColumnBuilder>& all) {
+  std::vector<ColumnBuilder> b;
+  b.emplace_back("i", ColumnType::i64);
+  b.emplace_back("s", ColumnType::str);
+  b.emplace_back("f", ColumnType::f64);
+  for (std::size_t r = 0; r < rows; ++r) {
+    const auto x = static_cast<std::int64_t>(rng() % 1000);
+    const std::string s(rng() % 20, static_cast<char>('a' + rng() % 26));
+    for (auto* builders : {&b, &all}) {
+      auto& bs = *builders;
+      if (x % 7 == 0) bs[0].push_missing();
+      else bs[0].push(x);
+      if (x % 5 == 0) bs[1].push_missing();
+      else bs[1].push_string(s);
+      bs[2].push(static_cast<double>(x) / 3);
+    }
+  }
+  std::vector<Column> cols;
+  for (auto& c : b) cols.push_back(c.finish());
+  return Table(std::move(cols));
+}
+
+}  // namespace
+
+TEST(Table, PartsJoinInOrderOnAnyThreadCount) {
+  // Parts of 0 to 300 rows (so that no part starts on a byte of the validity bits), joined a
+  // (column, part) pair a thread: the same table as the rows pushed one by one.
+  std::mt19937_64 rng(5);
+  for (int round = 0; round < 4; ++round) {
+    std::vector<ColumnBuilder> all;
+    all.emplace_back("i", ColumnType::i64);
+    all.emplace_back("s", ColumnType::str);
+    all.emplace_back("f", ColumnType::f64);
+    std::vector<Table> parts;
+    for (int p = 0; p < 3 + round * 20; ++p) parts.push_back(random_part(rng, rng() % 4 == 0 ? 0 : rng() % 301, all));
+    std::vector<Column> cols;
+    for (auto& c : all) cols.push_back(c.finish());
+    const Table want(std::move(cols));
+    for (const int threads : {1, 4}) {
+      const Table got = concat_tables(parts, parts.front(), threads);
+      ASSERT_EQ(got.rows(), want.rows());
+      for (std::size_t c = 0; c < want.num_columns(); ++c)
+        for (std::size_t r = 0; r < want.rows(); ++r) {
+          const Column &g = got.column(c), &w = want.column(c);
+          ASSERT_EQ(g.present(r), w.present(r)) << "round " << round << " column " << w.name << " row " << r;
+          if (!w.present(r)) continue;
+          if (w.type == ColumnType::str) ASSERT_EQ(g.string(r), w.string(r));
+          else if (w.type == ColumnType::i64) ASSERT_EQ(g.numbers<std::int64_t>()[r], w.numbers<std::int64_t>()[r]);
+          else ASSERT_EQ(g.numbers<double>()[r], w.numbers<double>()[r]);
+        }
+    }
+  }
+  const Table a({make_column<std::int64_t>("n", {1})}), b({make_column<double>("n", {1.0})});
+  EXPECT_THROW(concat_tables({a, b}, a, 2), UsageError) << "a column's type differs between parts";
+  EXPECT_EQ(concat_tables({}, a, 2).rows(), 0u);
 }

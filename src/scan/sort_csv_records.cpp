@@ -11,10 +11,10 @@
 #include <fmt/format.h>
 
 #include "scan/chunk_parser.hpp"
-#include "scan/concat.hpp"
 #include "scan/csv_stream.hpp"
 #include "scan/source.hpp"
 #include "scan/structural.hpp"
+#include "table/table_wire.hpp"
 #include "tandem/core/error.hpp"
 #include "tandem/core/format.hpp"
 #include "tandem/core/io.hpp"
@@ -92,7 +92,7 @@ Table joined_keys(std::vector<std::unique_ptr<KeptChunk>>& chunks, const std::ve
   }
   std::vector<Table> parts;
   for (auto& c : chunks) parts.push_back(std::move(c->keys));
-  return parts.size() == 1 ? std::move(parts.front()) : concatenate(parts, threads);
+  return parts.size() == 1 ? std::move(parts.front()) : concat_tables(parts, parts.front(), threads);
 }
 
 // Where row r's record lies, found from the chunk that holds it: no array of every row's place

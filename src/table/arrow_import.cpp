@@ -10,7 +10,9 @@
 
 #include "core/scratch.hpp"
 #include "table/csv_scan.hpp"
+#include "table/table_wire.hpp"
 #include "tandem/core/error.hpp"
+#include "tandem/core/parallel.hpp"
 #include "tandem/table/arrow.hpp"
 
 namespace tandem {
@@ -403,52 +405,6 @@ void read_stream(ArrowArrayStream* stream, const ArrowImportOptions& o, const st
   }
 }
 
-template <class T>
-void append_numbers(std::vector<std::byte>& out, const Column& c) {
-  const auto v = c.numbers<T>();
-  const auto* b = reinterpret_cast<const std::byte*>(v.data());
-  out.insert(out.end(), b, b + v.size_bytes());
-}
-
-Column concatenate_column(const std::vector<Table>& parts, std::size_t index) {
-  const Column& first = parts.front().column(index);
-  Column c;
-  c.name = first.name;
-  c.type = first.type;
-  bool any_missing = false;
-  for (const auto& p : parts) {
-    const Column& pc = p.column(index);
-    if (pc.name != first.name || pc.type != first.type)
-      throw UsageError(fmt::format("concatenate: column {} is '{}' ({}) in one part and '{}' ({}) in another", index,
-                                   first.name, to_string(first.type), pc.name, to_string(pc.type)));
-    c.length += pc.length;
-    any_missing |= !pc.validity.empty();
-  }
-  std::vector<std::byte> values;
-  std::vector<std::uint64_t> offsets{0};
-  std::vector<std::uint8_t> validity;
-  if (any_missing) validity.assign((c.length + 7) / 8, 0);
-  std::size_t row = 0;
-  for (const auto& p : parts) {
-    const Column& pc = p.column(index);
-    if (c.type == ColumnType::str) {
-      const std::uint64_t base = values.size();
-      const auto o = pc.string_offsets();
-      for (std::size_t i = 1; i <= pc.length; ++i) offsets.push_back(base + o[i]);
-      values.insert(values.end(), pc.values.data(), pc.values.data() + o[pc.length]);
-    } else {
-      visit_numeric(c.type, [&](auto t) { append_numbers<decltype(t)>(values, pc); });
-    }
-    if (any_missing)
-      for (std::size_t i = 0; i < pc.length; ++i, ++row)
-        if (pc.present(i)) validity[row >> 3] |= static_cast<std::uint8_t>(1u << (row & 7));
-  }
-  c.values = Buffer::take(std::move(values));
-  if (c.type == ColumnType::str) c.offsets = Buffer::take(std::move(offsets));
-  if (any_missing) c.validity = Buffer::take(std::move(validity));
-  c.validate();
-  return c;
-}
 }  // namespace
 
 void for_each_arrow_batch(ArrowArrayStream* stream, const std::function<void(Table)>& f,
@@ -468,14 +424,7 @@ Table table_from_arrow_stream(ArrowArrayStream* stream, const ArrowImportOptions
 
 Table concatenate(const std::vector<Table>& parts) {
   if (parts.empty()) return {};
-  if (parts.size() == 1) return parts.front();
-  for (const auto& p : parts)
-    if (p.num_columns() != parts.front().num_columns())
-      throw UsageError(
-          fmt::format("concatenate: parts of {} and {} columns", parts.front().num_columns(), p.num_columns()));
-  std::vector<Column> columns;
-  for (std::size_t i = 0; i < parts.front().num_columns(); ++i) columns.push_back(concatenate_column(parts, i));
-  return Table(std::move(columns));
+  return concat_tables(parts, parts.front(), default_threads());
 }
 
 }  // namespace tandem

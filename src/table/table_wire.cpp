@@ -201,59 +201,91 @@ Table read_tables(std::shared_ptr<const std::byte> bytes, std::size_t size, cons
   return concat_tables(parts, like, threads);
 }
 
+namespace {
+
+// A string column's bytes and a number column's values: what a part adds to the joined column.
+std::size_t part_bytes(const Column& c) {
+  if (c.type != ColumnType::str) return c.length * value_width(c.type);
+  const auto o = c.string_offsets();
+  return o[c.length] - o[0];
+}
+
+}  // namespace
+
 Table concat_tables(const std::vector<Table>& parts, const Table& like, int threads) {
   if (parts.empty()) return empty_like(like);
   if (parts.size() == 1) return parts.front();
-  for (std::size_t ci = 0; ci < like.num_columns(); ++ci) {
-    const Column& shape = like.column(ci);
-    for (const Table& p : parts) {
-      const Column& c = p.column(ci);
-      if (c.name != shape.name || c.type != shape.type)
-        throw UsageError(fmt::format("dist: column {} is '{}' ({}) on one rank and '{}' ({}) on another", ci,
-                                     shape.name, to_string(shape.type), c.name, to_string(c.type)));
-    }
-  }
-  std::vector<Column> out(like.num_columns());
-  // One column a thread; out of memory leaves after the region.
-  parallel_for(like.num_columns(), std::max(1, threads), [&](std::size_t ci) {
-    const Column& shape = like.column(ci);
-    const bool str = shape.type == ColumnType::str;
-    std::size_t rows = 0, bytes = 0;
-    bool any_missing = false;
-    for (const Table& p : parts) {
-      const Column& c = p.column(ci);
-      rows += c.length;
-      bytes += str ? c.string_offsets()[c.length] - c.string_offsets()[0] : c.length * value_width(c.type);
-      any_missing |= !c.validity.empty();
-    }
-    // Not zeroed first (every byte is copied in), from 2 MiB up on the scratch pool's huge pages.
-    Scratch<std::byte> values(bytes);
+  const std::size_t ncols = like.num_columns(), nparts = parts.size();
+  for (const Table& p : parts)
+    if (p.num_columns() != ncols)
+      throw UsageError(fmt::format("concatenate: parts of {} and {} columns", ncols, p.num_columns()));
+  // Where each part's rows and bytes start in each joined column; the buffers are taken (not
+  // zeroed: every byte is copied in; from 2 MiB up on the scratch pool's huge pages) before the
+  // copies, which then run a (column, part) pair at a time on every thread: one key column of
+  // sixty scan chunks is copied by all cores, not one.
+  struct Joined {
+    std::vector<std::size_t> row, byte;  // per part, and the totals last
+    bool any_missing{false};
+    Scratch<std::byte> values;
     Scratch<std::uint64_t> offsets;
-    if (str) offsets.reserve(rows + 1), offsets.push_back(0);
-    std::vector<std::uint8_t> validity(any_missing ? (rows + 7) / 8 : 0, 0);
-    std::size_t row = 0, at = 0;
-    for (const Table& p : parts) {
-      const Column& c = p.column(ci);
-      const std::size_t n = str ? c.string_offsets()[c.length] - c.string_offsets()[0] : c.length * value_width(c.type);
-      if (n) std::memcpy(values.data() + at, c.values.data() + (str ? c.string_offsets()[0] : 0), n);
-      if (str) {
-        const auto o = c.string_offsets();
-        for (std::size_t i = 1; i <= c.length; ++i) offsets.push_back(at + (o[i] - o[0]));
-      }
-      if (any_missing)
-        for (std::size_t i = 0; i < c.length; ++i)
-          if (c.present(i)) validity[(row + i) >> 3] |= std::uint8_t(1u << ((row + i) & 7));
-      row += c.length;
-      at += n;
+    std::vector<std::uint8_t> validity;
+  };
+  std::vector<Joined> joined(ncols);
+  for (std::size_t ci = 0; ci < ncols; ++ci) {
+    const Column& shape = like.column(ci);
+    Joined& j = joined[ci];
+    j.row.assign(nparts + 1, 0);
+    j.byte.assign(nparts + 1, 0);
+    for (std::size_t pi = 0; pi < nparts; ++pi) {
+      const Column& c = parts[pi].column(ci);
+      if (c.name != shape.name || c.type != shape.type)
+        throw UsageError(fmt::format("concatenate: column {} is '{}' ({}) in one part and '{}' ({}) in another", ci,
+                                     shape.name, to_string(shape.type), c.name, to_string(c.type)));
+      j.row[pi + 1] = j.row[pi] + c.length;
+      j.byte[pi + 1] = j.byte[pi] + part_bytes(c);
+      j.any_missing |= !c.validity.empty();
     }
-    Column& col = out[ci];
-    col.name = shape.name;
-    col.type = shape.type;
-    col.length = rows;
-    col.values = Buffer::take(std::move(values));
-    if (str) col.offsets = Buffer::take(std::move(offsets));
-    if (any_missing) col.validity = Buffer::take(std::move(validity));
+    j.values = Scratch<std::byte>(j.byte[nparts]);
+    if (shape.type == ColumnType::str) j.offsets = Scratch<std::uint64_t>(j.row[nparts] + 1);
+  }
+  parallel_for(ncols * nparts, std::max(1, threads), [&](std::size_t k) {
+    const std::size_t ci = k / nparts, pi = k % nparts;
+    Joined& j = joined[ci];
+    const Column& c = parts[pi].column(ci);
+    const bool str = c.type == ColumnType::str;
+    const std::size_t first = str ? c.string_offsets()[0] : 0, n = j.byte[pi + 1] - j.byte[pi];
+    if (n) std::memcpy(j.values.data() + j.byte[pi], c.values.data() + first, n);
+    if (str) {
+      const auto o = c.string_offsets();
+      std::uint64_t* out = j.offsets.data() + j.row[pi];
+      for (std::size_t i = 0; i < c.length; ++i) out[i] = j.byte[pi] + (o[i] - first);
+    }
   });
+  // Validity bits: a part's rows need not start on a byte, so each column's are set by one thread.
+  parallel_for(ncols, std::max(1, threads), [&](std::size_t ci) {
+    Joined& j = joined[ci];
+    if (!j.any_missing) return;
+    j.validity.assign((j.row[nparts] + 7) / 8, 0);
+    for (std::size_t pi = 0; pi < nparts; ++pi) {
+      const Column& c = parts[pi].column(ci);
+      for (std::size_t i = 0, r = j.row[pi]; i < c.length; ++i, ++r)
+        if (c.present(i)) j.validity[r >> 3] |= static_cast<std::uint8_t>(1u << (r & 7));
+    }
+  });
+  std::vector<Column> out(ncols);
+  for (std::size_t ci = 0; ci < ncols; ++ci) {
+    Joined& j = joined[ci];
+    Column& col = out[ci];
+    col.name = like.column(ci).name;
+    col.type = like.column(ci).type;
+    col.length = j.row[nparts];
+    if (col.type == ColumnType::str) {
+      j.offsets[col.length] = j.byte[nparts];
+      col.offsets = Buffer::take(std::move(j.offsets));
+    }
+    col.values = Buffer::take(std::move(j.values));
+    if (j.any_missing) col.validity = Buffer::take(std::move(j.validity));
+  }
   return Table(std::move(out));
 }
 

@@ -39,8 +39,8 @@ Table read_tables(std::shared_ptr<const std::vector<std::byte>> bytes, const Tab
 // The same for `size` bytes at `bytes` (a buffer the exchange wrote without zeroing it first).
 Table read_tables(std::shared_ptr<const std::byte> bytes, std::size_t size, const Table& like, int threads = 1);
 
-// The tables' rows one after another (columns matched by position; names and types must agree),
-// a column a thread.
+// The tables' rows one after another (columns matched by position; names and types must agree,
+// else UsageError), each (column, part) pair copied on one of `threads` threads.
 Table concat_tables(const std::vector<Table>& parts, const Table& like, int threads = 1);
 
 // A table with the columns of `t` and no rows.

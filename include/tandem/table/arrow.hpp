@@ -118,7 +118,8 @@ void for_each_arrow_batch(ArrowArrayStream* stream, const std::function<void(Tab
 // stream.
 Table table_from_arrow_stream(ArrowArrayStream* stream, const ArrowImportOptions& options = {});
 
-// The columns of several tables of the same columns (names and types) one after another.
+// The columns of several tables of the same columns (names and types) one after another, copied
+// on every core; UsageError naming the column where the parts differ.
 Table concatenate(const std::vector<Table>& parts);
 
 // The schema of a table as a struct ("+s") of its columns. `out` must not hold a live schema.
