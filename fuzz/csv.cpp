@@ -25,8 +25,8 @@
 
 #include "harness.hpp"
 #include "scan/chunk_parser.hpp"
-#include "scan/concat.hpp"
 #include "table/csv_dialect.hpp"
+#include "table/table_wire.hpp"
 #include "tandem/table/csv.hpp"
 
 namespace {
@@ -220,7 +220,7 @@ Outcome scan_body(std::string_view body, char delimiter, const std::vector<scan:
     at += cut.take;
     if (cut.take == 0) break;
   }
-  return scan::concatenate(parts, 1);
+  return concat_tables(parts, parts.front(), 1);
 }
 
 void check_scan(std::string_view text, const Table& t, char delimiter) {
