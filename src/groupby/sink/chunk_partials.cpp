@@ -5,6 +5,7 @@
 
 #include "groupby/cpu_engine.hpp"
 #include "groupby/ops/registry.hpp"
+#include "groupby/sink/piece_arena.hpp"
 #include "groupby/sink/sink_config.hpp"
 
 namespace tandem::sink {
@@ -33,46 +34,57 @@ Column as_f64(const Column& c, std::string name) {
 }
 
 template <class T>
-Buffer copy_of(const std::byte* data, std::size_t n) {
-  std::vector<T> v(n);
-  if (n > 0) std::memcpy(v.data(), data, n * sizeof(T));
-  return Buffer::take(std::move(v));
+Buffer copy_of(const std::byte* data, std::size_t n, PieceArena* arena) {
+  return filled_buffer<T>(arena, n, [&](T* out) {
+    if (n > 0) std::memcpy(out, data, n * sizeof(T));
+  });
 }
 
-Column owned_copy(const Column& c) {
+Column owned_copy(const Column& c, PieceArena* arena) {
   Column out;
   out.name = c.name;
   out.type = c.type;
   out.length = c.length;
   if (c.type == ColumnType::str) {
     const auto o = c.string_offsets();
-    out.offsets = copy_of<std::uint64_t>(c.offsets.data(), c.length + 1);
-    out.values = copy_of<std::byte>(c.values.data(), o[c.length]);
+    out.offsets = copy_of<std::uint64_t>(c.offsets.data(), c.length + 1, arena);
+    out.values = copy_of<std::byte>(c.values.data(), o[c.length], arena);
   } else {
-    out.values = copy_of<std::byte>(c.values.data(), c.length * value_width(c.type));
+    out.values = copy_of<std::byte>(c.values.data(), c.length * value_width(c.type), arena);
   }
-  if (!c.validity.empty()) out.validity = copy_of<std::uint8_t>(c.validity.data(), (c.length + 7) / 8);
+  if (!c.validity.empty()) out.validity = copy_of<std::uint8_t>(c.validity.data(), (c.length + 7) / 8, arena);
   return out;
 }
 
-Column renamed(Column c, std::string name) {
-  c.name = std::move(name);
-  return c;
+// A number column of n rows written by fill(T*), no missing values.
+template <class T, class Fill>
+Column number_column(std::string name, std::size_t n, PieceArena* arena, Fill&& fill) {
+  Column out;
+  out.name = std::move(name);
+  out.type = column_type_v<T>;
+  out.length = n;
+  out.values = filled_buffer<T>(arena, n, std::forward<Fill>(fill));
+  return out;
 }
 
 // c's values as `type` (a sum's wider type, a mean's f64), missing where c's are; an owned copy.
-Column converted(const Column& c, ColumnType type, std::string name) {
-  if (c.type == type) return renamed(owned_copy(c), std::move(name));
-  Column out = visit_numeric(c.type, [&](auto from) {
+Column converted(const Column& c, ColumnType type, std::string name, PieceArena* arena) {
+  Column out;
+  if (c.type == type) {
+    out = owned_copy(c, arena);
+    out.name = std::move(name);
+    return out;
+  }
+  out = visit_numeric(c.type, [&](auto from) {
     const auto in = c.numbers<decltype(from)>();
     return visit_numeric(type, [&](auto to) {
       using To = decltype(to);
-      std::vector<To> v(in.size());
-      for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<To>(in[i]);
-      return make_column(name, std::move(v));
+      return number_column<To>(name, in.size(), arena, [&](To* v) {
+        for (std::size_t i = 0; i < in.size(); ++i) v[i] = static_cast<To>(in[i]);
+      });
     });
   });
-  if (!c.validity.empty()) out.validity = copy_of<std::uint8_t>(c.validity.data(), (c.length + 7) / 8);
+  if (!c.validity.empty()) out.validity = copy_of<std::uint8_t>(c.validity.data(), (c.length + 7) / 8, arena);
   return out;
 }
 
@@ -110,21 +122,24 @@ Table partial_groups(const Table& chunk, const SinkPlan& plan) {
   return cpu_groupby::run(engine_input(chunk, plan), plan.partial, SinkConfig::kConsumeThreads, ignored);
 }
 
-Table row_partials(const Table& chunk, const SinkPlan& plan, const Table& like) {
+Table row_partials(const Table& chunk, const SinkPlan& plan, const Table& like, PieceArena* arena) {
   const Table in = engine_input(chunk, plan);
   const std::size_t n = in.rows();
   std::vector<Column> cols;
-  for (const auto& k : plan.spec.by) cols.push_back(owned_copy(in.column(k)));
+  for (const auto& k : plan.spec.by) cols.push_back(owned_copy(in.column(k), arena));
   for (const auto& a : plan.partial.aggs) {
     std::string name = output_names(a).front();
     const ColumnType type = like.column(name).type;
     switch (a.op) {
-      case AggOp::count_rows: cols.push_back(make_column(std::move(name), std::vector<std::int64_t>(n, 1))); break;
+      case AggOp::count_rows:
+        cols.push_back(
+            number_column<std::int64_t>(std::move(name), n, arena, [&](std::int64_t* v) { std::fill(v, v + n, 1); }));
+        break;
       case AggOp::count: {
         const Column& c = in.column(a.column);
-        std::vector<std::int64_t> v(n);
-        for (std::size_t i = 0; i < n; ++i) v[i] = c.present(i);
-        cols.push_back(make_column(std::move(name), std::move(v)));
+        cols.push_back(number_column<std::int64_t>(std::move(name), n, arena, [&](std::int64_t* v) {
+          for (std::size_t i = 0; i < n; ++i) v[i] = c.present(i);
+        }));
         break;
       }
       case AggOp::var:  // one value has no sample variance
@@ -132,15 +147,15 @@ Table row_partials(const Table& chunk, const SinkPlan& plan, const Table& like) 
             make_column(std::move(name), std::vector<double>(n, 0.0), std::vector<std::uint8_t>((n + 7) / 8)));
         break;
       // sum, min, max, first, last and mean of one value: that value (missing where it is).
-      default: cols.push_back(converted(in.column(a.column), type, std::move(name)));
+      default: cols.push_back(converted(in.column(a.column), type, std::move(name), arena));
     }
   }
   return Table(std::move(cols));
 }
 
-Table kept_rows(const Table& chunk, const SinkPlan& plan) {
+Table kept_rows(const Table& chunk, const SinkPlan& plan, PieceArena* arena) {
   std::vector<Column> cols;
-  for (const auto& name : plan.kept_read) cols.push_back(owned_copy(chunk.column(name)));
+  for (const auto& name : plan.kept_read) cols.push_back(owned_copy(chunk.column(name), arena));
   return Table(std::move(cols));
 }
 

@@ -11,6 +11,8 @@
 
 namespace tandem::sink {
 
+class PieceArena;
+
 inline constexpr const char* kRowsColumn = "__rows";
 
 struct SinkPlan {
@@ -35,9 +37,10 @@ Table partial_groups(const Table& chunk, const SinkPlan& plan);
 // Each row of the chunk as a partial group of its own, made column by column without grouping:
 // what partial_groups gives when no two rows share a key, for mostly distinct keys. `like`: the
 // partial groups' columns (names, types), no rows.
-Table row_partials(const Table& chunk, const SinkPlan& plan, const Table& like);
+Table row_partials(const Table& chunk, const SinkPlan& plan, const Table& like, PieceArena* arena = nullptr);
 // An owned copy of the chunk's kept columns (the caller's buffers may not outlive the call).
-Table kept_rows(const Table& chunk, const SinkPlan& plan);
+// Both copy into the arena where one is given (piece_arena.hpp), else into buffers of their own.
+Table kept_rows(const Table& chunk, const SinkPlan& plan, PieceArena* arena = nullptr);
 
 // The bytes a table's buffers hold.
 std::size_t table_bytes(const Table& t);

@@ -21,6 +21,7 @@
 #include "groupby/sink/chunk_partials.hpp"
 #include "groupby/sink/combine_partials.hpp"
 #include "groupby/sink/key_ranges.hpp"
+#include "groupby/sink/piece_arena.hpp"
 #include "groupby/sink/range_partitions.hpp"
 #include "groupby/sink/running_groups.hpp"
 #include "groupby/sink/sink_config.hpp"
@@ -75,6 +76,7 @@ struct GroupBySink::Impl {
   std::vector<Piece> pieces;
   std::size_t bytes{0};
   std::unique_ptr<sink::SpillFiles> spill;
+  sink::PieceArena arena;  // the pieces' owned copies of chunk columns
   sink::KeyRanges ranges;  // made at the first spill
   bool finished{false};
   // For the report.
@@ -261,9 +263,9 @@ void GroupBySink::consume(std::size_t chunk_index, const Table& chunk) {
   Impl::Piece piece = s.plan.kept_only ? Impl::Piece{chunk_index, {}, {}}
                       : s.running      ? s.fold_running(chunk_index, chunk)
                       : s.gave_up_running
-                          ? Impl::Piece{chunk_index, sink::row_partials(chunk, s.plan, s.partial_like), {}}
+                          ? Impl::Piece{chunk_index, sink::row_partials(chunk, s.plan, s.partial_like, &s.arena), {}}
                           : Impl::Piece{chunk_index, sink::partial_groups(chunk, s.plan), {}};
-  if (!s.plan.kept.aggs.empty()) piece.kept = sink::kept_rows(chunk, s.plan);
+  if (!s.plan.kept.aggs.empty()) piece.kept = sink::kept_rows(chunk, s.plan, &s.arena);
   const double seconds = w.seconds();
   if (piece.partial.num_columns() > 0 || piece.kept.num_columns() > 0) s.store(std::move(piece));
   const std::lock_guard hold(s.lock);
