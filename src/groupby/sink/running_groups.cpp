@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "core/scratch.hpp"
 #include "groupby/cpu_aggregator.hpp"
 #include "groupby/ops/registry.hpp"
 #include "table/table_wire.hpp"
@@ -80,7 +81,12 @@ class NumberKeys final : public KeyStore {
     any_missing_ |= !p;
   }
   Column take(const std::string& name) override {
-    Column out = make_column(name, std::move(values_), validity());
+    Column out;
+    out.name = name;
+    out.type = column_type_v<T>;
+    out.length = values_.size();
+    if (any_missing_) out.validity = Buffer::take(validity());
+    out.values = Buffer::take(std::move(values_));
     *this = NumberKeys{};
     return out;
   }
@@ -91,8 +97,8 @@ class NumberKeys final : public KeyStore {
     if (!any_missing_) return {};
     return make_validity(present_.size(), [&](std::size_t g) { return present_[g] != 0; });
   }
-  std::vector<T> values_;
-  std::vector<std::uint8_t> present_;
+  Scratch<T> values_;
+  Scratch<std::uint8_t> present_;
 };
 
 // Each group's length and first bytes sit together in 16 bytes (one read compares a key of up to
@@ -156,7 +162,7 @@ class StringKeys final : public KeyStore {
     std::uint32_t length{kMissing};
     char bytes[kInline]{};
   };
-  std::vector<Head> heads_;
+  Scratch<Head> heads_;
   std::vector<char> rest_;              // bytes past the first kInline of longer keys, group after group
   std::vector<std::uint64_t> rest_at_;  // where each group's rest starts, once a longer key came
   bool has_rest_{false};
@@ -204,8 +210,8 @@ struct RunningGroups::Impl {
   const SinkPlan& plan;
   std::vector<std::unique_ptr<KeyStore>> keys;
   std::vector<std::size_t> key_index;  // 0, 1, …: the keys lead every engine_input
-  std::vector<std::uint64_t> slots = std::vector<std::uint64_t>(kFirstSlots, 0);
-  std::vector<std::uint64_t> group_hash;
+  Scratch<std::uint64_t> slots = Scratch<std::uint64_t>(kFirstSlots, 0);
+  Scratch<std::uint64_t> group_hash;
   std::uint32_t groups{0};
   std::size_t rows_added{0};
   // The engine's row count, each aggregation's state (null for count(), which is the row count),
@@ -246,7 +252,7 @@ struct RunningGroups::Impl {
   }
 
   void grow_table() {
-    std::vector<std::uint64_t> bigger(slots.size() * 2, 0);
+    Scratch<std::uint64_t> bigger(slots.size() * 2, 0);
     const std::size_t mask = bigger.size() - 1;
     for (std::uint32_t g = 0; g < groups; ++g) {
       std::size_t pos = group_hash[g] & mask;
