@@ -302,6 +302,7 @@ void GroupBySink::Impl::finish_spilled(Report& report, const ResultPieces& emit)
                         gave_up_running.load()};
   const std::uint64_t written = spill->bytes_written();
   sink::finish_ranges(*spill, ranges.parts(), how);
+  combined_by_partition = how.by_partition;
   report.note(fmt::format(
       "spilled: {} key ranges (splitters sampled at the first spill), {} bytes written to {}; {} range(s) "
       "combined one at a time in key order, the largest from {} bytes{}{}",

@@ -56,6 +56,7 @@ void combine_range(SpillFiles& files, std::size_t p, RangeFinish& how) {
   ++how.ranges_combined;
   CombineNotes notes{how.mostly_distinct};
   how.emit(combine_partials(partials, kept, how.plan, how.threads, &notes));
+  how.by_partition |= notes.by_partition;
 }
 
 }  // namespace

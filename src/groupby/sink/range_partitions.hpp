@@ -33,6 +33,7 @@ struct RangeFinish {
   // For the report.
   std::size_t ranges_combined{0}, ranges_split{0}, single_key_over_budget{0};
   std::uint64_t largest{0}, rewritten{0};
+  bool by_partition{false};  // some range's partial groups were folded partition by partition
 };
 
 // Hands cached scratch blocks (when they pass `keep` bytes) and free heap pages back to the system.
