@@ -16,6 +16,7 @@
 #include "tandem/core/error.hpp"
 #include "tandem/core/io.hpp"
 #include "tandem/groupby_sink.hpp"
+#include "tandem/table_sort.hpp"
 #include "test_util.hpp"
 
 using namespace groupby_test;
@@ -413,6 +414,38 @@ TEST(GroupBySink, RunningGroupsTellKeysApartPastTheirInlineBytes) {
   const auto got = run_sink(spec, chunks_of(t, odd_sizes(rng, t.rows())));
   EXPECT_EQ(got.table.rows(), keys.size() + 1);
   expect_same(got.table, whole(t, spec).table, spec, "shared inline bytes");
+}
+
+TEST(GroupBySink, RunningGroupsKeepTheirGroupsWhenRoomIsReservedBetweenChunks) {
+  // reserve() places the groups already held in a bigger table: later rows must find them.
+  std::mt19937_64 rng(7);
+  const std::size_t rows = 20'000;
+  Table t;
+  t.add(random_column(rng, "k", ColumnType::str, rows, 3000, 0.01));
+  t.add(random_column(rng, "v", ColumnType::i64, rows, 1000, 0.1));
+  const GroupBySpec spec{{"k"}, parse_aggregations("sum(v),count()")};
+  const auto plan = sink::plan_sink(spec);
+  const Table first = sink::engine_input(rows_of(t, 0, rows / 2), plan);
+  const Table second = sink::engine_input(rows_of(t, rows / 2, rows), plan);
+  sink::RunningGroups g(plan, first);
+  g.add(first);
+  const std::size_t held = g.groups();
+  g.reserve(held);  // no more than held: nothing to do
+  g.reserve(50'000);
+  EXPECT_EQ(g.groups(), held);
+  g.add(second);
+  SortSpec order;
+  order.by.push_back({"k"});
+  const Table got = tandem::sort(g.take(), order).table;
+  const Table want = whole(t, spec).table;
+  ASSERT_EQ(got.rows(), want.rows());
+  ASSERT_EQ(got.num_columns(), want.num_columns() + 1) << "the partial groups add their row count";
+  for (std::size_t c = 0; c < want.num_columns(); ++c)
+    for (std::size_t r = 0; r < want.rows(); ++r) {
+      const Value x = cell(got.column(c), r), y = cell(want.column(c), r);
+      ASSERT_TRUE(x.present == y.present && x.i == y.i && x.s == y.s) << "column " << c << " row " << r;
+    }
+  EXPECT_EQ(g.groups(), 0u) << "take() leaves the groups empty";
 }
 
 TEST(CombinePlan, ChunksCombineEveryAggregationOrKeepItsRows) {

@@ -70,6 +70,7 @@ Table final_groups_by_partition(const Table& partials, const SinkPlan& plan, int
     if (rows.empty()) return;
     const Table part = partials.gather(rows);
     RunningGroups g(f, part);
+    g.reserve(rows.size());
     g.add(part);
     groups[q] = g.take();
   });

@@ -1,6 +1,7 @@
 #include "groupby/sink/running_groups.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
 #include <map>
 #include <numeric>
@@ -9,6 +10,7 @@
 
 #include "core/scratch.hpp"
 #include "groupby/cpu_aggregator.hpp"
+#include "groupby/cpu_output.hpp"
 #include "groupby/ops/registry.hpp"
 #include "table/table_wire.hpp"
 #include "tandem/core/error.hpp"
@@ -52,6 +54,7 @@ class KeyStore {
   // Whether group g's key equals row `row` of c (missing equals missing).
   virtual bool equal(std::uint32_t g, const Column& c, std::size_t row) const = 0;
   virtual void append(const Column& c, std::size_t row) = 0;
+  virtual void reserve(std::size_t groups) = 0;
   // Asks for what equal(g, ...) reads, a few rows before it is called.
   virtual void prefetch(std::uint32_t g) const = 0;
   // The keys as a column (the store is left empty).
@@ -79,6 +82,10 @@ class NumberKeys final : public KeyStore {
     values_.push_back(p ? reinterpret_cast<const T*>(c.values.data())[row] : T{});
     present_.push_back(p);
     any_missing_ |= !p;
+  }
+  void reserve(std::size_t groups) override {
+    values_.reserve(groups);
+    present_.reserve(groups);
   }
   Column take(const std::string& name) override {
     Column out;
@@ -133,21 +140,30 @@ class StringKeys final : public KeyStore {
     any_missing_ |= h.length == kMissing;
     heads_.push_back(h);
   }
+  void reserve(std::size_t groups) override { heads_.reserve(groups); }
+  // Scratch arrays (huge pages, no zeroing pass): a million groups' keys are 20 MB of fresh memory.
   Column take(const std::string& name) override {
-    std::vector<std::uint64_t> offsets(heads_.size() + 1, 0);
-    for (std::size_t g = 0; g < heads_.size(); ++g)
+    const std::size_t n = heads_.size();
+    Scratch<std::uint64_t> offsets(n + 1);
+    offsets[0] = 0;
+    for (std::size_t g = 0; g < n; ++g)
       offsets[g + 1] = offsets[g] + (heads_[g].length == kMissing ? 0 : heads_[g].length);
-    std::vector<char> bytes(offsets.back());
-    for (std::size_t g = 0; g < heads_.size(); ++g) {
+    Scratch<char> bytes(offsets[n]);
+    for (std::size_t g = 0; g < n; ++g) {
       const Head& h = heads_[g];
       if (h.length == kMissing) continue;
       std::memcpy(bytes.data() + offsets[g], h.bytes, std::min<std::size_t>(h.length, kInline));
       if (h.length > kInline)
         std::memcpy(bytes.data() + offsets[g] + kInline, rest_.data() + rest_at_[g], h.length - kInline);
     }
-    std::vector<std::uint8_t> valid;
-    if (any_missing_) valid = make_validity(heads_.size(), [&](std::size_t g) { return heads_[g].length != kMissing; });
-    Column out = make_string_column(name, std::move(bytes), std::move(offsets), std::move(valid));
+    Column out;
+    out.name = name;
+    out.type = ColumnType::str;
+    out.length = n;
+    out.values = cpu_groupby::scratch_buffer(std::move(bytes));
+    out.offsets = cpu_groupby::scratch_buffer(std::move(offsets));
+    if (any_missing_)
+      out.validity = Buffer::take(make_validity(n, [&](std::size_t g) { return heads_[g].length != kMissing; }));
     *this = StringKeys{};
     return out;
   }
@@ -219,7 +235,7 @@ struct RunningGroups::Impl {
   // finalise with (counted only for chunks where the column has missing values).
   std::unique_ptr<DecomposableAggregator> rows;
   std::vector<std::unique_ptr<DecomposableAggregator>> by_agg;
-  std::map<std::string, std::vector<std::int64_t>> missing;
+  std::map<std::string, Scratch<std::int64_t>> missing;
 
   Impl(const SinkPlan& p, const Table& input) : plan(p) {
     for (const auto& k : plan.spec.by) keys.push_back(key_store(input.column(k).type));
@@ -244,15 +260,16 @@ struct RunningGroups::Impl {
       if (d) f(*d);
   }
 
-  void count_missing(const Column& c, std::vector<std::int64_t>& m, const std::uint32_t* gid, std::size_t b,
+  void count_missing(const Column& c, Scratch<std::int64_t>& m, const std::uint32_t* gid, std::size_t b,
                      std::size_t e) const {
     if (c.validity.empty()) return;
     m.resize(groups, 0);
     for (std::size_t i = b; i < e; ++i) m[gid[i - b]] += !c.present(i);
   }
 
-  void grow_table() {
-    Scratch<std::uint64_t> bigger(slots.size() * 2, 0);
+  // Places every group again in a table of `size` slots (a power of two).
+  void rehash(std::size_t size) {
+    Scratch<std::uint64_t> bigger(size, 0);
     const std::size_t mask = bigger.size() - 1;
     for (std::uint32_t g = 0; g < groups; ++g) {
       std::size_t pos = group_hash[g] & mask;
@@ -278,7 +295,7 @@ struct RunningGroups::Impl {
     for (std::size_t k = 0; k < cols.size(); ++k) keys[k]->append(*cols[k], row);
     group_hash.push_back(h);
     slots[pos] = (h & kTagMask) | (std::uint64_t{g} + 1);
-    if (std::size_t{groups} * 2 > slots.size()) grow_table();
+    if (std::size_t{groups} * 2 > slots.size()) rehash(slots.size() * 2);
     return g;
   }
 };
@@ -286,6 +303,15 @@ struct RunningGroups::Impl {
 RunningGroups::RunningGroups(const SinkPlan& plan, const Table& input) : impl_(std::make_unique<Impl>(plan, input)) {}
 
 RunningGroups::~RunningGroups() = default;
+
+void RunningGroups::reserve(std::size_t groups) {
+  Impl& s = *impl_;
+  if (groups <= s.groups) return;
+  if (groups * 2 > s.slots.size()) s.rehash(std::bit_ceil(groups * 2));
+  s.group_hash.reserve(groups);
+  for (auto& k : s.keys) k->reserve(groups);
+  s.for_each_state([&](DecomposableAggregator& d) { d.grow(groups); });
+}
 
 std::size_t RunningGroups::groups() const { return impl_->groups; }
 
@@ -335,14 +361,19 @@ void RunningGroups::add(const Table& input) {
 
 Table RunningGroups::take() {
   Impl& s = *impl_;
-  std::vector<std::uint32_t> all(s.groups);
+  Scratch<std::uint32_t> all(s.groups);
   std::iota(all.begin(), all.end(), std::uint32_t{0});
   const std::int64_t* rows = s.rows->counts();
-  std::map<std::string, std::vector<std::int64_t>> present;
+  // A column that never missed a value is present in every row of its groups.
+  std::map<std::string, Scratch<std::int64_t>> present;
+  std::map<std::string, const std::int64_t*> present_in;
   for (auto& [name, m] : s.missing) {
+    present_in[name] = rows;
+    if (m.empty()) continue;
     auto& p = present[name];
-    p.assign(rows, rows + s.groups);
-    for (std::size_t g = 0; g < m.size(); ++g) p[g] -= m[g];
+    p.resize(s.groups);
+    for (std::size_t g = 0; g < s.groups; ++g) p[g] = rows[g] - (g < m.size() ? m[g] : 0);
+    present_in[name] = p.data();
     m.clear();
   }
   Table out;
@@ -354,7 +385,7 @@ Table RunningGroups::take() {
                                                        [&](std::size_t g) { return std::optional(rows[g]); }));
       continue;
     }
-    for (auto& c : s.by_agg[i]->finish(all, present.at(a.column).data(), 1)) out.add(std::move(c));
+    for (auto& c : s.by_agg[i]->finish(all, present_in.at(a.column), 1)) out.add(std::move(c));
   }
   s.slots.assign(kFirstSlots, 0);
   s.group_hash = {};

@@ -29,6 +29,8 @@ class RunningGroups {
 
   // Folds a chunk's engine_input (same column types as the constructor's) into the groups.
   void add(const Table& input);
+  // Room for this many groups in all, taken at once instead of doubling (a hint: more may come).
+  void reserve(std::size_t groups);
   std::size_t groups() const;
   std::size_t rows() const;  // rows added since the start or the last take()
   // Bytes held: the hash table, the keys and the states.
