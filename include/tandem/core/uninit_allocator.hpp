@@ -12,11 +12,12 @@ namespace tandem {
 
 // An allocator whose resize() leaves new elements uninitialised: buffers that a read is about to
 // fill are not zero-filled first (a full pass over memory saved, and no page touched twice).
-// Buffers of 8 MiB and more go on huge pages: reading a file into fresh memory is mostly the
-// kernel's page faults otherwise (measured 2.6-3x the read itself on 4 KiB pages).
+// Buffers of 2 MiB and more go on huge pages: reading a file into fresh memory is mostly the
+// kernel's page faults otherwise (measured 2.6-3x the read itself on 4 KiB pages), and a sort of
+// a million rows (8 MB arrays) spent a third of its time in them.
 template <class T>
 struct UninitAllocator : std::allocator<T> {
-  static constexpr std::size_t kHugeFrom = std::size_t{8} << 20;
+  static constexpr std::size_t kHugeFrom = tandem::detail::kHugePage;
   using value_type = T;
   T* allocate(std::size_t n) {
     if (n * sizeof(T) >= kHugeFrom) return static_cast<T*>(tandem::detail::allocate_huge_pages(n * sizeof(T)));

@@ -230,6 +230,7 @@ struct RunningGroups::Impl {
   Scratch<std::uint64_t> group_hash;
   std::uint32_t groups{0};
   std::size_t rows_added{0};
+  Scratch<std::uint64_t> row_hash;  // a chunk's, kept for the next: no fresh pages for every chunk
   // The engine's row count, each aggregation's state (null for count(), which is the row count),
   // and missing values per group of each column read: present = rows - missing is what the states
   // finalise with (counted only for chunks where the column has missing values).
@@ -319,7 +320,7 @@ std::size_t RunningGroups::rows() const { return impl_->rows_added; }
 
 std::size_t RunningGroups::bytes() const {
   const Impl& s = *impl_;
-  std::size_t b = (s.slots.size() + s.group_hash.capacity()) * sizeof(std::uint64_t);
+  std::size_t b = (s.slots.size() + s.group_hash.capacity() + s.row_hash.capacity()) * sizeof(std::uint64_t);
   for (const auto& k : s.keys) b += k->bytes();
   for (const auto& [name, m] : s.missing) b += m.capacity() * sizeof(std::int64_t);
   const_cast<Impl&>(s).for_each_state([&](DecomposableAggregator& d) { b += d.state_bytes() * s.groups; });
@@ -334,7 +335,8 @@ void RunningGroups::add(const Table& input) {
   for (std::size_t i = 0; i < s.plan.partial.aggs.size(); ++i)
     if (s.by_agg[i]) s.by_agg[i]->read_from(&input.column(s.plan.partial.aggs[i].column));
   s.rows_added += n;
-  Scratch<std::uint64_t> hashes(n);
+  s.row_hash.resize(n);
+  const std::span<std::uint64_t> hashes(s.row_hash.data(), n);
   hash_rows(input, s.key_index, hashes);
   std::vector<std::uint32_t> gid(kBlockRows);
   for (std::size_t b = 0; b < n; b += kBlockRows) {
