@@ -5,6 +5,7 @@
 
 #include "core/scratch.hpp"
 #include "groupby/sink/running_groups.hpp"
+#include "sort/table/row_order.hpp"
 #include "table/table_wire.hpp"
 #include "tandem/core/parallel.hpp"
 #include "tandem/table_sort.hpp"
@@ -68,7 +69,8 @@ Table final_groups_by_partition(const Table& partials, const SinkPlan& plan, int
   parallel_for(groups.size(), threads, [&](std::size_t q) {
     const std::span<const std::size_t> rows(parts.rows.data() + parts.starts[q], parts.starts[q + 1] - parts.starts[q]);
     if (rows.empty()) return;
-    const Table part = partials.gather(rows);
+    // Prefetched: a partition's rows lie all over the partial groups.
+    const Table part = detail::gather_rows(partials, rows, 1);
     RunningGroups g(f, part);
     g.reserve(rows.size());
     g.add(part);
