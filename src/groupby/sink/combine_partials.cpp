@@ -87,12 +87,11 @@ Column renamed(Column c, const std::string& name) {
 
 }  // namespace
 
-Table combine_partials(const Table& partials, const Table& kept, const SinkPlan& plan, int threads,
-                       CombineNotes* notes) {
+Combined combine_partials(const Table& partials, const Table& kept, const SinkPlan& plan, int threads,
+                          bool mostly_distinct) {
   Report ignored;
-  if (plan.kept_only) return cpu_groupby::run(kept, plan.kept, threads_for(kept.rows(), threads), ignored);
-  const bool partitioned = !(notes != nullptr && notes->mostly_distinct) && combines_by_partition(plan, partials);
-  if (notes != nullptr) notes->by_partition = partitioned;
+  if (plan.kept_only) return {cpu_groupby::run(kept, plan.kept, threads_for(kept.rows(), threads), ignored)};
+  const bool partitioned = !mostly_distinct && combines_by_partition(plan, partials);
   const Table final_groups =
       partitioned ? final_groups_by_partition(partials, plan, threads)
                   : cpu_groupby::run(partials, plan.final, threads_for(partials.rows(), threads), ignored);
@@ -118,7 +117,7 @@ Table combine_partials(const Table& partials, const Table& kept, const SinkPlan&
       case Kind::kept: out.add(renamed(holistic.column(o.source), o.name)); break;
     }
   }
-  return out;
+  return {std::move(out), partitioned};
 }
 
 }  // namespace tandem::sink

@@ -11,17 +11,17 @@
 
 namespace tandem::sink {
 
-// How the partial groups came to be, and how they were combined (for the report).
-struct CombineNotes {
-  // In: the keys proved mostly distinct (each row its own partial group), so that folding them
-  // partition by partition would only add work to the CPU engine's.
-  bool mostly_distinct{false};
-  bool by_partition{false};  // out: folded partition by partition (partitioned_combine.hpp)
+// The final groups, and how they were combined (for the report).
+struct Combined {
+  Table table;
+  bool by_partition{false};  // folded partition by partition (partitioned_combine.hpp)
 };
 
 // partials: every chunk's partial groups, in chunk order; kept: every chunk's kept rows, in
-// chunk order (no columns when the plan keeps none). The result in key order.
-Table combine_partials(const Table& partials, const Table& kept, const SinkPlan& plan, int threads,
-                       CombineNotes* notes = nullptr);
+// chunk order (no columns when the plan keeps none). The result in key order. mostly_distinct:
+// the keys proved mostly distinct (each row its own partial group), so that folding them
+// partition by partition would only add work to the CPU engine's.
+Combined combine_partials(const Table& partials, const Table& kept, const SinkPlan& plan, int threads,
+                          bool mostly_distinct = false);
 
 }  // namespace tandem::sink

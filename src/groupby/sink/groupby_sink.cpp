@@ -284,10 +284,9 @@ Table GroupBySink::Impl::finish_in_memory() {
   partials.clear();
   const Table all_kept = plan.kept.aggs.empty() ? Table{} : concat_tables(kept, kept_like, threads);
   kept.clear();
-  sink::CombineNotes notes{gave_up_running.load()};
-  Table out = sink::combine_partials(all_partials, all_kept, plan, threads, &notes);
-  combined_by_partition = notes.by_partition;
-  return out;
+  sink::Combined out = sink::combine_partials(all_partials, all_kept, plan, threads, gave_up_running.load());
+  combined_by_partition = out.by_partition;
+  return std::move(out.table);
 }
 
 // Ranges are combined one at a time in key order, each on every thread, and handed on.

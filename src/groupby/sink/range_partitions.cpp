@@ -54,9 +54,9 @@ void combine_range(SpillFiles& files, std::size_t p, RangeFinish& how) {
   files.remove(f + 1);
   if ((how.plan.kept_only ? kept : partials).rows() == 0) return;
   ++how.ranges_combined;
-  CombineNotes notes{how.mostly_distinct};
-  how.emit(combine_partials(partials, kept, how.plan, how.threads, &notes));
-  how.by_partition |= notes.by_partition;
+  Combined c = combine_partials(partials, kept, how.plan, how.threads, how.mostly_distinct);
+  how.by_partition |= c.by_partition;
+  how.emit(std::move(c.table));
 }
 
 }  // namespace

@@ -29,7 +29,7 @@ struct RangeFinish {
   std::size_t budget;       // the most bytes of spilled files a range is combined from at once
   int threads;
   std::function<void(Table)> emit;  // each range's groups, in key order
-  bool mostly_distinct{false};      // the partial groups are mostly a row each (CombineNotes)
+  bool mostly_distinct{false};      // the partial groups are mostly a row each (combine_partials)
   // For the report.
   std::size_t ranges_combined{0}, ranges_split{0}, single_key_over_budget{0};
   std::uint64_t largest{0}, rewritten{0};
