@@ -216,15 +216,19 @@ GroupBySink::Impl::Piece GroupBySink::Impl::fold_running(std::size_t index, cons
   return piece;
 }
 
-// Every running groups' partial groups, as pieces (after every chunk: the lock is held).
+// Every running groups' partial groups, as pieces (after every chunk: the lock is held). Each
+// thread's groups are taken on a thread of their own: 16 consuming threads' tables held 7·10^6
+// groups of q3 at K = 10, a second on one thread.
 void GroupBySink::Impl::take_running() {
-  for (Idle& held : idle) {
-    Piece piece{chunks, held.groups->take(), {}};
+  std::vector<Table> taken(idle.size());
+  parallel_for(idle.size(), threads, [&](std::size_t i) { taken[i] = idle[i].groups->take(); });
+  idle.clear();
+  for (Table& t : taken) {
+    Piece piece{chunks, std::move(t), {}};
     partial_rows += piece.partial.rows();
     if (spill) spill_piece(piece);
     else pieces.push_back(std::move(piece));
   }
-  idle.clear();
   running_bytes = 0;
 }
 
