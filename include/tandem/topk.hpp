@@ -38,7 +38,7 @@ struct Lists {
   std::uint32_t n{0};  // lists
   std::uint64_t m{0};  // objects
   // n lists of m entries, one after another. resize() leaves new entries uninitialised (every
-  // reader and generator fills them all), on huge pages from 8 MiB: no zero-fill pass.
+  // reader and generator fills them all), on huge pages from 2 MiB: no zero-fill pass.
   std::vector<Entry, UninitAllocator<Entry>> entries;
   std::span<const Entry> list(std::uint32_t i) const { return {entries.data() + std::size_t(i) * m, m}; }
 };
