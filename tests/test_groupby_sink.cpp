@@ -12,6 +12,7 @@
 #include "groupby/ops/registry.hpp"
 #include "groupby/sink/piece_arena.hpp"
 #include "groupby/sink/running_groups.hpp"
+#include "table/table_wire.hpp"
 #include "groupby_reference.hpp"
 #include "tandem/core/error.hpp"
 #include "tandem/core/io.hpp"
@@ -274,14 +275,20 @@ TEST(GroupBySink, ManyStringKeyedGroupsAreCombinedByPartition) {
   for (const auto type : {ColumnType::i32, ColumnType::i64, ColumnType::u64, ColumnType::f64})
     t.add(random_column(rng, fmt::format("v_{}", to_string(type)), type, rows, 1000, 0.1));
   t.add(random_column(rng, "s", ColumnType::str, rows, 50, 0.1));
-  const std::vector<std::pair<GroupBySpec, bool>> cases = {
+  // Without kept rows, the running groups hand their groups over split by key hash.
+  struct Case {
+    GroupBySpec spec;
+    bool by_partition, split;
+  };
+  const std::vector<Case> cases = {
       {{{"k0", "k1"},
         parse_aggregations("sum(v_i32),sum(v_i64),sum(v_u64),mean(v_f64),min(v_i64),max(v_f64),count(s),count()")},
+       true,
        true},
-      {{{"k1", "k0"}, parse_aggregations("mean(v_i32),median(v_f64)")}, true},
-      {{{"k1", "k0"}, parse_aggregations("sum(v_f64),var(v_i32),count(v_u64)")}, false},
-      {{{"k0"}, parse_aggregations("sum(v_i64),mean(v_f64)")}, false}};
-  for (const auto& [spec, by_partition] : cases) {
+      {{{"k1", "k0"}, parse_aggregations("mean(v_i32),median(v_f64)")}, true, false},
+      {{{"k1", "k0"}, parse_aggregations("sum(v_f64),var(v_i32),count(v_u64)")}, false, false},
+      {{{"k0"}, parse_aggregations("sum(v_i64),mean(v_f64)")}, false, false}};
+  for (const auto& [spec, by_partition, split] : cases) {
     const auto got = run_sink(spec, chunks_of(t, sizes(11, rows / 12)), {}, 4);
     const std::string what = fmt::format("by {} with {}", spec.by.front(), spec.aggs.size());
     expect_same(got.table, whole(t, spec).table, spec, what);
@@ -289,7 +296,62 @@ TEST(GroupBySink, ManyStringKeyedGroupsAreCombinedByPartition) {
     std::string details;
     for (const auto& stage : got.report.stages) details += stage.detail + "\n";
     EXPECT_EQ(details.find("partition by partition") != std::string::npos, by_partition) << what << "\n" << details;
+    EXPECT_EQ(details.find("handed over split") != std::string::npos, split) << what << "\n" << details;
   }
+}
+
+TEST(GroupBySink, RunningGroupsHandOverTheirGroupsSplitByKeyHash) {
+  // take_split(bits) gives take()'s groups, partition after partition by the top bits of each
+  // key's hash, with the hashes; folding every partition's rows by range gives the groups again.
+  std::mt19937_64 rng(9);
+  const std::size_t rows = 30'000;
+  Table t;
+  t.add(random_column(rng, "k", ColumnType::str, rows, 5000, 0.01));
+  t.add(random_column(rng, "j", ColumnType::i32, rows, 3, 0.01));
+  t.add(random_column(rng, "v", ColumnType::i64, rows, 1000, 0.1));
+  const GroupBySpec spec{{"k", "j"}, parse_aggregations("sum(v),min(v),count()")};
+  const auto plan = sink::plan_sink(spec);
+  const Table input = sink::engine_input(t, plan);
+  sink::RunningGroups whole_groups(plan, input), split_groups(plan, input);
+  whole_groups.add(input);
+  split_groups.add(input);
+  const int bits = 5;
+  sink::SplitGroups split = split_groups.take_split(bits);
+  EXPECT_EQ(split_groups.groups(), 0u) << "take_split() leaves the groups empty";
+  const Table& got = split.groups;
+  ASSERT_EQ(split.starts.size(), (std::size_t{1} << bits) + 1);
+  ASSERT_EQ(split.starts.back(), got.rows());
+  ASSERT_EQ(split.hashes.size(), got.rows());
+  std::vector<std::uint64_t> hashes(got.rows());
+  const std::vector<std::size_t> keys{0, 1};
+  hash_rows(got, keys, hashes);
+  for (std::size_t p = 0; p + 1 < split.starts.size(); ++p)
+    for (std::size_t r = split.starts[p]; r < split.starts[p + 1]; ++r) {
+      ASSERT_EQ(split.hashes[r], hashes[r]) << "row " << r;
+      ASSERT_EQ(hashes[r] >> (64 - bits), p) << "row " << r;
+    }
+  SortSpec order;
+  order.by = {{"k"}, {"j"}};
+  const Table want = tandem::sort(whole_groups.take(), order).table;
+  const auto same = [&](const Table& a, const std::string& what) {
+    ASSERT_EQ(a.rows(), want.rows()) << what;
+    ASSERT_EQ(a.num_columns(), want.num_columns()) << what;
+    for (std::size_t c = 0; c < want.num_columns(); ++c)
+      for (std::size_t r = 0; r < want.rows(); ++r) {
+        const Value x = cell(a.column(c), r), y = cell(want.column(c), r);
+        ASSERT_TRUE(x.present == y.present && x.i == y.i && x.s == y.s) << what << ": column " << c << " row " << r;
+      }
+  };
+  same(tandem::sort(got, order).table, "split");
+  // The partitions folded again, one range at a time, in reverse partition order.
+  sink::SinkPlan again = plan;
+  again.partial = plan.final;
+  sink::RunningGroups folded(again, got);
+  for (std::size_t p = split.starts.size() - 1; p-- > 0;)
+    folded.add(got, split.starts[p], split.starts[p + 1], split.hashes);
+  EXPECT_EQ(folded.rows(), got.rows());
+  same(tandem::sort(folded.take(), order).table, "folded by range");  // same columns, named by the final plan
+  EXPECT_THROW(folded.add(got, 5, 4, split.hashes), Error);
 }
 
 TEST(GroupBySink, ArenaRoomIsAlignedApartAndOutlivesTheArena) {

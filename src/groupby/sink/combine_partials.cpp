@@ -85,23 +85,10 @@ Column renamed(Column c, const std::string& name) {
   return c;
 }
 
-}  // namespace
-
-Combined combine_partials(const Table& partials, const Table& kept, const SinkPlan& plan, int threads,
-                          bool mostly_distinct) {
-  Report ignored;
-  if (plan.kept_only) return {cpu_groupby::run(kept, plan.kept, threads_for(kept.rows(), threads), ignored)};
-  const bool partitioned = !mostly_distinct && combines_by_partition(plan, partials);
-  const Table final_groups =
-      partitioned ? final_groups_by_partition(partials, plan, threads)
-                  : cpu_groupby::run(partials, plan.final, threads_for(partials.rows(), threads), ignored);
-  Table holistic;
-  if (!plan.kept.aggs.empty()) {
-    holistic = cpu_groupby::run(kept, plan.kept, threads_for(kept.rows(), threads), ignored);
-    if (holistic.rows() != final_groups.rows())
-      throw Error(fmt::format("group-by sink: {} groups in the kept rows, {} in the partial groups", holistic.rows(),
-                              final_groups.rows()));
-  }
+// The result's columns in the caller's order: keys and final aggregations from the final
+// groups, var and std from the partial groups, holistic ones from their own groups.
+Table result_columns(const Table& final_groups, const Table& partials, const Table& holistic, const SinkPlan& plan,
+                     int threads) {
   std::optional<PartialGroupIds> ids;  // for var and std, made once
   Table out;
   for (const auto& k : plan.spec.by) out.add(final_groups.column(k));
@@ -117,7 +104,33 @@ Combined combine_partials(const Table& partials, const Table& kept, const SinkPl
       case Kind::kept: out.add(renamed(holistic.column(o.source), o.name)); break;
     }
   }
-  return {std::move(out), partitioned};
+  return out;
+}
+
+}  // namespace
+
+Combined combine_partials(const Table& partials, const Table& kept, const SinkPlan& plan, int threads,
+                          bool mostly_distinct) {
+  Report ignored;
+  if (plan.kept_only) return {cpu_groupby::run(kept, plan.kept, threads_for(kept.rows(), threads), ignored)};
+  const bool partitioned = !mostly_distinct && combines_by_partition(plan, partials, partials.rows());
+  const Table final_groups =
+      partitioned ? final_groups_by_partition(partials, plan, threads)
+                  : cpu_groupby::run(partials, plan.final, threads_for(partials.rows(), threads), ignored);
+  Table holistic;
+  if (!plan.kept.aggs.empty()) {
+    holistic = cpu_groupby::run(kept, plan.kept, threads_for(kept.rows(), threads), ignored);
+    if (holistic.rows() != final_groups.rows())
+      throw Error(fmt::format("group-by sink: {} groups in the kept rows, {} in the partial groups", holistic.rows(),
+                              final_groups.rows()));
+  }
+  return {result_columns(final_groups, partials, holistic, plan, threads), partitioned};
+}
+
+Combined combine_splits(std::vector<SplitGroups>& splits, const SinkPlan& plan, int threads) {
+  if (!plan.kept.aggs.empty()) throw Error("group-by sink: split partial groups with rows kept");
+  const Table final_groups = final_groups_from_splits(splits, plan, threads);
+  return {result_columns(final_groups, Table{}, Table{}, plan, threads), true};
 }
 
 }  // namespace tandem::sink

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "groupby/sink/chunk_partials.hpp"
+#include "groupby/sink/running_groups.hpp"
 #include "tandem/groupby.hpp"
 
 namespace tandem::sink {
@@ -23,5 +24,10 @@ struct Combined {
 // partition by partition would only add work to the CPU engine's.
 Combined combine_partials(const Table& partials, const Table& kept, const SinkPlan& plan, int threads,
                           bool mostly_distinct = false);
+
+// The same from partial groups handed over split by key hash (RunningGroups::take_split, one
+// partition_bits for all): for plans that combines_by_partition allows and that keep no rows.
+// The splits are used up.
+Combined combine_splits(std::vector<SplitGroups>& splits, const SinkPlan& plan, int threads);
 
 }  // namespace tandem::sink

@@ -21,6 +21,7 @@
 #include "groupby/sink/chunk_partials.hpp"
 #include "groupby/sink/combine_partials.hpp"
 #include "groupby/sink/key_ranges.hpp"
+#include "groupby/sink/partitioned_combine.hpp"
 #include "groupby/sink/piece_arena.hpp"
 #include "groupby/sink/range_partitions.hpp"
 #include "groupby/sink/running_groups.hpp"
@@ -74,6 +75,7 @@ struct GroupBySink::Impl {
   mutable std::mutex lock;
   std::unordered_set<std::size_t> seen;
   std::vector<Piece> pieces;
+  std::vector<sink::SplitGroups> splits;  // every thread's running groups, when finish takes them split
   std::size_t bytes{0};
   std::unique_ptr<sink::SpillFiles> spill;
   sink::PieceArena arena;  // the pieces' owned copies of chunk columns
@@ -82,6 +84,7 @@ struct GroupBySink::Impl {
   // For the report.
   std::size_t chunks{0}, rows{0}, partial_rows{0}, kept_rows{0}, running_tables{0};
   bool combined_by_partition{false};
+  bool combined_from_splits{false};
   double consume_seconds{0};
 
   Impl(GroupBySpec spec, GroupBySinkOptions o)
@@ -218,17 +221,29 @@ GroupBySink::Impl::Piece GroupBySink::Impl::fold_running(std::size_t index, cons
 
 // Every running groups' partial groups, as pieces (after every chunk: the lock is held). Each
 // thread's groups are taken on a thread of their own: 16 consuming threads' tables held 7·10^6
-// groups of q3 at K = 10, a second on one thread.
+// groups of q3 at K = 10, a second on one thread. Where they are all there is to combine and the
+// combine goes partition by partition, they are taken split by key hash.
 void GroupBySink::Impl::take_running() {
-  std::vector<Table> taken(idle.size());
-  parallel_for(idle.size(), threads, [&](std::size_t i) { taken[i] = idle[i].groups->take(); });
-  idle.clear();
-  for (Table& t : taken) {
-    Piece piece{chunks, std::move(t), {}};
-    partial_rows += piece.partial.rows();
-    if (spill) spill_piece(piece);
-    else pieces.push_back(std::move(piece));
+  std::size_t held = 0;
+  for (const Idle& i : idle) held += i.groups->groups();
+  if (!spill && pieces.empty() && plan.kept.aggs.empty() && !gave_up_running &&
+      sink::combines_by_partition(plan, partial_like, held)) {
+    const int bits = sink::partition_bits(held, threads);
+    combined_from_splits = true;
+    splits.resize(idle.size());
+    parallel_for(idle.size(), threads, [&](std::size_t i) { splits[i] = idle[i].groups->take_split(bits); });
+    partial_rows += held;
+  } else {
+    std::vector<Table> taken(idle.size());
+    parallel_for(idle.size(), threads, [&](std::size_t i) { taken[i] = idle[i].groups->take(); });
+    for (Table& t : taken) {
+      Piece piece{chunks, std::move(t), {}};
+      partial_rows += piece.partial.rows();
+      if (spill) spill_piece(piece);
+      else pieces.push_back(std::move(piece));
+    }
   }
+  idle.clear();
   running_bytes = 0;
 }
 
@@ -277,6 +292,11 @@ void GroupBySink::consume(std::size_t chunk_index, const Table& chunk) {
 }
 
 Table GroupBySink::Impl::finish_in_memory() {
+  if (!splits.empty()) {
+    sink::Combined out = sink::combine_splits(splits, plan, threads);
+    combined_by_partition = out.by_partition;
+    return std::move(out.table);
+  }
   std::stable_sort(pieces.begin(), pieces.end(), [](const Piece& a, const Piece& b) { return a.chunk < b.chunk; });
   std::vector<Table> partials, kept;
   for (Piece& p : pieces) {
@@ -362,8 +382,11 @@ GroupByResult GroupBySink::Impl::finish(const ResultPieces& emit) {
   out.table = empty_result;
   report.add("combine", "cpu", w.seconds(),
              fmt::format("{} groups from the partial groups {}, {} thread(s){}", groups,
-                         combined_by_partition ? "folded partition by partition by key hash, then put in key order"
-                                               : "by the CPU engine",
+                         !combined_by_partition ? "by the CPU engine"
+                         : combined_from_splits
+                             ? "folded partition by partition by key hash (handed over split by the running groups), "
+                               "then put in key order"
+                             : "folded partition by partition by key hash, then put in key order",
                          threads, spill ? ", one key range at a time" : ""));
   spill.reset();  // the spill files go as soon as they are read
   return out;

@@ -7,6 +7,7 @@
 #include "groupby/sink/running_groups.hpp"
 #include "sort/table/row_order.hpp"
 #include "table/table_wire.hpp"
+#include "tandem/core/error.hpp"
 #include "tandem/core/parallel.hpp"
 #include "tandem/table_sort.hpp"
 
@@ -37,8 +38,7 @@ Partitions split_by_hash(const Table& partials, std::size_t keys, int threads) {
   for (std::size_t k = 0; k < keys; ++k) key_columns[k] = k;
   Scratch<std::uint64_t> hashes(n);
   hash_rows(partials, key_columns, hashes, threads);
-  const std::size_t wanted = std::max<std::size_t>(n / kPartitionRows, 4 * static_cast<std::size_t>(threads));
-  const int bits = std::clamp(static_cast<int>(std::bit_width(wanted - 1)), 1, kMaxPartitionBits);
+  const int bits = partition_bits(n, threads);
   const int shift = 64 - bits;
   Partitions p{std::vector<std::size_t>(n), std::vector<std::size_t>((std::size_t{1} << bits) + 1, 0)};
   for (std::size_t i = 0; i < n; ++i) ++p.starts[(hashes[i] >> shift) + 1];
@@ -48,10 +48,30 @@ Partitions split_by_hash(const Table& partials, std::size_t keys, int threads) {
   return p;
 }
 
+// The partitions' groups joined and put in key order.
+Table in_key_order(std::vector<Table>& groups, const SinkPlan& plan, int threads) {
+  std::vector<Table> made;
+  for (Table& t : groups)
+    if (t.num_columns() > 0) made.push_back(std::move(t));
+  groups.clear();
+  const Table joined = concat_tables(made, made.front(), threads);
+  made.clear();
+  SortSpec order;
+  for (const auto& k : plan.spec.by) order.by.push_back({k});
+  TableSortOptions how;
+  how.threads = threads;
+  return tandem::sort(joined, order, how).table;
+}
+
 }  // namespace
 
-bool combines_by_partition(const SinkPlan& plan, const Table& partials) {
-  if (partials.rows() < kMinRows) return false;
+int partition_bits(std::size_t rows, int threads) {
+  const std::size_t wanted = std::max<std::size_t>(rows / kPartitionRows, 4 * static_cast<std::size_t>(threads));
+  return std::clamp(static_cast<int>(std::bit_width(wanted - 1)), 1, kMaxPartitionBits);
+}
+
+bool combines_by_partition(const SinkPlan& plan, const Table& partials, std::size_t rows) {
+  if (rows < kMinRows) return false;
   // The engine groups integer keys by radix passes faster than running groups fold them; string
   // keys it ranks first, which costs more than folding them partition by partition.
   const bool string_key = std::any_of(plan.spec.by.begin(), plan.spec.by.end(),
@@ -76,15 +96,29 @@ Table final_groups_by_partition(const Table& partials, const SinkPlan& plan, int
     g.add(part);
     groups[q] = g.take();
   });
-  std::vector<Table> made;
-  for (Table& t : groups)
-    if (t.num_columns() > 0) made.push_back(std::move(t));
-  const Table joined = concat_tables(made, made.front(), threads);
-  SortSpec order;
-  for (const auto& k : plan.spec.by) order.by.push_back({k});
-  TableSortOptions how;
-  how.threads = threads;
-  return tandem::sort(joined, order, how).table;
+  return in_key_order(groups, plan, threads);
+}
+
+Table final_groups_from_splits(std::vector<SplitGroups>& splits, const SinkPlan& plan, int threads) {
+  if (splits.empty()) throw Error("partitioned combine: no partial groups");
+  const std::size_t parts = splits.front().starts.size() - 1;
+  for (const SplitGroups& s : splits)
+    if (s.starts.size() != parts + 1) throw Error("partitioned combine: partial groups split in different ways");
+  const SinkPlan f = final_plan(plan);
+  std::vector<Table> groups(parts);
+  parallel_for(parts, threads, [&](std::size_t q) {
+    std::size_t largest = 0;
+    for (const SplitGroups& s : splits) largest = std::max(largest, s.starts[q + 1] - s.starts[q]);
+    if (largest == 0) return;
+    // Room for the largest thread's share: the groups of every thread are at least as many, and
+    // at most their sum; reserving the sum zeroed room that 16 threads' shared keys never fill.
+    RunningGroups g(f, splits.front().groups);
+    g.reserve(largest);
+    for (const SplitGroups& s : splits) g.add(s.groups, s.starts[q], s.starts[q + 1], s.hashes);
+    groups[q] = g.take();
+  });
+  splits.clear();
+  return in_key_order(groups, plan, threads);
 }
 
 }  // namespace tandem::sink

@@ -7,18 +7,32 @@
 // once, which ranked the strings and grouped them on one table (0.87 s against 0.47 s on two
 // cores for db-benchmark q3 at K = 10).
 #pragma once
+#include <vector>
+
 #include "groupby/sink/chunk_partials.hpp"
+#include "groupby/sink/running_groups.hpp"
 
 namespace tandem::sink {
 
-// Whether final_groups_by_partition can make the plan's final groups of these partial groups,
-// and faster than the CPU engine: enough rows to be worth splitting, a string key (integer keys
-// alone the engine groups faster), keys and final aggregations that running groups hold, and no
-// var or std (whose moments are combined over every partial row in key order).
-bool combines_by_partition(const SinkPlan& plan, const Table& partials);
+// Whether final_groups_by_partition can make the plan's final groups of `rows` partial groups
+// with the columns of `partials`, and faster than the CPU engine: enough rows to be worth
+// splitting, a string key (integer keys alone the engine groups faster), keys and final
+// aggregations that running groups hold, and no var or std (whose moments are combined over every
+// partial row in key order).
+bool combines_by_partition(const SinkPlan& plan, const Table& partials, std::size_t rows);
+
+// How many top bits of the key hash pick a partition of this many partial groups: partitions of
+// some 2^15 rows, at least four a thread, at most 2^12.
+int partition_bits(std::size_t rows, int threads);
 
 // The plan's final aggregations over the partial groups, rows in key order: the table
 // cpu_groupby::run(partials, plan.final) gives.
 Table final_groups_by_partition(const Table& partials, const SinkPlan& plan, int threads);
+
+// final_groups_by_partition over partial groups handed over already split (each consuming
+// thread's running groups, taken by RunningGroups::take_split with partition_bits of all their
+// rows): partition p folds partition p of every split, which skips joining the partial groups,
+// hashing them again and gathering each partition's rows. The splits are used up.
+Table final_groups_from_splits(std::vector<SplitGroups>& splits, const SinkPlan& plan, int threads);
 
 }  // namespace tandem::sink

@@ -57,8 +57,9 @@ class KeyStore {
   virtual void reserve(std::size_t groups) = 0;
   // Asks for what equal(g, ...) reads, a few rows before it is called.
   virtual void prefetch(std::uint32_t g) const = 0;
-  // The keys as a column (the store is left empty).
-  virtual Column take(const std::string& name) = 0;
+  // The keys as a column, group order[0], order[1], … (every group once), or group after group
+  // where order is null; the store is left empty.
+  virtual Column take(const std::string& name, const std::uint32_t* order) = 0;
   virtual std::size_t bytes() const = 0;
 
  protected:
@@ -87,23 +88,27 @@ class NumberKeys final : public KeyStore {
     values_.reserve(groups);
     present_.reserve(groups);
   }
-  Column take(const std::string& name) override {
+  Column take(const std::string& name, const std::uint32_t* order) override {
+    const std::size_t n = values_.size();
     Column out;
     out.name = name;
     out.type = column_type_v<T>;
-    out.length = values_.size();
-    if (any_missing_) out.validity = Buffer::take(validity());
-    out.values = Buffer::take(std::move(values_));
+    out.length = n;
+    const auto g = [&](std::size_t i) { return order != nullptr ? order[i] : i; };
+    if (any_missing_) out.validity = Buffer::take(make_validity(n, [&](std::size_t i) { return present_[g(i)] != 0; }));
+    if (order == nullptr) {
+      out.values = Buffer::take(std::move(values_));
+    } else {
+      Scratch<T> v(n);
+      for (std::size_t i = 0; i < n; ++i) v[i] = values_[order[i]];
+      out.values = cpu_groupby::scratch_buffer(std::move(v));
+    }
     *this = NumberKeys{};
     return out;
   }
   std::size_t bytes() const override { return values_.capacity() * sizeof(T) + present_.capacity(); }
 
  private:
-  std::vector<std::uint8_t> validity() const {
-    if (!any_missing_) return {};
-    return make_validity(present_.size(), [&](std::size_t g) { return present_[g] != 0; });
-  }
   Scratch<T> values_;
   Scratch<std::uint8_t> present_;
 };
@@ -142,19 +147,22 @@ class StringKeys final : public KeyStore {
   }
   void reserve(std::size_t groups) override { heads_.reserve(groups); }
   // Scratch arrays (huge pages, no zeroing pass): a million groups' keys are 20 MB of fresh memory.
-  Column take(const std::string& name) override {
+  Column take(const std::string& name, const std::uint32_t* order) override {
     const std::size_t n = heads_.size();
+    const auto g = [&](std::size_t i) { return order != nullptr ? order[i] : i; };
     Scratch<std::uint64_t> offsets(n + 1);
     offsets[0] = 0;
-    for (std::size_t g = 0; g < n; ++g)
-      offsets[g + 1] = offsets[g] + (heads_[g].length == kMissing ? 0 : heads_[g].length);
+    for (std::size_t i = 0; i < n; ++i) {
+      const Head& h = heads_[g(i)];
+      offsets[i + 1] = offsets[i] + (h.length == kMissing ? 0 : h.length);
+    }
     Scratch<char> bytes(offsets[n]);
-    for (std::size_t g = 0; g < n; ++g) {
-      const Head& h = heads_[g];
+    for (std::size_t i = 0; i < n; ++i) {
+      const Head& h = heads_[g(i)];
       if (h.length == kMissing) continue;
-      std::memcpy(bytes.data() + offsets[g], h.bytes, std::min<std::size_t>(h.length, kInline));
+      std::memcpy(bytes.data() + offsets[i], h.bytes, std::min<std::size_t>(h.length, kInline));
       if (h.length > kInline)
-        std::memcpy(bytes.data() + offsets[g] + kInline, rest_.data() + rest_at_[g], h.length - kInline);
+        std::memcpy(bytes.data() + offsets[i] + kInline, rest_.data() + rest_at_[g(i)], h.length - kInline);
     }
     Column out;
     out.name = name;
@@ -163,7 +171,7 @@ class StringKeys final : public KeyStore {
     out.values = cpu_groupby::scratch_buffer(std::move(bytes));
     out.offsets = cpu_groupby::scratch_buffer(std::move(offsets));
     if (any_missing_)
-      out.validity = Buffer::take(make_validity(n, [&](std::size_t g) { return heads_[g].length != kMissing; }));
+      out.validity = Buffer::take(make_validity(n, [&](std::size_t i) { return heads_[g(i)].length != kMissing; }));
     *this = StringKeys{};
     return out;
   }
@@ -299,6 +307,9 @@ struct RunningGroups::Impl {
     if (std::size_t{groups} * 2 > slots.size()) rehash(slots.size() * 2);
     return g;
   }
+
+  void fold(const Table& input, std::size_t begin, std::size_t end, const std::uint64_t* hashes);
+  Table take_in(const std::uint32_t* order);
 };
 
 RunningGroups::RunningGroups(const SinkPlan& plan, const Table& input) : impl_(std::make_unique<Impl>(plan, input)) {}
@@ -327,73 +338,113 @@ std::size_t RunningGroups::bytes() const {
   return b;
 }
 
-void RunningGroups::add(const Table& input) {
-  Impl& s = *impl_;
-  const std::size_t n = input.rows();
+// Rows [begin, end) of input, whose key hashes are hashes[begin .. end).
+void RunningGroups::Impl::fold(const Table& input, std::size_t begin, std::size_t end, const std::uint64_t* hashes) {
   std::vector<const Column*> cols;
-  for (const auto& k : s.plan.spec.by) cols.push_back(&input.column(k));
-  for (std::size_t i = 0; i < s.plan.partial.aggs.size(); ++i)
-    if (s.by_agg[i]) s.by_agg[i]->read_from(&input.column(s.plan.partial.aggs[i].column));
-  s.rows_added += n;
-  s.row_hash.resize(n);
-  const std::span<std::uint64_t> hashes(s.row_hash.data(), n);
-  hash_rows(input, s.key_index, hashes);
+  for (const auto& k : plan.spec.by) cols.push_back(&input.column(k));
+  for (std::size_t i = 0; i < plan.partial.aggs.size(); ++i)
+    if (by_agg[i]) by_agg[i]->read_from(&input.column(plan.partial.aggs[i].column));
+  rows_added += end - begin;
   std::vector<std::uint32_t> gid(kBlockRows);
-  for (std::size_t b = 0; b < n; b += kBlockRows) {
-    const std::size_t e = std::min(n, b + kBlockRows);
+  for (std::size_t b = begin; b < end; b += kBlockRows) {
+    const std::size_t e = std::min(end, b + kBlockRows);
     for (std::size_t i = b; i < e; ++i) {
       // Two stages ahead, so that the cache misses overlap this row's probe: the slot of a row
       // kPrefetchRows on, then the stored key of the group that a slot kKeyPrefetchRows on names.
-      const std::size_t m = s.slots.size() - 1;
-      if (i + kPrefetchRows < n) __builtin_prefetch(&s.slots[hashes[i + kPrefetchRows] & m]);
-      if (i + kKeyPrefetchRows < n) {
-        const std::uint64_t h = hashes[i + kKeyPrefetchRows], slot = s.slots[h & m];
+      const std::size_t m = slots.size() - 1;
+      if (i + kPrefetchRows < end) __builtin_prefetch(&slots[hashes[i + kPrefetchRows] & m]);
+      if (i + kKeyPrefetchRows < end) {
+        const std::uint64_t h = hashes[i + kKeyPrefetchRows], slot = slots[h & m];
         if (slot != 0 && (slot & kTagMask) == (h & kTagMask))
-          for (const auto& k : s.keys) k->prefetch(static_cast<std::uint32_t>(slot - 1));
+          for (const auto& k : keys) k->prefetch(static_cast<std::uint32_t>(slot - 1));
       }
-      gid[i - b] = s.group_of(cols, i, hashes[i]);
+      gid[i - b] = group_of(cols, i, hashes[i]);
     }
-    s.for_each_state([&](DecomposableAggregator& d) {
-      d.grow(s.groups);
+    for_each_state([&](DecomposableAggregator& d) {
+      d.grow(groups);
       d.update(0, gid.data(), b, e);
     });
-    for (auto& [name, m] : s.missing) s.count_missing(input.column(name), m, gid.data(), b, e);
+    for (auto& [name, m] : missing) count_missing(input.column(name), m, gid.data(), b, e);
   }
 }
 
-Table RunningGroups::take() {
+void RunningGroups::add(const Table& input) {
   Impl& s = *impl_;
-  Scratch<std::uint32_t> all(s.groups);
-  std::iota(all.begin(), all.end(), std::uint32_t{0});
-  const std::int64_t* rows = s.rows->counts();
+  const std::size_t n = input.rows();
+  s.row_hash.resize(n);
+  hash_rows(input, s.key_index, std::span<std::uint64_t>(s.row_hash.data(), n));
+  s.fold(input, 0, n, s.row_hash.data());
+}
+
+void RunningGroups::add(const Table& input, std::size_t begin, std::size_t end,
+                        std::span<const std::uint64_t> hashes) {
+  if (begin > end || end > input.rows() || hashes.size() != input.rows())
+    throw Error(fmt::format("running groups: rows {}..{} of {} with {} hashes", begin, end, input.rows(), hashes.size()));
+  impl_->fold(input, begin, end, hashes.data());
+}
+
+// The groups in the given order (every group once; group after group where null), then empty.
+Table RunningGroups::Impl::take_in(const std::uint32_t* order) {
+  Scratch<std::uint32_t> all;
+  if (order == nullptr) {
+    all.resize(groups);
+    std::iota(all.begin(), all.end(), std::uint32_t{0});
+    order = all.data();
+  }
+  const std::span<const std::uint32_t> in_order(order, groups);
+  const std::int64_t* counts = rows->counts();
   // A column that never missed a value is present in every row of its groups.
   std::map<std::string, Scratch<std::int64_t>> present;
   std::map<std::string, const std::int64_t*> present_in;
-  for (auto& [name, m] : s.missing) {
-    present_in[name] = rows;
+  for (auto& [name, m] : missing) {
+    present_in[name] = counts;
     if (m.empty()) continue;
     auto& p = present[name];
-    p.resize(s.groups);
-    for (std::size_t g = 0; g < s.groups; ++g) p[g] = rows[g] - (g < m.size() ? m[g] : 0);
+    p.resize(groups);
+    for (std::size_t g = 0; g < groups; ++g) p[g] = counts[g] - (g < m.size() ? m[g] : 0);
     present_in[name] = p.data();
     m.clear();
   }
   Table out;
-  for (std::size_t k = 0; k < s.keys.size(); ++k) out.add(s.keys[k]->take(s.plan.spec.by[k]));
-  for (std::size_t i = 0; i < s.plan.partial.aggs.size(); ++i) {
-    const Aggregation& a = s.plan.partial.aggs[i];
-    if (!s.by_agg[i]) {
-      out.add(cpu_groupby::build_numbers<std::int64_t>(output_names(a).front(), all.size(), 1,
-                                                       [&](std::size_t g) { return std::optional(rows[g]); }));
+  for (std::size_t k = 0; k < keys.size(); ++k)
+    out.add(keys[k]->take(plan.spec.by[k], all.empty() ? order : nullptr));
+  for (std::size_t i = 0; i < plan.partial.aggs.size(); ++i) {
+    const Aggregation& a = plan.partial.aggs[i];
+    if (!by_agg[i]) {
+      out.add(cpu_groupby::build_numbers<std::int64_t>(output_names(a).front(), in_order.size(), 1, [&](std::size_t j) {
+        return std::optional(counts[in_order[j]]);
+      }));
       continue;
     }
-    for (auto& c : s.by_agg[i]->finish(all, present_in.at(a.column), 1)) out.add(std::move(c));
+    for (auto& c : by_agg[i]->finish(in_order, present_in.at(a.column), 1)) out.add(std::move(c));
   }
-  s.slots.assign(kFirstSlots, 0);
-  s.group_hash = {};
-  s.groups = 0;
-  s.rows_added = 0;
-  s.for_each_state([](DecomposableAggregator& d) { d.allocate(1, 0); });
+  slots.assign(kFirstSlots, 0);
+  group_hash = {};
+  groups = 0;
+  rows_added = 0;
+  for_each_state([](DecomposableAggregator& d) { d.allocate(1, 0); });
+  return out;
+}
+
+Table RunningGroups::take() { return impl_->take_in(nullptr); }
+
+SplitGroups RunningGroups::take_split(int bits) {
+  Impl& s = *impl_;
+  if (bits < 1 || bits > 24) throw Error(fmt::format("running groups: {} partition bits", bits));
+  const int shift = 64 - bits;
+  SplitGroups out;
+  out.starts.assign((std::size_t{1} << bits) + 1, 0);
+  for (std::uint32_t g = 0; g < s.groups; ++g) ++out.starts[(s.group_hash[g] >> shift) + 1];
+  for (std::size_t p = 1; p < out.starts.size(); ++p) out.starts[p] += out.starts[p - 1];
+  std::vector<std::size_t> next(out.starts.begin(), out.starts.end() - 1);
+  Scratch<std::uint32_t> order(s.groups);
+  out.hashes.resize(s.groups);
+  for (std::uint32_t g = 0; g < s.groups; ++g) {
+    const std::size_t at = next[s.group_hash[g] >> shift]++;
+    order[at] = g;
+    out.hashes[at] = s.group_hash[g];
+  }
+  out.groups = s.take_in(order.data());
   return out;
 }
 
