@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "table/csv_scan.hpp"
+#include "tandem/core/gather.hpp"
 #include "tandem/core/error.hpp"
 
 namespace tandem {
@@ -224,7 +225,7 @@ Column gather(const Column& c, std::span<const std::size_t> rows) {
     using T = decltype(t);
     const auto v = c.numbers<T>();
     std::vector<T> out(rows.size());
-    for (std::size_t i = 0; i < rows.size(); ++i) out[i] = v[rows[i]];
+    gather_prefetched(v.data(), rows.data(), rows.size(), out.data(), 1);  // random rows: loads asked ahead
     return make_column(c.name, std::move(out), std::move(validity));
   });
 }

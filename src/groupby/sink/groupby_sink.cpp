@@ -227,7 +227,7 @@ void GroupBySink::Impl::take_running() {
   std::size_t held = 0;
   for (const Idle& i : idle) held += i.groups->groups();
   if (!spill && pieces.empty() && plan.kept.aggs.empty() && !gave_up_running &&
-      sink::combines_by_partition(plan, partial_like, held)) {
+      sink::combines_by_partition(plan, partial_like, held, true)) {
     const int bits = sink::partition_bits(held, threads);
     combined_from_splits = true;
     splits.resize(idle.size());
