@@ -71,6 +71,10 @@ class DecomposableAggregator : public Aggregator {
                                 std::size_t end) = 0;
   // Merges slots 1, 2, … in that order into slot 0 for groups [g0, g1).
   virtual void merge_slots(std::size_t g0, std::size_t g1) = 0;
+  // Merges another aggregator's slot-0 states of groups from[j] into this one's groups to[j],
+  // j < n (same operator and input type: merging the group-by sink's running groups).
+  virtual void merge_from(const DecomposableAggregator& other, const std::uint32_t* from, const std::uint32_t* to,
+                          std::size_t n) = 0;
   // Slot 0's states when they are counts (count() and count(col)), else null.
   virtual const std::int64_t* counts() const = 0;
 };
@@ -180,6 +184,12 @@ class Decomposable final : public DecomposableAggregator {
       const State* from = states_.data() + s * stride_;
       for (std::size_t g = g0; g < g1; ++g) Op::merge(states_[g], from[g]);
     }
+  }
+  void merge_from(const DecomposableAggregator& other, const std::uint32_t* from, const std::uint32_t* to,
+                  std::size_t n) override {
+    const auto* o = dynamic_cast<const Decomposable*>(&other);
+    if (o == nullptr) throw Error(fmt::format("{}: merging states of another operator or type", names_.front()));
+    for (std::size_t j = 0; j < n; ++j) Op::merge(states_[to[j]], o->states_[from[j]]);
   }
   std::vector<Column> finish(std::span<const std::uint32_t> groups, const std::int64_t* present,
                              int threads) const override {

@@ -3,6 +3,7 @@
 // combination of each chunk's count, mean and variance, holistic aggregations over the kept
 // rows, and the result's columns in the caller's order.
 #pragma once
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -25,9 +26,9 @@ struct Combined {
 Combined combine_partials(const Table& partials, const Table& kept, const SinkPlan& plan, int threads,
                           bool mostly_distinct = false);
 
-// The same from partial groups handed over split by key hash (RunningGroups::take_split, one
-// partition_bits for all): for plans that combines_by_partition allows and that keep no rows.
-// The splits are used up.
-Combined combine_splits(std::vector<SplitGroups>& splits, const SinkPlan& plan, int threads);
+// The same straight from every consuming thread's running groups (final_groups_from_running): for
+// plans that combines_by_partition allows and that keep no rows. The tables are used up.
+Combined combine_running(std::vector<std::unique_ptr<RunningGroups>>& tables, const SinkPlan& plan,
+                         const Table& input, int threads);
 
 }  // namespace tandem::sink

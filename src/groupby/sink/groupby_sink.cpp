@@ -75,7 +75,8 @@ struct GroupBySink::Impl {
   mutable std::mutex lock;
   std::unordered_set<std::size_t> seen;
   std::vector<Piece> pieces;
-  std::vector<sink::SplitGroups> splits;  // every thread's running groups, when finish takes them split
+  // Every thread's running groups, when finish merges them partition by partition.
+  std::vector<std::unique_ptr<sink::RunningGroups>> merged;
   std::size_t bytes{0};
   std::unique_ptr<sink::SpillFiles> spill;
   sink::PieceArena arena;  // the pieces' owned copies of chunk columns
@@ -84,7 +85,7 @@ struct GroupBySink::Impl {
   // For the report.
   std::size_t chunks{0}, rows{0}, partial_rows{0}, kept_rows{0}, running_tables{0};
   bool combined_by_partition{false};
-  bool combined_from_splits{false};
+  bool combined_from_running{false};
   double consume_seconds{0};
 
   Impl(GroupBySpec spec, GroupBySinkOptions o)
@@ -222,16 +223,14 @@ GroupBySink::Impl::Piece GroupBySink::Impl::fold_running(std::size_t index, cons
 // Every running groups' partial groups, as pieces (after every chunk: the lock is held). Each
 // thread's groups are taken on a thread of their own: 16 consuming threads' tables held 7·10^6
 // groups of q3 at K = 10, a second on one thread. Where they are all there is to combine and the
-// combine goes partition by partition, they are taken split by key hash.
+// combine goes partition by partition, they are kept whole for finish to merge.
 void GroupBySink::Impl::take_running() {
   std::size_t held = 0;
   for (const Idle& i : idle) held += i.groups->groups();
   if (!spill && pieces.empty() && plan.kept.aggs.empty() && !gave_up_running &&
       sink::combines_by_partition(plan, partial_like, held, true)) {
-    const int bits = sink::partition_bits(held, threads);
-    combined_from_splits = true;
-    splits.resize(idle.size());
-    parallel_for(idle.size(), threads, [&](std::size_t i) { splits[i] = idle[i].groups->take_split(bits); });
+    combined_from_running = true;
+    for (Idle& i : idle) merged.push_back(std::move(i.groups));
     partial_rows += held;
   } else {
     std::vector<Table> taken(idle.size());
@@ -292,8 +291,8 @@ void GroupBySink::consume(std::size_t chunk_index, const Table& chunk) {
 }
 
 Table GroupBySink::Impl::finish_in_memory() {
-  if (!splits.empty()) {
-    sink::Combined out = sink::combine_splits(splits, plan, threads);
+  if (!merged.empty()) {
+    sink::Combined out = sink::combine_running(merged, plan, schema_input, threads);
     combined_by_partition = out.by_partition;
     return std::move(out.table);
   }
@@ -383,9 +382,9 @@ GroupByResult GroupBySink::Impl::finish(const ResultPieces& emit) {
   report.add("combine", "cpu", w.seconds(),
              fmt::format("{} groups from the partial groups {}, {} thread(s){}", groups,
                          !combined_by_partition ? "by the CPU engine"
-                         : combined_from_splits
-                             ? "folded partition by partition by key hash (handed over split by the running groups), "
-                               "then put in key order"
+                         : combined_from_running
+                             ? "merged partition by partition by key hash straight from the running groups, then "
+                               "put in key order"
                              : "folded partition by partition by key hash, then put in key order",
                          threads, spill ? ", one key range at a time" : ""));
   spill.reset();  // the spill files go as soon as they are read

@@ -99,25 +99,46 @@ Table final_groups_by_partition(const Table& partials, const SinkPlan& plan, int
   return in_key_order(groups, plan, threads);
 }
 
-Table final_groups_from_splits(std::vector<SplitGroups>& splits, const SinkPlan& plan, int threads) {
-  if (splits.empty()) throw Error("partitioned combine: no partial groups");
-  const std::size_t parts = splits.front().starts.size() - 1;
-  for (const SplitGroups& s : splits)
-    if (s.starts.size() != parts + 1) throw Error("partitioned combine: partial groups split in different ways");
-  const SinkPlan f = final_plan(plan);
-  std::vector<Table> groups(parts);
-  parallel_for(parts, threads, [&](std::size_t q) {
+// The final plan's columns of merged running groups: their partial columns, whose states were
+// merged as the final aggregations would fold them, under the final aggregations' names.
+Table as_final_groups(const Table& merged, const SinkPlan& plan) {
+  Table out;
+  for (const auto& k : plan.spec.by) out.add(merged.column(k));
+  for (std::size_t i = 0; i < plan.final.aggs.size(); ++i) {
+    Column c = merged.column(output_names(plan.partial.aggs[i]).front());
+    c.name = output_names(plan.final.aggs[i]).front();
+    out.add(std::move(c));
+  }
+  return out;
+}
+
+Table final_groups_from_running(std::vector<std::unique_ptr<RunningGroups>>& tables, const SinkPlan& plan,
+                                const Table& input, int threads) {
+  if (tables.empty()) throw Error("partitioned combine: no running groups");
+  if (plan.final.aggs.size() != plan.partial.aggs.size())
+    throw Error("partitioned combine: final aggregations that are not the partial ones merged");
+  std::size_t held = 0;
+  for (const auto& t : tables) held += t->groups();
+  const int bits = partition_bits(held, threads);
+  std::vector<GroupPartitions> parts(tables.size());
+  parallel_for(tables.size(), threads, [&](std::size_t t) { parts[t] = tables[t]->partitions(bits); });
+  std::vector<Table> groups(std::size_t{1} << bits);
+  parallel_for(groups.size(), threads, [&](std::size_t q) {
     std::size_t largest = 0;
-    for (const SplitGroups& s : splits) largest = std::max(largest, s.starts[q + 1] - s.starts[q]);
+    for (const GroupPartitions& p : parts) largest = std::max(largest, p.starts[q + 1] - p.starts[q]);
     if (largest == 0) return;
-    // Room for the largest thread's share: the groups of every thread are at least as many, and
-    // at most their sum; reserving the sum zeroed room that 16 threads' shared keys never fill.
-    RunningGroups g(f, splits.front().groups);
+    // Room for the largest table's share: the groups are at least as many, and at most the sum
+    // of the shares; reserving the sum zeroed room that 16 threads' shared keys never fill.
+    RunningGroups g(plan, input);
     g.reserve(largest);
-    for (const SplitGroups& s : splits) g.add(s.groups, s.starts[q], s.starts[q + 1], s.hashes);
-    groups[q] = g.take();
+    for (std::size_t t = 0; t < tables.size(); ++t) {
+      const GroupPartitions& p = parts[t];
+      g.merge(*tables[t], std::span<const std::uint32_t>(p.ids.data() + p.starts[q], p.starts[q + 1] - p.starts[q]));
+    }
+    groups[q] = as_final_groups(g.take(), plan);
   });
-  splits.clear();
+  parts.clear();
+  tables.clear();
   return in_key_order(groups, plan, threads);
 }
 

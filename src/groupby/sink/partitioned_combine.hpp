@@ -7,6 +7,7 @@
 // once, which ranked the strings and grouped them on one table (0.87 s against 0.47 s on two
 // cores for db-benchmark q3 at K = 10).
 #pragma once
+#include <memory>
 #include <vector>
 
 #include "groupby/sink/chunk_partials.hpp"
@@ -32,10 +33,12 @@ int partition_bits(std::size_t rows, int threads);
 // cpu_groupby::run(partials, plan.final) gives.
 Table final_groups_by_partition(const Table& partials, const SinkPlan& plan, int threads);
 
-// final_groups_by_partition over partial groups handed over already split (each consuming
-// thread's running groups, taken by RunningGroups::take_split with partition_bits of all their
-// rows): partition p folds partition p of every split, which skips joining the partial groups,
-// hashing them again and gathering each partition's rows. The splits are used up.
-Table final_groups_from_splits(std::vector<SplitGroups>& splits, const SinkPlan& plan, int threads);
+// final_groups_by_partition straight from every consuming thread's running groups (same plan,
+// whose partial aggregations the final ones fold; `input`: the tables' engine_input types):
+// partition q merges partition q of every table (partition_bits of all their groups) into a
+// table of its own, so that no partial group is ever made, joined, hashed again or gathered. The
+// tables are used up.
+Table final_groups_from_running(std::vector<std::unique_ptr<RunningGroups>>& tables, const SinkPlan& plan,
+                                const Table& input, int threads);
 
 }  // namespace tandem::sink

@@ -54,12 +54,14 @@ class KeyStore {
   // Whether group g's key equals row `row` of c (missing equals missing).
   virtual bool equal(std::uint32_t g, const Column& c, std::size_t row) const = 0;
   virtual void append(const Column& c, std::size_t row) = 0;
+  // The same for group og of another store of this type (merging tables).
+  virtual bool equal_group(std::uint32_t g, const KeyStore& other, std::uint32_t og) const = 0;
+  virtual void append_group(const KeyStore& other, std::uint32_t og) = 0;
   virtual void reserve(std::size_t groups) = 0;
   // Asks for what equal(g, ...) reads, a few rows before it is called.
   virtual void prefetch(std::uint32_t g) const = 0;
-  // The keys as a column, group order[0], order[1], … (every group once), or group after group
-  // where order is null; the store is left empty.
-  virtual Column take(const std::string& name, const std::uint32_t* order) = 0;
+  // The keys as a column (the store is left empty).
+  virtual Column take(const std::string& name) = 0;
   virtual std::size_t bytes() const = 0;
 
  protected:
@@ -84,31 +86,37 @@ class NumberKeys final : public KeyStore {
     present_.push_back(p);
     any_missing_ |= !p;
   }
+  bool equal_group(std::uint32_t g, const KeyStore& other, std::uint32_t og) const override {
+    const auto& o = static_cast<const NumberKeys&>(other);
+    return present_[g] == o.present_[og] && values_[g] == o.values_[og];  // a missing key's value is T{}
+  }
+  void append_group(const KeyStore& other, std::uint32_t og) override {
+    const auto& o = static_cast<const NumberKeys&>(other);
+    values_.push_back(o.values_[og]);
+    present_.push_back(o.present_[og]);
+    any_missing_ |= o.present_[og] == 0;
+  }
   void reserve(std::size_t groups) override {
     values_.reserve(groups);
     present_.reserve(groups);
   }
-  Column take(const std::string& name, const std::uint32_t* order) override {
-    const std::size_t n = values_.size();
+  Column take(const std::string& name) override {
     Column out;
     out.name = name;
     out.type = column_type_v<T>;
-    out.length = n;
-    const auto g = [&](std::size_t i) { return order != nullptr ? order[i] : i; };
-    if (any_missing_) out.validity = Buffer::take(make_validity(n, [&](std::size_t i) { return present_[g(i)] != 0; }));
-    if (order == nullptr) {
-      out.values = Buffer::take(std::move(values_));
-    } else {
-      Scratch<T> v(n);
-      for (std::size_t i = 0; i < n; ++i) v[i] = values_[order[i]];
-      out.values = cpu_groupby::scratch_buffer(std::move(v));
-    }
+    out.length = values_.size();
+    if (any_missing_) out.validity = Buffer::take(validity());
+    out.values = Buffer::take(std::move(values_));
     *this = NumberKeys{};
     return out;
   }
   std::size_t bytes() const override { return values_.capacity() * sizeof(T) + present_.capacity(); }
 
  private:
+  std::vector<std::uint8_t> validity() const {
+    if (!any_missing_) return {};
+    return make_validity(present_.size(), [&](std::size_t g) { return present_[g] != 0; });
+  }
   Scratch<T> values_;
   Scratch<std::uint8_t> present_;
 };
@@ -145,24 +153,45 @@ class StringKeys final : public KeyStore {
     any_missing_ |= h.length == kMissing;
     heads_.push_back(h);
   }
+  bool equal_group(std::uint32_t g, const KeyStore& other, std::uint32_t og) const override {
+    const auto& o = static_cast<const StringKeys&>(other);
+    const Head &h = heads_[g], &oh = o.heads_[og];
+    // Bytes past a key's length are zero in its head: one comparison covers length and head.
+    if (std::memcmp(&h, &oh, sizeof(Head)) != 0) return false;
+    return h.length == kMissing || h.length <= kInline ||
+           std::memcmp(rest_.data() + rest_at_[g], o.rest_.data() + o.rest_at_[og], h.length - kInline) == 0;
+  }
+  void append_group(const KeyStore& other, std::uint32_t og) override {
+    const auto& o = static_cast<const StringKeys&>(other);
+    const Head& h = o.heads_[og];
+    const bool longer = h.length != kMissing && h.length > kInline;
+    if (longer && !has_rest_) {  // the first longer key
+      rest_at_.assign(heads_.size(), 0);
+      has_rest_ = true;
+    }
+    if (has_rest_) rest_at_.push_back(rest_.size());
+    if (longer) {
+      const char* from = o.rest_.data() + o.rest_at_[og];
+      rest_.insert(rest_.end(), from, from + (h.length - kInline));
+    }
+    any_missing_ |= h.length == kMissing;
+    heads_.push_back(h);
+  }
   void reserve(std::size_t groups) override { heads_.reserve(groups); }
   // Scratch arrays (huge pages, no zeroing pass): a million groups' keys are 20 MB of fresh memory.
-  Column take(const std::string& name, const std::uint32_t* order) override {
+  Column take(const std::string& name) override {
     const std::size_t n = heads_.size();
-    const auto g = [&](std::size_t i) { return order != nullptr ? order[i] : i; };
     Scratch<std::uint64_t> offsets(n + 1);
     offsets[0] = 0;
-    for (std::size_t i = 0; i < n; ++i) {
-      const Head& h = heads_[g(i)];
-      offsets[i + 1] = offsets[i] + (h.length == kMissing ? 0 : h.length);
-    }
+    for (std::size_t g = 0; g < n; ++g)
+      offsets[g + 1] = offsets[g] + (heads_[g].length == kMissing ? 0 : heads_[g].length);
     Scratch<char> bytes(offsets[n]);
-    for (std::size_t i = 0; i < n; ++i) {
-      const Head& h = heads_[g(i)];
+    for (std::size_t g = 0; g < n; ++g) {
+      const Head& h = heads_[g];
       if (h.length == kMissing) continue;
-      std::memcpy(bytes.data() + offsets[i], h.bytes, std::min<std::size_t>(h.length, kInline));
+      std::memcpy(bytes.data() + offsets[g], h.bytes, std::min<std::size_t>(h.length, kInline));
       if (h.length > kInline)
-        std::memcpy(bytes.data() + offsets[i] + kInline, rest_.data() + rest_at_[g(i)], h.length - kInline);
+        std::memcpy(bytes.data() + offsets[g] + kInline, rest_.data() + rest_at_[g], h.length - kInline);
     }
     Column out;
     out.name = name;
@@ -171,7 +200,7 @@ class StringKeys final : public KeyStore {
     out.values = cpu_groupby::scratch_buffer(std::move(bytes));
     out.offsets = cpu_groupby::scratch_buffer(std::move(offsets));
     if (any_missing_)
-      out.validity = Buffer::take(make_validity(n, [&](std::size_t i) { return heads_[g(i)].length != kMissing; }));
+      out.validity = Buffer::take(make_validity(n, [&](std::size_t g) { return heads_[g].length != kMissing; }));
     *this = StringKeys{};
     return out;
   }
@@ -308,8 +337,26 @@ struct RunningGroups::Impl {
     return g;
   }
 
-  void fold(const Table& input, std::size_t begin, std::size_t end, const std::uint64_t* hashes);
-  Table take_in(const std::uint32_t* order);
+  // group_of for group og of another table, whose key hash is h.
+  std::uint32_t group_of_group(const Impl& other, std::uint32_t og, std::uint64_t h) {
+    const std::size_t mask = slots.size() - 1;
+    std::size_t pos = h & mask;
+    for (;; pos = (pos + 1) & mask) {
+      const std::uint64_t s = slots[pos];
+      if (s == 0) break;
+      if ((s & kTagMask) != (h & kTagMask)) continue;
+      const auto g = static_cast<std::uint32_t>(s - 1);
+      bool same = true;
+      for (std::size_t k = 0; k < keys.size() && same; ++k) same = keys[k]->equal_group(g, *other.keys[k], og);
+      if (same) return g;
+    }
+    const std::uint32_t g = groups++;
+    for (std::size_t k = 0; k < keys.size(); ++k) keys[k]->append_group(*other.keys[k], og);
+    group_hash.push_back(h);
+    slots[pos] = (h & kTagMask) | (std::uint64_t{g} + 1);
+    if (std::size_t{groups} * 2 > slots.size()) rehash(slots.size() * 2);
+    return g;
+  }
 };
 
 RunningGroups::RunningGroups(const SinkPlan& plan, const Table& input) : impl_(std::make_unique<Impl>(plan, input)) {}
@@ -338,113 +385,119 @@ std::size_t RunningGroups::bytes() const {
   return b;
 }
 
-// Rows [begin, end) of input, whose key hashes are hashes[begin .. end).
-void RunningGroups::Impl::fold(const Table& input, std::size_t begin, std::size_t end, const std::uint64_t* hashes) {
-  std::vector<const Column*> cols;
-  for (const auto& k : plan.spec.by) cols.push_back(&input.column(k));
-  for (std::size_t i = 0; i < plan.partial.aggs.size(); ++i)
-    if (by_agg[i]) by_agg[i]->read_from(&input.column(plan.partial.aggs[i].column));
-  rows_added += end - begin;
-  std::vector<std::uint32_t> gid(kBlockRows);
-  for (std::size_t b = begin; b < end; b += kBlockRows) {
-    const std::size_t e = std::min(end, b + kBlockRows);
-    for (std::size_t i = b; i < e; ++i) {
-      // Two stages ahead, so that the cache misses overlap this row's probe: the slot of a row
-      // kPrefetchRows on, then the stored key of the group that a slot kKeyPrefetchRows on names.
-      const std::size_t m = slots.size() - 1;
-      if (i + kPrefetchRows < end) __builtin_prefetch(&slots[hashes[i + kPrefetchRows] & m]);
-      if (i + kKeyPrefetchRows < end) {
-        const std::uint64_t h = hashes[i + kKeyPrefetchRows], slot = slots[h & m];
-        if (slot != 0 && (slot & kTagMask) == (h & kTagMask))
-          for (const auto& k : keys) k->prefetch(static_cast<std::uint32_t>(slot - 1));
-      }
-      gid[i - b] = group_of(cols, i, hashes[i]);
-    }
-    for_each_state([&](DecomposableAggregator& d) {
-      d.grow(groups);
-      d.update(0, gid.data(), b, e);
-    });
-    for (auto& [name, m] : missing) count_missing(input.column(name), m, gid.data(), b, e);
-  }
-}
-
 void RunningGroups::add(const Table& input) {
   Impl& s = *impl_;
   const std::size_t n = input.rows();
+  std::vector<const Column*> cols;
+  for (const auto& k : s.plan.spec.by) cols.push_back(&input.column(k));
+  for (std::size_t i = 0; i < s.plan.partial.aggs.size(); ++i)
+    if (s.by_agg[i]) s.by_agg[i]->read_from(&input.column(s.plan.partial.aggs[i].column));
+  s.rows_added += n;
   s.row_hash.resize(n);
-  hash_rows(input, s.key_index, std::span<std::uint64_t>(s.row_hash.data(), n));
-  s.fold(input, 0, n, s.row_hash.data());
-}
-
-void RunningGroups::add(const Table& input, std::size_t begin, std::size_t end,
-                        std::span<const std::uint64_t> hashes) {
-  if (begin > end || end > input.rows() || hashes.size() != input.rows())
-    throw Error(fmt::format("running groups: rows {}..{} of {} with {} hashes", begin, end, input.rows(), hashes.size()));
-  impl_->fold(input, begin, end, hashes.data());
-}
-
-// The groups in the given order (every group once; group after group where null), then empty.
-Table RunningGroups::Impl::take_in(const std::uint32_t* order) {
-  Scratch<std::uint32_t> all;
-  if (order == nullptr) {
-    all.resize(groups);
-    std::iota(all.begin(), all.end(), std::uint32_t{0});
-    order = all.data();
+  const std::span<std::uint64_t> hashes(s.row_hash.data(), n);
+  hash_rows(input, s.key_index, hashes);
+  std::vector<std::uint32_t> gid(kBlockRows);
+  for (std::size_t b = 0; b < n; b += kBlockRows) {
+    const std::size_t e = std::min(n, b + kBlockRows);
+    for (std::size_t i = b; i < e; ++i) {
+      // Two stages ahead, so that the cache misses overlap this row's probe: the slot of a row
+      // kPrefetchRows on, then the stored key of the group that a slot kKeyPrefetchRows on names.
+      const std::size_t m = s.slots.size() - 1;
+      if (i + kPrefetchRows < n) __builtin_prefetch(&s.slots[hashes[i + kPrefetchRows] & m]);
+      if (i + kKeyPrefetchRows < n) {
+        const std::uint64_t h = hashes[i + kKeyPrefetchRows], slot = s.slots[h & m];
+        if (slot != 0 && (slot & kTagMask) == (h & kTagMask))
+          for (const auto& k : s.keys) k->prefetch(static_cast<std::uint32_t>(slot - 1));
+      }
+      gid[i - b] = s.group_of(cols, i, hashes[i]);
+    }
+    s.for_each_state([&](DecomposableAggregator& d) {
+      d.grow(s.groups);
+      d.update(0, gid.data(), b, e);
+    });
+    for (auto& [name, m] : s.missing) s.count_missing(input.column(name), m, gid.data(), b, e);
   }
-  const std::span<const std::uint32_t> in_order(order, groups);
-  const std::int64_t* counts = rows->counts();
+}
+
+void RunningGroups::merge(const RunningGroups& other, std::span<const std::uint32_t> from) {
+  Impl& s = *impl_;
+  const Impl& o = *other.impl_;
+  if (o.keys.size() != s.keys.size() || o.by_agg.size() != s.by_agg.size())
+    throw Error("running groups: merging a table of another plan");
+  const std::size_t n = from.size();
+  std::vector<std::uint32_t> to(kBlockRows);
+  for (std::size_t b = 0; b < n; b += kBlockRows) {
+    const std::size_t e = std::min(n, b + kBlockRows);
+    for (std::size_t i = b; i < e; ++i) {
+      // As add(): this table's slot some groups ahead, and that group's key in the other table.
+      if (i + kPrefetchRows < n) __builtin_prefetch(&s.slots[o.group_hash[from[i + kPrefetchRows]] & (s.slots.size() - 1)]);
+      if (i + kKeyPrefetchRows < n)
+        for (const auto& k : o.keys) k->prefetch(from[i + kKeyPrefetchRows]);
+      to[i - b] = s.group_of_group(o, from[i], o.group_hash[from[i]]);
+    }
+    const auto merge_states = [&](DecomposableAggregator& mine, const DecomposableAggregator& theirs) {
+      mine.grow(s.groups);
+      mine.merge_from(theirs, from.data() + b, to.data(), e - b);
+    };
+    merge_states(*s.rows, *o.rows);
+    for (std::size_t a = 0; a < s.by_agg.size(); ++a)
+      if (s.by_agg[a]) merge_states(*s.by_agg[a], *o.by_agg[a]);
+    for (auto& [name, m] : s.missing) {
+      const Scratch<std::int64_t>& theirs = o.missing.at(name);
+      if (theirs.empty()) continue;
+      m.resize(s.groups, 0);
+      for (std::size_t i = b; i < e; ++i)
+        if (from[i] < theirs.size()) m[to[i - b]] += theirs[from[i]];
+    }
+  }
+  s.rows_added += n;
+}
+
+GroupPartitions RunningGroups::partitions(int bits) const {
+  const Impl& s = *impl_;
+  if (bits < 1 || bits > 24) throw Error(fmt::format("running groups: {} partition bits", bits));
+  const int shift = 64 - bits;
+  GroupPartitions p{bits, std::vector<std::size_t>((std::size_t{1} << bits) + 1, 0), Scratch<std::uint32_t>(s.groups)};
+  for (std::uint32_t g = 0; g < s.groups; ++g) ++p.starts[(s.group_hash[g] >> shift) + 1];
+  for (std::size_t q = 1; q < p.starts.size(); ++q) p.starts[q] += p.starts[q - 1];
+  std::vector<std::size_t> next(p.starts.begin(), p.starts.end() - 1);
+  for (std::uint32_t g = 0; g < s.groups; ++g) p.ids[next[s.group_hash[g] >> shift]++] = g;
+  return p;
+}
+
+Table RunningGroups::take() {
+  Impl& s = *impl_;
+  Scratch<std::uint32_t> all(s.groups);
+  std::iota(all.begin(), all.end(), std::uint32_t{0});
+  const std::int64_t* rows = s.rows->counts();
   // A column that never missed a value is present in every row of its groups.
   std::map<std::string, Scratch<std::int64_t>> present;
   std::map<std::string, const std::int64_t*> present_in;
-  for (auto& [name, m] : missing) {
-    present_in[name] = counts;
+  for (auto& [name, m] : s.missing) {
+    present_in[name] = rows;
     if (m.empty()) continue;
     auto& p = present[name];
-    p.resize(groups);
-    for (std::size_t g = 0; g < groups; ++g) p[g] = counts[g] - (g < m.size() ? m[g] : 0);
+    p.resize(s.groups);
+    for (std::size_t g = 0; g < s.groups; ++g) p[g] = rows[g] - (g < m.size() ? m[g] : 0);
     present_in[name] = p.data();
     m.clear();
   }
   Table out;
-  for (std::size_t k = 0; k < keys.size(); ++k)
-    out.add(keys[k]->take(plan.spec.by[k], all.empty() ? order : nullptr));
-  for (std::size_t i = 0; i < plan.partial.aggs.size(); ++i) {
-    const Aggregation& a = plan.partial.aggs[i];
-    if (!by_agg[i]) {
-      out.add(cpu_groupby::build_numbers<std::int64_t>(output_names(a).front(), in_order.size(), 1, [&](std::size_t j) {
-        return std::optional(counts[in_order[j]]);
-      }));
+  for (std::size_t k = 0; k < s.keys.size(); ++k) out.add(s.keys[k]->take(s.plan.spec.by[k]));
+  for (std::size_t i = 0; i < s.plan.partial.aggs.size(); ++i) {
+    const Aggregation& a = s.plan.partial.aggs[i];
+    if (!s.by_agg[i]) {
+      out.add(cpu_groupby::build_numbers<std::int64_t>(output_names(a).front(), all.size(), 1,
+                                                       [&](std::size_t g) { return std::optional(rows[g]); }));
       continue;
     }
-    for (auto& c : by_agg[i]->finish(in_order, present_in.at(a.column), 1)) out.add(std::move(c));
+    for (auto& c : s.by_agg[i]->finish(all, present_in.at(a.column), 1)) out.add(std::move(c));
   }
-  slots.assign(kFirstSlots, 0);
-  group_hash = {};
-  groups = 0;
-  rows_added = 0;
-  for_each_state([](DecomposableAggregator& d) { d.allocate(1, 0); });
-  return out;
-}
-
-Table RunningGroups::take() { return impl_->take_in(nullptr); }
-
-SplitGroups RunningGroups::take_split(int bits) {
-  Impl& s = *impl_;
-  if (bits < 1 || bits > 24) throw Error(fmt::format("running groups: {} partition bits", bits));
-  const int shift = 64 - bits;
-  SplitGroups out;
-  out.starts.assign((std::size_t{1} << bits) + 1, 0);
-  for (std::uint32_t g = 0; g < s.groups; ++g) ++out.starts[(s.group_hash[g] >> shift) + 1];
-  for (std::size_t p = 1; p < out.starts.size(); ++p) out.starts[p] += out.starts[p - 1];
-  std::vector<std::size_t> next(out.starts.begin(), out.starts.end() - 1);
-  Scratch<std::uint32_t> order(s.groups);
-  out.hashes.resize(s.groups);
-  for (std::uint32_t g = 0; g < s.groups; ++g) {
-    const std::size_t at = next[s.group_hash[g] >> shift]++;
-    order[at] = g;
-    out.hashes[at] = s.group_hash[g];
-  }
-  out.groups = s.take_in(order.data());
+  s.slots.assign(kFirstSlots, 0);
+  s.group_hash = {};
+  s.groups = 0;
+  s.rows_added = 0;
+  s.for_each_state([](DecomposableAggregator& d) { d.allocate(1, 0); });
   return out;
 }
 

@@ -22,13 +22,12 @@ namespace tandem::sink {
 // that needs row order (first, last) or points into a chunk's buffers (min, max of strings).
 bool keeps_running_groups(const SinkPlan& plan, const Table& input);
 
-// Partial groups handed over by partition: partition p (the top bits of a group's key hash, the
-// hash_rows of its keys) is rows [starts[p], starts[p + 1]) of `groups`, and hashes[i] is row i's
-// key hash, so that the combine neither splits nor hashes them again.
-struct SplitGroups {
-  Table groups;
+// A table's group ids by partition (the top `bits` bits of each group's key hash, the hash_rows
+// of its keys): partition p is ids[starts[p] .. starts[p + 1]), ascending.
+struct GroupPartitions {
+  int bits{0};
   std::vector<std::size_t> starts;
-  Scratch<std::uint64_t> hashes;
+  Scratch<std::uint32_t> ids;
 };
 
 class RunningGroups {
@@ -41,9 +40,9 @@ class RunningGroups {
 
   // Folds a chunk's engine_input (same column types as the constructor's) into the groups.
   void add(const Table& input);
-  // Folds rows [begin, end) of input, whose rows' key hashes (hash_rows of the key columns) are
-  // given: a partition of a SplitGroups.
-  void add(const Table& input, std::size_t begin, std::size_t end, std::span<const std::uint64_t> hashes);
+  // Folds the given groups of another table (same plan and column types) into these: each key
+  // found or added, its states merged, its missing values counted. The other table is unchanged.
+  void merge(const RunningGroups& other, std::span<const std::uint32_t> groups);
   // Room for this many groups in all, taken at once instead of doubling (a hint: more may come).
   void reserve(std::size_t groups);
   std::size_t groups() const;
@@ -53,8 +52,8 @@ class RunningGroups {
   // The partial groups so far (keys, the plan's partial aggregations); then empty. InputError
   // where a group's 64-bit integer sum does not fit its type.
   Table take();
-  // take(), rows ordered by the top `bits` (1–24) of each group's key hash.
-  SplitGroups take_split(int bits);
+  // The groups by partition, `bits` (1–24) of the key hash.
+  GroupPartitions partitions(int bits) const;
 
  private:
   struct Impl;
