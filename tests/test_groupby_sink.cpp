@@ -12,8 +12,8 @@
 #include "groupby/ops/registry.hpp"
 #include "groupby/sink/piece_arena.hpp"
 #include "groupby/sink/running_groups.hpp"
-#include "table/table_wire.hpp"
 #include "groupby_reference.hpp"
+#include "table/table_wire.hpp"
 #include "tandem/core/error.hpp"
 #include "tandem/core/io.hpp"
 #include "tandem/groupby_sink.hpp"
@@ -327,7 +327,8 @@ TEST(GroupBySink, RunningGroupsMergePartitionByPartition) {
   ASSERT_EQ(pb.starts.back(), b.groups());
   for (std::size_t p = 0; p + 1 < pa.starts.size(); ++p) {
     for (const auto* part : {&pa, &pb}) {
-      const std::span<const std::uint32_t> ids(part->ids.data() + part->starts[p], part->starts[p + 1] - part->starts[p]);
+      const std::span<const std::uint32_t> ids(part->ids.data() + part->starts[p],
+                                               part->starts[p + 1] - part->starts[p]);
       EXPECT_TRUE(std::is_sorted(ids.begin(), ids.end()));
       merged.merge(part == &pa ? a : b, ids);
     }

@@ -9,8 +9,8 @@
 #include <fmt/format.h>
 
 #include "table/csv_scan.hpp"
-#include "tandem/core/gather.hpp"
 #include "tandem/core/error.hpp"
+#include "tandem/core/gather.hpp"
 
 namespace tandem {
 namespace {

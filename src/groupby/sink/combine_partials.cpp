@@ -127,8 +127,8 @@ Combined combine_partials(const Table& partials, const Table& kept, const SinkPl
   return {result_columns(final_groups, partials, holistic, plan, threads), partitioned};
 }
 
-Combined combine_running(std::vector<std::unique_ptr<RunningGroups>>& tables, const SinkPlan& plan,
-                         const Table& input, int threads) {
+Combined combine_running(std::vector<std::unique_ptr<RunningGroups>>& tables, const SinkPlan& plan, const Table& input,
+                         int threads) {
   if (!plan.kept.aggs.empty()) throw Error("group-by sink: running groups merged with rows kept");
   const Table final_groups = final_groups_from_running(tables, plan, input, threads);
   return {result_columns(final_groups, Table{}, Table{}, plan, threads), true};

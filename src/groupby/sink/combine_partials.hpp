@@ -28,7 +28,7 @@ Combined combine_partials(const Table& partials, const Table& kept, const SinkPl
 
 // The same straight from every consuming thread's running groups (final_groups_from_running): for
 // plans that combines_by_partition allows and that keep no rows. The tables are used up.
-Combined combine_running(std::vector<std::unique_ptr<RunningGroups>>& tables, const SinkPlan& plan,
-                         const Table& input, int threads);
+Combined combine_running(std::vector<std::unique_ptr<RunningGroups>>& tables, const SinkPlan& plan, const Table& input,
+                         int threads);
 
 }  // namespace tandem::sink

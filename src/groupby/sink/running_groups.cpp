@@ -430,7 +430,8 @@ void RunningGroups::merge(const RunningGroups& other, std::span<const std::uint3
     const std::size_t e = std::min(n, b + kBlockRows);
     for (std::size_t i = b; i < e; ++i) {
       // As add(): this table's slot some groups ahead, and that group's key in the other table.
-      if (i + kPrefetchRows < n) __builtin_prefetch(&s.slots[o.group_hash[from[i + kPrefetchRows]] & (s.slots.size() - 1)]);
+      if (i + kPrefetchRows < n)
+        __builtin_prefetch(&s.slots[o.group_hash[from[i + kPrefetchRows]] & (s.slots.size() - 1)]);
       if (i + kKeyPrefetchRows < n)
         for (const auto& k : o.keys) k->prefetch(from[i + kKeyPrefetchRows]);
       to[i - b] = s.group_of_group(o, from[i], o.group_hash[from[i]]);
