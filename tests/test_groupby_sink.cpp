@@ -266,7 +266,8 @@ TEST(GroupBySink, ManyStringKeyedGroupsAreCombinedByPartition) {
   // 150 thousand key pairs with a string key, missing keys and values, consumed by four threads:
   // their running groups hand the combine some 10^5 partial groups, which it folds partition by
   // partition and puts in key order. With var (moments combined over every partial row) the
-  // engine combines them instead; integer keys alone go by partition only when handed over split.
+  // engine combines them instead; integer keys alone go by partition only when merged straight from
+  // the running groups.
   std::mt19937_64 rng(43);
   const std::size_t rows = 240'000;
   Table t;
@@ -278,7 +279,7 @@ TEST(GroupBySink, ManyStringKeyedGroupsAreCombinedByPartition) {
   // Without kept rows, the running groups are merged partition by partition.
   struct Case {
     GroupBySpec spec;
-    bool by_partition, split;
+    bool by_partition, merged;
   };
   const std::vector<Case> cases = {
       {{{"k0", "k1"},
@@ -289,7 +290,7 @@ TEST(GroupBySink, ManyStringKeyedGroupsAreCombinedByPartition) {
       {{{"k1", "k0"}, parse_aggregations("sum(v_f64),var(v_i32),count(v_u64)")}, false, false},
       {{{"k0"}, parse_aggregations("sum(v_i64),mean(v_f64)")}, true, true},
       {{{"k0"}, parse_aggregations("sum(v_i64),median(v_f64)")}, false, false}};
-  for (const auto& [spec, by_partition, split] : cases) {
+  for (const auto& [spec, by_partition, merged] : cases) {
     const auto got = run_sink(spec, chunks_of(t, sizes(11, rows / 12)), {}, 4);
     const std::string what = fmt::format("by {} with {}", spec.by.front(), spec.aggs.size());
     expect_same(got.table, whole(t, spec).table, spec, what);
@@ -297,13 +298,13 @@ TEST(GroupBySink, ManyStringKeyedGroupsAreCombinedByPartition) {
     std::string details;
     for (const auto& stage : got.report.stages) details += stage.detail + "\n";
     EXPECT_EQ(details.find("partition by partition") != std::string::npos, by_partition) << what << "\n" << details;
-    EXPECT_EQ(details.find("straight from the running groups") != std::string::npos, split) << what << "\n" << details;
+    EXPECT_EQ(details.find("straight from the running groups") != std::string::npos, merged) << what << "\n" << details;
   }
 }
 
 TEST(GroupBySink, RunningGroupsMergePartitionByPartition) {
-  // Two tables over the two halves of the rows, merged partition by partition (by the top bits
-  // of each key's hash) into a third, hold the groups one table over every row holds.
+  // Two tables over the first third and the rest of the rows, merged partition by partition (by
+  // the top bits of each key's hash) into a third, hold the groups one table over every row holds.
   std::mt19937_64 rng(9);
   const std::size_t rows = 30'000;
   Table t;

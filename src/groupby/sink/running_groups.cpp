@@ -317,7 +317,10 @@ struct RunningGroups::Impl {
     slots.swap(bigger);
   }
 
-  std::uint32_t group_of(const std::vector<const Column*>& cols, std::size_t row, std::uint64_t h) {
+  // The group whose key hash is h and whose keys same(k, g) says equal, added by append(k) when
+  // there is none.
+  template <class Same, class Append>
+  std::uint32_t find_or_add(std::uint64_t h, Same&& same, Append&& append) {
     const std::size_t mask = slots.size() - 1;
     std::size_t pos = h & mask;
     for (;; pos = (pos + 1) & mask) {
@@ -325,37 +328,29 @@ struct RunningGroups::Impl {
       if (s == 0) break;
       if ((s & kTagMask) != (h & kTagMask)) continue;
       const auto g = static_cast<std::uint32_t>(s - 1);
-      bool same = true;
-      for (std::size_t k = 0; k < cols.size() && same; ++k) same = keys[k]->equal(g, *cols[k], row);
-      if (same) return g;
+      bool equal = true;
+      for (std::size_t k = 0; k < keys.size() && equal; ++k) equal = same(k, g);
+      if (equal) return g;
     }
     const std::uint32_t g = groups++;
-    for (std::size_t k = 0; k < cols.size(); ++k) keys[k]->append(*cols[k], row);
+    for (std::size_t k = 0; k < keys.size(); ++k) append(k);
     group_hash.push_back(h);
     slots[pos] = (h & kTagMask) | (std::uint64_t{g} + 1);
     if (std::size_t{groups} * 2 > slots.size()) rehash(slots.size() * 2);
     return g;
   }
 
+  std::uint32_t group_of(const std::vector<const Column*>& cols, std::size_t row, std::uint64_t h) {
+    return find_or_add(
+        h, [&](std::size_t k, std::uint32_t g) { return keys[k]->equal(g, *cols[k], row); },
+        [&](std::size_t k) { keys[k]->append(*cols[k], row); });
+  }
+
   // group_of for group og of another table, whose key hash is h.
   std::uint32_t group_of_group(const Impl& other, std::uint32_t og, std::uint64_t h) {
-    const std::size_t mask = slots.size() - 1;
-    std::size_t pos = h & mask;
-    for (;; pos = (pos + 1) & mask) {
-      const std::uint64_t s = slots[pos];
-      if (s == 0) break;
-      if ((s & kTagMask) != (h & kTagMask)) continue;
-      const auto g = static_cast<std::uint32_t>(s - 1);
-      bool same = true;
-      for (std::size_t k = 0; k < keys.size() && same; ++k) same = keys[k]->equal_group(g, *other.keys[k], og);
-      if (same) return g;
-    }
-    const std::uint32_t g = groups++;
-    for (std::size_t k = 0; k < keys.size(); ++k) keys[k]->append_group(*other.keys[k], og);
-    group_hash.push_back(h);
-    slots[pos] = (h & kTagMask) | (std::uint64_t{g} + 1);
-    if (std::size_t{groups} * 2 > slots.size()) rehash(slots.size() * 2);
-    return g;
+    return find_or_add(
+        h, [&](std::size_t k, std::uint32_t g) { return keys[k]->equal_group(g, *other.keys[k], og); },
+        [&](std::size_t k) { keys[k]->append_group(*other.keys[k], og); });
   }
 };
 
