@@ -70,13 +70,13 @@ int partition_bits(std::size_t rows, int threads) {
   return std::clamp(static_cast<int>(std::bit_width(wanted - 1)), 1, kMaxPartitionBits);
 }
 
-bool combines_by_partition(const SinkPlan& plan, const Table& partials, std::size_t rows, bool split) {
+bool combines_by_partition(const SinkPlan& plan, const Table& partials, std::size_t rows, bool from_running) {
   if (rows < kMinRows) return false;
   // The engine groups integer keys by radix passes faster than they are split and gathered;
   // string keys it ranks first, which costs more than folding them partition by partition.
   const bool string_key = std::any_of(plan.spec.by.begin(), plan.spec.by.end(),
                                       [&](const std::string& k) { return partials.column(k).type == ColumnType::str; });
-  if (!string_key && !split) return false;
+  if (!string_key && !from_running) return false;
   for (const auto& o : plan.combine.outputs)
     if (o.kind == CombinePlan::Output::Kind::var || o.kind == CombinePlan::Output::Kind::std) return false;
   return keeps_running_groups(final_plan(plan), partials);

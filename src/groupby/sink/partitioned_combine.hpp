@@ -15,15 +15,15 @@
 
 namespace tandem::sink {
 
-// Whether final_groups_by_partition (or final_groups_from_splits, where `split`) can make the
-// plan's final groups of `rows` partial groups with the columns of `partials`, and faster than
-// the CPU engine: enough rows to be worth splitting, keys and final aggregations that running
-// groups hold, no var or std (whose moments are combined over every partial row in key order),
-// and a string key unless the groups come split: integer keys alone the engine groups faster than
-// split_by_hash and the gathers cost, but not faster than folding groups handed over split
-// (db-benchmark q5 on 2 threads: 0.19–0.21 s against the engine's 0.23–0.25 s for 10^6 groups of
-// id6 at K = 10, 30 against 55 ms for 10^5 at K = 100).
-bool combines_by_partition(const SinkPlan& plan, const Table& partials, std::size_t rows, bool split = false);
+// Whether final_groups_by_partition (or final_groups_from_running, where `from_running`) can make
+// the plan's final groups of `rows` partial groups with the columns of `partials`, and faster
+// than the CPU engine: enough rows to be worth splitting, keys and final aggregations that
+// running groups hold, no var or std (whose moments are combined over every partial row in key
+// order), and a string key unless the groups come straight from running groups: integer keys
+// alone the engine groups faster than split_by_hash and the gathers cost, but not faster than
+// folding groups already split by partition (db-benchmark q5 on 2 threads: 0.19–0.21 s against
+// the engine's 0.23–0.25 s for 10^6 groups of id6 at K = 10, 30 against 55 ms for 10^5 at K = 100).
+bool combines_by_partition(const SinkPlan& plan, const Table& partials, std::size_t rows, bool from_running = false);
 
 // How many top bits of the key hash pick a partition of this many partial groups: partitions of
 // some 2^15 rows, at least four a thread, at most 2^12.
