@@ -4,6 +4,7 @@
 #include <bit>
 
 #include "core/scratch.hpp"
+#include "groupby/sink/hash_partitions.hpp"
 #include "groupby/sink/running_groups.hpp"
 #include "sort/table/row_order.hpp"
 #include "table/table_wire.hpp"
@@ -38,13 +39,8 @@ Partitions split_by_hash(const Table& partials, std::size_t keys, int threads) {
   for (std::size_t k = 0; k < keys; ++k) key_columns[k] = k;
   Scratch<std::uint64_t> hashes(n);
   hash_rows(partials, key_columns, hashes, threads);
-  const int bits = partition_bits(n, threads);
-  const int shift = 64 - bits;
-  Partitions p{std::vector<std::size_t>(n), std::vector<std::size_t>((std::size_t{1} << bits) + 1, 0)};
-  for (std::size_t i = 0; i < n; ++i) ++p.starts[(hashes[i] >> shift) + 1];
-  for (std::size_t q = 1; q < p.starts.size(); ++q) p.starts[q] += p.starts[q - 1];
-  std::vector<std::size_t> next(p.starts.begin(), p.starts.end() - 1);
-  for (std::size_t i = 0; i < n; ++i) p.rows[next[hashes[i] >> shift]++] = i;
+  Partitions p{std::vector<std::size_t>(n), {}};
+  p.starts = order_by_top_bits(std::span<const std::uint64_t>(hashes), partition_bits(n, threads), p.rows.data());
   return p;
 }
 
@@ -61,6 +57,19 @@ Table in_key_order(std::vector<Table>& groups, const SinkPlan& plan, int threads
   TableSortOptions how;
   how.threads = threads;
   return tandem::sort(joined, order, how).table;
+}
+
+// The final plan's columns of merged running groups: their partial columns, whose states were
+// merged as the final aggregations would fold them, under the final aggregations' names.
+Table as_final_groups(const Table& merged, const SinkPlan& plan) {
+  Table out;
+  for (const auto& k : plan.spec.by) out.add(merged.column(k));
+  for (std::size_t i = 0; i < plan.final.aggs.size(); ++i) {
+    Column c = merged.column(output_names(plan.partial.aggs[i]).front());
+    c.name = output_names(plan.final.aggs[i]).front();
+    out.add(std::move(c));
+  }
+  return out;
 }
 
 }  // namespace
@@ -97,19 +106,6 @@ Table final_groups_by_partition(const Table& partials, const SinkPlan& plan, int
     groups[q] = g.take();
   });
   return in_key_order(groups, plan, threads);
-}
-
-// The final plan's columns of merged running groups: their partial columns, whose states were
-// merged as the final aggregations would fold them, under the final aggregations' names.
-Table as_final_groups(const Table& merged, const SinkPlan& plan) {
-  Table out;
-  for (const auto& k : plan.spec.by) out.add(merged.column(k));
-  for (std::size_t i = 0; i < plan.final.aggs.size(); ++i) {
-    Column c = merged.column(output_names(plan.partial.aggs[i]).front());
-    c.name = output_names(plan.final.aggs[i]).front();
-    out.add(std::move(c));
-  }
-  return out;
 }
 
 Table final_groups_from_running(std::vector<std::unique_ptr<RunningGroups>>& tables, const SinkPlan& plan,

@@ -12,6 +12,7 @@
 #include "groupby/cpu_aggregator.hpp"
 #include "groupby/cpu_output.hpp"
 #include "groupby/ops/registry.hpp"
+#include "groupby/sink/hash_partitions.hpp"
 #include "table/table_wire.hpp"
 #include "tandem/core/error.hpp"
 
@@ -452,12 +453,8 @@ void RunningGroups::merge(const RunningGroups& other, std::span<const std::uint3
 GroupPartitions RunningGroups::partitions(int bits) const {
   const Impl& s = *impl_;
   if (bits < 1 || bits > 24) throw Error(fmt::format("running groups: {} partition bits", bits));
-  const int shift = 64 - bits;
-  GroupPartitions p{bits, std::vector<std::size_t>((std::size_t{1} << bits) + 1, 0), Scratch<std::uint32_t>(s.groups)};
-  for (std::uint32_t g = 0; g < s.groups; ++g) ++p.starts[(s.group_hash[g] >> shift) + 1];
-  for (std::size_t q = 1; q < p.starts.size(); ++q) p.starts[q] += p.starts[q - 1];
-  std::vector<std::size_t> next(p.starts.begin(), p.starts.end() - 1);
-  for (std::uint32_t g = 0; g < s.groups; ++g) p.ids[next[s.group_hash[g] >> shift]++] = g;
+  GroupPartitions p{{}, Scratch<std::uint32_t>(s.groups)};
+  p.starts = order_by_top_bits(std::span<const std::uint64_t>(s.group_hash.data(), s.groups), bits, p.ids.data());
   return p;
 }
 

@@ -25,7 +25,6 @@ bool keeps_running_groups(const SinkPlan& plan, const Table& input);
 // A table's group ids by partition (the top `bits` bits of each group's key hash, the hash_rows
 // of its keys): partition p is ids[starts[p] .. starts[p + 1]), ascending.
 struct GroupPartitions {
-  int bits{0};
   std::vector<std::size_t> starts;
   Scratch<std::uint32_t> ids;
 };
