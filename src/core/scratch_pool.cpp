@@ -5,10 +5,13 @@
 
 #include <algorithm>
 #include <bit>
+#include <cstdint>
 #include <cstdlib>
 #include <map>
 #include <mutex>
 #include <new>
+#include <utility>
+#include <vector>
 
 #if defined(__SANITIZE_ADDRESS__)
 #define TANDEM_POOL_ASAN 1
@@ -53,6 +56,75 @@ Pool& pool() {
   return *p;
 }
 
+#ifdef TANDEM_POOL_ASAN
+// Under AddressSanitizer blocks come from its allocator, which puts red zones around them; only a
+// block of the same class is reused.
+constexpr bool kRecyclesPages = false;
+void* new_block(std::size_t size) {
+  void* block = std::aligned_alloc(kPage, size);
+  if (block == nullptr) throw std::bad_alloc();
+  return block;
+}
+void free_block(void* block, std::size_t) { std::free(block); }
+#else
+// Blocks are mappings of their own, so that a held block's pages can be moved (mremap) into a
+// block of another size: a 10^7-group query frees its partial groups' copies and then asks for
+// result columns of other sizes, which would otherwise each be fresh pages the kernel zeroes.
+constexpr bool kRecyclesPages = true;
+void* new_block(std::size_t size) {
+  void* p = ::mmap(nullptr, size + kPage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) throw std::bad_alloc();
+  const auto at = reinterpret_cast<std::uintptr_t>(p);
+  const std::uintptr_t aligned = (at + kPage - 1) / kPage * kPage;  // 2 MiB aligned, for huge pages
+  if (aligned > at) ::munmap(p, aligned - at);
+  if (const std::uintptr_t tail = at + size + kPage - (aligned + size); tail > 0)
+    ::munmap(reinterpret_cast<void*>(aligned + size), tail);
+  return reinterpret_cast<void*>(aligned);
+}
+void free_block(void* block, std::size_t size) { ::munmap(block, size); }
+#endif
+
+// Held blocks, the largest first, whose pages cover `size` bytes (or all there are); taken out of
+// the pool. The lock is held.
+std::vector<std::pair<void*, std::size_t>> take_covering(Pool& p, std::size_t size) {
+  std::vector<std::pair<void*, std::size_t>> parts;
+  for (std::size_t covered = 0; covered < size && !p.blocks.empty();) {
+    const auto largest = std::prev(p.blocks.end());
+    parts.emplace_back(largest->second, largest->first);
+    covered += largest->first;
+    p.bytes -= largest->first;
+    p.blocks.erase(largest);
+  }
+  return parts;
+}
+
+// A new block of `size` bytes whose pages are, as far as they go, the held blocks' `parts`, moved
+// there without copying or zeroing; the rest is fresh. What a part has left over stays held.
+void* recycled_block(std::size_t size, const std::vector<std::pair<void*, std::size_t>>& parts) {
+  void* block = nullptr;
+  try {
+    block = new_block(size);
+  } catch (...) {
+    for (const auto& [part, bytes] : parts) give_scratch(part, bytes);
+    throw;
+  }
+  std::size_t at = 0;
+  for (const auto& [part, bytes] : parts) {
+    const std::size_t n = std::min(bytes, size - at);
+    char* const from = static_cast<char*>(part);
+    if (n > 0 && ::mremap(from, n, n, MREMAP_MAYMOVE | MREMAP_FIXED, static_cast<char*>(block) + at) == MAP_FAILED) {
+      give_scratch(from, bytes);  // the block keeps its fresh pages there
+    } else if (n < bytes) {
+      give_scratch(from + n, bytes - n);
+    }
+    at += n;
+  }
+#ifdef MADV_HUGEPAGE
+  ::madvise(block, size, MADV_HUGEPAGE);  // advice only: the fresh rest on huge pages too
+#endif
+  return block;
+}
+
 }  // namespace
 
 std::size_t scratch_class(std::size_t bytes) {
@@ -70,6 +142,7 @@ std::size_t cached_scratch_limit() {
 }
 
 void* take_scratch(std::size_t size) {
+  std::vector<std::pair<void*, std::size_t>> parts;
   {
     Pool& p = pool();
     std::lock_guard lock(p.m);
@@ -80,10 +153,16 @@ void* take_scratch(std::size_t size) {
       unhold(block, size);
       return block;
     }
+    if (kRecyclesPages) parts = take_covering(p, size);
   }
-  void* block = std::aligned_alloc(kPage, size);
-  if (block == nullptr) throw std::bad_alloc();
+  if (!parts.empty()) {
+    for (const auto& [part, bytes] : parts) unhold(part, bytes);
+    return recycled_block(size, parts);
+  }
+  void* block = new_block(size);
+#ifdef MADV_HUGEPAGE
   ::madvise(block, size, MADV_HUGEPAGE);
+#endif
   return block;
 }
 
@@ -94,7 +173,7 @@ void give_scratch(void* block, std::size_t size) {
     if (size <= cached_scratch_limit()) {
       while (p.bytes + size > cached_scratch_limit()) {  // the smallest blocks make room
         unhold(p.blocks.begin()->second, p.blocks.begin()->first);
-        std::free(p.blocks.begin()->second);
+        free_block(p.blocks.begin()->second, p.blocks.begin()->first);
         p.bytes -= p.blocks.begin()->first;
         p.blocks.erase(p.blocks.begin());
       }
@@ -104,7 +183,7 @@ void give_scratch(void* block, std::size_t size) {
       return;
     }
   }
-  std::free(block);
+  free_block(block, size);
 }
 
 std::size_t cached_scratch_bytes() {
@@ -121,7 +200,7 @@ void release_cached_scratch() {
   }
   for (auto& [size, block] : blocks) {
     unhold(block, size);
-    std::free(block);
+    free_block(block, size);
   }
 }
 

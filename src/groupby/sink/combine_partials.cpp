@@ -111,27 +111,30 @@ Table result_columns(const Table& final_groups, const Table& partials, const Tab
 
 Combined combine_partials(const Table& partials, const Table& kept, const SinkPlan& plan, int threads,
                           bool mostly_distinct) {
-  Report ignored;
-  if (plan.kept_only) return {cpu_groupby::run(kept, plan.kept, threads_for(kept.rows(), threads), ignored)};
+  Report engine;
+  if (plan.kept_only) {
+    Table t = cpu_groupby::run(kept, plan.kept, threads_for(kept.rows(), threads), engine);
+    return {std::move(t), false, std::move(engine.stages)};
+  }
   const bool partitioned = !mostly_distinct && combines_by_partition(plan, partials, partials.rows());
   const Table final_groups =
       partitioned ? final_groups_by_partition(partials, plan, threads)
-                  : cpu_groupby::run(partials, plan.final, threads_for(partials.rows(), threads), ignored);
+                  : cpu_groupby::run(partials, plan.final, threads_for(partials.rows(), threads), engine);
   Table holistic;
   if (!plan.kept.aggs.empty()) {
-    holistic = cpu_groupby::run(kept, plan.kept, threads_for(kept.rows(), threads), ignored);
+    holistic = cpu_groupby::run(kept, plan.kept, threads_for(kept.rows(), threads), engine);
     if (holistic.rows() != final_groups.rows())
       throw Error(fmt::format("group-by sink: {} groups in the kept rows, {} in the partial groups", holistic.rows(),
                               final_groups.rows()));
   }
-  return {result_columns(final_groups, partials, holistic, plan, threads), partitioned};
+  return {result_columns(final_groups, partials, holistic, plan, threads), partitioned, std::move(engine.stages)};
 }
 
 Combined combine_running(std::vector<std::unique_ptr<RunningGroups>>& tables, const SinkPlan& plan, const Table& input,
                          int threads) {
   if (!plan.kept.aggs.empty()) throw Error("group-by sink: running groups merged with rows kept");
   const Table final_groups = final_groups_from_running(tables, plan, input, threads);
-  return {result_columns(final_groups, Table{}, Table{}, plan, threads), true};
+  return {result_columns(final_groups, Table{}, Table{}, plan, threads), true, {}};
 }
 
 }  // namespace tandem::sink

@@ -16,7 +16,8 @@ namespace tandem::sink {
 // The final groups, and how they were combined (for the report).
 struct Combined {
   Table table;
-  bool by_partition{false};  // folded partition by partition (partitioned_combine.hpp)
+  bool by_partition{false};   // folded partition by partition (partitioned_combine.hpp)
+  std::vector<Stage> engine;  // the CPU engine's stages, where it combined them
 };
 
 // partials: every chunk's partial groups, in chunk order; kept: every chunk's kept rows, in

@@ -86,6 +86,7 @@ struct GroupBySink::Impl {
   std::size_t chunks{0}, rows{0}, partial_rows{0}, kept_rows{0}, running_tables{0};
   bool combined_by_partition{false};
   bool combined_from_running{false};
+  std::string combine_steps;  // where the in-memory combine's time went, for the report
   double consume_seconds{0};
 
   Impl(GroupBySpec spec, GroupBySinkOptions o)
@@ -303,12 +304,16 @@ Table GroupBySink::Impl::finish_in_memory() {
     if (p.kept.num_columns() > 0) kept.push_back(std::move(p.kept));
   }
   pieces.clear();
+  Stopwatch joining;
   const Table all_partials = concat_tables(partials, partial_like, threads);
   partials.clear();
   const Table all_kept = plan.kept.aggs.empty() ? Table{} : concat_tables(kept, kept_like, threads);
   kept.clear();
+  const double joined = joining.seconds();
   sink::Combined out = sink::combine_partials(all_partials, all_kept, plan, threads, gave_up_running.load());
   combined_by_partition = out.by_partition;
+  combine_steps = fmt::format("; partial groups joined in {:.3f} s", joined);
+  for (const Stage& st : out.engine) combine_steps += fmt::format(", {} {:.3f} s", st.name, st.seconds);
   return std::move(out.table);
 }
 
@@ -386,7 +391,7 @@ GroupByResult GroupBySink::Impl::finish(const ResultPieces& emit) {
                              ? "merged partition by partition by key hash straight from the running groups, then "
                                "put in key order"
                              : "folded partition by partition by key hash, then put in key order",
-                         threads, spill ? ", one key range at a time" : ""));
+                         threads, spill ? ", one key range at a time" : combine_steps));
   spill.reset();  // the spill files go as soon as they are read
   return out;
 }

@@ -1,13 +1,14 @@
 #include "groupby/sink/piece_arena.hpp"
 
-#include "tandem/core/detail/huge_pages.hpp"
+#include "core/scratch_pool.hpp"
 
 namespace tandem::sink {
 namespace {
 
+// From the scratch pool: once the copies are joined, their pages serve the combine's arrays.
 std::shared_ptr<std::byte> huge_block(std::size_t bytes) {
-  return {static_cast<std::byte*>(detail::allocate_huge_pages(bytes)),
-          [](std::byte* p) { detail::free_huge_pages(p); }};
+  const std::size_t size = scratch_class(bytes);
+  return {static_cast<std::byte*>(take_scratch(size)), [size](std::byte* p) { give_scratch(p, size); }};
 }
 
 }  // namespace

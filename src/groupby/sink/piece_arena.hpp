@@ -3,7 +3,7 @@
 // huge pages. Those copies are 1-2 MiB a column for an 8 MiB chunk, which malloc serves from
 // fresh 4 KiB pages: one page fault per 4 KiB on first touch, and on a virtual machine tens of
 // microseconds each (q10 at 10^7 rows: some 2.6·10^5 faults, 4-8 s of system time). A block goes
-// when the last column in it does. Thread-safe.
+// back to the scratch pool when the last column in it does. Thread-safe.
 #pragma once
 #include <cstddef>
 #include <memory>
