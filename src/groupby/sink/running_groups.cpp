@@ -74,12 +74,14 @@ class NumberKeys final : public KeyStore {
  public:
   bool equal(std::uint32_t g, const Column& c, std::size_t row) const override {
     const bool p = c.present(row);
+    // No group's key missing: every group's is present, and present_ (a cache miss more) need not be read.
+    if (!any_missing_) return p && values_[g] == reinterpret_cast<const T*>(c.values.data())[row];
     if (p != (present_[g] != 0)) return false;
     return !p || values_[g] == reinterpret_cast<const T*>(c.values.data())[row];
   }
   void prefetch(std::uint32_t g) const override {
     __builtin_prefetch(values_.data() + g);
-    __builtin_prefetch(present_.data() + g);
+    if (any_missing_) __builtin_prefetch(present_.data() + g);
   }
   void append(const Column& c, std::size_t row) override {
     const bool p = c.present(row);
