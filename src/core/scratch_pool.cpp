@@ -98,6 +98,12 @@ std::vector<std::pair<void*, std::size_t>> take_covering(Pool& p, std::size_t si
   return parts;
 }
 
+// Moves the pages of [from, from + n) to [to, to + n), replacing what was mapped there; false
+// (nothing moved) when the range is not one mapping.
+bool move_pages(char* from, std::size_t n, char* to) {
+  return ::mremap(from, n, n, MREMAP_MAYMOVE | MREMAP_FIXED, to) != MAP_FAILED;
+}
+
 // A new block of `size` bytes whose pages are, as far as they go, the held blocks' `parts`, moved
 // there without copying or zeroing; the rest is fresh. What a part has left over stays held.
 void* recycled_block(std::size_t size, const std::vector<std::pair<void*, std::size_t>>& parts) {
@@ -112,11 +118,11 @@ void* recycled_block(std::size_t size, const std::vector<std::pair<void*, std::s
   for (const auto& [part, bytes] : parts) {
     const std::size_t n = std::min(bytes, size - at);
     char* const from = static_cast<char*>(part);
-    if (n > 0 && ::mremap(from, n, n, MREMAP_MAYMOVE | MREMAP_FIXED, static_cast<char*>(block) + at) == MAP_FAILED) {
-      give_scratch(from, bytes);  // the block keeps its fresh pages there
-    } else if (n < bytes) {
-      give_scratch(from + n, bytes - n);
-    }
+    char* const to = static_cast<char*>(block) + at;
+    if (!move_pages(from, n, to))  // a recycled block is several mappings: one mremap spans one
+      for (std::size_t off = 0; off < n; off += kPage)
+        if (!move_pages(from + off, kPage, to + off)) give_scratch(from + off, kPage);  // fresh there
+    if (n < bytes) give_scratch(from + n, bytes - n);
     at += n;
   }
 #ifdef MADV_HUGEPAGE
