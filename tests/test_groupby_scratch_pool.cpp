@@ -86,6 +86,17 @@ TEST(ScratchPool, AHeldBlockIsPoisonedUnderAddressSanitizer) {
 #endif
 }
 
+#ifndef POOL_TEST_ASAN
+constexpr std::size_t kPage = std::size_t{2} << 20;
+
+// A block of `bytes` from the pool, every byte `value`.
+unsigned char* filled_block(std::size_t bytes, int value) {
+  auto* p = static_cast<unsigned char*>(take_scratch(bytes));
+  std::memset(p, value, bytes);
+  return p;
+}
+#endif
+
 // A request of a class the pool lacks gets the held blocks' pages moved into it: what was written
 // there is still there (fresh pages would read zero), and what a block had left over stays held.
 TEST(ScratchPool, HeldPagesServeARequestOfAnotherClass) {
@@ -93,12 +104,8 @@ TEST(ScratchPool, HeldPagesServeARequestOfAnotherClass) {
   GTEST_SKIP() << "under AddressSanitizer only a block of the same class is reused";
 #else
   release_cached_scratch();
-  const std::size_t page = std::size_t{2} << 20;
-  {
-    void* a = take_scratch(4 * page);
-    std::memset(a, 0x5a, 4 * page);
-    give_scratch(a, 4 * page);
-  }
+  const std::size_t page = kPage;
+  give_scratch(filled_block(4 * page, 0x5a), 4 * page);
   ASSERT_EQ(cached_scratch_bytes(), 4 * page);
   auto* b = static_cast<unsigned char*>(take_scratch(10 * page));  // 4 recycled pages, 6 fresh
   EXPECT_EQ(cached_scratch_bytes(), 0u);
@@ -130,11 +137,9 @@ TEST(ScratchPool, ABlockMadeOfSeveralBlocksIsRecycledAgain) {
   GTEST_SKIP() << "under AddressSanitizer only a block of the same class is reused";
 #else
   release_cached_scratch();
-  const std::size_t page = std::size_t{2} << 20;
-  void* a = take_scratch(4 * page);
-  void* b = take_scratch(2 * page);
-  std::memset(a, 0x11, 4 * page);
-  std::memset(b, 0x22, 2 * page);
+  const std::size_t page = kPage;
+  unsigned char* a = filled_block(4 * page, 0x11);
+  unsigned char* b = filled_block(2 * page, 0x22);  // taken while a is in use: a block of its own
   give_scratch(a, 4 * page);
   give_scratch(b, 2 * page);
   auto* joined = static_cast<unsigned char*>(take_scratch(6 * page));
