@@ -56,6 +56,12 @@ Pool& pool() {
   return *p;
 }
 
+void advise_huge_pages(void* block, std::size_t size) {
+#ifdef MADV_HUGEPAGE
+  ::madvise(block, size, MADV_HUGEPAGE);  // advice only: without huge pages the block still works
+#endif
+}
+
 #ifdef TANDEM_POOL_ASAN
 // Under AddressSanitizer blocks come from its allocator, which puts red zones around them; only a
 // block of the same class is reused.
@@ -63,6 +69,7 @@ constexpr bool kRecyclesPages = false;
 void* new_block(std::size_t size) {
   void* block = std::aligned_alloc(kPage, size);
   if (block == nullptr) throw std::bad_alloc();
+  advise_huge_pages(block, size);
   return block;
 }
 void free_block(void* block, std::size_t) { std::free(block); }
@@ -79,6 +86,7 @@ void* new_block(std::size_t size) {
   if (aligned > at) ::munmap(p, aligned - at);
   if (const std::uintptr_t tail = at + size + kPage - (aligned + size); tail > 0)
     ::munmap(reinterpret_cast<void*>(aligned + size), tail);
+  advise_huge_pages(reinterpret_cast<void*>(aligned), size);  // pages moved in keep their own advice
   return reinterpret_cast<void*>(aligned);
 }
 void free_block(void* block, std::size_t size) { ::munmap(block, size); }
@@ -125,9 +133,6 @@ void* recycled_block(std::size_t size, const std::vector<std::pair<void*, std::s
     if (n < bytes) give_scratch(from + n, bytes - n);
     at += n;
   }
-#ifdef MADV_HUGEPAGE
-  ::madvise(block, size, MADV_HUGEPAGE);  // advice only: the fresh rest on huge pages too
-#endif
   return block;
 }
 
@@ -165,11 +170,7 @@ void* take_scratch(std::size_t size) {
     for (const auto& [part, bytes] : parts) unhold(part, bytes);
     return recycled_block(size, parts);
   }
-  void* block = new_block(size);
-#ifdef MADV_HUGEPAGE
-  ::madvise(block, size, MADV_HUGEPAGE);
-#endif
-  return block;
+  return new_block(size);
 }
 
 void give_scratch(void* block, std::size_t size) {

@@ -75,8 +75,7 @@ class NumberKeys final : public KeyStore {
   bool equal(std::uint32_t g, const Column& c, std::size_t row) const override {
     const bool p = c.present(row);
     // No group's key missing: every group's is present, and present_ (a cache miss more) need not be read.
-    if (!any_missing_) return p && values_[g] == reinterpret_cast<const T*>(c.values.data())[row];
-    if (p != (present_[g] != 0)) return false;
+    if (any_missing_ ? p != (present_[g] != 0) : !p) return false;
     return !p || values_[g] == reinterpret_cast<const T*>(c.values.data())[row];
   }
   void prefetch(std::uint32_t g) const override {
