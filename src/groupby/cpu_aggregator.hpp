@@ -4,10 +4,12 @@
 // each group from its gathered values. The engine (cpu_engine.cpp) decides which rows go where.
 #pragma once
 #include <memory>
+#include <new>
 #include <optional>
 #include <span>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include <fmt/format.h>
@@ -60,9 +62,6 @@ class DecomposableAggregator : public Aggregator {
   virtual std::size_t state_bytes() const = 0;
   // `slots` arrays of `groups` states, each at the identity.
   virtual void allocate(std::size_t slots, std::size_t groups) = 0;
-  // One slot of at least `groups` states: those kept, those added at the identity (groups that
-  // appear as later chunks arrive).
-  virtual void grow(std::size_t groups) = 0;
   // Folds input rows [begin, end) into slot `slot`, row begin + j into group gid[j].
   virtual void update(std::size_t slot, const std::uint32_t* gid, std::size_t begin, std::size_t end) = 0;
   // Folds positions [begin, end) of the scattered input (null for count()) into slot 0,
@@ -71,10 +70,21 @@ class DecomposableAggregator : public Aggregator {
                                 std::size_t end) = 0;
   // Merges slots 1, 2, … in that order into slot 0 for groups [g0, g1).
   virtual void merge_slots(std::size_t g0, std::size_t g1) = 0;
-  // Merges another aggregator's slot-0 states of groups from[j] into this one's groups to[j],
-  // j < n (same operator and input type: merging the group-by sink's running groups).
-  virtual void merge_from(const DecomposableAggregator& other, const std::uint32_t* from, const std::uint32_t* to,
-                          std::size_t n) = 0;
+
+  // States kept outside, in records that hold several aggregations' states side by side (the
+  // group-by sink's running groups: one cache miss a row for all of them, not one each): group
+  // g's state at base + g * stride, base and stride multiples of state_align().
+  virtual std::size_t state_align() const = 0;
+  virtual void identity_at(std::byte* base, std::size_t stride, std::size_t g0, std::size_t g1) const = 0;
+  virtual void update_at(std::byte* base, std::size_t stride, const std::uint32_t* gid, std::size_t begin,
+                         std::size_t end) const = 0;
+  // Merges the states of groups from[j] at `other` into groups to[j] here, j < n (records of the
+  // same operator and input type).
+  virtual void merge_at(std::byte* base, std::size_t stride, const std::byte* other, std::size_t other_stride,
+                        const std::uint32_t* from, const std::uint32_t* to, std::size_t n) const = 0;
+  virtual std::vector<Column> finish_at(const std::byte* base, std::size_t stride,
+                                        std::span<const std::uint32_t> groups, const std::int64_t* present,
+                                        int threads) const = 0;
   // Slot 0's states when they are counts (count() and count(col)), else null.
   virtual const std::int64_t* counts() const = 0;
 };
@@ -142,9 +152,19 @@ decltype(auto) with_scattered(const ScatteredColumn* s, F&& f) {
 // ---------------------------------------------------------------------------------------------
 // The aggregators of one operator over one input type.
 
-template <class Op, class Get, class Present>
-void fold_rows(typename Op::State* st, const std::uint32_t* gid, std::size_t begin, std::size_t end, Get get,
-               Present present) {
+// Group g's state at base + g * stride (records of several aggregations' states).
+template <class State, class Byte>
+struct StridedStates {
+  Byte* base;
+  std::size_t stride;
+  auto& operator[](std::size_t g) const {
+    using S = std::conditional_t<std::is_const_v<Byte>, const State, State>;
+    return *std::launder(reinterpret_cast<S*>(base + g * stride));
+  }
+};
+
+template <class Op, class States, class Get, class Present>
+void fold_rows(States st, const std::uint32_t* gid, std::size_t begin, std::size_t end, Get get, Present present) {
   for (std::size_t i = begin; i < end; ++i)
     if (present(i)) Op::update(st[gid[i - begin]], get(i));
 }
@@ -158,17 +178,10 @@ class Decomposable final : public DecomposableAggregator {
   std::size_t state_bytes() const override { return sizeof(State); }
   void allocate(std::size_t slots, std::size_t groups) override {
     slots_ = slots;
-    groups_ = groups;
     // Slots that threads fill side by side sit at least 128 bytes apart: sharing a cache line
     // (two of 100 groups) made every thread's rows of those groups wait for another core.
     stride_ = slots > 1 ? groups + (128 + sizeof(State) - 1) / sizeof(State) : groups;
     states_.assign(slots * stride_, Op::identity());
-  }
-  void grow(std::size_t groups) override {
-    slots_ = 1;
-    if (groups <= groups_) return;
-    states_.resize(groups, Op::identity());
-    groups_ = stride_ = groups;
   }
   void update(std::size_t slot, const std::uint32_t* gid, std::size_t begin, std::size_t end) override {
     State* st = states_.data() + slot * stride_;
@@ -185,35 +198,52 @@ class Decomposable final : public DecomposableAggregator {
       for (std::size_t g = g0; g < g1; ++g) Op::merge(states_[g], from[g]);
     }
   }
-  void merge_from(const DecomposableAggregator& other, const std::uint32_t* from, const std::uint32_t* to,
-                  std::size_t n) override {
-    const auto* o = dynamic_cast<const Decomposable*>(&other);
-    if (o == nullptr) throw Error(fmt::format("{}: merging states of another operator or type", names_.front()));
-    for (std::size_t j = 0; j < n; ++j) Op::merge(states_[to[j]], o->states_[from[j]]);
-  }
   std::vector<Column> finish(std::span<const std::uint32_t> groups, const std::int64_t* present,
                              int threads) const override {
-    if constexpr (requires(const State& s) { Op::overflowed(s); }) check_range(groups);
-    std::vector<Column> out;
-    out.push_back(build_column<typename Op::Out>(names_.front(), groups.size(), threads, [&](std::size_t i) {
-      return Op::finalise(states_[groups[i]], present[groups[i]]);
-    }));
-    return out;
+    return finish_from(states_.data(), groups, present, threads);
   }
   const std::int64_t* counts() const override {
     if constexpr (std::is_same_v<State, std::int64_t>) return states_.data();
     else return nullptr;
   }
 
+  std::size_t state_align() const override { return alignof(State); }
+  void identity_at(std::byte* base, std::size_t stride, std::size_t g0, std::size_t g1) const override {
+    for (std::size_t g = g0; g < g1; ++g) ::new (static_cast<void*>(base + g * stride)) State(Op::identity());
+  }
+  void update_at(std::byte* base, std::size_t stride, const std::uint32_t* gid, std::size_t begin,
+                 std::size_t end) const override {
+    const StridedStates<State, std::byte> st{base, stride};
+    with_rows<T>(input_, [&](auto get, auto present) { fold_rows<Op>(st, gid, begin, end, get, present); });
+  }
+  void merge_at(std::byte* base, std::size_t stride, const std::byte* other, std::size_t other_stride,
+                const std::uint32_t* from, const std::uint32_t* to, std::size_t n) const override {
+    const StridedStates<State, std::byte> mine{base, stride};
+    const StridedStates<State, const std::byte> theirs{other, other_stride};
+    for (std::size_t j = 0; j < n; ++j) Op::merge(mine[to[j]], theirs[from[j]]);
+  }
+  std::vector<Column> finish_at(const std::byte* base, std::size_t stride, std::span<const std::uint32_t> groups,
+                                const std::int64_t* present, int threads) const override {
+    return finish_from(StridedStates<State, const std::byte>{base, stride}, groups, present, threads);
+  }
+
  private:
-  void check_range(std::span<const std::uint32_t> groups) const {
-    for (const auto g : groups)
-      if (Op::overflowed(states_[g]))
-        throw InputError(fmt::format("{}: the sum of column '{}' does not fit {} in at least one group", names_.front(),
-                                     spec_.column, to_string(column_type_v<typename Op::Out>)));
+  template <class States>
+  std::vector<Column> finish_from(States st, std::span<const std::uint32_t> groups, const std::int64_t* present,
+                                  int threads) const {
+    if constexpr (requires(const State& s) { Op::overflowed(s); })
+      for (const auto g : groups)
+        if (Op::overflowed(st[g]))
+          throw InputError(fmt::format("{}: the sum of column '{}' does not fit {} in at least one group",
+                                       names_.front(), spec_.column, to_string(column_type_v<typename Op::Out>)));
+    std::vector<Column> out;
+    out.push_back(build_column<typename Op::Out>(names_.front(), groups.size(), threads, [&](std::size_t i) {
+      return Op::finalise(st[groups[i]], present[groups[i]]);
+    }));
+    return out;
   }
   Scratch<State> states_;
-  std::size_t slots_{0}, groups_{0}, stride_{0};
+  std::size_t slots_{0}, stride_{0};
 };
 
 template <class Op, class T>

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <map>
 #include <numeric>
+#include <typeinfo>
 
 #include <fmt/format.h>
 
@@ -27,6 +28,11 @@ constexpr std::size_t kPrefetchRows = 16;           // how far ahead a row's has
 constexpr std::size_t kKeyPrefetchRows = 8;         // how far ahead the key of the group in that slot is
 constexpr std::size_t kFirstSlots = 1024;           // hash table slots at the start (a power of two)
 constexpr std::uint64_t kTagMask = ~0xffffffffULL;  // a slot: the hash's high half, then group id + 1
+
+// What records are allocated in: aligned for any state (a 128-bit integer sum).
+struct alignas(16) RecordUnit {
+  std::byte bytes[16];
+};
 
 // Whether n bytes at a and b are equal: short keys (ids, codes) by two overlapping word loads
 // instead of a call to memcmp.
@@ -270,12 +276,20 @@ struct RunningGroups::Impl {
   std::uint32_t groups{0};
   std::size_t rows_added{0};
   Scratch<std::uint64_t> row_hash;  // a chunk's, kept for the next: no fresh pages for every chunk
-  // The engine's row count, each aggregation's state (null for count(), which is the row count),
-  // and missing values per group of each column read: present = rows - missing is what the states
-  // finalise with (counted only for chunks where the column has missing values).
+  // The engine's row count, each aggregation's state (null for count() and count(col): the rows,
+  // and the rows less the column's missing values), and missing values per group of each column
+  // read: present = rows - missing is what the states finalise with (counted only for chunks
+  // where the column has missing values).
   std::unique_ptr<DecomposableAggregator> rows;
   std::vector<std::unique_ptr<DecomposableAggregator>> by_agg;
   std::map<std::string, Scratch<std::int64_t>> missing;
+  // The states of `rows` and by_agg, group after group in records of `stride` bytes: a row's
+  // states are one or two cache lines instead of a line in an array for each.
+  std::vector<const DecomposableAggregator*> states;
+  std::vector<std::size_t> state_at;  // each state's offset in a record
+  std::size_t stride{0};
+  Scratch<RecordUnit> records;
+  std::size_t recorded{0};  // groups whose records exist
 
   Impl(const SinkPlan& p, const Table& input) : plan(p) {
     for (const auto& k : plan.spec.by) keys.push_back(key_store(input.column(k).type));
@@ -283,21 +297,58 @@ struct RunningGroups::Impl {
     std::iota(key_index.begin(), key_index.end(), std::size_t{0});
     rows = decomposable(count_rows(), nullptr);
     for (const auto& a : plan.partial.aggs) {
-      if (!agg::operator_info(a.op).reads_column) {
-        by_agg.push_back(nullptr);
-        continue;
-      }
-      by_agg.push_back(decomposable(a, &input.column(a.column)));
-      missing[a.column];
+      const bool reads = agg::operator_info(a.op).reads_column;
+      if (reads) missing[a.column];
+      by_agg.push_back(reads && a.op != AggOp::count ? decomposable(a, &input.column(a.column)) : nullptr);
     }
-    for_each_state([](DecomposableAggregator& d) { d.allocate(1, 0); });
+    lay_out_records();
   }
 
-  template <class F>
-  void for_each_state(F&& f) {
-    f(*rows);
-    for (auto& d : by_agg)
-      if (d) f(*d);
+  // Widest alignment first, so that no state needs padding before it.
+  void lay_out_records() {
+    states.push_back(rows.get());
+    for (const auto& d : by_agg)
+      if (d) states.push_back(d.get());
+    std::vector<std::size_t> order(states.size());
+    std::iota(order.begin(), order.end(), std::size_t{0});
+    std::stable_sort(order.begin(), order.end(),
+                     [&](std::size_t a, std::size_t b) { return states[a]->state_align() > states[b]->state_align(); });
+    state_at.resize(states.size());
+    std::size_t widest = 1;
+    for (const std::size_t i : order) {
+      const std::size_t align = states[i]->state_align();
+      if (align > alignof(RecordUnit)) throw Error("running groups: a state aligned wider than its record");
+      widest = std::max(widest, align);
+      state_at[i] = (stride + align - 1) / align * align;
+      stride = state_at[i] + states[i]->state_bytes();
+    }
+    stride = (stride + widest - 1) / widest * widest;
+  }
+
+  // State i of group 0 (null before any record exists).
+  std::byte* state_bytes(std::size_t i) {
+    return records.empty() ? nullptr : reinterpret_cast<std::byte*>(records.data()) + state_at[i];
+  }
+  const std::byte* state_bytes(std::size_t i) const {
+    return records.empty() ? nullptr : reinterpret_cast<const std::byte*>(records.data()) + state_at[i];
+  }
+  std::size_t record_units(std::size_t groups) const {
+    return (groups * stride + sizeof(RecordUnit) - 1) / sizeof(RecordUnit);
+  }
+
+  // Records for groups [0, n), the new ones at each state's identity.
+  void grow_records(std::size_t n) {
+    if (n <= recorded) return;
+    records.resize(record_units(n));
+    for (std::size_t i = 0; i < states.size(); ++i) states[i]->identity_at(state_bytes(i), stride, recorded, n);
+    recorded = n;
+  }
+
+  void prefetch_record(std::uint32_t g) const {
+    if (g >= recorded) return;  // added in this block: its record comes at the block's end
+    const std::byte* r = reinterpret_cast<const std::byte*>(records.data()) + std::size_t{g} * stride;
+    __builtin_prefetch(r);
+    __builtin_prefetch(r + stride - 1);
   }
 
   void count_missing(const Column& c, Scratch<std::int64_t>& m, const std::uint32_t* gid, std::size_t b,
@@ -366,7 +417,7 @@ void RunningGroups::reserve(std::size_t groups) {
   if (groups * 2 > s.slots.size()) s.rehash(std::bit_ceil(groups * 2));
   s.group_hash.reserve(groups);
   for (auto& k : s.keys) k->reserve(groups);
-  s.for_each_state([&](DecomposableAggregator& d) { d.grow(groups); });
+  s.records.reserve(s.record_units(groups));
 }
 
 std::size_t RunningGroups::groups() const { return impl_->groups; }
@@ -378,7 +429,7 @@ std::size_t RunningGroups::bytes() const {
   std::size_t b = (s.slots.size() + s.group_hash.capacity() + s.row_hash.capacity()) * sizeof(std::uint64_t);
   for (const auto& k : s.keys) b += k->bytes();
   for (const auto& [name, m] : s.missing) b += m.capacity() * sizeof(std::int64_t);
-  const_cast<Impl&>(s).for_each_state([&](DecomposableAggregator& d) { b += d.state_bytes() * s.groups; });
+  b += s.records.capacity() * sizeof(RecordUnit);
   return b;
 }
 
@@ -398,20 +449,23 @@ void RunningGroups::add(const Table& input) {
     const std::size_t e = std::min(n, b + kBlockRows);
     for (std::size_t i = b; i < e; ++i) {
       // Two stages ahead, so that the cache misses overlap this row's probe: the slot of a row
-      // kPrefetchRows on, then the stored key of the group that a slot kKeyPrefetchRows on names.
+      // kPrefetchRows on, then the stored key and the states of the group that a slot
+      // kKeyPrefetchRows on names.
       const std::size_t m = s.slots.size() - 1;
       if (i + kPrefetchRows < n) __builtin_prefetch(&s.slots[hashes[i + kPrefetchRows] & m]);
       if (i + kKeyPrefetchRows < n) {
         const std::uint64_t h = hashes[i + kKeyPrefetchRows], slot = s.slots[h & m];
-        if (slot != 0 && (slot & kTagMask) == (h & kTagMask))
-          for (const auto& k : s.keys) k->prefetch(static_cast<std::uint32_t>(slot - 1));
+        if (slot != 0 && (slot & kTagMask) == (h & kTagMask)) {
+          const auto g = static_cast<std::uint32_t>(slot - 1);
+          for (const auto& k : s.keys) k->prefetch(g);
+          s.prefetch_record(g);
+        }
       }
       gid[i - b] = s.group_of(cols, i, hashes[i]);
     }
-    s.for_each_state([&](DecomposableAggregator& d) {
-      d.grow(s.groups);
-      d.update(0, gid.data(), b, e);
-    });
+    s.grow_records(s.groups);
+    for (std::size_t k = 0; k < s.states.size(); ++k)
+      s.states[k]->update_at(s.state_bytes(k), s.stride, gid.data(), b, e);
     for (auto& [name, m] : s.missing) s.count_missing(input.column(name), m, gid.data(), b, e);
   }
 }
@@ -419,27 +473,30 @@ void RunningGroups::add(const Table& input) {
 void RunningGroups::merge(const RunningGroups& other, std::span<const std::uint32_t> from) {
   Impl& s = *impl_;
   const Impl& o = *other.impl_;
-  if (o.keys.size() != s.keys.size() || o.by_agg.size() != s.by_agg.size())
+  if (o.keys.size() != s.keys.size() || o.states.size() != s.states.size() || o.stride != s.stride)
     throw Error("running groups: merging a table of another plan");
+  for (std::size_t k = 0; k < s.states.size(); ++k)
+    if (typeid(*o.states[k]) != typeid(*s.states[k])) throw Error("running groups: merging a table of another plan");
   const std::size_t n = from.size();
   std::vector<std::uint32_t> to(kBlockRows);
   for (std::size_t b = 0; b < n; b += kBlockRows) {
     const std::size_t e = std::min(n, b + kBlockRows);
     for (std::size_t i = b; i < e; ++i) {
-      // As add(): this table's slot some groups ahead, and that group's key in the other table.
+      // The other table's groups lie all over it: their hash, keys and states asked for two
+      // stages ahead, this table's slot for the hash one stage ahead.
+      if (i + 2 * kPrefetchRows < n) {
+        const std::uint32_t f = from[i + 2 * kPrefetchRows];
+        __builtin_prefetch(&o.group_hash[f]);
+        for (const auto& k : o.keys) k->prefetch(f);
+        o.prefetch_record(f);
+      }
       if (i + kPrefetchRows < n)
         __builtin_prefetch(&s.slots[o.group_hash[from[i + kPrefetchRows]] & (s.slots.size() - 1)]);
-      if (i + kKeyPrefetchRows < n)
-        for (const auto& k : o.keys) k->prefetch(from[i + kKeyPrefetchRows]);
       to[i - b] = s.group_of_group(o, from[i], o.group_hash[from[i]]);
     }
-    const auto merge_states = [&](DecomposableAggregator& mine, const DecomposableAggregator& theirs) {
-      mine.grow(s.groups);
-      mine.merge_from(theirs, from.data() + b, to.data(), e - b);
-    };
-    merge_states(*s.rows, *o.rows);
-    for (std::size_t a = 0; a < s.by_agg.size(); ++a)
-      if (s.by_agg[a]) merge_states(*s.by_agg[a], *o.by_agg[a]);
+    s.grow_records(s.groups);
+    for (std::size_t k = 0; k < s.states.size(); ++k)
+      s.states[k]->merge_at(s.state_bytes(k), s.stride, o.state_bytes(k), o.stride, from.data() + b, to.data(), e - b);
     for (auto& [name, m] : s.missing) {
       const Scratch<std::int64_t>& theirs = o.missing.at(name);
       if (theirs.empty()) continue;
@@ -463,7 +520,11 @@ Table RunningGroups::take() {
   Impl& s = *impl_;
   Scratch<std::uint32_t> all(s.groups);
   std::iota(all.begin(), all.end(), std::uint32_t{0});
-  const std::int64_t* rows = s.rows->counts();
+  s.grow_records(s.groups);
+  Scratch<std::int64_t> row_counts(s.groups);
+  for (std::size_t g = 0; g < s.groups; ++g)
+    std::memcpy(&row_counts[g], s.state_bytes(0) + g * s.stride, sizeof(std::int64_t));  // states[0]: the row count
+  const std::int64_t* rows = row_counts.data();
   // A column that never missed a value is present in every row of its groups.
   std::map<std::string, Scratch<std::int64_t>> present;
   std::map<std::string, const std::int64_t*> present_in;
@@ -478,20 +539,25 @@ Table RunningGroups::take() {
   }
   Table out;
   for (std::size_t k = 0; k < s.keys.size(); ++k) out.add(s.keys[k]->take(s.plan.spec.by[k]));
+  std::size_t state = 1;  // states[0] is the row count
   for (std::size_t i = 0; i < s.plan.partial.aggs.size(); ++i) {
     const Aggregation& a = s.plan.partial.aggs[i];
     if (!s.by_agg[i]) {
+      const std::int64_t* counts = a.op == AggOp::count ? present_in.at(a.column) : rows;
       out.add(cpu_groupby::build_numbers<std::int64_t>(output_names(a).front(), all.size(), 1,
-                                                       [&](std::size_t g) { return std::optional(rows[g]); }));
+                                                       [&](std::size_t g) { return std::optional(counts[g]); }));
       continue;
     }
-    for (auto& c : s.by_agg[i]->finish(all, present_in.at(a.column), 1)) out.add(std::move(c));
+    const std::size_t k = state++;
+    for (auto& c : s.states[k]->finish_at(s.state_bytes(k), s.stride, all, present_in.at(a.column), 1))
+      out.add(std::move(c));
   }
   s.slots.assign(kFirstSlots, 0);
   s.group_hash = {};
   s.groups = 0;
   s.rows_added = 0;
-  s.for_each_state([](DecomposableAggregator& d) { d.allocate(1, 0); });
+  s.records = {};
+  s.recorded = 0;
   return out;
 }
 

@@ -1,10 +1,10 @@
 // One consuming thread's groups across every chunk it consumes, as DuckDB's thread-local
 // aggregate hash tables: a hash table from the keys to dense group ids, each group's keys, and
-// each partial aggregation's state per group. A key met in every chunk costs one group per
-// thread instead of one partial group per chunk (10^5 keys in 60 chunks of 8 MiB: 2·10^5 partial
-// groups to combine instead of 5·10^6). take() hands the groups over as the partial groups
-// chunk_partials.hpp makes of one chunk (same columns, rows in no particular order) and starts
-// again empty.
+// each group's partial aggregation states side by side in one record. A key met in every chunk
+// costs one group per thread instead of one partial group per chunk (10^5 keys in 60 chunks of
+// 8 MiB: 2·10^5 partial groups to combine instead of 5·10^6). take() hands the groups over as
+// the partial groups chunk_partials.hpp makes of one chunk (same columns, rows in no particular
+// order) and starts again empty.
 #pragma once
 #include <cstddef>
 #include <memory>
