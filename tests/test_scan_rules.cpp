@@ -174,6 +174,53 @@ TEST(ScanStructural, FastWalkEqualsTheScalarWalkOnRandomCsvs) {
   }
 }
 
+// One i64 column of the given fields (a record each), read by the fast walk.
+ChunkResult read_integers(const std::vector<std::string>& fields) {
+  static const std::vector<ColumnPlan> plans{{0, "v", ColumnType::i64, false}};
+  static const std::vector<int> slot{0};
+  std::string text;
+  for (const auto& f : fields) text += f + "\n";
+  text.append(64, '7');  // padding of digits: a field's last digit is followed by more
+  const ChunkInput in{text.data(), text.data() + text.size() - 64, ',', 1, &plans, &slot, detected_simd_level()};
+  return parse_chunk(in);
+}
+
+TEST(ScanStructural, IntegersOfEveryLengthReadAsTheirValue) {
+  std::mt19937_64 rng(5);
+  std::vector<std::string> fields;
+  std::vector<std::int64_t> want;
+  for (int i = 0; i < 20000; ++i) {
+    const int digits = 1 + i % 18;
+    std::string f = std::to_string(1 + rng() % 9);
+    for (int j = 1; j < digits; ++j) f += static_cast<char>('0' + rng() % 10);
+    if (rng() % 3 == 0) f = "-" + f;
+    fields.push_back(f);
+    want.push_back(std::stoll(f));
+  }
+  fields.push_back("0");
+  want.push_back(0);
+  const ChunkResult r = read_integers(fields);
+  ASSERT_EQ(r.status, ChunkStatus::ok);
+  ASSERT_EQ(r.table.column(0).type, ColumnType::i64);
+  const auto got = r.table.column(0).numbers<std::int64_t>();
+  ASSERT_EQ(got.size(), want.size());
+  for (std::size_t i = 0; i < want.size(); ++i) ASSERT_EQ(got[i], want[i]) << fields[i];
+}
+
+TEST(ScanStructural, ANonDigitAnywhereInAShortIntegerMakesTheColumnText) {
+  for (const char bad : {'/', ':', 'a', ' ', '.', '\x80'})
+    for (std::size_t length = 2; length <= 9; ++length)
+      for (std::size_t at = 0; at < length; ++at) {
+        std::string f(length, '4');
+        f[at] = bad;
+        if (bad == '.' || (bad == ' ' && (at == 0 || at + 1 == length))) continue;  // a float; trimmed?
+        const ChunkResult r = read_integers({"12", f, "3"});
+        ASSERT_EQ(r.status, ChunkStatus::widened) << f;
+        ASSERT_EQ(r.table.column(0).type, ColumnType::str) << f;
+        EXPECT_EQ(r.table.column(0).string(1), f);
+      }
+}
+
 TEST(ScanStructural, CleanChunksTakeTheFastPathAndLiteralQuotesTheScalarOne) {
   std::vector<ColumnPlan> plans{{1, "b", ColumnType::str, false}};
   std::vector<int> slot{-1, 0};

@@ -2,6 +2,7 @@
 // allowed), and the type a field's text suggests when the schema does not name one.
 #pragma once
 #include <charconv>
+#include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <limits>
@@ -17,6 +18,31 @@ namespace detail {
 inline const char* skip_plus(const char* b, const char* e) {
   if (e - b >= 2 && *b == '+' && b[1] != '-' && b[1] != '+') return b + 1;
   return b;
+}
+
+// Clinger's fast path: a plain decimal ([-]digits[.digits], no exponent) of at most 19 digits
+// whose digits make an integer m < 2^53 with at most 22 after the point is m / 10^k, both exact
+// doubles, so one correctly rounded division gives the value from_chars gives. False for
+// anything else (from_chars decides it).
+inline bool plain_decimal(const char* b, const char* e, double& out) {
+  static constexpr double kPow10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,  1e9,  1e10, 1e11,
+                                      1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+  const bool negative = b < e && *b == '-';
+  const char* p = b + negative;
+  std::uint64_t m = 0;
+  const char* digits = p;
+  while (p < e && static_cast<unsigned>(*p - '0') <= 9) m = m * 10 + static_cast<unsigned>(*p++ - '0');
+  std::ptrdiff_t count = p - digits, fraction = 0;
+  if (p < e && *p == '.') {
+    const char* first = ++p;
+    while (p < e && static_cast<unsigned>(*p - '0') <= 9) m = m * 10 + static_cast<unsigned>(*p++ - '0');
+    fraction = p - first;
+    count += fraction;
+  }
+  if (p != e || count == 0 || count > 19 || fraction > 22 || m > (std::uint64_t{1} << 53)) return false;
+  const double v = static_cast<double>(m) / kPow10[fraction];
+  out = negative ? -v : v;
+  return true;
 }
 
 template <class T>
@@ -49,6 +75,8 @@ Parsed parse_number(const char* b, const char* e, T& out) {
       return Parsed::ok;
     }
   }
+  if constexpr (std::is_same_v<T, double>)
+    if (detail::plain_decimal(b, e, out)) return Parsed::ok;
   b = detail::skip_plus(b, e);
   if constexpr (std::is_integral_v<T>) {
     const auto r = std::from_chars(b, e, out);

@@ -11,6 +11,7 @@
 #include "groupby/ops/var.hpp"
 #include "groupby/sink/partitioned_combine.hpp"
 #include "tandem/core/error.hpp"
+#include "tandem/core/timing.hpp"
 
 namespace tandem::sink {
 namespace {
@@ -133,8 +134,12 @@ Combined combine_partials(const Table& partials, const Table& kept, const SinkPl
 Combined combine_running(std::vector<std::unique_ptr<RunningGroups>>& tables, const SinkPlan& plan, const Table& input,
                          int threads) {
   if (!plan.kept.aggs.empty()) throw Error("group-by sink: running groups merged with rows kept");
-  const Table final_groups = final_groups_from_running(tables, plan, input, threads);
-  return {result_columns(final_groups, Table{}, Table{}, plan, threads), true, {}};
+  std::vector<Stage> steps;
+  const Table final_groups = final_groups_from_running(tables, plan, input, threads, &steps);
+  Stopwatch result;
+  Table out = result_columns(final_groups, Table{}, Table{}, plan, threads);
+  steps.push_back({"result table", "cpu", result.seconds(), {}});
+  return {std::move(out), true, std::move(steps)};
 }
 
 }  // namespace tandem::sink

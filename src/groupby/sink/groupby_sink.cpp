@@ -295,6 +295,7 @@ Table GroupBySink::Impl::finish_in_memory() {
   if (!merged.empty()) {
     sink::Combined out = sink::combine_running(merged, plan, schema_input, threads);
     combined_by_partition = out.by_partition;
+    for (const Stage& st : out.engine) combine_steps += fmt::format("; {} {:.3f} s", st.name, st.seconds);
     return std::move(out.table);
   }
   std::stable_sort(pieces.begin(), pieces.end(), [](const Piece& a, const Piece& b) { return a.chunk < b.chunk; });

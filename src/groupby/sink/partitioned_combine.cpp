@@ -10,6 +10,7 @@
 #include "table/table_wire.hpp"
 #include "tandem/core/error.hpp"
 #include "tandem/core/parallel.hpp"
+#include "tandem/core/timing.hpp"
 #include "tandem/table_sort.hpp"
 
 namespace tandem::sink {
@@ -109,7 +110,8 @@ Table final_groups_by_partition(const Table& partials, const SinkPlan& plan, int
 }
 
 Table final_groups_from_running(std::vector<std::unique_ptr<RunningGroups>>& tables, const SinkPlan& plan,
-                                const Table& input, int threads) {
+                                const Table& input, int threads, std::vector<Stage>* steps) {
+  Stopwatch merging;
   if (tables.empty()) throw Error("partitioned combine: no running groups");
   if (plan.final.aggs.size() != plan.partial.aggs.size())
     throw Error("partitioned combine: final aggregations that are not the partial ones merged");
@@ -135,7 +137,14 @@ Table final_groups_from_running(std::vector<std::unique_ptr<RunningGroups>>& tab
   });
   parts.clear();
   tables.clear();
-  return in_key_order(groups, plan, threads);
+  const double merged = merging.seconds();
+  Stopwatch ordering;
+  Table out = in_key_order(groups, plan, threads);
+  if (steps) {
+    steps->push_back({"merge partitions", "cpu", merged, {}});
+    steps->push_back({"key order", "cpu", ordering.seconds(), {}});
+  }
+  return out;
 }
 
 }  // namespace tandem::sink
