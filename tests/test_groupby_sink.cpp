@@ -262,6 +262,27 @@ TEST(GroupBySink, MostlyDistinctKeysMakeEachLaterRowAPartialGroup) {
   EXPECT_TRUE(gave_up) << "the report does not say running groups were given up";
 }
 
+TEST(GroupBySink, TwoThreadsOfMostlyTheSameKeysMergeIntoTheLargerTable) {
+  // 40 thousand keys over 240 thousand rows on two consuming threads: each thread meets nearly
+  // every key, so the smaller running groups go into the larger; the answer is the engine's.
+  std::mt19937_64 rng(44);
+  const std::size_t rows = 240'000;
+  Table t;
+  t.add(random_column(rng, "k0", ColumnType::i64, rows, 40000, 0.01));
+  t.add(random_column(rng, "k1", ColumnType::str, rows, 2, 0.01));
+  t.add(random_column(rng, "v", ColumnType::i64, rows, 1000, 0.1));
+  t.add(random_column(rng, "w", ColumnType::f64, rows, 1000, 0.1));
+  for (const char* aggs : {"sum(v),mean(w),min(v),max(w),count(w),count()", "sum(w)"}) {
+    const GroupBySpec spec{{"k0", "k1"}, parse_aggregations(aggs)};
+    const auto got = run_sink(spec, chunks_of(t, sizes(11, rows / 12)), {}, 2);
+    expect_same(got.table, whole(t, spec).table, spec, aggs);
+    if (HasFatalFailure()) return;
+    std::string details;
+    for (const auto& stage : got.report.stages) details += stage.detail + "\n";
+    EXPECT_NE(details.find("merged into the largest"), std::string::npos) << details;
+  }
+}
+
 TEST(GroupBySink, ManyStringKeyedGroupsAreCombinedByPartition) {
   // 150 thousand key pairs with a string key, missing keys and values, consumed by four threads:
   // their running groups hand the combine some 10^5 partial groups, which it folds partition by
@@ -302,6 +323,71 @@ TEST(GroupBySink, ManyStringKeyedGroupsAreCombinedByPartition) {
   }
 }
 
+namespace {
+
+// Running groups' partial groups of keys k and j, the same in any row order.
+void expect_same_groups(const Table& got_groups, const Table& want_groups) {
+  SortSpec order;
+  order.by = {{"k"}, {"j"}};
+  const Table want = tandem::sort(want_groups, order).table;
+  const Table got = tandem::sort(got_groups, order).table;
+  ASSERT_EQ(got.rows(), want.rows());
+  ASSERT_EQ(got.num_columns(), want.num_columns());
+  for (std::size_t c = 0; c < want.num_columns(); ++c)
+    for (std::size_t r = 0; r < want.rows(); ++r) {
+      const Value x = cell(got.column(c), r), y = cell(want.column(c), r);
+      const bool same = x.present == y.present && x.i == y.i && x.u == y.u && x.s == y.s &&
+                        (x.f == y.f || (std::isnan(x.f) && std::isnan(y.f)) ||
+                         std::abs(x.f - y.f) <= 1e-9 * std::abs(y.f));  // float sums: rounding
+      ASSERT_TRUE(same) << "column " << want.column(c).name << " row " << r;
+    }
+}
+
+Table keyed_rows(std::mt19937_64& rng, std::size_t rows, std::size_t keys) {
+  Table t;
+  t.add(random_column(rng, "k", ColumnType::str, rows, keys, 0.01));
+  t.add(random_column(rng, "j", ColumnType::i32, rows, 3, 0.01));
+  t.add(random_column(rng, "v", ColumnType::i64, rows, 1000, 0.1));
+  t.add(random_column(rng, "w", ColumnType::f64, rows, 1000, 0.1));
+  return t;
+}
+
+}  // namespace
+
+TEST(GroupBySink, RunningGroupsAbsorbATableOfMostlyTheirKeys) {
+  // A table over the first half of the rows takes in one over the second half (the same keys,
+  // long string keys among them): the groups of one table over every row, on 1 and 3 threads.
+  // A table of other keys is declined and leaves both unchanged.
+  std::mt19937_64 rng(21);
+  const std::size_t rows = 40'000;
+  const Table t = keyed_rows(rng, rows, 3000);
+  const GroupBySpec spec{{"k", "j"}, parse_aggregations("sum(v),min(v),max(w),mean(w),count(v),count()")};
+  const auto plan = sink::plan_sink(spec);
+  const Table input = sink::engine_input(t, plan);
+  for (const int threads : {1, 3}) {
+    sink::RunningGroups whole_groups(plan, input), a(plan, input), b(plan, input);
+    whole_groups.add(input);
+    a.add(sink::engine_input(rows_of(t, 0, rows / 2), plan));
+    b.add(sink::engine_input(rows_of(t, rows / 2, rows), plan));
+    const std::size_t b_groups = b.groups();
+    ASSERT_TRUE(a.absorb(b, threads, 0.25));
+    EXPECT_EQ(a.groups(), whole_groups.groups());
+    EXPECT_EQ(b.groups(), b_groups);  // unchanged
+    expect_same_groups(a.take(), whole_groups.take());
+    if (HasFatalFailure()) return;
+  }
+  const Table first = rows_of(t, 0, 1000);
+  Table other;
+  other.add(random_column(rng, "k", ColumnType::str, 1000, 500, 0.0));  // keys of another pool
+  for (const char* c : {"j", "v", "w"}) other.add(first.column(c));
+  sink::RunningGroups a(plan, input), c(plan, input);
+  a.add(sink::engine_input(first, plan));
+  c.add(sink::engine_input(other, plan));
+  const std::size_t before = a.groups();
+  EXPECT_FALSE(a.absorb(c, 2, 0.25));
+  EXPECT_EQ(a.groups(), before);
+}
+
 TEST(GroupBySink, RunningGroupsMergePartitionByPartition) {
   // Two tables over the first third and the rest of the rows, merged partition by partition (by
   // the top bits of each key's hash) into a third, hold the groups one table over every row holds.
@@ -335,20 +421,8 @@ TEST(GroupBySink, RunningGroupsMergePartitionByPartition) {
     }
   }
   EXPECT_EQ(merged.rows(), a.groups() + b.groups());
-  SortSpec order;
-  order.by = {{"k"}, {"j"}};
-  const Table want = tandem::sort(whole_groups.take(), order).table;
-  const Table got = tandem::sort(merged.take(), order).table;
-  ASSERT_EQ(got.rows(), want.rows());
-  ASSERT_EQ(got.num_columns(), want.num_columns());
-  for (std::size_t c = 0; c < want.num_columns(); ++c)
-    for (std::size_t r = 0; r < want.rows(); ++r) {
-      const Value x = cell(got.column(c), r), y = cell(want.column(c), r);
-      const bool same = x.present == y.present && x.i == y.i && x.u == y.u && x.s == y.s &&
-                        (x.f == y.f || (std::isnan(x.f) && std::isnan(y.f)) ||
-                         std::abs(x.f - y.f) <= 1e-9 * std::abs(y.f));  // float sums: rounding
-      ASSERT_TRUE(same) << "column " << want.column(c).name << " row " << r;
-    }
+  expect_same_groups(merged.take(), whole_groups.take());
+  if (HasFatalFailure()) return;
   // Table a's groups, row g for group g: each partition's ids hash to it.
   const Table groups_a = a.take();
   std::vector<std::uint64_t> hashes(groups_a.rows());

@@ -115,7 +115,7 @@ Combined combine_partials(const Table& partials, const Table& kept, const SinkPl
   Report engine;
   if (plan.kept_only) {
     Table t = cpu_groupby::run(kept, plan.kept, threads_for(kept.rows(), threads), engine);
-    return {std::move(t), false, std::move(engine.stages)};
+    return {std::move(t), false, false, std::move(engine.stages)};
   }
   const bool partitioned = !mostly_distinct && combines_by_partition(plan, partials, partials.rows());
   const Table final_groups =
@@ -128,18 +128,20 @@ Combined combine_partials(const Table& partials, const Table& kept, const SinkPl
       throw Error(fmt::format("group-by sink: {} groups in the kept rows, {} in the partial groups", holistic.rows(),
                               final_groups.rows()));
   }
-  return {result_columns(final_groups, partials, holistic, plan, threads), partitioned, std::move(engine.stages)};
+  return {result_columns(final_groups, partials, holistic, plan, threads), partitioned, false,
+          std::move(engine.stages)};
 }
 
 Combined combine_running(std::vector<std::unique_ptr<RunningGroups>>& tables, const SinkPlan& plan, const Table& input,
                          int threads) {
   if (!plan.kept.aggs.empty()) throw Error("group-by sink: running groups merged with rows kept");
   std::vector<Stage> steps;
-  const Table final_groups = final_groups_from_running(tables, plan, input, threads, &steps);
+  bool into_largest = false;
+  const Table final_groups = final_groups_from_running(tables, plan, input, threads, &steps, &into_largest);
   Stopwatch result;
   Table out = result_columns(final_groups, Table{}, Table{}, plan, threads);
   steps.push_back({"result table", "cpu", result.seconds(), {}});
-  return {std::move(out), true, std::move(steps)};
+  return {std::move(out), !into_largest, into_largest, std::move(steps)};
 }
 
 }  // namespace tandem::sink

@@ -17,6 +17,7 @@ namespace tandem::sink {
 struct Combined {
   Table table;
   bool by_partition{false};   // folded partition by partition (partitioned_combine.hpp)
+  bool into_largest{false};   // running groups merged into the largest table instead
   std::vector<Stage> engine;  // the CPU engine's stages, where it combined them
 };
 

@@ -85,6 +85,7 @@ struct GroupBySink::Impl {
   // For the report.
   std::size_t chunks{0}, rows{0}, partial_rows{0}, kept_rows{0}, running_tables{0};
   bool combined_by_partition{false};
+  bool combined_into_largest{false};
   bool combined_from_running{false};
   std::string combine_steps;  // where the in-memory combine's time went, for the report
   double consume_seconds{0};
@@ -295,6 +296,7 @@ Table GroupBySink::Impl::finish_in_memory() {
   if (!merged.empty()) {
     sink::Combined out = sink::combine_running(merged, plan, schema_input, threads);
     combined_by_partition = out.by_partition;
+    combined_into_largest = out.into_largest;
     for (const Stage& st : out.engine) combine_steps += fmt::format("; {} {:.3f} s", st.name, st.seconds);
     return std::move(out.table);
   }
@@ -387,7 +389,9 @@ GroupByResult GroupBySink::Impl::finish(const ResultPieces& emit) {
   out.table = empty_result;
   report.add("combine", "cpu", w.seconds(),
              fmt::format("{} groups from the partial groups {}, {} thread(s){}", groups,
-                         !combined_by_partition ? "by the CPU engine"
+                         combined_into_largest
+                             ? "merged into the largest consuming thread's running groups, then put in key order"
+                         : !combined_by_partition ? "by the CPU engine"
                          : combined_from_running
                              ? "merged partition by partition by key hash straight from the running groups, then "
                                "put in key order"

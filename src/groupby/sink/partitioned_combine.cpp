@@ -19,6 +19,10 @@ namespace {
 constexpr std::size_t kPartitionRows = std::size_t{1} << 15;  // a partition's table, keys and states fit L2
 constexpr std::size_t kMinRows = std::size_t{1} << 16;        // below: the engine over them all is as quick
 constexpr int kMaxPartitionBits = 12;
+// Running groups merged into the largest table (RunningGroups::absorb) rather than partition by
+// partition: at most this many tables, of whose groups at most this share is new to it.
+constexpr std::size_t kMostAbsorbed = 2;
+constexpr double kMostMissing = 0.25;
 
 // The plan with its final aggregations where running groups look for the partial ones.
 SinkPlan final_plan(const SinkPlan& plan) {
@@ -110,11 +114,33 @@ Table final_groups_by_partition(const Table& partials, const SinkPlan& plan, int
 }
 
 Table final_groups_from_running(std::vector<std::unique_ptr<RunningGroups>>& tables, const SinkPlan& plan,
-                                const Table& input, int threads, std::vector<Stage>* steps) {
+                                const Table& input, int threads, std::vector<Stage>* steps, bool* into_largest) {
+  if (into_largest) *into_largest = false;
   Stopwatch merging;
   if (tables.empty()) throw Error("partitioned combine: no running groups");
   if (plan.final.aggs.size() != plan.partial.aggs.size())
     throw Error("partitioned combine: final aggregations that are not the partial ones merged");
+  if (tables.size() <= kMostAbsorbed) {
+    // The largest table takes in the others where they hold mostly its keys: half the groups of
+    // two tables looked up instead of all of them made anew, and no partition tables to join.
+    std::sort(tables.begin(), tables.end(), [](const auto& a, const auto& b) { return a->groups() > b->groups(); });
+    Stopwatch absorbing;
+    while (tables.size() > 1 && tables.front()->absorb(*tables.back(), threads, kMostMissing)) tables.pop_back();
+    if (tables.size() == 1) {
+      std::vector<Table> one;
+      one.push_back(as_final_groups(tables.front()->take(), plan));
+      tables.clear();
+      const double absorbed = absorbing.seconds();
+      Stopwatch ordering;
+      Table out = in_key_order(one, plan, threads);
+      if (into_largest) *into_largest = true;
+      if (steps) {
+        steps->push_back({"merge into the largest table", "cpu", absorbed, {}});
+        steps->push_back({"key order", "cpu", ordering.seconds(), {}});
+      }
+      return out;
+    }
+  }
   std::size_t held = 0;
   for (const auto& t : tables) held += t->groups();
   const int bits = partition_bits(held, threads);

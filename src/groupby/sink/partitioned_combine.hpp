@@ -38,8 +38,11 @@ Table final_groups_by_partition(const Table& partials, const SinkPlan& plan, int
 // whose partial aggregations the final ones fold; `input`: the tables' engine_input types):
 // partition q merges partition q of every table (partition_bits of all their groups) into a
 // table of its own, so that no partial group is ever made, joined, hashed again or gathered. The
-// tables are used up. `steps`, where given, gets the time of the merge and of the key order.
+// tables are used up. Two tables (consuming threads) whose keys are mostly the same are merged
+// into the larger instead (RunningGroups::absorb), and `into_largest` says so. `steps`, where
+// given, gets the time of the merge and of the key order.
 Table final_groups_from_running(std::vector<std::unique_ptr<RunningGroups>>& tables, const SinkPlan& plan,
-                                const Table& input, int threads, std::vector<Stage>* steps = nullptr);
+                                const Table& input, int threads, std::vector<Stage>* steps = nullptr,
+                                bool* into_largest = nullptr);
 
 }  // namespace tandem::sink

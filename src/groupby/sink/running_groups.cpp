@@ -16,6 +16,7 @@
 #include "groupby/sink/hash_partitions.hpp"
 #include "table/table_wire.hpp"
 #include "tandem/core/error.hpp"
+#include "tandem/core/parallel.hpp"
 
 namespace tandem::sink {
 namespace {
@@ -28,6 +29,7 @@ constexpr std::size_t kPrefetchRows = 16;           // how far ahead a row's has
 constexpr std::size_t kKeyPrefetchRows = 8;         // how far ahead the key of the group in that slot is
 constexpr std::size_t kFirstSlots = 1024;           // hash table slots at the start (a power of two)
 constexpr std::uint64_t kTagMask = ~0xffffffffULL;  // a slot: the hash's high half, then group id + 1
+constexpr std::uint32_t kNoGroup = UINT32_MAX;
 
 // What records are allocated in: aligned for any state (a 128-bit integer sum).
 struct alignas(16) RecordUnit {
@@ -370,21 +372,28 @@ struct RunningGroups::Impl {
     slots.swap(bigger);
   }
 
-  // The group whose key hash is h and whose keys same(k, g) says equal, added by append(k) when
-  // there is none.
-  template <class Same, class Append>
-  std::uint32_t find_or_add(std::uint64_t h, Same&& same, Append&& append) {
+  // The group whose key hash is h and whose keys same(k, g) says equal, or kNoGroup and the empty
+  // slot where it would go.
+  template <class Same>
+  std::uint32_t find(std::uint64_t h, Same&& same, std::size_t& pos) const {
     const std::size_t mask = slots.size() - 1;
-    std::size_t pos = h & mask;
-    for (;; pos = (pos + 1) & mask) {
+    for (pos = h & mask;; pos = (pos + 1) & mask) {
       const std::uint64_t s = slots[pos];
-      if (s == 0) break;
+      if (s == 0) return kNoGroup;
       if ((s & kTagMask) != (h & kTagMask)) continue;
       const auto g = static_cast<std::uint32_t>(s - 1);
       bool equal = true;
       for (std::size_t k = 0; k < keys.size() && equal; ++k) equal = same(k, g);
       if (equal) return g;
     }
+  }
+
+  // The group whose key hash is h and whose keys same(k, g) says equal, added by append(k) when
+  // there is none.
+  template <class Same, class Append>
+  std::uint32_t find_or_add(std::uint64_t h, Same&& same, Append&& append) {
+    std::size_t pos = 0;
+    if (const std::uint32_t found = find(h, same, pos); found != kNoGroup) return found;
     const std::uint32_t g = groups++;
     for (std::size_t k = 0; k < keys.size(); ++k) append(k);
     group_hash.push_back(h);
@@ -470,13 +479,21 @@ void RunningGroups::add(const Table& input) {
   }
 }
 
-void RunningGroups::merge(const RunningGroups& other, std::span<const std::uint32_t> from) {
-  Impl& s = *impl_;
-  const Impl& o = *other.impl_;
+namespace {
+
+void check_same_plan(const RunningGroups::Impl& s, const RunningGroups::Impl& o) {
   if (o.keys.size() != s.keys.size() || o.states.size() != s.states.size() || o.stride != s.stride)
     throw Error("running groups: merging a table of another plan");
   for (std::size_t k = 0; k < s.states.size(); ++k)
     if (typeid(*o.states[k]) != typeid(*s.states[k])) throw Error("running groups: merging a table of another plan");
+}
+
+}  // namespace
+
+void RunningGroups::merge(const RunningGroups& other, std::span<const std::uint32_t> from) {
+  Impl& s = *impl_;
+  const Impl& o = *other.impl_;
+  check_same_plan(s, o);
   const std::size_t n = from.size();
   std::vector<std::uint32_t> to(kBlockRows);
   for (std::size_t b = 0; b < n; b += kBlockRows) {
@@ -506,6 +523,64 @@ void RunningGroups::merge(const RunningGroups& other, std::span<const std::uint3
     }
   }
   s.rows_added += n;
+}
+
+bool RunningGroups::absorb(const RunningGroups& other, int threads, double most_missing) {
+  Impl& s = *impl_;
+  const Impl& o = *other.impl_;
+  check_same_plan(s, o);
+  const std::size_t n = o.groups;
+  constexpr std::size_t kPiece = std::size_t{1} << 14;
+  const std::size_t pieces = (n + kPiece - 1) / kPiece;
+  // Where each of the other table's groups is here: read-only, so pieces go to threads.
+  Scratch<std::uint32_t> where(n);
+  parallel_for(pieces, threads, [&](std::size_t p) {
+    const std::size_t b = p * kPiece, e = std::min(n, b + kPiece);
+    const std::size_t mask = s.slots.size() - 1;
+    for (std::size_t og = b; og < e; ++og) {
+      if (og + kPrefetchRows < e) __builtin_prefetch(&s.slots[o.group_hash[og + kPrefetchRows] & mask]);
+      if (og + kKeyPrefetchRows < e) {
+        const std::uint64_t h = o.group_hash[og + kKeyPrefetchRows], slot = s.slots[h & mask];
+        if (slot != 0 && (slot & kTagMask) == (h & kTagMask))
+          for (const auto& k : s.keys) k->prefetch(static_cast<std::uint32_t>(slot - 1));
+      }
+      std::size_t pos = 0;
+      where[og] = s.find(
+          o.group_hash[og],
+          [&](std::size_t k, std::uint32_t g) {
+            return s.keys[k]->equal_group(g, *o.keys[k], static_cast<std::uint32_t>(og));
+          },
+          pos);
+    }
+  });
+  Scratch<std::uint32_t> missing;
+  for (std::size_t og = 0; og < n; ++og)
+    if (where[og] == kNoGroup) missing.push_back(static_cast<std::uint32_t>(og));
+  if (static_cast<double>(missing.size()) > most_missing * static_cast<double>(n)) return false;
+  for (auto& [name, m] : s.missing)
+    if (!o.missing.at(name).empty()) m.resize(s.groups, 0);
+  // The found groups' states folded in: distinct groups there are distinct groups here, so
+  // threads fold disjoint pieces without touching the same state.
+  parallel_for(pieces, threads, [&](std::size_t p) {
+    const std::size_t b = p * kPiece, e = std::min(n, b + kPiece);
+    std::vector<std::uint32_t> from, to;
+    for (std::size_t og = b; og < e; ++og)
+      if (where[og] != kNoGroup) {
+        from.push_back(static_cast<std::uint32_t>(og));
+        to.push_back(where[og]);
+      }
+    for (std::size_t j = 0; j < to.size(); ++j) s.prefetch_record(to[j]);  // a piece's records fit L2
+    for (std::size_t k = 0; k < s.states.size(); ++k)
+      s.states[k]->merge_at(s.state_bytes(k), s.stride, o.state_bytes(k), o.stride, from.data(), to.data(), to.size());
+    for (auto& [name, m] : s.missing) {
+      const Scratch<std::int64_t>& theirs = o.missing.at(name);
+      for (std::size_t j = 0; j < from.size(); ++j)
+        if (from[j] < theirs.size()) m[to[j]] += theirs[from[j]];
+    }
+  });
+  s.rows_added += n - missing.size();
+  merge(other, missing);  // the groups new here, one at a time
+  return true;
 }
 
 GroupPartitions RunningGroups::partitions(int bits) const {

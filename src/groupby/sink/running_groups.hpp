@@ -42,6 +42,10 @@ class RunningGroups {
   // Folds the given groups of another table (same plan and column types) into these: each key
   // found or added, its states merged, its missing values counted. The other table is unchanged.
   void merge(const RunningGroups& other, std::span<const std::uint32_t> groups);
+  // merge() of all the other table's groups, the lookups and the folds of groups found here on
+  // `threads` threads, the groups new here added one at a time; false (nothing changed) when more
+  // than `most_missing` of them are new here.
+  bool absorb(const RunningGroups& other, int threads, double most_missing);
   // Room for this many groups in all, taken at once instead of doubling (a hint: more may come).
   void reserve(std::size_t groups);
   std::size_t groups() const;
@@ -53,9 +57,9 @@ class RunningGroups {
   Table take();
   // The groups by partition, `bits` (1–24) of the key hash.
   GroupPartitions partitions(int bits) const;
+  struct Impl;  // defined in running_groups.cpp only
 
  private:
-  struct Impl;
   std::unique_ptr<Impl> impl_;
 };
 
