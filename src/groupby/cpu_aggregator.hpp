@@ -263,7 +263,7 @@ class Holistic final : public HolisticAggregator {
       std::vector<std::size_t> start(g1 - g0 + 1, 0);
       for (std::size_t j = begin; j < end; ++j) start[gid[j - begin] - g0 + 1] += present(j);
       for (std::size_t g = 1; g < start.size(); ++g) start[g] += start[g - 1];
-      std::vector<T> values(start.back());
+      Scratch<T> values(start.back());  // every value written below: no zeroing pass
       std::vector<std::size_t> next(start.begin(), start.end() - 1);
       for (std::size_t j = begin; j < end; ++j)
         if (present(j)) values[next[gid[j - begin] - g0]++] = get(j);
