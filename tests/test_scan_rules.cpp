@@ -166,6 +166,7 @@ TEST(ScanStructural, FastWalkEqualsTheScalarWalkOnRandomCsvs) {
       ASSERT_EQ(fast.types, slow.types);
       if (slow.status == ChunkStatus::error) continue;
       ASSERT_EQ(fast.rows, slow.rows);
+      ASSERT_EQ(fast.newlines, slow.newlines) << "round " << round;  // line numbers of later chunks' errors
       std::ostringstream a, b;
       write_csv(a, fast.table);
       write_csv(b, slow.table);
@@ -205,6 +206,21 @@ TEST(ScanStructural, IntegersOfEveryLengthReadAsTheirValue) {
   const auto got = r.table.column(0).numbers<std::int64_t>();
   ASSERT_EQ(got.size(), want.size());
   for (std::size_t i = 0; i < want.size(); ++i) ASSERT_EQ(got[i], want[i]) << fields[i];
+}
+
+TEST(ScanStructural, BlankLinesAndQuotedLineFeedsCountAsLines) {
+  std::vector<ColumnPlan> plans{{0, "a", ColumnType::i64, false}, {1, "b", ColumnType::str, false}};
+  std::vector<int> slot{0, 1};
+  std::string text = "1,x\n\n2,\"y\nz\"\r\n\r\n3,w\n";
+  const std::size_t size = text.size();
+  text.append(64, '\0');
+  const ChunkInput in{text.data(), text.data() + size, ',', 2, &plans, &slot, detected_simd_level()};
+  const ChunkResult fast = parse_chunk(in), slow = parse_chunk_scalar(in);
+  ASSERT_EQ(fast.status, ChunkStatus::ok);
+  EXPECT_TRUE(fast.used_fast_path);
+  EXPECT_EQ(fast.rows, 3u);
+  EXPECT_EQ(fast.newlines, 6u);
+  EXPECT_EQ(slow.newlines, 6u);
 }
 
 TEST(ScanStructural, ANonDigitAnywhereInAShortIntegerMakesTheColumnText) {

@@ -233,7 +233,6 @@ Walk walk_fast(const ChunkInput& in, Columns& cols) {
     const Masks m = masks(b + off, d);
     const std::uint64_t valid = len - off >= 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << (len - off)) - 1;
     const std::uint64_t q = m.quote & valid;
-    w.newlines += static_cast<std::size_t>(std::popcount(m.lf & valid));
     std::uint64_t inq = in_quote;
     const std::uint64_t seps = m.delimiter | m.lf;
     if (q) {
@@ -256,10 +255,15 @@ Walk walk_fast(const ChunkInput& in, Columns& cols) {
       if (cr & ~lf_next) return w.fallback = true, w;
     }
     prev_sep = (seps >> 63) & ~(inq >> 63);
+    // Line feeds for line numbers: those inside quotes here (rare: no population count for a
+    // block without quotes, which the processor may lack an instruction for), the others as the
+    // loop meets them.
+    if (inq) w.newlines += static_cast<std::size_t>(std::popcount(m.lf & inq & valid));
     for (std::uint64_t s = seps & ~inq & valid; s; s &= s - 1) {
       const std::size_t pos = off + static_cast<std::size_t>(std::countr_zero(s));
       const char* fe = b + pos;
       const bool at_lf = b[pos] == '\n';
+      w.newlines += at_lf;
       if (at_lf ? col != last_col : col == last_col) {
         if (at_lf && col == 0 && last_col > 0 && (fe == fb || (fe == fb + 1 && *fb == '\r'))) {
           fb = record = fe + 1;  // a blank line
