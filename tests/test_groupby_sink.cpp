@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "groupby/combine_plan.hpp"
+#include "groupby/cpu_engine.hpp"
 #include "groupby/ops/registry.hpp"
 #include "groupby/sink/piece_arena.hpp"
 #include "groupby/sink/running_groups.hpp"
@@ -53,9 +54,10 @@ std::vector<std::size_t> odd_sizes(std::mt19937_64& rng, std::size_t n) {
   return out;
 }
 
-// Consumes the chunks from `threads` threads at once, in a shuffled order.
+// Consumes the chunks from `threads` threads at once, in a shuffled order; `pieces`: the result
+// taken a piece at a time (each with rows), then joined.
 GroupByResult run_sink(const GroupBySpec& spec, const std::vector<Table>& chunks, GroupBySinkOptions options = {},
-                       int threads = 4, std::uint64_t seed = 1) {
+                       int threads = 4, std::uint64_t seed = 1, bool pieces = false) {
   GroupBySink sink(spec, options);
   std::vector<std::size_t> order(chunks.size());
   std::iota(order.begin(), order.end(), std::size_t{0});
@@ -67,7 +69,14 @@ GroupByResult run_sink(const GroupBySpec& spec, const std::vector<Table>& chunks
       for (std::size_t i; (i = next++) < order.size();) sink.consume(order[i], chunks[order[i]]);
     });
   for (auto& t : pool) t.join();
-  return sink.finish();
+  if (!pieces) return sink.finish();
+  std::vector<Table> got;
+  GroupByResult r = sink.finish([&](Table piece) {
+    EXPECT_GT(piece.rows(), 0u);
+    got.push_back(std::move(piece));
+  });
+  r.table = concat_tables(got, r.table);
+  return r;
 }
 
 // Float outputs that add up in another order than tandem::groupby's may differ by rounding.
@@ -255,11 +264,42 @@ TEST(GroupBySink, MostlyDistinctKeysMakeEachLaterRowAPartialGroup) {
     return a.op == AggOp::first || a.op == AggOp::last || agg::operator_info(a.op).holistic;
   });
   const auto spec = spec_of(t, aggs);
-  const auto got = run_sink(spec, chunks_of(t, sizes(17, rows / 18)), {}, 1);
-  expect_same(got.table, whole(t, spec).table, spec, "mostly distinct keys");
-  bool gave_up = false;
-  for (const auto& stage : got.report.stages) gave_up |= stage.detail.find("mostly distinct") != std::string::npos;
-  EXPECT_TRUE(gave_up) << "the report does not say running groups were given up";
+  const Table want = whole(t, spec).table;
+  for (const bool pieces : {false, true}) {
+    const auto got = run_sink(spec, chunks_of(t, sizes(17, rows / 18)), {}, 1, 1, pieces);
+    expect_same(got.table, want, spec, pieces ? "mostly distinct keys, in pieces" : "mostly distinct keys");
+    if (HasFatalFailure()) return;
+    bool gave_up = false;
+    for (const auto& stage : got.report.stages) gave_up |= stage.detail.find("mostly distinct") != std::string::npos;
+    EXPECT_TRUE(gave_up) << "the report does not say running groups were given up";
+  }
+}
+
+TEST(GroupByEngine, AResultInPiecesIsTheWholeResultCutInKeyOrder) {
+  std::mt19937_64 rng(45);
+  const std::size_t rows = 5000;
+  Table t;
+  t.add(random_column(rng, "k", ColumnType::str, rows, 700, 0.02));
+  t.add(random_column(rng, "v", ColumnType::f64, rows, 100, 0.1));
+  const GroupBySpec spec{{"k"}, parse_aggregations("sum(v),median(v),count()")};
+  Report report;
+  const Table want = cpu_groupby::run(t, spec, 2, report);
+  for (const std::size_t piece : {std::size_t{1}, std::size_t{7}, want.rows(), want.rows() + 1}) {
+    std::vector<Table> got;
+    cpu_groupby::run_in_pieces(t, spec, 2, report, piece, [&](Table p) { got.push_back(std::move(p)); });
+    ASSERT_EQ(got.size(), (want.rows() + piece - 1) / piece);
+    for (const Table& p : got) EXPECT_LE(p.rows(), piece);
+    expect_same(concat_tables(got, want), want, spec, fmt::format("pieces of {}", piece));
+    if (HasFatalFailure()) return;
+  }
+  const Table none = rows_of(t, 0, 0);
+  std::size_t calls = 0;
+  cpu_groupby::run_in_pieces(none, spec, 2, report, 7, [&](Table p) {
+    ++calls;
+    EXPECT_EQ(p.rows(), 0u);
+    EXPECT_EQ(p.num_columns(), want.num_columns());
+  });
+  EXPECT_EQ(calls, 1u);
 }
 
 TEST(GroupBySink, TwoThreadsOfMostlyTheSameKeysMergeIntoTheLargerTable) {

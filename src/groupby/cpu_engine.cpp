@@ -206,6 +206,14 @@ Table result_table(const GroupKeys& keys, const Aggregators& a, const GroupBySpe
 }  // namespace
 
 Table run(const Table& input, const GroupBySpec& spec, int threads, Report& report) {
+  Table out;
+  run_in_pieces(input, spec, threads, report, SIZE_MAX, [&](Table t) { out = std::move(t); });
+  return out;
+}
+
+void run_in_pieces(const Table& input, const GroupBySpec& spec, int threads, Report& report, std::size_t piece_groups,
+                   const std::function<void(Table)>& emit) {
+  if (piece_groups == 0) throw Error("group-by: pieces of 0 groups");
   const std::size_t n = input.rows();
   std::vector<const Column*> key_columns;
   for (const auto& k : spec.by) key_columns.push_back(&input.column(k));
@@ -218,9 +226,19 @@ Table run(const Table& input, const GroupBySpec& spec, int threads, Report& repo
   report.add("aggregate", "cpu", w.seconds(), plan.describe());
   w.reset();
   const auto present = occupied_groups(a.rows->counts(), keys.groups(), threads);
-  Table out = result_table(keys, a, spec, present, threads);
-  report.add("result table", "cpu", w.seconds(), fmt::format("{} groups in key order", present.size()));
-  return out;
+  double building = w.seconds();
+  std::size_t pieces = 0;
+  for (std::size_t b = 0; b < present.size() || pieces == 0; b += piece_groups) {
+    w.reset();
+    const std::size_t e = std::min(present.size(), b + std::min(piece_groups, present.size() - b));
+    Table piece = result_table(keys, a, spec, std::span(present).subspan(b, e - b), threads);
+    building += w.seconds();
+    ++pieces;
+    emit(std::move(piece));
+  }
+  report.add("result table", "cpu", building,
+             fmt::format("{} groups in key order{}", present.size(),
+                         pieces > 1 ? fmt::format(", in {} pieces", pieces) : std::string()));
 }
 
 }  // namespace tandem::cpu_groupby

@@ -132,6 +132,20 @@ Combined combine_partials(const Table& partials, const Table& kept, const SinkPl
           std::move(engine.stages)};
 }
 
+bool combine_partials_in_pieces(const Table& partials, const SinkPlan& plan, int threads, bool mostly_distinct,
+                                std::size_t piece_groups, const std::function<void(Table)>& emit,
+                                std::vector<Stage>& engine) {
+  if (plan.kept_only || !plan.kept.aggs.empty()) return false;
+  for (const auto& o : plan.combine.outputs)
+    if (o.kind == Kind::var || o.kind == Kind::std) return false;
+  if (!mostly_distinct && combines_by_partition(plan, partials, partials.rows())) return false;
+  Report report;
+  cpu_groupby::run_in_pieces(partials, plan.final, threads_for(partials.rows(), threads), report, piece_groups,
+                             [&](Table piece) { emit(result_columns(piece, Table{}, Table{}, plan, threads)); });
+  engine = std::move(report.stages);
+  return true;
+}
+
 Combined combine_running(std::vector<std::unique_ptr<RunningGroups>>& tables, const SinkPlan& plan, const Table& input,
                          int threads) {
   if (!plan.kept.aggs.empty()) throw Error("group-by sink: running groups merged with rows kept");

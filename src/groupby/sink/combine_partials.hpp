@@ -3,6 +3,7 @@
 // combination of each chunk's count, mean and variance, holistic aggregations over the kept
 // rows, and the result's columns in the caller's order.
 #pragma once
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -27,6 +28,15 @@ struct Combined {
 // partition by partition would only add work to the CPU engine's.
 Combined combine_partials(const Table& partials, const Table& kept, const SinkPlan& plan, int threads,
                           bool mostly_distinct = false);
+
+// combine_partials's table handed to `emit` at most `piece_groups` groups at a time, in key
+// order, where the CPU engine combines the partial groups and the result needs nothing but the
+// final groups (no rows kept, no var or std): the whole result is never built at once (10^7
+// mostly distinct groups: a result table of some 900 MB). False, and nothing handed on, for
+// other plans.
+bool combine_partials_in_pieces(const Table& partials, const SinkPlan& plan, int threads, bool mostly_distinct,
+                                std::size_t piece_groups, const std::function<void(Table)>& emit,
+                                std::vector<Stage>& engine);
 
 // The same straight from every consuming thread's running groups (final_groups_from_running): for
 // plans that combines_by_partition allows and that keep no rows. The tables are used up.

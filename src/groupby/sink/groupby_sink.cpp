@@ -109,9 +109,12 @@ struct GroupBySink::Impl {
   void take_running();
   void spill_piece(const Piece& piece);
   void start_spill();
-  Table finish_in_memory();
+  // The result, handed on in pieces where `in_pieces` and the engine combines.
+  void finish_in_memory(const ResultPieces& hand_on, bool in_pieces);
   void finish_spilled(Report& report, const ResultPieces& emit);
-  GroupByResult finish(const ResultPieces& emit);
+  // `in_pieces`: the caller takes the result a piece at a time (else pieces come only from a
+  // spilled sink, and finish() joins them).
+  GroupByResult finish(const ResultPieces& emit, bool in_pieces);
 };
 
 // The first chunk's columns are checked as tandem::groupby checks its input, on no rows.
@@ -292,13 +295,14 @@ void GroupBySink::consume(std::size_t chunk_index, const Table& chunk) {
   s.consume_seconds += seconds;
 }
 
-Table GroupBySink::Impl::finish_in_memory() {
+void GroupBySink::Impl::finish_in_memory(const ResultPieces& hand_on, bool in_pieces) {
   if (!merged.empty()) {
     sink::Combined out = sink::combine_running(merged, plan, schema_input, threads);
     combined_by_partition = out.by_partition;
     combined_into_largest = out.into_largest;
     for (const Stage& st : out.engine) combine_steps += fmt::format("; {} {:.3f} s", st.name, st.seconds);
-    return std::move(out.table);
+    hand_on(std::move(out.table));
+    return;
   }
   std::stable_sort(pieces.begin(), pieces.end(), [](const Piece& a, const Piece& b) { return a.chunk < b.chunk; });
   std::vector<Table> partials, kept;
@@ -313,11 +317,17 @@ Table GroupBySink::Impl::finish_in_memory() {
   const Table all_kept = plan.kept.aggs.empty() ? Table{} : concat_tables(kept, kept_like, threads);
   kept.clear();
   const double joined = joining.seconds();
+  combine_steps = fmt::format("; partial groups joined in {:.3f} s", joined);
+  std::vector<Stage> engine;
+  if (in_pieces && sink::combine_partials_in_pieces(all_partials, plan, threads, gave_up_running.load(),
+                                                    SinkConfig::kResultPieceGroups, hand_on, engine)) {
+    for (const Stage& st : engine) combine_steps += fmt::format(", {} {:.3f} s", st.name, st.seconds);
+    return;
+  }
   sink::Combined out = sink::combine_partials(all_partials, all_kept, plan, threads, gave_up_running.load());
   combined_by_partition = out.by_partition;
-  combine_steps = fmt::format("; partial groups joined in {:.3f} s", joined);
   for (const Stage& st : out.engine) combine_steps += fmt::format(", {} {:.3f} s", st.name, st.seconds);
-  return std::move(out.table);
+  hand_on(std::move(out.table));
 }
 
 // Ranges are combined one at a time in key order, each on every thread, and handed on.
@@ -347,14 +357,16 @@ void GroupBySink::Impl::finish_spilled(Report& report, const ResultPieces& emit)
 
 GroupByResult GroupBySink::finish() {
   std::vector<Table> pieces;
-  GroupByResult r = impl_->finish([&](Table piece) { pieces.push_back(std::move(piece)); });
+  GroupByResult r = impl_->finish([&](Table piece) { pieces.push_back(std::move(piece)); }, false);
   r.table = pieces.size() == 1 ? std::move(pieces.front()) : concat_tables(pieces, r.table, impl_->threads);
   return r;
 }
 
-GroupByResult GroupBySink::finish(const ResultPieces& pieces) { return pieces ? impl_->finish(pieces) : finish(); }
+GroupByResult GroupBySink::finish(const ResultPieces& pieces) {
+  return pieces ? impl_->finish(pieces, true) : finish();
+}
 
-GroupByResult GroupBySink::Impl::finish(const ResultPieces& emit) {
+GroupByResult GroupBySink::Impl::finish(const ResultPieces& emit, bool in_pieces) {
   const std::lock_guard hold(lock);
   if (finished) throw UsageError("group-by sink: finish() called twice");
   if (!has_schema.load())
@@ -385,7 +397,7 @@ GroupByResult GroupBySink::Impl::finish(const ResultPieces& emit) {
     if (t.rows() > 0) emit(std::move(t));
   };
   if (spill) finish_spilled(report, hand_on);
-  else if (rows > 0) hand_on(finish_in_memory());
+  else if (rows > 0) finish_in_memory(hand_on, in_pieces);
   out.table = empty_result;
   report.add("combine", "cpu", w.seconds(),
              fmt::format("{} groups from the partial groups {}, {} thread(s){}", groups,

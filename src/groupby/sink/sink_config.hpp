@@ -22,6 +22,9 @@ struct SinkConfig {
   // Ranges below kMinRangeBytes are never split: a tiny limit would otherwise split every range
   // into thousands of files.
   static constexpr std::size_t kFinishShare = 5;
+  // A result the CPU engine combines in memory goes to finish(pieces) this many groups at a time
+  // (2^20: some 90 MB of db-benchmark q10's result a piece instead of 900 MB at once).
+  static constexpr std::size_t kResultPieceGroups = std::size_t{1} << 20;
   static constexpr std::size_t kMinRangeBytes = std::size_t{1} << 16;
   static constexpr int kMaxSplitDepth = 3;
   // The default memory limit: this share of the memory available when the sink is made
