@@ -392,6 +392,15 @@ Table keyed_rows(std::mt19937_64& rng, std::size_t rows, std::size_t keys) {
   return t;
 }
 
+// keyed_rows' groups by k and j with the decomposable aggregations running groups merge.
+struct KeyedPlan {
+  explicit KeyedPlan(const Table& t)
+      : plan(sink::plan_sink({{"k", "j"}, parse_aggregations("sum(v),min(v),max(w),mean(w),count(v),count()")})),
+        input(sink::engine_input(t, plan)) {}
+  sink::SinkPlan plan;
+  Table input;  // every row's engine_input
+};
+
 }  // namespace
 
 TEST(GroupBySink, RunningGroupsAbsorbATableOfMostlyTheirKeys) {
@@ -401,9 +410,8 @@ TEST(GroupBySink, RunningGroupsAbsorbATableOfMostlyTheirKeys) {
   std::mt19937_64 rng(21);
   const std::size_t rows = 40'000;
   const Table t = keyed_rows(rng, rows, 3000);
-  const GroupBySpec spec{{"k", "j"}, parse_aggregations("sum(v),min(v),max(w),mean(w),count(v),count()")};
-  const auto plan = sink::plan_sink(spec);
-  const Table input = sink::engine_input(t, plan);
+  const KeyedPlan keyed(t);
+  const auto& [plan, input] = keyed;
   for (const int threads : {1, 3}) {
     sink::RunningGroups whole_groups(plan, input), a(plan, input), b(plan, input);
     whole_groups.add(input);
@@ -433,14 +441,9 @@ TEST(GroupBySink, RunningGroupsMergePartitionByPartition) {
   // the top bits of each key's hash) into a third, hold the groups one table over every row holds.
   std::mt19937_64 rng(9);
   const std::size_t rows = 30'000;
-  Table t;
-  t.add(random_column(rng, "k", ColumnType::str, rows, 5000, 0.01));
-  t.add(random_column(rng, "j", ColumnType::i32, rows, 3, 0.01));
-  t.add(random_column(rng, "v", ColumnType::i64, rows, 1000, 0.1));
-  t.add(random_column(rng, "w", ColumnType::f64, rows, 1000, 0.1));
-  const GroupBySpec spec{{"k", "j"}, parse_aggregations("sum(v),min(v),max(w),mean(w),count(v),count()")};
-  const auto plan = sink::plan_sink(spec);
-  const Table input = sink::engine_input(t, plan);
+  const Table t = keyed_rows(rng, rows, 5000);
+  const KeyedPlan keyed(t);
+  const auto& [plan, input] = keyed;
   const Table first = sink::engine_input(rows_of(t, 0, rows / 3), plan);
   const Table second = sink::engine_input(rows_of(t, rows / 3, rows), plan);
   sink::RunningGroups whole_groups(plan, input), a(plan, input), b(plan, input), merged(plan, input);
