@@ -353,6 +353,31 @@ struct RunningGroups::Impl {
     __builtin_prefetch(r + stride - 1);
   }
 
+  // Two stages ahead, so that the cache misses overlap the probes before them: the slot of hash
+  // `far`, and the key and states of the group in the slot of hash `near` (asked for a few probes
+  // ago).
+  void prefetch_probe(std::uint64_t far, std::uint64_t near) const {
+    const std::size_t mask = slots.size() - 1;
+    __builtin_prefetch(&slots[far & mask]);
+    const std::uint64_t slot = slots[near & mask];
+    if (slot == 0 || (slot & kTagMask) != (near & kTagMask)) return;
+    const auto g = static_cast<std::uint32_t>(slot - 1);
+    for (const auto& k : keys) k->prefetch(g);
+    prefetch_record(g);
+  }
+
+  // Folds the states and missing counts of groups from[j] of table o into groups to[j] here,
+  // j < n, whose records exist (missing counts sized for them).
+  void fold_groups(const Impl& o, const std::uint32_t* from, const std::uint32_t* to, std::size_t n) {
+    for (std::size_t k = 0; k < states.size(); ++k)
+      states[k]->merge_at(state_bytes(k), stride, o.state_bytes(k), o.stride, from, to, n);
+    for (auto& [name, m] : missing) {
+      const Scratch<std::int64_t>& theirs = o.missing.at(name);
+      for (std::size_t j = 0; j < n; ++j)
+        if (from[j] < theirs.size()) m[to[j]] += theirs[from[j]];
+    }
+  }
+
   void count_missing(const Column& c, Scratch<std::int64_t>& m, const std::uint32_t* gid, std::size_t b,
                      std::size_t e) const {
     if (c.validity.empty()) return;
@@ -457,19 +482,7 @@ void RunningGroups::add(const Table& input) {
   for (std::size_t b = 0; b < n; b += kBlockRows) {
     const std::size_t e = std::min(n, b + kBlockRows);
     for (std::size_t i = b; i < e; ++i) {
-      // Two stages ahead, so that the cache misses overlap this row's probe: the slot of a row
-      // kPrefetchRows on, then the stored key and the states of the group that a slot
-      // kKeyPrefetchRows on names.
-      const std::size_t m = s.slots.size() - 1;
-      if (i + kPrefetchRows < n) __builtin_prefetch(&s.slots[hashes[i + kPrefetchRows] & m]);
-      if (i + kKeyPrefetchRows < n) {
-        const std::uint64_t h = hashes[i + kKeyPrefetchRows], slot = s.slots[h & m];
-        if (slot != 0 && (slot & kTagMask) == (h & kTagMask)) {
-          const auto g = static_cast<std::uint32_t>(slot - 1);
-          for (const auto& k : s.keys) k->prefetch(g);
-          s.prefetch_record(g);
-        }
-      }
+      if (i + kPrefetchRows < n) s.prefetch_probe(hashes[i + kPrefetchRows], hashes[i + kKeyPrefetchRows]);
       gid[i - b] = s.group_of(cols, i, hashes[i]);
     }
     s.grow_records(s.groups);
@@ -512,15 +525,9 @@ void RunningGroups::merge(const RunningGroups& other, std::span<const std::uint3
       to[i - b] = s.group_of_group(o, from[i], o.group_hash[from[i]]);
     }
     s.grow_records(s.groups);
-    for (std::size_t k = 0; k < s.states.size(); ++k)
-      s.states[k]->merge_at(s.state_bytes(k), s.stride, o.state_bytes(k), o.stride, from.data() + b, to.data(), e - b);
-    for (auto& [name, m] : s.missing) {
-      const Scratch<std::int64_t>& theirs = o.missing.at(name);
-      if (theirs.empty()) continue;
-      m.resize(s.groups, 0);
-      for (std::size_t i = b; i < e; ++i)
-        if (from[i] < theirs.size()) m[to[i - b]] += theirs[from[i]];
-    }
+    for (auto& [name, m] : s.missing)
+      if (!o.missing.at(name).empty()) m.resize(s.groups, 0);
+    s.fold_groups(o, from.data() + b, to.data(), e - b);
   }
   s.rows_added += n;
 }
@@ -536,14 +543,9 @@ bool RunningGroups::absorb(const RunningGroups& other, int threads, double most_
   Scratch<std::uint32_t> where(n);
   parallel_for(pieces, threads, [&](std::size_t p) {
     const std::size_t b = p * kPiece, e = std::min(n, b + kPiece);
-    const std::size_t mask = s.slots.size() - 1;
     for (std::size_t og = b; og < e; ++og) {
-      if (og + kPrefetchRows < e) __builtin_prefetch(&s.slots[o.group_hash[og + kPrefetchRows] & mask]);
-      if (og + kKeyPrefetchRows < e) {
-        const std::uint64_t h = o.group_hash[og + kKeyPrefetchRows], slot = s.slots[h & mask];
-        if (slot != 0 && (slot & kTagMask) == (h & kTagMask))
-          for (const auto& k : s.keys) k->prefetch(static_cast<std::uint32_t>(slot - 1));
-      }
+      if (og + kPrefetchRows < e)
+        s.prefetch_probe(o.group_hash[og + kPrefetchRows], o.group_hash[og + kKeyPrefetchRows]);
       std::size_t pos = 0;
       where[og] = s.find(
           o.group_hash[og],
@@ -570,13 +572,7 @@ bool RunningGroups::absorb(const RunningGroups& other, int threads, double most_
         to.push_back(where[og]);
       }
     for (std::size_t j = 0; j < to.size(); ++j) s.prefetch_record(to[j]);  // a piece's records fit L2
-    for (std::size_t k = 0; k < s.states.size(); ++k)
-      s.states[k]->merge_at(s.state_bytes(k), s.stride, o.state_bytes(k), o.stride, from.data(), to.data(), to.size());
-    for (auto& [name, m] : s.missing) {
-      const Scratch<std::int64_t>& theirs = o.missing.at(name);
-      for (std::size_t j = 0; j < from.size(); ++j)
-        if (from[j] < theirs.size()) m[to[j]] += theirs[from[j]];
-    }
+    s.fold_groups(o, from.data(), to.data(), to.size());
   });
   s.rows_added += n - missing.size();
   merge(other, missing);  // the groups new here, one at a time
@@ -595,7 +591,6 @@ Table RunningGroups::take() {
   Impl& s = *impl_;
   Scratch<std::uint32_t> all(s.groups);
   std::iota(all.begin(), all.end(), std::uint32_t{0});
-  s.grow_records(s.groups);
   Scratch<std::int64_t> row_counts(s.groups);
   for (std::size_t g = 0; g < s.groups; ++g)
     std::memcpy(&row_counts[g], s.state_bytes(0) + g * s.stride, sizeof(std::int64_t));  // states[0]: the row count
