@@ -120,6 +120,7 @@ struct Dictionary {
   Scratch<Key> sorted;
   std::vector<std::size_t> rows;
   bool missing{false};
+  bool by_partition{false};  // numbered partition by partition (encode_by_partition), not per thread
   std::uint64_t card() const { return sorted.size() + (missing ? 1 : 0); }
 };
 
@@ -190,16 +191,143 @@ void sort_by_key(Scratch<Entry>& all, Less less, int threads) {
   else __gnu_parallel::sort(all.begin(), all.end(), by_key, __gnu_parallel::default_parallel_tag(threads));
 }
 
-// Numbers the rows' keys per thread into `out` and ranks them (Less orders keys). `stop` lets
-// load() end the pass early (a string too long for its key type): then the result is empty.
+// How many top bits of the key hash split the rows into partitions for encode_by_partition, or 0
+// where a table per thread serves better: few distinct keys (each thread's table stays in its
+// cache and the tables hold few keys between them) or one thread. Many distinct keys met by
+// every thread make every thread's table hold most of them (db-benchmark q10's id3 at K = 10:
+// 10^6 keys, on 16 threads 7·10^6 entries to sort and 800 MB of tables against 10^6 and one
+// partition's keys in a core's cache at a time). Partitions of some 4,096 keys, at least four a
+// thread, at most 2^12.
+inline int dictionary_partition_bits(std::size_t expected_keys, int threads) {
+  if (threads < 2 || expected_keys < (std::size_t{1} << 14)) return 0;
+  const std::size_t want = std::max<std::size_t>(expected_keys / 4096, 4 * static_cast<std::size_t>(threads));
+  return std::min(12, static_cast<int>(std::bit_width(want - 1)));
+}
+
+// encode_dictionary by partition: each row's key and row scattered by the top `bits` bits of its
+// hash (two passes over chunks of rows: count, then place, in row order), each partition's keys
+// numbered in a table of its own on some thread, the distinct keys (no two partitions share one)
+// sorted once, and every row's code written from its partition's entries. `out` gets ranks
+// directly (no owner, no per-thread rank tables).
+template <class Key, class Hash, class Less, class Load, class Present>
+Dictionary<Key> encode_by_partition(std::size_t n, int threads, int bits, std::size_t expected, Load& load,
+                                    Present& present, Less& less, LocalCodes& out, const std::atomic<bool>* stop) {
+  const std::size_t P = std::size_t{1} << bits;
+  const auto part_of = [bits](std::uint64_t h) { return static_cast<std::size_t>(h >> (64 - bits)); };
+  // Rows per (block, partition), then where each block's rows of each partition start: blocks of
+  // 2^16 rows or more, so that the counts take at most 2^22 words.
+  const std::size_t chunks = std::min(std::max<std::size_t>((n + 0xFFFF) >> 16, 1),
+                                      std::max<std::size_t>((std::size_t{1} << 22) / P, threads));
+  const std::size_t block = (n + chunks - 1) / chunks;
+  Scratch<std::size_t> at(chunks * P, 0);
+  out.local.resize(n);
+  int any_missing = 0;
+#pragma omp parallel for num_threads(threads) schedule(static) reduction(| : any_missing)
+  for (std::size_t c = 0; c < chunks; ++c) {
+    if (stop && stop->load(std::memory_order_relaxed)) continue;
+    std::size_t* count = at.data() + c * P;
+    for (std::size_t i = c * block, end = std::min(n, (c + 1) * block); i < end; ++i) {
+      if (!present(i)) {
+        any_missing = 1;
+        out.local[i] = kMissingCode;
+        continue;
+      }
+      ++count[part_of(Hash{}(load(i)))];
+    }
+  }
+  Dictionary<Key> d;
+  if (stop && stop->load()) return d;
+  d.missing = any_missing != 0;
+  std::vector<std::size_t> part_start(P + 1, 0);
+  for (std::size_t p = 0, sum = 0; p < P; ++p) {
+    part_start[p] = sum;
+    for (std::size_t c = 0; c < chunks; ++c) {
+      const std::size_t k = at[c * P + p];
+      at[c * P + p] = sum;
+      sum += k;
+    }
+    part_start[p + 1] = sum;
+  }
+  struct Entry {
+    Key key;
+    std::uint32_t row, id;
+  };
+  Scratch<Entry> placed(part_start[P]);
+#pragma omp parallel for num_threads(threads) schedule(static)
+  for (std::size_t c = 0; c < chunks; ++c) {
+    std::size_t* next = at.data() + c * P;
+    for (std::size_t i = c * block, end = std::min(n, (c + 1) * block); i < end; ++i) {
+      if (!present(i)) continue;
+      const Key k = load(i);
+      placed[next[part_of(Hash{}(k))]++] = Entry{k, static_cast<std::uint32_t>(i), 0};
+    }
+  }
+  at = Scratch<std::size_t>();
+  // Each partition's keys numbered in first-seen (row) order; a key's entry remembers its row.
+  std::vector<Scratch<Entry>> keys(P);
+  const std::size_t per_part = 2 * (expected / P) + 64;
+  FirstException first;  // a table that cannot grow: no exception may leave the region
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
+  for (std::size_t p = 0; p < P; ++p) {
+    first.run([&] {
+      const std::size_t b = part_start[p], e = part_start[p + 1];
+      KeyIds<Key, Hash> table(std::min(e - b, per_part));
+      for (std::size_t j = b; j < e; ++j) placed[j].id = table.id(placed[j].key, Hash{}(placed[j].key), j);
+      Scratch<Entry>& mine = keys[p];
+      mine.resize(table.keys().size());
+      for (std::size_t k = 0; k < mine.size(); ++k) mine[k] = Entry{table.keys()[k], placed[table.rows()[k]].row, 0};
+    });
+  }
+  first.rethrow();
+  // Every distinct key once, tagged with its partition, sorted: its place is its rank.
+  std::vector<std::size_t> key_start(P + 1, 0);
+  for (std::size_t p = 0; p < P; ++p) key_start[p + 1] = key_start[p] + keys[p].size();
+  struct Ranked {
+    Key key;
+    std::uint32_t part, id;
+  };
+  Scratch<Ranked> all(key_start[P]);
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
+  for (std::size_t p = 0; p < P; ++p)
+    for (std::size_t k = 0; k < keys[p].size(); ++k)
+      all[key_start[p] + k] = Ranked{keys[p][k].key, static_cast<std::uint32_t>(p), static_cast<std::uint32_t>(k)};
+  sort_by_key(all, less, threads);
+  const std::size_t D = all.size();
+  Scratch<std::uint32_t> rank(D);  // by key_start[part] + id
+  d.sorted.resize(D);
+  d.rows.resize(D);
+#pragma omp parallel for num_threads(threads) schedule(static)
+  for (std::size_t j = 0; j < D; ++j) {
+    const std::size_t slot = key_start[all[j].part] + all[j].id;
+    rank[slot] = static_cast<std::uint32_t>(j);
+    d.sorted[j] = all[j].key;
+    d.rows[j] = keys[all[j].part][all[j].id].row;
+  }
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
+  for (std::size_t p = 0; p < P; ++p) {
+    const std::uint32_t* r = rank.data() + key_start[p];
+    for (std::size_t j = part_start[p]; j < part_start[p + 1]; ++j) out.local[placed[j].row] = r[placed[j].id];
+  }
+  out.owner.clear();
+  out.rank.clear();
+  out.missing = static_cast<std::uint32_t>(D);
+  d.by_partition = true;
+  return d;
+}
+
+// Numbers the rows' keys per thread into `out` and ranks them (Less orders keys); by partition
+// where dictionary_partition_bits says so. `stop` lets load() end the pass early (a string too
+// long for its key type): then the result is empty.
 template <class Key, class Hash, class Less, class Load, class Present>
 Dictionary<Key> encode_dictionary(std::size_t n, int threads, Load load, Present present, Less less, LocalCodes& out,
                                   const std::atomic<bool>* stop = nullptr) {
   const std::size_t chunks = (n + (std::size_t{1} << kChunkShift) - 1) >> kChunkShift;
   const int T = std::max(1, std::min<int>(threads, static_cast<int>(chunks)));
+  const std::size_t expected = expected_distinct<Key>(n, load, present, less);
+  if (const int bits = dictionary_partition_bits(expected, T); bits > 0 && n < UINT32_MAX)
+    return encode_by_partition<Key, Hash>(n, T, bits, expected, load, present, less, out, stop);
   out.local.resize(n);
   out.owner.assign(chunks, 0);
-  const std::size_t expected = expected_distinct<Key>(n, load, present, less);
   std::vector<KeyIds<Key, Hash>> tables(T);
   // Each thread lays out its own table: no copies of one.
   parallel_region(T, [&](int t, int) { tables[t] = KeyIds<Key, Hash>(expected); });

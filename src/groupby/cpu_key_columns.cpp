@@ -205,14 +205,16 @@ std::unique_ptr<KeyColumn> encode_strings(const Column& c, int threads, Present 
   if (!too_long.load()) {
     auto [sorted, arena] = unpack_sorted(d.sorted);
     return std::make_unique<Str>(c.name, std::move(codes), std::move(sorted), d.missing,
-                                 "hashed per thread as 16-byte keys", std::move(arena));
+                                 d.by_partition ? "hashed by partition as 16-byte keys" : "hashed per thread as 16-byte keys",
+                                 std::move(arena));
   }
   struct ViewHash {
     std::uint64_t operator()(std::string_view s) const { return hash_bytes(s.data(), s.size()); }
   };
   auto g = encode_dictionary<std::string_view, ViewHash>(
       n, threads, [&](std::size_t i) { return c.string(i); }, present, std::less<std::string_view>{}, codes);
-  return std::make_unique<Str>(c.name, std::move(codes), std::move(g.sorted), g.missing, "hashed per thread");
+  return std::make_unique<Str>(c.name, std::move(codes), std::move(g.sorted), g.missing,
+                               g.by_partition ? "hashed by partition" : "hashed per thread");
 }
 
 // Whether most of a sample of the keys are distinct (then sorting beats a hash table).
@@ -277,7 +279,7 @@ RankedKeys rank_u64(const std::uint64_t* keys, const std::uint8_t* bits, std::si
   auto d = encode_dictionary<std::uint64_t, Hash64>(
       n, threads, [&](std::size_t i) { return keys[i]; }, present, std::less<std::uint64_t>{}, r.codes);
   r.sorted = std::move(d.sorted);
-  r.how = "hashed per thread";
+  r.how = d.by_partition ? "hashed by partition" : "hashed per thread";
   return r;
 }
 
