@@ -78,9 +78,9 @@ Dictionary<std::uint64_t> expect_ranks(const std::vector<std::uint64_t>& keys, i
   }
   for (std::size_t i = 0; i < keys.size(); ++i) {
     const std::uint32_t want =
-        keys[i] == kMissing
-            ? static_cast<std::uint32_t>(distinct.size())
-            : static_cast<std::uint32_t>(std::lower_bound(distinct.begin(), distinct.end(), keys[i]) - distinct.begin());
+        keys[i] == kMissing ? static_cast<std::uint32_t>(distinct.size())
+                            : static_cast<std::uint32_t>(std::lower_bound(distinct.begin(), distinct.end(), keys[i]) -
+                                                         distinct.begin());
     if (got[i] != want) {
       ADD_FAILURE() << "row " << i << " (" << threads << " threads): code " << got[i] << ", want " << want;
       break;
@@ -94,8 +94,8 @@ Dictionary<std::uint64_t> expect_ranks(const std::vector<std::uint64_t>& keys, i
 TEST(GroupByDictionary, PartitionsOnlyForManyKeysOnSeveralThreads) {
   EXPECT_EQ(dictionary_partition_bits(1'000'000, 1), 0);
   EXPECT_EQ(dictionary_partition_bits(1000, 16), 0);
-  EXPECT_EQ(dictionary_partition_bits(1'000'000, 16), 8);       // 244 keys a partition wanted: 256 partitions
-  EXPECT_EQ(dictionary_partition_bits(1 << 14, 16), 6);          // at least four partitions a thread
+  EXPECT_EQ(dictionary_partition_bits(1'000'000, 16), 8);             // 244 keys a partition wanted: 256 partitions
+  EXPECT_EQ(dictionary_partition_bits(1 << 14, 16), 6);               // at least four partitions a thread
   EXPECT_EQ(dictionary_partition_bits(std::size_t{1} << 40, 2), 12);  // at most 2^12
 }
 

@@ -204,9 +204,9 @@ std::unique_ptr<KeyColumn> encode_strings(const Column& c, int threads, Present 
       present, ShortKeyLess{}, codes, &too_long);
   if (!too_long.load()) {
     auto [sorted, arena] = unpack_sorted(d.sorted);
-    return std::make_unique<Str>(c.name, std::move(codes), std::move(sorted), d.missing,
-                                 d.by_partition ? "hashed by partition as 16-byte keys" : "hashed per thread as 16-byte keys",
-                                 std::move(arena));
+    return std::make_unique<Str>(
+        c.name, std::move(codes), std::move(sorted), d.missing,
+        d.by_partition ? "hashed by partition as 16-byte keys" : "hashed per thread as 16-byte keys", std::move(arena));
   }
   struct ViewHash {
     std::uint64_t operator()(std::string_view s) const { return hash_bytes(s.data(), s.size()); }
