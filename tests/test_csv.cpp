@@ -452,7 +452,7 @@ TEST(Csv, WriterQuotesOnlyWhereNeeded) {
 }
 
 TEST(Csv, WriterHandlesManyRowsInOrder) {
-  const std::size_t n = 100'000;  // several blocks per thread
+  const std::size_t n = 300'001;  // several rounds of blocks, each written while the next is formatted
   std::vector<std::int64_t> v(n);
   for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<std::int64_t>(i * 7);
   Table t;
