@@ -298,6 +298,32 @@ TEST(Output, SymlinkToAFileReplacesTheTargetAndKeepsTheLink) {
       contains(input_error([&] { io::AtomicOutput o(dir.file("loop-a")); }), "too many levels of symbolic links"));
 }
 
+// A file replaced: untouched until the output is complete, then the new bytes under its name
+// with its permissions, no temporary left; a hard link to it keeps the old bytes, as a rename
+// over it leaves them.
+TEST(Output, ReplacingAFileKeepsItUntilTheOutputIsComplete) {
+  TempDir dir;
+  const std::string target = dir.file("out.csv");
+  write_file(target, "old");
+  ::chmod(target.c_str(), 0600);
+  fs::create_hard_link(target, dir.file("other-name.csv"));
+  {
+    io::AtomicOutput out(target);
+    out.stream() << "never committed";
+  }
+  EXPECT_EQ(read_file(target), "old");
+  {
+    io::AtomicOutput out(target);
+    out.stream() << "new";
+    EXPECT_EQ(read_file(target), "old");
+    out.commit();
+  }
+  EXPECT_EQ(read_file(target), "new");
+  EXPECT_EQ(fs::status(target).permissions() & fs::perms::all, fs::perms(0600));
+  EXPECT_EQ(read_file(dir.file("other-name.csv")), "old");
+  EXPECT_EQ(names_in(dir).size(), 2u);
+}
+
 TEST(Output, NothingIsCreatedBeforeTheFirstWrite) {
   TempDir dir;
   io::AtomicOutput out(dir.file("late.txt"));
