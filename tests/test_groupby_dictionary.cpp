@@ -1,10 +1,15 @@
 // The CPU group-by's dictionary ranking: keys made of 64-bit words sort by a radix sort of the
-// words, in the same order a comparison sort gives.
+// words, in the same order a comparison sort gives; keys numbered per thread or by partition get
+// their ranks. And the result columns: running sums in blocks on several threads are the serial
+// ones, string columns built in parallel hold every row's bytes in order.
 #include <gtest/gtest.h>
 
+#include <numeric>
 #include <random>
+#include <string>
 
 #include "groupby/cpu_dictionary.hpp"
+#include "groupby/cpu_output.hpp"
 
 using namespace tandem;
 using namespace tandem::cpu_groupby;
@@ -141,4 +146,34 @@ TEST(GroupByDictionary, AStoppedPassGivesNoKeys) {
       [](std::size_t) { return true; }, std::less<std::uint64_t>{}, codes, &stop);
   EXPECT_TRUE(stop.load());
   EXPECT_TRUE(d.sorted.empty());
+}
+
+TEST(GroupByOutput, RunningSumsInBlocksAreTheSerialOnes) {
+  std::mt19937_64 rng(3);
+  for (std::size_t n : {0ul, 1ul, 65535ul, 65536ul, 200'001ul}) {
+    std::vector<std::uint64_t> a(n);
+    for (auto& v : a) v = rng() % 1000;
+    std::vector<std::uint64_t> want(n);
+    std::partial_sum(a.begin(), a.end(), want.begin());
+    for (int threads : {1, 3, 7}) {
+      auto got = a;
+      running_sums(got.data(), n, threads);
+      EXPECT_EQ(got, want) << n << " elements, " << threads << " threads";
+    }
+  }
+}
+
+TEST(GroupByOutput, StringColumnsHoldEveryRowInOrder) {
+  const std::size_t n = 100'003;  // past the blocks' size, odd
+  auto value = [](std::size_t i) -> std::optional<std::string_view> {
+    static const std::string words[] = {"", "a", "longer than sixteen bytes", "id0000042"};
+    if (i % 11 == 5) return std::nullopt;
+    return words[i % 4];
+  };
+  const Column c = build_strings("s", n, 3, value);
+  ASSERT_EQ(c.length, n);
+  for (std::size_t i = 0; i < n; ++i) {
+    ASSERT_EQ(c.present(i), value(i).has_value()) << i;
+    if (c.present(i)) ASSERT_EQ(c.string(i), *value(i)) << i;
+  }
 }

@@ -85,6 +85,22 @@ inline void copy_bytes(char* to, const char* from, std::size_t n) {
   }
 }
 
+// a[0..n) replaced by its running sums, in blocks on `threads` threads from 2^16 elements: each
+// block's total, the totals' running sums, then each block's sums from its start.
+inline void running_sums(std::uint64_t* a, std::size_t n, int threads) {
+  const std::size_t T = n < (std::size_t{1} << 16) ? 1 : static_cast<std::size_t>(std::max(threads, 1));
+  std::vector<std::uint64_t> start(T + 1, 0);
+#pragma omp parallel for num_threads(static_cast <int>(T)) schedule(static)
+  for (std::size_t t = 0; t < T; ++t)
+    for (std::size_t i = n * t / T; i < n * (t + 1) / T; ++i) start[t + 1] += a[i];
+  for (std::size_t t = 0; t < T; ++t) start[t + 1] += start[t];
+#pragma omp parallel for num_threads(static_cast <int>(T)) schedule(static)
+  for (std::size_t t = 0; t < T; ++t) {
+    std::uint64_t sum = start[t];
+    for (std::size_t i = n * t / T; i < n * (t + 1) / T; ++i) a[i] = sum += a[i];
+  }
+}
+
 template <class F>
 Column build_strings(std::string name, std::size_t n, int threads, F&& value_of) {
   Scratch<std::uint64_t> offsets(n + 1);
@@ -97,7 +113,7 @@ Column build_strings(std::string name, std::size_t n, int threads, F&& value_of)
     bits[i >> 3] |= static_cast<std::uint8_t>(1u << (i & 7));
     return true;
   });
-  for (std::size_t i = 0; i < n; ++i) offsets[i + 1] += offsets[i];
+  running_sums(offsets.data(), n + 1, threads);
   Scratch<char> bytes(offsets[n]);
   any_false_in_blocks(n, threads, [&](std::size_t i) {
     const std::optional<std::string_view> v = value_of(i);
