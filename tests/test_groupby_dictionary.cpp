@@ -99,8 +99,10 @@ Dictionary<std::uint64_t> expect_ranks(const std::vector<std::uint64_t>& keys, i
 TEST(GroupByDictionary, PartitionsOnlyForManyKeysOnSeveralThreads) {
   EXPECT_EQ(dictionary_partition_bits(1'000'000, 1), 0);
   EXPECT_EQ(dictionary_partition_bits(1000, 16), 0);
-  EXPECT_EQ(dictionary_partition_bits(1'000'000, 16), 8);             // 244 keys a partition wanted: 256 partitions
-  EXPECT_EQ(dictionary_partition_bits(1 << 14, 16), 6);               // at least four partitions a thread
+  EXPECT_EQ(dictionary_partition_bits(100'000, 2), 0);    // two 6 MB tables: in the cache
+  EXPECT_EQ(dictionary_partition_bits(1'000'000, 2), 8);  // 244 keys a partition wanted: 256 partitions
+  EXPECT_EQ(dictionary_partition_bits(1'000'000, 16), 8);
+  EXPECT_EQ(dictionary_partition_bits(1 << 16, 16), 6);               // at least four partitions a thread
   EXPECT_EQ(dictionary_partition_bits(std::size_t{1} << 40, 2), 12);  // at most 2^12
 }
 
@@ -108,11 +110,11 @@ TEST(GroupByDictionary, PartitionsOnlyForManyKeysOnSeveralThreads) {
 // numbered by partition on several threads, per thread on one, the same codes either way.
 TEST(GroupByDictionary, ManyKeysNumberedByPartitionRankAsTheyDoPerThread) {
   std::mt19937_64 rng(11);
-  std::vector<std::uint64_t> keys(300'001);
-  for (auto& k : keys) k = rng() % 9 == 0 ? kMissing : (rng() % 60'000) * 0x10000000001ull;
+  std::vector<std::uint64_t> keys(600'001);  // some 3·10^5 keys: past the cache in 3 threads' tables
+  for (auto& k : keys) k = rng() % 9 == 0 ? kMissing : (rng() % 400'000) * 0x10000000001ull;
   keys[0] = 0;  // the smallest key, and the largest one there is
   keys[1] = kMissing - 1;
-  for (int threads : {1, 2, 5}) {
+  for (int threads : {1, 3, 8}) {
     SCOPED_TRACE(threads);
     const auto d = expect_ranks(keys, threads);
     EXPECT_EQ(d.by_partition, threads > 1);
@@ -130,22 +132,24 @@ TEST(GroupByDictionary, EdgeCasesRankOnEveryPath) {
   expect_ranks(std::vector<std::uint64_t>(100'000, 5), 3);
 }
 
-// A load that stops the pass (a string too long for its key type) leaves an empty dictionary on
-// the partitioned path too.
+// A load that stops the pass (a string too long for its key type) leaves an empty dictionary,
+// per thread (2 threads) and by partition (8).
 TEST(GroupByDictionary, AStoppedPassGivesNoKeys) {
   std::vector<std::uint64_t> keys(200'000);
   for (std::size_t i = 0; i < keys.size(); ++i) keys[i] = i * 7919 % 100'003;
-  std::atomic<bool> stop{false};
-  LocalCodes codes;
-  auto d = encode_dictionary<std::uint64_t, MulHash>(
-      keys.size(), 4,
-      [&](std::size_t i) {
-        if (i == 150'001) stop = true;  // not a row the sample reads
-        return keys[i];
-      },
-      [](std::size_t) { return true; }, std::less<std::uint64_t>{}, codes, &stop);
-  EXPECT_TRUE(stop.load());
-  EXPECT_TRUE(d.sorted.empty());
+  for (int threads : {2, 8}) {
+    std::atomic<bool> stop{false};
+    LocalCodes codes;
+    auto d = encode_dictionary<std::uint64_t, MulHash>(
+        keys.size(), threads,
+        [&](std::size_t i) {
+          if (i == 150'001) stop = true;  // not a row the sample reads
+          return keys[i];
+        },
+        [](std::size_t) { return true; }, std::less<std::uint64_t>{}, codes, &stop);
+    EXPECT_TRUE(stop.load());
+    EXPECT_TRUE(d.sorted.empty()) << threads << " threads";
+  }
 }
 
 TEST(GroupByOutput, RunningSumsInBlocksAreTheSerialOnes) {

@@ -192,14 +192,20 @@ void sort_by_key(Scratch<Entry>& all, Less less, int threads) {
 }
 
 // How many top bits of the key hash split the rows into partitions for encode_by_partition, or 0
-// where a table per thread serves better: few distinct keys (each thread's table stays in its
-// cache and the tables hold few keys between them) or one thread. Many distinct keys met by
-// every thread make every thread's table hold most of them (db-benchmark q10's id3 at K = 10:
-// 10^6 keys, on 16 threads 7·10^6 entries to sort and 800 MB of tables against 10^6 and one
-// partition's keys in a core's cache at a time). Partitions of some 4,096 keys, at least four a
-// thread, at most 2^12.
+// where a table per thread serves better: one thread, or tables that together stay within a
+// server's last-level cache (32 MiB; a key takes two slots of up to 24 bytes at load <= 1/2).
+// Many distinct keys met by every thread make every thread's table hold most of them
+// (db-benchmark q10's id3 at K = 10: 10^6 keys, on 16 threads 7·10^6 entries to sort and 800 MB
+// of tables against 10^6 and one partition's keys in a core's cache at a time); 10^5 keys on 2
+// threads (q3 at K = 100) are numbered faster in their threads' 6 MB tables than placed by
+// partition first (88 against 121 ms for 10^7 rows). Partitions of some 4,096 keys, at least
+// four a thread, at most 2^12.
 inline int dictionary_partition_bits(std::size_t expected_keys, int threads) {
-  if (threads < 2 || expected_keys < (std::size_t{1} << 14)) return 0;
+  constexpr std::size_t kSharedCache = std::size_t{32} << 20;
+  constexpr std::size_t kTableBytesPerKey = 48;
+  if (threads < 2 || expected_keys < (std::size_t{1} << 14) ||
+      expected_keys * static_cast<std::size_t>(threads) * kTableBytesPerKey <= kSharedCache)
+    return 0;
   const std::size_t want = std::max<std::size_t>(expected_keys / 4096, 4 * static_cast<std::size_t>(threads));
   return std::min(12, static_cast<int>(std::bit_width(want - 1)));
 }
