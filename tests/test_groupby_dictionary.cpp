@@ -178,6 +178,8 @@ TEST(GroupByOutput, StringColumnsHoldEveryRowInOrder) {
   ASSERT_EQ(c.length, n);
   for (std::size_t i = 0; i < n; ++i) {
     ASSERT_EQ(c.present(i), value(i).has_value()) << i;
-    if (c.present(i)) ASSERT_EQ(c.string(i), *value(i)) << i;
+    if (c.present(i)) {
+      ASSERT_EQ(c.string(i), *value(i)) << i;
+    }
   }
 }
