@@ -29,7 +29,9 @@ void expect_as_from_chars(const std::string& s) {
   const csv::Parsed q = reference(s, want);
   if (q == csv::Parsed::out_of_range) return;  // the slow path tells overflow from underflow
   ASSERT_EQ(p, q) << s;
-  if (p == csv::Parsed::ok) EXPECT_EQ(std::bit_cast<std::uint64_t>(got), std::bit_cast<std::uint64_t>(want)) << s;
+  if (p == csv::Parsed::ok) {
+    EXPECT_EQ(std::bit_cast<std::uint64_t>(got), std::bit_cast<std::uint64_t>(want)) << s;
+  }
 }
 
 }  // namespace
