@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <parallel/algorithm>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "core/scratch.hpp"
@@ -247,11 +248,7 @@ Dictionary<Key> encode_by_partition(std::size_t n, int threads, int bits, std::s
   std::vector<std::size_t> part_start(P + 1, 0);
   for (std::size_t p = 0, sum = 0; p < P; ++p) {
     part_start[p] = sum;
-    for (std::size_t c = 0; c < chunks; ++c) {
-      const std::size_t k = at[c * P + p];
-      at[c * P + p] = sum;
-      sum += k;
-    }
+    for (std::size_t c = 0; c < chunks; ++c) sum += std::exchange(at[c * P + p], sum);
     part_start[p + 1] = sum;
   }
   struct Entry {
@@ -269,8 +266,12 @@ Dictionary<Key> encode_by_partition(std::size_t n, int threads, int bits, std::s
     }
   }
   at = Scratch<std::size_t>();
-  // Each partition's keys numbered in first-seen (row) order; a key's entry remembers its row.
-  std::vector<Scratch<Entry>> keys(P);
+  // Each partition's keys numbered in first-seen (row) order, each with a row holding it.
+  struct KeyRow {
+    Key key;
+    std::uint32_t row;
+  };
+  std::vector<Scratch<KeyRow>> keys(P);
   const std::size_t per_part = 2 * (expected / P) + 64;
   FirstException first;  // a table that cannot grow: no exception may leave the region
 #pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
@@ -279,9 +280,9 @@ Dictionary<Key> encode_by_partition(std::size_t n, int threads, int bits, std::s
       const std::size_t b = part_start[p], e = part_start[p + 1];
       KeyIds<Key, Hash> table(std::min(e - b, per_part));
       for (std::size_t j = b; j < e; ++j) placed[j].id = table.id(placed[j].key, Hash{}(placed[j].key), j);
-      Scratch<Entry>& mine = keys[p];
+      Scratch<KeyRow>& mine = keys[p];
       mine.resize(table.keys().size());
-      for (std::size_t k = 0; k < mine.size(); ++k) mine[k] = Entry{table.keys()[k], placed[table.rows()[k]].row, 0};
+      for (std::size_t k = 0; k < mine.size(); ++k) mine[k] = KeyRow{table.keys()[k], placed[table.rows()[k]].row};
     });
   }
   first.rethrow();

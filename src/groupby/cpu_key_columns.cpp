@@ -185,6 +185,9 @@ std::unique_ptr<KeyColumn> encode_numbers(const Column& c, int threads, Present 
                                                           c.missing_count() > 0, r.how);
 }
 
+// How a dictionary numbered its keys, for the report.
+const char* numbered(bool by_partition) { return by_partition ? "hashed by partition" : "hashed per thread"; }
+
 template <class Present>
 std::unique_ptr<KeyColumn> encode_strings(const Column& c, int threads, Present present) {
   const std::size_t n = c.length;
@@ -204,17 +207,15 @@ std::unique_ptr<KeyColumn> encode_strings(const Column& c, int threads, Present 
       present, ShortKeyLess{}, codes, &too_long);
   if (!too_long.load()) {
     auto [sorted, arena] = unpack_sorted(d.sorted);
-    return std::make_unique<Str>(
-        c.name, std::move(codes), std::move(sorted), d.missing,
-        d.by_partition ? "hashed by partition as 16-byte keys" : "hashed per thread as 16-byte keys", std::move(arena));
+    return std::make_unique<Str>(c.name, std::move(codes), std::move(sorted), d.missing,
+                                 fmt::format("{} as 16-byte keys", numbered(d.by_partition)), std::move(arena));
   }
   struct ViewHash {
     std::uint64_t operator()(std::string_view s) const { return hash_bytes(s.data(), s.size()); }
   };
   auto g = encode_dictionary<std::string_view, ViewHash>(
       n, threads, [&](std::size_t i) { return c.string(i); }, present, std::less<std::string_view>{}, codes);
-  return std::make_unique<Str>(c.name, std::move(codes), std::move(g.sorted), g.missing,
-                               g.by_partition ? "hashed by partition" : "hashed per thread");
+  return std::make_unique<Str>(c.name, std::move(codes), std::move(g.sorted), g.missing, numbered(g.by_partition));
 }
 
 // Whether most of a sample of the keys are distinct (then sorting beats a hash table).
@@ -279,7 +280,7 @@ RankedKeys rank_u64(const std::uint64_t* keys, const std::uint8_t* bits, std::si
   auto d = encode_dictionary<std::uint64_t, Hash64>(
       n, threads, [&](std::size_t i) { return keys[i]; }, present, std::less<std::uint64_t>{}, r.codes);
   r.sorted = std::move(d.sorted);
-  r.how = d.by_partition ? "hashed by partition" : "hashed per thread";
+  r.how = numbered(d.by_partition);
   return r;
 }
 
