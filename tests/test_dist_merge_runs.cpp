@@ -1,4 +1,4 @@
-// The merge of the sorted runs a rank receives in the distributed sort (src/dist/merge_runs.hpp):
+// The merge of the sorted runs a rank receives in the distributed sort (src/sort/merge_runs.hpp):
 // compared with std::stable_sort of the runs' concatenation, keys by their bits and values (each
 // element's position in the concatenation) exactly, so any break of stability shows. No MPI needed.
 #include <gtest/gtest.h>
@@ -8,10 +8,10 @@
 #include <limits>
 #include <random>
 
-#include "dist/merge_runs.hpp"
+#include "sort/merge_runs.hpp"
 #include "tandem/core/key_order.hpp"
 
-namespace tandem::dist {
+namespace tandem::detail {
 namespace {
 
 // tandem's key order, reversed for descending sorts (as the distributed sort's KeyOrder).
@@ -161,4 +161,4 @@ TEST(DistMergeRuns, MultiwayCoRankSplitsAtEveryPosition) {
 }
 
 }  // namespace
-}  // namespace tandem::dist
+}  // namespace tandem::detail

@@ -228,6 +228,18 @@ int run_distributed(const Args&, const tandem::SortOptions&, tandem::DType, tand
 }
 #endif
 
+// --memory-limit: the files sorted within the limit, by runs when they do not fit (tandem::sort_files).
+int run_by_runs(const Args& a, const tandem::SortOptions& o, tandem::DType t, tandem::DType vt) {
+  if (a.in == "-" || a.out == "-" || a.values_out == "-")
+    throw tandem::UsageError("--memory-limit sorts files: --in, --out and --values-out must name files, not '-'");
+  tandem::Stopwatch total;
+  tandem::Report r = tandem::sort_files({a.in, a.values, a.out, a.values_out, t, vt}, o, {a.memory_limit, a.temp_dir});
+  tandem::cli::print_notices(r);
+  if (a.explain)
+    std::cout << r.explain() << fmt::format("  {} in all (files included)\n", tandem::human_seconds(total.seconds()));
+  return 0;
+}
+
 int run_file(const Args& a) {
   if (a.type.empty()) throw tandem::UsageError("sort needs --type (u32, i32, u64, i64, f32 or f64) or --plan");
   if (a.in.empty() || a.out.empty()) throw tandem::UsageError("sort needs --in FILE and --out FILE");
@@ -267,7 +279,12 @@ int run_file(const Args& a) {
   check_gpus_used(a, o);
   o.bitonic.gpus = a.gpus;
 
-  if (a.distributed) return run_distributed(a, o, t, vt);
+  if (a.distributed) {
+    if (a.memory_limit || !a.temp_dir.empty())
+      throw tandem::UsageError("--memory-limit and --temp-dir do not apply to --distributed (each rank sorts in memory)");
+    return run_distributed(a, o, t, vt);
+  }
+  if (a.memory_limit || !a.temp_dir.empty()) return run_by_runs(a, o, t, vt);
   // Unwritable or clashing destinations fail before anything is read or sorted; nothing is created yet.
   tandem::io::AtomicOutput keys_out(a.out);
   std::optional<tandem::io::AtomicOutput> values_out;
@@ -383,10 +400,10 @@ const bool registered = tandem::cli::register_command(
            ->check(tandem::cli::in_range<std::int64_t>(0, std::int64_t{1} << 62));
        app.add_option("--schema", a->schema, "Table form: CSV column types, e.g. id1:str,v1:i64 (others inferred)");
        app.add_option("--memory-limit", a->memory_limit,
-                      "Table form: bytes the sort may hold (e.g. 2G; 0: half of the available memory); a larger "
-                      "file is sorted by runs in temporary files and a merge")
+                      "Bytes the sort may hold (e.g. 2G; table form: 0 is half of the available memory); a larger "
+                      "input is sorted by runs in temporary files and a merge")
            ->transform(CLI::AsSizeValue(false));
-       app.add_option("--temp-dir", a->temp_dir, "Table form: folder for the sorted runs (default $TMPDIR)");
+       app.add_option("--temp-dir", a->temp_dir, "Folder for the sorted runs (default $TMPDIR)");
        app.footer(
            "Peak memory (resident, over the input's size; the input is read straight into the sorted buffer):\n"
            "  cpu-radix (--algorithm radix/auto on the CPU)  2.0x  (keys and values each get a scratch copy)\n"
@@ -394,11 +411,13 @@ const bool registered = tandem::cli::register_command(
            "  cpu-in-place (--memory low)                    <= 1.07x (scratch at most 1/16 of keys and values)\n"
            "  bitonic on the CPU                             2.0x keys, 2.5x pairs (padded to a power of two)\n"
            "  gpu-pipeline                                   1.0x on the host; gpu-out-of-core 2.0x\n"
+           "  --memory-limit L                               at most L: sorted whole when twice the data fits, else\n"
+           "                                                 in runs of L/2 written to --temp-dir and merged\n"
            "Inputs that are not sized files (pipes, standard input) add up to 1.0x while they are read.");
        return [a] {
          if (!a->table.empty() || !a->by.empty()) return run_table(*a);
-         if (a->memory_limit || !a->temp_dir.empty())
-           throw tandem::UsageError("--memory-limit and --temp-dir apply to the table form (a CSV file and --by)");
+         if (a->plan && (a->memory_limit || !a->temp_dir.empty()))
+           throw tandem::UsageError("--memory-limit and --temp-dir sort files; --plan sorts nothing");
          return a->plan ? run_plan(*a) : run_file(*a);
        };
      }});

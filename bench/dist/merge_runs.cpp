@@ -1,5 +1,5 @@
 // bench_dist_merge_runs: the merge stage of the distributed sort alone (no MPI traffic): P sorted
-// runs of 2^N u32 keys in all merged into one, the one-pass multiway merge (src/dist/merge_runs.hpp:
+// runs of 2^N u32 keys in all merged into one, the one-pass multiway merge (src/sort/merge_runs.hpp:
 // one pass over memory, the log2 P levels in cache-sized chunks) against the pairwise tree merge it
 // replaced (log2 P passes over memory, each cut by two-way co-ranking; kept here only as the
 // anchor). Both results are checked against each other and for order. When every core merges, the
@@ -18,7 +18,7 @@
 
 #include <fmt/format.h>
 
-#include "dist/merge_runs.hpp"
+#include "sort/merge_runs.hpp"
 #include "dist/splitters.hpp"
 #include "harness.hpp"
 #include "mpi_bench.hpp"
@@ -159,7 +159,7 @@ int run(int argc, char** argv) {
         fresh_input();
         MPI_Barrier(MPI_COMM_WORLD);
         tandem::Stopwatch w;
-        tandem::dist::merge_runs(scratch_k.data(), v_in, runs, out_keys.data(), pairs ? out_values.data() : nullptr,
+        tandem::detail::merge_runs(scratch_k.data(), v_in, runs, out_keys.data(), pairs ? out_values.data() : nullptr,
                                  less, threads);
         return slowest_rank(w.seconds());
       });

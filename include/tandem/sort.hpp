@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <functional>
 #include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -98,6 +99,26 @@ Report sort_copy(std::span<const K> in, std::span<K> out, const SortOptions& opt
 template <class K, class V>
 Report sort_pairs_copy(std::span<const K> keys_in, std::span<const V> values_in, std::span<K> keys_out,
                        std::span<V> values_out, const SortOptions& opts = {});
+
+// Array files sorted from file to file (raw little-endian or .npy, by name), holding at most
+// memory_limit bytes: an input that fits twice in the limit is sorted whole in memory; a larger
+// one in pieces of half the limit, each sorted in memory (tandem::sort / sort_pairs with `opts`)
+// and written as a run to a scratch file in a private folder under temp_dir, then the runs merged
+// in one pass, each read through a window of memory. Stable. The outputs appear only when both
+// are complete; the scratch folder is removed on every path. InputError naming a file that cannot
+// be read or whose length does not match; UsageError when the limit is too small to merge the
+// runs (the message names the least that does).
+struct SortFiles {
+  std::string keys, values;          // inputs; values empty: keys only
+  std::string keys_out, values_out;  // outputs (values_out with values)
+  DType key_type{DType::u32};        // u32, i32, u64, i64, f32, f64
+  DType value_type{DType::u32};      // u32 or u64
+};
+struct FileSortLimits {
+  std::size_t memory_limit{0};  // bytes; 0: half of the memory available when the sort starts
+  std::string temp_dir;         // where the runs go; empty: $TMPDIR, else /tmp
+};
+Report sort_files(const SortFiles& files, const SortOptions& opts = {}, const FileSortLimits& limits = {});
 
 // The paths tandem::sort can take for host data, as the Report names them.
 enum class SortPath { cpu_radix, cpu_comparison, cpu_in_place, gpu_pipeline, gpu_out_of_core, bitonic };

@@ -589,6 +589,12 @@ Array read_array_part(const std::string& path, DType dtype, std::size_t part, st
   return read_part(f, part_bytes(f, path, dtype, part, parts), dtype, 0);
 }
 
+ArrayExtent array_extent(const std::string& path, DType dtype) {
+  InputFile f(path);
+  const PartBytes all = part_bytes(f, path, dtype, 0, 1);
+  return {(all.end - all.begin) / dtype_size(dtype), all.begin};
+}
+
 MappedArray map_array_part(const std::string& path, DType dtype, std::size_t part, std::size_t parts, int threads) {
   check_part(part, parts);
   InputFile f(path);
@@ -636,7 +642,7 @@ std::uint64_t file_size(const std::string& path) {
 
 // ---- public: writing -----------------------------------------------------------------------------
 
-void write_array(AtomicOutput& out, DType dtype, const void* data, std::size_t count, int threads) {
+void write_array_header(AtomicOutput& out, DType dtype, std::size_t count) {
   if (has_npy_suffix(out.path())) {
     auto& s = out.stream();
     std::string header =
@@ -650,6 +656,10 @@ void write_array(AtomicOutput& out, DType dtype, const void* data, std::size_t c
     s.write(lenb, 2);
     s << header;
   }
+}
+
+void write_array(AtomicOutput& out, DType dtype, const void* data, std::size_t count, int threads) {
+  write_array_header(out, dtype, count);
   out.write(data, count * dtype_size(dtype), threads);
 }
 

@@ -15,10 +15,10 @@
 #include <fmt/format.h>
 
 #include "dist/exchange.hpp"
-#include "dist/merge_runs.hpp"
 #include "dist/mpi_check.hpp"
 #include "dist/rank_report.hpp"
 #include "dist/splitters.hpp"
+#include "sort/merge_runs.hpp"
 #include "tandem/core/key_order.hpp"
 #include "tandem/core/parallel.hpp"
 #include "tandem/dist.hpp"
@@ -68,10 +68,10 @@ DistReport sort_impl(const Context& ctx, std::vector<K>& keys, std::vector<V>* v
   keys.resize(recv_keys.size);
   if (values) {
     values->resize(recv_values.size);
-    merge_runs(recv_keys.data(), recv_values.data(), runs, keys.data(), values->data(), order, threads);
+    detail::merge_runs(recv_keys.data(), recv_values.data(), runs, keys.data(), values->data(), order, threads);
   } else {
-    merge_runs(recv_keys.data(), static_cast<char*>(nullptr), runs, keys.data(), static_cast<char*>(nullptr), order,
-               threads);
+    detail::merge_runs(recv_keys.data(), static_cast<char*>(nullptr), runs, keys.data(), static_cast<char*>(nullptr),
+                       order, threads);
   }
   clock.lap(out.report, "merge", fmt::format("{} runs, {} keys", runs.size(), keys.size()));
   out.count_out = keys.size();

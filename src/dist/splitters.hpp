@@ -10,18 +10,11 @@
 
 #include "dist/context_impl.hpp"
 #include "dist/mpi_check.hpp"
-#include "tandem/core/key_order.hpp"
+#include "sort/merge_runs.hpp"
 
 namespace tandem::dist {
 
-// tandem's key order, reversed for descending sorts, as unsigned bits.
-template <class K>
-struct KeyOrder {
-  using U = ordered_bits_t<K>;
-  U flip;  // all ones for descending: the local order is ascending in (bits ^ flip)
-  U bits(K k) const { return U(to_ordered(k) ^ flip); }
-  bool operator()(K a, K b) const { return bits(a) < bits(b); }
-};
+using detail::KeyOrder;
 
 // Counts of sorted keys at or below (or, with strict, below) each of a batch of ordered-bits
 // values: binary searches in the sorted host keys.

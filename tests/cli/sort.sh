@@ -170,6 +170,18 @@ import struct, sys
 a = open(sys.argv[1], "rb").read(); b = open(sys.argv[2], "rb").read()
 x = struct.unpack(f"<{len(a)//8}Q", a); y = struct.unpack(f"<{len(b)//8}Q", b)
 assert list(y) == sorted(x)' "$D/big.u64" "$D/sbig.u64" || fail "out-of-core u64 sorted"
+# Within a host memory limit: sorted runs in --temp-dir merged into the same bytes; the folder is
+# left empty; a limit too small to merge is refused (exit 2, naming the least limit, no output).
+mkdir -p "$D/runs"
+check by-runs 0 "$T" sort --type u64 --in "$D/big.u64" --out "$D/rbig.u64" --memory-limit 4M --temp-dir "$D/runs" --explain
+grep -q "sorted runs merged in one pass" "$out" || fail "--memory-limit says it sorted by runs"
+cmp -s "$D/sbig.u64" "$D/rbig.u64" || fail "by runs sorts like the in-memory path"
+[ -z "$(ls -A "$D/runs")" ] || fail "by runs left its scratch folder"
+check by-runs-too-small 2 "$T" sort --type u64 --in "$D/big.u64" --out "$D/r2.u64" --memory-limit 64K --temp-dir "$D/runs"
+grep -q "at least" "$out" || fail "a too small --memory-limit names the least that works"
+[ -e "$D/r2.u64" ] && fail "a refused --memory-limit left an output file"
+check by-runs-stdin 2 "$T" sort --type u64 --in - --out "$D/r3.u64" --memory-limit 4M < "$D/big.u64"
+check plan-memory-limit 2 "$T" sort --plan --n 16 --k 0.5 --memory-limit 4M
 
 # --- bad input: exit 2, nothing written ----------------------------------------------------------
 check bad-size 2 "$T" sort --type u32 --in "$D/bad.u32" --out "$D/x1.u32" --algorithm bitonic

@@ -110,6 +110,13 @@ Array read_array_part(const std::string& path, DType dtype, std::size_t part, st
 // read_array_part for consumers that only read, in MappedArray's shape (read, as map_array reads).
 MappedArray map_array_part(const std::string& path, DType dtype, std::size_t part, std::size_t parts, int threads = 0);
 
+// Where an array file's elements lie: how many, and the offset of the first (past a .npy header).
+// The same checks as read_array_part (a sized regular file, a whole number of elements).
+struct ArrayExtent {
+  std::uint64_t count{0}, data_offset{0};
+};
+ArrayExtent array_extent(const std::string& path, DType dtype);
+
 // Bytes [begin, end) of a sized regular file; InputError naming it when it cannot be read.
 CharBuffer read_bytes_range(const std::string& path, std::uint64_t begin, std::uint64_t end);
 
@@ -234,6 +241,10 @@ class PreviousOutput {
  private:
   std::string path_, kept_;
 };
+
+// The .npy header of `count` elements when out.path() ends in .npy (nothing for a raw file): the
+// elements follow through out.write(), in as many pieces as the caller likes.
+void write_array_header(AtomicOutput& out, DType dtype, std::size_t count);
 
 // Writes the array into `out` (.npy when out.path() ends in .npy) without committing it: for
 // commands with several outputs that commit them together (AtomicOutput::commit_all).

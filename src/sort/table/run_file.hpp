@@ -1,9 +1,6 @@
-// Sorted runs of a table sort that does not fit in memory: one file in a private folder
-// (mkdtemp) under the temporary directory, each run a list of blocks (narrow images of
-// run_block.hpp, written straight from the unsorted piece in its sorted row order). The
-// folder is registered with io::remove_temporaries() so that the CLI's SIGINT/SIGTERM handler
-// removes it, and the destructor removes it on every other path (errors included).
-// Runs are read back a block at a time.
+// Sorted runs of a table sort that does not fit in memory: one scratch file (temp_file.hpp), each
+// run a list of blocks (narrow images of run_block.hpp, written straight from the unsorted piece
+// in its sorted row order). Runs are read back a block at a time.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -11,20 +8,15 @@
 #include <string>
 #include <vector>
 
+#include "sort/temp_file.hpp"
 #include "tandem/table.hpp"
 
 namespace tandem::detail {
 
-// $TMPDIR, else /tmp, when `given` is empty.
-std::string temp_parent(const std::string& given);
-
 class RunFile {
  public:
   // UsageError naming the directory when the folder cannot be made in it.
-  explicit RunFile(const std::string& parent);
-  ~RunFile();
-  RunFile(const RunFile&) = delete;
-  RunFile& operator=(const RunFile&) = delete;
+  explicit RunFile(const std::string& parent) : file_(parent) {}
 
   // Appends a run: t's rows in the order `rows`, in blocks of at most block_rows rows. Error
   // naming the file when a write fails (a full disk).
@@ -32,7 +24,7 @@ class RunFile {
   void clear();  // drops every run (the input is read again with other column types)
   std::size_t runs() const { return runs_.size(); }
   std::uint64_t bytes_written() const { return written_; }
-  const std::string& folder() const { return folder_; }
+  const std::string& folder() const { return file_.folder(); }
 
   // Run r's block b (blocks(r) of them), its numbers lent from one buffer; `like` names the
   // columns and types.
@@ -43,9 +35,7 @@ class RunFile {
   struct Block {
     std::uint64_t offset, bytes;
   };
-  std::string folder_, file_;
-  int fd_{-1};
-  int slot_{-1};
+  TempFile file_;
   std::uint64_t size_{0}, written_{0};
   std::vector<std::vector<Block>> runs_;
 };

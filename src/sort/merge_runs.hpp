@@ -1,9 +1,9 @@
-// Merging the sorted runs a rank receives from its peers into one sorted array, in parallel and in
-// one pass over memory. The output is cut into equal parts (a few per thread) by a multiway
-// co-rank; each part is merged in chunks that stay in cache: a chunk's share of every run is found
-// by the co-rank again, and merged pairwise, level by level, with a branch-free two-way merge
-// through two chunk-sized scratch buffers, the last level into the output. Stable: on equal keys
-// the earlier run goes first.
+// Merging sorted runs into one sorted array, in parallel and in one pass over memory (the runs a
+// rank receives from its peers in the distributed sort; the windows of an array sort by runs). The output is cut into
+// equal parts (a few per thread) by a multiway co-rank; each part is merged in chunks that stay in cache: a chunk's
+// share of every run is found by the co-rank again, and merged pairwise, level by level, with a branch-free two-way
+// merge through two chunk-sized scratch buffers, the last level into the output. Stable: on equal keys the earlier run
+// goes first.
 //
 // Why not a loser tree: its replay is a chain of dependent loads and selections, and measured
 // about 1.7x slower per element than the two-way levels over the same data (bench_dist_merge_runs).
@@ -18,9 +18,20 @@
 #include <type_traits>
 #include <vector>
 
+#include "tandem/core/key_order.hpp"
 #include "tandem/core/parallel.hpp"
 
-namespace tandem::dist {
+namespace tandem::detail {
+
+// tandem's key order, reversed for descending sorts, as unsigned bits: the order of every sorted
+// run, and the merge's.
+template <class K>
+struct KeyOrder {
+  using U = ordered_bits_t<K>;
+  U flip;  // all ones for descending: the order is ascending in (bits ^ flip)
+  U bits(K k) const { return U(to_ordered(k) ^ flip); }
+  bool operator()(K a, K b) const { return bits(a) < bits(b); }
+};
 
 // Where the first i elements of the stable merge of the runs end: s[r] elements come from run r,
 // and the s[r] add up to i. Elements are ordered by (key, run). Bisection with a window
@@ -225,24 +236,22 @@ void merge_part(const std::vector<std::span<const K>>& key_runs, const std::vect
   }
 }
 
-// Merges runs (given by their lengths, back to back in keys/values) into out_keys/out_values,
-// stably: on equal keys the earlier run first. values may be null (keys only). The output is cut
-// into a few equal parts per thread, none shorter than min_part, and merged in chunks of `chunk`
-// elements (0: what fits in 128 KiB); tests pass small sizes to cut tiny inputs.
+// Merges the runs key_runs (values value_runs[r] beside run r's keys, or all null: keys only) into
+// out_keys/out_values, stably: on equal keys the earlier run first. The output is cut into a few
+// equal parts per thread, none shorter than min_part, and merged in chunks of `chunk` elements (0:
+// what fits in 128 KiB); tests pass small sizes to cut tiny inputs.
 template <class K, class V, class Less>
-void merge_runs(const K* keys, const V* values, std::span<const std::uint64_t> runs, K* out_keys, V* out_values,
-                Less less, int threads, std::size_t min_part = 4096, std::size_t chunk = 0) {
-  std::vector<std::span<const K>> key_runs;  // the non-empty runs, in order
-  std::vector<const V*> value_runs;
-  std::size_t n = 0;
-  for (const std::uint64_t len : runs) {
-    if (len) {
-      key_runs.emplace_back(keys + n, std::size_t(len));
-      value_runs.push_back(values ? values + n : nullptr);
+void merge_spans(std::vector<std::span<const K>> key_runs, std::vector<const V*> value_runs, K* out_keys, V* out_values,
+                 Less less, int threads, std::size_t min_part = 4096, std::size_t chunk = 0) {
+  for (std::size_t r = key_runs.size(); r-- > 0;)  // the co-rank wants no empty run
+    if (key_runs[r].empty()) {
+      key_runs.erase(key_runs.begin() + std::ptrdiff_t(r));
+      value_runs.erase(value_runs.begin() + std::ptrdiff_t(r));
     }
-    n += std::size_t(len);
-  }
+  std::size_t n = 0;
+  for (const auto& r : key_runs) n += r.size();
   if (n == 0) return;
+  const bool values = out_values != nullptr;
   const std::size_t p = key_runs.size();
   const std::size_t t = std::size_t(std::max(threads, 1));
   const std::size_t parts = std::max<std::size_t>(1, std::min(t * 4, n / std::max<std::size_t>(min_part, 1)));
@@ -272,4 +281,21 @@ void merge_runs(const K* keys, const V* values, std::span<const std::uint64_t> r
       });
 }
 
-}  // namespace tandem::dist
+// Merges runs given by their lengths, back to back in keys/values, as merge_spans does. values may
+// be null (keys only).
+template <class K, class V, class Less>
+void merge_runs(const K* keys, const V* values, std::span<const std::uint64_t> runs, K* out_keys, V* out_values,
+                Less less, int threads, std::size_t min_part = 4096, std::size_t chunk = 0) {
+  std::vector<std::span<const K>> key_runs;
+  std::vector<const V*> value_runs;
+  std::size_t n = 0;
+  for (const std::uint64_t len : runs) {
+    key_runs.emplace_back(keys + n, std::size_t(len));
+    value_runs.push_back(values ? values + n : nullptr);
+    n += std::size_t(len);
+  }
+  merge_spans(std::move(key_runs), std::move(value_runs), out_keys, values ? out_values : nullptr, less, threads,
+              min_part, chunk);
+}
+
+}  // namespace tandem::detail
