@@ -51,9 +51,8 @@ void reference(std::vector<K>& keys, std::vector<V>& values, bool descending) {
 
 template <class K>
 bool same_bits(const std::vector<K>& a, const std::vector<K>& b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](K x, K y) {
-           return tandem::to_ordered(x) == tandem::to_ordered(y);
-         });
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(),
+                                            [](K x, K y) { return tandem::to_ordered(x) == tandem::to_ordered(y); });
 }
 
 // Sorts keys (and values, when given) file to file under `limit` and checks the result.

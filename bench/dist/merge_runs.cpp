@@ -18,10 +18,10 @@
 
 #include <fmt/format.h>
 
-#include "sort/merge_runs.hpp"
 #include "dist/splitters.hpp"
 #include "harness.hpp"
 #include "mpi_bench.hpp"
+#include "sort/merge_runs.hpp"
 #include "tandem/core/parallel.hpp"
 #include "tandem/core/timing.hpp"
 #include "tandem/sort.hpp"
@@ -160,7 +160,7 @@ int run(int argc, char** argv) {
         MPI_Barrier(MPI_COMM_WORLD);
         tandem::Stopwatch w;
         tandem::detail::merge_runs(scratch_k.data(), v_in, runs, out_keys.data(), pairs ? out_values.data() : nullptr,
-                                 less, threads);
+                                   less, threads);
         return slowest_rank(w.seconds());
       });
       const bool ok = std::is_sorted(out_keys.begin(), out_keys.end()) && out_keys == anchor_keys &&

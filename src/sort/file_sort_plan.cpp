@@ -31,14 +31,15 @@ FileSortPlan plan_file_sort(std::uint64_t elements, std::size_t element_bytes, s
   if (p.runs == 1 || p.window_elements >= kMinRunWindow) return p;
   // The least limit: windows of kMinRunWindow for runs of limit / (2 * element_bytes) elements,
   // L^2 >= 4 * kMinRunWindow * element_bytes^2 * elements; rounded up until the plan agrees.
-  auto least = std::size_t(std::ceil(2.0 * double(element_bytes) * std::sqrt(double(kMinRunWindow) * double(elements))));
+  auto least =
+      std::size_t(std::ceil(2.0 * double(element_bytes) * std::sqrt(double(kMinRunWindow) * double(elements))));
   for (FileSortPlan q = sized(elements, element_bytes, least); q.runs > 1 && q.window_elements < kMinRunWindow;
        q = sized(elements, element_bytes, least))
     least += least / 64 + 1;
-  throw UsageError(fmt::format("memory_limit: {} is too little to sort {} elements of {} bytes by runs ({} runs, "
-                               "windows of {} elements in the merge); at least {} ({} bytes)",
-                               human_bytes(memory_limit), elements, element_bytes, p.runs, p.window_elements,
-                               human_bytes(least), least));
+  throw UsageError(fmt::format(
+      "memory_limit: {} is too little to sort {} elements of {} bytes by runs ({} runs, "
+      "windows of {} elements in the merge); at least {} ({} bytes)",
+      human_bytes(memory_limit), elements, element_bytes, p.runs, p.window_elements, human_bytes(least), least));
 }
 
 }  // namespace tandem::detail
