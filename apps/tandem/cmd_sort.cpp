@@ -281,7 +281,8 @@ int run_file(const Args& a) {
 
   if (a.distributed) {
     if (a.memory_limit || !a.temp_dir.empty())
-      throw tandem::UsageError("--memory-limit and --temp-dir do not apply to --distributed (each rank sorts in memory)");
+      throw tandem::UsageError(
+          "--memory-limit and --temp-dir do not apply to --distributed (each rank sorts in memory)");
     return run_distributed(a, o, t, vt);
   }
   if (a.memory_limit || !a.temp_dir.empty()) return run_by_runs(a, o, t, vt);

@@ -16,8 +16,6 @@
 //
 //   duckdb_groupby_csv --lib libduckdb.so --csv FILE --threads T --reps R --warmup W --out FILE
 //                      --order 'id1, id2, v3 DESC' [--memory-limit 200MB --temp-dir DIR]
-#include <dlfcn.h>
-
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -27,36 +25,9 @@
 #include <string>
 #include <vector>
 
+#include "duck_api.hpp"
+
 namespace {
-
-// The C API's types as duckdb.h declares them (its result struct's layout is frozen upstream).
-using idx_t = std::uint64_t;
-struct Result {
-  idx_t deprecated_column_count, deprecated_row_count, deprecated_rows_changed;
-  void* deprecated_columns;
-  char* deprecated_error_message;
-  void* internal_data;
-};
-using Database = void*;
-using Connection = void*;
-
-struct Api {
-  int (*open)(const char*, Database*);
-  int (*connect)(Database, Connection*);
-  int (*query)(Connection, const char*, Result*);
-  const char* (*result_error)(Result*);
-  char* (*value_varchar)(Result*, idx_t, idx_t);
-  void (*free)(void*);
-  void (*destroy_result)(Result*);
-  void (*disconnect)(Connection*);
-  void (*close)(Database*);
-};
-
-template <class F>
-void bind(void* lib, F& f, const char* name) {
-  f = reinterpret_cast<F>(dlsym(lib, name));
-  if (f == nullptr) throw std::runtime_error(std::string("libduckdb: no symbol ") + name);
-}
 
 // The db-benchmark questions over table x, and the order of each answer's rows (as common.mjs).
 const std::map<std::string, std::pair<std::string, std::string>> kQuestions = {
@@ -92,54 +63,6 @@ std::string replace_all(std::string s, const std::string& from, const std::strin
   return s;
 }
 
-class Duck {
- public:
-  Duck(const std::string& path, int threads) {
-    lib_ = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (lib_ == nullptr) throw std::runtime_error("cannot open " + path + ": " + dlerror());
-    bind(lib_, api_.open, "duckdb_open");
-    bind(lib_, api_.connect, "duckdb_connect");
-    bind(lib_, api_.query, "duckdb_query");
-    bind(lib_, api_.result_error, "duckdb_result_error");
-    bind(lib_, api_.value_varchar, "duckdb_value_varchar");
-    bind(lib_, api_.free, "duckdb_free");
-    bind(lib_, api_.destroy_result, "duckdb_destroy_result");
-    bind(lib_, api_.disconnect, "duckdb_disconnect");
-    bind(lib_, api_.close, "duckdb_close");
-    if (api_.open(nullptr, &db_) != 0) throw std::runtime_error("duckdb_open failed");
-    if (api_.connect(db_, &con_) != 0) throw std::runtime_error("duckdb_connect failed");
-    run("SET threads = " + std::to_string(threads));
-  }
-  ~Duck() {
-    api_.disconnect(&con_);
-    api_.close(&db_);
-  }
-  // Runs `sql`; the first cell of its result when `first_cell`.
-  std::string run(const std::string& sql, bool first_cell = false) {
-    Result r{};
-    const int state = api_.query(con_, sql.c_str(), &r);
-    std::string out;
-    if (state != 0) {
-      const std::string why = api_.result_error(&r) ? api_.result_error(&r) : "unknown error";
-      api_.destroy_result(&r);
-      throw std::runtime_error("DuckDB: " + why + " in: " + sql);
-    }
-    if (first_cell) {
-      char* v = api_.value_varchar(&r, 0, 0);
-      out = v ? v : "";
-      api_.free(v);
-    }
-    api_.destroy_result(&r);
-    return out;
-  }
-
- private:
-  void* lib_{nullptr};
-  Api api_{};
-  Database db_{nullptr};
-  Connection con_{nullptr};
-};
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -148,8 +71,9 @@ int main(int argc, char** argv) {
     const int threads = std::stoi(option(argc, argv, "threads", "2"));
     const int reps = std::stoi(option(argc, argv, "reps", "3")), warmup = std::stoi(option(argc, argv, "warmup", "1"));
     std::string wanted = option(argc, argv, "questions", "q1,q2,q3,q4,q5,q6,q7,q8,q10");
-    Duck duck(option(argc, argv, "lib"), threads);
-    const std::string version = duck.run("SELECT version()", true);
+    tandem::bench::DuckDb duck(option(argc, argv, "lib"));
+    duck.run("SET threads = " + std::to_string(threads));
+    const std::string version = duck.first_cell("SELECT version()");
     if (const std::string order = option(argc, argv, "order", ""); !order.empty()) {
       if (const std::string limit = option(argc, argv, "memory-limit", ""); !limit.empty()) {
         duck.run("SET memory_limit = '" + limit + "'");
