@@ -11,6 +11,7 @@
 #include <limits>
 #include <numeric>
 #include <random>
+#include <thread>
 #include <vector>
 
 #include "sort/file_sort_plan.hpp"
@@ -183,6 +184,50 @@ TEST(SortFiles, EmptyAndOneElement) {
   TempDir dir;
   check_sort(dir, std::vector<std::uint64_t>{}, std::vector<std::uint64_t>{}, 1 << 20, false, ".npy", 2, 1);
   check_sort(dir, std::vector<std::int64_t>{-3}, std::vector<std::uint32_t>{9}, 1 << 20, false, "", 2, 1);
+}
+
+// Sorts by runs on several threads at once, beside in-memory sorts whose scratch blocks the pool
+// holds while the sorts by runs give the pool's blocks back: each result as when computed alone.
+TEST(SortFiles, SeveralThreadsAtOnce) {
+  TempDir dir;
+  const int threads = 3;
+  std::vector<std::vector<std::uint64_t>> keys(threads);
+  std::vector<std::vector<std::uint32_t>> values(threads);
+  for (int t = 0; t < threads; ++t) {
+    std::mt19937_64 rng(50 + t);
+    keys[t].resize(120000 + 7 * t);
+    values[t].resize(keys[t].size());
+    for (std::size_t i = 0; i < keys[t].size(); ++i) keys[t][i] = rng() % 5000, values[t][i] = std::uint32_t(i);
+  }
+  std::vector<std::string> failures(threads);
+  auto worker = [&](int t) {
+    const std::string p = std::to_string(t);
+    tandem::SortFiles f{dir.file("k" + p),  dir.file("v" + p), dir.file("ko" + p),
+                        dir.file("vo" + p), DType::u64,        DType::u32};
+    tandem::io::write_vector<std::uint64_t>(f.keys, keys[t]);
+    tandem::io::write_vector<std::uint32_t>(f.values, values[t]);
+    tandem::SortOptions o;
+    o.device = tandem::Device::cpu;
+    o.threads = 2;
+    o.descending = t == 1;
+    auto want_k = keys[t];
+    auto want_v = values[t];
+    reference(want_k, want_v, o.descending);
+    for (int round = 0; round < 3 && failures[t].empty(); ++round) {
+      tandem::sort_files(f, o, {600000, dir.path.string()});
+      if (read<std::uint64_t>(f.keys_out) != want_k || read<std::uint32_t>(f.values_out) != want_v)
+        failures[t] = "by runs, round " + std::to_string(round);
+      auto k = keys[t];  // an in-memory sort of 2^21 keys: its scratch comes from the pool
+      k.resize(std::size_t{1} << 21, 3);
+      tandem::sort(std::span<std::uint64_t>(k), o);
+      if (!std::is_sorted(k.begin(), k.end(), [&](auto a, auto b) { return o.descending ? b < a : a < b; }))
+        failures[t] = "in memory, round " + std::to_string(round);
+    }
+  };
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t) pool.emplace_back(worker, t);
+  for (auto& th : pool) th.join();
+  for (int t = 0; t < threads; ++t) EXPECT_TRUE(failures[t].empty()) << "thread " << t << ": " << failures[t];
 }
 
 TEST(SortFiles, BadInputsNameTheFileAndLeaveNoOutput) {

@@ -73,10 +73,9 @@ class RunSorter {
 
   void run(const detail::FileSortPlan& plan, const std::string& temp_dir, Report& rep) {
     plan_ = plan;
-    io::write_array_header(out_.keys, f_.key_type, plan.elements);
-    if (pairs_) io::write_array_header(*out_.values, f_.value_type, plan.elements);
     Stopwatch w;
     if (plan.runs == 1) {
+      write_headers();
       sort_whole(rep);
       rep.add("sort in memory", "cpu", w.seconds(), fmt::format("{} elements in one piece", plan.elements));
       return;
@@ -87,12 +86,17 @@ class RunSorter {
             fmt::format("{} runs of up to {} elements, {} to {}", plan.runs, plan.piece_elements,
                         human_bytes(scratch_bytes_), scratch.folder()));
     w.reset();
+    write_headers();  // the outputs are made once the runs are (a signal before leaves no file)
     const std::size_t rounds = merge(scratch);
     rep.add("merge", "cpu", w.seconds(),
             fmt::format("{} runs through windows of {} elements, {} rounds", plan.runs, plan.window_elements, rounds));
   }
 
  private:
+  void write_headers() {
+    io::write_array_header(out_.keys, f_.key_type, plan_.elements);
+    if (pairs_) io::write_array_header(*out_.values, f_.value_type, plan_.elements);
+  }
   std::size_t element_bytes() const { return sizeof(K) + (pairs_ ? sizeof(V) : 0); }
   detail::KeyOrder<K> order() const {
     return {opts_.descending ? std::numeric_limits<typename detail::KeyOrder<K>::U>::max() : 0};

@@ -182,6 +182,22 @@ grep -q "at least" "$out" || fail "a too small --memory-limit names the least th
 [ -e "$D/r2.u64" ] && fail "a refused --memory-limit left an output file"
 check by-runs-stdin 2 "$T" sort --type u64 --in - --out "$D/r3.u64" --memory-limit 4M < "$D/big.u64"
 check plan-memory-limit 2 "$T" sort --plan --n 16 --k 0.5 --memory-limit 4M
+# A signal once the runs are written (the values output a FIFO nobody reads: the merge blocks
+# opening it) removes the runs' folder and the keys' temporary.
+mkfifo "$D/runs.fifo"
+for sig in TERM INT; do
+  python3 -c 'import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execv(sys.argv[1], sys.argv[1:])' \
+    "$T" sort --type u64 --in "$D/big.u64" --values "$D/big.u64" --values-type u64 --out "$D/rsig.u64" \
+    --values-out "$D/runs.fifo" --memory-limit 4M --temp-dir "$D/runs" 2>/dev/null &
+  pid=$!
+  for _ in $(seq 200); do ls "$D" | grep -q 'rsig.u64.tmp-' && break; sleep 0.05; done
+  ls "$D" | grep -q 'rsig.u64.tmp-' || fail "by runs, SIG$sig: the keys' temporary never appeared"
+  [ -n "$(ls -A "$D/runs")" ] || fail "by runs, SIG$sig: no runs folder while merging"
+  kill -$sig $pid
+  wait $pid 2>/dev/null
+  [ -z "$(ls -A "$D/runs")" ] || fail "by runs, SIG$sig: the runs' folder was left behind"
+  ls "$D" | grep -q 'rsig.u64' && fail "by runs, SIG$sig: an output or its temporary was left behind"
+done
 
 # --- bad input: exit 2, nothing written ----------------------------------------------------------
 check bad-size 2 "$T" sort --type u32 --in "$D/bad.u32" --out "$D/x1.u32" --algorithm bitonic
