@@ -9,6 +9,7 @@
 #include <cstring>
 #include <limits>
 #include <optional>
+#include <type_traits>
 #include <vector>
 
 #include <fmt/format.h>
@@ -223,9 +224,11 @@ class RunSorter {
   std::uint64_t scratch_bytes_{0};
 };
 
-bool sortable_key(DType t) {
-  return t == DType::u32 || t == DType::i32 || t == DType::u64 || t == DType::i64 || t == DType::f32 || t == DType::f64;
-}
+// The key types tandem::sort takes.
+template <class K>
+constexpr bool kSortKey =
+    std::is_same_v<K, std::uint32_t> || std::is_same_v<K, std::int32_t> || std::is_same_v<K, std::uint64_t> ||
+    std::is_same_v<K, std::int64_t> || std::is_same_v<K, float> || std::is_same_v<K, double>;
 
 template <class K>
 Report sort_files_as(const SortFiles& f, const SortOptions& opts, const FileSortLimits& limits) {
@@ -271,19 +274,15 @@ Report sort_files(const SortFiles& files, const SortOptions& opts, const FileSor
   if (files.keys.empty() || files.keys_out.empty()) throw UsageError("sort_files: keys and keys_out are required");
   if (files.values.empty() != files.values_out.empty())
     throw UsageError("sort_files: values and values_out go together");
-  if (!sortable_key(files.key_type))
-    throw UsageError(fmt::format("sort_files: keys of type {} are not sorted (u32, i32, u64, i64, f32, f64)",
-                                 to_string(files.key_type)));
   if (!files.values.empty() && files.value_type != DType::u32 && files.value_type != DType::u64)
     throw UsageError(fmt::format("sort_files: values must be u32 or u64 (got {})", to_string(files.value_type)));
   return visit_dtype(files.key_type, [&](auto tag) -> Report {
     using K = decltype(tag);
-    if constexpr (std::is_same_v<K, std::uint32_t> || std::is_same_v<K, std::int32_t> ||
-                  std::is_same_v<K, std::uint64_t> || std::is_same_v<K, std::int64_t> || std::is_same_v<K, float> ||
-                  std::is_same_v<K, double>) {
+    if constexpr (kSortKey<K>) {
       return sort_files_as<K>(files, opts, limits);
     } else {
-      throw UsageError("sort_files: unsupported key type");
+      throw UsageError(fmt::format("sort_files: keys of type {} are not sorted (u32, i32, u64, i64, f32, f64)",
+                                   to_string(files.key_type)));
     }
   });
 }
