@@ -423,8 +423,8 @@ int main(int argc, char** argv) {
           duck.run("CREATE OR REPLACE TABLE s AS SELECT k, v FROM t ORDER BY k");
           return w.seconds();
         });
-      } catch (const std::runtime_error&
-                   e) {  // DuckDB out of memory under the limit: its result, reported, not a failed check
+      } catch (const std::runtime_error& e) {
+        // DuckDB out of memory under the limit: its result, reported, not a failed check.
         const std::string message = e.what();
         if (message.find("Out of Memory Error") == std::string::npos) throw;
         fmt::print("{}\nSUMMARY|sort_file|{} DuckDB|out of memory|-|INFO\n", message.substr(0, message.find('\n')),
