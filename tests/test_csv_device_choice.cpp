@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "scan/csv_device_choice.hpp"
+#include "scan/gpu/csv_device.hpp"
 
 using tandem::scan::estimate_csv_groupby;
 
@@ -30,4 +31,20 @@ TEST(CsvDeviceChoice, TakesTheGpuOnlyWhereItIsTenPercentFaster) {
       EXPECT_NE(e.describe().find(e.gpu ? "the GPU" : "the CPU"), std::string::npos);
     }
   }
+}
+
+// A file grouped on the GPU in pieces keeps the first piece's types: a later piece that infers a
+// narrower type is parsed again with the first one's, a wider one ends the GPU path.
+TEST(CsvPieceTypes, NarrowerPiecesTakeTheFirstTypeWiderOnesDoNot) {
+  using tandem::ColumnType;
+  using tandem::scan::compare_piece_type;
+  using tandem::scan::PieceType;
+  for (const auto t : {ColumnType::i64, ColumnType::f64, ColumnType::str})
+    EXPECT_EQ(compare_piece_type(t, t), PieceType::same);
+  EXPECT_EQ(compare_piece_type(ColumnType::f64, ColumnType::i64), PieceType::narrower);  // 1.5 first, then 2
+  EXPECT_EQ(compare_piece_type(ColumnType::str, ColumnType::i64), PieceType::narrower);  // a piece of missing values
+  EXPECT_EQ(compare_piece_type(ColumnType::str, ColumnType::f64), PieceType::narrower);
+  EXPECT_EQ(compare_piece_type(ColumnType::i64, ColumnType::f64), PieceType::wider);
+  EXPECT_EQ(compare_piece_type(ColumnType::i64, ColumnType::str), PieceType::wider);  // 08123 after 8123
+  EXPECT_EQ(compare_piece_type(ColumnType::f64, ColumnType::str), PieceType::wider);
 }

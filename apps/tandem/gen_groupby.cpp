@@ -1,4 +1,5 @@
 // `tandem gen groupby`: the db-benchmark group-by data set as a CSV file.
+#include <algorithm>
 #include <memory>
 
 #include <fmt/format.h>
@@ -20,6 +21,8 @@ struct GroupByDataArgs {
   std::string delimiter{","};
   std::string out;
 };
+
+constexpr std::size_t kPieceRows = std::size_t{1} << 23;  // rows made and written at a time
 
 char delimiter_of(const std::string& d) {
   if (d == "," || d == "comma") return ',';
@@ -46,13 +49,27 @@ const bool gen_groupby = tandem::cli::register_generator(
          if (!(a->nas >= 0 && a->nas <= 100))
            throw tandem::UsageError(fmt::format("--nas {}: expected 0 to 100", a->nas));
          const char delimiter = delimiter_of(a->delimiter);
-         const auto table = tandem::generate_groupby_table({.rows = static_cast<std::size_t>(a->rows),
-                                                            .k = static_cast<std::size_t>(a->k),
-                                                            .nas_percent = a->nas,
-                                                            .sorted = a->sorted,
-                                                            .seed = a->seed});
+         tandem::GroupByDataSpec spec{.rows = static_cast<std::size_t>(a->rows),
+                                      .k = static_cast<std::size_t>(a->k),
+                                      .nas_percent = a->nas,
+                                      .sorted = a->sorted,
+                                      .seed = a->seed};
          tandem::io::AtomicOutput out(a->out);
-         tandem::write_csv(out.stream(), table, delimiter);
+         if (spec.sorted || spec.rows <= kPieceRows) {
+           tandem::write_csv(out.stream(), tandem::generate_groupby_table(spec), delimiter);
+         } else {
+           // Made and written a share at a time (the same table), so that 10^9 rows need no
+           // table of 10^9 rows in memory.
+           const std::size_t total = spec.rows;
+           spec.total_rows = total;
+           for (std::size_t first = 0; first < total; first += kPieceRows) {
+             spec.first_row = first;
+             spec.rows = std::min(kPieceRows, total - first);
+             const auto piece = tandem::generate_groupby_table(spec);
+             if (first == 0) tandem::write_csv(out.stream(), piece, delimiter);
+             else tandem::write_csv_rows(out.stream(), piece, delimiter);
+           }
+         }
          out.commit();
          return 0;
        };

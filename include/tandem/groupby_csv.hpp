@@ -24,13 +24,20 @@ struct GroupByCsvOptions {
   std::size_t memory_limit{0};  // for the group-by's partial states (0: its default)
   std::string temp_dir;         // where the group-by may spill (empty: $TMPDIR)
   std::size_t sample_rows{20000};
-  // gpu: the file is read into GPU memory, parsed, and grouped there (a sized, uncompressed file
-  // that fits in a quarter of the GPU's free memory; otherwise, or where a field needs the CPU
-  // reader, it streams on the CPU and the report says why). NoDeviceError without a GPU.
+  // gpu: the file is read into GPU memory, parsed, and grouped there: whole where it fits in a
+  // quarter of the GPU's free memory, else (and standard input or a pipe) in pieces whose partial
+  // groups are combined on the CPU. A compressed file, a field only the CPU reader decides, or
+  // aggregations that do not combine across pieces stream on the CPU instead, and the report
+  // says why (a stream that cannot be read again fails naming the reason). NoDeviceError
+  // without a GPU.
   // cpu: streamed on the CPU. auto: the GPU where a GPU is present, the file is sized and
   // uncompressed, and the GPU path is estimated at least 10 % faster from the file's size and the
   // CPU threads (src/scan/csv_device_choice.hpp; both estimates in the report's notes).
   Device device{Device::cpu};
+  // gpu: a file over a quarter of the GPU's free memory, or a stream, is read into the GPU this
+  // many bytes at a time, each piece grouped there and the partial groups combined on the CPU
+  // (0: a sixteenth of the free memory, at most 1 GiB). Set, a larger file is read in pieces too.
+  std::size_t gpu_piece_bytes{0};
   // Called about twice a second from the reading thread with the input bytes read so far.
   std::function<void(std::size_t bytes)> progress;
   // Set: the result goes to it a table at a time in key order (each piece with the result's

@@ -147,38 +147,6 @@ Table sort_by_keys(const Table& t, const std::vector<std::string>& by, const Gro
   return Table(std::move(cols));
 }
 
-template <class S>
-Column mean_column(const std::string& name, const Column& sums, const Column& counts) {
-  const auto s = sums.numbers<S>();
-  const auto c = counts.numbers<std::int64_t>();
-  std::vector<double> v(sums.length);
-  for (std::size_t i = 0; i < v.size(); ++i) v[i] = c[i] > 0 ? double(s[i]) / double(c[i]) : 0.0;
-  auto valid = make_validity(v.size(), [&](std::size_t i) { return c[i] > 0 && sums.present(i); });
-  return make_column(name, std::move(v), std::move(valid));
-}
-
-// The final table's keys, then the caller's outputs in order (means computed here).
-Table assemble_outputs(const Table& final_table, const GroupBySpec& spec, const CombinePlan& plan) {
-  std::vector<Column> cols;
-  for (const auto& k : spec.by) cols.push_back(final_table.column(k));
-  for (const auto& o : plan.outputs) {
-    const Column& source = final_table.column(o.source);
-    if (o.count.empty()) {
-      cols.push_back(source);
-      continue;
-    }
-    const Column& counts = final_table.column(o.count);
-    cols.push_back(visit_numeric(source.type, [&](auto zero) {
-      using S = decltype(zero);
-      if constexpr (std::is_same_v<S, double> || std::is_same_v<S, std::int64_t> || std::is_same_v<S, std::uint64_t>)
-        return mean_column<S>(o.name, source, counts);
-      else throw Error("dist groupby: a partial sum of unexpected type " + std::string(to_string(source.type)));
-      return Column{};
-    }));
-  }
-  return Table(std::move(cols));
-}
-
 }  // namespace
 
 GroupByResult groupby(const Context& ctx, const Table& input, const GroupBySpec& spec, const GroupByOptions& given,
@@ -225,7 +193,7 @@ GroupByResult groupby(const Context& ctx, const Table& input, const GroupBySpec&
   ctx.run_agreed([&] {
     if (combine) {
       tandem::GroupByResult final_groups = tandem::groupby(mine, {spec.by, plan.final}, options);
-      out.table = assemble_outputs(final_groups.table, spec, plan);
+      out.table = combined_result(final_groups.table, spec.by, plan);
     } else {
       out.table = tandem::groupby(mine, spec, options).table;
     }

@@ -1,13 +1,28 @@
 #include "groupby/combine_plan.hpp"
 
 #include <algorithm>
+#include <string>
+#include <type_traits>
 
 #include <fmt/format.h>
+
+#include "tandem/core/error.hpp"
 
 namespace tandem {
 namespace {
 
 using Kind = CombinePlan::Output::Kind;
+
+// mean = the summed partial sums over the summed counts; missing where the count is 0.
+template <class S>
+Column mean_column(const std::string& name, const Column& sums, const Column& counts) {
+  const auto s = sums.numbers<S>();
+  const auto c = counts.numbers<std::int64_t>();
+  std::vector<double> v(sums.length);
+  for (std::size_t i = 0; i < v.size(); ++i) v[i] = c[i] > 0 ? double(s[i]) / double(c[i]) : 0.0;
+  auto valid = make_validity(v.size(), [&](std::size_t i) { return c[i] > 0 && sums.present(i); });
+  return make_column(name, std::move(v), std::move(valid));
+}
 
 void plan_mean(CombinePlan& plan, const Aggregation& a, std::size_t i, CombineTarget target) {
   const std::string out = output_names(a).front(), part = fmt::format("__part{}", i),
@@ -78,6 +93,27 @@ CombinePlan plan_combine(const std::vector<Aggregation>& aggs, CombineTarget tar
     }
   }
   return plan;
+}
+
+Table combined_result(const Table& final_groups, const std::vector<std::string>& by, const CombinePlan& plan) {
+  std::vector<Column> cols;
+  for (const auto& k : by) cols.push_back(final_groups.column(k));
+  for (const auto& o : plan.outputs) {
+    const Column& source = final_groups.column(o.source);
+    if (o.count.empty()) {
+      cols.push_back(source);
+      continue;
+    }
+    const Column& counts = final_groups.column(o.count);
+    cols.push_back(visit_numeric(source.type, [&](auto zero) {
+      using S = decltype(zero);
+      if constexpr (std::is_same_v<S, double> || std::is_same_v<S, std::int64_t> || std::is_same_v<S, std::uint64_t>)
+        return mean_column<S>(o.name, source, counts);
+      else throw Error("group-by: a partial sum of unexpected type " + std::string(to_string(source.type)));
+      return Column{};
+    }));
+  }
+  return Table(std::move(cols));
 }
 
 }  // namespace tandem

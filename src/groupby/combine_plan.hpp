@@ -44,4 +44,9 @@ std::string as_f64_name(const std::string& column);
 
 CombinePlan plan_combine(const std::vector<Aggregation>& aggs, CombineTarget target = CombineTarget::ranks);
 
+// The final groups' keys, then the caller's outputs in order, a mean as its summed partial sum
+// over its summed count: the answer of a CombineTarget::ranks plan whose partial groups were
+// grouped by plan.final.
+Table combined_result(const Table& final_groups, const std::vector<std::string>& by, const CombinePlan& plan);
+
 }  // namespace tandem

@@ -51,6 +51,12 @@ CsvLayout csv_layout(std::string_view text, const CsvOptions& options, std::stri
   return layout;
 }
 
+PieceType compare_piece_type(ColumnType first, ColumnType later) {
+  if (first == later) return PieceType::same;
+  const auto width = [](ColumnType t) { return t == ColumnType::i64 ? 0 : t == ColumnType::f64 ? 1 : 2; };
+  return width(later) < width(first) ? PieceType::narrower : PieceType::wider;
+}
+
 WantedColumns wanted_columns(const CsvLayout& layout, const CsvOptions& options,
                              const std::vector<std::string>& columns) {
   WantedColumns w;

@@ -1,4 +1,5 @@
 // The device passes of csv_device.hpp: quote state per segment, rows, fields, classes, values.
+#include <cub/device/device_reduce.cuh>
 #include <cub/device/device_scan.cuh>
 
 #include <algorithm>
@@ -57,6 +58,22 @@ __global__ void segment_line_breaks(const char* s, std::size_t n, std::size_t se
     }
   }
   if (count) count[i] = k;
+}
+
+// Per segment: one past its last line break outside quotes, 0 where it has none.
+__global__ void segment_last_break(const char* s, std::size_t n, std::size_t segments, const std::uint8_t* state,
+                                   std::uint64_t* last) {
+  const std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x;
+  if (i >= segments) return;
+  const std::size_t b = i * kSegment, e = min(n, b + kSegment);
+  unsigned quoted = state[i];
+  std::uint64_t at = 0;
+  for (std::size_t j = b; j < e; ++j) {
+    const char c = __ldg(s + j);
+    if (c == '"') quoted ^= 1u;
+    else if (c == '\n' && !quoted) at = j + 1;
+  }
+  last[i] = at;
 }
 
 struct RowBounds {
@@ -242,18 +259,38 @@ struct Rows {
   bool open_quote{false};
 };
 
-Rows find_rows(const char* s, std::size_t n, cudaStream_t stream) {
-  Rows rows;
-  const std::size_t segments = (n + kSegment - 1) / kSegment;
-  gpu::DeviceBuffer<std::uint8_t> parity(segments), state(segments);
+// The quote state each 64-byte segment of [s, s + n) starts in (the text starts outside quotes),
+// and whether the text ends inside quotes.
+struct QuoteStates {
+  gpu::DeviceBuffer<std::uint8_t> state;
+  std::size_t segments{0};
+  bool open_at_end{false};
+};
+
+QuoteStates quote_states(const char* s, std::size_t n, cudaStream_t stream) {
+  QuoteStates q;
+  q.segments = (n + kSegment - 1) / kSegment;
+  const std::size_t segments = q.segments;
+  gpu::DeviceBuffer<std::uint8_t> parity(segments);
+  q.state = gpu::DeviceBuffer<std::uint8_t>(segments);
   segment_quote_parity<<<blocks_for(segments), kBlock, 0, stream>>>(s, n, segments, parity.data());
   TANDEM_CUDA_LAUNCH("segment_quote_parity");
   gpu::run_cub("quote state scan", [&](void* t, std::size_t& b) {
-    return cub::DeviceScan::ExclusiveScan(t, b, parity.data(), state.data(), Xor{}, std::uint8_t{0}, segments, stream);
+    return cub::DeviceScan::ExclusiveScan(t, b, parity.data(), q.state.data(), Xor{}, std::uint8_t{0}, segments,
+                                          stream);
   });
-  const std::uint8_t last_state = gpu::read_value(state.data() + segments - 1, stream);
+  const std::uint8_t last_state = gpu::read_value(q.state.data() + segments - 1, stream);
   const std::uint8_t last_parity = gpu::read_value(parity.data() + segments - 1, stream);
-  rows.open_quote = (last_state ^ last_parity) != 0;
+  q.open_at_end = (last_state ^ last_parity) != 0;
+  return q;
+}
+
+Rows find_rows(const char* s, std::size_t n, cudaStream_t stream) {
+  Rows rows;
+  const QuoteStates q = quote_states(s, n, stream);
+  const std::size_t segments = q.segments;
+  const auto& state = q.state;
+  rows.open_quote = q.open_at_end;
   if (rows.open_quote) return rows;
   gpu::DeviceBuffer<std::uint64_t> count(segments + 1);
   segment_line_breaks<<<blocks_for(segments), kBlock, 0, stream>>>(s, n, segments, state.data(), count.data(), nullptr,
@@ -417,6 +454,18 @@ DeviceCsv parse_csv_device(const char* body, std::size_t n, const CsvLayout& lay
                    stream);
   TANDEM_CUDA(cudaStreamSynchronize(stream));
   return out;
+}
+
+std::size_t complete_rows_end(const char* body, std::size_t n, cudaStream_t stream) {
+  if (n == 0) return 0;
+  const QuoteStates q = quote_states(body, n, stream);
+  gpu::DeviceBuffer<std::uint64_t> last(q.segments + 1);
+  segment_last_break<<<blocks_for(q.segments), kBlock, 0, stream>>>(body, n, q.segments, q.state.data(), last.data());
+  TANDEM_CUDA_LAUNCH("segment_last_break");
+  gpu::run_cub("last line break", [&](void* t, std::size_t& b) {
+    return cub::DeviceReduce::Max(t, b, last.data(), last.data() + q.segments, q.segments, stream);
+  });
+  return gpu::read_value(last.data() + q.segments, stream);
 }
 
 Table download(const DeviceCsv& csv) {

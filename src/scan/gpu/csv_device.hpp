@@ -51,6 +51,13 @@ struct WantedColumns {
 WantedColumns wanted_columns(const CsvLayout& layout, const CsvOptions& options,
                              const std::vector<std::string>& columns);
 
+// A file parsed in pieces: how a later piece's inferred type of a column stands to the type the
+// first piece gave it. Types widen i64 -> f64 -> str (a piece without a value of the column infers
+// i64): `narrower` is parsed again with the first type fixed; `wider` means the whole file would
+// have inferred another type, so the pieces so far do not hold.
+enum class PieceType { same, narrower, wider };
+PieceType compare_piece_type(ColumnType first, ColumnType later);
+
 #if TANDEM_HAS_CUDA
 struct DeviceCsvColumn {
   std::string name;
@@ -74,6 +81,10 @@ struct DeviceCsv {
 DeviceCsv parse_csv_device(const char* body, std::size_t bytes, const CsvLayout& layout,
                            const std::vector<std::size_t>& wanted, const std::vector<ColumnType>& types,
                            const std::vector<bool>& fixed, cudaStream_t stream);
+
+// One past the last line break outside quotes in [body, body + bytes), which starts outside
+// quotes: where the complete rows of a piece of a file end (0 where no row ends there).
+std::size_t complete_rows_end(const char* body, std::size_t bytes, cudaStream_t stream);
 
 // The device columns copied to a host table.
 Table download(const DeviceCsv& csv);

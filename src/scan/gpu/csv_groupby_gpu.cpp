@@ -12,6 +12,7 @@
 #include "groupby/gpu/device_columns.hpp"
 #include "groupby/gpu/string_dictionary.hpp"
 #include "scan/gpu/csv_device.hpp"
+#include "scan/gpu/csv_gpu_pieces.hpp"
 #include "scan/source.hpp"
 #include "table/gpu/string_ranks.hpp"
 #include "tandem/core/io.hpp"
@@ -28,10 +29,6 @@ namespace tandem::scan {
 
 #if TANDEM_HAS_CUDA
 namespace {
-
-constexpr std::size_t kHeaderBytes = std::size_t{1} << 20;  // the header must end within the first MiB
-// Device memory a parse needs per byte of CSV: the text, the row and field positions, the columns.
-constexpr std::size_t kDeviceBytesPerCsvByte = 4;
 
 // A parsed column as a device table's: numbers as parsed, strings ranked on the device.
 // std::nullopt where the strings are too many for the device ranking.
@@ -59,23 +56,31 @@ std::optional<gpu_groupby::DeviceColumn> device_column(DeviceCsvColumn&& c, std:
   return d;
 }
 
-// Why the device cannot take this file, or empty.
-std::string unfit_file(const std::string& path) {
-  if (path == "-" || !io::is_sized_file(path)) return "the GPU reads sized files, not streams";
-  if (is_compressed(path)) return "the GPU reads uncompressed files";
-  return {};
-}
-
 }  // namespace
+
+std::optional<DeviceTable> device_table_of(DeviceCsv&& parsed, int threads, cudaStream_t stream) {
+  auto impl = std::make_unique<DeviceTable::Impl>();
+  TANDEM_CUDA(cudaGetDevice(&impl->device));
+  impl->rows = parsed.rows;
+  impl->threads = threads;
+  for (auto& c : parsed.columns) {
+    auto d = device_column(std::move(c), parsed.rows, stream);
+    if (!d) return std::nullopt;
+    impl->columns.push_back(std::move(*d));
+  }
+  impl->describe_columns();
+  return DeviceTable(std::move(impl));
+}
 
 std::optional<GroupByResult> groupby_csv_on_gpu(const std::string& path, const std::vector<std::string>& columns,
                                                 const GroupBySpec& spec, const GroupByCsvOptions& options,
                                                 Report& notes) {
   if (gpu_count() == 0) throw NoDeviceError("group-by device 'gpu': no usable GPU");
-  if (const std::string why = unfit_file(path); !why.empty()) {
-    notes.note(fmt::format("{}: streamed on the CPU", why));
+  if (is_compressed(path)) {
+    notes.note("the GPU reads uncompressed files: streamed on the CPU");
     return std::nullopt;
   }
+  if (path == "-" || !io::is_sized_file(path)) return groupby_csv_gpu_pieces(path, columns, spec, options, notes);
   const int threads = options.csv.threads > 0 ? options.csv.threads : default_threads();
   Stopwatch w;
   io::SizedFile file(path);
@@ -91,12 +96,10 @@ std::optional<GroupByResult> groupby_csv_on_gpu(const std::string& path, const s
   const std::size_t body = size - layout.body_offset;
   std::size_t free = 0, total = 0;
   TANDEM_CUDA(cudaMemGetInfo(&free, &total));
-  if (body > free / kDeviceBytesPerCsvByte) {
+  if (options.gpu_piece_bytes > 0 ? body > options.gpu_piece_bytes : body > free / kDeviceBytesPerCsvByte) {
     notes.note(
-        fmt::format("the file ({} bytes) needs more than the GPU's free memory ({} bytes) allows: streamed on "
-                    "the CPU",
-                    size, free));
-    return std::nullopt;
+        fmt::format("the file ({} bytes) is read into the GPU in pieces (free GPU memory: {} bytes)", size, free));
+    return groupby_csv_gpu_pieces(path, columns, spec, options, notes);
   }
   try {
     gpu::Stream stream;
@@ -114,21 +117,13 @@ std::optional<GroupByResult> groupby_csv_on_gpu(const std::string& path, const s
     text = {};
     const double parse_s = w.seconds();
     w.reset();
-    auto impl = std::make_unique<DeviceTable::Impl>();
-    TANDEM_CUDA(cudaGetDevice(&impl->device));
-    impl->rows = parsed.rows;
-    impl->threads = threads;
-    for (auto& c : parsed.columns) {
-      auto d = device_column(std::move(c), parsed.rows, stream);
-      if (!d) {
-        notes.note("more rows than the GPU ranks strings for: streamed on the CPU");
-        return std::nullopt;
-      }
-      impl->columns.push_back(std::move(*d));
+    std::optional<DeviceTable> made = device_table_of(std::move(parsed), threads, stream);
+    if (!made) {
+      notes.note("more rows than the GPU ranks strings for: streamed on the CPU");
+      return std::nullopt;
     }
-    impl->describe_columns();
     const double rank_s = w.seconds();
-    const DeviceTable table(std::move(impl));
+    const DeviceTable& table = *made;
     GroupByOptions go;
     go.device = Device::gpu;
     go.threads = threads;

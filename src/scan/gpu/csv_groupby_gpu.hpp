@@ -1,9 +1,10 @@
 // A CSV file grouped on the GPU: the body read from the file straight into pinned slots and
 // copied to device memory, parsed there (csv_device.hpp), strings ranked there
-// (table/gpu/string_ranks.hpp), and the group-by run on the columns where they lie. Where the
-// device cannot take the file (standard input or a compressed file, too little device memory, a
-// field only the CPU reader decides) it returns nothing and notes why in `notes`: the caller then
-// streams the file on the CPU, whose answer or error is the same.
+// (table/gpu/string_ranks.hpp), and the group-by run on the columns where they lie; a file over a
+// quarter of the free device memory, standard input and pipes a piece at a time
+// (csv_gpu_pieces.hpp). Where the device cannot take the file (a compressed file, a field only the
+// CPU reader decides...) it returns nothing and notes why in `notes`: the caller then streams the
+// file on the CPU, whose answer or error is the same.
 #pragma once
 #include <optional>
 #include <string>
