@@ -51,6 +51,17 @@ GroupBySpec spec_of(const std::string& by, const std::string& aggs) {
   return spec;
 }
 
+// The db-benchmark data (K = 10) as CSV text.
+std::string db_benchmark_csv(std::size_t rows, double nas_percent) {
+  GroupByDataSpec data;
+  data.rows = rows;
+  data.k = 10;
+  data.nas_percent = nas_percent;
+  std::ostringstream text;
+  write_csv(text, generate_groupby_table(data));
+  return text.str();
+}
+
 // groupby_csv over a FIFO that a thread fills with `text`.
 GroupByResult through_pipe(const std::string& fifo, const std::string& text, const GroupBySpec& spec,
                            const GroupByCsvOptions& options) {
@@ -70,14 +81,8 @@ GroupByResult through_pipe(const std::string& fifo, const std::string& text, con
 TEST(GpuCsvGroupBy, TheDbBenchmarkQuestionsMatchTheReference) {
   TANDEM_REQUIRE_GPU();
   TempDir dir;
-  GroupByDataSpec data;
-  data.rows = 30000;
-  data.k = 10;
-  data.nas_percent = 5;
-  std::ostringstream text;
-  write_csv(text, generate_groupby_table(data));
   const std::string path = dir.file("g.csv");
-  write_file(path, text.str());
+  write_file(path, db_benchmark_csv(30000, 5));
   const Table t = read_csv(path);
   const std::pair<const char*, const char*> questions[] = {
       {"id1", "sum(v1)"},
@@ -92,10 +97,7 @@ TEST(GpuCsvGroupBy, TheDbBenchmarkQuestionsMatchTheReference) {
       {"id3", "nunique(id1),first(id2),last(v3),min(id1),max(id2)"},
   };
   for (const auto& [by, aggs] : questions) {
-    GroupBySpec spec;
-    std::stringstream keys(by);
-    for (std::string k; std::getline(keys, k, ',');) spec.by.push_back(k);
-    spec.aggs = parse_aggregations(aggs);
+    const GroupBySpec spec = spec_of(by, aggs);
     const auto r = groupby_csv(path, spec, on_gpu());
     const std::string what = std::string(by) + ": " + aggs;
     EXPECT_TRUE(ran_on_gpu(r)) << what << "\n" << r.report.explain();
@@ -139,14 +141,8 @@ TEST(GpuCsvGroupBy, HeaderOnlyAndOneRowFiles) {
 TEST(GpuCsvGroupByPieces, TheQuestionsThatCombineMatchTheReference) {
   TANDEM_REQUIRE_GPU();
   TempDir dir;
-  GroupByDataSpec data;
-  data.rows = 20000;
-  data.k = 10;
-  data.nas_percent = 5;
-  std::ostringstream text;
-  write_csv(text, generate_groupby_table(data));
   const std::string path = dir.file("g.csv");
-  write_file(path, text.str());
+  write_file(path, db_benchmark_csv(20000, 5));
   const Table t = read_csv(path);
   const std::pair<const char*, const char*> questions[] = {
       {"id1", "sum(v1)"},
@@ -193,21 +189,17 @@ TEST(GpuCsvGroupByPieces, QuotedLineBreaksAndCrlfAcrossPieces) {
 TEST(GpuCsvGroupByPieces, APipeIsReadInPieces) {
   TANDEM_REQUIRE_GPU();
   TempDir dir;
-  GroupByDataSpec data;
-  data.rows = 5000;
-  data.k = 10;
-  std::ostringstream text;
-  write_csv(text, generate_groupby_table(data));
+  const std::string text = db_benchmark_csv(5000, 0);
   const std::string fifo = dir.file("g.fifo");
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
   const std::string file = dir.file("g.csv");
-  write_file(file, text.str());
+  write_file(file, text);
   const GroupBySpec spec = spec_of("id2", "sum(v1),mean(v3),max(v2)");
-  const auto r = through_pipe(fifo, text.str(), spec, in_gpu_pieces(8192));
+  const auto r = through_pipe(fifo, text, spec, in_gpu_pieces(8192));
   EXPECT_TRUE(ran_on_gpu(r) && in_pieces(r)) << r.report.explain();
   expect_matches(r.table, reference_groupby(read_csv(file), spec), "pipe");
   // Pieces of the default size (a share of the GPU's memory): one piece.
-  const auto whole = through_pipe(fifo, text.str(), spec, on_gpu());
+  const auto whole = through_pipe(fifo, text, spec, on_gpu());
   EXPECT_TRUE(ran_on_gpu(whole)) << whole.report.explain();
   expect_matches(whole.table, reference_groupby(read_csv(file), spec), "pipe, one piece");
   // A header and no rows.
