@@ -248,11 +248,12 @@ TEST(GpuCsvGroupByPieces, TypesThatChangeAfterTheFirstPiece) {
 TEST(GpuCsvGroupByPieces, WhatPiecesCannotTakeStreamsOnTheCpu) {
   TANDEM_REQUIRE_GPU();
   TempDir dir;
-  std::string text = "k,v\n";
-  for (int i = 0; i < 500; ++i) text += "k" + std::to_string(i % 9) + "," + std::to_string(i % 17) + "\n";
+  std::string rows;
+  for (int i = 0; i < 500; ++i) rows += "k" + std::to_string(i % 9) + "," + std::to_string(i % 17) + "\n";
+  const std::string text = "k,v\n" + rows;
   std::string long_row = "k" + std::string(5000, 'x');
   const std::string path = dir.file("g.csv");
-  write_file(path, text + long_row + ",3\n" + text);
+  write_file(path, text + long_row + ",3\n" + rows);
   const Table t = read_csv(path);
   // Aggregations that do not combine across pieces.
   const GroupBySpec holistic = spec_of("k", "median(v),nunique(v)");

@@ -131,7 +131,9 @@ class PieceGrouper {
  private:
   DeviceCsv parse(const char* text, std::size_t bytes) {
     DeviceCsv p = parse_csv_device(text, bytes, layout_, want_.index, types_, want_.fixed, stream_);
-    if (p.needs_cpu) throw LeaveGpu{p.why};
+    // A value of a column the device cannot classify (08123 after numbers, say): its type in the
+    // schema would settle it.
+    if (p.needs_cpu) throw LeaveGpu{p.why, p.why.rfind("column '", 0) == 0};
     if (!typed_) {
       for (std::size_t w = 0; w < types_.size(); ++w) types_[w] = p.columns[w].type;
       typed_ = true;
