@@ -36,7 +36,8 @@ struct GroupByCsvOptions {
   Device device{Device::cpu};
   // gpu: a file over a quarter of the GPU's free memory, or a stream, is read into the GPU this
   // many bytes at a time, each piece grouped there and the partial groups combined on the CPU
-  // (0: a sixteenth of the free memory, at most 1 GiB). Set, a larger file is read in pieces too.
+  // (0: a sixteenth of the free memory, at most 1 GiB from a file and 256 MiB from a stream).
+  // Set, a file larger than this is read in pieces too.
   std::size_t gpu_piece_bytes{0};
   // Called about twice a second from the reading thread with the input bytes read so far.
   std::function<void(std::size_t bytes)> progress;

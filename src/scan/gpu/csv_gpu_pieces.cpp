@@ -27,6 +27,9 @@ namespace tandem::scan {
 namespace {
 
 constexpr std::size_t kMostPieceBytes = std::size_t{1} << 30;
+// A pipe brings a few GB/s: smaller pieces keep up with it, and the two pinned buffers, whose
+// allocation pins every page, are made sooner.
+constexpr std::size_t kMostStreamPieceBytes = std::size_t{256} << 20;
 constexpr std::size_t kLeastPieceBytes = std::size_t{1} << 20;
 
 // The input in order: a sized file at offsets on several threads, a stream as it comes.
@@ -78,11 +81,11 @@ struct LeaveGpu {
   bool schema_helps{false};
 };
 
-std::size_t piece_bytes(const GroupByCsvOptions& options) {
+std::size_t piece_bytes(const GroupByCsvOptions& options, bool stream) {
   if (options.gpu_piece_bytes > 0) return options.gpu_piece_bytes;
   std::size_t free = 0, total = 0;
   TANDEM_CUDA(cudaMemGetInfo(&free, &total));
-  return std::clamp(free / 16, kLeastPieceBytes, kMostPieceBytes);
+  return std::clamp(free / 16, kLeastPieceBytes, stream ? kMostStreamPieceBytes : kMostPieceBytes);
 }
 
 // Times and counts of the pieces, for the report.
@@ -183,7 +186,7 @@ std::optional<GroupByResult> groupby_csv_gpu_pieces(const std::string& path, con
   PieceReader reader(path, threads);
   std::string head(kHeaderBytes, '\0');
   head.resize(reader.read(head.data(), head.size()));
-  const std::size_t R = piece_bytes(options);
+  const std::size_t R = piece_bytes(options, !reader.rewindable());
   std::uint64_t at = 0;  // the input's offset of the piece being grouped
   try {
     if (head.size() == kHeaderBytes && head.find('\n') == std::string::npos)
