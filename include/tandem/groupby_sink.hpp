@@ -30,6 +30,10 @@ struct GroupBySinkOptions {
   int threads{0};               // threads the sink may use in finish() (0: default_threads())
   std::size_t memory_limit{0};  // bytes for partial group states; 0: a quarter of the available memory
   std::string temp_dir;         // spill folder; empty: $TMPDIR, else /tmp
+  // The rows the chunks will hold in all, where the caller can tell (a file's size over the width
+  // of its first rows); 0: unknown. It keeps the hash tables across chunks for keys that look
+  // distinct at first but repeat over the whole input (10^7 keys in 10^9 rows).
+  std::size_t expected_rows{0};
 };
 
 // A group-by over a table that arrives in pieces. Every chunk holds at least the spec's key and

@@ -52,6 +52,19 @@ std::string describe(const scan::StreamSummary& s) {
       s.passes > 1 ? fmt::format(", {} passes (a type widened after the sample)", s.passes) : "");
 }
 
+// The rows of a sized, uncompressed file, from the width of the rows in its first MiB; 0 for
+// streams, compressed files and files of one line.
+std::size_t estimated_rows(const std::string& path) {
+  if (path == "-" || !io::is_sized_file(path) || scan::is_compressed(path)) return 0;
+  io::SizedFile file(path);
+  std::string head(static_cast<std::size_t>(std::min<std::uint64_t>(file.size(), std::uint64_t{1} << 20)), '\0');
+  file.read(head.data(), head.size(), 0, 1);
+  const auto lines = static_cast<std::size_t>(std::count(head.begin(), head.end(), '\n'));
+  if (lines < 2) return 0;
+  return static_cast<std::size_t>(static_cast<double>(file.size()) * static_cast<double>(lines) /
+                                  static_cast<double>(head.size()));
+}
+
 GroupByResult stream_on_cpu(const std::string& path, const GroupBySpec& spec, const GroupByCsvOptions& options) {
   scan::StreamOptions so;
   so.delimiter = options.csv.delimiter;
@@ -64,6 +77,7 @@ GroupByResult stream_on_cpu(const std::string& path, const GroupBySpec& spec, co
   sink_options.threads = so.threads;
   sink_options.memory_limit = options.memory_limit;
   sink_options.temp_dir = options.temp_dir;
+  sink_options.expected_rows = estimated_rows(path);
   std::shared_ptr<GroupBySink> sink;
   // Each pass gets a fresh sink: a pass that widened a type is read again from the start.
   const auto summary = scan::scan_csv(path, needed_columns(spec), so, [&]() -> scan::ChunkConsumer {

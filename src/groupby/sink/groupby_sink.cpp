@@ -12,6 +12,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
+#include <limits>
 #include <mutex>
 #include <numeric>
 #include <unordered_set>
@@ -39,6 +41,23 @@ using sink::SinkConfig;
 
 std::size_t sink::SinkConfig::memory_limit(std::size_t given) {
   return memory_limit_or_share(given, kMemoryShareDivisor);
+}
+
+double sink::SinkConfig::estimated_keys(std::size_t rows, std::size_t groups) {
+  if (groups >= rows) return std::numeric_limits<double>::infinity();
+  const double n = static_cast<double>(rows), g = static_cast<double>(groups);
+  double lo = g, hi = 1e18;  // D·(1 - e^(-n/D)) grows with D, from below g to n
+  for (int i = 0; i < 200 && hi - lo > 1e-6 * lo; ++i) {
+    const double d = std::sqrt(lo * hi);
+    (d * -std::expm1(-n / d) < g ? lo : hi) = d;
+  }
+  return std::sqrt(lo * hi);
+}
+
+bool sink::SinkConfig::running_groups_pay(std::size_t rows, std::size_t groups, std::size_t expected_rows) {
+  if (rows < kRunningProbeRows || static_cast<double>(groups) <= kRunningGroupsShare * static_cast<double>(rows))
+    return true;
+  return expected_rows > 0 && static_cast<double>(expected_rows) >= kRunningRowsPerKey * estimated_keys(rows, groups);
 }
 
 struct GroupBySink::Impl {
@@ -212,9 +231,9 @@ GroupBySink::Impl::Piece GroupBySink::Impl::fold_running(std::size_t index, cons
   try {
     sink::RunningGroups& g = *held.groups;
     g.add(sink::engine_input(chunk, plan));
-    const bool distinct =
-        g.rows() >= SinkConfig::kRunningProbeRows &&
-        static_cast<double>(g.groups()) > SinkConfig::kRunningGroupsShare * static_cast<double>(g.rows());
+    // Each consuming thread's table sees about its share of the rows.
+    const bool distinct = !SinkConfig::running_groups_pay(g.rows(), g.groups(),
+                                                          options.expected_rows / static_cast<std::size_t>(threads));
     if (distinct && running.exchange(false)) gave_up_running = true;
     if (distinct || g.bytes() > flush_bytes) piece.partial = g.take();
   } catch (...) {

@@ -41,6 +41,19 @@ struct SinkConfig {
   // the peak memory), 99.3 % for D = 10^7 (q10's key tuples, which stay distinct).
   static constexpr std::size_t kRunningProbeRows = std::size_t{1} << 17;
   static constexpr double kRunningGroupsShare = 0.95;
+  // Above that share they are still kept where the chunks' rows in all (expected_rows, when the
+  // caller can tell) are at least kRunningRowsPerKey times the keys the share implies: the D of
+  // groups = D·(1 - e^(-rows/D)). db-benchmark q3 at 10^9 rows has 10^7 keys, 99.3 % distinct
+  // after 2^17 rows but 100 rows a key in all (6 in each of 16 threads' tables): given up, every
+  // row became a partial group of its own and 10^9 of them spilled; kept, each thread's table
+  // folds its rows into at most 10^7.
+  static constexpr double kRunningRowsPerKey = 4;
+  // Whether running groups holding `groups` groups of `rows` rows are kept (expected_rows: the
+  // rows this table will see in all, 0 when unknown).
+  static bool running_groups_pay(std::size_t rows, std::size_t groups, std::size_t expected_rows);
+  // The D above (rows drawn uniformly from D keys make `groups` groups); infinite when every row
+  // made a group.
+  static double estimated_keys(std::size_t rows, std::size_t groups);
 
   // memory_limit as given, or the default above.
   static std::size_t memory_limit(std::size_t given);
