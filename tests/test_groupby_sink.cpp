@@ -15,6 +15,7 @@
 #include "groupby/sink/piece_arena.hpp"
 #include "groupby/sink/running_groups.hpp"
 #include "groupby/sink/sink_config.hpp"
+#include "groupby/sink/sliced_consume.hpp"
 #include "groupby_reference.hpp"
 #include "table/table_wire.hpp"
 #include "tandem/core/error.hpp"
@@ -314,6 +315,26 @@ TEST(GroupBySink, KeysThatRepeatOnlyOverTheWholeInputKeepTheirRunningGroups) {
   bool gave_up = false;
   for (const auto& stage : got.report.stages) gave_up |= stage.detail.find("mostly distinct") != std::string::npos;
   EXPECT_FALSE(gave_up) << got.report.explain();
+}
+
+TEST(GroupBySink, ALargeTableConsumedInSlicesOnSeveralThreads) {
+  // Two slices of 2^20 rows and more on four threads, then a small table whole: the chunk indices
+  // follow on, and the answer is the whole table's.
+  std::mt19937_64 rng(11);
+  const std::size_t rows = 2 * sink::kSliceRows + 3;
+  Table t;
+  t.add(random_column(rng, "k", ColumnType::i64, rows, 5000, 0.01));
+  t.add(random_column(rng, "v", ColumnType::i64, rows, 1000, 0.1));
+  const GroupBySpec spec{{"k"}, parse_aggregations("sum(v),count(),min(v)")};
+  const Table small = rows_of(t, 0, 10);
+  GroupBySink sink(spec);
+  std::size_t next = 0;
+  sink::consume_in_slices(sink, next, t, 4);
+  EXPECT_EQ(next, 2u);
+  sink::consume_in_slices(sink, next, small, 4);
+  EXPECT_EQ(next, 3u);
+  Table both = concat_tables({t, small}, t);
+  expect_same(sink.finish().table, whole(both, spec).table, spec, "slices");
 }
 
 TEST(GroupByEngine, AResultInPiecesIsTheWholeResultCutInKeyOrder) {

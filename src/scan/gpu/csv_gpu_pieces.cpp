@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "groupby/combine_plan.hpp"
+#include "groupby/sink/sliced_consume.hpp"
 #include "scan/source.hpp"
 #include "tandem/core/error.hpp"
 #include "tandem/core/io.hpp"
@@ -125,7 +126,8 @@ class PieceGrouper {
     t.group += w.seconds();
     w.reset();
     t.partial_groups += r.table.rows();
-    sink_.consume(t.pieces++, r.table);
+    sink::consume_in_slices(sink_, next_chunk_, r.table, threads_);
+    ++t.pieces;
     t.combine += w.seconds();
   }
 
@@ -167,6 +169,7 @@ class PieceGrouper {
   cudaStream_t stream_;
   std::vector<ColumnType> types_;
   bool typed_{false};
+  std::size_t next_chunk_{0};  // the sink's next chunk index
 };
 
 }  // namespace
@@ -260,7 +263,8 @@ std::optional<GroupByResult> groupby_csv_gpu_pieces(const std::string& path, con
           fmt::format(
               "{} partial groups ({})", t.partial_groups,
               plan.partial.size() == spec.aggs.size() ? "aggregations as asked" : "a mean as a sum and a count")},
-         {"combine partial groups", "cpu", t.combine, "each piece's partial groups into the group-by sink"}});
+         {"combine partial groups", fmt::format("cpu x{}", threads), t.combine,
+          "each piece's partial groups into the group-by sink, in slices on several threads"}});
     for (auto& n : grouper.notes) r.report.notes.push_back(std::move(n));
     r.report.notes.push_back(
         fmt::format("read into the GPU in pieces of {} bytes; partial groups combined on the CPU", R));
