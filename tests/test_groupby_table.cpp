@@ -1,5 +1,7 @@
 // tandem::groupby on tables against the plain reference (groupby_reference.hpp): random tables
 // of mixed key and value types, the edge cases, thread counts, concurrent calls and errors.
+#include <limits>
+#include <map>
 #include <sstream>
 #include <thread>
 
@@ -412,4 +414,73 @@ TEST(GroupByTable, ADeviceTableNeedsAGpu) {
   if (gpu_count() > 0) GTEST_SKIP() << "a GPU is present (tests/gpu covers the device table)";
   const Table t = generate_groupby_table({.rows = 100, .k = 10});
   EXPECT_THROW(DeviceTable{t}, NoDeviceError);
+}
+
+namespace {
+
+// Sums and counts of v by k, computed plainly, in the engine's key order: (missing, key).
+template <class K>
+std::map<std::pair<bool, K>, std::pair<std::int64_t, std::int64_t>> plain_sums(const std::vector<K>& k,
+                                                                                const std::vector<std::int64_t>& v,
+                                                                                const std::vector<bool>& present) {
+  std::map<std::pair<bool, K>, std::pair<std::int64_t, std::int64_t>> m;
+  for (std::size_t i = 0; i < k.size(); ++i) {
+    auto& s = m[present[i] ? std::pair{false, k[i]} : std::pair{true, K{}}];
+    s.first += v[i];
+    ++s.second;
+  }
+  return m;
+}
+
+template <class K>
+void expect_sampled_range_answers(const std::vector<std::size_t>& outliers, K outlier, bool with_missing,
+                                  bool missed = true) {
+  const std::size_t n = (std::size_t{1} << 20) + 4097;  // enough rows for the range to be sampled
+  std::vector<K> k(n);
+  std::vector<std::int64_t> v(n);
+  std::vector<bool> present(n, true);
+  for (std::size_t i = 0; i < n; ++i) {
+    k[i] = static_cast<K>(1000 + (i * 7919) % 100);
+    v[i] = static_cast<std::int64_t>(i % 13) - 6;
+    if (with_missing && i % 5 == 0) present[i] = false;
+  }
+  for (const std::size_t i : outliers) k[i] = outlier;
+  Table t;
+  t.add(with_missing ? make_column("k", k, make_validity(n, [&](std::size_t i) { return bool(present[i]); }))
+                     : make_column("k", k));
+  t.add(make_column("v", v));
+  const auto r = on_cpu(t, GroupBySpec{{"k"}, parse_aggregations("sum(v),count()")}, 3);
+  const auto want = plain_sums(k, v, present);
+  const std::string what = fmt::format("{} outlier(s) {}", outliers.size(), static_cast<std::int64_t>(outlier));
+  ASSERT_EQ(r.table.rows(), want.size()) << what;
+  const Column& key = r.table.column("k");
+  std::size_t row = 0;
+  for (const auto& [key_want, sums] : want) {
+    ASSERT_EQ(key.present(row), !key_want.first) << what << " row " << row;
+    if (!key_want.first) {
+      EXPECT_EQ(key.numbers<K>()[row], key_want.second) << what << " row " << row;
+    }
+    EXPECT_EQ(r.table.column("sum_v").numbers<std::int64_t>()[row], sums.first) << what << " row " << row;
+    EXPECT_EQ(r.table.column("count").numbers<std::int64_t>()[row], sums.second) << what << " row " << row;
+    ++row;
+  }
+  const bool noted = r.report.explain().find("outside the range sampled") != std::string::npos;
+  EXPECT_EQ(noted, missed) << what << "\n" << r.report.explain();
+  EXPECT_NE(r.report.explain().find("of a sample"), std::string::npos) << r.report.explain();
+}
+
+}  // namespace
+
+TEST(GroupByTable, IntegerKeysOutsideTheirSampledRangeAreCountedOnceTheRangeIsExact) {
+  // The range of a large integer key column is guessed from a sample of rows; keys the sample
+  // missed, at the first row, the last, or beside the type's limits, make the fold start again.
+  const std::size_t last = (std::size_t{1} << 20) + 4096;
+  expect_sampled_range_answers<std::int32_t>({}, 0, false, false);
+  expect_sampled_range_answers<std::int32_t>({0}, 1'000'000, false);
+  expect_sampled_range_answers<std::int32_t>({last}, std::numeric_limits<std::int32_t>::min(), true);
+  expect_sampled_range_answers<std::int32_t>({7, last}, std::numeric_limits<std::int32_t>::max(), false);
+  expect_sampled_range_answers<std::int64_t>({12345}, std::numeric_limits<std::int64_t>::min(), false);
+  expect_sampled_range_answers<std::int64_t>({3}, 1120, true, false);  // inside the padded range
+  expect_sampled_range_answers<std::uint32_t>({last}, std::numeric_limits<std::uint32_t>::max(), false);
+  expect_sampled_range_answers<std::uint64_t>({1}, 0, true);
 }

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <map>
+#include <memory>
 #include <utility>
 
 #include <fmt/format.h>
@@ -85,12 +86,13 @@ void fold_in_slots(Aggregators& a, const GroupKeys& keys, std::size_t n, const A
       [&](std::vector<std::uint32_t>& gid, std::size_t s) {
         const std::size_t end = std::min(n, (s + 1) * plan.slot_rows);
         for (std::size_t b = s * plan.slot_rows; b < end; b += kBlockRows) {
+          if (keys.missed()) return;  // folded again once the keys are exact
           const std::size_t e = std::min(end, b + kBlockRows);
           keys.fill(b, e, gid.data());
           for (auto* d : ds) d->update(s, gid.data(), b, e);
         }
       });
-  if (plan.slots == 1) return;
+  if (plan.slots == 1 || keys.missed()) return;
   const std::uint64_t groups = keys.groups();
   const std::size_t pieces = std::min<std::uint64_t>(groups, groups * plan.slots < (1u << 16) ? 1 : 16 * threads);
   parallel_for(pieces, pieces > 1 ? threads : 1, [&](std::size_t c) {
@@ -119,6 +121,7 @@ Partitions partition_rows(const GroupKeys& keys, std::size_t n, const std::vecto
         for (std::size_t i = 0; i < e - b; ++i) ++offset[c * P + (gid[i] >> shift)];
       });
   Partitions parts;
+  if (keys.missed()) return parts;  // partitioned again once the keys are exact
   parts.start.resize(P + 1);
   std::size_t run = 0;
   for (std::size_t p = 0; p < P; ++p) {
@@ -152,6 +155,7 @@ void fold_in_partitions(Aggregators& a, const GroupKeys& keys, std::size_t n, co
   for (const auto& s : a.by_spec)
     if (s && std::find(inputs.begin(), inputs.end(), s->input()) == inputs.end()) inputs.push_back(s->input());
   const Partitions parts = partition_rows(keys, n, inputs, plan, threads);
+  if (keys.missed()) return;
   const std::uint64_t groups = keys.groups();
   for (auto* d : a.decomposable) d->allocate(1, groups);
   for (auto* h : a.holistic) h->allocate(groups);
@@ -217,21 +221,32 @@ void run_in_pieces(const Table& input, const GroupBySpec& spec, int threads, Rep
   const std::size_t n = input.rows();
   std::vector<const Column*> key_columns;
   for (const auto& k : spec.by) key_columns.push_back(&input.column(k));
-  const GroupKeys keys(key_columns, n, threads, report);
+  // Integer keys' ranges are guessed from samples, saving a pass over each key column; a key
+  // outside them stops the fold, and the keys are encoded again from their bounds.
+  auto keys = std::make_unique<GroupKeys>(key_columns, n, threads, report, true);
   Aggregators a = make_aggregators(input, spec, report);
-  const auto plan = plan_aggregation(n, keys.groups(), a.state_bytes(), !a.holistic.empty(), threads);
+  const auto fold = [&](const GroupKeys& keys) {
+    const auto plan = plan_aggregation(n, keys.groups(), a.state_bytes(), !a.holistic.empty(), threads);
+    Stopwatch w;
+    if (plan.partitioned) fold_in_partitions(a, keys, n, plan, threads);
+    else fold_in_slots(a, keys, n, plan, threads);
+    report.add("aggregate", "cpu", w.seconds(), plan.describe());
+  };
+  fold(*keys);
+  if (keys->missed()) {
+    report.note("a key outside the range sampled: the keys encoded again from their bounds");
+    keys.reset();
+    keys = std::make_unique<GroupKeys>(key_columns, n, threads, report);
+    fold(*keys);
+  }
   Stopwatch w;
-  if (plan.partitioned) fold_in_partitions(a, keys, n, plan, threads);
-  else fold_in_slots(a, keys, n, plan, threads);
-  report.add("aggregate", "cpu", w.seconds(), plan.describe());
-  w.reset();
-  const auto present = occupied_groups(a.rows->counts(), keys.groups(), threads);
+  const auto present = occupied_groups(a.rows->counts(), keys->groups(), threads);
   double building = w.seconds();
   std::size_t pieces = 0;
   for (std::size_t b = 0; b < present.size() || pieces == 0; b += piece_groups) {
     w.reset();
     const std::size_t e = std::min(present.size(), b + std::min(piece_groups, present.size() - b));
-    Table piece = result_table(keys, a, spec, std::span(present).subspan(b, e - b), threads);
+    Table piece = result_table(*keys, a, spec, std::span(present).subspan(b, e - b), threads);
     building += w.seconds();
     ++pieces;
     emit(std::move(piece));

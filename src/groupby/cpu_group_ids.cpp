@@ -1,4 +1,6 @@
 // Combining the key columns' codes into group ids (see cpu_keys.hpp).
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "groupby/cpu_keys.hpp"
@@ -18,17 +20,27 @@ std::uint64_t direct_limit(std::size_t rows) {
 
 }  // namespace
 
-GroupKeys::GroupKeys(const std::vector<const Column*>& keys, std::size_t rows, int threads, Report& report) {
+GroupKeys::GroupKeys(const std::vector<const Column*>& keys, std::size_t rows, int threads, Report& report,
+                     bool guess_ranges) {
   if (rows >= UINT32_MAX)
     throw InputError(fmt::format("group-by of {} rows: at most 2^32 - 2 rows are supported", rows));
   Stopwatch w;
   std::uint64_t product = 1;
   bool fits = true;
-  for (const Column* c : keys) {
-    columns_.push_back(encode_key_column(*c, threads));
-    report.note(fmt::format("key '{}' ({}): {}", c->name, to_string(c->type), columns_.back()->how()));
-    fits = fits && !__builtin_mul_overflow(product, columns_.back()->card, &product);
-  }
+  const auto encode = [&](bool guess) {
+    columns_.clear();
+    product = 1;
+    fits = true;
+    for (const Column* c : keys) {
+      columns_.push_back(encode_key_column(*c, threads, guess));
+      fits = fits && !__builtin_mul_overflow(product, columns_.back()->card, &product);
+    }
+  };
+  encode(guess_ranges);
+  // Ranking the combined codes reads every code at once: guessed ranges only serve direct ids.
+  if (guess_ranges && !(fits && product <= direct_limit(rows))) encode(false);
+  for (std::size_t c = 0; c < keys.size(); ++c)
+    report.note(fmt::format("key '{}' ({}): {}", keys[c]->name, to_string(keys[c]->type), columns_[c]->how()));
   if (!keys.empty())
     report.add("encode keys", "cpu", w.seconds(), fmt::format("{} column(s), {} rows", keys.size(), rows));
   ranked_before_.assign(keys.size(), {});
@@ -38,6 +50,10 @@ GroupKeys::GroupKeys(const std::vector<const Column*>& keys, std::size_t rows, i
     return;
   }
   rank_combined(rows, threads, report);
+}
+
+bool GroupKeys::missed() const {
+  return std::any_of(columns_.begin(), columns_.end(), [](const auto& c) { return c->missed(); });
 }
 
 void GroupKeys::fill(std::size_t begin, std::size_t end, std::uint32_t* out) const {

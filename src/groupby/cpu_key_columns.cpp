@@ -1,9 +1,11 @@
 // Encoding one key column (see cpu_keys.hpp): numbers by offset from the minimum or by rank,
 // strings by rank. Floats are keyed by value: -0.0 as 0.0, every NaN as one NaN after all numbers.
 #include <array>
+#include <atomic>
 #include <cstring>
 #include <limits>
 #include <numeric>
+#include <optional>
 #include <type_traits>
 #include <utility>
 
@@ -78,31 +80,62 @@ std::uint64_t ordered_key(T v) {
 }
 
 // Integers (and floats whose ordered bits happen to lie close): code = ordered value - min.
+// A range guessed from a sample is checked row by row: a key outside it gets code 0 and marks
+// the column missed, and the caller encodes it again from its bounds.
 template <class T, class Present>
 class RangeKeys final : public KeyColumn {
  public:
-  RangeKeys(const Column& c, Present present, std::uint64_t min, std::uint64_t range)
-      : c_(c), v_(reinterpret_cast<const T*>(c.values.data())), present_(present), min_(min), range_(range) {
+  RangeKeys(const Column& c, Present present, std::uint64_t min, std::uint64_t range, bool guessed = false)
+      : c_(c),
+        v_(reinterpret_cast<const T*>(c.values.data())),
+        present_(present),
+        min_(min),
+        range_(range),
+        guessed_(guessed) {
     card = range + (c.missing_count() > 0 ? 1 : 0);
   }
   void codes(std::size_t begin, std::size_t end, std::uint32_t* out) const override {
-    for (std::size_t i = begin; i < end; ++i)
-      out[i - begin] =
-          present_(i) ? static_cast<std::uint32_t>(ordered_key(v_[i]) - min_) : static_cast<std::uint32_t>(range_);
+    if (!guessed_) {
+      for (std::size_t i = begin; i < end; ++i)
+        out[i - begin] =
+            present_(i) ? static_cast<std::uint32_t>(ordered_key(v_[i]) - min_) : static_cast<std::uint32_t>(range_);
+      return;
+    }
+    if constexpr (std::is_integral_v<T>) {
+      // Compared as T, so that 32-bit keys take 32-bit vector compares.
+      using U = std::make_unsigned_t<T>;
+      const T lo = from_ordered<T>(static_cast<ordered_bits_t<T>>(min_));
+      const T hi = from_ordered<T>(static_cast<ordered_bits_t<T>>(min_ + range_ - 1));
+      const auto missing = static_cast<std::uint32_t>(range_);
+      std::uint32_t outside = 0;
+      for (std::size_t i = begin; i < end; ++i) {
+        const T x = v_[i];
+        const bool present = present_(i), in = x >= lo && x <= hi;
+        outside |= present & !in;
+        out[i - begin] = present ? (in ? static_cast<std::uint32_t>(static_cast<U>(x) - static_cast<U>(lo)) : 0u)
+                                 : missing;
+      }
+      if (outside) missed_.store(true, std::memory_order_relaxed);
+    }
   }
+  bool missed() const override { return missed_.load(std::memory_order_relaxed); }
   Column decode(std::span<const std::uint32_t> c, int threads) const override {
     return build_numbers<T>(c_.name, c.size(), threads, [&](std::size_t i) -> std::optional<T> {
       if (c[i] >= range_) return std::nullopt;
       return from_ordered<T>(static_cast<ordered_bits_t<T>>(min_ + c[i]));
     });
   }
-  std::string how() const override { return fmt::format("{} codes by offset from the minimum", card); }
+  std::string how() const override {
+    return fmt::format("{} codes by offset from the minimum{}", card, guessed_ ? " of a sample" : "");
+  }
 
  private:
   const Column& c_;
   const T* v_;
   Present present_;
   std::uint64_t min_, range_;
+  bool guessed_;
+  mutable std::atomic<bool> missed_{false};
 };
 
 // Keys by rank among the distinct keys: numbers (Sorted = ordered bits) or strings (views).
@@ -169,10 +202,36 @@ std::pair<std::uint64_t, std::uint64_t> key_bounds(const T* v, std::size_t n, in
   }
 }
 
+// An integer column's range from an even sample of its present rows, widened by an eighth of its
+// width on either side, where n is large enough for the pass over the column it saves to count.
+// None where the sample holds no present row or the widened range would not index directly.
 template <class T, class Present>
-std::unique_ptr<KeyColumn> encode_numbers(const Column& c, int threads, Present present) {
+std::optional<std::pair<std::uint64_t, std::uint64_t>> sampled_range(const T* v, std::size_t n, Present present) {
+  constexpr std::size_t kSample = 1024;
+  if (n < (std::size_t{1} << 20)) return std::nullopt;
+  std::uint64_t lo = UINT64_MAX, hi = 0;
+  for (std::size_t j = 0; j < kSample; ++j) {
+    const std::size_t i = j * (n / kSample) + (n / kSample) / 2;
+    if (!present(i)) continue;
+    lo = std::min(lo, ordered_key(v[i]));
+    hi = std::max(hi, ordered_key(v[i]));
+  }
+  if (lo > hi) return std::nullopt;
+  const std::uint64_t pad = (hi - lo) / 8 + 64, top = std::numeric_limits<ordered_bits_t<T>>::max();
+  lo = lo >= pad ? lo - pad : 0;
+  hi = hi <= top - pad ? hi + pad : top;
+  if (hi - lo >= range_limit(n)) return std::nullopt;
+  return std::pair{lo, hi - lo + 1};
+}
+
+template <class T, class Present>
+std::unique_ptr<KeyColumn> encode_numbers(const Column& c, int threads, Present present, bool guess_range) {
   const std::size_t n = c.length;
   const T* v = reinterpret_cast<const T*>(c.values.data());
+  if constexpr (std::is_integral_v<T>)
+    if (guess_range)
+      if (const auto r = sampled_range(v, n, present))
+        return std::make_unique<RangeKeys<T, Present>>(c, present, r->first, r->second, true);
   const auto [lo, hi] = key_bounds(v, n, threads, present);
   if (lo > hi) return std::make_unique<RangeKeys<T, Present>>(c, present, 0, 0);  // nothing present
   if (hi - lo < range_limit(n)) return std::make_unique<RangeKeys<T, Present>>(c, present, lo, hi - lo + 1);
@@ -284,10 +343,11 @@ RankedKeys rank_u64(const std::uint64_t* keys, const std::uint8_t* bits, std::si
   return r;
 }
 
-std::unique_ptr<KeyColumn> encode_key_column(const Column& c, int threads) {
+std::unique_ptr<KeyColumn> encode_key_column(const Column& c, int threads, bool guess_range) {
   return with_presence(c, [&](auto present) -> std::unique_ptr<KeyColumn> {
     if (c.type == ColumnType::str) return encode_strings(c, threads, present);
-    return visit_numeric(c.type, [&](auto t) { return encode_numbers<decltype(t)>(c, threads, present); });
+    return visit_numeric(c.type,
+                         [&](auto t) { return encode_numbers<decltype(t)>(c, threads, present, guess_range); });
   });
 }
 

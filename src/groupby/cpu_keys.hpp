@@ -36,9 +36,14 @@ class KeyColumn : public KeyDecoder {
  public:
   // The codes of rows [begin, end) into out[0, end - begin).
   virtual void codes(std::size_t begin, std::size_t end, std::uint32_t* out) const = 0;
+  // Whether codes() met a key outside a range guessed from a sample: codes given since may be
+  // wrong, and the column has to be encoded again without guessing.
+  virtual bool missed() const { return false; }
 };
 
-std::unique_ptr<KeyColumn> encode_key_column(const Column& c, int threads);
+// guess_range: a large integer column's range may come from a sample of its values, saving a
+// pass over the column; its codes() then watch for keys outside it (missed()).
+std::unique_ptr<KeyColumn> encode_key_column(const Column& c, int threads, bool guess_range = false);
 
 // Ranks of 64-bit keys: out's codes are the ranks of keys[0, n); returns the distinct keys in
 // ascending order. Hashes per thread when the keys repeat, sorts (key, row) pairs by radix when
@@ -53,10 +58,16 @@ RankedKeys rank_u64(const std::uint64_t* keys, const std::uint8_t* present_bits,
 // The group id of every row and the keys of each group.
 class GroupKeys {
  public:
-  GroupKeys(const std::vector<const Column*>& keys, std::size_t rows, int threads, Report& report);
+  // guess_ranges: integer columns' ranges may be guessed from samples (see encode_key_column),
+  // where their codes index the groups directly; check missed() after filling.
+  GroupKeys(const std::vector<const Column*>& keys, std::size_t rows, int threads, Report& report,
+            bool guess_ranges = false);
   std::uint64_t groups() const { return groups_; }  // group ids are < groups(); some may hold no row
   // The group ids of rows [begin, end) into out[0, end - begin).
   void fill(std::size_t begin, std::size_t end, std::uint32_t* out) const;
+  // Whether a guessed range missed a key: the ids filled are wrong, and the keys have to be
+  // built again without guessing.
+  bool missed() const;
   // The key columns of the given group ids, in that order.
   std::vector<Column> key_columns(std::span<const std::uint32_t> groups, int threads) const;
 
