@@ -41,39 +41,27 @@ __global__ void segment_quote_parity(const char* s, std::size_t n, std::size_t s
   parity[i] = quotes & 1u;
 }
 
-// Line breaks outside quotes per segment (count only, or their positions from out[at[i]] on).
+// Line breaks outside quotes per segment: their count, their positions from out[at[i]] on, or
+// one past the last of them (0 where it has none); each output only where given.
 __global__ void segment_line_breaks(const char* s, std::size_t n, std::size_t segments, const std::uint8_t* state,
-                                    std::uint64_t* count, const std::uint64_t* at, std::uint64_t* out) {
+                                    std::uint64_t* count, const std::uint64_t* at, std::uint64_t* out,
+                                    std::uint64_t* last = nullptr) {
   const std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x;
   if (i >= segments) return;
   const std::size_t b = i * kSegment, e = min(n, b + kSegment);
   unsigned quoted = state[i];
-  std::uint64_t k = 0;
+  std::uint64_t k = 0, after = 0;
   for (std::size_t j = b; j < e; ++j) {
     const char c = __ldg(s + j);
     if (c == '"') quoted ^= 1u;
     else if (c == '\n' && !quoted) {
       if (out) out[at[i] + k] = j;
       ++k;
+      after = j + 1;
     }
   }
   if (count) count[i] = k;
-}
-
-// Per segment: one past its last line break outside quotes, 0 where it has none.
-__global__ void segment_last_break(const char* s, std::size_t n, std::size_t segments, const std::uint8_t* state,
-                                   std::uint64_t* last) {
-  const std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x;
-  if (i >= segments) return;
-  const std::size_t b = i * kSegment, e = min(n, b + kSegment);
-  unsigned quoted = state[i];
-  std::uint64_t at = 0;
-  for (std::size_t j = b; j < e; ++j) {
-    const char c = __ldg(s + j);
-    if (c == '"') quoted ^= 1u;
-    else if (c == '\n' && !quoted) at = j + 1;
-  }
-  last[i] = at;
+  if (last) last[i] = after;
 }
 
 struct RowBounds {
@@ -460,8 +448,9 @@ std::size_t complete_rows_end(const char* body, std::size_t n, cudaStream_t stre
   if (n == 0) return 0;
   const QuoteStates q = quote_states(body, n, stream);
   gpu::DeviceBuffer<std::uint64_t> last(q.segments + 1);
-  segment_last_break<<<blocks_for(q.segments), kBlock, 0, stream>>>(body, n, q.segments, q.state.data(), last.data());
-  TANDEM_CUDA_LAUNCH("segment_last_break");
+  segment_line_breaks<<<blocks_for(q.segments), kBlock, 0, stream>>>(body, n, q.segments, q.state.data(), nullptr,
+                                                                      nullptr, nullptr, last.data());
+  TANDEM_CUDA_LAUNCH("segment_line_breaks (last)");
   gpu::run_cub("last line break", [&](void* t, std::size_t& b) {
     return cub::DeviceReduce::Max(t, b, last.data(), last.data() + q.segments, q.segments, stream);
   });
