@@ -484,3 +484,25 @@ TEST(GroupByTable, IntegerKeysOutsideTheirSampledRangeAreCountedOnceTheRangeIsEx
   expect_sampled_range_answers<std::uint32_t>({last}, std::numeric_limits<std::uint32_t>::max(), false);
   expect_sampled_range_answers<std::uint64_t>({1}, 0, true);
 }
+
+TEST(GroupByTable, AGuessedRangeGivesWayWhereTheCombinedKeysAreRanked) {
+  // k's range would be sampled, but k with the distinct w does not index the groups directly:
+  // k is encoded from its bounds instead, and every (k, w) is its own group.
+  const std::size_t n = (std::size_t{1} << 20) + 3;
+  std::vector<std::int32_t> k(n);
+  std::vector<std::int64_t> w(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    k[i] = static_cast<std::int32_t>(i % 100);
+    w[i] = static_cast<std::int64_t>(n - i) * 3;
+  }
+  Table t;
+  t.add(make_column("k", k));
+  t.add(make_column("w", w));
+  const auto r = on_cpu(t, GroupBySpec{{"k", "w"}, parse_aggregations("count()")});
+  EXPECT_EQ(r.table.rows(), n);
+  EXPECT_EQ(r.report.explain().find("of a sample"), std::string::npos) << r.report.explain();
+  EXPECT_NE(r.report.explain().find("combine keys"), std::string::npos) << r.report.explain();
+  const auto keys = r.table.column("w").numbers<std::int64_t>();
+  const std::size_t last_k0 = (n - 1) / 100 * 100;  // k = 0's last row holds its smallest w
+  EXPECT_EQ(keys.front(), static_cast<std::int64_t>(n - last_k0) * 3);
+}

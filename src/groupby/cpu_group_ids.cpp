@@ -25,20 +25,21 @@ GroupKeys::GroupKeys(const std::vector<const Column*>& keys, std::size_t rows, i
   if (rows >= UINT32_MAX)
     throw InputError(fmt::format("group-by of {} rows: at most 2^32 - 2 rows are supported", rows));
   Stopwatch w;
+  for (const Column* c : keys) columns_.push_back(encode_key_column(*c, threads, guess_ranges));
   std::uint64_t product = 1;
   bool fits = true;
-  const auto encode = [&](bool guess) {
-    columns_.clear();
+  const auto multiply = [&] {
     product = 1;
     fits = true;
-    for (const Column* c : keys) {
-      columns_.push_back(encode_key_column(*c, threads, guess));
-      fits = fits && !__builtin_mul_overflow(product, columns_.back()->card, &product);
-    }
+    for (const auto& c : columns_) fits = fits && !__builtin_mul_overflow(product, c->card, &product);
   };
-  encode(guess_ranges);
+  multiply();
   // Ranking the combined codes reads every code at once: guessed ranges only serve direct ids.
-  if (guess_ranges && !(fits && product <= direct_limit(rows))) encode(false);
+  if (guess_ranges && !(fits && product <= direct_limit(rows))) {
+    for (std::size_t c = 0; c < keys.size(); ++c)
+      if (columns_[c]->guessed()) columns_[c] = encode_key_column(*keys[c], threads);
+    multiply();
+  }
   for (std::size_t c = 0; c < keys.size(); ++c)
     report.note(fmt::format("key '{}' ({}): {}", keys[c]->name, to_string(keys[c]->type), columns_[c]->how()));
   if (!keys.empty())

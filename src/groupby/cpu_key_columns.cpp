@@ -119,6 +119,7 @@ class RangeKeys final : public KeyColumn {
     }
   }
   bool missed() const override { return missed_.load(std::memory_order_relaxed); }
+  bool guessed() const override { return guessed_; }
   Column decode(std::span<const std::uint32_t> c, int threads) const override {
     return build_numbers<T>(c_.name, c.size(), threads, [&](std::size_t i) -> std::optional<T> {
       if (c[i] >= range_) return std::nullopt;

@@ -39,6 +39,7 @@ class KeyColumn : public KeyDecoder {
   // Whether codes() met a key outside a range guessed from a sample: codes given since may be
   // wrong, and the column has to be encoded again without guessing.
   virtual bool missed() const { return false; }
+  virtual bool guessed() const { return false; }  // its range came from a sample
 };
 
 // guess_range: a large integer column's range may come from a sample of its values, saving a
