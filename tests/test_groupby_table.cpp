@@ -421,8 +421,8 @@ namespace {
 // Sums and counts of v by k, computed plainly, in the engine's key order: (missing, key).
 template <class K>
 std::map<std::pair<bool, K>, std::pair<std::int64_t, std::int64_t>> plain_sums(const std::vector<K>& k,
-                                                                                const std::vector<std::int64_t>& v,
-                                                                                const std::vector<bool>& present) {
+                                                                               const std::vector<std::int64_t>& v,
+                                                                               const std::vector<bool>& present) {
   std::map<std::pair<bool, K>, std::pair<std::int64_t, std::int64_t>> m;
   for (std::size_t i = 0; i < k.size(); ++i) {
     auto& s = m[present[i] ? std::pair{false, k[i]} : std::pair{true, K{}}];

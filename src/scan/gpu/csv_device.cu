@@ -449,7 +449,7 @@ std::size_t complete_rows_end(const char* body, std::size_t n, cudaStream_t stre
   const QuoteStates q = quote_states(body, n, stream);
   gpu::DeviceBuffer<std::uint64_t> last(q.segments + 1);
   segment_line_breaks<<<blocks_for(q.segments), kBlock, 0, stream>>>(body, n, q.segments, q.state.data(), nullptr,
-                                                                      nullptr, nullptr, last.data());
+                                                                     nullptr, nullptr, last.data());
   TANDEM_CUDA_LAUNCH("segment_line_breaks (last)");
   gpu::run_cub("last line break", [&](void* t, std::size_t& b) {
     return cub::DeviceReduce::Max(t, b, last.data(), last.data() + q.segments, q.segments, stream);
