@@ -112,8 +112,8 @@ class RangeKeys final : public KeyColumn {
         const T x = v_[i];
         const bool present = present_(i), in = x >= lo && x <= hi;
         outside |= present & !in;
-        out[i - begin] = present ? (in ? static_cast<std::uint32_t>(static_cast<U>(x) - static_cast<U>(lo)) : 0u)
-                                 : missing;
+        out[i - begin] =
+            present ? (in ? static_cast<std::uint32_t>(static_cast<U>(x) - static_cast<U>(lo)) : 0u) : missing;
       }
       if (outside) missed_.store(true, std::memory_order_relaxed);
     }
@@ -347,8 +347,7 @@ RankedKeys rank_u64(const std::uint64_t* keys, const std::uint8_t* bits, std::si
 std::unique_ptr<KeyColumn> encode_key_column(const Column& c, int threads, bool guess_range) {
   return with_presence(c, [&](auto present) -> std::unique_ptr<KeyColumn> {
     if (c.type == ColumnType::str) return encode_strings(c, threads, present);
-    return visit_numeric(c.type,
-                         [&](auto t) { return encode_numbers<decltype(t)>(c, threads, present, guess_range); });
+    return visit_numeric(c.type, [&](auto t) { return encode_numbers<decltype(t)>(c, threads, present, guess_range); });
   });
 }
 
