@@ -46,6 +46,8 @@ Bench::Bench(std::string name, int argc, char** argv) : name_(std::move(name)) {
       std::exit(2);
     }
   }
+  // Every line out at once: a run stopped by a time limit keeps the results it printed.
+  std::cout << std::unitbuf;
   const auto s = system_info();
   std::cout << fmt::format("# {}: CPU {} ({} cores)", name_, s.cpu.model, s.cpu.physical_cores);
   for (const auto& g : s.gpus) std::cout << fmt::format("; GPU{} {}", g.index, g.name);
