@@ -4,11 +4,12 @@
 // nothing in the project links DuckDB.
 //
 //   duckdb_groupby_csv --lib libduckdb.so --csv FILE --threads T --reps R --warmup W --out DIR
-//                      [--questions q1,q2,...]
+//                      [--questions q1,q2,...] [--write 1]
 //
-// Times each question as `CREATE TABLE ans AS <query over read_csv(FILE)>`, W untimed then R
-// timed runs, writes each answer sorted by its keys to DIR/<question>.csv, and prints one JSON
-// object: {"threads": T, "version": v, "times": {"q1": [s, ...]}}.
+// Times each question as `CREATE TABLE ans AS <query over read_csv(FILE)>` (with --write 1 as
+// `COPY (<query>) TO` a CSV file), W untimed then R timed runs, writes each answer sorted by its
+// keys to DIR/<question>.csv, and prints one JSON object: {"threads": T, "version": v, "times":
+// {"q1": [s, ...]}}.
 //
 // With --order (the anchor of bench_table_sort_csv, as sort_csv.mjs), it times the file-to-file
 // sort `COPY (SELECT * FROM read_csv(FILE) ORDER BY <order>) TO OUT (HEADER, DELIMITER ',')`
@@ -71,6 +72,7 @@ int main(int argc, char** argv) {
     const int threads = std::stoi(option(argc, argv, "threads", "2"));
     const int reps = std::stoi(option(argc, argv, "reps", "3")), warmup = std::stoi(option(argc, argv, "warmup", "1"));
     std::string wanted = option(argc, argv, "questions", "q1,q2,q3,q4,q5,q6,q7,q8,q10");
+    const bool write = option(argc, argv, "write", "0") == "1";
     tandem::bench::DuckDb duck(option(argc, argv, "lib"));
     duck.run("SET threads = " + std::to_string(threads));
     const std::string version = duck.first_cell("SELECT version()");
@@ -99,14 +101,18 @@ int main(int argc, char** argv) {
       const auto it = kQuestions.find(q);
       if (it == kQuestions.end()) throw std::runtime_error("unknown question " + q);
       const std::string query = replace_all(it->second.first, " FROM x", " FROM read_csv('" + csv + "')");
+      const std::string timed =
+          write ? "COPY (" + query + ") TO '" + out + "/" + q + ".written.csv' (HEADER, DELIMITER ',')"
+                : "CREATE TABLE ans AS " + query;
       std::string seconds;
       for (int r = 0; r < warmup + reps; ++r) {
         duck.run("DROP TABLE IF EXISTS ans");
         const auto t = std::chrono::steady_clock::now();
-        duck.run("CREATE TABLE ans AS " + query);
+        duck.run(timed);
         const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
         if (r >= warmup) seconds += (seconds.empty() ? "" : ", ") + std::to_string(s);
       }
+      if (write) duck.run("CREATE TABLE ans AS " + query);  // the answer checked, untimed
       duck.run("COPY (SELECT * FROM ans ORDER BY " + it->second.second + ") TO '" + out + "/" + q +
                ".csv' (HEADER, DELIMITER ',')");
       times += (times.empty() ? "" : ", ") + ("\"" + q + "\": [" + seconds + "]");
