@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <exception>
+#include <future>
 #include <vector>
 
 #include <fmt/format.h>
@@ -31,6 +33,8 @@ std::size_t ByteSource::read_full(char* dst, std::size_t n) {
   }
   return got;
 }
+
+std::size_t ByteSource::read_full_in_parts(char* dst, std::size_t n, int) { return read_full(dst, n); }
 
 namespace {
 
@@ -72,8 +76,56 @@ class FdSource : public ByteSource {
     if (own_) ::close(fd_);
   }
   std::size_t read(char* dst, std::size_t n) override {
+    const std::size_t r = read_at(dst, n, at_);
+    at_ += r;
+    return r;
+  }
+  std::size_t read_full_in_parts(char* dst, std::size_t n, int parts) override {
+    constexpr std::size_t kPartBytes = std::size_t{1} << 20;  // below this, a thread costs more than it copies
+    parts = static_cast<int>(std::min<std::size_t>(std::max(parts, 1), n / kPartBytes));
+    if (!rewindable || parts <= 1) return read_full(dst, n);
+    // Each part read whole from its own offset; the bytes read are those up to the first part
+    // that came short (the file's end). Threads of their own, not an OpenMP team: a team's
+    // threads would spin between this reader's calls on the cores the parsers use.
+    std::vector<std::size_t> got(parts, 0);
+    const auto part = [&](int p) {
+      const std::size_t b = n * p / parts, e = n * (p + 1) / parts;
+      while (b + got[p] < e) {
+        const std::size_t r = read_at(dst + b + got[p], e - b - got[p], at_ + b + got[p]);
+        if (r == 0) break;
+        got[p] += r;
+      }
+    };
+    std::vector<std::future<void>> helpers;
+    for (int p = 1; p < parts; ++p) helpers.push_back(std::async(std::launch::async, part, p));
+    std::exception_ptr error;
+    try {
+      part(0);
+    } catch (...) {
+      error = std::current_exception();
+    }
+    for (auto& h : helpers) try {
+        h.get();
+      } catch (...) {
+        if (!error) error = std::current_exception();
+      }
+    if (error) std::rethrow_exception(error);
+    std::size_t total = 0;
+    for (int p = 0; p < parts; ++p) {
+      total += got[p];
+      if (got[p] < n * (p + 1) / parts - n * p / parts) break;
+    }
+    at_ += total;
+    return total;
+  }
+  int fd() const { return fd_; }
+
+ private:
+  // Up to n bytes from byte `at` of a regular file (pread: threads may read parts at once), or
+  // from the stream's position.
+  std::size_t read_at(char* dst, std::size_t n, std::size_t at) {
     for (;;) {
-      const ssize_t r = ::read(fd_, dst, n);
+      const ssize_t r = rewindable ? ::pread(fd_, dst, n, static_cast<off_t>(at)) : ::read(fd_, dst, n);
       if (r >= 0) return static_cast<std::size_t>(r);
       // Some /proc files refuse a large count with ENOMEM (the kernel's buffer is the size asked):
       // ask for less.
@@ -84,11 +136,9 @@ class FdSource : public ByteSource {
       if (errno != EINTR) throw InputError(fmt::format("{}: read failed ({})", name, std::strerror(errno)));
     }
   }
-  int fd() const { return fd_; }
-
- private:
   int fd_{-1};
   bool own_{false};
+  std::size_t at_{0};  // a regular file's next byte
 };
 
 #if TANDEM_HAS_ZLIB

@@ -16,6 +16,10 @@ class ByteSource {
   virtual std::size_t read(char* dst, std::size_t n) = 0;
   // Reads n bytes or up to the end; returns how many.
   std::size_t read_full(char* dst, std::size_t n);
+  // The same, a regular file's bytes copied by up to `parts` threads at once (the page cache's
+  // copy on one thread, some 6 GB/s, is what caps a scan on many cores); other sources read as
+  // read_full does.
+  virtual std::size_t read_full_in_parts(char* dst, std::size_t n, int parts);
   // Whether a second pass may open the same path again (a regular file, compressed or not).
   bool rewindable{false};
   bool compressed{false};
