@@ -95,28 +95,11 @@ class RangeKeys final : public KeyColumn {
     card = range + (c.missing_count() > 0 ? 1 : 0);
   }
   void codes(std::size_t begin, std::size_t end, std::uint32_t* out) const override {
-    if (!guessed_) {
-      for (std::size_t i = begin; i < end; ++i)
-        out[i - begin] =
-            present_(i) ? static_cast<std::uint32_t>(ordered_key(v_[i]) - min_) : static_cast<std::uint32_t>(range_);
-      return;
-    }
-    if constexpr (std::is_integral_v<T>) {
-      // Compared as T, so that 32-bit keys take 32-bit vector compares.
-      using U = std::make_unsigned_t<T>;
-      const T lo = from_ordered<T>(static_cast<ordered_bits_t<T>>(min_));
-      const T hi = from_ordered<T>(static_cast<ordered_bits_t<T>>(min_ + range_ - 1));
-      const auto missing = static_cast<std::uint32_t>(range_);
-      std::uint32_t outside = 0;
-      for (std::size_t i = begin; i < end; ++i) {
-        const T x = v_[i];
-        const bool present = present_(i), in = x >= lo && x <= hi;
-        outside |= present & !in;
-        out[i - begin] =
-            present ? (in ? static_cast<std::uint32_t>(static_cast<U>(x) - static_cast<U>(lo)) : 0u) : missing;
-      }
-      if (outside) missed_.store(true, std::memory_order_relaxed);
-    }
+    if constexpr (std::is_integral_v<T>)
+      if (guessed_) return checked_codes(begin, end, out);
+    for (std::size_t i = begin; i < end; ++i)
+      out[i - begin] =
+          present_(i) ? static_cast<std::uint32_t>(ordered_key(v_[i]) - min_) : static_cast<std::uint32_t>(range_);
   }
   bool missed() const override { return missed_.load(std::memory_order_relaxed); }
   bool guessed() const override { return guessed_; }
@@ -131,6 +114,23 @@ class RangeKeys final : public KeyColumn {
   }
 
  private:
+  // The codes of a guessed range, compared as T so that 32-bit keys take 32-bit vector compares.
+  void checked_codes(std::size_t begin, std::size_t end, std::uint32_t* out) const {
+    using U = std::make_unsigned_t<T>;
+    const T lo = from_ordered<T>(static_cast<ordered_bits_t<T>>(min_));
+    const T hi = from_ordered<T>(static_cast<ordered_bits_t<T>>(min_ + range_ - 1));
+    const auto missing = static_cast<std::uint32_t>(range_);
+    std::uint32_t outside = 0;
+    for (std::size_t i = begin; i < end; ++i) {
+      const T x = v_[i];
+      const bool present = present_(i), in = x >= lo && x <= hi;
+      outside |= present & !in;
+      out[i - begin] =
+          present ? (in ? static_cast<std::uint32_t>(static_cast<U>(x) - static_cast<U>(lo)) : 0u) : missing;
+    }
+    if (outside) missed_.store(true, std::memory_order_relaxed);
+  }
+
   const Column& c_;
   const T* v_;
   Present present_;
