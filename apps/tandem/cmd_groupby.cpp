@@ -231,17 +231,26 @@ int run_csv_stream(const Args& a, const tandem::GroupBySpec& spec, tandem::Devic
   // CSV output is written a piece at a time as the result comes (in key order), so a result
   // larger than memory never sits whole in it; the file appears only once complete.
   std::size_t groups = 0;
+  double writing = 0;
   if (csv)
     o.on_result = [&](const tandem::Table& piece) {
+      const tandem::Stopwatch w;
       if (groups == 0) tandem::write_csv(csv->stream(), piece);
       else tandem::write_csv_rows(csv->stream(), piece);
       groups += piece.rows();
+      writing += w.seconds();
     };
   auto r = tandem::groupby_csv(a.table, spec, o);
   if (o.progress) std::cerr << "\r\033[K";
   tandem::cli::print_notices(r.report);
-  if (csv && groups > 0) csv->commit();
-  else write_result(a, r.table, csv.get());  // a folder of .npy columns, or a CSV of no groups
+  if (csv && groups > 0) {
+    const tandem::Stopwatch w;
+    csv->commit();
+    r.report.add("write output", "cpu", writing + w.seconds(),
+                 fmt::format("{} groups as CSV, written as the combine handed them on (inside its time)", groups));
+  } else {
+    write_result(a, r.table, csv.get());  // a folder of .npy columns, or a CSV of no groups
+  }
   if (a.explain) std::cerr << r.report.explain() << fmt::format("  {} groups\n", groups + r.table.rows());
   return 0;
 }

@@ -56,6 +56,7 @@ check late-float-i64 2 "$T" groupby "$d/late.csv" --by k --agg 'sum(v)' --schema
 grep -q "late.csv:33002: column 3 ('v'): '2.5' is not an i64" "$out" || { echo "FAIL late-float-i64 message"; cat "$out"; fails=$((fails+1)); }
 check explain 0 "$T" groupby "$d/t.csv" --by k --agg 'sum(v)' --explain --threads 2
 grep -q "scan csv.*2 threads.*2 of 3 columns read" "$out" || { echo "FAIL explain text"; cat "$out"; fails=$((fails+1)); }
+grep -q "write output.*groups as CSV" "$out" || { echo "FAIL explain write output"; cat "$out"; fails=$((fails+1)); }
 # a tiny memory limit: the partial groups spill to --temp-dir, the same answer, nothing left there
 mkdir "$d/tmp"
 check spill 0 "$T" groupby "$d/t.csv" --by k --agg 'sum(v),count()' --memory-limit 1K --temp-dir "$d/tmp" --threads 2
