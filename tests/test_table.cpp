@@ -70,6 +70,23 @@ TEST(Table, ValidateRejectsBrokenBuffers) {
   c.length = 4;
   c.values = Buffer::take(std::vector<double>{1, 2, 3});
   EXPECT_THROW(c.validate(), InputError);
+  // A table made from a caller's columns checks every string offset's order (on every core for
+  // a long column), and names the first row where they decrease.
+  std::vector<std::uint64_t> o(std::size_t{1} << 22);
+  for (std::size_t i = 0; i < o.size(); ++i) o[i] = i;
+  o[o.size() - 10] = 0;
+  Column s;
+  s.name = "s";
+  s.type = ColumnType::str;
+  s.length = o.size() - 1;
+  s.values = Buffer::take(std::vector<char>(o.size()));
+  s.offsets = Buffer::take(std::move(o));
+  try {
+    const Table t({s});
+    ADD_FAILURE() << "decreasing offsets accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("string offsets decrease at row 4194293"), std::string::npos) << e.what();
+  }
 }
 
 TEST(Table, BorrowedBufferIsNotCopied) {

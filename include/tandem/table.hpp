@@ -179,11 +179,18 @@ std::vector<std::uint8_t> make_validity(std::size_t n, F&& present) {
 // The rows of `c` at the given indices, in that order (each index < c.length).
 Column gather(const Column& c, std::span<const std::size_t> rows);
 
+namespace detail {
+struct MadeHere;  // the library's own mark (defined inside it only)
+}
+
 // Named columns of one length. Column names are unique.
 class Table {
  public:
   Table() = default;
   explicit Table(std::vector<Column> columns);  // validates each; UsageError on a clash
+  // The library's own tables, whose string columns it wrote or copied from checked ones: the
+  // buffers' sizes are checked, every string offset's order is not checked again.
+  Table(std::vector<Column> columns, const detail::MadeHere&);
 
   std::size_t rows() const { return columns_.empty() ? 0 : columns_.front().length; }
   std::size_t num_columns() const { return columns_.size(); }
@@ -194,6 +201,7 @@ class Table {
   const Column* find(std::string_view name) const;
   // Appends a column; UsageError when its name is taken or its length differs from rows().
   void add(Column c);
+  void add(Column c, const detail::MadeHere&);  // as the constructor above
   // Every column's rows at the given indices, in that order.
   Table gather(std::span<const std::size_t> rows) const;
 
@@ -203,6 +211,7 @@ class Table {
     using is_transparent = void;
     std::size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
   };
+  void add_checked(Column c);
   std::vector<Column> columns_;
   std::unordered_map<std::string, std::size_t, NameHash, std::equal_to<>> index_;  // name -> column
 };

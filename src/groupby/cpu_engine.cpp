@@ -14,6 +14,7 @@
 #include "groupby/cpu_plan.hpp"
 #include "groupby/ops/count_rows.hpp"
 #include "groupby/ops/registry.hpp"
+#include "table/made_here.hpp"
 #include "tandem/core/error.hpp"
 #include "tandem/core/parallel.hpp"
 #include "tandem/core/timing.hpp"
@@ -194,7 +195,8 @@ std::vector<std::uint32_t> occupied_groups(const std::int64_t* counts, std::uint
 Table result_table(const GroupKeys& keys, const Aggregators& a, const GroupBySpec& spec,
                    std::span<const std::uint32_t> present, int threads) {
   Table out;
-  for (auto& c : keys.key_columns(present, threads)) out.add(std::move(c));
+  // Keys decoded from the input's checked columns, aggregations written here.
+  for (auto& c : keys.key_columns(present, threads)) out.add(std::move(c), detail::kMadeHere);
   const std::int64_t* counts = a.rows->counts();
   for (std::size_t i = 0; i < spec.aggs.size(); ++i) {
     if (!a.by_spec[i]) {
@@ -202,7 +204,8 @@ Table result_table(const GroupKeys& keys, const Aggregators& a, const GroupBySpe
                                           [&](std::size_t j) { return std::optional(counts[present[j]]); }));
       continue;
     }
-    for (auto& c : a.by_spec[i]->finish(present, a.present(*a.by_spec[i]), threads)) out.add(std::move(c));
+    for (auto& c : a.by_spec[i]->finish(present, a.present(*a.by_spec[i]), threads))
+      out.add(std::move(c), detail::kMadeHere);
   }
   return out;
 }

@@ -10,6 +10,7 @@
 #include "table/csv_dialect.hpp"
 #include "table/csv_scan.hpp"
 #include "table/csv_values.hpp"
+#include "table/made_here.hpp"
 
 namespace tandem::scan {
 
@@ -370,7 +371,7 @@ ChunkResult finish(const ChunkInput& in, Columns& cols, Walk& w, const std::vect
   }
   std::vector<Column> columns;
   for (std::size_t k = 0; k < types.size(); ++k) columns.push_back(cols.out()[k].finish((*in.plans)[k].name));
-  r.table = Table(std::move(columns));
+  r.table = Table(std::move(columns), detail::kMadeHere);  // offsets written in order
   return r;
 }
 

@@ -95,24 +95,38 @@ void Column::check_type(ColumnType expected) const {
     throw UsageError(fmt::format("column '{}' is {}, not {}", name, to_string(type), to_string(expected)));
 }
 
-void Column::validate() const {
-  if (!validity.empty() && validity.size() < (length + 7) / 8)
+namespace {
+
+// Everything Column::validate checks but the order of each string offset: O(1).
+void check_sizes(const Column& c) {
+  if (!c.validity.empty() && c.validity.size() < (c.length + 7) / 8)
     throw InputError(
-        fmt::format("column '{}': validity bitmap of {} bytes for {} rows", name, validity.size(), length));
-  if (type != ColumnType::str) {
-    if (values.size() < length * value_width(type))
-      throw InputError(fmt::format("column '{}': {} bytes hold fewer than {} {} values", name, values.size(), length,
-                                   to_string(type)));
+        fmt::format("column '{}': validity bitmap of {} bytes for {} rows", c.name, c.validity.size(), c.length));
+  if (c.type != ColumnType::str) {
+    if (c.values.size() < c.length * value_width(c.type))
+      throw InputError(fmt::format("column '{}': {} bytes hold fewer than {} {} values", c.name, c.values.size(),
+                                   c.length, to_string(c.type)));
     return;
   }
-  if (offsets.size() < (length + 1) * sizeof(std::uint64_t))
-    throw InputError(fmt::format("column '{}': {} string offsets for {} rows", name,
-                                 offsets.size() / sizeof(std::uint64_t), length));
-  const auto o = offsets.as<std::uint64_t>();
-  if (o[0] != 0) throw InputError(fmt::format("column '{}': the first string offset is {}, not 0", name, o[0]));
+  if (c.offsets.size() < (c.length + 1) * sizeof(std::uint64_t))
+    throw InputError(fmt::format("column '{}': {} string offsets for {} rows", c.name,
+                                 c.offsets.size() / sizeof(std::uint64_t), c.length));
+  const auto o = c.offsets.as<std::uint64_t>();
+  if (o[0] != 0) throw InputError(fmt::format("column '{}': the first string offset is {}, not 0", c.name, o[0]));
+  if (o[c.length] > c.values.size())
+    throw InputError(
+        fmt::format("column '{}': string offsets reach byte {} of {}", c.name, o[c.length], c.values.size()));
+}
+
+}  // namespace
+
+void Column::validate() const {
+  check_sizes(*this);
+  if (type != ColumnType::str) return;
   // Every row checked, on every core for long columns (a serial pass cost as much as grouping
   // them). Not for a scan's chunk (some 10^5 rows, its table built on a scan's worker thread):
   // there a team of threads started per worker costs more than the check, and spins after it.
+  const auto o = offsets.as<std::uint64_t>();
   const auto rows = static_cast<std::int64_t>(length);
   std::int64_t first_bad = rows;
 #pragma omp parallel for schedule(static) reduction(min : first_bad) if (rows > (std::int64_t{1} << 21))
@@ -120,8 +134,6 @@ void Column::validate() const {
     if (o[i + 1] < o[i]) first_bad = std::min(first_bad, i);
   if (first_bad < rows)
     throw InputError(fmt::format("column '{}': string offsets decrease at row {}", name, first_bad));
-  if (o[length] > values.size())
-    throw InputError(fmt::format("column '{}': string offsets reach byte {} of {}", name, o[length], values.size()));
 }
 
 ColumnBuilder::ColumnBuilder(std::string name, ColumnType type, std::size_t reserve)
@@ -242,6 +254,15 @@ Table::Table(std::vector<Column> columns) {
   for (auto& c : columns) add(std::move(c));
 }
 
+Table::Table(std::vector<Column> columns, const detail::MadeHere&) {
+  columns_.reserve(columns.size());
+  index_.reserve(columns.size());
+  for (auto& c : columns) {
+    check_sizes(c);
+    add_checked(std::move(c));
+  }
+}
+
 const Column* Table::find(std::string_view name) const {
   const auto it = index_.find(name);
   return it == index_.end() ? nullptr : &columns_[it->second];
@@ -256,6 +277,15 @@ const Column& Table::column(std::string_view name) const {
 
 void Table::add(Column c) {
   c.validate();
+  add_checked(std::move(c));
+}
+
+void Table::add(Column c, const detail::MadeHere&) {
+  check_sizes(c);
+  add_checked(std::move(c));
+}
+
+void Table::add_checked(Column c) {
   if (find(c.name)) throw UsageError(fmt::format("two columns are named '{}'", c.name));
   if (!columns_.empty() && c.length != rows())
     throw UsageError(fmt::format("column '{}' has {} rows, the table {}", c.name, c.length, rows()));

@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "table/made_here.hpp"
 #include "tandem/core/error.hpp"
 #include "tandem/core/hash.hpp"
 #include "tandem/core/parallel.hpp"
@@ -286,7 +287,7 @@ Table concat_tables(const std::vector<Table>& parts, const Table& like, int thre
     col.values = Buffer::take(std::move(j.values));
     if (j.any_missing) col.validity = Buffer::take(std::move(j.validity));
   }
-  return Table(std::move(out));
+  return Table(std::move(out), detail::kMadeHere);  // the parts' checked offsets, shifted
 }
 
 namespace {

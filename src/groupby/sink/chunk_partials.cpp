@@ -9,6 +9,7 @@
 #include "groupby/ops/registry.hpp"
 #include "groupby/sink/piece_arena.hpp"
 #include "groupby/sink/sink_config.hpp"
+#include "table/made_here.hpp"
 
 namespace tandem::sink {
 namespace {
@@ -126,7 +127,7 @@ Table engine_input(const Table& chunk, const SinkPlan& plan) {
   std::vector<Column> cols;
   for (const auto& name : plan.read) cols.push_back(chunk.column(name));
   for (const auto& name : plan.combine.as_f64) cols.push_back(as_f64(chunk.column(name), as_f64_name(name)));
-  return Table(std::move(cols));
+  return Table(std::move(cols), detail::kMadeHere);  // the chunk's columns, checked as it was made
 }
 
 Table partial_groups(const Table& chunk, const SinkPlan& plan) {
@@ -167,13 +168,13 @@ Table row_partials(const Table& chunk, const SinkPlan& plan, const Table& like, 
       default: cols.push_back(converted(in.column(a.column), type, std::move(name), arena));
     }
   }
-  return Table(std::move(cols));
+  return Table(std::move(cols), detail::kMadeHere);  // copies of checked columns
 }
 
 Table kept_rows(const Table& chunk, const SinkPlan& plan, PieceArena* arena) {
   std::vector<Column> cols;
   for (const auto& name : plan.kept_read) cols.push_back(owned_copy(chunk.column(name), arena));
-  return Table(std::move(cols));
+  return Table(std::move(cols), detail::kMadeHere);  // copies of checked columns
 }
 
 std::size_t table_bytes(const Table& t) {

@@ -10,6 +10,7 @@
 #include "groupby/cpu_keys.hpp"
 #include "groupby/ops/var.hpp"
 #include "groupby/sink/partitioned_combine.hpp"
+#include "table/made_here.hpp"
 #include "tandem/core/error.hpp"
 #include "tandem/core/timing.hpp"
 
@@ -92,17 +93,17 @@ Table result_columns(const Table& final_groups, const Table& partials, const Tab
                      int threads) {
   std::optional<PartialGroupIds> ids;  // for var and std, made once
   Table out;
-  for (const auto& k : plan.spec.by) out.add(final_groups.column(k));
+  for (const auto& k : plan.spec.by) out.add(final_groups.column(k), detail::kMadeHere);  // a table's, checked
   for (const auto& o : plan.combine.outputs) {
     switch (o.kind) {
-      case Kind::column: out.add(renamed(final_groups.column(o.source), o.name)); break;
+      case Kind::column: out.add(renamed(final_groups.column(o.source), o.name), detail::kMadeHere); break;
       case Kind::mean: out.add(mean_column(o.name, final_groups.column(o.source), final_groups.column(o.count))); break;
       case Kind::var:
       case Kind::std:
         if (!ids) ids = partial_group_ids(partials, plan.spec.by, threads);
         out.add(moments_column(o.name, combine_moments(partials, *ids, o), o.kind == Kind::std));
         break;
-      case Kind::kept: out.add(renamed(holistic.column(o.source), o.name)); break;
+      case Kind::kept: out.add(renamed(holistic.column(o.source), o.name), detail::kMadeHere); break;
     }
   }
   return out;
