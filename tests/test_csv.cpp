@@ -461,45 +461,6 @@ TEST(Csv, WriterHandlesManyRowsInOrder) {
   EXPECT_TRUE(same_table(t, back));
 }
 
-TEST(Csv, PiecesWriterWritesWhatWriteCsvWritesOfTheWhole) {
-  // Pieces of 0, 1, 70,000 (several rounds of blocks) and 3 rows, with string, float and
-  // missing values, through queues of 1 byte (every block waits for the one before) and of the
-  // default size: the same bytes as write_csv of the whole table; a first piece of no rows still
-  // gives the header.
-  std::vector<Table> pieces;
-  ColumnBuilder wk("k", ColumnType::i64), ws("s", ColumnType::str), wf("f", ColumnType::f64);
-  std::size_t row = 0;
-  for (const std::size_t rows : {0, 1, 70'000, 3}) {
-    ColumnBuilder k("k", ColumnType::i64), name("s", ColumnType::str), f("f", ColumnType::f64);
-    for (std::size_t i = 0; i < rows; ++i, ++row) {
-      const auto v = static_cast<std::int64_t>(row * 31 % 1009);
-      for (auto* b : {&k, &wk}) {
-        if (v % 7 == 0) b->push_missing();
-        else b->push(v);
-      }
-      for (auto* b : {&name, &ws}) b->push_string(v % 3 == 0 ? "a,b" : "plain");
-      for (auto* b : {&f, &wf}) b->push(static_cast<double>(v) / 8);
-    }
-    pieces.push_back(Table({k.finish(), name.finish(), f.finish()}));
-  }
-  const std::string want = csv_of(Table({wk.finish(), ws.finish(), wf.finish()}));
-  for (const std::size_t queued : {std::size_t{1}, CsvPiecesWriter::kQueuedBytes}) {
-    std::ostringstream got;
-    CsvPiecesWriter w(got, ',', true, queued);
-    for (const Table& p : pieces) w.write(p);
-    w.finish();
-    EXPECT_EQ(got.str(), want) << "queue of " << queued << " bytes";
-    EXPECT_THROW(w.write(pieces.back()), UsageError) << "a write after finish";
-  }
-  std::ostringstream rows_only;
-  {
-    CsvPiecesWriter w(rows_only, ';', false);
-    w.write(pieces[1]);
-  }  // not finished: dropped or written, but the destructor returns
-  std::ostringstream s;
-  EXPECT_THROW(CsvPiecesWriter(s, '"'), UsageError);
-}
-
 // pandas (Debian's python3-pandas) reads the written file to the same values; pandas cannot tell
 // "" from a missing string, so the strings here are never empty.
 TEST(Csv, PandasReadsTheWrittenValues) {

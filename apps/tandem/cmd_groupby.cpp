@@ -6,7 +6,6 @@
 
 #include <iostream>
 #include <memory>
-#include <optional>
 
 #include <fmt/format.h>
 
@@ -231,15 +230,13 @@ int run_csv_stream(const Args& a, const tandem::GroupBySpec& spec, tandem::Devic
   o.device = device == tandem::Device::hybrid ? tandem::Device::cpu : device;
   // CSV output is written a piece at a time as the result comes (in key order), so a result
   // larger than memory never sits whole in it; the file appears only once complete.
-  // A thread of the writer's own writes each piece while the next is made.
   std::size_t groups = 0;
   double writing = 0;
-  std::optional<tandem::CsvPiecesWriter> writer;
   if (csv)
     o.on_result = [&](const tandem::Table& piece) {
       const tandem::Stopwatch w;
-      if (!writer) writer.emplace(csv->stream());
-      writer->write(piece);
+      if (groups == 0) tandem::write_csv(csv->stream(), piece);
+      else tandem::write_csv_rows(csv->stream(), piece);
       groups += piece.rows();
       writing += w.seconds();
     };
@@ -248,13 +245,9 @@ int run_csv_stream(const Args& a, const tandem::GroupBySpec& spec, tandem::Devic
   tandem::cli::print_notices(r.report);
   if (csv && groups > 0) {
     const tandem::Stopwatch w;
-    writer->finish();
-    const double waited = w.seconds();
     csv->commit();
     r.report.add("write output", "cpu", writing + w.seconds(),
-                 fmt::format("{} groups as CSV: formatted as the combine handed them on (inside its time), then "
-                             "{:.3f} s waiting for the writing thread",
-                             groups, waited));
+                 fmt::format("{} groups as CSV, written as the combine handed them on (inside its time)", groups));
   } else {
     write_result(a, r.table, csv.get());  // a folder of .npy columns, or a CSV of no groups
   }

@@ -59,16 +59,16 @@ const bool gen_groupby = tandem::cli::register_generator(
            tandem::write_csv(out.stream(), tandem::generate_groupby_table(spec), delimiter);
          } else {
            // Made and written a share at a time (the same table), so that 10^9 rows need no
-           // table of 10^9 rows in memory; a share is written while the next is made.
+           // table of 10^9 rows in memory.
            const std::size_t total = spec.rows;
            spec.total_rows = total;
-           tandem::CsvPiecesWriter writer(out.stream(), delimiter);
            for (std::size_t first = 0; first < total; first += kPieceRows) {
              spec.first_row = first;
              spec.rows = std::min(kPieceRows, total - first);
-             writer.write(tandem::generate_groupby_table(spec));
+             const auto piece = tandem::generate_groupby_table(spec);
+             if (first == 0) tandem::write_csv(out.stream(), piece, delimiter);
+             else tandem::write_csv_rows(out.stream(), piece, delimiter);
            }
-           writer.finish();
          }
          out.commit();
          return 0;

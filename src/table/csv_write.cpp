@@ -1,12 +1,8 @@
 // Writing CSV: blocks of rows formatted in parallel into buffers, written in order.
 #include <algorithm>
 #include <cmath>
-#include <condition_variable>
-#include <deque>
 #include <iterator>
-#include <mutex>
 #include <ostream>
-#include <thread>
 
 #include <fmt/compile.h>
 #include <fmt/format.h>
@@ -68,138 +64,53 @@ void append_rows(Out& out, const Table& t, std::size_t begin, std::size_t end, c
   }
 }
 
-void check_delimiter(char delimiter) {
+}  // namespace
+
+void write_csv(std::ostream& out, const Table& table, char delimiter) {
   if (delimiter == '"' || delimiter == '\n' || delimiter == '\r')
     throw UsageError(fmt::format("CSV delimiter '{}' (expected a byte other than a quote, CR or LF)",
                                  csv::printable(&delimiter, &delimiter + 1)));
-}
-
-}  // namespace
-
-struct CsvPiecesWriter::Impl {
-  std::ostream& out;
-  char delimiter;
-  bool header;  // still to be written
-  std::size_t most_queued;
-  int threads{default_threads()};
-  std::mutex lock;
-  std::condition_variable changed;
-  std::deque<Out> queue;  // formatted rows in order, for the writing thread
-  std::size_t queued{0};  // their bytes
-  bool closing{false};
-  bool finished{false};
-  std::exception_ptr error;
-  std::thread writing;
-
-  Impl(std::ostream& o, char d, bool h, std::size_t q) : out(o), delimiter(d), header(h), most_queued(q) {}
-
-  void run() {
-    for (;;) {
-      Out block;
-      {
-        std::unique_lock hold(lock);
-        changed.wait(hold, [&] { return closing || !queue.empty(); });
-        if (queue.empty()) return;
-        block = std::move(queue.front());
-        queue.pop_front();
-      }
-      try {
-        out.write(block.data(), static_cast<std::streamsize>(block.size()));
-      } catch (...) {
-        const std::lock_guard hold(lock);
-        if (!error) error = std::current_exception();
-      }
-      {
-        const std::lock_guard hold(lock);
-        queued -= block.size();
-      }
-      changed.notify_all();
-    }
+  if (table.num_columns() == 0) return;
+  Out header;
+  for (const auto& c : table.columns()) {
+    if (header.size()) header.push_back(delimiter);
+    append_string(header, c.name, delimiter);
   }
-
-  void push(Out block) {
-    if (block.size() == 0) return;
-    {
-      std::unique_lock hold(lock);
-      if (!writing.joinable()) writing = std::thread([this] { run(); });
-      changed.wait(hold, [&] { return error || queued == 0 || queued + block.size() <= most_queued; });
-      if (error) std::rethrow_exception(error);
-      queued += block.size();
-      queue.push_back(std::move(block));
-    }
-    changed.notify_all();
-  }
-
-  void stop() {
-    {
-      const std::lock_guard hold(lock);
-      closing = true;
-    }
-    changed.notify_all();
-    if (writing.joinable()) writing.join();
-  }
-};
-
-CsvPiecesWriter::CsvPiecesWriter(std::ostream& out, char delimiter, bool header, std::size_t queued_bytes) {
-  check_delimiter(delimiter);
-  impl_ = std::make_unique<Impl>(out, delimiter, header, queued_bytes);
-}
-
-CsvPiecesWriter::~CsvPiecesWriter() {
-  {
-    const std::lock_guard hold(impl_->lock);
-    impl_->queue.clear();  // unfinished: what is left is not wanted
-  }
-  impl_->stop();
-}
-
-void CsvPiecesWriter::write(const Table& piece) {
-  Impl& w = *impl_;
-  if (w.finished) throw UsageError("CSV writer: write() after finish()");
-  if (piece.num_columns() == 0) return;
-  if (w.header) {
-    Out names;
-    for (const auto& c : piece.columns()) {
-      if (names.size()) names.push_back(w.delimiter);
-      append_string(names, c.name, w.delimiter);
-    }
-    names.push_back('\n');
-    w.push(std::move(names));
-    w.header = false;
-  }
-  // Rounds of two blocks per thread formatted in parallel, each handed to the writing thread as
-  // soon as its round is done: 16 threads format 10^7 rows of db-benchmark q10's result (some
-  // 480 MB) in less time than one thread writes them.
-  constexpr std::size_t kBlock = 16384;
-  const std::size_t per_round = 2 * static_cast<std::size_t>(w.threads), rows = piece.rows();
-  std::vector<Out> blocks(per_round);
-  for (std::size_t first = 0; first < rows; first += kBlock * per_round) {
-    parallel_for(per_round, w.threads, [&](std::size_t b) {
-      blocks[b].clear();
-      const std::size_t begin = std::min(rows, first + b * kBlock);
-      append_rows(blocks[b], piece, begin, std::min(rows, begin + kBlock), w.delimiter);
-    });
-    for (Out& b : blocks) w.push(std::move(b));
-    for (Out& b : blocks) b = Out();
-  }
-}
-
-void CsvPiecesWriter::finish() {
-  impl_->finished = true;
-  impl_->stop();
-  if (impl_->error) std::rethrow_exception(impl_->error);
-}
-
-void write_csv(std::ostream& out, const Table& table, char delimiter) {
-  CsvPiecesWriter w(out, delimiter, true);
-  w.write(table);
-  w.finish();
+  header.push_back('\n');
+  out.write(header.data(), static_cast<std::streamsize>(header.size()));
+  write_csv_rows(out, table, delimiter);
 }
 
 void write_csv_rows(std::ostream& out, const Table& table, char delimiter) {
-  CsvPiecesWriter w(out, delimiter, false);
-  w.write(table);
-  w.finish();
+  if (table.num_columns() == 0) return;
+  // Rounds of two blocks per thread formatted in parallel; the round before is written, in row
+  // order, as one more task of the round, so that one thread writes while the others format
+  // (10^7 rows of db-benchmark q10's result: some 480 MB, whose writing alone took as long as 16
+  // threads' formatting).
+  constexpr std::size_t kBlock = 16384;
+  const int threads = default_threads();
+  const std::size_t per_round = 2 * static_cast<std::size_t>(threads);
+  std::vector<Out> rounds[2] = {std::vector<Out>(per_round), std::vector<Out>(per_round)};
+  const auto write = [&out](const std::vector<Out>& blocks) {
+    for (const auto& b : blocks) out.write(b.data(), static_cast<std::streamsize>(b.size()));
+  };
+  const std::size_t rows = table.rows();
+  std::size_t r = 0;
+  for (std::size_t first = 0; first < rows; first += kBlock * per_round, ++r) {
+    std::vector<Out>& blocks = rounds[r % 2];
+    const std::vector<Out>* last = r > 0 ? &rounds[(r + 1) % 2] : nullptr;
+    parallel_for(per_round + 1, threads, [&](std::size_t task) {
+      if (task == 0) {
+        if (last) write(*last);
+        return;
+      }
+      Out& b = blocks[task - 1];
+      b.clear();
+      const std::size_t begin = std::min(rows, first + (task - 1) * kBlock);
+      append_rows(b, table, begin, std::min(rows, begin + kBlock), delimiter);
+    });
+  }
+  if (r > 0) write(rounds[(r + 1) % 2]);
 }
 
 }  // namespace tandem

@@ -74,31 +74,6 @@ void write_csv(std::ostream& out, const Table& table, char delimiter = ',');
 // The rows alone, as write_csv writes them (no header): a table written in batches.
 void write_csv_rows(std::ostream& out, const Table& table, char delimiter = ',');
 
-// A table written as CSV in pieces (a result handed on piece by piece), as write_csv writes it
-// whole: each piece is formatted on every core, and a thread of the writer's own writes the
-// formatted rows while the caller goes on making the next piece. At most `queued_bytes` of
-// formatted rows wait for it; write() waits when they would pass that. Only the writer's thread
-// touches `out` between the first write() and finish().
-class CsvPiecesWriter {
- public:
-  static constexpr std::size_t kQueuedBytes = std::size_t{64} << 20;
-  // `header`: write the first piece's column names first (a piece of no rows gives them too).
-  // `queued_bytes`: the formatted rows that may wait (kQueuedBytes; tests make it small).
-  CsvPiecesWriter(std::ostream& out, char delimiter = ',', bool header = true, std::size_t queued_bytes = kQueuedBytes);
-  ~CsvPiecesWriter();  // waits for the writing thread (call finish() to know it all went)
-  CsvPiecesWriter(const CsvPiecesWriter&) = delete;
-  CsvPiecesWriter& operator=(const CsvPiecesWriter&) = delete;
-
-  void write(const Table& piece);
-  // Waits until every row is written to `out` (the caller then checks the stream). Rethrows an
-  // error the writing thread met.
-  void finish();
-
- private:
-  struct Impl;
-  std::unique_ptr<Impl> impl_;
-};
-
 // Splitting one CSV file between processes that each read a byte range: where quoted fields
 // stand at the end of a range for each state at its start, under the readers' dialect (a quote
 // opens a field only at a field's start, "" inside one is a quote, a quote elsewhere a literal
