@@ -13,12 +13,12 @@
 // What is timed: tandem, the whole process (start-up, scan, group-by, writing ans.csv);
 // DuckDB, the query inside a Node process started for the question just before tandem's runs of
 // it (Node's and DuckDB's start-up and the answer's export not timed; with --duckdb-writes the
-// timed query writes its answer to a CSV file, `COPY (query) TO`, as tandem's does). Process start thus counts against
-// tandem only
-// (`tandem --version`'s time is printed beside it). q9 (r² of v1 and v2) needs products of columns, which a CSV query
-// through the CLI cannot name; it is left out. Floor: one core's bytes per second over the first 256 MiB of the file in
-// memory, for the structural masks alone, the chunk walk stepping over every column, and the walk reading q1's two
-// columns.
+// timed query writes its answer to a CSV file, `COPY (query) TO`, as tandem's does). Process
+// start thus counts against tandem only (`tandem --version`'s time is printed beside it). q9 (r²
+// of v1 and v2) needs products of columns, which a CSV query through the CLI cannot name; it is
+// left out. Floor: one core's bytes per second over the first 256 MiB of the file in memory, for
+// the structural masks alone, the chunk walk stepping over every column, and the walk reading
+// q1's two columns.
 
 #include <cmath>
 #include <filesystem>
@@ -181,6 +181,7 @@ int main(int argc, char** argv) {
   // tandem's process does, instead of keeping it in a table (the db-benchmark's convention).
   const bool duckdb_writes = b.has_flag("--duckdb-writes");
   const std::string duckdb_timed = duckdb_writes ? "DuckDB COPY (query) TO file s" : "DuckDB read_csv query s";
+  const std::string duckdb_column = duckdb_writes ? "query to a file" : "query";
   auto duckdb = [&](const std::string& q) {
     const auto r =
         bench::run_command(fmt::format("{} --csv {} --threads {} --reps {} --warmup {} --out {} --questions {}{}",
@@ -231,9 +232,8 @@ int main(int argc, char** argv) {
   fmt::print(
       "\n| question | tandem s (process) | {} | answers equal | tandem MB/s per core |\n"
       "|---|---|---|---|---|---|\n{}\n",
-      device == "gpu" ? fmt::format("tandem --device cpu s, or DuckDB s ({}) | the other / tandem GPU",
-                                    duckdb_writes ? "query to a file" : "query")
-                      : fmt::format("DuckDB s ({}) | DuckDB / tandem", duckdb_writes ? "query to a file" : "query"),
+      device == "gpu" ? fmt::format("tandem --device cpu s, or DuckDB s ({}) | the other / tandem GPU", duckdb_column)
+                      : fmt::format("DuckDB s ({}) | DuckDB / tandem", duckdb_column),
       fmt::join(lines, "\n"));
   if (!b.has_flag("--no-floor")) floor_rates(b, csv);
   return b.finish();

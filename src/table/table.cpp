@@ -254,13 +254,10 @@ Table::Table(std::vector<Column> columns) {
   for (auto& c : columns) add(std::move(c));
 }
 
-Table::Table(std::vector<Column> columns, const detail::MadeHere&) {
+Table::Table(std::vector<Column> columns, const detail::MadeHere& mark) {
   columns_.reserve(columns.size());
   index_.reserve(columns.size());
-  for (auto& c : columns) {
-    check_sizes(c);
-    add_checked(std::move(c));
-  }
+  for (auto& c : columns) add(std::move(c), mark);
 }
 
 const Column* Table::find(std::string_view name) const {
