@@ -6,7 +6,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <limits>
@@ -16,6 +15,7 @@
 
 #include <fmt/format.h>
 
+#include "core/pread_parts.hpp"
 #include "tandem/core/detail/io_pieces.hpp"
 #include "tandem/core/error.hpp"
 #include "tandem/core/format.hpp"
@@ -24,7 +24,6 @@
 namespace tandem::io {
 namespace {
 
-using detail::IoPieces;
 using detail::kMaxIo;
 
 constexpr std::size_t kNoLimit = std::numeric_limits<std::size_t>::max() - 1;
@@ -113,38 +112,11 @@ class InputFile {
   }
 
  private:
-  // Bytes [at, at + n) of the input into p, split into pieces that `threads` threads read with
-  // pread. Returns n, or where the file ended when it ended early (every byte before that was
+  // Bytes [at, at + n) of the input into p, read in pieces by an OpenMP team of `threads` (one big
+  // read). Returns n, or where the file ended when it ended early (every byte before that was
   // read). A failed read throws InputError naming the byte.
   std::size_t pread_pieces(void* p, std::size_t n, std::uint64_t at, int threads) {
-    const IoPieces plan(n, threads > 0 ? threads : default_threads());
-    std::atomic<std::size_t> end{n};
-    std::atomic<int> failed_errno{0};
-    std::atomic<std::size_t> failed_at{0};
-#pragma omp parallel for num_threads(plan.threads) schedule(dynamic, 1) if (plan.threads > 1)
-    for (std::size_t i = 0; i < plan.count; ++i) {
-      const std::size_t lo = plan.begin(i), hi = plan.end(i);
-      std::size_t have = lo;
-      while (have < hi && failed_errno.load(std::memory_order_relaxed) == 0) {
-        const ssize_t got = ::pread(fd_, static_cast<char*>(p) + have, std::min<std::size_t>(hi - have, kMaxIo),
-                                    static_cast<off_t>(start_ + at + have));
-        if (got > 0) {
-          have += static_cast<std::size_t>(got);
-        } else if (got == 0) {  // the file ended here
-          std::size_t e = end.load();
-          while (have < e && !end.compare_exchange_weak(e, have)) {}
-          break;
-        } else if (errno != EINTR) {
-          int none = 0;
-          if (failed_errno.compare_exchange_strong(none, errno)) failed_at = have;
-          break;
-        }
-      }
-    }
-    if (const int err = failed_errno.load())
-      throw InputError(
-          fmt::format("{}: read failed at byte {} ({})", name_, at + failed_at.load(), std::strerror(err)));
-    return end.load();
+    return pread_parts({fd_, name_, start_}, p, n, at, threads > 0 ? threads : default_threads());
   }
 
   void close_fd() {

@@ -7,12 +7,11 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <exception>
-#include <future>
 #include <vector>
 
 #include <fmt/format.h>
 
+#include "core/pread_parts.hpp"
 #include "tandem/core/error.hpp"
 
 #if TANDEM_HAS_ZLIB
@@ -84,61 +83,36 @@ class FdSource : public ByteSource {
     constexpr std::size_t kPartBytes = std::size_t{1} << 20;  // below this, a thread costs more than it copies
     parts = static_cast<int>(std::min<std::size_t>(std::max(parts, 1), n / kPartBytes));
     if (!rewindable || parts <= 1) return read_full(dst, n);
-    // Each part read whole from its own offset; the bytes read are those up to the first part
-    // that came short (the file's end). Threads of their own, not an OpenMP team: a team's
-    // threads would spin between this reader's calls on the cores the parsers use.
-    std::vector<std::size_t> got(parts, 0);
-    const auto part = [&](int p) {
-      const std::size_t b = n * p / parts, e = n * (p + 1) / parts;
-      while (b + got[p] < e) {
-        const std::size_t r = read_at(dst + b + got[p], e - b - got[p], at_ + b + got[p]);
-        if (r == 0) break;
-        got[p] += r;
-      }
-    };
-    std::vector<std::future<void>> helpers;
-    for (int p = 1; p < parts; ++p) helpers.push_back(std::async(std::launch::async, part, p));
-    std::exception_ptr error;
-    try {
-      part(0);
-    } catch (...) {
-      error = std::current_exception();
-    }
-    for (auto& h : helpers) try {
-        h.get();
-      } catch (...) {
-        if (!error) error = std::current_exception();
-      }
-    if (error) std::rethrow_exception(error);
-    std::size_t total = 0;
-    for (int p = 0; p < parts; ++p) {
-      total += got[p];
-      if (got[p] < n * (p + 1) / parts - n * p / parts) break;
-    }
-    at_ += total;
-    return total;
+    // Helpers of this reader's own, asleep between calls, not an OpenMP team: a team's threads
+    // would spin between this reader's calls on the cores the parsers use.
+    if (!pool_ || pool_->helpers() < parts - 1) pool_ = std::make_unique<io::PreadPool>(parts - 1);
+    const std::size_t got = io::pread_parts({fd_, name}, dst, n, at_, parts, pool_.get());
+    at_ += got;
+    return got;
   }
   int fd() const { return fd_; }
 
  private:
   // Up to n bytes from byte `at` of a regular file (pread: threads may read parts at once), or
-  // from the stream's position.
+  // from the stream's position (`at` then only for messages).
   std::size_t read_at(char* dst, std::size_t n, std::size_t at) {
+    if (rewindable) return io::pread_some({fd_, name}, dst, n, at);
     for (;;) {
-      const ssize_t r = rewindable ? ::pread(fd_, dst, n, static_cast<off_t>(at)) : ::read(fd_, dst, n);
+      const ssize_t r = ::read(fd_, dst, n);
       if (r >= 0) return static_cast<std::size_t>(r);
-      // Some /proc files refuse a large count with ENOMEM (the kernel's buffer is the size asked):
-      // ask for less.
+      // Standard input from a /proc file may refuse a large count as pread_some's files do.
       if (errno == ENOMEM && n > 4096) {
         n /= 2;
         continue;
       }
-      if (errno != EINTR) throw InputError(fmt::format("{}: read failed ({})", name, std::strerror(errno)));
+      if (errno != EINTR)
+        throw InputError(fmt::format("{}: read failed at byte {} ({})", name, at, std::strerror(errno)));
     }
   }
   int fd_{-1};
   bool own_{false};
-  std::size_t at_{0};  // a regular file's next byte
+  std::size_t at_{0};                    // the next byte
+  std::unique_ptr<io::PreadPool> pool_;  // read_full_in_parts' helpers, started on its first call
 };
 
 #if TANDEM_HAS_ZLIB
