@@ -35,7 +35,7 @@ struct GpuInfo {
   int cc_minor{0};
   int sms{0};
   std::uint64_t memory_bytes{0};
-  std::uint64_t free_bytes{0};
+  std::uint64_t free_bytes{0};  // system_info() only (it needs a context per device); 0 from gpu_info()
   std::uint64_t l2_bytes{0};
   std::uint64_t shared_per_block_optin{0};
   std::uint64_t shared_per_sm{0};
