@@ -296,6 +296,47 @@ TEST(SinkConfig, RunningGroupsStayWhereKeysRepeatOverTheWholeInput) {
   EXPECT_FALSE(SinkConfig::running_groups_pay(n, n, std::size_t{1} << 40));
 }
 
+TEST(SinkConfig, AFreshTableGivesUpAtOnceOnlyKeysSurelyDistinct) {
+  using sink::SinkConfig;
+  const std::size_t n = SinkConfig::kEarlyProbeRows;
+  const auto groups_of = [n](double keys) { return static_cast<std::size_t>(keys * -std::expm1(-double(n) / keys)); };
+  EXPECT_FALSE(SinkConfig::surely_distinct(n - 1, n - 1, 0));           // before the probe
+  EXPECT_TRUE(SinkConfig::surely_distinct(n, n, 0));                    // no repeat, rows untold
+  EXPECT_TRUE(SinkConfig::surely_distinct(n, n, 10'000'000 / 16));      // q10 at 10^7 rows, 16 threads
+  EXPECT_TRUE(SinkConfig::surely_distinct(n, n - 2, 10'000'000 / 2));   // two repeats, 2 threads
+  EXPECT_FALSE(SinkConfig::surely_distinct(n, groups_of(1e6), 0));      // ~134 repeats: left to the probe
+  EXPECT_FALSE(SinkConfig::surely_distinct(n, groups_of(3e6), 0));      // ~45 repeats: the same
+  EXPECT_FALSE(SinkConfig::surely_distinct(n, n, 1'000'000'000 / 16));  // q3 at 10^9 rows, none seen
+  EXPECT_FALSE(SinkConfig::surely_distinct(n, groups_of(1e7), 1'000'000'000 / 16));
+  EXPECT_FALSE(SinkConfig::surely_distinct(n, n, 100'000'000 / 2));  // a table to see 5·10^7 rows
+}
+
+TEST(GroupBySink, SurelyDistinctKeysAreGivenUpInAFreshTablesFirstRows) {
+  // Chunks past twice the early probe, keys drawn from 2^40 values: the first chunk folded gives the
+  // running groups up after its first kEarlyProbeRows rows; the answer stays tandem::groupby's,
+  // on one thread and on four, with the rows to expect told or not.
+  const std::size_t chunk = 3 * sink::SinkConfig::kEarlyProbeRows, rows = 12 * chunk;
+  std::mt19937_64 rng(43);
+  Table t;
+  std::vector<std::int64_t> k(rows);
+  for (auto& x : k) x = static_cast<std::int64_t>(rng() >> 24);
+  t.add(make_column("k", std::move(k)));
+  t.add(random_column(rng, "s", ColumnType::str, rows, 5, 0.0));
+  t.add(random_column(rng, "v", ColumnType::f64, rows, 1000, 0.1));
+  const GroupBySpec spec{{"k", "s"}, parse_aggregations("count(),sum(v),mean(v),max(v)")};
+  const Table want = whole(t, spec).table;
+  for (const int threads : {1, 4}) {
+    GroupBySinkOptions options;
+    options.threads = threads;
+    options.expected_rows = threads == 1 ? 0 : rows;
+    const auto got = run_sink(spec, chunks_of(t, std::vector<std::size_t>(12, chunk)), options, threads);
+    expect_same(got.table, want, spec, fmt::format("distinct keys, {} thread(s)", threads));
+    if (HasFatalFailure()) return;
+    EXPECT_NE(got.report.explain().find("mostly distinct in a chunk's first 16384 rows"), std::string::npos)
+        << got.report.explain();
+  }
+}
+
 TEST(GroupBySink, KeysThatRepeatOnlyOverTheWholeInputKeepTheirRunningGroups) {
   // 1.5·10^6 keys in 52 chunks of 2^17 rows: each chunk's keys look distinct (96 %), but every
   // key comes 4.5 times over the input. Told the rows to expect, the sink keeps its table.

@@ -346,6 +346,12 @@ void hash_rows(const Table& t, std::span<const std::size_t> key_columns, std::sp
       t, key_columns, [](std::size_t j) { return j; }, out, threads);
 }
 
+void hash_rows_from(const Table& t, std::span<const std::size_t> key_columns, std::size_t first,
+                    std::span<std::uint64_t> out, int threads) {
+  hash_rows_at(
+      t, key_columns, [first](std::size_t j) { return first + j; }, out, threads);
+}
+
 void hash_some_rows(const Table& t, std::span<const std::size_t> key_columns, std::span<const std::size_t> rows,
                     std::span<std::uint64_t> out, int threads) {
   hash_rows_at(

@@ -49,6 +49,9 @@ Table empty_like(const Table& t);
 // 64-bit hash of row i's values in the key columns, equal for rows that group-by puts in one
 // group: -0.0 and +0.0 hash alike, every NaN alike, and a missing value alike.
 void hash_rows(const Table& t, std::span<const std::size_t> key_columns, std::span<std::uint64_t> out, int threads = 1);
+// The same for rows first .. first + out.size() - 1: out[j] is row first + j's hash.
+void hash_rows_from(const Table& t, std::span<const std::size_t> key_columns, std::size_t first,
+                    std::span<std::uint64_t> out, int threads = 1);
 // The same for the rows rows[j] only: out[j] is row rows[j]'s hash.
 void hash_some_rows(const Table& t, std::span<const std::size_t> key_columns, std::span<const std::size_t> rows,
                     std::span<std::uint64_t> out, int threads = 1);

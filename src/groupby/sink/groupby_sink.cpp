@@ -60,6 +60,13 @@ bool sink::SinkConfig::running_groups_pay(std::size_t rows, std::size_t groups, 
   return expected_rows > 0 && static_cast<double>(expected_rows) >= kRunningRowsPerKey * estimated_keys(rows, groups);
 }
 
+bool sink::SinkConfig::surely_distinct(std::size_t rows, std::size_t groups, std::size_t expected_rows) {
+  if (rows < kEarlyProbeRows || groups > rows) return false;
+  const double n = static_cast<double>(rows);
+  const double low_keys = n * n / (2 * (static_cast<double>(rows - groups) + 3));
+  return low_keys >= kEarlyDistinctKeys && low_keys >= kRunningRowsPerKey * static_cast<double>(expected_rows);
+}
+
 struct GroupBySink::Impl {
   sink::SinkPlan plan;
   GroupBySinkOptions options;
@@ -80,6 +87,8 @@ struct GroupBySink::Impl {
   // starts again.
   std::atomic<bool> running{false};
   std::atomic<bool> gave_up_running{false};  // then later chunks' rows are partial groups of their own
+  std::atomic<bool> keys_repeat{false};      // a table passed the probe keeping them: no early probes
+  std::atomic<bool> gave_up_early{false};    // by an early probe (for the report)
   std::size_t flush_bytes{0};
   struct Idle {
     std::unique_ptr<sink::RunningGroups> groups;
@@ -235,12 +244,27 @@ GroupBySink::Impl::Piece GroupBySink::Impl::fold_running(std::size_t index, cons
   Idle held = acquire();
   try {
     sink::RunningGroups& g = *held.groups;
-    g.add(sink::engine_input(chunk, plan));
+    const Table input = sink::engine_input(chunk, plan);
     // Each consuming thread's table sees about its share of the rows.
-    const bool distinct = !SinkConfig::running_groups_pay(g.rows(), g.groups(),
-                                                          options.expected_rows / static_cast<std::size_t>(threads));
-    if (distinct && running.exchange(false)) gave_up_running = true;
-    if (distinct || g.bytes() > flush_bytes) piece.partial = g.take();
+    const std::size_t table_rows = options.expected_rows / static_cast<std::size_t>(threads);
+    std::size_t folded = 0;
+    bool given_up = false;
+    if (g.rows() == 0 && !keys_repeat.load() && input.rows() >= 2 * SinkConfig::kEarlyProbeRows) {
+      folded = SinkConfig::kEarlyProbeRows;
+      g.add(input, 0, folded);
+      given_up = SinkConfig::surely_distinct(g.rows(), g.groups(), table_rows);
+    }
+    if (given_up) {
+      (void)g.take();  // the probe's rows go on with the rest of the chunk, each its own group
+      if (running.exchange(false)) gave_up_running = gave_up_early = true;
+      piece.partial = sink::row_partials(chunk, plan, partial_like, &arena);
+    } else {
+      g.add(input, folded, input.rows());
+      const bool distinct = !SinkConfig::running_groups_pay(g.rows(), g.groups(), table_rows);
+      if (!distinct && g.rows() >= SinkConfig::kRunningProbeRows) keys_repeat = true;
+      if (distinct && running.exchange(false)) gave_up_running = true;
+      if (distinct || g.bytes() > flush_bytes) piece.partial = g.take();
+    }
   } catch (...) {
     release(std::move(held));
     throw;
@@ -400,18 +424,20 @@ GroupByResult GroupBySink::Impl::finish(const ResultPieces& emit, bool in_pieces
   GroupByResult out;
   Report& report = out.report;
   report.operation = "groupby";
-  report.add(
-      "partial groups", "cpu", consume_seconds,
-      fmt::format("{} chunks, {} rows → {} partial groups{} ({}; seconds summed over the consuming threads)", chunks,
-                  rows, partial_rows,
-                  plan.kept.aggs.empty() ? "" : fmt::format(", {} rows kept for holistic aggregations", kept_rows),
-                  plan.kept_only        ? "none: every aggregation is holistic"
-                  : running_tables == 0 ? "the CPU engine over each chunk"
-                  : gave_up_running
-                      ? fmt::format("running groups in {} hash table(s) until the keys proved mostly distinct, "
-                                    "then each row its own partial group",
-                                    running_tables)
-                      : fmt::format("running groups: {} hash table(s) kept across chunks", running_tables)));
+  report.add("partial groups", "cpu", consume_seconds,
+             fmt::format(
+                 "{} chunks, {} rows → {} partial groups{} ({}; seconds summed over the consuming threads)", chunks,
+                 rows, partial_rows,
+                 plan.kept.aggs.empty() ? "" : fmt::format(", {} rows kept for holistic aggregations", kept_rows),
+                 plan.kept_only        ? "none: every aggregation is holistic"
+                 : running_tables == 0 ? "the CPU engine over each chunk"
+                 : gave_up_running
+                     ? fmt::format(
+                           "running groups in {} hash table(s) until the keys proved mostly distinct{}, "
+                           "then each row its own partial group",
+                           running_tables,
+                           gave_up_early ? fmt::format(" in a chunk's first {} rows", SinkConfig::kEarlyProbeRows) : "")
+                     : fmt::format("running groups: {} hash table(s) kept across chunks", running_tables)));
   report.note(fmt::format("group-by sink: memory limit {} bytes{}", limit,
                           options.memory_limit > 0 ? "" : " (a quarter of the available memory)"));
   Stopwatch w;

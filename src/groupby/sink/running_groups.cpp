@@ -467,23 +467,28 @@ std::size_t RunningGroups::bytes() const {
   return b;
 }
 
-void RunningGroups::add(const Table& input) {
+void RunningGroups::add(const Table& input) { add(input, 0, input.rows()); }
+
+void RunningGroups::add(const Table& input, std::size_t begin, std::size_t end) {
   Impl& s = *impl_;
-  const std::size_t n = input.rows();
+  end = std::min(end, input.rows());
+  if (begin >= end) return;
+  const std::size_t n = end - begin;
   std::vector<const Column*> cols;
   for (const auto& k : s.plan.spec.by) cols.push_back(&input.column(k));
   for (std::size_t i = 0; i < s.plan.partial.aggs.size(); ++i)
     if (s.by_agg[i]) s.by_agg[i]->read_from(&input.column(s.plan.partial.aggs[i].column));
   s.rows_added += n;
   s.row_hash.resize(n);
-  const std::span<std::uint64_t> hashes(s.row_hash.data(), n);
-  hash_rows(input, s.key_index, hashes);
+  const std::span<std::uint64_t> hashes(s.row_hash.data(), n);  // hashes[i - begin]: row i's
+  hash_rows_from(input, s.key_index, begin, hashes);
   std::vector<std::uint32_t> gid(kBlockRows);
-  for (std::size_t b = 0; b < n; b += kBlockRows) {
-    const std::size_t e = std::min(n, b + kBlockRows);
+  for (std::size_t b = begin; b < end; b += kBlockRows) {
+    const std::size_t e = std::min(end, b + kBlockRows);
     for (std::size_t i = b; i < e; ++i) {
-      if (i + kPrefetchRows < n) s.prefetch_probe(hashes[i + kPrefetchRows], hashes[i + kKeyPrefetchRows]);
-      gid[i - b] = s.group_of(cols, i, hashes[i]);
+      if (i + kPrefetchRows < end)
+        s.prefetch_probe(hashes[i - begin + kPrefetchRows], hashes[i - begin + kKeyPrefetchRows]);
+      gid[i - b] = s.group_of(cols, i, hashes[i - begin]);
     }
     s.grow_records(s.groups);
     for (std::size_t k = 0; k < s.states.size(); ++k)

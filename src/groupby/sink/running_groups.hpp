@@ -37,8 +37,10 @@ class RunningGroups {
   RunningGroups(const RunningGroups&) = delete;
   RunningGroups& operator=(const RunningGroups&) = delete;
 
-  // Folds a chunk's engine_input (same column types as the constructor's) into the groups.
+  // Folds a chunk's engine_input (same column types as the constructor's) into the groups:
+  // all its rows, or rows [begin, end).
   void add(const Table& input);
+  void add(const Table& input, std::size_t begin, std::size_t end);
   // Folds the given groups of another table (same plan and column types) into these: each key
   // found or added, its states merged, its missing values counted. The other table is unchanged.
   void merge(const RunningGroups& other, std::span<const std::uint32_t> groups);
