@@ -702,6 +702,30 @@ TEST(GroupBySink, RunningGroupsTellKeysApartPastTheirInlineBytes) {
   expect_same(got.table, whole(t, spec).table, spec, "shared inline bytes");
 }
 
+TEST(GroupBySink, RunningGroupsClearedHoldOnlyTheRowsAddedAfter) {
+  // clear() drops the groups without checking their sums: two rows whose i64 sum overflows are
+  // dropped quietly (take() would throw), and a range of a later table is folded alone.
+  const std::int64_t big = std::int64_t{1} << 62;
+  const Table first(
+      std::vector<Column>{make_column<std::int64_t>("k", {7, 7, 8}), make_column<std::int64_t>("v", {big, big, 1})});
+  const Table later(
+      std::vector<Column>{make_column<std::int64_t>("k", {7, 9, 9, 10}), make_column<std::int64_t>("v", {5, 1, 2, 4})});
+  const GroupBySpec spec{{"k"}, parse_aggregations("sum(v),count()")};
+  const auto plan = sink::plan_sink(spec);
+  sink::RunningGroups g(plan, sink::engine_input(first, plan));
+  g.add(sink::engine_input(first, plan));
+  EXPECT_EQ(g.groups(), 2u);
+  g.clear();
+  EXPECT_EQ(g.groups(), 0u);
+  EXPECT_EQ(g.rows(), 0u);
+  g.add(sink::engine_input(later, plan), 1, 3);  // rows 1 and 2: key 9 twice
+  const Table got = g.take();
+  ASSERT_EQ(got.rows(), 1u);
+  EXPECT_EQ(got.column("k").numbers<std::int64_t>()[0], 9);
+  g.add(sink::engine_input(first, plan));
+  EXPECT_THROW((void)g.take(), InputError) << "take() checks the sums";
+}
+
 TEST(GroupBySink, RunningGroupsKeepTheirGroupsWhenRoomIsReservedBetweenChunks) {
   // reserve() places the groups already held in a bigger table: later rows must find them.
   std::mt19937_64 rng(7);

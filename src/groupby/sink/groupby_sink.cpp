@@ -255,7 +255,7 @@ GroupBySink::Impl::Piece GroupBySink::Impl::fold_running(std::size_t index, cons
       given_up = SinkConfig::surely_distinct(g.rows(), g.groups(), table_rows);
     }
     if (given_up) {
-      (void)g.take();  // the probe's rows go on with the rest of the chunk, each its own group
+      g.clear();  // the probe's rows go on with the rest of the chunk, each its own group
       if (running.exchange(false)) gave_up_running = gave_up_early = true;
       piece.partial = sink::row_partials(chunk, plan, partial_like, &arena);
     } else {

@@ -592,6 +592,20 @@ GroupPartitions RunningGroups::partitions(int bits) const {
   return p;
 }
 
+namespace {
+
+// Back to no groups, with the keys and missing counts already taken.
+void reset(RunningGroups::Impl& s) {
+  s.slots.assign(kFirstSlots, 0);
+  s.group_hash = {};
+  s.groups = 0;
+  s.rows_added = 0;
+  s.records = {};
+  s.recorded = 0;
+}
+
+}  // namespace
+
 Table RunningGroups::take() {
   Impl& s = *impl_;
   Scratch<std::uint32_t> all(s.groups);
@@ -627,13 +641,15 @@ Table RunningGroups::take() {
     for (auto& c : s.states[k]->finish_at(s.state_bytes(k), s.stride, all, present_in.at(a.column), 1))
       out.add(std::move(c));
   }
-  s.slots.assign(kFirstSlots, 0);
-  s.group_hash = {};
-  s.groups = 0;
-  s.rows_added = 0;
-  s.records = {};
-  s.recorded = 0;
+  reset(s);
   return out;
+}
+
+void RunningGroups::clear() {
+  Impl& s = *impl_;
+  for (std::size_t k = 0; k < s.keys.size(); ++k) (void)s.keys[k]->take(s.plan.spec.by[k]);
+  for (auto& [name, m] : s.missing) m.clear();
+  reset(s);
 }
 
 }  // namespace tandem::sink

@@ -57,6 +57,8 @@ class RunningGroups {
   // The partial groups so far (keys, the plan's partial aggregations); then empty. InputError
   // where a group's 64-bit integer sum does not fit its type.
   Table take();
+  // The groups dropped (as after take(), with no table made and no sum checked).
+  void clear();
   // The groups by partition, `bits` (1–24) of the key hash.
   GroupPartitions partitions(int bits) const;
   struct Impl;  // defined in running_groups.cpp only
