@@ -169,8 +169,8 @@ GroupByResult groupby(const Table& input, const GroupBySpec& spec, const GroupBy
     if (gpu_count() == 0) throw NoDeviceError("group-by device 'gpu': no usable GPU");
     return upload_and_run(input, spec, options, std::move(report));
   }
-  // The reasons that need no GPU first: looking for one starts CUDA (tenths of a second), which
-  // a group-by the CPU engine takes anyway should not pay.
+  // The reasons that need no GPU first: looking for one starts CUDA's driver, which a group-by
+  // the CPU engine takes anyway should not pay for.
   if (!TANDEM_HAS_CUDA) {
     report.note("CPU-only build: CPU engine");
   } else if (bytes_read(input, spec) < (std::size_t{1} << 20)) {

@@ -99,8 +99,8 @@ GroupByResult groupby_csv(const std::string& path, const GroupBySpec& spec, cons
   bool on_gpu = options.device == Device::gpu;
   if (options.device == Device::auto_ && TANDEM_HAS_CUDA && io::is_sized_file(path) && !scan::is_compressed(path)) {
     const int threads = options.csv.threads > 0 ? options.csv.threads : default_threads();
-    // GPUs are looked for only where one would win: the look starts CUDA, some 0.35 s of a
-    // process on an H100 host, which a run the CPU takes would pay for nothing.
+    // GPUs are looked for only where one would win: the look starts CUDA's driver, which a run
+    // the CPU takes would pay for nothing.
     const auto e = scan::estimate_csv_groupby(io::file_size(path), threads, true);
     on_gpu = e.gpu && gpu_count() > 0;
     if (on_gpu || !e.gpu) notes.note(e.describe() + (e.gpu ? "" : " (no GPU looked for)"));

@@ -133,8 +133,7 @@ Report dispatch(std::span<K> keys, std::span<V> values, const SortOptions& opts,
   if (std::uint64_t(in.n) * (in.key_bytes + in.value_bytes) >= kMemoryCheckBytes)
     in.host_available = available_host_memory();
   // The bandwidths only weigh the CPU against a GPU. Their cache is keyed by the GPU, whose probe
-  // creates a CUDA context per device (with its teardown at exit, about 0.35 s of each CLI run on an
-  // H100 host): device=cpu does without them.
+  // starts CUDA's driver: device=cpu does without them.
   if (opts.device != Device::cpu)
     if (auto b = cached_bandwidths(&r)) in.host_bw = b->host_memcpy_mt;
 #if TANDEM_HAS_CUDA
