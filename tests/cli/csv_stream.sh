@@ -57,6 +57,11 @@ grep -q "late.csv:33002: column 3 ('v'): '2.5' is not an i64" "$out" || { echo "
 check explain 0 "$T" groupby "$d/t.csv" --by k --agg 'sum(v)' --explain --threads 2
 grep -q "scan csv.*2 threads.*2 of 3 columns read" "$out" || { echo "FAIL explain text"; cat "$out"; fails=$((fails+1)); }
 grep -q "write output.*groups as CSV" "$out" || { echo "FAIL explain write output"; cat "$out"; fails=$((fails+1)); }
+# auto: a small file goes to the CPU by the estimate alone, without looking for a GPU (a CUDA build)
+if "$T" info 2>/dev/null | grep -q '^CUDA '; then
+  grep -q "device auto: estimated CPU .* the CPU (no GPU looked for)" "$out" ||
+    { echo "FAIL explain auto note"; cat "$out"; fails=$((fails+1)); }
+fi
 # a tiny memory limit: the partial groups spill to --temp-dir, the same answer, nothing left there
 mkdir "$d/tmp"
 check spill 0 "$T" groupby "$d/t.csv" --by k --agg 'sum(v),count()' --memory-limit 1K --temp-dir "$d/tmp" --threads 2
