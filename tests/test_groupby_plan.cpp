@@ -27,6 +27,17 @@ TEST(GroupByPlan, FewGroupsFoldInRowRangesThatDoNotDependOnThreads) {
   EXPECT_EQ(plan_aggregation(1000, 10, 8, false, 4).slots, 1u);
 }
 
+TEST(GroupByPlan, MostSlotGroupsIsWhereRowRangesGiveWayToPartitions) {
+  using cpu_groupby::most_slot_groups;
+  EXPECT_EQ(most_slot_groups(24, true), 0u);  // holistic: always partitions
+  for (const std::size_t state_bytes : {std::size_t{0}, std::size_t{8}, std::size_t{24}, std::size_t{88}}) {
+    const std::uint64_t most = most_slot_groups(state_bytes, false);
+    ASSERT_GT(most, 0u);
+    EXPECT_FALSE(plan_aggregation(10'000'000, most, state_bytes, false, 4).partitioned) << state_bytes;
+    EXPECT_TRUE(plan_aggregation(10'000'000, most + 1, state_bytes, false, 4).partitioned) << state_bytes;
+  }
+}
+
 TEST(GroupByPlan, ManyGroupsOrHolisticAggregationsPartitionTheGroupIds) {
   for (const std::uint64_t groups : {1ull, 7ull, 100ull, 1'000'000ull, 10'000'000ull, (1ull << 31) - 5}) {
     for (const bool holistic : {false, true}) {

@@ -1,5 +1,6 @@
 // tandem::groupby on tables against the plain reference (groupby_reference.hpp): random tables
 // of mixed key and value types, the edge cases, thread counts, concurrent calls and errors.
+#include <algorithm>
 #include <limits>
 #include <map>
 #include <sstream>
@@ -483,6 +484,39 @@ TEST(GroupByTable, IntegerKeysOutsideTheirSampledRangeAreCountedOnceTheRangeIsEx
   expect_sampled_range_answers<std::int64_t>({3}, 1120, true, false);  // inside the padded range
   expect_sampled_range_answers<std::uint32_t>({last}, std::numeric_limits<std::uint32_t>::max(), false);
   expect_sampled_range_answers<std::uint64_t>({1}, 0, true);
+}
+
+TEST(GroupByTable, AGuessedRangeGivesWayWherePartitionsFoldTheRows) {
+  // Two keys of 10 values each over 2^20 rows with a median: the rows fold by partitions of group
+  // ids, which a guessed range (ids spread over (10 + 2·65)^2) would leave mostly empty. The keys
+  // are encoded from their bounds; every median is the plainly computed one.
+  const std::size_t n = (std::size_t{1} << 20) + 5;
+  std::vector<std::int64_t> a(n), b(n);
+  std::vector<double> v(n);
+  std::map<std::pair<std::int64_t, std::int64_t>, std::vector<double>> groups;
+  for (std::size_t i = 0; i < n; ++i) {
+    a[i] = 1 + static_cast<std::int64_t>((i * 7) % 10);
+    b[i] = 1 + static_cast<std::int64_t>((i / 10) % 10);
+    v[i] = static_cast<double>((i * 2654435761u) % 1000);
+    groups[{a[i], b[i]}].push_back(v[i]);
+  }
+  Table t;
+  t.add(make_column("a", a));
+  t.add(make_column("b", b));
+  t.add(make_column("v", v));
+  const auto r = on_cpu(t, GroupBySpec{{"a", "b"}, parse_aggregations("median(v),count()")}, 2);
+  EXPECT_EQ(r.report.explain().find("of a sample"), std::string::npos) << r.report.explain();
+  ASSERT_EQ(r.table.rows(), groups.size());
+  std::size_t row = 0;
+  for (auto& [key, values] : groups) {
+    std::sort(values.begin(), values.end());
+    const std::size_t m = values.size();
+    const double median = m % 2 ? values[m / 2] : (values[m / 2 - 1] + values[m / 2]) / 2;
+    EXPECT_EQ(r.table.column("a").numbers<std::int64_t>()[row], key.first);
+    EXPECT_EQ(r.table.column("b").numbers<std::int64_t>()[row], key.second);
+    EXPECT_EQ(r.table.column("median_v").numbers<double>()[row], median) << key.first << "," << key.second;
+    ++row;
+  }
 }
 
 TEST(GroupByTable, AGuessedRangeGivesWayWhereTheCombinedKeysAreRanked) {

@@ -21,7 +21,7 @@ std::uint64_t direct_limit(std::size_t rows) {
 }  // namespace
 
 GroupKeys::GroupKeys(const std::vector<const Column*>& keys, std::size_t rows, int threads, Report& report,
-                     bool guess_ranges) {
+                     bool guess_ranges, std::uint64_t guessed_ids_at_most) {
   if (rows >= UINT32_MAX)
     throw InputError(fmt::format("group-by of {} rows: at most 2^32 - 2 rows are supported", rows));
   Stopwatch w;
@@ -34,8 +34,9 @@ GroupKeys::GroupKeys(const std::vector<const Column*>& keys, std::size_t rows, i
     for (const auto& c : columns_) fits = fits && !__builtin_mul_overflow(product, c->card, &product);
   };
   multiply();
-  // Ranking the combined codes reads every code at once: guessed ranges only serve direct ids.
-  if (guess_ranges && !(fits && product <= direct_limit(rows))) {
+  // Ranking the combined codes reads every code at once: guessed ranges only serve direct ids,
+  // and only as many as the caller allows.
+  if (guess_ranges && !(fits && product <= std::min(direct_limit(rows), guessed_ids_at_most))) {
     for (std::size_t c = 0; c < keys.size(); ++c)
       if (columns_[c]->guessed()) columns_[c] = encode_key_column(*keys[c], threads);
     multiply();

@@ -15,11 +15,15 @@ constexpr std::size_t kMaxSlots = 64;
 constexpr std::size_t kMaxPartitions = 4096;
 }  // namespace
 
+std::uint64_t most_slot_groups(std::size_t state_bytes, bool holistic) {
+  return holistic ? 0 : kSlotStates / std::max<std::size_t>(state_bytes, 1);
+}
+
 AggregationPlan plan_aggregation(std::size_t rows, std::uint64_t groups, std::size_t state_bytes, bool holistic,
                                  int threads) {
   AggregationPlan p;
   const std::uint64_t bytes = groups * std::max<std::size_t>(state_bytes, 1);
-  if (!holistic && bytes <= kSlotStates) {
+  if (groups <= most_slot_groups(state_bytes, holistic)) {
     const std::size_t most = std::clamp<std::size_t>(kAllSlots / std::max<std::uint64_t>(bytes, 1), 4, kMaxSlots);
     p.slot_rows = std::max(kMinSlotRows, (rows + most - 1) / most);
     p.slots = std::max<std::size_t>(1, (rows + p.slot_rows - 1) / p.slot_rows);

@@ -22,6 +22,10 @@ struct AggregationPlan {
   std::string describe() const;
 };
 
+// The most group ids that fold in row ranges (slots) rather than partitions: 0 with a holistic
+// aggregation, which always partitions.
+std::uint64_t most_slot_groups(std::size_t state_bytes, bool holistic);
+
 // state_bytes: all decomposable states of one group together.
 AggregationPlan plan_aggregation(std::size_t rows, std::uint64_t groups, std::size_t state_bytes, bool holistic,
                                  int threads);
