@@ -232,7 +232,7 @@ void run_in_pieces(const Table& input, const GroupBySpec& spec, int threads, Rep
   // partitions and its medians on one thread).
   Aggregators a = make_aggregators(input, spec, report);
   const std::uint64_t slot_groups = most_slot_groups(a.state_bytes(), !a.holistic.empty());
-  auto keys = std::make_unique<GroupKeys>(key_columns, n, threads, report, slot_groups > 0, slot_groups);
+  auto keys = std::make_unique<GroupKeys>(key_columns, n, threads, report, slot_groups);
   const auto fold = [&](const GroupKeys& keys) {
     const auto plan = plan_aggregation(n, keys.groups(), a.state_bytes(), !a.holistic.empty(), threads);
     Stopwatch w;

@@ -21,7 +21,8 @@ std::uint64_t direct_limit(std::size_t rows) {
 }  // namespace
 
 GroupKeys::GroupKeys(const std::vector<const Column*>& keys, std::size_t rows, int threads, Report& report,
-                     bool guess_ranges, std::uint64_t guessed_ids_at_most) {
+                     std::uint64_t guessed_ids_at_most) {
+  const bool guess_ranges = guessed_ids_at_most > 0;
   if (rows >= UINT32_MAX)
     throw InputError(fmt::format("group-by of {} rows: at most 2^32 - 2 rows are supported", rows));
   Stopwatch w;

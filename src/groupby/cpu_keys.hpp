@@ -59,11 +59,11 @@ RankedKeys rank_u64(const std::uint64_t* keys, const std::uint8_t* present_bits,
 // The group id of every row and the keys of each group.
 class GroupKeys {
  public:
-  // guess_ranges: integer columns' ranges may be guessed from samples (see encode_key_column),
-  // where their codes index the groups directly and make at most guessed_ids_at_most group ids;
-  // check missed() after filling.
+  // guessed_ids_at_most > 0: integer columns' ranges may be guessed from samples (see
+  // encode_key_column), where their codes index the groups directly and make at most that many
+  // group ids; check missed() after filling.
   GroupKeys(const std::vector<const Column*>& keys, std::size_t rows, int threads, Report& report,
-            bool guess_ranges = false, std::uint64_t guessed_ids_at_most = UINT64_MAX);
+            std::uint64_t guessed_ids_at_most = 0);
   std::uint64_t groups() const { return groups_; }  // group ids are < groups(); some may hold no row
   // The group ids of rows [begin, end) into out[0, end - begin).
   void fill(std::size_t begin, std::size_t end, std::uint32_t* out) const;
