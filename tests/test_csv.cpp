@@ -461,6 +461,48 @@ TEST(Csv, WriterHandlesManyRowsInOrder) {
   EXPECT_TRUE(same_table(t, back));
 }
 
+// Blocks of 16384 rows are written through a pointer into room reserved for their widest
+// numbers, and a block whose strings need no quotes copies them as they are: the widest values of
+// every type, and quotes needed in some blocks only.
+TEST(Csv, WriterKeepsTheWidestNumbersAndQuotesBlockByBlock) {
+  const std::size_t n = 40'000;  // three blocks
+  std::vector<std::string> s(n);
+  std::vector<std::int64_t> i64(n);
+  std::vector<std::uint64_t> u64(n, std::numeric_limits<std::uint64_t>::max());
+  std::vector<std::int32_t> i32(n);
+  std::vector<std::uint32_t> u32(n, std::numeric_limits<std::uint32_t>::max());
+  std::vector<double> f64(n);
+  std::vector<float> f32(n);
+  const double doubles[] = {-2.2250738585072014e-308, -1.7976931348623157e308, 5e-324, -0.0, 0.0001234567890123456};
+  for (std::size_t r = 0; r < n; ++r) {
+    s[r] = fmt::format("k{}", r % 977);
+    i64[r] = r % 2 ? std::numeric_limits<std::int64_t>::min() : std::numeric_limits<std::int64_t>::max();
+    i32[r] = std::numeric_limits<std::int32_t>::min();
+    f64[r] = doubles[r % 5];
+    f32[r] = r % 2 ? -1.17549435e-38f : -3.4028235e38f;
+  }
+  s[20'000] = "a,b";
+  s[39'999] = "";
+  Table t;
+  t.add(make_string_column("s", std::move(s), make_validity(n, [](std::size_t r) { return r != 30'000; })));
+  t.add(make_column("i64", std::move(i64)));
+  t.add(make_column("u64", std::move(u64)));
+  t.add(make_column("i32", std::move(i32)));
+  t.add(make_column("u32", std::move(u32)));
+  t.add(make_column("f64", std::move(f64)));
+  t.add(make_column("f32", std::move(f32)));
+  const std::string text = csv_of(t);
+  EXPECT_EQ(
+      text.substr(0, text.find('\n', text.find('\n') + 1) + 1),
+      "s,i64,u64,i32,u32,f64,f32\n"
+      "k0,9223372036854775807,18446744073709551615,-2147483648,4294967295,-2.2250738585072014e-308,-3.4028235e+38\n");
+  EXPECT_NE(text.find("\n\"a,b\",9223372036854775807,"), std::string::npos);
+  EXPECT_NE(text.find("\n,9223372036854775807,"), std::string::npos);  // row 30000: no string
+  EXPECT_TRUE(text.ends_with(",0.0001234567890123456,-1.1754944e-38\n"));
+  EXPECT_NE(text.find("\n\"\",-9223372036854775808,"), std::string::npos);  // the last row's empty string
+  EXPECT_TRUE(same_table(t, read(text, {.schema = schema_of(t), .threads = 2})));
+}
+
 // pandas (Debian's python3-pandas) reads the written file to the same values; pandas cannot tell
 // "" from a missing string, so the strings here are never empty.
 TEST(Csv, PandasReadsTheWrittenValues) {

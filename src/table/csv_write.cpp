@@ -1,7 +1,9 @@
 // Writing CSV: blocks of rows formatted in parallel into buffers, written in order.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <iterator>
+#include <limits>
 #include <ostream>
 
 #include <fmt/compile.h>
@@ -38,30 +40,113 @@ void append_string(Out& out, std::string_view s, char delimiter) {
   out.push_back('"');
 }
 
+// The most characters a number of type T takes: a 64-bit integer 20, a double's shortest
+// round-trip form 24 ("-2.2250738585072014e-308"), a float's 15.
 template <class T>
-void append_number(Out& out, T v) {
+constexpr std::size_t kMaxWidth = std::is_floating_point_v<T> ? 24 : std::numeric_limits<T>::digits10 + 2;
+
+template <class T>
+char* put_number(char* p, T v) {
   if constexpr (std::is_floating_point_v<T>) {
-    if (std::isnan(v)) return out.append(std::string_view("nan"));
-    if (std::isinf(v)) return out.append(std::string_view(v < 0 ? "-inf" : "inf"));
+    if (std::isnan(v)) return std::copy_n("nan", 3, p);
+    if (std::isinf(v)) return v < 0 ? std::copy_n("-inf", 4, p) : std::copy_n("inf", 3, p);
   }
-  fmt::format_to(std::back_inserter(out), FMT_COMPILE("{}"), v);  // shortest round-trip for floats
+  return fmt::format_to(p, FMT_COMPILE("{}"), v);  // shortest round-trip for floats
 }
 
+// Whether any byte of s is the delimiter, a quote or a line break, 16 bytes at a time.
+bool any_special(const char* s, std::size_t n, char delimiter) {
+  using V16 = char __attribute__((vector_size(16)));
+  const V16 d = V16{} + delimiter, q = V16{} + '"', lf = V16{} + '\n', cr = V16{} + '\r';
+  V16 found{};
+  std::size_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    V16 x;
+    std::memcpy(&x, s + i, 16);
+    found |= (x == d) | (x == q) | (x == lf) | (x == cr);
+  }
+  bool any = false;
+  for (int k = 0; k < 16; ++k) any |= found[k] != 0;
+  for (; i < n; ++i) any |= s[i] == delimiter || s[i] == '"' || s[i] == '\n' || s[i] == '\r';
+  return any;
+}
+
+// One column as a block of rows reads it, its type and buffers looked up once per block.
+struct BlockColumn {
+  ColumnType type;
+  const std::uint8_t* validity;  // nullptr: every row present
+  const std::byte* values;
+  const std::uint64_t* offsets;  // strings
+  bool plain;                    // strings: none in the block needs quotes
+};
+
+// Whether none of the strings of rows [begin, end) needs quotes; checked once for the block, so
+// that each row's string is copied as it is.
+bool plain_strings(const Column& c, std::size_t begin, std::size_t end, char delimiter) {
+  const auto* o = c.offsets.as<std::uint64_t>().data();
+  const char* bytes = reinterpret_cast<const char*>(c.values.data());
+  if (any_special(bytes + o[begin], o[end] - o[begin], delimiter)) return false;
+  for (std::size_t i = begin; i < end; ++i) {
+    if (!c.present(i)) continue;
+    const std::string_view s(bytes + o[i], o[i + 1] - o[i]);
+    if (s.empty() || s.front() == ' ' || s.front() == '\t' || s.back() == ' ' || s.back() == '\t' ||
+        s.starts_with("\xEF\xBB\xBF"))
+      return false;
+  }
+  return true;
+}
+
+// Rows [begin, end) appended to out. The block's largest size is reserved first so that cells
+// are written through a pointer, without a capacity check per character.
 void append_rows(Out& out, const Table& t, std::size_t begin, std::size_t end, char delimiter) {
   const auto& columns = t.columns();
-  for (std::size_t i = begin; i < end; ++i) {
-    for (std::size_t j = 0; j < columns.size(); ++j) {
-      const Column& c = columns[j];
-      if (j) out.push_back(delimiter);
-      if (!c.present(i)) continue;
-      if (c.type == ColumnType::str) {
-        append_string(out, c.string(i), delimiter);
-        continue;
-      }
-      visit_numeric(c.type, [&](auto zero) { append_number(out, c.values.as<decltype(zero)>()[i]); });
+  std::vector<BlockColumn> cols;
+  std::size_t bound = (end - begin) * (columns.size() + 1);  // delimiters and line feeds
+  for (const Column& c : columns) {
+    BlockColumn b{c.type, c.validity.empty() ? nullptr : reinterpret_cast<const std::uint8_t*>(c.validity.data()),
+                  c.values.data(), nullptr, false};
+    if (c.type == ColumnType::str) {
+      b.offsets = c.offsets.as<std::uint64_t>().data();
+      b.plain = plain_strings(c, begin, end, delimiter);
+      const std::size_t bytes = b.offsets[end] - b.offsets[begin];
+      bound += b.plain ? bytes : 2 * bytes + 2 * (end - begin);  // quoted: every byte a quote at worst
+    } else {
+      bound += (end - begin) * visit_numeric(c.type, [](auto zero) { return kMaxWidth<decltype(zero)>; });
     }
-    out.push_back('\n');
+    cols.push_back(b);
   }
+  const std::size_t at = out.size();
+  out.resize(at + bound);
+  char* p = out.data() + at;
+  for (std::size_t i = begin; i < end; ++i) {
+    for (std::size_t j = 0; j < cols.size(); ++j) {
+      const BlockColumn& c = cols[j];
+      if (j) *p++ = delimiter;
+      if (c.validity && !((c.validity[i >> 3] >> (i & 7)) & 1u)) continue;
+      switch (c.type) {
+        case ColumnType::str: {
+          const std::string_view s(reinterpret_cast<const char*>(c.values) + c.offsets[i],
+                                   c.offsets[i + 1] - c.offsets[i]);
+          if (c.plain) {
+            p = std::copy_n(s.data(), s.size(), p);
+          } else {
+            Out quoted;
+            append_string(quoted, s, delimiter);
+            p = std::copy_n(quoted.data(), quoted.size(), p);
+          }
+          break;
+        }
+        case ColumnType::i32: p = put_number(p, reinterpret_cast<const std::int32_t*>(c.values)[i]); break;
+        case ColumnType::i64: p = put_number(p, reinterpret_cast<const std::int64_t*>(c.values)[i]); break;
+        case ColumnType::u32: p = put_number(p, reinterpret_cast<const std::uint32_t*>(c.values)[i]); break;
+        case ColumnType::u64: p = put_number(p, reinterpret_cast<const std::uint64_t*>(c.values)[i]); break;
+        case ColumnType::f32: p = put_number(p, reinterpret_cast<const float*>(c.values)[i]); break;
+        case ColumnType::f64: p = put_number(p, reinterpret_cast<const double*>(c.values)[i]); break;
+      }
+    }
+    *p++ = '\n';
+  }
+  out.resize(static_cast<std::size_t>(p - out.data()));
 }
 
 }  // namespace
