@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <array>
 #include <cstdint>
 #include <cstring>
 #include <fstream>
@@ -42,6 +43,19 @@ struct OpenFile {
   ~OpenFile() { ::close(fd); }
 };
 
+// A temporary file of random bytes, open, and a pool of three helpers to read it with.
+struct RandomFile {
+  TempDir dir;
+  std::string bytes;
+  OpenFile file;
+  io::PreadPool pool{3};
+  RandomFile(const std::string& name, std::size_t n, std::uint64_t seed)
+      : bytes(random_bytes(n, seed)), file(dir, name, bytes) {}
+};
+
+// Both ways the parts are read: an OpenMP team (no pool) and a reader's pool.
+std::array<io::PreadPool*, 2> both_modes(io::PreadPool& pool) { return {nullptr, &pool}; }
+
 // Bytes [at, at + n) of `f` read by `threads` threads (on `pool` where given); "got" the count.
 std::string read_range(const io::PreadFile& f, std::size_t n, std::uint64_t at, int threads, io::PreadPool* pool,
                        std::size_t& got) {
@@ -60,59 +74,50 @@ std::string read_error(const io::PreadFile& f, std::size_t n, std::uint64_t at, 
 }  // namespace
 
 TEST(PreadParts, BothThreadModesGiveTheBytesAsked) {
-  TempDir dir;
-  const std::string bytes = random_bytes(9 * kMiB + 123, 1);
-  OpenFile file(dir, "f", bytes);
-  ASSERT_GE(file.fd, 0);
-  io::PreadPool pool(3);
-  for (io::PreadPool* p : {static_cast<io::PreadPool*>(nullptr), &pool})
+  RandomFile f("f", 9 * kMiB + 123, 1);
+  ASSERT_GE(f.file.fd, 0);
+  for (io::PreadPool* p : both_modes(f.pool))
     for (const int threads : {1, 2, 4})
       for (const std::size_t n : {std::size_t{0}, std::size_t{1}, kMiB - 1, 3 * kMiB + 7, 9 * kMiB})
         for (const std::uint64_t at : {std::uint64_t{0}, std::uint64_t{123}}) {
           SCOPED_TRACE(testing::Message()
                        << (p ? "pool, " : "OpenMP, ") << threads << " threads, " << n << " at " << at);
           std::size_t got = 0;
-          EXPECT_EQ(read_range({file.fd, file.path}, n, at, threads, p, got), bytes.substr(at, n));
+          EXPECT_EQ(read_range({f.file.fd, f.file.path}, n, at, threads, p, got), f.bytes.substr(at, n));
           EXPECT_EQ(got, n);
           // Counted from an origin: byte 0 is the file's byte 100.
-          EXPECT_EQ(read_range({file.fd, file.path, 100}, n, at, threads, p, got), bytes.substr(100 + at, n));
+          EXPECT_EQ(read_range({f.file.fd, f.file.path, 100}, n, at, threads, p, got), f.bytes.substr(100 + at, n));
         }
 }
 
 // A file shorter than the range asked: the count is where it ended, every byte before it read.
 TEST(PreadParts, AShortFileReturnsWhereItEnded) {
-  TempDir dir;
-  const std::string bytes = random_bytes(3 * kMiB + 5, 2);
-  OpenFile file(dir, "short", bytes);
-  ASSERT_GE(file.fd, 0);
-  io::PreadPool pool(3);
-  for (io::PreadPool* p : {static_cast<io::PreadPool*>(nullptr), &pool})
+  RandomFile f("short", 3 * kMiB + 5, 2);
+  ASSERT_GE(f.file.fd, 0);
+  for (io::PreadPool* p : both_modes(f.pool))
     for (const int threads : {1, 4})
-      for (const std::uint64_t at : {std::uint64_t{0}, std::uint64_t{kMiB + 3}, std::uint64_t{bytes.size()},
-                                     std::uint64_t{bytes.size() + kMiB}}) {
+      for (const std::uint64_t at : {std::uint64_t{0}, std::uint64_t{kMiB + 3}, std::uint64_t{f.bytes.size()},
+                                     std::uint64_t{f.bytes.size() + kMiB}}) {
         SCOPED_TRACE(testing::Message() << (p ? "pool, " : "OpenMP, ") << threads << " threads, at " << at);
         std::size_t got = 0;
-        const std::string read = read_range({file.fd, file.path}, 8 * kMiB, at, threads, p, got);
-        EXPECT_EQ(got, at < bytes.size() ? bytes.size() - at : 0);
-        EXPECT_EQ(read, at < bytes.size() ? bytes.substr(at) : "");
+        const std::string read = read_range({f.file.fd, f.file.path}, 8 * kMiB, at, threads, p, got);
+        EXPECT_EQ(got, at < f.bytes.size() ? f.bytes.size() - at : 0);
+        EXPECT_EQ(read, at < f.bytes.size() ? f.bytes.substr(at) : "");
       }
 }
 
 // A reader's pool serves call after call (as the CSV scan's buffers are filled), with any number
 // of its helpers, and stays correct.
 TEST(PreadParts, ManyCallsOnOnePoolGiveTheRightBytes) {
-  TempDir dir;
-  const std::string bytes = random_bytes(16 * kMiB, 3);
-  OpenFile file(dir, "many", bytes);
-  ASSERT_GE(file.fd, 0);
-  io::PreadPool pool(3);
+  RandomFile f("many", 16 * kMiB, 3);
+  ASSERT_GE(f.file.fd, 0);
   std::mt19937_64 rng(4);
   for (int call = 0; call < 200; ++call) {
-    const std::size_t n = 2 * kMiB + rng() % (3 * kMiB), at = rng() % (bytes.size() - n);
+    const std::size_t n = 2 * kMiB + rng() % (3 * kMiB), at = rng() % (f.bytes.size() - n);
     const int threads = 1 + call % 4;
     std::size_t got = 0;
-    ASSERT_EQ(read_range({file.fd, file.path}, n, at, threads, &pool, got), bytes.substr(at, n))
-        << "call " << call << ": " << n << " bytes at " << at << ", " << threads << " threads";
+    ASSERT_EQ(read_range({f.file.fd, f.file.path}, n, at, threads, &f.pool, got), f.bytes.substr(at, n))
+        << "call " << call << ": " << n << " f.bytes at " << at << ", " << threads << " threads";
   }
 }
 
@@ -124,7 +129,7 @@ TEST(PreadParts, AReadErrorNamesTheFileAndByte) {
   const std::string name = dir.path.string();
   const std::regex several_threads(": read failed at byte [0-9]+ \\(" + std::string(std::strerror(EISDIR)) + "\\)$");
   io::PreadPool pool(3);
-  for (io::PreadPool* p : {static_cast<io::PreadPool*>(nullptr), &pool}) {
+  for (io::PreadPool* p : both_modes(pool)) {
     SCOPED_TRACE(p ? "pool" : "OpenMP");
     EXPECT_EQ(read_error({dir_fd, name}, 4 * kMiB, 100, 1, p),
               name + ": read failed at byte 100 (" + std::strerror(EISDIR) + ")");
@@ -150,7 +155,7 @@ TEST(PreadParts, AnErrorOnAHelperReachesTheCaller) {
   EXPECT_EQ(read_error({file.fd, file.path, origin}, 4 * kMiB, 0, 1),
             file.path + ": read failed at byte " + std::to_string(kMiB) + " (" + std::strerror(EINVAL) + ")");
   for (int i = 0; i < 50; ++i)
-    for (io::PreadPool* p : {static_cast<io::PreadPool*>(nullptr), &pool}) {
+    for (io::PreadPool* p : both_modes(pool)) {
       const std::string message = read_error({file.fd, file.path, origin}, 4 * kMiB, 0, 4, p);
       bool later = false;
       for (const std::size_t piece : {kMiB, 2 * kMiB, 3 * kMiB})
